@@ -1,0 +1,9 @@
+// Every subcommand's entry point: argv holds the arguments after the command name. Each returns
+// an exit code or throws plexus::Error (mapped to its exit code by main).
+#pragma once
+
+namespace plexus::cli {
+
+int cmd_version(int argc, char** argv);
+
+}  // namespace plexus::cli

@@ -1,0 +1,68 @@
+// plexus: plan, run and measure large language models across devices. Dispatches subcommands.
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <string>
+
+#include "cli/commands.h"
+#include "core/error.h"
+#include "core/version.h"
+
+namespace {
+
+struct Command {
+  const char* name;
+  const char* summary;
+  int (*run)(int, char**);
+};
+
+// One line per subcommand; keep in the order `plexus --help` should list them.
+const Command kCommands[] = {
+    {"version", "print the plexus version and commit", plexus::cli::cmd_version},
+};
+
+void print_usage(std::FILE* out) {
+  std::fprintf(out,
+               "plexus %s — plan, run and measure large language models across devices\n\n"
+               "usage: plexus <command> [arguments] [--help]\n\ncommands:\n",
+               PLEXUS_VERSION);
+  for (const Command& c : kCommands) std::fprintf(out, "  %-12s %s\n", c.name, c.summary);
+  std::fprintf(out, "\n'plexus <command> --help' describes each command.\n"
+                    "exit codes: 0 ok, 1 runtime failure, 2 bad usage or bad input\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    print_usage(stderr);
+    return 2;
+  }
+  const std::string name = argv[1];
+  if (name == "--help" || name == "-h" || name == "help") {
+    print_usage(stdout);
+    return 0;
+  }
+  if (name == "--version") {
+    std::printf("plexus %s (%s)\n", PLEXUS_VERSION, PLEXUS_GIT_COMMIT);
+    return 0;
+  }
+  for (const Command& c : kCommands) {
+    if (name != c.name) continue;
+    try {
+      return c.run(argc - 2, argv + 2);
+    } catch (const plexus::Error& e) {
+      std::fprintf(stderr, "plexus %s: error: %s\n", c.name, e.what());
+      return static_cast<int>(e.code());
+    } catch (const std::bad_alloc&) {
+      std::fprintf(stderr, "plexus %s: error: out of memory\n", c.name);
+      return 1;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "plexus %s: error: %s\n", c.name, e.what());
+      return 1;
+    }
+  }
+  std::fprintf(stderr, "plexus: unknown command '%s'\n\n", name.c_str());
+  print_usage(stderr);
+  return 2;
+}

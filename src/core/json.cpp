@@ -1,0 +1,53 @@
+// Checked JSON reads.
+#include "core/json.h"
+
+#include "core/error.h"
+#include "core/mmap_file.h"
+
+namespace plexus {
+
+Json parse_json(const std::string& text, const std::string& where) {
+  try {
+    return Json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw InputError(where + ": invalid JSON at byte " + std::to_string(e.byte) + ": " + e.what());
+  }
+}
+
+Json read_json_file(const std::string& path) { return parse_json(read_text_file(path), path); }
+
+long long json_int(const Json& obj, const std::string& key, const std::string& where) {
+  if (!obj.is_object() || !obj.contains(key)) throw InputError(where + ": missing field '" + key + "'");
+  const Json& v = obj.at(key);
+  if (!v.is_number_integer()) throw InputError(where + ": field '" + key + "' must be an integer, got " + v.dump());
+  return v.get<long long>();
+}
+
+long long json_int_or(const Json& obj, const std::string& key, long long fallback, const std::string& where) {
+  if (!obj.is_object() || !obj.contains(key) || obj.at(key).is_null()) return fallback;
+  return json_int(obj, key, where);
+}
+
+double json_number_or(const Json& obj, const std::string& key, double fallback, const std::string& where) {
+  if (!obj.is_object() || !obj.contains(key) || obj.at(key).is_null()) return fallback;
+  const Json& v = obj.at(key);
+  if (!v.is_number()) throw InputError(where + ": field '" + key + "' must be a number, got " + v.dump());
+  return v.get<double>();
+}
+
+std::string json_string_or(const Json& obj, const std::string& key, const std::string& fallback,
+                           const std::string& where) {
+  if (!obj.is_object() || !obj.contains(key) || obj.at(key).is_null()) return fallback;
+  const Json& v = obj.at(key);
+  if (!v.is_string()) throw InputError(where + ": field '" + key + "' must be a string, got " + v.dump());
+  return v.get<std::string>();
+}
+
+bool json_bool_or(const Json& obj, const std::string& key, bool fallback, const std::string& where) {
+  if (!obj.is_object() || !obj.contains(key) || obj.at(key).is_null()) return fallback;
+  const Json& v = obj.at(key);
+  if (!v.is_boolean()) throw InputError(where + ": field '" + key + "' must be true or false, got " + v.dump());
+  return v.get<bool>();
+}
+
+}  // namespace plexus
