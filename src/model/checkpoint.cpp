@@ -1,0 +1,67 @@
+// Single-file and sharded safetensors checkpoints.
+#include "model/checkpoint.h"
+
+#include <set>
+
+#include "core/error.h"
+#include "core/json.h"
+#include "core/mmap_file.h"
+
+namespace plexus {
+
+bool Checkpoint::exists_in(const std::string& dir) {
+  return file_exists(dir + "/model.safetensors") || file_exists(dir + "/model.safetensors.index.json");
+}
+
+Checkpoint::Checkpoint(const std::string& dir) : dir_(dir) {
+  const std::string single = dir + "/model.safetensors";
+  const std::string index_path = dir + "/model.safetensors.index.json";
+  if (file_exists(index_path)) {
+    const Json idx = read_json_file(index_path);
+    if (!idx.is_object() || !idx.contains("weight_map") || !idx["weight_map"].is_object()) {
+      throw InputError(index_path + ": missing object field 'weight_map'");
+    }
+    std::map<std::string, std::size_t> shard_of_file;
+    std::map<std::string, std::string> wanted;  // tensor -> shard file name
+    for (auto it = idx["weight_map"].begin(); it != idx["weight_map"].end(); ++it) {
+      if (!it.value().is_string()) throw InputError(index_path + ": weight_map['" + it.key() + "'] must be a file name");
+      const std::string shard = it.value().get<std::string>();
+      if (shard.find('/') != std::string::npos || shard == "..") {
+        throw InputError(index_path + ": weight_map['" + it.key() + "'] names '" + shard + "', outside the model directory");
+      }
+      wanted[it.key()] = shard;
+      if (!shard_of_file.count(shard)) {
+        const std::string path = dir + "/" + shard;
+        if (!file_exists(path)) throw InputError(index_path + ": shard '" + shard + "' (for '" + it.key() + "') does not exist");
+        shard_of_file[shard] = files_.size();
+        files_.push_back(std::make_unique<SafetensorsFile>(path));
+      }
+    }
+    for (const auto& [name, shard] : wanted) {
+      const SafetensorsFile& f = *files_[shard_of_file[shard]];
+      const TensorInfo* t = f.find(name);
+      if (!t) throw InputError(index_path + ": tensor '" + name + "' is listed in '" + shard + "' but that file does not hold it");
+      index_[name] = TensorRef{t, f.data(*t), &f};
+    }
+  } else if (file_exists(single)) {
+    files_.push_back(std::make_unique<SafetensorsFile>(single));
+    const SafetensorsFile& f = *files_.back();
+    for (const TensorInfo& t : f.tensors()) index_[t.name] = TensorRef{&t, f.data(t), &f};
+  } else {
+    throw InputError("'" + dir + "' holds no weights: expected model.safetensors or model.safetensors.index.json");
+  }
+}
+
+TensorRef Checkpoint::get(const std::string& name) const {
+  auto it = index_.find(name);
+  if (it == index_.end()) throw InputError(dir_ + ": checkpoint has no tensor '" + name + "'");
+  return it->second;
+}
+
+std::vector<std::string> Checkpoint::names() const {
+  std::vector<std::string> out;
+  for (const auto& [n, r] : index_) out.push_back(n);
+  return out;
+}
+
+}  // namespace plexus

@@ -1,0 +1,157 @@
+// config.json parsing for the supported decoder-only architectures.
+#include "model/config.h"
+
+#include <sys/stat.h>
+
+#include "core/error.h"
+
+namespace plexus {
+
+std::string_view arch_name(Arch a) {
+  switch (a) {
+    case Arch::kLlama: return "LlamaForCausalLM";
+    case Arch::kMistral: return "MistralForCausalLM";
+    case Arch::kQwen2: return "Qwen2ForCausalLM";
+    case Arch::kQwen3: return "Qwen3ForCausalLM";
+  }
+  return "?";
+}
+
+namespace {
+
+bool is_dir(const std::string& p) {
+  struct stat st {};
+  return ::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+std::int64_t positive(const Json& j, const std::string& key, const std::string& where) {
+  const long long v = json_int(j, key, where);
+  if (v <= 0) throw InputError(where + ": field '" + key + "' must be positive, got " + std::to_string(v));
+  return v;
+}
+
+}  // namespace
+
+ModelConfig parse_model_config(const Json& j, const std::string& where) {
+  if (!j.is_object()) throw InputError(where + ": expected a JSON object");
+  ModelConfig c;
+  std::string arch;
+  if (j.contains("architectures") && j["architectures"].is_array() && !j["architectures"].empty() &&
+      j["architectures"][0].is_string()) {
+    arch = j["architectures"][0].get<std::string>();
+  }
+  c.model_type = json_string_or(j, "model_type", "", where);
+  if (arch.empty()) {
+    if (c.model_type == "llama") arch = "LlamaForCausalLM";
+    else if (c.model_type == "mistral") arch = "MistralForCausalLM";
+    else if (c.model_type == "qwen2") arch = "Qwen2ForCausalLM";
+    else if (c.model_type == "qwen3") arch = "Qwen3ForCausalLM";
+  }
+  if (arch == "LlamaForCausalLM") c.arch = Arch::kLlama;
+  else if (arch == "MistralForCausalLM") c.arch = Arch::kMistral;
+  else if (arch == "Qwen2ForCausalLM") c.arch = Arch::kQwen2;
+  else if (arch == "Qwen3ForCausalLM") c.arch = Arch::kQwen3;
+  else {
+    throw InputError(where + ": unknown architecture '" + (arch.empty() ? c.model_type : arch) +
+                     "' in field 'architectures'; supported: LlamaForCausalLM, MistralForCausalLM, "
+                     "Qwen2ForCausalLM, Qwen3ForCausalLM");
+  }
+  c.architecture = arch;
+  c.hidden_size = positive(j, "hidden_size", where);
+  c.num_layers = positive(j, "num_hidden_layers", where);
+  c.num_heads = positive(j, "num_attention_heads", where);
+  c.num_kv_heads = j.contains("num_key_value_heads") && !j["num_key_value_heads"].is_null()
+                       ? positive(j, "num_key_value_heads", where)
+                       : c.num_heads;
+  c.intermediate_size = positive(j, "intermediate_size", where);
+  c.vocab_size = positive(j, "vocab_size", where);
+  if (c.num_heads % c.num_kv_heads != 0) {
+    throw InputError(where + ": num_attention_heads (" + std::to_string(c.num_heads) +
+                     ") must be a multiple of num_key_value_heads (" + std::to_string(c.num_kv_heads) + ")");
+  }
+  if (j.contains("head_dim") && !j["head_dim"].is_null()) {
+    c.head_dim = positive(j, "head_dim", where);
+  } else {
+    if (c.hidden_size % c.num_heads != 0) {
+      throw InputError(where + ": hidden_size (" + std::to_string(c.hidden_size) +
+                       ") is not divisible by num_attention_heads and no head_dim is given");
+    }
+    c.head_dim = c.hidden_size / c.num_heads;
+  }
+  if (c.head_dim % 2 != 0) throw InputError(where + ": head_dim must be even for rotary embeddings");
+  c.max_position_embeddings = json_int_or(j, "max_position_embeddings", 2048, where);
+  c.rms_norm_eps = json_number_or(j, "rms_norm_eps", 1e-6, where);
+  c.rope_theta = json_number_or(j, "rope_theta", 10000.0, where);
+  c.tie_word_embeddings = json_bool_or(j, "tie_word_embeddings", false, where);
+  const std::string act = json_string_or(j, "hidden_act", "silu", where);
+  if (act != "silu") throw InputError(where + ": hidden_act '" + act + "' is not supported (only silu)");
+  if (json_bool_or(j, "mlp_bias", false, where)) throw InputError(where + ": mlp_bias=true is not supported");
+
+  switch (c.arch) {
+    case Arch::kLlama:
+    case Arch::kMistral:
+      c.qkv_bias = c.o_bias = json_bool_or(j, "attention_bias", false, where);
+      break;
+    case Arch::kQwen2:
+      c.qkv_bias = true;  // Qwen2 attention always carries q/k/v biases
+      break;
+    case Arch::kQwen3:
+      c.qk_norm = true;
+      c.qkv_bias = c.o_bias = json_bool_or(j, "attention_bias", false, where);
+      break;
+  }
+  if (c.arch == Arch::kMistral) {
+    c.sliding_window = json_int_or(j, "sliding_window", 0, where);
+  } else if (json_bool_or(j, "use_sliding_window", false, where)) {
+    throw InputError(where + ": use_sliding_window=true is not supported for " + arch);
+  }
+
+  if (j.contains("rope_scaling") && j["rope_scaling"].is_object()) {
+    const Json& rs = j["rope_scaling"];
+    const std::string w = where + ": rope_scaling";
+    std::string type = json_string_or(rs, "rope_type", "", w);
+    if (type.empty()) type = json_string_or(rs, "type", "", w);
+    if (type == "llama3") {
+      c.rope_scaling = RopeScaling::kLlama3;
+      c.rope_factor = json_number_or(rs, "factor", 8.0, w);
+      c.rope_low_freq_factor = json_number_or(rs, "low_freq_factor", 1.0, w);
+      c.rope_high_freq_factor = json_number_or(rs, "high_freq_factor", 4.0, w);
+      c.rope_original_max_position = json_int_or(rs, "original_max_position_embeddings", 8192, w);
+    } else if (type == "linear") {
+      c.rope_scaling = RopeScaling::kLinear;
+      c.rope_factor = json_number_or(rs, "factor", 1.0, w);
+    } else if (type == "default" || type.empty()) {
+      c.rope_scaling = RopeScaling::kNone;
+    } else {
+      throw InputError(w + ": type '" + type + "' is not supported (supported: llama3, linear)");
+    }
+  }
+
+  if (j.contains("bos_token_id") && j["bos_token_id"].is_number_integer()) c.bos_token_id = j["bos_token_id"].get<std::int64_t>();
+  if (j.contains("eos_token_id")) {
+    const Json& e = j["eos_token_id"];
+    if (e.is_number_integer()) c.eos_token_ids.push_back(e.get<std::int64_t>());
+    else if (e.is_array()) {
+      for (const Json& x : e) {
+        if (x.is_number_integer()) c.eos_token_ids.push_back(x.get<std::int64_t>());
+      }
+    }
+  }
+  const std::string td = json_string_or(j, "torch_dtype", json_string_or(j, "dtype", "", where), where);
+  DType dt;
+  if (!td.empty() && parse_dtype(td, &dt)) c.torch_dtype = dt;
+  return c;
+}
+
+ModelConfig load_model_config(const std::string& path) {
+  const std::string file = is_dir(path) ? path + "/config.json" : path;
+  if (is_dir(path)) {
+    struct stat st {};
+    if (::stat(file.c_str(), &st) != 0) {
+      throw InputError("'" + path + "' is not a model directory: it has no config.json");
+    }
+  }
+  return parse_model_config(read_json_file(file), file);
+}
+
+}  // namespace plexus

@@ -1,0 +1,57 @@
+// A model's config.json, parsed and checked: the hyper-parameters every other part reads.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/json.h"
+
+namespace plexus {
+
+enum class Arch { kLlama, kMistral, kQwen2, kQwen3 };
+
+// rope_scaling as Hugging Face writes it; kNone when absent.
+enum class RopeScaling { kNone, kLinear, kLlama3 };
+
+struct ModelConfig {
+  Arch arch = Arch::kLlama;
+  std::string architecture;  // e.g. "LlamaForCausalLM"
+  std::string model_type;    // e.g. "llama"
+  std::int64_t hidden_size = 0;
+  std::int64_t num_layers = 0;
+  std::int64_t num_heads = 0;
+  std::int64_t num_kv_heads = 0;
+  std::int64_t head_dim = 0;
+  std::int64_t intermediate_size = 0;
+  std::int64_t vocab_size = 0;
+  std::int64_t max_position_embeddings = 2048;
+  double rms_norm_eps = 1e-6;
+  double rope_theta = 10000.0;
+  RopeScaling rope_scaling = RopeScaling::kNone;
+  double rope_factor = 1.0;
+  double rope_low_freq_factor = 1.0;
+  double rope_high_freq_factor = 4.0;
+  std::int64_t rope_original_max_position = 8192;
+  bool tie_word_embeddings = false;
+  bool qkv_bias = false;     // Qwen2 always; Llama with attention_bias
+  bool o_bias = false;       // Llama with attention_bias
+  bool qk_norm = false;      // Qwen3
+  std::int64_t sliding_window = 0;  // 0 = full attention
+  std::optional<std::int64_t> bos_token_id;
+  std::vector<std::int64_t> eos_token_ids;
+  std::optional<DType> torch_dtype;
+
+  std::int64_t q_dim() const { return num_heads * head_dim; }
+  std::int64_t kv_dim() const { return num_kv_heads * head_dim; }
+};
+
+// Reads and validates MODEL_DIR/config.json (or the file itself). Throws InputError naming the
+// file and field: missing fields, unknown architectures, inconsistent head counts.
+ModelConfig load_model_config(const std::string& path);
+ModelConfig parse_model_config(const Json& j, const std::string& where);
+
+std::string_view arch_name(Arch a);  // "LlamaForCausalLM", ...
+
+}  // namespace plexus

@@ -1,0 +1,86 @@
+// Builds the parameter list of Llama / Mistral / Qwen2 / Qwen3 checkpoints.
+#include "model/module_tree.h"
+
+#include "core/error.h"
+#include "model/checkpoint.h"
+
+namespace plexus {
+
+std::int64_t ParamInfo::numel() const {
+  std::int64_t n = 1;
+  for (std::int64_t d : shape) n *= d;
+  return n;
+}
+
+std::string ModuleTree::layer_prefix(int layer) { return "model.layers." + std::to_string(layer); }
+
+ModuleTree ModuleTree::from_config(const ModelConfig& c) {
+  ModuleTree t;
+  t.config_ = c;
+  auto add = [&](const std::string& module, const std::string& leaf, std::vector<std::int64_t> shape, int layer) {
+    t.params_.push_back(ParamInfo{module + "." + leaf, module, std::move(shape), layer, std::nullopt, std::nullopt});
+  };
+  const std::int64_t H = c.hidden_size, Q = c.q_dim(), KV = c.kv_dim(), I = c.intermediate_size;
+  add("model.embed_tokens", "weight", {c.vocab_size, H}, -1);
+  for (int l = 0; l < c.num_layers; ++l) {
+    const std::string p = layer_prefix(l);
+    add(p + ".self_attn.q_proj", "weight", {Q, H}, l);
+    if (c.qkv_bias) add(p + ".self_attn.q_proj", "bias", {Q}, l);
+    add(p + ".self_attn.k_proj", "weight", {KV, H}, l);
+    if (c.qkv_bias) add(p + ".self_attn.k_proj", "bias", {KV}, l);
+    add(p + ".self_attn.v_proj", "weight", {KV, H}, l);
+    if (c.qkv_bias) add(p + ".self_attn.v_proj", "bias", {KV}, l);
+    add(p + ".self_attn.o_proj", "weight", {H, Q}, l);
+    if (c.o_bias) add(p + ".self_attn.o_proj", "bias", {H}, l);
+    if (c.qk_norm) {
+      add(p + ".self_attn.q_norm", "weight", {c.head_dim}, l);
+      add(p + ".self_attn.k_norm", "weight", {c.head_dim}, l);
+    }
+    add(p + ".mlp.gate_proj", "weight", {I, H}, l);
+    add(p + ".mlp.up_proj", "weight", {I, H}, l);
+    add(p + ".mlp.down_proj", "weight", {H, I}, l);
+    add(p + ".input_layernorm", "weight", {H}, l);
+    add(p + ".post_attention_layernorm", "weight", {H}, l);
+  }
+  add("model.norm", "weight", {H}, -1);
+  add("lm_head", "weight", {c.vocab_size, H}, -1);
+  if (c.tie_word_embeddings) t.params_.back().tied_to = "model.embed_tokens.weight";
+  return t;
+}
+
+ModuleTree ModuleTree::from_checkpoint(const ModelConfig& c, const Checkpoint& ck) {
+  ModuleTree t = from_config(c);
+  for (ParamInfo& p : t.params_) {
+    if (p.tied_to) {  // Hugging Face ties these even when the file also stores lm_head
+      p.dtype = ck.get(*p.tied_to).info->dtype;
+      continue;
+    }
+    if (!ck.contains(p.name)) {
+      throw InputError(ck.dir() + ": checkpoint lacks tensor '" + p.name + "' that config.json (" +
+                       std::string(arch_name(c.arch)) + ") requires");
+    }
+    const TensorRef r = ck.get(p.name);
+    if (r.info->shape != p.shape) {
+      std::string got, want;
+      for (auto d : r.info->shape) got += (got.empty() ? "" : ", ") + std::to_string(d);
+      for (auto d : p.shape) want += (want.empty() ? "" : ", ") + std::to_string(d);
+      throw InputError(r.file->path() + ": tensor '" + p.name + "' has shape [" + got + "] but config.json implies [" +
+                       want + "]");
+    }
+    if (!r.info->dtype_supported) {
+      throw InputError(r.file->path() + ": tensor '" + p.name + "' has dtype " + r.info->dtype_name +
+                       "; supported: F32, BF16, F16");
+    }
+    p.dtype = r.info->dtype;
+  }
+  return t;
+}
+
+const ParamInfo* ModuleTree::find(const std::string& name) const {
+  for (const ParamInfo& p : params_) {
+    if (p.name == name) return &p;
+  }
+  return nullptr;
+}
+
+}  // namespace plexus

@@ -1,0 +1,48 @@
+// The model's parameters with their exact Hugging Face names, shapes and owning modules: the
+// single source of truth for names, shared by the loader, the planner and the executor.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+#include "model/config.h"
+
+namespace plexus {
+
+class Checkpoint;
+
+struct ParamInfo {
+  std::string name;                 // e.g. "model.layers.3.self_attn.q_proj.weight"
+  std::string module;               // owning module, e.g. "model.layers.3.self_attn.q_proj"
+  std::vector<std::int64_t> shape;  // as stored: (out, in) for linear weights
+  int layer = -1;                   // decoder layer index; -1 outside the layers
+  std::optional<std::string> tied_to;  // set on a parameter that shares another's storage
+  std::optional<DType> dtype;       // the checkpoint's dtype, when read from headers
+  std::int64_t numel() const;
+};
+
+class ModuleTree {
+ public:
+  // Names and shapes from config.json alone, in Hugging Face's named_parameters order
+  // (embedding, layers 0..L-1, final norm, lm_head). With tied embeddings, lm_head.weight is
+  // listed with tied_to = "model.embed_tokens.weight".
+  static ModuleTree from_config(const ModelConfig& config);
+  // The same, checked against a checkpoint's headers: every expected tensor present with the
+  // expected shape (InputError naming the tensor otherwise); dtypes recorded.
+  static ModuleTree from_checkpoint(const ModelConfig& config, const Checkpoint& checkpoint);
+
+  const ModelConfig& config() const { return config_; }
+  const std::vector<ParamInfo>& params() const { return params_; }
+  const ParamInfo* find(const std::string& name) const;
+
+  // Module prefixes that are never split: "model.embed_tokens", "model.layers.N", "model.norm", "lm_head".
+  static std::string layer_prefix(int layer);  // "model.layers.N"
+
+ private:
+  ModelConfig config_;
+  std::vector<ParamInfo> params_;
+};
+
+}  // namespace plexus
