@@ -1,0 +1,45 @@
+// Instruction-set dispatch: one table of primitive kernels per ISA, chosen once at run time.
+// Every table computes dot products with the same 8-lane order (lanes summed as
+// (l0+l4)+(l2+l6) + (l1+l5)+(l3+l7), then the tail), so all paths give bitwise-equal matmuls.
+#pragma once
+#include <cstdint>
+#include <string_view>
+
+#include "core/dtype.h"
+
+namespace plexus {
+
+struct IsaKernels {
+  std::string_view name;  // "generic" | "avx2"
+  // Y[t*ldy + r] = dot(X[t*ldx + 0..K), W row r) for t < nt, r < nr; W rows are ldw elements
+  // apart, in `wt`. Any nt, nr >= 1.
+  void (*dot_tile)(DType wt, const void* w, std::int64_t ldw, const float* x, std::int64_t ldx, float* y,
+                   std::int64_t ldy, std::int64_t nt, std::int64_t nr, std::int64_t k);
+  // dst (n) = float(src (n) of `t`).
+  void (*to_f32)(DType t, const void* src, float* dst, std::int64_t n);
+  // sum a[i] * b[i]
+  float (*dot)(const float* a, const float* b, std::int64_t n);
+  // y[i] += a * x[i]
+  void (*axpy)(float a, const float* x, float* y, std::int64_t n);
+  // y[i] *= a
+  void (*scale)(float a, float* y, std::int64_t n);
+  // x[i] = exp(x[i] - shift); returns the sum of the results.
+  float (*exp_shift_sum)(float* x, float shift, std::int64_t n);
+  // out[i] = silu(gate[i]) * up[i]
+  void (*silu_mul)(const float* gate, const float* up, float* out, std::int64_t n);
+  // sum x[i]^2
+  float (*sum_squares)(const float* x, std::int64_t n);
+};
+
+enum class Isa { kGeneric, kAvx2 };
+
+// The best ISA this CPU supports, unless PLEXUS_ISA=generic|avx2 asks for another (an
+// unsupported request falls back to the best supported one).
+Isa best_isa();
+bool isa_supported(Isa isa);
+const IsaKernels& isa_kernels(Isa isa);
+
+const IsaKernels& generic_kernels();
+const IsaKernels& avx2_kernels();  // only call when the CPU has AVX2 + FMA + F16C
+
+}  // namespace plexus

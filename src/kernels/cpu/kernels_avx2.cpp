@@ -1,0 +1,200 @@
+// AVX2 + FMA + F16C kernels. Compiled with -mavx2 -mfma -mf16c and only called after a CPUID
+// check. Dot products keep one 8-lane accumulator per (token, row), so a tile of any shape
+// gives the same bits as the generic kernels.
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "kernels/cpu/exp_poly.h"
+#include "kernels/cpu/isa.h"
+
+namespace plexus {
+namespace {
+
+inline float reduce8(__m256 v) {
+  const __m128 lo = _mm256_castps256_ps128(v), hi = _mm256_extractf128_ps(v, 1);
+  const __m128 s4 = _mm_add_ps(lo, hi);                   // l0+l4, l1+l5, l2+l6, l3+l7
+  const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));  // (l0+l4)+(l2+l6), (l1+l5)+(l3+l7)
+  const __m128 s1 = _mm_add_ss(s2, _mm_movehdup_ps(s2));
+  return _mm_cvtss_f32(s1);
+}
+
+template <DType T>
+inline __m256 load8(const void* base, std::int64_t i) {
+  if constexpr (T == DType::kF32) {
+    return _mm256_loadu_ps(static_cast<const float*>(base) + i);
+  } else if constexpr (T == DType::kBF16) {
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const std::uint16_t*>(base) + i));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+  } else {
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const std::uint16_t*>(base) + i));
+    return _mm256_cvtph_ps(h);
+  }
+}
+
+template <DType T>
+inline float load1(const void* base, std::int64_t i) {
+  if constexpr (T == DType::kF32) return static_cast<const float*>(base)[i];
+  else if constexpr (T == DType::kBF16) return bf16_to_f32(static_cast<const std::uint16_t*>(base)[i]);
+  else return f16_to_f32(static_cast<const std::uint16_t*>(base)[i]);
+}
+
+// NT tokens × NR rows, register-blocked.
+template <DType T, int NT, int NR>
+void tile(const void* w, std::int64_t ldw, const float* x, std::int64_t ldx, float* y, std::int64_t ldy,
+          std::int64_t k) {
+  constexpr std::int64_t es = T == DType::kF32 ? 4 : 2;
+  const std::uint8_t* wb = static_cast<const std::uint8_t*>(w);
+  __m256 acc[NT][NR];
+  for (int t = 0; t < NT; ++t)
+    for (int r = 0; r < NR; ++r) acc[t][r] = _mm256_setzero_ps();
+  std::int64_t i = 0;
+  for (; i + 8 <= k; i += 8) {
+    __m256 wv[NR];
+    for (int r = 0; r < NR; ++r) wv[r] = load8<T>(wb + r * ldw * es, i);
+    for (int t = 0; t < NT; ++t) {
+      const __m256 xv = _mm256_loadu_ps(x + t * ldx + i);
+      for (int r = 0; r < NR; ++r) acc[t][r] = _mm256_fmadd_ps(wv[r], xv, acc[t][r]);
+    }
+  }
+  for (int t = 0; t < NT; ++t) {
+    for (int r = 0; r < NR; ++r) {
+      float s = reduce8(acc[t][r]);
+      for (std::int64_t j = i; j < k; ++j) s = __builtin_fmaf(load1<T>(wb + r * ldw * es, j), x[t * ldx + j], s);
+      y[t * ldy + r] = s;
+    }
+  }
+}
+
+template <DType T, int NT>
+void tile_rows(const void* w, std::int64_t ldw, const float* x, std::int64_t ldx, float* y, std::int64_t ldy,
+               std::int64_t nr, std::int64_t k) {
+  constexpr std::int64_t es = T == DType::kF32 ? 4 : 2;
+  constexpr int kRows = NT >= 3 ? 3 : 4;  // 12 accumulators at most, leaving registers for loads
+  const std::uint8_t* wb = static_cast<const std::uint8_t*>(w);
+  std::int64_t r = 0;
+  for (; r + kRows <= nr; r += kRows) tile<T, NT, kRows>(wb + r * ldw * es, ldw, x, ldx, y + r, ldy, k);
+  switch (nr - r) {
+    case 0: break;
+    case 1: tile<T, NT, 1>(wb + r * ldw * es, ldw, x, ldx, y + r, ldy, k); break;
+    case 2: tile<T, NT, 2>(wb + r * ldw * es, ldw, x, ldx, y + r, ldy, k); break;
+    case 3: tile<T, NT, 3>(wb + r * ldw * es, ldw, x, ldx, y + r, ldy, k); break;
+  }
+}
+
+template <DType T>
+void dot_tile_t(const void* w, std::int64_t ldw, const float* x, std::int64_t ldx, float* y, std::int64_t ldy,
+                std::int64_t nt, std::int64_t nr, std::int64_t k) {
+  std::int64_t t = 0;
+  for (; t + 4 <= nt; t += 4) tile_rows<T, 4>(w, ldw, x + t * ldx, ldx, y + t * ldy, ldy, nr, k);
+  switch (nt - t) {
+    case 0: break;
+    case 1: tile_rows<T, 1>(w, ldw, x + t * ldx, ldx, y + t * ldy, ldy, nr, k); break;
+    case 2: tile_rows<T, 2>(w, ldw, x + t * ldx, ldx, y + t * ldy, ldy, nr, k); break;
+    case 3: tile_rows<T, 3>(w, ldw, x + t * ldx, ldx, y + t * ldy, ldy, nr, k); break;
+  }
+}
+
+void dot_tile(DType wt, const void* w, std::int64_t ldw, const float* x, std::int64_t ldx, float* y,
+              std::int64_t ldy, std::int64_t nt, std::int64_t nr, std::int64_t k) {
+  switch (wt) {
+    case DType::kF32: dot_tile_t<DType::kF32>(w, ldw, x, ldx, y, ldy, nt, nr, k); break;
+    case DType::kBF16: dot_tile_t<DType::kBF16>(w, ldw, x, ldx, y, ldy, nt, nr, k); break;
+    case DType::kF16: dot_tile_t<DType::kF16>(w, ldw, x, ldx, y, ldy, nt, nr, k); break;
+  }
+}
+
+template <DType T>
+void to_f32_t(const void* src, float* dst, std::int64_t n) {
+  std::int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, load8<T>(src, i));
+  for (; i < n; ++i) dst[i] = load1<T>(src, i);
+}
+
+void to_f32(DType t, const void* src, float* dst, std::int64_t n) {
+  switch (t) {
+    case DType::kF32: std::memcpy(dst, src, static_cast<std::size_t>(n) * 4); break;
+    case DType::kBF16: to_f32_t<DType::kBF16>(src, dst, n); break;
+    case DType::kF16: to_f32_t<DType::kF16>(src, dst, n); break;
+  }
+}
+
+float dot(const float* a, const float* b, std::int64_t n) {
+  float y;
+  tile<DType::kF32, 1, 1>(a, 0, b, 0, &y, 0, n);
+  return y;
+}
+
+void axpy(float a, const float* x, float* y, std::int64_t n) {
+  const __m256 av = _mm256_set1_ps(a);
+  std::int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_fmadd_ps(av, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
+  for (; i < n; ++i) y[i] = __builtin_fmaf(a, x[i], y[i]);
+}
+
+void scale(float a, float* y, std::int64_t n) {
+  const __m256 av = _mm256_set1_ps(a);
+  std::int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_mul_ps(av, _mm256_loadu_ps(y + i)));
+  for (; i < n; ++i) y[i] *= a;
+}
+
+inline __m256 exp8(__m256 x) {
+  using namespace exp_poly;
+  x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(kMin)), _mm256_set1_ps(kMax));
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(kLog2e)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fmadd_ps(n, _mm256_set1_ps(-kLn2Hi), x);
+  r = _mm256_fmadd_ps(n, _mm256_set1_ps(-kLn2Lo), r);
+  __m256 p = _mm256_set1_ps(kP5);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kP4));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kP3));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kP2));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kP1));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kP0));
+  p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+  const __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  return _mm256_mul_ps(p, _mm256_castsi256_ps(bits));
+}
+
+inline float exp1(float x) {
+  float buf[8] = {x, 0, 0, 0, 0, 0, 0, 0};
+  _mm256_storeu_ps(buf, exp8(_mm256_loadu_ps(buf)));
+  return buf[0];
+}
+
+float exp_shift_sum(float* x, float shift, std::int64_t n) {
+  const __m256 sv = _mm256_set1_ps(shift);
+  __m256 acc = _mm256_setzero_ps();
+  std::int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), sv));
+    _mm256_storeu_ps(x + i, e);
+    acc = _mm256_add_ps(acc, e);
+  }
+  float s = reduce8(acc);
+  for (; i < n; ++i) s += (x[i] = exp1(x[i] - shift));
+  return s;
+}
+
+void silu_mul(const float* gate, const float* up, float* out, std::int64_t n) {
+  const __m256 one = _mm256_set1_ps(1.0f);
+  const __m256 zero = _mm256_setzero_ps();
+  std::int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 g = _mm256_loadu_ps(gate + i);
+    const __m256 d = _mm256_add_ps(one, exp8(_mm256_sub_ps(zero, g)));
+    _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_div_ps(g, d), _mm256_loadu_ps(up + i)));
+  }
+  for (; i < n; ++i) out[i] = gate[i] / (1.0f + exp1(-gate[i])) * up[i];
+}
+
+float sum_squares(const float* x, std::int64_t n) { return dot(x, x, n); }
+
+}  // namespace
+
+const IsaKernels& avx2_kernels() {
+  static const IsaKernels k{"avx2", dot_tile, to_f32, dot, axpy, scale, exp_shift_sum, silu_mul, sum_squares};
+  return k;
+}
+
+}  // namespace plexus

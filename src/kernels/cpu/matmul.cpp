@@ -1,0 +1,61 @@
+// Splits all output rows of all parts evenly across the pool's threads.
+#include "kernels/cpu/matmul.h"
+
+#include <algorithm>
+#include <cassert>
+#include <vector>
+
+namespace plexus {
+namespace {
+
+// Rows per converted block: about 96 KiB of f32, a multiple of 3 (the register tile height).
+std::int64_t block_rows(std::int64_t cols) {
+  std::int64_t r = 98304 / (cols * 4);
+  r = std::clamp<std::int64_t>(r, 3, 96);
+  return r - r % 3;
+}
+
+void run_rows(const IsaKernels& k, const MatmulPart& p, std::int64_t r0, std::int64_t r1, const float* x,
+              std::int64_t n, std::int64_t ldx) {
+  const std::int64_t cols = p.w.cols;
+  if (n < kMatmulPackMinTokens || p.w.dtype == DType::kF32) {
+    // Weights straight from memory. For f32 the row block is read from cache across tokens
+    // without conversion, so block rows for locality in the many-token case.
+    const std::int64_t step = n < kMatmulPackMinTokens ? r1 - r0 : block_rows(cols);
+    for (std::int64_t r = r0; r < r1; r += step) {
+      const std::int64_t nr = std::min(step, r1 - r);
+      k.dot_tile(p.w.dtype, p.w.row(r), cols, x, ldx, p.y + r, p.ldy, n, nr, cols);
+    }
+    return;
+  }
+  thread_local std::vector<float> block;  // grows once to its largest size, then reused
+  const std::int64_t step = block_rows(cols);
+  if (block.size() < static_cast<std::size_t>(step * cols)) block.resize(static_cast<std::size_t>(step * cols));
+  for (std::int64_t r = r0; r < r1; r += step) {
+    const std::int64_t nr = std::min(step, r1 - r);
+    k.to_f32(p.w.dtype, p.w.row(r), block.data(), nr * cols);
+    k.dot_tile(DType::kF32, block.data(), cols, x, ldx, p.y + r, p.ldy, n, nr, cols);
+  }
+}
+
+}  // namespace
+
+void matmul(const IsaKernels& k, ThreadPool& pool, std::span<const MatmulPart> parts, const float* x,
+            std::int64_t n, std::int64_t ldx) {
+  if (parts.empty() || n <= 0) return;
+  std::int64_t total = 0;
+  for (const MatmulPart& p : parts) {
+    assert(p.w.cols == parts[0].w.cols && ldx >= p.w.cols);
+    total += p.w.rows;
+  }
+  pool.parallel_for(total, 16, [&](std::int64_t b, std::int64_t e) {
+    std::int64_t base = 0;
+    for (const MatmulPart& p : parts) {
+      const std::int64_t lo = std::max(b, base), hi = std::min(e, base + p.w.rows);
+      if (lo < hi) run_rows(k, p, lo - base, hi - base, x, n, ldx);
+      base += p.w.rows;
+    }
+  });
+}
+
+}  // namespace plexus

@@ -1,0 +1,28 @@
+// Multi-threaded matrix products against weights in their checkpoint dtype:
+// y (n, rows) = x (n, cols) · Wᵀ. Several weights that read the same x (q/k/v, gate/up) run
+// as one launch. Few tokens (decode) stream the weights straight from memory; many tokens
+// (prefill) convert a block of rows to f32 once and reuse it across all tokens from cache.
+#pragma once
+#include <cstdint>
+#include <span>
+
+#include "core/thread_pool.h"
+#include "kernels/cpu/isa.h"
+#include "kernels/weight_matrix.h"
+
+namespace plexus {
+
+struct MatmulPart {
+  WeightMatrix w;
+  float* y = nullptr;     // (n, ldy); columns [0, w.rows) are written
+  std::int64_t ldy = 0;
+};
+
+// Every part must have the same `cols`; x is (n, ldx) with ldx >= cols.
+void matmul(const IsaKernels& k, ThreadPool& pool, std::span<const MatmulPart> parts, const float* x,
+            std::int64_t n, std::int64_t ldx);
+
+// The token count from which the row-block (prefill) path is used.
+constexpr std::int64_t kMatmulPackMinTokens = 4;
+
+}  // namespace plexus

@@ -1,0 +1,42 @@
+// Element-wise and per-row operations of the forward pass.
+#include "kernels/cpu/ops.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace plexus {
+
+void rmsnorm(const IsaKernels& k, const float* x, const float* weight, std::int64_t n, std::int64_t d, float eps,
+             float* y) {
+  for (std::int64_t t = 0; t < n; ++t) {
+    const float* xr = x + t * d;
+    float* yr = y + t * d;
+    const float ms = k.sum_squares(xr, d) / static_cast<float>(d);
+    const float s = 1.0f / std::sqrt(ms + eps);
+    for (std::int64_t i = 0; i < d; ++i) yr[i] = xr[i] * s * weight[i];
+  }
+}
+
+void rope(float* x, std::int64_t n_heads, std::int64_t head_dim, const float* cos, const float* sin) {
+  const std::int64_t half = head_dim / 2;
+  for (std::int64_t h = 0; h < n_heads; ++h) {
+    float* v = x + h * head_dim;
+    for (std::int64_t i = 0; i < half; ++i) {
+      const float x0 = v[i], x1 = v[i + half];
+      v[i] = x0 * cos[i] - x1 * sin[i];
+      v[i + half] = x1 * cos[i] + x0 * sin[i];
+    }
+  }
+}
+
+void silu_mul(const IsaKernels& k, ThreadPool& pool, const float* gate, const float* up, float* out, std::int64_t n) {
+  pool.parallel_for(n, 64, [&](std::int64_t b, std::int64_t e) { k.silu_mul(gate + b, up + b, out + b, e - b); });
+}
+
+void softmax(const IsaKernels& k, float* x, std::int64_t n) {
+  const float mx = *std::max_element(x, x + n);
+  const float sum = k.exp_shift_sum(x, mx, n);
+  k.scale(1.0f / sum, x, n);
+}
+
+}  // namespace plexus

@@ -1,0 +1,23 @@
+// Transformer building blocks on f32 activations, multi-threaded where it pays.
+#pragma once
+#include <cstdint>
+
+#include "core/thread_pool.h"
+#include "kernels/cpu/isa.h"
+
+namespace plexus {
+
+// y (n, d) = x (n, d) / sqrt(mean(x²) + eps) * weight (d); y may alias x.
+void rmsnorm(const IsaKernels& k, const float* x, const float* weight, std::int64_t n, std::int64_t d, float eps,
+             float* y);
+
+// In place rotate-half RoPE on x (n_heads, head_dim) with cos/sin (head_dim/2) of one position.
+void rope(float* x, std::int64_t n_heads, std::int64_t head_dim, const float* cos, const float* sin);
+
+// out (n) = silu(gate) * up, split across threads.
+void silu_mul(const IsaKernels& k, ThreadPool& pool, const float* gate, const float* up, float* out, std::int64_t n);
+
+// In place softmax of x (n); returns nothing, uses the ISA exp.
+void softmax(const IsaKernels& k, float* x, std::int64_t n);
+
+}  // namespace plexus

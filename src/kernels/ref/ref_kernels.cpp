@@ -1,0 +1,87 @@
+// Oracle kernels: direct loops, double accumulation, no tricks.
+#include "kernels/ref/ref_kernels.h"
+
+#include <cmath>
+#include <vector>
+
+namespace plexus::ref {
+
+float weight_at(const WeightMatrix& w, std::int64_t r, std::int64_t c) {
+  const std::int64_t i = r * w.cols + c;
+  switch (w.dtype) {
+    case DType::kF32: return static_cast<const float*>(w.data)[i];
+    case DType::kBF16: return bf16_to_f32(static_cast<const std::uint16_t*>(w.data)[i]);
+    case DType::kF16: return f16_to_f32(static_cast<const std::uint16_t*>(w.data)[i]);
+  }
+  return 0;
+}
+
+void matmul(const WeightMatrix& w, const float* x, std::int64_t n, float* y) {
+  for (std::int64_t t = 0; t < n; ++t) {
+    for (std::int64_t r = 0; r < w.rows; ++r) {
+      double s = 0;
+      for (std::int64_t c = 0; c < w.cols; ++c) s += static_cast<double>(weight_at(w, r, c)) * x[t * w.cols + c];
+      y[t * w.rows + r] = static_cast<float>(s);
+    }
+  }
+}
+
+void rmsnorm(const float* x, const void* weight, DType wt, std::int64_t n, std::int64_t d, double eps, float* y) {
+  const WeightMatrix w{weight, wt, 1, d};
+  for (std::int64_t t = 0; t < n; ++t) {
+    double ss = 0;
+    for (std::int64_t i = 0; i < d; ++i) ss += static_cast<double>(x[t * d + i]) * x[t * d + i];
+    const double scale = 1.0 / std::sqrt(ss / static_cast<double>(d) + eps);
+    for (std::int64_t i = 0; i < d; ++i) y[t * d + i] = static_cast<float>(x[t * d + i] * scale * weight_at(w, 0, i));
+  }
+}
+
+void silu_mul(const float* gate, const float* up, std::int64_t n, float* out) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    const double g = gate[i];
+    out[i] = static_cast<float>(g / (1.0 + std::exp(-g)) * up[i]);
+  }
+}
+
+void rope(float* x, std::int64_t n_heads, std::int64_t head_dim, std::int64_t position, const double* inv_freq) {
+  const std::int64_t half = head_dim / 2;
+  for (std::int64_t h = 0; h < n_heads; ++h) {
+    float* v = x + h * head_dim;
+    for (std::int64_t i = 0; i < half; ++i) {
+      const double a = static_cast<double>(position) * inv_freq[i];
+      const double c = std::cos(a), s = std::sin(a);
+      const double x0 = v[i], x1 = v[i + half];
+      v[i] = static_cast<float>(x0 * c - x1 * s);
+      v[i + half] = static_cast<float>(x1 * c + x0 * s);
+    }
+  }
+}
+
+void attention(const float* q, const float* keys, const float* values, std::int64_t n_keys, std::int64_t stride,
+               std::int64_t head_dim, float* out) {
+  std::vector<double> s(static_cast<std::size_t>(n_keys));
+  double mx = -INFINITY;
+  for (std::int64_t j = 0; j < n_keys; ++j) {
+    double d = 0;
+    for (std::int64_t i = 0; i < head_dim; ++i) d += static_cast<double>(q[i]) * keys[j * stride + i];
+    s[static_cast<std::size_t>(j)] = d / std::sqrt(static_cast<double>(head_dim));
+    mx = std::max(mx, s[static_cast<std::size_t>(j)]);
+  }
+  double total = 0;
+  for (auto& v : s) total += (v = std::exp(v - mx));
+  for (std::int64_t i = 0; i < head_dim; ++i) {
+    double acc = 0;
+    for (std::int64_t j = 0; j < n_keys; ++j) acc += s[static_cast<std::size_t>(j)] * values[j * stride + i];
+    out[i] = static_cast<float>(acc / total);
+  }
+}
+
+double logsumexp(const float* x, std::int64_t n) {
+  double mx = -INFINITY;
+  for (std::int64_t i = 0; i < n; ++i) mx = std::max(mx, static_cast<double>(x[i]));
+  double s = 0;
+  for (std::int64_t i = 0; i < n; ++i) s += std::exp(static_cast<double>(x[i]) - mx);
+  return mx + std::log(s);
+}
+
+}  // namespace plexus::ref

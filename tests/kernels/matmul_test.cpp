@@ -1,0 +1,128 @@
+// Fast matmul against the oracle on awkward shapes, every dtype and every ISA this CPU has;
+// and the bitwise promises: same bits across ISAs, thread counts and token batching.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "kernels/cpu/matmul.h"
+#include "kernels/ref/ref_kernels.h"
+
+namespace plexus {
+namespace {
+
+struct Weights {
+  std::vector<std::uint8_t> bytes;
+  WeightMatrix m;
+};
+
+Weights random_weights(DType t, std::int64_t rows, std::int64_t cols, std::mt19937& rng) {
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  Weights w;
+  w.bytes.resize(static_cast<std::size_t>(rows * cols) * dtype_size(t));
+  for (std::int64_t i = 0; i < rows * cols; ++i) {
+    const float v = d(rng);
+    switch (t) {
+      case DType::kF32: reinterpret_cast<float*>(w.bytes.data())[i] = v; break;
+      case DType::kBF16: reinterpret_cast<std::uint16_t*>(w.bytes.data())[i] = f32_to_bf16(v); break;
+      case DType::kF16: reinterpret_cast<std::uint16_t*>(w.bytes.data())[i] = f32_to_f16(v); break;
+    }
+  }
+  w.m = WeightMatrix{w.bytes.data(), t, rows, cols};
+  return w;
+}
+
+std::vector<float> random_vec(std::int64_t n, std::mt19937& rng) {
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  std::vector<float> v(static_cast<std::size_t>(n));
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+std::vector<Isa> isas() {
+  std::vector<Isa> out{Isa::kGeneric};
+  if (isa_supported(Isa::kAvx2)) out.push_back(Isa::kAvx2);
+  return out;
+}
+
+TEST(Matmul, MatchesOracleOnAwkwardShapes) {
+  std::mt19937 rng(1);
+  ThreadPool pool(3);
+  for (Isa isa : isas()) {
+    const IsaKernels& k = isa_kernels(isa);
+    for (DType t : {DType::kF32, DType::kBF16, DType::kF16}) {
+      for (std::int64_t rows : {1, 3, 17, 100}) {
+        for (std::int64_t cols : {1, 3, 17, 64, 4097}) {
+          for (std::int64_t n : {1, 3, 4, 5, 17}) {
+            if (rows * cols * n > 3'000'000) continue;
+            Weights w = random_weights(t, rows, cols, rng);
+            std::vector<float> x = random_vec(n * cols, rng);
+            std::vector<float> want(static_cast<std::size_t>(n * rows)), got(want.size(), NAN);
+            ref::matmul(w.m, x.data(), n, want.data());
+            const MatmulPart part{w.m, got.data(), rows};
+            matmul(k, pool, {&part, 1}, x.data(), n, cols);
+            for (std::size_t i = 0; i < want.size(); ++i) {
+              // fp32 accumulation error bound: grows like sqrt(cols) for random signs.
+              const double tol = 1e-5 * std::sqrt(static_cast<double>(cols)) * 4 + 1e-6;
+              ASSERT_NEAR(got[i], want[i], tol * std::max(1.0, std::fabs(static_cast<double>(want[i]))))
+                  << k.name << " " << dtype_name(t) << " rows=" << rows << " cols=" << cols << " n=" << n << " i=" << i;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(Matmul, BitwiseAcrossIsasThreadsAndBatching) {
+  std::mt19937 rng(2);
+  ThreadPool pool1(1), pool3(3);
+  for (DType t : {DType::kF32, DType::kBF16, DType::kF16}) {
+    const std::int64_t rows = 37, cols = 203, n = 9;
+    Weights w = random_weights(t, rows, cols, rng);
+    std::vector<float> x = random_vec(n * cols, rng);
+    std::vector<float> batched(static_cast<std::size_t>(n * rows));
+    const MatmulPart part{w.m, batched.data(), rows};
+    matmul(generic_kernels(), pool1, {&part, 1}, x.data(), n, cols);
+    for (Isa isa : isas()) {
+      for (ThreadPool* pool : {&pool1, &pool3}) {
+        // One token at a time (the decode path) must equal the batched (prefill) path.
+        std::vector<float> single(static_cast<std::size_t>(n * rows));
+        for (std::int64_t i = 0; i < n; ++i) {
+          const MatmulPart p1{w.m, single.data() + i * rows, rows};
+          matmul(isa_kernels(isa), *pool, {&p1, 1}, x.data() + i * cols, 1, cols);
+        }
+        std::vector<float> all(static_cast<std::size_t>(n * rows));
+        const MatmulPart pa{w.m, all.data(), rows};
+        matmul(isa_kernels(isa), *pool, {&pa, 1}, x.data(), n, cols);
+        for (std::size_t i = 0; i < all.size(); ++i) {
+          ASSERT_EQ(single[i], batched[i]) << isa_kernels(isa).name << " " << dtype_name(t) << " i=" << i;
+          ASSERT_EQ(all[i], batched[i]) << isa_kernels(isa).name << " " << dtype_name(t) << " i=" << i;
+        }
+      }
+    }
+  }
+}
+
+TEST(Matmul, SeveralPartsShareOneLaunch) {
+  std::mt19937 rng(3);
+  ThreadPool pool(2);
+  const std::int64_t cols = 48, n = 6;
+  Weights a = random_weights(DType::kBF16, 10, cols, rng), b = random_weights(DType::kBF16, 7, cols, rng);
+  std::vector<float> x = random_vec(n * cols, rng);
+  std::vector<float> ya(static_cast<std::size_t>(n * 12), -1), yb(static_cast<std::size_t>(n * 7));
+  const MatmulPart parts[] = {{a.m, ya.data(), 12}, {b.m, yb.data(), 7}};
+  matmul(isa_kernels(best_isa()), pool, parts, x.data(), n, cols);
+  std::vector<float> wa(static_cast<std::size_t>(n * 10)), wb(static_cast<std::size_t>(n * 7));
+  ref::matmul(a.m, x.data(), n, wa.data());
+  ref::matmul(b.m, x.data(), n, wb.data());
+  for (std::int64_t t = 0; t < n; ++t) {
+    for (std::int64_t r = 0; r < 10; ++r) EXPECT_NEAR(ya[t * 12 + r], wa[t * 10 + r], 1e-4);
+    EXPECT_EQ(ya[t * 12 + 10], -1);  // columns past the part's rows are untouched
+    for (std::int64_t r = 0; r < 7; ++r) EXPECT_NEAR(yb[t * 7 + r], wb[t * 7 + r], 1e-4);
+  }
+}
+
+}  // namespace
+}  // namespace plexus

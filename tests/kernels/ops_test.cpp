@@ -1,0 +1,97 @@
+// Element-wise kernels against the oracle, for every ISA this CPU has.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "kernels/cpu/ops.h"
+#include "kernels/ref/ref_kernels.h"
+
+namespace plexus {
+namespace {
+
+std::vector<Isa> isas() {
+  std::vector<Isa> out{Isa::kGeneric};
+  if (isa_supported(Isa::kAvx2)) out.push_back(Isa::kAvx2);
+  return out;
+}
+
+TEST(Ops, ExpIsAccurateOverTheUsefulRange) {
+  for (Isa isa : isas()) {
+    const IsaKernels& k = isa_kernels(isa);
+    std::vector<float> xs;
+    for (float x = -87.0f; x <= 88.0f; x += 0.0137f) xs.push_back(x);
+    std::vector<float> ys = xs;
+    k.exp_shift_sum(ys.data(), 0.0f, static_cast<std::int64_t>(ys.size()));
+    for (std::size_t i = 0; i < xs.size(); ++i) {
+      const double want = std::exp(static_cast<double>(xs[i]));
+      ASSERT_NEAR(ys[i] / want, 1.0, 5e-7) << k.name << " x=" << xs[i];
+    }
+  }
+}
+
+TEST(Ops, SoftmaxSiluRmsnormMatchOracle) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> d(0.0f, 3.0f);
+  ThreadPool pool(2);
+  for (Isa isa : isas()) {
+    const IsaKernels& k = isa_kernels(isa);
+    for (std::int64_t n : {1, 3, 17, 4097}) {
+      std::vector<float> x(static_cast<std::size_t>(n)), g(x.size()), u(x.size()), w(x.size());
+      for (std::size_t i = 0; i < x.size(); ++i) {
+        x[i] = d(rng);
+        g[i] = d(rng);
+        u[i] = d(rng);
+        w[i] = 1.0f + 0.1f * d(rng);
+      }
+      std::vector<float> sm = x;
+      softmax(k, sm.data(), n);
+      const double lse = ref::logsumexp(x.data(), n);
+      for (std::size_t i = 0; i < x.size(); ++i) ASSERT_NEAR(sm[i], std::exp(x[i] - lse), 1e-6) << k.name;
+
+      std::vector<float> got(x.size()), want(x.size());
+      silu_mul(k, pool, g.data(), u.data(), got.data(), n);
+      ref::silu_mul(g.data(), u.data(), n, want.data());
+      for (std::size_t i = 0; i < x.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-5 * (1 + std::fabs(want[i]))) << k.name;
+
+      rmsnorm(k, x.data(), w.data(), 1, n, 1e-6f, got.data());
+      ref::rmsnorm(x.data(), w.data(), DType::kF32, 1, n, 1e-6, want.data());
+      for (std::size_t i = 0; i < x.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-5 * (1 + std::fabs(want[i]))) << k.name;
+    }
+  }
+}
+
+TEST(Ops, ExpAndSiluBitwiseAcrossIsas) {
+  if (!isa_supported(Isa::kAvx2)) GTEST_SKIP() << "no AVX2 here";
+  std::mt19937 rng(6);
+  std::normal_distribution<float> d(0.0f, 10.0f);
+  std::vector<float> x(1001);
+  for (auto& v : x) v = d(rng);
+  std::vector<float> a = x, b = x;
+  const float sa = generic_kernels().exp_shift_sum(a.data(), 1.5f, 1001);
+  const float sb = avx2_kernels().exp_shift_sum(b.data(), 1.5f, 1001);
+  EXPECT_EQ(sa, sb);
+  EXPECT_EQ(a, b);
+}
+
+TEST(Ops, RopeMatchesOracle) {
+  const std::int64_t heads = 3, hd = 16;
+  std::vector<double> inv(hd / 2);
+  for (std::int64_t i = 0; i < hd / 2; ++i) inv[i] = std::pow(10000.0, -2.0 * i / hd);
+  std::vector<float> x(heads * hd);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.3 * i);
+  std::vector<float> want = x, got = x;
+  const std::int64_t pos = 37;
+  ref::rope(want.data(), heads, hd, pos, inv.data());
+  std::vector<float> c(hd / 2), s(hd / 2);
+  for (std::int64_t i = 0; i < hd / 2; ++i) {
+    c[i] = static_cast<float>(std::cos(pos * inv[i]));
+    s[i] = static_cast<float>(std::sin(pos * inv[i]));
+  }
+  rope(got.data(), heads, hd, c.data(), s.data());
+  for (std::size_t i = 0; i < x.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-6);
+}
+
+}  // namespace
+}  // namespace plexus
