@@ -1,0 +1,47 @@
+// Hugging Face tokenizer.json (+ tokenizer_config.json) loaded once and used to turn text into
+// token ids and back, matching the ids and text Hugging Face's tokenizers produce.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace plexus {
+
+struct TokenizerParts;
+
+class Tokenizer {
+ public:
+  // PATH is a tokenizer.json file or a directory holding tokenizer.json (+ tokenizer_config.json
+  // if present, read from the same directory). Throws InputError naming the file and field on
+  // bad input, including any tokenizer.json component type plexus does not implement.
+  static std::unique_ptr<Tokenizer> load(const std::string& path);
+  static bool exists_in(const std::string& dir);  // dir has a tokenizer.json
+
+  // Token ids of `text`. Invalid UTF-8 is first repaired (each maximal invalid subpart becomes
+  // U+FFFD), so any byte string encodes. add_special_tokens applies the post-processor.
+  std::vector<std::int32_t> encode(std::string_view text, bool add_special_tokens) const;
+  // Text of `ids`; ids outside the vocabulary are skipped, as Hugging Face does.
+  std::string decode(std::span<const std::int32_t> ids, bool skip_special_tokens = false) const;
+
+  std::int32_t vocab_size() const;             // largest id + 1, added tokens included
+  std::optional<std::int32_t> bos_id() const;  // from tokenizer_config.json / added tokens when known
+  std::optional<std::int32_t> eos_id() const;
+  std::string id_to_piece(std::int32_t id) const;  // raw vocab string ("" when unknown)
+  std::optional<std::int32_t> piece_to_id(std::string_view piece) const;
+  bool is_special(std::int32_t id) const;  // an added token flagged "special"
+
+  ~Tokenizer();
+  Tokenizer(const Tokenizer&) = delete;
+  Tokenizer& operator=(const Tokenizer&) = delete;
+
+ private:
+  explicit Tokenizer(std::unique_ptr<TokenizerParts> parts);
+  void encode_text(std::string_view text, bool at_start, std::vector<std::int32_t>& out) const;
+  std::unique_ptr<TokenizerParts> parts_;
+};
+
+}  // namespace plexus
