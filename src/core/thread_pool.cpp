@@ -1,7 +1,6 @@
-// Fork-join pool: a generation counter publishes work, a countdown collects completion.
+// Fork-join pool with chunk claiming: a packed (generation, next chunk) word publishes a job
+// and hands out its chunks; a counter of finished chunks tells the caller when it is done.
 #include "core/thread_pool.h"
-
-#include <chrono>
 
 namespace plexus {
 
@@ -25,49 +24,68 @@ ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stop_.store(true);
-    generation_.fetch_add(1);
+    next_.fetch_add(std::uint64_t{1} << 32);
   }
   wake_.notify_all();
   for (auto& w : workers_) w.join();
 }
 
-void ThreadPool::run(TaskRef task) {
-  if (n_threads_ == 1) {
-    task(0, 1);
+void ThreadPool::work_on(std::uint32_t generation, int thread) {
+  for (;;) {
+    std::uint64_t v = next_.load(std::memory_order_acquire);
+    if (static_cast<std::uint32_t>(v >> 32) != generation) return;
+    // Read the job before claiming: a successful claim proves these belong to `generation`,
+    // since a newer job is only published after every chunk of this one was claimed.
+    const std::int64_t n = n_chunks_.load(std::memory_order_relaxed);
+    const ChunkFn* fn = fn_.load(std::memory_order_relaxed);
+    const std::int64_t chunk = static_cast<std::int64_t>(v & 0xffffffffu);
+    if (chunk >= n) return;
+    if (!next_.compare_exchange_weak(v, v + 1, std::memory_order_acq_rel)) continue;
+    (*fn)(chunk, thread);
+    done_.fetch_add(1, std::memory_order_acq_rel);
+  }
+}
+
+void ThreadPool::run_chunks(std::int64_t n_chunks, ChunkFn fn) {
+  if (n_chunks <= 0) return;
+  if (n_threads_ == 1 || n_chunks == 1) {
+    for (std::int64_t c = 0; c < n_chunks; ++c) fn(c, 0);
     return;
   }
-  task_ = &task;
-  remaining_.store(n_threads_ - 1, std::memory_order_relaxed);
+  fn_.store(&fn, std::memory_order_relaxed);
+  n_chunks_.store(n_chunks, std::memory_order_relaxed);
+  done_.store(0, std::memory_order_relaxed);
+  std::uint32_t generation;
   {
     // The lock orders this publication against a worker that is about to sleep.
     std::lock_guard<std::mutex> lock(mutex_);
-    generation_.fetch_add(1, std::memory_order_release);
+    generation = static_cast<std::uint32_t>((next_.load(std::memory_order_relaxed) >> 32) + 1);
+    next_.store(static_cast<std::uint64_t>(generation) << 32, std::memory_order_release);
   }
   if (sleepers_.load(std::memory_order_acquire) > 0) wake_.notify_all();
-  task(0, n_threads_);
-  while (remaining_.load(std::memory_order_acquire) != 0) cpu_relax();
-  task_ = nullptr;
+  work_on(generation, 0);
+  while (done_.load(std::memory_order_acquire) != n_chunks) cpu_relax();
 }
 
 void ThreadPool::worker(int index) {
-  std::uint64_t seen = 0;
+  std::uint32_t seen = 0;
   for (;;) {
-    std::uint64_t g = generation_.load(std::memory_order_acquire);
+    auto gen = [&] { return static_cast<std::uint32_t>(next_.load(std::memory_order_acquire) >> 32); };
+    std::uint32_t g = gen();
     for (int spin = 0; g == seen && spin < kSpinIterations; ++spin) {
       cpu_relax();
-      g = generation_.load(std::memory_order_acquire);
+      g = gen();
     }
     if (g == seen) {
       std::unique_lock<std::mutex> lock(mutex_);
       sleepers_.fetch_add(1);
-      wake_.wait(lock, [&] { return generation_.load(std::memory_order_acquire) != seen; });
+      wake_.wait(lock, [&] { return gen() != seen; });
       sleepers_.fetch_sub(1);
-      g = generation_.load(std::memory_order_acquire);
+      g = gen();
     }
     seen = g;
     if (stop_.load()) return;
-    (*task_)(index, n_threads_);
-    remaining_.fetch_sub(1, std::memory_order_acq_rel);
+    work_on(g, index);
   }
 }
 

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <thread>
 #include <vector>
 
 namespace plexus {
@@ -24,17 +25,35 @@ TEST(ThreadPool, ParallelForCoversEachIndexOnce) {
   }
 }
 
-TEST(ThreadPool, RunsEveryThreadManyTimes) {
+TEST(ThreadPool, RunsEveryChunkOnceManyTimes) {
   ThreadPool pool(3);
   std::atomic<long> total{0};
+  std::atomic<int> bad_thread{0};
   for (int rep = 0; rep < 2000; ++rep) {
-    auto task = [&](int t, int n) {
-      EXPECT_EQ(n, 3);
-      total += t + 1;
+    auto task = [&](std::int64_t c, int t) {
+      if (t < 0 || t >= 3) bad_thread++;
+      total += c + 1;
     };
-    pool.run(TaskRef(task));
+    pool.run_chunks(5, ChunkFn(task));
   }
-  EXPECT_EQ(total.load(), 2000L * 6);
+  EXPECT_EQ(total.load(), 2000L * 15);
+  EXPECT_EQ(bad_thread.load(), 0);
+}
+
+TEST(ThreadPool, FinishesWhenWorkersAreBusyElsewhere) {
+  // More pools than cores: each launch must still complete (callers take unclaimed chunks).
+  std::vector<std::thread> threads;
+  std::atomic<long> total{0};
+  for (int p = 0; p < 4; ++p) {
+    threads.emplace_back([&] {
+      ThreadPool pool(4);
+      for (int rep = 0; rep < 300; ++rep) {
+        pool.parallel_for(1000, 1, [&](std::int64_t b, std::int64_t e) { total += e - b; });
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(total.load(), 4L * 300 * 1000);
 }
 
 }  // namespace plexus

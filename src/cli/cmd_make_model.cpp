@@ -1,0 +1,90 @@
+// `plexus make-model`: a random-weight checkpoint in Hugging Face's format.
+#include <cstdio>
+#include <filesystem>
+
+#include "cli/commands.h"
+#include "core/args.h"
+#include "core/error.h"
+#include "core/mmap_file.h"
+#include "model/make_model.h"
+#include "tokenizer/tokenizer.h"
+
+namespace plexus::cli {
+
+int cmd_make_model(int argc, char** argv) {
+  Args args("make-model",
+            "Write a random-weight Hugging Face checkpoint (config.json + model.safetensors) for tests,\n"
+            "demos and benchmarks. `small` has the shape of a 135M-parameter SmolLM (hidden 576, 30 layers,\n"
+            "9 heads, 3 KV heads, intermediate 1536, vocab 32000, tied embeddings); `tiny` has hidden 64,\n"
+            "4 layers, 4 heads, 2 KV heads, intermediate 176, vocab 32000.");
+  args.positional("OUT", "output directory (created if missing)")
+      .option("--preset", "NAME", "tiny | small", "tiny")
+      .option("--arch", "ARCH", "llama | qwen2 | qwen3 | mistral", "llama")
+      .option("--dtype", "DTYPE", "f32 | bf16 | f16", "bf16")
+      .option("--seed", "N", "random seed", "0")
+      .option("--std", "X", "standard deviation of the random weight matrices", "0.02")
+      .option("--vocab", "N", "vocabulary size (default: the preset's, or the tokenizer's when larger)")
+      .option("--shards", "N", "write N shards + model.safetensors.index.json", "1")
+      .option("--tokenizer", "DIR", "copy DIR's tokenizer.json (+ tokenizer_config.json) into the model")
+      .flag("--force", "overwrite a model already in OUT");
+  if (!args.parse(argc, argv)) return 0;
+  const std::string out = args.get("OUT");
+  MakeModelOptions o;
+  o.preset = args.get("--preset");
+  const std::string arch = args.get("--arch");
+  if (arch == "llama") o.arch = Arch::kLlama;
+  else if (arch == "qwen2") o.arch = Arch::kQwen2;
+  else if (arch == "qwen3") o.arch = Arch::kQwen3;
+  else if (arch == "mistral") o.arch = Arch::kMistral;
+  else throw InputError("--arch: unknown architecture '" + arch + "' (use llama, qwen2, qwen3 or mistral)");
+  const std::string dt = args.get("--dtype");
+  if (dt != "f32" && dt != "bf16" && dt != "f16" && !parse_dtype(dt, &o.dtype)) {
+    throw InputError("--dtype: unknown dtype '" + dt + "' (use f32, bf16 or f16)");
+  }
+  parse_dtype(dt, &o.dtype);
+  const long long seed = args.get_int("--seed");
+  if (seed < 0) throw InputError("--seed must be >= 0");
+  o.seed = static_cast<std::uint64_t>(seed);
+  o.std = args.get_double("--std");
+  if (!(o.std > 0 && o.std < 100)) throw InputError("--std must be in (0, 100)");
+  const long long shards = args.get_int("--shards");
+  if (shards < 1 || shards > 1000) throw InputError("--shards must be between 1 and 1000");
+  o.shards = static_cast<int>(shards);
+  if (args.has("--vocab")) {
+    o.vocab_size = args.get_int("--vocab");
+    if (o.vocab_size < 2) throw InputError("--vocab must be at least 2");
+  }
+  if (!args.get_flag("--force") && (file_exists(out + "/config.json") || file_exists(out + "/model.safetensors"))) {
+    throw InputError("'" + out + "' already holds a model; pass --force to overwrite it");
+  }
+
+  std::unique_ptr<Tokenizer> tok;
+  std::string tok_dir;
+  if (args.has("--tokenizer")) {
+    tok_dir = args.get("--tokenizer");
+    tok = Tokenizer::load(tok_dir);
+    if (tok->bos_id()) o.bos_token_id = *tok->bos_id();
+    if (tok->eos_id()) o.eos_token_id = *tok->eos_id();
+    const std::int64_t tv = tok->vocab_size();
+    if (o.vocab_size == 0) {
+      o.vocab_size = std::max<std::int64_t>(tv, preset_config(o.preset, o.arch, 0).vocab_size);
+    } else if (o.vocab_size < tv) {
+      throw InputError("--vocab " + std::to_string(o.vocab_size) + " is smaller than the tokenizer's " + std::to_string(tv) + " tokens");
+    }
+  }
+  const std::int64_t n = write_random_model(out, o);
+  if (tok) {
+    namespace fs = std::filesystem;
+    const fs::path src = fs::is_directory(tok_dir) ? fs::path(tok_dir) : fs::path(tok_dir).parent_path();
+    for (const char* f : {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"}) {
+      if (fs::exists(src / f)) fs::copy_file(src / f, fs::path(out) / f, fs::copy_options::overwrite_existing);
+    }
+    if (!fs::is_directory(tok_dir)) fs::copy_file(tok_dir, fs::path(out) / "tokenizer.json", fs::copy_options::overwrite_existing);
+  }
+  std::printf("wrote %s: %s %s %s, %.1fM parameters, seed %llu%s\n", out.c_str(), o.preset.c_str(), arch.c_str(),
+              dt.c_str(), static_cast<double>(n) / 1e6, static_cast<unsigned long long>(o.seed),
+              tok ? ", with tokenizer" : "");
+  return 0;
+}
+
+}  // namespace plexus::cli

@@ -1,0 +1,53 @@
+// `plexus perplexity`: per-token negative log-likelihood of a text under a model.
+#include <cstdio>
+
+#include "cli/commands.h"
+#include "cli/model_options.h"
+#include "core/error.h"
+#include "core/json.h"
+#include "core/mmap_file.h"
+#include "runtime/generate.h"
+
+namespace plexus::cli {
+
+int cmd_perplexity(int argc, char** argv) {
+  Args args("perplexity",
+            "Score a text: the natural-log negative log-likelihood of every token given the ones before\n"
+            "it, and the perplexity exp(mean NLL). Text is tokenized with special tokens added.");
+  args.positional("MODEL", "model directory")
+      .option("--ids", "LIST", "token ids, e.g. 1,2,3")
+      .option("--text", "TEXT", "text (needs the model's tokenizer.json)")
+      .option("--file", "PATH", "read the text from a file")
+      .flag("--json", "print {nll, ppl, n_tokens, tokens_per_s}");
+  add_engine_options(args);
+  if (!args.parse(argc, argv)) return 0;
+  const std::string dir = args.get("MODEL");
+  const int sources = args.has("--ids") + args.has("--text") + args.has("--file");
+  if (sources != 1) throw InputError("give exactly one of --ids LIST, --text TEXT or --file PATH");
+
+  Engine engine(dir, engine_options(args));
+  std::unique_ptr<Tokenizer> tok = load_tokenizer_if_any(dir);
+  std::vector<std::int32_t> ids;
+  if (args.has("--ids")) ids = ids_from_ids_option(args.get("--ids"));
+  else if (args.has("--text")) ids = ids_from_text(tok.get(), args.get("--text"), dir, "--text");
+  else ids = ids_from_text(tok.get(), read_text_file(args.get("--file")), dir, "--file");
+  for (std::int32_t id : ids) {
+    if (id >= engine.vocab_size()) {
+      throw InputError("token id " + std::to_string(id) + " is outside the vocabulary [0, " +
+                       std::to_string(engine.vocab_size()) + ")");
+    }
+  }
+  const PerplexityResult r = perplexity(engine, ids);
+  if (args.get_flag("--json")) {
+    const Json j = {{"nll", r.nll}, {"ppl", r.ppl}, {"n_tokens", r.n_tokens}, {"tokens_per_s", r.tokens_per_s}};
+    std::printf("%s\n", j.dump().c_str());
+  } else {
+    double sum = 0;
+    for (double x : r.nll) sum += x;
+    std::printf("tokens %lld  mean nll %.6f  perplexity %.4f  (%.1f tok/s)\n", static_cast<long long>(r.n_tokens),
+                sum / static_cast<double>(r.nll.size()), r.ppl, r.tokens_per_s);
+  }
+  return 0;
+}
+
+}  // namespace plexus::cli

@@ -1,0 +1,52 @@
+// Shared model-loading options of the run commands.
+#include "cli/model_options.h"
+
+#include <limits>
+
+#include "core/error.h"
+
+namespace plexus::cli {
+
+void add_engine_options(Args& args) {
+  args.option("--threads", "N", "CPU threads (0: one per hardware thread)", "0")
+      .option("--batch-tokens", "N", "tokens per forward pass when prefilling (larger uses more memory)", "256");
+}
+
+EngineOptions engine_options(const Args& args) {
+  EngineOptions o;
+  const long long threads = args.get_int("--threads");
+  if (threads < 0 || threads > 1024) throw InputError("--threads must be between 0 and 1024, got " + std::to_string(threads));
+  o.threads = static_cast<int>(threads);
+  o.max_batch_tokens = args.get_int("--batch-tokens");
+  if (o.max_batch_tokens < 1 || o.max_batch_tokens > 65536) {
+    throw InputError("--batch-tokens must be between 1 and 65536, got " + std::to_string(o.max_batch_tokens));
+  }
+  return o;
+}
+
+std::unique_ptr<Tokenizer> load_tokenizer_if_any(const std::string& model_dir) {
+  if (!Tokenizer::exists_in(model_dir)) return nullptr;
+  return Tokenizer::load(model_dir);
+}
+
+std::vector<std::int32_t> ids_from_ids_option(const std::string& list) {
+  std::vector<std::int32_t> ids;
+  for (long long v : parse_int_list(list, "--ids")) {
+    if (v < 0 || v > std::numeric_limits<std::int32_t>::max()) {
+      throw InputError("--ids: token id " + std::to_string(v) + " is negative or too large");
+    }
+    ids.push_back(static_cast<std::int32_t>(v));
+  }
+  return ids;
+}
+
+std::vector<std::int32_t> ids_from_text(const Tokenizer* tokenizer, const std::string& text,
+                                        const std::string& model_dir, const std::string& option) {
+  if (!tokenizer) {
+    throw InputError(option + " needs a tokenizer, but '" + model_dir +
+                     "' has no tokenizer.json: pass token ids with --ids, or make the model with --tokenizer DIR");
+  }
+  return tokenizer->encode(text, /*add_special_tokens=*/true);
+}
+
+}  // namespace plexus::cli

@@ -1,0 +1,28 @@
+// Options shared by the commands that load and run a model (generate, perplexity, ...):
+// declared once, read once.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/args.h"
+#include "runtime/engine.h"
+#include "tokenizer/tokenizer.h"
+
+namespace plexus::cli {
+
+// Adds --threads and --batch-tokens to `args`.
+void add_engine_options(Args& args);
+EngineOptions engine_options(const Args& args);
+
+// The model directory's tokenizer, or null when it has none.
+std::unique_ptr<Tokenizer> load_tokenizer_if_any(const std::string& model_dir);
+
+// Token ids from --ids LIST, or from text through the tokenizer (InputError when text is
+// given and the model has no tokenizer.json). Exactly one source must be given.
+std::vector<std::int32_t> ids_from_ids_option(const std::string& list);
+std::vector<std::int32_t> ids_from_text(const Tokenizer* tokenizer, const std::string& text,
+                                        const std::string& model_dir, const std::string& option);
+
+
+}  // namespace plexus::cli

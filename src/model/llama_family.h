@@ -1,0 +1,90 @@
+// The forward pass of the Llama family: Llama 2/3/3.1, Mistral, Qwen2 (q/k/v bias) and Qwen3
+// (q/k RMSNorm). Pre-norm decoder layers, rotate-half RoPE, grouped-query attention,
+// SiLU-gated MLP. Knows nothing of devices: it computes on whatever buffers it is given.
+#pragma once
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "kernels/cpu/isa.h"
+#include "kernels/weight_matrix.h"
+#include "model/config.h"
+#include "model/kv_cache.h"
+
+namespace plexus {
+
+class Checkpoint;
+
+struct LayerWeights {
+  WeightMatrix q, k, v, o;            // (q_dim, H) (kv_dim, H) (kv_dim, H) (H, q_dim)
+  WeightMatrix gate, up, down;        // (I, H) (I, H) (H, I)
+  std::vector<float> q_bias, k_bias, v_bias, o_bias;  // (q_dim) (kv_dim) (kv_dim) (H); empty when absent
+  std::vector<float> q_norm, k_norm;  // (head_dim); Qwen3 only
+  std::vector<float> input_norm, post_attention_norm;  // (H)
+};
+
+// n tokens run together; they may belong to different sequences.
+struct TokenBatch {
+  std::span<const std::int32_t> ids;   // (n)
+  std::span<const std::int32_t> pos;   // (n) position of each token in its sequence
+  std::span<KvCache* const> cache;     // (n) the cache of each token's sequence
+};
+
+// Compute resources: the kernel table and the threads to run on.
+struct Compute {
+  const IsaKernels& k;
+  ThreadPool& pool;
+};
+
+// Scratch buffers for up to `max_tokens` tokens per call; allocated once.
+class Workspace {
+ public:
+  Workspace(const ModelConfig& c, std::int64_t max_tokens, std::int64_t max_context, int n_threads);
+  std::int64_t max_tokens() const { return max_tokens_; }
+  std::int64_t max_context() const { return max_context_; }
+
+  std::vector<float> xb, q, k, v, att, gate, up;  // (max_tokens, H | q_dim | kv_dim | q_dim | I | I)
+  std::vector<float> rope_cos, rope_sin;          // (max_tokens, head_dim / 2)
+  std::vector<float> scores;                      // (n_threads, max_context)
+
+ private:
+  std::int64_t max_tokens_, max_context_;
+};
+
+class LlamaFamilyModel {
+ public:
+  // Views the checkpoint's weights in place (the checkpoint must outlive the model); small
+  // vectors (norms, biases) are kept as f32. InputError naming the tensor on a mismatch.
+  LlamaFamilyModel(const ModelConfig& config, const Checkpoint& checkpoint);
+
+  const ModelConfig& config() const { return config_; }
+  const LayerWeights& layer_weights(int l) const { return layers_[static_cast<std::size_t>(l)]; }
+  const WeightMatrix& embedding() const { return embed_; }
+  const WeightMatrix& lm_head() const { return lm_head_; }
+  std::int64_t weight_bytes() const;  // bytes of all weights as stored (tied counted once)
+
+  // x (n, H) = embedding rows of ids (n). Ids must be in [0, vocab).
+  void embed(const Compute& c, std::span<const std::int32_t> ids, float* x) const;
+  // One decoder layer, in place on x (n, H); writes this layer's keys/values into the caches.
+  void layer(const Compute& c, int l, float* x, const TokenBatch& batch, Workspace& ws) const;
+  // logits (n, vocab) = lm_head(final_norm(x (n, H))); x is normalised in place.
+  void head(const Compute& c, float* x, std::int64_t n, float* logits) const;
+
+  // Fills ws.rope_cos/sin for the batch's positions; call once per batch before layer().
+  void prepare_rope(const TokenBatch& batch, Workspace& ws) const;
+
+ private:
+  void attention(const Compute& c, int l, const TokenBatch& batch, Workspace& ws) const;
+
+  ModelConfig config_;
+  WeightMatrix embed_, lm_head_;
+  std::vector<float> final_norm_;
+  std::vector<LayerWeights> layers_;
+  std::vector<double> inv_freq_;  // (head_dim / 2), rope scaling applied
+};
+
+// RoPE inverse frequencies with the config's rope_scaling applied (exposed for tests).
+std::vector<double> rope_inv_freq(const ModelConfig& config);
+
+}  // namespace plexus

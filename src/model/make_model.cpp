@@ -1,0 +1,207 @@
+// Random checkpoints: deterministic normal weights (splitmix64 + Box-Muller, the same on every
+// platform), norms near one, written as safetensors in Hugging Face's tensor order.
+#include "model/make_model.h"
+
+#include <sys/stat.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+
+#include "core/error.h"
+#include "model/module_tree.h"
+
+namespace plexus {
+
+namespace {
+
+class NormalRng {
+ public:
+  explicit NormalRng(std::uint64_t seed) : state_(seed * 0x9E3779B97F4A7C15ull + 0x1234567ull) {}
+  double next() {
+    if (has_spare_) {
+      has_spare_ = false;
+      return spare_;
+    }
+    const double u1 = (static_cast<double>(bits() >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+    const double u2 = static_cast<double>(bits() >> 11) * (1.0 / 9007199254740992.0);
+    const double r = std::sqrt(-2.0 * std::log(u1));
+    spare_ = r * std::sin(2.0 * M_PI * u2);
+    has_spare_ = true;
+    return r * std::cos(2.0 * M_PI * u2);
+  }
+
+ private:
+  std::uint64_t bits() {
+    std::uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  std::uint64_t state_;
+  double spare_ = 0;
+  bool has_spare_ = false;
+};
+
+void make_dir(const std::string& dir) {
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) == 0) {
+    if (!S_ISDIR(st.st_mode)) throw InputError("'" + dir + "' exists and is not a directory");
+    return;
+  }
+  if (::mkdir(dir.c_str(), 0755) != 0) throw RuntimeError("cannot create directory '" + dir + "'");
+}
+
+void append_value(std::string& out, DType t, float v) {
+  switch (t) {
+    case DType::kF32: out.append(reinterpret_cast<const char*>(&v), 4); break;
+    case DType::kBF16: {
+      const std::uint16_t h = f32_to_bf16(v);
+      out.append(reinterpret_cast<const char*>(&h), 2);
+      break;
+    }
+    case DType::kF16: {
+      const std::uint16_t h = f32_to_f16(v);
+      out.append(reinterpret_cast<const char*>(&h), 2);
+      break;
+    }
+  }
+}
+
+std::string shard_name(int k, int n) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "model-%05d-of-%05d.safetensors", k, n);
+  return buf;
+}
+
+// Writes one safetensors file to `path` via a temporary file, so a crash leaves no half file.
+void write_safetensors(const std::string& path, const std::vector<std::pair<const ParamInfo*, std::string>>& tensors,
+                       DType t) {
+  Json header = Json::object();
+  std::uint64_t off = 0;
+  for (const auto& [p, bytes] : tensors) {
+    header[p->name] = {{"dtype", std::string(dtype_name(t))}, {"shape", p->shape}, {"data_offsets", {off, off + bytes.size()}}};
+    off += bytes.size();
+  }
+  header["__metadata__"] = {{"format", "pt"}};
+  std::string h = header.dump();
+  while (h.size() % 8 != 0) h.push_back(' ');
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw RuntimeError("cannot write '" + tmp + "'");
+    const std::uint64_t n = h.size();
+    unsigned char len[8];
+    for (int i = 0; i < 8; ++i) len[i] = static_cast<unsigned char>(n >> (8 * i));
+    out.write(reinterpret_cast<const char*>(len), 8);
+    out.write(h.data(), static_cast<std::streamsize>(h.size()));
+    for (const auto& [p, bytes] : tensors) out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    if (!out) throw RuntimeError("failed writing '" + tmp + "' (disk full?)");
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw RuntimeError("cannot rename '" + tmp + "' to '" + path + "'");
+}
+
+}  // namespace
+
+ModelConfig preset_config(const std::string& preset, Arch arch, std::int64_t vocab_size) {
+  ModelConfig c;
+  c.arch = arch;
+  c.architecture = std::string(arch_name(arch));
+  if (preset == "tiny") {
+    c.hidden_size = 64, c.num_layers = 4, c.num_heads = 4, c.num_kv_heads = 2, c.head_dim = 16;
+    c.intermediate_size = 176, c.vocab_size = 32000, c.tie_word_embeddings = false;
+  } else if (preset == "small") {
+    c.hidden_size = 576, c.num_layers = 30, c.num_heads = 9, c.num_kv_heads = 3, c.head_dim = 64;
+    c.intermediate_size = 1536, c.vocab_size = 32000, c.tie_word_embeddings = true;
+  } else {
+    throw InputError("unknown preset '" + preset + "' (use tiny or small)");
+  }
+  if (vocab_size > 0) c.vocab_size = vocab_size;
+  c.max_position_embeddings = 2048;
+  c.rms_norm_eps = 1e-6;
+  switch (arch) {
+    case Arch::kLlama: c.model_type = "llama"; c.rope_theta = 10000.0; break;
+    case Arch::kMistral: c.model_type = "mistral"; c.rope_theta = 10000.0; break;
+    case Arch::kQwen2: c.model_type = "qwen2"; c.rope_theta = 1000000.0; c.qkv_bias = true; break;
+    case Arch::kQwen3: c.model_type = "qwen3"; c.rope_theta = 1000000.0; c.qk_norm = true; break;
+  }
+  c.bos_token_id = 1;
+  c.eos_token_ids = {2};
+  return c;
+}
+
+Json config_to_json(const ModelConfig& c, DType dtype) {
+  Json j = {{"architectures", {c.architecture}},
+            {"model_type", c.model_type},
+            {"hidden_size", c.hidden_size},
+            {"num_hidden_layers", c.num_layers},
+            {"num_attention_heads", c.num_heads},
+            {"num_key_value_heads", c.num_kv_heads},
+            {"head_dim", c.head_dim},
+            {"intermediate_size", c.intermediate_size},
+            {"vocab_size", c.vocab_size},
+            {"max_position_embeddings", c.max_position_embeddings},
+            {"rms_norm_eps", c.rms_norm_eps},
+            {"rope_theta", c.rope_theta},
+            {"hidden_act", "silu"},
+            {"tie_word_embeddings", c.tie_word_embeddings},
+            {"attention_bias", c.arch == Arch::kQwen2 ? true : c.o_bias},
+            {"torch_dtype", std::string(dtype_torch_name(dtype))}};
+  if (c.bos_token_id) j["bos_token_id"] = *c.bos_token_id;
+  if (c.eos_token_ids.size() == 1) j["eos_token_id"] = c.eos_token_ids[0];
+  else if (!c.eos_token_ids.empty()) j["eos_token_id"] = c.eos_token_ids;
+  if (c.sliding_window > 0) j["sliding_window"] = c.sliding_window;
+  return j;
+}
+
+std::int64_t write_random_model(const std::string& out_dir, const MakeModelOptions& o) {
+  if (o.shards < 1) throw InputError("--shards must be at least 1");
+  ModelConfig config = preset_config(o.preset, o.arch, o.vocab_size);
+  if (o.bos_token_id) config.bos_token_id = *o.bos_token_id;
+  if (o.eos_token_id) config.eos_token_ids = {*o.eos_token_id};
+  const ModuleTree tree = ModuleTree::from_config(config);
+  make_dir(out_dir);
+  NormalRng rng(o.seed);
+  std::vector<std::pair<const ParamInfo*, std::string>> tensors;
+  std::int64_t n_params = 0;
+  for (const ParamInfo& p : tree.params()) {
+    if (p.tied_to) continue;
+    const bool is_norm = p.shape.size() == 1 && p.name.find("norm") != std::string::npos;
+    std::string bytes;
+    bytes.reserve(static_cast<std::size_t>(p.numel()) * dtype_size(o.dtype));
+    for (std::int64_t i = 0; i < p.numel(); ++i) {
+      const double z = rng.next();
+      append_value(bytes, o.dtype, static_cast<float>(is_norm ? 1.0 + 0.1 * z : o.std * z));
+    }
+    n_params += p.numel();
+    tensors.emplace_back(&p, std::move(bytes));
+  }
+  if (o.shards == 1) {
+    write_safetensors(out_dir + "/model.safetensors", tensors, o.dtype);
+  } else {
+    // Contiguous groups of tensors, about equal in bytes.
+    std::uint64_t total = 0;
+    for (const auto& t : tensors) total += t.second.size();
+    Json weight_map = Json::object();
+    std::size_t i = 0;
+    std::uint64_t done = 0;
+    for (int k = 1; k <= o.shards; ++k) {
+      std::vector<std::pair<const ParamInfo*, std::string>> part;
+      const std::uint64_t target = total * static_cast<std::uint64_t>(k) / static_cast<std::uint64_t>(o.shards);
+      while (i < tensors.size() && (done < target || k == o.shards)) {
+        done += tensors[i].second.size();
+        weight_map[tensors[i].first->name] = shard_name(k, o.shards);
+        part.push_back(std::move(tensors[i++]));
+      }
+      write_safetensors(out_dir + "/" + shard_name(k, o.shards), part, o.dtype);
+    }
+    const Json index = {{"metadata", {{"total_size", total}}}, {"weight_map", weight_map}};
+    std::ofstream(out_dir + "/model.safetensors.index.json") << index.dump(2) << "\n";
+  }
+  std::ofstream cfg(out_dir + "/config.json");
+  cfg << config_to_json(config, o.dtype).dump(2) << "\n";
+  if (!cfg) throw RuntimeError("cannot write '" + out_dir + "/config.json'");
+  return n_params;
+}
+
+}  // namespace plexus

@@ -1,0 +1,34 @@
+// Writes random-weight Hugging Face checkpoints (config.json + safetensors) for tests, demos
+// and benchmarks, since no pretrained weights can be downloaded here.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "core/dtype.h"
+#include "model/config.h"
+
+namespace plexus {
+
+struct MakeModelOptions {
+  std::string preset = "tiny";   // tiny | small
+  Arch arch = Arch::kLlama;      // kLlama | kQwen2 | kQwen3 (kMistral writes a Mistral config)
+  DType dtype = DType::kBF16;
+  std::uint64_t seed = 0;
+  double std = 0.02;             // standard deviation of the random matrices
+  std::int64_t vocab_size = 0;   // 0: the preset's
+  int shards = 1;                // >1 writes model-0000k-of-0000n.safetensors + index
+  std::optional<std::int64_t> bos_token_id;  // default 1
+  std::optional<std::int64_t> eos_token_id;  // default 2
+};
+
+// The config a preset describes (throws InputError for an unknown preset).
+ModelConfig preset_config(const std::string& preset, Arch arch, std::int64_t vocab_size);
+
+// Writes OUT_DIR/config.json and the weights; returns the number of parameters.
+std::int64_t write_random_model(const std::string& out_dir, const MakeModelOptions& options);
+
+// config.json text of a config (the fields Hugging Face reads for these architectures).
+Json config_to_json(const ModelConfig& c, DType dtype);
+
+}  // namespace plexus

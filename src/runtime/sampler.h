@@ -1,0 +1,34 @@
+// Picks the next token from logits: greedy, or temperature → top-k → top-p sampling with a
+// seeded generator (the order Hugging Face applies them in).
+#pragma once
+#include <cstdint>
+#include <random>
+#include <vector>
+
+namespace plexus {
+
+struct SamplingOptions {
+  bool greedy = true;
+  double temperature = 1.0;
+  std::int64_t top_k = 0;   // 0: no limit
+  double top_p = 1.0;       // 1: no limit
+  std::uint64_t seed = 0;
+};
+
+class Sampler {
+ public:
+  Sampler(const SamplingOptions& options, std::int64_t vocab_size);
+  // logits (vocab); may be modified. Returns the chosen id.
+  std::int32_t sample(float* logits);
+
+ private:
+  SamplingOptions options_;
+  std::mt19937_64 rng_;
+  std::vector<std::int32_t> order_;  // (vocab) scratch
+  std::vector<double> probs_;        // (vocab) scratch
+};
+
+// Index of the largest logit (the first one on ties).
+std::int32_t argmax(const float* logits, std::int64_t n);
+
+}  // namespace plexus
