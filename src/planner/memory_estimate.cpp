@@ -1,0 +1,63 @@
+// KV-cache, activation and training-memory arithmetic.
+#include "planner/memory_estimate.h"
+
+#include <algorithm>
+
+#include "planner/sized_tree.h"
+
+namespace plexus {
+
+int kv_bytes_per_element(WeightDType weights) { return weights == WeightDType::kF32 ? 4 : 2; }
+
+std::int64_t kv_bytes_per_token_per_layer(const ModelConfig& c, WeightDType weights) {
+  return 2 * c.kv_dim() * kv_bytes_per_element(weights);
+}
+
+std::int64_t kv_bytes_per_token(const ModelConfig& c, WeightDType weights) {
+  return kv_bytes_per_token_per_layer(c, weights) * c.num_layers;
+}
+
+std::int64_t activation_bytes(const ModelConfig& c, std::int64_t batch, std::int64_t tokens) {
+  const std::int64_t per_position = 2 * c.hidden_size + c.q_dim() + 2 * c.kv_dim() + c.q_dim() + 2 * c.intermediate_size;
+  return batch * tokens * per_position * 4;
+}
+
+std::int64_t logits_bytes(const ModelConfig& c, std::int64_t batch) { return batch * c.vocab_size * 4; }
+
+ModelEstimate estimate_model(const ModuleTree& tree) {
+  ModelEstimate e;
+  for (const ParamInfo& p : tree.params()) {
+    if (!p.tied_to) e.num_params += p.numel();
+  }
+  const ModelConfig& c = tree.config();
+  for (WeightDType d : {WeightDType::kF32, WeightDType::kBF16, WeightDType::kF16, WeightDType::kInt8, WeightDType::kInt4}) {
+    const SizedTree t = SizedTree::build(tree, d);
+    DTypeEstimate de;
+    de.dtype = d;
+    de.total_bytes = t.total_bytes();
+    // Units never split: the decoder layers and every top-level leaf module.
+    for (const SizedNode& n : t.nodes()) {
+      const bool unit = n.no_split || (!n.is_tensor && n.children.empty() && n.layer < 0 && !n.name.empty());
+      if (unit && n.bytes > de.largest_layer_bytes) {
+        de.largest_layer_bytes = n.bytes;
+        de.largest_layer = n.name;
+      }
+    }
+    de.training_adam_bytes = 4 * de.total_bytes;
+    de.kv_bytes_per_token = kv_bytes_per_token(c, d);
+    e.per_dtype.push_back(de);
+  }
+  std::vector<std::int64_t> contexts{2048, 4096, 8192, 32768};
+  if (std::find(contexts.begin(), contexts.end(), c.max_position_embeddings) == contexts.end()) {
+    contexts.push_back(c.max_position_embeddings);
+  }
+  std::sort(contexts.begin(), contexts.end());
+  for (std::int64_t ctx : contexts) {
+    for (std::int64_t b : {1, 8, 32}) {
+      e.kv_table.push_back(KvCell{ctx, b, ctx * b * kv_bytes_per_token(c, WeightDType::kBF16)});
+    }
+  }
+  return e;
+}
+
+}  // namespace plexus

@@ -1,0 +1,45 @@
+// Memory a model needs besides its placed weights: KV cache per token and per layer, activation
+// workspace for a forward pass, Adam training state; and the `plexus estimate` summary.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "model/module_tree.h"
+#include "planner/weight_dtype.h"
+
+namespace plexus {
+
+// The KV cache is kept in 16-bit floats unless the weights are float32.
+int kv_bytes_per_element(WeightDType weights);
+// K and V of one decoder layer for one token: 2 × kv_heads × head_dim elements.
+std::int64_t kv_bytes_per_token_per_layer(const ModelConfig& c, WeightDType weights);
+std::int64_t kv_bytes_per_token(const ModelConfig& c, WeightDType weights);  // all layers
+
+// Transient float32 workspace of one decoder layer's forward over `batch` × `tokens` positions:
+// hidden state and residual, q/k/v, attention output, gate and up projections.
+std::int64_t activation_bytes(const ModelConfig& c, std::int64_t batch, std::int64_t tokens);
+// float32 logits for the last position of each sequence (batch × vocab).
+std::int64_t logits_bytes(const ModelConfig& c, std::int64_t batch);
+
+struct DTypeEstimate {
+  WeightDType dtype;
+  std::int64_t total_bytes = 0;          // every parameter once (tied storage once)
+  std::int64_t largest_layer_bytes = 0;  // the largest unit that is never split
+  std::string largest_layer;             // its module name
+  std::int64_t training_adam_bytes = 0;  // weights + gradients + two Adam moments, same dtype
+  std::int64_t kv_bytes_per_token = 0;
+};
+
+struct KvCell {
+  std::int64_t context = 0, batch = 0, bytes = 0;
+};
+
+struct ModelEstimate {
+  std::int64_t num_params = 0;  // unique parameters
+  std::vector<DTypeEstimate> per_dtype;  // float32, bfloat16, float16, int8, int4
+  std::vector<KvCell> kv_table;          // 16-bit KV cache for a few contexts × batch sizes
+};
+
+ModelEstimate estimate_model(const ModuleTree& tree);
+
+}  // namespace plexus

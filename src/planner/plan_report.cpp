@@ -1,0 +1,136 @@
+// Printing plans and estimates.
+#include "planner/plan_report.h"
+
+#include <cstdio>
+
+#include "core/units.h"
+
+namespace plexus {
+namespace {
+
+std::string pad(const std::string& s, std::size_t w) { return s.size() >= w ? s : s + std::string(w - s.size(), ' '); }
+std::string rpad(const std::string& s, std::size_t w) { return s.size() >= w ? s : std::string(w - s.size(), ' ') + s; }
+std::string bytes(std::int64_t b) { return b > 0 ? format_bytes(static_cast<std::uint64_t>(b)) : "-"; }
+
+}  // namespace
+
+std::string format_ranges(const std::vector<int>& v) {
+  std::string s;
+  for (std::size_t i = 0; i < v.size();) {
+    std::size_t j = i;
+    while (j + 1 < v.size() && v[j + 1] == v[j] + 1) ++j;
+    if (!s.empty()) s += ",";
+    s += std::to_string(v[i]);
+    if (j > i) s += "-" + std::to_string(v[j]);
+    i = j + 1;
+  }
+  return s;
+}
+
+Json plan_to_json(const Plan& p) {
+  Json j;
+  j["strategy"] = p.custom ? std::string("custom") : std::string(strategy_name(p.strategy));
+  j["dtype"] = std::string(weight_dtype_name(p.dtype));
+  j["device_map"] = p.device_map.to_json();
+  j["placement"] = placement_to_json(p.placement);
+  j["model_bytes"] = p.model_bytes;
+  j["context"] = p.runtime.context;
+  j["batch"] = p.runtime.batch;
+  Json devs = Json::array();
+  for (const DeviceReport& d : p.devices) {
+    Json x;
+    x["device"] = d.device.to_json();
+    x["budget_bytes"] = d.budget_bytes ? Json(*d.budget_bytes) : Json(nullptr);
+    x["weights_bytes"] = d.weights_bytes;
+    x["kv_cache_bytes"] = d.kv_cache_bytes;
+    x["activation_bytes"] = d.activation_bytes;
+    x["layers"] = d.layers;
+    x["embedding"] = d.holds_embedding;
+    x["lm_head"] = d.holds_lm_head;
+    devs.push_back(x);
+  }
+  j["devices"] = devs;
+  j["notes"] = p.notes;
+  return j;
+}
+
+std::string plan_to_table(const Plan& p) {
+  std::string out = "strategy " + (p.custom ? std::string("custom") : std::string(strategy_name(p.strategy))) +
+                    ", dtype " + std::string(weight_dtype_name(p.dtype)) + ", weights " +
+                    format_bytes(static_cast<std::uint64_t>(p.model_bytes));
+  if (p.runtime.context > 0) {
+    out += ", KV cache for " + std::to_string(p.runtime.context) + " tokens × batch " + std::to_string(p.runtime.batch);
+  }
+  out += "\n\n";
+  out += pad("device", 8) + pad("layers", 14) + pad("other", 18) + rpad("weights", 12) + rpad("kv cache", 12) +
+         rpad("activations", 13) + rpad("budget", 12) + rpad("used", 8) + "\n";
+  for (const DeviceReport& d : p.devices) {
+    std::string other;
+    if (d.holds_embedding) other += "embed";
+    if (d.holds_lm_head) other += std::string(other.empty() ? "" : "+") + "lm_head";
+    const std::int64_t need = d.weights_bytes + d.kv_cache_bytes + d.activation_bytes;
+    std::string pct = "-";
+    if (d.budget_bytes && *d.budget_bytes > 0) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.1f%%", 100.0 * static_cast<double>(need) / static_cast<double>(*d.budget_bytes));
+      pct = buf;
+    }
+    out += pad(d.device.to_string(), 8) + pad(d.layers.empty() ? "-" : format_ranges(d.layers), 14) +
+           pad(other.empty() ? "-" : other, 18) + rpad(bytes(d.weights_bytes), 12) + rpad(bytes(d.kv_cache_bytes), 12) +
+           rpad(bytes(d.activation_bytes), 13) +
+           rpad(d.budget_bytes ? format_bytes(*d.budget_bytes) : std::string("-"), 12) + rpad(pct, 8) + "\n";
+  }
+  for (const std::string& n : p.notes) out += "note: " + n + "\n";
+  return out;
+}
+
+Json estimate_to_json(const ModelEstimate& e, const ModelConfig& c) {
+  Json j;
+  j["architecture"] = std::string(arch_name(c.arch));
+  j["parameters"] = e.num_params;
+  j["num_layers"] = c.num_layers;
+  Json d = Json::array();
+  for (const DTypeEstimate& x : e.per_dtype) {
+    Json o;
+    o["dtype"] = std::string(weight_dtype_name(x.dtype));
+    o["total_bytes"] = x.total_bytes;
+    o["largest_layer_bytes"] = x.largest_layer_bytes;
+    o["largest_layer"] = x.largest_layer;
+    o["training_adam_bytes"] = x.training_adam_bytes;
+    o["kv_cache_bytes_per_token"] = x.kv_bytes_per_token;
+    d.push_back(o);
+  }
+  j["dtypes"] = d;
+  Json kv = Json::array();
+  for (const KvCell& k : e.kv_table) kv.push_back({{"context", k.context}, {"batch", k.batch}, {"bytes", k.bytes}});
+  j["kv_cache_16bit"] = kv;
+  return j;
+}
+
+std::string estimate_to_table(const ModelEstimate& e, const ModelConfig& c) {
+  std::string out = std::string(arch_name(c.arch)) + ": " + std::to_string(e.num_params) + " parameters, " +
+                    std::to_string(c.num_layers) + " layers\n\n";
+  out += pad("dtype", 10) + rpad("total", 12) + rpad("largest layer", 15) + pad("", 2) + pad("(module)", 20) +
+         rpad("train w/ Adam", 15) + rpad("KV/token", 12) + "\n";
+  for (const DTypeEstimate& x : e.per_dtype) {
+    out += pad(std::string(weight_dtype_name(x.dtype)), 10) + rpad(bytes(x.total_bytes), 12) +
+           rpad(bytes(x.largest_layer_bytes), 15) + pad("", 2) + pad(x.largest_layer, 20) +
+           rpad(bytes(x.training_adam_bytes), 15) + rpad(bytes(x.kv_bytes_per_token), 12) + "\n";
+  }
+  out += "\nKV cache (16-bit) by context × batch:\n" + pad("context", 10);
+  std::vector<std::int64_t> batches;
+  for (const KvCell& k : e.kv_table) {
+    if (k.context == e.kv_table.front().context) batches.push_back(k.batch);
+  }
+  if (batches.empty()) return out;
+  for (std::int64_t b : batches) out += rpad("batch " + std::to_string(b), 14);
+  out += "\n";
+  for (std::size_t i = 0; i < e.kv_table.size(); i += batches.size()) {
+    out += pad(std::to_string(e.kv_table[i].context), 10);
+    for (std::size_t k = 0; k < batches.size() && i + k < e.kv_table.size(); ++k) out += rpad(bytes(e.kv_table[i + k].bytes), 14);
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace plexus

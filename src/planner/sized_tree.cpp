@@ -1,0 +1,118 @@
+// Builds the sized module hierarchy from parameter names.
+#include "planner/sized_tree.h"
+
+#include <algorithm>
+#include <map>
+
+namespace plexus {
+
+bool is_linear_module(const std::string& module) {
+  const std::size_t dot = module.rfind('.');
+  const std::string leaf = dot == std::string::npos ? module : module.substr(dot + 1);
+  return leaf == "lm_head" || (leaf.size() > 5 && leaf.compare(leaf.size() - 5, 5, "_proj") == 0);
+}
+
+int SizedTree::add_node(const std::string& name, int parent) {
+  const int id = static_cast<int>(nodes_.size());
+  SizedNode n;
+  n.name = name;
+  n.parent = parent;
+  nodes_.push_back(std::move(n));
+  index_.emplace(name, id);
+  return id;
+}
+
+int SizedTree::find(const std::string& name) const {
+  auto it = index_.find(name);
+  return it == index_.end() ? -1 : it->second;
+}
+
+std::int64_t SizedTree::size_of(const std::string& name) const {
+  const int i = find(name);
+  return i < 0 ? 0 : nodes_[static_cast<std::size_t>(i)].bytes;
+}
+
+SizedTree SizedTree::build(const ModuleTree& tree, WeightDType dtype, SizedTreeOptions options) {
+  SizedTree t;
+  t.dtype_ = dtype;
+  t.add_node("", -1);
+  // Module node for a dotted path, creating its ancestors in registration order.
+  auto module_node = [&t](const std::string& path) {
+    int cur = kRoot;
+    std::size_t start = 0;
+    while (start <= path.size()) {
+      std::size_t dot = path.find('.', start);
+      if (dot == std::string::npos) dot = path.size();
+      const std::string name = path.substr(0, dot);
+      int next = t.find(name);
+      if (next < 0) {
+        next = t.add_node(name, cur);
+        t.nodes_[static_cast<std::size_t>(cur)].children.push_back(next);
+      }
+      cur = next;
+      start = dot + 1;
+    }
+    return cur;
+  };
+  auto add_tensor = [&t](int module, const std::string& name, std::int64_t bytes, bool counted, bool buffer) {
+    const int id = t.add_node(name, module);
+    SizedNode& n = t.nodes_[static_cast<std::size_t>(id)];
+    n.is_tensor = true;
+    n.is_buffer = buffer;
+    n.counted = counted;
+    n.bytes = counted ? bytes : 0;
+    n.layer = t.nodes_[static_cast<std::size_t>(module)].layer;
+    t.nodes_[static_cast<std::size_t>(module)].tensors.push_back(id);
+    if (!counted) return id;
+    for (int a = module; a >= 0; a = t.nodes_[static_cast<std::size_t>(a)].parent) {
+      t.nodes_[static_cast<std::size_t>(a)].bytes += bytes;
+      t.nodes_[static_cast<std::size_t>(a)].counted = true;
+    }
+    return id;
+  };
+
+  std::map<std::string, std::vector<std::string>> ties;  // storage owner -> other names
+  const auto& params = tree.params();
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const ParamInfo& p = params[i];
+    const int m = module_node(p.module);
+    if (p.layer >= 0) {
+      const std::string lp = ModuleTree::layer_prefix(p.layer);
+      const int ln = t.find(lp);
+      if (ln >= 0 && !t.nodes_[static_cast<std::size_t>(ln)].no_split) {
+        t.nodes_[static_cast<std::size_t>(ln)].no_split = true;
+        t.layer_nodes_.push_back(ln);
+      }
+      // every node from the layer down carries the layer index
+      for (int a = m; a >= 0 && t.nodes_[static_cast<std::size_t>(a)].name.size() >= lp.size();
+           a = t.nodes_[static_cast<std::size_t>(a)].parent) {
+        t.nodes_[static_cast<std::size_t>(a)].layer = p.layer;
+      }
+    }
+    const int bits = is_linear_module(p.module) && p.module != "lm_head" ? weight_bits_linear(dtype)
+                                                                          : weight_bits_other(dtype);
+    const bool duplicate = p.tied_to.has_value();
+    const int id = add_tensor(m, p.name, bytes_for(p.numel(), bits), !duplicate, false);
+    t.nodes_[static_cast<std::size_t>(id)].param_index = static_cast<int>(i);
+    if (duplicate) ties[*p.tied_to].push_back(p.name);
+  }
+  if (options.rotary_buffer_per_layer) {
+    const ModelConfig& c = tree.config();
+    const int bits = std::min(32, weight_bits_other(dtype));
+    for (int l = 0; l < c.num_layers; ++l) {
+      const int m = module_node(ModuleTree::layer_prefix(l) + ".self_attn.rotary_emb");
+      t.nodes_[static_cast<std::size_t>(m)].layer = l;
+      add_tensor(m, t.nodes_[static_cast<std::size_t>(m)].name + ".inv_freq", bytes_for(c.head_dim / 2, bits), true,
+                 true);
+    }
+  }
+  for (auto& [owner, others] : ties) {
+    std::vector<std::string> g = others;
+    g.push_back(owner);
+    std::sort(g.begin(), g.end());
+    t.tied_groups_.push_back(std::move(g));
+  }
+  return t;
+}
+
+}  // namespace plexus

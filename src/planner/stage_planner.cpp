@@ -1,0 +1,180 @@
+// The "stages" strategy: binary search on the largest per-accelerator load, with a greedy
+// contiguous fill as the feasibility test (optimal for ordered, unsplittable units).
+#include "planner/stage_planner.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+
+#include "core/units.h"
+#include "planner/memory_estimate.h"
+
+namespace plexus {
+namespace {
+
+constexpr std::int64_t kUnbounded = std::numeric_limits<std::int64_t>::max() / 4;
+
+struct Unit {
+  int node = -1;
+  std::int64_t cost = 0;       // weights + KV (+ logits for lm_head)
+  bool is_embedding = false;
+  bool is_tied_head = false;   // shares storage with the embedding: costs it again elsewhere
+};
+
+// The placement units in forward order: decoder layers and the modules outside them.
+void collect_units(const SizedTree& t, int node, std::vector<int>* out) {
+  const SizedNode& n = t.node(node);
+  if (n.is_tensor) return;
+  if (n.no_split || n.children.empty()) {
+    if (!n.name.empty()) out->push_back(node);
+    return;
+  }
+  for (int c : n.children) collect_units(t, c, out);
+}
+
+struct Fill {
+  bool ok = false;
+  std::size_t placed = 0;          // units placed on accelerators (a prefix)
+  std::vector<int> device_of;      // per placed unit: index into the accelerator list
+  std::int64_t max_load = 0;
+};
+
+// Greedy contiguous fill of `units` over accelerators with per-device capacity min(T, cap[i]).
+// `embed_device` is the accelerator holding the embedding (-1: elsewhere), for tied heads.
+Fill greedy(const std::vector<Unit>& units, const std::vector<std::int64_t>& cap, std::int64_t limit,
+            std::int64_t tied_bytes, int embed_device_fixed) {
+  Fill f;
+  std::size_t dev = 0;
+  std::int64_t load = 0;
+  int embed_device = embed_device_fixed;
+  for (const Unit& u : units) {
+    while (dev < cap.size()) {
+      std::int64_t cost = u.cost;
+      if (u.is_tied_head && embed_device != static_cast<int>(dev)) cost += tied_bytes;
+      if (load + cost <= std::min(limit, cap[dev])) {
+        load += cost;
+        break;
+      }
+      ++dev;
+      load = 0;
+    }
+    if (dev >= cap.size()) break;
+    if (u.is_embedding) embed_device = static_cast<int>(dev);
+    f.device_of.push_back(static_cast<int>(dev));
+    f.max_load = std::max(f.max_load, load);
+    ++f.placed;
+  }
+  f.ok = f.placed == units.size();
+  return f;
+}
+
+// Smallest per-device limit under which the greedy fill still places `units` entirely.
+Fill balance(const std::vector<Unit>& units, const std::vector<std::int64_t>& cap, std::int64_t tied_bytes,
+             int embed_device) {
+  Fill best = greedy(units, cap, kUnbounded, tied_bytes, embed_device);
+  if (!best.ok || units.empty()) return best;
+  std::int64_t lo = 0, hi = best.max_load;
+  for (const Unit& u : units) lo = std::max(lo, u.cost);
+  while (lo < hi) {
+    const std::int64_t mid = lo + (hi - lo) / 2;
+    Fill f = greedy(units, cap, mid, tied_bytes, embed_device);
+    if (f.ok) {
+      hi = f.max_load;
+      best = std::move(f);
+    } else {
+      lo = mid + 1;
+    }
+  }
+  return greedy(units, cap, hi, tied_bytes, embed_device);
+}
+
+}  // namespace
+
+StagePlan plan_stages(const SizedTree& t, const ModelConfig& c, const Budgets& budgets, const RuntimeBudget& rt) {
+  StagePlan out;
+  std::vector<int> nodes;
+  collect_units(t, SizedTree::kRoot, &nodes);
+  const std::int64_t kv_layer = rt.context > 0 ? kv_bytes_per_token_per_layer(c, t.dtype()) * rt.context * rt.batch : 0;
+  const std::int64_t act = rt.context > 0 ? activation_bytes(c, rt.batch, rt.context) : 0;
+  const std::int64_t logits = rt.context > 0 ? logits_bytes(c, rt.batch) : 0;
+
+  // Bytes of storage shared by the embedding and a tied head.
+  std::int64_t tied_bytes = 0;
+  for (const auto& g : t.tied_groups()) {
+    for (const std::string& name : g) tied_bytes += t.size_of(name);  // duplicates count 0
+  }
+
+  std::vector<Unit> units;
+  for (int n : nodes) {
+    const SizedNode& sn = t.node(n);
+    Unit u;
+    u.node = n;
+    u.cost = sn.bytes + (sn.no_split ? kv_layer : 0);
+    u.is_embedding = sn.name == "model.embed_tokens";
+    u.is_tied_head = sn.name == "lm_head" && tied_bytes > 0;
+    if (sn.name == "lm_head") u.cost += logits;
+    units.push_back(u);
+  }
+
+  std::vector<DeviceId> accels;
+  std::vector<std::int64_t> cap;
+  for (const DeviceBudget& b : budgets.list()) {
+    if (!b.device.is_accelerator()) continue;
+    const std::int64_t room = static_cast<std::int64_t>(b.bytes) - act;
+    if (room <= 0) {
+      out.notes.push_back("device " + b.device.to_string() + " cannot hold the activation workspace (" +
+                          format_bytes(static_cast<std::uint64_t>(act)) + "); left empty");
+      continue;
+    }
+    accels.push_back(b.device);
+    cap.push_back(room);
+  }
+  const auto cpu_budget = budgets.get(DeviceId::cpu());
+  std::int64_t cpu_left = cpu_budget ? static_cast<std::int64_t>(*cpu_budget) : 0;
+
+  // 1. Everything on the accelerators, balanced.
+  Fill fill = balance(units, cap, tied_bytes, -1);
+  std::vector<DeviceId> where(units.size(), DeviceId::disk());
+  std::size_t first = 0;  // first unit of the accelerator sequence
+  if (!fill.ok) {
+    // 2. The embedding is a row lookup per token: the cheapest module to serve from the host.
+    if (!units.empty() && units.front().is_embedding) {
+      if (units.front().cost <= cpu_left) {
+        where[0] = DeviceId::cpu();
+        cpu_left -= units.front().cost;
+      }
+      out.notes.push_back("model.embed_tokens (" + format_bytes(static_cast<std::uint64_t>(units.front().cost)) +
+                          ") is served from " + where[0].to_string() +
+                          ": a per-token row lookup, so the accelerators keep the compute-heavy layers");
+      first = 1;
+    }
+    std::vector<Unit> rest(units.begin() + static_cast<std::ptrdiff_t>(first), units.end());
+    fill = balance(rest, cap, tied_bytes, -1);
+    if (!fill.ok) {
+      // 3. The longest prefix the accelerators hold, balanced; the rest to cpu, then disk.
+      const Fill most = greedy(rest, cap, kUnbounded, tied_bytes, -1);
+      std::vector<Unit> prefix(rest.begin(), rest.begin() + static_cast<std::ptrdiff_t>(most.placed));
+      fill = balance(prefix, cap, tied_bytes, -1);
+    }
+  }
+  for (std::size_t i = 0; i < fill.placed; ++i) where[first + i] = accels[static_cast<std::size_t>(fill.device_of[i])];
+  const bool embed_on_cpu = first == 1 && where[0] == DeviceId::cpu();
+  for (std::size_t i = first + fill.placed; i < units.size(); ++i) {
+    std::int64_t cost = units[i].cost;
+    if (units[i].is_tied_head && !embed_on_cpu) cost += tied_bytes;
+    if (cost <= cpu_left) {
+      where[i] = DeviceId::cpu();
+      cpu_left -= cost;
+    } else {
+      cpu_left = 0;  // keep order: once something spills to disk, the rest follows
+    }
+  }
+  if (first + fill.placed < units.size()) {
+    out.notes.push_back(std::to_string(units.size() - first - fill.placed) +
+                        " module(s) did not fit the accelerators and are offloaded to cpu/disk");
+  }
+  for (std::size_t i = 0; i < units.size(); ++i) out.map.set(t.node(units[i].node).name, where[i]);
+  return out;
+}
+
+}  // namespace plexus

@@ -1,0 +1,26 @@
+// The formats a plan can load weights in (float32, bfloat16, float16, int8, int4) and how many
+// bits each parameter then takes. Quantized formats apply to linear layers only.
+#pragma once
+#include <cstdint>
+#include <string_view>
+
+namespace plexus {
+
+enum class WeightDType { kF32, kBF16, kF16, kInt8, kInt4 };
+
+// "float32" | "bfloat16" | "float16" | "int8" | "int4".
+std::string_view weight_dtype_name(WeightDType t);
+// Accepts the names above and f32/fp32/bf16/f16/fp16/F32/BF16/F16. False for anything else.
+bool parse_weight_dtype(std::string_view text, WeightDType* out);
+// Throws InputError naming the value and the accepted spellings.
+WeightDType parse_weight_dtype_or_throw(std::string_view text, std::string_view what);
+
+// Bits one element of a linear layer's weight (or bias) takes in this format.
+int weight_bits_linear(WeightDType t);
+// Bits of every other tensor (embeddings, norms): int8/int4 keep them in 16-bit floats, as
+// bitsandbytes-style quantization does.
+int weight_bits_other(WeightDType t);
+// Bytes for `numel` elements of `bits` each, rounded up to a whole byte.
+inline std::int64_t bytes_for(std::int64_t numel, int bits) { return (numel * bits + 7) / 8; }
+
+}  // namespace plexus
