@@ -19,6 +19,8 @@ struct Command {
 // One line per subcommand; keep in the order `plexus --help` should list them.
 const Command kCommands[] = {
     {"version", "print the plexus version and commit", plexus::cli::cmd_version},
+    {"detect", "list devices (GPUs or virtual), their links and the host", plexus::cli::cmd_detect},
+    {"doctor", "pre-flight check of devices for a multi-device run", plexus::cli::cmd_doctor},
 };
 
 void print_usage(std::FILE* out) {

@@ -1,0 +1,52 @@
+// The CPU backend: the host itself ("cpu") or one of N virtual devices that split the host,
+// each with its own memory budget (enforced), its own work queue and its share of threads.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include "backend/cpu/work_queue.h"
+#include "backend/device.h"
+
+namespace plexus {
+
+class CpuDevice : public Device {
+ public:
+  // kind is kCpu (ordinal -1, name "cpu") or kVirtual (ordinal >= 0, name "virtual:N").
+  CpuDevice(DeviceKind kind, int ordinal, std::uint64_t budget_bytes, int threads);
+  ~CpuDevice() override;
+
+  const std::string& name() const override { return name_; }
+  DeviceKind kind() const override { return kind_; }
+  int ordinal() const override { return ordinal_; }
+  std::uint64_t memory_total() const override { return budget_; }
+  std::uint64_t memory_free() const override;
+  int threads() const override { return threads_; }
+
+  Buffer allocate(std::size_t bytes) override;
+  void copy_from_host(Buffer& dst, std::size_t dst_offset, const void* src, std::size_t bytes) override;
+  void copy_to_host(void* dst, const Buffer& src, std::size_t src_offset, std::size_t bytes) override;
+  void copy_from_device(Buffer& dst, std::size_t dst_offset, const Buffer& src, std::size_t src_offset,
+                        std::size_t bytes) override;
+
+  void enqueue(std::function<void()> work) override;
+  Event record_event() override;
+  void wait_event(const Event& event) override;
+  void synchronize() override;
+
+ protected:
+  void release(void* data, std::size_t size) override;
+
+ private:
+  std::string describe() const;  // "virtual device 1" / "host memory (cpu)"
+
+  DeviceKind kind_;
+  int ordinal_;
+  std::string name_;
+  std::uint64_t budget_;
+  int threads_;
+  std::atomic<std::uint64_t> used_{0};
+  WorkQueue queue_;
+};
+
+}  // namespace plexus

@@ -1,0 +1,54 @@
+// What detection found: one DeviceInfo per accelerator (GPU or virtual device), the link
+// between every pair, and the host. Plain values for detect, doctor, the planner and reports.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backend/device.h"
+#include "backend/host_info.h"
+#include "core/json.h"
+
+namespace plexus {
+
+// Fields a backend could not read stay empty and print as null / "n/a".
+struct DeviceInfo {
+  int index = 0;  // accelerate numbering: 0..N-1
+  DeviceKind kind = DeviceKind::kVirtual;
+  std::string name;
+  std::optional<std::string> uuid;
+  std::optional<std::uint64_t> memory_total_bytes, memory_free_bytes, memory_used_bytes;
+  std::optional<std::string> compute_capability;  // "9.0"
+  std::optional<std::string> driver_version;
+  std::optional<std::string> pci_bus_id;
+  std::optional<double> power_limit_w;
+  std::optional<double> temperature_c;
+  std::optional<unsigned> sm_clock_mhz, memory_clock_mhz, max_sm_clock_mhz, max_memory_clock_mhz;
+  std::optional<int> processes;  // compute processes currently on the device
+  std::optional<int> threads;    // CPU threads (virtual devices)
+  // Queries that failed in a way that matters ("memory info: GPU is lost (NVML error 15)").
+  std::vector<std::string> problems;
+};
+
+// Link labels as `nvidia-smi topo -m` prints them: "X" self, "NV<n>" n NVLinks, "PIX" one PCIe
+// switch, "PXB" several switches, "PHB" a host bridge, "NODE" within a NUMA node, "SYS" across
+// sockets; plus "XGMI" (AMD), "SHM" (virtual devices sharing host memory), "?" unknown.
+struct Inventory {
+  std::vector<DeviceInfo> devices;
+  std::vector<std::vector<std::string>> topology;  // (n_devices, n_devices)
+  std::vector<std::vector<std::string>> p2p;       // (n_devices, n_devices): "X", "OK", "NS", "?"
+  HostInfo host;
+  std::string nvml_status = "not probed";  // "ok: driver 550.54, 2 GPUs" or "unavailable: why"
+  std::string rocm_status = "not probed";
+  bool virtual_devices = false;  // devices are the host split by --virtual-devices
+};
+
+Json to_json(const DeviceInfo& device);
+// {"devices": [...], "topology": [[...]], "p2p": [[...]], "host": {...}, "sources": {...}}
+Json to_json(const Inventory& inventory);
+
+// Fills an (n, n) matrix with `fill` and "X" on the diagonal.
+std::vector<std::vector<std::string>> square_matrix(std::size_t n, const std::string& fill);
+
+}  // namespace plexus

@@ -1,0 +1,72 @@
+// Flag and environment parsing for device selection.
+#include "backend/device_options.h"
+
+#include <cstdlib>
+
+#include "backend/host_info.h"
+#include "core/error.h"
+#include "core/units.h"
+
+namespace plexus {
+
+namespace {
+
+std::string env_or_empty(const char* name) {
+  const char* value = std::getenv(name);
+  return value == nullptr ? std::string() : std::string(value);
+}
+
+int parse_count(const std::string& text, const std::string& where) {
+  char* end = nullptr;
+  const long value = std::strtol(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || value < 0 || value > 1024)
+    throw InputError(where + " must be a whole number of devices between 0 and 1024, got '" + text + "'");
+  return static_cast<int>(value);
+}
+
+}  // namespace
+
+void add_device_options(Args& args) {
+  args.option("--virtual-devices", "N",
+              "split the CPU into N virtual devices 0..N-1 (also PLEXUS_VIRTUAL_DEVICES)");
+  args.option("--virtual-device-memory", "SIZE",
+              "memory budget of each virtual device, e.g. 4GiB (also PLEXUS_VIRTUAL_DEVICE_MEMORY; "
+              "default: available host memory / N)");
+}
+
+DeviceOptions device_options_from(const Args& args) {
+  DeviceOptions options;
+  if (auto flag = args.get_optional("--virtual-devices")) {
+    options.virtual_devices = parse_count(*flag, "--virtual-devices");
+  } else if (std::string env = env_or_empty("PLEXUS_VIRTUAL_DEVICES"); !env.empty()) {
+    options.virtual_devices = parse_count(env, "PLEXUS_VIRTUAL_DEVICES");
+  }
+  std::string memory;
+  std::string where = "--virtual-device-memory";
+  if (auto flag = args.get_optional("--virtual-device-memory")) {
+    memory = *flag;
+  } else {
+    memory = env_or_empty("PLEXUS_VIRTUAL_DEVICE_MEMORY");
+    where = "PLEXUS_VIRTUAL_DEVICE_MEMORY";
+  }
+  if (!memory.empty()) {
+    try {
+      options.virtual_device_memory = parse_memory_size(memory);
+    } catch (const InputError& e) {
+      throw InputError(where + ": " + e.what());
+    }
+    if (options.virtual_device_memory == 0) throw InputError(where + " must be more than 0 bytes");
+  }
+  options.nvml_library = env_or_empty("PLEXUS_NVML_LIBRARY");
+  options.rocm_smi_library = env_or_empty("PLEXUS_ROCM_SMI_LIBRARY");
+  return options;
+}
+
+DeviceRegistry make_registry(const DeviceOptions& options) {
+  if (options.virtual_devices <= 0) return make_host_registry();
+  if (options.virtual_device_memory > 0)
+    return make_virtual_devices(options.virtual_devices, options.virtual_device_memory);
+  return make_virtual_devices_sharing(options.virtual_devices, read_host_info().memory_available_bytes);
+}
+
+}  // namespace plexus

@@ -1,0 +1,30 @@
+// Which devices a command runs on: `--virtual-devices N` / PLEXUS_VIRTUAL_DEVICES splits the
+// host, `--virtual-device-memory SIZE` / PLEXUS_VIRTUAL_DEVICE_MEMORY sets each budget, and
+// PLEXUS_NVML_LIBRARY / PLEXUS_ROCM_SMI_LIBRARY override where GPU libraries are loaded from.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "backend/device_registry.h"
+#include "core/args.h"
+
+namespace plexus {
+
+struct DeviceOptions {
+  int virtual_devices = 0;                 // 0: real devices
+  std::uint64_t virtual_device_memory = 0;  // per virtual device; 0: host available memory / N
+  std::string nvml_library;                 // "": the system's libnvidia-ml.so.1
+  std::string rocm_smi_library;             // "": the system's librocm_smi64.so
+};
+
+// Declares --virtual-devices and --virtual-device-memory on a command.
+void add_device_options(Args& args);
+
+// Flags first, then the environment variables above (read here, explicitly, once). Throws
+// InputError naming the flag or variable on a bad value.
+DeviceOptions device_options_from(const Args& args);
+
+// Virtual devices when asked for (plus the host), otherwise the host alone.
+DeviceRegistry make_registry(const DeviceOptions& options);
+
+}  // namespace plexus

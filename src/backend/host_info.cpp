@@ -1,0 +1,155 @@
+// /proc/cpuinfo, /proc/meminfo and /sys/devices/system/node parsing.
+#include "backend/host_info.h"
+
+#include <dirent.h>
+
+#include <cctype>
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <thread>
+#include <utility>
+
+namespace plexus {
+
+namespace {
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return {};
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+std::string trim(std::string s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
+  std::size_t i = 0;
+  while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
+  return s.substr(i);
+}
+
+// Splits "key : value" lines; returns false for lines without a colon.
+bool split_field(const std::string& line, std::string& key, std::string& value) {
+  const std::size_t colon = line.find(':');
+  if (colon == std::string::npos) return false;
+  key = trim(line.substr(0, colon));
+  value = trim(line.substr(colon + 1));
+  return true;
+}
+
+int count_numa_nodes() {
+  DIR* dir = opendir("/sys/devices/system/node");
+  if (dir == nullptr) return 1;
+  int nodes = 0;
+  while (dirent* entry = readdir(dir)) {
+    const std::string name = entry->d_name;
+    if (name.size() > 4 && name.compare(0, 4, "node") == 0 &&
+        std::isdigit(static_cast<unsigned char>(name[4])))
+      ++nodes;
+  }
+  closedir(dir);
+  return nodes > 0 ? nodes : 1;
+}
+
+}  // namespace
+
+void parse_cpuinfo(const std::string& text, HostInfo& info) {
+  std::istringstream in(text);
+  std::string line, key, value;
+  std::set<std::pair<std::string, std::string>> cores;  // (physical id, core id)
+  std::set<std::string> sockets;
+  std::string physical_id;
+  int processors = 0;
+  bool flags_seen = false;
+  while (std::getline(in, line)) {
+    if (!split_field(line, key, value)) continue;
+    if (key == "processor") {
+      ++processors;
+    } else if ((key == "model name" || key == "Model" || key == "cpu model") && info.cpu_model == "unknown") {
+      info.cpu_model = value;
+    } else if (key == "physical id") {
+      physical_id = value;
+      sockets.insert(value);
+    } else if (key == "core id") {
+      cores.emplace(physical_id, value);
+    } else if ((key == "flags" || key == "Features") && !flags_seen) {
+      flags_seen = true;
+      std::istringstream words(value);
+      std::string flag;
+      while (words >> flag) {
+        if (flag == "avx2") info.isa.avx2 = true;
+        if (flag == "avx512f") info.isa.avx512f = true;
+        if (flag == "avx512_bf16") info.isa.avx512_bf16 = true;
+        if (flag == "f16c") info.isa.f16c = true;
+        if (flag == "fma") info.isa.fma = true;
+      }
+    }
+  }
+  if (processors > 0) info.logical_cores = processors;
+  info.physical_cores = static_cast<int>(cores.size());
+  info.sockets = static_cast<int>(sockets.size());
+}
+
+void parse_meminfo(const std::string& text, HostInfo& info) {
+  std::istringstream in(text);
+  std::string line, key, value;
+  std::uint64_t free_kib = 0;
+  bool have_available = false;
+  while (std::getline(in, line)) {
+    if (!split_field(line, key, value)) continue;
+    const std::uint64_t kib = std::strtoull(value.c_str(), nullptr, 10);
+    if (key == "MemTotal") info.memory_total_bytes = kib * 1024;
+    if (key == "MemFree") free_kib = kib;
+    if (key == "MemAvailable") {
+      info.memory_available_bytes = kib * 1024;
+      have_available = true;
+    }
+  }
+  if (!have_available) info.memory_available_bytes = free_kib * 1024;
+}
+
+HostInfo read_host_info() {
+  HostInfo info;
+  parse_cpuinfo(read_text("/proc/cpuinfo"), info);
+  parse_meminfo(read_text("/proc/meminfo"), info);
+  const int hw = static_cast<int>(std::thread::hardware_concurrency());
+  if (info.logical_cores == 0) info.logical_cores = hw > 0 ? hw : 1;
+  if (info.sockets == 0) info.sockets = 1;
+  info.numa_nodes = count_numa_nodes();
+  return info;
+}
+
+std::string isa_summary(const IsaFeatures& isa) {
+  std::string out;
+  auto add = [&](bool present, const char* name) {
+    if (!present) return;
+    if (!out.empty()) out += ' ';
+    out += name;
+  };
+  add(isa.avx2, "avx2");
+  add(isa.avx512f, "avx512f");
+  add(isa.avx512_bf16, "avx512_bf16");
+  add(isa.f16c, "f16c");
+  add(isa.fma, "fma");
+  return out.empty() ? "none" : out;
+}
+
+Json to_json(const HostInfo& info) {
+  return Json{{"cpu_model", info.cpu_model},
+              {"logical_cores", info.logical_cores},
+              {"physical_cores", info.physical_cores},
+              {"sockets", info.sockets},
+              {"numa_nodes", info.numa_nodes},
+              {"memory_total_bytes", info.memory_total_bytes},
+              {"memory_available_bytes", info.memory_available_bytes},
+              {"isa",
+               {{"avx2", info.isa.avx2},
+                {"avx512f", info.isa.avx512f},
+                {"avx512_bf16", info.isa.avx512_bf16},
+                {"f16c", info.isa.f16c},
+                {"fma", info.isa.fma}}}};
+}
+
+}  // namespace plexus
