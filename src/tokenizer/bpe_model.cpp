@@ -4,7 +4,7 @@
 #include "tokenizer/bpe_model.h"
 
 #include <algorithm>
-#include <queue>
+#include <functional>
 
 #include "core/error.h"
 #include "tokenizer/byte_level.h"
@@ -15,6 +15,8 @@ namespace plexus {
 namespace {
 
 constexpr std::uint32_t kNoRank = 0xFFFFFFFFu;
+constexpr std::string_view kMetaspace = "\u2581";
+constexpr std::size_t kCutAbove = 64;  // pieces longer than this are cut at "▁" runs when safe
 
 // Raw bytes that the byte-level spelling `token` stands for (characters outside the table are
 // kept as their own UTF-8 bytes, as HF's ByteLevel decoder does).
@@ -94,6 +96,18 @@ BpeModel::BpeModel(const Json& model, bool byte_level, const std::string& where)
   if (byte_level_) {
     prefix_ = unspell(prefix_);
     suffix_ = unspell(suffix_);
+  }
+  if (!byte_level_ && vocab_.count(kMetaspace)) {
+    cut_at_metaspace_ = true;
+    for (const auto& [token, id] : vocab_) {
+      for (std::size_t pos = token.find(kMetaspace, 1); pos != std::string::npos; pos = token.find(kMetaspace, pos + 1)) {
+        if (pos < kMetaspace.size() || token.compare(pos - kMetaspace.size(), kMetaspace.size(), kMetaspace) != 0) {
+          cut_at_metaspace_ = false;
+          break;
+        }
+      }
+      if (!cut_at_metaspace_) break;
+    }
   }
   const std::string unk = field_string_or(model, "unk_token", "", where);
   if (!unk.empty()) {
@@ -233,45 +247,46 @@ void BpeModel::merge_small(std::vector<std::int32_t>& syms) const {
 }
 
 void BpeModel::merge_large(std::vector<std::int32_t>& syms) const {
-  struct Candidate {
-    std::uint32_t rank;
-    std::uint32_t pos;
-    std::int32_t id;
-    bool operator<(const Candidate& o) const {  // priority_queue pops the "largest": lowest rank, leftmost
-      return rank != o.rank ? rank > o.rank : pos > o.pos;
-    }
-  };
+  // Heap entries pack (rank, position) into one integer: the smallest is the lowest rank,
+  // leftmost. The merged id is looked up again when an entry is popped (stale entries drop out).
   const std::size_t n = syms.size();
   std::vector<std::int32_t> prev(n), next(n);
   for (std::size_t i = 0; i < n; ++i) {
     prev[i] = static_cast<std::int32_t>(i) - 1;
     next[i] = i + 1 < n ? static_cast<std::int32_t>(i + 1) : -1;
   }
-  std::vector<Candidate> storage;
-  storage.reserve(n);
-  std::priority_queue<Candidate> heap(std::less<Candidate>(), std::move(storage));
+  std::vector<std::uint64_t> heap;
+  heap.reserve(n);
+  const auto pack = [](std::uint32_t r, std::size_t pos) { return (static_cast<std::uint64_t>(r) << 32) | pos; };
   std::uint32_t r;
   std::int32_t id;
   for (std::size_t i = 0; i + 1 < n; ++i)
-    if (merges_.find(syms[i], syms[i + 1], r, id)) heap.push({r, static_cast<std::uint32_t>(i), id});
+    if (merges_.find(syms[i], syms[i + 1], r, id)) heap.push_back(pack(r, i));
+  const auto later = std::greater<std::uint64_t>();
+  std::make_heap(heap.begin(), heap.end(), later);
   while (!heap.empty()) {
-    const Candidate top = heap.top();
-    heap.pop();
-    const std::size_t pos = top.pos;
+    std::pop_heap(heap.begin(), heap.end(), later);
+    const std::uint64_t top = heap.back();
+    heap.pop_back();
+    const auto pos = static_cast<std::size_t>(top & 0xFFFFFFFFu);
+    const auto top_rank = static_cast<std::uint32_t>(top >> 32);
     if (syms[pos] < 0 || next[pos] < 0) continue;  // removed, or last symbol
     const auto right = static_cast<std::size_t>(next[pos]);
-    if (!merges_.find(syms[pos], syms[right], r, id) || id != top.id) continue;  // stale entry
-    syms[pos] = top.id;
+    if (!merges_.find(syms[pos], syms[right], r, id) || r != top_rank) continue;  // stale entry
+    syms[pos] = id;
     syms[right] = -1;
     next[pos] = next[right];
     if (next[right] >= 0) prev[static_cast<std::size_t>(next[right])] = static_cast<std::int32_t>(pos);
     if (prev[pos] >= 0) {
       const auto p = static_cast<std::size_t>(prev[pos]);
-      if (merges_.find(syms[p], syms[pos], r, id)) heap.push({r, static_cast<std::uint32_t>(p), id});
+      if (merges_.find(syms[p], syms[pos], r, id)) {
+        heap.push_back(pack(r, p));
+        std::push_heap(heap.begin(), heap.end(), later);
+      }
     }
-    if (next[pos] >= 0) {
-      if (merges_.find(syms[pos], syms[static_cast<std::size_t>(next[pos])], r, id))
-        heap.push({r, static_cast<std::uint32_t>(pos), id});
+    if (next[pos] >= 0 && merges_.find(syms[pos], syms[static_cast<std::size_t>(next[pos])], r, id)) {
+      heap.push_back(pack(r, pos));
+      std::push_heap(heap.begin(), heap.end(), later);
     }
   }
   syms.erase(std::remove(syms.begin(), syms.end(), -1), syms.end());
@@ -294,6 +309,23 @@ void BpeModel::tokenize(std::string_view piece, std::vector<std::int32_t>& out) 
       return;
     }
   }
+  if (!cut_at_metaspace_ || piece.size() <= kCutAbove) {
+    encode_word(piece, out);
+    return;
+  }
+  std::size_t begin = 0;
+  for (std::size_t pos = piece.find(kMetaspace, 1); pos != std::string_view::npos;
+       pos = piece.find(kMetaspace, pos + kMetaspace.size())) {
+    if (pos >= kMetaspace.size() && piece.compare(pos - kMetaspace.size(), kMetaspace.size(), kMetaspace) == 0)
+      continue;  // inside a run of "▁"
+    encode_word(piece.substr(begin, pos - begin), out);
+    begin = pos;
+  }
+  encode_word(piece.substr(begin), out);
+}
+
+void BpeModel::encode_word(std::string_view piece, std::vector<std::int32_t>& out) const {
+  if (piece.empty()) return;
   const bool cacheable = piece.size() < kCacheMaxPiece;
   if (cacheable) {
     std::lock_guard<std::mutex> lock(cache_mutex_);

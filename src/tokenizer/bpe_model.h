@@ -60,6 +60,7 @@ class BpeModel {
     }
   };
 
+  void encode_word(std::string_view piece, std::vector<std::int32_t>& out) const;
   void initial_symbols(std::string_view piece, std::vector<std::int32_t>& syms) const;
   void merge(std::vector<std::int32_t>& syms) const;
   void merge_small(std::vector<std::int32_t>& syms) const;
@@ -73,6 +74,9 @@ class BpeModel {
   bool byte_fallback_ = false;
   bool fuse_unk_ = false;
   bool ignore_merges_ = false;
+  // No vocabulary token has a "▁" right after another character, so no merge crosses the start
+  // of a "▁" run: long pieces are cut there and the parts encoded (and cached) on their own.
+  bool cut_at_metaspace_ = false;
   std::optional<std::int32_t> unk_id_;
   std::string prefix_, suffix_;                      // continuing_subword_prefix, end_of_word_suffix
   std::int32_t unit_id_[256];                        // id of each single byte / ASCII char, -1 if none
