@@ -1,0 +1,80 @@
+// config.json parsing: architectures, defaults and the errors for bad fields.
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "model/config.h"
+#include "model/module_tree.h"
+
+namespace plexus {
+namespace {
+
+Json base() {
+  return Json{{"architectures", {"LlamaForCausalLM"}}, {"hidden_size", 64}, {"num_hidden_layers", 2},
+              {"num_attention_heads", 4}, {"num_key_value_heads", 2}, {"intermediate_size", 128}, {"vocab_size", 100}};
+}
+
+std::string error_of(const Json& j) {
+  try {
+    parse_model_config(j, "config.json");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Config, DefaultsAndDerivedFields) {
+  const ModelConfig c = parse_model_config(base(), "config.json");
+  EXPECT_EQ(c.arch, Arch::kLlama);
+  EXPECT_EQ(c.head_dim, 16);
+  EXPECT_FALSE(c.qkv_bias);
+  Json q = base();
+  q["architectures"] = {"Qwen2ForCausalLM"};
+  EXPECT_TRUE(parse_model_config(q, "c").qkv_bias);
+  q["architectures"] = {"Qwen3ForCausalLM"};
+  q["head_dim"] = 32;
+  const ModelConfig q3 = parse_model_config(q, "c");
+  EXPECT_TRUE(q3.qk_norm);
+  EXPECT_EQ(q3.q_dim(), 128);
+  Json r = base();
+  r["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 8.0}};
+  EXPECT_EQ(parse_model_config(r, "c").rope_scaling, RopeScaling::kLlama3);
+  Json m = base();
+  m["architectures"] = {"MistralForCausalLM"};
+  m["sliding_window"] = 4096;
+  EXPECT_EQ(parse_model_config(m, "c").sliding_window, 4096);
+}
+
+TEST(Config, ErrorsNameTheField) {
+  Json j = base();
+  j["architectures"] = {"GPT2LMHeadModel"};
+  EXPECT_NE(error_of(j).find("GPT2LMHeadModel"), std::string::npos);
+  j = base();
+  j.erase("hidden_size");
+  EXPECT_NE(error_of(j).find("hidden_size"), std::string::npos);
+  j = base();
+  j["num_key_value_heads"] = 3;
+  EXPECT_NE(error_of(j).find("num_key_value_heads"), std::string::npos);
+  j = base();
+  j["vocab_size"] = "many";
+  EXPECT_NE(error_of(j).find("vocab_size"), std::string::npos);
+  j = base();
+  j["rope_scaling"] = {{"type", "yarn"}};
+  EXPECT_NE(error_of(j).find("yarn"), std::string::npos);
+}
+
+TEST(ModuleTree, NamesFollowHuggingFace) {
+  Json j = base();
+  j["tie_word_embeddings"] = true;
+  const ModuleTree t = ModuleTree::from_config(parse_model_config(j, "c"));
+  ASSERT_EQ(t.params().size(), 1 + 2 * 9 + 2u);
+  EXPECT_EQ(t.params()[0].name, "model.embed_tokens.weight");
+  EXPECT_EQ(t.params()[1].name, "model.layers.0.self_attn.q_proj.weight");
+  EXPECT_EQ(t.params()[1].shape, (std::vector<std::int64_t>{64, 64}));
+  EXPECT_EQ(t.params()[2].shape, (std::vector<std::int64_t>{32, 64}));
+  EXPECT_EQ(t.params().back().name, "lm_head.weight");
+  EXPECT_EQ(*t.params().back().tied_to, "model.embed_tokens.weight");
+  EXPECT_EQ(t.find("model.layers.1.mlp.down_proj.weight")->layer, 1);
+}
+
+}  // namespace
+}  // namespace plexus

@@ -1,0 +1,65 @@
+// Temporary directories and subprocesses for tests.
+#include "test_util.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace plexus::testing {
+
+namespace fs = std::filesystem;
+
+TempDir::TempDir(const std::string& tag) {
+  static std::atomic<int> counter{0};
+  path_ = (fs::temp_directory_path() / ("plexus-test-" + tag + "-" + std::to_string(::getpid()) + "-" +
+                                        std::to_string(counter++)))
+              .string();
+  fs::remove_all(path_);
+  fs::create_directories(path_);
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  fs::remove_all(path_, ec);
+}
+
+std::string shell_quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'') out += "'\\''";
+    else out += c;
+  }
+  return out + "'";
+}
+
+ProcessResult run_plexus(const std::string& args) {
+  TempDir tmp("proc");
+  const std::string out = tmp / "out", err = tmp / "err";
+  const std::string cmd = shell_quote(PLEXUS_BINARY) + " " + args + " >" + shell_quote(out) + " 2>" + shell_quote(err) + " </dev/null";
+  const int status = std::system(cmd.c_str());
+  ProcessResult r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  auto slurp = [](const std::string& p) {
+    std::ifstream in(p, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  };
+  r.out = slurp(out);
+  r.err = slurp(err);
+  return r;
+}
+
+void patch_config(const std::string& dir, const Json& fields) {
+  Json j = read_json_file(dir + "/config.json");
+  for (auto it = fields.begin(); it != fields.end(); ++it) j[it.key()] = it.value();
+  std::ofstream(dir + "/config.json") << j.dump(2);
+}
+
+}  // namespace plexus::testing

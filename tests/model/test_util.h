@@ -1,0 +1,36 @@
+// Helpers for model tests: temporary directories, random checkpoints, and running the real
+// plexus binary as a process.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "core/json.h"
+#include "model/make_model.h"
+
+namespace plexus::testing {
+
+// A fresh directory under the build tree's temp area, removed at destruction.
+class TempDir {
+ public:
+  explicit TempDir(const std::string& tag);
+  ~TempDir();
+  const std::string& path() const { return path_; }
+  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+struct ProcessResult {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+// Runs `plexus ARGS` (ARGS already shell-quoted) and captures its output.
+ProcessResult run_plexus(const std::string& args);
+std::string shell_quote(const std::string& s);
+
+// Rewrites fields of DIR/config.json.
+void patch_config(const std::string& dir, const Json& fields);
+
+}  // namespace plexus::testing
