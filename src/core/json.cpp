@@ -11,6 +11,8 @@ Json parse_json(const std::string& text, const std::string& where) {
     return Json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
     throw InputError(where + ": invalid JSON at byte " + std::to_string(e.byte) + ": " + e.what());
+  } catch (const nlohmann::json::exception& e) {  // e.g. a number too large to represent
+    throw InputError(where + ": invalid JSON: " + e.what());
   }
 }
 

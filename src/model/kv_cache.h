@@ -9,7 +9,7 @@ namespace plexus {
 class KvCache {
  public:
   KvCache(std::int64_t n_layers, std::int64_t n_kv_heads, std::int64_t head_dim, std::int64_t capacity)
-      : n_layers_(n_layers), n_kv_heads_(n_kv_heads), head_dim_(head_dim), capacity_(capacity),
+      : n_kv_heads_(n_kv_heads), head_dim_(head_dim), capacity_(capacity),
         data_(static_cast<std::size_t>(n_layers * 2 * n_kv_heads * capacity * head_dim)) {}
 
   std::int64_t capacity() const { return capacity_; }
@@ -27,7 +27,7 @@ class KvCache {
   float* at(std::int64_t layer, std::int64_t which, std::int64_t kv_head) {
     return data_.data() + (((layer * 2 + which) * n_kv_heads_ + kv_head) * capacity_) * head_dim_;
   }
-  std::int64_t n_layers_, n_kv_heads_, head_dim_, capacity_;
+  std::int64_t n_kv_heads_, head_dim_, capacity_;
   std::vector<float> data_;
 };
 

@@ -4,14 +4,28 @@
 #include <cstdlib>
 #include <string>
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
 namespace plexus {
+
+namespace {
+#if defined(__x86_64__)
+// clang 14's __builtin_cpu_supports does not know "f16c": read CPUID leaf 1, ECX bit 29.
+bool has_f16c() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29)) != 0;
+}
+#endif
+}  // namespace
 
 bool isa_supported(Isa isa) {
   switch (isa) {
     case Isa::kGeneric: return true;
     case Isa::kAvx2:
 #if defined(__x86_64__)
-      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c();
 #else
       return false;
 #endif

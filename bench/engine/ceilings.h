@@ -1,0 +1,21 @@
+// Hardware ceilings measured in the benchmark's own run: memory read bandwidth and fp32 FMA
+// peak, with the same threads the engine uses.
+#pragma once
+#include <cstdint>
+
+#include "core/thread_pool.h"
+
+namespace plexus::bench {
+
+// Bytes per second reading a buffer much larger than the last-level cache (median of runs).
+double read_bandwidth(ThreadPool& pool, std::int64_t bytes, int repeats);
+
+// fp32 FLOP per second of independent fused multiply-adds in registers (median of runs);
+// 0 when the CPU has no AVX2/FMA.
+double fma_peak(ThreadPool& pool, int repeats);
+
+// Per-thread FMA loop (in fma_peak_avx2.cpp): returns a value so the work is not optimised away.
+float fma_loop_avx2(std::int64_t iterations);
+constexpr double kFlopPerIterationAvx2 = 12 * 8 * 2;  // 12 accumulators × 8 lanes × (mul + add)
+
+}  // namespace plexus::bench
