@@ -75,6 +75,8 @@ std::unique_ptr<Tokenizer> Tokenizer::load(const std::string& path) {
   const Json j = read_json_file(file);
   if (!j.is_object()) throw InputError(file + ": must hold a JSON object (a Hugging Face tokenizer.json)");
 
+  if (!j.contains("model"))
+    throw InputError(file + ": field 'model' is missing: this is not a Hugging Face tokenizer.json");
   auto parts = std::make_unique<TokenizerParts>();
   const auto section = [&](const char* key) -> const Json& {
     static const Json kNull;
@@ -98,6 +100,8 @@ std::unique_ptr<Tokenizer> Tokenizer::load(const std::string& path) {
     const long long id = field_int_or(added[i], "id", -1, at);
     if (id < 0 || id > INT32_MAX) throw InputError(at + ".id must be a non-negative integer");
     t.id = static_cast<std::int32_t>(id);
+    // As in HF's AddedVocabulary: a content the model already knows keeps the model's id.
+    if (auto model_id = parts->model->token_to_id(t.content)) t.id = *model_id;
     t.special = field_bool_or(added[i], "special", false, at);
     t.lstrip = field_bool_or(added[i], "lstrip", false, at);
     t.rstrip = field_bool_or(added[i], "rstrip", false, at);

@@ -1,0 +1,103 @@
+// `plexus tokenize` end to end: the golden cases through --jsonl, --text, --special, and exit
+// code 2 with a message for bad usage and bad input.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
+#include "tokenizer_test_util.h"
+
+namespace plexus {
+namespace {
+
+struct CliRun {
+  int code;
+  std::string out;
+};
+
+// Runs `plexus tokenize ARGS` through the shell, stdout captured, stderr appended to stdout.
+CliRun tokenize(const std::string& args) {
+  const std::string cmd = std::string(PLEXUS_BINARY) + " tokenize " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  CliRun r{-1, ""};
+  if (p == nullptr) return r;
+  char buf[65536];
+  std::size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  const int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::vector<Json> lines(const std::string& s) {
+  std::vector<Json> out;
+  std::size_t b = 0;
+  for (std::size_t e = s.find('\n'); e != std::string::npos; b = e + 1, e = s.find('\n', b))
+    out.push_back(Json::parse(s.substr(b, e - b)));
+  return out;
+}
+
+TEST(TokenizeCli, GoldenCasesThroughJsonl) {
+  for (const std::string name : {"qwen3", "llama3", "mistral"}) {
+    const std::string dir = test::golden_dir(name);
+    const CliRun r = tokenize(dir + " --jsonl " + dir + "/cases.jsonl");
+    ASSERT_EQ(r.code, 0) << r.out;
+    const auto got = lines(r.out);
+    const auto want = test::read_jsonl(dir + "/cases.jsonl");
+    ASSERT_EQ(got.size(), want.size()) << name;
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      // Exactly these keys, in this order, compact.
+      ASSERT_EQ(got[i].size(), 3u);
+      EXPECT_EQ(got[i]["ids"], want[i]["ids"]) << name << " line " << i + 1;
+      EXPECT_EQ(got[i]["ids_with_special"], want[i]["ids_with_special"]) << name << " line " << i + 1;
+      EXPECT_EQ(got[i]["decoded"], want[i]["decoded"]) << name << " line " << i + 1;
+    }
+    EXPECT_EQ(r.out.rfind("{\"ids\":[", 0), 0u);
+  }
+}
+
+TEST(TokenizeCli, TextAndSpecial) {
+  const std::string dir = test::golden_dir("mistral");
+  CliRun r = tokenize(dir + "/tokenizer.json --text 'Hello'");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.out, "{\"ids\":[22557],\"ids_with_special\":[1,22557],\"decoded\":\"Hello\"}\n");
+  r = tokenize(dir + " --text 'Hello' --special");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.out, "{\"ids\":[22557],\"ids_with_special\":[1,22557],\"decoded\":\"<s> Hello\"}\n");
+  r = tokenize(dir + " --text ''");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.out, "{\"ids\":[],\"ids_with_special\":[1],\"decoded\":\"\"}\n");
+}
+
+TEST(TokenizeCli, BadUsageAndInputExitTwo) {
+  const std::string dir = test::golden_dir("mistral");
+  CliRun r = tokenize(dir);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("exactly one of --text"), std::string::npos) << r.out;
+  EXPECT_EQ(tokenize(dir + " --text a --jsonl x").code, 2);
+  r = tokenize("/nonexistent/model --text a");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("/nonexistent/model does not exist"), std::string::npos) << r.out;
+  r = tokenize(dir + " --text \"$(printf '\\377')\"");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("not valid UTF-8"), std::string::npos) << r.out;
+
+  const std::string bad = std::filesystem::temp_directory_path() / ("plexus_tok_cli_" + std::to_string(::getpid()) + ".jsonl");
+  std::ofstream(bad) << "{\"text\": \"ok\"}\n\n{\"txt\": 1}\n";
+  r = tokenize(dir + " --jsonl " + bad);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find(bad + ":3: each line must be a JSON object with a string field \"text\""), std::string::npos) << r.out;
+  std::ofstream(bad) << "{\"text\": \"a\xff\"}\n";
+  r = tokenize(dir + " --jsonl " + bad);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find(bad + ":1: invalid JSON"), std::string::npos) << r.out;
+  std::filesystem::remove(bad);
+  EXPECT_EQ(tokenize(dir + " --jsonl /nonexistent/cases.jsonl").code, 2);
+}
+
+}  // namespace
+}  // namespace plexus
