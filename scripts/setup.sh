@@ -5,7 +5,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config clang libclang-rt-14-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  nlohmann-json3-dev libpcre2-dev libyaml-cpp-dev
+  nlohmann-json3-dev libpcre2-dev libicu-dev libyaml-cpp-dev
   python3 python3-numpy
 )
 missing=()
