@@ -21,6 +21,7 @@ const Command kCommands[] = {
     {"version", "print the plexus version and commit", plexus::cli::cmd_version},
     {"detect", "list devices (GPUs or virtual), their links and the host", plexus::cli::cmd_detect},
     {"doctor", "pre-flight check of devices for a multi-device run", plexus::cli::cmd_doctor},
+    {"monitor", "live per-device utilisation, memory, power; energy summary", plexus::cli::cmd_monitor},
 };
 
 void print_usage(std::FILE* out) {

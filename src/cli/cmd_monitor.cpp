@@ -1,0 +1,170 @@
+// `plexus monitor`: a live per-device table (like `nvidia-smi dmon`) until --duration ends or
+// Ctrl-C, then the session summary (text, or JSON with --json); --csv streams every sample.
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <thread>
+
+#include "backend/device_options.h"
+#include "cli/commands.h"
+#include "core/args.h"
+#include "core/error.h"
+#include "monitor/monitor_session.h"
+
+namespace plexus::cli {
+
+namespace {
+
+// Set by SIGINT/SIGTERM; a signal handler can reach nothing else.
+volatile sig_atomic_t g_interrupted = 0;
+void on_signal(int) { g_interrupted = 1; }
+
+std::string num(const std::optional<double>& v, const char* format = "%.1f") {
+  if (!v) return "n/a";
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, format, *v);
+  return buffer;
+}
+
+// Draws the live table; returns the number of lines printed so the next draw can go back up.
+int draw(const Sample& sample, double interval_ms, int previous_lines) {
+  if (previous_lines > 0) std::printf("\033[%dA", previous_lines);
+  int lines = 0;
+  std::printf("plexus monitor  t=%.1f s  every %.0f ms  (Ctrl-C stops and prints the summary)\033[K\n", sample.t_s,
+              interval_ms);
+  std::printf("%-4s %-28s %6s %6s %19s %8s %6s %7s %7s\033[K\n", "dev", "name", "util%", "mem%", "memory used/total MiB",
+              "power W", "temp C", "sm MHz", "mem MHz");
+  lines += 2;
+  for (const DeviceReading& r : sample.readings) {
+    const std::string memory = num(r.memory_used_mb, "%.0f") + "/" + num(r.memory_total_mb, "%.0f");
+    std::printf("%-4s %-28.28s %6s %6s %19s %8s %6s %7s %7s\033[K\n", r.key().c_str(), r.name.c_str(),
+                num(r.utilization_percent).c_str(), num(r.memory_utilization_percent, "%.0f").c_str(), memory.c_str(),
+                num(r.power_w).c_str(), num(r.temperature_c, "%.0f").c_str(), num(r.sm_clock_mhz, "%.0f").c_str(),
+                num(r.memory_clock_mhz, "%.0f").c_str());
+    ++lines;
+  }
+  std::fflush(stdout);
+  return lines;
+}
+
+void print_summary(const MonitorSummary& s) {
+  const Json j = to_json(s);
+  std::printf("\nmonitored %.2f s, %d samples every %.0f ms; the sampler used %s%% of one core\n", s.duration_s,
+              s.samples, s.interval_ms,
+              j["sampler"]["cpu_percent_of_one_core"].is_null()
+                  ? "n/a"
+                  : num(j["sampler"]["cpu_percent_of_one_core"].get<double>(), "%.3f").c_str());
+  std::printf("%-4s %-24s %8s %8s %12s %7s %7s %10s %-17s %8s\n", "dev", "name", "avg util", "max util",
+              "avg mem MiB", "avg W", "max W", "energy J", "energy method", "max temp");
+  for (const DeviceSummary& d : s.devices) {
+    std::printf("%-4s %-24.24s %8s %8s %12s %7s %7s %10s %-17s %8s\n",
+                d.index < 0 ? "cpu" : std::to_string(d.index).c_str(), d.name.c_str(),
+                num(d.avg_utilization_percent).c_str(), num(d.max_utilization_percent).c_str(),
+                num(d.avg_memory_used_mb, "%.0f").c_str(), num(d.avg_power_w).c_str(), num(d.max_power_w).c_str(),
+                num(d.energy_j, "%.2f").c_str(), energy_method_name(d.energy_method),
+                num(d.max_temperature_c, "%.0f").c_str());
+    if (d.energy_above_idle_j)
+      std::printf("     idle %.1f W, energy above idle %.2f J\n", d.idle_power_w.value_or(0), *d.energy_above_idle_j);
+  }
+  const AggregateSummary& a = s.aggregate;
+  std::printf("GPUs: total_avg_utilization %.1f %%, total_max_utilization %.1f %%, total_avg_memory_mb %.0f, "
+              "any_gpu_active %s, total energy %s J\n",
+              a.total_avg_utilization, a.total_max_utilization, a.total_avg_memory_mb, a.any_gpu_active ? "yes" : "no",
+              num(a.total_energy_j, "%.2f").c_str());
+}
+
+}  // namespace
+
+int cmd_monitor(int argc, char** argv) {
+  Args args("monitor",
+            "Watch every device live (utilisation, memory, power, temperature, clocks) and summarise the "
+            "session: averages, maxima and energy per device and across GPUs.");
+  args.option("--devices", "LIST", "GPUs to watch, e.g. 0,1 (default: all; the host is always included)")
+      .option("--interval-ms", "MS", "sampling interval in milliseconds", "100")
+      .option("--duration", "S", "stop after S seconds (default: run until Ctrl-C)")
+      .option("--idle-baseline", "S", "first measure S seconds of idle power, to report energy above idle")
+      .option("--csv", "FILE", "stream every sample to FILE as CSV")
+      .flag("--json", "print the summary as JSON (no live table)");
+  args.epilog("PLEXUS_NVML_LIBRARY / PLEXUS_ROCM_SMI_LIBRARY override where GPU libraries are loaded from.\n"
+              "Values a source cannot read are shown as n/a (null in JSON), never as zero.");
+  if (!args.parse(argc, argv)) return 0;
+
+  MonitorOptions options;
+  options.interval_ms = args.get_double("--interval-ms");
+  if (!(options.interval_ms >= 1 && options.interval_ms <= 3.6e6))
+    throw InputError("--interval-ms must be between 1 and 3600000, got " + args.get("--interval-ms"));
+  std::optional<double> duration;
+  if (args.has("--duration")) {
+    duration = args.get_double("--duration");
+    if (!(*duration > 0)) throw InputError("--duration must be more than 0 seconds, got " + args.get("--duration"));
+  }
+  if (args.has("--idle-baseline")) {
+    options.idle_baseline_s = args.get_double("--idle-baseline");
+    if (!(options.idle_baseline_s >= 0)) throw InputError("--idle-baseline must be 0 or more seconds");
+  }
+  if (auto csv = args.get_optional("--csv")) options.csv_path = *csv;
+  SourceOptions sources;
+  if (auto list = args.get_optional("--devices")) {
+    for (long long v : parse_int_list(*list, "--devices")) {
+      if (v < 0) throw InputError("--devices: device numbers are 0 or more, got " + std::to_string(v));
+      sources.devices.push_back(static_cast<int>(v));
+    }
+  }
+  Args no_flags("monitor", "");
+  add_device_options(no_flags);
+  no_flags.parse(std::vector<std::string>{});
+  const DeviceOptions device_options = device_options_from(no_flags);  // environment only
+  sources.nvml_library = device_options.nvml_library;
+  sources.rocm_smi_library = device_options.rocm_smi_library;
+  const bool json = args.get_flag("--json");
+
+  g_interrupted = 0;
+  struct sigaction action = {};
+  action.sa_handler = on_signal;
+  sigemptyset(&action.sa_mask);
+  struct sigaction old_int = {}, old_term = {};
+  sigaction(SIGINT, &action, &old_int);
+  sigaction(SIGTERM, &action, &old_term);
+
+  MonitorSession session(make_sources(sources));
+  session.start(options);
+  // ROCm missing on an NVIDIA machine (or the reverse) is normal: say so only when no GPU source opened.
+  if (!json && session.unavailable().size() >= 2) {
+    std::fprintf(stderr, "monitor: no GPU library could be loaded; watching the host only\n");
+    for (const std::string& why : session.unavailable()) std::fprintf(stderr, "  %s\n", why.c_str());
+  }
+  const bool live = !json && isatty(STDOUT_FILENO);
+  const auto started = std::chrono::steady_clock::now();
+  const auto refresh = std::chrono::milliseconds(static_cast<long>(std::max(options.interval_ms, 200.0)));
+  int lines = 0;
+  while (!g_interrupted) {
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    if (duration && elapsed >= *duration) break;
+    auto wait = std::chrono::duration<double>(refresh);
+    if (duration) wait = std::min(wait, std::chrono::duration<double>(*duration - elapsed));
+    // Sleep in short steps so Ctrl-C answers quickly.
+    const auto until =
+        std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(wait);
+    while (!g_interrupted && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_until(std::min(until, std::chrono::steady_clock::now() + std::chrono::milliseconds(20)));
+    if (live) {
+      if (auto sample = session.latest()) lines = draw(*sample, options.interval_ms, lines);
+    }
+  }
+  const MonitorSummary summary = session.stop();
+  sigaction(SIGINT, &old_int, nullptr);
+  sigaction(SIGTERM, &old_term, nullptr);
+  if (json) {
+    Json j = to_json(summary);
+    j["unavailable_sources"] = session.unavailable();
+    std::printf("%s\n", j.dump(2).c_str());
+  } else {
+    print_summary(summary);
+  }
+  return 0;
+}
+
+}  // namespace plexus::cli

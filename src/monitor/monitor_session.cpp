@@ -1,0 +1,126 @@
+// The sampler thread: sleep until the next tick (woken early by stop()), sample, record.
+#include "monitor/monitor_session.h"
+
+#include <time.h>
+
+#include "core/error.h"
+#include "monitor/host_source.h"
+#include "monitor/nvml_source.h"
+#include "monitor/rocm_source.h"
+
+namespace plexus {
+
+std::vector<std::unique_ptr<MetricSource>> make_sources(const SourceOptions& options) {
+  std::vector<std::unique_ptr<MetricSource>> sources;
+  auto nvml = std::make_unique<NvmlSource>(options.nvml_library, options.devices);
+  const NvmlSource* nvml_ptr = nvml.get();
+  sources.push_back(std::move(nvml));
+  sources.push_back(std::make_unique<RocmSource>(options.rocm_smi_library, nvml_ptr, options.devices));
+  if (options.host) sources.push_back(std::make_unique<HostSource>());
+  return sources;
+}
+
+MonitorSession::MonitorSession(std::vector<std::unique_ptr<MetricSource>> sources) : sources_(std::move(sources)) {}
+
+MonitorSession::~MonitorSession() {
+  if (running_) stop();
+}
+
+Sample MonitorSession::take_sample() {
+  Sample s;
+  s.t_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+  for (MetricSource* source : open_) source->sample(s.readings);
+  s.t_end_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+  return s;
+}
+
+void MonitorSession::record(Sample sample) {
+  if (csv_) csv_->write(sample);
+  std::lock_guard<std::mutex> lock(mutex_);
+  samples_.push_back(std::move(sample));
+}
+
+void MonitorSession::start(const MonitorOptions& options) {
+  if (running_) throw RuntimeError("monitoring session already running: call stop() before start()");
+  if (!(options.interval_ms >= 1 && options.interval_ms <= 3.6e6))
+    throw InputError("monitor interval must be between 1 ms and 1 hour, got " + std::to_string(options.interval_ms) +
+                     " ms");
+  if (options.idle_baseline_s < 0) throw InputError("idle baseline must be 0 or more seconds");
+  options_ = options;
+  open_.clear();
+  unavailable_.clear();
+  samples_.clear();
+  idle_.clear();
+  for (auto& source : sources_) {
+    std::string why;
+    if (source->open(&why)) open_.push_back(source.get());
+    else unavailable_.push_back(source->name() + ": " + why);
+  }
+  t0_ = std::chrono::steady_clock::now();
+  if (options.idle_baseline_s > 0) {
+    std::vector<Sample> idle_samples;
+    const auto end = t0_ + std::chrono::duration<double>(options.idle_baseline_s);
+    const auto interval = std::chrono::duration<double, std::milli>(options.interval_ms);
+    for (auto next = t0_; next <= end; next += std::chrono::duration_cast<std::chrono::steady_clock::duration>(interval)) {
+      std::this_thread::sleep_until(next);
+      idle_samples.push_back(take_sample());
+    }
+    idle_ = measure_baseline(idle_samples);
+    t0_ = std::chrono::steady_clock::now();
+  }
+  if (!options.csv_path.empty()) csv_ = std::make_unique<SampleCsv>(options.csv_path);
+  record(take_sample());
+  stop_requested_ = false;
+  running_ = true;
+  thread_ = std::thread([this] { loop(); });
+}
+
+void MonitorSession::loop() {
+  const auto interval = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double, std::milli>(options_.interval_ms));
+  auto next = t0_ + interval;
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      if (stop_cv_.wait_until(lock, next, [&] { return stop_requested_; })) break;
+    }
+    record(take_sample());
+    next += interval;
+    const auto now = std::chrono::steady_clock::now();
+    if (next < now) next = now + interval;  // fell behind (slow source): skip, don't burst
+  }
+  timespec cpu{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu);
+  sampler_cpu_s_ = cpu.tv_sec + cpu.tv_nsec * 1e-9;
+}
+
+MonitorSummary MonitorSession::stop() {
+  if (!running_) throw RuntimeError("monitoring session is not running: call start() first");
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_requested_ = true;
+  }
+  stop_cv_.notify_all();
+  thread_.join();
+  running_ = false;
+  record(take_sample());
+  for (MetricSource* source : open_) source->close();
+  csv_.reset();
+  MonitorSummary summary = summarize(samples_, idle_);
+  summary.sampler_cpu_s = sampler_cpu_s_;
+  if (options_.idle_baseline_s > 0) summary.idle_baseline_s = options_.idle_baseline_s;
+  return summary;
+}
+
+std::vector<Sample> MonitorSession::samples() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return samples_;
+}
+
+std::optional<Sample> MonitorSession::latest() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (samples_.empty()) return std::nullopt;
+  return samples_.back();
+}
+
+}  // namespace plexus

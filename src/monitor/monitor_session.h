@@ -1,0 +1,84 @@
+// Wraps any run in a monitoring session: a sampler thread reads every source at a fixed
+// interval, keeps timestamped samples in memory (optionally streaming them to CSV), and stop()
+// returns the summary.
+//
+//   MonitorSession session(make_sources(source_options));
+//   session.start({.interval_ms = 100});
+//   ... the run ...
+//   MonitorSummary summary = session.stop();   // to_json(summary) for reports
+#pragma once
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "monitor/metric_source.h"
+#include "monitor/sample_csv.h"
+#include "monitor/summary.h"
+
+namespace plexus {
+
+struct MonitorOptions {
+  double interval_ms = 100;
+  double idle_baseline_s = 0;  // > 0: sample this long before start() returns, as the idle level
+  std::string csv_path;        // "": no CSV
+};
+
+struct SourceOptions {
+  std::string nvml_library;      // "" = the system's
+  std::string rocm_smi_library;  // "" = the system's
+  std::vector<int> devices;      // GPU indices as in `plexus detect`; empty = all
+  bool host = true;              // include the host (CPU, RSS, RAPL)
+};
+
+// NVML, then ROCm SMI (numbered after the NVIDIA GPUs), then the host.
+std::vector<std::unique_ptr<MetricSource>> make_sources(const SourceOptions& options);
+
+class MonitorSession {
+ public:
+  explicit MonitorSession(std::vector<std::unique_ptr<MetricSource>> sources);
+  ~MonitorSession();  // stops the thread if still running
+  MonitorSession(const MonitorSession&) = delete;
+  MonitorSession& operator=(const MonitorSession&) = delete;
+
+  // Opens the sources (unavailable ones are dropped, see unavailable()), measures the idle
+  // baseline when asked, takes the first sample and starts the sampler thread. Throws
+  // InputError for a bad interval, RuntimeError when the CSV cannot be written.
+  void start(const MonitorOptions& options);
+  // Takes a last sample, stops the thread, closes the sources and summarises.
+  MonitorSummary stop();
+
+  bool running() const { return running_; }
+  std::optional<Sample> latest() const;
+  // Every sample so far (a copy), e.g. for custom reports after stop().
+  std::vector<Sample> samples() const;
+  // "nvml: libnvidia-ml.so.1: cannot open shared object file" per source that could not open.
+  const std::vector<std::string>& unavailable() const { return unavailable_; }
+
+ private:
+  Sample take_sample();
+  void record(Sample sample);
+  void loop();
+
+  std::vector<std::unique_ptr<MetricSource>> sources_;
+  std::vector<MetricSource*> open_;
+  std::vector<std::string> unavailable_;
+  MonitorOptions options_;
+  IdleBaseline idle_;
+  std::unique_ptr<SampleCsv> csv_;
+  std::chrono::steady_clock::time_point t0_;
+
+  mutable std::mutex mutex_;
+  std::condition_variable stop_cv_;
+  bool stop_requested_ = false;
+  bool running_ = false;
+  std::vector<Sample> samples_;
+  double sampler_cpu_s_ = 0;
+  std::thread thread_;
+};
+
+}  // namespace plexus
