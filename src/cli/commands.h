@@ -5,6 +5,7 @@
 namespace plexus::cli {
 
 int cmd_version(int argc, char** argv);
+int cmd_tokenize(int argc, char** argv);
 int cmd_detect(int argc, char** argv);
 int cmd_doctor(int argc, char** argv);
 int cmd_monitor(int argc, char** argv);

@@ -19,6 +19,7 @@ struct Command {
 // One line per subcommand; keep in the order `plexus --help` should list them.
 const Command kCommands[] = {
     {"version", "print the plexus version and commit", plexus::cli::cmd_version},
+    {"tokenize", "encode text with a Hugging Face tokenizer.json (ids, decoded)", plexus::cli::cmd_tokenize},
     {"detect", "list devices (GPUs or virtual), their links and the host", plexus::cli::cmd_detect},
     {"doctor", "pre-flight check of devices for a multi-device run", plexus::cli::cmd_doctor},
     {"monitor", "live per-device utilisation, memory, power; energy summary", plexus::cli::cmd_monitor},
