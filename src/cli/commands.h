@@ -5,6 +5,8 @@
 namespace plexus::cli {
 
 int cmd_version(int argc, char** argv);
+int cmd_estimate(int argc, char** argv);
+int cmd_plan(int argc, char** argv);
 int cmd_tokenize(int argc, char** argv);
 int cmd_detect(int argc, char** argv);
 int cmd_doctor(int argc, char** argv);

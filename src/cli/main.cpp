@@ -19,6 +19,8 @@ struct Command {
 // One line per subcommand; keep in the order `plexus --help` should list them.
 const Command kCommands[] = {
     {"version", "print the plexus version and commit", plexus::cli::cmd_version},
+    {"estimate", "model size per dtype, largest layer, training and KV-cache memory", plexus::cli::cmd_estimate},
+    {"plan", "place a model's weights on devices (accelerate-compatible or stages)", plexus::cli::cmd_plan},
     {"tokenize", "encode text with a Hugging Face tokenizer.json (ids, decoded)", plexus::cli::cmd_tokenize},
     {"detect", "list devices (GPUs or virtual), their links and the host", plexus::cli::cmd_detect},
     {"doctor", "pre-flight check of devices for a multi-device run", plexus::cli::cmd_doctor},

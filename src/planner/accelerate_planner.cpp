@@ -227,7 +227,7 @@ DeviceMap accelerate_infer_device_map(const SizedTree& t, const Budgets& max_mem
     }
 
     const DeviceId device = devices[current];
-    const bool unbounded = device.kind() == DeviceKind::kDisk;
+    const bool unbounded = device.kind() == TargetKind::kDisk;
     std::int64_t max_here = limit[current];
     std::int64_t reserved = 0;
     if (is_main(device)) {

@@ -9,15 +9,15 @@ namespace plexus {
 
 std::string DeviceId::to_string() const {
   switch (kind_) {
-    case DeviceKind::kAccelerator: return std::to_string(ordinal_);
-    case DeviceKind::kCpu: return "cpu";
-    case DeviceKind::kDisk: return "disk";
+    case TargetKind::kAccelerator: return std::to_string(ordinal_);
+    case TargetKind::kCpu: return "cpu";
+    case TargetKind::kDisk: return "disk";
   }
   return "?";
 }
 
 Json DeviceId::to_json() const {
-  if (kind_ == DeviceKind::kAccelerator) return Json(ordinal_);
+  if (kind_ == TargetKind::kAccelerator) return Json(ordinal_);
   return Json(to_string());
 }
 

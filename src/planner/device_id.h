@@ -8,16 +8,16 @@
 
 namespace plexus {
 
-enum class DeviceKind { kAccelerator, kCpu, kDisk };
+enum class TargetKind { kAccelerator, kCpu, kDisk };
 
 class DeviceId {
  public:
-  static DeviceId accelerator(int ordinal) { return DeviceId(DeviceKind::kAccelerator, ordinal); }
-  static DeviceId cpu() { return DeviceId(DeviceKind::kCpu, 0); }
-  static DeviceId disk() { return DeviceId(DeviceKind::kDisk, 0); }
+  static DeviceId accelerator(int ordinal) { return DeviceId(TargetKind::kAccelerator, ordinal); }
+  static DeviceId cpu() { return DeviceId(TargetKind::kCpu, 0); }
+  static DeviceId disk() { return DeviceId(TargetKind::kDisk, 0); }
 
-  DeviceKind kind() const { return kind_; }
-  bool is_accelerator() const { return kind_ == DeviceKind::kAccelerator; }
+  TargetKind kind() const { return kind_; }
+  bool is_accelerator() const { return kind_ == TargetKind::kAccelerator; }
   int ordinal() const { return ordinal_; }  // accelerators only
 
   std::string to_string() const;  // "0", "cpu", "disk"
@@ -37,8 +37,8 @@ class DeviceId {
   }
 
  private:
-  DeviceId(DeviceKind k, int o) : kind_(k), ordinal_(o) {}
-  DeviceKind kind_;
+  DeviceId(TargetKind k, int o) : kind_(k), ordinal_(o) {}
+  TargetKind kind_;
   int ordinal_;
 };
 

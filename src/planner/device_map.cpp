@@ -2,6 +2,8 @@
 #include "planner/device_map.h"
 
 #include <algorithm>
+#include <string_view>
+#include <unordered_map>
 
 #include "core/error.h"
 
@@ -72,10 +74,24 @@ bool operator==(const DeviceMap& a, const DeviceMap& b) {
 }
 
 std::vector<DeviceMap::Entry> expand_placement(const DeviceMap& map, const ModuleTree& tree) {
+  // Longest dotted prefix first: look the name up, then each shorter prefix, then "".
+  std::unordered_map<std::string, DeviceId> index;
+  for (const DeviceMap::Entry& e : map.entries()) index.emplace(e.first, e.second);
   std::vector<DeviceMap::Entry> out;
   out.reserve(tree.params().size());
   for (const ParamInfo& p : tree.params()) {
-    const auto d = map.device_of(p.name);
+    std::optional<DeviceId> d;
+    std::string_view name = p.name;
+    while (!d) {
+      auto it = index.find(std::string(name));
+      if (it != index.end()) {
+        d = it->second;
+        break;
+      }
+      if (name.empty()) break;
+      const std::size_t dot = name.rfind('.');
+      name = dot == std::string_view::npos ? std::string_view() : name.substr(0, dot);
+    }
     if (!d) {
       throw InputError("device map gives no device for parameter '" + p.name + "': add an entry for '" + p.module +
                        "' or one of its parents");

@@ -17,9 +17,11 @@ std::int64_t kv_bytes_per_token(const ModelConfig& c, WeightDType weights) {
   return kv_bytes_per_token_per_layer(c, weights) * c.num_layers;
 }
 
-std::int64_t activation_bytes(const ModelConfig& c, std::int64_t batch, std::int64_t tokens) {
+std::int64_t activation_bytes(const ModelConfig& c, std::int64_t batch, std::int64_t chunk, std::int64_t context) {
+  chunk = std::min(chunk, context);
   const std::int64_t per_position = 2 * c.hidden_size + c.q_dim() + 2 * c.kv_dim() + c.q_dim() + 2 * c.intermediate_size;
-  return batch * tokens * per_position * 4;
+  const std::int64_t scores = c.num_heads * context;
+  return batch * chunk * (per_position + scores) * 4;
 }
 
 std::int64_t logits_bytes(const ModelConfig& c, std::int64_t batch) { return batch * c.vocab_size * 4; }

@@ -15,9 +15,10 @@ int kv_bytes_per_element(WeightDType weights);
 std::int64_t kv_bytes_per_token_per_layer(const ModelConfig& c, WeightDType weights);
 std::int64_t kv_bytes_per_token(const ModelConfig& c, WeightDType weights);  // all layers
 
-// Transient float32 workspace of one decoder layer's forward over `batch` × `tokens` positions:
-// hidden state and residual, q/k/v, attention output, gate and up projections.
-std::int64_t activation_bytes(const ModelConfig& c, std::int64_t batch, std::int64_t tokens);
+// Transient float32 workspace of one decoder layer's forward over `batch` × `chunk` new positions
+// attending to `context` positions: hidden state and residual, q/k/v, attention output, gate and
+// up projections, and the attention scores (chunk × context per head).
+std::int64_t activation_bytes(const ModelConfig& c, std::int64_t batch, std::int64_t chunk, std::int64_t context);
 // float32 logits for the last position of each sequence (batch × vocab).
 std::int64_t logits_bytes(const ModelConfig& c, std::int64_t batch);
 

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <map>
+#include <unordered_map>
 
 #include "core/error.h"
 #include "core/units.h"
@@ -22,14 +23,22 @@ std::string device_list(const std::vector<DeviceId>& ds) {
 
 // "needs X; accelerators allow Y; …; way out" for a model whose weights reach disk unasked.
 [[noreturn]] void throw_does_not_fit(const ModuleTree& tree, const PlanRequest& r, const Plan& plan) {
-  std::int64_t need = plan.model_bytes;
-  for (const DeviceReport& d : plan.devices) need += d.kv_cache_bytes;
+  std::int64_t kv = 0;
+  for (const DeviceReport& d : plan.devices) kv += d.kv_cache_bytes;
   const std::vector<DeviceId> accels = r.budgets.accelerators();
-  std::string msg = "model needs " + format_bytes(static_cast<std::uint64_t>(need)) + " (" +
+  const std::int64_t act = r.runtime.context > 0 ? activation_bytes(tree.config(), r.runtime.batch,
+                                                                    r.runtime.prefill_chunk, r.runtime.context)
+                                                 : 0;
+  std::string msg = "model needs " + format_bytes(static_cast<std::uint64_t>(plan.model_bytes + kv)) + " (" +
                     format_bytes(static_cast<std::uint64_t>(plan.model_bytes)) + " of " +
                     std::string(weight_dtype_name(r.dtype)) + " weights";
-  if (need > plan.model_bytes) msg += " + KV cache for " + std::to_string(r.runtime.context) + " tokens × batch " +
-                                      std::to_string(r.runtime.batch);
+  if (kv > 0) {
+    msg += " + " + format_bytes(static_cast<std::uint64_t>(kv)) + " KV cache for " + std::to_string(r.runtime.context) +
+           " tokens × batch " + std::to_string(r.runtime.batch);
+  }
+  if (act > 0 && !accels.empty()) {
+    msg += ", plus " + format_bytes(static_cast<std::uint64_t>(act)) + " activation workspace on each accelerator";
+  }
   msg += "); ";
   if (accels.empty()) msg += "no accelerators are budgeted";
   else msg += "devices " + device_list(accels) + " allow " + format_bytes(r.budgets.accelerator_total()) + " in total";
@@ -56,7 +65,7 @@ void check_device_map(const ModuleTree& tree, const DeviceMap& map, const PlanRe
                        std::string(arch_name(tree.config().arch)) + ", e.g. model.embed_tokens, model.layers.0, "
                        "model.norm, lm_head)");
     }
-    if (dev.kind() != DeviceKind::kDisk && !r.budgets.has(dev)) {
+    if (dev.kind() != TargetKind::kDisk && !r.budgets.has(dev)) {
       throw InputError("device map entry '" + prefix + "' names device " + dev.to_string() +
                        ", which has no budget here (devices: " + r.budgets.to_string() +
                        "); give it one with --max-memory or map the module elsewhere");
@@ -137,8 +146,7 @@ bool is_accelerate_strategy(Strategy s) {
   return false;
 }
 
-void fill_report(const ModuleTree& tree, const PlanRequest& r, Plan* plan) {
-  const SizedTree sized = SizedTree::build(tree, r.dtype);
+void fill_report(const ModuleTree& tree, const SizedTree& sized, const PlanRequest& r, Plan* plan) {
   plan->model_bytes = sized.total_bytes();
   plan->placement = expand_placement(plan->device_map, tree);
   const ModelConfig& c = tree.config();
@@ -157,12 +165,12 @@ void fill_report(const ModuleTree& tree, const PlanRequest& r, Plan* plan) {
   };
   for (const DeviceBudget& b : plan->planned_budgets.list()) report_for(b.device).budget_bytes = b.bytes;
 
-  std::map<std::string, DeviceId> where;
+  std::unordered_map<std::string, DeviceId> where;
   for (const auto& [name, dev] : plan->placement) where.emplace(name, dev);
   const auto& params = tree.params();
   for (std::size_t i = 0; i < params.size(); ++i) {
     const ParamInfo& p = params[i];
-    const DeviceId d = where.at(p.name);
+    const DeviceId d = plan->placement[i].second;
     DeviceReport& rep = report_for(d);
     if (!p.tied_to) {
       rep.weights_bytes += sized.size_of(p.name);
@@ -179,7 +187,7 @@ void fill_report(const ModuleTree& tree, const PlanRequest& r, Plan* plan) {
     if (p.module == "lm_head") rep.holds_lm_head = true;
   }
   if (r.strategy == Strategy::kStages && r.runtime.context > 0) {
-    const std::int64_t act = activation_bytes(c, r.runtime.batch, r.runtime.context);
+    const std::int64_t act = activation_bytes(c, r.runtime.batch, r.runtime.prefill_chunk, r.runtime.context);
     for (DeviceReport& rep : reports) {
       if (rep.device.is_accelerator() && (rep.weights_bytes > 0 || !rep.layers.empty())) rep.activation_bytes = act;
     }
@@ -190,7 +198,7 @@ void fill_report(const ModuleTree& tree, const PlanRequest& r, Plan* plan) {
 }
 
 Plan plan_model(const ModuleTree& tree, const PlanRequest& r) {
-  if (r.runtime.context < 0 || r.runtime.batch < 1) {
+  if (r.runtime.context < 0 || r.runtime.batch < 1 || r.runtime.prefill_chunk < 1) {
     throw InputError("runtime budget: context must be >= 0 and batch >= 1 (got context " +
                      std::to_string(r.runtime.context) + ", batch " + std::to_string(r.runtime.batch) + ")");
   }
@@ -219,9 +227,9 @@ Plan plan_model(const ModuleTree& tree, const PlanRequest& r) {
       break;
     }
   }
-  fill_report(tree, r, &plan);
+  fill_report(tree, sized, r, &plan);
   bool on_disk = false;
-  for (const DeviceReport& d : plan.devices) on_disk = on_disk || (d.device.kind() == DeviceKind::kDisk && d.weights_bytes > 0);
+  for (const DeviceReport& d : plan.devices) on_disk = on_disk || (d.device.kind() == TargetKind::kDisk && d.weights_bytes > 0);
   if (on_disk) {
     if (r.strategy == Strategy::kStages && !r.allow_disk) throw_does_not_fit(tree, r, plan);
     if (is_accelerate_strategy(r.strategy)) {
@@ -242,9 +250,9 @@ Plan plan_from_device_map(const ModuleTree& tree, const DeviceMap& map, const Pl
   plan.planned_budgets = r.budgets;
   plan.device_map = map;
   plan.custom = true;
-  fill_report(tree, r, &plan);
+  fill_report(tree, SizedTree::build(tree, r.dtype), r, &plan);
   for (const DeviceReport& d : plan.devices) {
-    if (d.device.kind() == DeviceKind::kDisk && d.weights_bytes > 0 && !r.allow_disk && !r.budgets.has(d.device)) {
+    if (d.device.kind() == TargetKind::kDisk && d.weights_bytes > 0 && !r.allow_disk && !r.budgets.has(d.device)) {
       throw InputError("device map sends weights to disk but disk offload is not enabled: pass --offload-disk");
     }
     if (!d.budget_bytes) continue;

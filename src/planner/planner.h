@@ -27,6 +27,7 @@ bool is_accelerate_strategy(Strategy s);
 struct RuntimeBudget {
   std::int64_t context = 0;  // tokens of KV cache kept per sequence
   std::int64_t batch = 1;    // sequences decoded together
+  std::int64_t prefill_chunk = 512;  // prompt tokens per forward pass: bounds the activations
 };
 
 struct PlanRequest {
@@ -72,7 +73,8 @@ Plan plan_model(const ModuleTree& tree, const PlanRequest& request);
 // (or disk), every budget respected. InputError saying which, otherwise.
 Plan plan_from_device_map(const ModuleTree& tree, const DeviceMap& map, const PlanRequest& request);
 
+class SizedTree;
 // Fills placement and devices for a map (shared by the strategies and the custom-map path).
-void fill_report(const ModuleTree& tree, const PlanRequest& request, Plan* plan);
+void fill_report(const ModuleTree& tree, const SizedTree& sized, const PlanRequest& request, Plan* plan);
 
 }  // namespace plexus

@@ -88,6 +88,66 @@ Fill balance(const std::vector<Unit>& units, const std::vector<std::int64_t>& ca
   return greedy(units, cap, hi, tied_bytes, embed_device);
 }
 
+struct Solution {
+  std::vector<DeviceId> where;        // per unit
+  std::int64_t on_accelerators = 0;   // bytes of units placed on accelerators
+  std::int64_t max_load = 0;          // largest accelerator load
+  std::vector<std::string> notes;
+};
+
+// Places `units`: all on the accelerators, balanced, when they fit; otherwise the embedding goes
+// to the host first, then the longest prefix that fits stays on the accelerators (balanced) and
+// the rest goes to cpu, then disk.
+Solution solve(const std::vector<Unit>& units, const std::vector<DeviceId>& accels, const std::vector<std::int64_t>& cap,
+               std::int64_t cpu_left, std::int64_t tied_bytes) {
+  Solution out;
+  Fill fill = balance(units, cap, tied_bytes, -1);
+  std::vector<DeviceId> where(units.size(), DeviceId::disk());
+  std::size_t first = 0;  // first unit of the accelerator sequence
+  if (!fill.ok) {
+    // The embedding is a row lookup per token: the cheapest module to serve from the host.
+    if (!units.empty() && units.front().is_embedding) {
+      if (units.front().cost <= cpu_left) {
+        where[0] = DeviceId::cpu();
+        cpu_left -= units.front().cost;
+      }
+      out.notes.push_back("model.embed_tokens (" + format_bytes(static_cast<std::uint64_t>(units.front().cost)) +
+                          ") is served from " + where[0].to_string() +
+                          ": a per-token row lookup, so the accelerators keep the compute-heavy layers");
+      first = 1;
+    }
+    std::vector<Unit> rest(units.begin() + static_cast<std::ptrdiff_t>(first), units.end());
+    fill = balance(rest, cap, tied_bytes, -1);
+    if (!fill.ok) {
+      const Fill most = greedy(rest, cap, kUnbounded, tied_bytes, -1);
+      std::vector<Unit> prefix(rest.begin(), rest.begin() + static_cast<std::ptrdiff_t>(most.placed));
+      fill = balance(prefix, cap, tied_bytes, -1);
+    }
+  }
+  for (std::size_t i = 0; i < fill.placed; ++i) {
+    where[first + i] = accels[static_cast<std::size_t>(fill.device_of[i])];
+    out.on_accelerators += units[first + i].cost;
+  }
+  out.max_load = fill.max_load;
+  const bool embed_on_cpu = first == 1 && where[0] == DeviceId::cpu();
+  for (std::size_t i = first + fill.placed; i < units.size(); ++i) {
+    std::int64_t cost = units[i].cost;
+    if (units[i].is_tied_head && !embed_on_cpu) cost += tied_bytes;
+    if (cost <= cpu_left) {
+      where[i] = DeviceId::cpu();
+      cpu_left -= cost;
+    } else {
+      cpu_left = 0;  // keep order: once something spills to disk, the rest follows
+    }
+  }
+  if (first + fill.placed < units.size()) {
+    out.notes.push_back(std::to_string(units.size() - first - fill.placed) +
+                        " module(s) did not fit the accelerators and are offloaded to cpu/disk");
+  }
+  out.where = std::move(where);
+  return out;
+}
+
 }  // namespace
 
 StagePlan plan_stages(const SizedTree& t, const ModelConfig& c, const Budgets& budgets, const RuntimeBudget& rt) {
@@ -95,7 +155,7 @@ StagePlan plan_stages(const SizedTree& t, const ModelConfig& c, const Budgets& b
   std::vector<int> nodes;
   collect_units(t, SizedTree::kRoot, &nodes);
   const std::int64_t kv_layer = rt.context > 0 ? kv_bytes_per_token_per_layer(c, t.dtype()) * rt.context * rt.batch : 0;
-  const std::int64_t act = rt.context > 0 ? activation_bytes(c, rt.batch, rt.context) : 0;
+  const std::int64_t act = rt.context > 0 ? activation_bytes(c, rt.batch, rt.prefill_chunk, rt.context) : 0;
   const std::int64_t logits = rt.context > 0 ? logits_bytes(c, rt.batch) : 0;
 
   // Bytes of storage shared by the embedding and a tied head.
@@ -130,49 +190,27 @@ StagePlan plan_stages(const SizedTree& t, const ModelConfig& c, const Budgets& b
     cap.push_back(room);
   }
   const auto cpu_budget = budgets.get(DeviceId::cpu());
-  std::int64_t cpu_left = cpu_budget ? static_cast<std::int64_t>(*cpu_budget) : 0;
+  const std::int64_t cpu_total = cpu_budget ? static_cast<std::int64_t>(*cpu_budget) : 0;
 
-  // 1. Everything on the accelerators, balanced.
-  Fill fill = balance(units, cap, tied_bytes, -1);
-  std::vector<DeviceId> where(units.size(), DeviceId::disk());
-  std::size_t first = 0;  // first unit of the accelerator sequence
-  if (!fill.ok) {
-    // 2. The embedding is a row lookup per token: the cheapest module to serve from the host.
-    if (!units.empty() && units.front().is_embedding) {
-      if (units.front().cost <= cpu_left) {
-        where[0] = DeviceId::cpu();
-        cpu_left -= units.front().cost;
+  Solution best = solve(units, accels, cap, cpu_total, tied_bytes);
+  // A tied head can also ride with the embedding (no second copy of the shared matrix; the last
+  // stage hands its hidden state back to the first device): keep whichever loads less.
+  if (tied_bytes > 0 && units.size() >= 2 && units.front().is_embedding && units.back().is_tied_head) {
+    std::vector<Unit> folded(units.begin(), units.end() - 1);
+    folded.front().cost += units.back().cost;
+    Solution alt = solve(folded, accels, cap, cpu_total, 0);
+    alt.where.push_back(alt.where.front());
+    if (alt.on_accelerators > best.on_accelerators ||
+        (alt.on_accelerators == best.on_accelerators && alt.max_load <= best.max_load)) {
+      best = std::move(alt);
+      if (best.where.front().is_accelerator() && best.where.size() > 2 && !(best.where[best.where.size() - 2] == best.where.front())) {
+        best.notes.push_back("lm_head shares its weights with model.embed_tokens and stays on device " +
+                             best.where.front().to_string() + ": the last stage hands its hidden state back");
       }
-      out.notes.push_back("model.embed_tokens (" + format_bytes(static_cast<std::uint64_t>(units.front().cost)) +
-                          ") is served from " + where[0].to_string() +
-                          ": a per-token row lookup, so the accelerators keep the compute-heavy layers");
-      first = 1;
-    }
-    std::vector<Unit> rest(units.begin() + static_cast<std::ptrdiff_t>(first), units.end());
-    fill = balance(rest, cap, tied_bytes, -1);
-    if (!fill.ok) {
-      // 3. The longest prefix the accelerators hold, balanced; the rest to cpu, then disk.
-      const Fill most = greedy(rest, cap, kUnbounded, tied_bytes, -1);
-      std::vector<Unit> prefix(rest.begin(), rest.begin() + static_cast<std::ptrdiff_t>(most.placed));
-      fill = balance(prefix, cap, tied_bytes, -1);
     }
   }
-  for (std::size_t i = 0; i < fill.placed; ++i) where[first + i] = accels[static_cast<std::size_t>(fill.device_of[i])];
-  const bool embed_on_cpu = first == 1 && where[0] == DeviceId::cpu();
-  for (std::size_t i = first + fill.placed; i < units.size(); ++i) {
-    std::int64_t cost = units[i].cost;
-    if (units[i].is_tied_head && !embed_on_cpu) cost += tied_bytes;
-    if (cost <= cpu_left) {
-      where[i] = DeviceId::cpu();
-      cpu_left -= cost;
-    } else {
-      cpu_left = 0;  // keep order: once something spills to disk, the rest follows
-    }
-  }
-  if (first + fill.placed < units.size()) {
-    out.notes.push_back(std::to_string(units.size() - first - fill.placed) +
-                        " module(s) did not fit the accelerators and are offloaded to cpu/disk");
-  }
+  out.notes.insert(out.notes.end(), best.notes.begin(), best.notes.end());
+  const std::vector<DeviceId>& where = best.where;
   for (std::size_t i = 0; i < units.size(); ++i) out.map.set(t.node(units[i].node).name, where[i]);
   return out;
 }

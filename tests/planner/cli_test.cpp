@@ -1,1 +1,106 @@
+// `plexus plan` and `plexus estimate` as real processes: JSON shape, exit codes, messages.
 #include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <sys/wait.h>
+
+#include "core/json.h"
+
+namespace {
+
+struct ProcResult {
+  int code = -1;
+  std::string out;
+};
+
+ProcResult run(const std::string& args) {
+  const std::string cmd = std::string(PLEXUS_BINARY) + " " + args + " 2>&1";
+  ProcResult r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  std::size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  const int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+class PlanCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / ("plexus_plan_cli_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir_);
+    std::ofstream(dir_ / "config.json") << R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 576,
+      "num_hidden_layers": 30, "num_attention_heads": 9, "num_key_value_heads": 3, "intermediate_size": 1536,
+      "vocab_size": 49152, "tie_word_embeddings": true, "torch_dtype": "bfloat16"})";
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string model() const { return dir_.string(); }
+  std::filesystem::path dir_;
+};
+
+TEST_F(PlanCli, JsonHasTheDocumentedShape) {
+  const ProcResult r = run("plan " + model() + " --strategy balanced --dtype f16 --max-memory 0=1GB,1=1GB,2=1GB,3=1GB,cpu=538MB --json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const plexus::Json j = plexus::Json::parse(r.out);
+  EXPECT_EQ(j["strategy"], "balanced");
+  EXPECT_EQ(j["dtype"], "float16");
+  EXPECT_EQ(j["device_map"]["model.embed_tokens"], 0);  // golden case 1000-33
+  EXPECT_EQ(j["device_map"]["lm_head"], 0);
+  EXPECT_EQ(j["placement"]["model.layers.29.mlp.down_proj.weight"], 3);
+  ASSERT_TRUE(j["devices"].is_array());
+  EXPECT_EQ(j["devices"][0]["device"], 0);
+  EXPECT_TRUE(j["devices"][0].contains("budget_bytes"));
+  EXPECT_TRUE(j["devices"][0].contains("weights_bytes"));
+  EXPECT_TRUE(j["devices"][0].contains("kv_cache_bytes"));
+  EXPECT_TRUE(j["devices"][0]["layers"].is_array());
+}
+
+TEST_F(PlanCli, TableAndCustomMapRoundTrip) {
+  const ProcResult t = run("plan " + model() + " --virtual-devices 2");
+  ASSERT_EQ(t.code, 0) << t.out;
+  EXPECT_NE(t.out.find("strategy stages"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("0-"), std::string::npos) << t.out;
+  const ProcResult j = run("plan " + model() + " --max-memory 0=300MB,1=300MB --json");
+  ASSERT_EQ(j.code, 0) << j.out;
+  std::ofstream(dir_ / "map.json") << j.out;
+  const ProcResult c = run("plan " + model() + " --max-memory 0=300MB,1=300MB --device-map " + (dir_ / "map.json").string());
+  EXPECT_EQ(c.code, 0) << c.out;
+  EXPECT_NE(c.out.find("strategy custom"), std::string::npos) << c.out;
+  std::ofstream(dir_ / "bad.json") << R"({"model": 0})";
+  const ProcResult b = run("plan " + model() + " --max-memory 0=200MB --device-map " + (dir_ / "bad.json").string());
+  EXPECT_EQ(b.code, 2) << b.out;
+  EXPECT_NE(b.out.find("lm_head.weight"), std::string::npos) << b.out;
+}
+
+TEST_F(PlanCli, ExitCodes) {
+  EXPECT_EQ(run("plan " + model() + " --max-memory 0=banana").code, 2);
+  EXPECT_EQ(run("plan " + model() + " --strategy fastest").code, 2);
+  EXPECT_EQ(run("plan " + model() + " --dtype int3").code, 2);
+  EXPECT_EQ(run("plan " + model() + " --max-memory 0=1GB --devices 1").code, 2);
+  EXPECT_EQ(run("plan /nonexistent/model").code, 2);
+  const ProcResult nofit = run("plan " + model() + " --max-memory 0=50MB,1=50MB");
+  EXPECT_EQ(nofit.code, 1) << nofit.out;
+  EXPECT_NE(nofit.out.find("needs"), std::string::npos) << nofit.out;
+  EXPECT_EQ(run("plan " + model() + " --max-memory 0=50MB,1=50MB --offload-disk").code, 0);
+  EXPECT_EQ(run("plan --help").code, 0);
+}
+
+TEST_F(PlanCli, Estimate) {
+  const ProcResult r = run("estimate " + model() + " --json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const plexus::Json j = plexus::Json::parse(r.out);
+  EXPECT_EQ(j["parameters"], 134515008);
+  EXPECT_EQ(j["dtypes"].size(), 5u);
+  EXPECT_EQ(j["dtypes"][1]["dtype"], "bfloat16");
+  EXPECT_EQ(j["dtypes"][1]["total_bytes"], 134515008LL * 2);
+  const ProcResult t = run("estimate " + model());
+  EXPECT_EQ(t.code, 0);
+  EXPECT_NE(t.out.find("int4"), std::string::npos);
+}
+
+}  // namespace

@@ -1,1 +1,51 @@
+// Model memory estimates: sizes per dtype, largest layer, training, KV cache.
 #include <gtest/gtest.h>
+
+#include "planner/memory_estimate.h"
+#include "planner/sized_tree.h"
+#include "test_models.h"
+
+namespace plexus {
+namespace {
+
+using namespace plexus::testing;
+
+TEST(Estimate, Llama3_8bSizes) {
+  const ModelEstimate e = estimate_model(llama3_8b());
+  EXPECT_EQ(e.num_params, 8030261248LL);
+  ASSERT_EQ(e.per_dtype.size(), 5u);
+  EXPECT_EQ(e.per_dtype[0].total_bytes, 8030261248LL * 4);
+  EXPECT_EQ(e.per_dtype[1].total_bytes, 8030261248LL * 2);
+  EXPECT_EQ(e.per_dtype[1].largest_layer_bytes, 128256LL * 4096 * 2);
+  EXPECT_EQ(e.per_dtype[1].largest_layer, "model.embed_tokens");
+  EXPECT_EQ(e.per_dtype[1].training_adam_bytes, 4 * e.per_dtype[1].total_bytes);
+  EXPECT_EQ(e.per_dtype[1].kv_bytes_per_token, 2 * 32 * 1024 * 2);
+  EXPECT_LT(e.per_dtype[3].total_bytes, e.per_dtype[1].total_bytes);
+  EXPECT_LT(e.per_dtype[4].total_bytes, e.per_dtype[3].total_bytes);
+  // int4: projections at half a byte, embeddings/norms/lm_head stay 16-bit.
+  const std::int64_t linear = 8030261248LL - 2 * 128256LL * 4096 - 65 * 4096LL;
+  EXPECT_EQ(e.per_dtype[4].total_bytes, linear / 2 + (2 * 128256LL * 4096 + 65 * 4096LL) * 2);
+  ASSERT_FALSE(e.kv_table.empty());
+  EXPECT_EQ(e.kv_table.front().bytes, e.kv_table.front().context * e.kv_table.front().batch * 131072);
+}
+
+TEST(Estimate, TiedEmbeddingsCountOnce) {
+  const ModelEstimate e = estimate_model(qwen2_05b());
+  EXPECT_EQ(e.num_params, 494032768LL);
+  EXPECT_EQ(e.per_dtype[1].total_bytes, 494032768LL * 2);
+}
+
+TEST(SizedTree, HierarchyAndTies) {
+  const SizedTree t = SizedTree::build(qwen2_05b(), WeightDType::kBF16);
+  EXPECT_EQ(t.size_of("lm_head"), 0);  // its storage is the embedding's
+  EXPECT_EQ(t.size_of("model.embed_tokens"), 151936LL * 896 * 2);
+  ASSERT_EQ(t.tied_groups().size(), 1u);
+  EXPECT_EQ(t.tied_groups()[0], (std::vector<std::string>{"lm_head.weight", "model.embed_tokens.weight"}));
+  EXPECT_EQ(t.layer_nodes().size(), 24u);
+  EXPECT_EQ(t.total_bytes(), t.size_of("model") + t.size_of("lm_head"));
+  const SizedTree r = SizedTree::build(qwen2_05b(), WeightDType::kBF16, SizedTreeOptions{true});
+  EXPECT_EQ(r.total_bytes() - t.total_bytes(), 24 * 32 * 2);  // inv_freq: head_dim/2 floats per layer
+}
+
+}  // namespace
+}  // namespace plexus
