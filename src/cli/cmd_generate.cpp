@@ -111,6 +111,7 @@ int cmd_generate(int argc, char** argv) {
     std::printf("%s\n", j.dump(-1, ' ', false, Json::error_handler_t::replace).c_str());
   } else {
     std::printf("\n");
+    std::fflush(stdout);
     std::fprintf(stderr, "[%lld prompt tokens, %zu generated (%s); prefill %.1f tok/s, decode %.1f tok/s, ttft %.1f ms; %d threads, %s]\n",
                  static_cast<long long>(r.prompt_tokens), r.ids.size(), r.finish_reason.c_str(), r.prefill_tokens_per_s,
                  r.decode_tokens_per_s, r.ttft_ms, engine.threads(), std::string(engine.kernels().name).c_str());

@@ -7,6 +7,9 @@ namespace plexus::cli {
 int cmd_version(int argc, char** argv);
 int cmd_estimate(int argc, char** argv);
 int cmd_plan(int argc, char** argv);
+int cmd_make_model(int argc, char** argv);
+int cmd_generate(int argc, char** argv);
+int cmd_perplexity(int argc, char** argv);
 int cmd_tokenize(int argc, char** argv);
 int cmd_detect(int argc, char** argv);
 int cmd_doctor(int argc, char** argv);

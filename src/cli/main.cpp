@@ -18,6 +18,9 @@ struct Command {
 
 // One line per subcommand; keep in the order `plexus --help` should list them.
 const Command kCommands[] = {
+    {"generate", "generate text or token ids from a prompt", plexus::cli::cmd_generate},
+    {"perplexity", "per-token negative log-likelihood and perplexity of a text", plexus::cli::cmd_perplexity},
+    {"make-model", "write a random-weight Hugging Face checkpoint for tests and demos", plexus::cli::cmd_make_model},
     {"version", "print the plexus version and commit", plexus::cli::cmd_version},
     {"estimate", "model size per dtype, largest layer, training and KV-cache memory", plexus::cli::cmd_estimate},
     {"plan", "place a model's weights on devices (accelerate-compatible or stages)", plexus::cli::cmd_plan},

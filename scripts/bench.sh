@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# `make bench`: every benchmark, each printing its ratio against a ceiling or a peer measured
+# in the same run. Usage: scripts/bench.sh [BUILD_DIR]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${1:-build}
+PLEXUS=$BUILD/plexus
+MODEL=models/small-bf16
+
+step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+
+if [ ! -f "$MODEL/config.json" ]; then
+  step "making $MODEL (small preset: 124.6M parameters, bf16)"
+  "$PLEXUS" make-model "$MODEL" --preset small --arch llama --dtype bf16 --seed 1
+fi
+
+step "engine: decode vs memory bandwidth, prefill vs fp32 FMA peak ($BUILD/bench/engine_bench $MODEL)"
+"$BUILD/bench/engine_bench" "$MODEL" --repeats 5
