@@ -11,6 +11,8 @@
 
 namespace plexus {
 
+class ThreadPool;
+
 enum class DeviceKind { kCuda, kRocm, kCpu, kVirtual };
 
 // "cuda", "rocm", "cpu", "virtual" (the spelling used in JSON and tables).
@@ -84,6 +86,10 @@ class Device {
   virtual std::uint64_t memory_free() const = 0;
   // Threads this device computes with (its share of the host for CPU devices).
   virtual int threads() const = 0;
+  // The host thread pool this device computes with, threads() wide, created on first use; nullptr
+  // for devices that do not compute on host threads (GPUs). Launch from this device's queue (one
+  // launch at a time), so devices compute concurrently without sharing a pool.
+  virtual ThreadPool* thread_pool() { return nullptr; }
 
   // Allocates `bytes` (64-byte aligned). Throws RuntimeError naming the device, the request and
   // the budget when it would exceed the budget.

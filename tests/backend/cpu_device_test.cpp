@@ -91,6 +91,29 @@ TEST(CpuDevice, DevicesRunConcurrently) {
   EXPECT_TRUE(both_seen[1].load());
 }
 
+TEST(CpuDevice, EachDeviceComputesWithItsOwnThreadPool) {
+  DeviceRegistry registry = make_virtual_devices(2, 1 << 20);
+  std::vector<long long> sums(2, 0);
+  for (int d = 0; d < 2; ++d) {
+    Device& device = registry.accelerator(d);
+    ASSERT_NE(device.thread_pool(), nullptr);
+    EXPECT_EQ(device.thread_pool()->size(), device.threads());
+    device.enqueue([&, d] {
+      std::atomic<long long> total{0};
+      registry.accelerator(d).thread_pool()->parallel_for(1000, 1, [&](std::int64_t b, std::int64_t e) {
+        long long s = 0;
+        for (std::int64_t i = b; i < e; ++i) s += i;
+        total += s;
+      });
+      sums[static_cast<std::size_t>(d)] = total.load();
+    });
+  }
+  registry.synchronize_all();
+  EXPECT_EQ(sums[0], 499500);
+  EXPECT_EQ(sums[1], 499500);
+  EXPECT_NE(registry.accelerator(0).thread_pool(), registry.accelerator(1).thread_pool());
+}
+
 TEST(CpuDevice, AFailedTaskSkipsLaterWorkAndSurfacesOnSynchronize) {
   CpuDevice device(DeviceKind::kVirtual, 0, 1 << 20, 1);
   bool later_ran = false;

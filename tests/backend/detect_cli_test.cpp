@@ -17,11 +17,12 @@ struct Result {
 };
 
 // Runs plexus with `args`, NVML pointed at `library` scripted by `script`; stdout only.
-Result run(const std::string& library, const std::string& script, const std::string& args) {
+Result run(const std::string& library, const std::string& script, const std::string& args,
+           const std::string& rocm_library = "/nonexistent/librocm_smi64.so") {
   const std::string data = std::string(PLEXUS_SOURCE_DIR) + "/tests/backend/data/";
   const std::string command = "env -u PLEXUS_VIRTUAL_DEVICES -u PLEXUS_VIRTUAL_DEVICE_MEMORY PLEXUS_NVML_LIBRARY='" +
                               library + "' PLEXUS_FAKE_NVML_SCRIPT='" + data + script +
-                              "' PLEXUS_ROCM_SMI_LIBRARY=/nonexistent/librocm_smi64.so '" + PLEXUS_BINARY +
+                              "' PLEXUS_ROCM_SMI_LIBRARY='" + rocm_library + "' '" + PLEXUS_BINARY +
                               "' " + args + " 2>/dev/null";
   Result r;
   FILE* pipe = popen(command.c_str(), "r");
@@ -83,6 +84,27 @@ TEST(DetectCli, NoLibraryMeansNoGpusButStillSucceeds) {
   const Json jv = Json::parse(v.out);
   ASSERT_EQ(jv["devices"].size(), 4u);
   EXPECT_EQ(jv["devices"][2]["kind"], "virtual");
+}
+
+TEST(DetectCli, AmdGpusFollowNvidiaOnes) {
+  const Result r = run(FAKE_NVML_LIBRARY, "lost_gpu.json", "detect --json", FAKE_ROCM_SMI_LIBRARY);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const Json j = Json::parse(r.out);
+  ASSERT_EQ(j["devices"].size(), 5u);  // 2 NVIDIA + 2 AMD + the host
+  EXPECT_EQ(j["devices"][2]["index"], 2);
+  EXPECT_EQ(j["devices"][2]["kind"], "rocm");
+  EXPECT_EQ(j["devices"][2]["name"], "AMD Instinct MI300X");
+  EXPECT_EQ(j["devices"][3]["uuid"], "00000000abcd0001");
+  EXPECT_EQ(j["devices"][2]["memory_total_bytes"], 192ull << 30);
+  EXPECT_EQ(j["devices"][2]["memory_free_bytes"], 184ull << 30);
+  EXPECT_DOUBLE_EQ(j["devices"][2]["power_limit_w"].get<double>(), 750.0);
+  EXPECT_DOUBLE_EQ(j["devices"][2]["temperature_c"].get<double>(), 45.0);
+  EXPECT_EQ(j["topology"][2][3], "XGMI");
+  EXPECT_EQ(j["topology"][0][1], "PIX");
+  EXPECT_EQ(j["topology"][0][2], "SYS");
+  EXPECT_EQ(j["p2p"][2][3], "OK");
+  EXPECT_EQ(j["p2p"][1][3], "NS");
+  EXPECT_NE(j["sources"]["rocm_smi"].get<std::string>().find("ok"), std::string::npos);
 }
 
 TEST(DoctorCli, ExitCodesGateCi) {

@@ -99,6 +99,34 @@ TEST(MonitorSession, CounterEnergyMatchesTheScript) {
   ASSERT_TRUE(s.sampler_cpu_s.has_value());
 }
 
+TEST(MonitorSession, AmdGpusThroughRocmSmi) {
+  ::setenv("PLEXUS_FAKE_NVML_SCRIPT", (std::string(PLEXUS_SOURCE_DIR) + "/tests/monitor/data/two_gpus_ramp.json").c_str(), 1);
+  SourceOptions sources;
+  sources.nvml_library = FAKE_NVML_LIBRARY;
+  sources.rocm_smi_library = FAKE_ROCM_SMI_LIBRARY;
+  sources.devices = {0, 3};  // one NVIDIA, one AMD (numbered after the 2 NVIDIA GPUs)
+  sources.host = false;
+  MonitorSession session(make_sources(sources));
+  MonitorOptions options;
+  options.interval_ms = 10;
+  session.start(options);
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  const MonitorSummary s = session.stop();
+  const std::vector<Sample> samples = session.samples();
+  ASSERT_EQ(s.devices.size(), 2u);
+  EXPECT_EQ(s.devices[0].index, 0);
+  const DeviceSummary& amd = s.devices[1];
+  EXPECT_EQ(amd.index, 3);
+  EXPECT_EQ(amd.kind, DeviceKind::kRocm);
+  EXPECT_EQ(amd.energy_method, EnergyMethod::kCounter);
+  // 300 W steady; the counter ticks in 15.3 uJ steps.
+  EXPECT_NEAR(*amd.energy_j, 300.0 * s.duration_s, 300.0 * ends_window(samples) + 1e-4);
+  EXPECT_DOUBLE_EQ(*amd.avg_utilization_percent, 40.0);
+  EXPECT_DOUBLE_EQ(*amd.avg_memory_used_mb, 8192.0);
+  EXPECT_DOUBLE_EQ(*amd.max_temperature_c, 45.0);
+  EXPECT_EQ(s.aggregate.avg_utilization_per_gpu, (std::vector<double>{30.0, 40.0}));
+}
+
 TEST(MonitorSession, WithoutTheEnergySymbolPowerIsIntegrated) {
   MonitorOptions options;
   options.interval_ms = 10;

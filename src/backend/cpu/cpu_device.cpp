@@ -91,6 +91,11 @@ void CpuDevice::copy_from_device(Buffer& dst, std::size_t dst_offset, const Buff
   if (bytes != 0) std::memmove(dst.as<char>() + dst_offset, src.as<const char>() + src_offset, bytes);
 }
 
+ThreadPool* CpuDevice::thread_pool() {
+  std::call_once(pool_once_, [this] { pool_ = std::make_unique<ThreadPool>(threads_); });
+  return pool_.get();
+}
+
 void CpuDevice::enqueue(std::function<void()> work) { queue_.enqueue(std::move(work)); }
 
 Event CpuDevice::record_event() {

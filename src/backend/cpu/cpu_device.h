@@ -3,10 +3,13 @@
 #pragma once
 #include <atomic>
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <string>
 
 #include "backend/cpu/work_queue.h"
 #include "backend/device.h"
+#include "core/thread_pool.h"
 
 namespace plexus {
 
@@ -22,6 +25,7 @@ class CpuDevice : public Device {
   std::uint64_t memory_total() const override { return budget_; }
   std::uint64_t memory_free() const override;
   int threads() const override { return threads_; }
+  ThreadPool* thread_pool() override;
 
   Buffer allocate(std::size_t bytes) override;
   void copy_from_host(Buffer& dst, std::size_t dst_offset, const void* src, std::size_t bytes) override;
@@ -46,7 +50,9 @@ class CpuDevice : public Device {
   std::uint64_t budget_;
   int threads_;
   std::atomic<std::uint64_t> used_{0};
-  WorkQueue queue_;
+  std::once_flag pool_once_;
+  std::unique_ptr<ThreadPool> pool_;
+  WorkQueue queue_;  // last: its thread stops first, before the pool and the budget go away
 };
 
 }  // namespace plexus
