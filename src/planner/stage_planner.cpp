@@ -1,5 +1,6 @@
-// The "stages" strategy: binary search on the largest per-accelerator load, with a greedy
-// contiguous fill as the feasibility test (optimal for ordered, unsplittable units).
+// The "stages" strategy: binary search on the largest per-accelerator load (bytes read per
+// generated token), with a greedy contiguous fill under load and memory limits as the
+// feasibility test — exact for ordered, unsplittable units.
 #include "planner/stage_planner.h"
 
 #include <algorithm>
@@ -16,9 +17,10 @@ constexpr std::int64_t kUnbounded = std::numeric_limits<std::int64_t>::max() / 4
 
 struct Unit {
   int node = -1;
-  std::int64_t cost = 0;       // weights + KV (+ logits for lm_head)
+  std::int64_t mem = 0;        // bytes it occupies: weights + KV cache (+ logits for lm_head)
+  std::int64_t load = 0;       // bytes it reads per generated token (the embedding: one row, ~0)
   bool is_embedding = false;
-  bool is_tied_head = false;   // shares storage with the embedding: costs it again elsewhere
+  bool is_tied_head = false;   // shares storage with the embedding: a copy elsewhere costs memory
 };
 
 // The placement units in forward order: decoder layers and the modules outside them.
@@ -39,24 +41,26 @@ struct Fill {
   std::int64_t max_load = 0;
 };
 
-// Greedy contiguous fill of `units` over accelerators with per-device capacity min(T, cap[i]).
-// `embed_device` is the accelerator holding the embedding (-1: elsewhere), for tied heads.
+// Greedy contiguous fill of `units` over accelerators: each takes units while its load stays
+// within `limit` and its memory within cap[i]. A tied head away from the embedding's device
+// needs its own copy of the shared matrix (`tied_bytes`).
 Fill greedy(const std::vector<Unit>& units, const std::vector<std::int64_t>& cap, std::int64_t limit,
-            std::int64_t tied_bytes, int embed_device_fixed) {
+            std::int64_t tied_bytes) {
   Fill f;
   std::size_t dev = 0;
-  std::int64_t load = 0;
-  int embed_device = embed_device_fixed;
+  std::int64_t load = 0, mem = 0;
+  int embed_device = -1;
   for (const Unit& u : units) {
     while (dev < cap.size()) {
-      std::int64_t cost = u.cost;
-      if (u.is_tied_head && embed_device != static_cast<int>(dev)) cost += tied_bytes;
-      if (load + cost <= std::min(limit, cap[dev])) {
-        load += cost;
+      std::int64_t m = u.mem;
+      if (u.is_tied_head && embed_device != static_cast<int>(dev)) m += tied_bytes;
+      if (load + u.load <= limit && mem + m <= cap[dev]) {
+        load += u.load;
+        mem += m;
         break;
       }
       ++dev;
-      load = 0;
+      load = mem = 0;
     }
     if (dev >= cap.size()) break;
     if (u.is_embedding) embed_device = static_cast<int>(dev);
@@ -68,29 +72,27 @@ Fill greedy(const std::vector<Unit>& units, const std::vector<std::int64_t>& cap
   return f;
 }
 
-// Smallest per-device limit under which the greedy fill still places `units` entirely.
-Fill balance(const std::vector<Unit>& units, const std::vector<std::int64_t>& cap, std::int64_t tied_bytes,
-             int embed_device) {
-  Fill best = greedy(units, cap, kUnbounded, tied_bytes, embed_device);
+// The smallest load limit under which the greedy fill still places every unit.
+Fill balance(const std::vector<Unit>& units, const std::vector<std::int64_t>& cap, std::int64_t tied_bytes) {
+  Fill best = greedy(units, cap, kUnbounded, tied_bytes);
   if (!best.ok || units.empty()) return best;
   std::int64_t lo = 0, hi = best.max_load;
-  for (const Unit& u : units) lo = std::max(lo, u.cost);
+  for (const Unit& u : units) lo = std::max(lo, u.load);
   while (lo < hi) {
     const std::int64_t mid = lo + (hi - lo) / 2;
-    Fill f = greedy(units, cap, mid, tied_bytes, embed_device);
+    Fill f = greedy(units, cap, mid, tied_bytes);
     if (f.ok) {
       hi = f.max_load;
-      best = std::move(f);
     } else {
       lo = mid + 1;
     }
   }
-  return greedy(units, cap, hi, tied_bytes, embed_device);
+  return greedy(units, cap, hi, tied_bytes);
 }
 
 struct Solution {
   std::vector<DeviceId> where;        // per unit
-  std::int64_t on_accelerators = 0;   // bytes of units placed on accelerators
+  std::int64_t on_accelerators = 0;   // per-token load kept on the accelerators
   std::int64_t max_load = 0;          // largest accelerator load
   std::vector<std::string> notes;
 };
@@ -101,41 +103,41 @@ struct Solution {
 Solution solve(const std::vector<Unit>& units, const std::vector<DeviceId>& accels, const std::vector<std::int64_t>& cap,
                std::int64_t cpu_left, std::int64_t tied_bytes) {
   Solution out;
-  Fill fill = balance(units, cap, tied_bytes, -1);
+  Fill fill = balance(units, cap, tied_bytes);
   std::vector<DeviceId> where(units.size(), DeviceId::disk());
   std::size_t first = 0;  // first unit of the accelerator sequence
   if (!fill.ok) {
     // The embedding is a row lookup per token: the cheapest module to serve from the host.
     if (!units.empty() && units.front().is_embedding) {
-      if (units.front().cost <= cpu_left) {
+      if (units.front().mem <= cpu_left) {
         where[0] = DeviceId::cpu();
-        cpu_left -= units.front().cost;
+        cpu_left -= units.front().mem;
       }
-      out.notes.push_back("model.embed_tokens (" + format_bytes(static_cast<std::uint64_t>(units.front().cost)) +
+      out.notes.push_back("model.embed_tokens (" + format_bytes(static_cast<std::uint64_t>(units.front().mem)) +
                           ") is served from " + where[0].to_string() +
                           ": a per-token row lookup, so the accelerators keep the compute-heavy layers");
       first = 1;
     }
     std::vector<Unit> rest(units.begin() + static_cast<std::ptrdiff_t>(first), units.end());
-    fill = balance(rest, cap, tied_bytes, -1);
+    fill = balance(rest, cap, tied_bytes);
     if (!fill.ok) {
-      const Fill most = greedy(rest, cap, kUnbounded, tied_bytes, -1);
+      const Fill most = greedy(rest, cap, kUnbounded, tied_bytes);
       std::vector<Unit> prefix(rest.begin(), rest.begin() + static_cast<std::ptrdiff_t>(most.placed));
-      fill = balance(prefix, cap, tied_bytes, -1);
+      fill = balance(prefix, cap, tied_bytes);
     }
   }
   for (std::size_t i = 0; i < fill.placed; ++i) {
     where[first + i] = accels[static_cast<std::size_t>(fill.device_of[i])];
-    out.on_accelerators += units[first + i].cost;
+    out.on_accelerators += units[first + i].load;
   }
   out.max_load = fill.max_load;
   const bool embed_on_cpu = first == 1 && where[0] == DeviceId::cpu();
   for (std::size_t i = first + fill.placed; i < units.size(); ++i) {
-    std::int64_t cost = units[i].cost;
-    if (units[i].is_tied_head && !embed_on_cpu) cost += tied_bytes;
-    if (cost <= cpu_left) {
+    std::int64_t m = units[i].mem;
+    if (units[i].is_tied_head && !embed_on_cpu) m += tied_bytes;
+    if (m <= cpu_left) {
       where[i] = DeviceId::cpu();
-      cpu_left -= cost;
+      cpu_left -= m;
     } else {
       cpu_left = 0;  // keep order: once something spills to disk, the rest follows
     }
@@ -169,10 +171,15 @@ StagePlan plan_stages(const SizedTree& t, const ModelConfig& c, const Budgets& b
     const SizedNode& sn = t.node(n);
     Unit u;
     u.node = n;
-    u.cost = sn.bytes + (sn.no_split ? kv_layer : 0);
+    u.mem = sn.bytes + (sn.no_split ? kv_layer : 0);
+    u.load = u.mem;
     u.is_embedding = sn.name == "model.embed_tokens";
-    u.is_tied_head = sn.name == "lm_head" && tied_bytes > 0;
-    if (sn.name == "lm_head") u.cost += logits;
+    if (u.is_embedding) u.load = 0;
+    if (sn.name == "lm_head") {
+      u.is_tied_head = tied_bytes > 0;
+      u.mem += logits;
+      u.load = sn.bytes + (u.is_tied_head ? tied_bytes : 0) + logits;
+    }
     units.push_back(u);
   }
 
@@ -194,24 +201,26 @@ StagePlan plan_stages(const SizedTree& t, const ModelConfig& c, const Budgets& b
 
   Solution best = solve(units, accels, cap, cpu_total, tied_bytes);
   // A tied head can also ride with the embedding (no second copy of the shared matrix; the last
-  // stage hands its hidden state back to the first device): keep whichever loads less.
+  // stage hands its hidden state back to the first device): keep whichever is better.
   if (tied_bytes > 0 && units.size() >= 2 && units.front().is_embedding && units.back().is_tied_head) {
     std::vector<Unit> folded(units.begin(), units.end() - 1);
-    folded.front().cost += units.back().cost;
+    folded.front().mem += units.back().mem;
+    folded.front().load += units.back().load;
+    folded.front().is_embedding = false;  // it now computes the logits: no longer a cheap lookup
     Solution alt = solve(folded, accels, cap, cpu_total, 0);
     alt.where.push_back(alt.where.front());
     if (alt.on_accelerators > best.on_accelerators ||
         (alt.on_accelerators == best.on_accelerators && alt.max_load <= best.max_load)) {
       best = std::move(alt);
-      if (best.where.front().is_accelerator() && best.where.size() > 2 && !(best.where[best.where.size() - 2] == best.where.front())) {
+      const DeviceId e = best.where.front();
+      if (e.is_accelerator() && best.where.size() > 2 && !(best.where[best.where.size() - 2] == e)) {
         best.notes.push_back("lm_head shares its weights with model.embed_tokens and stays on device " +
-                             best.where.front().to_string() + ": the last stage hands its hidden state back");
+                             e.to_string() + ": the last stage hands its hidden state back");
       }
     }
   }
   out.notes.insert(out.notes.end(), best.notes.begin(), best.notes.end());
-  const std::vector<DeviceId>& where = best.where;
-  for (std::size_t i = 0; i < units.size(); ++i) out.map.set(t.node(units[i].node).name, where[i]);
+  for (std::size_t i = 0; i < units.size(); ++i) out.map.set(t.node(units[i].node).name, best.where[i]);
   return out;
 }
 
