@@ -22,11 +22,14 @@ double read_bandwidth(ThreadPool& pool, std::int64_t bytes, int repeats) {
   std::vector<float> buf(static_cast<std::size_t>(n));
   pool.parallel_for(n, 1024, [&](std::int64_t b, std::int64_t e) { std::fill(buf.begin() + b, buf.begin() + e, 1.0f); });
   const IsaKernels& k = isa_kernels(best_isa());
+  const bool avx2 = isa_supported(Isa::kAvx2);
   std::vector<double> rates;
   std::atomic<float> sink{0};
   for (int r = 0; r < repeats; ++r) {
     Timer t;
-    pool.parallel_for(n, 4096, [&](std::int64_t b, std::int64_t e) { sink = sink + k.sum_squares(buf.data() + b, e - b); });
+    pool.parallel_for(n, 4096, [&](std::int64_t b, std::int64_t e) { 
+      sink = sink + (avx2 ? read_sum_avx2(buf.data() + b, e - b) : k.sum_squares(buf.data() + b, e - b));
+    });
     rates.push_back(static_cast<double>(bytes) / t.seconds());
   }
   return median(rates);

@@ -14,8 +14,10 @@ double read_bandwidth(ThreadPool& pool, std::int64_t bytes, int repeats);
 // 0 when the CPU has no AVX2/FMA.
 double fma_peak(ThreadPool& pool, int repeats);
 
-// Per-thread FMA loop (in fma_peak_avx2.cpp): returns a value so the work is not optimised away.
+// Per-thread FMA loop (in probes_avx2.cpp): returns a value so the work is not optimised away.
 float fma_loop_avx2(std::int64_t iterations);
+// Sum of p[0..n) with 8 independent accumulators (in probes_avx2.cpp).
+float read_sum_avx2(const float* p, std::int64_t n);
 constexpr double kFlopPerIterationAvx2 = 12 * 8 * 2;  // 12 accumulators × 8 lanes × (mul + add)
 
 }  // namespace plexus::bench

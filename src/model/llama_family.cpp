@@ -78,7 +78,7 @@ Workspace::Workspace(const ModelConfig& c, std::int64_t max_tokens, std::int64_t
       up(static_cast<std::size_t>(max_tokens * c.intermediate_size)),
       rope_cos(static_cast<std::size_t>(max_tokens * c.head_dim / 2)),
       rope_sin(static_cast<std::size_t>(max_tokens * c.head_dim / 2)),
-      scores(static_cast<std::size_t>(n_threads * max_context)),
+      scores(static_cast<std::size_t>(n_threads * (c.num_heads / c.num_kv_heads) * max_context)),
       max_tokens_(max_tokens),
       max_context_(max_context) {}
 
@@ -195,28 +195,32 @@ void LlamaFamilyModel::layer(const Compute& c, int l, float* x, const TokenBatch
 
 void LlamaFamilyModel::attention(const Compute& c, int l, const TokenBatch& batch, Workspace& ws) const {
   const std::int64_t n = static_cast<std::int64_t>(batch.ids.size());
-  const std::int64_t nh = config_.num_heads, hd = config_.head_dim, Q = config_.q_dim();
-  const std::int64_t group = nh / config_.num_kv_heads;
+  const std::int64_t hd = config_.head_dim, Q = config_.q_dim();
+  const std::int64_t group = config_.num_heads / config_.num_kv_heads;
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)));
   const std::int64_t window = config_.sliding_window;
-  // One chunk per (token, head): causal rows of different lengths balance by claiming.
+  const std::int64_t nkv = config_.num_kv_heads;
+  // One chunk per (token, kv head): the `group` query heads that share a kv head read its keys
+  // and values together. Causal rows of different lengths balance by chunk claiming.
   auto task = [&](std::int64_t item, int thread) {
-    float* scores = ws.scores.data() + thread * ws.max_context();
-    const std::int64_t t = item / nh, h = item % nh, g = h / group;
+    const std::int64_t t = item / nkv, g = item % nkv;
     KvCache& cache = *batch.cache[static_cast<std::size_t>(t)];
     const std::int64_t p = batch.pos[static_cast<std::size_t>(t)];
     const std::int64_t first = window > 0 ? std::max<std::int64_t>(0, p - window + 1) : 0;
     const std::int64_t n_keys = p + 1 - first;
-    const float* q = ws.q.data() + t * Q + h * hd;
-    const float* keys = cache.keys(l, g) + first * hd;
-    const float* values = cache.values(l, g) + first * hd;
-    for (std::int64_t j = 0; j < n_keys; ++j) scores[j] = c.k.dot(q, keys + j * hd, hd) * scale;
-    softmax(c.k, scores, n_keys);
-    float* out = ws.att.data() + t * Q + h * hd;
-    std::fill_n(out, hd, 0.0f);
-    for (std::int64_t j = 0; j < n_keys; ++j) c.k.axpy(scores[j], values + j * hd, out, hd);
+    float* scores = ws.scores.data() + thread * group * ws.max_context();  // (group, n_keys)
+    const float* q = ws.q.data() + t * Q + g * group * hd;                  // (group, hd)
+    const float* keys = cache.keys(l, g) + first * hd;                      // (n_keys, hd)
+    const float* values = cache.values(l, g) + first * hd;                  // (n_keys, hd)
+    c.k.dot_tile(DType::kF32, keys, hd, q, hd, scores, n_keys, group, n_keys, hd);
+    for (std::int64_t i = 0; i < group; ++i) {
+      float* s = scores + i * n_keys;
+      c.k.scale(scale, s, n_keys);
+      softmax(c.k, s, n_keys);
+      c.k.weighted_rows(s, n_keys, values, hd, ws.att.data() + t * Q + (g * group + i) * hd, hd);
+    }
   };
-  c.pool.run_chunks(n * nh, ChunkFn(task));
+  c.pool.run_chunks(n * nkv, ChunkFn(task));
 }
 
 void LlamaFamilyModel::head(const Compute& c, float* x, std::int64_t n, float* logits) const {

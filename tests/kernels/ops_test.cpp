@@ -95,3 +95,49 @@ TEST(Ops, RopeMatchesOracle) {
 
 }  // namespace
 }  // namespace plexus
+
+namespace plexus {
+namespace {
+
+// The attention composition the model uses (scores by dot_tile, softmax, weighted_rows)
+// against the oracle, for several key counts and head sizes.
+TEST(Ops, AttentionCompositionMatchesOracle) {
+  std::mt19937 rng(9);
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  for (Isa isa : isas()) {
+    const IsaKernels& k = isa_kernels(isa);
+    for (std::int64_t hd : {8, 17, 64, 128}) {
+      for (std::int64_t n_keys : {1, 3, 17, 200}) {
+        std::vector<float> q(static_cast<std::size_t>(hd)), keys(static_cast<std::size_t>(n_keys * hd)), values(keys.size());
+        for (auto& x : q) x = d(rng);
+        for (auto& x : keys) x = d(rng);
+        for (auto& x : values) x = d(rng);
+        std::vector<float> want(static_cast<std::size_t>(hd)), got(want.size()), scores(static_cast<std::size_t>(n_keys));
+        ref::attention(q.data(), keys.data(), values.data(), n_keys, hd, hd, want.data());
+        k.dot_tile(DType::kF32, keys.data(), hd, q.data(), hd, scores.data(), n_keys, 1, n_keys, hd);
+        k.scale(static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd))), scores.data(), n_keys);
+        softmax(k, scores.data(), n_keys);
+        k.weighted_rows(scores.data(), n_keys, values.data(), hd, got.data(), hd);
+        for (std::int64_t i = 0; i < hd; ++i) ASSERT_NEAR(got[i], want[i], 2e-5) << k.name << " hd=" << hd << " keys=" << n_keys;
+      }
+    }
+  }
+}
+
+TEST(Ops, WeightedRowsBitwiseAcrossIsas) {
+  if (!isa_supported(Isa::kAvx2)) GTEST_SKIP() << "no AVX2 here";
+  std::mt19937 rng(10);
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  const std::int64_t n = 37, ld = 150;
+  for (std::int64_t dcols : {1, 8, 64, 77, 150}) {
+    std::vector<float> w(n), rows(n * ld), a(static_cast<std::size_t>(dcols)), b(a.size());
+    for (auto& x : w) x = d(rng);
+    for (auto& x : rows) x = d(rng);
+    generic_kernels().weighted_rows(w.data(), n, rows.data(), ld, a.data(), dcols);
+    avx2_kernels().weighted_rows(w.data(), n, rows.data(), ld, b.data(), dcols);
+    EXPECT_EQ(a, b) << dcols;
+  }
+}
+
+}  // namespace
+}  // namespace plexus

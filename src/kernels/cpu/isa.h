@@ -21,6 +21,9 @@ struct IsaKernels {
   float (*dot)(const float* a, const float* b, std::int64_t n);
   // y[i] += a * x[i]
   void (*axpy)(float a, const float* x, float* y, std::int64_t n);
+  // out (d) = sum over j < n of w[j] * rows[j * ld + 0..d), accumulated in j order per element.
+  void (*weighted_rows)(const float* w, std::int64_t n, const float* rows, std::int64_t ld, float* out,
+                        std::int64_t d);
   // y[i] *= a
   void (*scale)(float a, float* y, std::int64_t n);
   // x[i] = exp(x[i] - shift); returns the sum of the results.

@@ -132,6 +132,30 @@ void axpy(float a, const float* x, float* y, std::int64_t n) {
   for (; i < n; ++i) y[i] = __builtin_fmaf(a, x[i], y[i]);
 }
 
+// Up to 64 output columns live in 8 registers while the rows stream past.
+template <int V>
+void weighted_rows_block(const float* w, std::int64_t n, const float* rows, std::int64_t ld, float* out) {
+  __m256 acc[V];
+  for (int v = 0; v < V; ++v) acc[v] = _mm256_setzero_ps();
+  for (std::int64_t j = 0; j < n; ++j) {
+    const __m256 wj = _mm256_broadcast_ss(w + j);
+    const float* r = rows + j * ld;
+    for (int v = 0; v < V; ++v) acc[v] = _mm256_fmadd_ps(wj, _mm256_loadu_ps(r + 8 * v), acc[v]);
+  }
+  for (int v = 0; v < V; ++v) _mm256_storeu_ps(out + 8 * v, acc[v]);
+}
+
+void weighted_rows(const float* w, std::int64_t n, const float* rows, std::int64_t ld, float* out, std::int64_t d) {
+  std::int64_t c = 0;
+  for (; c + 64 <= d; c += 64) weighted_rows_block<8>(w, n, rows + c, ld, out + c);
+  for (; c + 8 <= d; c += 8) weighted_rows_block<1>(w, n, rows + c, ld, out + c);
+  for (; c < d; ++c) {
+    float s = 0.0f;
+    for (std::int64_t j = 0; j < n; ++j) s = __builtin_fmaf(w[j], rows[j * ld + c], s);
+    out[c] = s;
+  }
+}
+
 void scale(float a, float* y, std::int64_t n) {
   const __m256 av = _mm256_set1_ps(a);
   std::int64_t i = 0;
@@ -193,7 +217,7 @@ float sum_squares(const float* x, std::int64_t n) { return dot(x, x, n); }
 }  // namespace
 
 const IsaKernels& avx2_kernels() {
-  static const IsaKernels k{"avx2", dot_tile, to_f32, dot, axpy, scale, exp_shift_sum, silu_mul, sum_squares};
+  static const IsaKernels k{"avx2", dot_tile, to_f32, dot, axpy, weighted_rows, scale, exp_shift_sum, silu_mul, sum_squares};
   return k;
 }
 

@@ -59,6 +59,13 @@ void axpy(float a, const float* x, float* y, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) y[i] = std::fma(a, x[i], y[i]);
 }
 
+void weighted_rows(const float* w, std::int64_t n, const float* rows, std::int64_t ld, float* out, std::int64_t d) {
+  for (std::int64_t c = 0; c < d; ++c) out[c] = 0.0f;
+  for (std::int64_t j = 0; j < n; ++j) {
+    for (std::int64_t c = 0; c < d; ++c) out[c] = std::fma(w[j], rows[j * ld + c], out[c]);
+  }
+}
+
 void scale(float a, float* y, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) y[i] *= a;
 }
@@ -102,7 +109,7 @@ float sum_squares(const float* x, std::int64_t n) { return dot(x, x, n); }
 }  // namespace
 
 const IsaKernels& generic_kernels() {
-  static const IsaKernels k{"generic", dot_tile, to_f32, dot, axpy, scale, exp_shift_sum, silu_mul, sum_squares};
+  static const IsaKernels k{"generic", dot_tile, to_f32, dot, axpy, weighted_rows, scale, exp_shift_sum, silu_mul, sum_squares};
   return k;
 }
 
