@@ -39,26 +39,29 @@ inline float load1(const void* base, std::int64_t i) {
   else return f16_to_f32(static_cast<const std::uint16_t*>(base)[i]);
 }
 
-// NT tokens × NR rows, register-blocked.
+// NT tokens × NR rows, register-blocked. The loops over t and r must unroll completely so the
+// accumulators live in registers (otherwise every FMA round-trips through the stack).
+#define PLEXUS_UNROLL _Pragma("GCC unroll 16")
 template <DType T, int NT, int NR>
 void tile(const void* w, std::int64_t ldw, const float* x, std::int64_t ldx, float* y, std::int64_t ldy,
           std::int64_t k) {
   constexpr std::int64_t es = T == DType::kF32 ? 4 : 2;
   const std::uint8_t* wb = static_cast<const std::uint8_t*>(w);
   __m256 acc[NT][NR];
-  for (int t = 0; t < NT; ++t)
-    for (int r = 0; r < NR; ++r) acc[t][r] = _mm256_setzero_ps();
+  PLEXUS_UNROLL for (int t = 0; t < NT; ++t) {
+    PLEXUS_UNROLL for (int r = 0; r < NR; ++r) acc[t][r] = _mm256_setzero_ps();
+  }
   std::int64_t i = 0;
   for (; i + 8 <= k; i += 8) {
     __m256 wv[NR];
-    for (int r = 0; r < NR; ++r) wv[r] = load8<T>(wb + r * ldw * es, i);
-    for (int t = 0; t < NT; ++t) {
+    PLEXUS_UNROLL for (int r = 0; r < NR; ++r) wv[r] = load8<T>(wb + r * ldw * es, i);
+    PLEXUS_UNROLL for (int t = 0; t < NT; ++t) {
       const __m256 xv = _mm256_loadu_ps(x + t * ldx + i);
-      for (int r = 0; r < NR; ++r) acc[t][r] = _mm256_fmadd_ps(wv[r], xv, acc[t][r]);
+      PLEXUS_UNROLL for (int r = 0; r < NR; ++r) acc[t][r] = _mm256_fmadd_ps(wv[r], xv, acc[t][r]);
     }
   }
-  for (int t = 0; t < NT; ++t) {
-    for (int r = 0; r < NR; ++r) {
+  PLEXUS_UNROLL for (int t = 0; t < NT; ++t) {
+    PLEXUS_UNROLL for (int r = 0; r < NR; ++r) {
       float s = reduce8(acc[t][r]);
       for (std::int64_t j = i; j < k; ++j) s = __builtin_fmaf(load1<T>(wb + r * ldw * es, j), x[t * ldx + j], s);
       y[t * ldy + r] = s;
@@ -136,13 +139,13 @@ void axpy(float a, const float* x, float* y, std::int64_t n) {
 template <int V>
 void weighted_rows_block(const float* w, std::int64_t n, const float* rows, std::int64_t ld, float* out) {
   __m256 acc[V];
-  for (int v = 0; v < V; ++v) acc[v] = _mm256_setzero_ps();
+  PLEXUS_UNROLL for (int v = 0; v < V; ++v) acc[v] = _mm256_setzero_ps();
   for (std::int64_t j = 0; j < n; ++j) {
     const __m256 wj = _mm256_broadcast_ss(w + j);
     const float* r = rows + j * ld;
-    for (int v = 0; v < V; ++v) acc[v] = _mm256_fmadd_ps(wj, _mm256_loadu_ps(r + 8 * v), acc[v]);
+    PLEXUS_UNROLL for (int v = 0; v < V; ++v) acc[v] = _mm256_fmadd_ps(wj, _mm256_loadu_ps(r + 8 * v), acc[v]);
   }
-  for (int v = 0; v < V; ++v) _mm256_storeu_ps(out + 8 * v, acc[v]);
+  PLEXUS_UNROLL for (int v = 0; v < V; ++v) _mm256_storeu_ps(out + 8 * v, acc[v]);
 }
 
 void weighted_rows(const float* w, std::int64_t n, const float* rows, std::int64_t ld, float* out, std::int64_t d) {
