@@ -44,6 +44,7 @@ Json plan_to_json(const Plan& p) {
     x["weights_bytes"] = d.weights_bytes;
     x["kv_cache_bytes"] = d.kv_cache_bytes;
     x["activation_bytes"] = d.activation_bytes;
+    x["read_bytes_per_token"] = d.read_bytes_per_token;
     x["layers"] = d.layers;
     x["embedding"] = d.holds_embedding;
     x["lm_head"] = d.holds_lm_head;
@@ -63,7 +64,7 @@ std::string plan_to_table(const Plan& p) {
   }
   out += "\n\n";
   out += pad("device", 8) + pad("layers", 14) + pad("other", 18) + rpad("weights", 12) + rpad("kv cache", 12) +
-         rpad("activations", 13) + rpad("budget", 12) + rpad("used", 8) + "\n";
+         rpad("activations", 13) + rpad("budget", 12) + rpad("used", 8) + rpad("read/token", 12) + "\n";
   for (const DeviceReport& d : p.devices) {
     std::string other;
     if (d.holds_embedding) other += "embed";
@@ -78,7 +79,8 @@ std::string plan_to_table(const Plan& p) {
     out += pad(d.device.to_string(), 8) + pad(d.layers.empty() ? "-" : format_ranges(d.layers), 14) +
            pad(other.empty() ? "-" : other, 18) + rpad(bytes(d.weights_bytes), 12) + rpad(bytes(d.kv_cache_bytes), 12) +
            rpad(bytes(d.activation_bytes), 13) +
-           rpad(d.budget_bytes ? format_bytes(*d.budget_bytes) : std::string("-"), 12) + rpad(pct, 8) + "\n";
+           rpad(d.budget_bytes ? format_bytes(*d.budget_bytes) : std::string("-"), 12) + rpad(pct, 8) +
+           rpad(bytes(d.read_bytes_per_token), 12) + "\n";
   }
   for (const std::string& n : p.notes) out += "note: " + n + "\n";
   return out;

@@ -186,6 +186,13 @@ void fill_report(const ModuleTree& tree, const SizedTree& sized, const PlanReque
     if (p.module == "model.embed_tokens") rep.holds_embedding = true;
     if (p.module == "lm_head") rep.holds_lm_head = true;
   }
+  const std::int64_t embed_bytes = sized.size_of("model.embed_tokens");
+  const ParamInfo* head = tree.find("lm_head.weight");
+  const bool tied = head != nullptr && head->tied_to.has_value();
+  for (DeviceReport& rep : reports) {
+    rep.read_bytes_per_token = rep.weights_bytes + rep.kv_cache_bytes;
+    if (rep.holds_embedding && !(tied && rep.holds_lm_head)) rep.read_bytes_per_token -= embed_bytes;
+  }
   if (r.strategy == Strategy::kStages && r.runtime.context > 0) {
     const std::int64_t act = activation_bytes(c, r.runtime.batch, r.runtime.prefill_chunk, r.runtime.context);
     for (DeviceReport& rep : reports) {

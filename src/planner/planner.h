@@ -47,6 +47,10 @@ struct DeviceReport {
   std::int64_t weights_bytes = 0;             // tied storage counted once per device holding it
   std::int64_t kv_cache_bytes = 0;            // for the decoder layers placed here
   std::int64_t activation_bytes = 0;          // workspace reserved here (stages strategy)
+  // Bytes read per generated token: weights and KV cache, the embedding counting as a row
+  // lookup (0) unless a tied lm_head here reads the whole matrix. The stages strategy
+  // minimises the largest of these over the accelerators.
+  std::int64_t read_bytes_per_token = 0;
   std::vector<int> layers;                    // decoder layer indices placed here
   bool holds_embedding = false, holds_lm_head = false;
 };

@@ -51,6 +51,9 @@ TEST(Stages, UsesEveryDeviceAndBalancesTheLoad) {
   const Plan acc = plan_model(t, request(Strategy::kAuto, WeightDType::kBF16, "0=10GiB,1=10GiB,2=10GiB,3=10GiB"));
   const std::int64_t embed = 128256LL * 4096 * 2;
   EXPECT_LT(max_accelerator_load(p, embed), max_accelerator_load(acc, embed));
+  std::int64_t reported = 0;
+  for (const auto& d : p.devices) reported = std::max(reported, d.read_bytes_per_token);
+  EXPECT_EQ(reported, max_accelerator_load(p, embed));
   // 15 GB read per token over 4 devices: within one layer of a perfect quarter.
   EXPECT_LT(max_accelerator_load(p, embed), (p.model_bytes - embed) / 4 + 436224000);
 }
