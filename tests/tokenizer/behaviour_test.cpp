@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <thread>
 
 #include "tokenizer/decoder.h"
 #include "tokenizer/tokenizer.h"
@@ -103,6 +104,26 @@ TEST(TokenizerBehaviour, Mistral) {
   EXPECT_EQ(tok->id_to_piece(13), "<0x0A>");
   // Ids the vocabulary does not have are skipped when decoding.
   EXPECT_EQ(tok->decode(std::vector<std::int32_t>{22557, 99999, -5}), "Hello");
+}
+
+TEST(TokenizerBehaviour, ConcurrentEncodesShareTheCacheSafely) {
+  const auto tok = Tokenizer::load(test::golden_dir("mistral"));
+  const auto cases = test::read_jsonl(test::golden_dir("mistral") + "/cases.jsonl");
+  std::vector<std::string> texts;
+  for (const Json& c : cases) texts.push_back(c["text"].get<std::string>());
+  std::vector<std::vector<std::int32_t>> want;
+  for (const std::string& t : texts) want.push_back(tok->encode(t, true));
+  const auto fresh = Tokenizer::load(test::golden_dir("mistral"));  // empty cache, filled concurrently
+  std::vector<int> mismatches(4, 0);
+  std::vector<std::thread> threads;
+  for (int k = 0; k < 4; ++k)
+    threads.emplace_back([&, k] {
+      for (int round = 0; round < 3; ++round)
+        for (std::size_t i = 0; i < texts.size(); ++i)
+          mismatches[k] += fresh->encode(texts[(i * (k + 1)) % texts.size()], true) != want[(i * (k + 1)) % texts.size()];
+    });
+  for (auto& t : threads) t.join();
+  for (int k = 0; k < 4; ++k) EXPECT_EQ(mismatches[k], 0) << "thread " << k;
 }
 
 }  // namespace
