@@ -32,6 +32,13 @@ MappedFile::MappedFile(const std::string& path) : path_(path) {
       throw InputError("cannot map '" + path + "': " + std::strerror(err));
     }
     data_ = static_cast<const std::uint8_t*>(p);
+    // Weights are read front to back, all of them: when the file fits in free memory, ask the
+    // kernel to start reading ahead now rather than fault page by page in the first forward
+    // pass. (A file larger than free memory is left to demand paging: disk offload.)
+    const long pages = ::sysconf(_SC_AVPHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+    if (pages > 0 && page > 0 && size_ < static_cast<std::size_t>(pages) * static_cast<std::size_t>(page) / 2) {
+      ::madvise(p, size_, MADV_WILLNEED);
+    }
   }
   ::close(fd);
 }
