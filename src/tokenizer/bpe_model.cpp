@@ -76,6 +76,7 @@ BpeModel::BpeModel(const Json& model, bool byte_level, const std::string& where)
   }
   id_to_token_.assign(static_cast<std::size_t>(max_id + 1), std::string());
   vocab_.reserve(vocab.size());
+  if (byte_level_) vocab_spelled_.reserve(vocab.size());
   for (auto it = vocab.begin(); it != vocab.end(); ++it) {
     const auto id = it.value().get<std::int32_t>();
     id_to_token_[static_cast<std::size_t>(id)] = it.key();

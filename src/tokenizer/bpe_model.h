@@ -14,10 +14,11 @@
 
 namespace plexus {
 
-// Hashing that lets unordered_map<std::string, V> be queried with a string_view.
+// Hashing that lets unordered_map<std::string, V> be queried with a string_view. Deliberately
+// not noexcept: libstdc++ then stores each node's hash, so bucket walks never rehash strings.
 struct StringHash {
   using is_transparent = void;
-  std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+  std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
 };
 template <class V>
 using StringMap = std::unordered_map<std::string, V, StringHash, std::equal_to<>>;
