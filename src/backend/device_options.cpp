@@ -34,6 +34,13 @@ void add_device_options(Args& args) {
               "default: available host memory / N)");
 }
 
+DeviceOptions device_options_from_env() {
+  Args none("", "");
+  add_device_options(none);
+  none.parse(std::vector<std::string>{});
+  return device_options_from(none);
+}
+
 DeviceOptions device_options_from(const Args& args) {
   DeviceOptions options;
   if (auto flag = args.get_optional("--virtual-devices")) {

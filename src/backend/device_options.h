@@ -23,6 +23,8 @@ void add_device_options(Args& args);
 // Flags first, then the environment variables above (read here, explicitly, once). Throws
 // InputError naming the flag or variable on a bad value.
 DeviceOptions device_options_from(const Args& args);
+// The environment alone, for commands without the device flags.
+DeviceOptions device_options_from_env();
 
 // Virtual devices when asked for (plus the host), otherwise the host alone.
 DeviceRegistry make_registry(const DeviceOptions& options);

@@ -106,19 +106,13 @@ int cmd_monitor(int argc, char** argv) {
     if (!(options.idle_baseline_s >= 0)) throw InputError("--idle-baseline must be 0 or more seconds");
   }
   if (auto csv = args.get_optional("--csv")) options.csv_path = *csv;
-  SourceOptions sources;
+  SourceOptions sources = source_options_from(device_options_from_env());
   if (auto list = args.get_optional("--devices")) {
     for (long long v : parse_int_list(*list, "--devices")) {
       if (v < 0) throw InputError("--devices: device numbers are 0 or more, got " + std::to_string(v));
       sources.devices.push_back(static_cast<int>(v));
     }
   }
-  Args no_flags("monitor", "");
-  add_device_options(no_flags);
-  no_flags.parse(std::vector<std::string>{});
-  const DeviceOptions device_options = device_options_from(no_flags);  // environment only
-  sources.nvml_library = device_options.nvml_library;
-  sources.rocm_smi_library = device_options.rocm_smi_library;
   const bool json = args.get_flag("--json");
 
   g_interrupted = 0;

@@ -20,6 +20,13 @@ std::vector<std::unique_ptr<MetricSource>> make_sources(const SourceOptions& opt
   return sources;
 }
 
+SourceOptions source_options_from(const DeviceOptions& devices) {
+  SourceOptions options;
+  options.nvml_library = devices.nvml_library;
+  options.rocm_smi_library = devices.rocm_smi_library;
+  return options;
+}
+
 MonitorSession::MonitorSession(std::vector<std::unique_ptr<MetricSource>> sources) : sources_(std::move(sources)) {}
 
 MonitorSession::~MonitorSession() {

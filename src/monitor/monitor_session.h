@@ -2,7 +2,7 @@
 // interval, keeps timestamped samples in memory (optionally streaming them to CSV), and stop()
 // returns the summary.
 //
-//   MonitorSession session(make_sources(source_options));
+//   MonitorSession session(make_sources(source_options_from(device_options_from(args))));
 //   session.start({.interval_ms = 100});
 //   ... the run ...
 //   MonitorSummary summary = session.stop();   // to_json(summary) for reports
@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "backend/device_options.h"
 #include "monitor/metric_source.h"
 #include "monitor/sample_csv.h"
 #include "monitor/summary.h"
@@ -37,6 +38,8 @@ struct SourceOptions {
 
 // NVML, then ROCm SMI (numbered after the NVIDIA GPUs), then the host.
 std::vector<std::unique_ptr<MetricSource>> make_sources(const SourceOptions& options);
+// Library paths from a command's DeviceOptions (PLEXUS_NVML_LIBRARY, PLEXUS_ROCM_SMI_LIBRARY).
+SourceOptions source_options_from(const DeviceOptions& devices);
 
 class MonitorSession {
  public:

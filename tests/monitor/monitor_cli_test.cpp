@@ -24,9 +24,9 @@ struct Result {
   std::string out;
 };
 
-// Starts plexus with `args` against the fake NVML, stdout to a file; optionally sends SIGINT
-// after `interrupt_after_s`.
-Result run(const char* library, std::vector<std::string> args, double interrupt_after_s = 0) {
+// Starts plexus with `args` against the fake NVML, stdout to a file. With `interrupt_when`, sends
+// SIGINT 0.2 s after that file appears (the CSV: the session has started, the handler is set).
+Result run(const char* library, std::vector<std::string> args, const std::string& interrupt_when = "") {
   const std::string out_path = ::testing::TempDir() + "/plexus_monitor_cli_" + std::to_string(::getpid()) + ".out";
   ::setenv("PLEXUS_NVML_LIBRARY", library, 1);
   ::setenv("PLEXUS_FAKE_NVML_SCRIPT", (std::string(PLEXUS_SOURCE_DIR) + "/tests/monitor/data/two_gpus_ramp.json").c_str(), 1);
@@ -43,8 +43,11 @@ Result run(const char* library, std::vector<std::string> args, double interrupt_
   Result r;
   if (posix_spawn(&pid, PLEXUS_BINARY, &actions, nullptr, argv.data(), environ) != 0) return r;
   posix_spawn_file_actions_destroy(&actions);
-  if (interrupt_after_s > 0) {
-    std::this_thread::sleep_for(std::chrono::duration<double>(interrupt_after_s));
+  if (!interrupt_when.empty()) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (access(interrupt_when.c_str(), F_OK) != 0 && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
     kill(pid, SIGINT);
   }
   int status = 0;
@@ -83,10 +86,13 @@ TEST(MonitorCli, DurationJsonSummary) {
 }
 
 TEST(MonitorCli, CtrlCEndsCleanlyWithTheSummary) {
-  const Result r = run(FAKE_NVML_MINIMAL_LIBRARY, {"--interval-ms", "20", "--json"}, 0.5);
+  const std::string csv = ::testing::TempDir() + "/plexus_monitor_ctrl_c_" + std::to_string(::getpid()) + ".csv";
+  std::remove(csv.c_str());
+  const Result r = run(FAKE_NVML_MINIMAL_LIBRARY, {"--interval-ms", "20", "--json", "--csv", csv}, csv);
+  std::remove(csv.c_str());
   ASSERT_EQ(r.code, 0) << r.out;
   const Json j = Json::parse(r.out);
-  EXPECT_GT(j["samples"].get<int>(), 2);
+  EXPECT_GE(j["samples"].get<int>(), 2);
   EXPECT_EQ(j["devices"][1]["energy_method"], "power-integration");
 }
 
