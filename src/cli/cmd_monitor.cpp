@@ -134,6 +134,9 @@ int cmd_monitor(int argc, char** argv) {
   const auto started = std::chrono::steady_clock::now();
   const auto refresh = std::chrono::milliseconds(static_cast<long>(std::max(options.interval_ms, 200.0)));
   int lines = 0;
+  if (live) {
+    if (auto sample = session.latest()) lines = draw(*sample, options.interval_ms, lines);
+  }
   while (!g_interrupted) {
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     if (duration && elapsed >= *duration) break;

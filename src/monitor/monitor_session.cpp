@@ -115,6 +115,7 @@ MonitorSummary MonitorSession::stop() {
   csv_.reset();
   MonitorSummary summary = summarize(samples_, idle_);
   summary.sampler_cpu_s = sampler_cpu_s_;
+  summary.interval_ms = options_.interval_ms;  // as configured (summarize() gives the mean spacing)
   if (options_.idle_baseline_s > 0) summary.idle_baseline_s = options_.idle_baseline_s;
   return summary;
 }

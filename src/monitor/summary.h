@@ -53,7 +53,7 @@ using IdleBaseline = std::map<std::string, double>;
 struct MonitorSummary {
   double duration_s = 0;  // first to last sample
   int samples = 0;
-  double interval_ms = 0;
+  double interval_ms = 0;  // the session's configured interval; summarize(): the mean spacing
   std::vector<DeviceSummary> devices;  // GPUs in index order, then the host
   AggregateSummary aggregate;
   std::optional<double> sampler_cpu_s;  // CPU time the sampler thread used
