@@ -34,6 +34,44 @@ class TextStreamer {
   std::size_t printed_ = 0;
 };
 
+// --batch N: every sequence's ids (and text), then the totals.
+int print_batch(const ModelRun& run, const BatchGenerateResult& r, const Tokenizer* tok, bool json, bool verbose) {
+  if (json) {
+    Json seqs = Json::array();
+    for (const GenerateResult& g : r.sequences) {
+      Json s = {{"ids", g.ids}, {"finish_reason", g.finish_reason}, {"prompt_tokens", g.prompt_tokens}};
+      if (tok) s["text"] = tok->decode(g.ids);
+      seqs.push_back(s);
+    }
+    Json j = {{"sequences", seqs},
+              {"prompt_tokens", r.prompt_tokens},
+              {"completion_tokens", r.generated_tokens},
+              {"prefill_tokens_per_s", r.prefill_tokens_per_s},
+              {"decode_tokens_per_s", r.decode_tokens_per_s},
+              {"threads", run.threads},
+              {"isa", run.isa}};
+    if (run.executor) j["execution"] = exec_stats_to_json(run.executor->stats());
+    std::printf("%s\n", j.dump(-1, ' ', false, Json::error_handler_t::replace).c_str());
+    return 0;
+  }
+  for (std::size_t i = 0; i < r.sequences.size(); ++i) {
+    const GenerateResult& g = r.sequences[i];
+    std::string text;
+    if (tok) {
+      text = tok->decode(g.ids);
+    } else {
+      for (std::int32_t id : g.ids) text += std::to_string(id) + " ";
+    }
+    std::printf("[%zu] %s\n", i, text.c_str());
+  }
+  std::fflush(stdout);
+  std::fprintf(stderr, "[%zu sequences, %lld prompt tokens, %lld generated; prefill %.1f tok/s, decode %.1f tok/s; %d threads, %s]\n",
+               r.sequences.size(), static_cast<long long>(r.prompt_tokens), static_cast<long long>(r.generated_tokens),
+               r.prefill_tokens_per_s, r.decode_tokens_per_s, run.threads, run.isa.c_str());
+  if (verbose && run.executor) std::fprintf(stderr, "%s", exec_stats_to_text(run.executor->stats()).c_str());
+  return 0;
+}
+
 }  // namespace
 
 int cmd_generate(int argc, char** argv) {
@@ -52,7 +90,12 @@ int cmd_generate(int argc, char** argv) {
       .option("--seed", "S", "random seed for sampling", "0")
       .flag("--ignore-eos", "keep generating after an end-of-sequence token")
       .flag("--json", "print {ids, text, prefill_tokens_per_s, decode_tokens_per_s, ttft_ms, ...}");
-  add_engine_options(args);
+  add_run_options(args);
+  args.epilog(
+      "With --virtual-devices N, --max-memory LIST, --devices LIST or --device-map FILE the model is planned\n"
+      "as `plexus plan` would (same flags) and run across those devices, offloaded modules streaming in;\n"
+      "--batch N then generates N copies of the prompt together, pipelined in micro-batches. See\n"
+      "docs/execution.md.");
   if (!args.parse(argc, argv)) return 0;
   const std::string dir = args.get("MODEL");
   if (args.has("--prompt") == args.has("--ids")) throw InputError("give exactly one of --prompt TEXT or --ids LIST");
@@ -69,26 +112,32 @@ int cmd_generate(int argc, char** argv) {
   if (seed < 0) throw InputError("--seed must be >= 0");
   o.sampling.seed = static_cast<std::uint64_t>(seed);
 
-  Engine engine(dir, engine_options(args));
+  const std::unique_ptr<ModelRun> run = open_model_run(args, dir);
+  Runner& runner = *run->runner;
+  const bool verbose = args.get_flag("--verbose");
+  if (verbose && !run->plan_text.empty()) std::fprintf(stderr, "%s", run->plan_text.c_str());
+  const long long batch = args.get_int("--batch");
   std::unique_ptr<Tokenizer> tok = load_tokenizer_if_any(dir);
   const std::vector<std::int32_t> prompt =
       args.has("--ids") ? ids_from_ids_option(args.get("--ids")) : ids_from_text(tok.get(), args.get("--prompt"), dir, "--prompt");
   for (std::int32_t id : prompt) {
-    if (id >= engine.vocab_size()) {
+    if (id >= runner.vocab_size()) {
       throw InputError("--ids: token id " + std::to_string(id) + " is outside the vocabulary [0, " +
-                       std::to_string(engine.vocab_size()) + ")");
+                       std::to_string(runner.vocab_size()) + ")");
     }
   }
   if (!args.get_flag("--ignore-eos")) {
-    std::set<std::int64_t> stops(engine.config().eos_token_ids.begin(), engine.config().eos_token_ids.end());
+    std::set<std::int64_t> stops(runner.config().eos_token_ids.begin(), runner.config().eos_token_ids.end());
     if (tok && tok->eos_id()) stops.insert(*tok->eos_id());
     o.stop_ids.assign(stops.begin(), stops.end());
   }
 
   const bool json = args.get_flag("--json");
+  if (batch > 1) return print_batch(*run, generate_batch(runner, std::vector(static_cast<std::size_t>(batch), prompt), o),
+                                    tok.get(), json, verbose);
   std::unique_ptr<TextStreamer> streamer;
   if (!json && tok) streamer = std::make_unique<TextStreamer>(*tok);
-  const GenerateResult r = generate(engine, prompt, o, [&](std::int32_t id) {
+  const GenerateResult r = generate(runner, prompt, o, [&](std::int32_t id) {
     if (json) return;
     if (streamer) {
       streamer->push(id);
@@ -105,16 +154,18 @@ int cmd_generate(int argc, char** argv) {
               {"prefill_tokens_per_s", r.prefill_tokens_per_s},
               {"decode_tokens_per_s", r.decode_tokens_per_s},
               {"ttft_ms", r.ttft_ms},
-              {"threads", engine.threads()},
-              {"isa", std::string(engine.kernels().name)}};
+              {"threads", run->threads},
+              {"isa", run->isa}};
     if (tok) j["text"] = tok->decode(r.ids);
+    if (run->executor) j["execution"] = exec_stats_to_json(run->executor->stats());
     std::printf("%s\n", j.dump(-1, ' ', false, Json::error_handler_t::replace).c_str());
   } else {
     std::printf("\n");
     std::fflush(stdout);
     std::fprintf(stderr, "[%lld prompt tokens, %zu generated (%s); prefill %.1f tok/s, decode %.1f tok/s, ttft %.1f ms; %d threads, %s]\n",
                  static_cast<long long>(r.prompt_tokens), r.ids.size(), r.finish_reason.c_str(), r.prefill_tokens_per_s,
-                 r.decode_tokens_per_s, r.ttft_ms, engine.threads(), std::string(engine.kernels().name).c_str());
+                 r.decode_tokens_per_s, r.ttft_ms, run->threads, run->isa.c_str());
+    if (verbose && run->executor) std::fprintf(stderr, "%s", exec_stats_to_text(run->executor->stats()).c_str());
   }
   return 0;
 }

@@ -18,34 +18,39 @@ int cmd_perplexity(int argc, char** argv) {
       .option("--ids", "LIST", "token ids, e.g. 1,2,3")
       .option("--text", "TEXT", "text (needs the model's tokenizer.json)")
       .option("--file", "PATH", "read the text from a file")
-      .flag("--json", "print {nll, ppl, n_tokens, tokens_per_s}");
-  add_engine_options(args);
+      .flag("--json", "print {nll, ppl, n_tokens, tokens_per_s} (+ execution stats on several devices)");
+  add_run_options(args);
   if (!args.parse(argc, argv)) return 0;
   const std::string dir = args.get("MODEL");
   const int sources = args.has("--ids") + args.has("--text") + args.has("--file");
   if (sources != 1) throw InputError("give exactly one of --ids LIST, --text TEXT or --file PATH");
 
-  Engine engine(dir, engine_options(args));
+  const std::unique_ptr<ModelRun> run = open_model_run(args, dir);
+  Runner& runner = *run->runner;
+  const bool verbose = args.get_flag("--verbose");
+  if (verbose && !run->plan_text.empty()) std::fprintf(stderr, "%s", run->plan_text.c_str());
   std::unique_ptr<Tokenizer> tok = load_tokenizer_if_any(dir);
   std::vector<std::int32_t> ids;
   if (args.has("--ids")) ids = ids_from_ids_option(args.get("--ids"));
   else if (args.has("--text")) ids = ids_from_text(tok.get(), args.get("--text"), dir, "--text");
   else ids = ids_from_text(tok.get(), read_text_file(args.get("--file")), dir, "--file");
   for (std::int32_t id : ids) {
-    if (id >= engine.vocab_size()) {
+    if (id >= runner.vocab_size()) {
       throw InputError("token id " + std::to_string(id) + " is outside the vocabulary [0, " +
-                       std::to_string(engine.vocab_size()) + ")");
+                       std::to_string(runner.vocab_size()) + ")");
     }
   }
-  const PerplexityResult r = perplexity(engine, ids);
+  const PerplexityResult r = perplexity(runner, ids);
   if (args.get_flag("--json")) {
-    const Json j = {{"nll", r.nll}, {"ppl", r.ppl}, {"n_tokens", r.n_tokens}, {"tokens_per_s", r.tokens_per_s}};
+    Json j = {{"nll", r.nll}, {"ppl", r.ppl}, {"n_tokens", r.n_tokens}, {"tokens_per_s", r.tokens_per_s}};
+    if (run->executor) j["execution"] = exec_stats_to_json(run->executor->stats());
     std::printf("%s\n", j.dump().c_str());
   } else {
     double sum = 0;
     for (double x : r.nll) sum += x;
     std::printf("tokens %lld  mean nll %.6f  perplexity %.4f  (%.1f tok/s)\n", static_cast<long long>(r.n_tokens),
                 sum / static_cast<double>(r.nll.size()), r.ppl, r.tokens_per_s);
+    if (verbose && run->executor) std::fprintf(stderr, "%s", exec_stats_to_text(run->executor->stats()).c_str());
   }
   return 0;
 }

@@ -5,8 +5,11 @@
 #include <string>
 #include <vector>
 
+#include "backend/device_registry.h"
 #include "core/args.h"
+#include "exec/executor.h"
 #include "runtime/engine.h"
+#include "runtime/runner.h"
 #include "tokenizer/tokenizer.h"
 
 namespace plexus::cli {
@@ -14,6 +17,25 @@ namespace plexus::cli {
 // Adds --threads and --batch-tokens to `args`.
 void add_engine_options(Args& args);
 EngineOptions engine_options(const Args& args);
+
+// Adds the engine options, the planning options of `plexus plan` (devices, budgets, strategy,
+// device map) and --micro-batches, --verbose: the run commands' option group.
+void add_run_options(Args& args);
+
+// What runs the model. Without device options (--virtual-devices, --max-memory, --devices,
+// --device-map): one Engine, exactly as before. With them: the plan they describe, run by an
+// Executor across the devices (virtual CPU devices today).
+struct ModelRun {
+  std::unique_ptr<Engine> engine;
+  std::unique_ptr<Runner> engine_runner;
+  DeviceRegistry devices;
+  std::unique_ptr<Executor> executor;  // after `devices`: destroyed first
+  Runner* runner = nullptr;
+  std::string plan_text;  // budgets, plan table and stages (multi-device runs)
+  int threads = 0;
+  std::string isa;
+};
+std::unique_ptr<ModelRun> open_model_run(const Args& args, const std::string& model_dir);
 
 // The model directory's tokenizer, or null when it has none.
 std::unique_ptr<Tokenizer> load_tokenizer_if_any(const std::string& model_dir);

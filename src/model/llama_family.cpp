@@ -68,19 +68,38 @@ std::vector<double> rope_inv_freq(const ModelConfig& c) {
   return f;
 }
 
-Workspace::Workspace(const ModelConfig& c, std::int64_t max_tokens, std::int64_t max_context, int n_threads)
-    : xb(static_cast<std::size_t>(max_tokens * c.hidden_size)),
-      q(static_cast<std::size_t>(max_tokens * c.q_dim())),
-      k(static_cast<std::size_t>(max_tokens * c.kv_dim())),
-      v(static_cast<std::size_t>(max_tokens * c.kv_dim())),
-      att(static_cast<std::size_t>(max_tokens * c.q_dim())),
-      gate(static_cast<std::size_t>(max_tokens * c.intermediate_size)),
-      up(static_cast<std::size_t>(max_tokens * c.intermediate_size)),
-      rope_cos(static_cast<std::size_t>(max_tokens * c.head_dim / 2)),
-      rope_sin(static_cast<std::size_t>(max_tokens * c.head_dim / 2)),
-      scores(static_cast<std::size_t>(n_threads * (c.num_heads / c.num_kv_heads) * max_context)),
-      max_tokens_(max_tokens),
-      max_context_(max_context) {}
+namespace {
+// Element counts of the workspace's buffers, in declaration order.
+std::vector<std::int64_t> workspace_sizes(const ModelConfig& c, std::int64_t max_tokens, std::int64_t max_context,
+                                          int n_threads) {
+  return {max_tokens * c.hidden_size, max_tokens * c.q_dim(), max_tokens * c.kv_dim(), max_tokens * c.kv_dim(),
+          max_tokens * c.q_dim(), max_tokens * c.intermediate_size, max_tokens * c.intermediate_size,
+          max_tokens * c.head_dim / 2, max_tokens * c.head_dim / 2,
+          n_threads * (c.num_heads / c.num_kv_heads) * max_context};
+}
+constexpr std::int64_t kFloatsPerLine = 16;  // each buffer starts on a 64-byte line
+std::int64_t round_up_line(std::int64_t n) { return (n + kFloatsPerLine - 1) / kFloatsPerLine * kFloatsPerLine; }
+}  // namespace
+
+std::int64_t Workspace::bytes_for(const ModelConfig& c, std::int64_t max_tokens, std::int64_t max_context, int n_threads) {
+  std::int64_t floats = 0;
+  for (std::int64_t n : workspace_sizes(c, max_tokens, max_context, n_threads)) floats += round_up_line(n);
+  return floats * static_cast<std::int64_t>(sizeof(float));
+}
+
+Workspace::Workspace(const ModelConfig& c, std::int64_t max_tokens, std::int64_t max_context, int n_threads, float* memory)
+    : max_tokens_(max_tokens), max_context_(max_context) {
+  if (memory == nullptr) {
+    owned_.resize(static_cast<std::size_t>(bytes_for(c, max_tokens, max_context, n_threads) / sizeof(float)));
+    memory = owned_.data();
+  }
+  std::span<float>* fields[] = {&xb, &q, &k, &v, &att, &gate, &up, &rope_cos, &rope_sin, &scores};
+  const std::vector<std::int64_t> sizes = workspace_sizes(c, max_tokens, max_context, n_threads);
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    *fields[i] = std::span<float>(memory, static_cast<std::size_t>(sizes[i]));
+    memory += round_up_line(sizes[i]);
+  }
+}
 
 LlamaFamilyModel::LlamaFamilyModel(const ModelConfig& config, const Checkpoint& ck)
     : config_(config), inv_freq_(rope_inv_freq(config)) {
@@ -124,13 +143,18 @@ std::int64_t LlamaFamilyModel::weight_bytes() const {
 }
 
 void LlamaFamilyModel::embed(const Compute& c, std::span<const std::int32_t> ids, float* x) const {
+  embed(c, embed_, ids, x);
+}
+
+void LlamaFamilyModel::embed(const Compute& c, const WeightMatrix& table, std::span<const std::int32_t> ids,
+                             float* x) const {
   const std::int64_t H = config_.hidden_size;
   for (std::size_t t = 0; t < ids.size(); ++t) {
-    if (ids[t] < 0 || ids[t] >= embed_.rows) {
+    if (ids[t] < 0 || ids[t] >= table.rows) {
       throw InputError("token id " + std::to_string(ids[t]) + " is outside the vocabulary [0, " +
-                       std::to_string(embed_.rows) + ")");
+                       std::to_string(table.rows) + ")");
     }
-    c.k.to_f32(embed_.dtype, embed_.row(ids[t]), x + static_cast<std::int64_t>(t) * H, H);
+    c.k.to_f32(table.dtype, table.row(ids[t]), x + static_cast<std::int64_t>(t) * H, H);
   }
 }
 
@@ -146,7 +170,11 @@ void LlamaFamilyModel::prepare_rope(const TokenBatch& batch, Workspace& ws) cons
 }
 
 void LlamaFamilyModel::layer(const Compute& c, int l, float* x, const TokenBatch& batch, Workspace& ws) const {
-  const LayerWeights& w = layers_[static_cast<std::size_t>(l)];
+  layer(c, l, layers_[static_cast<std::size_t>(l)], x, batch, ws);
+}
+
+void LlamaFamilyModel::layer(const Compute& c, int l, const LayerWeights& w, float* x, const TokenBatch& batch,
+                             Workspace& ws) const {
   const std::int64_t n = static_cast<std::int64_t>(batch.ids.size());
   const std::int64_t H = config_.hidden_size, Q = config_.q_dim(), KV = config_.kv_dim(), I = config_.intermediate_size;
   const std::int64_t hd = config_.head_dim, half = hd / 2;
@@ -224,8 +252,12 @@ void LlamaFamilyModel::attention(const Compute& c, int l, const TokenBatch& batc
 }
 
 void LlamaFamilyModel::head(const Compute& c, float* x, std::int64_t n, float* logits) const {
+  head(c, lm_head_, x, n, logits);
+}
+
+void LlamaFamilyModel::head(const Compute& c, const WeightMatrix& lm_head, float* x, std::int64_t n, float* logits) const {
   rmsnorm(c.k, x, final_norm_.data(), n, config_.hidden_size, static_cast<float>(config_.rms_norm_eps), x);
-  const MatmulPart p[] = {{lm_head_, logits, lm_head_.rows}};
+  const MatmulPart p[] = {{lm_head, logits, lm_head.rows}};
   matmul(c.k, c.pool, p, x, n, config_.hidden_size);
 }
 

@@ -37,19 +37,25 @@ struct Compute {
   ThreadPool& pool;
 };
 
-// Scratch buffers for up to `max_tokens` tokens per call; allocated once.
+// Scratch buffers for up to `max_tokens` tokens per call; allocated once, in memory the
+// workspace owns or in caller memory of bytes_for(...) bytes (a device buffer).
 class Workspace {
  public:
-  Workspace(const ModelConfig& c, std::int64_t max_tokens, std::int64_t max_context, int n_threads);
+  Workspace(const ModelConfig& c, std::int64_t max_tokens, std::int64_t max_context, int n_threads,
+            float* memory = nullptr);
+  Workspace(const Workspace&) = delete;
+  Workspace& operator=(const Workspace&) = delete;
+  static std::int64_t bytes_for(const ModelConfig& c, std::int64_t max_tokens, std::int64_t max_context, int n_threads);
   std::int64_t max_tokens() const { return max_tokens_; }
   std::int64_t max_context() const { return max_context_; }
 
-  std::vector<float> xb, q, k, v, att, gate, up;  // (max_tokens, H | q_dim | kv_dim | q_dim | I | I)
-  std::vector<float> rope_cos, rope_sin;          // (max_tokens, head_dim / 2)
-  std::vector<float> scores;                      // (n_threads, max_context)
+  std::span<float> xb, q, k, v, att, gate, up;  // (max_tokens, H | q_dim | kv_dim | q_dim | I | I)
+  std::span<float> rope_cos, rope_sin;          // (max_tokens, head_dim / 2)
+  std::span<float> scores;                      // (n_threads, group, max_context)
 
  private:
   std::int64_t max_tokens_, max_context_;
+  std::vector<float> owned_;
 };
 
 class LlamaFamilyModel {
@@ -70,6 +76,11 @@ class LlamaFamilyModel {
   void layer(const Compute& c, int l, float* x, const TokenBatch& batch, Workspace& ws) const;
   // logits (n, vocab) = lm_head(final_norm(x (n, H))); x is normalised in place.
   void head(const Compute& c, float* x, std::int64_t n, float* logits) const;
+
+  // The same steps with the weights to use given (a device's copy, a streamed copy): same math.
+  void embed(const Compute& c, const WeightMatrix& table, std::span<const std::int32_t> ids, float* x) const;
+  void layer(const Compute& c, int l, const LayerWeights& w, float* x, const TokenBatch& batch, Workspace& ws) const;
+  void head(const Compute& c, const WeightMatrix& lm_head, float* x, std::int64_t n, float* logits) const;
 
   // Fills ws.rope_cos/sin for the batch's positions; call once per batch before layer().
   void prepare_rope(const TokenBatch& batch, Workspace& ws) const;

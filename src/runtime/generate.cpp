@@ -1,4 +1,5 @@
-// Prefill + decode loop, and chunked scoring of a whole text.
+// Prefill + decode loops (one sequence, or several decoded together), and chunked scoring of a
+// whole text.
 #include "runtime/generate.h"
 
 #include <algorithm>
@@ -7,31 +8,76 @@
 #include "core/error.h"
 #include "core/timer.h"
 #include "kernels/ref/ref_kernels.h"
+#include "runtime/engine_runner.h"
 
 namespace plexus {
 
+namespace {
+
+void check_lengths(const Runner& runner, std::size_t prompt_tokens, const GenerateOptions& options) {
+  if (prompt_tokens == 0) throw InputError("the prompt is empty: give at least one token");
+  if (options.max_tokens < 1) throw InputError("--max-tokens must be at least 1");
+  const std::int64_t total = static_cast<std::int64_t>(prompt_tokens) + options.max_tokens;
+  if (total > runner.max_context()) {
+    throw InputError("prompt (" + std::to_string(prompt_tokens) + " tokens) + --max-tokens (" +
+                     std::to_string(options.max_tokens) + ") exceeds the model's context of " +
+                     std::to_string(runner.max_context()) + " tokens");
+  }
+}
+
+bool is_stop(const GenerateOptions& options, std::int32_t id) {
+  return std::find(options.stop_ids.begin(), options.stop_ids.end(), id) != options.stop_ids.end();
+}
+
+// Closes a runner's sequence slot when it goes out of scope.
+class SlotGuard {
+ public:
+  SlotGuard(Runner& r, std::int64_t capacity) : runner_(r), slot_(r.open_sequence(capacity)) {}
+  ~SlotGuard() { runner_.close_sequence(slot_); }
+  SlotGuard(const SlotGuard&) = delete;
+  SlotGuard& operator=(const SlotGuard&) = delete;
+  int slot() const { return slot_; }
+
+ private:
+  Runner& runner_;
+  int slot_;
+};
+
+// Feeds `ids` of one sequence from position 0 in chunks; the last token's logits (vocab).
+void prefill(Runner& runner, int slot, std::span<const std::int32_t> ids, float* logits) {
+  const std::size_t chunk = static_cast<std::size_t>(runner.max_batch_tokens());
+  std::vector<std::int32_t> pos(chunk);
+  const std::vector<int> seqs(chunk, slot);
+  for (std::size_t b = 0; b < ids.size(); b += chunk) {
+    const std::size_t n = std::min(ids.size() - b, chunk);
+    for (std::size_t i = 0; i < n; ++i) pos[i] = static_cast<std::int32_t>(b + i);
+    const SlotBatch batch{ids.subspan(b, n), std::span(pos).first(n), std::span(seqs).first(n)};
+    const std::int64_t row = static_cast<std::int64_t>(n) - 1;
+    const bool last = b + n == ids.size();
+    runner.forward(batch, last ? std::span<const std::int64_t>(&row, 1) : std::span<const std::int64_t>(), logits);
+  }
+}
+
+}  // namespace
+
 GenerateResult generate(Engine& engine, std::span<const std::int32_t> prompt, const GenerateOptions& options,
                         const std::function<void(std::int32_t)>& on_token) {
-  if (prompt.empty()) throw InputError("the prompt is empty: give at least one token");
-  if (options.max_tokens < 1) throw InputError("--max-tokens must be at least 1");
+  EngineRunner runner(engine);
+  return generate(runner, prompt, options, on_token);
+}
+
+GenerateResult generate(Runner& runner, std::span<const std::int32_t> prompt, const GenerateOptions& options,
+                        const std::function<void(std::int32_t)>& on_token) {
+  check_lengths(runner, prompt.size(), options);
   GenerateResult r;
   r.prompt_tokens = static_cast<std::int64_t>(prompt.size());
-  const std::int64_t total = r.prompt_tokens + options.max_tokens;
-  if (total > engine.max_context()) {
-    throw InputError("prompt (" + std::to_string(prompt.size()) + " tokens) + --max-tokens (" +
-                     std::to_string(options.max_tokens) + ") exceeds the model's context of " +
-                     std::to_string(engine.max_context()) + " tokens");
-  }
-  KvCache cache = engine.new_cache(total);
-  Sampler sampler(options.sampling, engine.vocab_size());
-  std::vector<float> logits(static_cast<std::size_t>(engine.vocab_size()));
+  SlotGuard seq(runner, r.prompt_tokens + options.max_tokens);
+  Sampler sampler(options.sampling, runner.vocab_size());
+  std::vector<float> logits(static_cast<std::size_t>(runner.vocab_size()));
   r.ids.reserve(static_cast<std::size_t>(options.max_tokens));
-  auto is_stop = [&](std::int32_t id) {
-    return std::find(options.stop_ids.begin(), options.stop_ids.end(), id) != options.stop_ids.end();
-  };
 
   Timer timer;
-  engine.prefill(cache, prompt, 0, logits.data());
+  prefill(runner, seq.slot(), prompt, logits.data());
   std::int32_t next = sampler.sample(logits.data());
   r.prefill_s = timer.seconds();
   r.ttft_ms = r.prefill_s * 1e3;
@@ -41,18 +87,18 @@ GenerateResult generate(Engine& engine, std::span<const std::int32_t> prompt, co
 
   Timer decode_timer;
   std::int32_t pos = static_cast<std::int32_t>(prompt.size());
-  KvCache* cache_ptr = &cache;
+  const int slot = seq.slot();
   const std::int64_t row = 0;
   while (static_cast<std::int64_t>(r.ids.size()) < options.max_tokens) {
-    if (is_stop(next)) break;
-    const TokenBatch batch{std::span(&next, 1), std::span(&pos, 1), std::span(&cache_ptr, 1)};
-    engine.forward(batch, std::span(&row, 1), logits.data());
+    if (is_stop(options, next)) break;
+    const SlotBatch batch{std::span(&next, 1), std::span(&pos, 1), std::span(&slot, 1)};
+    runner.forward(batch, std::span(&row, 1), logits.data());
     ++pos;
     next = sampler.sample(logits.data());
     r.ids.push_back(next);
     if (on_token) on_token(next);
   }
-  if (is_stop(r.ids.back())) r.finish_reason = "stop";
+  if (is_stop(options, r.ids.back())) r.finish_reason = "stop";
   r.decode_s = decode_timer.seconds();
   r.prefill_tokens_per_s = r.prefill_s > 0 ? static_cast<double>(prompt.size()) / r.prefill_s : 0;
   const std::int64_t decoded = static_cast<std::int64_t>(r.ids.size()) - 1;  // the first token came from prefill
@@ -60,15 +106,113 @@ GenerateResult generate(Engine& engine, std::span<const std::int32_t> prompt, co
   return r;
 }
 
+BatchGenerateResult generate_batch(Runner& runner, const std::vector<std::vector<std::int32_t>>& prompts,
+                                   const GenerateOptions& options) {
+  if (prompts.empty()) throw InputError("no prompts to generate from");
+  const std::size_t n_seq = prompts.size();
+  if (static_cast<std::int64_t>(n_seq) > runner.max_batch_tokens()) {
+    throw InputError(std::to_string(n_seq) + " sequences decode together but a forward pass holds " +
+                     std::to_string(runner.max_batch_tokens()) + " tokens: raise --batch-tokens or lower --batch");
+  }
+  const std::int64_t vocab = runner.vocab_size();
+  BatchGenerateResult r;
+  std::vector<std::unique_ptr<SlotGuard>> slots;
+  std::vector<Sampler> samplers;
+  r.sequences.resize(n_seq);
+  for (std::size_t s = 0; s < n_seq; ++s) {
+    check_lengths(runner, prompts[s].size(), options);
+    r.sequences[s].prompt_tokens = static_cast<std::int64_t>(prompts[s].size());
+    r.sequences[s].finish_reason = "length";
+    r.prompt_tokens += r.sequences[s].prompt_tokens;
+    slots.push_back(std::make_unique<SlotGuard>(runner, r.sequences[s].prompt_tokens + options.max_tokens));
+    SamplingOptions so = options.sampling;
+    so.seed += s;
+    samplers.emplace_back(so, vocab);
+  }
+  const std::size_t chunk = static_cast<std::size_t>(runner.max_batch_tokens());
+  std::vector<float> logits(std::max(chunk, n_seq) * static_cast<std::size_t>(vocab));
+  std::vector<std::int32_t> ids, pos;
+  std::vector<int> seqs;
+  std::vector<std::int64_t> rows;
+  std::vector<std::size_t> row_seq;  // the sequence of each requested row
+  std::vector<std::int32_t> next(n_seq);
+
+  // Prefill: every prompt's tokens, in order, cut into forwards of at most `chunk` tokens; the
+  // last token of each prompt gives that sequence's first generated token.
+  Timer timer;
+  auto flush = [&] {
+    if (ids.empty()) return;
+    runner.forward(SlotBatch{ids, pos, seqs}, rows, logits.data());
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      next[row_seq[i]] = samplers[row_seq[i]].sample(logits.data() + i * static_cast<std::size_t>(vocab));
+    }
+    ids.clear(), pos.clear(), seqs.clear(), rows.clear(), row_seq.clear();
+  };
+  for (std::size_t s = 0; s < n_seq; ++s) {
+    for (std::size_t t = 0; t < prompts[s].size(); ++t) {
+      ids.push_back(prompts[s][t]);
+      pos.push_back(static_cast<std::int32_t>(t));
+      seqs.push_back(slots[s]->slot());
+      if (t + 1 == prompts[s].size()) {
+        rows.push_back(static_cast<std::int64_t>(ids.size()) - 1);
+        row_seq.push_back(s);
+      }
+      if (ids.size() == chunk) flush();
+    }
+  }
+  flush();
+  r.prefill_s = timer.seconds();
+
+  Timer decode_timer;
+  std::vector<bool> done(n_seq, false);
+  for (std::size_t s = 0; s < n_seq; ++s) r.sequences[s].ids.push_back(next[s]);
+  for (;;) {
+    for (std::size_t s = 0; s < n_seq; ++s) {
+      GenerateResult& g = r.sequences[s];
+      if (done[s]) continue;
+      if (is_stop(options, g.ids.back())) {
+        g.finish_reason = "stop";
+        done[s] = true;
+      } else if (static_cast<std::int64_t>(g.ids.size()) >= options.max_tokens) {
+        done[s] = true;
+      } else {
+        ids.push_back(g.ids.back());
+        pos.push_back(static_cast<std::int32_t>(g.prompt_tokens + static_cast<std::int64_t>(g.ids.size()) - 1));
+        seqs.push_back(slots[s]->slot());
+        rows.push_back(static_cast<std::int64_t>(ids.size()) - 1);
+        row_seq.push_back(s);
+      }
+    }
+    if (ids.empty()) break;
+    const std::vector<std::size_t> stepped = row_seq;
+    flush();  // one token per unfinished sequence: n_seq <= chunk was checked above
+    for (std::size_t s : stepped) r.sequences[s].ids.push_back(next[s]);
+  }
+  r.decode_s = decode_timer.seconds();
+  std::int64_t decoded = 0;
+  for (const GenerateResult& g : r.sequences) {
+    r.generated_tokens += static_cast<std::int64_t>(g.ids.size());
+    decoded += static_cast<std::int64_t>(g.ids.size()) - 1;
+  }
+  r.prefill_tokens_per_s = r.prefill_s > 0 ? static_cast<double>(r.prompt_tokens) / r.prefill_s : 0;
+  r.decode_tokens_per_s = decoded > 0 && r.decode_s > 0 ? static_cast<double>(decoded) / r.decode_s : 0;
+  return r;
+}
+
 PerplexityResult perplexity(Engine& engine, std::span<const std::int32_t> ids) {
+  EngineRunner runner(engine);
+  return perplexity(runner, ids);
+}
+
+PerplexityResult perplexity(Runner& runner, std::span<const std::int32_t> ids) {
   if (ids.size() < 2) throw InputError("perplexity needs at least 2 tokens, got " + std::to_string(ids.size()));
   const std::int64_t n = static_cast<std::int64_t>(ids.size());
-  KvCache cache = engine.new_cache(n);
-  const std::int64_t chunk = engine.max_batch_tokens();
-  const std::int64_t vocab = engine.vocab_size();
+  SlotGuard seq(runner, n);
+  const std::int64_t chunk = runner.max_batch_tokens();
+  const std::int64_t vocab = runner.vocab_size();
   std::vector<float> logits(static_cast<std::size_t>(chunk * vocab));
   std::vector<std::int32_t> pos(static_cast<std::size_t>(chunk));
-  std::vector<KvCache*> caches(static_cast<std::size_t>(chunk), &cache);
+  const std::vector<int> seqs(static_cast<std::size_t>(chunk), seq.slot());
   std::vector<std::int64_t> rows(static_cast<std::size_t>(chunk));
   PerplexityResult r;
   r.n_tokens = n;
@@ -80,10 +224,10 @@ PerplexityResult perplexity(Engine& engine, std::span<const std::int32_t> ids) {
       pos[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(b + i);
       rows[static_cast<std::size_t>(i)] = i;
     }
-    const TokenBatch batch{ids.subspan(static_cast<std::size_t>(b), static_cast<std::size_t>(m)),
-                           std::span(pos).first(static_cast<std::size_t>(m)),
-                           std::span(caches).first(static_cast<std::size_t>(m))};
-    engine.forward(batch, std::span(rows).first(static_cast<std::size_t>(m)), logits.data());
+    const SlotBatch batch{ids.subspan(static_cast<std::size_t>(b), static_cast<std::size_t>(m)),
+                          std::span(pos).first(static_cast<std::size_t>(m)),
+                          std::span(seqs).first(static_cast<std::size_t>(m))};
+    runner.forward(batch, std::span(rows).first(static_cast<std::size_t>(m)), logits.data());
     for (std::int64_t i = 0; i < m; ++i) {
       const float* row = logits.data() + i * vocab;
       const std::int32_t target = ids[static_cast<std::size_t>(b + i + 1)];

@@ -1,5 +1,5 @@
-// Text generation and scoring on an Engine: the loops behind `plexus generate` and
-// `plexus perplexity`, with their timings.
+// Text generation and scoring on a Runner (one Engine, or an Executor across devices): the
+// loops behind `plexus generate` and `plexus perplexity`, with their timings.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "runtime/engine.h"
+#include "runtime/runner.h"
 #include "runtime/sampler.h"
 
 namespace plexus {
@@ -27,8 +28,23 @@ struct GenerateResult {
 };
 
 // Calls on_token(id) as each token is chosen (may be empty).
+GenerateResult generate(Runner& runner, std::span<const std::int32_t> prompt, const GenerateOptions& options,
+                        const std::function<void(std::int32_t)>& on_token = {});
 GenerateResult generate(Engine& engine, std::span<const std::int32_t> prompt, const GenerateOptions& options,
                         const std::function<void(std::int32_t)>& on_token = {});
+
+struct BatchGenerateResult {
+  std::vector<GenerateResult> sequences;  // per prompt: ids, finish_reason, prompt_tokens
+  std::int64_t prompt_tokens = 0, generated_tokens = 0;
+  double prefill_s = 0, decode_s = 0;
+  double prefill_tokens_per_s = 0, decode_tokens_per_s = 0;  // all sequences together
+};
+
+// Several prompts at once: prompts are prefilled together (up to max_batch_tokens per forward),
+// then every unfinished sequence decodes one token per step in a single forward, so a pipelined
+// runner keeps its stages busy. Sequence i samples with seed options.sampling.seed + i.
+BatchGenerateResult generate_batch(Runner& runner, const std::vector<std::vector<std::int32_t>>& prompts,
+                                   const GenerateOptions& options);
 
 struct PerplexityResult {
   std::vector<double> nll;  // natural-log NLL of ids[t+1] given ids[..t], t = 0..n-2
@@ -38,6 +54,7 @@ struct PerplexityResult {
   double tokens_per_s = 0;
 };
 
+PerplexityResult perplexity(Runner& runner, std::span<const std::int32_t> ids);
 PerplexityResult perplexity(Engine& engine, std::span<const std::int32_t> ids);
 
 }  // namespace plexus

@@ -1,0 +1,57 @@
+// Run statistics as JSON and text.
+#include "exec/exec_stats.h"
+
+#include <cstdio>
+
+#include "core/units.h"
+
+namespace plexus {
+
+double ExecStats::busy_sum() const {
+  double s = 0;
+  for (const DeviceRunStats& d : devices) s += d.busy_fraction;
+  return s;
+}
+
+Json exec_stats_to_json(const ExecStats& s) {
+  Json devices = Json::array();
+  for (const DeviceRunStats& d : s.devices) {
+    devices.push_back({{"device", d.ordinal < 0 ? Json("cpu") : Json(d.ordinal)},
+                       {"name", d.name},
+                       {"budget_bytes", d.budget_bytes},
+                       {"peak_bytes", d.peak_bytes},
+                       {"busy_s", d.busy_s},
+                       {"busy_fraction", d.busy_fraction},
+                       {"holds", d.holds}});
+  }
+  return {{"devices", devices},
+          {"stages", s.stages},
+          {"micro_batches", s.micro_batches},
+          {"forward_wall_s", s.wall_s},
+          {"busy_fraction_sum", s.busy_sum()},
+          {"streamed_bytes", s.streamed_bytes},
+          {"stream_copy_s", s.stream_copy_s},
+          {"stream_wait_s", s.stream_wait_s}};
+}
+
+std::string exec_stats_to_text(const ExecStats& s) {
+  std::string out;
+  char line[256];
+  for (const DeviceRunStats& d : s.devices) {
+    std::snprintf(line, sizeof line, "  %-10s busy %5.1f%%  peak %s of %s  %s\n", d.name.c_str(), 100 * d.busy_fraction,
+                  format_bytes(static_cast<std::uint64_t>(d.peak_bytes)).c_str(), format_bytes(d.budget_bytes).c_str(),
+                  d.holds.c_str());
+    out += line;
+  }
+  std::snprintf(line, sizeof line, "  %d stage(s), %d micro-batch(es); busy fractions sum to %.2f over %.3f s of forward passes\n",
+                s.stages, s.micro_batches, s.busy_sum(), s.wall_s);
+  out += line;
+  if (s.streamed_bytes > 0) {
+    std::snprintf(line, sizeof line, "  streamed %s of offloaded weights: %.3f s copying, compute waited %.3f s\n",
+                  format_bytes(static_cast<std::uint64_t>(s.streamed_bytes)).c_str(), s.stream_copy_s, s.stream_wait_s);
+    out += line;
+  }
+  return out;
+}
+
+}  // namespace plexus

@@ -1,0 +1,38 @@
+// What a multi-device run measured: per device busy time and fraction, memory peak and what it
+// holds; weight streaming bytes, copy time and the time compute waited for it.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/json.h"
+
+namespace plexus {
+
+struct DeviceRunStats {
+  std::string name;             // "virtual:0", "cpu"
+  int ordinal = -1;             // -1: the host
+  std::uint64_t budget_bytes = 0;
+  std::int64_t peak_bytes = 0;  // most allocated at once by this run
+  std::int64_t in_use_bytes = 0;
+  double busy_s = 0;            // time its queue ran compute
+  double busy_fraction = 0;     // busy_s / wall time of the forward passes
+  std::string holds;            // "embedding, layers 0-3, head"
+};
+
+struct ExecStats {
+  std::vector<DeviceRunStats> devices;
+  double wall_s = 0;              // summed wall time of the forward passes
+  std::int64_t forwards = 0;
+  int stages = 0, micro_batches = 0;
+  std::int64_t streamed_bytes = 0;
+  double stream_copy_s = 0;       // copy-thread time spent copying offloaded weights
+  double stream_wait_s = 0;       // compute time spent waiting for them
+  double busy_sum() const;        // summed busy fractions: > 1 means devices overlapped
+};
+
+Json exec_stats_to_json(const ExecStats& s);
+// A few lines for stderr / --verbose.
+std::string exec_stats_to_text(const ExecStats& s);
+
+}  // namespace plexus

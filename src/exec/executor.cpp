@@ -1,0 +1,371 @@
+// The executor: placement at construction, then a forward pass enqueued per (stage,
+// micro-batch) in wavefront order on the stages' device queues, ordered by events.
+#include "exec/executor.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cstring>
+#include <exception>
+
+#include "core/error.h"
+#include "core/thread_pool.h"
+#include "core/timer.h"
+#include "model/config.h"
+
+namespace plexus {
+
+// A device that computes at least one stage: its threads, scratch and weight streamer.
+struct Executor::DeviceState {
+  int ordinal = kHostDevice;
+  Device* device = nullptr;
+  ThreadPool* pool = nullptr;
+  Buffer workspace_memory;
+  std::unique_ptr<Workspace> workspace;
+  std::unique_ptr<WeightStreamer> streamer;  // when offloaded modules compute here
+  double busy_s = 0, wait_s = 0;             // written by the device's queue thread only
+};
+
+struct Executor::StageState {
+  Stage stage;
+  DeviceState* dev = nullptr;
+  Buffer x;                         // (max_tokens, H) residual stream of the tokens in flight
+  Buffer head_in, head_logits;      // (max_tokens, H) (max_tokens, vocab); head stage only
+  std::vector<KvCache*> caches;     // (max_tokens) this stage's cache of each token's sequence
+  std::vector<Event> done;          // (micro-batches) per forward
+  std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> head_rows;  // per micro-batch: (logits row, token)
+};
+
+struct Executor::Sequence {
+  std::int64_t capacity = 0;
+  std::vector<Buffer> buffers;                 // per stage with layers
+  std::vector<std::unique_ptr<KvCache>> kv;    // per stage; null for stages without layers
+};
+
+namespace {
+
+RunMemory make_run_memory(DeviceRegistry& devices) {
+  std::vector<DeviceMemory> accelerators;
+  for (Device* d : devices.accelerators()) accelerators.emplace_back(*d);
+  return RunMemory{std::move(accelerators), DeviceMemory(devices.host())};
+}
+
+std::string layers_text(const Stage& s) {
+  return s.n_layers() == 1 ? "layer " + std::to_string(s.first_layer)
+                           : "layers " + std::to_string(s.first_layer) + "-" + std::to_string(s.end_layer - 1);
+}
+
+}  // namespace
+
+Executor::Executor(const std::string& model_dir, const DeviceMap& map, DeviceRegistry& devices,
+                   const ExecutorOptions& options)
+    : checkpoint_(model_dir),
+      model_(load_model_config(model_dir), checkpoint_),
+      tree_(ModuleTree::from_checkpoint(model_.config(), checkpoint_)),
+      devices_(devices),
+      kernels_(isa_kernels(best_isa())),
+      layout_(make_stage_layout(tree_, map, devices.accelerator_count())),
+      max_tokens_(std::max<std::int64_t>(1, options.max_batch_tokens)),
+      max_context_(options.max_context > 0 ? std::min(options.max_context, model_.config().max_position_embeddings)
+                                            : model_.config().max_position_embeddings),
+      micro_batches_(options.micro_batches > 0 ? options.micro_batches
+                                                : (layout_.streams() ? 1 : static_cast<int>(layout_.stages.size()))),
+      memory_(make_run_memory(devices)) {
+  const ModelConfig& c = model_.config();
+  weights_ = std::make_unique<WeightStore>(model_, layout_, memory_);
+  for (const Stage& s : layout_.stages) {
+    DeviceState* ds = nullptr;
+    for (auto& d : device_states_)
+      if (d->ordinal == s.device) ds = d.get();
+    if (ds == nullptr) {
+      auto d = std::make_unique<DeviceState>();
+      d->ordinal = s.device;
+      d->device = &device(s.device);
+      d->pool = d->device->thread_pool();
+      if (d->pool == nullptr) {
+        throw RuntimeError(d->device->name() + " does not compute on host threads and no kernels for it exist yet: "
+                           "run on virtual devices (--virtual-devices N)");
+      }
+      const std::int64_t ws_bytes = Workspace::bytes_for(c, max_tokens_, max_context_, d->pool->size());
+      d->workspace_memory = memory_.of(s.device).allocate(static_cast<std::size_t>(ws_bytes), "scratch buffers (workspace)");
+      d->workspace = std::make_unique<Workspace>(c, max_tokens_, max_context_, d->pool->size(), d->workspace_memory.as<float>());
+      std::int64_t layer_slot = 0, head_slot = 0;
+      for (std::size_t l = 0; l < layout_.layers.size(); ++l) {
+        const ModulePlace& p = layout_.layers[l];
+        if (p.device == s.device && p.residence != Residence::kDevice) {
+          layer_slot = std::max(layer_slot, WeightStore::packed_bytes(weights_->layer(static_cast<int>(l))));
+        }
+      }
+      if (layout_.head.device == s.device && layout_.head.residence != Residence::kDevice) head_slot = weights_->lm_head().bytes();
+      if (layer_slot > 0 || head_slot > 0) d->streamer = std::make_unique<WeightStreamer>(memory_.of(s.device), layer_slot, head_slot);
+      ds = d.get();
+      device_states_.push_back(std::move(d));
+    }
+    auto st = std::make_unique<StageState>();
+    st->stage = s;
+    st->dev = ds;
+    const std::size_t row_bytes = static_cast<std::size_t>(c.hidden_size) * sizeof(float);
+    const std::string where = "stage " + std::to_string(stages_.size());
+    st->x = memory_.of(s.device).allocate(static_cast<std::size_t>(max_tokens_) * row_bytes, "activations of " + where);
+    if (s.head) {
+      st->head_in = memory_.of(s.device).allocate(static_cast<std::size_t>(max_tokens_) * row_bytes, "head input of " + where);
+      st->head_logits = memory_.of(s.device).allocate(
+          static_cast<std::size_t>(max_tokens_ * vocab_size()) * sizeof(float), "logits of " + where);
+    }
+    st->caches.resize(static_cast<std::size_t>(max_tokens_));
+    stages_.push_back(std::move(st));
+  }
+}
+
+Executor::~Executor() {
+  try {
+    synchronize();
+  } catch (const std::exception&) {  // already reported by the forward that failed
+  }
+}
+
+int Executor::threads() const {
+  int n = 0;
+  for (const auto& ds : device_states_) n += ds->pool->size();
+  return n;
+}
+
+Device& Executor::device(int d) const { return d == kHostDevice ? devices_.host() : devices_.accelerator(d); }
+
+int Executor::open_sequence(std::int64_t capacity) {
+  const ModelConfig& c = model_.config();
+  if (capacity > max_context_) {
+    throw InputError("sequence of " + std::to_string(capacity) + " tokens exceeds the context of " +
+                     std::to_string(max_context_) + " tokens (max_position_embeddings in config.json)");
+  }
+  auto seq = std::make_unique<Sequence>();
+  seq->capacity = capacity;
+  for (const auto& st : stages_) {
+    const Stage& s = st->stage;
+    if (s.n_layers() == 0) {
+      seq->buffers.emplace_back();
+      seq->kv.emplace_back();
+      continue;
+    }
+    const std::int64_t bytes = KvCache::bytes_for(s.n_layers(), c.num_kv_heads, c.head_dim, capacity);
+    Buffer b = memory_.of(s.device).allocate(static_cast<std::size_t>(bytes), "the KV cache of a " + std::to_string(capacity) +
+                                                                                    "-token sequence for " + layers_text(s));
+    seq->kv.push_back(std::make_unique<KvCache>(s.first_layer, s.n_layers(), c.num_kv_heads, c.head_dim, capacity, b.as<float>()));
+    seq->buffers.push_back(std::move(b));
+  }
+  for (std::size_t i = 0; i < sequences_.size(); ++i) {
+    if (!sequences_[i]) {
+      sequences_[i] = std::move(seq);
+      return static_cast<int>(i);
+    }
+  }
+  sequences_.push_back(std::move(seq));
+  return static_cast<int>(sequences_.size() - 1);
+}
+
+void Executor::close_sequence(int slot) {
+  assert(slot >= 0 && static_cast<std::size_t>(slot) < sequences_.size() && sequences_[static_cast<std::size_t>(slot)]);
+  Sequence& seq = *sequences_[static_cast<std::size_t>(slot)];
+  for (std::size_t s = 0; s < stages_.size(); ++s) memory_.of(stages_[s]->stage.device).released(seq.buffers[s].size());
+  sequences_[static_cast<std::size_t>(slot)].reset();
+}
+
+void Executor::check_batch(const SlotBatch& batch) const {
+  const std::int64_t n = static_cast<std::int64_t>(batch.ids.size());
+  if (n > max_tokens_) {
+    throw RuntimeError("batch of " + std::to_string(n) + " tokens exceeds max_batch_tokens (" + std::to_string(max_tokens_) + ")");
+  }
+  for (std::size_t t = 0; t < batch.ids.size(); ++t) {
+    const int slot = batch.seq[t];
+    assert(slot >= 0 && static_cast<std::size_t>(slot) < sequences_.size() && sequences_[static_cast<std::size_t>(slot)]);
+    if (batch.ids[t] < 0 || batch.ids[t] >= model_.embedding().rows) {
+      throw InputError("token id " + std::to_string(batch.ids[t]) + " is outside the vocabulary [0, " +
+                       std::to_string(model_.embedding().rows) + ")");
+    }
+    if (batch.pos[t] < 0 || batch.pos[t] >= sequences_[static_cast<std::size_t>(slot)]->capacity) {
+      throw RuntimeError("position " + std::to_string(batch.pos[t]) + " outside the KV cache capacity");
+    }
+  }
+}
+
+void Executor::forward(const SlotBatch& batch, std::span<const std::int64_t> rows, float* logits) {
+  const std::int64_t n = static_cast<std::int64_t>(batch.ids.size());
+  if (n == 0) return;
+  check_batch(batch);
+  const std::size_t m = static_cast<std::size_t>(std::min<std::int64_t>(micro_batches_, n));
+  const std::size_t n_stages = stages_.size();
+  for (std::size_t s = 0; s < n_stages; ++s) {
+    StageState& st = *stages_[s];
+    for (std::int64_t t = 0; t < n; ++t) {
+      st.caches[static_cast<std::size_t>(t)] = sequences_[static_cast<std::size_t>(batch.seq[static_cast<std::size_t>(t)])]->kv[s].get();
+    }
+    st.done.assign(m, Event());
+    st.head_rows.clear();
+    st.head_rows.reserve(m);  // enqueued work holds references to the entries: no reallocation
+  }
+  Timer wall;
+  // Wavefront order: (stage s, micro-batch i) after (s - 1, i) and (s, i - 1), so every wait
+  // names an event already enqueued and stage k runs micro-batch i + 1 while k + 1 runs i.
+  for (std::size_t w = 0; w + 1 < m + n_stages; ++w) {
+    for (std::size_t s = 0; s < n_stages; ++s) {
+      if (w < s || w - s >= m) continue;
+      const std::size_t i = w - s;
+      const std::int64_t off = n * static_cast<std::int64_t>(i) / static_cast<std::int64_t>(m);
+      const std::int64_t end = n * static_cast<std::int64_t>(i + 1) / static_cast<std::int64_t>(m);
+      enqueue_stage(s, i, batch, off, end - off, rows, logits);
+    }
+  }
+  synchronize();
+  wall_s_ += wall.seconds();
+  ++forwards_;
+}
+
+void Executor::enqueue_stage(std::size_t s, std::size_t i, const SlotBatch& batch, std::int64_t off, std::int64_t n,
+                             std::span<const std::int64_t> rows, float* logits) {
+  StageState& st = *stages_[s];
+  DeviceState& ds = *st.dev;
+  Device& dev = *ds.device;
+  const Stage& stage = st.stage;
+  const std::int64_t H = model_.config().hidden_size;
+  const std::size_t row_bytes = static_cast<std::size_t>(H) * sizeof(float);
+  const Compute c{kernels_, *ds.pool};
+  // Work on the device's queue, counted as busy time.
+  auto busy = [&ds, &dev](auto fn) {
+    dev.enqueue([&ds, fn] {
+      Timer t;
+      fn();
+      ds.busy_s += t.seconds();
+    });
+  };
+  if (s > 0) {  // the micro-batch's activations hop from the previous stage's device
+    StageState& prev = *stages_[s - 1];
+    dev.wait_event(prev.done[i]);
+    busy([&dev, &st, &prev, off, n, row_bytes] {
+      dev.copy_from_device(st.x, static_cast<std::size_t>(off) * row_bytes, prev.x, static_cast<std::size_t>(off) * row_bytes,
+                           static_cast<std::size_t>(n) * row_bytes);
+    });
+  }
+  float* x = st.x.as<float>() + off * H;  // (n, H)
+  const TokenBatch tb{batch.ids.subspan(static_cast<std::size_t>(off), static_cast<std::size_t>(n)),
+                      batch.pos.subspan(static_cast<std::size_t>(off), static_cast<std::size_t>(n)),
+                      std::span<KvCache* const>(st.caches).subspan(static_cast<std::size_t>(off), static_cast<std::size_t>(n))};
+  if (stage.embed) busy([this, c, tb, x] { model_.embed(c, weights_->embedding(), tb.ids, x); });
+  if (stage.n_layers() > 0) {
+    Workspace* ws = ds.workspace.get();
+    busy([this, tb, ws] { model_.prepare_rope(tb, *ws); });
+    for (int l = stage.first_layer; l < stage.end_layer; ++l) {
+      if (layout_.layers[static_cast<std::size_t>(l)].residence == Residence::kDevice) {
+        busy([this, c, l, x, tb, ws] { model_.layer(c, l, weights_->layer(l), x, tb, *ws); });
+        continue;
+      }
+      const WeightStreamer::Staged staged = ds.streamer->stage_layer(weights_->layer(l));
+      dev.enqueue([&ds, ready = staged.ready] {
+        Timer t;
+        ready.wait();
+        ds.wait_s += t.seconds();
+      });
+      const LayerWeights* w = static_cast<const LayerWeights*>(staged.weights);
+      busy([this, c, l, w, x, tb, ws] { model_.layer(c, l, *w, x, tb, *ws); });
+      ds.streamer->release(staged.slot, dev.record_event());
+    }
+  }
+  if (stage.head) {
+    auto& wanted = st.head_rows.emplace_back();  // head_rows is cleared by synchronize()
+    for (std::size_t j = 0; j < rows.size(); ++j) {
+      if (rows[j] >= off && rows[j] < off + n) wanted.emplace_back(static_cast<std::int64_t>(j), rows[j]);
+    }
+    if (!wanted.empty()) {
+      const WeightMatrix* lm = &weights_->lm_head();
+      int slot = 0;
+      if (layout_.head.residence != Residence::kDevice) {
+        const WeightStreamer::Staged staged = ds.streamer->stage_head(*lm);
+        dev.enqueue([&ds, ready = staged.ready] {
+          Timer t;
+          ready.wait();
+          ds.wait_s += t.seconds();
+        });
+        lm = static_cast<const WeightMatrix*>(staged.weights);
+        slot = staged.slot;
+      }
+      const std::int64_t vocab = vocab_size();
+      busy([this, c, &st, &dev, &wanted, lm, logits, H, vocab] {
+        float* in = st.head_in.as<float>();  // (k, H) the rows that need logits
+        for (std::size_t k = 0; k < wanted.size(); ++k) {
+          std::memcpy(in + static_cast<std::int64_t>(k) * H, st.x.as<float>() + wanted[k].second * H,
+                      static_cast<std::size_t>(H) * sizeof(float));
+        }
+        model_.head(c, *lm, in, static_cast<std::int64_t>(wanted.size()), st.head_logits.as<float>());
+        const std::size_t row = static_cast<std::size_t>(vocab) * sizeof(float);
+        for (std::size_t k = 0; k < wanted.size(); ++k) {
+          dev.copy_to_host(logits + wanted[k].first * vocab, st.head_logits, k * row, row);
+        }
+      });
+      if (layout_.head.residence != Residence::kDevice) ds.streamer->release(slot, dev.record_event());
+    }
+  }
+  st.done[i] = dev.record_event();
+}
+
+void Executor::synchronize() {
+  std::exception_ptr first;
+  for (auto& ds : device_states_) {
+    try {
+      ds->device->synchronize();
+    } catch (...) {
+      if (!first) first = std::current_exception();
+    }
+    if (ds->streamer) {
+      try {
+        ds->streamer->synchronize();
+      } catch (...) {
+        if (!first) first = std::current_exception();
+      }
+    }
+  }
+  for (auto& st : stages_) st->head_rows.clear();
+  if (first) std::rethrow_exception(first);
+}
+
+ExecStats Executor::stats() const {
+  ExecStats s;
+  s.wall_s = wall_s_;
+  s.forwards = forwards_;
+  s.stages = static_cast<int>(stages_.size());
+  s.micro_batches = micro_batches_;
+  auto describe = [&](int d) {
+    std::string holds;
+    auto add = [&](const std::string& p) { holds += (holds.empty() ? "" : ", ") + p; };
+    for (const auto& st : stages_) {
+      if (st->stage.device != d) continue;
+      if (st->stage.embed) add("embedding");
+      if (st->stage.n_layers() > 0) add(layers_text(st->stage));
+      if (st->stage.head) add("head");
+    }
+    return holds;
+  };
+  auto add_device = [&](int d, const DeviceMemory& mem) {
+    DeviceRunStats r;
+    r.name = mem.device().name();
+    r.ordinal = d;
+    r.budget_bytes = mem.device().memory_total();
+    r.peak_bytes = mem.peak();
+    r.in_use_bytes = mem.in_use();
+    for (const auto& ds : device_states_) {
+      if (ds->ordinal != d) continue;
+      r.busy_s = ds->busy_s;
+      s.stream_wait_s += ds->wait_s;
+      if (ds->streamer) {
+        s.stream_copy_s += ds->streamer->copy_seconds();
+        s.streamed_bytes += ds->streamer->bytes();
+      }
+    }
+    r.busy_fraction = wall_s_ > 0 ? r.busy_s / wall_s_ : 0;
+    r.holds = describe(d);
+    if (d == kHostDevice && mem.peak() > 0) r.holds += std::string(r.holds.empty() ? "" : ", ") + "offloaded weights";
+    s.devices.push_back(r);
+  };
+  for (std::size_t d = 0; d < memory_.accelerators.size(); ++d) add_device(static_cast<int>(d), memory_.accelerators[d]);
+  add_device(kHostDevice, memory_.host);
+  return s;
+}
+
+}  // namespace plexus

@@ -1,0 +1,83 @@
+// Runs a model across devices by a device map: stages of consecutive modules per device, each
+// holding its weights, its layers' KV caches and its scratch in device buffers; activations hop
+// between devices in order with events; offloaded weights stream in double-buffered; a forward
+// pass is cut into micro-batches that flow through the stages as a pipeline.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/device_registry.h"
+#include "exec/device_memory.h"
+#include "exec/exec_stats.h"
+#include "exec/stage_layout.h"
+#include "exec/weight_store.h"
+#include "exec/weight_streamer.h"
+#include "model/checkpoint.h"
+#include "model/llama_family.h"
+#include "planner/device_map.h"
+#include "runtime/runner.h"
+
+namespace plexus {
+
+struct ExecutorOptions {
+  std::int64_t max_batch_tokens = 256;  // tokens per forward()
+  std::int64_t max_context = 0;         // 0: the model's max_position_embeddings
+  int micro_batches = 0;                // per forward(); 0: one per stage when nothing streams, else 1
+};
+
+class Executor : public Runner {
+ public:
+  // Loads the checkpoint and places every module by `map` on `devices` (which must outlive the
+  // executor). InputError for a map the run cannot follow; RuntimeError naming the device and
+  // the numbers when something does not fit its budget.
+  Executor(const std::string& model_dir, const DeviceMap& map, DeviceRegistry& devices, const ExecutorOptions& options);
+  ~Executor() override;
+
+  const ModelConfig& config() const override { return model_.config(); }
+  std::int64_t vocab_size() const override { return model_.lm_head().rows; }
+  std::int64_t max_context() const override { return max_context_; }
+  std::int64_t max_batch_tokens() const override { return max_tokens_; }
+  int open_sequence(std::int64_t capacity) override;
+  void close_sequence(int slot) override;
+  void forward(const SlotBatch& batch, std::span<const std::int64_t> rows, float* logits) override;
+
+  const StageLayout& layout() const { return layout_; }
+  const IsaKernels& kernels() const { return kernels_; }
+  // Threads of the devices that compute, summed.
+  int threads() const;
+  int micro_batches() const { return micro_batches_; }
+  // Busy time, streaming and memory since construction.
+  ExecStats stats() const;
+
+ private:
+  struct StageState;
+  struct Sequence;
+  struct DeviceState;
+
+  Device& device(int d) const;
+  void check_batch(const SlotBatch& batch) const;
+  // Enqueues stage s's work on micro-batch i (tokens [off, off + n) of the batch).
+  void enqueue_stage(std::size_t s, std::size_t i, const SlotBatch& batch, std::int64_t off, std::int64_t n,
+                     std::span<const std::int64_t> rows, float* logits);
+  void synchronize();
+
+  Checkpoint checkpoint_;
+  LlamaFamilyModel model_;
+  ModuleTree tree_;
+  DeviceRegistry& devices_;
+  const IsaKernels& kernels_;
+  StageLayout layout_;
+  std::int64_t max_tokens_, max_context_;
+  int micro_batches_;
+  RunMemory memory_;
+  std::unique_ptr<WeightStore> weights_;
+  std::vector<std::unique_ptr<DeviceState>> device_states_;  // by compute device used
+  std::vector<std::unique_ptr<StageState>> stages_;
+  std::vector<std::unique_ptr<Sequence>> sequences_;  // by slot; null when closed
+  double wall_s_ = 0;
+  std::int64_t forwards_ = 0;
+};
+
+}  // namespace plexus

@@ -1,0 +1,25 @@
+// Budgets -> virtual devices + host.
+#include "exec/run_devices.h"
+
+#include <algorithm>
+#include <memory>
+#include <thread>
+
+#include "backend/cpu/cpu_device.h"
+
+namespace plexus {
+
+DeviceRegistry make_run_devices(const Budgets& budgets, int threads, std::uint64_t host_available_bytes) {
+  const int total = threads > 0 ? threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  int n = 0;
+  for (const DeviceId& d : budgets.accelerators()) n = std::max(n, d.ordinal() + 1);
+  DeviceRegistry r;
+  for (int i = 0; i < n; ++i) {
+    const std::uint64_t budget = budgets.get(DeviceId::accelerator(i)).value_or(0);
+    r.add_accelerator(std::make_unique<CpuDevice>(DeviceKind::kVirtual, i, budget, std::max(1, total / n)));
+  }
+  r.set_host(std::make_unique<CpuDevice>(DeviceKind::kCpu, -1, budgets.get(DeviceId::cpu()).value_or(host_available_bytes), total));
+  return r;
+}
+
+}  // namespace plexus

@@ -1,0 +1,43 @@
+// Where each module's weights live during a run: copies in device buffers for modules kept on
+// their computing device, copies in host memory for "cpu", views of the mmapped checkpoint for
+// "disk". Every copy is allocated through RunMemory, so budgets are enforced and measured.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "exec/device_memory.h"
+#include "exec/stage_layout.h"
+#include "model/llama_family.h"
+
+namespace plexus {
+
+class WeightStore {
+ public:
+  WeightStore(const LlamaFamilyModel& model, const StageLayout& layout, RunMemory& memory);
+
+  // The weights to compute with when resident; the source to stream from otherwise.
+  const WeightMatrix& embedding() const { return embed_; }
+  const WeightMatrix& lm_head() const { return head_; }
+  const LayerWeights& layer(int l) const { return layers_[static_cast<std::size_t>(l)]; }
+
+  // Bytes of a layer's matrices packed one after another, each starting on a 64-byte line.
+  static std::int64_t packed_bytes(const LayerWeights& w);
+  // Copies w's matrices into `dst` from `offset` (packed as above) and points `out`'s matrices
+  // at the copies; `out` keeps w's small vectors. Runs on the calling thread.
+  static void copy_packed(const LayerWeights& w, Device& device, Buffer& dst, LayerWeights& out);
+
+ private:
+  WeightMatrix place(const WeightMatrix& src, const ModulePlace& at, RunMemory& memory, const std::string& what);
+
+  std::vector<Buffer> buffers_;
+  std::vector<LayerWeights> layers_;
+  WeightMatrix embed_, head_;
+};
+
+// The seven matrices of a layer, in packing order.
+inline const WeightMatrix* const* layer_matrices(const LayerWeights& w, const WeightMatrix* (&out)[7]) {
+  out[0] = &w.q, out[1] = &w.k, out[2] = &w.v, out[3] = &w.o, out[4] = &w.gate, out[5] = &w.up, out[6] = &w.down;
+  return out;
+}
+
+}  // namespace plexus
