@@ -27,12 +27,16 @@ void check_long(const std::string& name) {
     return y;
   };
   constexpr std::size_t kMb = 1 << 20;
-  for (const char* c : {" ", "a", "7", "!", "\n", "\xc3\xa9", "\xe4\xb8\xad", "\xe2\x96\x81", "'"}) {
+  for (const char* c : {" ", "a", "7", "!", "\n", "\xc3\xa9", "\xe4\xb8\xad", "\xe2\x96\x81", "'", " a", "!\n",
+                        "\t\n", "\r\n ", "\xc2\xa0"}) {
     std::string run;
     while (run.size() < kMb) run += c;
     const auto ids = tok->encode(run, false);
     EXPECT_TRUE(tok->decode(ids) == round_trip(run)) << name << " run of " << Json(c).dump();
   }
+  // Whitespace runs that end in a letter make `\s+(?!\S)` and `\s*[\r\n]+` backtrack once.
+  const std::string spaces_then_x = std::string(kMb, ' ') + "x";
+  EXPECT_TRUE(tok->decode(tok->encode(spaces_then_x, false)) == round_trip(spaces_then_x));
   // A 1 MB single line of prose built from the golden texts.
   std::string line;
   const auto cases = test::read_jsonl(test::golden_dir(name) + "/cases.jsonl");
