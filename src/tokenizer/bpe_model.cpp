@@ -15,6 +15,7 @@ namespace plexus {
 namespace {
 
 constexpr std::uint32_t kNoRank = 0xFFFFFFFFu;
+constexpr long long kMaxId = 1 << 24;  // far above any real vocabulary; bounds the id tables
 constexpr std::string_view kMetaspace = "\u2581";
 constexpr std::size_t kCutAbove = 64;  // pieces longer than this are cut at "▁" runs when safe
 
@@ -70,8 +71,9 @@ BpeModel::BpeModel(const Json& model, bool byte_level, const std::string& where)
   if (!vocab.is_object()) throw InputError(where + ".vocab must be an object of token -> id");
   std::int32_t max_id = -1;
   for (auto it = vocab.begin(); it != vocab.end(); ++it) {
-    if (!it.value().is_number_integer() || it.value().get<long long>() < 0 || it.value().get<long long>() > INT32_MAX)
-      throw InputError(where + ".vocab[\"" + it.key() + "\"] must be a non-negative integer id");
+    if (!it.value().is_number_integer() || it.value().get<long long>() < 0 || it.value().get<long long>() >= kMaxId)
+      throw InputError(where + ".vocab[\"" + it.key() + "\"] must be an integer id in [0, " + std::to_string(kMaxId) +
+                       "): fix or regenerate the tokenizer.json");
     max_id = std::max(max_id, it.value().get<std::int32_t>());
   }
   id_to_token_.assign(static_cast<std::size_t>(max_id + 1), std::string());

@@ -98,7 +98,7 @@ std::unique_ptr<Tokenizer> Tokenizer::load(const std::string& path) {
     AddedToken t;
     t.content = field_string(added[i], "content", at);
     const long long id = field_int_or(added[i], "id", -1, at);
-    if (id < 0 || id > INT32_MAX) throw InputError(at + ".id must be a non-negative integer");
+    if (id < 0 || id >= (1 << 24)) throw InputError(at + ".id must be an integer in [0, 16777216)");
     t.id = static_cast<std::int32_t>(id);
     // As in HF's AddedVocabulary: a content the model already knows keeps the model's id.
     if (auto model_id = parts->model->token_to_id(t.content)) t.id = *model_id;
