@@ -36,6 +36,7 @@ void check_fixture(const std::string& name) {
 
 TEST(TokenizerFixtures, MetaspaceAndAddedTokenFlags) { check_fixture("metaspace_added"); }
 TEST(TokenizerFixtures, NormalizersSplitsAndBertProcessing) { check_fixture("pipeline_mix"); }
+TEST(TokenizerFixtures, Gpt2ByteLevelWithRegexAndPrefixSpace) { check_fixture("gpt2_byte_level"); }
 
 // A temporary directory holding `tokenizer.json` = the metaspace fixture with one field replaced.
 class TempTokenizer {
