@@ -16,3 +16,6 @@ fi
 
 step "engine: decode vs memory bandwidth, prefill vs fp32 FMA peak ($BUILD/bench/engine_bench $MODEL)"
 "$BUILD/bench/engine_bench" "$MODEL" --repeats 5
+
+step "exec: tokens/s and busy fractions on 1, 2, 4 virtual devices, resident vs offloaded ($BUILD/bench/exec_bench $MODEL)"
+"$BUILD/bench/exec_bench" "$MODEL"
