@@ -6,6 +6,7 @@
 #include "cli/model_options.h"
 #include "core/error.h"
 #include "core/json.h"
+#include "monitor/monitor_session.h"
 #include "runtime/generate.h"
 
 namespace plexus::cli {
@@ -137,6 +138,13 @@ int cmd_generate(int argc, char** argv) {
                                     tok.get(), json, verbose);
   std::unique_ptr<TextStreamer> streamer;
   if (!json && tok) streamer = std::make_unique<TextStreamer>(*tok);
+  // With --json, the run is wrapped in a monitoring session (GPUs through NVML / ROCm SMI when
+  // present, and the host) whose summary goes into the output as "monitor".
+  std::unique_ptr<MonitorSession> monitor;
+  if (json) {
+    monitor = std::make_unique<MonitorSession>(make_sources(source_options_from(device_options_from_env())));
+    monitor->start(MonitorOptions{});
+  }
   const GenerateResult r = generate(runner, prompt, o, [&](std::int32_t id) {
     if (json) return;
     if (streamer) {
@@ -158,6 +166,7 @@ int cmd_generate(int argc, char** argv) {
               {"isa", run->isa}};
     if (tok) j["text"] = tok->decode(r.ids);
     if (run->executor) j["execution"] = exec_stats_to_json(run->executor->stats());
+    j["monitor"] = to_json(monitor->stop());
     std::printf("%s\n", j.dump(-1, ' ', false, Json::error_handler_t::replace).c_str());
   } else {
     std::printf("\n");

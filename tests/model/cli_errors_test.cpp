@@ -83,6 +83,10 @@ TEST(CliErrors, MakeModelGenerateRoundTrip) {
   const Json j = Json::parse(g.out);
   EXPECT_EQ(j["ids"].size(), 5u);
   for (const char* k : {"prefill_tokens_per_s", "decode_tokens_per_s", "ttft_ms"}) EXPECT_TRUE(j.contains(k)) << k;
+  // The run was monitored: the summary of the session rides along.
+  ASSERT_TRUE(j.contains("monitor"));
+  EXPECT_TRUE(j["monitor"]["aggregate"].contains("total_avg_utilization"));
+  EXPECT_GT(j["monitor"]["duration_s"].get<double>(), 0.0);
   const testing::ProcessResult p = run_plexus("perplexity " + shell_quote(out) + " --ids 3,4,5,6 --json");
   ASSERT_EQ(p.exit_code, 0) << p.err;
   const Json pj = Json::parse(p.out);
