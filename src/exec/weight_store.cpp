@@ -9,16 +9,13 @@ std::int64_t round_line(std::int64_t b) { return (b + kLine - 1) / kLine * kLine
 }  // namespace
 
 std::int64_t WeightStore::packed_bytes(const LayerWeights& w) {
-  const WeightMatrix* m[7];
-  layer_matrices(w, m);
   std::int64_t b = 0;
-  for (const WeightMatrix* x : m) b += round_line(x->bytes());
+  for (const WeightMatrix* m : {&w.q, &w.k, &w.v, &w.o, &w.gate, &w.up, &w.down}) b += round_line(m->bytes());
   return b;
 }
 
 void WeightStore::copy_packed(const LayerWeights& w, Device& device, Buffer& dst, LayerWeights& out) {
-  const WeightMatrix* src[7];
-  layer_matrices(w, src);
+  const WeightMatrix* src[7] = {&w.q, &w.k, &w.v, &w.o, &w.gate, &w.up, &w.down};  // packing order
   WeightMatrix* to[7] = {&out.q, &out.k, &out.v, &out.o, &out.gate, &out.up, &out.down};
   std::int64_t offset = 0;
   for (int i = 0; i < 7; ++i) {

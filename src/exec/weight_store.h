@@ -22,8 +22,8 @@ class WeightStore {
 
   // Bytes of a layer's matrices packed one after another, each starting on a 64-byte line.
   static std::int64_t packed_bytes(const LayerWeights& w);
-  // Copies w's matrices into `dst` from `offset` (packed as above) and points `out`'s matrices
-  // at the copies; `out` keeps w's small vectors. Runs on the calling thread.
+  // Copies w's matrices into `dst` (packed as above) with device.copy_from_host and points
+  // `out`'s matrices at the copies; `out` keeps its small vectors. Runs on the calling thread.
   static void copy_packed(const LayerWeights& w, Device& device, Buffer& dst, LayerWeights& out);
 
  private:
@@ -33,11 +33,5 @@ class WeightStore {
   std::vector<LayerWeights> layers_;
   WeightMatrix embed_, head_;
 };
-
-// The seven matrices of a layer, in packing order.
-inline const WeightMatrix* const* layer_matrices(const LayerWeights& w, const WeightMatrix* (&out)[7]) {
-  out[0] = &w.q, out[1] = &w.k, out[2] = &w.v, out[3] = &w.o, out[4] = &w.gate, out[5] = &w.up, out[6] = &w.down;
-  return out;
-}
 
 }  // namespace plexus

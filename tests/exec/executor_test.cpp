@@ -32,7 +32,6 @@ std::vector<std::int32_t> some_ids(int n, std::int64_t vocab, int salt) {
 }
 
 constexpr std::uint64_t kMiB = 1 << 20;
-constexpr int kLayers = 4;
 
 // A tiny model (4 layers) written once for the suite, with its one-device results.
 class ExecutorTest : public ::testing::Test {
