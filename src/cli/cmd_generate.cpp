@@ -35,9 +35,10 @@ class TextStreamer {
   std::size_t printed_ = 0;
 };
 
-// --batch N: every sequence's ids (and text), then the totals.
-int print_batch(const ModelRun& run, const BatchGenerateResult& r, const Tokenizer* tok, bool json, bool verbose) {
-  if (json) {
+// --batch N: every sequence's ids (and text), then the totals. `monitor` is set for --json.
+int print_batch(const ModelRun& run, const BatchGenerateResult& r, const Tokenizer* tok, MonitorSession* monitor,
+                bool verbose) {
+  if (monitor) {
     Json seqs = Json::array();
     for (const GenerateResult& g : r.sequences) {
       Json s = {{"ids", g.ids}, {"finish_reason", g.finish_reason}, {"prompt_tokens", g.prompt_tokens}};
@@ -52,6 +53,7 @@ int print_batch(const ModelRun& run, const BatchGenerateResult& r, const Tokeniz
               {"threads", run.threads},
               {"isa", run.isa}};
     if (run.executor) j["execution"] = exec_stats_to_json(run.executor->stats());
+    j["monitor"] = to_json(monitor->stop());
     std::printf("%s\n", j.dump(-1, ' ', false, Json::error_handler_t::replace).c_str());
     return 0;
   }
@@ -134,10 +136,6 @@ int cmd_generate(int argc, char** argv) {
   }
 
   const bool json = args.get_flag("--json");
-  if (batch > 1) return print_batch(*run, generate_batch(runner, std::vector(static_cast<std::size_t>(batch), prompt), o),
-                                    tok.get(), json, verbose);
-  std::unique_ptr<TextStreamer> streamer;
-  if (!json && tok) streamer = std::make_unique<TextStreamer>(*tok);
   // With --json, the run is wrapped in a monitoring session (GPUs through NVML / ROCm SMI when
   // present, and the host) whose summary goes into the output as "monitor".
   std::unique_ptr<MonitorSession> monitor;
@@ -145,6 +143,12 @@ int cmd_generate(int argc, char** argv) {
     monitor = std::make_unique<MonitorSession>(make_sources(source_options_from(device_options_from_env())));
     monitor->start(MonitorOptions{});
   }
+  if (batch > 1) {
+    const BatchGenerateResult br = generate_batch(runner, std::vector(static_cast<std::size_t>(batch), prompt), o);
+    return print_batch(*run, br, tok.get(), monitor.get(), verbose);
+  }
+  std::unique_ptr<TextStreamer> streamer;
+  if (!json && tok) streamer = std::make_unique<TextStreamer>(*tok);
   const GenerateResult r = generate(runner, prompt, o, [&](std::int32_t id) {
     if (json) return;
     if (streamer) {
