@@ -49,7 +49,9 @@ class ThreadPool {
   void parallel_for(std::int64_t n, std::int64_t align, F&& fn) {
     if (n <= 0) return;
     const std::int64_t blocks = (n + align - 1) / align;
-    const std::int64_t chunks = std::min<std::int64_t>(blocks, n_threads_ == 1 ? 1 : 4 * n_threads_);
+    // Two chunks per thread: enough to even out a slow thread, few enough that each chunk is a
+    // long contiguous stream (decode reads weights once; prefill converts row blocks once).
+    const std::int64_t chunks = std::min<std::int64_t>(blocks, n_threads_ == 1 ? 1 : 2 * n_threads_);
     if (chunks <= 1) {
       fn(std::int64_t{0}, n);
       return;

@@ -53,6 +53,15 @@ void tile(const void* w, std::int64_t ldw, const float* x, std::int64_t ldx, flo
   }
   std::int64_t i = 0;
   for (; i + 8 <= k; i += 8) {
+    if constexpr (NT < 3) {
+      // Decode streams the weights once: fetch the rows of the next tile ahead, one line per
+      // row every 64 bytes, so the memory system always has requests in flight.
+      if (((i * es) & 63) == 0) {
+        PLEXUS_UNROLL for (int r = 0; r < NR; ++r) {
+          _mm_prefetch(reinterpret_cast<const char*>(wb + (r + 4 * NR) * ldw * es + i * es), _MM_HINT_T0);
+        }
+      }
+    }
     __m256 wv[NR];
     PLEXUS_UNROLL for (int r = 0; r < NR; ++r) wv[r] = load8<T>(wb + r * ldw * es, i);
     PLEXUS_UNROLL for (int t = 0; t < NT; ++t) {
