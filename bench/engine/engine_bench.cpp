@@ -88,6 +88,12 @@ int main(int argc, char** argv) {
     // the lm_head for the last token only (attention is extra work, not counted).
     const double prefill_flop = 2.0 * static_cast<double>(layer_params) * static_cast<double>(prompt) + 2.0 * static_cast<double>(head_params);
     const double prefill_flops = prefill_flop / (static_cast<double>(prompt) / prefill);
+    // The convention (like MFU): 2 FLOP per model parameter per prompt token, all
+    // parameters counted once (a tied embedding/head once). It credits the head for every token,
+    // though prefill computes logits only for the last one, so both figures are printed.
+    const std::int64_t model_params =
+        layer_params + head_params + (m.lm_head().data == m.embedding().data ? 0 : m.embedding().rows * m.embedding().cols);
+    const double convention_flops = 2.0 * static_cast<double>(model_params) * prefill;
     const double decode_bw = static_cast<double>(bytes_per_token) * decode;
     const Json j = {{"model", args.get("MODEL")},
                     {"dtype", std::string(dtype_name(m.lm_head().dtype))},
@@ -101,7 +107,9 @@ int main(int argc, char** argv) {
                     {"prefill_tokens", prompt},
                     {"prefill_tokens_per_s", prefill},
                     {"prefill_gflop_s", prefill_flops / 1e9},
-                    {"prefill_fraction_of_fma_peak", peak > 0 ? prefill_flops / peak : 0.0}};
+                    {"prefill_fraction_of_fma_peak", peak > 0 ? prefill_flops / peak : 0.0},
+                    {"model_params", model_params},
+                    {"prefill_fraction_of_fma_peak_2flop_per_param", peak > 0 ? convention_flops / peak : 0.0}};
     if (args.get_flag("--json")) {
       std::printf("%s\n", j.dump().c_str());
     } else {
@@ -110,8 +118,10 @@ int main(int argc, char** argv) {
       std::printf("  ceilings (this run): read bandwidth %.2f GB/s, fp32 FMA peak %.1f GFLOP/s\n", bandwidth / 1e9, peak / 1e9);
       std::printf("  decode  batch 1 : %8.1f tokens/s  x %.1f MB/token = %.2f GB/s = %.0f%% of read bandwidth\n", decode,
                   static_cast<double>(bytes_per_token) / 1e6, decode_bw / 1e9, 100 * decode_bw / bandwidth);
-      std::printf("  prefill %4lld tok: %8.1f tokens/s = %.1f GFLOP/s = %.0f%% of fp32 FMA peak\n", static_cast<long long>(prompt),
-                  prefill, prefill_flops / 1e9, peak > 0 ? 100 * prefill_flops / peak : 0.0);
+      std::printf("  prefill %4lld tok: %8.1f tokens/s = %.1f GFLOP/s executed in matmuls = %.0f%% of fp32 FMA peak\n",
+                  static_cast<long long>(prompt), prefill, prefill_flops / 1e9, peak > 0 ? 100 * prefill_flops / peak : 0.0);
+      std::printf("                     at 2 FLOP/parameter/token (%.1fM parameters): %.1f GFLOP/s = %.0f%% of fp32 FMA peak\n",
+                  static_cast<double>(model_params) / 1e6, convention_flops / 1e9, peak > 0 ? 100 * convention_flops / peak : 0.0);
     }
     return 0;
   } catch (const Error& e) {
