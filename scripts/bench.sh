@@ -19,3 +19,11 @@ step "engine: decode vs memory bandwidth, prefill vs fp32 FMA peak ($BUILD/bench
 
 step "exec: tokens/s and busy fractions on 1, 2, 4 virtual devices, resident vs offloaded ($BUILD/bench/exec_bench $MODEL)"
 "$BUILD/bench/exec_bench" "$MODEL"
+
+step "tokenizer: MB/s encoding 1 MiB of English, one thread, beside Hugging Face tokenizers (bench/tokenizer/run.sh)"
+bash bench/tokenizer/run.sh "$BUILD"
+
+if [ -x "$BUILD/bench/planner/bench_planner" ]; then
+  step "planner: time to plan a 126-layer model ($BUILD/bench/planner/bench_planner)"
+  "$BUILD/bench/planner/bench_planner"
+fi
