@@ -5,23 +5,16 @@
 
 #include <cctype>
 #include <cstdlib>
-#include <fstream>
 #include <set>
 #include <sstream>
 #include <thread>
 #include <utility>
 
+#include "core/mmap_file.h"
+
 namespace plexus {
 
 namespace {
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return {};
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
 
 std::string trim(std::string s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
@@ -112,8 +105,8 @@ void parse_meminfo(const std::string& text, HostInfo& info) {
 
 HostInfo read_host_info() {
   HostInfo info;
-  parse_cpuinfo(read_text("/proc/cpuinfo"), info);
-  parse_meminfo(read_text("/proc/meminfo"), info);
+  parse_cpuinfo(read_text_file_or_empty("/proc/cpuinfo"), info);
+  parse_meminfo(read_text_file_or_empty("/proc/meminfo"), info);
   const int hw = static_cast<int>(std::thread::hardware_concurrency());
   if (info.logical_cores == 0) info.logical_cores = hw > 0 ? hw : 1;
   if (info.sockets == 0) info.sockets = 1;

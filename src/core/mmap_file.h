@@ -30,6 +30,8 @@ class MappedFile {
 
 // Whole file as a string; throws InputError naming the path.
 std::string read_text_file(const std::string& path);
+// Whole file as a string, or "" when it cannot be read (for /proc and /sys probes that may be absent).
+std::string read_text_file_or_empty(const std::string& path);
 bool file_exists(const std::string& path);
 
 }  // namespace plexus

@@ -6,25 +6,17 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <sstream>
 
 #include "backend/host_info.h"
+#include "core/mmap_file.h"
 
 namespace plexus {
 
 namespace {
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return {};
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
-
 std::optional<std::uint64_t> read_u64(const std::string& path) {
-  const std::string text = read_text(path);
+  const std::string text = read_text_file_or_empty(path);
   if (text.empty()) return std::nullopt;
   char* end = nullptr;
   const unsigned long long v = std::strtoull(text.c_str(), &end, 10);
@@ -56,7 +48,7 @@ HostSource::HostSource(std::string powercap_root) : powercap_root_(std::move(pow
 bool HostSource::open(std::string*) {
   cpu_model_ = read_host_info().cpu_model;
   page_size_ = sysconf(_SC_PAGESIZE);
-  last_cpu_ = parse_proc_stat(read_text("/proc/stat"));
+  last_cpu_ = parse_proc_stat(read_text_file_or_empty("/proc/stat"));
   // Package zones are intel-rapl:N (no sub-zone colon); AMD kernels expose the same names.
   if (DIR* dir = opendir(powercap_root_.c_str())) {
     while (dirent* entry = readdir(dir)) {
@@ -92,14 +84,14 @@ void HostSource::sample(std::vector<DeviceReading>& out) {
   r.index = -1;
   r.kind = DeviceKind::kCpu;
   r.name = cpu_model_;
-  if (const auto now = parse_proc_stat(read_text("/proc/stat"))) {
+  if (const auto now = parse_proc_stat(read_text_file_or_empty("/proc/stat"))) {
     if (last_cpu_ && now->total > last_cpu_->total)
       r.utilization_percent = 100.0 * static_cast<double>(now->busy - last_cpu_->busy) /
                               static_cast<double>(now->total - last_cpu_->total);
     last_cpu_ = now;
   }
   HostInfo memory;
-  parse_meminfo(read_text("/proc/meminfo"), memory);
+  parse_meminfo(read_text_file_or_empty("/proc/meminfo"), memory);
   if (memory.memory_total_bytes > 0) {
     r.memory_total_mb = memory.memory_total_bytes / 1048576.0;
     r.memory_used_mb = (memory.memory_total_bytes - memory.memory_available_bytes) / 1048576.0;

@@ -19,17 +19,8 @@
 namespace plexus {
 namespace {
 
+using testing::some_ids;
 using testing::TempDir;
-
-std::vector<std::int32_t> some_ids(int n, std::int64_t vocab, int salt) {
-  std::vector<std::int32_t> ids;
-  std::uint64_t s = 0x9E3779B97F4A7C15ull * static_cast<std::uint64_t>(salt + 1);
-  for (int i = 0; i < n; ++i) {
-    s = s * 6364136223846793005ull + 1442695040888963407ull;
-    ids.push_back(static_cast<std::int32_t>((s >> 33) % static_cast<std::uint64_t>(vocab)));
-  }
-  return ids;
-}
 
 constexpr std::uint64_t kMiB = 1 << 20;
 

@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/json.h"
 #include "model/make_model.h"
@@ -29,6 +30,9 @@ struct ProcessResult {
 // Runs `plexus ARGS` (ARGS already shell-quoted) and captures its output.
 ProcessResult run_plexus(const std::string& args);
 std::string shell_quote(const std::string& s);
+
+// n deterministic pseudo-random token ids in [0, vocab), different for each salt.
+std::vector<std::int32_t> some_ids(int n, std::int64_t vocab, int salt);
 
 // Rewrites fields of DIR/config.json.
 void patch_config(const std::string& dir, const Json& fields);
