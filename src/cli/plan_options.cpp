@@ -1,10 +1,12 @@
-// Planning options: budgets from --max-memory, --virtual-devices or the host, and model loading.
+// Planning options: budgets from --max-memory, --virtual-devices or the detected devices and
+// host, and model loading.
 #include "cli/plan_options.h"
 
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "backend/detect.h"
 #include "core/error.h"
 #include "model/checkpoint.h"
 #include "model/config.h"
@@ -67,8 +69,16 @@ PlanOptions plan_options_from(const Args& args, const ModelConfig& config) {
     o.budgets_source = std::to_string(n) + " virtual devices sharing the host's available memory";
     r.budgets_from_user = false;
   } else {
+    // The hardware at hand: every detected accelerator with its free memory (NVML / ROCm SMI,
+    // or PLEXUS_VIRTUAL_DEVICES), and the host's available memory for cpu offload.
+    const Inventory inventory = detect_devices(device_options_from_env());
+    for (const DeviceInfo& d : inventory.devices) {
+      if (d.memory_free_bytes) r.budgets.set(DeviceId::accelerator(d.index), *d.memory_free_bytes);
+    }
     r.budgets.set(DeviceId::cpu(), host_available_memory());
-    o.budgets_source = "host available memory (no accelerators detected)";
+    o.budgets_source = r.budgets.accelerators().empty()
+                           ? "host available memory (no accelerators detected)"
+                           : "detected devices' free memory and the host's available memory";
     r.budgets_from_user = false;
   }
   if (auto list = args.get_optional("--devices")) {

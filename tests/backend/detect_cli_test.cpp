@@ -135,4 +135,32 @@ TEST(DoctorCli, ExitCodesGateCi) {
   EXPECT_EQ(run("/nonexistent/lib.so", "four_gpus.json", "doctor --devices 0,1 --virtual-devices 2").code, 0);
 }
 
+TEST(DetectCli, PlanWithoutMaxMemoryBudgetsTheDetectedGpus) {
+  // A config.json alone is enough to plan; the budgets come from what NVML reports free.
+  const std::string config = ::testing::TempDir() + "/plexus_plan_detect_config.json";
+  {
+    FILE* f = std::fopen(config.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs(R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 576, "num_hidden_layers": 30,
+                  "num_attention_heads": 9, "num_key_value_heads": 3, "intermediate_size": 1536,
+                  "vocab_size": 32000, "tie_word_embeddings": true, "torch_dtype": "bfloat16"})",
+               f);
+    std::fclose(f);
+  }
+  const Result r = run(FAKE_NVML_LIBRARY, "four_gpus.json", "plan " + config + " --json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const Json j = Json::parse(r.out);
+  EXPECT_NE(j["budgets_source"].get<std::string>().find("detected"), std::string::npos);
+  int accelerators = 0;
+  for (const Json& d : j["devices"]) {
+    if (d["device"] == 0) {
+      // four_gpus.json: GPU 0 has 81920 MiB with 1024 MiB used.
+      EXPECT_EQ(d["budget_bytes"].get<std::uint64_t>(), (81920ull - 1024ull) << 20);
+    }
+    if (d["device"].is_number_integer()) ++accelerators;
+  }
+  EXPECT_GE(accelerators, 1);
+  std::remove(config.c_str());
+}
+
 }  // namespace plexus
