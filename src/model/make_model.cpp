@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 
 #include "core/error.h"
@@ -49,7 +50,9 @@ void make_dir(const std::string& dir) {
     if (!S_ISDIR(st.st_mode)) throw InputError("'" + dir + "' exists and is not a directory");
     return;
   }
-  if (::mkdir(dir.c_str(), 0755) != 0) throw RuntimeError("cannot create directory '" + dir + "'");
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);  // parents too: `models/demo` in a fresh clone
+  if (ec) throw RuntimeError("cannot create directory '" + dir + "': " + ec.message());
 }
 
 void append_value(std::string& out, DType t, float v) {

@@ -73,7 +73,7 @@ TEST(CliErrors, CorruptSafetensors) {
 
 TEST(CliErrors, MakeModelGenerateRoundTrip) {
   TempDir dir("roundtrip");
-  const std::string out = dir / "m";
+  const std::string out = dir / "nested/m";  // parent directories are created too
   const testing::ProcessResult made = run_plexus("make-model " + shell_quote(out) + " --preset tiny --arch qwen3 --dtype f16 --seed 5 --vocab 400");
   ASSERT_EQ(made.exit_code, 0) << made.err;
   // Refuses to overwrite without --force.
