@@ -5,9 +5,9 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
-#include <sys/wait.h>
 
 #include "core/json.h"
+#include "test_util.h"
 
 namespace {
 
@@ -16,17 +16,10 @@ struct ProcResult {
   std::string out;
 };
 
+// Runs `plexus ARGS` as a process; stdout, then stderr, in `out`.
 ProcResult run(const std::string& args) {
-  const std::string cmd = std::string(PLEXUS_BINARY) + " " + args + " 2>&1";
-  ProcResult r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  std::size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  const plexus::testing::ProcessResult r = plexus::testing::run_plexus(args);
+  return ProcResult{r.exit_code, r.out + r.err};
 }
 
 class PlanCli : public ::testing::Test {

@@ -2,13 +2,12 @@
 // code 2 with a message for bad usage and bad input.
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
-
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <unistd.h>
 
+#include "test_util.h"
 #include "tokenizer_test_util.h"
 
 namespace plexus {
@@ -19,18 +18,10 @@ struct CliRun {
   std::string out;
 };
 
-// Runs `plexus tokenize ARGS` through the shell, stdout captured, stderr appended to stdout.
+// Runs `plexus tokenize ARGS` as a process; stdout, then stderr, in `out`.
 CliRun tokenize(const std::string& args) {
-  const std::string cmd = std::string(PLEXUS_BINARY) + " tokenize " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  CliRun r{-1, ""};
-  if (p == nullptr) return r;
-  char buf[65536];
-  std::size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  const testing::ProcessResult r = testing::run_plexus("tokenize " + args);
+  return CliRun{r.exit_code, r.out + r.err};
 }
 
 std::vector<Json> lines(const std::string& s) {
