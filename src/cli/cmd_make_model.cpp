@@ -38,10 +38,7 @@ int cmd_make_model(int argc, char** argv) {
   else if (arch == "mistral") o.arch = Arch::kMistral;
   else throw InputError("--arch: unknown architecture '" + arch + "' (use llama, qwen2, qwen3 or mistral)");
   const std::string dt = args.get("--dtype");
-  if (dt != "f32" && dt != "bf16" && dt != "f16" && !parse_dtype(dt, &o.dtype)) {
-    throw InputError("--dtype: unknown dtype '" + dt + "' (use f32, bf16 or f16)");
-  }
-  parse_dtype(dt, &o.dtype);
+  if (!parse_dtype(dt, &o.dtype)) throw InputError("--dtype: unknown dtype '" + dt + "' (use f32, bf16 or f16)");
   const long long seed = args.get_int("--seed");
   if (seed < 0) throw InputError("--seed must be >= 0");
   o.seed = static_cast<std::uint64_t>(seed);
