@@ -6,6 +6,7 @@ packages=(
   build-essential cmake ninja-build pkg-config clang libclang-rt-14-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libpcre2-dev libicu-dev libyaml-cpp-dev
+  openmpi-bin libopenmpi-dev
   python3 python3-numpy
 )
 missing=()
