@@ -107,7 +107,16 @@ Json run_point(const BenchPoint& point, const std::string& config_file, const Lo
   try {
     run = open_model_run(run_inputs(c), c.model);
   } catch (const InputError& e) {
-    throw InputError(config_file + ": backend / model: " + e.what());
+    // The planner speaks in command-line flags; name the configuration's keys instead.
+    std::string m = e.what();
+    for (const auto& [flag, key] : {std::pair<std::string, std::string>{"--devices", "backend.device_ids"},
+                                    {"--max-memory", "backend.max_memory"}, {"--virtual-devices N", "backend.virtual_devices"},
+                                    {"--virtual-devices", "backend.virtual_devices"}, {"--dtype", "backend.dtype"},
+                                    {"--device-map", "backend.device_map"}, {"--context", "backend.context"},
+                                    {"--micro-batches", "backend.micro_batches"}, {"--batch-tokens", "backend.batch_tokens"}}) {
+      for (std::size_t at = m.find(flag); at != std::string::npos; at = m.find(flag, at + key.size())) m.replace(at, flag.size(), key);
+    }
+    throw InputError(config_file + ": " + m);
   }
   Runner& runner = *run->runner;
   std::unique_ptr<Tokenizer> tok;

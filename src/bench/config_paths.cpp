@@ -58,7 +58,8 @@ std::string nearest_key(const std::string& key, const std::vector<std::string>& 
   std::size_t best_d = limit + 1;
   for (const std::string& c : candidates) {
     if (c.find('*') != std::string::npos) continue;
-    const std::size_t d = edit_distance(key, c);
+    // A known key that starts with what was typed ("scenario.batch") counts as one edit away.
+    const std::size_t d = key.size() >= 3 && c.rfind(key, 0) == 0 ? 1 : edit_distance(key, c);
     if (d < best_d) best_d = d, best = c;
   }
   return best;
