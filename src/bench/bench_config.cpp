@@ -243,6 +243,7 @@ void read_scenario(const Reader& r, const YAML::Node& n, ScenarioConfig& s) {
                                "warmup_samples", "seed", "temperature", "ignore_eos"});
   int sources = 0;
   each(n, "scenario", [&](const std::string& k, const YAML::Node& v, const std::string& p) {
+    if (v.IsNull() && (k == "dataset" || k == "prompts" || k == "prompts_ids")) return;  // `key: null` = not given
     if (k == "dataset") {
       s.dataset = r.string(v, p);
       if (!std::filesystem::is_regular_file(s.dataset)) r.fail(v, p, "no such file '" + s.dataset + "'");
