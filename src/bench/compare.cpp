@@ -26,7 +26,7 @@ const Metric kMetrics[] = {
     {"latency.e2e_ms.p90", "lower"},           {"latency.e2e_ms.p99", "lower"},
     {"energy.total_j", "lower"},               {"energy.j_per_token", "lower"},
     {"energy.tokens_per_j", "higher"},         {"energy.above_idle_j", "lower"},
-    {"aggregates.total_avg_utilization", "higher"}, {"execution.busy_fraction_sum", "higher"},
+    {"host_stats.cpu_utilization_percent", "higher"}, {"execution.busy_fraction_sum", "higher"},
     {"throughput.output_tokens", "higher"},    {"throughput.wall_s", "lower"},
 };
 
@@ -96,11 +96,15 @@ Json compare_json(const std::vector<CompareColumn>& cols) {
 
 std::string compare_table(const std::vector<CompareColumn>& cols) {
   const Json j = compare_json(cols);
+  // Columns are lettered A, B, C, ... (named in a legend above the table); ratios are B/A, C/A, ...
+  auto letter = [](std::size_t i) { return i < 26 ? std::string(1, static_cast<char>('A' + i)) : "R" + std::to_string(i + 1); };
+  std::string legend;
+  for (std::size_t i = 0; i < cols.size(); ++i) legend += letter(i) + ": " + cols[i].label + "\n";
   std::vector<std::vector<std::string>> rows;
   std::vector<std::string> head = {"metric"};
   for (std::size_t i = 0; i < cols.size(); ++i) {
-    head.push_back(cols[i].label);
-    if (i > 0) head.push_back(cols[i].label.substr(0, 12) + "/" + cols[0].label.substr(0, 12));
+    head.push_back(letter(i));
+    if (i > 0) head.push_back(letter(i) + "/" + letter(0));
   }
   rows.push_back(head);
   for (const Json& m : j["metrics"]) {
@@ -119,7 +123,7 @@ std::string compare_table(const std::vector<CompareColumn>& cols) {
   for (const auto& r : rows) {
     for (std::size_t c = 0; c < r.size(); ++c) width[c] = std::max(width[c], r[c].size());
   }
-  std::string out;
+  std::string out = legend + "\n";
   for (const auto& r : rows) {
     for (std::size_t c = 0; c < r.size(); ++c) {
       const std::string pad(width[c] - r[c].size(), ' ');
@@ -127,7 +131,7 @@ std::string compare_table(const std::vector<CompareColumn>& cols) {
     }
     out += "\n";
   }
-  out += "(+) higher is better, (-) lower is better; ratios are each column / the first\n";
+  out += "(+) higher is better, (-) lower is better; B/A is B's value divided by A's\n";
   return out;
 }
 
