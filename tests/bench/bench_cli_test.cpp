@@ -209,6 +209,30 @@ TEST_F(BenchCli, ModelMakeMakesAMissingModelAndOutputDirWins) {
   EXPECT_EQ(j["config"]["model_make"]["preset"], "tiny");
 }
 
+TEST_F(BenchCli, DatasetAndDeviceMapFile) {
+  const std::string data = work_ / "prompts.jsonl";
+  std::ofstream(data) << "{\"prompt\": \"Hello world\"}\n\n{\"ids\": [1, 415, 5565]}\n";
+  const auto plan = run_plexus("plan " + shell_quote(model_) + " --virtual-devices 2 --strategy sequential --json");
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  const std::string map = work_ / "map.json";
+  std::ofstream(map) << plan.out;
+  const std::string cfg = config("ds.yaml", "name: ds\nmodel: " + model_ + "\nbackend: {virtual_devices: 2, device_map: " + map +
+                                                "}\nscenario: {dataset: " + data + ", max_new_tokens: 2, warmup_samples: 0}\n"
+                                                "output: {dir: " + out() + ", formats: [json]}\n");
+  const auto r = run_plexus("bench " + shell_quote(cfg) + " --quiet");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Json j = read_json_file(out() + "/ds.json");
+  EXPECT_EQ(j["throughput"]["samples"], 2);  // one per dataset line; blank lines skipped
+  EXPECT_EQ(j["config"]["backend"]["device_map"], map);
+  EXPECT_EQ(j["plan"]["device_map"], parse_json(plan.out, "plan")["device_map"]);
+  EXPECT_FALSE(fs::exists(out() + "/ds.csv"));
+
+  std::ofstream(data) << "{\"prompt\": \"ok\"}\n{\"text\": 3}\n";
+  const auto bad = run_plexus("bench " + shell_quote(cfg) + " --quiet");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find(data + ":2: expected a string \"prompt\""), std::string::npos) << bad.err;
+}
+
 TEST_F(BenchCli, BadConfigsExitTwoNamingFileLineAndKey) {
   const struct {
     std::string yaml, expected;
