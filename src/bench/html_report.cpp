@@ -165,12 +165,23 @@ std::string plan_table(const Json& r) {
     return "<p>One engine on the host (no devices named in <code>backend</code>); " +
            html_escape(std::to_string(ex.value("threads", 0))) + " threads, " + html_escape(ex.value("isa", std::string("?"))) + ".</p>";
   }
+  std::vector<std::string> names;
+  std::vector<std::optional<double>> busy;
+  for (const Json& d : devices) {
+    if (d.value("holds", std::string()).empty()) continue;  // computes nothing (e.g. the host holding no offload)
+    names.push_back(d.value("name", std::string()));
+    busy.push_back(at(d, "busy_fraction"));
+  }
   for (const Json& d : devices) {
     out += "<tr><td>" + html_escape(d.value("name", std::string())) + "</td><td>" + html_escape(d.value("holds", std::string())) +
            "</td><td>" + cell(d, "busy_fraction", 2) + "</td><td>" + num(d.value("peak_bytes", 0.0) / 1048576.0) +
            " MiB</td><td>" + num(d.value("budget_bytes", 0.0) / 1048576.0, 0) + " MiB</td></tr>";
   }
-  return out + "</table>";
+  out += "</table>";
+  // Virtual devices have no utilisation counter of their own: their busy fraction (time their
+  // queue computed / wall time of the forward passes) is the per-device utilisation of the run.
+  if (!names.empty()) out += bar_chart("Busy fraction per device (measured part)", "fraction of forward wall time", names, busy);
+  return out;
 }
 
 }  // namespace

@@ -40,6 +40,7 @@ TEST(HtmlReport, SelfContainedWithChartsAndEscapedText) {
   EXPECT_NE(h.find("models/m&amp;m"), std::string::npos);
   EXPECT_NE(h.find("GPU &lt;0&gt;"), std::string::npos);
   EXPECT_NE(h.find("Summary"), std::string::npos);
+  EXPECT_NE(h.find("Busy fraction per device"), std::string::npos);
   EXPECT_EQ(h.find("Sweep"), std::string::npos);
 }
 
