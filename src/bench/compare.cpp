@@ -99,7 +99,16 @@ std::string compare_table(const std::vector<CompareColumn>& cols) {
   // Columns are lettered A, B, C, ... (named in a legend above the table); ratios are B/A, C/A, ...
   auto letter = [](std::size_t i) { return i < 26 ? std::string(1, static_cast<char>('A' + i)) : "R" + std::to_string(i + 1); };
   std::string legend;
-  for (std::size_t i = 0; i < cols.size(); ++i) legend += letter(i) + ": " + cols[i].label + "\n";
+  for (std::size_t i = 0; i < cols.size(); ++i) {
+    legend += letter(i) + ": " + cols[i].label;
+    const Json& sp = cols[i].result.contains("sweep_point") ? cols[i].result["sweep_point"] : Json();
+    if (sp.is_object() && !sp.empty()) {
+      std::string point;
+      for (auto it = sp.begin(); it != sp.end(); ++it) point += (point.empty() ? "" : ", ") + it.key() + "=" + it.value().dump();
+      legend += " (" + point + ")";
+    }
+    legend += "\n";
+  }
   std::vector<std::vector<std::string>> rows;
   std::vector<std::string> head = {"metric"};
   for (std::size_t i = 0; i < cols.size(); ++i) {

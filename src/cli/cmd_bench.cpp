@@ -60,8 +60,9 @@ int cmd_bench_compare(int argc, char** argv) {
   Args args("bench compare",
             "Key metrics of several benchmark results side by side, with each one's ratio to the first (B/A).\n"
             "A sweep summary (NAME.json with \"runs\") counts as one column per run.");
-  args.positional("A.json", "the baseline result").positional("B.json", "a result to compare").epilog(
-      "More result files may follow B.json.");
+  args.positional("A.json", "the baseline result (or a sweep summary: one column per run)")
+      .positional("B.json", "a result to compare", /*required=*/false)
+      .epilog("More result files may follow B.json.");
   args.flag("--json", "print {\"columns\", \"metrics\": [{\"metric\", \"better\", \"values\", \"ratios\"}]}");
   std::vector<std::string> files;
   std::vector<std::string> rest;
