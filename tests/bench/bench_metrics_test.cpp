@@ -111,3 +111,31 @@ TEST(BenchMetrics, TimelineKeepsEverySampleAlignedWithNulls) {
 
 }  // namespace
 }  // namespace plexus::bench
+
+#include "exec/exec_stats.h"
+
+namespace plexus {
+namespace {
+
+TEST(ExecStatsSince, LeavesOutWhatRanBefore) {
+  ExecStats before, now;
+  before.wall_s = 1;
+  before.forwards = 3;
+  before.devices = {{"virtual:0", 0, 100, 0, 0, 0.5, 0.5, "layers 0-1"}};
+  now = before;
+  now.wall_s = 3;
+  now.forwards = 10;
+  now.streamed_bytes = 7;
+  now.devices[0].busy_s = 1.5;
+  now.devices[0].peak_bytes = 64;
+  const ExecStats d = exec_stats_since(now, before);
+  EXPECT_DOUBLE_EQ(d.wall_s, 2);
+  EXPECT_EQ(d.forwards, 7);
+  EXPECT_EQ(d.streamed_bytes, 7);
+  EXPECT_DOUBLE_EQ(d.devices[0].busy_s, 1);
+  EXPECT_DOUBLE_EQ(d.devices[0].busy_fraction, 0.5);
+  EXPECT_EQ(d.devices[0].peak_bytes, 64);  // peaks are the run's
+}
+
+}  // namespace
+}  // namespace plexus
