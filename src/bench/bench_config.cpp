@@ -311,7 +311,26 @@ void read_output(const Reader& r, const YAML::Node& n, OutputConfig& o) {
   });
 }
 
+// Every key's line, by dotted path (only keys that came from the file have one).
+void record_lines(const YAML::Node& map, const std::string& prefix, std::map<std::string, int>& lines) {
+  if (!map.IsMap()) return;
+  for (auto it = map.begin(); it != map.end(); ++it) {
+    const std::string path = prefix.empty() ? it->first.Scalar() : prefix + "." + it->first.Scalar();
+    if (!it->first.Mark().is_null() && it->first.Mark().line >= 0) lines[path] = it->first.Mark().line + 1;
+    record_lines(it->second, path, lines);
+  }
+}
+
 }  // namespace
+
+std::string where_in_file(const BenchConfig& c, const std::string& file, const std::string& path) {
+  for (std::string p = path;;) {
+    if (const auto it = c.lines.find(p); it != c.lines.end()) return file + ":" + std::to_string(it->second) + ": ";
+    const std::size_t dot = p.rfind('.');
+    if (dot == std::string::npos) return file + ": ";
+    p.resize(dot);
+  }
+}
 
 BenchConfig config_from_yaml(const YAML::Node& root, const ConfigSource& source) {
   const Reader r(source);
@@ -342,6 +361,8 @@ BenchConfig config_from_yaml(const YAML::Node& root, const ConfigSource& source)
   });
   if (c.model.empty()) r.fail(root, "model", "missing: name the model directory (config.json + safetensors)");
   if (!root["scenario"]) r.fail(root, "scenario", "missing: give the prompts (dataset, prompts or prompts_ids) and the run's shape");
+  record_lines(root, "", c.lines);
+  for (const std::string& o : source.overridden) c.lines.erase(o);  // --set values have no line
   if (c.name.empty()) c.name = std::filesystem::path(source.file).stem().string();
   if (c.name.empty()) c.name = "bench";
   return c;

@@ -2,6 +2,7 @@
 // the key path and line of every error, and echoed back as JSON in every result.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -68,6 +69,7 @@ struct BenchConfig {
   ScenarioConfig scenario;
   MonitorConfig monitor;
   OutputConfig output;
+  std::map<std::string, int> lines;  // key path → 1-based line in the file, for run-time errors
 };
 
 // Where errors point: the YAML file, and the key paths that came from --set (no line of their own).
@@ -79,6 +81,10 @@ struct ConfigSource {
 // Reads a configuration tree (without `sweep`). InputError "FILE:LINE: key.path: reason" (or
 // "--set key.path: reason") for unknown keys, wrong types and bad values.
 BenchConfig config_from_yaml(const YAML::Node& root, const ConfigSource& source);
+
+// "FILE:LINE: " for a key path read from the file (the nearest enclosing key that has a line),
+// else "FILE: ".
+std::string where_in_file(const BenchConfig& config, const std::string& file, const std::string& path);
 
 // The configuration as JSON, every key present (null where unset).
 Json config_to_json(const BenchConfig& config);

@@ -77,7 +77,7 @@ bool ensure_model(const BenchConfig& c, const std::string& config_file, const Lo
   namespace fs = std::filesystem;
   if (fs::exists(fs::path(c.model) / "config.json") || fs::is_regular_file(c.model)) return false;
   if (!c.model_make) {
-    throw InputError(config_file + ": model: '" + c.model +
+    throw InputError(where_in_file(c, config_file, "model") + "model: '" + c.model +
                      "' holds no model (no config.json): make one with `plexus make-model`, or add model_make: {preset: tiny} "
                      "to the configuration to make it when missing");
   }
@@ -116,7 +116,11 @@ Json run_point(const BenchPoint& point, const std::string& config_file, const Lo
                                     {"--micro-batches", "backend.micro_batches"}, {"--batch-tokens", "backend.batch_tokens"}}) {
       for (std::size_t at = m.find(flag); at != std::string::npos; at = m.find(flag, at + key.size())) m.replace(at, flag.size(), key);
     }
-    throw InputError(config_file + ": " + m);
+    // "backend.device_ids: ..." → "FILE:LINE: backend.device_ids: ...".
+    const std::size_t colon = m.find(": ");
+    const std::string key = colon == std::string::npos ? std::string() : m.substr(0, colon);
+    const bool names_key = key.rfind("backend.", 0) == 0 && key.find(' ') == std::string::npos;
+    throw InputError((names_key ? where_in_file(c, config_file, key) : where_in_file(c, config_file, "backend")) + m);
   }
   Runner& runner = *run->runner;
   std::unique_ptr<Tokenizer> tok;
@@ -125,17 +129,20 @@ Json run_point(const BenchPoint& point, const std::string& config_file, const Lo
   try {
     prompts = scenario_prompts(sc, tok.get(), runner.vocab_size(), c.model);
   } catch (const InputError& e) {
-    throw InputError(config_file + ": " + e.what());
+    // "scenario.prompts_ids[0]: ..." gets the key's line; dataset errors already name DATASET:LINE.
+    const std::string m = e.what();
+    if (m.rfind("scenario.", 0) != 0) throw;
+    throw InputError(where_in_file(c, config_file, m.substr(0, m.find_first_of("[:"))) + m);
   }
   for (const auto& p : prompts) {
     if (static_cast<std::int64_t>(p.size()) + sc.max_new_tokens > runner.max_context()) {
-      throw InputError(config_file + ": scenario.max_new_tokens: a prompt of " + std::to_string(p.size()) + " tokens + " +
+      throw InputError(where_in_file(c, config_file, "scenario.max_new_tokens") + "scenario.max_new_tokens: a prompt of " + std::to_string(p.size()) + " tokens + " +
                        std::to_string(sc.max_new_tokens) + " new tokens exceeds the model's context of " +
                        std::to_string(runner.max_context()));
     }
   }
   if (sc.batch_size > runner.max_batch_tokens()) {
-    throw InputError(config_file + ": scenario.batch_size: " + std::to_string(sc.batch_size) +
+    throw InputError(where_in_file(c, config_file, "scenario.batch_size") + "scenario.batch_size: " + std::to_string(sc.batch_size) +
                      " sequences decode together but a forward pass holds " + std::to_string(runner.max_batch_tokens()) + " tokens");
   }
   const std::int64_t n = sc.num_samples > 0 ? sc.num_samples : static_cast<std::int64_t>(prompts.size());

@@ -240,8 +240,10 @@ TEST_F(BenchCli, BadConfigsExitTwoNamingFileLineAndKey) {
       {"model: " + model_ + "\nscenario:\n  prompts: [a]\n  num_sampels: 2\n", "bad.yaml:4: scenario.num_sampels: unknown key"},
       {"model: " + model_ + "\nscenario:\n  prompts: [a]\n  num_samples: -2\n", "bad.yaml:4: scenario.num_samples"},
       {"model: " + model_ + "\nbackend: {device_map: quickest}\nscenario: {prompts: [a]}\n", "bad.yaml:2: backend.device_map"},
-      {"model: " + (work_ / "absent") + "\nscenario: {prompts: [a]}\n", "bad.yaml: model: '"},
-      {"model: " + model_ + "\nscenario: {prompts_ids: [[1, 99999999]]}\n", "scenario.prompts_ids[0]: token id 99999999 is outside"},
+      {"model: " + (work_ / "absent") + "\nscenario: {prompts: [a]}\n", "bad.yaml:1: model: '"},
+      {"model: " + model_ + "\nscenario: {prompts_ids: [[1, 99999999]]}\n", "bad.yaml:2: scenario.prompts_ids[0]: token id 99999999 is outside"},
+      {"model: " + model_ + "\nbackend:\n  virtual_devices: 2\n  device_ids: [0, 5]\nscenario: {prompts: [a]}\n",
+       "bad.yaml:4: backend.device_ids: device 5 has no budget (accelerators: 0,1)"},
       {"model: " + model_ + "\nscenario: {prompts: [a}\n", "bad.yaml:2: YAML syntax error"},
   };
   for (const auto& c : cases) {
