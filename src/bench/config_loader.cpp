@@ -69,7 +69,10 @@ std::vector<Override> parse_sets(const std::vector<std::string>& sets) {
     if (eq == std::string::npos || eq == 0) throw InputError("--set '" + s + "': expected key.path=value, e.g. scenario.batch_size=4");
     Override o;
     o.path = s.substr(0, eq);
-    if (!is_known_config_path(o.path)) throw InputError("--set " + o.path + ": " + unknown_path_message(o.path));
+    // "sweep.KEY.PATH=[values]" adds (or replaces) one axis of the grid.
+    const bool sweep = o.path.rfind("sweep.", 0) == 0;
+    const std::string key = sweep ? o.path.substr(6) : o.path;
+    if (!is_known_config_path(key)) throw InputError("--set " + o.path + ": " + unknown_path_message(key));
     const std::string text = s.substr(eq + 1);
     try {
       o.value = text.empty() ? YAML::Node(std::string()) : YAML::Load(text);
@@ -125,7 +128,15 @@ LoadedConfig load_bench_config(const std::string& file, const std::vector<std::s
     YAML::Node root = parse_yaml(text, file);
     if (!root || root.IsNull()) throw InputError(file + ": the configuration is empty: give at least model and scenario");
     if (!root.IsMap()) throw InputError(file + ":1: (top level): expected a mapping with name, model, backend, scenario, ...");
-    for (const Override& o : overrides) set_path(root, o.path, o.value, "--set ");
+    for (const Override& o : overrides) {
+      if (o.path.rfind("sweep.", 0) == 0) {
+        if (!root["sweep"] || root["sweep"].IsNull()) root["sweep"] = YAML::Node(YAML::NodeType::Map);
+        if (!root["sweep"].IsMap()) throw InputError("--set " + o.path + ": the file's sweep is not a mapping");
+        root["sweep"][o.path.substr(6)] = o.value;
+      } else {
+        set_path(root, o.path, o.value, "--set ");
+      }
+    }
     return root;
   };
 

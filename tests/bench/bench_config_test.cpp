@@ -192,6 +192,15 @@ TEST(BenchConfig, SweepExpandsTheGridLastKeyFastest) {
   }
 }
 
+TEST(BenchConfig, SetCanAddASweepAxis) {
+  testing::TempDir dir("bench-config");
+  const LoadedConfig l = load_bench_config(write(dir, kGood), {"sweep.scenario.batch_size=[1, 8]"});
+  ASSERT_EQ(l.points.size(), 2u);
+  EXPECT_EQ(l.points[1].config.scenario.batch_size, 8);
+  EXPECT_EQ(l.points[1].sweep_point, (Json{{"scenario.batch_size", 8}}));
+  EXPECT_NE(error_of(kGood, {"sweep.scenario.bs=[1]"}).find("--set sweep.scenario.bs: unknown key"), std::string::npos);
+}
+
 TEST(BenchConfig, KnownPathsAndNearestKey) {
   EXPECT_TRUE(is_known_config_path("backend.device_ids"));
   EXPECT_TRUE(is_known_config_path("backend.max_memory.cpu"));
