@@ -337,7 +337,13 @@ BenchConfig config_from_yaml(const YAML::Node& root, const ConfigSource& source)
   if (!root.IsMap()) r.fail(root, "(top level)", "expected a mapping with name, model, backend, scenario, ...");
   r.check_keys(root, "", {"name", "model", "model_make", "backend", "scenario", "monitor", "output", "sweep"});
   BenchConfig c;
+  for (auto it = root.begin(); it != root.end(); ++it) {
+    if (it->second.IsNull() && it->first.Scalar() == "scenario") {
+      r.fail(it->first, "scenario", "is empty: give the prompts (dataset, prompts or prompts_ids) and the run's shape");
+    }
+  }
   each(root, "", [&](const std::string& k, const YAML::Node& v, const std::string&) {
+    if (v.IsNull() && (k == "backend" || k == "monitor" || k == "output")) return;  // `backend:` alone: defaults
     if (k == "name") {
       c.name = r.string(v, k);
       if (c.name.empty() || c.name.find_first_of("/\\") != std::string::npos || c.name == "." || c.name == "..") {
