@@ -137,7 +137,7 @@ TEST(BenchConfig, BadConfigsNameLineAndKeyPath) {
       {base + "scenario: {prompts: [a]}\nsweep: {scenario.batch_size: [1, -2]}\n", "b.yaml:3: scenario.batch_size: must be between 1 and 256"},
       {"- a\n- b\n", "(top level): expected a mapping"},
       {base + "scenario:\n", "b.yaml:2: scenario: is empty"},
-      {base + "backend:\nscenario: {prompts: [a]}\noutput: {dir: ''}\n", "b.yaml:3: output.dir: the directory is empty"},
+      {base + "backend:\nscenario: {prompts: [a]}\noutput: {dir: ''}\n", "b.yaml:4: output.dir: the directory is empty"},
   };
   for (const auto& c : cases) {
     const std::string m = error_of(c.text);
