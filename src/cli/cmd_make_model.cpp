@@ -6,6 +6,7 @@
 #include "core/args.h"
 #include "core/error.h"
 #include "core/mmap_file.h"
+#include "bench/model_maker.h"
 #include "model/make_model.h"
 #include "tokenizer/tokenizer.h"
 
@@ -55,32 +56,11 @@ int cmd_make_model(int argc, char** argv) {
     throw InputError("'" + out + "' already holds a model; pass --force to overwrite it");
   }
 
-  std::unique_ptr<Tokenizer> tok;
-  std::string tok_dir;
-  if (args.has("--tokenizer")) {
-    tok_dir = args.get("--tokenizer");
-    tok = Tokenizer::load(tok_dir);
-    if (tok->bos_id()) o.bos_token_id = *tok->bos_id();
-    if (tok->eos_id()) o.eos_token_id = *tok->eos_id();
-    const std::int64_t tv = tok->vocab_size();
-    if (o.vocab_size == 0) {
-      o.vocab_size = std::max<std::int64_t>(tv, preset_config(o.preset, o.arch, 0).vocab_size);
-    } else if (o.vocab_size < tv) {
-      throw InputError("--vocab " + std::to_string(o.vocab_size) + " is smaller than the tokenizer's " + std::to_string(tv) + " tokens");
-    }
-  }
-  const std::int64_t n = write_random_model(out, o);
-  if (tok) {
-    namespace fs = std::filesystem;
-    const fs::path src = fs::is_directory(tok_dir) ? fs::path(tok_dir) : fs::path(tok_dir).parent_path();
-    for (const char* f : {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"}) {
-      if (fs::exists(src / f)) fs::copy_file(src / f, fs::path(out) / f, fs::copy_options::overwrite_existing);
-    }
-    if (!fs::is_directory(tok_dir)) fs::copy_file(tok_dir, fs::path(out) / "tokenizer.json", fs::copy_options::overwrite_existing);
-  }
+  const std::string tok_dir = args.has("--tokenizer") ? args.get("--tokenizer") : std::string();
+  const std::int64_t n = make_model_with_tokenizer(out, o, tok_dir);
   std::printf("wrote %s: %s %s %s, %.1fM parameters, seed %llu%s\n", out.c_str(), o.preset.c_str(), arch.c_str(),
               dt.c_str(), static_cast<double>(n) / 1e6, static_cast<unsigned long long>(o.seed),
-              tok ? ", with tokenizer" : "");
+              tok_dir.empty() ? "" : ", with tokenizer");
   return 0;
 }
 

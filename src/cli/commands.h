@@ -14,5 +14,6 @@ int cmd_tokenize(int argc, char** argv);
 int cmd_detect(int argc, char** argv);
 int cmd_doctor(int argc, char** argv);
 int cmd_monitor(int argc, char** argv);
+int cmd_bench(int argc, char** argv);  // and `bench compare`
 
 }  // namespace plexus::cli

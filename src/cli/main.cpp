@@ -28,6 +28,7 @@ const Command kCommands[] = {
     {"detect", "list devices (GPUs or virtual), their links and the host", plexus::cli::cmd_detect},
     {"doctor", "pre-flight check of devices for a multi-device run", plexus::cli::cmd_doctor},
     {"monitor", "live per-device utilisation, memory, power; energy summary", plexus::cli::cmd_monitor},
+    {"bench", "run a YAML benchmark (throughput, latency, energy per device); bench compare", plexus::cli::cmd_bench},
 };
 
 void print_usage(std::FILE* out) {

@@ -3,12 +3,8 @@
 
 #include <limits>
 
-#include "runtime/engine_runner.h"
-
 #include "cli/plan_options.h"
 #include "core/error.h"
-#include "exec/run_devices.h"
-#include "planner/plan_report.h"
 
 namespace plexus::cli {
 
@@ -36,45 +32,18 @@ void add_run_options(Args& args) {
       .flag("--verbose", "print the plan in use and per-device busy time, peak memory and streaming to stderr");
 }
 
-std::unique_ptr<ModelRun> open_model_run(const Args& args, const std::string& model_dir) {
-  auto run = std::make_unique<ModelRun>();
-  const EngineOptions eo = engine_options(args);
-  const bool multi = args.get_optional("--virtual-devices") || args.get_optional("--max-memory") ||
-                     args.get_optional("--devices") || args.get_optional("--device-map");
-  if (!multi) {
-    run->engine = std::make_unique<Engine>(model_dir, eo);
-    run->engine_runner = std::make_unique<EngineRunner>(*run->engine);
-    run->runner = run->engine_runner.get();
-    run->threads = run->engine->threads();
-    run->isa = run->engine->kernels().name;
-    return run;
-  }
+RunInputs run_inputs_from(const Args& args) {
+  RunInputs in;
+  in.engine = engine_options(args);
+  in.plan = plan_inputs_from(args);
   const long long micro = args.get_int("--micro-batches");
   if (micro < 0 || micro > 4096) throw InputError("--micro-batches must be between 0 and 4096, got " + std::to_string(micro));
-  const ModuleTree tree = load_module_tree(model_dir);
-  PlanOptions po = plan_options_from(args, tree.config());
-  // The executor computes in the checkpoint's dtype: plan for it.
-  WeightDType stored = po.request.dtype;
-  if (const ParamInfo* p = tree.find("model.embed_tokens.weight"); p && p->dtype) parse_weight_dtype(dtype_torch_name(*p->dtype), &stored);
-  if (args.get_optional("--dtype") && !(stored == po.request.dtype)) {
-    throw InputError("--dtype " + args.get("--dtype") + ": generate and perplexity run the checkpoint's own dtype; leave --dtype out");
-  }
-  po.request.dtype = stored;
-  const Plan plan = po.device_map_file ? plan_from_device_map(tree, load_device_map_file(*po.device_map_file), po.request)
-                                       : plan_model(tree, po.request);
-  run->devices = make_run_devices(po.request.budgets, eo.threads, host_available_memory());
-  ExecutorOptions xo;
-  xo.max_batch_tokens = eo.max_batch_tokens;
-  xo.max_context = eo.max_context;
-  xo.micro_batches = static_cast<int>(micro);
-  run->executor = std::make_unique<Executor>(model_dir, plan.device_map, run->devices, xo);
-  run->runner = run->executor.get();
-  run->threads = run->executor->threads();
-  run->isa = run->executor->kernels().name;
-  run->plan_text = "budgets: " + po.request.budgets.to_string() + " (" + po.budgets_source + ")\n" + plan_to_table(plan) +
-                   describe_layout(run->executor->layout()) + "micro-batches per forward: " +
-                   std::to_string(run->executor->micro_batches()) + "\n";
-  return run;
+  in.micro_batches = static_cast<int>(micro);
+  return in;
+}
+
+std::unique_ptr<ModelRun> open_model_run(const Args& args, const std::string& model_dir) {
+  return plexus::open_model_run(run_inputs_from(args), model_dir);
 }
 
 std::unique_ptr<Tokenizer> load_tokenizer_if_any(const std::string& model_dir) {

@@ -7,7 +7,7 @@
 
 #include "backend/device_registry.h"
 #include "core/args.h"
-#include "exec/executor.h"
+#include "exec/model_run.h"
 #include "runtime/engine.h"
 #include "runtime/runner.h"
 #include "tokenizer/tokenizer.h"
@@ -22,19 +22,11 @@ EngineOptions engine_options(const Args& args);
 // device map) and --micro-batches, --verbose: the run commands' option group.
 void add_run_options(Args& args);
 
-// What runs the model. Without device options (--virtual-devices, --max-memory, --devices,
-// --device-map): one Engine, exactly as before. With them: the plan they describe, run by an
-// Executor across the devices (virtual CPU devices today).
-struct ModelRun {
-  std::unique_ptr<Engine> engine;
-  std::unique_ptr<Runner> engine_runner;
-  DeviceRegistry devices;
-  std::unique_ptr<Executor> executor;  // after `devices`: destroyed first
-  Runner* runner = nullptr;
-  std::string plan_text;  // budgets, plan table and stages (multi-device runs)
-  int threads = 0;
-  std::string isa;
-};
+// What runs the model (exec/model_run.h), from the run options: without device options
+// (--virtual-devices, --max-memory, --devices, --device-map) one Engine; with them, the plan
+// they describe run by an Executor across the devices.
+using plexus::ModelRun;
+RunInputs run_inputs_from(const Args& args);
 std::unique_ptr<ModelRun> open_model_run(const Args& args, const std::string& model_dir);
 
 // The model directory's tokenizer, or null when it has none.

@@ -13,6 +13,22 @@ double ExecStats::busy_sum() const {
   return s;
 }
 
+ExecStats exec_stats_since(const ExecStats& now, const ExecStats& before) {
+  ExecStats d = now;
+  d.wall_s = now.wall_s - before.wall_s;
+  d.forwards = now.forwards - before.forwards;
+  d.streamed_bytes = now.streamed_bytes - before.streamed_bytes;
+  d.stream_copy_s = now.stream_copy_s - before.stream_copy_s;
+  d.stream_wait_s = now.stream_wait_s - before.stream_wait_s;
+  for (DeviceRunStats& dev : d.devices) {
+    for (const DeviceRunStats& b : before.devices) {
+      if (b.ordinal == dev.ordinal && b.name == dev.name) dev.busy_s -= b.busy_s;
+    }
+    dev.busy_fraction = d.wall_s > 0 ? dev.busy_s / d.wall_s : 0;
+  }
+  return d;
+}
+
 Json exec_stats_to_json(const ExecStats& s) {
   Json devices = Json::array();
   for (const DeviceRunStats& d : s.devices) {

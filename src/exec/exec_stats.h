@@ -31,6 +31,11 @@ struct ExecStats {
   double busy_sum() const;        // summed busy fractions: > 1 means devices overlapped
 };
 
+// What happened between two snapshots of one run (e.g. excluding a warm-up): times, forwards and
+// streaming are differences, busy fractions are recomputed over the difference of wall time;
+// peaks, budgets and layout are `now`'s.
+ExecStats exec_stats_since(const ExecStats& now, const ExecStats& before);
+
 Json exec_stats_to_json(const ExecStats& s);
 // A few lines for stderr / --verbose.
 std::string exec_stats_to_text(const ExecStats& s);

@@ -100,6 +100,7 @@ GenerateResult generate(Runner& runner, std::span<const std::int32_t> prompt, co
   }
   if (is_stop(options, r.ids.back())) r.finish_reason = "stop";
   r.decode_s = decode_timer.seconds();
+  r.e2e_ms = timer.seconds() * 1e3;
   r.prefill_tokens_per_s = r.prefill_s > 0 ? static_cast<double>(prompt.size()) / r.prefill_s : 0;
   const std::int64_t decoded = static_cast<std::int64_t>(r.ids.size()) - 1;  // the first token came from prefill
   r.decode_tokens_per_s = decoded > 0 && r.decode_s > 0 ? static_cast<double>(decoded) / r.decode_s : 0;
@@ -145,6 +146,11 @@ BatchGenerateResult generate_batch(Runner& runner, const std::vector<std::vector
     runner.forward(SlotBatch{ids, pos, seqs}, rows, logits.data());
     for (std::size_t i = 0; i < rows.size(); ++i) {
       next[row_seq[i]] = samplers[row_seq[i]].sample(logits.data() + i * static_cast<std::size_t>(vocab));
+    }
+    const double now_ms = timer.seconds() * 1e3;
+    for (std::size_t s : row_seq) {
+      if (r.sequences[s].ids.empty() && r.sequences[s].ttft_ms == 0) r.sequences[s].ttft_ms = now_ms;
+      r.sequences[s].e2e_ms = now_ms;
     }
     ids.clear(), pos.clear(), seqs.clear(), rows.clear(), row_seq.clear();
   };

@@ -23,7 +23,9 @@ struct GenerateResult {
   std::vector<std::int32_t> ids;  // generated ids only
   std::string finish_reason;      // "stop" (a stop id) | "length"
   std::int64_t prompt_tokens = 0;
-  double prefill_s = 0, decode_s = 0, ttft_ms = 0;
+  double prefill_s = 0, decode_s = 0;
+  double ttft_ms = 0;  // start of the call to the first generated token
+  double e2e_ms = 0;   // start of the call to the last generated token
   double prefill_tokens_per_s = 0, decode_tokens_per_s = 0;
 };
 
@@ -42,7 +44,8 @@ struct BatchGenerateResult {
 
 // Several prompts at once: prompts are prefilled together (up to max_batch_tokens per forward),
 // then every unfinished sequence decodes one token per step in a single forward, so a pipelined
-// runner keeps its stages busy. Sequence i samples with seed options.sampling.seed + i.
+// runner keeps its stages busy. Sequence i samples with seed options.sampling.seed + i. Each
+// sequence's ttft_ms and e2e_ms count from the start of the call (all share that start).
 BatchGenerateResult generate_batch(Runner& runner, const std::vector<std::vector<std::int32_t>>& prompts,
                                    const GenerateOptions& options);
 

@@ -1,0 +1,92 @@
+// A benchmark configuration: the typed values of one run (one sweep point), read from YAML with
+// the key path and line of every error, and echoed back as JSON in every result.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <yaml-cpp/yaml.h>
+
+#include "core/json.h"
+
+namespace plexus::bench {
+
+// How to make the model when its directory has no config.json (`plexus make-model`).
+struct ModelMakeConfig {
+  std::string preset = "small";  // tiny | small
+  std::string arch = "llama";    // llama | qwen2 | qwen3 | mistral
+  std::string dtype = "bf16";    // f32 | bf16 | f16
+  std::uint64_t seed = 1;
+  std::string tokenizer;         // directory with tokenizer.json to copy ("" = none)
+};
+
+struct BackendConfig {
+  std::string type = "plexus";
+  std::vector<long long> device_ids;  // GPUs (monitored, and planned on); empty = all / none
+  long long virtual_devices = 0;      // > 0: N virtual CPU devices splitting the host
+  std::string strategy = "stages";    // device_map given as a strategy name
+  std::optional<std::string> device_map_file;  // device_map given as a JSON file path
+  std::vector<std::pair<std::string, std::string>> max_memory;  // device → size, in file order
+  std::optional<std::string> dtype;
+  long long threads = 0;              // 0: every hardware thread
+  long long context = 4096;           // KV cache the plan keeps room for
+  long long micro_batches = 0;        // 0: one per stage
+  // Devices are named: the run is planned and executed across them (else one engine).
+  bool plans() const { return !device_ids.empty() || virtual_devices > 0 || device_map_file || !max_memory.empty(); }
+};
+
+struct ScenarioConfig {
+  std::string dataset;                             // JSONL file: {"prompt": TEXT} or {"ids": [...]}
+  std::vector<std::string> prompts;
+  std::vector<std::vector<std::int32_t>> prompts_ids;
+  long long num_samples = 0;                       // 0: one per prompt
+  long long batch_size = 1;
+  long long max_new_tokens = 32;
+  long long warmup_samples = 1;
+  std::uint64_t seed = 0;
+  double temperature = 0;                          // 0: greedy
+  bool ignore_eos = true;
+};
+
+struct MonitorConfig {
+  double interval_ms = 100;
+  double idle_baseline_s = 0;
+};
+
+struct OutputConfig {
+  std::string dir = "bench-results";
+  std::vector<std::string> formats = {"json", "csv", "html"};
+};
+
+struct BenchConfig {
+  std::string name;
+  std::string model;
+  std::optional<ModelMakeConfig> model_make;
+  BackendConfig backend;
+  ScenarioConfig scenario;
+  MonitorConfig monitor;
+  OutputConfig output;
+  std::map<std::string, int> lines;  // key path → 1-based line in the file, for run-time errors
+};
+
+// Where errors point: the YAML file, and the key paths that came from --set (no line of their own).
+struct ConfigSource {
+  std::string file;
+  std::vector<std::string> overridden;  // dotted paths set by --set
+};
+
+// Reads a configuration tree (without `sweep`). InputError "FILE:LINE: key.path: reason" (or
+// "--set key.path: reason") for unknown keys, wrong types and bad values.
+BenchConfig config_from_yaml(const YAML::Node& root, const ConfigSource& source);
+
+// "FILE:LINE: " for a key path read from the file (the nearest enclosing key that has a line),
+// else "FILE: ".
+std::string where_in_file(const BenchConfig& config, const std::string& file, const std::string& path);
+
+// The configuration as JSON, every key present (null where unset).
+Json config_to_json(const BenchConfig& config);
+
+}  // namespace plexus::bench

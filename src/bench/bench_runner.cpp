@@ -1,0 +1,236 @@
+// One benchmark point from configuration to result tree.
+#include "bench/bench_runner.h"
+
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+#include <set>
+
+#include "bench/bench_metrics.h"
+#include "bench/environment.h"
+#include "bench/model_maker.h"
+#include "bench/prompts.h"
+#include "core/dtype.h"
+#include "core/error.h"
+#include "exec/model_run.h"
+#include "monitor/monitor_session.h"
+#include "runtime/generate.h"
+
+namespace plexus::bench {
+
+namespace {
+
+RunInputs run_inputs(const BenchConfig& c) {
+  RunInputs in;
+  in.engine.threads = static_cast<int>(c.backend.threads);
+  in.micro_batches = static_cast<int>(c.backend.micro_batches);
+  PlanInputs& p = in.plan;
+  p.strategy = c.backend.strategy;
+  p.dtype = c.backend.dtype;
+  p.context = c.backend.context;
+  p.batch = c.scenario.batch_size;
+  if (!c.backend.max_memory.empty()) {
+    std::string text;
+    for (const auto& [dev, size] : c.backend.max_memory) text += (text.empty() ? "" : ",") + dev + "=" + size;
+    p.max_memory = text;
+  }
+  if (c.backend.virtual_devices > 0) p.virtual_devices = c.backend.virtual_devices;
+  if (!c.backend.device_ids.empty()) p.devices = c.backend.device_ids;
+  p.device_map_file = c.backend.device_map_file;
+  return in;
+}
+
+Json single_engine_plan(const ModelRun& run) {
+  return {{"strategy", nullptr},
+          {"dtype", run.runner->config().torch_dtype ? Json(std::string(dtype_torch_name(*run.runner->config().torch_dtype))) : Json(nullptr)},
+          {"device_map", {{"", "cpu"}}},
+          {"devices", Json::array({{{"device", "cpu"}}})},
+          {"notes", Json::array({"no devices named in backend: one engine on the host"})},
+          {"budgets_source", "host"}};
+}
+
+Json execution_json(const ModelRun& run, const ExecStats* since) {
+  Json j;
+  if (run.executor && since) {
+    j = exec_stats_to_json(exec_stats_since(run.executor->stats(), *since));
+  } else {
+    j = {{"devices", Json::array()}, {"stages", 1}, {"micro_batches", 1}, {"forward_wall_s", nullptr},
+         {"busy_fraction_sum", nullptr}, {"streamed_bytes", 0}, {"stream_copy_s", 0}, {"stream_wait_s", 0}};
+  }
+  j["threads"] = run.threads;
+  j["isa"] = run.isa;
+  return j;
+}
+
+}  // namespace
+
+std::string utc_timestamp() {
+  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+bool ensure_model(const BenchConfig& c, const std::string& config_file, const Log& log) {
+  namespace fs = std::filesystem;
+  if (fs::exists(fs::path(c.model) / "config.json") || fs::is_regular_file(c.model)) return false;
+  if (!c.model_make) {
+    throw InputError(where_in_file(c, config_file, "model") + "model: '" + c.model +
+                     "' holds no model (no config.json): make one with `plexus make-model`, or add model_make: {preset: tiny} "
+                     "to the configuration to make it when missing");
+  }
+  const ModelMakeConfig& m = *c.model_make;
+  MakeModelOptions o;
+  o.preset = m.preset;
+  o.arch = m.arch == "qwen2" ? Arch::kQwen2 : m.arch == "qwen3" ? Arch::kQwen3 : m.arch == "mistral" ? Arch::kMistral : Arch::kLlama;
+  if (!parse_dtype(m.dtype, &o.dtype)) throw InputError(config_file + ": model_make.dtype: unknown dtype '" + m.dtype + "'");
+  o.seed = m.seed;
+  std::string tokenizer = m.tokenizer;
+  if (!tokenizer.empty() && !fs::exists(tokenizer)) {
+    log("model_make.tokenizer '" + tokenizer + "' not found: making the model without a tokenizer");
+    tokenizer.clear();
+  }
+  log("making the model in " + c.model + " (" + m.preset + " " + m.arch + " " + m.dtype + ", random weights, seed " +
+      std::to_string(m.seed) + (tokenizer.empty() ? "" : ", tokenizer " + tokenizer) + ")");
+  make_model_with_tokenizer(c.model, o, tokenizer);
+  return true;
+}
+
+Json run_point(const BenchPoint& point, const std::string& config_file, const Log& log) {
+  const BenchConfig& c = point.config;
+  const ScenarioConfig& sc = c.scenario;
+  ensure_model(c, config_file, log);
+
+  std::unique_ptr<ModelRun> run;
+  try {
+    run = open_model_run(run_inputs(c), c.model);
+  } catch (const InputError& e) {
+    // The planner speaks in command-line flags; name the configuration's keys instead.
+    std::string m = e.what();
+    for (const auto& [flag, key] : {std::pair<std::string, std::string>{"--devices", "backend.device_ids"},
+                                    {"--max-memory", "backend.max_memory"}, {"--virtual-devices N", "backend.virtual_devices"},
+                                    {"--virtual-devices", "backend.virtual_devices"}, {"--dtype", "backend.dtype"},
+                                    {"--device-map", "backend.device_map"}, {"--context", "backend.context"},
+                                    {"--micro-batches", "backend.micro_batches"}, {"--batch-tokens", "backend.batch_tokens"}}) {
+      for (std::size_t at = m.find(flag); at != std::string::npos; at = m.find(flag, at + key.size())) m.replace(at, flag.size(), key);
+    }
+    // "backend.device_ids: ..." → "FILE:LINE: backend.device_ids: ...".
+    const std::size_t colon = m.find(": ");
+    const std::string key = colon == std::string::npos ? std::string() : m.substr(0, colon);
+    const bool names_key = key.rfind("backend.", 0) == 0 && key.find(' ') == std::string::npos;
+    throw InputError((names_key ? where_in_file(c, config_file, key) : where_in_file(c, config_file, "backend")) + m);
+  }
+  Runner& runner = *run->runner;
+  std::unique_ptr<Tokenizer> tok;
+  if (Tokenizer::exists_in(c.model)) tok = Tokenizer::load(c.model);
+  std::vector<std::vector<std::int32_t>> prompts;
+  try {
+    prompts = scenario_prompts(sc, tok.get(), runner.vocab_size(), c.model);
+  } catch (const InputError& e) {
+    // "scenario.prompts_ids[0]: ..." gets the key's line; dataset errors already name DATASET:LINE.
+    const std::string m = e.what();
+    if (m.rfind("scenario.", 0) != 0) throw;
+    throw InputError(where_in_file(c, config_file, m.substr(0, m.find_first_of("[:"))) + m);
+  }
+  for (const auto& p : prompts) {
+    if (static_cast<std::int64_t>(p.size()) + sc.max_new_tokens > runner.max_context()) {
+      throw InputError(where_in_file(c, config_file, "scenario.max_new_tokens") + "scenario.max_new_tokens: a prompt of " + std::to_string(p.size()) + " tokens + " +
+                       std::to_string(sc.max_new_tokens) + " new tokens exceeds the model's context of " +
+                       std::to_string(runner.max_context()));
+    }
+  }
+  if (sc.batch_size > runner.max_batch_tokens()) {
+    throw InputError(where_in_file(c, config_file, "scenario.batch_size") + "scenario.batch_size: " + std::to_string(sc.batch_size) +
+                     " sequences decode together but a forward pass holds " + std::to_string(runner.max_batch_tokens()) + " tokens");
+  }
+  const std::int64_t n = sc.num_samples > 0 ? sc.num_samples : static_cast<std::int64_t>(prompts.size());
+  const auto measured = cycle_prompts(prompts, n);
+  const auto warmup = cycle_prompts(prompts, sc.warmup_samples);
+
+  GenerateOptions go;
+  go.max_tokens = sc.max_new_tokens;
+  go.sampling.greedy = sc.temperature <= 0;
+  if (!go.sampling.greedy) go.sampling.temperature = sc.temperature;
+  if (!sc.ignore_eos) {
+    std::set<std::int64_t> stops(runner.config().eos_token_ids.begin(), runner.config().eos_token_ids.end());
+    if (tok && tok->eos_id()) stops.insert(*tok->eos_id());
+    go.stop_ids.assign(stops.begin(), stops.end());
+  }
+  const std::size_t bs = static_cast<std::size_t>(sc.batch_size);
+  // Runs `list` in batches of batch_size; sample i samples with seed + i.
+  auto run_all = [&](const std::vector<std::vector<std::int32_t>>& list, RunTimings* timings) {
+    for (std::size_t b = 0; b < list.size(); b += bs) {
+      const std::vector<std::vector<std::int32_t>> batch(list.begin() + static_cast<std::ptrdiff_t>(b),
+                                                         list.begin() + static_cast<std::ptrdiff_t>(std::min(list.size(), b + bs)));
+      GenerateOptions o = go;
+      o.sampling.seed = sc.seed + b;
+      const BatchGenerateResult r = generate_batch(runner, batch, o);
+      if (!timings) continue;
+      for (const GenerateResult& g : r.sequences) {
+        timings->samples.push_back({g.prompt_tokens, static_cast<std::int64_t>(g.ids.size()), g.ttft_ms, g.e2e_ms});
+      }
+    }
+  };
+
+  if (!warmup.empty()) log("warm-up: " + std::to_string(warmup.size()) + " sample(s), not measured");
+  run_all(warmup, nullptr);
+
+  const ExecStats before = run->executor ? run->executor->stats() : ExecStats{};
+  SourceOptions so = source_options_from(device_options_from_env());
+  for (long long id : c.backend.device_ids) so.devices.push_back(static_cast<int>(id));
+  MonitorSession session(make_sources(so));
+  MonitorOptions mo;
+  mo.interval_ms = c.monitor.interval_ms;
+  mo.idle_baseline_s = c.monitor.idle_baseline_s;
+  if (mo.idle_baseline_s > 0) log("measuring the idle baseline for " + std::to_string(mo.idle_baseline_s) + " s");
+  session.start(mo);
+  log("measuring: " + std::to_string(measured.size()) + " sample(s), batch size " + std::to_string(sc.batch_size) + ", " +
+      std::to_string(sc.max_new_tokens) + " new tokens each");
+  const std::string timestamp = utc_timestamp();
+  RunTimings timings;
+  const auto t0 = std::chrono::steady_clock::now();
+  run_all(measured, &timings);
+  timings.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const MonitorSummary summary = session.stop();
+
+  std::int64_t output_tokens = 0;
+  for (const SampleTiming& s : timings.samples) output_tokens += s.output_tokens;
+
+  Json result;
+  result["name"] = c.name;
+  result["timestamp"] = timestamp;
+  result["config"] = config_to_json(c);
+  Json used = Json::array();
+  Json plan = run->plan_json.is_null() ? single_engine_plan(*run) : run->plan_json;
+  for (const Json& d : plan["devices"]) {
+    if (d.contains("device") && d["device"].is_number_integer()) used.push_back(d["device"]);
+  }
+  result["config"]["device_ids"] = used;
+  result["sweep_point"] = point.sweep_point;
+  result["throughput"] = throughput_json(timings);
+  result["latency"] = latency_json(timings);
+  result["energy"] = energy_json(summary, output_tokens);
+  result["gpu_stats"] = gpu_stats_json(summary);
+  result["host_stats"] = host_stats_json(summary);
+  const Json monitor = to_json(summary);
+  result["aggregates"] = monitor["aggregate"];
+  result["monitor"] = {{"duration_s", summary.duration_s},
+                       {"samples", summary.samples},
+                       {"interval_ms", c.monitor.interval_ms},
+                       {"unavailable_sources", session.unavailable()},
+                       {"sampler", monitor["sampler"]}};
+  result["plan"] = plan;
+  result["execution"] = execution_json(*run, run->executor ? &before : nullptr);
+  result["environment"] = environment_json();
+  Json requests = Json::array();
+  for (const SampleTiming& s : timings.samples) {
+    requests.push_back({{"prompt_tokens", s.prompt_tokens}, {"output_tokens", s.output_tokens}, {"ttft_ms", s.ttft_ms}, {"e2e_ms", s.e2e_ms}});
+  }
+  result["requests"] = requests;
+  result["timeline"] = timeline_json(session.samples());
+  return result;
+}
+
+}  // namespace plexus::bench

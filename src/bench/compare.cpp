@@ -1,0 +1,147 @@
+// Side-by-side comparison of benchmark results.
+#include "bench/compare.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+
+#include "core/error.h"
+
+namespace plexus::bench {
+
+namespace {
+
+struct Metric {
+  const char* path;   // dotted
+  const char* better;  // "higher" | "lower"
+};
+
+const Metric kMetrics[] = {
+    {"throughput.tokens_per_s", "higher"},     {"throughput.total_tokens_per_s", "higher"},
+    {"throughput.samples_per_s", "higher"},    {"latency.ttft_ms.p50", "lower"},
+    {"latency.ttft_ms.p90", "lower"},          {"latency.ttft_ms.p99", "lower"},
+    {"latency.tpot_ms.p50", "lower"},          {"latency.tpot_ms.p90", "lower"},
+    {"latency.tpot_ms.p99", "lower"},          {"latency.e2e_ms.p50", "lower"},
+    {"latency.e2e_ms.p90", "lower"},           {"latency.e2e_ms.p99", "lower"},
+    {"energy.total_j", "lower"},               {"energy.j_per_token", "lower"},
+    {"energy.tokens_per_j", "higher"},         {"energy.above_idle_j", "lower"},
+    {"host_stats.cpu_utilization_percent", "higher"}, {"execution.busy_fraction_sum", "higher"},
+    {"throughput.output_tokens", "higher"},    {"throughput.wall_s", "lower"},
+};
+
+std::optional<double> value_at(const Json& j, const std::string& dotted) {
+  const Json* cur = &j;
+  std::size_t start = 0;
+  while (start <= dotted.size()) {
+    const std::size_t dot = std::min(dotted.find('.', start), dotted.size());
+    const std::string key = dotted.substr(start, dot - start);
+    if (!cur->is_object() || !cur->contains(key)) return std::nullopt;
+    cur = &(*cur)[key];
+    start = dot + 1;
+  }
+  if (!cur->is_number()) return std::nullopt;
+  return cur->get<double>();
+}
+
+bool is_result(const Json& j) { return j.is_object() && j.contains("throughput") && j.contains("latency"); }
+
+std::string fmt(std::optional<double> v, const char* f = "%.3f") {
+  if (!v) return "n/a";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, std::abs(*v) >= 1000 ? "%.1f" : f, *v);
+  return buf;
+}
+
+}  // namespace
+
+std::vector<CompareColumn> load_compare_inputs(const std::vector<std::string>& files) {
+  std::vector<CompareColumn> cols;
+  for (const std::string& f : files) {
+    if (!std::filesystem::is_regular_file(f)) throw InputError(f + ": no such result file");
+    const Json j = read_json_file(f);
+    const std::string label = std::filesystem::path(f).filename().string();
+    if (is_result(j)) {
+      cols.push_back({label, j});
+    } else if (j.is_object() && j.contains("runs") && j["runs"].is_array() && !j["runs"].empty() &&
+               std::all_of(j["runs"].begin(), j["runs"].end(), is_result)) {
+      for (std::size_t i = 0; i < j["runs"].size(); ++i) cols.push_back({label + "#" + std::to_string(i), j["runs"][i]});
+    } else {
+      throw InputError(f + ": not a plexus bench result (no \"throughput\" and \"latency\", and no \"runs\" of results)");
+    }
+  }
+  if (cols.size() < 2) throw InputError("bench compare needs at least two results (a sweep summary counts as one per run)");
+  return cols;
+}
+
+Json compare_json(const std::vector<CompareColumn>& cols) {
+  Json labels = Json::array();
+  for (const CompareColumn& c : cols) labels.push_back(c.label);
+  Json metrics = Json::array();
+  for (const Metric& m : kMetrics) {
+    Json values = Json::array(), ratios = Json::array();
+    const auto base = value_at(cols.front().result, m.path);
+    bool any = false;
+    for (const CompareColumn& c : cols) {
+      const auto v = value_at(c.result, m.path);
+      any = any || v.has_value();
+      values.push_back(v ? Json(*v) : Json(nullptr));
+      ratios.push_back(v && base && *base != 0 ? Json(*v / *base) : Json(nullptr));
+    }
+    if (!any) continue;
+    metrics.push_back({{"metric", m.path}, {"better", m.better}, {"values", values}, {"ratios", ratios}});
+  }
+  return {{"columns", labels}, {"metrics", metrics}};
+}
+
+std::string compare_table(const std::vector<CompareColumn>& cols) {
+  const Json j = compare_json(cols);
+  // Columns are lettered A, B, C, ... (named in a legend above the table); ratios are B/A, C/A, ...
+  auto letter = [](std::size_t i) { return i < 26 ? std::string(1, static_cast<char>('A' + i)) : "R" + std::to_string(i + 1); };
+  std::string legend;
+  for (std::size_t i = 0; i < cols.size(); ++i) {
+    legend += letter(i) + ": " + cols[i].label;
+    const Json& sp = cols[i].result.contains("sweep_point") ? cols[i].result["sweep_point"] : Json();
+    if (sp.is_object() && !sp.empty()) {
+      std::string point;
+      for (auto it = sp.begin(); it != sp.end(); ++it) point += (point.empty() ? "" : ", ") + it.key() + "=" + it.value().dump();
+      legend += " (" + point + ")";
+    }
+    legend += "\n";
+  }
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> head = {"metric"};
+  for (std::size_t i = 0; i < cols.size(); ++i) {
+    head.push_back(letter(i));
+    if (i > 0) head.push_back(letter(i) + "/" + letter(0));
+  }
+  rows.push_back(head);
+  for (const Json& m : j["metrics"]) {
+    std::vector<std::string> row = {m["metric"].get<std::string>() + (std::string(m["better"]) == "higher" ? " (+)" : " (-)")};
+    for (std::size_t i = 0; i < cols.size(); ++i) {
+      const Json& v = m["values"][i];
+      row.push_back(fmt(v.is_number() ? std::optional<double>(v.get<double>()) : std::nullopt));
+      if (i > 0) {
+        const Json& r = m["ratios"][i];
+        row.push_back(r.is_number() ? fmt(r.get<double>(), "%.2fx") : "n/a");
+      }
+    }
+    rows.push_back(row);
+  }
+  std::vector<std::size_t> width(head.size(), 0);
+  for (const auto& r : rows) {
+    for (std::size_t c = 0; c < r.size(); ++c) width[c] = std::max(width[c], r[c].size());
+  }
+  std::string out = legend + "\n";
+  for (const auto& r : rows) {
+    for (std::size_t c = 0; c < r.size(); ++c) {
+      const std::string pad(width[c] - r[c].size(), ' ');
+      out += c == 0 ? r[c] + pad : "  " + pad + r[c];
+    }
+    out += "\n";
+  }
+  out += "(+) higher is better, (-) lower is better; B/A is B's value divided by A's\n";
+  return out;
+}
+
+}  // namespace plexus::bench

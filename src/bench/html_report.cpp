@@ -1,0 +1,263 @@
+// HTML + inline SVG charts for benchmark results.
+#include "bench/html_report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace plexus::bench {
+
+namespace {
+
+const char* const kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"};
+
+std::string num(double v, int digits = 1) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+// A number from a JSON value at `path` ("latency/ttft_ms/p50"), or nullopt.
+std::optional<double> at(const Json& j, const std::string& path) {
+  const Json* cur = &j;
+  std::size_t start = 0;
+  while (start <= path.size()) {
+    const std::size_t slash = std::min(path.find('/', start), path.size());
+    const std::string key = path.substr(start, slash - start);
+    if (!cur->is_object() || !cur->contains(key)) return std::nullopt;
+    cur = &(*cur)[key];
+    start = slash + 1;
+  }
+  if (!cur->is_number()) return std::nullopt;
+  return cur->get<double>();
+}
+
+std::string cell(const Json& j, const std::string& path, int digits = 1) {
+  const auto v = at(j, path);
+  return v ? num(*v, digits) : std::string("n/a");
+}
+
+std::string point_label(const Json& r, std::size_t i) {
+  const Json& sp = r.value("sweep_point", Json::object());
+  if (!sp.is_object() || sp.empty()) return r.value("name", std::string("run"));
+  std::string s = "#" + std::to_string(i);
+  for (auto it = sp.begin(); it != sp.end(); ++it) {
+    std::string key = it.key();
+    const std::size_t dot = key.rfind('.');
+    if (dot != std::string::npos) key = key.substr(dot + 1);
+    s += " " + key + "=" + (it.value().is_string() ? it.value().get<std::string>() : it.value().dump());
+  }
+  return s;
+}
+
+struct Series {
+  std::string name;
+  std::vector<std::optional<double>> values;
+};
+
+// A line chart of series over t (seconds), y from 0 to the largest value (or `y_max`).
+std::string line_chart(const std::string& title, const std::string& unit, const std::vector<double>& t,
+                       const std::vector<Series>& series, std::optional<double> y_max = std::nullopt) {
+  const double w = 640, h = 220, l = 56, r = 130, top = 28, bottom = 36;
+  const double pw = w - l - r, ph = h - top - bottom;
+  double t_max = t.empty() ? 1 : std::max(1e-9, t.back());
+  double ymax = 0;
+  for (const Series& s : series) {
+    for (const auto& v : s.values) {
+      if (v) ymax = std::max(ymax, *v);
+    }
+  }
+  if (y_max) ymax = std::max(ymax, *y_max);
+  if (ymax <= 0) ymax = 1;
+  std::string svg = "<svg role=\"img\" width=\"" + num(w, 0) + "\" height=\"" + num(h, 0) + "\" viewBox=\"0 0 " + num(w, 0) +
+                    " " + num(h, 0) + "\"><title>" + html_escape(title) + "</title>";
+  svg += "<text x=\"" + num(l, 0) + "\" y=\"16\" class=\"ct\">" + html_escape(title) + "</text>";
+  for (int k = 0; k <= 4; ++k) {  // grid and y labels
+    const double y = top + ph - ph * k / 4.0;
+    svg += "<line x1=\"" + num(l) + "\" y1=\"" + num(y) + "\" x2=\"" + num(l + pw) + "\" y2=\"" + num(y) + "\" class=\"grid\"/>";
+    svg += "<text x=\"" + num(l - 6) + "\" y=\"" + num(y + 4) + "\" class=\"yl\">" + num(ymax * k / 4.0, ymax < 10 ? 1 : 0) + "</text>";
+  }
+  for (int k = 0; k <= 4; ++k) {
+    const double x = l + pw * k / 4.0;
+    svg += "<text x=\"" + num(x) + "\" y=\"" + num(top + ph + 16) + "\" class=\"xl\">" + num(t_max * k / 4.0, 2) + "</text>";
+  }
+  svg += "<text x=\"" + num(l + pw / 2) + "\" y=\"" + num(h - 4) + "\" class=\"xl\">time (s)</text>";
+  svg += "<text x=\"12\" y=\"" + num(top + ph / 2) + "\" class=\"yl\" transform=\"rotate(-90 12 " + num(top + ph / 2) + ")\">" +
+         html_escape(unit) + "</text>";
+  for (std::size_t s = 0; s < series.size(); ++s) {
+    const std::string color = kColors[s % (sizeof kColors / sizeof kColors[0])];
+    std::string points;
+    for (std::size_t i = 0; i < series[s].values.size() && i < t.size(); ++i) {
+      if (!series[s].values[i]) continue;
+      points += num(l + pw * t[i] / t_max) + "," + num(top + ph - ph * *series[s].values[i] / ymax) + " ";
+    }
+    if (!points.empty()) svg += "<polyline fill=\"none\" stroke=\"" + color + "\" stroke-width=\"1.8\" points=\"" + points + "\"/>";
+    const double ly = top + 12 + 16.0 * static_cast<double>(s);
+    svg += "<rect x=\"" + num(l + pw + 10) + "\" y=\"" + num(ly - 9) + "\" width=\"10\" height=\"10\" fill=\"" + color + "\"/>";
+    svg += "<text x=\"" + num(l + pw + 24) + "\" y=\"" + num(ly) + "\" class=\"lg\">" + html_escape(series[s].name) + "</text>";
+  }
+  return svg + "</svg>";
+}
+
+// A bar chart, one bar per label; missing values are marked n/a.
+std::string bar_chart(const std::string& title, const std::string& unit, const std::vector<std::string>& labels,
+                      const std::vector<std::optional<double>>& values) {
+  const double bar = 28, gap = 8, l = 220, top = 28, w = 640;
+  const double h = top + static_cast<double>(labels.size()) * (bar + gap) + 10;
+  double vmax = 0;
+  for (const auto& v : values) {
+    if (v) vmax = std::max(vmax, *v);
+  }
+  if (vmax <= 0) vmax = 1;
+  const double pw = w - l - 90;
+  std::string svg = "<svg role=\"img\" width=\"" + num(w, 0) + "\" height=\"" + num(h, 0) + "\" viewBox=\"0 0 " + num(w, 0) + " " +
+                    num(h, 0) + "\"><title>" + html_escape(title) + "</title>";
+  svg += "<text x=\"8\" y=\"16\" class=\"ct\">" + html_escape(title) + " (" + html_escape(unit) + ")</text>";
+  for (std::size_t i = 0; i < labels.size(); ++i) {
+    const double y = top + static_cast<double>(i) * (bar + gap);
+    svg += "<text x=\"" + num(l - 6) + "\" y=\"" + num(y + bar / 2 + 4) + "\" class=\"yl\">" + html_escape(labels[i]) + "</text>";
+    if (!values[i]) {
+      svg += "<text x=\"" + num(l + 4) + "\" y=\"" + num(y + bar / 2 + 4) + "\" class=\"lg\">n/a</text>";
+      continue;
+    }
+    const double bw = std::max(1.0, pw * *values[i] / vmax);
+    svg += "<rect x=\"" + num(l) + "\" y=\"" + num(y) + "\" width=\"" + num(bw) + "\" height=\"" + num(bar) + "\" fill=\"" +
+           kColors[0] + "\"/>";
+    svg += "<text x=\"" + num(l + bw + 6) + "\" y=\"" + num(y + bar / 2 + 4) + "\" class=\"lg\">" +
+           num(*values[i], *values[i] < 10 ? 3 : 1) + "</text>";
+  }
+  return svg + "</svg>";
+}
+
+std::string timeline_charts(const Json& r) {
+  const Json& tl = r.value("timeline", Json::object());
+  if (!tl.is_object() || !tl.contains("t_s")) return "<p>No monitor samples.</p>";
+  std::vector<double> t;
+  for (const Json& v : tl["t_s"]) t.push_back(v.is_number() ? v.get<double>() : 0.0);
+  std::vector<Series> util, power;
+  for (auto it = tl["devices"].begin(); it != tl["devices"].end(); ++it) {
+    auto read = [&](const char* key) {
+      Series s{it.key(), {}};
+      bool any = false;
+      for (const Json& v : it.value()[key]) {
+        s.values.push_back(v.is_number() ? std::optional<double>(v.get<double>()) : std::nullopt);
+        any = any || v.is_number();
+      }
+      return any ? std::optional<Series>(s) : std::nullopt;
+    };
+    if (auto s = read("utilization_percent")) util.push_back(*s);
+    if (auto s = read("power_w")) power.push_back(*s);
+  }
+  std::string out = line_chart("Utilisation per device", "%", t, util, 100.0);
+  if (power.empty()) {
+    out += "<p class=\"note\">No power readings on these devices (no GPU power and no readable RAPL): energy is reported as unavailable, not estimated.</p>";
+  } else {
+    out += line_chart("Power per device", "W", t, power);
+  }
+  return out;
+}
+
+std::string plan_table(const Json& r) {
+  std::string out = "<table><tr><th>device</th><th>holds</th><th>busy</th><th>peak</th><th>budget</th></tr>";
+  const Json& ex = r.value("execution", Json::object());
+  const Json devices = ex.value("devices", Json::array());
+  if (devices.empty()) {
+    return "<p>One engine on the host (no devices named in <code>backend</code>); " +
+           html_escape(std::to_string(ex.value("threads", 0))) + " threads, " + html_escape(ex.value("isa", std::string("?"))) + ".</p>";
+  }
+  std::vector<std::string> names;
+  std::vector<std::optional<double>> busy;
+  for (const Json& d : devices) {
+    if (d.value("holds", std::string()).empty()) continue;  // computes nothing (e.g. the host holding no offload)
+    names.push_back(d.value("name", std::string()));
+    busy.push_back(at(d, "busy_fraction"));
+  }
+  for (const Json& d : devices) {
+    out += "<tr><td>" + html_escape(d.value("name", std::string())) + "</td><td>" + html_escape(d.value("holds", std::string())) +
+           "</td><td>" + cell(d, "busy_fraction", 2) + "</td><td>" + num(d.value("peak_bytes", 0.0) / 1048576.0) +
+           " MiB</td><td>" + num(d.value("budget_bytes", 0.0) / 1048576.0, 0) + " MiB</td></tr>";
+  }
+  out += "</table>";
+  // Virtual devices have no utilisation counter of their own: their busy fraction (time their
+  // queue computed / wall time of the forward passes) is the per-device utilisation of the run.
+  if (!names.empty()) out += bar_chart("Busy fraction per device (measured part)", "fraction of forward wall time", names, busy);
+  return out;
+}
+
+}  // namespace
+
+std::string html_escape(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+std::string html_report(const std::string& name, const std::vector<Json>& results, const Json& sweep) {
+  std::string h = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>plexus bench: " + html_escape(name) +
+                  "</title>\n<style>body{font-family:system-ui,sans-serif;margin:2em;color:#222;max-width:1100px}"
+                  "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}"
+                  "th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}.ct{font-size:13px;font-weight:bold}"
+                  ".yl{font-size:10px;text-anchor:end}.xl{font-size:10px;text-anchor:middle}.lg{font-size:11px}"
+                  ".grid{stroke:#e5e5e5}.note{color:#666}code{background:#f3f3f3}svg{display:block;margin:0.5em 0}</style>"
+                  "</head><body>\n<h1>plexus bench: " + html_escape(name) + "</h1>\n";
+  if (!results.empty()) {
+    const Json& env = results.front().value("environment", Json::object());
+    h += "<p>" + html_escape(results.front().value("timestamp", std::string())) + " on " + html_escape(env.value("hostname", std::string())) +
+         " (" + html_escape(env.value("cpu", std::string())) + "), plexus " + html_escape(env.value("plexus_version", std::string())) +
+         " " + html_escape(env.value("plexus_commit", std::string())) + "; model <code>" +
+         html_escape(results.front()["config"].value("model", std::string())) + "</code></p>\n";
+  }
+  h += "<h2>Summary</h2><table><tr><th>run</th><th>output tok/s</th><th>total tok/s</th><th>samples/s</th><th>TTFT p50 ms</th>"
+       "<th>TTFT p99 ms</th><th>TPOT p50 ms</th><th>E2E p50 ms</th><th>E2E p99 ms</th><th>energy J</th><th>J/token</th>"
+       "<th>energy method</th></tr>\n";
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    const Json& r = results[i];
+    h += "<tr><td>" + html_escape(point_label(r, i)) + "</td><td>" + cell(r, "throughput/tokens_per_s") + "</td><td>" +
+         cell(r, "throughput/total_tokens_per_s") + "</td><td>" + cell(r, "throughput/samples_per_s", 2) + "</td><td>" +
+         cell(r, "latency/ttft_ms/p50") + "</td><td>" + cell(r, "latency/ttft_ms/p99") + "</td><td>" + cell(r, "latency/tpot_ms/p50") +
+         "</td><td>" + cell(r, "latency/e2e_ms/p50") + "</td><td>" + cell(r, "latency/e2e_ms/p99") + "</td><td>" +
+         cell(r, "energy/total_j", 2) + "</td><td>" + cell(r, "energy/j_per_token", 4) + "</td><td>" +
+         html_escape(r.value("energy", Json::object()).value("method", std::string("unavailable"))) + "</td></tr>\n";
+  }
+  h += "</table>\n";
+  if (!sweep.is_null() && results.size() > 1) {
+    std::vector<std::string> labels;
+    std::vector<std::optional<double>> tps, jpt;
+    for (std::size_t i = 0; i < results.size(); ++i) {
+      labels.push_back(point_label(results[i], i));
+      tps.push_back(at(results[i], "throughput/tokens_per_s"));
+      jpt.push_back(at(results[i], "energy/j_per_token"));
+    }
+    h += "<h2>Sweep</h2><p>Keys swept: <code>" + html_escape(sweep.dump()) + "</code></p>\n";
+    h += bar_chart("Output throughput per point", "tokens/s", labels, tps);
+    h += bar_chart("Energy per output token per point", "J/token", labels, jpt);
+  }
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    const Json& r = results[i];
+    h += "<h2>Run " + html_escape(point_label(r, i)) + "</h2>\n" + timeline_charts(r) + "\n<h3>Plan and devices</h3>" + plan_table(r) + "\n";
+    const Json& gpus = r.value("gpu_stats", Json::object());
+    if (gpus.is_object() && !gpus.empty()) {
+      h += "<table><tr><th>GPU</th><th>name</th><th>util %</th><th>memory MiB</th><th>memory %</th><th>temp °C</th><th>power W</th></tr>";
+      for (auto it = gpus.begin(); it != gpus.end(); ++it) {
+        const Json& g = it.value();
+        h += "<tr><td>" + html_escape(it.key()) + "</td><td>" + html_escape(g.value("name", std::string())) + "</td><td>" +
+             cell(g, "utilization_percent") + "</td><td>" + cell(g, "memory_used_mb", 0) + "</td><td>" + cell(g, "memory_percent") +
+             "</td><td>" + cell(g, "temperature_c") + "</td><td>" + cell(g, "power_draw_w") + "</td></tr>";
+      }
+      h += "</table>\n";
+    }
+  }
+  h += "<p class=\"note\">Written by plexus bench. Metric definitions: docs/benchmarks.md.</p>\n</body></html>\n";
+  return h;
+}
+
+}  // namespace plexus::bench

@@ -1,0 +1,134 @@
+// `plexus bench CONFIG.yaml`: run a benchmark described in YAML (one run, or a sweep grid) and
+// write JSON, CSV and HTML reports; `plexus bench compare A.json B.json ...` puts results side by side.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "bench/bench_runner.h"
+#include "bench/compare.h"
+#include "bench/config_loader.h"
+#include "bench/report_files.h"
+#include "cli/commands.h"
+#include "core/args.h"
+#include "core/error.h"
+
+namespace plexus::cli {
+
+namespace {
+
+std::string fixed(const Json& j, const char* a, const char* b, const char* c = nullptr, int digits = 1) {
+  const Json* v = &j;
+  for (const char* k : {a, b, c}) {
+    if (!k) break;
+    if (!v->is_object() || !v->contains(k)) return "n/a";
+    v = &(*v)[k];
+  }
+  if (!v->is_number()) return "n/a";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v->get<double>());
+  return buf;
+}
+
+std::string describe_point(const Json& sweep_point) {
+  if (!sweep_point.is_object() || sweep_point.empty()) return "";
+  std::string s;
+  for (auto it = sweep_point.begin(); it != sweep_point.end(); ++it) {
+    s += (s.empty() ? "" : ", ") + it.key() + "=" + (it.value().is_string() ? it.value().get<std::string>() : it.value().dump());
+  }
+  return " (" + s + ")";
+}
+
+void print_summary(const Json& r, std::size_t i, std::size_t n) {
+  const Json& e = r["energy"];
+  std::string energy = "energy unavailable (no GPU energy or power, no readable RAPL)";
+  if (e["total_j"].is_number()) {
+    energy = "energy " + fixed(e, "total_j", nullptr, nullptr, 2) + " J, " + fixed(e, "j_per_token", nullptr, nullptr, 4) +
+             " J/token (" + e["method"].get<std::string>() + ")";
+  }
+  const std::size_t devices = r["config"]["device_ids"].size();
+  std::printf("[%zu/%zu]%s %s: %s output tok/s (%s total), %s samples/s; ttft p50 %s ms, tpot p50 %s ms, e2e p50 %s ms; %s\n",
+              i + 1, n, describe_point(r["sweep_point"]).c_str(),
+              devices ? (std::to_string(devices) + " device(s), " + r["config"]["backend"]["device_map"].get<std::string>()).c_str()
+                      : "one engine on the host",
+              fixed(r, "throughput", "tokens_per_s").c_str(), fixed(r, "throughput", "total_tokens_per_s").c_str(),
+              fixed(r, "throughput", "samples_per_s", nullptr, 2).c_str(), fixed(r, "latency", "ttft_ms", "p50").c_str(),
+              fixed(r, "latency", "tpot_ms", "p50").c_str(), fixed(r, "latency", "e2e_ms", "p50").c_str(), energy.c_str());
+  std::fflush(stdout);
+}
+
+int cmd_bench_compare(int argc, char** argv) {
+  Args args("bench compare",
+            "Key metrics of several benchmark results side by side, with each one's ratio to the first (B/A).\n"
+            "A sweep summary (NAME.json with \"runs\") counts as one column per run.");
+  args.positional("A.json", "the baseline result (or a sweep summary: one column per run)")
+      .positional("B.json", "a result to compare", /*required=*/false)
+      .epilog("More result files may follow B.json.");
+  args.flag("--json", "print {\"columns\", \"metrics\": [{\"metric\", \"better\", \"values\", \"ratios\"}]}");
+  std::vector<std::string> files;
+  std::vector<std::string> rest;
+  for (int i = 0; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--json" || a == "--help" || a == "-h") rest.push_back(a);
+    else if (!a.empty() && a[0] == '-') throw InputError("bench compare: unknown option '" + a + "' (see --help)");
+    else files.push_back(a);
+  }
+  std::vector<std::string> parse_args = rest;
+  for (std::size_t i = 0; i < files.size() && i < 2; ++i) parse_args.push_back(files[i]);
+  if (!args.parse(parse_args)) return 0;
+  const auto cols = bench::load_compare_inputs(files);
+  if (args.get_flag("--json")) {
+    std::printf("%s\n", bench::compare_json(cols).dump(2).c_str());
+  } else {
+    std::printf("%s", bench::compare_table(cols).c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+int cmd_bench(int argc, char** argv) {
+  if (argc >= 1 && std::string(argv[0]) == "compare") return cmd_bench_compare(argc - 1, argv + 1);
+  Args args("bench",
+            "Run the benchmark a YAML file describes: model, backend (devices, device map, budgets), scenario\n"
+            "(prompts, samples, batch size, new tokens, warm-up), monitor and outputs; with `sweep`, one run per\n"
+            "point of the grid. Measures throughput, latency percentiles (ttft, tpot, e2e), energy and per-device\n"
+            "statistics, and writes DIR/NAME.json, DIR/NAME.csv (one row per run, appended) and DIR/NAME.html.");
+  args.positional("CONFIG.yaml", "the benchmark configuration (schema: docs/benchmarks.md)")
+      .option("--output-dir", "DIR", "where reports go (overrides output.dir; default bench-results)")
+      .option("--set", "KEY=VALUE", "override a key, e.g. --set scenario.batch_size=4 or --set backend.device_ids=[0,1] (repeatable)")
+      .flag("--quiet", "no progress lines on stderr");
+  args.epilog("`plexus bench compare A.json B.json ...` compares results. See docs/benchmarks.md.");
+  if (!args.parse(argc, argv)) return 0;
+  const std::string file = args.get("CONFIG.yaml");
+  const bench::LoadedConfig loaded = bench::load_bench_config(file, args.get_all("--set"));
+  const bool quiet = args.get_flag("--quiet");
+  const bench::BenchConfig& first = loaded.points.front().config;
+  const std::string dir = args.get_optional("--output-dir").value_or(first.output.dir);
+  const std::size_t n = loaded.points.size();
+  std::printf("bench %s: %zu run%s of %s\n", first.name.c_str(), n, n == 1 ? "" : "s", first.model.c_str());
+  std::fflush(stdout);
+
+  std::vector<Json> results;
+  for (std::size_t i = 0; i < n; ++i) {
+    const bench::BenchPoint& p = loaded.points[i];
+    auto log = [&](const std::string& line) {
+      if (!quiet) std::fprintf(stderr, "[%zu/%zu]%s %s\n", i + 1, n, describe_point(p.sweep_point).c_str(), line.c_str());
+    };
+    results.push_back(bench::run_point(p, file, log));
+    print_summary(results.back(), i, n);
+  }
+  const bench::WrittenReports w = bench::write_reports(dir, first.name, first.output.formats, results, loaded.sweep);
+  for (const std::string& j : w.json) std::printf("wrote %s\n", j.c_str());
+  if (!w.csv.empty()) {
+    std::printf("wrote %s (%s %d row%s)\n", w.csv.c_str(), w.csv_appended ? "appended" : "new file,", w.csv_rows,
+                w.csv_rows == 1 ? "" : "s");
+    if (w.csv_diverted) {
+      std::fprintf(stderr, "note: %s/%s.csv has other columns (another model, device count or plexus version): rows went to %s instead\n",
+                   dir.c_str(), first.name.c_str(), w.csv.c_str());
+    }
+  }
+  if (!w.html.empty()) std::printf("HTML report: %s\n", w.html.c_str());
+  return 0;
+}
+
+}  // namespace plexus::cli

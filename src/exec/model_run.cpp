@@ -1,0 +1,150 @@
+// Planning inputs → plan → the Engine or Executor that runs it.
+#include "exec/model_run.h"
+
+#include <filesystem>
+#include <fstream>
+
+#include "backend/detect.h"
+#include "backend/device_options.h"
+#include "core/error.h"
+#include "exec/run_devices.h"
+#include "model/checkpoint.h"
+#include "model/config.h"
+#include "planner/plan_report.h"
+#include "runtime/engine_runner.h"
+
+namespace plexus {
+
+std::uint64_t host_available_memory() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  std::uint64_t kib = 0;
+  std::string unit;
+  while (in >> key >> kib) {
+    std::getline(in, unit);
+    if (key == "MemAvailable:") return kib * 1024;
+  }
+  throw RuntimeError("cannot read MemAvailable from /proc/meminfo: pass budgets with --max-memory");
+}
+
+PlanOptions plan_options_from(const PlanInputs& in, const ModelConfig& config) {
+  PlanOptions o;
+  PlanRequest& r = o.request;
+  r.strategy = parse_strategy_or_throw(in.strategy);
+  if (in.dtype) {
+    r.dtype = parse_weight_dtype_or_throw(*in.dtype, "--dtype");
+  } else {
+    r.dtype = WeightDType::kBF16;
+    if (config.torch_dtype) parse_weight_dtype(dtype_torch_name(*config.torch_dtype), &r.dtype);
+  }
+  if (in.context < 0 || in.context > (1LL << 24)) {
+    throw InputError("--context must be between 0 and 16777216, got " + std::to_string(in.context));
+  }
+  if (in.batch < 1 || in.batch > 65536) throw InputError("--batch must be between 1 and 65536, got " + std::to_string(in.batch));
+  r.runtime.context = in.context;
+  r.runtime.batch = in.batch;
+
+  if (in.max_memory && in.virtual_devices) {
+    throw InputError("--max-memory and --virtual-devices both set budgets: pass one of them");
+  }
+  if (in.max_memory) {
+    r.budgets = parse_max_memory(*in.max_memory);
+    o.budgets_source = "--max-memory";
+  } else if (in.virtual_devices) {
+    const long long n = *in.virtual_devices;
+    if (n < 1 || n > 1024) throw InputError("--virtual-devices must be between 1 and 1024, got " + std::to_string(n));
+    const std::uint64_t each = host_available_memory() / static_cast<std::uint64_t>(n);
+    for (long long i = 0; i < n; ++i) r.budgets.set(DeviceId::accelerator(static_cast<int>(i)), each);
+    o.budgets_source = std::to_string(n) + " virtual devices sharing the host's available memory";
+    r.budgets_from_user = false;
+  } else {
+    // The hardware at hand: every detected accelerator with its free memory (NVML / ROCm SMI,
+    // or PLEXUS_VIRTUAL_DEVICES), and the host's available memory for cpu offload.
+    const Inventory inventory = detect_devices(device_options_from_env());
+    for (const DeviceInfo& d : inventory.devices) {
+      if (d.memory_free_bytes) r.budgets.set(DeviceId::accelerator(d.index), *d.memory_free_bytes);
+    }
+    r.budgets.set(DeviceId::cpu(), host_available_memory());
+    o.budgets_source = r.budgets.accelerators().empty()
+                           ? "host available memory (no accelerators detected)"
+                           : "detected devices' free memory and the host's available memory";
+    r.budgets_from_user = false;
+  }
+  if (in.devices) {
+    Budgets kept;
+    for (long long ord : *in.devices) {
+      const DeviceId d = DeviceId::accelerator(static_cast<int>(ord));
+      const auto b = ord < 0 ? std::nullopt : r.budgets.get(d);
+      if (!b) {
+        std::string have;
+        for (const DeviceId& a : r.budgets.accelerators()) have += (have.empty() ? "" : ",") + a.to_string();
+        throw InputError("--devices: device " + std::to_string(ord) + " has no budget (accelerators: " +
+                         (have.empty() ? std::string("none") : have) +
+                         "); name it in --max-memory or use --virtual-devices N");
+      }
+      kept.set(d, *b);
+    }
+    for (const DeviceBudget& b : r.budgets.list()) {
+      if (!b.device.is_accelerator()) kept.set(b.device, b.bytes);
+    }
+    r.budgets = kept;
+  }
+  r.allow_disk = in.offload_disk || r.budgets.has(DeviceId::disk());
+  o.device_map_file = in.device_map_file;
+  return o;
+}
+
+ModuleTree load_module_tree(const std::string& model) {
+  namespace fs = std::filesystem;
+  const ModelConfig config = load_model_config(model);
+  if (fs::is_directory(model) && Checkpoint::exists_in(model)) {
+    const Checkpoint checkpoint(model);
+    return ModuleTree::from_checkpoint(config, checkpoint);
+  }
+  return ModuleTree::from_config(config);
+}
+
+std::unique_ptr<ModelRun> open_model_run(const RunInputs& in, const std::string& model_dir) {
+  auto run = std::make_unique<ModelRun>();
+  const EngineOptions& eo = in.engine;
+  if (!in.plan.names_devices()) {
+    run->engine = std::make_unique<Engine>(model_dir, eo);
+    run->engine_runner = std::make_unique<EngineRunner>(*run->engine);
+    run->runner = run->engine_runner.get();
+    run->threads = run->engine->threads();
+    run->isa = run->engine->kernels().name;
+    return run;
+  }
+  if (in.micro_batches < 0 || in.micro_batches > 4096) {
+    throw InputError("--micro-batches must be between 0 and 4096, got " + std::to_string(in.micro_batches));
+  }
+  const ModuleTree tree = load_module_tree(model_dir);
+  PlanOptions po = plan_options_from(in.plan, tree.config());
+  // The executor computes in the checkpoint's dtype: plan for it.
+  WeightDType stored = po.request.dtype;
+  if (const ParamInfo* p = tree.find("model.embed_tokens.weight"); p && p->dtype) parse_weight_dtype(dtype_torch_name(*p->dtype), &stored);
+  if (in.plan.dtype && !(stored == po.request.dtype)) {
+    throw InputError("dtype " + *in.plan.dtype + ": runs use the checkpoint's own dtype (" +
+                     std::string(weight_dtype_name(stored)) + "); leave --dtype out");
+  }
+  po.request.dtype = stored;
+  const Plan plan = po.device_map_file ? plan_from_device_map(tree, load_device_map_file(*po.device_map_file), po.request)
+                                       : plan_model(tree, po.request);
+  run->devices = make_run_devices(po.request.budgets, eo.threads, host_available_memory());
+  ExecutorOptions xo;
+  xo.max_batch_tokens = eo.max_batch_tokens;
+  xo.max_context = eo.max_context;
+  xo.micro_batches = in.micro_batches;
+  run->executor = std::make_unique<Executor>(model_dir, plan.device_map, run->devices, xo);
+  run->runner = run->executor.get();
+  run->threads = run->executor->threads();
+  run->isa = run->executor->kernels().name;
+  run->plan_text = "budgets: " + po.request.budgets.to_string() + " (" + po.budgets_source + ")\n" + plan_to_table(plan) +
+                   describe_layout(run->executor->layout()) + "micro-batches per forward: " +
+                   std::to_string(run->executor->micro_batches()) + "\n";
+  run->plan_json = plan_to_json(plan);
+  run->plan_json["budgets_source"] = po.budgets_source;
+  return run;
+}
+
+}  // namespace plexus

@@ -1,0 +1,75 @@
+// Opening a model for a run, shared by `generate`, `perplexity` and `bench`: the planning inputs
+// (budgets from a memory map, N virtual devices or the detected hardware; strategy or a device
+// map file), the plan they give, and the Engine or Executor that runs it.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backend/device_registry.h"
+#include "core/json.h"
+#include "exec/executor.h"
+#include "model/module_tree.h"
+#include "planner/planner.h"
+#include "runtime/engine.h"
+#include "runtime/runner.h"
+
+namespace plexus {
+
+// What `plexus plan` takes on its command line, as plain values (the bench YAML fills the same).
+struct PlanInputs {
+  std::string strategy = "stages";
+  std::optional<std::string> dtype;            // "bfloat16", "bf16", ...
+  std::optional<std::string> max_memory;       // "0=10GiB,cpu=64GiB"
+  std::optional<long long> virtual_devices;    // N accelerators sharing the host's memory
+  std::optional<std::vector<long long>> devices;  // accelerator ordinals kept
+  long long context = 4096;
+  long long batch = 1;
+  bool offload_disk = false;
+  std::optional<std::string> device_map_file;
+  // Any of max_memory, virtual_devices, devices, device_map_file: plan and run across devices.
+  bool names_devices() const { return max_memory || virtual_devices || devices || device_map_file; }
+};
+
+struct PlanOptions {
+  PlanRequest request;
+  std::optional<std::string> device_map_file;
+  std::string budgets_source;  // where the budgets came from, for the report
+};
+
+// Builds the request. Without max_memory, budgets are the detected accelerators' free memory
+// and the host's available memory, or with virtual_devices N, N accelerators sharing the host's
+// available memory equally. Errors name the command-line flags (--max-memory, ...).
+PlanOptions plan_options_from(const PlanInputs& in, const ModelConfig& config);
+
+// MODEL is a directory (config.json [+ safetensors, whose headers give real shapes]) or a
+// config.json file.
+ModuleTree load_module_tree(const std::string& model);
+
+// MemAvailable from /proc/meminfo, in bytes; RuntimeError when unreadable.
+std::uint64_t host_available_memory();
+
+struct RunInputs {
+  EngineOptions engine;
+  PlanInputs plan;
+  int micro_batches = 0;  // 0: one per stage (1 when weights stream)
+};
+
+// What runs the model. Without devices named (see PlanInputs::names_devices): one Engine. With
+// them: the plan they describe, run by an Executor across the devices (virtual CPU devices today).
+struct ModelRun {
+  std::unique_ptr<Engine> engine;
+  std::unique_ptr<Runner> engine_runner;
+  DeviceRegistry devices;
+  std::unique_ptr<Executor> executor;  // after `devices`: destroyed first
+  Runner* runner = nullptr;
+  std::string plan_text;  // budgets, plan table and stages (multi-device runs)
+  Json plan_json;         // plan_to_json + "budgets_source" (multi-device runs); null otherwise
+  int threads = 0;
+  std::string isa;
+};
+std::unique_ptr<ModelRun> open_model_run(const RunInputs& inputs, const std::string& model_dir);
+
+}  // namespace plexus

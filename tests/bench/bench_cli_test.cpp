@@ -1,0 +1,262 @@
+// `plexus bench` as a process on a tiny model: 4 virtual devices end to end (JSON keys, CSV rows
+// appended, HTML), GPU statistics through the fake NVML, sweeps, compare, model_make, bad configs.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+
+#include "bench/csv_writer.h"
+#include "core/json.h"
+#include "test_util.h"
+
+namespace plexus {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::run_plexus;
+using testing::shell_quote;
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+int lines(const std::string& text) {
+  int n = 0;
+  for (char c : text) n += c == '\n';
+  return n;
+}
+
+class BenchCli : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = std::make_unique<testing::TempDir>("bench-cli");
+    model_ = *dir_ / "tiny";
+    const auto r = run_plexus("make-model " + shell_quote(model_) + " --preset tiny --seed 3 --tokenizer " +
+                              shell_quote(std::string(PLEXUS_SHARED_DIR) + "/golden/tokenizers/mistral"));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  static void TearDownTestSuite() { dir_.reset(); }
+  void SetUp() override {
+    ::setenv("PLEXUS_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1", 1);
+    ::setenv("PLEXUS_ROCM_SMI_LIBRARY", "/nonexistent/librocm_smi64.so", 1);
+    ::unsetenv("PLEXUS_VIRTUAL_DEVICES");
+  }
+  // Writes `yaml` to a fresh file; returns its path.
+  std::string config(const std::string& name, const std::string& yaml) {
+    const std::string path = work_.path() + "/" + name;
+    std::ofstream(path) << yaml;
+    return path;
+  }
+  std::string out() const { return work_ / "results"; }
+
+  static std::unique_ptr<testing::TempDir> dir_;
+  static std::string model_;
+  testing::TempDir work_{"bench-cli-run"};
+};
+std::unique_ptr<testing::TempDir> BenchCli::dir_;
+std::string BenchCli::model_;
+
+TEST_F(BenchCli, FourVirtualDevicesEndToEnd) {
+  const std::string cfg = config("tour.yaml", "name: tour\nmodel: " + model_ +
+                                                  "\nbackend:\n  virtual_devices: 4\n  device_map: stages\n"
+                                                  "scenario:\n  prompts: [\"Hello world\", \"The capital of France is\"]\n"
+                                                  "  num_samples: 4\n  batch_size: 2\n  max_new_tokens: 4\n"
+                                                  "monitor: {interval_ms: 10}\noutput: {dir: " + out() + "}\n");
+  const auto r = run_plexus("bench " + shell_quote(cfg));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("HTML report: " + out() + "/tour.html"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("output tok/s"), std::string::npos);
+
+  const Json j = read_json_file(out() + "/tour.json");
+  for (const char* k : {"name", "config", "sweep_point", "throughput", "latency", "energy", "gpu_stats", "host_stats", "aggregates",
+                        "plan", "execution", "environment", "timestamp"}) {
+    EXPECT_TRUE(j.contains(k)) << k;
+  }
+  EXPECT_EQ(j["name"], "tour");
+  EXPECT_EQ(j["config"]["device_ids"], Json::array({0, 1, 2, 3}));
+  EXPECT_EQ(j["config"]["backend"]["virtual_devices"], 4);
+  EXPECT_EQ(j["config"]["scenario"]["batch_size"], 2);
+  EXPECT_EQ(j["sweep_point"], Json::object());
+  for (const char* k : {"tokens_per_s", "total_tokens_per_s", "samples_per_s"}) EXPECT_TRUE(j["throughput"][k].is_number()) << k;
+  EXPECT_EQ(j["throughput"]["output_tokens"], 16);  // 4 samples × 4 tokens, end-of-sequence ignored
+  EXPECT_EQ(j["throughput"]["samples"], 4);
+  for (const char* k : {"ttft_ms", "tpot_ms", "e2e_ms"}) {
+    for (const char* p : {"p50", "p90", "p99", "mean"}) EXPECT_TRUE(j["latency"][k][p].is_number()) << k << "." << p;
+    EXPECT_EQ(j["latency"][k]["count"], 4);
+  }
+  EXPECT_LE(j["latency"]["ttft_ms"]["p50"].get<double>(), j["latency"]["e2e_ms"]["p50"].get<double>());
+  for (const char* k : {"total_j", "j_per_token", "tokens_per_j", "method", "above_idle_j"}) EXPECT_TRUE(j["energy"].contains(k)) << k;
+  if (j["energy"]["method"] == "unavailable") {
+    EXPECT_TRUE(j["energy"]["total_j"].is_null());  // never invented
+    EXPECT_TRUE(j["energy"]["j_per_token"].is_null());
+  }
+  EXPECT_EQ(j["gpu_stats"], Json::object());  // virtual devices are not GPUs
+  EXPECT_TRUE(j["host_stats"].is_object());
+  EXPECT_TRUE(j["aggregates"].contains("total_avg_utilization"));
+  EXPECT_EQ(j["plan"]["device_map"]["model.embed_tokens"], 0);
+  int accelerators = 0;
+  for (const Json& d : j["execution"]["devices"]) accelerators += d["device"].is_number_integer();
+  EXPECT_EQ(accelerators, 4);  // + the host
+  EXPECT_GE(j["execution"]["stages"].get<int>(), 1);
+  for (const char* k : {"cpu", "gpus", "driver", "plexus_version", "plexus_commit", "hostname"}) {
+    EXPECT_TRUE(j["environment"].contains(k)) << k;
+  }
+
+  const std::string csv = slurp(out() + "/tour.csv");
+  EXPECT_EQ(lines(csv), 2);
+  const std::string header = csv.substr(0, csv.find('\n'));
+  for (const char* col : {"throughput_tokens_per_s", "latency_ttft_ms_p50", "config_device_ids", "energy_method"}) {
+    EXPECT_NE(header.find(col), std::string::npos) << col;
+  }
+  EXPECT_NE(csv.find("\"0,1,2,3\""), std::string::npos);
+  const std::string html = slurp(out() + "/tour.html");
+  EXPECT_NE(html.find("<svg"), std::string::npos);
+  EXPECT_EQ(html.find("http://"), std::string::npos);
+  EXPECT_EQ(html.find("https://"), std::string::npos);
+
+  // A second run appends one row to the same CSV.
+  const auto again = run_plexus("bench " + shell_quote(cfg) + " --quiet");
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(lines(slurp(out() + "/tour.csv")), 3);
+}
+
+TEST_F(BenchCli, GpuStatsFromTheFakeNvml) {
+  ::setenv("PLEXUS_NVML_LIBRARY", FAKE_NVML_LIBRARY, 1);
+  ::setenv("PLEXUS_FAKE_NVML_SCRIPT", (std::string(PLEXUS_SOURCE_DIR) + "/tests/monitor/data/two_gpus_ramp.json").c_str(), 1);
+  const std::string cfg = config("gpu.yaml", "name: gpu\nmodel: " + model_ +
+                                                 "\nbackend: {device_ids: [0, 1]}\n"
+                                                 "scenario: {prompts_ids: [[1, 415, 5565]], num_samples: 2, max_new_tokens: 3}\n"
+                                                 "monitor: {interval_ms: 10}\noutput: {dir: " + out() + ", formats: [json, csv]}\n");
+  const auto r = run_plexus("bench " + shell_quote(cfg));
+  ::setenv("PLEXUS_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1", 1);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Json j = read_json_file(out() + "/gpu.json");
+  const Json& g = j["gpu_stats"];
+  ASSERT_EQ(g.size(), 2u) << g.dump();
+  EXPECT_DOUBLE_EQ(g["gpu_0"]["utilization_percent"], 30);  // the script's constants
+  EXPECT_DOUBLE_EQ(g["gpu_1"]["utilization_percent"], 70);
+  EXPECT_DOUBLE_EQ(g["gpu_0"]["memory_used_mb"], 1024);
+  EXPECT_DOUBLE_EQ(g["gpu_0"]["memory_total_mb"], 16384);
+  EXPECT_DOUBLE_EQ(g["gpu_0"]["memory_percent"], 6.25);
+  EXPECT_DOUBLE_EQ(g["gpu_0"]["temperature_c"], 55);
+  EXPECT_DOUBLE_EQ(g["gpu_0"]["power_draw_w"], 150);
+  EXPECT_GE(g["gpu_1"]["power_draw_w"].get<double>(), 200);  // ramps up from 200 W
+  EXPECT_EQ(j["energy"]["devices"]["gpu_0"]["method"], "counter");
+  EXPECT_GT(j["energy"]["gpu_j"].get<double>(), 0);
+  EXPECT_GT(j["energy"]["j_per_token"].get<double>(), 0);
+  EXPECT_NEAR(j["energy"]["tokens_per_j"].get<double>() * j["energy"]["j_per_token"].get<double>(), 1.0, 1e-9);
+  EXPECT_EQ(j["config"]["device_ids"], Json::array({0, 1}));
+  EXPECT_EQ(j["environment"]["driver"], "550.54.15");
+  EXPECT_EQ(j["environment"]["gpus"].size(), 2u);
+  EXPECT_EQ(j["aggregates"]["any_gpu_active"], true);
+  const std::string header = bench::read_csv_header(out() + "/gpu.csv");
+  for (const char* col : {"gpu_stats_gpu_0_utilization_percent", "gpu_stats_gpu_1_power_draw_w", "gpu_stats_gpu_0_memory_percent"}) {
+    EXPECT_NE(header.find(col), std::string::npos) << col;
+  }
+  EXPECT_FALSE(fs::exists(out() + "/gpu.html"));  // not among the formats
+}
+
+TEST_F(BenchCli, SweepWritesOneResultPerPointAndCompareReadsThem) {
+  const std::string cfg = config("sw.yaml", "name: sw\nmodel: " + model_ +
+                                                "\nbackend: {virtual_devices: 2}\n"
+                                                "scenario: {prompts_ids: [[1, 415], [1, 5565, 302]], max_new_tokens: 3, warmup_samples: 0}\n"
+                                                "sweep:\n  scenario.batch_size: [1, 2]\n"
+                                                "output: {dir: " + out() + "}\n");
+  const auto r = run_plexus("bench " + shell_quote(cfg) + " --set scenario.max_new_tokens=2 --quiet");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Json s = read_json_file(out() + "/sw.json");
+  ASSERT_EQ(s["runs"].size(), 2u);
+  EXPECT_EQ(s["sweep"]["scenario.batch_size"], Json::array({1, 2}));
+  for (int i = 0; i < 2; ++i) {
+    const Json p = read_json_file(out() + "/sw-" + std::to_string(i) + ".json");
+    EXPECT_EQ(p["sweep_point"]["scenario.batch_size"], i + 1);
+    EXPECT_EQ(p["config"]["scenario"]["batch_size"], i + 1);
+    EXPECT_EQ(p["config"]["scenario"]["max_new_tokens"], 2);  // --set
+    EXPECT_EQ(p["throughput"]["output_tokens"], 4);
+  }
+  EXPECT_EQ(lines(slurp(out() + "/sw.csv")), 3);
+  const std::string html = slurp(out() + "/sw.html");
+  EXPECT_NE(html.find("Output throughput per point"), std::string::npos);
+
+  const auto c = run_plexus("bench compare " + shell_quote(out() + "/sw-0.json") + " " + shell_quote(out() + "/sw-1.json"));
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  EXPECT_NE(c.out.find("throughput.tokens_per_s"), std::string::npos);
+  EXPECT_NE(c.out.find("sw-1.json"), std::string::npos);
+  const auto cj = run_plexus("bench compare --json " + shell_quote(out() + "/sw.json") + " " + shell_quote(out() + "/sw-0.json"));
+  ASSERT_EQ(cj.exit_code, 0) << cj.err;
+  const Json cmp = parse_json(cj.out, "compare --json");
+  EXPECT_EQ(cmp["columns"], Json::array({"sw.json#0", "sw.json#1", "sw-0.json"}));
+  EXPECT_EQ(run_plexus("bench compare " + shell_quote(out() + "/sw-0.json") + " " + shell_quote(out() + "/nope.json")).exit_code, 2);
+}
+
+TEST_F(BenchCli, ModelMakeMakesAMissingModelAndOutputDirWins) {
+  const std::string made = work_ / "made";
+  const std::string cfg = config("mk.yaml", "name: mk\nmodel: " + made + "\nmodel_make: {preset: tiny, dtype: f32, seed: 2}\n"
+                                                "scenario: {prompts_ids: [[1, 2, 3]], max_new_tokens: 2}\n"
+                                                "output: {dir: /nonexistent-dir-never-used}\n");
+  const auto r = run_plexus("bench " + shell_quote(cfg) + " --output-dir " + shell_quote(out()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(fs::exists(made + "/config.json"));
+  EXPECT_NE(r.err.find("making the model"), std::string::npos);
+  const Json j = read_json_file(out() + "/mk.json");
+  EXPECT_EQ(j["config"]["device_ids"], Json::array());  // one engine on the host
+  EXPECT_EQ(j["config"]["model_make"]["preset"], "tiny");
+}
+
+TEST_F(BenchCli, DatasetAndDeviceMapFile) {
+  const std::string data = work_ / "prompts.jsonl";
+  std::ofstream(data) << "{\"prompt\": \"Hello world\"}\n\n{\"ids\": [1, 415, 5565]}\n";
+  const auto plan = run_plexus("plan " + shell_quote(model_) + " --virtual-devices 2 --strategy sequential --json");
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  const std::string map = work_ / "map.json";
+  std::ofstream(map) << plan.out;
+  const std::string cfg = config("ds.yaml", "name: ds\nmodel: " + model_ + "\nbackend: {virtual_devices: 2, device_map: " + map +
+                                                "}\nscenario: {dataset: " + data + ", max_new_tokens: 2, warmup_samples: 0}\n"
+                                                "output: {dir: " + out() + ", formats: [json]}\n");
+  const auto r = run_plexus("bench " + shell_quote(cfg) + " --quiet");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Json j = read_json_file(out() + "/ds.json");
+  EXPECT_EQ(j["throughput"]["samples"], 2);  // one per dataset line; blank lines skipped
+  EXPECT_EQ(j["config"]["backend"]["device_map"], map);
+  EXPECT_EQ(j["plan"]["device_map"], parse_json(plan.out, "plan")["device_map"]);
+  EXPECT_FALSE(fs::exists(out() + "/ds.csv"));
+
+  std::ofstream(data) << "{\"prompt\": \"ok\"}\n{\"text\": 3}\n";
+  const auto bad = run_plexus("bench " + shell_quote(cfg) + " --quiet");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find(data + ":2: expected a string \"prompt\""), std::string::npos) << bad.err;
+}
+
+TEST_F(BenchCli, BadConfigsExitTwoNamingFileLineAndKey) {
+  const struct {
+    std::string yaml, expected;
+  } cases[] = {
+      {"model: " + model_ + "\nscenario:\n  prompts: [a]\n  num_sampels: 2\n", "bad.yaml:4: scenario.num_sampels: unknown key"},
+      {"model: " + model_ + "\nscenario:\n  prompts: [a]\n  num_samples: -2\n", "bad.yaml:4: scenario.num_samples"},
+      {"model: " + model_ + "\nbackend: {device_map: quickest}\nscenario: {prompts: [a]}\n", "bad.yaml:2: backend.device_map"},
+      {"model: " + (work_ / "absent") + "\nscenario: {prompts: [a]}\n", "bad.yaml:1: model: '"},
+      {"model: " + model_ + "\nscenario: {prompts_ids: [[1, 99999999]]}\n", "bad.yaml:2: scenario.prompts_ids[0]: token id 99999999 is outside"},
+      {"model: " + model_ + "\nbackend:\n  virtual_devices: 2\n  device_ids: [0, 5]\nscenario: {prompts: [a]}\n",
+       "bad.yaml:4: backend.device_ids: device 5 has no budget (accelerators: 0,1)"},
+      {"model: " + model_ + "\nscenario: {prompts: [a}\n", "bad.yaml:2: YAML syntax error"},
+  };
+  for (const auto& c : cases) {
+    const auto r = run_plexus("bench " + shell_quote(config("bad.yaml", c.yaml)));
+    EXPECT_EQ(r.exit_code, 2) << c.yaml << r.err;
+    EXPECT_NE(r.err.find(c.expected), std::string::npos) << r.err << "expected: " << c.expected;
+  }
+  const std::string good = config("good.yaml", "model: " + model_ + "\nscenario: {prompts: [a]}\n");
+  const auto s = run_plexus("bench " + shell_quote(good) + " --set backend.virtual_devise=2");
+  EXPECT_EQ(s.exit_code, 2);
+  EXPECT_NE(s.err.find("--set backend.virtual_devise: unknown key (did you mean 'backend.virtual_devices'?)"), std::string::npos) << s.err;
+  EXPECT_EQ(run_plexus("bench " + shell_quote(work_ / "missing.yaml")).exit_code, 2);
+}
+
+}  // namespace
+}  // namespace plexus

@@ -1,0 +1,68 @@
+// `bench compare`: values side by side with ratios to the first, sweep summaries as columns, and
+// clear errors for files that are missing or not results.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "bench/compare.h"
+#include "core/error.h"
+#include "test_util.h"
+
+namespace plexus::bench {
+namespace {
+
+Json result(double tps, double ttft) {
+  return {{"throughput", {{"tokens_per_s", tps}}}, {"latency", {{"ttft_ms", {{"p50", ttft}}}}}, {"energy", {{"total_j", nullptr}}}};
+}
+
+std::string write(const testing::TempDir& d, const std::string& name, const Json& j) {
+  std::ofstream(d / name) << j.dump();
+  return d / name;
+}
+
+TEST(Compare, RatiosToTheFirst) {
+  testing::TempDir d("bench-compare");
+  const auto cols = load_compare_inputs({write(d, "a.json", result(100, 10)), write(d, "b.json", result(150, 5))});
+  const Json j = compare_json(cols);
+  EXPECT_EQ(j["columns"], Json::array({"a.json", "b.json"}));
+  bool seen_tps = false, seen_energy = false;
+  for (const Json& m : j["metrics"]) {
+    if (m["metric"] == "throughput.tokens_per_s") {
+      seen_tps = true;
+      EXPECT_EQ(m["values"], Json::array({100.0, 150.0}));
+      EXPECT_DOUBLE_EQ(m["ratios"][1], 1.5);
+      EXPECT_EQ(m["better"], "higher");
+    }
+    if (m["metric"] == "latency.ttft_ms.p50") {
+      EXPECT_DOUBLE_EQ(m["ratios"][1], 0.5);
+    }
+    if (m["metric"] == "energy.total_j") seen_energy = true;
+  }
+  EXPECT_TRUE(seen_tps);
+  EXPECT_FALSE(seen_energy);  // unmeasured everywhere: left out
+  const std::string t = compare_table(cols);
+  EXPECT_NE(t.find("throughput.tokens_per_s"), std::string::npos);
+  EXPECT_NE(t.find("1.50x"), std::string::npos);
+  EXPECT_NE(t.find("0.50x"), std::string::npos);
+}
+
+TEST(Compare, SweepSummaryGivesOneColumnPerRun) {
+  testing::TempDir d("bench-compare");
+  const Json summary = {{"name", "s"}, {"runs", {result(1, 1), result(2, 2)}}};
+  const auto cols = load_compare_inputs({write(d, "s.json", summary), write(d, "b.json", result(4, 4))});
+  ASSERT_EQ(cols.size(), 3u);
+  EXPECT_EQ(cols[1].label, "s.json#1");
+}
+
+TEST(Compare, BadInputsAreInputErrors) {
+  testing::TempDir d("bench-compare");
+  const std::string a = write(d, "a.json", result(1, 1));
+  EXPECT_THROW(load_compare_inputs({a, d / "missing.json"}), InputError);
+  std::ofstream(d / "bad.json") << "{not json";
+  EXPECT_THROW(load_compare_inputs({a, d / "bad.json"}), InputError);
+  EXPECT_THROW(load_compare_inputs({a, write(d, "other.json", Json{{"x", 1}})}), InputError);
+  EXPECT_THROW(load_compare_inputs({a}), InputError);
+}
+
+}  // namespace
+}  // namespace plexus::bench
