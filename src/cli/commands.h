@@ -14,5 +14,6 @@ int cmd_tokenize(int argc, char** argv);
 int cmd_detect(int argc, char** argv);
 int cmd_doctor(int argc, char** argv);
 int cmd_monitor(int argc, char** argv);
+int cmd_batch(int argc, char** argv);
 
 }  // namespace plexus::cli

@@ -1,7 +1,9 @@
 // Shared model-loading options of the run commands.
 #include "cli/model_options.h"
 
+#include <algorithm>
 #include <limits>
+#include <thread>
 
 #include "runtime/engine_runner.h"
 
@@ -36,9 +38,38 @@ void add_run_options(Args& args) {
       .flag("--verbose", "print the plan in use and per-device busy time, peak memory and streaming to stderr");
 }
 
-std::unique_ptr<ModelRun> open_model_run(const Args& args, const std::string& model_dir) {
+namespace {
+
+// The share-th group of the accelerators' budgets, renumbered from 0; cpu (and disk) budgets
+// divided between the replicas.
+Budgets replica_budgets(const Budgets& all, const ReplicaShare& share) {
+  const std::vector<DeviceId> acc = all.accelerators();
+  const std::size_t count = static_cast<std::size_t>(share.count);
+  if (acc.size() < count || acc.size() % count != 0) {
+    throw InputError(std::to_string(share.count) + " replicas need the accelerators split into equal groups, but there are " +
+                     std::to_string(acc.size()) + ": use --replicas dividing the device count (e.g. --virtual-devices " +
+                     std::to_string(count * std::max<std::size_t>(1, acc.size() / count)) + ")");
+  }
+  const std::size_t k = acc.size() / count;
+  Budgets kept;
+  for (std::size_t i = 0; i < k; ++i) {
+    kept.set(DeviceId::accelerator(static_cast<int>(i)), *all.get(acc[static_cast<std::size_t>(share.index) * k + i]));
+  }
+  for (const DeviceBudget& b : all.list()) {
+    if (!b.device.is_accelerator()) kept.set(b.device, b.bytes / static_cast<std::uint64_t>(count));
+  }
+  return kept;
+}
+
+}  // namespace
+
+std::unique_ptr<ModelRun> open_model_run(const Args& args, const std::string& model_dir, const ReplicaShare& share) {
   auto run = std::make_unique<ModelRun>();
-  const EngineOptions eo = engine_options(args);
+  EngineOptions eo = engine_options(args);
+  if (share.count > 1) {
+    const int total = eo.threads > 0 ? eo.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    eo.threads = std::max(1, total / share.count);
+  }
   const bool multi = args.get_optional("--virtual-devices") || args.get_optional("--max-memory") ||
                      args.get_optional("--devices") || args.get_optional("--device-map");
   if (!multi) {
@@ -60,6 +91,7 @@ std::unique_ptr<ModelRun> open_model_run(const Args& args, const std::string& mo
     throw InputError("--dtype " + args.get("--dtype") + ": generate and perplexity run the checkpoint's own dtype; leave --dtype out");
   }
   po.request.dtype = stored;
+  if (share.count > 1) po.request.budgets = replica_budgets(po.request.budgets, share);
   const Plan plan = po.device_map_file ? plan_from_device_map(tree, load_device_map_file(*po.device_map_file), po.request)
                                        : plan_model(tree, po.request);
   run->devices = make_run_devices(po.request.budgets, eo.threads, host_available_memory());

@@ -35,7 +35,14 @@ struct ModelRun {
   int threads = 0;
   std::string isa;
 };
-std::unique_ptr<ModelRun> open_model_run(const Args& args, const std::string& model_dir);
+// One of `count` replicas run side by side in this process (plexus batch): it gets
+// 1/count of the threads and, on several devices, the index-th of `count` equal groups of the
+// accelerators, renumbered from 0 (and 1/count of the cpu budget).
+struct ReplicaShare {
+  int index = 0;
+  int count = 1;
+};
+std::unique_ptr<ModelRun> open_model_run(const Args& args, const std::string& model_dir, const ReplicaShare& share = {});
 
 // The model directory's tokenizer, or null when it has none.
 std::unique_ptr<Tokenizer> load_tokenizer_if_any(const std::string& model_dir);
