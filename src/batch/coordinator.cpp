@@ -18,9 +18,9 @@ std::string errors_path(const std::string& output) {
 }
 
 Coordinator::Coordinator(ParsedInput input, const std::string& input_path, const Tokenizer* tokenizer,
-                         const CoordinatorOptions& options)
-    : requests_(std::move(input.requests)), tokenizer_(tokenizer), options_(options) {
-  output_ = std::make_unique<Journal>(options.output, Journal::Mode::kResume);
+                         const CoordinatorOptions& options, std::unique_ptr<Journal> output)
+    : requests_(std::move(input.requests)), tokenizer_(tokenizer), options_(options), output_(std::move(output)) {
+  if (!output_) output_ = std::make_unique<Journal>(options.output, Journal::Mode::kResume);
   // The errors file describes this run: every request not in the output is tried again.
   errors_ = std::make_unique<Journal>(errors_path(options.output), Journal::Mode::kTruncate);
   if (output_->torn_bytes() > 0) {

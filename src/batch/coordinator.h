@@ -33,8 +33,10 @@ std::string errors_path(const std::string& output);
 class Coordinator {
  public:
   // `bad` lines (skipped) are written to the errors file first. `tokenizer` (may be null) adds
-  // "text" to results.
-  Coordinator(ParsedInput input, const std::string& input_path, const Tokenizer* tokenizer, const CoordinatorOptions& options);
+  // "text" to results. `output`: the output journal when the caller opened it already (to see
+  // what is done), else null.
+  Coordinator(ParsedInput input, const std::string& input_path, const Tokenizer* tokenizer, const CoordinatorOptions& options,
+              std::unique_ptr<Journal> output = nullptr);
 
   WorkQueue& queue() { return *queue_; }
   Task task(std::size_t index) const;

@@ -156,9 +156,10 @@ int coordinate(const Args& args, const std::string& dir, const batch::FaultInjec
   // Open the replicas before the output, so bad device flags change nothing; skip loading when
   // the output already holds every request.
   std::set<std::string> done;
+  std::unique_ptr<batch::Journal> journal;
   if (std::filesystem::exists(output)) {
-    const batch::Journal existing(output, batch::Journal::Mode::kResume);
-    for (const Json& line : existing.existing()) {
+    journal = std::make_unique<batch::Journal>(output, batch::Journal::Mode::kResume);
+    for (const Json& line : journal->existing()) {
       if (line.contains("id")) done.insert(line["id"].dump());
     }
   }
@@ -168,7 +169,7 @@ int coordinate(const Args& args, const std::string& dir, const batch::FaultInjec
   const std::vector<std::shared_ptr<Runner>> runners =
       pending ? batch::open_replicas(replicas, [&](int r) { return open_runner(args, dir, ReplicaShare{r, replicas}); }, &open_errors)
               : std::vector<std::shared_ptr<Runner>>{};
-  batch::Coordinator coordinator(std::move(parsed), input, tok.get(), co);
+  batch::Coordinator coordinator(std::move(parsed), input, tok.get(), co, std::move(journal));
   if (pending) batch::run_local_replicas(coordinator, runners, open_errors, batch_size, stops, faults);
   const batch::BatchSummary s = coordinator.finish();
   print_summary(args, s);

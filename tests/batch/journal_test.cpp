@@ -45,7 +45,7 @@ TEST(BatchJournal, CutsATornLastLine) {
   {
     Journal j(path, Journal::Mode::kResume);
     EXPECT_EQ(j.existing().size(), 1u);
-    EXPECT_EQ(j.torn_bytes(), 17u);
+    EXPECT_EQ(j.torn_bytes(), 19u);
     j.append({{"id", "b"}});
   }
   EXPECT_EQ(slurp(path), "{\"id\":\"a\"}\n{\"id\":\"b\"}\n");
