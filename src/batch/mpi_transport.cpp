@@ -7,6 +7,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "core/error.h"
 
@@ -52,6 +53,19 @@ MpiWorld::MpiWorld(int* argc, char*** argv) {
   MPI_Init(argc, argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
   MPI_Comm_size(MPI_COMM_WORLD, &size_);
+  // The ranks on this machine (shared memory), in world-rank order; rank 0 is not a worker.
+  MPI_Comm node;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node);
+  int node_size = 0;
+  MPI_Comm_size(node, &node_size);
+  std::vector<int> ranks(static_cast<std::size_t>(node_size));
+  MPI_Allgather(&rank_, 1, MPI_INT, ranks.data(), 1, MPI_INT, node);
+  MPI_Comm_free(&node);
+  for (int r : ranks) {
+    if (r == 0) continue;
+    if (r == rank_) local_worker_index_ = local_workers_;
+    ++local_workers_;
+  }
 }
 
 MpiWorld::~MpiWorld() { MPI_Finalize(); }

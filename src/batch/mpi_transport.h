@@ -29,11 +29,16 @@ class MpiWorld {
   MpiWorld& operator=(const MpiWorld&) = delete;
   int rank() const { return rank_; }
   int size() const { return size_; }
+  // Worker ranks (all but rank 0) on this machine, and this rank's index among them (-1 for
+  // rank 0): workers sharing a machine split its threads and devices as --replicas does.
+  int local_workers() const { return local_workers_; }
+  int local_worker_index() const { return local_worker_index_; }
   // Ends every rank (mpirun exits with `code`).
   [[noreturn]] void abort(int code) const;
 
  private:
   int rank_ = 0, size_ = 1;
+  int local_workers_ = 0, local_worker_index_ = -1;
 };
 
 // Rank 0: serves the size() - 1 worker ranks (replica = rank - 1) until the queue is finished.

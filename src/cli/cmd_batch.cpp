@@ -191,7 +191,15 @@ int cmd_batch(int argc, char** argv) {
   const char* spec = std::getenv("PLEXUS_BATCH_FAIL");
   const batch::FaultInjection faults = batch::parse_fault_injection(spec ? spec : "");
 
-  if (!batch::launched_by_mpi()) return coordinate(args, dir, faults, nullptr);
+  if (!batch::launched_by_mpi()) {
+    // Several srun tasks without MPI would each write the same output.
+    const char* step_tasks = std::getenv("SLURM_STEP_NUM_TASKS");
+    if (step_tasks && std::atoi(step_tasks) > 1) {
+      throw InputError("started as one of " + std::string(step_tasks) +
+                       " srun tasks without MPI: launch with srun --mpi=pmix (or mpirun) so the tasks share one queue");
+    }
+    return coordinate(args, dir, faults, nullptr);
+  }
   batch::MpiWorld world(nullptr, nullptr);
   if (world.size() == 1) return coordinate(args, dir, faults, nullptr);
   try {
@@ -199,7 +207,8 @@ int cmd_batch(int argc, char** argv) {
       throw InputError("--replicas: under mpirun every rank but 0 runs one replica; leave --replicas out");
     }
     if (world.rank() == 0) return coordinate(args, dir, faults, &world);
-    batch::run_mpi_worker(world, [&] { return open_runner(args, dir, ReplicaShare{}); }, faults);
+    const ReplicaShare share{world.local_worker_index(), world.local_workers()};
+    batch::run_mpi_worker(world, [&] { return open_runner(args, dir, share); }, faults);
     return 0;
   } catch (const Error& e) {
     std::fprintf(stderr, "plexus batch (rank %d): error: %s\n", world.rank(), e.what());
