@@ -5,6 +5,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <filesystem>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include "core/error.h"
@@ -53,6 +54,13 @@ Journal::Journal(std::string path, Mode mode) : path_(std::move(path)) {
   const int flags = O_RDWR | O_CREAT | O_CLOEXEC | (mode == Mode::kTruncate ? O_TRUNC : 0);
   fd_ = ::open(path_.c_str(), flags, 0644);
   if (fd_ < 0) throw RuntimeError("cannot open '" + path_ + "' for writing: " + errno_text());
+  // One writer at a time: a second run on the same file would write ids twice.
+  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    const std::string why = errno == EWOULDBLOCK ? "another process (a plexus batch run?) is writing it" : errno_text();
+    ::close(fd_);
+    fd_ = -1;
+    throw RuntimeError("cannot lock '" + path_ + "': " + why);
+  }
   if (!existed) sync_parent(path_);
   if (mode == Mode::kTruncate) {
     if (::fdatasync(fd_) != 0) throw RuntimeError("cannot sync '" + path_ + "': " + errno_text());

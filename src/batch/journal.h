@@ -16,6 +16,7 @@ class Journal {
   // kResume: reads the lines already there (InputError "PATH:LINE: ..." for a line before the
   // last that is not a JSON object: not a journal plexus wrote), cuts a torn last line (no final
   // newline, or not JSON); kTruncate: starts empty. Creates the file (and syncs its directory).
+  // Holds an exclusive flock while open: RuntimeError when another process holds it.
   Journal(std::string path, Mode mode);
   ~Journal();
   Journal(const Journal&) = delete;

@@ -38,6 +38,18 @@ TEST(BatchJournal, AppendsAndResumes) {
   EXPECT_EQ(slurp(path), "{\"id\":\"a\",\"ids\":[1,2]}\n{\"id\":2}\n{\"id\":\"c\"}\n");
 }
 
+TEST(BatchJournal, OneWriterAtATime) {
+  testing::TempDir dir("journal");
+  const std::string path = dir / "out.jsonl";
+  Journal first(path, Journal::Mode::kResume);
+  try {
+    Journal second(path, Journal::Mode::kResume);
+    FAIL() << "two writers";
+  } catch (const RuntimeError& e) {
+    EXPECT_NE(std::string(e.what()).find("another process"), std::string::npos) << e.what();
+  }
+}
+
 TEST(BatchJournal, CutsATornLastLine) {
   testing::TempDir dir("journal");
   const std::string path = dir / "out.jsonl";
