@@ -186,6 +186,16 @@ int cmd_batch(int argc, char** argv) {
             "for good go to OUT.errors.jsonl and the exit code is 1.");
   declare(args);
   if (!args.parse(argc, argv)) return 0;
+  // PLEXUS_VIRTUAL_DEVICES=N without device flags: as --virtual-devices N (split between replicas).
+  const char* env_devices = std::getenv("PLEXUS_VIRTUAL_DEVICES");
+  if (env_devices && *env_devices && !args.get_optional("--virtual-devices") && !args.get_optional("--max-memory") &&
+      !args.get_optional("--devices") && !args.get_optional("--device-map")) {
+    std::vector<std::string> again(argv, argv + argc);
+    again.insert(again.end(), {"--virtual-devices", env_devices});
+    args = Args("batch", "");
+    declare(args);
+    args.parse(again);
+  }
   const std::string dir = args.get("MODEL");
   if (!args.has("--input") || !args.has("--output")) throw InputError("give --input FILE and --output FILE");
   const char* spec = std::getenv("PLEXUS_BATCH_FAIL");

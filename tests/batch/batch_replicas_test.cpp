@@ -49,6 +49,12 @@ TEST_F(BatchReplicas, SameOutputWhateverTheReplicaCount) {
   // 4 virtual devices as 2 replicas x 2 devices (a pipeline per replica).
   const testing::ProcessResult rg = run_plexus(args(groups, "--replicas 2 --virtual-devices 4 --threads 2"));
   ASSERT_EQ(rg.exit_code, 0) << rg.err;
+  {
+    testing::ScopedEnv devices("PLEXUS_VIRTUAL_DEVICES", "4");  // the same, from the environment
+    const testing::ProcessResult re = run_plexus(args(dir_ / "env.jsonl", "--replicas 2 --threads 2"));
+    ASSERT_EQ(re.exit_code, 0) << re.err;
+    EXPECT_EQ(results_by_id(dir_ / "env.jsonl"), results_by_id(one));
+  }
   EXPECT_EQ(results_by_id(two), results_by_id(one));
   EXPECT_EQ(results_by_id(groups), results_by_id(one));
   EXPECT_EQ(results_by_id(one).size(), 12u);
