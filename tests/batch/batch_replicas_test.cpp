@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <sys/wait.h>
 
 #include "batch_test_util.h"
@@ -122,6 +124,12 @@ TEST_F(BatchReplicas, MpirunRanksGiveTheSingleProcessOutput) {
   EXPECT_EQ(s["done"], Json(12));
   EXPECT_EQ(s["replicas"].size(), 1u);  // rank 1; rank 0 coordinates
   for (const Json& l : read_jsonl(mpi)) EXPECT_EQ(l["replica"], Json(0));
+  // A bad line ends every rank with exit 2 before any work.
+  std::ofstream(in(), std::ios::app) << "garbage\n";
+  const testing::ProcessResult bad = run_mpi(2, args(dir_ / "bad.jsonl", "--threads 1"));
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_NE(bad.err.find(in() + ":13: not JSON"), std::string::npos) << bad.err;
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "bad.jsonl"));
 }
 
 TEST_F(BatchReplicas, MpirunWorksAroundAFailingRankAndResumes) {
