@@ -121,6 +121,8 @@ void run_mpi_worker(const MpiWorld& world, const std::function<std::shared_ptr<R
   std::shared_ptr<Runner> runner;
   try {
     runner = open();
+  } catch (const InputError&) {
+    throw;  // bad flags are bad on every rank: the job ends with exit 2
   } catch (const std::exception& e) {
     send_json(0, kTagToCoordinator, {{"fatal", e.what()}});
     recv_json(0, kTagToWorker, nullptr);  // stop

@@ -45,8 +45,8 @@ class MpiWorld {
 void run_mpi_coordinator(Coordinator& coordinator, const MpiWorld& world, std::size_t batch_size,
                          const std::vector<std::int64_t>& stop_ids);
 
-// Ranks >= 1: opens the runner (a failure is reported to rank 0, which takes the replica out)
-// and runs what rank 0 sends until told to stop.
+// Ranks >= 1: opens the runner (InputError is rethrown; another failure is reported to rank 0,
+// which takes the replica out) and runs what rank 0 sends until told to stop.
 void run_mpi_worker(const MpiWorld& world, const std::function<std::shared_ptr<Runner>()>& open, const FaultInjection& faults);
 
 }  // namespace plexus::batch

@@ -46,8 +46,9 @@ Budgets replica_budgets(const Budgets& all, const ReplicaShare& share) {
   const std::vector<DeviceId> acc = all.accelerators();
   const std::size_t count = static_cast<std::size_t>(share.count);
   if (acc.size() < count || acc.size() % count != 0) {
-    throw InputError(std::to_string(share.count) + " replicas need the accelerators split into equal groups, but there are " +
-                     std::to_string(acc.size()) + ": use --replicas dividing the device count (e.g. --virtual-devices " +
+    throw InputError(std::to_string(share.count) +
+                     " replicas on this machine (--replicas, or mpirun worker ranks) need the accelerators split into equal groups, but there are " +
+                     std::to_string(acc.size()) + ": use a replica count that divides the device count (e.g. --virtual-devices " +
                      std::to_string(count * std::max<std::size_t>(1, acc.size() / count)) + ")");
   }
   const std::size_t k = acc.size() / count;

@@ -65,7 +65,7 @@ TEST_F(BatchReplicas, SameOutputWhateverTheReplicaCount) {
 
   const testing::ProcessResult uneven = run_plexus(args(dir_ / "x.jsonl", "--replicas 2 --virtual-devices 3"));
   EXPECT_EQ(uneven.exit_code, 2) << uneven.err;
-  EXPECT_NE(uneven.err.find("2 replicas need the accelerators split into equal groups"), std::string::npos) << uneven.err;
+  EXPECT_NE(uneven.err.find("2 replicas on this machine (--replicas, or mpirun worker ranks) need the accelerators split into equal groups"), std::string::npos) << uneven.err;
 }
 
 TEST_F(BatchReplicas, AFailingReplicaIsWorkedAround) {
