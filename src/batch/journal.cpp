@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <filesystem>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/error.h"
@@ -54,6 +55,12 @@ Journal::Journal(std::string path, Mode mode) : path_(std::move(path)) {
   const int flags = O_RDWR | O_CREAT | O_CLOEXEC | (mode == Mode::kTruncate ? O_TRUNC : 0);
   fd_ = ::open(path_.c_str(), flags, 0644);
   if (fd_ < 0) throw RuntimeError("cannot open '" + path_ + "' for writing: " + errno_text());
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd_);
+    fd_ = -1;
+    throw InputError("'" + path_ + "' is not a regular file: results need a file they can be appended to and resumed from");
+  }
   // One writer at a time: a second run on the same file would write ids twice.
   if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
     const std::string why = errno == EWOULDBLOCK ? "another process (a plexus batch run?) is writing it" : errno_text();

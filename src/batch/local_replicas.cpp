@@ -2,6 +2,7 @@
 #include "batch/local_replicas.h"
 
 #include <exception>
+#include <mutex>
 #include <thread>
 
 #include "core/error.h"
@@ -44,18 +45,31 @@ void run_local_replicas(Coordinator& coordinator, const std::vector<std::shared_
   for (std::size_t r = 0; r < runners.size(); ++r) {
     if (!runners[r]) coordinator.replica_lost(static_cast<int>(r), "could not start: " + open_errors[r]);
   }
-  std::vector<std::jthread> threads;
-  for (std::size_t r = 0; r < runners.size(); ++r) {
-    if (!runners[r]) continue;
-    threads.emplace_back([&, r] {
-      const int replica = static_cast<int>(r);
-      for (;;) {
-        const std::vector<std::size_t> taken = coordinator.queue().take(replica, batch_size);
-        if (taken.empty()) break;
-        coordinator.commit(run_tasks(*runners[r], replica, coordinator.tasks(taken), stop_ids, faults));
-      }
-    });
+  std::mutex error_mutex;
+  std::exception_ptr error;  // the first failure of the run itself (e.g. the output cannot be written)
+  {
+    std::vector<std::jthread> threads;
+    for (std::size_t r = 0; r < runners.size(); ++r) {
+      if (!runners[r]) continue;
+      threads.emplace_back([&, r] {
+        const int replica = static_cast<int>(r);
+        try {
+          for (;;) {
+            const std::vector<std::size_t> taken = coordinator.queue().take(replica, batch_size);
+            if (taken.empty()) break;
+            coordinator.commit(run_tasks(*runners[r], replica, coordinator.tasks(taken), stop_ids, faults));
+          }
+        } catch (...) {
+          {
+            std::lock_guard lock(error_mutex);
+            if (!error) error = std::current_exception();
+          }
+          coordinator.queue().cancel();  // the others stop too; what was committed stays
+        }
+      });
+    }
   }
+  if (error) std::rethrow_exception(error);
 }
 
 }  // namespace plexus::batch

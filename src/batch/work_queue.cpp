@@ -104,6 +104,16 @@ void WorkQueue::remove_replica(int replica, const std::string& reason) {
   changed_.notify_all();
 }
 
+void WorkQueue::cancel() {
+  {
+    std::lock_guard lock(mutex_);
+    std::fill(live_.begin(), live_.end(), false);
+    queued_.clear();
+    running_.clear();
+  }
+  changed_.notify_all();
+}
+
 void WorkQueue::fail_all_queued(const std::string& reason) {
   for (Item& item : queued_) {
     failures_.push_back({item.index, item.last_error.empty() ? reason : item.last_error + "; " + reason, item.attempts});

@@ -49,6 +49,9 @@ class WorkQueue {
   // reported. When no replica is left, every queued request fails for good.
   void remove_replica(int replica, const std::string& reason);
 
+  // Ends the run at once (the writer failed): every replica is done, nothing is failed.
+  void cancel();
+
   // Requests that failed for good since the last call.
   std::vector<FinalFailure> drain_failures();
   bool live(int replica) const;

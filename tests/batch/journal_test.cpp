@@ -50,6 +50,10 @@ TEST(BatchJournal, OneWriterAtATime) {
   }
 }
 
+TEST(BatchJournal, OnlyRegularFiles) {
+  EXPECT_THROW(Journal("/dev/null", Journal::Mode::kResume), InputError);
+}
+
 TEST(BatchJournal, CutsATornLastLine) {
   testing::TempDir dir("journal");
   const std::string path = dir / "out.jsonl";

@@ -124,6 +124,24 @@ TEST(BatchWorkQueue, BlockingTakeWakesWhenWorkComesBack) {
   EXPECT_TRUE(q.take(1, 4).empty());
 }
 
+TEST(BatchWorkQueue, CancelEndsEveryReplicaAtOnce) {
+  WorkQueue q(iota(4), QueueOptions{2, 2, 3});
+  std::vector<std::size_t> got;
+  ASSERT_EQ(q.try_take(0, 1, &got), WorkQueue::Take::kWork);
+  std::vector<std::size_t> taken = {99};
+  std::thread t([&] {
+    std::vector<std::size_t> mine;
+    while (q.try_take(1, 1, &mine) == WorkQueue::Take::kWork) {
+    }  // drain the queue, then block below until cancelled
+    taken = q.take(1, 1);
+  });
+  q.cancel();
+  t.join();
+  EXPECT_TRUE(taken.empty());
+  EXPECT_EQ(q.try_take(0, 1, &got), WorkQueue::Take::kDone);
+  EXPECT_TRUE(q.drain_failures().empty());
+}
+
 TEST(BatchFaultInjection, Parses) {
   const FaultInjection f = parse_fault_injection("replica=1,id=foo,id=7,kill_after=3");
   EXPECT_EQ(f.replicas, (std::set<int>{1}));
