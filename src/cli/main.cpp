@@ -19,6 +19,7 @@ struct Command {
 // One line per subcommand; keep in the order `plexus --help` should list them.
 const Command kCommands[] = {
     {"generate", "generate text or token ids from a prompt", plexus::cli::cmd_generate},
+    {"batch", "generate for a JSON-lines file of requests with data-parallel replicas, resumably", plexus::cli::cmd_batch},
     {"perplexity", "per-token negative log-likelihood and perplexity of a text", plexus::cli::cmd_perplexity},
     {"make-model", "write a random-weight Hugging Face checkpoint for tests and demos", plexus::cli::cmd_make_model},
     {"version", "print the plexus version and commit", plexus::cli::cmd_version},

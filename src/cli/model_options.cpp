@@ -42,8 +42,10 @@ RunInputs run_inputs_from(const Args& args) {
   return in;
 }
 
-std::unique_ptr<ModelRun> open_model_run(const Args& args, const std::string& model_dir) {
-  return plexus::open_model_run(run_inputs_from(args), model_dir);
+std::unique_ptr<ModelRun> open_model_run(const Args& args, const std::string& model_dir, const ReplicaShare& share) {
+  RunInputs in = run_inputs_from(args);
+  in.replica = share;
+  return plexus::open_model_run(in, model_dir);
 }
 
 std::unique_ptr<Tokenizer> load_tokenizer_if_any(const std::string& model_dir) {

@@ -24,10 +24,12 @@ void add_run_options(Args& args);
 
 // What runs the model (exec/model_run.h), from the run options: without device options
 // (--virtual-devices, --max-memory, --devices, --device-map) one Engine; with them, the plan
-// they describe run by an Executor across the devices.
+// they describe run by an Executor across the devices. `share`: one of several replicas side by
+// side in this process (plexus batch), see ReplicaShare.
 using plexus::ModelRun;
+using plexus::ReplicaShare;
 RunInputs run_inputs_from(const Args& args);
-std::unique_ptr<ModelRun> open_model_run(const Args& args, const std::string& model_dir);
+std::unique_ptr<ModelRun> open_model_run(const Args& args, const std::string& model_dir, const ReplicaShare& share = {});
 
 // The model directory's tokenizer, or null when it has none.
 std::unique_ptr<Tokenizer> load_tokenizer_if_any(const std::string& model_dir);

@@ -36,7 +36,7 @@ void ThreadPool::work_on(std::uint32_t generation, int thread) {
     if (static_cast<std::uint32_t>(v >> 32) != generation) return;
     // Read the job before claiming: a successful claim proves these belong to `generation`,
     // since a newer job is only published after every chunk of this one was claimed.
-    const std::int64_t n = n_chunks_.load(std::memory_order_relaxed);
+    const std::int64_t n = n_chunks_.load(std::memory_order_acquire);
     const ChunkFn* fn = fn_.load(std::memory_order_relaxed);
     const std::int64_t chunk = static_cast<std::int64_t>(v & 0xffffffffu);
     if (chunk >= n) return;
@@ -53,7 +53,10 @@ void ThreadPool::run_chunks(std::int64_t n_chunks, ChunkFn fn) {
     return;
   }
   fn_.store(&fn, std::memory_order_relaxed);
-  n_chunks_.store(n_chunks, std::memory_order_relaxed);
+  // Release: a worker that reads this new count also sees the previous job closed (below), so
+  // its claim with a stale (generation, chunk) word fails instead of running a chunk of this job
+  // under the old generation (which ran a chunk twice and left done_ above n_chunks: a hang).
+  n_chunks_.store(n_chunks, std::memory_order_release);
   done_.store(0, std::memory_order_relaxed);
   std::uint32_t generation;
   {
@@ -65,6 +68,8 @@ void ThreadPool::run_chunks(std::int64_t n_chunks, ChunkFn fn) {
   if (sleepers_.load(std::memory_order_acquire) > 0) wake_.notify_all();
   work_on(generation, 0);
   while (done_.load(std::memory_order_acquire) != n_chunks) cpu_relax();
+  // Close the job: no chunk index of this generation can be claimed any more.
+  next_.store((static_cast<std::uint64_t>(generation) << 32) | 0xffffffffu, std::memory_order_release);
 }
 
 void ThreadPool::worker(int index) {

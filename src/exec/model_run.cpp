@@ -1,8 +1,10 @@
 // Planning inputs → plan → the Engine or Executor that runs it.
 #include "exec/model_run.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "backend/detect.h"
 #include "backend/device_options.h"
@@ -104,9 +106,40 @@ ModuleTree load_module_tree(const std::string& model) {
   return ModuleTree::from_config(config);
 }
 
+namespace {
+
+// The share-th group of the accelerators' budgets, renumbered from 0; cpu (and disk) budgets
+// divided between the replicas.
+Budgets replica_budgets(const Budgets& all, const ReplicaShare& share) {
+  const std::vector<DeviceId> acc = all.accelerators();
+  const std::size_t count = static_cast<std::size_t>(share.count);
+  if (acc.size() < count || acc.size() % count != 0) {
+    throw InputError(std::to_string(share.count) +
+                     " replicas on this machine (--replicas, or mpirun worker ranks) need the accelerators split into equal groups, but there are " +
+                     std::to_string(acc.size()) + ": use a replica count that divides the device count (e.g. --virtual-devices " +
+                     std::to_string(count * std::max<std::size_t>(1, acc.size() / count)) + ")");
+  }
+  const std::size_t k = acc.size() / count;
+  Budgets kept;
+  for (std::size_t i = 0; i < k; ++i) {
+    kept.set(DeviceId::accelerator(static_cast<int>(i)), *all.get(acc[static_cast<std::size_t>(share.index) * k + i]));
+  }
+  for (const DeviceBudget& b : all.list()) {
+    if (!b.device.is_accelerator()) kept.set(b.device, b.bytes / static_cast<std::uint64_t>(count));
+  }
+  return kept;
+}
+
+}  // namespace
+
 std::unique_ptr<ModelRun> open_model_run(const RunInputs& in, const std::string& model_dir) {
   auto run = std::make_unique<ModelRun>();
-  const EngineOptions& eo = in.engine;
+  EngineOptions eo = in.engine;
+  const ReplicaShare& share = in.replica;
+  if (share.count > 1) {
+    const int total = eo.threads > 0 ? eo.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    eo.threads = std::max(1, total / share.count);
+  }
   if (!in.plan.names_devices()) {
     run->engine = std::make_unique<Engine>(model_dir, eo);
     run->engine_runner = std::make_unique<EngineRunner>(*run->engine);
@@ -128,6 +161,7 @@ std::unique_ptr<ModelRun> open_model_run(const RunInputs& in, const std::string&
                      std::string(weight_dtype_name(stored)) + "); leave --dtype out");
   }
   po.request.dtype = stored;
+  if (share.count > 1) po.request.budgets = replica_budgets(po.request.budgets, share);
   const Plan plan = po.device_map_file ? plan_from_device_map(tree, load_device_map_file(*po.device_map_file), po.request)
                                        : plan_model(tree, po.request);
   run->devices = make_run_devices(po.request.budgets, eo.threads, host_available_memory());

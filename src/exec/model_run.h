@@ -51,10 +51,19 @@ ModuleTree load_module_tree(const std::string& model);
 // MemAvailable from /proc/meminfo, in bytes; RuntimeError when unreadable.
 std::uint64_t host_available_memory();
 
+// One of `count` replicas run side by side in this process (plexus batch): it gets 1/count of
+// the threads and, on several devices, the index-th of `count` equal groups of the
+// accelerators, renumbered from 0 (and 1/count of the cpu and disk budgets).
+struct ReplicaShare {
+  int index = 0;
+  int count = 1;
+};
+
 struct RunInputs {
   EngineOptions engine;
   PlanInputs plan;
   int micro_batches = 0;  // 0: one per stage (1 when weights stream)
+  ReplicaShare replica;
 };
 
 // What runs the model. Without devices named (see PlanInputs::names_devices): one Engine. With

@@ -109,26 +109,40 @@ GenerateResult generate(Runner& runner, std::span<const std::int32_t> prompt, co
 
 BatchGenerateResult generate_batch(Runner& runner, const std::vector<std::vector<std::int32_t>>& prompts,
                                    const GenerateOptions& options) {
-  if (prompts.empty()) throw InputError("no prompts to generate from");
-  const std::size_t n_seq = prompts.size();
+  std::vector<SequenceRequest> sequences(prompts.size());
+  for (std::size_t s = 0; s < prompts.size(); ++s) {
+    sequences[s].prompt = prompts[s];
+    sequences[s].max_tokens = options.max_tokens;
+    sequences[s].sampling = options.sampling;
+    sequences[s].sampling.seed += s;
+  }
+  return generate_batch(runner, sequences, options.stop_ids);
+}
+
+BatchGenerateResult generate_batch(Runner& runner, const std::vector<SequenceRequest>& sequences,
+                                   const std::vector<std::int64_t>& stop_ids) {
+  if (sequences.empty()) throw InputError("no prompts to generate from");
+  const std::size_t n_seq = sequences.size();
   if (static_cast<std::int64_t>(n_seq) > runner.max_batch_tokens()) {
     throw InputError(std::to_string(n_seq) + " sequences decode together but a forward pass holds " +
                      std::to_string(runner.max_batch_tokens()) + " tokens: raise --batch-tokens or lower --batch");
   }
+  GenerateOptions stops;
+  stops.stop_ids = stop_ids;
   const std::int64_t vocab = runner.vocab_size();
   BatchGenerateResult r;
   std::vector<std::unique_ptr<SlotGuard>> slots;
   std::vector<Sampler> samplers;
   r.sequences.resize(n_seq);
   for (std::size_t s = 0; s < n_seq; ++s) {
-    check_lengths(runner, prompts[s].size(), options);
-    r.sequences[s].prompt_tokens = static_cast<std::int64_t>(prompts[s].size());
+    GenerateOptions limits;
+    limits.max_tokens = sequences[s].max_tokens;
+    check_lengths(runner, sequences[s].prompt.size(), limits);
+    r.sequences[s].prompt_tokens = static_cast<std::int64_t>(sequences[s].prompt.size());
     r.sequences[s].finish_reason = "length";
     r.prompt_tokens += r.sequences[s].prompt_tokens;
-    slots.push_back(std::make_unique<SlotGuard>(runner, r.sequences[s].prompt_tokens + options.max_tokens));
-    SamplingOptions so = options.sampling;
-    so.seed += s;
-    samplers.emplace_back(so, vocab);
+    slots.push_back(std::make_unique<SlotGuard>(runner, r.sequences[s].prompt_tokens + sequences[s].max_tokens));
+    samplers.emplace_back(sequences[s].sampling, vocab);
   }
   const std::size_t chunk = static_cast<std::size_t>(runner.max_batch_tokens());
   std::vector<float> logits(std::max(chunk, n_seq) * static_cast<std::size_t>(vocab));
@@ -155,11 +169,12 @@ BatchGenerateResult generate_batch(Runner& runner, const std::vector<std::vector
     ids.clear(), pos.clear(), seqs.clear(), rows.clear(), row_seq.clear();
   };
   for (std::size_t s = 0; s < n_seq; ++s) {
-    for (std::size_t t = 0; t < prompts[s].size(); ++t) {
-      ids.push_back(prompts[s][t]);
+    const std::vector<std::int32_t>& prompt = sequences[s].prompt;
+    for (std::size_t t = 0; t < prompt.size(); ++t) {
+      ids.push_back(prompt[t]);
       pos.push_back(static_cast<std::int32_t>(t));
       seqs.push_back(slots[s]->slot());
-      if (t + 1 == prompts[s].size()) {
+      if (t + 1 == prompt.size()) {
         rows.push_back(static_cast<std::int64_t>(ids.size()) - 1);
         row_seq.push_back(s);
       }
@@ -176,10 +191,10 @@ BatchGenerateResult generate_batch(Runner& runner, const std::vector<std::vector
     for (std::size_t s = 0; s < n_seq; ++s) {
       GenerateResult& g = r.sequences[s];
       if (done[s]) continue;
-      if (is_stop(options, g.ids.back())) {
+      if (is_stop(stops, g.ids.back())) {
         g.finish_reason = "stop";
         done[s] = true;
-      } else if (static_cast<std::int64_t>(g.ids.size()) >= options.max_tokens) {
+      } else if (static_cast<std::int64_t>(g.ids.size()) >= sequences[s].max_tokens) {
         done[s] = true;
       } else {
         ids.push_back(g.ids.back());

@@ -35,6 +35,14 @@ GenerateResult generate(Runner& runner, std::span<const std::int32_t> prompt, co
 GenerateResult generate(Engine& engine, std::span<const std::int32_t> prompt, const GenerateOptions& options,
                         const std::function<void(std::int32_t)>& on_token = {});
 
+// One sequence of a batch with its own length limit and sampling (seed included), so that its
+// output depends on nothing but itself: not on the other sequences or its place in the batch.
+struct SequenceRequest {
+  std::vector<std::int32_t> prompt;
+  std::int64_t max_tokens = 32;
+  SamplingOptions sampling;
+};
+
 struct BatchGenerateResult {
   std::vector<GenerateResult> sequences;  // per prompt: ids, finish_reason, prompt_tokens
   std::int64_t prompt_tokens = 0, generated_tokens = 0;
@@ -48,6 +56,10 @@ struct BatchGenerateResult {
 // sequence's ttft_ms and e2e_ms count from the start of the call (all share that start).
 BatchGenerateResult generate_batch(Runner& runner, const std::vector<std::vector<std::int32_t>>& prompts,
                                    const GenerateOptions& options);
+// The same with per-sequence limits and sampling (InputError when a prompt is empty or does not
+// fit the context with its max_tokens).
+BatchGenerateResult generate_batch(Runner& runner, const std::vector<SequenceRequest>& sequences,
+                                   const std::vector<std::int64_t>& stop_ids);
 
 struct PerplexityResult {
   std::vector<double> nll;  // natural-log NLL of ids[t+1] given ids[..t], t = 0..n-2

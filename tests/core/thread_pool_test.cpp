@@ -56,4 +56,25 @@ TEST(ThreadPool, FinishesWhenWorkersAreBusyElsewhere) {
   EXPECT_EQ(total.load(), 4L * 300 * 1000);
 }
 
+TEST(ThreadPool, RunsEveryChunkOnceWhenJobSizesChange) {
+  // A job larger than the one before: a worker still looking at the finished job must not claim
+  // a chunk of the new one (that chunk would run twice and the caller never see the end).
+  std::vector<std::thread> threads;
+  std::atomic<int> wrong{0};
+  for (int p = 0; p < 3; ++p) {
+    threads.emplace_back([&, p] {
+      ThreadPool pool(3);
+      for (int rep = 0; rep < 3000; ++rep) {
+        const std::int64_t n = 2 + (rep + p) % 8;
+        std::vector<std::atomic<int>> hits(static_cast<std::size_t>(n));
+        auto task = [&](std::int64_t c, int) { hits[static_cast<std::size_t>(c)]++; };
+        pool.run_chunks(n, ChunkFn(task));
+        for (auto& h : hits) wrong += h.load() != 1;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(wrong.load(), 0);
+}
+
 }  // namespace plexus

@@ -1,0 +1,150 @@
+// Resume, durable commit, errors file and counts of a batch run.
+#include "batch/coordinator.h"
+
+#include <cmath>
+#include <csignal>
+#include <unordered_map>
+
+#include "core/error.h"
+
+namespace plexus::batch {
+
+std::string errors_path(const std::string& output) {
+  const std::string ext = ".jsonl";
+  if (output.size() > ext.size() && output.compare(output.size() - ext.size(), ext.size(), ext) == 0) {
+    return output.substr(0, output.size() - ext.size()) + ".errors.jsonl";
+  }
+  return output + ".errors.jsonl";
+}
+
+Coordinator::Coordinator(ParsedInput input, const std::string& input_path, const Tokenizer* tokenizer,
+                         const CoordinatorOptions& options, std::unique_ptr<Journal> output)
+    : requests_(std::move(input.requests)), tokenizer_(tokenizer), options_(options), output_(std::move(output)) {
+  if (!output_) output_ = std::make_unique<Journal>(options.output, Journal::Mode::kResume);
+  // The errors file describes this run: every request not in the output is tried again.
+  errors_ = std::make_unique<Journal>(errors_path(options.output), Journal::Mode::kTruncate);
+  if (output_->torn_bytes() > 0) {
+    std::fprintf(stderr, "plexus batch: cut a torn last line (%llu bytes) from %s; its request runs again\n",
+                 static_cast<unsigned long long>(output_->torn_bytes()), options.output.c_str());
+  }
+  std::unordered_map<std::string, bool> done;
+  for (const Json& line : output_->existing()) {
+    if (line.contains("id")) done[line["id"].dump()] = true;
+  }
+  written_.assign(requests_.size(), false);
+  std::vector<std::size_t> pending;
+  for (std::size_t i = 0; i < requests_.size(); ++i) {
+    if (done.count(requests_[i].key)) {
+      written_[i] = true;
+      ++summary_.resumed;
+    } else {
+      pending.push_back(i);
+    }
+  }
+  for (const BadLine& b : input.bad) {
+    Json j = {{"line", b.line}, {"error", input_path + ":" + std::to_string(b.line) + ": " + b.reason}};
+    if (b.id) j["id"] = *b.id;
+    errors_->append(j);
+  }
+  summary_.requests = static_cast<std::int64_t>(requests_.size());
+  summary_.skipped_lines = static_cast<std::int64_t>(input.bad.size());
+  summary_.replicas.resize(static_cast<std::size_t>(std::max(0, options.queue.replicas)));
+  summary_.output = options.output;
+  summary_.errors = errors_->path();
+  queue_ = std::make_unique<WorkQueue>(std::move(pending), options.queue);
+  progress_ = std::make_unique<Progress>(options.progress, summary_.requests - summary_.resumed);
+  write_failures_locked();  // no replica at all
+}
+
+Task Coordinator::task(std::size_t index) const {
+  return Task{index, requests_.at(index).key, requests_.at(index).seq};
+}
+
+std::vector<Task> Coordinator::tasks(const std::vector<std::size_t>& indices) const {
+  std::vector<Task> out;
+  for (std::size_t i : indices) out.push_back(task(i));
+  return out;
+}
+
+void Coordinator::commit(const std::vector<Outcome>& outcomes) {
+  std::lock_guard lock(mutex_);
+  for (const Outcome& o : outcomes) {
+    const std::size_t r = static_cast<std::size_t>(o.replica);
+    if (r >= summary_.replicas.size()) summary_.replicas.resize(r + 1);
+    if (!o.ok) {
+      ++summary_.replicas[r].failed_tries;
+      queue_->failed(o.replica, o.index, o.error, o.permanent);
+      continue;
+    }
+    if (!written_[o.index]) {
+      const BatchRequest& req = requests_[o.index];
+      // Keys in the documented order.
+      nlohmann::ordered_json line;
+      line["id"] = req.id;
+      line["ids"] = o.ids;
+      if (tokenizer_) line["text"] = tokenizer_->decode(o.ids);
+      line["finish_reason"] = o.finish_reason;
+      line["prompt_tokens"] = o.prompt_tokens;
+      line["completion_tokens"] = o.ids.size();
+      line["replica"] = o.replica;
+      line["latency_ms"] = std::round(o.latency_ms * 1e3) / 1e3;  // microseconds are enough
+      output_->append_line(line.dump(-1, ' ', false, Json::error_handler_t::replace));  // durable before it counts
+      written_[o.index] = true;
+      ++summary_.done;
+      ++summary_.replicas[r].done;
+      summary_.prompt_tokens += o.prompt_tokens;
+      summary_.completion_tokens += static_cast<std::int64_t>(o.ids.size());
+      if (options_.kill_after > 0 && summary_.done >= options_.kill_after) std::raise(SIGKILL);  // crash test
+    }
+    queue_->succeeded(o.replica, o.index);
+  }
+  write_failures_locked();
+  note_removed_locked();
+  progress_->update(summary_.done, summary_.failed, summary_.completion_tokens);
+}
+
+void Coordinator::replica_lost(int replica, const std::string& reason) {
+  std::lock_guard lock(mutex_);
+  const std::size_t r = static_cast<std::size_t>(replica);
+  if (r >= summary_.replicas.size()) summary_.replicas.resize(r + 1);
+  summary_.replicas[r].taken_out = true;
+  summary_.replicas[r].out_reason = reason;
+  queue_->remove_replica(replica, reason);
+  write_failures_locked();
+}
+
+void Coordinator::write_failures_locked() {
+  for (const FinalFailure& f : queue_->drain_failures()) {
+    const BatchRequest& req = requests_[f.index];
+    nlohmann::ordered_json line;
+    line["id"] = req.id;
+    line["line"] = req.line;
+    line["error"] = f.reason;
+    line["attempts"] = f.attempts;
+    errors_->append_line(line.dump(-1, ' ', false, Json::error_handler_t::replace));
+    ++summary_.failed;
+  }
+}
+
+void Coordinator::note_removed_locked() {
+  for (int r : queue_->removed()) {
+    ReplicaCounts& c = summary_.replicas[static_cast<std::size_t>(r)];
+    if (!c.taken_out) {
+      c.taken_out = true;
+      c.out_reason = "failed " + std::to_string(options_.queue.replica_strikes) + " requests in a row";
+    }
+  }
+}
+
+BatchSummary Coordinator::finish() {
+  std::lock_guard lock(mutex_);
+  write_failures_locked();
+  note_removed_locked();
+  progress_->update(summary_.done, summary_.failed, summary_.completion_tokens);
+  progress_->finish();
+  summary_.retries = queue_->retries();
+  summary_.wall_s = timer_.seconds();
+  return summary_;
+}
+
+}  // namespace plexus::batch

@@ -1,0 +1,40 @@
+// A JSON-lines file that only grows, one durable line per record: each append is one write of
+// the whole line plus fdatasync before it returns. Opening an existing journal keeps every
+// complete line and cuts a torn last line (a crash in the middle of a write).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/json.h"
+
+namespace plexus::batch {
+
+class Journal {
+ public:
+  enum class Mode { kResume, kTruncate };
+  // kResume: reads the lines already there (InputError "PATH:LINE: ..." for a line before the
+  // last that is not a JSON object: not a journal plexus wrote), cuts a torn last line (no final
+  // newline, or not JSON); kTruncate: starts empty. Creates the file (and syncs its directory).
+  // Holds an exclusive flock while open: RuntimeError when another process holds it.
+  Journal(std::string path, Mode mode);
+  ~Journal();
+  Journal(const Journal&) = delete;
+  Journal& operator=(const Journal&) = delete;
+
+  const std::string& path() const { return path_; }
+  const std::vector<Json>& existing() const { return existing_; }  // lines found at open
+  std::uint64_t torn_bytes() const { return torn_bytes_; }          // cut at open
+  // Appends `record` as one line; durable when this returns (RuntimeError when it cannot be).
+  void append(const Json& record);
+  // The same for a record already serialised as one line of JSON (no newline).
+  void append_line(const std::string& json_text);
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+  std::vector<Json> existing_;
+  std::uint64_t torn_bytes_ = 0;
+};
+
+}  // namespace plexus::batch

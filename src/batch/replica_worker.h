@@ -1,0 +1,46 @@
+// What a replica does with the requests it holds: one generate_batch over all of them (each
+// with its own limits and seed), falling back to one request at a time when the batch fails so
+// a bad request does not take good ones down with it. Tasks and outcomes are plain values that
+// also travel between MPI ranks as JSON.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "batch/fault_injection.h"
+#include "core/json.h"
+#include "runtime/generate.h"
+#include "runtime/runner.h"
+
+namespace plexus::batch {
+
+struct Task {
+  std::size_t index = 0;  // into the coordinator's request list
+  std::string key;        // the request id as JSON text
+  SequenceRequest seq;
+};
+
+struct Outcome {
+  std::size_t index = 0;
+  int replica = 0;
+  bool ok = false;
+  bool permanent = false;  // failed and retrying cannot help
+  std::string error;
+  std::vector<std::int32_t> ids;  // (completion_tokens)
+  std::string finish_reason;      // "stop" | "length"
+  std::int64_t prompt_tokens = 0;
+  double latency_ms = 0;  // from the start of the request's run on the replica to its result
+};
+
+Json task_to_json(const Task& task);
+Task task_from_json(const Json& j);
+Json outcome_to_json(const Outcome& outcome);
+Outcome outcome_from_json(const Json& j);
+
+// Runs `tasks` on `runner` as replica `replica`; one outcome per task, in order. Never throws
+// for a failing request: the failure is in its outcome.
+std::vector<Outcome> run_tasks(Runner& runner, int replica, const std::vector<Task>& tasks,
+                               const std::vector<std::int64_t>& stop_ids, const FaultInjection& faults);
+
+}  // namespace plexus::batch

@@ -1,0 +1,230 @@
+// `plexus batch`: generate for every request of a JSON-lines file with N model replicas fed from
+// one dynamic queue, durably and resumably; under mpirun, one replica per rank.
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <set>
+#include <unistd.h>
+
+#include "batch/coordinator.h"
+#include "batch/fault_injection.h"
+#include "batch/local_replicas.h"
+#include "batch/mpi_transport.h"
+#include "batch/request.h"
+#include "cli/commands.h"
+#include "cli/model_options.h"
+#include "core/error.h"
+#include "core/json.h"
+#include "model/config.h"
+
+namespace plexus::cli {
+
+namespace {
+
+constexpr int kMaxBadLinesShown = 20;
+
+void declare(Args& args) {
+  args.positional("MODEL", "model directory (config.json + safetensors [+ tokenizer.json])")
+      .option("--input", "FILE", "requests, one JSON object per line: {\"id\", \"prompt\" | \"ids\", \"max_tokens\"?, \"temperature\"?, \"seed\"?}")
+      .option("--output", "FILE", "results, one JSON line per request (appended durably; an existing file is resumed)")
+      .option("--replicas", "N", "model replicas in this process, each on its own thread share and device group", "1")
+      .option("--batch-size", "N", "requests a replica takes from the queue and generates together at most", "8")
+      .option("--max-retries", "N", "tries of a failed request on other replicas after the first", "2")
+      .option("--on-bad-line", "MODE", "a bad input line: fail (exit 2 before any work) | skip (report it and go on)", "fail")
+      .option("--max-tokens", "N", "tokens to generate per request unless it says \"max_tokens\"", "32")
+      .flag("--greedy", "always take the most likely token (the default)")
+      .option("--temperature", "T", "sample with this temperature unless a request says \"temperature\" (0: greedy)")
+      .option("--top-k", "K", "sample among the K most likely tokens (0: all)", "0")
+      .option("--top-p", "P", "sample among the smallest set of tokens with probability >= P", "1.0")
+      .option("--seed", "S", "seed of requests without \"seed\"", "0")
+      .flag("--ignore-eos", "keep generating after an end-of-sequence token")
+      .flag("--json", "print the summary as one JSON object on stdout");
+  add_run_options(args);
+  args.epilog(
+      "Output lines: {\"id\", \"ids\", \"text\" (with a tokenizer), \"finish_reason\", \"prompt_tokens\",\n"
+      "\"completion_tokens\", \"replica\", \"latency_ms\"}. Running the same command again resumes: ids already\n"
+      "in the output are skipped, a torn last line is cut. Requests that fail for good go to\n"
+      "OUT.errors.jsonl (rewritten each run) and the exit code is 1. With --virtual-devices N (or other\n"
+      "device flags) the devices are split into --replicas equal groups. Under mpirun / srun, rank 0\n"
+      "coordinates and writes, every other rank runs one replica. See docs/batch.md.");
+}
+
+batch::RequestDefaults request_defaults(const Args& args) {
+  batch::RequestDefaults d;
+  d.max_tokens = args.get_int("--max-tokens");
+  if (d.max_tokens < 1) throw InputError("--max-tokens must be at least 1");
+  if (args.get_flag("--greedy") && args.has("--temperature")) throw InputError("--greedy and --temperature exclude each other");
+  d.sampling.greedy = !args.has("--temperature");
+  if (!d.sampling.greedy) {
+    d.sampling.temperature = args.get_double("--temperature");
+    if (d.sampling.temperature < 0) throw InputError("--temperature must be >= 0");
+    d.sampling.greedy = d.sampling.temperature == 0;
+  }
+  d.sampling.top_k = args.get_int("--top-k");
+  d.sampling.top_p = args.get_double("--top-p");
+  const long long seed = args.get_int("--seed");
+  if (seed < 0) throw InputError("--seed must be >= 0");
+  d.sampling.seed = static_cast<std::uint64_t>(seed);
+  return d;
+}
+
+long long int_in(const Args& args, const char* name, long long lo, long long hi) {
+  const long long v = args.get_int(name);
+  if (v < lo || v > hi) {
+    throw InputError(std::string(name) + " must be between " + std::to_string(lo) + " and " + std::to_string(hi) + ", got " +
+                     std::to_string(v));
+  }
+  return v;
+}
+
+// End-of-sequence ids: config.json's and the tokenizer's, unless --ignore-eos.
+std::vector<std::int64_t> stop_ids(const Args& args, const ModelConfig& config, const Tokenizer* tok) {
+  if (args.get_flag("--ignore-eos")) return {};
+  std::set<std::int64_t> stops(config.eos_token_ids.begin(), config.eos_token_ids.end());
+  if (tok && tok->eos_id()) stops.insert(*tok->eos_id());
+  return {stops.begin(), stops.end()};
+}
+
+// Reads and checks the input; prints bad lines as FILE:LINE: reason; InputError for the first
+// one under --on-bad-line fail (before the output is touched).
+batch::ParsedInput read_input(const Args& args, const std::string& model_dir, const Tokenizer* tok) {
+  const std::string mode = args.get("--on-bad-line");
+  if (mode != "skip" && mode != "fail") throw InputError("--on-bad-line must be skip or fail, got '" + mode + "'");
+  const ModelConfig config = load_model_config(model_dir);
+  batch::ParseContext pc;
+  pc.tokenizer = tok;
+  pc.vocab_size = config.vocab_size;
+  pc.max_context = engine_options(args).max_context > 0 ? engine_options(args).max_context : config.max_position_embeddings;
+  pc.defaults = request_defaults(args);
+  const std::string input = args.get("--input");
+  batch::ParsedInput parsed = batch::read_requests(input, pc);
+  if (!parsed.bad.empty() && mode == "fail") {
+    std::string msg = batch::describe_bad_line(input, parsed.bad.front());
+    if (parsed.bad.size() > 1) msg += " (and " + std::to_string(parsed.bad.size() - 1) + " more bad lines)";
+    throw InputError(msg + "; nothing was run: fix the input or pass --on-bad-line skip");
+  }
+  int shown = 0;
+  for (const batch::BadLine& b : parsed.bad) {
+    if (shown++ == kMaxBadLinesShown) {
+      std::fprintf(stderr, "plexus batch: ... and %zu more bad lines (all in the errors file)\n", parsed.bad.size() - kMaxBadLinesShown);
+      break;
+    }
+    std::fprintf(stderr, "plexus batch: skipping %s\n", batch::describe_bad_line(input, b).c_str());
+  }
+  return parsed;
+}
+
+void print_summary(const Args& args, const batch::BatchSummary& s) {
+  std::fprintf(stderr, "%s", batch::summary_to_text(s).c_str());
+  if (args.get_flag("--json")) std::printf("%s\n", batch::summary_to_json(s).dump().c_str());
+  std::fflush(stdout);
+}
+
+std::shared_ptr<Runner> open_runner(const Args& args, const std::string& dir, const ReplicaShare& share) {
+  std::shared_ptr<ModelRun> run = open_model_run(args, dir, share);
+  return std::shared_ptr<Runner>(run, run->runner);
+}
+
+// Rank 0 of an MPI run, or the single process: reads the input, owns the output.
+int coordinate(const Args& args, const std::string& dir, const batch::FaultInjection& faults, const batch::MpiWorld* world) {
+  const std::unique_ptr<Tokenizer> tok = load_tokenizer_if_any(dir);
+  const std::string input = args.get("--input"), output = args.get("--output");
+  if (input == output || input == batch::errors_path(output)) throw InputError("--output must differ from --input");
+  batch::ParsedInput parsed = read_input(args, dir, tok.get());
+  const ModelConfig config = load_model_config(dir);
+  const std::vector<std::int64_t> stops = stop_ids(args, config, tok.get());
+  const int replicas = world ? world->size() - 1 : static_cast<int>(int_in(args, "--replicas", 1, 1024));
+  const std::size_t batch_size = static_cast<std::size_t>(int_in(args, "--batch-size", 1, 65536));
+  if (static_cast<std::int64_t>(batch_size) > engine_options(args).max_batch_tokens) {
+    throw InputError("--batch-size " + std::to_string(batch_size) + " is above --batch-tokens " +
+                     std::to_string(engine_options(args).max_batch_tokens) + ": a decode step holds one token per request");
+  }
+  batch::CoordinatorOptions co;
+  co.output = output;
+  co.queue.replicas = replicas;
+  co.queue.max_retries = static_cast<int>(int_in(args, "--max-retries", 0, 100));
+  co.kill_after = faults.kill_after;
+  co.progress = ::isatty(STDERR_FILENO) != 0;
+
+  if (world) {
+    batch::Coordinator coordinator(std::move(parsed), input, tok.get(), co);
+    batch::run_mpi_coordinator(coordinator, *world, batch_size, stops);
+    const batch::BatchSummary s = coordinator.finish();
+    print_summary(args, s);
+    return s.failed > 0 ? 1 : 0;
+  }
+  // Open the replicas before the output, so bad device flags change nothing; skip loading when
+  // the output already holds every request.
+  std::set<std::string> done;
+  std::unique_ptr<batch::Journal> journal;
+  if (std::filesystem::exists(output)) {
+    journal = std::make_unique<batch::Journal>(output, batch::Journal::Mode::kResume);
+    for (const Json& line : journal->existing()) {
+      if (line.contains("id")) done.insert(line["id"].dump());
+    }
+  }
+  bool pending = false;
+  for (const batch::BatchRequest& r : parsed.requests) pending = pending || !done.count(r.key);
+  std::vector<std::string> open_errors;
+  const std::vector<std::shared_ptr<Runner>> runners =
+      pending ? batch::open_replicas(replicas, [&](int r) { return open_runner(args, dir, ReplicaShare{r, replicas}); }, &open_errors)
+              : std::vector<std::shared_ptr<Runner>>{};
+  batch::Coordinator coordinator(std::move(parsed), input, tok.get(), co, std::move(journal));
+  if (pending) batch::run_local_replicas(coordinator, runners, open_errors, batch_size, stops, faults);
+  const batch::BatchSummary s = coordinator.finish();
+  print_summary(args, s);
+  return s.failed > 0 ? 1 : 0;
+}
+
+}  // namespace
+
+int cmd_batch(int argc, char** argv) {
+  Args args("batch",
+            "Generate for every request of a JSON-lines file with data-parallel model replicas fed from one\n"
+            "dynamic queue. Each result is appended and synced before it counts; running the same command\n"
+            "again resumes. Failed requests are retried on another replica (--max-retries); those that fail\n"
+            "for good go to OUT.errors.jsonl and the exit code is 1.");
+  declare(args);
+  if (!args.parse(argc, argv)) return 0;
+  // PLEXUS_VIRTUAL_DEVICES=N without device flags: as --virtual-devices N (split between replicas).
+  const char* env_devices = std::getenv("PLEXUS_VIRTUAL_DEVICES");
+  if (env_devices && *env_devices && !args.get_optional("--virtual-devices") && !args.get_optional("--max-memory") &&
+      !args.get_optional("--devices") && !args.get_optional("--device-map")) {
+    std::vector<std::string> again(argv, argv + argc);
+    again.insert(again.end(), {"--virtual-devices", env_devices});
+    args = Args("batch", "");
+    declare(args);
+    args.parse(again);
+  }
+  const std::string dir = args.get("MODEL");
+  if (!args.has("--input") || !args.has("--output")) throw InputError("give --input FILE and --output FILE");
+  const char* spec = std::getenv("PLEXUS_BATCH_FAIL");
+  const batch::FaultInjection faults = batch::parse_fault_injection(spec ? spec : "");
+
+  if (!batch::launched_by_mpi()) {
+    // Several srun tasks without MPI would each write the same output.
+    const char* step_tasks = std::getenv("SLURM_STEP_NUM_TASKS");
+    if (step_tasks && std::atoi(step_tasks) > 1) {
+      throw InputError("started as one of " + std::string(step_tasks) +
+                       " srun tasks without MPI: launch with srun --mpi=pmix (or mpirun) so the tasks share one queue");
+    }
+    return coordinate(args, dir, faults, nullptr);
+  }
+  batch::MpiWorld world(nullptr, nullptr);
+  if (world.size() == 1) return coordinate(args, dir, faults, nullptr);
+  try {
+    if (args.get_optional("--replicas") && args.get_int("--replicas") != 1) {
+      throw InputError("--replicas: under mpirun every rank but 0 runs one replica; leave --replicas out");
+    }
+    if (world.rank() == 0) return coordinate(args, dir, faults, &world);
+    const ReplicaShare share{world.local_worker_index(), world.local_workers()};
+    batch::run_mpi_worker(world, [&] { return open_runner(args, dir, share); }, faults);
+    return 0;
+  } catch (const Error& e) {
+    std::fprintf(stderr, "plexus batch (rank %d): error: %s\n", world.rank(), e.what());
+    std::fflush(stderr);
+    world.abort(static_cast<int>(e.code()));
+  }
+}
+
+}  // namespace plexus::cli
