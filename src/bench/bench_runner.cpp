@@ -4,7 +4,6 @@
 #include <chrono>
 #include <ctime>
 #include <filesystem>
-#include <set>
 
 #include "bench/bench_metrics.h"
 #include "bench/environment.h"
@@ -153,11 +152,7 @@ Json run_point(const BenchPoint& point, const std::string& config_file, const Lo
   go.max_tokens = sc.max_new_tokens;
   go.sampling.greedy = sc.temperature <= 0;
   if (!go.sampling.greedy) go.sampling.temperature = sc.temperature;
-  if (!sc.ignore_eos) {
-    std::set<std::int64_t> stops(runner.config().eos_token_ids.begin(), runner.config().eos_token_ids.end());
-    if (tok && tok->eos_id()) stops.insert(*tok->eos_id());
-    go.stop_ids.assign(stops.begin(), stops.end());
-  }
+  if (!sc.ignore_eos) go.stop_ids = end_of_sequence_ids(runner.config(), tok ? tok->eos_id() : std::nullopt);
   const std::size_t bs = static_cast<std::size_t>(sc.batch_size);
   // Runs `list` in batches of batch_size; sample i samples with seed + i.
   auto run_all = [&](const std::vector<std::vector<std::int32_t>>& list, RunTimings* timings) {

@@ -30,20 +30,6 @@ const Metric kMetrics[] = {
     {"throughput.output_tokens", "higher"},    {"throughput.wall_s", "lower"},
 };
 
-std::optional<double> value_at(const Json& j, const std::string& dotted) {
-  const Json* cur = &j;
-  std::size_t start = 0;
-  while (start <= dotted.size()) {
-    const std::size_t dot = std::min(dotted.find('.', start), dotted.size());
-    const std::string key = dotted.substr(start, dot - start);
-    if (!cur->is_object() || !cur->contains(key)) return std::nullopt;
-    cur = &(*cur)[key];
-    start = dot + 1;
-  }
-  if (!cur->is_number()) return std::nullopt;
-  return cur->get<double>();
-}
-
 bool is_result(const Json& j) { return j.is_object() && j.contains("throughput") && j.contains("latency"); }
 
 std::string fmt(std::optional<double> v, const char* f = "%.3f") {
@@ -80,10 +66,10 @@ Json compare_json(const std::vector<CompareColumn>& cols) {
   Json metrics = Json::array();
   for (const Metric& m : kMetrics) {
     Json values = Json::array(), ratios = Json::array();
-    const auto base = value_at(cols.front().result, m.path);
+    const auto base = json_number_at(cols.front().result, m.path);
     bool any = false;
     for (const CompareColumn& c : cols) {
-      const auto v = value_at(c.result, m.path);
+      const auto v = json_number_at(c.result, m.path);
       any = any || v.has_value();
       values.push_back(v ? Json(*v) : Json(nullptr));
       ratios.push_back(v && base && *base != 0 ? Json(*v / *base) : Json(nullptr));

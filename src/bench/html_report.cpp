@@ -17,23 +17,8 @@ std::string num(double v, int digits = 1) {
   return buf;
 }
 
-// A number from a JSON value at `path` ("latency/ttft_ms/p50"), or nullopt.
-std::optional<double> at(const Json& j, const std::string& path) {
-  const Json* cur = &j;
-  std::size_t start = 0;
-  while (start <= path.size()) {
-    const std::size_t slash = std::min(path.find('/', start), path.size());
-    const std::string key = path.substr(start, slash - start);
-    if (!cur->is_object() || !cur->contains(key)) return std::nullopt;
-    cur = &(*cur)[key];
-    start = slash + 1;
-  }
-  if (!cur->is_number()) return std::nullopt;
-  return cur->get<double>();
-}
-
 std::string cell(const Json& j, const std::string& path, int digits = 1) {
-  const auto v = at(j, path);
+  const auto v = json_number_at(j, path);
   return v ? num(*v, digits) : std::string("n/a");
 }
 
@@ -170,7 +155,7 @@ std::string plan_table(const Json& r) {
   for (const Json& d : devices) {
     if (d.value("holds", std::string()).empty()) continue;  // computes nothing (e.g. the host holding no offload)
     names.push_back(d.value("name", std::string()));
-    busy.push_back(at(d, "busy_fraction"));
+    busy.push_back(json_number_at(d, "busy_fraction"));
   }
   for (const Json& d : devices) {
     out += "<tr><td>" + html_escape(d.value("name", std::string())) + "</td><td>" + html_escape(d.value("holds", std::string())) +
@@ -221,11 +206,11 @@ std::string html_report(const std::string& name, const std::vector<Json>& result
        "<th>energy method</th></tr>\n";
   for (std::size_t i = 0; i < results.size(); ++i) {
     const Json& r = results[i];
-    h += "<tr><td>" + html_escape(point_label(r, i)) + "</td><td>" + cell(r, "throughput/tokens_per_s") + "</td><td>" +
-         cell(r, "throughput/total_tokens_per_s") + "</td><td>" + cell(r, "throughput/samples_per_s", 2) + "</td><td>" +
-         cell(r, "latency/ttft_ms/p50") + "</td><td>" + cell(r, "latency/ttft_ms/p99") + "</td><td>" + cell(r, "latency/tpot_ms/p50") +
-         "</td><td>" + cell(r, "latency/e2e_ms/p50") + "</td><td>" + cell(r, "latency/e2e_ms/p99") + "</td><td>" +
-         cell(r, "energy/total_j", 2) + "</td><td>" + cell(r, "energy/j_per_token", 4) + "</td><td>" +
+    h += "<tr><td>" + html_escape(point_label(r, i)) + "</td><td>" + cell(r, "throughput.tokens_per_s") + "</td><td>" +
+         cell(r, "throughput.total_tokens_per_s") + "</td><td>" + cell(r, "throughput.samples_per_s", 2) + "</td><td>" +
+         cell(r, "latency.ttft_ms.p50") + "</td><td>" + cell(r, "latency.ttft_ms.p99") + "</td><td>" + cell(r, "latency.tpot_ms.p50") +
+         "</td><td>" + cell(r, "latency.e2e_ms.p50") + "</td><td>" + cell(r, "latency.e2e_ms.p99") + "</td><td>" +
+         cell(r, "energy.total_j", 2) + "</td><td>" + cell(r, "energy.j_per_token", 4) + "</td><td>" +
          html_escape(r.value("energy", Json::object()).value("method", std::string("unavailable"))) + "</td></tr>\n";
   }
   h += "</table>\n";
@@ -234,8 +219,8 @@ std::string html_report(const std::string& name, const std::vector<Json>& result
     std::vector<std::optional<double>> tps, jpt;
     for (std::size_t i = 0; i < results.size(); ++i) {
       labels.push_back(point_label(results[i], i));
-      tps.push_back(at(results[i], "throughput/tokens_per_s"));
-      jpt.push_back(at(results[i], "energy/j_per_token"));
+      tps.push_back(json_number_at(results[i], "throughput.tokens_per_s"));
+      jpt.push_back(json_number_at(results[i], "energy.j_per_token"));
     }
     h += "<h2>Sweep</h2><p>Keys swept: <code>" + html_escape(sweep.dump()) + "</code></p>\n";
     h += bar_chart("Output throughput per point", "tokens/s", labels, tps);

@@ -12,6 +12,7 @@
 #include "batch/mpi_transport.h"
 #include "batch/request.h"
 #include "cli/commands.h"
+#include "cli/generation_options.h"
 #include "cli/model_options.h"
 #include "core/error.h"
 #include "core/json.h"
@@ -31,14 +32,10 @@ void declare(Args& args) {
       .option("--batch-size", "N", "requests a replica takes from the queue and generates together at most", "8")
       .option("--max-retries", "N", "tries of a failed request on other replicas after the first", "2")
       .option("--on-bad-line", "MODE", "a bad input line: fail (exit 2 before any work) | skip (report it and go on)", "fail")
-      .option("--max-tokens", "N", "tokens to generate per request unless it says \"max_tokens\"", "32")
-      .flag("--greedy", "always take the most likely token (the default)")
-      .option("--temperature", "T", "sample with this temperature unless a request says \"temperature\" (0: greedy)")
-      .option("--top-k", "K", "sample among the K most likely tokens (0: all)", "0")
-      .option("--top-p", "P", "sample among the smallest set of tokens with probability >= P", "1.0")
-      .option("--seed", "S", "seed of requests without \"seed\"", "0")
-      .flag("--ignore-eos", "keep generating after an end-of-sequence token")
       .flag("--json", "print the summary as one JSON object on stdout");
+  add_generation_options(args, {.max_tokens = "tokens to generate per request unless it says \"max_tokens\"",
+                                .temperature = "sample with this temperature unless a request says \"temperature\" (0: greedy)",
+                                .seed = "seed of requests without \"seed\""});
   add_run_options(args);
   args.epilog(
       "Output lines: {\"id\", \"ids\", \"text\" (with a tokenizer), \"finish_reason\", \"prompt_tokens\",\n"
@@ -50,21 +47,10 @@ void declare(Args& args) {
 }
 
 batch::RequestDefaults request_defaults(const Args& args) {
+  const GenerateOptions o = generation_options(args);
   batch::RequestDefaults d;
-  d.max_tokens = args.get_int("--max-tokens");
-  if (d.max_tokens < 1) throw InputError("--max-tokens must be at least 1");
-  if (args.get_flag("--greedy") && args.has("--temperature")) throw InputError("--greedy and --temperature exclude each other");
-  d.sampling.greedy = !args.has("--temperature");
-  if (!d.sampling.greedy) {
-    d.sampling.temperature = args.get_double("--temperature");
-    if (d.sampling.temperature < 0) throw InputError("--temperature must be >= 0");
-    d.sampling.greedy = d.sampling.temperature == 0;
-  }
-  d.sampling.top_k = args.get_int("--top-k");
-  d.sampling.top_p = args.get_double("--top-p");
-  const long long seed = args.get_int("--seed");
-  if (seed < 0) throw InputError("--seed must be >= 0");
-  d.sampling.seed = static_cast<std::uint64_t>(seed);
+  d.max_tokens = o.max_tokens;
+  d.sampling = o.sampling;
   return d;
 }
 
@@ -75,14 +61,6 @@ long long int_in(const Args& args, const char* name, long long lo, long long hi)
                      std::to_string(v));
   }
   return v;
-}
-
-// End-of-sequence ids: config.json's and the tokenizer's, unless --ignore-eos.
-std::vector<std::int64_t> stop_ids(const Args& args, const ModelConfig& config, const Tokenizer* tok) {
-  if (args.get_flag("--ignore-eos")) return {};
-  std::set<std::int64_t> stops(config.eos_token_ids.begin(), config.eos_token_ids.end());
-  if (tok && tok->eos_id()) stops.insert(*tok->eos_id());
-  return {stops.begin(), stops.end()};
 }
 
 // Reads and checks the input; prints bad lines as FILE:LINE: reason; InputError for the first

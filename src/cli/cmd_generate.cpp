@@ -1,8 +1,8 @@
 // `plexus generate`: continue a prompt, printing text (or ids) as it comes, or JSON at the end.
 #include <cstdio>
-#include <set>
 
 #include "cli/commands.h"
+#include "cli/generation_options.h"
 #include "cli/model_options.h"
 #include "core/error.h"
 #include "core/json.h"
@@ -85,14 +85,8 @@ int cmd_generate(int argc, char** argv) {
   args.positional("MODEL", "model directory (config.json + safetensors [+ tokenizer.json])")
       .option("--prompt", "TEXT", "prompt text (needs the model's tokenizer.json)")
       .option("--ids", "LIST", "prompt as comma-separated token ids, e.g. 1,2,3")
-      .option("--max-tokens", "N", "tokens to generate at most", "32")
-      .flag("--greedy", "always take the most likely token (the default)")
-      .option("--temperature", "T", "sample with this temperature (> 0)")
-      .option("--top-k", "K", "sample among the K most likely tokens (0: all)", "0")
-      .option("--top-p", "P", "sample among the smallest set of tokens with probability >= P", "1.0")
-      .option("--seed", "S", "random seed for sampling", "0")
-      .flag("--ignore-eos", "keep generating after an end-of-sequence token")
       .flag("--json", "print {ids, text, prefill_tokens_per_s, decode_tokens_per_s, ttft_ms, ...}");
+  add_generation_options(args);
   add_run_options(args);
   args.epilog(
       "With --virtual-devices N, --max-memory LIST, --devices LIST or --device-map FILE the model is planned\n"
@@ -102,18 +96,7 @@ int cmd_generate(int argc, char** argv) {
   if (!args.parse(argc, argv)) return 0;
   const std::string dir = args.get("MODEL");
   if (args.has("--prompt") == args.has("--ids")) throw InputError("give exactly one of --prompt TEXT or --ids LIST");
-  if (args.get_flag("--greedy") && args.has("--temperature")) throw InputError("--greedy and --temperature exclude each other");
-
-  GenerateOptions o;
-  o.max_tokens = args.get_int("--max-tokens");
-  if (o.max_tokens < 1) throw InputError("--max-tokens must be at least 1");
-  o.sampling.greedy = !args.has("--temperature");
-  if (!o.sampling.greedy) o.sampling.temperature = args.get_double("--temperature");
-  o.sampling.top_k = args.get_int("--top-k");
-  o.sampling.top_p = args.get_double("--top-p");
-  const long long seed = args.get_int("--seed");
-  if (seed < 0) throw InputError("--seed must be >= 0");
-  o.sampling.seed = static_cast<std::uint64_t>(seed);
+  GenerateOptions o = generation_options(args);
 
   const std::unique_ptr<ModelRun> run = open_model_run(args, dir);
   Runner& runner = *run->runner;
@@ -129,11 +112,7 @@ int cmd_generate(int argc, char** argv) {
                        std::to_string(runner.vocab_size()) + ")");
     }
   }
-  if (!args.get_flag("--ignore-eos")) {
-    std::set<std::int64_t> stops(runner.config().eos_token_ids.begin(), runner.config().eos_token_ids.end());
-    if (tok && tok->eos_id()) stops.insert(*tok->eos_id());
-    o.stop_ids.assign(stops.begin(), stops.end());
-  }
+  o.stop_ids = stop_ids(args, runner.config(), tok.get());
 
   const bool json = args.get_flag("--json");
   // With --json, the run is wrapped in a monitoring session (GPUs through NVML / ROCm SMI when

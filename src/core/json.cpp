@@ -1,6 +1,8 @@
 // Checked JSON reads.
 #include "core/json.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 #include "core/mmap_file.h"
 
@@ -50,6 +52,20 @@ bool json_bool_or(const Json& obj, const std::string& key, bool fallback, const 
   const Json& v = obj.at(key);
   if (!v.is_boolean()) throw InputError(where + ": field '" + key + "' must be true or false, got " + v.dump());
   return v.get<bool>();
+}
+
+std::optional<double> json_number_at(const Json& j, const std::string& dotted) {
+  const Json* cur = &j;
+  std::size_t start = 0;
+  while (start <= dotted.size()) {
+    const std::size_t dot = std::min(dotted.find('.', start), dotted.size());
+    const std::string key = dotted.substr(start, dot - start);
+    if (!cur->is_object() || !cur->contains(key)) return std::nullopt;
+    cur = &(*cur)[key];
+    start = dot + 1;
+  }
+  if (!cur->is_number()) return std::nullopt;
+  return cur->get<double>();
 }
 
 }  // namespace plexus

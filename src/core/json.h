@@ -1,6 +1,7 @@
 // JSON via nlohmann::json, with reads that name the file and the field when they fail.
 #pragma once
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 namespace plexus {
@@ -20,5 +21,9 @@ double json_number_or(const Json& obj, const std::string& key, double fallback, 
 std::string json_string_or(const Json& obj, const std::string& key, const std::string& fallback,
                            const std::string& where);
 bool json_bool_or(const Json& obj, const std::string& key, bool fallback, const std::string& where);
+
+// The number at a dotted path of nested objects ("latency.ttft_ms.p50"), or nullopt when a key
+// is missing or the value is not a number (null included).
+std::optional<double> json_number_at(const Json& j, const std::string& dotted);
 
 }  // namespace plexus

@@ -60,6 +60,14 @@ void prefill(Runner& runner, int slot, std::span<const std::int32_t> ids, float*
 
 }  // namespace
 
+std::vector<std::int64_t> end_of_sequence_ids(const ModelConfig& config, std::optional<std::int64_t> tokenizer_eos) {
+  std::vector<std::int64_t> ids(config.eos_token_ids.begin(), config.eos_token_ids.end());
+  if (tokenizer_eos) ids.push_back(*tokenizer_eos);
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  return ids;
+}
+
 GenerateResult generate(Engine& engine, std::span<const std::int32_t> prompt, const GenerateOptions& options,
                         const std::function<void(std::int32_t)>& on_token) {
   EngineRunner runner(engine);

@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -28,6 +29,10 @@ struct GenerateResult {
   double e2e_ms = 0;   // start of the call to the last generated token
   double prefill_tokens_per_s = 0, decode_tokens_per_s = 0;
 };
+
+// The ids that end a sequence: config.json's eos_token_id(s) and the tokenizer's end-of-sequence
+// token when there is one, sorted, each once.
+std::vector<std::int64_t> end_of_sequence_ids(const ModelConfig& config, std::optional<std::int64_t> tokenizer_eos);
 
 // Calls on_token(id) as each token is chosen (may be empty).
 GenerateResult generate(Runner& runner, std::span<const std::int32_t> prompt, const GenerateOptions& options,

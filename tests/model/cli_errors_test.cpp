@@ -47,7 +47,7 @@ TEST(CliErrors, MissingAndMalformedModels) {
   expect_bad_input("perplexity " + q + " --ids 1,-2", "-2");
   expect_bad_input("generate " + q + " --prompt hi", "tokenizer");  // no tokenizer.json
   expect_bad_input("generate " + q + " --ids 1 --max-tokens 0", "--max-tokens");
-  expect_bad_input("generate " + q + " --ids 1 --temperature 0", "--temperature");
+  expect_bad_input("generate " + q + " --ids 1 --temperature -0.5", "--temperature");
 
   testing::patch_config(m, Json{{"architectures", {"BertModel"}}});
   expect_bad_input("generate " + q + " --ids 1", "BertModel");

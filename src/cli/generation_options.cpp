@@ -1,0 +1,42 @@
+// The generation flags shared by `generate` and `batch`.
+#include "cli/generation_options.h"
+
+#include "core/error.h"
+
+namespace plexus::cli {
+
+void add_generation_options(Args& args, const GenerationHelp& help) {
+  args.option("--max-tokens", "N", help.max_tokens, "32")
+      .flag("--greedy", "always take the most likely token (the default)")
+      .option("--temperature", "T", help.temperature)
+      .option("--top-k", "K", "sample among the K most likely tokens (0: all)", "0")
+      .option("--top-p", "P", "sample among the smallest set of tokens with probability >= P", "1.0")
+      .option("--seed", "S", help.seed, "0")
+      .flag("--ignore-eos", "keep generating after an end-of-sequence token");
+}
+
+GenerateOptions generation_options(const Args& args) {
+  GenerateOptions o;
+  o.max_tokens = args.get_int("--max-tokens");
+  if (o.max_tokens < 1) throw InputError("--max-tokens must be at least 1");
+  if (args.get_flag("--greedy") && args.has("--temperature")) throw InputError("--greedy and --temperature exclude each other");
+  o.sampling.greedy = !args.has("--temperature");
+  if (!o.sampling.greedy) {
+    o.sampling.temperature = args.get_double("--temperature");
+    if (o.sampling.temperature < 0) throw InputError("--temperature must be >= 0");
+    o.sampling.greedy = o.sampling.temperature == 0;
+  }
+  o.sampling.top_k = args.get_int("--top-k");
+  o.sampling.top_p = args.get_double("--top-p");
+  const long long seed = args.get_int("--seed");
+  if (seed < 0) throw InputError("--seed must be >= 0");
+  o.sampling.seed = static_cast<std::uint64_t>(seed);
+  return o;
+}
+
+std::vector<std::int64_t> stop_ids(const Args& args, const ModelConfig& config, const Tokenizer* tokenizer) {
+  if (args.get_flag("--ignore-eos")) return {};
+  return end_of_sequence_ids(config, tokenizer ? tokenizer->eos_id() : std::nullopt);
+}
+
+}  // namespace plexus::cli
