@@ -1,45 +1,30 @@
 // `plexus detect` and `plexus doctor` run as real processes against the fake NVML.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <cstdio>
 #include <string>
 
 #include "core/json.h"
+#include "test_util.h"
 
 namespace plexus {
 
 namespace {
 
-struct Result {
-  int code = -1;
-  std::string out;
-};
-
-// Runs plexus with `args`, NVML pointed at `library` scripted by `script`; stdout only.
-Result run(const std::string& library, const std::string& script, const std::string& args,
-           const std::string& rocm_library = "/nonexistent/librocm_smi64.so") {
+// Runs plexus with `args`, NVML pointed at `library` scripted by `script`.
+testing::ProcessResult run(const std::string& library, const std::string& script, const std::string& args,
+                           const std::string& rocm_library = "/nonexistent/librocm_smi64.so") {
   const std::string data = std::string(PLEXUS_SOURCE_DIR) + "/tests/backend/data/";
-  const std::string command = "env -u PLEXUS_VIRTUAL_DEVICES -u PLEXUS_VIRTUAL_DEVICE_MEMORY PLEXUS_NVML_LIBRARY='" +
-                              library + "' PLEXUS_FAKE_NVML_SCRIPT='" + data + script +
-                              "' PLEXUS_ROCM_SMI_LIBRARY='" + rocm_library + "' '" + PLEXUS_BINARY +
-                              "' " + args + " 2>/dev/null";
-  Result r;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return r;
-  char buffer[4096];
-  std::size_t n;
-  while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) r.out.append(buffer, n);
-  const int status = pclose(pipe);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return testing::run_command("env -u PLEXUS_VIRTUAL_DEVICES -u PLEXUS_VIRTUAL_DEVICE_MEMORY PLEXUS_NVML_LIBRARY=" +
+                              testing::shell_quote(library) + " PLEXUS_FAKE_NVML_SCRIPT=" + testing::shell_quote(data + script) +
+                              " PLEXUS_ROCM_SMI_LIBRARY=" + testing::shell_quote(rocm_library) + " " +
+                              testing::shell_quote(PLEXUS_BINARY) + " " + args);
 }
 
 }  // namespace
 
 TEST(DetectCli, JsonListsGpusTopologyAndHost) {
-  const Result r = run(FAKE_NVML_LIBRARY, "four_gpus.json", "detect --json");
-  ASSERT_EQ(r.code, 0) << r.out;
+  const testing::ProcessResult r = run(FAKE_NVML_LIBRARY, "four_gpus.json", "detect --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
   const Json j = Json::parse(r.out);
   ASSERT_EQ(j["devices"].size(), 5u);  // 4 GPUs + the host
   EXPECT_EQ(j["devices"][0]["index"], 0);
@@ -56,16 +41,16 @@ TEST(DetectCli, JsonListsGpusTopologyAndHost) {
 }
 
 TEST(DetectCli, TableShowsTopologyMatrix) {
-  const Result r = run(FAKE_NVML_LIBRARY, "four_gpus.json", "detect");
-  ASSERT_EQ(r.code, 0);
+  const testing::ProcessResult r = run(FAKE_NVML_LIBRARY, "four_gpus.json", "detect");
+  ASSERT_EQ(r.exit_code, 0);
   EXPECT_NE(r.out.find("NV4 (OK)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("SYS (NS)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("79.00 GiB"), std::string::npos) << r.out;
 }
 
 TEST(DetectCli, LibraryWithoutSomeSymbolsGivesNulls) {
-  const Result r = run(FAKE_NVML_MINIMAL_LIBRARY, "four_gpus.json", "detect --json");
-  ASSERT_EQ(r.code, 0) << r.out;
+  const testing::ProcessResult r = run(FAKE_NVML_MINIMAL_LIBRARY, "four_gpus.json", "detect --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
   const Json j = Json::parse(r.out);
   EXPECT_TRUE(j["devices"][0]["compute_capability"].is_null());
   EXPECT_TRUE(j["devices"][0]["temperature_c"].is_null());
@@ -74,21 +59,21 @@ TEST(DetectCli, LibraryWithoutSomeSymbolsGivesNulls) {
 }
 
 TEST(DetectCli, NoLibraryMeansNoGpusButStillSucceeds) {
-  const Result r = run("/nonexistent/libnvidia-ml.so.1", "four_gpus.json", "detect --json");
-  ASSERT_EQ(r.code, 0);
+  const testing::ProcessResult r = run("/nonexistent/libnvidia-ml.so.1", "four_gpus.json", "detect --json");
+  ASSERT_EQ(r.exit_code, 0);
   const Json j = Json::parse(r.out);
   ASSERT_EQ(j["devices"].size(), 1u);
   EXPECT_EQ(j["devices"][0]["kind"], "cpu");
   EXPECT_NE(j["sources"]["nvml"].get<std::string>().find("unavailable"), std::string::npos);
-  const Result v = run("/nonexistent/libnvidia-ml.so.1", "four_gpus.json", "detect --json --virtual-devices 3");
+  const testing::ProcessResult v = run("/nonexistent/libnvidia-ml.so.1", "four_gpus.json", "detect --json --virtual-devices 3");
   const Json jv = Json::parse(v.out);
   ASSERT_EQ(jv["devices"].size(), 4u);
   EXPECT_EQ(jv["devices"][2]["kind"], "virtual");
 }
 
 TEST(DetectCli, AmdGpusFollowNvidiaOnes) {
-  const Result r = run(FAKE_NVML_LIBRARY, "lost_gpu.json", "detect --json", FAKE_ROCM_SMI_LIBRARY);
-  ASSERT_EQ(r.code, 0) << r.out;
+  const testing::ProcessResult r = run(FAKE_NVML_LIBRARY, "lost_gpu.json", "detect --json", FAKE_ROCM_SMI_LIBRARY);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
   const Json j = Json::parse(r.out);
   ASSERT_EQ(j["devices"].size(), 5u);  // 2 NVIDIA + 2 AMD + the host
   EXPECT_EQ(j["devices"][2]["index"], 2);
@@ -108,31 +93,31 @@ TEST(DetectCli, AmdGpusFollowNvidiaOnes) {
 }
 
 TEST(DoctorCli, ExitCodesGateCi) {
-  const Result ready = run(FAKE_NVML_LIBRARY, "four_gpus.json", "doctor --devices 0,1");
-  EXPECT_EQ(ready.code, 0) << ready.out;
+  const testing::ProcessResult ready = run(FAKE_NVML_LIBRARY, "four_gpus.json", "doctor --devices 0,1");
+  EXPECT_EQ(ready.exit_code, 0) << ready.out;
   EXPECT_NE(ready.out.find("--devices 0,1 --max-memory \"0=71GiB,1=71GiB\""), std::string::npos) << ready.out;
   EXPECT_NE(ready.out.find("max_memory: {0: 71GiB, 1: 71GiB}"), std::string::npos) << ready.out;
 
-  const Result warn = run(FAKE_NVML_LIBRARY, "four_gpus.json", "doctor --devices 0,2 --json");
-  EXPECT_EQ(warn.code, 0) << warn.out;
+  const testing::ProcessResult warn = run(FAKE_NVML_LIBRARY, "four_gpus.json", "doctor --devices 0,2 --json");
+  EXPECT_EQ(warn.exit_code, 0) << warn.out;
   const Json jw = Json::parse(warn.out);
   EXPECT_EQ(jw["devices"][1]["verdict"], "warning");
 
-  const Result bad = run(FAKE_NVML_LIBRARY, "four_gpus.json", "doctor --devices 0,1,2,3,4 --json");
-  EXPECT_EQ(bad.code, 1);
+  const testing::ProcessResult bad = run(FAKE_NVML_LIBRARY, "four_gpus.json", "doctor --devices 0,1,2,3,4 --json");
+  EXPECT_EQ(bad.exit_code, 1);
   const Json jb = Json::parse(bad.out);
   EXPECT_EQ(jb["devices"][3]["verdict"], "unusable");
   EXPECT_EQ(jb["devices"][4]["verdict"], "missing");
   EXPECT_FALSE(jb["ok"].get<bool>());
 
-  const Result lost = run(FAKE_NVML_LIBRARY, "lost_gpu.json", "doctor --json");
-  EXPECT_EQ(lost.code, 1);
+  const testing::ProcessResult lost = run(FAKE_NVML_LIBRARY, "lost_gpu.json", "doctor --json");
+  EXPECT_EQ(lost.exit_code, 1);
   EXPECT_EQ(Json::parse(lost.out)["devices"][1]["verdict"], "unusable");
 
-  EXPECT_EQ(run(FAKE_NVML_LIBRARY, "four_gpus.json", "doctor --devices zero").code, 2);
-  EXPECT_EQ(run(FAKE_NVML_LIBRARY, "four_gpus.json", "doctor --bogus").code, 2);
-  EXPECT_EQ(run("/nonexistent/lib.so", "four_gpus.json", "doctor --devices 0").code, 1);
-  EXPECT_EQ(run("/nonexistent/lib.so", "four_gpus.json", "doctor --devices 0,1 --virtual-devices 2").code, 0);
+  EXPECT_EQ(run(FAKE_NVML_LIBRARY, "four_gpus.json", "doctor --devices zero").exit_code, 2);
+  EXPECT_EQ(run(FAKE_NVML_LIBRARY, "four_gpus.json", "doctor --bogus").exit_code, 2);
+  EXPECT_EQ(run("/nonexistent/lib.so", "four_gpus.json", "doctor --devices 0").exit_code, 1);
+  EXPECT_EQ(run("/nonexistent/lib.so", "four_gpus.json", "doctor --devices 0,1 --virtual-devices 2").exit_code, 0);
 }
 
 TEST(DetectCli, PlanWithoutMaxMemoryBudgetsTheDetectedGpus) {
@@ -147,8 +132,8 @@ TEST(DetectCli, PlanWithoutMaxMemoryBudgetsTheDetectedGpus) {
                f);
     std::fclose(f);
   }
-  const Result r = run(FAKE_NVML_LIBRARY, "four_gpus.json", "plan " + config + " --json");
-  ASSERT_EQ(r.code, 0) << r.out;
+  const testing::ProcessResult r = run(FAKE_NVML_LIBRARY, "four_gpus.json", "plan " + config + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
   const Json j = Json::parse(r.out);
   EXPECT_NE(j["budgets_source"].get<std::string>().find("detected"), std::string::npos);
   int accelerators = 0;

@@ -7,7 +7,6 @@
 
 #include "batch_test_util.h"
 #include "core/json.h"
-#include "model/make_model.h"
 #include "test_util.h"
 
 namespace plexus {
@@ -17,31 +16,15 @@ using testing::read_jsonl;
 using testing::results_by_id;
 using testing::run_plexus;
 using testing::shell_quote;
-using testing::slurp;
 
-constexpr std::int64_t kVocab = 300;
-
-class BatchCli : public ::testing::Test {
+class BatchCli : public testing::BatchRunTest {
  protected:
-  void SetUp() override {
-    MakeModelOptions o;
-    o.seed = 3;
-    o.std = 0.08;
-    o.vocab_size = kVocab;
-    write_random_model(dir_ / "model", o);
-    testing::write_requests(in(), 10, kVocab);
-  }
-  std::string in() const { return dir_ / "in.jsonl"; }
-  std::string cmd(const std::string& out, const std::string& extra = "") const {
-    return "batch " + shell_quote(dir_ / "model") + " --input " + shell_quote(in()) + " --output " + shell_quote(out) +
-           " --threads 1 --batch-size 2 " + extra;
-  }
-  testing::TempDir dir_{"batch_cli"};
+  BatchCli() : BatchRunTest("batch_cli", 3, 10, "--threads 1 --batch-size 2") {}
 };
 
 TEST_F(BatchCli, WritesOneLinePerRequestWithEveryField) {
   const std::string out = dir_ / "out.jsonl";
-  const testing::ProcessResult r = run_plexus(cmd(out, "--json"));
+  const testing::ProcessResult r = run_plexus(batch_args(out, "--json"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::vector<Json> lines = read_jsonl(out);
   ASSERT_EQ(lines.size(), 10u);
@@ -64,39 +47,39 @@ TEST_F(BatchCli, WritesOneLinePerRequestWithEveryField) {
   EXPECT_EQ(summary["resumed"], Json(0));
   EXPECT_EQ(summary["replicas"][0]["done"], Json(10));
   EXPECT_NE(r.err.find("10 done now"), std::string::npos) << r.err;
-  EXPECT_FALSE(std::filesystem::exists(dir_ / "out.errors.jsonl") && !slurp(dir_ / "out.errors.jsonl").empty());
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "out.errors.jsonl") && !read_text_file_or_empty(dir_ / "out.errors.jsonl").empty());
 }
 
 TEST_F(BatchCli, ResumeAfterACrashGivesTheUninterruptedOutput) {
   const std::string base = dir_ / "base.jsonl", out = dir_ / "out.jsonl";
-  ASSERT_EQ(run_plexus(cmd(base)).exit_code, 0);
+  ASSERT_EQ(run_plexus(batch_args(base)).exit_code, 0);
   {
     testing::ScopedEnv kill("PLEXUS_BATCH_FAIL", "kill_after=3");
-    const testing::ProcessResult crashed = run_plexus(cmd(out));
+    const testing::ProcessResult crashed = run_plexus(batch_args(out));
     EXPECT_EQ(crashed.exit_code, 128 + 9) << crashed.err;  // SIGKILL, as kill -9
   }
   EXPECT_EQ(read_jsonl(out).size(), 3u);
-  const testing::ProcessResult resumed = run_plexus(cmd(out, "--json"));
+  const testing::ProcessResult resumed = run_plexus(batch_args(out, "--json"));
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
   EXPECT_EQ(Json::parse(resumed.out)["resumed"], Json(3));
   EXPECT_EQ(Json::parse(resumed.out)["done"], Json(7));
   EXPECT_EQ(results_by_id(out), results_by_id(base));
   // Once more: nothing left to do, nothing written.
-  const std::string before = slurp(out);
-  const testing::ProcessResult again = run_plexus(cmd(out, "--json"));
+  const std::string before = read_text_file_or_empty(out);
+  const testing::ProcessResult again = run_plexus(batch_args(out, "--json"));
   ASSERT_EQ(again.exit_code, 0) << again.err;
   EXPECT_EQ(Json::parse(again.out)["resumed"], Json(10));
-  EXPECT_EQ(slurp(out), before);
+  EXPECT_EQ(read_text_file_or_empty(out), before);
 }
 
 TEST_F(BatchCli, ATornLastLineIsCutAndItsRequestRunsAgain) {
   const std::string base = dir_ / "base.jsonl", out = dir_ / "out.jsonl";
-  ASSERT_EQ(run_plexus(cmd(base)).exit_code, 0);
-  const std::string text = slurp(base);
+  ASSERT_EQ(run_plexus(batch_args(base)).exit_code, 0);
+  const std::string text = read_text_file_or_empty(base);
   std::size_t cut = 0;
   for (int i = 0; i < 4; ++i) cut = text.find('\n', cut) + 1;
   std::ofstream(out) << text.substr(0, cut + 15);  // four lines and the start of a fifth
-  const testing::ProcessResult r = run_plexus(cmd(out));
+  const testing::ProcessResult r = run_plexus(batch_args(out));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("torn last line (15 bytes)"), std::string::npos) << r.err;
   EXPECT_EQ(results_by_id(out), results_by_id(base));
@@ -106,14 +89,14 @@ TEST_F(BatchCli, BadLinesFailBeforeAnyWorkOrAreSkipped) {
   std::ofstream(in(), std::ios::app) << "{\"id\": \"r1\", \"ids\": [1]}\nnot json\n{\"ids\": [1]}\n{\"id\": \"big\", \"ids\": [300]}\n"
                                         "{\"id\": \"t\", \"prompt\": \"hello\"}\n{\"id\": \"m\", \"ids\": [1], \"max_tokens\": -1}\n";
   const std::string out = dir_ / "out.jsonl";
-  const testing::ProcessResult fail = run_plexus(cmd(out));
+  const testing::ProcessResult fail = run_plexus(batch_args(out));
   EXPECT_EQ(fail.exit_code, 2) << fail.err;
   EXPECT_NE(fail.err.find(in() + ":11: duplicate id \"r1\" (first on line 2)"), std::string::npos) << fail.err;
   EXPECT_NE(fail.err.find("and 5 more bad lines"), std::string::npos) << fail.err;
   EXPECT_FALSE(std::filesystem::exists(out));
   EXPECT_FALSE(std::filesystem::exists(dir_ / "out.errors.jsonl"));
 
-  const testing::ProcessResult skip = run_plexus(cmd(out, "--on-bad-line skip --json"));
+  const testing::ProcessResult skip = run_plexus(batch_args(out, "--on-bad-line skip --json"));
   ASSERT_EQ(skip.exit_code, 0) << skip.err;
   for (const char* what : {":12: not JSON", ":13: no \"id\"", ":14: token id 300 is outside the vocabulary [0, 300)",
                            ":15: \"prompt\" needs a tokenizer", ":16: \"max_tokens\" must be an integer"}) {
@@ -131,7 +114,7 @@ TEST_F(BatchCli, ARequestThatKeepsFailingGoesToTheErrorsFile) {
   const std::string out = dir_ / "out.jsonl";
   {
     testing::ScopedEnv fail("PLEXUS_BATCH_FAIL", "id=r4");
-    const testing::ProcessResult r = run_plexus(cmd(out, "--json"));
+    const testing::ProcessResult r = run_plexus(batch_args(out, "--json"));
     EXPECT_EQ(r.exit_code, 1) << r.err;
     const Json s = Json::parse(r.out);
     EXPECT_EQ(s["failed"], Json(1));
@@ -147,7 +130,7 @@ TEST_F(BatchCli, ARequestThatKeepsFailingGoesToTheErrorsFile) {
   EXPECT_EQ(errors[0]["line"], Json(5));
   EXPECT_NE(errors[0]["error"].get<std::string>().find("injected fault"), std::string::npos);
   // The next run retries it; the errors file then describes that run.
-  const testing::ProcessResult again = run_plexus(cmd(out, "--max-retries 0"));
+  const testing::ProcessResult again = run_plexus(batch_args(out, "--max-retries 0"));
   ASSERT_EQ(again.exit_code, 0) << again.err;
   EXPECT_EQ(read_jsonl(out).size(), 10u);
   EXPECT_TRUE(read_jsonl(dir_ / "out.errors.jsonl").empty());
@@ -172,9 +155,9 @@ TEST(BatchCliTokenizer, PromptsAreTokenizedAndResultsDecoded) {
 }
 
 TEST_F(BatchCli, UsageErrors) {
-  EXPECT_EQ(run_plexus(cmd(dir_ / "o.jsonl", "--on-bad-line maybe")).exit_code, 2);
-  EXPECT_EQ(run_plexus(cmd(dir_ / "o.jsonl", "--replicas 0")).exit_code, 2);
-  EXPECT_EQ(run_plexus(cmd(in())).exit_code, 2);  // output = input
+  EXPECT_EQ(run_plexus(batch_args(dir_ / "o.jsonl", "--on-bad-line maybe")).exit_code, 2);
+  EXPECT_EQ(run_plexus(batch_args(dir_ / "o.jsonl", "--replicas 0")).exit_code, 2);
+  EXPECT_EQ(run_plexus(batch_args(in())).exit_code, 2);  // output = input
   EXPECT_EQ(run_plexus("batch " + shell_quote(dir_ / "model") + " --input " + shell_quote(in())).exit_code, 2);
   const testing::ProcessResult missing = run_plexus("batch " + shell_quote(dir_ / "model") + " --input " +
                                                     shell_quote(dir_ / "nope.jsonl") + " --output " + shell_quote(dir_ / "o.jsonl"));

@@ -5,11 +5,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <sys/wait.h>
 
 #include "batch_test_util.h"
 #include "core/json.h"
-#include "model/make_model.h"
 #include "test_util.h"
 
 namespace plexus {
@@ -20,40 +18,25 @@ using testing::results_by_id;
 using testing::run_plexus;
 using testing::shell_quote;
 
-constexpr std::int64_t kVocab = 300;
-
-class BatchReplicas : public ::testing::Test {
+class BatchReplicas : public testing::BatchRunTest {
  protected:
-  void SetUp() override {
-    MakeModelOptions o;
-    o.seed = 4;
-    o.std = 0.08;
-    o.vocab_size = kVocab;
-    write_random_model(dir_ / "model", o);
-    testing::write_requests(in(), 12, kVocab);
-  }
-  std::string in() const { return dir_ / "in.jsonl"; }
-  std::string args(const std::string& out, const std::string& extra = "") const {
-    return "batch " + shell_quote(dir_ / "model") + " --input " + shell_quote(in()) + " --output " + shell_quote(out) +
-           " --batch-size 3 " + extra;
-  }
-  testing::TempDir dir_{"batch_replicas"};
+  BatchReplicas() : BatchRunTest("batch_replicas", 4, 12, "--batch-size 3") {}
 };
 
 TEST_F(BatchReplicas, SameOutputWhateverTheReplicaCount) {
   const std::string one = dir_ / "one.jsonl", two = dir_ / "two.jsonl", groups = dir_ / "groups.jsonl";
-  ASSERT_EQ(run_plexus(args(one, "--threads 1 --batch-size 1")).exit_code, 0);
-  const testing::ProcessResult r2 = run_plexus(args(two, "--replicas 2 --threads 2 --json"));
+  ASSERT_EQ(run_plexus(batch_args(one, "--threads 1 --batch-size 1")).exit_code, 0);
+  const testing::ProcessResult r2 = run_plexus(batch_args(two, "--replicas 2 --threads 2 --json"));
   ASSERT_EQ(r2.exit_code, 0) << r2.err;
   const Json s = Json::parse(r2.out);
   ASSERT_EQ(s["replicas"].size(), 2u);
   EXPECT_EQ(s["replicas"][0]["done"].get<int>() + s["replicas"][1]["done"].get<int>(), 12);
   // 4 virtual devices as 2 replicas x 2 devices (a pipeline per replica).
-  const testing::ProcessResult rg = run_plexus(args(groups, "--replicas 2 --virtual-devices 4 --threads 2"));
+  const testing::ProcessResult rg = run_plexus(batch_args(groups, "--replicas 2 --virtual-devices 4 --threads 2"));
   ASSERT_EQ(rg.exit_code, 0) << rg.err;
   {
     testing::ScopedEnv devices("PLEXUS_VIRTUAL_DEVICES", "4");  // the same, from the environment
-    const testing::ProcessResult re = run_plexus(args(dir_ / "env.jsonl", "--replicas 2 --threads 2"));
+    const testing::ProcessResult re = run_plexus(batch_args(dir_ / "env.jsonl", "--replicas 2 --threads 2"));
     ASSERT_EQ(re.exit_code, 0) << re.err;
     EXPECT_EQ(results_by_id(dir_ / "env.jsonl"), results_by_id(one));
   }
@@ -63,16 +46,16 @@ TEST_F(BatchReplicas, SameOutputWhateverTheReplicaCount) {
   // Replica indices are in range.
   for (const Json& l : read_jsonl(two)) EXPECT_TRUE(l["replica"] == Json(0) || l["replica"] == Json(1));
 
-  const testing::ProcessResult uneven = run_plexus(args(dir_ / "x.jsonl", "--replicas 2 --virtual-devices 3"));
+  const testing::ProcessResult uneven = run_plexus(batch_args(dir_ / "x.jsonl", "--replicas 2 --virtual-devices 3"));
   EXPECT_EQ(uneven.exit_code, 2) << uneven.err;
   EXPECT_NE(uneven.err.find("2 replicas on this machine (--replicas, or mpirun worker ranks) need the accelerators split into equal groups"), std::string::npos) << uneven.err;
 }
 
 TEST_F(BatchReplicas, AFailingReplicaIsWorkedAround) {
   const std::string base = dir_ / "base.jsonl", out = dir_ / "out.jsonl";
-  ASSERT_EQ(run_plexus(args(base, "--threads 1")).exit_code, 0);
+  ASSERT_EQ(run_plexus(batch_args(base, "--threads 1")).exit_code, 0);
   testing::ScopedEnv fail("PLEXUS_BATCH_FAIL", "replica=1");
-  const testing::ProcessResult r = run_plexus(args(out, "--replicas 2 --threads 2 --json"));
+  const testing::ProcessResult r = run_plexus(batch_args(out, "--replicas 2 --threads 2 --json"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(results_by_id(out), results_by_id(base));
   for (const Json& l : read_jsonl(out)) EXPECT_EQ(l["replica"], Json(0));
@@ -85,7 +68,7 @@ TEST_F(BatchReplicas, AFailingReplicaIsWorkedAround) {
 TEST_F(BatchReplicas, WhenEveryReplicaFailsEveryRequestIsReported) {
   const std::string out = dir_ / "out.jsonl";
   testing::ScopedEnv fail("PLEXUS_BATCH_FAIL", "replica=0,replica=1");
-  const testing::ProcessResult r = run_plexus(args(out, "--replicas 2 --threads 2 --json"));
+  const testing::ProcessResult r = run_plexus(batch_args(out, "--replicas 2 --threads 2 --json"));
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_TRUE(read_jsonl(out).empty());
   EXPECT_EQ(read_jsonl(dir_ / "out.errors.jsonl").size(), 12u);
@@ -97,18 +80,10 @@ TEST_F(BatchReplicas, WhenEveryReplicaFailsEveryRequestIsReported) {
 
 // Runs `plexus ARGS` under `mpirun -np N --oversubscribe`; the exit status, stdout and stderr.
 testing::ProcessResult run_mpi(int np, const std::string& args, const std::string& env = "") {
-  testing::TempDir tmp("mpi");
   // Under ASan, OpenMPI's own allocations that outlive MPI_Finalize are not ours to report.
-  const std::string cmd = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 " +
-                          env + " timeout 300 mpirun -np " +
-                          std::to_string(np) + " --oversubscribe " + shell_quote(PLEXUS_BINARY) + " " + args + " >" +
-                          shell_quote(tmp / "out") + " 2>" + shell_quote(tmp / "err");
-  const int status = std::system(cmd.c_str());
-  testing::ProcessResult r;
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.out = testing::slurp(tmp / "out");
-  r.err = testing::slurp(tmp / "err");
-  return r;
+  return testing::run_command("OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 " +
+                              env + " timeout 300 mpirun -np " + std::to_string(np) + " --oversubscribe " +
+                              shell_quote(PLEXUS_BINARY) + " " + args);
 }
 
 bool have_mpirun() { return std::system("command -v mpirun >/dev/null 2>&1") == 0; }
@@ -116,8 +91,8 @@ bool have_mpirun() { return std::system("command -v mpirun >/dev/null 2>&1") == 
 TEST_F(BatchReplicas, MpirunRanksGiveTheSingleProcessOutput) {
   if (!have_mpirun()) GTEST_SKIP() << "mpirun is not installed";
   const std::string one = dir_ / "one.jsonl", mpi = dir_ / "mpi.jsonl";
-  ASSERT_EQ(run_plexus(args(one, "--threads 1")).exit_code, 0);
-  const testing::ProcessResult r = run_mpi(2, args(mpi, "--threads 1 --json"));
+  ASSERT_EQ(run_plexus(batch_args(one, "--threads 1")).exit_code, 0);
+  const testing::ProcessResult r = run_mpi(2, batch_args(mpi, "--threads 1 --json"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(results_by_id(mpi), results_by_id(one));
   const Json s = Json::parse(r.out);  // only rank 0 prints
@@ -126,7 +101,7 @@ TEST_F(BatchReplicas, MpirunRanksGiveTheSingleProcessOutput) {
   for (const Json& l : read_jsonl(mpi)) EXPECT_EQ(l["replica"], Json(0));
   // A bad line ends every rank with exit 2 before any work.
   std::ofstream(in(), std::ios::app) << "garbage\n";
-  const testing::ProcessResult bad = run_mpi(2, args(dir_ / "bad.jsonl", "--threads 1"));
+  const testing::ProcessResult bad = run_mpi(2, batch_args(dir_ / "bad.jsonl", "--threads 1"));
   EXPECT_EQ(bad.exit_code, 2) << bad.err;
   EXPECT_NE(bad.err.find(in() + ":13: not JSON"), std::string::npos) << bad.err;
   EXPECT_FALSE(std::filesystem::exists(dir_ / "bad.jsonl"));
@@ -135,13 +110,13 @@ TEST_F(BatchReplicas, MpirunRanksGiveTheSingleProcessOutput) {
 TEST_F(BatchReplicas, MpirunWorksAroundAFailingRankAndResumes) {
   if (!have_mpirun()) GTEST_SKIP() << "mpirun is not installed";
   const std::string one = dir_ / "one.jsonl", mpi = dir_ / "mpi.jsonl";
-  ASSERT_EQ(run_plexus(args(one, "--threads 1")).exit_code, 0);
+  ASSERT_EQ(run_plexus(batch_args(one, "--threads 1")).exit_code, 0);
   // Crash rank 0 (the writer) after 4 results: mpirun ends the job; the rerun resumes.
-  const testing::ProcessResult crashed = run_mpi(3, args(mpi, "--threads 1"), "PLEXUS_BATCH_FAIL=kill_after=4");
+  const testing::ProcessResult crashed = run_mpi(3, batch_args(mpi, "--threads 1"), "PLEXUS_BATCH_FAIL=kill_after=4");
   EXPECT_NE(crashed.exit_code, 0);
   EXPECT_EQ(read_jsonl(mpi).size(), 4u);
   // Rank 2 (replica 1) fails every request; rank 1 does them all.
-  const testing::ProcessResult r = run_mpi(3, args(mpi, "--threads 1 --json"), "PLEXUS_BATCH_FAIL=replica=1");
+  const testing::ProcessResult r = run_mpi(3, batch_args(mpi, "--threads 1 --json"), "PLEXUS_BATCH_FAIL=replica=1");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(results_by_id(mpi), results_by_id(one));
   const Json s = Json::parse(r.out);

@@ -6,23 +6,21 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 #include "core/json.h"
+#include "core/mmap_file.h"
+#include "model/make_model.h"
 #include "test_util.h"
 
 namespace plexus::testing {
 
-inline std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 inline std::vector<Json> read_jsonl(const std::string& path) {
   std::vector<Json> out;
-  std::stringstream in(slurp(path));
+  std::stringstream in(read_text_file_or_empty(path));
   for (std::string line; std::getline(in, line);) {
     if (!line.empty()) out.push_back(Json::parse(line));
   }
@@ -52,6 +50,35 @@ inline void write_requests(const std::string& path, int n, std::int64_t vocab) {
     out << j.dump() << "\n";
   }
 }
+
+// A random model and `requests` requests (write_requests) in a temporary directory, and the
+// `plexus batch` command line on them with the fixture's fixed flags.
+class BatchRunTest : public ::testing::Test {
+ protected:
+  static constexpr std::int64_t kVocab = 300;
+  BatchRunTest(const std::string& tag, std::uint64_t seed, int requests, std::string fixed_flags)
+      : dir_(tag), seed_(seed), requests_(requests), fixed_flags_(std::move(fixed_flags)) {}
+  void SetUp() override {
+    MakeModelOptions o;
+    o.seed = seed_;
+    o.std = 0.08;
+    o.vocab_size = kVocab;
+    write_random_model(dir_ / "model", o);
+    write_requests(in(), requests_, kVocab);
+  }
+  std::string in() const { return dir_ / "in.jsonl"; }
+  // `batch MODEL --input IN --output OUT FIXED_FLAGS EXTRA` (flags later on the line win).
+  std::string batch_args(const std::string& out, const std::string& extra = "") const {
+    return "batch " + shell_quote(dir_ / "model") + " --input " + shell_quote(in()) + " --output " + shell_quote(out) + " " +
+           fixed_flags_ + " " + extra;
+  }
+  TempDir dir_;
+
+ private:
+  std::uint64_t seed_;
+  int requests_;
+  std::string fixed_flags_;
+};
 
 class ScopedEnv {
  public:

@@ -3,22 +3,15 @@
 
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include "batch/coordinator.h"
 #include "batch/journal.h"
 #include "core/error.h"
+#include "core/mmap_file.h"
 #include "test_util.h"
 
 namespace plexus::batch {
 namespace {
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 TEST(BatchJournal, AppendsAndResumes) {
   testing::TempDir dir("journal");
@@ -29,13 +22,13 @@ TEST(BatchJournal, AppendsAndResumes) {
     j.append({{"id", "a"}, {"ids", {1, 2}}});
     j.append({{"id", 2}});
   }
-  EXPECT_EQ(slurp(path), "{\"id\":\"a\",\"ids\":[1,2]}\n{\"id\":2}\n");
+  EXPECT_EQ(read_text_file_or_empty(path), "{\"id\":\"a\",\"ids\":[1,2]}\n{\"id\":2}\n");
   Journal j(path, Journal::Mode::kResume);
   ASSERT_EQ(j.existing().size(), 2u);
   EXPECT_EQ(j.existing()[1]["id"], Json(2));
   EXPECT_EQ(j.torn_bytes(), 0u);
   j.append({{"id", "c"}});
-  EXPECT_EQ(slurp(path), "{\"id\":\"a\",\"ids\":[1,2]}\n{\"id\":2}\n{\"id\":\"c\"}\n");
+  EXPECT_EQ(read_text_file_or_empty(path), "{\"id\":\"a\",\"ids\":[1,2]}\n{\"id\":2}\n{\"id\":\"c\"}\n");
 }
 
 TEST(BatchJournal, OneWriterAtATime) {
@@ -64,13 +57,13 @@ TEST(BatchJournal, CutsATornLastLine) {
     EXPECT_EQ(j.torn_bytes(), 19u);
     j.append({{"id", "b"}});
   }
-  EXPECT_EQ(slurp(path), "{\"id\":\"a\"}\n{\"id\":\"b\"}\n");
+  EXPECT_EQ(read_text_file_or_empty(path), "{\"id\":\"a\"}\n{\"id\":\"b\"}\n");
   // A last line that ends with a newline but is not JSON (zeros after a crash) is torn too.
   std::ofstream(path, std::ios::app) << std::string(5, '\0') << "\n";
   Journal j(path, Journal::Mode::kResume);
   EXPECT_EQ(j.existing().size(), 2u);
   EXPECT_EQ(j.torn_bytes(), 6u);
-  EXPECT_EQ(slurp(path), "{\"id\":\"a\"}\n{\"id\":\"b\"}\n");
+  EXPECT_EQ(read_text_file_or_empty(path), "{\"id\":\"a\"}\n{\"id\":\"b\"}\n");
 }
 
 TEST(BatchJournal, RefusesAFileItDidNotWrite) {
@@ -83,7 +76,7 @@ TEST(BatchJournal, RefusesAFileItDidNotWrite) {
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find(path + ":1: not a JSON object"), std::string::npos) << e.what();
   }
-  EXPECT_EQ(slurp(path), "id,text\n1,hello\n{\"id\":1}\n");  // untouched
+  EXPECT_EQ(read_text_file_or_empty(path), "id,text\n1,hello\n{\"id\":1}\n");  // untouched
 }
 
 TEST(BatchJournal, TruncateStartsEmptyAndErrorsPathIsBesideTheOutput) {
@@ -92,7 +85,7 @@ TEST(BatchJournal, TruncateStartsEmptyAndErrorsPathIsBesideTheOutput) {
   std::ofstream(path) << "{\"id\":1}\n";
   Journal j(path, Journal::Mode::kTruncate);
   EXPECT_TRUE(j.existing().empty());
-  EXPECT_EQ(slurp(path), "");
+  EXPECT_EQ(read_text_file_or_empty(path), "");
   EXPECT_EQ(errors_path("/x/out.jsonl"), "/x/out.errors.jsonl");
   EXPECT_EQ(errors_path("out"), "out.errors.jsonl");
 }

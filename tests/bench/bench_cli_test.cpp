@@ -6,10 +6,10 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
-#include <sstream>
 
 #include "bench/csv_writer.h"
 #include "core/json.h"
+#include "core/mmap_file.h"
 #include "test_util.h"
 
 namespace plexus {
@@ -18,13 +18,6 @@ namespace {
 namespace fs = std::filesystem;
 using testing::run_plexus;
 using testing::shell_quote;
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 int lines(const std::string& text) {
   int n = 0;
@@ -108,14 +101,14 @@ TEST_F(BenchCli, FourVirtualDevicesEndToEnd) {
     EXPECT_TRUE(j["environment"].contains(k)) << k;
   }
 
-  const std::string csv = slurp(out() + "/tour.csv");
+  const std::string csv = read_text_file_or_empty(out() + "/tour.csv");
   EXPECT_EQ(lines(csv), 2);
   const std::string header = csv.substr(0, csv.find('\n'));
   for (const char* col : {"throughput_tokens_per_s", "latency_ttft_ms_p50", "config_device_ids", "energy_method"}) {
     EXPECT_NE(header.find(col), std::string::npos) << col;
   }
   EXPECT_NE(csv.find("\"0,1,2,3\""), std::string::npos);
-  const std::string html = slurp(out() + "/tour.html");
+  const std::string html = read_text_file_or_empty(out() + "/tour.html");
   EXPECT_NE(html.find("<svg"), std::string::npos);
   EXPECT_EQ(html.find("http://"), std::string::npos);
   EXPECT_EQ(html.find("https://"), std::string::npos);
@@ -123,7 +116,7 @@ TEST_F(BenchCli, FourVirtualDevicesEndToEnd) {
   // A second run appends one row to the same CSV.
   const auto again = run_plexus("bench " + shell_quote(cfg) + " --quiet");
   ASSERT_EQ(again.exit_code, 0) << again.err;
-  EXPECT_EQ(lines(slurp(out() + "/tour.csv")), 3);
+  EXPECT_EQ(lines(read_text_file_or_empty(out() + "/tour.csv")), 3);
 }
 
 TEST_F(BenchCli, GpuStatsFromTheFakeNvml) {
@@ -180,8 +173,8 @@ TEST_F(BenchCli, SweepWritesOneResultPerPointAndCompareReadsThem) {
     EXPECT_EQ(p["config"]["scenario"]["max_new_tokens"], 2);  // --set
     EXPECT_EQ(p["throughput"]["output_tokens"], 4);
   }
-  EXPECT_EQ(lines(slurp(out() + "/sw.csv")), 3);
-  const std::string html = slurp(out() + "/sw.html");
+  EXPECT_EQ(lines(read_text_file_or_empty(out() + "/sw.csv")), 3);
+  const std::string html = read_text_file_or_empty(out() + "/sw.html");
   EXPECT_NE(html.find("Output throughput per point"), std::string::npos);
 
   const auto c = run_plexus("bench compare " + shell_quote(out() + "/sw-0.json") + " " + shell_quote(out() + "/sw-1.json"));

@@ -9,7 +9,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
+
+#include "core/mmap_file.h"
 
 namespace plexus::testing {
 
@@ -38,23 +39,19 @@ std::string shell_quote(const std::string& s) {
   return out + "'";
 }
 
-ProcessResult run_plexus(const std::string& args) {
+ProcessResult run_command(const std::string& command) {
   TempDir tmp("proc");
   const std::string out = tmp / "out", err = tmp / "err";
-  const std::string cmd = shell_quote(PLEXUS_BINARY) + " " + args + " >" + shell_quote(out) + " 2>" + shell_quote(err) + " </dev/null";
+  const std::string cmd = command + " >" + shell_quote(out) + " 2>" + shell_quote(err) + " </dev/null";
   const int status = std::system(cmd.c_str());
   ProcessResult r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  auto slurp = [](const std::string& p) {
-    std::ifstream in(p, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  };
-  r.out = slurp(out);
-  r.err = slurp(err);
+  r.out = read_text_file_or_empty(out);
+  r.err = read_text_file_or_empty(err);
   return r;
 }
+
+ProcessResult run_plexus(const std::string& args) { return run_command(shell_quote(PLEXUS_BINARY) + " " + args); }
 
 std::vector<std::int32_t> some_ids(int n, std::int64_t vocab, int salt) {
   std::vector<std::int32_t> ids;
