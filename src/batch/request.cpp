@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "core/error.h"
+#include "model/token_id.h"
 
 namespace plexus::batch {
 
@@ -54,10 +55,7 @@ BatchRequest parse_request_line(const std::string& text, const ParseContext& con
     for (const Json& v : ids) {
       if (!v.is_number_integer()) throw InputError("\"ids\" holds " + v.dump() + ", not a token id");
       const std::int64_t id = v.get<std::int64_t>();
-      if (id < 0 || id >= context.vocab_size) {
-        throw InputError("token id " + std::to_string(id) + " is outside the vocabulary [0, " +
-                         std::to_string(context.vocab_size) + ")");
-      }
+      check_token_id(id, context.vocab_size);
       r.seq.prompt.push_back(static_cast<std::int32_t>(id));
     }
   }

@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "core/error.h"
+#include "model/token_id.h"
 #include "core/json.h"
 
 namespace plexus::bench {
@@ -19,14 +20,6 @@ std::vector<std::int32_t> encode(const Tokenizer* tok, const std::string& text, 
   std::vector<std::int32_t> ids = tok->encode(text, /*add_special_tokens=*/true);
   if (ids.empty()) throw InputError(where + ": the prompt encodes to no tokens");
   return ids;
-}
-
-void check_ids(const std::vector<std::int32_t>& ids, std::int64_t vocab, const std::string& where) {
-  for (std::int32_t id : ids) {
-    if (id < 0 || id >= vocab) {
-      throw InputError(where + ": token id " + std::to_string(id) + " is outside the vocabulary [0, " + std::to_string(vocab) + ")");
-    }
-  }
 }
 
 }  // namespace
@@ -53,7 +46,7 @@ std::vector<std::vector<std::int32_t>> scenario_prompts(const ScenarioConfig& s,
           if (!v.is_number_integer()) throw InputError(where + ": \"ids\" must hold integers");
           ids.push_back(v.get<std::int32_t>());
         }
-        check_ids(ids, vocab, where);
+        check_token_ids(ids, vocab, where);
         out.push_back(std::move(ids));
       } else {
         throw InputError(where + ": expected a string \"prompt\" or a non-empty \"ids\" list");
@@ -66,7 +59,7 @@ std::vector<std::vector<std::int32_t>> scenario_prompts(const ScenarioConfig& s,
     }
   } else {
     for (std::size_t i = 0; i < s.prompts_ids.size(); ++i) {
-      check_ids(s.prompts_ids[i], vocab, "scenario.prompts_ids[" + std::to_string(i) + "]");
+      check_token_ids(s.prompts_ids[i], vocab, "scenario.prompts_ids[" + std::to_string(i) + "]");
       out.push_back(s.prompts_ids[i]);
     }
   }

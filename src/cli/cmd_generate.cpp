@@ -5,6 +5,7 @@
 #include "cli/generation_options.h"
 #include "cli/model_options.h"
 #include "core/error.h"
+#include "model/token_id.h"
 #include "core/json.h"
 #include "monitor/monitor_session.h"
 #include "runtime/generate.h"
@@ -106,12 +107,7 @@ int cmd_generate(int argc, char** argv) {
   std::unique_ptr<Tokenizer> tok = load_tokenizer_if_any(dir);
   const std::vector<std::int32_t> prompt =
       args.has("--ids") ? ids_from_ids_option(args.get("--ids")) : ids_from_text(tok.get(), args.get("--prompt"), dir, "--prompt");
-  for (std::int32_t id : prompt) {
-    if (id >= runner.vocab_size()) {
-      throw InputError("--ids: token id " + std::to_string(id) + " is outside the vocabulary [0, " +
-                       std::to_string(runner.vocab_size()) + ")");
-    }
-  }
+  check_token_ids(prompt, runner.vocab_size(), "--ids");
   o.stop_ids = stop_ids(args, runner.config(), tok.get());
 
   const bool json = args.get_flag("--json");

@@ -4,6 +4,7 @@
 #include "cli/commands.h"
 #include "cli/model_options.h"
 #include "core/error.h"
+#include "model/token_id.h"
 #include "core/json.h"
 #include "core/mmap_file.h"
 #include "runtime/generate.h"
@@ -34,12 +35,7 @@ int cmd_perplexity(int argc, char** argv) {
   if (args.has("--ids")) ids = ids_from_ids_option(args.get("--ids"));
   else if (args.has("--text")) ids = ids_from_text(tok.get(), args.get("--text"), dir, "--text");
   else ids = ids_from_text(tok.get(), read_text_file(args.get("--file")), dir, "--file");
-  for (std::int32_t id : ids) {
-    if (id >= runner.vocab_size()) {
-      throw InputError("token id " + std::to_string(id) + " is outside the vocabulary [0, " +
-                       std::to_string(runner.vocab_size()) + ")");
-    }
-  }
+  check_token_ids(ids, runner.vocab_size());
   const PerplexityResult r = perplexity(runner, ids);
   if (args.get_flag("--json")) {
     Json j = {{"nll", r.nll}, {"ppl", r.ppl}, {"n_tokens", r.n_tokens}, {"tokens_per_s", r.tokens_per_s}};

@@ -8,6 +8,7 @@
 #include <exception>
 
 #include "core/error.h"
+#include "model/token_id.h"
 #include "core/thread_pool.h"
 #include "core/timer.h"
 #include "model/config.h"
@@ -177,10 +178,7 @@ void Executor::check_batch(const SlotBatch& batch) const {
   for (std::size_t t = 0; t < batch.ids.size(); ++t) {
     const int slot = batch.seq[t];
     assert(slot >= 0 && static_cast<std::size_t>(slot) < sequences_.size() && sequences_[static_cast<std::size_t>(slot)]);
-    if (batch.ids[t] < 0 || batch.ids[t] >= model_.embedding().rows) {
-      throw InputError("token id " + std::to_string(batch.ids[t]) + " is outside the vocabulary [0, " +
-                       std::to_string(model_.embedding().rows) + ")");
-    }
+    check_token_id(batch.ids[t], model_.embedding().rows);
     if (batch.pos[t] < 0 || batch.pos[t] >= sequences_[static_cast<std::size_t>(slot)]->capacity) {
       throw RuntimeError("position " + std::to_string(batch.pos[t]) + " outside the KV cache capacity");
     }

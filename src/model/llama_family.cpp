@@ -6,6 +6,7 @@
 #include <numbers>
 
 #include "core/error.h"
+#include "model/token_id.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/ops.h"
 #include "model/checkpoint.h"
@@ -150,10 +151,7 @@ void LlamaFamilyModel::embed(const Compute& c, const WeightMatrix& table, std::s
                              float* x) const {
   const std::int64_t H = config_.hidden_size;
   for (std::size_t t = 0; t < ids.size(); ++t) {
-    if (ids[t] < 0 || ids[t] >= table.rows) {
-      throw InputError("token id " + std::to_string(ids[t]) + " is outside the vocabulary [0, " +
-                       std::to_string(table.rows) + ")");
-    }
+    check_token_id(ids[t], table.rows);
     c.k.to_f32(table.dtype, table.row(ids[t]), x + static_cast<std::int64_t>(t) * H, H);
   }
 }

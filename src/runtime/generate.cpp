@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "model/token_id.h"
 #include "core/timer.h"
 #include "kernels/ref/ref_kernels.h"
 #include "runtime/engine_runner.h"
@@ -260,10 +261,7 @@ PerplexityResult perplexity(Runner& runner, std::span<const std::int32_t> ids) {
     for (std::int64_t i = 0; i < m; ++i) {
       const float* row = logits.data() + i * vocab;
       const std::int32_t target = ids[static_cast<std::size_t>(b + i + 1)];
-      if (target < 0 || target >= vocab) {
-        throw InputError("token id " + std::to_string(target) + " is outside the vocabulary [0, " +
-                         std::to_string(vocab) + ")");
-      }
+      check_token_id(target, vocab);
       r.nll.push_back(ref::logsumexp(row, vocab) - static_cast<double>(row[target]));
     }
   }
