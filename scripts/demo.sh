@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PLEXUS=${1:-build/plexus}
 MODEL=${PLEXUS_DEMO_MODEL:-models/demo-small-bf16}
-TOKENIZER=../shared/golden/tokenizers/mistral
+TOKENIZER=tests/data/golden/tokenizers/mistral
 
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 

@@ -140,7 +140,7 @@ TEST(BatchCliTokenizer, PromptsAreTokenizedAndResultsDecoded) {
   testing::TempDir dir("batch_tok");
   const std::string model = dir / "model";
   ASSERT_EQ(run_plexus("make-model " + shell_quote(model) + " --preset tiny --tokenizer " +
-                       shell_quote(std::string(PLEXUS_SHARED_DIR) + "/golden/tokenizers/mistral"))
+                       shell_quote(std::string(PLEXUS_GOLDEN_DIR) + "/tokenizers/mistral"))
                 .exit_code,
             0);
   std::ofstream(dir / "in.jsonl") << "{\"id\": 1, \"prompt\": \"Hello world\", \"max_tokens\": 3}\n{\"id\": \"x\", \"ids\": [1, 22557], \"max_tokens\": 2}\n";

@@ -31,7 +31,7 @@ class BenchCli : public ::testing::Test {
     dir_ = std::make_unique<testing::TempDir>("bench-cli");
     model_ = *dir_ / "tiny";
     const auto r = run_plexus("make-model " + shell_quote(model_) + " --preset tiny --seed 3 --tokenizer " +
-                              shell_quote(std::string(PLEXUS_SHARED_DIR) + "/golden/tokenizers/mistral"));
+                              shell_quote(std::string(PLEXUS_GOLDEN_DIR) + "/tokenizers/mistral"));
     ASSERT_EQ(r.exit_code, 0) << r.err;
   }
   static void TearDownTestSuite() { dir_.reset(); }

@@ -1,4 +1,4 @@
-// Reference NLLs of checkpoints written by ../shared/tools/mkmodel.py (not by plexus), from an
+// Reference NLLs of checkpoints written by tests/tools/mkmodel.py (not by plexus), from an
 // established float64 implementation: within 2e-3 per token and the same greedy tokens.
 #include <gtest/gtest.h>
 
@@ -14,7 +14,7 @@ namespace plexus {
 namespace {
 
 TEST(GoldenLogits, MatchEveryCase) {
-  const std::string cases = std::string(PLEXUS_SHARED_DIR) + "/golden/logits/cases.jsonl";
+  const std::string cases = std::string(PLEXUS_GOLDEN_DIR) + "/logits/cases.jsonl";
   std::ifstream in(cases);
   ASSERT_TRUE(in) << "missing " << cases;
   std::string line;
@@ -25,7 +25,7 @@ TEST(GoldenLogits, MatchEveryCase) {
     const Json& m = c["make"];
     SCOPED_TRACE(c["name"].get<std::string>());
     testing::TempDir dir("golden");
-    const std::string cmd = "/usr/bin/python3 " + testing::shell_quote(std::string(PLEXUS_SHARED_DIR) + "/tools/mkmodel.py") +
+    const std::string cmd = "/usr/bin/python3 " + testing::shell_quote(std::string(PLEXUS_SOURCE_DIR) + "/tests/tools/mkmodel.py") +
                             " " + testing::shell_quote(dir.path()) + " --preset " + m["preset"].get<std::string>() +
                             " --arch " + m["arch"].get<std::string>() + " --dtype " + m["dtype"].get<std::string>() +
                             " --seed " + std::to_string(m["seed"].get<int>()) + " --std " + std::to_string(m["std"].get<double>()) +

@@ -1,4 +1,4 @@
-// accelerate compatibility: every case of ../shared/golden/accelerate_device_maps.jsonl must be
+// accelerate compatibility: every case of tests/data/golden/accelerate_device_maps.jsonl must be
 // placed parameter for parameter as accelerate placed it.
 #include <gtest/gtest.h>
 
@@ -20,7 +20,7 @@ struct Case {
 };
 
 std::vector<Json> load_cases() {
-  std::ifstream in(std::string(PLEXUS_SHARED_DIR) + "/golden/accelerate_device_maps.jsonl");
+  std::ifstream in(std::string(PLEXUS_GOLDEN_DIR) + "/accelerate_device_maps.jsonl");
   std::vector<Json> out;
   std::string line;
   while (std::getline(in, line)) {

@@ -12,7 +12,7 @@
 namespace plexus::test {
 
 inline std::string golden_dir(const std::string& name) {
-  return std::string(PLEXUS_SHARED_DIR) + "/golden/tokenizers/" + name;
+  return std::string(PLEXUS_GOLDEN_DIR) + "/tokenizers/" + name;
 }
 
 inline std::vector<Json> read_jsonl(const std::string& path) {
