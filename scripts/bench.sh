@@ -14,16 +14,16 @@ if [ ! -f "$MODEL/config.json" ]; then
   "$PLEXUS" make-model "$MODEL" --preset small --arch llama --dtype bf16 --seed 1
 fi
 
-step "engine: decode vs memory bandwidth, prefill vs fp32 FMA peak ($BUILD/bench/engine_bench $MODEL)"
-"$BUILD/bench/engine_bench" "$MODEL" --repeats 5
+step "engine: decode vs memory bandwidth, prefill vs fp32 FMA peak ($BUILD/benchmarks/engine_bench $MODEL)"
+"$BUILD/benchmarks/engine_bench" "$MODEL" --repeats 5
 
-step "exec: tokens/s and busy fractions on 1, 2, 4 virtual devices, resident vs offloaded ($BUILD/bench/exec_bench $MODEL)"
-"$BUILD/bench/exec_bench" "$MODEL"
+step "exec: tokens/s and busy fractions on 1, 2, 4 virtual devices, resident vs offloaded ($BUILD/benchmarks/exec_bench $MODEL)"
+"$BUILD/benchmarks/exec_bench" "$MODEL"
 
-step "tokenizer: MB/s encoding 1 MiB of English, one thread, beside Hugging Face tokenizers (bench/tokenizer/run.sh)"
-bash bench/tokenizer/run.sh "$BUILD"
+step "tokenizer: MB/s encoding 1 MiB of English, one thread, beside Hugging Face tokenizers (benchmarks/tokenizer/run.sh)"
+bash benchmarks/tokenizer/run.sh "$BUILD"
 
-if [ -x "$BUILD/bench/planner/bench_planner" ]; then
-  step "planner: time to plan a 126-layer model ($BUILD/bench/planner/bench_planner)"
-  "$BUILD/bench/planner/bench_planner"
+if [ -x "$BUILD/benchmarks/planner/bench_planner" ]; then
+  step "planner: time to plan a 126-layer model ($BUILD/benchmarks/planner/bench_planner)"
+  "$BUILD/benchmarks/planner/bench_planner"
 fi

@@ -1,22 +1,22 @@
 #!/usr/bin/env python3
 """Writes the benchmark's 1 MiB English text: the English prose excerpts (Moby Dick, State of the
-Union) of the golden tokenizer cases, in a fixed order, repeated. usage: make_text.py SHARED_DIR OUT"""
+Union) of the golden tokenizer cases, in a fixed order, repeated. usage: make_text.py TOKENIZERS_DIR OUT (tests/data/golden/tokenizers)"""
 import json
 import sys
 
 
 def main():
-    shared, out = sys.argv[1], sys.argv[2]
+    tokenizers, out = sys.argv[1], sys.argv[2]
     texts = []
     for name in ("qwen3", "llama3", "mistral"):
-        with open(f"{shared}/golden/tokenizers/{name}/cases.jsonl", encoding="utf-8") as f:
+        with open(f"{tokenizers}/{name}/cases.jsonl", encoding="utf-8") as f:
             for line in f:
                 t = json.loads(line)["text"]
                 prose_share = sum(c.isalpha() or c == " " for c in t) / max(len(t), 1)
                 if len(t.split()) >= 30 and prose_share >= 0.88 and t not in texts:
                     texts.append(t)
     if not texts:
-        sys.exit("make_text.py: no English excerpts found under " + shared)
+        sys.exit("make_text.py: no English excerpts found under " + tokenizers)
     size = 1 << 20
     parts, total, i = [], 0, 0
     while total < size:

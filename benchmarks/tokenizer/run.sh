@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Tokenizer throughput: MB/s encoding a 1 MiB English text on one thread, plexus beside Hugging
 # Face's Rust tokenizers (npm `tokenizers`), for each golden tokenizer.
-# usage: bench/tokenizer/run.sh [BUILD_DIR] [--runs N]   (BUILD_DIR defaults to build)
+# usage: benchmarks/tokenizer/run.sh [BUILD_DIR] [--runs N]   (BUILD_DIR defaults to build)
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
@@ -10,15 +10,13 @@ shift || true
 runs=5
 if [ "${1:-}" = "--runs" ]; then runs="$2"; fi
 case "$build" in /*) ;; *) build="$repo/$build" ;; esac
-shared="${PLEXUS_SHARED_DIR:-$repo/../shared}"
-golden="$shared/golden/tokenizers"
-[ -d "$golden" ] || { echo "bench/tokenizer: $golden not found: set PLEXUS_SHARED_DIR" >&2; exit 2; }
+golden="$repo/tests/data/golden/tokenizers"
 
 cmake --build "$build" --target plexus_bench_tokenizer >&2
-out="$build/bench/tokenizer"
+out="$build/benchmarks/tokenizer"
 mkdir -p "$out"
 text="$out/english_1mib.txt"
-python3 "$here/make_text.py" "$shared" "$text"
+python3 "$here/make_text.py" "$golden" "$text"
 
 specs=()
 for name in qwen3 llama3 mistral; do specs+=("$name=$golden/$name"); done
@@ -30,6 +28,6 @@ if bash "$here/setup_peer.sh" >&2; then
   RAYON_NUM_THREADS=1 TOKENIZERS_PARALLELISM=false node "$here/hf_bench.js" "$text" "${specs[@]}" --runs "$runs" \
     > "$out/hf.jsonl"
 else
-  echo "bench/tokenizer: HF tokenizers peer unavailable (needs node and npm); plexus numbers only" >&2
+  echo "benchmarks/tokenizer: HF tokenizers peer unavailable (needs node and npm); plexus numbers only" >&2
 fi
 python3 "$here/report.py" "$out/plexus.jsonl" "$out/hf.jsonl"
