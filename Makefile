@@ -18,8 +18,9 @@ $(BUILD)/build.ninja:
 build: $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
 
-# The main job: the tour on the demo model.
-run: build
+# The main job: the tour on the demo model (builds only the plexus binary, not the tests).
+run: $(BUILD)/build.ninja
+	cmake --build $(BUILD) -j $(JOBS) --target plexus
 	@bash scripts/demo.sh $(PLEXUS)
 
 test: build

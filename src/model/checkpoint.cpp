@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "core/json.h"
 #include "core/mmap_file.h"
+#include "model/config.h"
 
 namespace plexus {
 
@@ -14,6 +15,7 @@ bool Checkpoint::exists_in(const std::string& dir) {
 }
 
 Checkpoint::Checkpoint(const std::string& dir) : dir_(dir) {
+  require_model_path(dir);
   const std::string single = dir + "/model.safetensors";
   const std::string index_path = dir + "/model.safetensors.index.json";
   if (file_exists(index_path)) {

@@ -30,6 +30,17 @@ std::int64_t positive(const Json& j, const std::string& key, const std::string& 
   return v;
 }
 
+// A special token id of config.json: an integer inside the vocabulary.
+std::int64_t special_token_id(const Json& v, const std::string& field, std::int64_t vocab_size, const std::string& where) {
+  if (!v.is_number_integer()) throw InputError(where + ": field '" + field + "' must be an integer token id, got " + v.dump());
+  const std::int64_t id = v.get<std::int64_t>();
+  if (id < 0 || id >= vocab_size) {
+    throw InputError(where + ": field '" + field + "' is " + std::to_string(id) + ", outside the vocabulary (vocab_size " +
+                     std::to_string(vocab_size) + ": ids 0.." + std::to_string(vocab_size - 1) + ")");
+  }
+  return id;
+}
+
 }  // namespace
 
 ModelConfig parse_model_config(const Json& j, const std::string& where) {
@@ -127,23 +138,48 @@ ModelConfig parse_model_config(const Json& j, const std::string& where) {
     }
   }
 
-  if (j.contains("bos_token_id") && j["bos_token_id"].is_number_integer()) c.bos_token_id = j["bos_token_id"].get<std::int64_t>();
-  if (j.contains("eos_token_id")) {
+  if (j.contains("bos_token_id") && !j["bos_token_id"].is_null()) {
+    c.bos_token_id = special_token_id(j["bos_token_id"], "bos_token_id", c.vocab_size, where);
+  }
+  if (j.contains("eos_token_id") && !j["eos_token_id"].is_null()) {
     const Json& e = j["eos_token_id"];
-    if (e.is_number_integer()) c.eos_token_ids.push_back(e.get<std::int64_t>());
-    else if (e.is_array()) {
-      for (const Json& x : e) {
-        if (x.is_number_integer()) c.eos_token_ids.push_back(x.get<std::int64_t>());
+    if (e.is_array()) {
+      for (std::size_t i = 0; i < e.size(); ++i) {
+        c.eos_token_ids.push_back(special_token_id(e[i], "eos_token_id[" + std::to_string(i) + "]", c.vocab_size, where));
       }
+    } else {
+      c.eos_token_ids.push_back(special_token_id(e, "eos_token_id", c.vocab_size, where));
     }
   }
-  const std::string td = json_string_or(j, "torch_dtype", json_string_or(j, "dtype", "", where), where);
-  DType dt;
-  if (!td.empty() && parse_dtype(td, &dt)) c.torch_dtype = dt;
+  for (const char* key : {"torch_dtype", "dtype"}) {
+    if (!j.contains(key) || j[key].is_null()) continue;
+    const std::string td = json_string_or(j, key, "", where);
+    DType dt;
+    if (!parse_dtype(td, &dt)) {
+      throw InputError(where + ": field '" + key + "' is '" + td + "'; known: float32, bfloat16, float16");
+    }
+    if (!c.torch_dtype) c.torch_dtype = dt;
+  }
   return c;
 }
 
+void require_model_path(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) return;
+  // "org/name" is how a model is named on a model hub; plexus reads only local files.
+  const std::size_t slash = path.find('/');
+  const bool hub_id = slash != std::string::npos && slash > 0 && slash + 1 < path.size() &&
+                      path.find('/', slash + 1) == std::string::npos && path[0] != '.' &&
+                      path.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-/") == std::string::npos;
+  if (hub_id) {
+    throw InputError("model '" + path + "' not found: plexus loads local directories; download it first (e.g. `huggingface-cli download " +
+                     path + " --local-dir models/" + path.substr(slash + 1) + "`) and pass that directory");
+  }
+  throw InputError("model '" + path + "' not found (expected a directory with config.json and *.safetensors)");
+}
+
 ModelConfig load_model_config(const std::string& path) {
+  require_model_path(path);
   const std::string file = is_dir(path) ? path + "/config.json" : path;
   if (is_dir(path)) {
     struct stat st {};

@@ -1,6 +1,9 @@
 // Builds the parameter list of Llama / Mistral / Qwen2 / Qwen3 checkpoints.
 #include "model/module_tree.h"
 
+#include <algorithm>
+#include <set>
+
 #include "core/error.h"
 #include "model/checkpoint.h"
 
@@ -48,6 +51,50 @@ ModuleTree ModuleTree::from_config(const ModelConfig& c) {
   return t;
 }
 
+namespace {
+
+// Tensors that checkpoints carry beside the model's parameters and that loading may ignore:
+// rotary inverse frequencies (recomputed from config.json) and a stored copy of a tied lm_head.
+bool ignorable_extra_tensor(const std::string& name, const ModelConfig& c) {
+  const std::string inv_freq = "rotary_emb.inv_freq";
+  if (name.size() >= inv_freq.size() && name.compare(name.size() - inv_freq.size(), inv_freq.size(), inv_freq) == 0) return true;
+  return c.tie_word_embeddings && name == "lm_head.weight";
+}
+
+// A checkpoint holding tensors config.json does not describe (more layers than
+// num_hidden_layers, another architecture's weights) was written for another config.json:
+// running it would silently ignore weights.
+void check_no_unexpected_tensors(const ModuleTree& t, const ModelConfig& c, const Checkpoint& ck) {
+  std::set<std::string> expected;
+  for (const ParamInfo& p : t.params()) expected.insert(p.name);
+  std::int64_t max_layer = -1;
+  std::vector<std::string> unexpected;
+  const std::string layer_prefix = "model.layers.";
+  for (const std::string& name : ck.names()) {
+    if (expected.count(name) || ignorable_extra_tensor(name, c)) continue;
+    unexpected.push_back(name);
+    if (name.rfind(layer_prefix, 0) == 0) {
+      const std::size_t end = name.find('.', layer_prefix.size());
+      const std::string index = name.substr(layer_prefix.size(), end - layer_prefix.size());
+      if (!index.empty() && index.size() < 10 && index.find_first_not_of("0123456789") == std::string::npos) {
+        max_layer = std::max<std::int64_t>(max_layer, std::stoll(index));
+      }
+    }
+  }
+  if (unexpected.empty()) return;
+  if (max_layer >= c.num_layers) {
+    throw InputError(ck.dir() + ": the checkpoint holds " + std::to_string(max_layer + 1) +
+                     " decoder layers (up to '" + layer_prefix + std::to_string(max_layer) +
+                     "') but config.json says num_hidden_layers " + std::to_string(c.num_layers) +
+                     ": is config.json for this checkpoint?");
+  }
+  throw InputError(ck.dir() + ": the checkpoint holds " + std::to_string(unexpected.size()) + " tensor(s) that config.json (" +
+                   std::string(arch_name(c.arch)) + ") does not describe, e.g. '" + unexpected.front() +
+                   "': is config.json for this checkpoint?");
+}
+
+}  // namespace
+
 ModuleTree ModuleTree::from_checkpoint(const ModelConfig& c, const Checkpoint& ck) {
   ModuleTree t = from_config(c);
   for (ParamInfo& p : t.params_) {
@@ -73,6 +120,7 @@ ModuleTree ModuleTree::from_checkpoint(const ModelConfig& c, const Checkpoint& c
     }
     p.dtype = r.info->dtype;
   }
+  check_no_unexpected_tensors(t, c, ck);
   return t;
 }
 

@@ -63,7 +63,14 @@ void prefill(Runner& runner, int slot, std::span<const std::int32_t> ids, float*
 
 std::vector<std::int64_t> end_of_sequence_ids(const ModelConfig& config, std::optional<std::int64_t> tokenizer_eos) {
   std::vector<std::int64_t> ids(config.eos_token_ids.begin(), config.eos_token_ids.end());
-  if (tokenizer_eos) ids.push_back(*tokenizer_eos);
+  if (tokenizer_eos) {
+    if (*tokenizer_eos < 0 || *tokenizer_eos >= config.vocab_size) {
+      throw InputError("the tokenizer's end-of-sequence token id " + std::to_string(*tokenizer_eos) +
+                       " is outside the model's vocabulary (vocab_size " + std::to_string(config.vocab_size) +
+                       "): is tokenizer.json for this model? (--ignore-eos runs without it)");
+    }
+    ids.push_back(*tokenizer_eos);
+  }
   std::sort(ids.begin(), ids.end());
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
   return ids;

@@ -60,6 +60,60 @@ TEST(CliErrors, MissingAndMalformedModels) {
   expect_bad_input("generate " + q + " --ids 1", "config.json");
 }
 
+// A missing path is "not found" (not "holds no weights"), in every command that takes a model; a
+// hub id says that plexus reads local directories.
+TEST(CliErrors, ModelPathNotFound) {
+  for (const std::string cmd : {"generate /no/such/dir --ids 1", "perplexity /no/such/dir --ids 1,2", "plan /no/such/dir",
+                                "estimate /no/such/dir"}) {
+    const testing::ProcessResult r = run_plexus(cmd);
+    EXPECT_EQ(r.exit_code, 2) << cmd << "\n" << r.err;
+    EXPECT_NE(r.err.find("'/no/such/dir' not found"), std::string::npos) << cmd << "\n" << r.err;
+    EXPECT_EQ(r.err.find("holds no weights"), std::string::npos) << cmd << "\n" << r.err;
+  }
+  const testing::ProcessResult hub = run_plexus("generate no-such-org/No-Such-Model-7B --ids 1");
+  EXPECT_EQ(hub.exit_code, 2) << hub.err;
+  EXPECT_NE(hub.err.find("plexus loads local directories; download it first"), std::string::npos) << hub.err;
+  // An existing directory without weights says what it lacks.
+  TempDir empty("empty");
+  expect_bad_input("generate " + shell_quote(empty.path()) + " --ids 1", "holds no weights");
+}
+
+// config.json is checked against the checkpoint and the vocabulary: a config of another model is
+// refused rather than run with weights silently ignored or stop tokens that can never occur.
+TEST(CliErrors, ConfigCrossCheckedAgainstCheckpoint) {
+  TempDir dir("cross");
+  const std::string m = tiny_model(dir);  // 4 layers, vocab 300
+  const std::string q = shell_quote(m);
+  ASSERT_EQ(run_plexus("generate " + q + " --ids 1 --max-tokens 1").exit_code, 0);
+
+  testing::patch_config(m, Json{{"num_hidden_layers", 2}});
+  expect_bad_input("generate " + q + " --ids 1", "holds 4 decoder layers");
+  expect_bad_input("plan " + q + " --virtual-devices 2", "num_hidden_layers 2");
+  testing::patch_config(m, Json{{"num_hidden_layers", 4}});
+
+  testing::patch_config(m, Json{{"torch_dtype", "int3"}});
+  expect_bad_input("generate " + q + " --ids 1", "'int3'");
+  expect_bad_input("estimate " + q, "torch_dtype");
+  testing::patch_config(m, Json{{"torch_dtype", "bfloat16"}});
+
+  testing::patch_config(m, Json{{"eos_token_id", 300}});
+  expect_bad_input("generate " + q + " --ids 1", "eos_token_id' is 300, outside the vocabulary");
+  testing::patch_config(m, Json{{"eos_token_id", Json::array({2, 1000})}});
+  expect_bad_input("generate " + q + " --ids 1", "eos_token_id[1]");
+  testing::patch_config(m, Json{{"eos_token_id", "</s>"}});
+  expect_bad_input("generate " + q + " --ids 1", "must be an integer token id");
+  testing::patch_config(m, Json{{"eos_token_id", 2}, {"bos_token_id", -1}});
+  expect_bad_input("generate " + q + " --ids 1", "bos_token_id");
+  testing::patch_config(m, Json{{"bos_token_id", 1}});
+  ASSERT_EQ(run_plexus("generate " + q + " --ids 1 --max-tokens 1").exit_code, 0);
+
+  // A tokenizer whose end-of-sequence token lies outside the model's vocabulary.
+  std::filesystem::copy_file(std::string(PLEXUS_GOLDEN_DIR) + "/tokenizers/mistral/tokenizer.json", m + "/tokenizer.json");
+  std::ofstream(m + "/tokenizer_config.json") << R"({"eos_token": "\u2581Hello"})";
+  expect_bad_input("generate " + q + " --ids 1", "end-of-sequence token id 22557");
+  EXPECT_EQ(run_plexus("generate " + q + " --ids 1 --max-tokens 1 --ignore-eos").exit_code, 0);
+}
+
 TEST(CliErrors, CorruptSafetensors) {
   TempDir dir("corrupt");
   const std::string m = tiny_model(dir);
