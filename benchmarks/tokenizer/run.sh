@@ -10,9 +10,9 @@ shift || true
 runs=5
 if [ "${1:-}" = "--runs" ]; then runs="$2"; fi
 case "$build" in /*) ;; *) build="$repo/$build" ;; esac
-golden="$repo/tests/data/golden/tokenizers"
 
 cmake --build "$build" --target plexus_bench_tokenizer >&2
+golden="$build/golden/tokenizers"  # tests/data/golden as the build tree holds it (tokenizer.json decompressed)
 out="$build/benchmarks/tokenizer"
 mkdir -p "$out"
 text="$out/english_1mib.txt"
