@@ -73,7 +73,7 @@ std::string utc_timestamp() {
   return buf;
 }
 
-bool ensure_model(const BenchConfig& c, const std::string& config_file, const Log& log) {
+bool ensure_model(const BenchConfig& c, const std::string& config_file, const Log& log, const StopRequested& stop) {
   namespace fs = std::filesystem;
   if (fs::exists(fs::path(c.model) / "config.json") || fs::is_regular_file(c.model)) return false;
   if (!c.model_make) {
@@ -87,6 +87,7 @@ bool ensure_model(const BenchConfig& c, const std::string& config_file, const Lo
   o.arch = m.arch == "qwen2" ? Arch::kQwen2 : m.arch == "qwen3" ? Arch::kQwen3 : m.arch == "mistral" ? Arch::kMistral : Arch::kLlama;
   if (!parse_dtype(m.dtype, &o.dtype)) throw InputError(config_file + ": model_make.dtype: unknown dtype '" + m.dtype + "'");
   o.seed = m.seed;
+  o.stop_requested = stop;
   std::string tokenizer = m.tokenizer;
   if (!tokenizer.empty() && !fs::exists(tokenizer)) {
     log("model_make.tokenizer '" + tokenizer + "' not found: making the model without a tokenizer");
@@ -114,7 +115,7 @@ Json run_point(const BenchPoint& point, const std::string& config_file, const Lo
   const BenchConfig& c = point.config;
   auto stopping = [&] { return stop && stop(); };
   const ScenarioConfig& sc = c.scenario;
-  ensure_model(c, config_file, log);
+  ensure_model(c, config_file, log, stop);
 
   std::unique_ptr<ModelRun> run;
   try {

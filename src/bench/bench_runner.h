@@ -26,7 +26,7 @@ Json unmeasured_point(const BenchPoint& point, const std::string& status, const 
 
 // Makes config.model with config.model_make when the directory has no config.json; returns
 // whether it did. InputError when the model is missing and there is no model_make.
-bool ensure_model(const BenchConfig& config, const std::string& config_file, const Log& log);
+bool ensure_model(const BenchConfig& config, const std::string& config_file, const Log& log, const StopRequested& stop = {});
 
 // "2026-11-25T10:00:00Z"
 std::string utc_timestamp();
