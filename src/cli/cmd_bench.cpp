@@ -104,6 +104,9 @@ int cmd_bench(int argc, char** argv) {
       .flag("--quiet", "no progress lines on stderr");
   args.epilog("`plexus bench compare A.json B.json ...` compares results. See docs/benchmarks.md.");
   if (!args.parse(argc, argv)) return 0;
+  // From here on SIGINT / SIGTERM only set a flag: the runs stop at the next batch and what is
+  // complete is written.
+  const InterruptGuard guard;
   const std::string file = args.get("CONFIG.yaml");
   const bench::LoadedConfig loaded = bench::load_bench_config(file, args.get_all("--set"));
   const bool quiet = args.get_flag("--quiet");
@@ -117,7 +120,6 @@ int cmd_bench(int argc, char** argv) {
   std::printf("bench %s: %zu run%s of %s\n", first.name.c_str(), n, n == 1 ? "" : "s", first.model.c_str());
   std::fflush(stdout);
 
-  const InterruptGuard guard;
   std::size_t failed = 0;
   bool interrupted = false;
   for (std::size_t i = 0; i < n && !interrupted; ++i) {

@@ -102,6 +102,10 @@ int cmd_generate(int argc, char** argv) {
   if (args.has("--prompt") == args.has("--ids")) throw InputError("give exactly one of --prompt TEXT or --ids LIST");
   GenerateOptions o = generation_options(args);
 
+  // With --json, SIGINT / SIGTERM end the generation early and the JSON of what was generated
+  // is still printed, with "interrupted": true (exit 130).
+  std::optional<InterruptGuard> guard;
+  if (args.get_flag("--json")) guard.emplace();
   const std::unique_ptr<ModelRun> run = open_model_run(args, dir);
   Runner& runner = *run->runner;
   const bool verbose = args.get_flag("--verbose");
@@ -117,11 +121,7 @@ int cmd_generate(int argc, char** argv) {
   // With --json, the run is wrapped in a monitoring session (GPUs through NVML / ROCm SMI when
   // present, and the host) whose summary goes into the output as "monitor".
   std::unique_ptr<MonitorSession> monitor;
-  // With --json, SIGINT / SIGTERM end the generation early and the JSON of what was generated
-  // is still printed, with "interrupted": true (exit 130).
-  std::optional<InterruptGuard> guard;
   if (json) {
-    guard.emplace();
     monitor = std::make_unique<MonitorSession>(make_sources(source_options_from(device_options_from_env())));
     monitor->start(MonitorOptions{});
   }
