@@ -168,30 +168,32 @@ std::string device_timeline_charts(const Json& r) {
          line_chart("Memory in use per device (executor)", "MiB", t, memory);
 }
 
-// Counts of `values` in equal-width bins from 0 to the largest, as vertical bars.
+// Counts of `values` in equal-width bins from the smallest to the largest, as vertical bars.
 std::string histogram(const std::string& title, const std::string& unit, const std::vector<double>& values) {
   if (values.empty()) return "";
   const int bins = std::clamp(static_cast<int>(std::ceil(std::sqrt(static_cast<double>(values.size())))), 1, 20);
-  double vmax = 0;
-  for (double v : values) vmax = std::max(vmax, v);
-  if (vmax <= 0) vmax = 1;
+  double lo = *std::min_element(values.begin(), values.end()), hi = *std::max_element(values.begin(), values.end());
+  if (hi - lo < 1e-9) lo = std::max(0.0, lo - 0.5), hi = lo + 1.0;  // all equal: one bar in the middle
+  const double width = (hi - lo) / bins;
   std::vector<int> count(static_cast<std::size_t>(bins), 0);
-  for (double v : values) ++count[static_cast<std::size_t>(std::min(bins - 1, static_cast<int>(v / vmax * bins)))];
+  for (double v : values) ++count[static_cast<std::size_t>(std::clamp(static_cast<int>((v - lo) / width), 0, bins - 1))];
   const int cmax = *std::max_element(count.begin(), count.end());
   const double w = 640, h = 200, l = 50, top = 28, bottom = 36, pw = w - l - 20, ph = h - top - bottom;
   std::string svg = "<svg role=\"img\" width=\"" + num(w, 0) + "\" height=\"" + num(h, 0) + "\" viewBox=\"0 0 " + num(w, 0) + " " +
                     num(h, 0) + "\"><title>" + html_escape(title) + "</title>";
-  svg += "<text x=\"" + num(l, 0) + "\" y=\"16\" class=\"ct\">" + html_escape(title) + "</text>";
+  svg += "<text x=\"" + num(l, 0) + "\" y=\"16\" class=\"ct\">" + html_escape(title) + " (" + std::to_string(values.size()) +
+         " requests)</text>";
   const double bw = pw / bins;
   for (int b = 0; b < bins; ++b) {
-    const double bh = ph * count[static_cast<std::size_t>(b)] / std::max(1, cmax);
+    const int c = count[static_cast<std::size_t>(b)];
+    const double bh = ph * c / std::max(1, cmax);
     svg += "<rect x=\"" + num(l + bw * b + 1) + "\" y=\"" + num(top + ph - bh) + "\" width=\"" + num(std::max(1.0, bw - 2)) +
-           "\" height=\"" + num(bh) + "\" fill=\"" + kColors[0] + "\"><title>" + num(vmax * b / bins, 2) + "–" +
-           num(vmax * (b + 1) / bins, 2) + " " + html_escape(unit) + ": " + std::to_string(count[static_cast<std::size_t>(b)]) +
-           "</title></rect>";
+           "\" height=\"" + num(bh) + "\" fill=\"" + kColors[0] + "\"><title>" + num(lo + width * b, 2) + "–" +
+           num(lo + width * (b + 1), 2) + " " + html_escape(unit) + ": " + std::to_string(c) + "</title></rect>";
   }
   for (int k = 0; k <= 4; ++k) {
-    svg += "<text x=\"" + num(l + pw * k / 4.0) + "\" y=\"" + num(top + ph + 16) + "\" class=\"xl\">" + num(vmax * k / 4.0, 1) + "</text>";
+    svg += "<text x=\"" + num(l + pw * k / 4.0) + "\" y=\"" + num(top + ph + 16) + "\" class=\"xl\">" + num(lo + (hi - lo) * k / 4.0, 1) +
+           "</text>";
   }
   svg += "<text x=\"" + num(l - 6) + "\" y=\"" + num(top + 4) + "\" class=\"yl\">" + std::to_string(cmax) + "</text>";
   svg += "<text x=\"" + num(l - 6) + "\" y=\"" + num(top + ph + 4) + "\" class=\"yl\">0</text>";
