@@ -130,6 +130,7 @@ TEST_F(Durability, BenchInterruptedAtRandomMomentsKeepsCompleteReports) {
       EXPECT_NE(o.err.find("interrupted by " + std::string(sig == SIGINT ? "SIGINT" : "SIGTERM")), std::string::npos) << o.err;
       if (fs::exists(out + "/bi.json")) {
         const Json s = read_json_file(out + "/bi.json");
+        ASSERT_TRUE(s.contains("interrupted") && s.contains("points") && s.contains("runs")) << s.dump();
         EXPECT_EQ(s["interrupted"], true);
         EXPECT_EQ(s["points"], 20);
         for (std::size_t i = 0; i < s["runs"].size(); ++i) {
@@ -151,8 +152,8 @@ TEST_F(Durability, MonitorInterruptedAtRandomMomentsKeepsAValidCsvAndSummary) {
     const Outcome o = run({"monitor", "--interval-ms", "2", "--json", "--csv", out + "/samples.csv"}, after, sig);
     EXPECT_EQ(o.code, 130) << o.err;
     const Json j = parse_json(o.out, "monitor --json");
-    EXPECT_EQ(j["interrupted"], true);
-    EXPECT_GE(j["samples"].get<int>(), 1);
+    EXPECT_EQ(j.value("interrupted", false), true);
+    EXPECT_GE(j.value("samples", 0), 1);
     EXPECT_EQ(join(report_file_problems(out)), "");
   }
 }
@@ -223,6 +224,7 @@ TEST_F(Durability, GenerateJsonInterruptedPrintsWhatItHas) {
   const Outcome o = run({"generate", model_, "--ids", "1,415,5565", "--max-tokens", "2000", "--ignore-eos", "--json"}, after, SIGINT);
   ASSERT_TRUE(o.code == 0 || o.code == 130) << o.code << "\n" << o.err;
   const Json j = parse_json(o.out, "generate --json");
+  ASSERT_TRUE(j.contains("interrupted")) << o.out;
   EXPECT_EQ(j["interrupted"], o.code == 130);
   if (o.code == 130) {
     EXPECT_EQ(j["finish_reason"], "interrupted");
