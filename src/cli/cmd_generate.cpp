@@ -3,8 +3,8 @@
 #include <optional>
 
 #include "cli/commands.h"
-#include "cli/interrupt_guard.h"
 #include "cli/generation_options.h"
+#include "cli/interrupt_guard.h"
 #include "cli/model_options.h"
 #include "core/error.h"
 #include "model/token_id.h"
@@ -127,8 +127,9 @@ int cmd_generate(int argc, char** argv) {
   }
   if (batch > 1) {
     const BatchGenerateResult br = generate_batch(runner, std::vector(static_cast<std::size_t>(batch), prompt), o);
-    const int code = print_batch(*run, br, tok.get(), monitor.get(), verbose, json && InterruptGuard::requested());
-    return json && InterruptGuard::requested() ? static_cast<int>(ExitCode::kInterrupted) : code;
+    const bool interrupted = json && InterruptGuard::requested();  // --batch stops only after the batch
+    const int code = print_batch(*run, br, tok.get(), monitor.get(), verbose, interrupted);
+    return interrupted ? static_cast<int>(ExitCode::kInterrupted) : code;
   }
   std::unique_ptr<TextStreamer> streamer;
   if (!json && tok) streamer = std::make_unique<TextStreamer>(*tok);

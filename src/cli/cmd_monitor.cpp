@@ -2,8 +2,6 @@
 // Ctrl-C, then the session summary (text, or JSON with --json); --csv streams every sample.
 #include <unistd.h>
 
-#include <csignal>
-
 #include <chrono>
 #include <cstdio>
 #include <string>
