@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <thread>
@@ -293,14 +294,23 @@ TEST_F(BenchCli, AFailingSweepPointIsRecordedAndTheSweepGoesOn) {
 }
 
 TEST_F(BenchCli, AnUnwritableOutputDirFailsBeforeMeasuring) {
-  // Root writes through permission bits, so the read-only directory is a read-only tmpfs.
-  testing::TmpfsMount ro(work_ / "ro", 1 << 20, /*read_only=*/true);
-  if (!ro.mounted()) GTEST_SKIP() << ro.why();
+  // Root writes through permission bits, so there the read-only directory is a read-only tmpfs;
+  // anyone else gets a directory without write permission.
+  std::unique_ptr<testing::TmpfsMount> ro;
+  std::string parent = work_ / "ro";
+  if (::geteuid() == 0) {
+    ro = std::make_unique<testing::TmpfsMount>(parent, 1 << 20, /*read_only=*/true);
+    if (!ro->mounted()) GTEST_SKIP() << ro->why();
+  } else {
+    fs::create_directories(parent);
+    fs::permissions(parent, fs::perms::owner_read | fs::perms::owner_exec);
+  }
   const std::string cfg = config("ro.yaml", "name: ro\nmodel: " + model_ +
                                                 "\nscenario: {prompts_ids: [[1, 415]], num_samples: 2, max_new_tokens: 2}\n");
-  const auto r = run_plexus("bench " + shell_quote(cfg) + " --output-dir " + shell_quote(ro.dir() + "/results"));
+  const auto r = run_plexus("bench " + shell_quote(cfg) + " --output-dir " + shell_quote(parent + "/results"));
+  if (!ro) fs::permissions(parent, fs::perms::owner_all);
   EXPECT_EQ(r.exit_code, 2) << r.err;
-  EXPECT_NE(r.err.find("--output-dir '" + ro.dir() + "/results'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--output-dir '" + parent + "/results'"), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find("measuring"), std::string::npos) << r.err;  // nothing was measured first
   EXPECT_EQ(r.out.find("output tok/s"), std::string::npos) << r.out;
 }
