@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "bench/bench_metrics.h"
+#include "bench/device_timeline.h"
 #include "bench/environment.h"
 #include "bench/model_maker.h"
 #include "bench/prompts.h"
@@ -72,7 +73,7 @@ std::string utc_timestamp() {
   return buf;
 }
 
-bool ensure_model(const BenchConfig& c, const std::string& config_file, const Log& log) {
+bool ensure_model(const BenchConfig& c, const std::string& config_file, const Log& log, const StopRequested& stop) {
   namespace fs = std::filesystem;
   if (fs::exists(fs::path(c.model) / "config.json") || fs::is_regular_file(c.model)) return false;
   if (!c.model_make) {
@@ -86,6 +87,7 @@ bool ensure_model(const BenchConfig& c, const std::string& config_file, const Lo
   o.arch = m.arch == "qwen2" ? Arch::kQwen2 : m.arch == "qwen3" ? Arch::kQwen3 : m.arch == "mistral" ? Arch::kMistral : Arch::kLlama;
   if (!parse_dtype(m.dtype, &o.dtype)) throw InputError(config_file + ": model_make.dtype: unknown dtype '" + m.dtype + "'");
   o.seed = m.seed;
+  o.stop_requested = stop;
   std::string tokenizer = m.tokenizer;
   if (!tokenizer.empty() && !fs::exists(tokenizer)) {
     log("model_make.tokenizer '" + tokenizer + "' not found: making the model without a tokenizer");
@@ -97,10 +99,23 @@ bool ensure_model(const BenchConfig& c, const std::string& config_file, const Lo
   return true;
 }
 
-Json run_point(const BenchPoint& point, const std::string& config_file, const Log& log) {
+Json unmeasured_point(const BenchPoint& point, const std::string& status, const std::string& error) {
+  Json r;
+  r["name"] = point.config.name;
+  r["timestamp"] = utc_timestamp();
+  r["config"] = config_to_json(point.config);
+  r["sweep_point"] = point.sweep_point;
+  r["status"] = status;
+  r["interrupted"] = status == "interrupted";
+  r["error"] = error;
+  return r;
+}
+
+Json run_point(const BenchPoint& point, const std::string& config_file, const Log& log, const StopRequested& stop) {
   const BenchConfig& c = point.config;
+  auto stopping = [&] { return stop && stop(); };
   const ScenarioConfig& sc = c.scenario;
-  ensure_model(c, config_file, log);
+  ensure_model(c, config_file, log, stop);
 
   std::unique_ptr<ModelRun> run;
   try {
@@ -121,6 +136,7 @@ Json run_point(const BenchPoint& point, const std::string& config_file, const Lo
     const bool names_key = key.rfind("backend.", 0) == 0 && key.find(' ') == std::string::npos;
     throw InputError((names_key ? where_in_file(c, config_file, key) : where_in_file(c, config_file, "backend")) + m);
   }
+  if (stopping()) throw Interrupted("interrupted while opening the model, before any sample was measured");
   Runner& runner = *run->runner;
   std::unique_ptr<Tokenizer> tok;
   if (Tokenizer::exists_in(c.model)) tok = Tokenizer::load(c.model);
@@ -154,9 +170,12 @@ Json run_point(const BenchPoint& point, const std::string& config_file, const Lo
   if (!go.sampling.greedy) go.sampling.temperature = sc.temperature;
   if (!sc.ignore_eos) go.stop_ids = end_of_sequence_ids(runner.config(), tok ? tok->eos_id() : std::nullopt);
   const std::size_t bs = static_cast<std::size_t>(sc.batch_size);
-  // Runs `list` in batches of batch_size; sample i samples with seed + i.
+  DeviceTimeline device_timeline;
+  // Runs `list` in batches of batch_size; sample i samples with seed + i. Returns false when
+  // stopped early.
   auto run_all = [&](const std::vector<std::vector<std::int32_t>>& list, RunTimings* timings) {
     for (std::size_t b = 0; b < list.size(); b += bs) {
+      if (stopping()) return false;
       const std::vector<std::vector<std::int32_t>> batch(list.begin() + static_cast<std::ptrdiff_t>(b),
                                                          list.begin() + static_cast<std::ptrdiff_t>(std::min(list.size(), b + bs)));
       GenerateOptions o = go;
@@ -166,11 +185,13 @@ Json run_point(const BenchPoint& point, const std::string& config_file, const Lo
       for (const GenerateResult& g : r.sequences) {
         timings->samples.push_back({g.prompt_tokens, static_cast<std::int64_t>(g.ids.size()), g.ttft_ms, g.e2e_ms});
       }
+      if (run->executor) device_timeline.add(run->executor->stats());
     }
+    return true;
   };
 
   if (!warmup.empty()) log("warm-up: " + std::to_string(warmup.size()) + " sample(s), not measured");
-  run_all(warmup, nullptr);
+  if (!run_all(warmup, nullptr)) throw Interrupted("interrupted during the warm-up, before any sample was measured");
 
   const ExecStats before = run->executor ? run->executor->stats() : ExecStats{};
   SourceOptions so = source_options_from(device_options_from_env());
@@ -186,9 +207,12 @@ Json run_point(const BenchPoint& point, const std::string& config_file, const Lo
   const std::string timestamp = utc_timestamp();
   RunTimings timings;
   const auto t0 = std::chrono::steady_clock::now();
-  run_all(measured, &timings);
+  if (run->executor) device_timeline.start(run->executor->stats());
+  const bool complete = run_all(measured, &timings);
   timings.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const MonitorSummary summary = session.stop();
+  if (!complete && timings.samples.empty()) throw Interrupted("interrupted before any sample was measured");
+  if (!complete) log("interrupted: keeping the " + std::to_string(timings.samples.size()) + " sample(s) measured so far");
 
   std::int64_t output_tokens = 0;
   for (const SampleTiming& s : timings.samples) output_tokens += s.output_tokens;
@@ -204,6 +228,8 @@ Json run_point(const BenchPoint& point, const std::string& config_file, const Lo
   }
   result["config"]["device_ids"] = used;
   result["sweep_point"] = point.sweep_point;
+  result["status"] = complete ? "ok" : "interrupted";
+  result["interrupted"] = !complete;
   result["throughput"] = throughput_json(timings);
   result["latency"] = latency_json(timings);
   result["energy"] = energy_json(summary, output_tokens);
@@ -225,6 +251,7 @@ Json run_point(const BenchPoint& point, const std::string& config_file, const Lo
   }
   result["requests"] = requests;
   result["timeline"] = timeline_json(session.samples());
+  result["device_timeline"] = device_timeline.to_json();
   return result;
 }
 

@@ -41,17 +41,54 @@ std::string fmt(std::optional<double> v, const char* f = "%.3f") {
 
 }  // namespace
 
+std::vector<std::string> distinct_labels(const std::vector<std::string>& files) {
+  namespace fs = std::filesystem;
+  std::vector<std::vector<std::string>> parts;  // components of each absolute path, last first
+  for (const std::string& f : files) {
+    std::error_code ec;
+    fs::path p = fs::weakly_canonical(fs::absolute(f), ec);
+    if (ec) p = fs::absolute(f).lexically_normal();
+    std::vector<std::string> c;
+    for (const fs::path& e : p) {
+      if (!e.empty() && e != "/") c.push_back(e.string());
+    }
+    parts.emplace_back(c.rbegin(), c.rend());
+  }
+  auto suffix = [&](std::size_t i, std::size_t k) {
+    std::string s;
+    for (std::size_t n = std::min(k, parts[i].size()); n-- > 0;) s += parts[i][n] + (n ? "/" : "");
+    return s;
+  };
+  std::vector<std::string> labels;
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    std::size_t k = 1;
+    for (bool clash = true; clash && k < parts[i].size();) {
+      clash = false;
+      for (std::size_t j = 0; j < files.size() && !clash; ++j) {
+        clash = j != i && parts[j] != parts[i] && suffix(j, k) == suffix(i, k);
+      }
+      if (clash) ++k;
+    }
+    labels.push_back(suffix(i, k));
+  }
+  return labels;
+}
+
 std::vector<CompareColumn> load_compare_inputs(const std::vector<std::string>& files) {
   std::vector<CompareColumn> cols;
-  for (const std::string& f : files) {
+  const std::vector<std::string> labels = distinct_labels(files);
+  for (std::size_t f_index = 0; f_index < files.size(); ++f_index) {
+    const std::string& f = files[f_index];
     if (!std::filesystem::is_regular_file(f)) throw InputError(f + ": no such result file");
     const Json j = read_json_file(f);
-    const std::string label = std::filesystem::path(f).filename().string();
+    const std::string& label = labels[f_index];
     if (is_result(j)) {
       cols.push_back({label, j});
-    } else if (j.is_object() && j.contains("runs") && j["runs"].is_array() && !j["runs"].empty() &&
-               std::all_of(j["runs"].begin(), j["runs"].end(), is_result)) {
-      for (std::size_t i = 0; i < j["runs"].size(); ++i) cols.push_back({label + "#" + std::to_string(i), j["runs"][i]});
+    } else if (j.is_object() && j.contains("runs") && j["runs"].is_array() &&
+               std::any_of(j["runs"].begin(), j["runs"].end(), is_result)) {
+      for (std::size_t i = 0; i < j["runs"].size(); ++i) {
+        if (is_result(j["runs"][i])) cols.push_back({label + "#" + std::to_string(i), j["runs"][i]});
+      }
     } else {
       throw InputError(f + ": not a plexus bench result (no \"throughput\" and \"latency\", and no \"runs\" of results)");
     }

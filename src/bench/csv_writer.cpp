@@ -5,13 +5,15 @@
 #include <filesystem>
 #include <fstream>
 
+#include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/mmap_file.h"
 
 namespace plexus::bench {
 
 namespace {
 
-const char* const kExcluded[] = {"timeline", "requests", "plan_device_map", "plan_placement", "config_scenario_prompts",
+const char* const kExcluded[] = {"timeline", "device_timeline", "requests", "plan_device_map", "plan_placement", "config_scenario_prompts",
                                  "config_scenario_prompts_ids"};
 
 std::string scalar_text(const Json& v) {
@@ -74,36 +76,60 @@ std::string read_csv_header(const std::string& path) {
   return line;
 }
 
-CsvWritten write_csv(const std::string& path, const std::vector<FlatRow>& rows) {
-  namespace fs = std::filesystem;
-  std::vector<std::string> columns;
+const std::vector<std::string> kLeadingColumns = {
+    "name",
+    "throughput_tokens_per_s", "throughput_total_tokens_per_s", "throughput_samples_per_s",
+    "latency_ttft_ms_p50", "latency_ttft_ms_p90", "latency_ttft_ms_p99",
+    "latency_tpot_ms_p50", "latency_tpot_ms_p90", "latency_tpot_ms_p99",
+    "latency_e2e_ms_p50", "latency_e2e_ms_p90", "latency_e2e_ms_p99",
+    "energy_total_j", "energy_j_per_token", "config_device_ids",
+    "status", "error"};
+
+std::vector<std::string> csv_columns(const std::vector<FlatRow>& rows) {
+  std::vector<std::string> columns = kLeadingColumns;
   for (const FlatRow& r : rows) {
     for (const auto& [k, v] : r) {
       if (std::find(columns.begin(), columns.end(), k) == columns.end()) columns.push_back(k);
     }
   }
+  return columns;
+}
+
+const std::optional<std::string>& CsvReport::original(const std::string& path) {
+  auto it = originals_.find(path);
+  if (it == originals_.end()) {
+    std::optional<std::string> text;
+    if (std::filesystem::exists(path)) text = read_text_file_or_empty(path);
+    it = originals_.emplace(path, std::move(text)).first;
+  }
+  return it->second;
+}
+
+CsvWritten CsvReport::write(const std::vector<FlatRow>& rows) {
+  namespace fs = std::filesystem;
+  const std::vector<std::string> columns = csv_columns(rows);
   const std::string header = header_line(columns);
   CsvWritten w;
-  w.path = path;
-  const fs::path p(path);
-  for (int n = 2; fs::exists(w.path) && fs::file_size(w.path) > 0 && read_csv_header(w.path) != header; ++n) {
+  w.path = path_;
+  const fs::path p(path_);
+  for (int n = 2;; ++n) {
+    const std::optional<std::string>& old = original(w.path);
+    if (!old || old->empty() || old->substr(0, old->find('\n')) == header) break;
+    if (n > 1000) throw RuntimeError(path_ + ": no free file name for CSV rows with these columns");
     w.path = (p.parent_path() / (p.stem().string() + "-" + std::to_string(n) + p.extension().string())).string();
     w.diverted = true;
-    if (n > 1000) throw RuntimeError(path + ": no free file name for CSV rows with these columns");
   }
-  w.appended = fs::exists(w.path) && fs::file_size(w.path) > 0;
-  bool needs_newline = false;
-  if (w.appended) {
-    std::ifstream in(w.path, std::ios::binary);
-    in.seekg(-1, std::ios::end);
-    char last = '\n';
-    in.get(last);
-    needs_newline = last != '\n';
+  if (!written_.empty() && written_ != w.path) {  // the columns changed: undo the earlier file
+    const std::optional<std::string>& old = original(written_);
+    if (old) write_file_atomically(written_, *old);
+    else std::filesystem::remove(written_);
+    written_.clear();
   }
-  std::ofstream out(w.path, std::ios::app | std::ios::binary);
-  if (!out) throw RuntimeError(w.path + ": cannot write the CSV file");
-  if (needs_newline) out << "\n";
-  if (!w.appended) out << header << "\n";
+  const std::optional<std::string>& old = original(w.path);
+  w.appended = old && !old->empty();
+  std::string text = old.value_or("");
+  if (!text.empty() && text.back() != '\n') text += "\n";
+  if (text.empty()) text = header + "\n";
   for (const FlatRow& r : rows) {
     std::string line;
     for (std::size_t i = 0; i < columns.size(); ++i) {
@@ -116,11 +142,14 @@ CsvWritten write_csv(const std::string& path, const std::vector<FlatRow>& rows) 
       }
       line += (i ? "," : "") + csv_cell(cell);
     }
-    out << line << "\n";
+    text += line + "\n";
     ++w.rows;
   }
-  if (!out) throw RuntimeError(w.path + ": writing the CSV file failed");
+  write_file_atomically(w.path, text);
+  written_ = w.path;
   return w;
 }
+
+CsvWritten write_csv(const std::string& path, const std::vector<FlatRow>& rows) { return CsvReport(path).write(rows); }
 
 }  // namespace plexus::bench

@@ -119,7 +119,7 @@ std::string timeline_charts(const Json& r) {
   if (!tl.is_object() || !tl.contains("t_s")) return "<p>No monitor samples.</p>";
   std::vector<double> t;
   for (const Json& v : tl["t_s"]) t.push_back(v.is_number() ? v.get<double>() : 0.0);
-  std::vector<Series> util, power;
+  std::vector<Series> util, power, memory;
   for (auto it = tl["devices"].begin(); it != tl["devices"].end(); ++it) {
     auto read = [&](const char* key) {
       Series s{it.key(), {}};
@@ -132,6 +132,7 @@ std::string timeline_charts(const Json& r) {
     };
     if (auto s = read("utilization_percent")) util.push_back(*s);
     if (auto s = read("power_w")) power.push_back(*s);
+    if (auto s = read("memory_used_mb")) memory.push_back(*s);
   }
   std::string out = line_chart("Utilisation per device", "%", t, util, 100.0);
   if (power.empty()) {
@@ -139,7 +140,97 @@ std::string timeline_charts(const Json& r) {
   } else {
     out += line_chart("Power per device", "W", t, power);
   }
+  if (!memory.empty()) out += line_chart("Memory used per device (monitor)", "MiB", t, memory);
   return out;
+}
+
+// The executor's per-device counters after every batch: busy fraction and memory in use over the
+// measured part (virtual devices and GPUs alike; the monitor cannot see virtual devices).
+std::string device_timeline_charts(const Json& r) {
+  const Json& dt = r.value("device_timeline", Json());
+  if (!dt.is_object() || !dt.contains("t_s") || !dt.contains("devices")) return "";
+  std::vector<double> t;
+  for (const Json& v : dt["t_s"]) t.push_back(v.is_number() ? v.get<double>() : 0.0);
+  std::vector<Series> busy, memory;
+  for (auto it = dt["devices"].begin(); it != dt["devices"].end(); ++it) {
+    auto read = [&](const char* key, double scale) {
+      Series s{it.key(), {}};
+      for (const Json& v : it.value().value(key, Json::array())) {
+        s.values.push_back(v.is_number() ? std::optional<double>(v.get<double>() * scale) : std::nullopt);
+      }
+      return s;
+    };
+    busy.push_back(read("busy_fraction", 100.0));
+    memory.push_back(read("memory_in_use_mb", 1.0));
+  }
+  if (busy.empty()) return "";
+  return line_chart("Busy time per device (share of each interval, executor)", "% busy", t, busy, 100.0) +
+         line_chart("Memory in use per device (executor)", "MiB", t, memory);
+}
+
+// Counts of `values` in equal-width bins from the smallest to the largest, as vertical bars.
+std::string histogram(const std::string& title, const std::string& unit, const std::vector<double>& values) {
+  if (values.empty()) return "";
+  const int bins = std::clamp(static_cast<int>(std::ceil(std::sqrt(static_cast<double>(values.size())))), 1, 20);
+  double lo = *std::min_element(values.begin(), values.end()), hi = *std::max_element(values.begin(), values.end());
+  if (hi - lo < 1e-9) lo = std::max(0.0, lo - 0.5), hi = lo + 1.0;  // all equal: one bar in the middle
+  const double width = (hi - lo) / bins;
+  std::vector<int> count(static_cast<std::size_t>(bins), 0);
+  for (double v : values) ++count[static_cast<std::size_t>(std::clamp(static_cast<int>((v - lo) / width), 0, bins - 1))];
+  const int cmax = *std::max_element(count.begin(), count.end());
+  const double w = 640, h = 200, l = 50, top = 28, bottom = 36, pw = w - l - 20, ph = h - top - bottom;
+  std::string svg = "<svg role=\"img\" width=\"" + num(w, 0) + "\" height=\"" + num(h, 0) + "\" viewBox=\"0 0 " + num(w, 0) + " " +
+                    num(h, 0) + "\"><title>" + html_escape(title) + "</title>";
+  svg += "<text x=\"" + num(l, 0) + "\" y=\"16\" class=\"ct\">" + html_escape(title) + " (" + std::to_string(values.size()) +
+         " requests)</text>";
+  const double bw = pw / bins;
+  for (int b = 0; b < bins; ++b) {
+    const int c = count[static_cast<std::size_t>(b)];
+    const double bh = ph * c / std::max(1, cmax);
+    svg += "<rect x=\"" + num(l + bw * b + 1) + "\" y=\"" + num(top + ph - bh) + "\" width=\"" + num(std::max(1.0, bw - 2)) +
+           "\" height=\"" + num(bh) + "\" fill=\"" + kColors[0] + "\"><title>" + num(lo + width * b, 2) + "–" +
+           num(lo + width * (b + 1), 2) + " " + html_escape(unit) + ": " + std::to_string(c) + "</title></rect>";
+  }
+  for (int k = 0; k <= 4; ++k) {
+    svg += "<text x=\"" + num(l + pw * k / 4.0) + "\" y=\"" + num(top + ph + 16) + "\" class=\"xl\">" + num(lo + (hi - lo) * k / 4.0, 1) +
+           "</text>";
+  }
+  svg += "<text x=\"" + num(l - 6) + "\" y=\"" + num(top + 4) + "\" class=\"yl\">" + std::to_string(cmax) + "</text>";
+  svg += "<text x=\"" + num(l - 6) + "\" y=\"" + num(top + ph + 4) + "\" class=\"yl\">0</text>";
+  svg += "<text x=\"" + num(l + pw / 2) + "\" y=\"" + num(h - 4) + "\" class=\"xl\">" + html_escape(unit) + " (requests per bin)</text>";
+  return svg + "</svg>";
+}
+
+std::string latency_histograms(const Json& r) {
+  const Json& reqs = r.value("requests", Json::array());
+  std::vector<double> e2e, ttft;
+  for (const Json& q : reqs) {
+    if (q.contains("e2e_ms") && q["e2e_ms"].is_number()) e2e.push_back(q["e2e_ms"].get<double>());
+    if (q.contains("ttft_ms") && q["ttft_ms"].is_number()) ttft.push_back(q["ttft_ms"].get<double>());
+  }
+  return histogram("End-to-end latency per request", "ms", e2e) + histogram("Time to first token per request", "ms", ttft);
+}
+
+// The scenario as configured: what a reader needs to know to compare runs.
+std::string scenario_line(const Json& r) {
+  const Json& c = r.value("config", Json::object());
+  const Json& sc = c.value("scenario", Json::object());
+  const Json& be = c.value("backend", Json::object());
+  auto text = [](const Json& v) { return v.is_null() ? std::string("n/a") : v.is_string() ? v.get<std::string>() : v.dump(); };
+  std::string devices = "one engine on the host";
+  const Json ids = c.value("device_ids", Json::array());
+  if (ids.is_array() && !ids.empty()) {
+    devices.clear();
+    for (const Json& d : ids) devices += (devices.empty() ? "" : ",") + text(d);
+  }
+  const Json& ex = r.value("execution", Json::object());
+  const Json threads = ex.contains("threads") ? ex["threads"] : be.value("threads", Json(nullptr));
+  return "<p class=\"scenario\">batch size <b>" + html_escape(text(sc.value("batch_size", Json(nullptr)))) + "</b>, samples <b>" +
+         html_escape(text(r.contains("throughput") ? r["throughput"].value("samples", Json(nullptr)) : sc.value("num_samples", Json(nullptr)))) +
+         "</b>, new tokens <b>" + html_escape(text(sc.value("max_new_tokens", Json(nullptr)))) + "</b>, warm-up <b>" +
+         html_escape(text(sc.value("warmup_samples", Json(nullptr)))) + "</b>, strategy <b>" +
+         html_escape(text(be.value("device_map", Json(nullptr)))) + "</b>, dtype <b>" + html_escape(text(be.value("dtype", Json(nullptr)))) +
+         "</b>, threads <b>" + html_escape(text(threads)) + "</b>, devices <b>" + html_escape(devices) + "</b></p>";
 }
 
 std::string plan_table(const Json& r) {
@@ -186,13 +277,15 @@ std::string html_escape(const std::string& text) {
   return out;
 }
 
-std::string html_report(const std::string& name, const std::vector<Json>& results, const Json& sweep) {
+std::string html_report(const std::string& name, const std::vector<Json>& results, const Json& sweep, std::size_t points,
+                        bool interrupted) {
   std::string h = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>plexus bench: " + html_escape(name) +
                   "</title>\n<style>body{font-family:system-ui,sans-serif;margin:2em;color:#222;max-width:1100px}"
                   "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}"
                   "th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}.ct{font-size:13px;font-weight:bold}"
                   ".yl{font-size:10px;text-anchor:end}.xl{font-size:10px;text-anchor:middle}.lg{font-size:11px}"
-                  ".grid{stroke:#e5e5e5}.note{color:#666}code{background:#f3f3f3}svg{display:block;margin:0.5em 0}</style>"
+                  ".grid{stroke:#e5e5e5}.note{color:#666}code{background:#f3f3f3}svg{display:block;margin:0.5em 0}"
+                  ".warn{background:#fff3cd;padding:0.5em}.failed{color:#b00}</style>"
                   "</head><body>\n<h1>plexus bench: " + html_escape(name) + "</h1>\n";
   if (!results.empty()) {
     const Json& env = results.front().value("environment", Json::object());
@@ -201,15 +294,23 @@ std::string html_report(const std::string& name, const std::vector<Json>& result
          " " + html_escape(env.value("plexus_commit", std::string())) + "; model <code>" +
          html_escape(results.front()["config"].value("model", std::string())) + "</code></p>\n";
   }
-  h += "<h2>Summary</h2><table><tr><th>run</th><th>output tok/s</th><th>total tok/s</th><th>samples/s</th><th>TTFT p50 ms</th>"
-       "<th>TTFT p99 ms</th><th>TPOT p50 ms</th><th>E2E p50 ms</th><th>E2E p99 ms</th><th>energy J</th><th>J/token</th>"
-       "<th>energy method</th></tr>\n";
+  std::size_t failed = 0;
+  for (const Json& r : results) failed += r.value("status", std::string("ok")) == "failed";
+  const std::size_t planned = points ? points : results.size();
+  if (interrupted || failed > 0 || planned > results.size()) {
+    h += "<p class=\"warn\">" + std::to_string(results.size()) + " of " + std::to_string(planned) + " run(s) recorded" +
+         (failed ? ", " + std::to_string(failed) + " failed" : std::string()) + (interrupted ? "; interrupted (SIGINT/SIGTERM)" : "") +
+         (!interrupted && planned > results.size() ? "; in progress" : "") + ".</p>\n";
+  }
+  h += "<h2>Summary</h2><table><tr><th>run</th><th>status</th><th>output tok/s</th><th>total tok/s</th><th>samples/s</th>"
+       "<th>TTFT p50 ms</th><th>TTFT p99 ms</th><th>TPOT p50 ms</th><th>TPOT p99 ms</th><th>E2E p50 ms</th><th>E2E p99 ms</th>"
+       "<th>energy J</th><th>J/token</th><th>energy method</th></tr>\n";
   for (std::size_t i = 0; i < results.size(); ++i) {
     const Json& r = results[i];
-    h += "<tr><td>" + html_escape(point_label(r, i)) + "</td><td>" + cell(r, "throughput.tokens_per_s") + "</td><td>" +
-         cell(r, "throughput.total_tokens_per_s") + "</td><td>" + cell(r, "throughput.samples_per_s", 2) + "</td><td>" +
-         cell(r, "latency.ttft_ms.p50") + "</td><td>" + cell(r, "latency.ttft_ms.p99") + "</td><td>" + cell(r, "latency.tpot_ms.p50") +
-         "</td><td>" + cell(r, "latency.e2e_ms.p50") + "</td><td>" + cell(r, "latency.e2e_ms.p99") + "</td><td>" +
+    h += "<tr><td>" + html_escape(point_label(r, i)) + "</td><td>" + html_escape(r.value("status", std::string("ok"))) + "</td><td>" +
+         cell(r, "throughput.tokens_per_s") + "</td><td>" + cell(r, "throughput.total_tokens_per_s") + "</td><td>" +
+         cell(r, "throughput.samples_per_s", 2) + "</td><td>" + cell(r, "latency.ttft_ms.p50") + "</td><td>" + cell(r, "latency.ttft_ms.p99") +
+         "</td><td>" + cell(r, "latency.tpot_ms.p50") + "</td><td>" + cell(r, "latency.tpot_ms.p99", 2) + "</td><td>" + cell(r, "latency.e2e_ms.p50") + "</td><td>" + cell(r, "latency.e2e_ms.p99") + "</td><td>" +
          cell(r, "energy.total_j", 2) + "</td><td>" + cell(r, "energy.j_per_token", 4) + "</td><td>" +
          html_escape(r.value("energy", Json::object()).value("method", std::string("unavailable"))) + "</td></tr>\n";
   }
@@ -228,7 +329,14 @@ std::string html_report(const std::string& name, const std::vector<Json>& result
   }
   for (std::size_t i = 0; i < results.size(); ++i) {
     const Json& r = results[i];
-    h += "<h2>Run " + html_escape(point_label(r, i)) + "</h2>\n" + timeline_charts(r) + "\n<h3>Plan and devices</h3>" + plan_table(r) + "\n";
+    h += "<h2>Run " + html_escape(point_label(r, i)) + "</h2>\n" + scenario_line(r) + "\n";
+    if (r.contains("error") && r["error"].is_string()) {
+      h += "<p class=\"failed\">" + html_escape(r.value("status", std::string("failed"))) + ": " + html_escape(r["error"].get<std::string>()) + "</p>\n";
+    }
+    if (!r.contains("throughput")) continue;  // nothing measured
+    if (r.value("interrupted", false)) h += "<p class=\"warn\">Interrupted: the figures cover the samples measured before the signal.</p>\n";
+    h += timeline_charts(r) + device_timeline_charts(r) + "\n<h3>Latency</h3>" + latency_histograms(r) +
+         "\n<h3>Plan and devices</h3>" + plan_table(r) + "\n";
     const Json& gpus = r.value("gpu_stats", Json::object());
     if (gpus.is_object() && !gpus.empty()) {
       h += "<table><tr><th>GPU</th><th>name</th><th>util %</th><th>memory MiB</th><th>memory %</th><th>temp °C</th><th>power W</th></tr>";

@@ -5,7 +5,9 @@
 #include <filesystem>
 #include <memory>
 
+#include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/mmap_file.h"
 #include "tokenizer/tokenizer.h"
 
 namespace plexus {
@@ -23,15 +25,20 @@ std::int64_t make_model_with_tokenizer(const std::string& out, MakeModelOptions 
       throw InputError("--vocab " + std::to_string(o.vocab_size) + " is smaller than the tokenizer's " + std::to_string(tv) + " tokens");
     }
   }
-  const std::int64_t n = write_random_model(out, o);
-  if (tok) {
+  if (tok) {  // the tokenizer first: config.json, written last, marks a finished model
     namespace fs = std::filesystem;
+    std::error_code ec;
+    fs::create_directories(out, ec);
+    if (ec) throw RuntimeError("cannot create directory '" + out + "': " + ec.message());
     const fs::path src = fs::is_directory(tok_dir) ? fs::path(tok_dir) : fs::path(tok_dir).parent_path();
+    // Copied atomically: an interrupt or a full disk leaves either the whole file or none.
+    auto copy = [](const fs::path& from, const fs::path& to) { write_file_atomically(to.string(), read_text_file_or_empty(from.string())); };
     for (const char* f : {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"}) {
-      if (fs::exists(src / f)) fs::copy_file(src / f, fs::path(out) / f, fs::copy_options::overwrite_existing);
+      if (fs::exists(src / f)) copy(src / f, fs::path(out) / f);
     }
-    if (!fs::is_directory(tok_dir)) fs::copy_file(tok_dir, fs::path(out) / "tokenizer.json", fs::copy_options::overwrite_existing);
+    if (!fs::is_directory(tok_dir)) copy(tok_dir, fs::path(out) / "tokenizer.json");
   }
+  const std::int64_t n = write_random_model(out, o);
   return n;
 }
 

@@ -1,6 +1,8 @@
 // `plexus bench CONFIG.yaml`: run a benchmark described in YAML (one run, or a sweep grid) and
 // write JSON, CSV and HTML reports; `plexus bench compare A.json B.json ...` puts results side by side.
+#include <csignal>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -9,6 +11,7 @@
 #include "bench/config_loader.h"
 #include "bench/report_files.h"
 #include "cli/commands.h"
+#include "cli/interrupt_guard.h"
 #include "core/args.h"
 #include "core/error.h"
 
@@ -92,32 +95,70 @@ int cmd_bench(int argc, char** argv) {
             "Run the benchmark a YAML file describes: model, backend (devices, device map, budgets), scenario\n"
             "(prompts, samples, batch size, new tokens, warm-up), monitor and outputs; with `sweep`, one run per\n"
             "point of the grid. Measures throughput, latency percentiles (ttft, tpot, e2e), energy and per-device\n"
-            "statistics, and writes DIR/NAME.json, DIR/NAME.csv (one row per run, appended) and DIR/NAME.html.");
+            "statistics, and writes DIR/NAME.json, DIR/NAME.csv (one row per run, appended) and DIR/NAME.html,\n"
+            "each rewritten atomically as soon as a run ends. A failing sweep point is recorded as failed and the\n"
+            "sweep goes on (exit 1 at the end); SIGINT/SIGTERM keep what is complete, marked interrupted (exit 130).");
   args.positional("CONFIG.yaml", "the benchmark configuration (schema: docs/benchmarks.md)")
       .option("--output-dir", "DIR", "where reports go (overrides output.dir; default bench-results)")
       .option("--set", "KEY=VALUE", "override a key, e.g. --set scenario.batch_size=4 or --set backend.device_ids=[0,1] (repeatable)")
       .flag("--quiet", "no progress lines on stderr");
   args.epilog("`plexus bench compare A.json B.json ...` compares results. See docs/benchmarks.md.");
   if (!args.parse(argc, argv)) return 0;
+  // From here on SIGINT / SIGTERM only set a flag: the runs stop at the next batch and what is
+  // complete is written.
+  const InterruptGuard guard;
   const std::string file = args.get("CONFIG.yaml");
   const bench::LoadedConfig loaded = bench::load_bench_config(file, args.get_all("--set"));
   const bool quiet = args.get_flag("--quiet");
   const bench::BenchConfig& first = loaded.points.front().config;
-  const std::string dir = args.get_optional("--output-dir").value_or(first.output.dir);
+  const std::optional<std::string> dir_flag = args.get_optional("--output-dir");
+  const std::string dir = dir_flag.value_or(first.output.dir);
   const std::size_t n = loaded.points.size();
+  // Before anything is measured: a directory that cannot take the reports fails now, not after the run.
+  bench::ReportWriter reports(dir, first.name, first.output.formats, loaded.sweep, n,
+                              dir_flag ? std::string("--output-dir") : file + ": output.dir");
   std::printf("bench %s: %zu run%s of %s\n", first.name.c_str(), n, n == 1 ? "" : "s", first.model.c_str());
   std::fflush(stdout);
 
-  std::vector<Json> results;
-  for (std::size_t i = 0; i < n; ++i) {
+  std::size_t failed = 0;
+  bool interrupted = false;
+  for (std::size_t i = 0; i < n && !interrupted; ++i) {
     const bench::BenchPoint& p = loaded.points[i];
     auto log = [&](const std::string& line) {
       if (!quiet) std::fprintf(stderr, "[%zu/%zu]%s %s\n", i + 1, n, describe_point(p.sweep_point).c_str(), line.c_str());
     };
-    results.push_back(bench::run_point(p, file, log));
-    print_summary(results.back(), i, n);
+    if (InterruptGuard::requested()) {
+      interrupted = true;
+      break;
+    }
+    Json result;
+    try {
+      result = bench::run_point(p, file, log, [] { return InterruptGuard::requested(); });
+    } catch (const Interrupted& e) {
+      result = bench::unmeasured_point(p, "interrupted", e.what());
+    } catch (const InputError& e) {
+      if (n == 1) throw;  // a configuration error of a single run: nothing ran, nothing to record
+      result = bench::unmeasured_point(p, "failed", e.what());
+    } catch (const std::exception& e) {
+      result = bench::unmeasured_point(p, "failed", e.what());
+      if (n == 1) {
+        reports.add(result);
+        throw;
+      }
+    }
+    const std::string status = bench::result_status(result);
+    if (status == "failed") {
+      ++failed;
+      std::fprintf(stderr, "[%zu/%zu]%s failed: %s\n", i + 1, n, describe_point(p.sweep_point).c_str(),
+                   result["error"].get<std::string>().c_str());
+    } else if (result.contains("throughput")) {
+      print_summary(result, i, n);
+    }
+    reports.add(std::move(result));  // written now: a later failure or signal cannot lose it
+    interrupted = status == "interrupted" || InterruptGuard::requested();
   }
-  const bench::WrittenReports w = bench::write_reports(dir, first.name, first.output.formats, results, loaded.sweep);
+  if (interrupted) reports.mark_interrupted();
+  const bench::WrittenReports& w = reports.written();
   for (const std::string& j : w.json) std::printf("wrote %s\n", j.c_str());
   if (!w.csv.empty()) {
     std::printf("wrote %s (%s %d row%s)\n", w.csv.c_str(), w.csv_appended ? "appended" : "new file,", w.csv_rows,
@@ -128,6 +169,16 @@ int cmd_bench(int argc, char** argv) {
     }
   }
   if (!w.html.empty()) std::printf("HTML report: %s\n", w.html.c_str());
+  std::fflush(stdout);
+  if (interrupted) {
+    std::fprintf(stderr, "plexus bench: interrupted by %s: kept the %zu run(s) recorded (marked \"interrupted\": true)\n",
+                 InterruptGuard::signal_number() == SIGTERM ? "SIGTERM" : "SIGINT", reports.results().size());
+    return static_cast<int>(ExitCode::kInterrupted);
+  }
+  if (failed > 0) {
+    std::fprintf(stderr, "plexus bench: %zu of %zu run(s) failed (recorded with \"status\": \"failed\" and their error)\n", failed, n);
+    return 1;
+  }
   return 0;
 }
 

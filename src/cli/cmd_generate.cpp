@@ -1,8 +1,10 @@
 // `plexus generate`: continue a prompt, printing text (or ids) as it comes, or JSON at the end.
 #include <cstdio>
+#include <optional>
 
 #include "cli/commands.h"
 #include "cli/generation_options.h"
+#include "cli/interrupt_guard.h"
 #include "cli/model_options.h"
 #include "core/error.h"
 #include "model/token_id.h"
@@ -38,7 +40,7 @@ class TextStreamer {
 
 // --batch N: every sequence's ids (and text), then the totals. `monitor` is set for --json.
 int print_batch(const ModelRun& run, const BatchGenerateResult& r, const Tokenizer* tok, MonitorSession* monitor,
-                bool verbose) {
+                bool verbose, bool interrupted) {
   if (monitor) {
     Json seqs = Json::array();
     for (const GenerateResult& g : r.sequences) {
@@ -52,7 +54,8 @@ int print_batch(const ModelRun& run, const BatchGenerateResult& r, const Tokeniz
               {"prefill_tokens_per_s", r.prefill_tokens_per_s},
               {"decode_tokens_per_s", r.decode_tokens_per_s},
               {"threads", run.threads},
-              {"isa", run.isa}};
+              {"isa", run.isa},
+              {"interrupted", interrupted}};
     if (run.executor) j["execution"] = exec_stats_to_json(run.executor->stats());
     j["monitor"] = to_json(monitor->stop());
     std::printf("%s\n", j.dump(-1, ' ', false, Json::error_handler_t::replace).c_str());
@@ -99,6 +102,10 @@ int cmd_generate(int argc, char** argv) {
   if (args.has("--prompt") == args.has("--ids")) throw InputError("give exactly one of --prompt TEXT or --ids LIST");
   GenerateOptions o = generation_options(args);
 
+  // With --json, SIGINT / SIGTERM end the generation early and the JSON of what was generated
+  // is still printed, with "interrupted": true (exit 130).
+  std::optional<InterruptGuard> guard;
+  if (args.get_flag("--json")) guard.emplace();
   const std::unique_ptr<ModelRun> run = open_model_run(args, dir);
   Runner& runner = *run->runner;
   const bool verbose = args.get_flag("--verbose");
@@ -120,19 +127,35 @@ int cmd_generate(int argc, char** argv) {
   }
   if (batch > 1) {
     const BatchGenerateResult br = generate_batch(runner, std::vector(static_cast<std::size_t>(batch), prompt), o);
-    return print_batch(*run, br, tok.get(), monitor.get(), verbose);
+    const bool interrupted = json && InterruptGuard::requested();  // --batch stops only after the batch
+    const int code = print_batch(*run, br, tok.get(), monitor.get(), verbose, interrupted);
+    return interrupted ? static_cast<int>(ExitCode::kInterrupted) : code;
   }
   std::unique_ptr<TextStreamer> streamer;
   if (!json && tok) streamer = std::make_unique<TextStreamer>(*tok);
-  const GenerateResult r = generate(runner, prompt, o, [&](std::int32_t id) {
-    if (json) return;
-    if (streamer) {
-      streamer->push(id);
-    } else {
-      std::printf("%d ", id);
-      std::fflush(stdout);
-    }
-  });
+  struct Stop {};  // thrown from the token callback to end an interrupted --json generation
+  std::vector<std::int32_t> so_far;
+  GenerateResult r;
+  try {
+    r = generate(runner, prompt, o, [&](std::int32_t id) {
+      if (json) {
+        so_far.push_back(id);
+        if (InterruptGuard::requested()) throw Stop{};
+        return;
+      }
+      if (streamer) {
+        streamer->push(id);
+      } else {
+        std::printf("%d ", id);
+        std::fflush(stdout);
+      }
+    });
+  } catch (const Stop&) {
+    r.ids = so_far;
+    r.prompt_tokens = static_cast<std::int64_t>(prompt.size());
+    r.finish_reason = "interrupted";
+  }
+  const bool interrupted = json && InterruptGuard::requested();
   if (json) {
     Json j = {{"ids", r.ids},
               {"prompt_tokens", r.prompt_tokens},
@@ -142,11 +165,13 @@ int cmd_generate(int argc, char** argv) {
               {"decode_tokens_per_s", r.decode_tokens_per_s},
               {"ttft_ms", r.ttft_ms},
               {"threads", run->threads},
-              {"isa", run->isa}};
+              {"isa", run->isa},
+              {"interrupted", interrupted}};
     if (tok) j["text"] = tok->decode(r.ids);
     if (run->executor) j["execution"] = exec_stats_to_json(run->executor->stats());
     j["monitor"] = to_json(monitor->stop());
     std::printf("%s\n", j.dump(-1, ' ', false, Json::error_handler_t::replace).c_str());
+    if (interrupted) return static_cast<int>(ExitCode::kInterrupted);
   } else {
     std::printf("\n");
     std::fflush(stdout);

@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "cli/commands.h"
+#include "cli/interrupt_guard.h"
 #include "core/args.h"
 #include "core/error.h"
 #include "core/mmap_file.h"
@@ -57,6 +58,9 @@ int cmd_make_model(int argc, char** argv) {
   }
 
   const std::string tok_dir = args.has("--tokenizer") ? args.get("--tokenizer") : std::string();
+  // SIGINT / SIGTERM stop between tensors: complete files stay, no temporary file is left (exit 130).
+  const InterruptGuard guard;
+  o.stop_requested = [] { return InterruptGuard::requested(); };
   const std::int64_t n = make_model_with_tokenizer(out, o, tok_dir);
   std::printf("wrote %s: %s %s %s, %.1fM parameters, seed %llu%s\n", out.c_str(), o.preset.c_str(), arch.c_str(),
               dt.c_str(), static_cast<double>(n) / 1e6, static_cast<unsigned long long>(o.seed),

@@ -1,6 +1,5 @@
 // `plexus monitor`: a live per-device table (like `nvidia-smi dmon`) until --duration ends or
 // Ctrl-C, then the session summary (text, or JSON with --json); --csv streams every sample.
-#include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -10,6 +9,7 @@
 
 #include "backend/device_options.h"
 #include "cli/commands.h"
+#include "cli/interrupt_guard.h"
 #include "core/args.h"
 #include "core/error.h"
 #include "monitor/monitor_session.h"
@@ -17,10 +17,6 @@
 namespace plexus::cli {
 
 namespace {
-
-// Set by SIGINT/SIGTERM; a signal handler can reach nothing else.
-volatile sig_atomic_t g_interrupted = 0;
-void on_signal(int) { g_interrupted = 1; }
 
 std::string num(const std::optional<double>& v, const char* format = "%.1f") {
   if (!v) return "n/a";
@@ -115,15 +111,10 @@ int cmd_monitor(int argc, char** argv) {
   }
   const bool json = args.get_flag("--json");
 
-  g_interrupted = 0;
-  struct sigaction action = {};
-  action.sa_handler = on_signal;
-  sigemptyset(&action.sa_mask);
-  struct sigaction old_int = {}, old_term = {};
-  sigaction(SIGINT, &action, &old_int);
-  sigaction(SIGTERM, &action, &old_term);
-
+  const InterruptGuard guard;
   MonitorSession session(make_sources(sources));
+  // A signal, or a CSV that can no longer be written, ends the session.
+  auto stopping = [&] { return InterruptGuard::requested() || session.csv_error().has_value(); };
   session.start(options);
   // ROCm missing on an NVIDIA machine (or the reverse) is normal: say so only when no GPU source opened.
   if (!json && session.unavailable().size() >= 2) {
@@ -137,7 +128,7 @@ int cmd_monitor(int argc, char** argv) {
   if (live) {
     if (auto sample = session.latest()) lines = draw(*sample, options.interval_ms, lines);
   }
-  while (!g_interrupted) {
+  while (!stopping()) {
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     if (duration && elapsed >= *duration) break;
     auto wait = std::chrono::duration<double>(refresh);
@@ -145,23 +136,29 @@ int cmd_monitor(int argc, char** argv) {
     // Sleep in short steps so Ctrl-C answers quickly.
     const auto until =
         std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(wait);
-    while (!g_interrupted && std::chrono::steady_clock::now() < until)
+    while (!stopping() && std::chrono::steady_clock::now() < until)
       std::this_thread::sleep_until(std::min(until, std::chrono::steady_clock::now() + std::chrono::milliseconds(20)));
     if (live) {
       if (auto sample = session.latest()) lines = draw(*sample, options.interval_ms, lines);
     }
   }
   const MonitorSummary summary = session.stop();
-  sigaction(SIGINT, &old_int, nullptr);
-  sigaction(SIGTERM, &old_term, nullptr);
+  const bool interrupted = InterruptGuard::requested();
+  const std::optional<std::string> csv_error = session.csv_error();
   if (json) {
     Json j = to_json(summary);
     j["unavailable_sources"] = session.unavailable();
+    j["interrupted"] = interrupted;
+    if (csv_error) j["csv_error"] = *csv_error;
     std::printf("%s\n", j.dump(2).c_str());
   } else {
     print_summary(summary);
   }
-  return 0;
+  std::fflush(stdout);
+  if (csv_error) throw RuntimeError(*csv_error);
+  // Ctrl-C (or SIGTERM) is how a run without --duration ends: the summary is complete, and the
+  // exit status says the run was stopped by a signal, as a shell reports it.
+  return interrupted ? static_cast<int>(ExitCode::kInterrupted) : 0;
 }
 
 }  // namespace plexus::cli

@@ -1,11 +1,12 @@
-// Errors people can act on, and the exit code each kind maps to (0 ok, 1 runtime, 2 bad input).
+// Errors people can act on, and the exit code each kind maps to (0 ok, 1 runtime, 2 bad input,
+// 130 interrupted).
 #pragma once
 #include <stdexcept>
 #include <string>
 
 namespace plexus {
 
-enum class ExitCode : int { kOk = 0, kRuntime = 1, kBadInput = 2 };
+enum class ExitCode : int { kOk = 0, kRuntime = 1, kBadInput = 2, kInterrupted = 130 };
 
 // Base of every error plexus reports to a person: the message says what failed, with which
 // value, and what to do.
@@ -28,6 +29,13 @@ class InputError : public Error {
 class RuntimeError : public Error {
  public:
   explicit RuntimeError(const std::string& message) : Error(ExitCode::kRuntime, message) {}
+};
+
+// SIGINT or SIGTERM ended the work early (exit 130, as a shell reports Ctrl-C); what was complete
+// has been kept.
+class Interrupted : public Error {
+ public:
+  explicit Interrupted(const std::string& message) : Error(ExitCode::kInterrupted, message) {}
 };
 
 }  // namespace plexus

@@ -7,8 +7,8 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 
+#include "core/atomic_file.h"
 #include "core/error.h"
 #include "model/module_tree.h"
 
@@ -77,9 +77,15 @@ std::string shard_name(int k, int n) {
   return buf;
 }
 
+void check_stop(const MakeModelOptions& o, const std::string& out_dir) {
+  if (o.stop_requested && o.stop_requested()) {
+    throw Interrupted("interrupted while writing the model in '" + out_dir + "'; no temporary file was left, run again to make it");
+  }
+}
+
 // Writes one safetensors file to `path` via a temporary file, so a crash leaves no half file.
 void write_safetensors(const std::string& path, const std::vector<std::pair<const ParamInfo*, std::string>>& tensors,
-                       DType t) {
+                       DType t, const MakeModelOptions& o) {
   Json header = Json::object();
   std::uint64_t off = 0;
   for (const auto& [p, bytes] : tensors) {
@@ -89,19 +95,17 @@ void write_safetensors(const std::string& path, const std::vector<std::pair<cons
   header["__metadata__"] = {{"format", "pt"}};
   std::string h = header.dump();
   while (h.size() % 8 != 0) h.push_back(' ');
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw RuntimeError("cannot write '" + tmp + "'");
-    const std::uint64_t n = h.size();
-    unsigned char len[8];
-    for (int i = 0; i < 8; ++i) len[i] = static_cast<unsigned char>(n >> (8 * i));
-    out.write(reinterpret_cast<const char*>(len), 8);
-    out.write(h.data(), static_cast<std::streamsize>(h.size()));
-    for (const auto& [p, bytes] : tensors) out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (!out) throw RuntimeError("failed writing '" + tmp + "' (disk full?)");
+  AtomicFile out(path);  // removed unless committed: an error or an interrupt leaves nothing behind
+  const std::uint64_t n = h.size();
+  char len[8];
+  for (int i = 0; i < 8; ++i) len[i] = static_cast<char>(static_cast<unsigned char>(n >> (8 * i)));
+  out.write(std::string_view(len, 8));
+  out.write(h);
+  for (const auto& [p, bytes] : tensors) {
+    check_stop(o, path);
+    out.write(bytes);
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw RuntimeError("cannot rename '" + tmp + "' to '" + path + "'");
+  out.commit();
 }
 
 }  // namespace
@@ -169,6 +173,7 @@ std::int64_t write_random_model(const std::string& out_dir, const MakeModelOptio
   std::int64_t n_params = 0;
   for (const ParamInfo& p : tree.params()) {
     if (p.tied_to) continue;
+    check_stop(o, out_dir);
     const bool is_norm = p.shape.size() == 1 && p.name.find("norm") != std::string::npos;
     std::string bytes;
     bytes.reserve(static_cast<std::size_t>(p.numel()) * dtype_size(o.dtype));
@@ -180,7 +185,7 @@ std::int64_t write_random_model(const std::string& out_dir, const MakeModelOptio
     tensors.emplace_back(&p, std::move(bytes));
   }
   if (o.shards == 1) {
-    write_safetensors(out_dir + "/model.safetensors", tensors, o.dtype);
+    write_safetensors(out_dir + "/model.safetensors", tensors, o.dtype, o);
   } else {
     // Contiguous groups of tensors, about equal in bytes.
     std::uint64_t total = 0;
@@ -196,14 +201,13 @@ std::int64_t write_random_model(const std::string& out_dir, const MakeModelOptio
         weight_map[tensors[i].first->name] = shard_name(k, o.shards);
         part.push_back(std::move(tensors[i++]));
       }
-      write_safetensors(out_dir + "/" + shard_name(k, o.shards), part, o.dtype);
+      write_safetensors(out_dir + "/" + shard_name(k, o.shards), part, o.dtype, o);
     }
     const Json index = {{"metadata", {{"total_size", total}}}, {"weight_map", weight_map}};
-    std::ofstream(out_dir + "/model.safetensors.index.json") << index.dump(2) << "\n";
+    write_file_atomically(out_dir + "/model.safetensors.index.json", index.dump(2) + "\n");
   }
-  std::ofstream cfg(out_dir + "/config.json");
-  cfg << config_to_json(config, o.dtype).dump(2) << "\n";
-  if (!cfg) throw RuntimeError("cannot write '" + out_dir + "/config.json'");
+  check_stop(o, out_dir);
+  write_file_atomically(out_dir + "/config.json", config_to_json(config, o.dtype).dump(2) + "\n");
   return n_params;
 }
 

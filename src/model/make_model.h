@@ -2,6 +2,7 @@
 // and benchmarks, since no pretrained weights can be downloaded here.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -20,12 +21,16 @@ struct MakeModelOptions {
   int shards = 1;                // >1 writes model-0000k-of-0000n.safetensors + index
   std::optional<std::int64_t> bos_token_id;  // default 1
   std::optional<std::int64_t> eos_token_id;  // default 2
+  // Polled between tensors: true stops with Interrupted (files already complete stay, no
+  // temporary file is left). Empty: never.
+  std::function<bool()> stop_requested;
 };
 
 // The config a preset describes (throws InputError for an unknown preset).
 ModelConfig preset_config(const std::string& preset, Arch arch, std::int64_t vocab_size);
 
-// Writes OUT_DIR/config.json and the weights; returns the number of parameters.
+// Writes OUT_DIR/config.json and the weights, each file atomically (core/atomic_file.h), the
+// config last; returns the number of parameters. RuntimeError naming the file on a write error.
 std::int64_t write_random_model(const std::string& out_dir, const MakeModelOptions& options);
 
 // config.json text of a config (the fields Hugging Face reads for these architectures).

@@ -42,9 +42,15 @@ Sample MonitorSession::take_sample() {
 }
 
 void MonitorSession::record(Sample sample) {
-  if (csv_) csv_->write(sample);
+  const bool csv_failed = csv_ && !csv_->write(sample);
   std::lock_guard<std::mutex> lock(mutex_);
+  if (csv_failed && !csv_error_) csv_error_ = csv_->error();
   samples_.push_back(std::move(sample));
+}
+
+std::optional<std::string> MonitorSession::csv_error() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return csv_error_;
 }
 
 void MonitorSession::start(const MonitorOptions& options) {
@@ -57,6 +63,7 @@ void MonitorSession::start(const MonitorOptions& options) {
   open_.clear();
   unavailable_.clear();
   samples_.clear();
+  csv_error_.reset();
   idle_.clear();
   for (auto& source : sources_) {
     std::string why;

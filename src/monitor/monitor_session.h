@@ -59,6 +59,8 @@ class MonitorSession {
   std::optional<Sample> latest() const;
   // Every sample so far (a copy), e.g. for custom reports after stop().
   std::vector<Sample> samples() const;
+  // Set once writing the CSV failed (the sampling goes on; the CSV keeps its complete rows).
+  std::optional<std::string> csv_error() const;
   // "nvml: libnvidia-ml.so.1: cannot open shared object file" per source that could not open.
   const std::vector<std::string>& unavailable() const { return unavailable_; }
 
@@ -73,6 +75,7 @@ class MonitorSession {
   MonitorOptions options_;
   IdleBaseline idle_;
   std::unique_ptr<SampleCsv> csv_;
+  std::optional<std::string> csv_error_;  // guarded by mutex_
   std::chrono::steady_clock::time_point t0_;
 
   mutable std::mutex mutex_;

@@ -1,7 +1,12 @@
 // `plexus bench` as a process on a tiny model: 4 virtual devices end to end (JSON keys, CSV rows
 // appended, HTML), GPU statistics through the fake NVML, sweeps, compare, model_make, bad configs.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <stdlib.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
 
 #include <filesystem>
 #include <fstream>
@@ -10,6 +15,7 @@
 #include "bench/csv_writer.h"
 #include "core/json.h"
 #include "core/mmap_file.h"
+#include "durability_util.h"
 #include "test_util.h"
 
 namespace plexus {
@@ -108,8 +114,18 @@ TEST_F(BenchCli, FourVirtualDevicesEndToEnd) {
     EXPECT_NE(header.find(col), std::string::npos) << col;
   }
   EXPECT_NE(csv.find("\"0,1,2,3\""), std::string::npos);
+  EXPECT_EQ(j.value("status", ""), "ok");
+  EXPECT_EQ(j.value("interrupted", true), false);
+  ASSERT_TRUE(j.contains("device_timeline") && j["device_timeline"].is_object());
+  EXPECT_EQ(j["device_timeline"]["t_s"].size(), 3u);  // the start and after each of the 2 batches
+  EXPECT_TRUE(j["device_timeline"]["devices"].contains("virtual:3")) << j["device_timeline"].dump();
+  EXPECT_EQ(header.rfind("name,throughput_tokens_per_s,", 0), 0u) << header;
   const std::string html = read_text_file_or_empty(out() + "/tour.html");
   EXPECT_NE(html.find("<svg"), std::string::npos);
+  for (const char* s : {"batch size <b>2</b>", "devices <b>0,1,2,3</b>", "Busy time per device", "Memory in use per device",
+                        "End-to-end latency per request", "TPOT p99 ms"}) {
+    EXPECT_NE(html.find(s), std::string::npos) << s;
+  }
   EXPECT_EQ(html.find("http://"), std::string::npos);
   EXPECT_EQ(html.find("https://"), std::string::npos);
 
@@ -240,15 +256,98 @@ TEST_F(BenchCli, BadConfigsExitTwoNamingFileLineAndKey) {
       {"model: " + model_ + "\nscenario: {prompts: [a}\n", "bad.yaml:2: YAML syntax error"},
   };
   for (const auto& c : cases) {
-    const auto r = run_plexus("bench " + shell_quote(config("bad.yaml", c.yaml)));
+    const auto r = run_plexus("bench " + shell_quote(config("bad.yaml", c.yaml)) + " --output-dir " + shell_quote(out()));
     EXPECT_EQ(r.exit_code, 2) << c.yaml << r.err;
     EXPECT_NE(r.err.find(c.expected), std::string::npos) << r.err << "expected: " << c.expected;
   }
   const std::string good = config("good.yaml", "model: " + model_ + "\nscenario: {prompts: [a]}\n");
-  const auto s = run_plexus("bench " + shell_quote(good) + " --set backend.virtual_devise=2");
+  const auto s = run_plexus("bench " + shell_quote(good) + " --output-dir " + shell_quote(out()) + " --set backend.virtual_devise=2");
   EXPECT_EQ(s.exit_code, 2);
   EXPECT_NE(s.err.find("--set backend.virtual_devise: unknown key (did you mean 'backend.virtual_devices'?)"), std::string::npos) << s.err;
   EXPECT_EQ(run_plexus("bench " + shell_quote(work_ / "missing.yaml")).exit_code, 2);
+}
+
+TEST_F(BenchCli, AFailingSweepPointIsRecordedAndTheSweepGoesOn) {
+  // The second point asks for more tokens than the context holds: it fails at run time.
+  const std::string cfg = config("fp.yaml", "name: fp\nmodel: " + model_ +
+                                                "\nscenario: {prompts_ids: [[1, 415]], max_new_tokens: 2, warmup_samples: 0}\n"
+                                                "sweep:\n  scenario.max_new_tokens: [2, 5000, 3]\n"
+                                                "output: {dir: " + out() + "}\n");
+  const auto r = run_plexus("bench " + shell_quote(cfg) + " --quiet");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("1 of 3 run(s) failed"), std::string::npos) << r.err;
+  const Json s = read_json_file(out() + "/fp.json");
+  ASSERT_TRUE(s.contains("runs") && s.contains("failed") && s.contains("completed")) << s.dump();
+  ASSERT_EQ(s["runs"].size(), 3u);
+  EXPECT_EQ(s["failed"], 1);
+  EXPECT_EQ(s["completed"], 2);
+  EXPECT_EQ(s["runs"][0]["status"], "ok");
+  EXPECT_EQ(s["runs"][1]["status"], "failed");
+  EXPECT_NE(s["runs"][1]["error"].get<std::string>().find("exceeds the model's context"), std::string::npos);
+  EXPECT_EQ(s["runs"][2]["throughput"]["output_tokens"], 3);  // the point after the failure ran
+  EXPECT_EQ(read_json_file(out() + "/fp-1.json")["status"], "failed");
+  const std::string csv = read_text_file_or_empty(out() + "/fp.csv");
+  EXPECT_EQ(lines(csv), 4);
+  EXPECT_NE(csv.find(",failed,"), std::string::npos);
+  EXPECT_NE(csv.find("exceeds the model's context"), std::string::npos);
+  EXPECT_TRUE(testing::report_file_problems(out()).empty());
+}
+
+TEST_F(BenchCli, AnUnwritableOutputDirFailsBeforeMeasuring) {
+  // Root writes through permission bits, so there the read-only directory is a read-only tmpfs;
+  // anyone else gets a directory without write permission.
+  std::unique_ptr<testing::TmpfsMount> ro;
+  std::string parent = work_ / "ro";
+  if (::geteuid() == 0) {
+    ro = std::make_unique<testing::TmpfsMount>(parent, 1 << 20, /*read_only=*/true);
+    if (!ro->mounted()) GTEST_SKIP() << ro->why();
+  } else {
+    fs::create_directories(parent);
+    fs::permissions(parent, fs::perms::owner_read | fs::perms::owner_exec);
+  }
+  const std::string cfg = config("ro.yaml", "name: ro\nmodel: " + model_ +
+                                                "\nscenario: {prompts_ids: [[1, 415]], num_samples: 2, max_new_tokens: 2}\n");
+  const auto r = run_plexus("bench " + shell_quote(cfg) + " --output-dir " + shell_quote(parent + "/results"));
+  if (!ro) fs::permissions(parent, fs::perms::owner_all);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--output-dir '" + parent + "/results'"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("measuring"), std::string::npos) << r.err;  // nothing was measured first
+  EXPECT_EQ(r.out.find("output tok/s"), std::string::npos) << r.out;
+}
+
+TEST_F(BenchCli, SigintKeepsTheFinishedPointsMarkedInterrupted) {
+  const std::string cfg = config("int.yaml", "name: int\nmodel: " + model_ +
+                                                 "\nscenario: {prompts_ids: [[1, 415, 5565]], num_samples: 6, max_new_tokens: 24, warmup_samples: 0}\n"
+                                                 "sweep:\n  scenario.seed: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20]\n"
+                                                 "output: {dir: " + out() + "}\n");
+  const pid_t pid = testing::spawn_plexus({"bench", cfg, "--quiet"}, work_ / "int.out", work_ / "int.err");
+  ASSERT_GT(pid, 0);
+  // Each point's JSON appears as soon as that point ends: wait for the second one, then interrupt.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!fs::exists(out() + "/int-1.json") && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  const bool appeared = fs::exists(out() + "/int-1.json");
+  ::kill(pid, SIGINT);
+  const int code = testing::wait_exit(pid);
+  ASSERT_TRUE(appeared) << "no per-point JSON while the sweep ran";
+  const std::string err = read_text_file_or_empty(work_ / "int.err");
+  if (code == 0) GTEST_SKIP() << "the sweep ended before the signal";
+  EXPECT_EQ(code, 130) << err;
+  const Json s = read_json_file(out() + "/int.json");
+  ASSERT_TRUE(s.contains("interrupted") && s.contains("points") && s.contains("runs")) << s.dump();
+  EXPECT_EQ(s["interrupted"], true);
+  EXPECT_EQ(s["points"], 20);
+  ASSERT_GE(s["runs"].size(), 2u);
+  ASSERT_LT(s["runs"].size(), 20u);
+  EXPECT_EQ(s["runs"][0]["status"], "ok");
+  EXPECT_EQ(s["runs"][0]["interrupted"], false);
+  for (std::size_t i = 0; i + 1 < s["runs"].size(); ++i) EXPECT_EQ(s["runs"][i]["status"], "ok") << i;
+  // The run the signal ended (if it had begun) keeps what it measured, marked interrupted.
+  EXPECT_EQ(s["runs"].back()["interrupted"], s["runs"].back()["status"] == "interrupted");
+  EXPECT_EQ(lines(read_text_file_or_empty(out() + "/int.csv")), static_cast<int>(s["runs"].size()) + 1);
+  EXPECT_NE(read_text_file_or_empty(out() + "/int.html").find("interrupted"), std::string::npos);
+  EXPECT_TRUE(testing::report_file_problems(out()).empty());
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // clear errors for files that are missing or not results.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 
 #include "bench/compare.h"
@@ -52,6 +53,28 @@ TEST(Compare, SweepSummaryGivesOneColumnPerRun) {
   const auto cols = load_compare_inputs({write(d, "s.json", summary), write(d, "b.json", result(4, 4))});
   ASSERT_EQ(cols.size(), 3u);
   EXPECT_EQ(cols[1].label, "s.json#1");
+}
+
+TEST(Compare, SameFileNamesInDifferentDirectoriesGetDistinctLabels) {
+  testing::TempDir d("bench-compare");
+  std::filesystem::create_directories(d / "a");
+  std::filesystem::create_directories(d / "b");
+  const auto cols = load_compare_inputs({write(d, "a/demo.json", result(1, 1)), write(d, "b/demo.json", result(2, 2))});
+  ASSERT_EQ(cols.size(), 2u);
+  EXPECT_EQ(cols[0].label, "a/demo.json");
+  EXPECT_EQ(cols[1].label, "b/demo.json");
+  EXPECT_EQ(distinct_labels({"x/run/demo.json", "y/run/demo.json", "z/other.json"}),
+            (std::vector<std::string>{"x/run/demo.json", "y/run/demo.json", "other.json"}));
+  EXPECT_EQ(distinct_labels({"a.json", "b.json"}), (std::vector<std::string>{"a.json", "b.json"}));
+}
+
+TEST(Compare, FailedPointsOfASweepAreLeftOut) {
+  testing::TempDir d("bench-compare");
+  const Json failed = {{"name", "s"}, {"status", "failed"}, {"error", "boom"}};
+  const Json summary = {{"name", "s"}, {"runs", {result(1, 1), failed, result(3, 3)}}};
+  const auto cols = load_compare_inputs({write(d, "s.json", summary), write(d, "b.json", result(4, 4))});
+  ASSERT_EQ(cols.size(), 3u);
+  EXPECT_EQ(cols[1].label, "s.json#2");  // numbered as in the sweep
 }
 
 TEST(Compare, BadInputsAreInputErrors) {

@@ -2,6 +2,8 @@
 // diverting (never corrupting) when the columns differ.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -99,6 +101,55 @@ TEST(CsvWriter, RowsWithDifferentKeysShareTheUnionOfColumns) {
   EXPECT_EQ(w.rows, 2);
   const std::string header = read_csv_header(w.path);
   EXPECT_NE(header.find("extra"), std::string::npos);
+}
+
+TEST(CsvWriter, TheComparedColumnsComeFirst) {
+  testing::TempDir dir("bench-csv");
+  const CsvWritten w = write_csv(dir / "o.csv", {flatten_result(result(1))});
+  const std::string header = read_csv_header(w.path);
+  EXPECT_EQ(header.rfind("name,throughput_tokens_per_s,throughput_total_tokens_per_s,throughput_samples_per_s,"
+                         "latency_ttft_ms_p50,latency_ttft_ms_p90,latency_ttft_ms_p99,latency_tpot_ms_p50,latency_tpot_ms_p90,"
+                         "latency_tpot_ms_p99,latency_e2e_ms_p50,latency_e2e_ms_p90,latency_e2e_ms_p99,energy_total_j,"
+                         "energy_j_per_token,config_device_ids,status,error,",
+                         0),
+            0u)
+      << header;
+  EXPECT_NE(header.find("gpu_stats_gpu_0_utilization_percent"), std::string::npos);  // the rest after them
+  std::istringstream lines(slurp(w.path));
+  std::string line;
+  std::getline(lines, line);
+  std::getline(lines, line);
+  EXPECT_EQ(line.rfind("r,1.0,,,12.5,,,,,,,,,,,\"0,1\",", 0), 0u) << line;
+}
+
+TEST(CsvWriter, AReportRewrittenAsRowsGrowKeepsOldRowsAndUndoesADivertedFile) {
+  testing::TempDir dir("bench-csv");
+  const std::string path = dir / "g.csv";
+  write_csv(path, {flatten_result(result(1))});
+  const std::string before = slurp(path);
+  CsvReport report(path);
+  std::vector<FlatRow> rows = {flatten_result(result(2))};
+  EXPECT_TRUE(report.write(rows).appended);
+  rows.push_back(flatten_result(result(3)));
+  const CsvWritten two = report.write(rows);
+  EXPECT_EQ(two.path, path);
+  EXPECT_EQ(two.rows, 2);
+  const std::string after = slurp(path);
+  EXPECT_EQ(after.rfind(before, 0), 0u);  // the old rows, untouched, then this run's two
+  EXPECT_EQ(std::count(after.begin(), after.end(), '\n'), 4);
+  // A third row with new columns: all three go to g-2.csv and g.csv is as it was.
+  Json other = result(4);
+  other["extra"] = 1;
+  rows.push_back(flatten_result(other));
+  const CsvWritten three = report.write(rows);
+  EXPECT_TRUE(three.diverted);
+  EXPECT_EQ(three.path, dir / "g-2.csv");
+  EXPECT_EQ(slurp(path), before);
+  const std::string diverted = slurp(three.path);
+  EXPECT_EQ(std::count(diverted.begin(), diverted.end(), '\n'), 4);
+  for (const auto& e : std::filesystem::directory_iterator(dir.path())) {
+    EXPECT_EQ(e.path().filename().string().find(".tmp"), std::string::npos) << e.path();
+  }
 }
 
 }  // namespace

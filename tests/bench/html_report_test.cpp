@@ -61,5 +61,36 @@ TEST(HtmlReport, WithoutPowerSaysSoInsteadOfDrawingZeros) {
   EXPECT_NE(h.find("No power readings"), std::string::npos);
 }
 
+TEST(HtmlReport, EchoesTheScenarioAndPlotsDevicesAndLatency) {
+  Json r = run(100, Json::object());
+  r["config"]["scenario"] = {{"batch_size", 4}, {"num_samples", 8}, {"max_new_tokens", 16}, {"warmup_samples", 1}};
+  r["config"]["backend"] = {{"device_map", "stages"}, {"dtype", "bf16"}, {"threads", 3}};
+  r["config"]["device_ids"] = {0, 1};
+  r["throughput"]["samples"] = 8;
+  r["latency"]["tpot_ms"]["p99"] = 7.25;
+  r["requests"] = Json::array();
+  for (int i = 0; i < 8; ++i) r["requests"].push_back({{"ttft_ms", 1.0 + i}, {"e2e_ms", 10.0 + i}});
+  r["timeline"]["devices"]["gpu_0"]["memory_used_mb"] = {1000, 1200, 1100};
+  r["device_timeline"] = {{"t_s", {0.0, 0.5, 1.0}},
+                          {"devices", {{"virtual:0", {{"busy_fraction", {nullptr, 0.5, 0.75}}, {"memory_in_use_mb", {10, 20, 15}}}},
+                                       {"virtual:1", {{"busy_fraction", {nullptr, 0.25, 0.5}}, {"memory_in_use_mb", {12, 22, 17}}}}}}};
+  const std::string h = html_report("scn", {r}, nullptr);
+  for (const char* s : {"batch size <b>4</b>", "samples <b>8</b>", "new tokens <b>16</b>", "strategy <b>stages</b>",
+                        "threads <b>3</b>", "devices <b>0,1</b>", "TPOT p99 ms", "7.25", "Busy time per device",
+                        "Memory in use per device", "Memory used per device", "End-to-end latency per request",
+                        "Time to first token per request", "virtual:1"}) {
+    EXPECT_NE(h.find(s), std::string::npos) << s;
+  }
+}
+
+TEST(HtmlReport, FailedAndInterruptedRunsAreShownWithTheirError) {
+  const Json failed = {{"name", "f"}, {"status", "failed"}, {"error", "context <too> small"}, {"sweep_point", {{"scenario.batch_size", 2}}},
+                       {"config", {{"model", "m"}}}};
+  const std::string h = html_report("f", {run(100, {{"scenario.batch_size", 1}}), failed}, {{"scenario.batch_size", {1, 2, 4}}}, 3, true);
+  EXPECT_NE(h.find("2 of 3 run(s) recorded, 1 failed; interrupted"), std::string::npos);
+  EXPECT_NE(h.find("failed: context &lt;too&gt; small"), std::string::npos);
+  EXPECT_NE(h.rfind("</html>"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace plexus::bench

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "core/json.h"
+#include "durability_util.h"
 
 extern char** environ;
 
@@ -78,6 +79,7 @@ TEST(MonitorCli, DurationJsonSummary) {
   EXPECT_DOUBLE_EQ(j["aggregate"]["total_avg_utilization"].get<double>(), 50.0);
   EXPECT_TRUE(j["aggregate"]["any_gpu_active"].get<bool>());
   EXPECT_EQ(j["host"]["index"], "cpu");
+  EXPECT_EQ(j.value("interrupted", true), false);
   std::ifstream in(csv);
   std::string header;
   std::getline(in, header);
@@ -90,10 +92,34 @@ TEST(MonitorCli, CtrlCEndsCleanlyWithTheSummary) {
   std::remove(csv.c_str());
   const Result r = run(FAKE_NVML_MINIMAL_LIBRARY, {"--interval-ms", "20", "--json", "--csv", csv}, csv);
   std::remove(csv.c_str());
-  ASSERT_EQ(r.code, 0) << r.out;
+  ASSERT_EQ(r.code, 130) << r.out;  // stopped by a signal, as a shell reports Ctrl-C
   const Json j = Json::parse(r.out);
+  EXPECT_EQ(j.value("interrupted", false), true);
   EXPECT_GE(j["samples"].get<int>(), 2);
   EXPECT_EQ(j["devices"][1]["energy_method"], "power-integration");
+}
+
+TEST(MonitorCli, ACsvOnAFullDiskExitsOneKeepingOnlyCompleteRows) {
+  const std::string dir = ::testing::TempDir() + "/plexus_monitor_full_" + std::to_string(::getpid());
+  testing::TmpfsMount disk(dir, 16 * 1024);
+  if (!disk.mounted()) GTEST_SKIP() << disk.why();
+  const std::string csv = dir + "/samples.csv";
+  // Three devices every millisecond fill 16 KiB in well under a second; --duration is the backstop.
+  const Result r = run(FAKE_NVML_LIBRARY, {"--duration", "20", "--interval-ms", "1", "--json", "--csv", csv});
+  EXPECT_EQ(r.code, 1) << r.out;
+  const Json j = Json::parse(r.out);  // the summary is still printed
+  EXPECT_NE(j.value("csv_error", std::string()).find(csv), std::string::npos) << r.out;
+  EXPECT_LT(j["duration_s"].get<double>(), 15.0);  // the write error ended the session
+  EXPECT_TRUE(testing::report_file_problems(dir).empty());
+  std::ifstream in(csv);
+  std::string header, line;
+  std::getline(in, header);
+  int rows = 0;
+  while (std::getline(in, line)) {
+    ++rows;
+    EXPECT_EQ(testing::csv_cells(line).size(), testing::csv_cells(header).size()) << "row " << rows << ": " << line;
+  }
+  EXPECT_GT(rows, 3);
 }
 
 TEST(MonitorCli, BadUsage) {

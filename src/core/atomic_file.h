@@ -1,0 +1,46 @@
+// Files that appear whole or not at all: written to a temporary name in the same directory,
+// flushed to disk (fsync) and renamed into place; a failure removes the temporary file.
+#pragma once
+#include <string>
+#include <string_view>
+
+namespace plexus {
+
+// One file being written. Nothing appears under `path` until commit(); destroying an uncommitted
+// AtomicFile (an error, an interrupt unwinding) removes the temporary file.
+class AtomicFile {
+ public:
+  // Creates PATH's temporary sibling (".NAME.tmp-PID-N"); RuntimeError naming `path` on failure.
+  explicit AtomicFile(std::string path);
+  ~AtomicFile();
+  AtomicFile(const AtomicFile&) = delete;
+  AtomicFile& operator=(const AtomicFile&) = delete;
+
+  // RuntimeError naming `path` (and saying "disk full" for ENOSPC) when the bytes cannot be written.
+  void write(std::string_view bytes);
+  // fsync, close and rename onto `path` (replacing an older file atomically).
+  void commit();
+
+  const std::string& path() const { return path_; }
+  const std::string& temp_path() const { return temp_; }
+
+ private:
+  [[noreturn]] void fail(const std::string& what, int err);
+  std::string path_, temp_;
+  int fd_ = -1;
+  bool committed_ = false;
+};
+
+// The whole of `text` as `path`, atomically (see AtomicFile).
+void write_file_atomically(const std::string& path, std::string_view text);
+
+// True for names AtomicFile uses for its temporary files (".NAME.tmp-...").
+bool is_atomic_temp_name(const std::string& file_name);
+
+// Makes `dir` (and parents) and proves it writable by creating and removing a probe file, so a
+// run finds a bad output directory before it measures anything. InputError naming `dir` and
+// `what` (e.g. "--output-dir") when it cannot be created or written; RuntimeError when its disk
+// is full.
+void ensure_writable_dir(const std::string& dir, const std::string& what);
+
+}  // namespace plexus

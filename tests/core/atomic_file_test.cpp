@@ -1,0 +1,96 @@
+// Atomic report files: whole or absent, no temporary file left on success or failure, and the
+// writable-directory probe that runs before anything is measured.
+#include "core/atomic_file.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "core/error.h"
+
+namespace plexus {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string fresh_dir(const std::string& tag) {
+  const fs::path d = fs::path(::testing::TempDir()) / ("plexus-atomic-" + tag + "-" + std::to_string(::getpid()));
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d.string();
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::vector<std::string> names(const std::string& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : fs::directory_iterator(dir)) out.push_back(e.path().filename().string());
+  return out;
+}
+
+TEST(AtomicFile, ReplacesTheFileWholeAndLeavesNoTemporary) {
+  const std::string dir = fresh_dir("replace");
+  const std::string path = dir + "/r.json";
+  std::ofstream(path) << "old";
+  write_file_atomically(path, "{\"new\": true}\n");
+  EXPECT_EQ(slurp(path), "{\"new\": true}\n");
+  EXPECT_EQ(names(dir), std::vector<std::string>{"r.json"});
+  fs::remove_all(dir);
+}
+
+TEST(AtomicFile, UncommittedWritesLeaveTheOldFileAndNoTemporary) {
+  const std::string dir = fresh_dir("abandon");
+  const std::string path = dir + "/r.csv";
+  std::ofstream(path) << "a,b\n1,2\n";
+  {
+    AtomicFile f(path);
+    f.write("a,b\n1,2\n3,");  // e.g. an exception or a signal before commit()
+    EXPECT_TRUE(is_atomic_temp_name(fs::path(f.temp_path()).filename().string()));
+    EXPECT_TRUE(fs::exists(f.temp_path()));
+  }
+  EXPECT_EQ(slurp(path), "a,b\n1,2\n");
+  EXPECT_EQ(names(dir), std::vector<std::string>{"r.csv"});
+  fs::remove_all(dir);
+}
+
+TEST(AtomicFile, UnwritableDirectoryNamesThePath) {
+  const std::string dir = fresh_dir("missing");
+  try {
+    write_file_atomically(dir + "/no/such/dir/r.json", "{}");
+    FAIL() << "expected RuntimeError";
+  } catch (const RuntimeError& e) {
+    EXPECT_NE(std::string(e.what()).find(dir + "/no/such/dir/r.json"), std::string::npos) << e.what();
+  }
+  fs::remove_all(dir);
+}
+
+TEST(EnsureWritableDir, CreatesParentsAndLeavesNoProbe) {
+  const std::string dir = fresh_dir("probe");
+  ensure_writable_dir(dir + "/a/b", "--output-dir");
+  EXPECT_TRUE(fs::is_directory(dir + "/a/b"));
+  EXPECT_TRUE(names(dir + "/a/b").empty());
+  fs::remove_all(dir);
+}
+
+TEST(EnsureWritableDir, APathUnderAFileIsBadInputNamingIt) {
+  const std::string dir = fresh_dir("file");
+  std::ofstream(dir + "/file") << "x";
+  try {
+    ensure_writable_dir(dir + "/file/out", "--output-dir");
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("--output-dir '" + dir + "/file/out'"), std::string::npos) << e.what();
+  }
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace plexus
