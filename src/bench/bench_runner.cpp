@@ -88,10 +88,11 @@ bool ensure_model(const BenchConfig& c, const std::string& config_file, const Lo
   if (!parse_dtype(m.dtype, &o.dtype)) throw InputError(config_file + ": model_make.dtype: unknown dtype '" + m.dtype + "'");
   o.seed = m.seed;
   o.stop_requested = stop;
-  std::string tokenizer = m.tokenizer;
-  if (!tokenizer.empty() && !fs::exists(tokenizer)) {
-    log("model_make.tokenizer '" + tokenizer + "' not found: making the model without a tokenizer");
-    tokenizer.clear();
+  const std::string& tokenizer = m.tokenizer;
+  if (!tokenizer.empty() && !fs::exists(tokenizer)) {  // never a demo model quietly made without one
+    throw InputError(where_in_file(c, config_file, "model_make.tokenizer") + "model_make.tokenizer: '" + tokenizer +
+                     "' not found (a directory with tokenizer.json, or the file; relative paths are from the current "
+                     "directory). Leave the key out to make a model without a tokenizer");
   }
   log("making the model in " + c.model + " (" + m.preset + " " + m.arch + " " + m.dtype + ", random weights, seed " +
       std::to_string(m.seed) + (tokenizer.empty() ? "" : ", tokenizer " + tokenizer) + ")");

@@ -218,6 +218,18 @@ TEST_F(BenchCli, ModelMakeMakesAMissingModelAndOutputDirWins) {
   EXPECT_EQ(j["config"]["model_make"]["preset"], "tiny");
 }
 
+// A tokenizer named in model_make that is not there is bad input (the demo model is never made
+// without one, quietly); nothing is made.
+TEST_F(BenchCli, ModelMakeWithAMissingTokenizerIsRefused) {
+  const std::string made = work_ / "made";
+  const std::string cfg = config("mk.yaml", "name: mk\nmodel: " + made + "\nmodel_make:\n  preset: tiny\n  tokenizer: /no/such/tokenizer\n"
+                                                "scenario: {prompts_ids: [[1, 2, 3]], max_new_tokens: 2}\n");
+  const auto r = run_plexus("bench " + shell_quote(cfg) + " --output-dir " + shell_quote(out()));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("mk.yaml:5: model_make.tokenizer: '/no/such/tokenizer' not found"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(made));
+}
+
 TEST_F(BenchCli, DatasetAndDeviceMapFile) {
   const std::string data = work_ / "prompts.jsonl";
   std::ofstream(data) << "{\"prompt\": \"Hello world\"}\n\n{\"ids\": [1, 415, 5565]}\n";
