@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/units.h"
 #include "planner/budgets.h"
+#include "runtime/sampler.h"
 
 namespace plexus::bench {
 
@@ -267,13 +268,13 @@ void read_scenario(const Reader& r, const YAML::Node& n, ScenarioConfig& s) {
     } else if (k == "batch_size") {
       s.batch_size = r.integer(v, p, 1, 256);
     } else if (k == "max_new_tokens") {
-      s.max_new_tokens = r.integer(v, p, 1, 1000000);
+      s.max_new_tokens = r.integer(v, p, 1, kMaxNewTokens);
     } else if (k == "warmup_samples") {
       s.warmup_samples = r.integer(v, p, 0, 1000000);
     } else if (k == "seed") {
       s.seed = static_cast<std::uint64_t>(r.integer(v, p, 0, (1LL << 62)));
     } else if (k == "temperature") {
-      s.temperature = r.number(v, p, 0, 100);
+      s.temperature = r.number(v, p, 0, kMaxTemperature);
     } else if (k == "ignore_eos") {
       s.ignore_eos = r.boolean(v, p);
     }

@@ -105,6 +105,7 @@ std::shared_ptr<Runner> open_runner(const Args& args, const std::string& dir, co
 
 // Rank 0 of an MPI run, or the single process: reads the input, owns the output.
 int coordinate(const Args& args, const std::string& dir, const batch::FaultInjection& faults, const batch::MpiWorld* world) {
+  run_inputs_from(args);  // every run flag checked before any work, even when nothing is left to run
   const std::unique_ptr<Tokenizer> tok = load_tokenizer_if_any(dir);
   const std::string input = args.get("--input"), output = args.get("--output");
   if (input == output || input == batch::errors_path(output)) throw InputError("--output must differ from --input");
