@@ -6,9 +6,11 @@
 #include <filesystem>
 
 #include "bench/config_paths.h"
+#include "core/args.h"
 #include "core/error.h"
 #include "core/units.h"
 #include "planner/budgets.h"
+#include "planner/weight_dtype.h"
 #include "runtime/sampler.h"
 
 namespace plexus::bench {
@@ -45,6 +47,19 @@ class Reader {
       std::string hint;
       if (const std::string near = nearest_key(key, allowed); !near.empty()) hint = " (did you mean '" + near + "'?)";
       fail(it->first, path, "unknown key" + hint + "; known keys: " + join(allowed));
+    }
+  }
+
+  // Runs a shared check (one function for the flag and the key) that throws InputError
+  // "PATH: reason", and fails at this node with its reason.
+  template <typename F>
+  void check(const YAML::Node& n, const std::string& path, F f) const {
+    try {
+      f();
+    } catch (const InputError& e) {
+      std::string reason = e.what();
+      if (reason.rfind(path + ": ", 0) == 0) reason.erase(0, path.size() + 2);
+      fail(n, path, reason);
     }
   }
 
@@ -198,7 +213,8 @@ void read_backend(const Reader& r, const YAML::Node& n, BackendConfig& b) {
       b.type = r.string(v, p);
       if (b.type != "plexus") r.fail(v, p, "unknown backend type '" + b.type + "' (plexus is the one backend)");
     } else if (k == "device_ids") {
-      b.device_ids = r.int_list(v, p, 0, 1023);
+      b.device_ids = r.int_list(v, p, 0, kMaxDeviceNumber);
+      r.check(v, p, [&] { check_device_numbers(b.device_ids, p); });
     } else if (k == "virtual_devices") {
       b.virtual_devices = r.integer(v, p, 0, 1024);
     } else if (k == "device_map") {
@@ -226,6 +242,7 @@ void read_backend(const Reader& r, const YAML::Node& n, BackendConfig& b) {
       }
     } else if (k == "dtype") {
       b.dtype = r.string(v, p);
+      r.check(v, p, [&] { parse_weight_dtype_or_throw(*b.dtype, p); });
     } else if (k == "threads") {
       b.threads = r.integer(v, p, 0, 1024);
     } else if (k == "context") {
