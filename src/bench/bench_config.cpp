@@ -51,14 +51,16 @@ class Reader {
   }
 
   // Runs a shared check (one function for the flag and the key) that throws InputError
-  // "PATH: reason", and fails at this node with its reason.
+  // "NAMED: reason" (`named`: the name it was given, by default the key path), and fails at this
+  // node with its reason.
   template <typename F>
-  void check(const YAML::Node& n, const std::string& path, F f) const {
+  void check(const YAML::Node& n, const std::string& path, F f, const std::string& named = "") const {
     try {
       f();
     } catch (const InputError& e) {
       std::string reason = e.what();
-      if (reason.rfind(path + ": ", 0) == 0) reason.erase(0, path.size() + 2);
+      const std::string prefix = (named.empty() ? path : named) + ": ";
+      if (reason.rfind(prefix, 0) == 0) reason.erase(0, prefix.size());
       fail(n, path, reason);
     }
   }
@@ -233,11 +235,7 @@ void read_backend(const Reader& r, const YAML::Node& n, BackendConfig& b) {
         const std::string dev = it->first.Scalar();
         const std::string kp = p + "." + dev;
         const std::string size = r.string(it->second, kp);
-        try {
-          parse_max_memory(dev + "=" + size);
-        } catch (const Error& e) {
-          r.fail(it->second, kp, e.what());
-        }
+        r.check(it->second, kp, [&] { parse_max_memory(dev + "=" + size); }, "--max-memory");
         b.max_memory.emplace_back(dev, size);
       }
     } else if (k == "dtype") {
