@@ -66,8 +66,7 @@ long long int_in(const Args& args, const char* name, long long lo, long long hi)
 // Reads and checks the input; prints bad lines as FILE:LINE: reason; InputError for the first
 // one under --on-bad-line fail (before the output is touched).
 batch::ParsedInput read_input(const Args& args, const std::string& model_dir, const Tokenizer* tok) {
-  const std::string mode = args.get("--on-bad-line");
-  if (mode != "skip" && mode != "fail") throw InputError("--on-bad-line must be skip or fail, got '" + mode + "'");
+  const std::string mode = args.get_choice("--on-bad-line", {"fail", "skip"});
   const ModelConfig config = load_model_config(model_dir);
   batch::ParseContext pc;
   pc.tokenizer = tok;

@@ -166,6 +166,27 @@ TEST_F(Advice, DidYouMeanSuggestionsRun) {
   EXPECT_EQ(fixed.exit_code, 0) << fixed.err;
 }
 
+TEST_F(Advice, BatchAdviceRuns) {
+  const std::string in = shell_quote(dir_ / "in.jsonl");
+  testing::write_file(dir_ / "in.jsonl", "{\"id\": 1, \"ids\": [1, 2]}\nnot json\n");
+  const std::string base = "batch " + model_ + " --input " + in + " --max-tokens 2 --output ";
+  // A bad line: "pass --on-bad-line skip".
+  const ProcessResult bad = run_no_gpu(base + shell_quote(dir_ / "a.jsonl"));
+  ASSERT_EQ(bad.exit_code, 2) << bad.err;
+  const std::string skip = capture(bad.err, "pass (--on-bad-line [a-z]+)");
+  ASSERT_EQ(skip, "--on-bad-line skip") << bad.err;
+  const ProcessResult skipped = run_no_gpu(base + shell_quote(dir_ / "a.jsonl") + " " + skip);
+  EXPECT_EQ(skipped.exit_code, 0) << skipped.err;
+  // Replicas that do not divide the devices: the suggested --virtual-devices does.
+  testing::write_file(dir_ / "in.jsonl", "{\"id\": 1, \"ids\": [1, 2]}\n{\"id\": 2, \"ids\": [3]}\n");
+  const ProcessResult uneven = run_no_gpu(base + shell_quote(dir_ / "b.jsonl") + " --replicas 2 --virtual-devices 3");
+  ASSERT_NE(uneven.exit_code, 0) << uneven.err;
+  const std::string devices = capture(uneven.err, "e\\.g\\. (--virtual-devices [0-9]+)");
+  ASSERT_FALSE(devices.empty()) << uneven.err;
+  const ProcessResult even = run_no_gpu(base + shell_quote(dir_ / "b.jsonl") + " --replicas 2 " + devices);
+  EXPECT_EQ(even.exit_code, 0) << devices << "\n" << even.err;
+}
+
 TEST_F(Advice, DeviceMapAutoIsTheAutoStrategy) {
   const ProcessResult map = run_no_gpu("plan " + model_ + " --max-memory 0=1GiB,1=1GiB --device-map auto --json");
   const ProcessResult strategy = run_no_gpu("plan " + model_ + " --max-memory 0=1GiB,1=1GiB --strategy auto --json");
