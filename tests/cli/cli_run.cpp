@@ -17,7 +17,8 @@ std::string tiny_model(const TempDir& dir) {
 }
 
 namespace {
-const char* const kNoVirtual = "env -u PLEXUS_VIRTUAL_DEVICES -u PLEXUS_VIRTUAL_DEVICE_MEMORY ";
+// A command that should stop at once but hangs (monitor --duration inf did) fails with 124.
+const char* const kNoVirtual = "timeout -k 5 120 env -u PLEXUS_VIRTUAL_DEVICES -u PLEXUS_VIRTUAL_DEVICE_MEMORY ";
 }
 
 ProcessResult run_no_gpu(const std::string& args) {

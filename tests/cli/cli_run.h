@@ -10,7 +10,7 @@ namespace plexus::testing {
 // A random tiny llama (vocab 300, bfloat16, no tokenizer) in `dir`.
 std::string tiny_model(const TempDir& dir);
 
-// `plexus ARGS` with no GPU visible and no PLEXUS_VIRTUAL_* variables.
+// `plexus ARGS` with no GPU visible and no PLEXUS_VIRTUAL_* variables (killed after 120 s: exit 124).
 ProcessResult run_no_gpu(const std::string& args);
 // `plexus ARGS` with the fake NVML showing tests/backend/data/four_gpus.json.
 ProcessResult run_four_gpus(const std::string& args);
