@@ -112,6 +112,7 @@ int coordinate(const Args& args, const std::string& dir, const batch::FaultInjec
   const ModelConfig config = load_model_config(dir);
   const std::vector<std::int64_t> stops = stop_ids(args, config, tok.get());
   const int replicas = world ? world->size() - 1 : static_cast<int>(int_in(args, "--replicas", 1, 1024));
+  if (!world) check_thread_share(engine_options(args).threads, replicas);
   const std::size_t batch_size = static_cast<std::size_t>(int_in(args, "--batch-size", 1, 65536));
   if (static_cast<std::int64_t>(batch_size) > engine_options(args).max_batch_tokens) {
     throw InputError("--batch-size " + std::to_string(batch_size) + " is above --batch-tokens " +

@@ -166,6 +166,13 @@ void check_run_dtype(const PlanInputs& in, WeightDType stored) {
 
 }  // namespace
 
+void check_thread_share(int threads, int count) {
+  if (threads > 0 && threads < count) {
+    throw InputError("--threads " + std::to_string(threads) + " cannot be shared by " + std::to_string(count) +
+                     " replicas (--replicas): each computes on one thread at least; give --threads " + std::to_string(count) + " or more (0: every hardware thread), or fewer replicas");
+  }
+}
+
 std::unique_ptr<ModelRun> open_model_run(const RunInputs& in, const std::string& model_dir) {
   auto run = std::make_unique<ModelRun>();
   EngineOptions eo = in.engine;

@@ -68,6 +68,11 @@ struct ReplicaShare {
   int count = 1;
 };
 
+// `threads` (0: every hardware thread) split between `count` replicas of one process (batch
+// --replicas): each needs one at least, so InputError when 0 < threads < count (--threads is
+// never raised silently). (mpirun worker ranks are processes of their own, one thread at least each.)
+void check_thread_share(int threads, int count);
+
 struct RunInputs {
   EngineOptions engine;
   PlanInputs plan;

@@ -67,6 +67,16 @@ TEST_F(FlagValidation, ThreadsAreHonouredOnEveryDeviceCount) {
   EXPECT_EQ(Json::parse(three.out)["threads"], 3);
 }
 
+TEST_F(FlagValidation, ThreadsAreNeverRaisedForReplicas) {
+  // Four replicas cannot compute on one thread: refused (it was raised to 4 without a word).
+  const std::string c = "batch " + model_ + " --input " + shell_quote(dir_ / "in.jsonl") + " --output " +
+                        shell_quote(dir_ / "out.jsonl") + " --threads 1 --replicas 4";
+  expect_usage_error(run_no_gpu(c), c, {"--threads 1", "4 replicas", "--threads 4 or more"});
+  const testing::ProcessResult ok = run_no_gpu("batch " + model_ + " --input " + shell_quote(dir_ / "in.jsonl") + " --output " +
+                                               shell_quote(dir_ / "out.jsonl") + " --threads 2 --replicas 2 --max-tokens 2");
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+}
+
 TEST_F(FlagValidation, DevicesListedTwiceAreRefusedEverywhere) {
   std::vector<std::string> commands = run_commands("--devices 0,0 --max-memory 0=1GiB,1=1GiB");
   commands.push_back("plan " + model_ + " --devices 1,0,1 --max-memory 0=1GiB,1=1GiB");
