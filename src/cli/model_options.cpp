@@ -12,7 +12,7 @@
 namespace plexus::cli {
 
 void add_engine_options(Args& args) {
-  args.option("--threads", "N", "CPU threads (0: one per hardware thread)", "0")
+  args.option("--threads", "N", "CPU threads, never exceeded, split over the devices of a run (0: one per hardware thread)", "0")
       .option("--batch-tokens", "N", "tokens per forward pass when prefilling (larger uses more memory)", "256");
 }
 

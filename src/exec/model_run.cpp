@@ -38,8 +38,8 @@ void check_plan_inputs(const PlanInputs& in) {
   }
   if (in.batch < 1 || in.batch > 65536) throw InputError("--batch must be between 1 and 65536, got " + std::to_string(in.batch));
   if (in.max_memory && in.virtual_devices) {
-    throw InputError("--max-memory and --virtual-devices both set budgets: pass one of them (--max-memory alone plans "
-                     "for its devices as virtual devices when there are no GPUs)");
+    throw InputError("--max-memory and --virtual-devices both set budgets: pass one of them (the devices --max-memory "
+                     "names are what a run splits the CPU into when there are no GPUs)");
   }
   if (in.max_memory) parse_max_memory(*in.max_memory);
   if (in.virtual_devices && (*in.virtual_devices < 1 || *in.virtual_devices > 1024)) {
