@@ -139,18 +139,25 @@ DoctorReport run_doctor(const Inventory& inventory, const std::vector<int>& requ
   if (inventory.virtual_devices)
     report.notes.push_back("devices are virtual: the CPU split by --virtual-devices / PLEXUS_VIRTUAL_DEVICES");
   report.max_memory_flag = join(budgets, ",");
-  const std::string device_flag = inventory.virtual_devices
-                                      ? "--virtual-devices " + std::to_string(inventory.devices.size())
-                                      : "--devices " + join(ids, ",");
-  report.plan_flags = device_flag + (budgets.empty() ? "" : " --max-memory \"" + report.max_memory_flag + "\"");
+  // Virtual devices are the budgets themselves: --max-memory "0=…,1=…" plans and runs on that
+  // many virtual devices, so the flags and the YAML name no --virtual-devices beside it (plan and
+  // bench refuse budgets given two ways). GPUs are named with --devices / device_ids.
+  if (inventory.virtual_devices) {
+    report.plan_flags = budgets.empty() ? "--virtual-devices " + std::to_string(inventory.devices.size())
+                                        : "--max-memory \"" + report.max_memory_flag + "\"";
+  } else {
+    report.plan_flags = "--devices " + join(ids, ",") + (budgets.empty() ? "" : " --max-memory \"" + report.max_memory_flag + "\"");
+  }
   std::ostringstream yaml;
-  yaml << "backend:\n  type: plexus\n  device_ids: [" << join(ids, ", ") << "]\n";
-  if (inventory.virtual_devices) yaml << "  virtual_devices: " << inventory.devices.size() << "\n";
+  yaml << "backend:\n  type: plexus\n";
+  if (!inventory.virtual_devices) yaml << "  device_ids: [" << join(ids, ", ") << "]\n";
   if (!budgets.empty()) {
     std::vector<std::string> entries;
     for (const DoctorDevice& d : report.devices)
       if (d.max_memory_bytes) entries.push_back(std::to_string(d.index) + ": " + memory_flag_value(*d.max_memory_bytes));
     yaml << "  max_memory: {" << join(entries, ", ") << "}\n";
+  } else if (inventory.virtual_devices) {
+    yaml << "  virtual_devices: " << inventory.devices.size() << "\n";
   }
   report.yaml_backend = yaml.str();
   return report;

@@ -28,7 +28,7 @@ struct DoctorReport {
   std::vector<DoctorDevice> devices;
   bool ok = false;                 // every requested device usable
   std::string max_memory_flag;     // 0=70GiB,1=70GiB
-  std::string plan_flags;          // --devices 0,1 --max-memory "0=70GiB,1=70GiB"
+  std::string plan_flags;          // --devices 0,1 --max-memory "0=70GiB,1=70GiB" (virtual: --max-memory alone)
   std::string yaml_backend;        // the backend: block of a benchmark YAML
   std::vector<std::string> notes;  // about the whole set (e.g. where the devices came from)
 };

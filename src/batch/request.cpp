@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "model/token_id.h"
+#include "runtime/sampler.h"
 
 namespace plexus::batch {
 
@@ -60,7 +61,7 @@ BatchRequest parse_request_line(const std::string& text, const ParseContext& con
     }
   }
   if (r.seq.prompt.empty()) throw InputError("the prompt is empty");
-  r.seq.max_tokens = obj.contains("max_tokens") ? integer_field(obj, "max_tokens", 1, 1 << 24) : context.defaults.max_tokens;
+  r.seq.max_tokens = obj.contains("max_tokens") ? integer_field(obj, "max_tokens", 1, kMaxNewTokens) : context.defaults.max_tokens;
   const std::int64_t total = static_cast<std::int64_t>(r.seq.prompt.size()) + r.seq.max_tokens;
   if (context.max_context > 0 && total > context.max_context) {
     throw InputError("prompt (" + std::to_string(r.seq.prompt.size()) + " tokens) + max_tokens (" +
@@ -70,7 +71,7 @@ BatchRequest parse_request_line(const std::string& text, const ParseContext& con
   r.seq.sampling = context.defaults.sampling;
   if (obj.contains("temperature")) {
     const Json& t = obj["temperature"];
-    if (!t.is_number() || t.get<double>() < 0 || t.get<double>() > 100) {
+    if (!t.is_number() || t.get<double>() < 0 || t.get<double>() > kMaxTemperature) {
       throw InputError("\"temperature\" must be a number in [0, 100], got " + t.dump());
     }
     // 0 means greedy, as in OpenAI-style APIs.

@@ -6,9 +6,12 @@
 #include <filesystem>
 
 #include "bench/config_paths.h"
+#include "core/args.h"
 #include "core/error.h"
 #include "core/units.h"
 #include "planner/budgets.h"
+#include "planner/weight_dtype.h"
+#include "runtime/sampler.h"
 
 namespace plexus::bench {
 
@@ -44,6 +47,21 @@ class Reader {
       std::string hint;
       if (const std::string near = nearest_key(key, allowed); !near.empty()) hint = " (did you mean '" + near + "'?)";
       fail(it->first, path, "unknown key" + hint + "; known keys: " + join(allowed));
+    }
+  }
+
+  // Runs a shared check (one function for the flag and the key) that throws InputError
+  // "NAMED: reason" (`named`: the name it was given, by default the key path), and fails at this
+  // node with its reason.
+  template <typename F>
+  void check(const YAML::Node& n, const std::string& path, F f, const std::string& named = "") const {
+    try {
+      f();
+    } catch (const InputError& e) {
+      std::string reason = e.what();
+      const std::string prefix = (named.empty() ? path : named) + ": ";
+      if (reason.rfind(prefix, 0) == 0) reason.erase(0, prefix.size());
+      fail(n, path, reason);
     }
   }
 
@@ -197,7 +215,8 @@ void read_backend(const Reader& r, const YAML::Node& n, BackendConfig& b) {
       b.type = r.string(v, p);
       if (b.type != "plexus") r.fail(v, p, "unknown backend type '" + b.type + "' (plexus is the one backend)");
     } else if (k == "device_ids") {
-      b.device_ids = r.int_list(v, p, 0, 1023);
+      b.device_ids = r.int_list(v, p, 0, kMaxDeviceNumber);
+      r.check(v, p, [&] { check_device_numbers(b.device_ids, p); });
     } else if (k == "virtual_devices") {
       b.virtual_devices = r.integer(v, p, 0, 1024);
     } else if (k == "device_map") {
@@ -216,15 +235,12 @@ void read_backend(const Reader& r, const YAML::Node& n, BackendConfig& b) {
         const std::string dev = it->first.Scalar();
         const std::string kp = p + "." + dev;
         const std::string size = r.string(it->second, kp);
-        try {
-          parse_max_memory(dev + "=" + size);
-        } catch (const Error& e) {
-          r.fail(it->second, kp, e.what());
-        }
+        r.check(it->second, kp, [&] { parse_max_memory(dev + "=" + size); }, "--max-memory");
         b.max_memory.emplace_back(dev, size);
       }
     } else if (k == "dtype") {
       b.dtype = r.string(v, p);
+      r.check(v, p, [&] { parse_weight_dtype_or_throw(*b.dtype, p); });
     } else if (k == "threads") {
       b.threads = r.integer(v, p, 0, 1024);
     } else if (k == "context") {
@@ -267,13 +283,13 @@ void read_scenario(const Reader& r, const YAML::Node& n, ScenarioConfig& s) {
     } else if (k == "batch_size") {
       s.batch_size = r.integer(v, p, 1, 256);
     } else if (k == "max_new_tokens") {
-      s.max_new_tokens = r.integer(v, p, 1, 1000000);
+      s.max_new_tokens = r.integer(v, p, 1, kMaxNewTokens);
     } else if (k == "warmup_samples") {
       s.warmup_samples = r.integer(v, p, 0, 1000000);
     } else if (k == "seed") {
       s.seed = static_cast<std::uint64_t>(r.integer(v, p, 0, (1LL << 62)));
     } else if (k == "temperature") {
-      s.temperature = r.number(v, p, 0, 100);
+      s.temperature = r.number(v, p, 0, kMaxTemperature);
     } else if (k == "ignore_eos") {
       s.ignore_eos = r.boolean(v, p);
     }

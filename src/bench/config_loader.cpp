@@ -2,6 +2,7 @@
 #include "bench/config_loader.h"
 
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "bench/config_paths.h"
@@ -32,6 +33,28 @@ std::string unknown_path_message(const std::string& path) {
   std::string hint;
   if (const std::string near = nearest_key(path, known_config_paths()); !near.empty()) hint = " (did you mean '" + near + "'?)";
   return "unknown key" + hint + "; see docs/benchmarks.md for the keys";
+}
+
+// YAML keeps both values of a key written twice; a benchmark file must say each key once.
+// InputError "FILE:LINE: key.path: duplicate key (first on line N)".
+void check_duplicate_keys(const YAML::Node& node, const std::string& prefix, const std::string& file) {
+  if (node.IsSequence()) {
+    for (std::size_t i = 0; i < node.size(); ++i) check_duplicate_keys(node[i], prefix + "[" + std::to_string(i) + "]", file);
+    return;
+  }
+  if (!node.IsMap()) return;
+  std::map<std::string, int> first_line;
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    const std::string key = it->first.IsScalar() ? it->first.Scalar() : std::string("?");
+    const std::string path = prefix.empty() ? key : prefix + "." + key;
+    const int line = it->first.Mark().is_null() ? 0 : it->first.Mark().line + 1;
+    if (const auto seen = first_line.find(key); seen != first_line.end()) {
+      throw InputError(file + ":" + std::to_string(line) + ": " + path + ": duplicate key (first on line " +
+                       std::to_string(seen->second) + "); give each key once");
+    }
+    first_line.emplace(key, line);
+    check_duplicate_keys(it->second, path, file);
+  }
 }
 
 YAML::Node parse_yaml(const std::string& text, const std::string& where) {
@@ -126,6 +149,7 @@ LoadedConfig load_bench_config(const std::string& file, const std::vector<std::s
   // A fresh tree per point (marks, hence lines, survive only in trees parsed from the file).
   auto fresh_root = [&] {
     YAML::Node root = parse_yaml(text, file);
+    check_duplicate_keys(root, "", file);
     if (!root || root.IsNull()) throw InputError(file + ": the configuration is empty: give at least model and scenario");
     if (!root.IsMap()) throw InputError(file + ":1: (top level): expected a mapping with name, model, backend, scenario, ...");
     for (const Override& o : overrides) {

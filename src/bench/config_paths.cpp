@@ -1,7 +1,7 @@
 // The settable key paths of a benchmark configuration and "did you mean" by edit distance.
 #include "bench/config_paths.h"
 
-#include <algorithm>
+#include "core/nearest_name.h"
 
 namespace plexus::bench {
 
@@ -33,36 +33,8 @@ bool is_known_config_path(const std::string& path) {
   return false;
 }
 
-namespace {
-
-std::size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diag = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diag = up;
-    }
-  }
-  return row[b.size()];
-}
-
-}  // namespace
-
 std::string nearest_key(const std::string& key, const std::vector<std::string>& candidates) {
-  const std::size_t limit = std::max<std::size_t>(2, key.size() / 3);
-  std::string best;
-  std::size_t best_d = limit + 1;
-  for (const std::string& c : candidates) {
-    if (c.find('*') != std::string::npos) continue;
-    // A known key that starts with what was typed ("scenario.batch") counts as one edit away.
-    const std::size_t d = key.size() >= 3 && c.rfind(key, 0) == 0 ? 1 : edit_distance(key, c);
-    if (d < best_d) best_d = d, best = c;
-  }
-  return best;
+  return nearest_name(key, candidates);
 }
 
 }  // namespace plexus::bench

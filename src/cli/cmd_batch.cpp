@@ -66,8 +66,7 @@ long long int_in(const Args& args, const char* name, long long lo, long long hi)
 // Reads and checks the input; prints bad lines as FILE:LINE: reason; InputError for the first
 // one under --on-bad-line fail (before the output is touched).
 batch::ParsedInput read_input(const Args& args, const std::string& model_dir, const Tokenizer* tok) {
-  const std::string mode = args.get("--on-bad-line");
-  if (mode != "skip" && mode != "fail") throw InputError("--on-bad-line must be skip or fail, got '" + mode + "'");
+  const std::string mode = args.get_choice("--on-bad-line", {"fail", "skip"});
   const ModelConfig config = load_model_config(model_dir);
   batch::ParseContext pc;
   pc.tokenizer = tok;
@@ -105,6 +104,7 @@ std::shared_ptr<Runner> open_runner(const Args& args, const std::string& dir, co
 
 // Rank 0 of an MPI run, or the single process: reads the input, owns the output.
 int coordinate(const Args& args, const std::string& dir, const batch::FaultInjection& faults, const batch::MpiWorld* world) {
+  run_inputs_from(args);  // every run flag checked before any work, even when nothing is left to run
   const std::unique_ptr<Tokenizer> tok = load_tokenizer_if_any(dir);
   const std::string input = args.get("--input"), output = args.get("--output");
   if (input == output || input == batch::errors_path(output)) throw InputError("--output must differ from --input");
@@ -112,6 +112,7 @@ int coordinate(const Args& args, const std::string& dir, const batch::FaultInjec
   const ModelConfig config = load_model_config(dir);
   const std::vector<std::int64_t> stops = stop_ids(args, config, tok.get());
   const int replicas = world ? world->size() - 1 : static_cast<int>(int_in(args, "--replicas", 1, 1024));
+  if (!world) check_thread_share(engine_options(args).threads, replicas);
   const std::size_t batch_size = static_cast<std::size_t>(int_in(args, "--batch-size", 1, 65536));
   if (static_cast<std::int64_t>(batch_size) > engine_options(args).max_batch_tokens) {
     throw InputError("--batch-size " + std::to_string(batch_size) + " is above --batch-tokens " +

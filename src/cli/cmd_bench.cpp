@@ -100,7 +100,7 @@ int cmd_bench(int argc, char** argv) {
             "sweep goes on (exit 1 at the end); SIGINT/SIGTERM keep what is complete, marked interrupted (exit 130).");
   args.positional("CONFIG.yaml", "the benchmark configuration (schema: docs/benchmarks.md)")
       .option("--output-dir", "DIR", "where reports go (overrides output.dir; default bench-results)")
-      .option("--set", "KEY=VALUE", "override a key, e.g. --set scenario.batch_size=4 or --set backend.device_ids=[0,1] (repeatable)")
+      .repeatable_option("--set", "KEY=VALUE", "override a key, e.g. --set scenario.batch_size=4 or --set backend.device_ids=[0,1]")
       .flag("--quiet", "no progress lines on stderr");
   args.epilog("`plexus bench compare A.json B.json ...` compares results. See docs/benchmarks.md.");
   if (!args.parse(argc, argv)) return 0;

@@ -22,11 +22,7 @@ int cmd_doctor(int argc, char** argv) {
   const Inventory inv = detect_devices(device_options_from(args));
   std::vector<int> requested;
   if (auto list = args.get_optional("--devices")) {
-    for (long long v : parse_int_list(*list, "--devices")) {
-      if (v < 0 || v > 1 << 20) throw InputError("--devices: device numbers are 0 or more, got " + std::to_string(v));
-      requested.push_back(static_cast<int>(v));
-    }
-    if (requested.empty()) throw InputError("--devices needs at least one device number, e.g. --devices 0,1");
+    for (long long v : parse_device_list(*list, "--devices")) requested.push_back(static_cast<int>(v));
   } else {
     for (const DeviceInfo& d : inv.devices) requested.push_back(d.index);
   }

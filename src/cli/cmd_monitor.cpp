@@ -7,6 +7,7 @@
 #include <string>
 #include <thread>
 
+#include "backend/detect.h"
 #include "backend/device_options.h"
 #include "cli/commands.h"
 #include "cli/interrupt_guard.h"
@@ -72,6 +73,24 @@ void print_summary(const MonitorSummary& s) {
               num(a.total_energy_j, "%.2f").c_str());
 }
 
+// --devices names GPUs that are here (as `plexus detect` numbers them), else InputError.
+void check_gpus_present(const std::vector<int>& requested) {
+  DeviceOptions real = device_options_from_env();
+  real.virtual_devices = 0;  // monitor watches GPUs; virtual devices have nothing to read
+  const Inventory inv = detect_devices(real);
+  std::string have;
+  for (const DeviceInfo& d : inv.devices) have += (have.empty() ? "" : ",") + std::to_string(d.index);
+  for (int r : requested) {
+    bool found = false;
+    for (const DeviceInfo& d : inv.devices) found = found || d.index == r;
+    if (!found) {
+      throw InputError("--devices: there is no GPU " + std::to_string(r) + " (" +
+                       (have.empty() ? std::string("no GPU was detected") : "GPUs here: " + have) +
+                       "; `plexus detect` lists them): name GPUs that exist, or leave --devices out to watch all");
+    }
+  }
+}
+
 }  // namespace
 
 int cmd_monitor(int argc, char** argv) {
@@ -104,10 +123,8 @@ int cmd_monitor(int argc, char** argv) {
   if (auto csv = args.get_optional("--csv")) options.csv_path = *csv;
   SourceOptions sources = source_options_from(device_options_from_env());
   if (auto list = args.get_optional("--devices")) {
-    for (long long v : parse_int_list(*list, "--devices")) {
-      if (v < 0) throw InputError("--devices: device numbers are 0 or more, got " + std::to_string(v));
-      sources.devices.push_back(static_cast<int>(v));
-    }
+    for (long long v : parse_device_list(*list, "--devices")) sources.devices.push_back(static_cast<int>(v));
+    check_gpus_present(sources.devices);
   }
   const bool json = args.get_flag("--json");
 

@@ -25,6 +25,7 @@ int cmd_perplexity(int argc, char** argv) {
   const std::string dir = args.get("MODEL");
   const int sources = args.has("--ids") + args.has("--text") + args.has("--file");
   if (sources != 1) throw InputError("give exactly one of --ids LIST, --text TEXT or --file PATH");
+  if (args.has("--file")) read_utf8_file(args.get("--file"), "--file");  // a bad file fails before the model loads
 
   const std::unique_ptr<ModelRun> run = open_model_run(args, dir);
   Runner& runner = *run->runner;
@@ -34,7 +35,7 @@ int cmd_perplexity(int argc, char** argv) {
   std::vector<std::int32_t> ids;
   if (args.has("--ids")) ids = ids_from_ids_option(args.get("--ids"));
   else if (args.has("--text")) ids = ids_from_text(tok.get(), args.get("--text"), dir, "--text");
-  else ids = ids_from_text(tok.get(), read_text_file(args.get("--file")), dir, "--file");
+  else ids = ids_from_text(tok.get(), read_utf8_file(args.get("--file"), "--file"), dir, "--file");
   check_token_ids(ids, runner.vocab_size());
   const PerplexityResult r = perplexity(runner, ids);
   if (args.get_flag("--json")) {

@@ -1,6 +1,8 @@
 // The generation flags shared by `generate` and `batch`.
 #include "cli/generation_options.h"
 
+#include <limits>
+
 #include "core/error.h"
 
 namespace plexus::cli {
@@ -17,20 +19,20 @@ void add_generation_options(Args& args, const GenerationHelp& help) {
 
 GenerateOptions generation_options(const Args& args) {
   GenerateOptions o;
-  o.max_tokens = args.get_int("--max-tokens");
-  if (o.max_tokens < 1) throw InputError("--max-tokens must be at least 1");
+  o.max_tokens = args.get_int_in("--max-tokens", 1, kMaxNewTokens);
   if (args.get_flag("--greedy") && args.has("--temperature")) throw InputError("--greedy and --temperature exclude each other");
   o.sampling.greedy = !args.has("--temperature");
   if (!o.sampling.greedy) {
-    o.sampling.temperature = args.get_double("--temperature");
-    if (o.sampling.temperature < 0) throw InputError("--temperature must be >= 0");
+    o.sampling.temperature = args.get_double_in("--temperature", 0, kMaxTemperature);
     o.sampling.greedy = o.sampling.temperature == 0;
   }
-  o.sampling.top_k = args.get_int("--top-k");
+  // Checked whether or not they are used (greedy decoding ignores them), so a typo never passes.
+  o.sampling.top_k = args.get_int_in("--top-k", 0, kMaxTopK);
   o.sampling.top_p = args.get_double("--top-p");
-  const long long seed = args.get_int("--seed");
-  if (seed < 0) throw InputError("--seed must be >= 0");
-  o.sampling.seed = static_cast<std::uint64_t>(seed);
+  if (!(o.sampling.top_p > 0 && o.sampling.top_p <= 1)) {
+    throw InputError("--top-p must be more than 0 and at most 1, got " + args.get("--top-p"));
+  }
+  o.sampling.seed = static_cast<std::uint64_t>(args.get_int_in("--seed", 0, std::numeric_limits<long long>::max()));
   return o;
 }
 

@@ -3,9 +3,11 @@
 #include <cstring>
 #include <exception>
 #include <string>
+#include <vector>
 
 #include "cli/commands.h"
 #include "core/error.h"
+#include "core/nearest_name.h"
 #include "core/version.h"
 
 namespace {
@@ -73,7 +75,9 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
-  std::fprintf(stderr, "plexus: unknown command '%s'\n\n", name.c_str());
+  std::vector<std::string> names{"help", "--help", "--version"};
+  for (const Command& c : kCommands) names.push_back(c.name);
+  std::fprintf(stderr, "plexus: unknown command '%s'%s\n\n", name.c_str(), plexus::did_you_mean(name, names).c_str());
   print_usage(stderr);
   return 2;
 }

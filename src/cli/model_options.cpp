@@ -1,15 +1,18 @@
 // Shared model-loading options of the run commands.
 #include "cli/model_options.h"
 
+#include <cstdio>
 #include <limits>
 
 #include "cli/plan_options.h"
 #include "core/error.h"
+#include "core/mmap_file.h"
+#include "tokenizer/utf8.h"
 
 namespace plexus::cli {
 
 void add_engine_options(Args& args) {
-  args.option("--threads", "N", "CPU threads (0: one per hardware thread)", "0")
+  args.option("--threads", "N", "CPU threads, never exceeded, split over the devices of a run (0: one per hardware thread)", "0")
       .option("--batch-tokens", "N", "tokens per forward pass when prefilling (larger uses more memory)", "256");
 }
 
@@ -64,8 +67,24 @@ std::vector<std::int32_t> ids_from_ids_option(const std::string& list) {
   return ids;
 }
 
+void check_utf8(const std::string& text, const std::string& what) {
+  const std::size_t bad = utf8::find_invalid(text);
+  if (bad == std::string::npos) return;
+  char byte[8];
+  std::snprintf(byte, sizeof byte, "0x%02X", static_cast<unsigned char>(text[bad]));
+  throw InputError(what + ": not valid UTF-8 at byte offset " + std::to_string(bad) + " (byte " + byte +
+                   "): plexus reads UTF-8 text; convert it first, e.g. iconv -f latin1 -t utf-8");
+}
+
+std::string read_utf8_file(const std::string& path, const std::string& option) {
+  const std::string text = read_text_file(path);
+  check_utf8(text, option + " " + path);
+  return text;
+}
+
 std::vector<std::int32_t> ids_from_text(const Tokenizer* tokenizer, const std::string& text,
                                         const std::string& model_dir, const std::string& option) {
+  check_utf8(text, option);
   if (!tokenizer) {
     throw InputError(option + " needs a tokenizer, but '" + model_dir +
                      "' has no tokenizer.json: pass token ids with --ids, or make the model with --tokenizer DIR");

@@ -40,5 +40,10 @@ std::vector<std::int32_t> ids_from_ids_option(const std::string& list);
 std::vector<std::int32_t> ids_from_text(const Tokenizer* tokenizer, const std::string& text,
                                         const std::string& model_dir, const std::string& option);
 
+// InputError "WHAT: not valid UTF-8 at byte offset N (byte 0xXX): ..." unless `text` is UTF-8.
+void check_utf8(const std::string& text, const std::string& what);
+// The file's text, checked as above with "OPTION PATH" named.
+std::string read_utf8_file(const std::string& path, const std::string& option);
+
 
 }  // namespace plexus::cli

@@ -1,6 +1,7 @@
 // Planning options: the flags of `plexus plan`, read into PlanInputs.
 #include "cli/plan_options.h"
 
+#include "core/error.h"
 
 namespace plexus::cli {
 
@@ -13,7 +14,8 @@ void add_plan_options(Args& args) {
       .option("--context", "N", "tokens of KV cache to keep room for per sequence (0: weights only)", "4096")
       .option("--batch", "N", "sequences decoded together (KV cache and activations scale with it)", "1")
       .flag("--offload-disk", "allow the stages strategy to offload weights to disk when cpu is full")
-      .option("--device-map", "FILE", "check and report a custom device map (JSON: module prefix -> device)");
+      .option("--device-map", "FILE|STRATEGY", "check and report a custom device map (JSON: module prefix -> device); a strategy "
+                                        "name (auto, balanced, ...) is taken as --strategy, as accelerate's device_map=\"auto\"");
 }
 
 PlanInputs plan_inputs_from(const Args& args) {
@@ -24,9 +26,22 @@ PlanInputs plan_inputs_from(const Args& args) {
   in.batch = args.get_int("--batch");
   in.max_memory = args.get_optional("--max-memory");
   if (args.get_optional("--virtual-devices")) in.virtual_devices = args.get_int("--virtual-devices");
-  if (auto list = args.get_optional("--devices")) in.devices = parse_int_list(*list, "--devices");
+  if (auto list = args.get_optional("--devices")) in.devices = parse_device_list(*list, "--devices");
   in.offload_disk = args.get_flag("--offload-disk");
-  in.device_map_file = args.get_optional("--device-map");
+  if (auto map = args.get_optional("--device-map")) {
+    // accelerate's device_map="auto" (or another strategy name) is a strategy, not a file.
+    Strategy named;
+    if (parse_strategy(*map, &named)) {
+      if (args.given("--strategy") && in.strategy != *map) {
+        throw InputError("--device-map " + *map + " and --strategy " + in.strategy +
+                         " name two strategies: give one of them");
+      }
+      in.strategy = *map;
+    } else {
+      in.device_map_file = *map;
+    }
+  }
+  check_plan_inputs(in);
   return in;
 }
 

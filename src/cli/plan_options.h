@@ -13,7 +13,8 @@ using plexus::PlanOptions;
 
 void add_plan_options(Args& args);
 
-// The flags as plain values.
+// The flags as plain values, checked (check_plan_inputs) whether or not the command will plan.
+// --device-map naming a strategy (accelerate's "auto", ...) sets the strategy.
 PlanInputs plan_inputs_from(const Args& args);
 
 // plan_options_from(plan_inputs_from(args), config).

@@ -1,12 +1,15 @@
 // Command-line parsing for subcommands.
 #include "core/args.h"
 
+#include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
 
 #include "core/error.h"
+#include "core/nearest_name.h"
 
 namespace plexus {
 
@@ -14,18 +17,23 @@ Args::Args(std::string command, std::string summary)
     : command_(std::move(command)), summary_(std::move(summary)) {}
 
 Args& Args::positional(const std::string& name, const std::string& help, bool required) {
-  positionals_.push_back(Spec{name, name, help, std::nullopt, false, required});
+  positionals_.push_back(Spec{name, name, help, std::nullopt, false, required, false});
   return *this;
 }
 
 Args& Args::option(const std::string& name, const std::string& metavar, const std::string& help,
                    std::optional<std::string> default_value) {
-  options_.push_back(Spec{name, metavar, help, std::move(default_value), false, false});
+  options_.push_back(Spec{name, metavar, help, std::move(default_value), false, false, false});
+  return *this;
+}
+
+Args& Args::repeatable_option(const std::string& name, const std::string& metavar, const std::string& help) {
+  options_.push_back(Spec{name, metavar, help, std::nullopt, false, false, true});
   return *this;
 }
 
 Args& Args::flag(const std::string& name, const std::string& help) {
-  options_.push_back(Spec{name, "", help, std::nullopt, true, false});
+  options_.push_back(Spec{name, "", help, std::nullopt, true, false, false});
   return *this;
 }
 
@@ -66,7 +74,11 @@ bool Args::parse(const std::vector<std::string>& args) {
         inline_value = true;
       }
       const Spec* spec = find_option(name);
-      if (!spec) throw InputError("unknown option '" + name + "' for '" + command_ + "'" + usage_hint);
+      if (!spec) {
+        std::vector<std::string> names{"--help"};
+        for (const Spec& s : options_) names.push_back(s.name);
+        throw InputError("unknown option '" + name + "' for '" + command_ + "'" + did_you_mean(name, names) + usage_hint);
+      }
       if (spec->is_flag) {
         if (inline_value) throw InputError("option '" + name + "' takes no value" + usage_hint);
         flags_set_[name]++;
@@ -78,6 +90,11 @@ bool Args::parse(const std::vector<std::string>& args) {
         }
         value = args[++i];
       }
+      if (!spec->repeatable && given_.count(name)) {
+        throw InputError("option '" + name + "' given twice ('" + values_[name].back() + "', then '" + value +
+                         "'): give it once" + usage_hint);
+      }
+      given_.insert(name);
       values_[name].push_back(value);
       continue;
     }
@@ -99,6 +116,10 @@ bool Args::parse(const std::vector<std::string>& args) {
 
 bool Args::has(const std::string& name) const {
   return values_.count(name) > 0 || flags_set_.count(name) > 0;
+}
+
+bool Args::given(const std::string& name) const {
+  return given_.count(name) > 0 || flags_set_.count(name) > 0;
 }
 
 std::string Args::get(const std::string& name) const {
@@ -137,10 +158,42 @@ double Args::get_double(const std::string& name) const {
   errno = 0;
   char* end = nullptr;
   const double x = std::strtod(v.c_str(), &end);
-  if (v.empty() || *end != '\0' || errno != 0) {
-    throw InputError("option " + name + " expects a number, got '" + v + "'");
+  if (v.empty() || *end != '\0' || errno != 0 || !std::isfinite(x)) {
+    throw InputError("option " + name + " expects a finite number, got '" + v + "'");
   }
   return x;
+}
+
+namespace {
+
+std::string number_text(double v) {
+  std::ostringstream o;
+  o << v;
+  return o.str();
+}
+
+}  // namespace
+
+long long Args::get_int_in(const std::string& name, long long lo, long long hi) const {
+  const long long v = get_int(name);
+  if (v < lo || v > hi) {
+    throw InputError(name + " must be between " + std::to_string(lo) + " and " + std::to_string(hi) + ", got " + get(name));
+  }
+  return v;
+}
+
+double Args::get_double_in(const std::string& name, double lo, double hi) const {
+  const double v = get_double(name);
+  if (!(v >= lo && v <= hi)) {
+    throw InputError(name + " must be between " + number_text(lo) + " and " + number_text(hi) + ", got " + get(name));
+  }
+  return v;
+}
+
+std::string Args::get_choice(const std::string& name, const std::vector<std::string>& choices) const {
+  const std::string v = get(name);
+  if (std::find(choices.begin(), choices.end(), v) != choices.end()) return v;
+  throw InputError(name + " must be " + join_choices(choices) + ", got '" + v + "'" + did_you_mean(v, choices));
 }
 
 std::string Args::help() const {
@@ -159,6 +212,7 @@ std::string Args::help() const {
     if (!s.is_flag) o << " " << s.metavar;
     o << "\n      " << s.help;
     if (s.default_value) o << " (default: " << *s.default_value << ")";
+    if (s.repeatable) o << " (repeatable)";
     o << "\n";
   }
   o << "  --help\n      show this help and exit\n";
@@ -183,6 +237,35 @@ std::vector<long long> parse_int_list(const std::string& text, const std::string
   }
   if (out.empty()) throw InputError(what + ": empty list");
   return out;
+}
+
+void check_device_numbers(const std::vector<long long>& devices, const std::string& what) {
+  for (std::size_t i = 0; i < devices.size(); ++i) {
+    if (devices[i] < 0 || devices[i] > kMaxDeviceNumber) {
+      throw InputError(what + ": device numbers are between 0 and " + std::to_string(kMaxDeviceNumber) + ", got " +
+                       std::to_string(devices[i]));
+    }
+    for (std::size_t j = 0; j < i; ++j) {
+      if (devices[j] == devices[i]) {
+        throw InputError(what + ": device " + std::to_string(devices[i]) + " is listed twice; name each device once, e.g. 0,1");
+      }
+    }
+  }
+}
+
+std::vector<long long> parse_device_list(const std::string& text, const std::string& what) {
+  std::vector<long long> out = parse_int_list(text, what);
+  check_device_numbers(out, what);
+  return out;
+}
+
+std::string join_choices(const std::vector<std::string>& choices) {
+  std::string s;
+  for (std::size_t i = 0; i < choices.size(); ++i) {
+    if (i > 0) s += i + 1 == choices.size() ? " or " : ", ";
+    s += choices[i];
+  }
+  return s;
 }
 
 }  // namespace plexus

@@ -1,8 +1,10 @@
 // A small command-line parser for subcommands: positionals, --options with values, flags,
-// generated --help, and errors that name the offending argument (exit 2).
+// generated --help, and errors that name the offending argument (exit 2): unknown options (with
+// "did you mean"), options given twice, values out of range, not finite or not among the choices.
 #pragma once
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -16,6 +18,9 @@ class Args {
   Args& positional(const std::string& name, const std::string& help, bool required = true);
   Args& option(const std::string& name, const std::string& metavar, const std::string& help,
                std::optional<std::string> default_value = std::nullopt);
+  // An option that may be given several times (get_all returns every value); any other option
+  // given twice is an error.
+  Args& repeatable_option(const std::string& name, const std::string& metavar, const std::string& help);
   Args& flag(const std::string& name, const std::string& help);
   Args& epilog(const std::string& text);
 
@@ -25,10 +30,16 @@ class Args {
   bool parse(const std::vector<std::string>& args);
 
   bool has(const std::string& name) const;  // option given (or defaulted) / flag set / positional given
+  bool given(const std::string& name) const;  // given on the command line (a default does not count)
   std::string get(const std::string& name) const;  // value; throws if absent
   std::optional<std::string> get_optional(const std::string& name) const;
   long long get_int(const std::string& name) const;     // validated integer
-  double get_double(const std::string& name) const;     // validated number
+  double get_double(const std::string& name) const;     // validated finite number (no inf, nan)
+  // The same, between lo and hi inclusive: InputError "NAME must be between LO and HI, got V".
+  long long get_int_in(const std::string& name, long long lo, long long hi) const;
+  double get_double_in(const std::string& name, double lo, double hi) const;
+  // The value, which must be one of `choices`: InputError naming them (and the nearest one).
+  std::string get_choice(const std::string& name, const std::vector<std::string>& choices) const;
   bool get_flag(const std::string& name) const { return flags_set_.count(name) > 0; }
   // Values of a repeatable option, in order.
   std::vector<std::string> get_all(const std::string& name) const;
@@ -42,6 +53,7 @@ class Args {
     std::optional<std::string> default_value;
     bool is_flag = false;
     bool required = false;
+    bool repeatable = false;
   };
   const Spec* find_option(const std::string& name) const;
 
@@ -49,9 +61,20 @@ class Args {
   std::vector<Spec> positionals_, options_;
   std::map<std::string, std::vector<std::string>> values_;
   std::map<std::string, int> flags_set_;
+  std::set<std::string> given_;  // options given on the command line (defaults are not)
 };
 
 // "1,2,3" -> {1,2,3}; throws InputError naming `what` on anything else.
 std::vector<long long> parse_int_list(const std::string& text, const std::string& what);
+
+// Device numbers: each between 0 and kMaxDeviceNumber, none twice. InputError naming `what`
+// (e.g. "--devices", "backend.device_ids") otherwise.
+inline constexpr long long kMaxDeviceNumber = 1023;
+void check_device_numbers(const std::vector<long long>& devices, const std::string& what);
+// A list of device numbers ("0,1"), parsed and checked as above.
+std::vector<long long> parse_device_list(const std::string& text, const std::string& what);
+
+// "a, b or c" for messages.
+std::string join_choices(const std::vector<std::string>& choices);
 
 }  // namespace plexus

@@ -8,6 +8,7 @@
 
 #include "backend/detect.h"
 #include "backend/device_options.h"
+#include "core/args.h"
 #include "core/error.h"
 #include "exec/run_devices.h"
 #include "model/checkpoint.h"
@@ -29,7 +30,31 @@ std::uint64_t host_available_memory() {
   throw RuntimeError("cannot read MemAvailable from /proc/meminfo: pass budgets with --max-memory");
 }
 
+void check_plan_inputs(const PlanInputs& in) {
+  parse_strategy_or_throw(in.strategy);
+  if (in.dtype) parse_weight_dtype_or_throw(*in.dtype, "--dtype");
+  if (in.context < 0 || in.context > (1LL << 24)) {
+    throw InputError("--context must be between 0 and 16777216, got " + std::to_string(in.context));
+  }
+  if (in.batch < 1 || in.batch > 65536) throw InputError("--batch must be between 1 and 65536, got " + std::to_string(in.batch));
+  if (in.max_memory && in.virtual_devices) {
+    throw InputError("--max-memory and --virtual-devices both set budgets: pass one of them (the devices --max-memory "
+                     "names are what a run splits the CPU into when there are no GPUs)");
+  }
+  if (in.max_memory) parse_max_memory(*in.max_memory);
+  if (in.virtual_devices && (*in.virtual_devices < 1 || *in.virtual_devices > 1024)) {
+    throw InputError("--virtual-devices must be between 1 and 1024, got " + std::to_string(*in.virtual_devices));
+  }
+  if (in.devices) check_device_numbers(*in.devices, "--devices");
+  if (in.device_map_file && !std::filesystem::is_regular_file(*in.device_map_file)) {
+    throw InputError("--device-map: '" + *in.device_map_file +
+                     "' not found: give a device map file (JSON: module prefix -> device) or a strategy (" +
+                     std::string(kStrategyChoices) + ")");
+  }
+}
+
 PlanOptions plan_options_from(const PlanInputs& in, const ModelConfig& config) {
+  check_plan_inputs(in);
   PlanOptions o;
   PlanRequest& r = o.request;
   r.strategy = parse_strategy_or_throw(in.strategy);
@@ -39,22 +64,14 @@ PlanOptions plan_options_from(const PlanInputs& in, const ModelConfig& config) {
     r.dtype = WeightDType::kBF16;
     if (config.torch_dtype) parse_weight_dtype(dtype_torch_name(*config.torch_dtype), &r.dtype);
   }
-  if (in.context < 0 || in.context > (1LL << 24)) {
-    throw InputError("--context must be between 0 and 16777216, got " + std::to_string(in.context));
-  }
-  if (in.batch < 1 || in.batch > 65536) throw InputError("--batch must be between 1 and 65536, got " + std::to_string(in.batch));
   r.runtime.context = in.context;
   r.runtime.batch = in.batch;
 
-  if (in.max_memory && in.virtual_devices) {
-    throw InputError("--max-memory and --virtual-devices both set budgets: pass one of them");
-  }
   if (in.max_memory) {
     r.budgets = parse_max_memory(*in.max_memory);
     o.budgets_source = "--max-memory";
   } else if (in.virtual_devices) {
     const long long n = *in.virtual_devices;
-    if (n < 1 || n > 1024) throw InputError("--virtual-devices must be between 1 and 1024, got " + std::to_string(n));
     const std::uint64_t each = host_available_memory() / static_cast<std::uint64_t>(n);
     for (long long i = 0; i < n; ++i) r.budgets.set(DeviceId::accelerator(static_cast<int>(i)), each);
     o.budgets_source = std::to_string(n) + " virtual devices sharing the host's available memory";
@@ -130,7 +147,31 @@ Budgets replica_budgets(const Budgets& all, const ReplicaShare& share) {
   return kept;
 }
 
+// The dtype a run computes in: the checkpoint's own (its embedding's), else the plan's.
+WeightDType checkpoint_weight_dtype(const ModuleTree& tree, WeightDType otherwise) {
+  WeightDType stored = otherwise;
+  if (const ParamInfo* p = tree.find("model.embed_tokens.weight"); p && p->dtype) parse_weight_dtype(dtype_torch_name(*p->dtype), &stored);
+  return stored;
+}
+
+// --dtype on a run must be the checkpoint's own (runs do not convert weights).
+void check_run_dtype(const PlanInputs& in, WeightDType stored) {
+  if (!in.dtype) return;
+  const WeightDType asked = parse_weight_dtype_or_throw(*in.dtype, "--dtype");
+  if (!(asked == stored)) {
+    throw InputError("--dtype " + *in.dtype + ": runs use the checkpoint's own dtype (" + std::string(weight_dtype_name(stored)) +
+                     "); leave --dtype out (`plexus plan --dtype` estimates other dtypes without running)");
+  }
+}
+
 }  // namespace
+
+void check_thread_share(int threads, int count) {
+  if (threads > 0 && threads < count) {
+    throw InputError("--threads " + std::to_string(threads) + " cannot be shared by " + std::to_string(count) +
+                     " replicas (--replicas): each computes on one thread at least; give --threads " + std::to_string(count) + " or more (0: every hardware thread), or fewer replicas");
+  }
+}
 
 std::unique_ptr<ModelRun> open_model_run(const RunInputs& in, const std::string& model_dir) {
   auto run = std::make_unique<ModelRun>();
@@ -140,7 +181,12 @@ std::unique_ptr<ModelRun> open_model_run(const RunInputs& in, const std::string&
     const int total = eo.threads > 0 ? eo.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     eo.threads = std::max(1, total / share.count);
   }
+  check_plan_inputs(in.plan);
   if (!in.plan.names_devices()) {
+    if (in.plan.dtype) {
+      const ModuleTree tree = load_module_tree(model_dir);
+      check_run_dtype(in.plan, checkpoint_weight_dtype(tree, WeightDType::kBF16));
+    }
     run->engine = std::make_unique<Engine>(model_dir, eo);
     run->engine_runner = std::make_unique<EngineRunner>(*run->engine);
     run->runner = run->engine_runner.get();
@@ -154,13 +200,10 @@ std::unique_ptr<ModelRun> open_model_run(const RunInputs& in, const std::string&
   const ModuleTree tree = load_module_tree(model_dir);
   PlanOptions po = plan_options_from(in.plan, tree.config());
   // The executor computes in the checkpoint's dtype: plan for it.
-  WeightDType stored = po.request.dtype;
-  if (const ParamInfo* p = tree.find("model.embed_tokens.weight"); p && p->dtype) parse_weight_dtype(dtype_torch_name(*p->dtype), &stored);
-  if (in.plan.dtype && !(stored == po.request.dtype)) {
-    throw InputError("dtype " + *in.plan.dtype + ": runs use the checkpoint's own dtype (" +
-                     std::string(weight_dtype_name(stored)) + "); leave --dtype out");
-  }
+  const WeightDType stored = checkpoint_weight_dtype(tree, po.request.dtype);
+  check_run_dtype(in.plan, stored);
   po.request.dtype = stored;
+  po.request.dtype_fixed = true;
   if (share.count > 1) po.request.budgets = replica_budgets(po.request.budgets, share);
   const Plan plan = po.device_map_file ? plan_from_device_map(tree, load_device_map_file(*po.device_map_file), po.request)
                                        : plan_model(tree, po.request);
@@ -171,7 +214,7 @@ std::unique_ptr<ModelRun> open_model_run(const RunInputs& in, const std::string&
   xo.micro_batches = in.micro_batches;
   run->executor = std::make_unique<Executor>(model_dir, plan.device_map, run->devices, xo);
   run->runner = run->executor.get();
-  run->threads = run->executor->threads();
+  run->threads = std::min(run->executor->threads(), run_thread_budget(eo.threads));
   run->isa = run->executor->kernels().name;
   run->plan_text = "budgets: " + po.request.budgets.to_string() + " (" + po.budgets_source + ")\n" + plan_to_table(plan) +
                    describe_layout(run->executor->layout()) + "micro-batches per forward: " +

@@ -33,13 +33,22 @@ struct PlanInputs {
   bool names_devices() const { return max_memory || virtual_devices || devices || device_map_file; }
 };
 
+// The strategies, as --strategy, --device-map and backend.device_map name them.
+inline constexpr const char* kStrategyChoices = "stages, sequential, balanced, balanced_low_0 or auto";
+
+// Checks every input that needs no model: strategy and dtype names, --context, --batch,
+// --virtual-devices and --devices ranges (no device twice), --max-memory syntax, budgets given
+// two ways, a --device-map file that is not there. InputError naming the flag and what it allows.
+// The run commands call it whether or not they plan, so a bad value never passes silently.
+void check_plan_inputs(const PlanInputs& in);
+
 struct PlanOptions {
   PlanRequest request;
   std::optional<std::string> device_map_file;
   std::string budgets_source;  // where the budgets came from, for the report
 };
 
-// Builds the request. Without max_memory, budgets are the detected accelerators' free memory
+// Builds the request (after check_plan_inputs). Without max_memory, budgets are the detected accelerators' free memory
 // and the host's available memory, or with virtual_devices N, N accelerators sharing the host's
 // available memory equally. Errors name the command-line flags (--max-memory, ...).
 PlanOptions plan_options_from(const PlanInputs& in, const ModelConfig& config);
@@ -58,6 +67,11 @@ struct ReplicaShare {
   int index = 0;
   int count = 1;
 };
+
+// `threads` (0: every hardware thread) split between `count` replicas of one process (batch
+// --replicas): each needs one at least, so InputError when 0 < threads < count (--threads is
+// never raised silently). (mpirun worker ranks are processes of their own, one thread at least each.)
+void check_thread_share(int threads, int count);
 
 struct RunInputs {
   EngineOptions engine;

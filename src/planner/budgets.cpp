@@ -82,7 +82,11 @@ Budgets parse_max_memory(const std::string& text) {
     const std::string key = entry.substr(0, eq), value = entry.substr(eq + 1);
     const DeviceId d = DeviceId::parse(key, "--max-memory entry '" + entry + "'");
     if (out.has(d)) throw InputError("--max-memory: device " + d.to_string() + " is given twice");
-    out.set(d, parse_memory_size(value));
+    try {
+      out.set(d, parse_memory_size(value));
+    } catch (const InputError& e) {
+      throw InputError("--max-memory: entry '" + entry + "': " + e.what());
+    }
   }
   if (out.list().empty()) throw InputError("--max-memory: no budgets given; write e.g. \"0=10GiB,cpu=64GiB\"");
   return out;

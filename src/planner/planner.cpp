@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "core/error.h"
+#include "core/nearest_name.h"
 #include "core/units.h"
 #include "planner/accelerate_planner.h"
 #include "planner/memory_estimate.h"
@@ -45,11 +46,12 @@ std::string device_list(const std::vector<DeviceId>& ds) {
   const auto cpu = r.budgets.get(DeviceId::cpu());
   msg += cpu ? ", cpu allows " + format_bytes(*cpu) : ", no cpu offload";
   msg += ": add cpu=… to --max-memory, allow disk offload (--offload-disk)";
-  if (r.dtype != WeightDType::kInt4) {
+  if (r.dtype != WeightDType::kInt4 && !r.dtype_fixed) {
+    // A planning estimate: runs compute in the checkpoint's dtype (generate refuses another).
     const WeightDType smaller = r.dtype == WeightDType::kInt8 ? WeightDType::kInt4 : WeightDType::kInt8;
     const std::int64_t s = SizedTree::build(tree, smaller).total_bytes();
-    msg += ", or use --dtype " + std::string(weight_dtype_name(smaller)) + " (" +
-           format_bytes(static_cast<std::uint64_t>(s)) + " of weights)";
+    msg += ", or plan for a quantized checkpoint with `plexus plan --dtype " + std::string(weight_dtype_name(smaller)) + "` (" +
+           format_bytes(static_cast<std::uint64_t>(s)) + " of weights; plexus runs a checkpoint in its own dtype)";
   }
   if (r.runtime.context > 0) msg += ", or lower --context/--batch";
   throw RuntimeError(msg);
@@ -130,7 +132,8 @@ Strategy parse_strategy_or_throw(std::string_view t) {
   Strategy s;
   if (!parse_strategy(t, &s)) {
     throw InputError("--strategy: unknown strategy '" + std::string(t) +
-                     "'; use stages (plexus), or accelerate's sequential, balanced, balanced_low_0, auto");
+                     "'; use stages (plexus), or accelerate's sequential, balanced, balanced_low_0, auto" +
+                     did_you_mean(std::string(t), {"stages", "sequential", "balanced", "balanced_low_0", "auto"}));
   }
   return s;
 }

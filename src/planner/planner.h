@@ -39,6 +39,8 @@ struct PlanRequest {
   // as accelerate does). Without it a model that does not fit is an error with the numbers.
   bool allow_disk = false;
   RuntimeBudget runtime;
+  // The dtype is the checkpoint's, fixed for a run: "does not fit" advice offers no other dtype.
+  bool dtype_fixed = false;
 };
 
 struct DeviceReport {

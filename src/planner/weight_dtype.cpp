@@ -4,6 +4,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/nearest_name.h"
 
 namespace plexus {
 
@@ -32,7 +33,8 @@ WeightDType parse_weight_dtype_or_throw(std::string_view text, std::string_view 
   WeightDType t;
   if (!parse_weight_dtype(text, &t)) {
     throw InputError(std::string(what) + ": unknown dtype '" + std::string(text) +
-                     "'; use one of float32, bfloat16, float16, int8, int4 (or f32, bf16, f16)");
+                     "'; use one of float32, bfloat16, float16, int8, int4 (or f32, bf16, f16)" +
+                     did_you_mean(std::string(text), {"float32", "bfloat16", "float16", "int8", "int4", "f32", "bf16", "f16"}));
   }
   return t;
 }

@@ -7,6 +7,11 @@
 
 namespace plexus {
 
+// The ranges every command accepts (generate's flags, batch request lines, bench scenarios).
+inline constexpr double kMaxTemperature = 100;
+inline constexpr long long kMaxTopK = 2147483647;
+inline constexpr long long kMaxNewTokens = 1LL << 24;
+
 struct SamplingOptions {
   bool greedy = true;
   double temperature = 1.0;

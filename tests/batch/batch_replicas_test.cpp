@@ -25,7 +25,11 @@ class BatchReplicas : public testing::BatchRunTest {
 
 TEST_F(BatchReplicas, SameOutputWhateverTheReplicaCount) {
   const std::string one = dir_ / "one.jsonl", two = dir_ / "two.jsonl", groups = dir_ / "groups.jsonl";
-  ASSERT_EQ(run_plexus(batch_args(one, "--threads 1 --batch-size 1")).exit_code, 0);
+  // The reference: one replica, one request at a time (--batch-size 1 instead of the fixture's 3;
+  // an option given twice is refused).
+  std::string reference = batch_args(one, "--threads 1");
+  reference.replace(reference.find("--batch-size 3"), 14, "--batch-size 1");
+  ASSERT_EQ(run_plexus(reference).exit_code, 0);
   const testing::ProcessResult r2 = run_plexus(batch_args(two, "--replicas 2 --threads 2 --json"));
   ASSERT_EQ(r2.exit_code, 0) << r2.err;
   const Json s = Json::parse(r2.out);

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
+#include "core/nearest_name.h"
 
 namespace plexus {
 
@@ -54,6 +55,85 @@ TEST(Args, IntList) {
   EXPECT_EQ(parse_int_list("1, 2,3", "--ids"), (std::vector<long long>{1, 2, 3}));
   EXPECT_THROW(parse_int_list("1,,2", "--ids"), InputError);
   EXPECT_THROW(parse_int_list("a", "--ids"), InputError);
+}
+
+std::string usage_error(Args a, const std::vector<std::string>& argv) {
+  try {
+    a.parse(argv);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Args, OptionGivenTwiceIsAnErrorUnlessRepeatable) {
+  const std::string twice = usage_error(make_args(), {"m", "--seed", "1", "--seed=3"});
+  EXPECT_NE(twice.find("'--seed' given twice ('1', then '3')"), std::string::npos) << twice;
+  Args a("demo", "");
+  a.repeatable_option("--set", "K=V", "override");
+  ASSERT_TRUE(a.parse(std::vector<std::string>{"--set", "a=1", "--set", "b=2"}));
+  EXPECT_EQ(a.get_all("--set"), (std::vector<std::string>{"a=1", "b=2"}));
+  EXPECT_NE(a.help().find("(repeatable)"), std::string::npos);
+}
+
+TEST(Args, UnknownOptionSuggestsTheNearest) {
+  const std::string typo = usage_error(make_args(), {"m", "--max-tokns", "3"});
+  EXPECT_NE(typo.find("did you mean '--max-tokens'?"), std::string::npos) << typo;
+  const std::string far = usage_error(make_args(), {"m", "--frobnicate"});
+  EXPECT_EQ(far.find("did you mean"), std::string::npos) << far;
+}
+
+TEST(Args, NumbersAreFiniteAndInRange) {
+  Args a("demo", "");
+  a.option("--t", "T", "").option("--k", "K", "").option("--s", "S", "");
+  ASSERT_TRUE(a.parse(std::vector<std::string>{"--t", "inf", "--k", "-5", "--s", "bogus"}));
+  EXPECT_THROW(a.get_double("--t"), InputError);
+  try {
+    a.get_int_in("--k", 0, 10);
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(), "--k must be between 0 and 10, got -5");
+  }
+  try {
+    a.get_choice("--s", {"stages", "balanced", "auto"});
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(), "--s must be stages, balanced or auto, got 'bogus'");
+  }
+  Args b("demo", "");
+  b.option("--t", "T", "");
+  ASSERT_TRUE(b.parse(std::vector<std::string>{"--t=nan"}));
+  EXPECT_THROW(b.get_double_in("--t", 0, 100), InputError);
+}
+
+TEST(Args, GivenIgnoresDefaults) {
+  Args a = make_args();
+  ASSERT_TRUE(a.parse(std::vector<std::string>{"m", "--seed", "2"}));
+  EXPECT_TRUE(a.has("--max-tokens"));
+  EXPECT_FALSE(a.given("--max-tokens"));
+  EXPECT_TRUE(a.given("--seed"));
+}
+
+TEST(Args, DeviceListsHaveNoRepeats) {
+  EXPECT_EQ(parse_device_list("0, 2,1", "--devices"), (std::vector<long long>{0, 2, 1}));
+  try {
+    parse_device_list("0,1,0", "--devices");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("--devices: device 0 is listed twice"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(parse_device_list("-1", "--devices"), InputError);
+  EXPECT_THROW(parse_device_list("1024", "--devices"), InputError);
+}
+
+TEST(NearestName, EditDistanceAndSuggestions) {
+  EXPECT_EQ(edit_distance("kitten", "sitting"), 3u);
+  EXPECT_EQ(edit_distance("", "abc"), 3u);
+  EXPECT_EQ(nearest_name("genrate", {"generate", "batch", "plan"}), "generate");
+  EXPECT_EQ(nearest_name("scenario.batch", {"scenario.batch_size", "scenario.seed"}), "scenario.batch_size");
+  EXPECT_EQ(nearest_name("xyz", {"generate", "batch"}), "");
+  EXPECT_EQ(did_you_mean("bech", {"bench"}), " (did you mean 'bench'?)");
+  EXPECT_EQ(did_you_mean("zzzzzz", {"bench"}), "");
 }
 
 }  // namespace plexus

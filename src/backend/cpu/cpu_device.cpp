@@ -19,12 +19,14 @@ std::string make_name(DeviceKind kind, int ordinal) {
 }
 }  // namespace
 
-CpuDevice::CpuDevice(DeviceKind kind, int ordinal, std::uint64_t budget_bytes, int threads)
+CpuDevice::CpuDevice(DeviceKind kind, int ordinal, std::uint64_t budget_bytes, int threads,
+                     std::shared_ptr<ComputeSlots> slots)
     : kind_(kind),
       ordinal_(ordinal),
       name_(make_name(kind, ordinal)),
       budget_(budget_bytes),
       threads_(threads < 1 ? 1 : threads),
+      slots_(std::move(slots)),
       queue_(name_) {
   assert(kind == DeviceKind::kCpu || kind == DeviceKind::kVirtual);
 }
@@ -46,8 +48,10 @@ Buffer CpuDevice::allocate(std::size_t bytes) {
   for (;;) {
     if (used + bytes > budget_ || used + bytes < used) {
       const std::string knob = kind_ == DeviceKind::kVirtual
-                                   ? "raise --virtual-device-memory (or PLEXUS_VIRTUAL_DEVICE_MEMORY), use "
-                                     "more virtual devices or place less on device " +
+                                   ? "give device " + std::to_string(ordinal_) + " a larger budget (--max-memory \"" +
+                                         std::to_string(ordinal_) +
+                                         "=SIZE\" on generate, perplexity, batch and plan; backend.max_memory in a "
+                                         "benchmark), use more devices or place less on device " +
                                          std::to_string(ordinal_)
                                    : "free host memory or offload to disk";
       throw RuntimeError(describe() + ": cannot allocate " + format_bytes(bytes) + " (" +
@@ -96,7 +100,22 @@ ThreadPool* CpuDevice::thread_pool() {
   return pool_.get();
 }
 
-void CpuDevice::enqueue(std::function<void()> work) { queue_.enqueue(std::move(work)); }
+void CpuDevice::enqueue(std::function<void()> work) {
+  if (!slots_) {
+    queue_.enqueue(std::move(work));
+    return;
+  }
+  queue_.enqueue([slots = slots_, k = threads_, work = std::move(work)] {
+    slots->acquire(k);
+    try {
+      work();
+    } catch (...) {
+      slots->release(k);
+      throw;
+    }
+    slots->release(k);
+  });
+}
 
 Event CpuDevice::record_event() {
   Event event;

@@ -1,5 +1,6 @@
 // The CPU backend: the host itself ("cpu") or one of N virtual devices that split the host,
-// each with its own memory budget (enforced), its own work queue and its share of threads.
+// each with its own memory budget (enforced), its own work queue and its share of threads (and,
+// within one run, the run's shared thread budget).
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -7,6 +8,7 @@
 #include <mutex>
 #include <string>
 
+#include "backend/cpu/compute_slots.h"
 #include "backend/cpu/work_queue.h"
 #include "backend/device.h"
 #include "core/thread_pool.h"
@@ -16,7 +18,9 @@ namespace plexus {
 class CpuDevice : public Device {
  public:
   // kind is kCpu (ordinal -1, name "cpu") or kVirtual (ordinal >= 0, name "virtual:N").
-  CpuDevice(DeviceKind kind, int ordinal, std::uint64_t budget_bytes, int threads);
+  // With `slots`, each enqueued task holds min(threads, slots->size()) of them while it runs.
+  CpuDevice(DeviceKind kind, int ordinal, std::uint64_t budget_bytes, int threads,
+            std::shared_ptr<ComputeSlots> slots = nullptr);
   ~CpuDevice() override;
 
   const std::string& name() const override { return name_; }
@@ -49,6 +53,7 @@ class CpuDevice : public Device {
   std::string name_;
   std::uint64_t budget_;
   int threads_;
+  std::shared_ptr<ComputeSlots> slots_;
   std::atomic<std::uint64_t> used_{0};
   std::once_flag pool_once_;
   std::unique_ptr<ThreadPool> pool_;
