@@ -129,6 +129,7 @@ int cmd_monitor(int argc, char** argv) {
   const bool json = args.get_flag("--json");
 
   const InterruptGuard guard;
+  options.stop_requested = &InterruptGuard::requested;
   MonitorSession session(make_sources(sources));
   // A signal, or a CSV that can no longer be written, ends the session.
   auto stopping = [&] { return InterruptGuard::requested() || session.csv_error().has_value(); };

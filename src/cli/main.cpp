@@ -41,7 +41,7 @@ void print_usage(std::FILE* out) {
                PLEXUS_VERSION);
   for (const Command& c : kCommands) std::fprintf(out, "  %-12s %s\n", c.name, c.summary);
   std::fprintf(out, "\n'plexus <command> --help' describes each command.\n"
-                    "exit codes: 0 ok, 1 runtime failure, 2 bad usage or bad input\n");
+                    "exit codes: 0 ok, 1 runtime failure, 2 bad usage or bad input, 130 interrupted (SIGINT/SIGTERM)\n");
 }
 
 }  // namespace

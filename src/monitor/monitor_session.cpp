@@ -75,8 +75,13 @@ void MonitorSession::start(const MonitorOptions& options) {
     std::vector<Sample> idle_samples;
     const auto end = t0_ + std::chrono::duration<double>(options.idle_baseline_s);
     const auto interval = std::chrono::duration<double, std::milli>(options.interval_ms);
-    for (auto next = t0_; next <= end; next += std::chrono::duration_cast<std::chrono::steady_clock::duration>(interval)) {
-      std::this_thread::sleep_until(next);
+    const auto stopping = [&] { return options.stop_requested && options.stop_requested(); };
+    for (auto next = t0_; next <= end && !stopping();
+         next += std::chrono::duration_cast<std::chrono::steady_clock::duration>(interval)) {
+      while (!stopping() && std::chrono::steady_clock::now() < next) {  // short steps: a stop answers quickly
+        std::this_thread::sleep_until(std::min(next, std::chrono::steady_clock::now() + std::chrono::milliseconds(20)));
+      }
+      if (stopping()) break;
       idle_samples.push_back(take_sample());
     }
     idle_ = measure_baseline(idle_samples);

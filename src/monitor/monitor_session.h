@@ -7,6 +7,7 @@
 //   ... the run ...
 //   MonitorSummary summary = session.stop();   // to_json(summary) for reports
 #pragma once
+#include <functional>
 #include <chrono>
 #include <condition_variable>
 #include <memory>
@@ -27,6 +28,8 @@ struct MonitorOptions {
   double interval_ms = 100;
   double idle_baseline_s = 0;  // > 0: sample this long before start() returns, as the idle level
   std::string csv_path;        // "": no CSV
+  // Polled while the idle baseline is measured (Ctrl-C ends it early); null: never.
+  std::function<bool()> stop_requested;
 };
 
 struct SourceOptions {

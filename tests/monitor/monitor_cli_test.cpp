@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -26,8 +27,10 @@ struct Result {
 };
 
 // Starts plexus with `args` against the fake NVML, stdout to a file. With `interrupt_when`, sends
-// SIGINT 0.2 s after that file appears (the CSV: the session has started, the handler is set).
-Result run(const char* library, std::vector<std::string> args, const std::string& interrupt_when = "") {
+// `sig` `delay_ms` after that file appears (the CSV: the session has started, the handler is set),
+// or `delay_ms` after the start when it is "".
+Result run(const char* library, std::vector<std::string> args, const std::optional<std::string>& interrupt_when = std::nullopt,
+           int delay_ms = 200, int sig = SIGINT) {
   const std::string out_path = ::testing::TempDir() + "/plexus_monitor_cli_" + std::to_string(::getpid()) + ".out";
   ::setenv("PLEXUS_NVML_LIBRARY", library, 1);
   ::setenv("PLEXUS_FAKE_NVML_SCRIPT", (std::string(PLEXUS_SOURCE_DIR) + "/tests/monitor/data/two_gpus_ramp.json").c_str(), 1);
@@ -44,12 +47,12 @@ Result run(const char* library, std::vector<std::string> args, const std::string
   Result r;
   if (posix_spawn(&pid, PLEXUS_BINARY, &actions, nullptr, argv.data(), environ) != 0) return r;
   posix_spawn_file_actions_destroy(&actions);
-  if (!interrupt_when.empty()) {
+  if (interrupt_when) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (access(interrupt_when.c_str(), F_OK) != 0 && std::chrono::steady_clock::now() < deadline)
+    while (!interrupt_when->empty() && access(interrupt_when->c_str(), F_OK) != 0 && std::chrono::steady_clock::now() < deadline)
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    kill(pid, SIGINT);
+    std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+    kill(pid, sig);
   }
   int status = 0;
   waitpid(pid, &status, 0);
@@ -97,6 +100,16 @@ TEST(MonitorCli, CtrlCEndsCleanlyWithTheSummary) {
   EXPECT_EQ(j.value("interrupted", false), true);
   EXPECT_GE(j["samples"].get<int>(), 2);
   EXPECT_EQ(j["devices"][1]["energy_method"], "power-integration");
+}
+
+// SIGTERM while the idle baseline is being measured ends monitor then, not after the baseline.
+TEST(MonitorCli, SigtermDuringTheIdleBaselineEndsItPromptly) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const Result r = run(FAKE_NVML_LIBRARY, {"--idle-baseline", "120", "--interval-ms", "20", "--json"}, "", 1500, SIGTERM);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_EQ(r.code, 130) << r.out;
+  EXPECT_EQ(Json::parse(r.out).value("interrupted", false), true);
+  EXPECT_LT(seconds, 60.0);  // a 120 s baseline was cut short
 }
 
 TEST(MonitorCli, ACsvOnAFullDiskExitsOneKeepingOnlyCompleteRows) {
