@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "cli/commands.h"
+#include "cli/model_options.h"
 #include "cli/plan_options.h"
 #include "core/args.h"
 #include "planner/plan_report.h"
@@ -14,15 +15,23 @@ int cmd_plan(int argc, char** argv) {
                     "0, 1, …, \"cpu\", \"disk\") and a per-device table of layers, weights, KV cache and budget.");
   args.positional("MODEL", "model directory (config.json [+ safetensors]) or a config.json file");
   add_plan_options(args);
+  add_engine_options(args);  // --threads and --batch-tokens size the run buffers as the run will
   args.flag("--json", "print {strategy, dtype, device_map, placement, devices} as JSON");
   args.epilog(
       "Strategies sequential, balanced, balanced_low_0 and auto reproduce Hugging Face accelerate's\n"
       "device_map=… placement exactly (auto = balanced). stages, plexus's own, cuts the layers into\n"
       "contiguous stages over every accelerator, minimising the largest per-device load with room kept\n"
-      "for the KV cache (--context, --batch) and activations. See docs/planner.md.");
+      "for the run buffers. Run buffers (KV cache for --context × --batch, workspace, activations,\n"
+      "logits, weight-streaming slots) are sized as `generate`/`perplexity` with the same flags allocate\n"
+      "them: within each budget for stages and custom maps; on top of max_memory (which limits the\n"
+      "weights, as in accelerate) for accelerate's strategies. See docs/planner.md.");
   if (!args.parse(argc, argv)) return 0;
   const ModuleTree tree = load_module_tree(args.get("MODEL"));
-  const PlanOptions o = plan_options_from(args, tree.config());
+  PlanInputs in = plan_inputs_from(args);
+  const EngineOptions eo = engine_options(args);
+  in.batch_tokens = eo.max_batch_tokens;
+  in.threads = eo.threads;
+  const PlanOptions o = plexus::plan_options_from(in, tree.config());
   const Plan plan = o.device_map_file
                         ? plan_from_device_map(tree, load_device_map_file(*o.device_map_file), o.request)
                         : plan_model(tree, o.request);

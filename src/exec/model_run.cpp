@@ -43,8 +43,13 @@ PlanOptions plan_options_from(const PlanInputs& in, const ModelConfig& config) {
     throw InputError("--context must be between 0 and 16777216, got " + std::to_string(in.context));
   }
   if (in.batch < 1 || in.batch > 65536) throw InputError("--batch must be between 1 and 65536, got " + std::to_string(in.batch));
+  if (in.batch_tokens < 1 || in.batch_tokens > 65536) {
+    throw InputError("--batch-tokens must be between 1 and 65536, got " + std::to_string(in.batch_tokens));
+  }
   r.runtime.context = in.context;
   r.runtime.batch = in.batch;
+  r.runtime.prefill_chunk = in.batch_tokens;
+  r.runtime.threads = in.threads > 0 ? in.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 
   if (in.max_memory && in.virtual_devices) {
     throw InputError("--max-memory and --virtual-devices both set budgets: pass one of them");
@@ -152,7 +157,15 @@ std::unique_ptr<ModelRun> open_model_run(const RunInputs& in, const std::string&
     throw InputError("--micro-batches must be between 0 and 4096, got " + std::to_string(in.micro_batches));
   }
   const ModuleTree tree = load_module_tree(model_dir);
-  PlanOptions po = plan_options_from(in.plan, tree.config());
+  PlanInputs pin = in.plan;
+  pin.batch_tokens = eo.max_batch_tokens;
+  pin.threads = eo.threads;
+  if (pin.context == 0) {
+    throw InputError("--context 0 plans the weights only; a run needs room for its tokens: give --context N (the "
+                     "prompt plus the tokens to generate, at most " +
+                     std::to_string(tree.config().max_position_embeddings) + ")");
+  }
+  PlanOptions po = plan_options_from(pin, tree.config());
   // The executor computes in the checkpoint's dtype: plan for it.
   WeightDType stored = po.request.dtype;
   if (const ParamInfo* p = tree.find("model.embed_tokens.weight"); p && p->dtype) parse_weight_dtype(dtype_torch_name(*p->dtype), &stored);
@@ -164,17 +177,29 @@ std::unique_ptr<ModelRun> open_model_run(const RunInputs& in, const std::string&
   if (share.count > 1) po.request.budgets = replica_budgets(po.request.budgets, share);
   const Plan plan = po.device_map_file ? plan_from_device_map(tree, load_device_map_file(*po.device_map_file), po.request)
                                        : plan_model(tree, po.request);
-  run->devices = make_run_devices(po.request.budgets, eo.threads, host_available_memory());
+  // The devices get what the plan sized: its budgets (accelerate's strategies: max_memory for the
+  // weights, the run buffers on top).
+  run->devices = make_run_devices(run_capacities(plan), po.request.runtime.threads, host_available_memory());
   ExecutorOptions xo;
   xo.max_batch_tokens = eo.max_batch_tokens;
-  xo.max_context = eo.max_context;
+  xo.max_context = plan.runtime.context;
+  xo.sequences = plan.runtime.batch;
   xo.micro_batches = in.micro_batches;
   run->executor = std::make_unique<Executor>(model_dir, plan.device_map, run->devices, xo);
   run->runner = run->executor.get();
   run->threads = run->executor->threads();
   run->isa = run->executor->kernels().name;
+  std::string buffers;
+  for (const DeviceBuffers& b : run->executor->buffers().devices) {
+    buffers += "run buffers on " + (b.device == kHostDevice ? std::string("host") : "device " + std::to_string(b.device)) +
+               ": " + describe_buffers(b) +
+               (b.layer_slots == 1 ? " (one streaming slot: two do not fit; each copy waits for the previous layer's "
+                                     "compute, slower but it runs)"
+                                   : "") +
+               "\n";
+  }
   run->plan_text = "budgets: " + po.request.budgets.to_string() + " (" + po.budgets_source + ")\n" + plan_to_table(plan) +
-                   describe_layout(run->executor->layout()) + "micro-batches per forward: " +
+                   describe_layout(run->executor->layout()) + buffers + "micro-batches per forward: " +
                    std::to_string(run->executor->micro_batches()) + "\n";
   run->plan_json = plan_to_json(plan);
   run->plan_json["budgets_source"] = po.budgets_source;

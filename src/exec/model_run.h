@@ -27,6 +27,8 @@ struct PlanInputs {
   std::optional<std::vector<long long>> devices;  // accelerator ordinals kept
   long long context = 4096;
   long long batch = 1;
+  long long batch_tokens = 256;  // tokens per forward pass (--batch-tokens): sizes activations and logits
+  int threads = 0;               // threads of the run (--threads; 0: one per hardware thread)
   bool offload_disk = false;
   std::optional<std::string> device_map_file;
   // Any of max_memory, virtual_devices, devices, device_map_file: plan and run across devices.

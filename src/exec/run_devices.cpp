@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "backend/cpu/cpu_device.h"
+#include "planner/run_buffers.h"
 
 namespace plexus {
 
@@ -16,7 +17,7 @@ DeviceRegistry make_run_devices(const Budgets& budgets, int threads, std::uint64
   DeviceRegistry r;
   for (int i = 0; i < n; ++i) {
     const std::uint64_t budget = budgets.get(DeviceId::accelerator(i)).value_or(0);
-    r.add_accelerator(std::make_unique<CpuDevice>(DeviceKind::kVirtual, i, budget, std::max(1, total / n)));
+    r.add_accelerator(std::make_unique<CpuDevice>(DeviceKind::kVirtual, i, budget, threads_per_accelerator(total, n)));
   }
   r.set_host(std::make_unique<CpuDevice>(DeviceKind::kCpu, -1, budgets.get(DeviceId::cpu()).value_or(host_available_bytes), total));
   return r;
