@@ -79,11 +79,15 @@ std::string plan_to_table(const Plan& p) {
     std::string other;
     if (d.holds_embedding) other += "embed";
     if (d.holds_lm_head) other += std::string(other.empty() ? "" : "+") + "lm_head";
-    const std::int64_t need = d.total_bytes;
+    // Budgets that limit the weights only (accelerate's max_memory) show the weights' share and
+    // a "+": the run buffers come on top.
+    const bool on_top = d.capacity_bytes && d.budget_bytes && *d.capacity_bytes > *d.budget_bytes;
+    const std::int64_t need = on_top ? d.weights_bytes : d.total_bytes;
     std::string pct = "-";
     if (d.budget_bytes && *d.budget_bytes > 0) {
       char buf[32];
-      std::snprintf(buf, sizeof buf, "%.1f%%", 100.0 * static_cast<double>(need) / static_cast<double>(*d.budget_bytes));
+      std::snprintf(buf, sizeof buf, "%.1f%%%s", 100.0 * static_cast<double>(need) / static_cast<double>(*d.budget_bytes),
+                    on_top ? "+" : "");
       pct = buf;
     }
     out += pad(d.device.to_string(), 8) + pad(d.layers.empty() ? "-" : format_ranges(d.layers), 14) +

@@ -9,6 +9,7 @@
 
 #include "core/units.h"
 #include "model/kv_cache.h"
+#include "planner/memory_estimate.h"
 #include "model/llama_family.h"
 #include "planner/run_buffers.h"
 
@@ -185,7 +186,8 @@ StagePlan plan_stages(const SizedTree& t, const ModelConfig& c, const Budgets& b
     if (sn.name == "lm_head") {
       u.is_tied_head = tied_bytes > 0;
       u.mem += logits;
-      u.load = sn.bytes + (u.is_tied_head ? tied_bytes : 0) + logits;
+      // Per generated token it reads its matrix and writes the batch's logits rows.
+      u.load = sn.bytes + (u.is_tied_head ? tied_bytes : 0) + (run ? logits_bytes(c, shape.batch) : 0);
     }
     units.push_back(u);
   }

@@ -66,6 +66,31 @@ TEST_F(ExecCli, BatchOfPromptsPipelines) {
   EXPECT_EQ(j["execution"]["micro_batches"].get<int>(), 2);
 }
 
+// The defect of issue 14: what `plan` accepts, `perplexity` runs with the same flags (accelerate's
+// strategies with cpu offload included); what `plan` refuses, the run refuses the same way.
+TEST_F(ExecCli, PlanAcceptedRunsAndPlanRefusedDoesNotStart) {
+  const std::string ppl = "perplexity " + model() + " --ids 3,14,15,92,65,35,89,79 --threads 2";
+  const std::string want = Json::parse(run_plexus(ppl + " --json").out)["nll"].dump();
+  for (const std::string strategy : {"auto", "sequential", "balanced_low_0", "stages"}) {
+    const std::string flags = " --strategy " + strategy + " --max-memory 0=500KiB,cpu=4MiB --context 64 --batch-tokens 8 --threads 2";
+    const testing::ProcessResult plan = run_plexus("plan " + model() + flags + " --json");
+    ASSERT_EQ(plan.exit_code, 0) << strategy << ": " << plan.err;
+    const Json d0 = Json::parse(plan.out)["devices"][0];
+    EXPECT_EQ(d0["total_bytes"].get<std::int64_t>(), d0["weights_bytes"].get<std::int64_t>() + d0["run_buffers_bytes"].get<std::int64_t>());
+    EXPECT_GT(d0["run_buffers_bytes"].get<std::int64_t>(), 0);
+    const testing::ProcessResult r = run_plexus(ppl + flags + " --json");
+    ASSERT_EQ(r.exit_code, 0) << strategy << ": " << r.err;
+    EXPECT_EQ(Json::parse(r.out)["nll"].dump(), want) << strategy;
+  }
+  const std::string tight = " --strategy stages --max-memory 0=40KiB,cpu=4MiB --context 64 --batch-tokens 8";
+  const testing::ProcessResult plan = run_plexus("plan " + model() + tight);
+  EXPECT_EQ(plan.exit_code, 2) << plan.err;
+  EXPECT_NE(plan.err.find("smallest budgets"), std::string::npos) << plan.err;
+  const testing::ProcessResult r = run_plexus(ppl + tight);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(r.out, "");
+}
+
 TEST_F(ExecCli, MapNamingAMissingDeviceIsBadInput) {
   const std::string map = dir_ / "map.json";
   std::ofstream(map) << R"({"": 3})";
