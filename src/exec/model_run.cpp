@@ -46,6 +46,11 @@ PlanOptions plan_options_from(const PlanInputs& in, const ModelConfig& config) {
   if (in.batch_tokens < 1 || in.batch_tokens > 65536) {
     throw InputError("--batch-tokens must be between 1 and 65536, got " + std::to_string(in.batch_tokens));
   }
+  if (in.batch > in.batch_tokens) {
+    throw InputError("--batch " + std::to_string(in.batch) + " sequences decode one token each per forward pass, but "
+                     "--batch-tokens " + std::to_string(in.batch_tokens) + " allows fewer tokens per pass: raise "
+                     "--batch-tokens or lower --batch");
+  }
   r.runtime.context = in.context;
   r.runtime.batch = in.batch;
   r.runtime.prefill_chunk = in.batch_tokens;

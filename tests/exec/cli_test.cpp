@@ -91,6 +91,22 @@ TEST_F(ExecCli, PlanAcceptedRunsAndPlanRefusedDoesNotStart) {
   EXPECT_EQ(r.out, "");
 }
 
+// Flags that contradict each other stop the command before it runs, naming both.
+TEST_F(ExecCli, ContradictoryFlagsNameBoth) {
+  const testing::ProcessResult b = run_plexus("plan " + model() + " --virtual-devices 2 --batch 8 --batch-tokens 4");
+  EXPECT_EQ(b.exit_code, 2) << b.err;
+  EXPECT_NE(b.err.find("--batch 8"), std::string::npos) << b.err;
+  EXPECT_NE(b.err.find("--batch-tokens 4"), std::string::npos) << b.err;
+  const testing::ProcessResult c = run_plexus("generate " + model() + " --ids 1,2 --max-tokens 40 --context 16 --virtual-devices 2");
+  EXPECT_EQ(c.exit_code, 2) << c.err;
+  EXPECT_NE(c.err.find("--max-tokens (40)"), std::string::npos) << c.err;
+  EXPECT_NE(c.err.find("--context"), std::string::npos) << c.err;
+  EXPECT_EQ(c.out, "");
+  const testing::ProcessResult z = run_plexus("perplexity " + model() + " --ids 1,2,3 --context 0 --virtual-devices 2");
+  EXPECT_EQ(z.exit_code, 2) << z.err;
+  EXPECT_NE(z.err.find("--context 0"), std::string::npos) << z.err;
+}
+
 TEST_F(ExecCli, MapNamingAMissingDeviceIsBadInput) {
   const std::string map = dir_ / "map.json";
   std::ofstream(map) << R"({"": 3})";
