@@ -1,11 +1,15 @@
 // `plexus plan MODEL`: where every weight goes under per-device budgets, by accelerate's
 // strategies or plexus's own; or the check of a custom --device-map.
+#include <algorithm>
 #include <cstdio>
+#include <optional>
 
 #include "cli/commands.h"
 #include "cli/model_options.h"
 #include "cli/plan_options.h"
 #include "core/args.h"
+#include "exec/plan_facts.h"
+#include "planner/cost_model.h"
 #include "planner/plan_report.h"
 
 namespace plexus::cli {
@@ -16,6 +20,8 @@ int cmd_plan(int argc, char** argv) {
   args.positional("MODEL", "model directory (config.json [+ safetensors]) or a config.json file");
   add_plan_options(args);
   add_engine_options(args);  // --threads and --batch-tokens size the run buffers as the run will
+  args.option("--gpu", "NAME", "predict the accelerators as this GPU (a100-40gb, a100-80gb, h100-sxm, h100-pcie, h200, "
+                              "l40s, rtx-4090, mi300x); default: this host's virtual devices (plexus calibrate)");
   args.flag("--json", "print {strategy, dtype, device_map, placement, devices} as JSON");
   args.epilog(
       "Strategies sequential, balanced, balanced_low_0 and auto reproduce Hugging Face accelerate's\n"
@@ -35,13 +41,29 @@ int cmd_plan(int argc, char** argv) {
   const Plan plan = o.device_map_file
                         ? plan_from_device_map(tree, load_device_map_file(*o.device_map_file), o.request)
                         : plan_model(tree, o.request);
+  // Predicted speed and energy (a plan with run buffers, i.e. --context > 0).
+  std::optional<Prediction> predicted;
+  std::string facts_note;
+  if (plan.runtime.context > 0) {
+    int n_acc = 0;
+    for (const DeviceId& d : o.request.budgets.accelerators()) n_acc = std::max(n_acc, d.ordinal() + 1);
+    const PlanFacts facts = plan_facts(args.get_optional("--gpu"), o.request.runtime.threads, n_acc);
+    predicted = predict_plan(tree, plan, facts.facts, facts.shared_host);
+    facts_note = facts.note;
+  }
   if (args.get_flag("--json")) {
     Json j = plan_to_json(plan);
     j["budgets_source"] = o.budgets_source;
+    if (predicted) {
+      j["predicted"] = prediction_to_json(*predicted);
+      if (!facts_note.empty()) j["predicted"]["note"] = facts_note;
+    }
     std::printf("%s\n", j.dump(2).c_str());
   } else {
     std::printf("budgets: %s (%s)\n%s", o.request.budgets.to_string().c_str(), o.budgets_source.c_str(),
                 plan_to_table(plan).c_str());
+    if (predicted) std::printf("%s", prediction_to_text(*predicted).c_str());
+    if (!facts_note.empty()) std::printf("note: %s\n", facts_note.c_str());
   }
   return 0;
 }

@@ -1,0 +1,216 @@
+// The roofline cost model of a plan.
+#include "planner/cost_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "core/error.h"
+#include "planner/run_buffers.h"
+#include "planner/sized_tree.h"
+#include "planner/stage_layout.h"
+
+namespace plexus {
+
+namespace {
+
+// What one computing device does per forward.
+struct DeviceWork {
+  int device = kHostDevice;
+  int layers = 0;
+  int slots = 2;
+  double resident_bytes = 0;   // weights read from the device's memory
+  double host_bytes = 0;       // streamed in from host memory (cpu offload)
+  double disk_bytes = 0;       // streamed in from the mmapped checkpoint (disk offload)
+  double params = 0;           // multiply-adds per token
+};
+
+struct Time {
+  double total = 0, memory = 0, compute = 0, stream = 0;
+};
+
+// One forward of `tokens` tokens attending to `kv_tokens` positions on average, reading the
+// weights once. Decode also reads each sequence's float32 KV cache; prefill's attention reuses
+// the keys it reads across a chunk's queries from cache, so only its FLOPs count.
+Time device_time(const DeviceWork& w, const DeviceFacts& f, const ModelConfig& c, double flops_per_s, double tokens,
+                 double kv_tokens, bool decode) {
+  Time t;
+  const double kv_bytes = decode ? tokens * kv_tokens * 2.0 * static_cast<double>(c.kv_dim()) * 4 * w.layers : 0;
+  t.memory = (w.resident_bytes + w.host_bytes + w.disk_bytes + kv_bytes) / f.memory_bandwidth;
+  const double attention = 4.0 * kv_tokens * static_cast<double>(c.q_dim()) * w.layers;
+  t.compute = tokens * (2.0 * w.params + attention) / flops_per_s;
+  t.stream = w.host_bytes / f.host_copy_bandwidth +
+             w.disk_bytes / std::min(f.disk_read_bandwidth, f.host_copy_bandwidth);
+  const double work = std::max(t.memory, t.compute);
+  t.total = w.slots >= 2 ? std::max(work, t.stream) : work + t.stream;
+  return t;
+}
+
+double flops_for(const DeviceFacts& f, WeightDType d) {
+  switch (d) {
+    case WeightDType::kF32: return f.flops_f32;
+    case WeightDType::kBF16:
+    case WeightDType::kF16: return f.flops_16bit;
+    case WeightDType::kInt8:
+    case WeightDType::kInt4: return f.flops_int8 > 0 ? f.flops_int8 : f.flops_16bit;
+  }
+  return f.flops_16bit;
+}
+
+struct Step {
+  double seconds = 0;
+  double busy_sum = 0;  // summed device time
+  std::vector<Time> per_device;
+  double hops = 0;
+};
+
+}  // namespace
+
+Prediction predict_plan(const ModuleTree& tree, const Plan& plan, const FactsOf& facts, bool shared_host) {
+  if (plan.runtime.context <= 0) throw InputError("a prediction needs a context: plan with --context N (not 0)");
+  const ModelConfig& c = tree.config();
+  int n_acc = 0;
+  for (const DeviceId& d : plan.planned_budgets.accelerators()) n_acc = std::max(n_acc, d.ordinal() + 1);
+  const StageLayout layout = make_stage_layout(tree, plan.device_map, n_acc);
+  const SizedTree sized = SizedTree::build(tree, plan.dtype);
+  const double layer_params = static_cast<double>(c.hidden_size) * (2.0 * c.q_dim() + 2.0 * c.kv_dim()) +
+                              3.0 * static_cast<double>(c.hidden_size) * static_cast<double>(c.intermediate_size);
+  const double head_params = static_cast<double>(c.hidden_size) * static_cast<double>(c.vocab_size);
+
+  std::vector<DeviceWork> work;
+  auto at = [&work](int device) -> DeviceWork& {
+    for (DeviceWork& w : work)
+      if (w.device == device) return w;
+    work.push_back(DeviceWork{});
+    work.back().device = device;
+    return work.back();
+  };
+  auto add = [](DeviceWork& w, Residence r, double bytes) {
+    (r == Residence::kDevice ? w.resident_bytes : r == Residence::kHost ? w.host_bytes : w.disk_bytes) += bytes;
+  };
+  for (const Stage& s : layout.stages) {
+    DeviceWork& w = at(s.device);
+    for (int l = s.first_layer; l < s.end_layer; ++l) {
+      add(w, layout.layers[static_cast<std::size_t>(l)].residence, static_cast<double>(packed_layer_bytes(sized, l)));
+      w.params += layer_params;
+      ++w.layers;
+    }
+    if (s.head) {
+      add(w, layout.head.residence, static_cast<double>(head_matrix_bytes(sized)));
+      w.params += head_params;
+    }
+  }
+  for (DeviceWork& w : work) {
+    const DeviceId id = w.device == kHostDevice ? DeviceId::cpu() : DeviceId::accelerator(w.device);
+    for (const DeviceReport& r : plan.devices)
+      if (r.device == id && r.streaming_slots > 0) w.slots = r.streaming_slots;
+  }
+  std::vector<DeviceFacts> f;
+  for (const DeviceWork& w : work) f.push_back(facts(w.device));
+
+  const double H = static_cast<double>(c.hidden_size);
+  auto step = [&](double tokens, double kv_tokens, bool decode) {
+    Step s;
+    for (std::size_t i = 0; i < work.size(); ++i) {
+      const Time t = device_time(work[i], f[i], c, flops_for(f[i], plan.dtype), tokens, kv_tokens, decode);
+      s.per_device.push_back(t);
+      s.busy_sum += t.total;
+    }
+    for (std::size_t k = 1; k < layout.stages.size(); ++k) {  // over the receiving device's link
+      for (std::size_t j = 0; j < work.size(); ++j) {
+        if (work[j].device == layout.stages[k].device) s.hops += tokens * H * 4 / f[j].link_bandwidth;
+      }
+    }
+    s.seconds = s.busy_sum + s.hops;
+    return s;
+  };
+
+  Prediction p;
+  p.batch = plan.runtime.batch;
+  const double ctx = static_cast<double>(plan.runtime.context);
+  const double half = ctx / 2;  // decode positions average half the context
+  const double b = static_cast<double>(plan.runtime.batch);
+  p.decode_tokens_per_s_1 = 1.0 / step(1, half, true).seconds;
+  const Step sb = step(b, half, true);
+  p.decode_tokens_per_s_batch = b / sb.seconds;
+  // Prefill of a context-long prompt, --batch-tokens at a time (weights read once per chunk).
+  const double chunk = std::min(ctx, static_cast<double>(plan.runtime.prefill_chunk));
+  const double chunks = std::ceil(ctx / chunk);
+  const double prefill_s = chunks * step(chunk, half, false).seconds;
+  p.prefill_tokens_per_s = ctx / prefill_s;
+  p.seconds_to_first_token = prefill_s;
+
+  // Bottleneck of decode at --batch: the slowest device, and what bounds it.
+  std::size_t worst = 0;
+  for (std::size_t i = 1; i < sb.per_device.size(); ++i)
+    if (sb.per_device[i].total > sb.per_device[worst].total) worst = i;
+  const Time& t = sb.per_device[worst];
+  p.bottleneck.device = work[worst].device == kHostDevice ? DeviceId::cpu() : DeviceId::accelerator(work[worst].device);
+  if (sb.hops > t.total) {
+    p.bottleneck.resource = "link";
+  } else if (t.stream >= std::max(t.memory, t.compute)) {
+    p.bottleneck.resource = "offload_stream";
+  } else {
+    p.bottleneck.resource = t.compute > t.memory ? "compute" : "memory_bandwidth";
+  }
+
+  // Energy per decoded token at --batch: idle power for the whole step, busy power while working.
+  bool have_power = true;
+  for (const DeviceFacts& x : f) have_power = have_power && x.idle_w && x.busy_w;
+  if (have_power) {
+    double joules = 0;
+    if (shared_host) {
+      joules = *f[0].busy_w * sb.seconds;  // one host, working throughout the step
+    } else {
+      for (std::size_t i = 0; i < f.size(); ++i) {
+        joules += *f[i].idle_w * sb.seconds + (*f[i].busy_w - *f[i].idle_w) * sb.per_device[i].total;
+      }
+    }
+    p.joules_per_token = joules / b;
+  }
+  for (std::size_t i = 0; i < work.size(); ++i) p.facts.emplace_back(work[i].device == kHostDevice ? DeviceId::cpu() : DeviceId::accelerator(work[i].device), f[i]);
+  return p;
+}
+
+Json prediction_to_json(const Prediction& p) {
+  Json facts = Json::array();
+  for (const auto& [d, f] : p.facts) {
+    Json x = device_facts_to_json(f);
+    x["device"] = d.to_json();
+    facts.push_back(x);
+  }
+  Json decode = Json::object();
+  decode["batch_1"] = p.decode_tokens_per_s_1;
+  decode["batch_" + std::to_string(p.batch)] = p.decode_tokens_per_s_batch;
+  return {{"prefill_tokens_per_s", p.prefill_tokens_per_s},
+          {"decode_tokens_per_s", decode},
+          {"seconds_to_first_token", p.seconds_to_first_token},
+          {"joules_per_token", p.joules_per_token ? Json(*p.joules_per_token) : Json(nullptr)},
+          {"bottleneck", {{"device", p.bottleneck.device.to_json()}, {"resource", p.bottleneck.resource}}},
+          {"facts", facts}};
+}
+
+std::string prediction_to_text(const Prediction& p) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "predicted: decode %.1f tok/s (batch 1), %.1f tok/s (batch %lld); prefill %.0f tok/s; first token after "
+                "%.3f s; ",
+                p.decode_tokens_per_s_1, p.decode_tokens_per_s_batch, static_cast<long long>(p.batch),
+                p.prefill_tokens_per_s, p.seconds_to_first_token);
+  std::string s = buf;
+  if (p.joules_per_token) {
+    std::snprintf(buf, sizeof buf, "%.3f J/token; ", *p.joules_per_token);
+    s += buf;
+  } else {
+    s += "energy unknown (no power facts); ";
+  }
+  s += "bottleneck: device " + p.bottleneck.device.to_string() + ", " + p.bottleneck.resource + "\n";
+  std::string sources;
+  for (const auto& [d, f] : p.facts) {
+    const std::string one = f.name + " [" + f.source + "]";
+    if (sources.find(one) == std::string::npos) sources += (sources.empty() ? "" : "; ") + one;
+  }
+  return s + "facts: " + sources + "\n";
+}
+
+}  // namespace plexus

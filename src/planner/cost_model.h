@@ -1,0 +1,43 @@
+// Predicting a plan's speed and energy: a roofline over device facts (pure). Per computing
+// device, each forward takes max(bytes read / memory bandwidth, FLOPs / FLOP/s) — and the
+// offloaded weights' copy, overlapped with it when two streaming slots exist, added when one —
+// summed over the stages in order, plus the activations' hops between devices.
+#pragma once
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "core/json.h"
+#include "planner/device_facts.h"
+#include "planner/planner.h"
+
+namespace plexus {
+
+struct Bottleneck {
+  DeviceId device = DeviceId::cpu();
+  std::string resource;  // "compute" | "memory_bandwidth" | "link" | "offload_stream"
+};
+
+struct Prediction {
+  std::int64_t batch = 1;                 // the plan's --batch
+  double prefill_tokens_per_s = 0;        // a --context-token prompt in --batch-tokens chunks
+  double decode_tokens_per_s_1 = 0;       // one sequence
+  double decode_tokens_per_s_batch = 0;   // --batch sequences decoded together
+  double seconds_to_first_token = 0;      // prefill of a --context-token prompt
+  std::optional<double> joules_per_token; // decode at --batch; none without power facts
+  Bottleneck bottleneck;                  // of decode at --batch
+  std::vector<std::pair<DeviceId, DeviceFacts>> facts;  // the facts used, per computing device
+};
+
+// Facts of a computing device: an accelerator ordinal, or kHostDevice.
+using FactsOf = std::function<DeviceFacts(int device)>;
+
+// Predicts `plan` (which must have run buffers: context > 0). `shared_host`: the accelerators
+// are virtual devices of one host, whose power counts once.
+Prediction predict_plan(const ModuleTree& tree, const Plan& plan, const FactsOf& facts, bool shared_host);
+
+Json prediction_to_json(const Prediction& p);
+// Two lines for the text report.
+std::string prediction_to_text(const Prediction& p);
+
+}  // namespace plexus
