@@ -89,6 +89,39 @@ TEST_F(PlanCli, ExitCodes) {
   EXPECT_EQ(run("plan --help").code, 0);
 }
 
+// calibrate measures this host into $XDG_CACHE_HOME/plexus and says where; plan then predicts
+// from it (or from a named GPU's datasheet with --gpu).
+TEST_F(PlanCli, CalibrateThenPredict) {
+  const std::string env = "XDG_CACHE_HOME=" + plexus::testing::shell_quote((dir_ / "cache").string()) + " " +
+                          plexus::testing::shell_quote(PLEXUS_BINARY) + " ";
+  const plexus::testing::ProcessResult uncal = plexus::testing::run_command(env + "plan " + model() + " --virtual-devices 2 --context 512 --json");
+  ASSERT_EQ(uncal.exit_code, 0) << uncal.err;
+  EXPECT_EQ(plexus::Json::parse(uncal.out)["predicted"]["facts"][0]["source"], "default (uncalibrated)");
+  const plexus::testing::ProcessResult cal = plexus::testing::run_command(env + "calibrate --threads 1 --seconds 0.02");
+  ASSERT_EQ(cal.exit_code, 0) << cal.err;
+  const std::string file = (dir_ / "cache" / "plexus" / "calibration.json").string();
+  EXPECT_NE(cal.out.find("wrote " + file), std::string::npos) << cal.out;
+  ASSERT_TRUE(std::filesystem::exists(file));
+  const plexus::testing::ProcessResult p = plexus::testing::run_command(env + "plan " + model() + " --virtual-devices 2 --context 512 --batch 4 --json");
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  const plexus::Json pred = plexus::Json::parse(p.out)["predicted"];
+  for (const char* k : {"prefill_tokens_per_s", "seconds_to_first_token", "joules_per_token", "bottleneck", "facts"}) {
+    EXPECT_TRUE(pred.contains(k)) << k;
+  }
+  EXPECT_GT(pred["decode_tokens_per_s"]["batch_1"].get<double>(), 0);
+  EXPECT_GT(pred["decode_tokens_per_s"]["batch_4"].get<double>(), 0);
+  EXPECT_NE(pred["facts"][0]["source"].get<std::string>().find("calibrated"), std::string::npos);
+  const ProcResult gpu = run("plan " + model() + " --max-memory 0=80GB --gpu h100-sxm --json");
+  ASSERT_EQ(gpu.code, 0) << gpu.out;
+  const plexus::Json g = plexus::Json::parse(gpu.out)["predicted"];
+  EXPECT_EQ(g["facts"][0]["name"], "H100 SXM");
+  EXPECT_EQ(g["bottleneck"]["resource"], "memory_bandwidth");
+  EXPECT_TRUE(g["joules_per_token"].is_number());
+  const ProcResult bad = run("plan " + model() + " --max-memory 0=80GB --gpu h100");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.out.find("h100-sxm"), std::string::npos) << bad.out;
+}
+
 TEST_F(PlanCli, Estimate) {
   const ProcResult r = run("estimate " + model() + " --json");
   ASSERT_EQ(r.code, 0) << r.out;
