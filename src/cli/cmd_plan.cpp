@@ -8,6 +8,8 @@
 #include "cli/model_options.h"
 #include "cli/plan_options.h"
 #include "core/args.h"
+#include "core/error.h"
+#include "exec/fastest.h"
 #include "exec/plan_facts.h"
 #include "planner/cost_model.h"
 #include "planner/plan_report.h"
@@ -22,6 +24,8 @@ int cmd_plan(int argc, char** argv) {
   add_engine_options(args);  // --threads and --batch-tokens size the run buffers as the run will
   args.option("--gpu", "NAME", "predict the accelerators as this GPU (a100-40gb, a100-80gb, h100-sxm, h100-pcie, h200, "
                               "l40s, rtx-4090, mi300x); default: this host's virtual devices (plexus calibrate)");
+  args.option("--objective", "O", "with --strategy fastest: throughput (decode tokens/s at --batch, default) | latency "
+                                  "(one sequence's decode tokens/s) | energy (joules per token)");
   args.flag("--json", "print {strategy, dtype, device_map, placement, devices} as JSON");
   args.epilog(
       "Strategies sequential, balanced, balanced_low_0 and auto reproduce Hugging Face accelerate's\n"
@@ -38,13 +42,25 @@ int cmd_plan(int argc, char** argv) {
   in.batch_tokens = eo.max_batch_tokens;
   in.threads = eo.threads;
   const PlanOptions o = plexus::plan_options_from(in, tree.config());
-  const Plan plan = o.device_map_file
-                        ? plan_from_device_map(tree, load_device_map_file(*o.device_map_file), o.request)
-                        : plan_model(tree, o.request);
+  if (args.get_optional("--objective") && !o.fastest) {
+    throw InputError("--objective " + *args.get_optional("--objective") + " ranks the plans of --strategy fastest, but --strategy is " +
+                     in.strategy + ": pass --strategy fastest or leave --objective out");
+  }
+  std::optional<FastestChoice> fastest;
+  if (o.fastest) {
+    fastest = choose_fastest(tree, o.request, parse_objective(args.get_optional("--objective").value_or("throughput")),
+                             args.get_optional("--gpu"));
+  }
+  const Plan plan = o.device_map_file ? plan_from_device_map(tree, load_device_map_file(*o.device_map_file), o.request)
+                    : fastest         ? fastest->ranked.front().plan
+                                      : plan_model(tree, o.request);
   // Predicted speed and energy (a plan with run buffers, i.e. --context > 0).
   std::optional<Prediction> predicted;
   std::string facts_note;
-  if (plan.runtime.context > 0) {
+  if (fastest) {
+    predicted = fastest->ranked.front().predicted;
+    facts_note = fastest->facts_note;
+  } else if (plan.runtime.context > 0) {
     int n_acc = 0;
     for (const DeviceId& d : o.request.budgets.accelerators()) n_acc = std::max(n_acc, d.ordinal() + 1);
     const PlanFacts facts = plan_facts(args.get_optional("--gpu"), o.request.runtime.threads, n_acc);
@@ -58,11 +74,13 @@ int cmd_plan(int argc, char** argv) {
       j["predicted"] = prediction_to_json(*predicted);
       if (!facts_note.empty()) j["predicted"]["note"] = facts_note;
     }
+    if (fastest) j["fastest"] = fastest_to_json(*fastest);
     std::printf("%s\n", j.dump(2).c_str());
   } else {
     std::printf("budgets: %s (%s)\n%s", o.request.budgets.to_string().c_str(), o.budgets_source.c_str(),
                 plan_to_table(plan).c_str());
     if (predicted) std::printf("%s", prediction_to_text(*predicted).c_str());
+    if (fastest) std::printf("%s", runner_ups_to_text(*fastest).c_str());
     if (!facts_note.empty()) std::printf("note: %s\n", facts_note.c_str());
   }
   return 0;

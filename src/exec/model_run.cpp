@@ -9,6 +9,7 @@
 #include "backend/detect.h"
 #include "backend/device_options.h"
 #include "core/error.h"
+#include "exec/fastest.h"
 #include "exec/run_devices.h"
 #include "model/checkpoint.h"
 #include "model/config.h"
@@ -32,7 +33,11 @@ std::uint64_t host_available_memory() {
 PlanOptions plan_options_from(const PlanInputs& in, const ModelConfig& config) {
   PlanOptions o;
   PlanRequest& r = o.request;
-  r.strategy = parse_strategy_or_throw(in.strategy);
+  o.fastest = in.strategy == "fastest";
+  r.strategy = o.fastest ? Strategy::kStages : parse_strategy_or_throw(in.strategy);
+  if (o.fastest && in.device_map_file) {
+    throw InputError("--strategy fastest and --device-map both choose the placement: pass one of them");
+  }
   if (in.dtype) {
     r.dtype = parse_weight_dtype_or_throw(*in.dtype, "--dtype");
   } else {
@@ -181,7 +186,8 @@ std::unique_ptr<ModelRun> open_model_run(const RunInputs& in, const std::string&
   po.request.dtype = stored;
   if (share.count > 1) po.request.budgets = replica_budgets(po.request.budgets, share);
   const Plan plan = po.device_map_file ? plan_from_device_map(tree, load_device_map_file(*po.device_map_file), po.request)
-                                       : plan_model(tree, po.request);
+                    : po.fastest        ? choose_fastest(tree, po.request, Objective::kThroughput, std::nullopt).ranked.front().plan
+                                        : plan_model(tree, po.request);
   // The devices get what the plan sized: its budgets (accelerate's strategies: max_memory for the
   // weights, the run buffers on top).
   run->devices = make_run_devices(run_capacities(plan), po.request.runtime.threads, host_available_memory());

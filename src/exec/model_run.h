@@ -37,6 +37,7 @@ struct PlanInputs {
 
 struct PlanOptions {
   PlanRequest request;
+  bool fastest = false;  // --strategy fastest: request.strategy is a placeholder (exec/fastest.h chooses)
   std::optional<std::string> device_map_file;
   std::string budgets_source;  // where the budgets came from, for the report
 };

@@ -194,9 +194,9 @@ std::string prediction_to_text(const Prediction& p) {
   char buf[512];
   std::snprintf(buf, sizeof buf,
                 "predicted: decode %.1f tok/s (batch 1), %.1f tok/s (batch %lld); prefill %.0f tok/s; first token after "
-                "%.3f s; ",
+                "%.2f ms; ",
                 p.decode_tokens_per_s_1, p.decode_tokens_per_s_batch, static_cast<long long>(p.batch),
-                p.prefill_tokens_per_s, p.seconds_to_first_token);
+                p.prefill_tokens_per_s, p.seconds_to_first_token * 1e3);
   std::string s = buf;
   if (p.joules_per_token) {
     std::snprintf(buf, sizeof buf, "%.3f J/token; ", *p.joules_per_token);

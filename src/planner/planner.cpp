@@ -130,7 +130,8 @@ Strategy parse_strategy_or_throw(std::string_view t) {
   Strategy s;
   if (!parse_strategy(t, &s)) {
     throw InputError("--strategy: unknown strategy '" + std::string(t) +
-                     "'; use stages (plexus), or accelerate's sequential, balanced, balanced_low_0, auto");
+                     "'; use stages (plexus), accelerate's sequential, balanced, balanced_low_0, auto, or fastest (the best "
+                     "predicted of them all)");
   }
   return s;
 }

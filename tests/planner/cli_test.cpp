@@ -72,7 +72,7 @@ TEST_F(PlanCli, TableAndCustomMapRoundTrip) {
 
 TEST_F(PlanCli, ExitCodes) {
   EXPECT_EQ(run("plan " + model() + " --max-memory 0=banana").code, 2);
-  EXPECT_EQ(run("plan " + model() + " --strategy fastest").code, 2);
+  EXPECT_EQ(run("plan " + model() + " --strategy quickest").code, 2);
   EXPECT_EQ(run("plan " + model() + " --dtype int3").code, 2);
   EXPECT_EQ(run("plan " + model() + " --max-memory 0=1GB --devices 1").code, 2);
   EXPECT_EQ(run("plan /nonexistent/model").code, 2);
@@ -120,6 +120,36 @@ TEST_F(PlanCli, CalibrateThenPredict) {
   const ProcResult bad = run("plan " + model() + " --max-memory 0=80GB --gpu h100");
   EXPECT_EQ(bad.code, 2);
   EXPECT_NE(bad.out.find("h100-sxm"), std::string::npos) << bad.out;
+}
+
+// --strategy fastest plans every strategy on every device subset and keeps the best predicted,
+// listing the runner-ups; --objective ranks by throughput, latency or energy.
+TEST_F(PlanCli, FastestPicksTheBestPredictionAndShowsRunnerUps) {
+  const ProcResult j = run("plan " + model() + " --max-memory 0=80GB,1=24GB --gpu h100-sxm --context 1024 --batch 8 --strategy fastest --json");
+  ASSERT_EQ(j.code, 0) << j.out;
+  const plexus::Json out = plexus::Json::parse(j.out);
+  const plexus::Json& c = out["fastest"]["candidates"];
+  ASSERT_GE(c.size(), 3u);
+  EXPECT_EQ(out["fastest"]["objective"], "throughput");
+  for (std::size_t i = 1; i < c.size(); ++i) {
+    EXPECT_GE(c[i - 1]["decode_tokens_per_s"].get<double>() * 1.005, c[i]["decode_tokens_per_s"].get<double>()) << i;
+  }
+  EXPECT_EQ(out["predicted"]["decode_tokens_per_s"]["batch_8"], c[0]["decode_tokens_per_s"]);
+  const ProcResult e = run("plan " + model() + " --max-memory 0=80GB,1=24GB --gpu h100-sxm --context 1024 --strategy fastest --objective energy --json");
+  ASSERT_EQ(e.code, 0) << e.out;
+  const plexus::Json& ec = plexus::Json::parse(e.out)["fastest"]["candidates"];
+  for (std::size_t i = 1; i < ec.size(); ++i) {
+    EXPECT_LE(ec[i - 1]["joules_per_token"].get<double>(), ec[i]["joules_per_token"].get<double>() * 1.005) << i;
+  }
+  const ProcResult t = run("plan " + model() + " --max-memory 0=80GB,1=24GB --gpu h100-sxm --context 1024 --strategy fastest --objective latency");
+  ASSERT_EQ(t.code, 0) << t.out;
+  EXPECT_NE(t.out.find("fastest by latency"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("runner-ups:\n  2. "), std::string::npos) << t.out;
+  const ProcResult both = run("plan " + model() + " --max-memory 0=80GB --objective energy");
+  EXPECT_EQ(both.code, 2);
+  EXPECT_NE(both.out.find("--objective energy"), std::string::npos) << both.out;
+  EXPECT_NE(both.out.find("--strategy"), std::string::npos) << both.out;
+  EXPECT_EQ(run("plan " + model() + " --max-memory 0=80GB --strategy fastest --objective speed").code, 2);
 }
 
 TEST_F(PlanCli, Estimate) {
