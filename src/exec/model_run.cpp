@@ -4,12 +4,15 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <thread>
 
 #include "backend/detect.h"
 #include "backend/device_options.h"
 #include "core/error.h"
 #include "exec/fastest.h"
+#include "exec/plan_facts.h"
+#include "planner/cost_model.h"
 #include "exec/run_devices.h"
 #include "model/checkpoint.h"
 #include "model/config.h"
@@ -213,8 +216,45 @@ std::unique_ptr<ModelRun> open_model_run(const RunInputs& in, const std::string&
                    describe_layout(run->executor->layout()) + buffers + "micro-batches per forward: " +
                    std::to_string(run->executor->micro_batches()) + "\n";
   run->plan_json = plan_to_json(plan);
+  run->plan = plan;
   run->plan_json["budgets_source"] = po.budgets_source;
   return run;
+}
+
+Json predict_run(const ModelRun& run, const std::string& model_dir, double prompt_tokens, double decode_positions,
+                 std::int64_t batch) {
+  const ModuleTree tree = load_module_tree(model_dir);
+  Plan plan;
+  int n_acc = 0;
+  if (run.plan) {
+    plan = *run.plan;
+    for (const DeviceId& d : plan.planned_budgets.accelerators()) n_acc = std::max(n_acc, d.ordinal() + 1);
+  } else {  // one Engine: the whole model computed by the host
+    PlanRequest r;
+    r.budgets.set(DeviceId::cpu(), std::numeric_limits<std::uint32_t>::max() * 1024ull);
+    r.runtime.context = tree.config().max_position_embeddings;
+    r.runtime.threads = run.threads;
+    WeightDType stored = WeightDType::kBF16;
+    if (const ParamInfo* p = tree.find("model.embed_tokens.weight"); p && p->dtype) {
+      parse_weight_dtype(dtype_torch_name(*p->dtype), &stored);
+    }
+    r.dtype = stored;
+    DeviceMap all;
+    all.set("", DeviceId::cpu());
+    plan = plan_from_device_map(tree, all, r);
+  }
+  plan.runtime.batch = std::max<std::int64_t>(1, batch);
+  const PlanFacts facts = plan_facts(std::nullopt, std::max(1, run.threads), n_acc);
+  Prediction p;
+  try {
+    p = predict_plan(tree, plan, facts.facts, facts.shared_host, PredictShape{prompt_tokens, decode_positions, !run.plan});
+  } catch (const InputError&) {
+    return nullptr;
+  }
+  Json j = prediction_to_json(p);
+  j.erase("facts");  // flat enough for a CSV row
+  j["facts_source"] = p.facts.empty() ? std::string() : p.facts.front().second.source;
+  return j;
 }
 
 }  // namespace plexus

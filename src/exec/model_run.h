@@ -79,9 +79,17 @@ struct ModelRun {
   Runner* runner = nullptr;
   std::string plan_text;  // budgets, plan table and stages (multi-device runs)
   Json plan_json;         // plan_to_json + "budgets_source" (multi-device runs); null otherwise
+  std::optional<Plan> plan;  // the plan run (multi-device runs)
   int threads = 0;
   std::string isa;
 };
 std::unique_ptr<ModelRun> open_model_run(const RunInputs& inputs, const std::string& model_dir);
+
+// The cost model's prediction for `run` (planner/cost_model.h) with this host's calibrated
+// facts: its plan on several devices, else one host device with the engine's threads; for
+// prompts of `prompt_tokens` and decode at `decode_positions` on average, `batch` sequences.
+// prediction_to_json plus "facts_source"; null when no prediction can be made.
+Json predict_run(const ModelRun& run, const std::string& model_dir, double prompt_tokens, double decode_positions,
+                 std::int64_t batch);
 
 }  // namespace plexus

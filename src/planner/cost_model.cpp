@@ -66,7 +66,8 @@ struct Step {
 
 }  // namespace
 
-Prediction predict_plan(const ModuleTree& tree, const Plan& plan, const FactsOf& facts, bool shared_host) {
+Prediction predict_plan(const ModuleTree& tree, const Plan& plan, const FactsOf& facts, bool shared_host,
+                        const PredictShape& shape) {
   if (plan.runtime.context <= 0) throw InputError("a prediction needs a context: plan with --context N (not 0)");
   const ModelConfig& c = tree.config();
   int n_acc = 0;
@@ -85,7 +86,8 @@ Prediction predict_plan(const ModuleTree& tree, const Plan& plan, const FactsOf&
     work.back().device = device;
     return work.back();
   };
-  auto add = [](DeviceWork& w, Residence r, double bytes) {
+  auto add = [&shape](DeviceWork& w, Residence r, double bytes) {
+    if (shape.host_in_place && w.device == kHostDevice && r == Residence::kHost) r = Residence::kDevice;
     (r == Residence::kDevice ? w.resident_bytes : r == Residence::kHost ? w.host_bytes : w.disk_bytes) += bytes;
   };
   for (const Stage& s : layout.stages) {
@@ -127,8 +129,8 @@ Prediction predict_plan(const ModuleTree& tree, const Plan& plan, const FactsOf&
 
   Prediction p;
   p.batch = plan.runtime.batch;
-  const double ctx = static_cast<double>(plan.runtime.context);
-  const double half = ctx / 2;  // decode positions average half the context
+  const double ctx = shape.prompt_tokens > 0 ? shape.prompt_tokens : static_cast<double>(plan.runtime.context);
+  const double half = shape.decode_positions > 0 ? shape.decode_positions : static_cast<double>(plan.runtime.context) / 2;
   const double b = static_cast<double>(plan.runtime.batch);
   p.decode_tokens_per_s_1 = 1.0 / step(1, half, true).seconds;
   const Step sb = step(b, half, true);

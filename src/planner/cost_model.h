@@ -29,12 +29,21 @@ struct Prediction {
   std::vector<std::pair<DeviceId, DeviceFacts>> facts;  // the facts used, per computing device
 };
 
+// The workload predicted: a prompt of `prompt_tokens` (prefill, first token), then decode at
+// `decode_positions` positions on average. Zero: the plan's --context, and half of it.
+struct PredictShape {
+  double prompt_tokens = 0;
+  double decode_positions = 0;
+  bool host_in_place = false;  // one Engine on the host: "cpu" weights are read where they are, not streamed
+};
+
 // Facts of a computing device: an accelerator ordinal, or kHostDevice.
 using FactsOf = std::function<DeviceFacts(int device)>;
 
 // Predicts `plan` (which must have run buffers: context > 0). `shared_host`: the accelerators
 // are virtual devices of one host, whose power counts once.
-Prediction predict_plan(const ModuleTree& tree, const Plan& plan, const FactsOf& facts, bool shared_host);
+Prediction predict_plan(const ModuleTree& tree, const Plan& plan, const FactsOf& facts, bool shared_host,
+                        const PredictShape& shape = {});
 
 Json prediction_to_json(const Prediction& p);
 // Two lines for the text report.
