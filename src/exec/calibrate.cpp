@@ -114,6 +114,15 @@ HostCalibration calibrate_host(const CalibrateOptions& o) {
     h.flops_16bit = flops * rate(o.seconds_per_test, [&] { matmul(k, pool, p16, x.data(), tokens, cols); });
     const MatmulPart p32[] = {{gemm32, y.data(), n}};
     h.flops_f32 = flops * rate(o.seconds_per_test, [&] { matmul(k, pool, p32, x.data(), tokens, cols); });
+    // A forward's weight rate at a few token counts (the decode matrix: beyond the caches).
+    for (const std::int64_t tk : {1, 2, 4, 8, 16, 64}) {
+      const double per_s = rate(o.seconds_per_test / 2, [&] { matmul(k, pool, dp, x.data(), tk, cols); });
+      h.weight_rate_by_tokens.emplace_back(static_cast<double>(tk), static_cast<double>(decode_w.bytes()) * per_s);
+    }
+    // One small launch: the pool's fixed cost per parallel kernel.
+    const WeightMatrix tiny{big.data(), DType::kBF16, 64, 64};
+    const MatmulPart tp[] = {{tiny, y.data(), 64}};
+    h.launch_overhead_s = 1 / rate(o.seconds_per_test / 2, [&] { matmul(k, pool, tp, x.data(), 1, 64); });
     c.by_threads.push_back(h);
   }
 

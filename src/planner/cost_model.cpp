@@ -23,6 +23,7 @@ struct DeviceWork {
   double host_bytes = 0;       // streamed in from host memory (cpu offload)
   double disk_bytes = 0;       // streamed in from the mmapped checkpoint (disk offload)
   double params = 0;           // multiply-adds per token
+  bool head = false;
 };
 
 struct Time {
@@ -32,17 +33,49 @@ struct Time {
 // One forward of `tokens` tokens attending to `kv_tokens` positions on average, reading the
 // weights once. Decode also reads each sequence's float32 KV cache; prefill's attention reuses
 // the keys it reads across a chunk's queries from cache, so only its FLOPs count.
+// Seconds per weight byte of a forward of `tokens` tokens on a calibrated host: interpolated
+// between the measured token counts, growing with the last measured rate per token beyond them.
+double seconds_per_weight_byte(const DeviceFacts& f, double tokens) {
+  const auto& r = f.weight_rate_by_tokens;
+  if (tokens <= r.front().first) return 1 / r.front().second;
+  for (std::size_t i = 1; i < r.size(); ++i) {
+    if (tokens <= r[i].first) {
+      const double a = 1 / r[i - 1].second, b = 1 / r[i].second;
+      return a + (b - a) * (tokens - r[i - 1].first) / (r[i].first - r[i - 1].first);
+    }
+  }
+  return tokens / r.back().first / r.back().second;
+}
+
+// `shared_host`: the copies run on the same cores and memory as the compute (virtual devices), so
+// they add to the work instead of hiding behind it.
 Time device_time(const DeviceWork& w, const DeviceFacts& f, const ModelConfig& c, double flops_per_s, double tokens,
-                 double kv_tokens, bool decode) {
+                 double kv_tokens, bool decode, bool shared_host) {
   Time t;
   const double kv_bytes = decode ? tokens * kv_tokens * 2.0 * static_cast<double>(c.kv_dim()) * 4 * w.layers : 0;
-  t.memory = (w.resident_bytes + w.host_bytes + w.disk_bytes + kv_bytes) / f.memory_bandwidth;
+  const double weight_bytes = w.resident_bytes + w.host_bytes + w.disk_bytes;
   const double attention = 4.0 * kv_tokens * static_cast<double>(c.q_dim()) * w.layers;
+  if (!f.weight_rate_by_tokens.empty()) {
+    // A calibrated host: the matmul kernels' measured rate for this many tokens (reads, bf16
+    // conversion and FMAs together), the KV cache at memory bandwidth, attention at FLOP/s, and
+    // six pool launches per layer (q/k/v, attention, o, gate/up, silu, down) plus the head's.
+    const double kernels = weight_bytes * seconds_per_weight_byte(f, tokens);
+    const double rest = kv_bytes / f.memory_bandwidth + tokens * attention / flops_per_s +
+                        (6.0 * w.layers + (w.head ? 1 : 0)) * f.launch_overhead_s;
+    const bool bound_by_reads = tokens < 4;  // fewer tokens than the kernels' row-block path takes
+    (bound_by_reads ? t.memory : t.compute) = kernels + rest;
+    t.stream = w.host_bytes / f.host_copy_bandwidth +
+               w.disk_bytes / std::min(f.disk_read_bandwidth, f.host_copy_bandwidth);
+    const double work = t.memory + t.compute;
+    t.total = w.slots >= 2 && !shared_host ? std::max(work, t.stream) : work + t.stream;
+    return t;
+  }
+  t.memory = (weight_bytes + kv_bytes) / f.memory_bandwidth;
   t.compute = tokens * (2.0 * w.params + attention) / flops_per_s;
   t.stream = w.host_bytes / f.host_copy_bandwidth +
              w.disk_bytes / std::min(f.disk_read_bandwidth, f.host_copy_bandwidth);
   const double work = std::max(t.memory, t.compute);
-  t.total = w.slots >= 2 ? std::max(work, t.stream) : work + t.stream;
+  t.total = w.slots >= 2 && !shared_host ? std::max(work, t.stream) : work + t.stream;
   return t;
 }
 
@@ -100,6 +133,7 @@ Prediction predict_plan(const ModuleTree& tree, const Plan& plan, const FactsOf&
     if (s.head) {
       add(w, layout.head.residence, static_cast<double>(head_matrix_bytes(sized)));
       w.params += head_params;
+      w.head = true;
     }
   }
   for (DeviceWork& w : work) {
@@ -114,7 +148,7 @@ Prediction predict_plan(const ModuleTree& tree, const Plan& plan, const FactsOf&
   auto step = [&](double tokens, double kv_tokens, bool decode) {
     Step s;
     for (std::size_t i = 0; i < work.size(); ++i) {
-      const Time t = device_time(work[i], f[i], c, flops_for(f[i], plan.dtype), tokens, kv_tokens, decode);
+      const Time t = device_time(work[i], f[i], c, flops_for(f[i], plan.dtype), tokens, kv_tokens, decode, shared_host);
       s.per_device.push_back(t);
       s.busy_sum += t.total;
     }

@@ -61,6 +61,7 @@ HostThroughput at_threads(const HostCalibration& c, int threads) {
     best.memory_bandwidth *= scale;
     best.flops_f32 *= scale;
     best.flops_16bit *= scale;
+    for (auto& [tokens, rate] : best.weight_rate_by_tokens) rate *= scale;
   }
   best.threads = threads;
   return best;
@@ -79,16 +80,21 @@ Json device_facts_to_json(const DeviceFacts& f) {
           {"host_copy_bytes_per_s", f.host_copy_bandwidth},
           {"disk_read_bytes_per_s", f.disk_read_bandwidth},
           {"idle_w", optional_json(f.idle_w)},
-          {"busy_w", optional_json(f.busy_w)}};
+          {"busy_w", optional_json(f.busy_w)},
+          {"launch_overhead_s", f.launch_overhead_s}};
 }
 
 Json host_calibration_to_json(const HostCalibration& c) {
   Json by = Json::array();
   for (const HostThroughput& t : c.by_threads) {
+    Json rates = Json::array();
+    for (const auto& [tokens, rate] : t.weight_rate_by_tokens) rates.push_back({tokens, rate});
     by.push_back({{"threads", t.threads},
                   {"memory_bandwidth_bytes_per_s", t.memory_bandwidth},
                   {"flops_f32", t.flops_f32},
-                  {"flops_16bit", t.flops_16bit}});
+                  {"flops_16bit", t.flops_16bit},
+                  {"weight_bytes_per_s_by_tokens", rates},
+                  {"launch_overhead_s", t.launch_overhead_s}});
   }
   return {{"format", "plexus-calibration-1"},
           {"cpu", c.cpu},
@@ -118,6 +124,16 @@ HostCalibration host_calibration_from_json(const Json& j, const std::string& whe
     h.memory_bandwidth = positive(t, "memory_bandwidth_bytes_per_s", where);
     h.flops_f32 = positive(t, "flops_f32", where);
     h.flops_16bit = positive(t, "flops_16bit", where);
+    h.launch_overhead_s = json_number_or(t, "launch_overhead_s", 0, where);
+    if (t.contains("weight_bytes_per_s_by_tokens") && t["weight_bytes_per_s_by_tokens"].is_array()) {
+      for (const Json& pr : t["weight_bytes_per_s_by_tokens"]) {
+        if (!pr.is_array() || pr.size() != 2 || !pr[0].is_number() || !pr[1].is_number() || !(pr[1].get<double>() > 0) ||
+            (!h.weight_rate_by_tokens.empty() && pr[0].get<double>() <= h.weight_rate_by_tokens.back().first)) {
+          throw InputError(where + ": 'weight_bytes_per_s_by_tokens' must hold [tokens, bytes/s] pairs, tokens ascending");
+        }
+        h.weight_rate_by_tokens.emplace_back(pr[0].get<double>(), pr[1].get<double>());
+      }
+    }
     if (h.threads < 1 || (!c.by_threads.empty() && h.threads <= c.by_threads.back().threads)) {
       throw InputError(where + ": 'by_threads' must list ascending positive thread counts");
     }
@@ -144,6 +160,8 @@ DeviceFacts virtual_device_facts(const HostCalibration& c, int threads, const st
   f.disk_read_bandwidth = c.disk_read_bandwidth;
   f.idle_w = c.idle_w;
   f.busy_w = c.busy_w;
+  f.weight_rate_by_tokens = t.weight_rate_by_tokens;
+  f.launch_overhead_s = t.launch_overhead_s;
   return f;
 }
 
@@ -158,8 +176,16 @@ HostCalibration default_host_calibration(int threads) {
   HostCalibration c;
   c.cpu = "uncalibrated";
   const int n = std::max(1, threads);
-  c.by_threads.push_back({1, 5 * kG, 8 * kG, 6 * kG});
-  if (n > 1) c.by_threads.push_back({n, std::min(20.0, 5.0 * n) * kG, 8 * kG * n, 6 * kG * n});
+  auto add = [&c](int threads, double bw, double f32, double f16) {
+    HostThroughput h;
+    h.threads = threads;
+    h.memory_bandwidth = bw;
+    h.flops_f32 = f32;
+    h.flops_16bit = f16;
+    c.by_threads.push_back(h);
+  };
+  add(1, 5 * kG, 8 * kG, 6 * kG);
+  if (n > 1) add(n, std::min(20.0, 5.0 * n) * kG, 8 * kG * n, 6 * kG * n);
   c.copy_bandwidth = 8 * kG;
   c.disk_read_bandwidth = 2 * kG;
   return c;

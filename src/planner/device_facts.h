@@ -22,6 +22,11 @@ struct DeviceFacts {
   double host_copy_bandwidth = 0;   // bytes/s host → device (cpu-offloaded weights streaming in)
   double disk_read_bandwidth = 0;   // bytes/s from the mmapped checkpoint (disk offload)
   std::optional<double> idle_w, busy_w;  // power; none when unknown
+  // Measured kernels (calibrated hosts; empty for datasheet GPUs, which use the roofline): the
+  // weight bytes per second a forward of N tokens gets through (conversion, FMAs and reads
+  // together), and the fixed cost of one parallel kernel launch.
+  std::vector<std::pair<double, double>> weight_rate_by_tokens;  // (tokens, bytes/s), ascending tokens
+  double launch_overhead_s = 0;
 };
 
 Json device_facts_to_json(const DeviceFacts& f);
@@ -31,6 +36,8 @@ struct HostThroughput {
   int threads = 1;
   double memory_bandwidth = 0;  // bf16 weights streamed by the decode (matrix × vector) kernel
   double flops_f32 = 0, flops_16bit = 0;  // the prefill (matrix × matrix) kernels
+  std::vector<std::pair<double, double>> weight_rate_by_tokens;  // (tokens, bf16 weight bytes/s) of a forward
+  double launch_overhead_s = 0;           // one small matmul launched on the thread pool
 };
 
 // `plexus calibrate`'s file: the host measured at each thread count.

@@ -13,6 +13,15 @@ namespace {
 
 using namespace plexus::testing;
 
+HostThroughput measured(int threads, double bw, double f32, double f16) {
+  HostThroughput h;
+  h.threads = threads;
+  h.memory_bandwidth = bw;
+  h.flops_f32 = f32;
+  h.flops_16bit = f16;
+  return h;
+}
+
 Plan plan_for(const ModuleTree& t, const std::string& budgets, Strategy s = Strategy::kStages, std::int64_t batch = 1) {
   PlanRequest r;
   r.strategy = s;
@@ -80,7 +89,7 @@ TEST(CostModel, OffloadedWeightsAreBoundByTheHostLink) {
 TEST(CostModel, VirtualDevicesSumTheirStages) {
   const ModuleTree t = smollm_135m();
   HostCalibration c;
-  c.by_threads = {{1, 10e9, 50e9, 50e9}};
+  c.by_threads = {measured(1, 10e9, 50e9, 50e9)};
   c.copy_bandwidth = 10e9;
   c.disk_read_bandwidth = 5e9;
   c.idle_w = 10;
@@ -106,13 +115,17 @@ TEST(CostModel, NeedsAContextAndKnowsItsGpus) {
 TEST(DeviceFacts, CalibrationRoundTripsAndRejectsBadFiles) {
   HostCalibration c;
   c.cpu = "test cpu";
-  c.by_threads = {{1, 10e9, 50e9, 40e9}, {4, 30e9, 180e9, 150e9}};
+  c.by_threads = {measured(1, 10e9, 50e9, 40e9), measured(4, 30e9, 180e9, 150e9)};
+  c.by_threads[1].weight_rate_by_tokens = {{1, 30e9}, {8, 60e9}};
+  c.by_threads[1].launch_overhead_s = 2e-6;
   c.copy_bandwidth = 12e9;
   c.disk_read_bandwidth = 3e9;
   const HostCalibration back = host_calibration_from_json(host_calibration_to_json(c), "x");
   EXPECT_EQ(back.by_threads.size(), 2u);
   EXPECT_EQ(back.by_threads[1].flops_f32, 180e9);
   EXPECT_FALSE(back.idle_w.has_value());
+  EXPECT_EQ(back.by_threads[1].weight_rate_by_tokens, c.by_threads[1].weight_rate_by_tokens);
+  EXPECT_EQ(back.by_threads[1].launch_overhead_s, 2e-6);
   // Two threads: the one-thread entry scaled; eight: no more than the four measured.
   EXPECT_DOUBLE_EQ(virtual_device_facts(back, 2, "x").memory_bandwidth, 20e9);
   EXPECT_DOUBLE_EQ(virtual_device_facts(back, 8, "x").memory_bandwidth, 30e9);
