@@ -2,6 +2,8 @@
 #include "planner/planner.h"
 
 #include <algorithm>
+#include <array>
+#include <optional>
 #include <map>
 #include <unordered_map>
 
@@ -311,6 +313,109 @@ Plan smallest_plan(const ModuleTree& tree, const SizedTree& sized, const PlanReq
   return p;
 }
 
+// When the stages fill cannot fit the run buffers (typically the KV cache of offloaded layers
+// piling up on the last accelerator), spread the computing instead: contiguous layer segments,
+// one per accelerator, each anchored by its first layer kept resident and the rest streamed from
+// cpu (or disk), segments as long as each device holds; then as many resident layers as fit. The
+// head goes to the first accelerator that holds it, else stays offloaded. None when nothing fits.
+std::optional<Plan> distributed_offload(const ModuleTree& tree, const SizedTree& sized, const PlanRequest& r) {
+  const int L = tree.config().num_layers;
+  std::vector<DeviceId> accs;
+  for (const DeviceBudget& b : r.budgets.list())
+    if (b.device.is_accelerator() && b.bytes > 0) accs.push_back(b.device);
+  if (accs.empty() || L == 0) return std::nullopt;
+  const auto cpu = r.budgets.get(DeviceId::cpu());
+  DeviceId off = DeviceId::cpu();
+  if (!cpu || static_cast<std::int64_t>(*cpu) < sized.total_bytes()) {
+    if (!r.allow_disk) return std::nullopt;
+    off = DeviceId::disk();
+  }
+  Plan p;
+  p.strategy = r.strategy;
+  p.dtype = r.dtype;
+  p.runtime = r.runtime;
+  p.planned_budgets = r.budgets;
+  // seg[k] = (first layer, end layer, resident layers) of accelerator k.
+  auto build = [&](const std::vector<std::array<int, 3>>& seg, const DeviceId& head) {
+    DeviceMap m;
+    m.set("model.embed_tokens", off);
+    for (std::size_t k = 0; k < seg.size(); ++k) {
+      for (int l = seg[k][0]; l < seg[k][1]; ++l) {
+        m.set(ModuleTree::layer_prefix(l), l < seg[k][0] + seg[k][2] ? accs[k] : off);
+      }
+    }
+    m.set("model.norm", head);
+    m.set("lm_head", head);
+    p.device_map = accelerate_clean_device_map(m);
+    p.notes.clear();
+    fill_report(tree, sized, r, &p);
+  };
+  auto fits = [&](const DeviceId& d) {
+    for (const DeviceReport* x : overfull(p))
+      if (x->device == d) return false;
+    return true;
+  };
+  std::vector<DeviceId> heads(accs);
+  heads.push_back(off);
+  for (const DeviceId& head : heads) {
+    std::vector<std::array<int, 3>> seg;
+    int start = 0;
+    bool ok = true;
+    for (std::size_t k = 0; k < accs.size() && ok; ++k) {
+      const bool last = k + 1 == accs.size();
+      // The longest segment device k holds (one resident layer), the rest anchored on k + 1.
+      auto holds = [&](int end) {
+        std::vector<std::array<int, 3>> trial = seg;
+        trial.push_back({start, end, 1});
+        if (end < L) trial.push_back({end, L, 1});
+        build(trial, head);
+        return fits(accs[k]);
+      };
+      int lo = start, hi = last ? L : L - 1;  // lo: known to hold (start means none)
+      if (last) {
+        if (!holds(L)) ok = false;
+        lo = L;
+      } else {
+        while (lo < hi) {
+          const int mid = lo + (hi - lo + 1) / 2;
+          if (holds(mid)) lo = mid;
+          else hi = mid - 1;
+        }
+      }
+      if (!ok) break;
+      if (lo == start) continue;  // device k holds no segment: the next one starts here
+      // As many resident layers as fit.
+      int res_lo = 1, res_hi = lo - start;
+      auto holds_res = [&](int res) {
+        std::vector<std::array<int, 3>> trial = seg;
+        trial.push_back({start, lo, res});
+        if (lo < L) trial.push_back({lo, L, 1});
+        build(trial, head);
+        return fits(accs[k]);
+      };
+      while (res_lo < res_hi) {
+        const int mid = res_lo + (res_hi - res_lo + 1) / 2;
+        if (holds_res(mid)) res_lo = mid;
+        else res_hi = mid - 1;
+      }
+      seg.push_back({start, lo, res_lo});
+      start = lo;
+      if (start == L) break;
+    }
+    if (!ok || start != L) continue;
+    build(seg, head);
+    if (overfull(p).empty()) {
+      bool streams = false;
+      for (const std::array<int, 3>& x : seg) streams = streams || x[2] < x[1] - x[0];
+      p.notes.push_back(std::string("the run buffers leave too little room for the balanced stages: each accelerator "
+                                    "computes one segment of layers with its own KV cache") +
+                        (streams ? ", its first layers resident and the rest streamed from " + off.to_string() : ""));
+      return p;
+    }
+  }
+  return std::nullopt;
+}
+
 // InputError: the budgets cannot hold this plan, with each device's need and the smallest
 // budget that runs anything at all.
 [[noreturn]] void throw_overfull(const ModuleTree& tree, const SizedTree& sized, const PlanRequest& r, const Plan& plan) {
@@ -388,6 +493,12 @@ Plan plan_model(const ModuleTree& tree, const PlanRequest& r_in) {
           grew = true;
         }
         if (!grew) break;
+      }
+      if (!overfull(plan).empty()) {
+        if (std::optional<Plan> spread = distributed_offload(tree, sized, r)) {
+          spread->notes.insert(spread->notes.begin(), first_notes.begin(), first_notes.end());
+          plan = std::move(*spread);
+        }
       }
       if (!overfull(plan).empty()) {  // last resort: everything streams through the first device
         Plan small = smallest_plan(tree, sized, r);

@@ -82,6 +82,16 @@ TEST_F(ExecCli, PlanAcceptedRunsAndPlanRefusedDoesNotStart) {
     ASSERT_EQ(r.exit_code, 0) << strategy << ": " << r.err;
     EXPECT_EQ(Json::parse(r.out)["nll"].dump(), want) << strategy;
   }
+  // The KV cache of a 2048-token context (2 MiB) outweighs the weights: stages spreads the layers'
+  // caches over both devices (with the head handed back to device 0), and the run follows.
+  const std::string kv = " --strategy stages --max-memory 0=1600KiB,1=1400KiB,cpu=8MiB --context 2048 --batch-tokens 8 --threads 2";
+  const testing::ProcessResult kv_plan = run_plexus("plan " + model() + kv);
+  ASSERT_EQ(kv_plan.exit_code, 0) << kv_plan.err;
+  EXPECT_NE(kv_plan.out.find("each accelerator computes one segment of layers"), std::string::npos) << kv_plan.out;
+  const testing::ProcessResult kv_run = run_plexus(ppl + kv + " --json");
+  ASSERT_EQ(kv_run.exit_code, 0) << kv_run.err;
+  EXPECT_EQ(Json::parse(kv_run.out)["nll"].dump(), want);
+
   const std::string tight = " --strategy stages --max-memory 0=40KiB,cpu=4MiB --context 64 --batch-tokens 8";
   const testing::ProcessResult plan = run_plexus("plan " + model() + tight);
   EXPECT_EQ(plan.exit_code, 2) << plan.err;
