@@ -64,7 +64,9 @@ int cmd_plan(int argc, char** argv) {
     int n_acc = 0;
     for (const DeviceId& d : o.request.budgets.accelerators()) n_acc = std::max(n_acc, d.ordinal() + 1);
     const PlanFacts facts = plan_facts(args.get_optional("--gpu"), o.request.runtime.threads, n_acc);
-    predicted = predict_plan(tree, plan, facts.facts, facts.shared_host);
+    PredictShape shape;
+    shape.concurrency = facts.concurrency;
+    predicted = predict_plan(tree, plan, facts.facts, facts.shared_host, shape);
     facts_note = facts.note;
   }
   if (args.get_flag("--json")) {

@@ -97,7 +97,9 @@ FastestChoice choose_fastest(const ModuleTree& tree, const PlanRequest& base, Ob
       const std::pair<Json, std::string> key{c.plan.device_map.to_json(), devices_text(subset)};
       if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;  // another strategy's same map
       seen.push_back(key);
-      c.predicted = predict_plan(tree, c.plan, facts.facts, facts.shared_host);
+      PredictShape shape;
+      shape.concurrency = facts.concurrency;
+      c.predicted = predict_plan(tree, c.plan, facts.facts, facts.shared_host, shape);
       c.label = label;
       c.score = score_of(c.predicted, objective);
       out.ranked.push_back(std::move(c));

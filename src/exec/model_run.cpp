@@ -244,10 +244,17 @@ Json predict_run(const ModelRun& run, const std::string& model_dir, double promp
     plan = plan_from_device_map(tree, all, r);
   }
   plan.runtime.batch = std::max<std::int64_t>(1, batch);
-  const PlanFacts facts = plan_facts(std::nullopt, std::max(1, run.threads), n_acc);
+  // The run's threads as the plan split them (the host's), or the engine's.
+  const int threads = run.plan ? plan.runtime.threads : run.threads;
+  const PlanFacts facts = plan_facts(std::nullopt, std::max(1, threads), n_acc);
   Prediction p;
   try {
-    p = predict_plan(tree, plan, facts.facts, facts.shared_host, PredictShape{prompt_tokens, decode_positions, !run.plan});
+    PredictShape shape;
+    shape.prompt_tokens = prompt_tokens;
+    shape.decode_positions = decode_positions;
+    shape.host_in_place = !run.plan;
+    shape.concurrency = facts.concurrency;
+    p = predict_plan(tree, plan, facts.facts, facts.shared_host, shape);
   } catch (const InputError&) {
     return nullptr;
   }

@@ -1,6 +1,8 @@
 // Choosing the facts a plan is predicted with.
 #include "exec/plan_facts.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 #include "exec/calibrate.h"
 #include "planner/run_buffers.h"
@@ -39,6 +41,7 @@ PlanFacts plan_facts(const std::optional<std::string>& gpu, int threads, int n_a
     out.note = "accelerators predicted as " + g->name + " (datasheet figures)";
     return out;
   }
+  out.concurrency = static_cast<double>(std::max(1, threads)) / per_accelerator;
   out.facts = [cal = *cal, source, threads, per_accelerator](int device) {
     return device == kHostDevice ? host_facts(cal, threads, source) : virtual_device_facts(cal, per_accelerator, source);
   };

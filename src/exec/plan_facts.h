@@ -12,6 +12,7 @@ namespace plexus {
 struct PlanFacts {
   FactsOf facts;
   bool shared_host = true;  // virtual devices of one host
+  double concurrency = 0;   // how many of them compute at once (host threads / each one's); 0: all
   std::string note;         // where the facts come from, for the report
 };
 

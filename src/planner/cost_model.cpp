@@ -47,10 +47,10 @@ double seconds_per_weight_byte(const DeviceFacts& f, double tokens) {
   return tokens / r.back().first / r.back().second;
 }
 
-// `shared_host`: the copies run on the same cores and memory as the compute (virtual devices), so
-// they add to the work instead of hiding behind it.
+// `copies_add`: the copies take the cores the compute uses (a shared host without spare cores),
+// so they add to the work instead of hiding behind it.
 Time device_time(const DeviceWork& w, const DeviceFacts& f, const ModelConfig& c, double flops_per_s, double tokens,
-                 double kv_tokens, bool decode, bool shared_host) {
+                 double kv_tokens, bool decode, bool copies_add) {
   Time t;
   const double kv_bytes = decode ? tokens * kv_tokens * 2.0 * static_cast<double>(c.kv_dim()) * 4 * w.layers : 0;
   const double weight_bytes = w.resident_bytes + w.host_bytes + w.disk_bytes;
@@ -66,8 +66,10 @@ Time device_time(const DeviceWork& w, const DeviceFacts& f, const ModelConfig& c
     (bound_by_reads ? t.memory : t.compute) = kernels + rest;
     t.stream = w.host_bytes / f.host_copy_bandwidth +
                w.disk_bytes / std::min(f.disk_read_bandwidth, f.host_copy_bandwidth);
-    const double work = t.memory + t.compute;
-    t.total = w.slots >= 2 && !shared_host ? std::max(work, t.stream) : work + t.stream;
+    // On a calibrated (shared) host the copies' memory traffic (a read and a write per byte) takes
+    // the compute's bandwidth even when a spare core hides the copy itself.
+    const double work = t.memory + t.compute + 2 * (w.host_bytes + w.disk_bytes) / f.memory_bandwidth;
+    t.total = w.slots >= 2 && !copies_add ? std::max(work, t.stream) : t.memory + t.compute + t.stream;
     return t;
   }
   t.memory = (weight_bytes + kv_bytes) / f.memory_bandwidth;
@@ -75,7 +77,7 @@ Time device_time(const DeviceWork& w, const DeviceFacts& f, const ModelConfig& c
   t.stream = w.host_bytes / f.host_copy_bandwidth +
              w.disk_bytes / std::min(f.disk_read_bandwidth, f.host_copy_bandwidth);
   const double work = std::max(t.memory, t.compute);
-  t.total = w.slots >= 2 && !shared_host ? std::max(work, t.stream) : work + t.stream;
+  t.total = w.slots >= 2 && !copies_add ? std::max(work, t.stream) : work + t.stream;
   return t;
 }
 
@@ -145,10 +147,26 @@ Prediction predict_plan(const ModuleTree& tree, const Plan& plan, const FactsOf&
   for (const DeviceWork& w : work) f.push_back(facts(w.device));
 
   const double H = static_cast<double>(c.hidden_size);
+  // The executor's micro-batches: one per stage unless weights stream (then one). On separate
+  // devices each runs every micro-batch (re-reading its weights) and the stages pipeline them: a
+  // step takes the first micro-batch's way through all devices plus (m - 1) of the slowest
+  // device's turns. Virtual devices share the host's cores and memory, where a pipeline gains
+  // little: the whole batch is predicted to go through the stages one after the other.
+  const bool shared = shape.concurrency > 0;
+  const double micro = shared ? 1.0
+                       : shape.micro_batches > 0 ? shape.micro_batches
+                                                 : (layout.streams() ? 1.0 : static_cast<double>(layout.stages.size()));
+  // Copies hide behind compute on a shared host only when cores are left over for them.
+  const bool copies_overlap = !shared_host || shape.concurrency > 1;
   auto step = [&](double tokens, double kv_tokens, bool decode) {
     Step s;
+    const double m = std::max(1.0, std::min(micro, tokens));
+    double first = 0, slowest = 0;
     for (std::size_t i = 0; i < work.size(); ++i) {
-      const Time t = device_time(work[i], f[i], c, flops_for(f[i], plan.dtype), tokens, kv_tokens, decode, shared_host);
+      Time t = device_time(work[i], f[i], c, flops_for(f[i], plan.dtype), tokens / m, kv_tokens, decode, !copies_overlap);
+      first += t.total;
+      slowest = std::max(slowest, t.total);
+      t.total *= m, t.memory *= m, t.compute *= m, t.stream *= m;
       s.per_device.push_back(t);
       s.busy_sum += t.total;
     }
@@ -157,7 +175,7 @@ Prediction predict_plan(const ModuleTree& tree, const Plan& plan, const FactsOf&
         if (work[j].device == layout.stages[k].device) s.hops += tokens * H * 4 / f[j].link_bandwidth;
       }
     }
-    s.seconds = s.busy_sum + s.hops;
+    s.seconds = first + (m - 1) * slowest + s.hops;
     return s;
   };
 

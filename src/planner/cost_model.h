@@ -1,7 +1,8 @@
 // Predicting a plan's speed and energy: a roofline over device facts (pure). Per computing
 // device, each forward takes max(bytes read / memory bandwidth, FLOPs / FLOP/s) — and the
 // offloaded weights' copy, overlapped with it when two streaming slots exist, added when one —
-// summed over the stages in order, plus the activations' hops between devices.
+// pipelined over the stages in micro-batches as the executor runs them, plus the activations'
+// hops between devices.
 #pragma once
 #include <functional>
 #include <optional>
@@ -35,6 +36,11 @@ struct PredictShape {
   double prompt_tokens = 0;
   double decode_positions = 0;
   bool host_in_place = false;  // one Engine on the host: "cpu" weights are read where they are, not streamed
+  int micro_batches = 0;       // --micro-batches; 0: the executor's default (one per stage, one when weights stream)
+  // Virtual devices of one host: how many could compute at once (host threads / each one's).
+  // Set, the stages are predicted one after the other (no pipelining) and copies overlap the
+  // compute only when it is above 1. 0: separate devices.
+  double concurrency = 0;
 };
 
 // Facts of a computing device: an accelerator ordinal, or kHostDevice.
