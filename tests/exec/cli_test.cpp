@@ -117,6 +117,28 @@ TEST_F(ExecCli, ContradictoryFlagsNameBoth) {
   EXPECT_NE(z.err.find("--context 0"), std::string::npos) << z.err;
 }
 
+// A budget with room for one streaming slot but not two: the plan says so, the run streams
+// through one slot (said with --verbose) and gives the same tokens.
+TEST_F(ExecCli, OneStreamingSlotWhenTwoDoNotFit) {
+  const std::string map = dir_ / "map.json";
+  std::ofstream(map) << R"({"model.embed_tokens": 0, "model.layers.0": 0, "model.layers.1": "cpu", "model.layers.2": "cpu", "model.layers.3": "cpu", "model.norm": 0, "lm_head": 0})";
+  const std::string common = " --device-map " + shell_quote(map) + " --context 32 --batch-tokens 8 --threads 2";
+  const testing::ProcessResult roomy = run_plexus("plan " + model() + " --max-memory 0=64MiB,cpu=64MiB" + common + " --json");
+  ASSERT_EQ(roomy.exit_code, 0) << roomy.err;
+  const Json d0 = Json::parse(roomy.out)["devices"][0];
+  ASSERT_EQ(d0["streaming_slots"].get<int>(), 2);
+  const std::int64_t slot = d0["streaming_bytes"].get<std::int64_t>() / 2;
+  const std::string tight = " --max-memory 0=" + std::to_string(d0["total_bytes"].get<std::int64_t>() - slot / 2) + ",cpu=64MiB" + common;
+  const testing::ProcessResult plan = run_plexus("plan " + model() + tight + " --json");
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  EXPECT_EQ(Json::parse(plan.out)["devices"][0]["streaming_slots"].get<int>(), 1);
+  const std::string gen = "generate " + model() + " --ids 7,8,9 --max-tokens 4";
+  const testing::ProcessResult r = run_plexus(gen + tight + " --verbose --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("one streaming slot: two do not fit"), std::string::npos) << r.err;
+  EXPECT_EQ(Json::parse(r.out)["ids"], run_json(gen)["ids"]);
+}
+
 TEST_F(ExecCli, MapNamingAMissingDeviceIsBadInput) {
   const std::string map = dir_ / "map.json";
   std::ofstream(map) << R"({"": 3})";
