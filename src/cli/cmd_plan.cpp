@@ -7,6 +7,8 @@
 #include "cli/commands.h"
 #include "cli/model_options.h"
 #include "cli/plan_options.h"
+#include "backend/detect.h"
+#include "backend/device_options.h"
 #include "core/args.h"
 #include "core/error.h"
 #include "exec/fastest.h"
@@ -46,10 +48,15 @@ int cmd_plan(int argc, char** argv) {
     throw InputError("--objective " + *args.get_optional("--objective") + " ranks the plans of --strategy fastest, but --strategy is " +
                      in.strategy + ": pass --strategy fastest or leave --objective out");
   }
+  // Budgets from the detected GPUs: predict them as what they are.
+  std::optional<Inventory> detected;
+  if (!args.get_optional("--gpu") && o.budgets_source.rfind("detected", 0) == 0) {
+    detected = detect_devices(device_options_from_env());
+  }
   std::optional<FastestChoice> fastest;
   if (o.fastest) {
     fastest = choose_fastest(tree, o.request, parse_objective(args.get_optional("--objective").value_or("throughput")),
-                             args.get_optional("--gpu"));
+                             args.get_optional("--gpu"), detected ? &*detected : nullptr);
   }
   const Plan plan = o.device_map_file ? plan_from_device_map(tree, load_device_map_file(*o.device_map_file), o.request)
                     : fastest         ? fastest->ranked.front().plan
@@ -63,7 +70,8 @@ int cmd_plan(int argc, char** argv) {
   } else if (plan.runtime.context > 0) {
     int n_acc = 0;
     for (const DeviceId& d : o.request.budgets.accelerators()) n_acc = std::max(n_acc, d.ordinal() + 1);
-    const PlanFacts facts = plan_facts(args.get_optional("--gpu"), o.request.runtime.threads, n_acc);
+    const PlanFacts facts = plan_facts(args.get_optional("--gpu"), o.request.runtime.threads, n_acc,
+                                       detected ? &*detected : nullptr);
     PredictShape shape;
     shape.concurrency = facts.concurrency;
     predicted = predict_plan(tree, plan, facts.facts, facts.shared_host, shape);

@@ -68,7 +68,7 @@ Objective parse_objective(const std::string& text) {
 }
 
 FastestChoice choose_fastest(const ModuleTree& tree, const PlanRequest& base, Objective objective,
-                             const std::optional<std::string>& gpu) {
+                             const std::optional<std::string>& gpu, const Inventory* detected) {
   if (base.runtime.context <= 0) throw InputError("--strategy fastest predicts runs: give --context N (not 0)");
   FastestChoice out;
   out.objective = objective;
@@ -82,7 +82,7 @@ FastestChoice choose_fastest(const ModuleTree& tree, const PlanRequest& base, Ob
     r.budgets = b;
     int n_acc = 0;
     for (const DeviceId& d : subset) n_acc = std::max(n_acc, d.ordinal() + 1);
-    const PlanFacts facts = plan_facts(gpu, r.runtime.threads, n_acc);
+    const PlanFacts facts = plan_facts(gpu, r.runtime.threads, n_acc, detected);
     out.facts_note = facts.note;
     for (Strategy s : kAll) {
       r.strategy = s;

@@ -33,8 +33,9 @@ struct FastestChoice {
 };
 
 // InputError when no strategy on no subset gives a plan (with the first refusal's reason).
+// `detected`: the GPUs the budgets came from, predicted by their names (exec/plan_facts.h).
 FastestChoice choose_fastest(const ModuleTree& tree, const PlanRequest& base, Objective objective,
-                             const std::optional<std::string>& gpu);
+                             const std::optional<std::string>& gpu, const Inventory* detected = nullptr);
 
 Json fastest_to_json(const FastestChoice& c);
 // The runner-ups, one line each, for the text report.

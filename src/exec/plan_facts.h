@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 
+#include "backend/device_info.h"
 #include "planner/cost_model.h"
 
 namespace plexus {
@@ -17,8 +18,11 @@ struct PlanFacts {
 };
 
 // `gpu`: a built-in name (h100-sxm, …) for every accelerator, or none for this host's virtual
-// devices. `threads`: the run's threads (split over the accelerators as the run splits them).
-// InputError for an unknown GPU name, listing the known ones.
-PlanFacts plan_facts(const std::optional<std::string>& gpu, int threads, int n_accelerators);
+// devices — or, with `detected` GPUs (NVML / ROCm SMI), each one's built-in entry by its name,
+// its peer link from the detected topology (NVLink / xGMI, else PCIe). `threads`: the run's
+// threads (split over the accelerators as the run splits them). InputError for an unknown GPU
+// name, listing the known ones.
+PlanFacts plan_facts(const std::optional<std::string>& gpu, int threads, int n_accelerators,
+                     const Inventory* detected = nullptr);
 
 }  // namespace plexus

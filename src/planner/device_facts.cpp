@@ -212,6 +212,19 @@ std::optional<DeviceFacts> builtin_gpu_facts(const std::string& name) {
   return std::nullopt;
 }
 
+std::optional<std::string> builtin_gpu_key_for(const std::string& device_name, std::optional<std::uint64_t> memory_bytes) {
+  std::string n = device_name;
+  for (char& c : n) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  auto has = [&n](const char* s) { return n.find(s) != std::string::npos; };
+  if (has("h200")) return "h200";
+  if (has("h100")) return has("pcie") ? "h100-pcie" : "h100-sxm";
+  if (has("a100")) return has("80gb") || (memory_bytes && *memory_bytes > (50ull << 30)) ? "a100-80gb" : "a100-40gb";
+  if (has("l40s")) return "l40s";
+  if (has("4090")) return "rtx-4090";
+  if (has("mi300x")) return "mi300x";
+  return std::nullopt;
+}
+
 std::vector<std::string> builtin_gpu_names() {
   std::vector<std::string> v;
   for (const GpuRow& g : kGpus) v.push_back(g.key);

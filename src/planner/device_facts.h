@@ -3,6 +3,7 @@
 // thread count, for virtual devices) or from a built-in table of named GPUs (datasheet figures,
 // docs/planner.md) for hypothetical plans. Plain values with JSON round trips; no measuring here.
 #pragma once
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -68,5 +69,8 @@ HostCalibration default_host_calibration(int threads);
 // mi300x (case-insensitive; "_" and " " accepted for "-"). None when unknown.
 std::optional<DeviceFacts> builtin_gpu_facts(const std::string& name);
 std::vector<std::string> builtin_gpu_names();
+// The built-in entry for a detected device's name ("NVIDIA H100 80GB HBM3" → h100-sxm,
+// "NVIDIA A100-SXM4-40GB" → a100-40gb, …); none when unknown.
+std::optional<std::string> builtin_gpu_key_for(const std::string& device_name, std::optional<std::uint64_t> memory_bytes);
 
 }  // namespace plexus

@@ -152,6 +152,19 @@ TEST_F(PlanCli, FastestPicksTheBestPredictionAndShowsRunnerUps) {
   EXPECT_EQ(run("plan " + model() + " --max-memory 0=80GB --strategy fastest --objective speed").code, 2);
 }
 
+// Budgets from detected GPUs (the fake NVML's four H100s): predicted from their datasheet entry.
+TEST_F(PlanCli, DetectedGpusArePredictedAsWhatTheyAre) {
+  const std::string env = "PLEXUS_NVML_LIBRARY=" + plexus::testing::shell_quote(FAKE_NVML_LIBRARY) +
+                          " PLEXUS_FAKE_NVML_SCRIPT=" + plexus::testing::shell_quote(std::string(PLEXUS_SOURCE_DIR) + "/tests/backend/data/four_gpus.json") +
+                          " PLEXUS_ROCM_SMI_LIBRARY=/nonexistent PLEXUS_VIRTUAL_DEVICES= " + plexus::testing::shell_quote(PLEXUS_BINARY) + " ";
+  const plexus::testing::ProcessResult r = plexus::testing::run_command(env + "plan " + model() + " --devices 0,1 --context 1024 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const plexus::Json p = plexus::Json::parse(r.out)["predicted"];
+  EXPECT_EQ(p["facts"][0]["name"], "H100 SXM (detected: NVIDIA H100 80GB HBM3)") << p.dump();
+  EXPECT_EQ(p["facts"][0]["source"], "datasheet");
+  EXPECT_TRUE(p["joules_per_token"].is_number());
+}
+
 TEST_F(PlanCli, Estimate) {
   const ProcResult r = run("estimate " + model() + " --json");
   ASSERT_EQ(r.code, 0) << r.out;
