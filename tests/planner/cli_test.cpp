@@ -97,7 +97,10 @@ TEST_F(PlanCli, CalibrateThenPredict) {
   const plexus::testing::ProcessResult uncal = plexus::testing::run_command(env + "plan " + model() + " --virtual-devices 2 --context 512 --json");
   ASSERT_EQ(uncal.exit_code, 0) << uncal.err;
   EXPECT_EQ(plexus::Json::parse(uncal.out)["predicted"]["facts"][0]["source"], "default (uncalibrated)");
-  const plexus::testing::ProcessResult cal = plexus::testing::run_command(env + "calibrate --threads 1 --seconds 0.02");
+  const plexus::testing::ProcessResult half = plexus::testing::run_command(env + "calibrate --idle-w 10");
+  EXPECT_EQ(half.exit_code, 2);
+  EXPECT_NE(half.err.find("--busy-w"), std::string::npos) << half.err;
+  const plexus::testing::ProcessResult cal = plexus::testing::run_command(env + "calibrate --threads 1 --seconds 0.02 --idle-w 10 --busy-w 40");
   ASSERT_EQ(cal.exit_code, 0) << cal.err;
   const std::string file = (dir_ / "cache" / "plexus" / "calibration.json").string();
   EXPECT_NE(cal.out.find("wrote " + file), std::string::npos) << cal.out;
@@ -111,6 +114,8 @@ TEST_F(PlanCli, CalibrateThenPredict) {
   EXPECT_GT(pred["decode_tokens_per_s"]["batch_1"].get<double>(), 0);
   EXPECT_GT(pred["decode_tokens_per_s"]["batch_4"].get<double>(), 0);
   EXPECT_NE(pred["facts"][0]["source"].get<std::string>().find("calibrated"), std::string::npos);
+  // One host busy at 40 W for every decode step of 4 tokens.
+  EXPECT_NEAR(pred["joules_per_token"].get<double>(), 40.0 / pred["decode_tokens_per_s"]["batch_4"].get<double>(), 1e-9);
   const ProcResult gpu = run("plan " + model() + " --max-memory 0=80GB --gpu h100-sxm --json");
   ASSERT_EQ(gpu.code, 0) << gpu.out;
   const plexus::Json g = plexus::Json::parse(gpu.out)["predicted"];
