@@ -20,6 +20,10 @@ step "engine: decode vs memory bandwidth, prefill vs fp32 FMA peak ($BUILD/bench
 step "exec: tokens/s and busy fractions on 1, 2, 4 virtual devices, resident vs offloaded ($BUILD/benchmarks/exec_bench $MODEL)"
 "$BUILD/benchmarks/exec_bench" "$MODEL"
 
+step "prediction: the cost model's decode tokens/s vs measured on 1, 2, 4 virtual devices, resident/offloaded, batch 1 and 8 ($BUILD/benchmarks/predict_bench $MODEL)"
+"$PLEXUS" calibrate
+"$BUILD/benchmarks/predict_bench" "$MODEL"
+
 step "tokenizer: MB/s encoding 1 MiB of English, one thread, beside Hugging Face tokenizers (benchmarks/tokenizer/run.sh)"
 bash benchmarks/tokenizer/run.sh "$BUILD"
 

@@ -234,6 +234,12 @@ Json run_point(const BenchPoint& point, const std::string& config_file, const Lo
   result["throughput"] = throughput_json(timings);
   result["latency"] = latency_json(timings);
   result["energy"] = energy_json(summary, output_tokens);
+  {  // The cost model's prediction for this run, beside what was measured (docs/planner.md).
+    double prompt = 0;
+    for (const auto& p : measured) prompt += static_cast<double>(p.size());
+    prompt /= static_cast<double>(std::max<std::size_t>(1, measured.size()));
+    result["predicted"] = predict_run(*run, c.model, prompt, prompt + static_cast<double>(sc.max_new_tokens) / 2, sc.batch_size);
+  }
   result["gpu_stats"] = gpu_stats_json(summary);
   result["host_stats"] = host_stats_json(summary);
   const Json monitor = to_json(summary);

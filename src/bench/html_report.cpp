@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 
 namespace plexus::bench {
 
@@ -233,6 +234,32 @@ std::string scenario_line(const Json& r) {
          "</b>, threads <b>" + html_escape(text(threads)) + "</b>, devices <b>" + html_escape(devices) + "</b></p>";
 }
 
+// The cost model's prediction beside the measurement: decode tokens/s of all sequences (measured
+// as batch size × 1000 / TPOT p50) and time to first token.
+std::string predicted_table(const Json& r) {
+  const Json& p = r.value("predicted", Json());
+  if (!p.is_object()) return "";
+  const double batch = r["config"]["scenario"].value("batch_size", 1.0);
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double tpot = json_number_at(r, "latency.tpot_ms.p50").value_or(nan);
+  const double ttft = json_number_at(r, "latency.ttft_ms.p50").value_or(nan);
+  const double pred = json_number_at(p, "decode_tokens_per_s.batch_" + std::to_string(static_cast<long long>(batch))).value_or(nan);
+  const double pttft = json_number_at(p, "seconds_to_first_token").value_or(nan) * 1e3;
+  const double measured = tpot > 0 ? batch * 1000.0 / tpot : nan;
+  auto num = [](double v, int digits) {
+    if (std::isnan(v)) return std::string("-");
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+    return std::string(buf);
+  };
+  const Json& b = p.value("bottleneck", Json::object());
+  return "<h3>Predicted beside measured</h3><table><tr><th></th><th>predicted</th><th>measured</th></tr><tr><td>decode tok/s (batch " +
+         num(batch, 0) + ")</td><td>" + num(pred, 1) + "</td><td>" + num(measured, 1) + "</td></tr><tr><td>TTFT ms</td><td>" +
+         num(pttft, 1) + "</td><td>" + num(ttft, 1) + "</td></tr></table><p class=\"note\">bottleneck: device " +
+         html_escape(b.value("device", Json("-")).dump()) + ", " + html_escape(b.value("resource", std::string("-"))) +
+         "; facts: " + html_escape(p.value("facts_source", std::string())) + "</p>\n";
+}
+
 std::string plan_table(const Json& r) {
   std::string out = "<table><tr><th>device</th><th>holds</th><th>busy</th><th>peak</th><th>budget</th></tr>";
   const Json& ex = r.value("execution", Json::object());
@@ -336,7 +363,7 @@ std::string html_report(const std::string& name, const std::vector<Json>& result
     if (!r.contains("throughput")) continue;  // nothing measured
     if (r.value("interrupted", false)) h += "<p class=\"warn\">Interrupted: the figures cover the samples measured before the signal.</p>\n";
     h += timeline_charts(r) + device_timeline_charts(r) + "\n<h3>Latency</h3>" + latency_histograms(r) +
-         "\n<h3>Plan and devices</h3>" + plan_table(r) + "\n";
+         "\n<h3>Plan and devices</h3>" + plan_table(r) + "\n" + predicted_table(r);
     const Json& gpus = r.value("gpu_stats", Json::object());
     if (gpus.is_object() && !gpus.empty()) {
       h += "<table><tr><th>GPU</th><th>name</th><th>util %</th><th>memory MiB</th><th>memory %</th><th>temp °C</th><th>power W</th></tr>";

@@ -1,5 +1,6 @@
 // `plexus batch`: generate for every request of a JSON-lines file with N model replicas fed from
 // one dynamic queue, durably and resumably; under mpirun, one replica per rank.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -98,7 +99,11 @@ void print_summary(const Args& args, const batch::BatchSummary& s) {
 }
 
 std::shared_ptr<Runner> open_runner(const Args& args, const std::string& dir, const ReplicaShare& share) {
-  std::shared_ptr<ModelRun> run = open_model_run(args, dir, share);
+  // A replica decodes up to --batch-size requests together: plan their KV caches.
+  RunInputs in = run_inputs_from(args);
+  in.replica = share;
+  in.plan.batch = std::max<long long>(in.plan.batch, args.get_int("--batch-size"));
+  std::shared_ptr<ModelRun> run = plexus::open_model_run(in, dir);
   return std::shared_ptr<Runner>(run, run->runner);
 }
 

@@ -1,10 +1,19 @@
 // `plexus plan MODEL`: where every weight goes under per-device budgets, by accelerate's
 // strategies or plexus's own; or the check of a custom --device-map.
+#include <algorithm>
 #include <cstdio>
+#include <optional>
 
 #include "cli/commands.h"
+#include "cli/model_options.h"
 #include "cli/plan_options.h"
+#include "backend/detect.h"
+#include "backend/device_options.h"
 #include "core/args.h"
+#include "core/error.h"
+#include "exec/fastest.h"
+#include "exec/plan_facts.h"
+#include "planner/cost_model.h"
 #include "planner/plan_report.h"
 
 namespace plexus::cli {
@@ -14,25 +23,75 @@ int cmd_plan(int argc, char** argv) {
                     "0, 1, …, \"cpu\", \"disk\") and a per-device table of layers, weights, KV cache and budget.");
   args.positional("MODEL", "model directory (config.json [+ safetensors]) or a config.json file");
   add_plan_options(args);
+  add_engine_options(args);  // --threads and --batch-tokens size the run buffers as the run will
+  args.option("--gpu", "NAME", "predict the accelerators as this GPU (a100-40gb, a100-80gb, h100-sxm, h100-pcie, h200, "
+                              "l40s, rtx-4090, mi300x); default: this host's virtual devices (plexus calibrate)");
+  args.option("--objective", "O", "with --strategy fastest: throughput (decode tokens/s at --batch, default) | latency "
+                                  "(one sequence's decode tokens/s) | energy (joules per token)");
   args.flag("--json", "print {strategy, dtype, device_map, placement, devices} as JSON");
   args.epilog(
       "Strategies sequential, balanced, balanced_low_0 and auto reproduce Hugging Face accelerate's\n"
       "device_map=… placement exactly (auto = balanced). stages, plexus's own, cuts the layers into\n"
       "contiguous stages over every accelerator, minimising the largest per-device load with room kept\n"
-      "for the KV cache (--context, --batch) and activations. See docs/planner.md.");
+      "for the run buffers. Run buffers (KV cache for --context × --batch, workspace, activations,\n"
+      "logits, weight-streaming slots) are sized as `generate`/`perplexity` with the same flags allocate\n"
+      "them: within each budget for stages and custom maps; on top of max_memory (which limits the\n"
+      "weights, as in accelerate) for accelerate's strategies. See docs/planner.md.");
   if (!args.parse(argc, argv)) return 0;
   const ModuleTree tree = load_module_tree(args.get("MODEL"));
-  const PlanOptions o = plan_options_from(args, tree.config());
-  const Plan plan = o.device_map_file
-                        ? plan_from_device_map(tree, load_device_map_file(*o.device_map_file), o.request)
-                        : plan_model(tree, o.request);
+  PlanInputs in = plan_inputs_from(args);
+  const EngineOptions eo = engine_options(args);
+  in.batch_tokens = eo.max_batch_tokens;
+  in.threads = eo.threads;
+  const PlanOptions o = plexus::plan_options_from(in, tree.config());
+  if (args.get_optional("--objective") && !o.fastest) {
+    throw InputError("--objective " + *args.get_optional("--objective") + " ranks the plans of --strategy fastest, but --strategy is " +
+                     in.strategy + ": pass --strategy fastest or leave --objective out");
+  }
+  // Budgets from the detected GPUs: predict them as what they are.
+  std::optional<Inventory> detected;
+  if (!args.get_optional("--gpu") && o.budgets_source.rfind("detected", 0) == 0) {
+    detected = detect_devices(device_options_from_env());
+  }
+  std::optional<FastestChoice> fastest;
+  if (o.fastest) {
+    fastest = choose_fastest(tree, o.request, parse_objective(args.get_optional("--objective").value_or("throughput")),
+                             args.get_optional("--gpu"), detected ? &*detected : nullptr);
+  }
+  const Plan plan = o.device_map_file ? plan_from_device_map(tree, load_device_map_file(*o.device_map_file), o.request)
+                    : fastest         ? fastest->ranked.front().plan
+                                      : plan_model(tree, o.request);
+  // Predicted speed and energy (a plan with run buffers, i.e. --context > 0).
+  std::optional<Prediction> predicted;
+  std::string facts_note;
+  if (fastest) {
+    predicted = fastest->ranked.front().predicted;
+    facts_note = fastest->facts_note;
+  } else if (plan.runtime.context > 0) {
+    int n_acc = 0;
+    for (const DeviceId& d : o.request.budgets.accelerators()) n_acc = std::max(n_acc, d.ordinal() + 1);
+    const PlanFacts facts = plan_facts(args.get_optional("--gpu"), o.request.runtime.threads, n_acc,
+                                       detected ? &*detected : nullptr);
+    PredictShape shape;
+    shape.concurrency = facts.concurrency;
+    predicted = predict_plan(tree, plan, facts.facts, facts.shared_host, shape);
+    facts_note = facts.note;
+  }
   if (args.get_flag("--json")) {
     Json j = plan_to_json(plan);
     j["budgets_source"] = o.budgets_source;
+    if (predicted) {
+      j["predicted"] = prediction_to_json(*predicted);
+      if (!facts_note.empty()) j["predicted"]["note"] = facts_note;
+    }
+    if (fastest) j["fastest"] = fastest_to_json(*fastest);
     std::printf("%s\n", j.dump(2).c_str());
   } else {
     std::printf("budgets: %s (%s)\n%s", o.request.budgets.to_string().c_str(), o.budgets_source.c_str(),
                 plan_to_table(plan).c_str());
+    if (predicted) std::printf("%s", prediction_to_text(*predicted).c_str());
+    if (fastest) std::printf("%s", runner_ups_to_text(*fastest).c_str());
+    if (!facts_note.empty()) std::printf("note: %s\n", facts_note.c_str());
   }
   return 0;
 }

@@ -7,6 +7,7 @@ namespace plexus::cli {
 int cmd_version(int argc, char** argv);
 int cmd_estimate(int argc, char** argv);
 int cmd_plan(int argc, char** argv);
+int cmd_calibrate(int argc, char** argv);
 int cmd_make_model(int argc, char** argv);
 int cmd_generate(int argc, char** argv);
 int cmd_perplexity(int argc, char** argv);

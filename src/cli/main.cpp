@@ -27,6 +27,7 @@ const Command kCommands[] = {
     {"version", "print the plexus version and commit", plexus::cli::cmd_version},
     {"estimate", "model size per dtype, largest layer, training and KV-cache memory", plexus::cli::cmd_estimate},
     {"plan", "place a model's weights on devices (accelerate-compatible or stages)", plexus::cli::cmd_plan},
+    {"calibrate", "measure this machine for plan's speed and energy predictions", plexus::cli::cmd_calibrate},
     {"tokenize", "encode text with a Hugging Face tokenizer.json (ids, decoded)", plexus::cli::cmd_tokenize},
     {"detect", "list devices (GPUs or virtual), their links and the host", plexus::cli::cmd_detect},
     {"doctor", "pre-flight check of devices for a multi-device run", plexus::cli::cmd_doctor},

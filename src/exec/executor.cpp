@@ -8,6 +8,9 @@
 #include <exception>
 
 #include "core/error.h"
+#include "core/units.h"
+#include "planner/sized_tree.h"
+#include "planner/weight_dtype.h"
 #include "model/token_id.h"
 #include "core/thread_pool.h"
 #include "core/timer.h"
@@ -73,11 +76,41 @@ Executor::Executor(const std::string& model_dir, const DeviceMap& map, DeviceReg
       memory_(make_run_memory(devices)) {
   const ModelConfig& c = model_.config();
   weights_ = std::make_unique<WeightStore>(model_, layout_, memory_);
+  // The run buffers, sized by the planner's function for the weights as stored.
+  WeightDType stored = WeightDType::kF32;
+  parse_weight_dtype(dtype_torch_name(model_.embedding().dtype), &stored);
+  const SizedTree sized = SizedTree::build(tree_, stored);
+  RunShape shape;
+  shape.context = max_context_;
+  shape.batch = std::max<std::int64_t>(1, options.sequences);
+  shape.batch_tokens = max_tokens_;
+  shape.host_threads = devices.host().threads();
+  shape.accelerator_threads = devices.accelerator_count() > 0 ? devices.accelerator(0).threads() : 1;
+  buffers_ = size_run_buffers(c, sized, layout_, shape);
+  // Free memory beside the weights placed; the packed layers' alignment is already in them.
+  auto room = [this](int d) {
+    const DeviceBuffers* b = buffers_.find(d);
+    return static_cast<std::int64_t>(device(d).memory_free()) + (b ? b->padding : 0);
+  };
+  fit_streaming_slots(&buffers_, room);
+  for (const DeviceBuffers& b : buffers_.devices) {  // nothing runs that cannot finish
+    if (b.total() > room(b.device)) {
+      const DeviceMemory& mem = memory_.of(b.device);
+      throw RuntimeError("the plan does not fit at run time: " + mem.device().name() + " holds " +
+                         format_bytes(static_cast<std::uint64_t>(mem.in_use())) + " of weights and needs " +
+                         format_bytes(static_cast<std::uint64_t>(b.total())) + " of run buffers (" + describe_buffers(b) +
+                         " for " + std::to_string(shape.batch) + " sequence(s) of " + std::to_string(shape.context) +
+                         " tokens) but has " + format_bytes(static_cast<std::uint64_t>(room(b.device))) +
+                         " free. Plan with the same flags (plexus plan), which sizes these buffers, or lower "
+                         "--context/--batch/--batch-tokens");
+    }
+  }
   for (const Stage& s : layout_.stages) {
     DeviceState* ds = nullptr;
     for (auto& d : device_states_)
       if (d->ordinal == s.device) ds = d.get();
     if (ds == nullptr) {
+      const DeviceBuffers& b = *buffers_.find(s.device);
       auto d = std::make_unique<DeviceState>();
       d->ordinal = s.device;
       d->device = &device(s.device);
@@ -89,15 +122,16 @@ Executor::Executor(const std::string& model_dir, const DeviceMap& map, DeviceReg
       const std::int64_t ws_bytes = Workspace::bytes_for(c, max_tokens_, max_context_, d->pool->size());
       d->workspace_memory = memory_.of(s.device).allocate(static_cast<std::size_t>(ws_bytes), "scratch buffers (workspace)");
       d->workspace = std::make_unique<Workspace>(c, max_tokens_, max_context_, d->pool->size(), d->workspace_memory.as<float>());
-      std::int64_t layer_slot = 0, head_slot = 0;
-      for (std::size_t l = 0; l < layout_.layers.size(); ++l) {
-        const ModulePlace& p = layout_.layers[l];
-        if (p.device == s.device && p.residence != Residence::kDevice) {
-          layer_slot = std::max(layer_slot, WeightStore::packed_bytes(weights_->layer(static_cast<int>(l))));
+      if (b.layer_slots > 0 || b.head_slot > 0) {
+        for (std::size_t l = 0; l < layout_.layers.size(); ++l) {  // the sizing and the weights as stored agree
+          const ModulePlace& p = layout_.layers[l];
+          if (p.device == s.device && p.residence != Residence::kDevice &&
+              WeightStore::packed_bytes(weights_->layer(static_cast<int>(l))) > b.layer_slot) {
+            throw RuntimeError("internal: layer " + std::to_string(l) + " is larger than its streaming slot");
+          }
         }
+        d->streamer = std::make_unique<WeightStreamer>(memory_.of(s.device), b.layer_slot, b.layer_slots, b.head_slot);
       }
-      if (layout_.head.device == s.device && layout_.head.residence != Residence::kDevice) head_slot = weights_->lm_head().bytes();
-      if (layer_slot > 0 || head_slot > 0) d->streamer = std::make_unique<WeightStreamer>(memory_.of(s.device), layer_slot, head_slot);
       ds = d.get();
       device_states_.push_back(std::move(d));
     }
@@ -108,9 +142,10 @@ Executor::Executor(const std::string& model_dir, const DeviceMap& map, DeviceReg
     const std::string where = "stage " + std::to_string(stages_.size());
     st->x = memory_.of(s.device).allocate(static_cast<std::size_t>(max_tokens_) * row_bytes, "activations of " + where);
     if (s.head) {
-      st->head_in = memory_.of(s.device).allocate(static_cast<std::size_t>(max_tokens_) * row_bytes, "head input of " + where);
-      st->head_logits = memory_.of(s.device).allocate(
-          static_cast<std::size_t>(max_tokens_ * vocab_size()) * sizeof(float), "logits of " + where);
+      const std::size_t rows = static_cast<std::size_t>(buffers_.logits_rows);
+      st->head_in = memory_.of(s.device).allocate(rows * row_bytes, "head input of " + where);
+      st->head_logits = memory_.of(s.device).allocate(rows * static_cast<std::size_t>(vocab_size()) * sizeof(float),
+                                                      "logits of " + where);
     }
     st->caches.resize(static_cast<std::size_t>(max_tokens_));
     stages_.push_back(std::move(st));
@@ -285,16 +320,19 @@ void Executor::enqueue_stage(std::size_t s, std::size_t i, const SlotBatch& batc
         slot = staged.slot;
       }
       const std::int64_t vocab = vocab_size();
-      busy([this, c, &st, &dev, &wanted, lm, logits, H, vocab] {
-        float* in = st.head_in.as<float>();  // (k, H) the rows that need logits
-        for (std::size_t k = 0; k < wanted.size(); ++k) {
-          std::memcpy(in + static_cast<std::int64_t>(k) * H, st.x.as<float>() + wanted[k].second * H,
-                      static_cast<std::size_t>(H) * sizeof(float));
-        }
-        model_.head(c, *lm, in, static_cast<std::int64_t>(wanted.size()), st.head_logits.as<float>());
+      const std::int64_t chunk = buffers_.logits_rows;
+      busy([this, c, &st, &dev, &wanted, lm, logits, H, vocab, chunk] {
+        // Row chunks of at most `chunk` rows: the logits buffer stays (chunk, vocab).
+        float* in = st.head_in.as<float>();  // (chunk, H) the rows that need logits
         const std::size_t row = static_cast<std::size_t>(vocab) * sizeof(float);
-        for (std::size_t k = 0; k < wanted.size(); ++k) {
-          dev.copy_to_host(logits + wanted[k].first * vocab, st.head_logits, k * row, row);
+        for (std::size_t k0 = 0; k0 < wanted.size(); k0 += static_cast<std::size_t>(chunk)) {
+          const std::size_t m = std::min(wanted.size() - k0, static_cast<std::size_t>(chunk));
+          for (std::size_t k = 0; k < m; ++k) {
+            std::memcpy(in + static_cast<std::int64_t>(k) * H, st.x.as<float>() + wanted[k0 + k].second * H,
+                        static_cast<std::size_t>(H) * sizeof(float));
+          }
+          model_.head(c, *lm, in, static_cast<std::int64_t>(m), st.head_logits.as<float>());
+          for (std::size_t k = 0; k < m; ++k) dev.copy_to_host(logits + wanted[k0 + k].first * vocab, st.head_logits, k * row, row);
         }
       });
       if (layout_.head.residence != Residence::kDevice) ds.streamer->release(slot, dev.record_event());

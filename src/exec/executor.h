@@ -11,27 +11,31 @@
 #include "backend/device_registry.h"
 #include "exec/device_memory.h"
 #include "exec/exec_stats.h"
-#include "exec/stage_layout.h"
+#include "planner/stage_layout.h"
 #include "exec/weight_store.h"
 #include "exec/weight_streamer.h"
 #include "model/checkpoint.h"
 #include "model/llama_family.h"
 #include "planner/device_map.h"
+#include "planner/run_buffers.h"
 #include "runtime/runner.h"
 
 namespace plexus {
 
 struct ExecutorOptions {
   std::int64_t max_batch_tokens = 256;  // tokens per forward()
-  std::int64_t max_context = 0;         // 0: the model's max_position_embeddings
+  std::int64_t max_context = 0;         // tokens per sequence; 0: the model's max_position_embeddings
+  std::int64_t sequences = 1;           // sequences open at once: their KV cache must fit beside the rest
   int micro_batches = 0;                // per forward(); 0: one per stage when nothing streams, else 1
 };
 
 class Executor : public Runner {
  public:
   // Loads the checkpoint and places every module by `map` on `devices` (which must outlive the
-  // executor). InputError for a map the run cannot follow; RuntimeError naming the device and
-  // the numbers when something does not fit its budget.
+  // executor), then its run buffers as planner/run_buffers.h sizes them (the planner's own
+  // sizing): one streaming slot where two do not fit. InputError for a map the run cannot
+  // follow; RuntimeError naming the device and the numbers when the weights, the buffers or the
+  // KV cache of `sequences` sequences of max_context tokens do not fit — before any run starts.
   Executor(const std::string& model_dir, const DeviceMap& map, DeviceRegistry& devices, const ExecutorOptions& options);
   ~Executor() override;
 
@@ -48,6 +52,8 @@ class Executor : public Runner {
   // Threads of the devices that compute, summed.
   int threads() const;
   int micro_batches() const { return micro_batches_; }
+  // The run buffers in use per computing device (streaming slots as fitted).
+  const RunBuffers& buffers() const { return buffers_; }
   // Busy time, streaming and memory since construction.
   ExecStats stats() const;
 
@@ -72,6 +78,7 @@ class Executor : public Runner {
   std::int64_t max_tokens_, max_context_;
   int micro_batches_;
   RunMemory memory_;
+  RunBuffers buffers_;
   std::unique_ptr<WeightStore> weights_;
   std::vector<std::unique_ptr<DeviceState>> device_states_;  // by compute device used
   std::vector<std::unique_ptr<StageState>> stages_;

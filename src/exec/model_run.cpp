@@ -4,12 +4,16 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <thread>
 
 #include "backend/detect.h"
 #include "backend/device_options.h"
 #include "core/args.h"
 #include "core/error.h"
+#include "exec/fastest.h"
+#include "exec/plan_facts.h"
+#include "planner/cost_model.h"
 #include "exec/run_devices.h"
 #include "model/checkpoint.h"
 #include "model/config.h"
@@ -31,7 +35,7 @@ std::uint64_t host_available_memory() {
 }
 
 void check_plan_inputs(const PlanInputs& in) {
-  parse_strategy_or_throw(in.strategy);
+  if (in.strategy != "fastest") parse_strategy_or_throw(in.strategy);
   if (in.dtype) parse_weight_dtype_or_throw(*in.dtype, "--dtype");
   if (in.context < 0 || in.context > (1LL << 24)) {
     throw InputError("--context must be between 0 and 16777216, got " + std::to_string(in.context));
@@ -57,15 +61,29 @@ PlanOptions plan_options_from(const PlanInputs& in, const ModelConfig& config) {
   check_plan_inputs(in);
   PlanOptions o;
   PlanRequest& r = o.request;
-  r.strategy = parse_strategy_or_throw(in.strategy);
+  o.fastest = in.strategy == "fastest";
+  r.strategy = o.fastest ? Strategy::kStages : parse_strategy_or_throw(in.strategy);
+  if (o.fastest && in.device_map_file) {
+    throw InputError("--strategy fastest and --device-map both choose the placement: pass one of them");
+  }
   if (in.dtype) {
     r.dtype = parse_weight_dtype_or_throw(*in.dtype, "--dtype");
   } else {
     r.dtype = WeightDType::kBF16;
     if (config.torch_dtype) parse_weight_dtype(dtype_torch_name(*config.torch_dtype), &r.dtype);
   }
+  if (in.batch_tokens < 1 || in.batch_tokens > 65536) {
+    throw InputError("--batch-tokens must be between 1 and 65536, got " + std::to_string(in.batch_tokens));
+  }
+  if (in.batch > in.batch_tokens) {
+    throw InputError("--batch " + std::to_string(in.batch) + " sequences decode one token each per forward pass, but "
+                     "--batch-tokens " + std::to_string(in.batch_tokens) + " allows fewer tokens per pass: raise "
+                     "--batch-tokens or lower --batch");
+  }
   r.runtime.context = in.context;
   r.runtime.batch = in.batch;
+  r.runtime.prefill_chunk = in.batch_tokens;
+  r.runtime.threads = in.threads > 0 ? in.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 
   if (in.max_memory) {
     r.budgets = parse_max_memory(*in.max_memory);
@@ -198,7 +216,15 @@ std::unique_ptr<ModelRun> open_model_run(const RunInputs& in, const std::string&
     throw InputError("--micro-batches must be between 0 and 4096, got " + std::to_string(in.micro_batches));
   }
   const ModuleTree tree = load_module_tree(model_dir);
-  PlanOptions po = plan_options_from(in.plan, tree.config());
+  PlanInputs pin = in.plan;
+  pin.batch_tokens = eo.max_batch_tokens;
+  pin.threads = eo.threads;
+  if (pin.context == 0) {
+    throw InputError("--context 0 plans the weights only; a run needs room for its tokens: give --context N (the "
+                     "prompt plus the tokens to generate, at most " +
+                     std::to_string(tree.config().max_position_embeddings) + ")");
+  }
+  PlanOptions po = plan_options_from(pin, tree.config());
   // The executor computes in the checkpoint's dtype: plan for it.
   const WeightDType stored = checkpoint_weight_dtype(tree, po.request.dtype);
   check_run_dtype(in.plan, stored);
@@ -206,22 +232,79 @@ std::unique_ptr<ModelRun> open_model_run(const RunInputs& in, const std::string&
   po.request.dtype_fixed = true;
   if (share.count > 1) po.request.budgets = replica_budgets(po.request.budgets, share);
   const Plan plan = po.device_map_file ? plan_from_device_map(tree, load_device_map_file(*po.device_map_file), po.request)
-                                       : plan_model(tree, po.request);
-  run->devices = make_run_devices(po.request.budgets, eo.threads, host_available_memory());
+                    : po.fastest        ? choose_fastest(tree, po.request, Objective::kThroughput, std::nullopt).ranked.front().plan
+                                        : plan_model(tree, po.request);
+  // The devices get what the plan sized: its budgets (accelerate's strategies: max_memory for the
+  // weights, the run buffers on top).
+  run->devices = make_run_devices(run_capacities(plan), po.request.runtime.threads, host_available_memory());
   ExecutorOptions xo;
   xo.max_batch_tokens = eo.max_batch_tokens;
-  xo.max_context = eo.max_context;
+  xo.max_context = plan.runtime.context;
+  xo.sequences = plan.runtime.batch;
   xo.micro_batches = in.micro_batches;
   run->executor = std::make_unique<Executor>(model_dir, plan.device_map, run->devices, xo);
   run->runner = run->executor.get();
   run->threads = std::min(run->executor->threads(), run_thread_budget(eo.threads));
   run->isa = run->executor->kernels().name;
+  std::string buffers;
+  for (const DeviceBuffers& b : run->executor->buffers().devices) {
+    buffers += "run buffers on " + (b.device == kHostDevice ? std::string("host") : "device " + std::to_string(b.device)) +
+               ": " + describe_buffers(b) +
+               (b.layer_slots == 1 ? " (one streaming slot: two do not fit; each copy waits for the previous layer's "
+                                     "compute, slower but it runs)"
+                                   : "") +
+               "\n";
+  }
   run->plan_text = "budgets: " + po.request.budgets.to_string() + " (" + po.budgets_source + ")\n" + plan_to_table(plan) +
-                   describe_layout(run->executor->layout()) + "micro-batches per forward: " +
+                   describe_layout(run->executor->layout()) + buffers + "micro-batches per forward: " +
                    std::to_string(run->executor->micro_batches()) + "\n";
   run->plan_json = plan_to_json(plan);
+  run->plan = plan;
   run->plan_json["budgets_source"] = po.budgets_source;
   return run;
+}
+
+Json predict_run(const ModelRun& run, const std::string& model_dir, double prompt_tokens, double decode_positions,
+                 std::int64_t batch) {
+  const ModuleTree tree = load_module_tree(model_dir);
+  Plan plan;
+  int n_acc = 0;
+  if (run.plan) {
+    plan = *run.plan;
+    for (const DeviceId& d : plan.planned_budgets.accelerators()) n_acc = std::max(n_acc, d.ordinal() + 1);
+  } else {  // one Engine: the whole model computed by the host
+    PlanRequest r;
+    r.budgets.set(DeviceId::cpu(), std::numeric_limits<std::uint32_t>::max() * 1024ull);
+    r.runtime.context = tree.config().max_position_embeddings;
+    r.runtime.threads = run.threads;
+    WeightDType stored = WeightDType::kBF16;
+    if (const ParamInfo* p = tree.find("model.embed_tokens.weight"); p && p->dtype) {
+      parse_weight_dtype(dtype_torch_name(*p->dtype), &stored);
+    }
+    r.dtype = stored;
+    DeviceMap all;
+    all.set("", DeviceId::cpu());
+    plan = plan_from_device_map(tree, all, r);
+  }
+  plan.runtime.batch = std::max<std::int64_t>(1, batch);
+  // The run's threads as the plan split them (the host's), or the engine's.
+  const int threads = run.plan ? plan.runtime.threads : run.threads;
+  const PlanFacts facts = plan_facts(std::nullopt, std::max(1, threads), n_acc);
+  Prediction p;
+  try {
+    PredictShape shape;
+    shape.prompt_tokens = prompt_tokens;
+    shape.decode_positions = decode_positions;
+    shape.host_in_place = !run.plan;
+    shape.concurrency = facts.concurrency;
+    p = predict_plan(tree, plan, facts.facts, facts.shared_host, shape);
+  } catch (const InputError&) {
+    return nullptr;
+  }
+  Json j = prediction_to_json(p);
+  j.erase("facts");  // flat enough for a CSV row
+  j["facts_source"] = p.facts.empty() ? std::string() : p.facts.front().second.source;
+  return j;
 }
 
 }  // namespace plexus

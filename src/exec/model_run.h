@@ -27,6 +27,8 @@ struct PlanInputs {
   std::optional<std::vector<long long>> devices;  // accelerator ordinals kept
   long long context = 4096;
   long long batch = 1;
+  long long batch_tokens = 256;  // tokens per forward pass (--batch-tokens): sizes activations and logits
+  int threads = 0;               // threads of the run (--threads; 0: one per hardware thread)
   bool offload_disk = false;
   std::optional<std::string> device_map_file;
   // Any of max_memory, virtual_devices, devices, device_map_file: plan and run across devices.
@@ -44,6 +46,7 @@ void check_plan_inputs(const PlanInputs& in);
 
 struct PlanOptions {
   PlanRequest request;
+  bool fastest = false;  // --strategy fastest: request.strategy is a placeholder (exec/fastest.h chooses)
   std::optional<std::string> device_map_file;
   std::string budgets_source;  // where the budgets came from, for the report
 };
@@ -90,9 +93,17 @@ struct ModelRun {
   Runner* runner = nullptr;
   std::string plan_text;  // budgets, plan table and stages (multi-device runs)
   Json plan_json;         // plan_to_json + "budgets_source" (multi-device runs); null otherwise
+  std::optional<Plan> plan;  // the plan run (multi-device runs)
   int threads = 0;
   std::string isa;
 };
 std::unique_ptr<ModelRun> open_model_run(const RunInputs& inputs, const std::string& model_dir);
+
+// The cost model's prediction for `run` (planner/cost_model.h) with this host's calibrated
+// facts: its plan on several devices, else one host device with the engine's threads; for
+// prompts of `prompt_tokens` and decode at `decode_positions` on average, `batch` sequences.
+// prediction_to_json plus "facts_source"; null when no prediction can be made.
+Json predict_run(const ModelRun& run, const std::string& model_dir, double prompt_tokens, double decode_positions,
+                 std::int64_t batch);
 
 }  // namespace plexus

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "backend/cpu/cpu_device.h"
+#include "planner/run_buffers.h"
 
 namespace plexus {
 

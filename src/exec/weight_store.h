@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "exec/device_memory.h"
-#include "exec/stage_layout.h"
+#include "planner/stage_layout.h"
 #include "model/llama_family.h"
 
 namespace plexus {

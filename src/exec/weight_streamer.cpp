@@ -1,15 +1,19 @@
 // Double-buffered weight streaming on a copy thread, ordered with events.
 #include "exec/weight_streamer.h"
 
+#include <algorithm>
+
 #include "core/timer.h"
 #include "exec/weight_store.h"
 
 namespace plexus {
 
-WeightStreamer::WeightStreamer(DeviceMemory& mem, std::int64_t layer_slot_bytes, std::int64_t head_slot_bytes)
-    : device_(mem.device()), queue_("stream:" + mem.device().name()) {
-  for (Buffer& s : slots_) {
-    if (layer_slot_bytes > 0) s = mem.allocate(static_cast<std::size_t>(layer_slot_bytes), "a weight-streaming slot");
+WeightStreamer::WeightStreamer(DeviceMemory& mem, std::int64_t layer_slot_bytes, int layer_slots, std::int64_t head_slot_bytes)
+    : device_(mem.device()), n_slots_(std::clamp(layer_slots, 1, 2)), queue_("stream:" + mem.device().name()) {
+  for (int i = 0; i < n_slots_; ++i) {
+    if (layer_slot_bytes > 0 && layer_slots > 0) {
+      slots_[i] = mem.allocate(static_cast<std::size_t>(layer_slot_bytes), "a weight-streaming slot");
+    }
   }
   if (head_slot_bytes > 0) head_slot_ = mem.allocate(static_cast<std::size_t>(head_slot_bytes), "the lm_head streaming slot");
   for (Event& e : free_) e.mark_complete();
@@ -18,7 +22,7 @@ WeightStreamer::WeightStreamer(DeviceMemory& mem, std::int64_t layer_slot_bytes,
 
 WeightStreamer::Staged WeightStreamer::stage_layer(const LayerWeights& src) {
   const int slot = next_;
-  next_ = 1 - next_;
+  next_ = (next_ + 1) % n_slots_;
   const Event free = free_[slot], ready;
   queue_.enqueue([this, &src, slot, free] {
     free.wait();  // the compute that last read this slot has finished

@@ -1,6 +1,7 @@
 // Streams offloaded weights ("cpu" host copies, "disk" mmapped pages) into staging slots on the
 // device that computes them, on a copy thread of their own (the device's copy engine): two layer
-// slots, so the next offloaded layer is copied while the current one computes, and one head slot.
+// slots, so the next offloaded layer is copied while the current one computes (or one, where two
+// do not fit: each copy then waits for the previous layer's compute), and one head slot.
 #pragma once
 #include <cstdint>
 
@@ -13,8 +14,9 @@ namespace plexus {
 
 class WeightStreamer {
  public:
-  // Slots of `layer_slot_bytes` (0: none) and `head_slot_bytes` (0: none) on mem's device.
-  WeightStreamer(DeviceMemory& mem, std::int64_t layer_slot_bytes, std::int64_t head_slot_bytes);
+  // `layer_slots` (0, 1 or 2) slots of `layer_slot_bytes` and a head slot of `head_slot_bytes`
+  // (0: none) on mem's device.
+  WeightStreamer(DeviceMemory& mem, std::int64_t layer_slot_bytes, int layer_slots, std::int64_t head_slot_bytes);
 
   struct Staged {
     const void* weights;  // const LayerWeights* or const WeightMatrix*, valid once `ready` completes
@@ -40,6 +42,7 @@ class WeightStreamer {
   WeightMatrix staged_head_;
   Event free_[2], head_free_;
   int next_ = 0;
+  int n_slots_ = 2;
   double copy_s_ = 0;      // written by the copy thread only
   std::int64_t bytes_ = 0;  // written by the copy thread only
   WorkQueue queue_;         // last: stops (after running what is queued) before the slots go

@@ -36,6 +36,7 @@ Json plan_to_json(const Plan& p) {
   j["model_bytes"] = p.model_bytes;
   j["context"] = p.runtime.context;
   j["batch"] = p.runtime.batch;
+  j["batch_tokens"] = p.runtime.prefill_chunk;
   Json devs = Json::array();
   for (const DeviceReport& d : p.devices) {
     Json x;
@@ -44,6 +45,11 @@ Json plan_to_json(const Plan& p) {
     x["weights_bytes"] = d.weights_bytes;
     x["kv_cache_bytes"] = d.kv_cache_bytes;
     x["activation_bytes"] = d.activation_bytes;
+    x["streaming_bytes"] = d.streaming_bytes;
+    x["streaming_slots"] = d.streaming_slots;
+    x["run_buffers_bytes"] = d.run_buffers_bytes;
+    x["total_bytes"] = d.total_bytes;
+    x["capacity_bytes"] = d.capacity_bytes ? Json(*d.capacity_bytes) : Json(nullptr);
     x["read_bytes_per_token"] = d.read_bytes_per_token;
     x["layers"] = d.layers;
     x["embedding"] = d.holds_embedding;
@@ -60,25 +66,35 @@ std::string plan_to_table(const Plan& p) {
                     ", dtype " + std::string(weight_dtype_name(p.dtype)) + ", weights " +
                     format_bytes(static_cast<std::uint64_t>(p.model_bytes));
   if (p.runtime.context > 0) {
-    out += ", KV cache for " + std::to_string(p.runtime.context) + " tokens × batch " + std::to_string(p.runtime.batch);
+    out += ", run buffers for " + std::to_string(p.runtime.context) + " tokens × batch " + std::to_string(p.runtime.batch) +
+           ", " + std::to_string(p.runtime.prefill_chunk) + " tokens per forward";
+  } else {
+    out += ", weights only (--context 0: no run buffers)";
   }
   out += "\n\n";
   out += pad("device", 8) + pad("layers", 14) + pad("other", 18) + rpad("weights", 12) + rpad("kv cache", 12) +
-         rpad("activations", 13) + rpad("budget", 12) + rpad("used", 8) + rpad("read/token", 12) + "\n";
+         rpad("scratch", 12) + rpad("streaming", 15) + rpad("total", 12) + rpad("budget", 12) + rpad("used", 8) +
+         rpad("read/token", 12) + "\n";
   for (const DeviceReport& d : p.devices) {
     std::string other;
     if (d.holds_embedding) other += "embed";
     if (d.holds_lm_head) other += std::string(other.empty() ? "" : "+") + "lm_head";
-    const std::int64_t need = d.weights_bytes + d.kv_cache_bytes + d.activation_bytes;
+    // Budgets that limit the weights only (accelerate's max_memory) show the weights' share and
+    // a "+": the run buffers come on top.
+    const bool on_top = d.capacity_bytes && d.budget_bytes && *d.capacity_bytes > *d.budget_bytes;
+    const std::int64_t need = on_top ? d.weights_bytes : d.total_bytes;
     std::string pct = "-";
     if (d.budget_bytes && *d.budget_bytes > 0) {
       char buf[32];
-      std::snprintf(buf, sizeof buf, "%.1f%%", 100.0 * static_cast<double>(need) / static_cast<double>(*d.budget_bytes));
+      std::snprintf(buf, sizeof buf, "%.1f%%%s", 100.0 * static_cast<double>(need) / static_cast<double>(*d.budget_bytes),
+                    on_top ? "+" : "");
       pct = buf;
     }
     out += pad(d.device.to_string(), 8) + pad(d.layers.empty() ? "-" : format_ranges(d.layers), 14) +
            pad(other.empty() ? "-" : other, 18) + rpad(bytes(d.weights_bytes), 12) + rpad(bytes(d.kv_cache_bytes), 12) +
-           rpad(bytes(d.activation_bytes), 13) +
+           rpad(bytes(d.activation_bytes), 12) +
+           rpad(d.streaming_bytes > 0 ? bytes(d.streaming_bytes) + (d.streaming_slots == 1 ? " (1)" : "") : "-", 15) +
+           rpad(bytes(d.total_bytes), 12) +
            rpad(d.budget_bytes ? format_bytes(*d.budget_bytes) : std::string("-"), 12) + rpad(pct, 8) +
            rpad(bytes(d.read_bytes_per_token), 12) + "\n";
   }

@@ -2,6 +2,8 @@
 #include "planner/planner.h"
 
 #include <algorithm>
+#include <array>
+#include <optional>
 #include <map>
 #include <unordered_map>
 
@@ -9,7 +11,9 @@
 #include "core/nearest_name.h"
 #include "core/units.h"
 #include "planner/accelerate_planner.h"
-#include "planner/memory_estimate.h"
+#include "planner/plan_fit.h"
+#include "planner/run_buffers.h"
+#include "planner/stage_layout.h"
 #include "planner/sized_tree.h"
 #include "planner/stage_planner.h"
 
@@ -27,9 +31,8 @@ std::string device_list(const std::vector<DeviceId>& ds) {
   std::int64_t kv = 0;
   for (const DeviceReport& d : plan.devices) kv += d.kv_cache_bytes;
   const std::vector<DeviceId> accels = r.budgets.accelerators();
-  const std::int64_t act = r.runtime.context > 0 ? activation_bytes(tree.config(), r.runtime.batch,
-                                                                    r.runtime.prefill_chunk, r.runtime.context)
-                                                 : 0;
+  std::int64_t act = 0;  // scratch and streaming of the devices that compute
+  for (const DeviceReport& d : plan.devices) act += d.activation_bytes + d.streaming_bytes;
   std::string msg = "model needs " + format_bytes(static_cast<std::uint64_t>(plan.model_bytes + kv)) + " (" +
                     format_bytes(static_cast<std::uint64_t>(plan.model_bytes)) + " of " +
                     std::string(weight_dtype_name(r.dtype)) + " weights";
@@ -38,7 +41,7 @@ std::string device_list(const std::vector<DeviceId>& ds) {
            " tokens × batch " + std::to_string(r.runtime.batch);
   }
   if (act > 0 && !accels.empty()) {
-    msg += ", plus " + format_bytes(static_cast<std::uint64_t>(act)) + " activation workspace on each accelerator";
+    msg += ", plus " + format_bytes(static_cast<std::uint64_t>(act)) + " of scratch and streaming buffers";
   }
   msg += "); ";
   if (accels.empty()) msg += "no accelerators are budgeted";
@@ -54,7 +57,7 @@ std::string device_list(const std::vector<DeviceId>& ds) {
            format_bytes(static_cast<std::uint64_t>(s)) + " of weights; plexus runs a checkpoint in its own dtype)";
   }
   if (r.runtime.context > 0) msg += ", or lower --context/--batch";
-  throw RuntimeError(msg);
+  throw InputError(msg);
 }
 
 void check_device_map(const ModuleTree& tree, const DeviceMap& map, const PlanRequest& r) {
@@ -132,8 +135,9 @@ Strategy parse_strategy_or_throw(std::string_view t) {
   Strategy s;
   if (!parse_strategy(t, &s)) {
     throw InputError("--strategy: unknown strategy '" + std::string(t) +
-                     "'; use stages (plexus), or accelerate's sequential, balanced, balanced_low_0, auto" +
-                     did_you_mean(std::string(t), {"stages", "sequential", "balanced", "balanced_low_0", "auto"}));
+                     "'; use stages (plexus), accelerate's sequential, balanced, balanced_low_0, auto, or fastest (the best "
+                     "predicted of them all)" +
+                     did_you_mean(std::string(t), {"stages", "sequential", "balanced", "balanced_low_0", "auto", "fastest"}));
   }
   return s;
 }
@@ -149,12 +153,50 @@ bool is_accelerate_strategy(Strategy s) {
   return false;
 }
 
+namespace {
+
+int run_accelerator_count(const Budgets& b) {
+  int n = 0;
+  for (const DeviceId& d : b.accelerators()) n = std::max(n, d.ordinal() + 1);
+  return n;
+}
+
+DeviceId report_device(int device) { return device == kHostDevice ? DeviceId::cpu() : DeviceId::accelerator(device); }
+
+bool buffers_on_top(const PlanRequest& r) { return is_accelerate_strategy(r.strategy) && r.budgets_from_user; }
+
+// The budget a device's weights and run buffers must fit; none for no limit.
+std::optional<std::uint64_t> limit_of(const PlanRequest& r, const DeviceId& d) {
+  if (buffers_on_top(r) || d.kind() == TargetKind::kDisk) return std::nullopt;
+  return r.budgets.get(d);
+}
+
+std::string fb(std::int64_t b) { return format_bytes(static_cast<std::uint64_t>(std::max<std::int64_t>(0, b))); }
+
+}  // namespace
+
+RunShape run_shape(const PlanRequest& r, const ModelConfig& c) {
+  RunShape s;
+  s.context = std::min<std::int64_t>(r.runtime.context, c.max_position_embeddings);
+  s.batch = r.runtime.batch;
+  s.batch_tokens = r.runtime.prefill_chunk;
+  s.host_threads = std::max(1, r.runtime.threads);
+  s.accelerator_threads = threads_per_accelerator(s.host_threads, run_accelerator_count(r.budgets));
+  return s;
+}
+
+namespace {
+RunShape run_shape_or_none(const PlanRequest& r, const ModelConfig& c) {
+  RunShape s = run_shape(r, c);
+  if (r.runtime.context <= 0) s.context = 0;
+  return s;
+}
+}  // namespace
+
 void fill_report(const ModuleTree& tree, const SizedTree& sized, const PlanRequest& r, Plan* plan) {
   plan->model_bytes = sized.total_bytes();
   plan->placement = expand_placement(plan->device_map, tree);
   const ModelConfig& c = tree.config();
-  const std::int64_t kv_layer =
-      r.runtime.context > 0 ? kv_bytes_per_token_per_layer(c, r.dtype) * r.runtime.context * r.runtime.batch : 0;
 
   std::vector<DeviceReport> reports;
   auto report_for = [&reports](DeviceId d) -> DeviceReport& {
@@ -181,13 +223,34 @@ void fill_report(const ModuleTree& tree, const SizedTree& sized, const PlanReque
       rep.weights_bytes += sized.size_of(*p.tied_to);  // a copy of the shared storage lives here too
     }
     if (p.layer >= 0 && (rep.layers.empty() || rep.layers.back() != p.layer)) {
-      if (std::find(rep.layers.begin(), rep.layers.end(), p.layer) == rep.layers.end()) {
-        rep.layers.push_back(p.layer);
-        rep.kv_cache_bytes += kv_layer;
-      }
+      if (std::find(rep.layers.begin(), rep.layers.end(), p.layer) == rep.layers.end()) rep.layers.push_back(p.layer);
     }
     if (p.module == "model.embed_tokens") rep.holds_embedding = true;
     if (p.module == "lm_head") rep.holds_lm_head = true;
+  }
+
+  // Run buffers, sized exactly as the executor allocates them, on the devices that compute.
+  if (plan->runtime.context > 0) {
+    const StageLayout layout = make_stage_layout(tree, plan->device_map, run_accelerator_count(r.budgets));
+    RunBuffers buffers = size_run_buffers(c, sized, layout, run_shape(r, c));
+    const std::vector<int> one_slot = fit_streaming_slots(&buffers, [&](int device) -> std::int64_t {
+      const DeviceId id = report_device(device);
+      const auto limit = limit_of(r, id);
+      return limit ? static_cast<std::int64_t>(*limit) - report_for(id).weights_bytes : -1;
+    });
+    for (const DeviceBuffers& b : buffers.devices) {
+      DeviceReport& rep = report_for(report_device(b.device));
+      rep.kv_cache_bytes = b.kv_cache;
+      rep.activation_bytes = b.scratch();
+      rep.streaming_bytes = b.streaming();
+      rep.streaming_slots = b.layer_slots;
+      rep.run_buffers_bytes = b.total();
+    }
+    for (int d : one_slot) {
+      plan->notes.push_back("device " + report_device(d).to_string() +
+                            " streams offloaded layers through one slot (two do not fit): each copy waits for the "
+                            "previous layer's compute, slower but it runs");
+    }
   }
   const std::int64_t embed_bytes = sized.size_of("model.embed_tokens");
   const ParamInfo* head = tree.find("lm_head.weight");
@@ -195,11 +258,13 @@ void fill_report(const ModuleTree& tree, const SizedTree& sized, const PlanReque
   for (DeviceReport& rep : reports) {
     rep.read_bytes_per_token = rep.weights_bytes + rep.kv_cache_bytes;
     if (rep.holds_embedding && !(tied && rep.holds_lm_head)) rep.read_bytes_per_token -= embed_bytes;
-  }
-  if (r.strategy == Strategy::kStages && r.runtime.context > 0) {
-    const std::int64_t act = activation_bytes(c, r.runtime.batch, r.runtime.prefill_chunk, r.runtime.context);
-    for (DeviceReport& rep : reports) {
-      if (rep.device.is_accelerator() && (rep.weights_bytes > 0 || !rep.layers.empty())) rep.activation_bytes = act;
+    rep.total_bytes = rep.weights_bytes + rep.run_buffers_bytes;
+    if (rep.device.kind() == TargetKind::kDisk) continue;
+    const auto given = r.budgets.get(rep.device);
+    if (buffers_on_top(r)) {
+      rep.capacity_bytes = std::max<std::uint64_t>(given.value_or(0), static_cast<std::uint64_t>(rep.total_bytes));
+    } else {
+      rep.capacity_bytes = given;
     }
   }
   std::stable_sort(reports.begin(), reports.end(),
@@ -207,7 +272,32 @@ void fill_report(const ModuleTree& tree, const SizedTree& sized, const PlanReque
   plan->devices = std::move(reports);
 }
 
-Plan plan_model(const ModuleTree& tree, const PlanRequest& r) {
+Budgets run_capacities(const Plan& plan) {
+  Budgets b;
+  for (const DeviceReport& d : plan.devices) {
+    if (d.capacity_bytes) b.set(d.device, *d.capacity_bytes);
+  }
+  for (const DeviceBudget& x : plan.planned_budgets.list()) {
+    if (!b.has(x.device) && x.device.kind() != TargetKind::kDisk) b.set(x.device, x.bytes);
+  }
+  return b;
+}
+
+namespace {
+
+// A context beyond the model's positions cannot be used: plan for what the run can hold.
+void clamp_context(const ModuleTree& tree, PlanRequest* r, Plan* plan) {
+  const std::int64_t max_pos = tree.config().max_position_embeddings;
+  if (r->runtime.context <= max_pos) return;
+  plan->notes.push_back("--context " + std::to_string(r->runtime.context) + " is beyond the model's " + std::to_string(max_pos) +
+                        " positions (max_position_embeddings): KV cache planned for " + std::to_string(max_pos) + " tokens");
+  r->runtime.context = max_pos;
+}
+
+}  // namespace
+
+Plan plan_model(const ModuleTree& tree, const PlanRequest& r_in) {
+  PlanRequest r = r_in;
   if (r.runtime.context < 0 || r.runtime.batch < 1 || r.runtime.prefill_chunk < 1) {
     throw InputError("runtime budget: context must be >= 0 and batch >= 1 (got context " +
                      std::to_string(r.runtime.context) + ", batch " + std::to_string(r.runtime.batch) + ")");
@@ -215,6 +305,7 @@ Plan plan_model(const ModuleTree& tree, const PlanRequest& r) {
   Plan plan;
   plan.strategy = r.strategy;
   plan.dtype = r.dtype;
+  clamp_context(tree, &r, &plan);
   plan.runtime = r.runtime;
   const SizedTree sized = SizedTree::build(tree, r.dtype);
   switch (r.strategy) {
@@ -231,13 +322,42 @@ Plan plan_model(const ModuleTree& tree, const PlanRequest& r) {
       break;
     case Strategy::kStages: {
       plan.planned_budgets = r.budgets;
-      StagePlan sp = plan_stages(sized, tree.config(), r.budgets, r.runtime);
-      plan.device_map = accelerate_clean_device_map(sp.map);
-      plan.notes = std::move(sp.notes);
+      // Plan, size the run buffers exactly, and give a device that overflows that much more
+      // reserve; reserves only grow, so this ends (usually after one or two rounds).
+      std::vector<std::int64_t> extra(static_cast<std::size_t>(run_accelerator_count(r.budgets)), 0);
+      const std::vector<std::string> first_notes = plan.notes;
+      for (int round = 0; round < 12; ++round) {
+        StagePlan sp = plan_stages(sized, tree.config(), r.budgets, run_shape_or_none(r, tree.config()), extra);
+        plan.device_map = accelerate_clean_device_map(sp.map);
+        plan.notes = first_notes;
+        plan.notes.insert(plan.notes.end(), sp.notes.begin(), sp.notes.end());
+        fill_report(tree, sized, r, &plan);
+        bool grew = false;
+        for (const DeviceReport* d : overfull(plan)) {
+          if (!d->device.is_accelerator()) continue;
+          extra[static_cast<std::size_t>(d->device.ordinal())] += d->total_bytes - static_cast<std::int64_t>(*d->capacity_bytes);
+          grew = true;
+        }
+        if (!grew) break;
+      }
+      if (!overfull(plan).empty()) {
+        if (std::optional<Plan> spread = spread_layer_segments(tree, sized, r)) {
+          spread->notes.insert(spread->notes.begin(), first_notes.begin(), first_notes.end());
+          plan = std::move(*spread);
+        }
+      }
+      if (!overfull(plan).empty()) {  // last resort: everything streams through the first device
+        Plan small = smallest_plan(tree, sized, r);
+        if (overfull(small).empty()) {
+          small.notes = first_notes;
+          small.notes.push_back("the accelerators hold no weights: every module is offloaded and streamed through one device");
+          plan = std::move(small);
+        }
+      }
       break;
     }
   }
-  fill_report(tree, sized, r, &plan);
+  if (r.strategy != Strategy::kStages) fill_report(tree, sized, r, &plan);
   bool on_disk = false;
   for (const DeviceReport& d : plan.devices) on_disk = on_disk || (d.device.kind() == TargetKind::kDisk && d.weights_bytes > 0);
   if (on_disk) {
@@ -247,15 +367,28 @@ Plan plan_model(const ModuleTree& tree, const PlanRequest& r) {
                            "for every forward pass");
     }
   }
+  if (!overfull(plan).empty()) throw_overfull(tree, sized, r, plan);
+  if (buffers_on_top(r)) {
+    for (const DeviceReport& d : plan.devices) {
+      if (d.run_buffers_bytes > 0 && d.budget_bytes && d.total_bytes > static_cast<std::int64_t>(*d.budget_bytes)) {
+        plan.notes.push_back("max_memory limits the weights (accelerate's meaning): device " + d.device.to_string() +
+                             " holds " + fb(d.weights_bytes) + " of weights within its " + format_bytes(*d.budget_bytes) +
+                             " and the run's buffers on top, " + fb(d.total_bytes) + " in all");
+      }
+    }
+  }
   return plan;
 }
 
-Plan plan_from_device_map(const ModuleTree& tree, const DeviceMap& map, const PlanRequest& r) {
+Plan plan_from_device_map(const ModuleTree& tree, const DeviceMap& map, const PlanRequest& r_in) {
   if (map.empty()) throw InputError("device map is empty: map at least \"\" (the whole model) to a device");
-  check_device_map(tree, map, r);
+  check_device_map(tree, map, r_in);
   Plan plan;
-  plan.strategy = r.strategy;
+  PlanRequest r = r_in;
+  r.strategy = Strategy::kStages;  // a custom map's budgets hold its weights and run buffers
+  plan.strategy = r_in.strategy;
   plan.dtype = r.dtype;
+  clamp_context(tree, &r, &plan);
   plan.runtime = r.runtime;
   plan.planned_budgets = r.budgets;
   plan.device_map = map;
@@ -265,15 +398,11 @@ Plan plan_from_device_map(const ModuleTree& tree, const DeviceMap& map, const Pl
     if (d.device.kind() == TargetKind::kDisk && d.weights_bytes > 0 && !r.allow_disk && !r.budgets.has(d.device)) {
       throw InputError("device map sends weights to disk but disk offload is not enabled: pass --offload-disk");
     }
-    if (!d.budget_bytes) continue;
-    const std::int64_t need = d.weights_bytes + d.kv_cache_bytes + d.activation_bytes;
-    if (need > static_cast<std::int64_t>(*d.budget_bytes)) {
-      throw InputError("device map puts " + format_bytes(static_cast<std::uint64_t>(need)) + " on device " +
-                       d.device.to_string() + " (" + format_bytes(static_cast<std::uint64_t>(d.weights_bytes)) +
-                       " weights" +
-                       (d.kv_cache_bytes > 0 ? " + " + format_bytes(static_cast<std::uint64_t>(d.kv_cache_bytes)) + " KV cache" : std::string()) +
-                       ") but its budget is " + format_bytes(*d.budget_bytes) +
-                       ": move layers elsewhere or raise its --max-memory");
+    if (!d.capacity_bytes) continue;
+    if (d.total_bytes > static_cast<std::int64_t>(*d.capacity_bytes)) {
+      throw InputError("device map puts " + need_text(d) + " on device " + d.device.to_string() + " but its budget is " +
+                       format_bytes(*d.capacity_bytes) + ": move layers elsewhere, raise its --max-memory to at least " +
+                       fb(d.total_bytes) + ", or lower --context/--batch/--batch-tokens");
     }
   }
   return plan;

@@ -10,6 +10,7 @@
 #include "model/module_tree.h"
 #include "planner/budgets.h"
 #include "planner/device_map.h"
+#include "planner/run_buffers.h"
 #include "planner/weight_dtype.h"
 
 namespace plexus {
@@ -23,11 +24,13 @@ bool parse_strategy(std::string_view text, Strategy* out);
 Strategy parse_strategy_or_throw(std::string_view text);
 bool is_accelerate_strategy(Strategy s);
 
-// What must fit beside the weights at run time. Zero context means "weights only".
+// What must fit beside the weights at run time (planner/run_buffers.h sizes it). Zero context
+// means "weights only": no run buffers are planned (and such a plan cannot be run).
 struct RuntimeBudget {
-  std::int64_t context = 0;  // tokens of KV cache kept per sequence
-  std::int64_t batch = 1;    // sequences decoded together
-  std::int64_t prefill_chunk = 512;  // prompt tokens per forward pass: bounds the activations
+  std::int64_t context = 0;          // tokens of KV cache kept per sequence
+  std::int64_t batch = 1;            // sequences decoded together
+  std::int64_t prefill_chunk = 256;  // tokens per forward pass (--batch-tokens): bounds the activations
+  int threads = 1;                   // threads of the run, split over the accelerators as the run splits them
 };
 
 struct PlanRequest {
@@ -47,8 +50,19 @@ struct DeviceReport {
   DeviceId device = DeviceId::disk();
   std::optional<std::uint64_t> budget_bytes;  // the budget the strategy planned against; none for disk
   std::int64_t weights_bytes = 0;             // tied storage counted once per device holding it
-  std::int64_t kv_cache_bytes = 0;            // for the decoder layers placed here
-  std::int64_t activation_bytes = 0;          // workspace reserved here (stages strategy)
+  // Run buffers (planner/run_buffers.h) of the stages computed here: KV cache for the layers
+  // computed here (offloaded ones included), scratch (workspace, activations, a chunk of logits),
+  // weight-streaming slots.
+  std::int64_t kv_cache_bytes = 0;
+  std::int64_t activation_bytes = 0;          // scratch: workspace, activations, logits chunk, alignment
+  std::int64_t streaming_bytes = 0;
+  int streaming_slots = 0;                    // layer slots: 2, or 1 where two do not fit
+  std::int64_t run_buffers_bytes = 0;         // kv_cache + activation + streaming
+  std::int64_t total_bytes = 0;               // weights + run buffers
+  // What the run's device must hold: the budget, except for accelerate's strategies with
+  // budgets given by the user, whose max_memory limits the weights only (the run buffers come
+  // on top, as with transformers): then max(budget, total). None for disk.
+  std::optional<std::uint64_t> capacity_bytes;
   // Bytes read per generated token: weights and KV cache, the embedding counting as a row
   // lookup (0) unless a tied lm_head here reads the whole matrix. The stages strategy
   // minimises the largest of these over the accelerators.
@@ -65,13 +79,14 @@ struct Plan {
   std::vector<DeviceMap::Entry> placement;  // every parameter name, tied ones under each name
   std::vector<DeviceReport> devices;        // budgeted devices in order, then disk when used
   Budgets planned_budgets;                  // after accelerate's balancing, for accelerate strategies
-  RuntimeBudget runtime;
+  RuntimeBudget runtime;                    // context clamped to max_position_embeddings
   std::int64_t model_bytes = 0;
   std::vector<std::string> notes;           // explanations worth printing
 };
 
-// Plans with the request's strategy. Throws RuntimeError with the numbers and the way out when
-// the weights cannot be placed at all (no budget anywhere), InputError on an empty request.
+// Plans with the request's strategy. Every plan it returns fits: each device's weights and run
+// buffers within what the run will give it (DeviceReport::capacity_bytes). Budgets that cannot
+// hold any plan are an InputError (exit 2) giving the smallest budget that would work.
 Plan plan_model(const ModuleTree& tree, const PlanRequest& request);
 
 // Takes a custom map (`--device-map FILE.json`), checks it and reports it: every parameter
@@ -80,7 +95,16 @@ Plan plan_model(const ModuleTree& tree, const PlanRequest& request);
 Plan plan_from_device_map(const ModuleTree& tree, const DeviceMap& map, const PlanRequest& request);
 
 class SizedTree;
-// Fills placement and devices for a map (shared by the strategies and the custom-map path).
+// Fills placement and devices for a map (shared by the strategies and the custom-map path),
+// run buffers included.
 void fill_report(const ModuleTree& tree, const SizedTree& sized, const PlanRequest& request, Plan* plan);
+
+// The run shape a request plans for: its context (clamped to the model's positions), batch,
+// tokens per forward and the threads each device gets.
+RunShape run_shape(const PlanRequest& request, const ModelConfig& config);
+
+// The devices a run of `plan` gets: each accelerator with its capacity_bytes, and the host
+// with the cpu's (when budgeted). make_run_devices takes this.
+Budgets run_capacities(const Plan& plan);
 
 }  // namespace plexus

@@ -8,7 +8,10 @@
 #include <limits>
 
 #include "core/units.h"
+#include "model/kv_cache.h"
 #include "planner/memory_estimate.h"
+#include "model/llama_family.h"
+#include "planner/run_buffers.h"
 
 namespace plexus {
 namespace {
@@ -152,13 +155,18 @@ Solution solve(const std::vector<Unit>& units, const std::vector<DeviceId>& acce
 
 }  // namespace
 
-StagePlan plan_stages(const SizedTree& t, const ModelConfig& c, const Budgets& budgets, const RuntimeBudget& rt) {
+StagePlan plan_stages(const SizedTree& t, const ModelConfig& c, const Budgets& budgets, const RunShape& shape,
+                      const std::vector<std::int64_t>& extra) {
   StagePlan out;
   std::vector<int> nodes;
   collect_units(t, SizedTree::kRoot, &nodes);
-  const std::int64_t kv_layer = rt.context > 0 ? kv_bytes_per_token_per_layer(c, t.dtype()) * rt.context * rt.batch : 0;
-  const std::int64_t act = rt.context > 0 ? activation_bytes(c, rt.batch, rt.prefill_chunk, rt.context) : 0;
-  const std::int64_t logits = rt.context > 0 ? logits_bytes(c, rt.batch) : 0;
+  const bool run = shape.context > 0;
+  const std::int64_t kv_layer = run ? shape.batch * KvCache::bytes_for(1, c.num_kv_heads, c.head_dim, shape.context) : 0;
+  const std::int64_t tokens = std::max<std::int64_t>(1, shape.batch_tokens);
+  // One stage's scratch: the layer workspace and the stage's activations.
+  const std::int64_t act =
+      run ? Workspace::bytes_for(c, tokens, shape.context, shape.accelerator_threads) + tokens * c.hidden_size * 4 : 0;
+  const std::int64_t logits = run ? logits_chunk_rows(c.vocab_size, tokens) * (c.hidden_size + c.vocab_size) * 4 : 0;
 
   // Bytes of storage shared by the embedding and a tied head.
   std::int64_t tied_bytes = 0;
@@ -178,7 +186,8 @@ StagePlan plan_stages(const SizedTree& t, const ModelConfig& c, const Budgets& b
     if (sn.name == "lm_head") {
       u.is_tied_head = tied_bytes > 0;
       u.mem += logits;
-      u.load = sn.bytes + (u.is_tied_head ? tied_bytes : 0) + logits;
+      // Per generated token it reads its matrix and writes the batch's logits rows.
+      u.load = sn.bytes + (u.is_tied_head ? tied_bytes : 0) + (run ? logits_bytes(c, shape.batch) : 0);
     }
     units.push_back(u);
   }
@@ -187,10 +196,12 @@ StagePlan plan_stages(const SizedTree& t, const ModelConfig& c, const Budgets& b
   std::vector<std::int64_t> cap;
   for (const DeviceBudget& b : budgets.list()) {
     if (!b.device.is_accelerator()) continue;
-    const std::int64_t room = static_cast<std::int64_t>(b.bytes) - act;
+    const std::size_t o = static_cast<std::size_t>(b.device.ordinal());
+    const std::int64_t reserve = act + (o < extra.size() ? extra[o] : 0);
+    const std::int64_t room = static_cast<std::int64_t>(b.bytes) - reserve;
     if (room <= 0) {
-      out.notes.push_back("device " + b.device.to_string() + " cannot hold the activation workspace (" +
-                          format_bytes(static_cast<std::uint64_t>(act)) + "); left empty");
+      out.notes.push_back("device " + b.device.to_string() + " cannot hold the run buffers (" +
+                          format_bytes(static_cast<std::uint64_t>(reserve)) + "); left empty");
       continue;
     }
     accels.push_back(b.device);

@@ -17,7 +17,11 @@ struct StagePlan {
   std::vector<std::string> notes;
 };
 
-StagePlan plan_stages(const SizedTree& tree, const ModelConfig& config, const Budgets& budgets,
-                      const RuntimeBudget& runtime);
+// Each accelerator keeps room for the run buffers of a stage (planner/run_buffers.h: workspace,
+// activations; the KV cache of the layers it holds; logits with lm_head) plus `extra[ordinal]`
+// (the planner raises it for what only the exact sizing sees: streaming slots, more stages).
+// A shape with context 0 reserves nothing.
+StagePlan plan_stages(const SizedTree& tree, const ModelConfig& config, const Budgets& budgets, const RunShape& shape,
+                      const std::vector<std::int64_t>& extra);
 
 }  // namespace plexus

@@ -22,7 +22,9 @@ void check_lengths(const Runner& runner, std::size_t prompt_tokens, const Genera
   if (total > runner.max_context()) {
     throw InputError("prompt (" + std::to_string(prompt_tokens) + " tokens) + --max-tokens (" +
                      std::to_string(options.max_tokens) + ") exceeds the model's context of " +
-                     std::to_string(runner.max_context()) + " tokens");
+                     std::to_string(runner.max_context()) +
+                     " tokens (on several devices: --context, which the plan sized the KV cache for): lower "
+                     "--max-tokens or raise --context");
   }
 }
 

@@ -66,6 +66,79 @@ TEST_F(ExecCli, BatchOfPromptsPipelines) {
   EXPECT_EQ(j["execution"]["micro_batches"].get<int>(), 2);
 }
 
+// The defect of issue 14: what `plan` accepts, `perplexity` runs with the same flags (accelerate's
+// strategies with cpu offload included); what `plan` refuses, the run refuses the same way.
+TEST_F(ExecCli, PlanAcceptedRunsAndPlanRefusedDoesNotStart) {
+  const std::string ppl = "perplexity " + model() + " --ids 3,14,15,92,65,35,89,79 --threads 2";
+  const std::string want = Json::parse(run_plexus(ppl + " --json").out)["nll"].dump();
+  for (const std::string strategy : {"auto", "sequential", "balanced_low_0", "stages"}) {
+    const std::string flags = " --strategy " + strategy + " --max-memory 0=500KiB,cpu=4MiB --context 64 --batch-tokens 8 --threads 2";
+    const testing::ProcessResult plan = run_plexus("plan " + model() + flags + " --json");
+    ASSERT_EQ(plan.exit_code, 0) << strategy << ": " << plan.err;
+    const Json d0 = Json::parse(plan.out)["devices"][0];
+    EXPECT_EQ(d0["total_bytes"].get<std::int64_t>(), d0["weights_bytes"].get<std::int64_t>() + d0["run_buffers_bytes"].get<std::int64_t>());
+    EXPECT_GT(d0["run_buffers_bytes"].get<std::int64_t>(), 0);
+    const testing::ProcessResult r = run_plexus(ppl + flags + " --json");
+    ASSERT_EQ(r.exit_code, 0) << strategy << ": " << r.err;
+    EXPECT_EQ(Json::parse(r.out)["nll"].dump(), want) << strategy;
+  }
+  // The KV cache of a 2048-token context (2 MiB) outweighs the weights: stages spreads the layers'
+  // caches over both devices (with the head handed back to device 0), and the run follows.
+  const std::string kv = " --strategy stages --max-memory 0=1600KiB,1=1400KiB,cpu=8MiB --context 2048 --batch-tokens 8 --threads 2";
+  const testing::ProcessResult kv_plan = run_plexus("plan " + model() + kv);
+  ASSERT_EQ(kv_plan.exit_code, 0) << kv_plan.err;
+  EXPECT_NE(kv_plan.out.find("each accelerator computes one segment of layers"), std::string::npos) << kv_plan.out;
+  const testing::ProcessResult kv_run = run_plexus(ppl + kv + " --json");
+  ASSERT_EQ(kv_run.exit_code, 0) << kv_run.err;
+  EXPECT_EQ(Json::parse(kv_run.out)["nll"].dump(), want);
+
+  const std::string tight = " --strategy stages --max-memory 0=40KiB,cpu=4MiB --context 64 --batch-tokens 8";
+  const testing::ProcessResult plan = run_plexus("plan " + model() + tight);
+  EXPECT_EQ(plan.exit_code, 2) << plan.err;
+  EXPECT_NE(plan.err.find("smallest budgets"), std::string::npos) << plan.err;
+  const testing::ProcessResult r = run_plexus(ppl + tight);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(r.out, "");
+}
+
+// Flags that contradict each other stop the command before it runs, naming both.
+TEST_F(ExecCli, ContradictoryFlagsNameBoth) {
+  const testing::ProcessResult b = run_plexus("plan " + model() + " --virtual-devices 2 --batch 8 --batch-tokens 4");
+  EXPECT_EQ(b.exit_code, 2) << b.err;
+  EXPECT_NE(b.err.find("--batch 8"), std::string::npos) << b.err;
+  EXPECT_NE(b.err.find("--batch-tokens 4"), std::string::npos) << b.err;
+  const testing::ProcessResult c = run_plexus("generate " + model() + " --ids 1,2 --max-tokens 40 --context 16 --virtual-devices 2");
+  EXPECT_EQ(c.exit_code, 2) << c.err;
+  EXPECT_NE(c.err.find("--max-tokens (40)"), std::string::npos) << c.err;
+  EXPECT_NE(c.err.find("--context"), std::string::npos) << c.err;
+  EXPECT_EQ(c.out, "");
+  const testing::ProcessResult z = run_plexus("perplexity " + model() + " --ids 1,2,3 --context 0 --virtual-devices 2");
+  EXPECT_EQ(z.exit_code, 2) << z.err;
+  EXPECT_NE(z.err.find("--context 0"), std::string::npos) << z.err;
+}
+
+// A budget with room for one streaming slot but not two: the plan says so, the run streams
+// through one slot (said with --verbose) and gives the same tokens.
+TEST_F(ExecCli, OneStreamingSlotWhenTwoDoNotFit) {
+  const std::string map = dir_ / "map.json";
+  std::ofstream(map) << R"({"model.embed_tokens": 0, "model.layers.0": 0, "model.layers.1": "cpu", "model.layers.2": "cpu", "model.layers.3": "cpu", "model.norm": 0, "lm_head": 0})";
+  const std::string common = " --device-map " + shell_quote(map) + " --context 32 --batch-tokens 8 --threads 2";
+  const testing::ProcessResult roomy = run_plexus("plan " + model() + " --max-memory 0=64MiB,cpu=64MiB" + common + " --json");
+  ASSERT_EQ(roomy.exit_code, 0) << roomy.err;
+  const Json d0 = Json::parse(roomy.out)["devices"][0];
+  ASSERT_EQ(d0["streaming_slots"].get<int>(), 2);
+  const std::int64_t slot = d0["streaming_bytes"].get<std::int64_t>() / 2;
+  const std::string tight = " --max-memory 0=" + std::to_string(d0["total_bytes"].get<std::int64_t>() - slot / 2) + ",cpu=64MiB" + common;
+  const testing::ProcessResult plan = run_plexus("plan " + model() + tight + " --json");
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  EXPECT_EQ(Json::parse(plan.out)["devices"][0]["streaming_slots"].get<int>(), 1);
+  const std::string gen = "generate " + model() + " --ids 7,8,9 --max-tokens 4";
+  const testing::ProcessResult r = run_plexus(gen + tight + " --verbose --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("one streaming slot: two do not fit"), std::string::npos) << r.err;
+  EXPECT_EQ(Json::parse(r.out)["ids"], run_json(gen)["ids"]);
+}
+
 TEST_F(ExecCli, MapNamingAMissingDeviceIsBadInput) {
   const std::string map = dir_ / "map.json";
   std::ofstream(map) << R"({"": 3})";

@@ -61,11 +61,15 @@ class ExecutorTest : public ::testing::Test {
     r.runtime.context = 64;
     r.runtime.prefill_chunk = 16;
     r.allow_disk = true;
-    // Budgets that force a split: about 1.4 / n of the weights each.
+    // Budgets that force a split: about 1.4 / n of the weights each (for stages, whose budgets
+    // also hold the run buffers, plus room for those).
     std::uint64_t weights = 0;
     for (const ParamInfo& p : tree.params())
       if (!p.tied_to) weights += static_cast<std::uint64_t>(p.numel()) * 2;
-    for (int i = 0; i < n_devices; ++i) r.budgets.set(DeviceId::accelerator(i), weights * 14 / 10 / static_cast<std::uint64_t>(n_devices));
+    const std::uint64_t buffers = strategy == Strategy::kStages ? 600 * 1024 : 0;
+    for (int i = 0; i < n_devices; ++i) {
+      r.budgets.set(DeviceId::accelerator(i), weights * 14 / 10 / static_cast<std::uint64_t>(n_devices) + buffers);
+    }
     const Plan plan = plan_model(tree, r);
     bool split = false;
     for (const DeviceMap::Entry& e : plan.device_map.entries()) split |= !(e.second == DeviceId::accelerator(0));
@@ -222,31 +226,43 @@ TEST_F(ExecutorTest, WeightsOverBudgetFailWithTheNumbers) {
   }
 }
 
-TEST_F(ExecutorTest, KvCacheOverBudgetAtRunTimeFails) {
+// The executor sizes its buffers with the planner's function before it runs anything: a budget
+// that holds the weights and scratch but not the KV cache of a max_context sequence is refused
+// at construction, naming the KV cache; one that holds it runs, within its budget.
+TEST_F(ExecutorTest, KvCacheOverBudgetIsRefusedBeforeTheRun) {
   ExecutorOptions o;
   o.max_batch_tokens = 16;
   o.max_context = 2048;
-  std::int64_t placed = 0;  // weights + scratch, measured with room to spare
+  std::int64_t placed = 0;  // weights + scratch + the KV cache of one 2048-token sequence
   {
     Budgets roomy;
     roomy.set(DeviceId::accelerator(0), 256 * kMiB);
     DeviceRegistry devices = make_run_devices(roomy, 2, 256 * kMiB);
-    placed = Executor(dir_->path(), map_of({{"", 0}}), devices, o).stats().devices[0].peak_bytes;
+    Executor x(dir_->path(), map_of({{"", 0}}), devices, o);
+    placed = x.stats().devices[0].peak_bytes + x.buffers().devices[0].kv_cache;
   }
-  Budgets b;  // weights and scratch fit, and a short sequence's cache; a 2048-token one (2 MiB) does not
-  b.set(DeviceId::accelerator(0), static_cast<std::uint64_t>(placed) + 512 * 1024);
+  {
+    Budgets b;  // 512 KiB short of it
+    b.set(DeviceId::accelerator(0), static_cast<std::uint64_t>(placed) - 512 * 1024);
+    DeviceRegistry devices = make_run_devices(b, 2, 256 * kMiB);
+    try {
+      Executor x(dir_->path(), map_of({{"", 0}}), devices, o);
+      FAIL() << "expected a budget error";
+    } catch (const RuntimeError& e) {
+      const std::string m = e.what();
+      EXPECT_NE(m.find("the plan does not fit at run time"), std::string::npos) << m;
+      EXPECT_NE(m.find("KV cache 2.00 MiB"), std::string::npos) << m;
+      EXPECT_NE(m.find("virtual:0"), std::string::npos) << m;
+    }
+  }
+  Budgets b;
+  b.set(DeviceId::accelerator(0), static_cast<std::uint64_t>(placed));
   DeviceRegistry devices = make_run_devices(b, 2, 256 * kMiB);
   Executor x(dir_->path(), map_of({{"", 0}}), devices, o);
-  EXPECT_NO_THROW(x.close_sequence(x.open_sequence(64)));
-  try {
-    x.open_sequence(2048);
-    FAIL() << "expected a budget error";
-  } catch (const RuntimeError& e) {
-    const std::string m = e.what();
-    EXPECT_NE(m.find("KV cache of a 2048-token sequence for layers 0-3"), std::string::npos) << m;
-    EXPECT_NE(m.find("virtual:0"), std::string::npos) << m;
-  }
+  EXPECT_NO_THROW(x.close_sequence(x.open_sequence(2048)));
+  EXPECT_THROW(x.open_sequence(2049), InputError);
   const ExecStats s = x.stats();
+  EXPECT_EQ(s.devices[0].peak_bytes, placed);
   EXPECT_LE(static_cast<std::uint64_t>(s.devices[0].peak_bytes), s.devices[0].budget_bytes);
 }
 

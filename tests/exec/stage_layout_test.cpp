@@ -2,7 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
-#include "exec/stage_layout.h"
+#include "planner/stage_layout.h"
 #include "model/make_model.h"
 
 namespace plexus {

@@ -72,15 +72,102 @@ TEST_F(PlanCli, TableAndCustomMapRoundTrip) {
 
 TEST_F(PlanCli, ExitCodes) {
   EXPECT_EQ(run("plan " + model() + " --max-memory 0=banana").code, 2);
-  EXPECT_EQ(run("plan " + model() + " --strategy fastest").code, 2);
+  EXPECT_EQ(run("plan " + model() + " --strategy quickest").code, 2);
   EXPECT_EQ(run("plan " + model() + " --dtype int3").code, 2);
   EXPECT_EQ(run("plan " + model() + " --max-memory 0=1GB --devices 1").code, 2);
   EXPECT_EQ(run("plan /nonexistent/model").code, 2);
-  const ProcResult nofit = run("plan " + model() + " --max-memory 0=50MB,1=50MB");
-  EXPECT_EQ(nofit.code, 1) << nofit.out;
+  const ProcResult nofit = run("plan " + model() + " --max-memory 0=90MB,1=90MB --context 256");
+  EXPECT_EQ(nofit.code, 2) << nofit.out;
   EXPECT_NE(nofit.out.find("needs"), std::string::npos) << nofit.out;
-  EXPECT_EQ(run("plan " + model() + " --max-memory 0=50MB,1=50MB --offload-disk").code, 0);
+  EXPECT_EQ(run("plan " + model() + " --max-memory 0=90MB,1=90MB --context 256 --offload-disk").code, 0);
+  // Too small for any plan: the run buffers alone (KV cache, scratch, one streaming slot and the
+  // lm_head's) need more than device 0 has; exit 2 with the smallest budgets that run.
+  const ProcResult tiny = run("plan " + model() + " --max-memory 0=50MB,1=50MB --context 256 --offload-disk");
+  EXPECT_EQ(tiny.code, 2) << tiny.out;
+  EXPECT_NE(tiny.out.find("smallest budgets that run this model"), std::string::npos) << tiny.out;
+  EXPECT_NE(tiny.out.find("--max-memory 0=81.67 MiB"), std::string::npos) << tiny.out;
   EXPECT_EQ(run("plan --help").code, 0);
+}
+
+// calibrate measures this host into $XDG_CACHE_HOME/plexus and says where; plan then predicts
+// from it (or from a named GPU's datasheet with --gpu).
+TEST_F(PlanCli, CalibrateThenPredict) {
+  const std::string env = "XDG_CACHE_HOME=" + plexus::testing::shell_quote((dir_ / "cache").string()) + " " +
+                          plexus::testing::shell_quote(PLEXUS_BINARY) + " ";
+  const plexus::testing::ProcessResult uncal = plexus::testing::run_command(env + "plan " + model() + " --virtual-devices 2 --context 512 --json");
+  ASSERT_EQ(uncal.exit_code, 0) << uncal.err;
+  EXPECT_EQ(plexus::Json::parse(uncal.out)["predicted"]["facts"][0]["source"], "default (uncalibrated)");
+  const plexus::testing::ProcessResult half = plexus::testing::run_command(env + "calibrate --idle-w 10");
+  EXPECT_EQ(half.exit_code, 2);
+  EXPECT_NE(half.err.find("--busy-w"), std::string::npos) << half.err;
+  const plexus::testing::ProcessResult cal = plexus::testing::run_command(env + "calibrate --threads 1 --seconds 0.02 --idle-w 10 --busy-w 40");
+  ASSERT_EQ(cal.exit_code, 0) << cal.err;
+  const std::string file = (dir_ / "cache" / "plexus" / "calibration.json").string();
+  EXPECT_NE(cal.out.find("wrote " + file), std::string::npos) << cal.out;
+  ASSERT_TRUE(std::filesystem::exists(file));
+  const plexus::testing::ProcessResult p = plexus::testing::run_command(env + "plan " + model() + " --virtual-devices 2 --context 512 --batch 4 --json");
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  const plexus::Json pred = plexus::Json::parse(p.out)["predicted"];
+  for (const char* k : {"prefill_tokens_per_s", "seconds_to_first_token", "joules_per_token", "bottleneck", "facts"}) {
+    EXPECT_TRUE(pred.contains(k)) << k;
+  }
+  EXPECT_GT(pred["decode_tokens_per_s"]["batch_1"].get<double>(), 0);
+  EXPECT_GT(pred["decode_tokens_per_s"]["batch_4"].get<double>(), 0);
+  EXPECT_NE(pred["facts"][0]["source"].get<std::string>().find("calibrated"), std::string::npos);
+  // One host busy at 40 W for every decode step of 4 tokens.
+  EXPECT_NEAR(pred["joules_per_token"].get<double>(), 40.0 / pred["decode_tokens_per_s"]["batch_4"].get<double>(), 1e-9);
+  const ProcResult gpu = run("plan " + model() + " --max-memory 0=80GB --gpu h100-sxm --json");
+  ASSERT_EQ(gpu.code, 0) << gpu.out;
+  const plexus::Json g = plexus::Json::parse(gpu.out)["predicted"];
+  EXPECT_EQ(g["facts"][0]["name"], "H100 SXM");
+  EXPECT_EQ(g["bottleneck"]["resource"], "memory_bandwidth");
+  EXPECT_TRUE(g["joules_per_token"].is_number());
+  const ProcResult bad = run("plan " + model() + " --max-memory 0=80GB --gpu h100");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.out.find("h100-sxm"), std::string::npos) << bad.out;
+}
+
+// --strategy fastest plans every strategy on every device subset and keeps the best predicted,
+// listing the runner-ups; --objective ranks by throughput, latency or energy.
+TEST_F(PlanCli, FastestPicksTheBestPredictionAndShowsRunnerUps) {
+  const ProcResult j = run("plan " + model() + " --max-memory 0=80GB,1=24GB --gpu h100-sxm --context 1024 --batch 8 --strategy fastest --json");
+  ASSERT_EQ(j.code, 0) << j.out;
+  const plexus::Json out = plexus::Json::parse(j.out);
+  const plexus::Json& c = out["fastest"]["candidates"];
+  ASSERT_GE(c.size(), 3u);
+  EXPECT_EQ(out["fastest"]["objective"], "throughput");
+  for (std::size_t i = 1; i < c.size(); ++i) {
+    EXPECT_GE(c[i - 1]["decode_tokens_per_s"].get<double>() * 1.005, c[i]["decode_tokens_per_s"].get<double>()) << i;
+  }
+  EXPECT_EQ(out["predicted"]["decode_tokens_per_s"]["batch_8"], c[0]["decode_tokens_per_s"]);
+  const ProcResult e = run("plan " + model() + " --max-memory 0=80GB,1=24GB --gpu h100-sxm --context 1024 --strategy fastest --objective energy --json");
+  ASSERT_EQ(e.code, 0) << e.out;
+  const plexus::Json& ec = plexus::Json::parse(e.out)["fastest"]["candidates"];
+  for (std::size_t i = 1; i < ec.size(); ++i) {
+    EXPECT_LE(ec[i - 1]["joules_per_token"].get<double>(), ec[i]["joules_per_token"].get<double>() * 1.005) << i;
+  }
+  const ProcResult t = run("plan " + model() + " --max-memory 0=80GB,1=24GB --gpu h100-sxm --context 1024 --strategy fastest --objective latency");
+  ASSERT_EQ(t.code, 0) << t.out;
+  EXPECT_NE(t.out.find("fastest by latency"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("runner-ups:\n  2. "), std::string::npos) << t.out;
+  const ProcResult both = run("plan " + model() + " --max-memory 0=80GB --objective energy");
+  EXPECT_EQ(both.code, 2);
+  EXPECT_NE(both.out.find("--objective energy"), std::string::npos) << both.out;
+  EXPECT_NE(both.out.find("--strategy"), std::string::npos) << both.out;
+  EXPECT_EQ(run("plan " + model() + " --max-memory 0=80GB --strategy fastest --objective speed").code, 2);
+}
+
+// Budgets from detected GPUs (the fake NVML's four H100s): predicted from their datasheet entry.
+TEST_F(PlanCli, DetectedGpusArePredictedAsWhatTheyAre) {
+  const std::string env = "PLEXUS_NVML_LIBRARY=" + plexus::testing::shell_quote(FAKE_NVML_LIBRARY) +
+                          " PLEXUS_FAKE_NVML_SCRIPT=" + plexus::testing::shell_quote(std::string(PLEXUS_SOURCE_DIR) + "/tests/backend/data/four_gpus.json") +
+                          " PLEXUS_ROCM_SMI_LIBRARY=/nonexistent PLEXUS_VIRTUAL_DEVICES= " + plexus::testing::shell_quote(PLEXUS_BINARY) + " ";
+  const plexus::testing::ProcessResult r = plexus::testing::run_command(env + "plan " + model() + " --devices 0,1 --context 1024 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const plexus::Json p = plexus::Json::parse(r.out)["predicted"];
+  EXPECT_EQ(p["facts"][0]["name"], "H100 SXM (detected: NVIDIA H100 80GB HBM3)") << p.dump();
+  EXPECT_EQ(p["facts"][0]["source"], "datasheet");
+  EXPECT_TRUE(p["joules_per_token"].is_number());
 }
 
 TEST_F(PlanCli, Estimate) {

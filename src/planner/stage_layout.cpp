@@ -1,5 +1,5 @@
 // Device map -> per-module places -> stages.
-#include "exec/stage_layout.h"
+#include "planner/stage_layout.h"
 
 #include <optional>
 

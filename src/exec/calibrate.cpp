@@ -1,0 +1,156 @@
+// Measuring the host for the cost model.
+#include "exec/calibrate.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+#include <vector>
+
+#include "core/error.h"
+#include "core/thread_pool.h"
+#include "core/timer.h"
+#include "kernels/cpu/matmul.h"
+
+namespace plexus {
+
+namespace {
+
+// Calls fn() until `seconds` have passed (at least twice, after one warm-up); calls per second.
+template <typename Fn>
+double rate(double seconds, Fn fn) {
+  fn();
+  Timer t;
+  int calls = 0;
+  do {
+    fn();
+    ++calls;
+  } while (calls < 2 || t.seconds() < seconds);
+  return calls / t.seconds();
+}
+
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      const auto colon = line.find(':');
+      if (colon != std::string::npos) return line.substr(line.find_first_not_of(' ', colon + 1));
+    }
+  }
+  return "unknown";
+}
+
+std::string now_iso() {
+  const std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+}  // namespace
+
+std::string calibration_path() {
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/plexus/calibration.json";
+  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/plexus/calibration.json";
+  throw RuntimeError("neither XDG_CACHE_HOME nor HOME is set: cannot place the calibration file; set XDG_CACHE_HOME");
+}
+
+std::optional<HostCalibration> load_calibration(const std::string& path) {
+  if (!std::filesystem::exists(path)) return std::nullopt;
+  return host_calibration_from_json(read_json_file(path), path);
+}
+
+void save_calibration(const HostCalibration& c, const std::string& path) {
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp);
+    out << host_calibration_to_json(c).dump(2) << "\n";
+    if (!out) throw RuntimeError("cannot write " + tmp + ": check the directory's permissions or set XDG_CACHE_HOME");
+  }
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) throw RuntimeError("cannot write " + path + ": " + ec.message());
+}
+
+HostCalibration calibrate_host(const CalibrateOptions& o) {
+  HostCalibration c;
+  const IsaKernels& k = isa_kernels(best_isa());
+  c.cpu = cpu_model();
+  c.isa = k.name;
+  c.created = now_iso();
+  const int max_threads = o.max_threads > 0 ? o.max_threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<int> counts;
+  for (int t = 1; t < max_threads; t *= 2) counts.push_back(t);
+  counts.push_back(max_threads);
+
+  // Decode: one token against a 64 MiB bf16 matrix, far beyond the caches.
+  const std::int64_t rows = 8192, cols = 4096;
+  std::vector<std::uint16_t> big(static_cast<std::size_t>(rows * cols), 0x3c00);  // bf16 1.0 / 128
+  std::vector<float> x(static_cast<std::size_t>(64 * cols), 0.5f), y(static_cast<std::size_t>(64 * rows));
+  const WeightMatrix decode_w{big.data(), DType::kBF16, rows, cols};
+  // Prefill: 64 tokens against 2048 × 2048 matrices (bf16, f32).
+  const std::int64_t n = 2048, tokens = 64;
+  const WeightMatrix gemm16{big.data(), DType::kBF16, n, n};
+  std::vector<float> f32(static_cast<std::size_t>(n * n), 0.25f);
+  const WeightMatrix gemm32{f32.data(), DType::kF32, n, n};
+  for (int t : counts) {
+    ThreadPool pool(t);
+    HostThroughput h;
+    h.threads = t;
+    const MatmulPart dp[] = {{decode_w, y.data(), rows}};
+    h.memory_bandwidth = static_cast<double>(decode_w.bytes()) * rate(o.seconds_per_test, [&] { matmul(k, pool, dp, x.data(), 1, cols); });
+    const MatmulPart p16[] = {{gemm16, y.data(), n}};
+    const double flops = 2.0 * tokens * n * n;
+    h.flops_16bit = flops * rate(o.seconds_per_test, [&] { matmul(k, pool, p16, x.data(), tokens, cols); });
+    const MatmulPart p32[] = {{gemm32, y.data(), n}};
+    h.flops_f32 = flops * rate(o.seconds_per_test, [&] { matmul(k, pool, p32, x.data(), tokens, cols); });
+    // A forward's weight rate at a few token counts (the decode matrix: beyond the caches).
+    for (const std::int64_t tk : {1, 2, 4, 8, 16, 64}) {
+      const double per_s = rate(o.seconds_per_test / 2, [&] { matmul(k, pool, dp, x.data(), tk, cols); });
+      h.weight_rate_by_tokens.emplace_back(static_cast<double>(tk), static_cast<double>(decode_w.bytes()) * per_s);
+    }
+    // One small launch: the pool's fixed cost per parallel kernel.
+    const WeightMatrix tiny{big.data(), DType::kBF16, 64, 64};
+    const MatmulPart tp[] = {{tiny, y.data(), 64}};
+    h.launch_overhead_s = 1 / rate(o.seconds_per_test / 2, [&] { matmul(k, pool, tp, x.data(), 1, 64); });
+    c.by_threads.push_back(h);
+  }
+
+  // Host ↔ virtual device copies are memcpy.
+  std::vector<char> src(64 << 20, 1), dst(64 << 20);
+  c.copy_bandwidth = static_cast<double>(src.size()) * rate(o.seconds_per_test, [&] { std::memcpy(dst.data(), src.data(), src.size()); });
+
+  // Disk offload reads the mmapped checkpoint: copy out of a mapped file (its pages cached).
+  const std::string dir = o.scratch_dir.empty() ? std::filesystem::temp_directory_path().string() : o.scratch_dir;
+  std::filesystem::create_directories(dir);
+  const std::string file = dir + "/calibrate-mmap.tmp";
+  {
+    std::ofstream out(file, std::ios::binary);
+    out.write(src.data(), static_cast<std::streamsize>(src.size()));
+    if (!out) throw RuntimeError("cannot write " + file + " for the mmap read test: check free space in " + dir);
+  }
+  const int fd = ::open(file.c_str(), O_RDONLY);
+  void* map = fd >= 0 ? ::mmap(nullptr, src.size(), PROT_READ, MAP_PRIVATE, fd, 0) : MAP_FAILED;
+  if (map == MAP_FAILED) {
+    if (fd >= 0) ::close(fd);
+    std::filesystem::remove(file);
+    throw RuntimeError("cannot mmap " + file + " for the read test");
+  }
+  c.disk_read_bandwidth = static_cast<double>(src.size()) * rate(o.seconds_per_test, [&] { std::memcpy(dst.data(), map, src.size()); });
+  ::munmap(map, src.size());
+  ::close(fd);
+  std::filesystem::remove(file);
+  return c;
+}
+
+}  // namespace plexus

@@ -1,0 +1,44 @@
+// `--strategy fastest`: plans every strategy on every subset of the budgeted accelerators (all
+// subsets up to 4 accelerators, prefixes beyond), predicts each with the cost model and ranks
+// them by an objective — decode throughput at --batch, one sequence's decode speed (latency), or
+// joules per token (energy).
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "exec/plan_facts.h"
+#include "planner/cost_model.h"
+#include "planner/planner.h"
+
+namespace plexus {
+
+enum class Objective { kThroughput, kLatency, kEnergy };
+std::string_view objective_name(Objective o);
+// InputError naming --objective and the choices.
+Objective parse_objective(const std::string& text);
+
+struct Candidate {
+  Plan plan;
+  Prediction predicted;
+  std::string label;  // "stages on 0,1"
+  double score = 0;   // higher is better
+};
+
+struct FastestChoice {
+  Objective objective = Objective::kThroughput;
+  std::vector<Candidate> ranked;       // best first; plans that fit only
+  std::vector<std::string> refused;    // "sequential on 1: <why>"
+  std::string facts_note;
+};
+
+// InputError when no strategy on no subset gives a plan (with the first refusal's reason).
+// `detected`: the GPUs the budgets came from, predicted by their names (exec/plan_facts.h).
+FastestChoice choose_fastest(const ModuleTree& tree, const PlanRequest& base, Objective objective,
+                             const std::optional<std::string>& gpu, const Inventory* detected = nullptr);
+
+Json fastest_to_json(const FastestChoice& c);
+// The runner-ups, one line each, for the text report.
+std::string runner_ups_to_text(const FastestChoice& c, std::size_t max_lines = 6);
+
+}  // namespace plexus

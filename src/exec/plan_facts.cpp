@@ -1,0 +1,78 @@
+// Choosing the facts a plan is predicted with.
+#include "exec/plan_facts.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "exec/calibrate.h"
+#include "planner/run_buffers.h"
+#include "planner/stage_layout.h"
+
+namespace plexus {
+
+PlanFacts plan_facts(const std::optional<std::string>& gpu, int threads, int n_accelerators, const Inventory* detected) {
+  PlanFacts out;
+  std::optional<HostCalibration> cal;
+  std::string source;
+  try {
+    const std::string path = calibration_path();
+    cal = load_calibration(path);
+    source = "calibrated (" + path + ")";
+    if (!cal) out.note = "no calibration at " + path + ": predictions use a modest default CPU; run plexus calibrate";
+  } catch (const RuntimeError& e) {
+    out.note = std::string(e.what()) + "; predictions use a modest default CPU";
+  }
+  if (!cal) {
+    cal = default_host_calibration(threads);
+    source = "default (uncalibrated)";
+  }
+  const int per_accelerator = threads_per_accelerator(threads, n_accelerators);
+  if (gpu) {
+    const std::optional<DeviceFacts> g = builtin_gpu_facts(*gpu);
+    if (!g) {
+      std::string names;
+      for (const std::string& n : builtin_gpu_names()) names += (names.empty() ? "" : ", ") + n;
+      throw InputError("--gpu: no facts for '" + *gpu + "'; known GPUs: " + names);
+    }
+    out.shared_host = false;
+    out.facts = [g = *g, cal = *cal, source, threads](int device) {
+      return device == kHostDevice ? host_facts(cal, threads, source) : g;
+    };
+    out.note = "accelerators predicted as " + g->name + " (datasheet figures)";
+    return out;
+  }
+  if (detected) {  // real GPUs: each by its name, linked as the topology says
+    std::vector<DeviceFacts> each;
+    std::string unknown;
+    for (std::size_t i = 0; i < detected->devices.size(); ++i) {
+      const DeviceInfo& d = detected->devices[i];
+      if (d.kind != DeviceKind::kCuda && d.kind != DeviceKind::kRocm) return plan_facts(gpu, threads, n_accelerators);
+      const std::optional<std::string> key = builtin_gpu_key_for(d.name, d.memory_total_bytes);
+      DeviceFacts f = key ? *builtin_gpu_facts(*key) : virtual_device_facts(*cal, per_accelerator, source);
+      if (!key) unknown += (unknown.empty() ? "" : ", ") + d.name;
+      bool fast_link = false;
+      for (std::size_t j = 0; i < detected->topology.size() && j < detected->topology[i].size(); ++j) {
+        const std::string& l = detected->topology[i][j];
+        fast_link = fast_link || (j != i && (l.rfind("NV", 0) == 0 || l == "XGMI"));
+      }
+      if (!fast_link) f.link_bandwidth = f.host_copy_bandwidth;  // peers over PCIe
+      f.name += " (detected: " + d.name + ")";
+      each.push_back(f);
+    }
+    out.shared_host = false;
+    out.note = unknown.empty() ? "detected GPUs predicted from their datasheet figures"
+                               : "no datasheet facts for " + unknown + " (predicted as this host; pass --gpu NAME)";
+    out.facts = [each, cal = *cal, source, threads](int device) {
+      if (device == kHostDevice || device >= static_cast<int>(each.size())) return host_facts(cal, threads, source);
+      return each[static_cast<std::size_t>(device)];
+    };
+    return out;
+  }
+  out.concurrency = static_cast<double>(std::max(1, threads)) / per_accelerator;
+  out.facts = [cal = *cal, source, threads, per_accelerator](int device) {
+    return device == kHostDevice ? host_facts(cal, threads, source) : virtual_device_facts(cal, per_accelerator, source);
+  };
+  return out;
+}
+
+}  // namespace plexus

@@ -1,0 +1,270 @@
+// The roofline cost model of a plan.
+#include "planner/cost_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "core/error.h"
+#include "planner/run_buffers.h"
+#include "planner/sized_tree.h"
+#include "planner/stage_layout.h"
+
+namespace plexus {
+
+namespace {
+
+// What one computing device does per forward.
+struct DeviceWork {
+  int device = kHostDevice;
+  int layers = 0;
+  int slots = 2;
+  double resident_bytes = 0;   // weights read from the device's memory
+  double host_bytes = 0;       // streamed in from host memory (cpu offload)
+  double disk_bytes = 0;       // streamed in from the mmapped checkpoint (disk offload)
+  double params = 0;           // multiply-adds per token
+  bool head = false;
+};
+
+struct Time {
+  double total = 0, memory = 0, compute = 0, stream = 0;
+};
+
+// One forward of `tokens` tokens attending to `kv_tokens` positions on average, reading the
+// weights once. Decode also reads each sequence's float32 KV cache; prefill's attention reuses
+// the keys it reads across a chunk's queries from cache, so only its FLOPs count.
+// Seconds per weight byte of a forward of `tokens` tokens on a calibrated host: interpolated
+// between the measured token counts, growing with the last measured rate per token beyond them.
+double seconds_per_weight_byte(const DeviceFacts& f, double tokens) {
+  const auto& r = f.weight_rate_by_tokens;
+  if (tokens <= r.front().first) return 1 / r.front().second;
+  for (std::size_t i = 1; i < r.size(); ++i) {
+    if (tokens <= r[i].first) {
+      const double a = 1 / r[i - 1].second, b = 1 / r[i].second;
+      return a + (b - a) * (tokens - r[i - 1].first) / (r[i].first - r[i - 1].first);
+    }
+  }
+  return tokens / r.back().first / r.back().second;
+}
+
+// `copies_add`: the copies take the cores the compute uses (a shared host without spare cores),
+// so they add to the work instead of hiding behind it.
+Time device_time(const DeviceWork& w, const DeviceFacts& f, const ModelConfig& c, double flops_per_s, double tokens,
+                 double kv_tokens, bool decode, bool copies_add) {
+  Time t;
+  const double kv_bytes = decode ? tokens * kv_tokens * 2.0 * static_cast<double>(c.kv_dim()) * 4 * w.layers : 0;
+  const double weight_bytes = w.resident_bytes + w.host_bytes + w.disk_bytes;
+  const double attention = 4.0 * kv_tokens * static_cast<double>(c.q_dim()) * w.layers;
+  if (!f.weight_rate_by_tokens.empty()) {
+    // A calibrated host: the matmul kernels' measured rate for this many tokens (reads, bf16
+    // conversion and FMAs together), the KV cache at memory bandwidth, attention at FLOP/s, and
+    // six pool launches per layer (q/k/v, attention, o, gate/up, silu, down) plus the head's.
+    const double kernels = weight_bytes * seconds_per_weight_byte(f, tokens);
+    const double rest = kv_bytes / f.memory_bandwidth + tokens * attention / flops_per_s +
+                        (6.0 * w.layers + (w.head ? 1 : 0)) * f.launch_overhead_s;
+    const bool bound_by_reads = tokens < 4;  // fewer tokens than the kernels' row-block path takes
+    (bound_by_reads ? t.memory : t.compute) = kernels + rest;
+    t.stream = w.host_bytes / f.host_copy_bandwidth +
+               w.disk_bytes / std::min(f.disk_read_bandwidth, f.host_copy_bandwidth);
+    // On a calibrated (shared) host the copies' memory traffic (a read and a write per byte) takes
+    // the compute's bandwidth even when a spare core hides the copy itself.
+    const double work = t.memory + t.compute + 2 * (w.host_bytes + w.disk_bytes) / f.memory_bandwidth;
+    t.total = w.slots >= 2 && !copies_add ? std::max(work, t.stream) : t.memory + t.compute + t.stream;
+    return t;
+  }
+  t.memory = (weight_bytes + kv_bytes) / f.memory_bandwidth;
+  t.compute = tokens * (2.0 * w.params + attention) / flops_per_s;
+  t.stream = w.host_bytes / f.host_copy_bandwidth +
+             w.disk_bytes / std::min(f.disk_read_bandwidth, f.host_copy_bandwidth);
+  const double work = std::max(t.memory, t.compute);
+  t.total = w.slots >= 2 && !copies_add ? std::max(work, t.stream) : work + t.stream;
+  return t;
+}
+
+double flops_for(const DeviceFacts& f, WeightDType d) {
+  switch (d) {
+    case WeightDType::kF32: return f.flops_f32;
+    case WeightDType::kBF16:
+    case WeightDType::kF16: return f.flops_16bit;
+    case WeightDType::kInt8:
+    case WeightDType::kInt4: return f.flops_int8 > 0 ? f.flops_int8 : f.flops_16bit;
+  }
+  return f.flops_16bit;
+}
+
+struct Step {
+  double seconds = 0;
+  double busy_sum = 0;  // summed device time
+  std::vector<Time> per_device;
+  double hops = 0;
+};
+
+}  // namespace
+
+Prediction predict_plan(const ModuleTree& tree, const Plan& plan, const FactsOf& facts, bool shared_host,
+                        const PredictShape& shape) {
+  if (plan.runtime.context <= 0) throw InputError("a prediction needs a context: plan with --context N (not 0)");
+  const ModelConfig& c = tree.config();
+  int n_acc = 0;
+  for (const DeviceId& d : plan.planned_budgets.accelerators()) n_acc = std::max(n_acc, d.ordinal() + 1);
+  const StageLayout layout = make_stage_layout(tree, plan.device_map, n_acc);
+  const SizedTree sized = SizedTree::build(tree, plan.dtype);
+  const double layer_params = static_cast<double>(c.hidden_size) * (2.0 * c.q_dim() + 2.0 * c.kv_dim()) +
+                              3.0 * static_cast<double>(c.hidden_size) * static_cast<double>(c.intermediate_size);
+  const double head_params = static_cast<double>(c.hidden_size) * static_cast<double>(c.vocab_size);
+
+  std::vector<DeviceWork> work;
+  auto at = [&work](int device) -> DeviceWork& {
+    for (DeviceWork& w : work)
+      if (w.device == device) return w;
+    work.push_back(DeviceWork{});
+    work.back().device = device;
+    return work.back();
+  };
+  auto add = [&shape](DeviceWork& w, Residence r, double bytes) {
+    if (shape.host_in_place && w.device == kHostDevice && r == Residence::kHost) r = Residence::kDevice;
+    (r == Residence::kDevice ? w.resident_bytes : r == Residence::kHost ? w.host_bytes : w.disk_bytes) += bytes;
+  };
+  for (const Stage& s : layout.stages) {
+    DeviceWork& w = at(s.device);
+    for (int l = s.first_layer; l < s.end_layer; ++l) {
+      add(w, layout.layers[static_cast<std::size_t>(l)].residence, static_cast<double>(packed_layer_bytes(sized, l)));
+      w.params += layer_params;
+      ++w.layers;
+    }
+    if (s.head) {
+      add(w, layout.head.residence, static_cast<double>(head_matrix_bytes(sized)));
+      w.params += head_params;
+      w.head = true;
+    }
+  }
+  for (DeviceWork& w : work) {
+    const DeviceId id = w.device == kHostDevice ? DeviceId::cpu() : DeviceId::accelerator(w.device);
+    for (const DeviceReport& r : plan.devices)
+      if (r.device == id && r.streaming_slots > 0) w.slots = r.streaming_slots;
+  }
+  std::vector<DeviceFacts> f;
+  for (const DeviceWork& w : work) f.push_back(facts(w.device));
+
+  const double H = static_cast<double>(c.hidden_size);
+  // The executor's micro-batches: one per stage unless weights stream (then one). On separate
+  // devices each runs every micro-batch (re-reading its weights) and the stages pipeline them: a
+  // step takes the first micro-batch's way through all devices plus (m - 1) of the slowest
+  // device's turns. Virtual devices share the host's cores and memory, where a pipeline gains
+  // little: the whole batch is predicted to go through the stages one after the other.
+  const bool shared = shape.concurrency > 0;
+  const double micro = shared ? 1.0
+                       : shape.micro_batches > 0 ? shape.micro_batches
+                                                 : (layout.streams() ? 1.0 : static_cast<double>(layout.stages.size()));
+  // Copies hide behind compute on a shared host only when cores are left over for them.
+  const bool copies_overlap = !shared_host || shape.concurrency > 1;
+  auto step = [&](double tokens, double kv_tokens, bool decode) {
+    Step s;
+    const double m = std::max(1.0, std::min(micro, tokens));
+    double first = 0, slowest = 0;
+    for (std::size_t i = 0; i < work.size(); ++i) {
+      Time t = device_time(work[i], f[i], c, flops_for(f[i], plan.dtype), tokens / m, kv_tokens, decode, !copies_overlap);
+      first += t.total;
+      slowest = std::max(slowest, t.total);
+      t.total *= m, t.memory *= m, t.compute *= m, t.stream *= m;
+      s.per_device.push_back(t);
+      s.busy_sum += t.total;
+    }
+    for (std::size_t k = 1; k < layout.stages.size(); ++k) {  // over the receiving device's link
+      for (std::size_t j = 0; j < work.size(); ++j) {
+        if (work[j].device == layout.stages[k].device) s.hops += tokens * H * 4 / f[j].link_bandwidth;
+      }
+    }
+    s.seconds = first + (m - 1) * slowest + s.hops;
+    return s;
+  };
+
+  Prediction p;
+  p.batch = plan.runtime.batch;
+  const double ctx = shape.prompt_tokens > 0 ? shape.prompt_tokens : static_cast<double>(plan.runtime.context);
+  const double half = shape.decode_positions > 0 ? shape.decode_positions : static_cast<double>(plan.runtime.context) / 2;
+  const double b = static_cast<double>(plan.runtime.batch);
+  p.decode_tokens_per_s_1 = 1.0 / step(1, half, true).seconds;
+  const Step sb = step(b, half, true);
+  p.decode_tokens_per_s_batch = b / sb.seconds;
+  // Prefill of a context-long prompt, --batch-tokens at a time (weights read once per chunk).
+  const double chunk = std::min(ctx, static_cast<double>(plan.runtime.prefill_chunk));
+  const double chunks = std::ceil(ctx / chunk);
+  const double prefill_s = chunks * step(chunk, half, false).seconds;
+  p.prefill_tokens_per_s = ctx / prefill_s;
+  p.seconds_to_first_token = prefill_s;
+
+  // Bottleneck of decode at --batch: the slowest device, and what bounds it.
+  std::size_t worst = 0;
+  for (std::size_t i = 1; i < sb.per_device.size(); ++i)
+    if (sb.per_device[i].total > sb.per_device[worst].total) worst = i;
+  const Time& t = sb.per_device[worst];
+  p.bottleneck.device = work[worst].device == kHostDevice ? DeviceId::cpu() : DeviceId::accelerator(work[worst].device);
+  if (sb.hops > t.total) {
+    p.bottleneck.resource = "link";
+  } else if (t.stream >= std::max(t.memory, t.compute)) {
+    p.bottleneck.resource = "offload_stream";
+  } else {
+    p.bottleneck.resource = t.compute > t.memory ? "compute" : "memory_bandwidth";
+  }
+
+  // Energy per decoded token at --batch: idle power for the whole step, busy power while working.
+  bool have_power = true;
+  for (const DeviceFacts& x : f) have_power = have_power && x.idle_w && x.busy_w;
+  if (have_power) {
+    double joules = 0;
+    if (shared_host) {
+      joules = *f[0].busy_w * sb.seconds;  // one host, working throughout the step
+    } else {
+      for (std::size_t i = 0; i < f.size(); ++i) {
+        joules += *f[i].idle_w * sb.seconds + (*f[i].busy_w - *f[i].idle_w) * sb.per_device[i].total;
+      }
+    }
+    p.joules_per_token = joules / b;
+  }
+  for (std::size_t i = 0; i < work.size(); ++i) p.facts.emplace_back(work[i].device == kHostDevice ? DeviceId::cpu() : DeviceId::accelerator(work[i].device), f[i]);
+  return p;
+}
+
+Json prediction_to_json(const Prediction& p) {
+  Json facts = Json::array();
+  for (const auto& [d, f] : p.facts) {
+    Json x = device_facts_to_json(f);
+    x["device"] = d.to_json();
+    facts.push_back(x);
+  }
+  Json decode = Json::object();
+  decode["batch_1"] = p.decode_tokens_per_s_1;
+  decode["batch_" + std::to_string(p.batch)] = p.decode_tokens_per_s_batch;
+  return {{"prefill_tokens_per_s", p.prefill_tokens_per_s},
+          {"decode_tokens_per_s", decode},
+          {"seconds_to_first_token", p.seconds_to_first_token},
+          {"joules_per_token", p.joules_per_token ? Json(*p.joules_per_token) : Json(nullptr)},
+          {"bottleneck", {{"device", p.bottleneck.device.to_json()}, {"resource", p.bottleneck.resource}}},
+          {"facts", facts}};
+}
+
+std::string prediction_to_text(const Prediction& p) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "predicted: decode %.1f tok/s (batch 1), %.1f tok/s (batch %lld); prefill %.0f tok/s; first token after "
+                "%.2f ms; ",
+                p.decode_tokens_per_s_1, p.decode_tokens_per_s_batch, static_cast<long long>(p.batch),
+                p.prefill_tokens_per_s, p.seconds_to_first_token * 1e3);
+  std::string s = buf;
+  if (p.joules_per_token) {
+    std::snprintf(buf, sizeof buf, "%.3f J/token; ", *p.joules_per_token);
+    s += buf;
+  } else {
+    s += "energy unknown (no power facts); ";
+  }
+  s += "bottleneck: device " + p.bottleneck.device.to_string() + ", " + p.bottleneck.resource + "\n";
+  std::string sources;
+  for (const auto& [d, f] : p.facts) {
+    const std::string one = f.name + " [" + f.source + "]";
+    if (sources.find(one) == std::string::npos) sources += (sources.empty() ? "" : "; ") + one;
+  }
+  return s + "facts: " + sources + "\n";
+}
+
+}  // namespace plexus

@@ -1,0 +1,58 @@
+// Predicting a plan's speed and energy: a roofline over device facts (pure). Per computing
+// device, each forward takes max(bytes read / memory bandwidth, FLOPs / FLOP/s) — and the
+// offloaded weights' copy, overlapped with it when two streaming slots exist, added when one —
+// pipelined over the stages in micro-batches as the executor runs them, plus the activations'
+// hops between devices.
+#pragma once
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "core/json.h"
+#include "planner/device_facts.h"
+#include "planner/planner.h"
+
+namespace plexus {
+
+struct Bottleneck {
+  DeviceId device = DeviceId::cpu();
+  std::string resource;  // "compute" | "memory_bandwidth" | "link" | "offload_stream"
+};
+
+struct Prediction {
+  std::int64_t batch = 1;                 // the plan's --batch
+  double prefill_tokens_per_s = 0;        // a --context-token prompt in --batch-tokens chunks
+  double decode_tokens_per_s_1 = 0;       // one sequence
+  double decode_tokens_per_s_batch = 0;   // --batch sequences decoded together
+  double seconds_to_first_token = 0;      // prefill of a --context-token prompt
+  std::optional<double> joules_per_token; // decode at --batch; none without power facts
+  Bottleneck bottleneck;                  // of decode at --batch
+  std::vector<std::pair<DeviceId, DeviceFacts>> facts;  // the facts used, per computing device
+};
+
+// The workload predicted: a prompt of `prompt_tokens` (prefill, first token), then decode at
+// `decode_positions` positions on average. Zero: the plan's --context, and half of it.
+struct PredictShape {
+  double prompt_tokens = 0;
+  double decode_positions = 0;
+  bool host_in_place = false;  // one Engine on the host: "cpu" weights are read where they are, not streamed
+  int micro_batches = 0;       // --micro-batches; 0: the executor's default (one per stage, one when weights stream)
+  // Virtual devices of one host: how many could compute at once (host threads / each one's).
+  // Set, the stages are predicted one after the other (no pipelining) and copies overlap the
+  // compute only when it is above 1. 0: separate devices.
+  double concurrency = 0;
+};
+
+// Facts of a computing device: an accelerator ordinal, or kHostDevice.
+using FactsOf = std::function<DeviceFacts(int device)>;
+
+// Predicts `plan` (which must have run buffers: context > 0). `shared_host`: the accelerators
+// are virtual devices of one host, whose power counts once.
+Prediction predict_plan(const ModuleTree& tree, const Plan& plan, const FactsOf& facts, bool shared_host,
+                        const PredictShape& shape = {});
+
+Json prediction_to_json(const Prediction& p);
+// Two lines for the text report.
+std::string prediction_to_text(const Prediction& p);
+
+}  // namespace plexus

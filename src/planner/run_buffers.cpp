@@ -1,0 +1,124 @@
+// Sizing a run's buffers per computing device from its stage layout.
+#include "planner/run_buffers.h"
+
+#include <algorithm>
+
+#include "core/units.h"
+#include "model/kv_cache.h"
+#include "model/llama_family.h"
+
+namespace plexus {
+
+namespace {
+
+constexpr std::int64_t kLogitsChunkBytes = 4 << 20;
+constexpr std::int64_t kLine = 64;
+std::int64_t round_line(std::int64_t b) { return (b + kLine - 1) / kLine * kLine; }
+
+const char* const kLayerMatrices[] = {".self_attn.q_proj.weight", ".self_attn.k_proj.weight", ".self_attn.v_proj.weight",
+                                      ".self_attn.o_proj.weight", ".mlp.gate_proj.weight",    ".mlp.up_proj.weight",
+                                      ".mlp.down_proj.weight"};
+
+std::int64_t raw_layer_bytes(const SizedTree& sized, int layer) {
+  std::int64_t b = 0;
+  for (const char* m : kLayerMatrices) b += sized.size_of(ModuleTree::layer_prefix(layer) + m);
+  return b;
+}
+
+}  // namespace
+
+std::int64_t logits_chunk_rows(std::int64_t vocab, std::int64_t batch_tokens) {
+  const std::int64_t rows = kLogitsChunkBytes / std::max<std::int64_t>(1, vocab * 4);
+  return std::clamp<std::int64_t>(rows, 1, std::max<std::int64_t>(1, batch_tokens));
+}
+
+int threads_per_accelerator(int total_threads, int n_accelerators) {
+  return std::max(1, total_threads / std::max(1, n_accelerators));
+}
+
+std::int64_t packed_layer_bytes(const SizedTree& sized, int layer) {
+  std::int64_t b = 0;
+  for (const char* m : kLayerMatrices) b += round_line(sized.size_of(ModuleTree::layer_prefix(layer) + m));
+  return b;
+}
+
+std::int64_t head_matrix_bytes(const SizedTree& sized) {
+  const std::int64_t own = sized.size_of("lm_head.weight");
+  return own > 0 ? own : sized.size_of("model.embed_tokens.weight");  // tied: counted at the embedding
+}
+
+const DeviceBuffers* RunBuffers::find(int device) const {
+  for (const DeviceBuffers& d : devices)
+    if (d.device == device) return &d;
+  return nullptr;
+}
+
+std::int64_t RunBuffers::total_on(int device) const {
+  const DeviceBuffers* d = find(device);
+  return d ? d->total() : 0;
+}
+
+RunBuffers size_run_buffers(const ModelConfig& c, const SizedTree& sized, const StageLayout& layout, const RunShape& shape) {
+  RunBuffers out;
+  out.shape = shape;
+  const std::int64_t tokens = std::max<std::int64_t>(1, shape.batch_tokens);
+  out.logits_rows = logits_chunk_rows(c.vocab_size, tokens);
+  auto at = [&out](int device) -> DeviceBuffers& {
+    for (DeviceBuffers& d : out.devices)
+      if (d.device == device) return d;
+    DeviceBuffers d;
+    d.device = device;
+    out.devices.push_back(d);
+    return out.devices.back();
+  };
+  for (const Stage& s : layout.stages) {
+    DeviceBuffers& d = at(s.device);
+    if (d.stages == 0) {
+      const int threads = s.device == kHostDevice ? shape.host_threads : shape.accelerator_threads;
+      d.workspace = Workspace::bytes_for(c, tokens, shape.context, std::max(1, threads));
+    }
+    ++d.stages;
+    d.activations += tokens * c.hidden_size * 4;
+    if (s.n_layers() > 0) {
+      d.kv_cache += shape.batch * KvCache::bytes_for(s.n_layers(), c.num_kv_heads, c.head_dim, shape.context);
+    }
+    for (int l = s.first_layer; l < s.end_layer; ++l) {
+      if (layout.layers[static_cast<std::size_t>(l)].residence == Residence::kDevice) {
+        d.padding += packed_layer_bytes(sized, l) - raw_layer_bytes(sized, l);
+      } else {
+        d.layer_slot = std::max(d.layer_slot, packed_layer_bytes(sized, l));
+        d.layer_slots = 2;
+      }
+    }
+    if (s.head) {
+      d.head = out.logits_rows * (c.hidden_size + c.vocab_size) * 4;
+      if (layout.head.residence != Residence::kDevice) d.head_slot = head_matrix_bytes(sized);
+    }
+  }
+  return out;
+}
+
+std::vector<int> fit_streaming_slots(RunBuffers* buffers, const std::function<std::int64_t(int device)>& room) {
+  std::vector<int> one;
+  for (DeviceBuffers& d : buffers->devices) {
+    const std::int64_t r = room(d.device);
+    if (d.layer_slots == 2 && r >= 0 && d.total() > r) {
+      d.layer_slots = 1;
+      one.push_back(d.device);
+    }
+  }
+  return one;
+}
+
+std::string describe_buffers(const DeviceBuffers& b) {
+  auto fb = [](std::int64_t x) { return format_bytes(static_cast<std::uint64_t>(x)); };
+  std::string s = "KV cache " + fb(b.kv_cache) + ", workspace and activations " + fb(b.workspace + b.activations + b.padding);
+  if (b.head > 0) s += ", logits " + fb(b.head);
+  if (b.layer_slots > 0) {
+    s += ", " + std::to_string(b.layer_slots) + " streaming slot" + (b.layer_slots > 1 ? "s" : "") + " of " + fb(b.layer_slot);
+  }
+  if (b.head_slot > 0) s += ", lm_head slot " + fb(b.head_slot);
+  return s;
+}
+
+}  // namespace plexus
