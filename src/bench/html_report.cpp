@@ -125,7 +125,8 @@ std::string timeline_charts(const Json& r) {
     auto read = [&](const char* key) {
       Series s{it.key(), {}};
       bool any = false;
-      for (const Json& v : it.value()[key]) {
+      const Json values = it.value().value(key, Json::array());  // a device may lack a metric
+      for (const Json& v : values) {
         s.values.push_back(v.is_number() ? std::optional<double>(v.get<double>()) : std::nullopt);
         any = any || v.is_number();
       }
@@ -239,7 +240,7 @@ std::string scenario_line(const Json& r) {
 std::string predicted_table(const Json& r) {
   const Json& p = r.value("predicted", Json());
   if (!p.is_object()) return "";
-  const double batch = r["config"]["scenario"].value("batch_size", 1.0);
+  const double batch = json_number_at(r, "config.scenario.batch_size").value_or(1.0);
   const double nan = std::numeric_limits<double>::quiet_NaN();
   const double tpot = json_number_at(r, "latency.tpot_ms.p50").value_or(nan);
   const double ttft = json_number_at(r, "latency.ttft_ms.p50").value_or(nan);
