@@ -66,4 +66,23 @@ std::string format_bytes(std::uint64_t bytes) {
   return buf;
 }
 
+std::string format_budget(std::uint64_t bytes) {
+  static const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  int u = 0;
+  double scale = 1;
+  while (static_cast<double>(bytes) / scale >= 1024.0 && u < 4) {
+    scale *= 1024.0;
+    ++u;
+  }
+  if (u == 0) return std::to_string(bytes);
+  // Rounded up to the hundredth, then up again while parsing it back would give less than asked.
+  double v = std::ceil(static_cast<double>(bytes) / scale * 100.0) / 100.0;
+  for (;;) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.2f%s", v, kUnits[u]);
+    if (parse_memory_size(buf) >= bytes) return buf;
+    v += 0.01;
+  }
+}
+
 }  // namespace plexus

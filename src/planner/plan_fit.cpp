@@ -159,17 +159,22 @@ std::optional<Plan> spread_layer_segments(const ModuleTree& tree, const SizedTre
            " but its budget is " + format_bytes(*d->capacity_bytes);
     first = false;
   }
-  PlanRequest one = r;
-  const Plan small = smallest_plan(tree, sized, one);
+  msg += ". " + smallest_budgets_text(tree, sized, r) + "; raise the budgets, or lower --context (" +
+         std::to_string(plan.runtime.context) + "), --batch (" + std::to_string(r.runtime.batch) + ") or --batch-tokens (" +
+         std::to_string(r.runtime.prefill_chunk) + ")";
+  throw InputError(msg);
+}
+
+std::string smallest_budgets_text(const ModuleTree& tree, const SizedTree& sized, const PlanRequest& r) {
+  PlanRequest with_cpu = r;  // without disk offload the weights go to cpu, which the printed budgets then include
+  if (!r.allow_disk) with_cpu.budgets.set(DeviceId::cpu(), static_cast<std::uint64_t>(sized.total_bytes()));
+  const Plan small = smallest_plan(tree, sized, with_cpu);
   std::string mins;
   for (const DeviceReport& d : small.devices) {
     if (d.device.kind() == TargetKind::kDisk || d.total_bytes == 0) continue;
-    mins += (mins.empty() ? "" : ",") + d.device.to_string() + "=" + format_bytes(static_cast<std::uint64_t>(d.total_bytes));
+    mins += (mins.empty() ? "" : ",") + d.device.to_string() + "=" + format_budget(static_cast<std::uint64_t>(d.total_bytes));
   }
-  msg += ". The smallest budgets that run this model (everything offloaded, streamed through one slot) are --max-memory " +
-         mins + "; raise the budgets, or lower --context (" + std::to_string(plan.runtime.context) + "), --batch (" +
-         std::to_string(r.runtime.batch) + ") or --batch-tokens (" + std::to_string(r.runtime.prefill_chunk) + ")";
-  throw InputError(msg);
+  return "The smallest budgets that run this model (everything offloaded, streamed through one slot) are --max-memory " + mins;
 }
 
 }  // namespace plexus

@@ -26,6 +26,10 @@ Plan smallest_plan(const ModuleTree& tree, const SizedTree& sized, const PlanReq
 // it, else offloaded. For when the balanced stages cannot hold the run buffers. None when nothing fits.
 std::optional<Plan> spread_layer_segments(const ModuleTree& tree, const SizedTree& sized, const PlanRequest& r);
 
+// "The smallest budgets that run this model (…) are --max-memory 0=…,cpu=…": the budgets of
+// smallest_plan, printed so that they can be pasted back (format_budget).
+std::string smallest_budgets_text(const ModuleTree& tree, const SizedTree& sized, const PlanRequest& r);
+
 // InputError (exit 2): each overfull device's need and budget, and the smallest budgets.
 [[noreturn]] void throw_overfull(const ModuleTree& tree, const SizedTree& sized, const PlanRequest& r, const Plan& plan);
 

@@ -27,7 +27,7 @@ std::string device_list(const std::vector<DeviceId>& ds) {
 }
 
 // "needs X; accelerators allow Y; …; way out" for a model whose weights reach disk unasked.
-[[noreturn]] void throw_does_not_fit(const ModuleTree& tree, const PlanRequest& r, const Plan& plan) {
+[[noreturn]] void throw_does_not_fit(const ModuleTree& tree, const SizedTree& sized, const PlanRequest& r, const Plan& plan) {
   std::int64_t kv = 0;
   for (const DeviceReport& d : plan.devices) kv += d.kv_cache_bytes;
   const std::vector<DeviceId> accels = r.budgets.accelerators();
@@ -57,6 +57,7 @@ std::string device_list(const std::vector<DeviceId>& ds) {
            format_bytes(static_cast<std::uint64_t>(s)) + " of weights; plexus runs a checkpoint in its own dtype)";
   }
   if (r.runtime.context > 0) msg += ", or lower --context/--batch";
+  if (r.strategy == Strategy::kStages) msg += ". " + smallest_budgets_text(tree, sized, r);
   throw InputError(msg);
 }
 
@@ -340,15 +341,23 @@ Plan plan_model(const ModuleTree& tree, const PlanRequest& r_in) {
         }
         if (!grew) break;
       }
-      if (!overfull(plan).empty()) {
+      // A plan that overflows a budget, or that sends weights to disk unasked, cannot run as is.
+      const auto cannot_run = [&](const Plan& p) {
+        if (!overfull(p).empty()) return true;
+        for (const DeviceReport& d : p.devices) {
+          if (!r.allow_disk && d.device.kind() == TargetKind::kDisk && d.weights_bytes > 0) return true;
+        }
+        return false;
+      };
+      if (cannot_run(plan)) {
         if (std::optional<Plan> spread = spread_layer_segments(tree, sized, r)) {
           spread->notes.insert(spread->notes.begin(), first_notes.begin(), first_notes.end());
           plan = std::move(*spread);
         }
       }
-      if (!overfull(plan).empty()) {  // last resort: everything streams through the first device
+      if (cannot_run(plan)) {  // last resort: everything streams through the first device
         Plan small = smallest_plan(tree, sized, r);
-        if (overfull(small).empty()) {
+        if (!cannot_run(small)) {
           small.notes = first_notes;
           small.notes.push_back("the accelerators hold no weights: every module is offloaded and streamed through one device");
           plan = std::move(small);
@@ -361,7 +370,7 @@ Plan plan_model(const ModuleTree& tree, const PlanRequest& r_in) {
   bool on_disk = false;
   for (const DeviceReport& d : plan.devices) on_disk = on_disk || (d.device.kind() == TargetKind::kDisk && d.weights_bytes > 0);
   if (on_disk) {
-    if (r.strategy == Strategy::kStages && !r.allow_disk) throw_does_not_fit(tree, r, plan);
+    if (r.strategy == Strategy::kStages && !r.allow_disk) throw_does_not_fit(tree, sized, r, plan);
     if (is_accelerate_strategy(r.strategy)) {
       plan.notes.push_back("accelerate offloads to disk when cpu is full or absent; weights on disk are read back "
                            "for every forward pass");
@@ -401,8 +410,9 @@ Plan plan_from_device_map(const ModuleTree& tree, const DeviceMap& map, const Pl
     if (!d.capacity_bytes) continue;
     if (d.total_bytes > static_cast<std::int64_t>(*d.capacity_bytes)) {
       throw InputError("device map puts " + need_text(d) + " on device " + d.device.to_string() + " but its budget is " +
-                       format_bytes(*d.capacity_bytes) + ": move layers elsewhere, raise its --max-memory to at least " +
-                       fb(d.total_bytes) + ", or lower --context/--batch/--batch-tokens");
+                       format_bytes(*d.capacity_bytes) + ": move layers elsewhere, raise its --max-memory entry to " +
+                       d.device.to_string() + "=" + format_budget(static_cast<std::uint64_t>(d.total_bytes)) +
+                       ", or lower --context/--batch/--batch-tokens");
     }
   }
   return plan;

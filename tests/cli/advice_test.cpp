@@ -117,34 +117,49 @@ TEST_F(Advice, PlanDoesNotFitAdviceWorks) {
   ASSERT_LT(int8, bf16);
   const std::string budget = " --context 0 --max-memory 0=" + std::to_string((bf16 + int8) / 2);
   const ProcessResult plan = run_no_gpu("plan " + model_ + budget);
-  ASSERT_EQ(plan.exit_code, 1) << plan.err;
+  ASSERT_EQ(plan.exit_code, 2) << plan.err;  // refused at plan time
   const std::string suggested = capture(plan.err, "`plexus (plan [^`]*)`");
   ASSERT_FALSE(suggested.empty()) << plan.err;
   const std::string extra = suggested.substr(std::string("plan").size());
   const ProcessResult planned = run_no_gpu("plan " + model_ + budget + extra);
   EXPECT_EQ(planned.exit_code, 0) << "plan suggested `" << suggested << "`\n" << planned.err;
 
-  // A run cannot change the checkpoint's dtype, so a run that does not fit offers no --dtype; its
-  // "add cpu=… to --max-memory", followed, runs (the layers stream in from cpu).
+  // A run cannot change the checkpoint's dtype, so a run that does not fit offers no --dtype; the
+  // smallest budgets it prints, followed, run (the layers stream in from cpu).
   const ProcessResult run = run_no_gpu("generate " + model_ + " --ids 1 --max-tokens 2 --max-memory 0=2MiB");
-  ASSERT_EQ(run.exit_code, 1) << run.err;
+  ASSERT_EQ(run.exit_code, 2) << run.err;
   EXPECT_EQ(run.err.find("--dtype"), std::string::npos) << run.err;
-  ASSERT_NE(run.err.find("add cpu=… to --max-memory"), std::string::npos) << run.err;
-  const ProcessResult with_cpu = run_no_gpu("generate " + model_ + " --ids 1 --max-tokens 2 --max-memory 0=2MiB,cpu=1GiB");
-  EXPECT_EQ(with_cpu.exit_code, 0) << with_cpu.err;
+  const std::string smallest = capture(run.err, "are (--max-memory [^ ;]+)");
+  ASSERT_FALSE(smallest.empty()) << run.err;
+  const ProcessResult followed = run_no_gpu("generate " + model_ + " --ids 1 --max-tokens 2 " + smallest);
+  EXPECT_EQ(followed.exit_code, 0) << smallest << "\n" << followed.err;
 }
 
-TEST_F(Advice, RunTimeBudgetAdviceNamesAFlagTheRunTakes) {
-  // The weights fit, the buffers of the run do not: the failure comes at run time.
-  const std::string budget = std::to_string(model_bytes(model_, "bfloat16") + 64);
-  const ProcessResult r = run_no_gpu("generate " + model_ + " --ids 1 --max-tokens 2 --context 0 --max-memory 0=" + budget);
-  ASSERT_EQ(r.exit_code, 1) << r.err;
-  EXPECT_EQ(r.err.find("--virtual-device-memory"), std::string::npos) << r.err;
-  const std::string flag = capture(r.err, "(--max-memory \"0=SIZE\")");
-  ASSERT_FALSE(flag.empty()) << r.err;
-  const std::string followed = std::regex_replace(flag, std::regex("SIZE"), "256MiB");
-  const ProcessResult again = run_no_gpu("generate " + model_ + " --ids 1 --max-tokens 2 --context 0 " + followed);
-  EXPECT_EQ(again.exit_code, 0) << followed << "\n" << again.err;
+// Budgets a refusal prints are pasted back as printed (no space inside, rounded up) and run.
+TEST_F(Advice, BudgetAdviceIsAcceptedAsPrinted) {
+  const std::string run_flags = " --context 64 --batch-tokens 8";
+  // The smallest budgets of a stages plan.
+  const ProcessResult tight = run_no_gpu("plan " + model_ + " --strategy stages --max-memory 0=40KiB,cpu=4MiB" + run_flags);
+  ASSERT_EQ(tight.exit_code, 2) << tight.err;
+  EXPECT_EQ(tight.err.find("--virtual-device-memory"), std::string::npos) << tight.err;
+  const std::string smallest = capture(tight.err, "are (--max-memory [^ ;]+)");
+  ASSERT_FALSE(smallest.empty()) << tight.err;
+  EXPECT_EQ(run_no_gpu("plan " + model_ + " --strategy stages " + smallest + run_flags).exit_code, 0) << smallest;
+  const ProcessResult ran = run_no_gpu("generate " + model_ + " --ids 1 --max-tokens 2 --strategy stages " + smallest + run_flags);
+  EXPECT_EQ(ran.exit_code, 0) << smallest << "\n" << ran.err;
+
+  // A device map over a device's budget: "raise its --max-memory entry to 0=SIZE".
+  const std::string map = dir_ / "one_device_map.json";
+  const ProcessResult planned = run_no_gpu("plan " + model_ + " --virtual-devices 1 --json" + run_flags);
+  ASSERT_EQ(planned.exit_code, 0) << planned.err;
+  testing::write_file(map, planned.out);
+  const std::string with_map = "generate " + model_ + " --ids 1 --max-tokens 2 --device-map " + shell_quote(map) + run_flags;
+  const ProcessResult over = run_no_gpu(with_map + " --max-memory 0=40KiB");
+  ASSERT_EQ(over.exit_code, 2) << over.err;
+  const std::string entry = capture(over.err, "raise its --max-memory entry to ([^ ,]+)");
+  ASSERT_FALSE(entry.empty()) << over.err;
+  const ProcessResult followed = run_no_gpu(with_map + " --max-memory " + entry);
+  EXPECT_EQ(followed.exit_code, 0) << entry << "\n" << followed.err;
 }
 
 TEST_F(Advice, DidYouMeanSuggestionsRun) {

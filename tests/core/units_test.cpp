@@ -32,4 +32,22 @@ TEST(Units, Formats) {
   EXPECT_EQ(format_bytes(3ull << 30), "3.00 GiB");
 }
 
+// A budget printed as advice parses back to at least the bytes asked for, with no space to break
+// it apart on a command line.
+TEST(Units, BudgetsRoundUpAndPasteBack) {
+  EXPECT_EQ(format_budget(512), "512");
+  EXPECT_EQ(format_budget(1536), "1.50KiB");
+  EXPECT_EQ(format_budget(85645887), "81.68MiB");  // 81.6779... MiB: up, not to the nearest
+  EXPECT_EQ(format_budget(3ull << 30), "3.00GiB");
+  std::uint64_t n = 1;
+  for (int i = 0; i < 2000; ++i) {
+    n = n * 6364136223846793005ull + 1442695040888963407ull;
+    const std::uint64_t bytes = (n >> 20) % (1ull << (10 + i % 40));
+    const std::string text = format_budget(bytes);
+    EXPECT_EQ(text.find(' '), std::string::npos) << text;
+    EXPECT_GE(parse_memory_size(text), bytes) << text;
+    EXPECT_LE(parse_memory_size(text), bytes + bytes / 100 + 1) << text;  // and not far above (a hundredth of the unit)
+  }
+}
+
 }  // namespace plexus

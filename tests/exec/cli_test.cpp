@@ -72,8 +72,8 @@ TEST_F(ExecCli, PlanAcceptedRunsAndPlanRefusedDoesNotStart) {
   const std::string ppl = "perplexity " + model() + " --ids 3,14,15,92,65,35,89,79 --threads 2";
   const std::string want = Json::parse(run_plexus(ppl + " --json").out)["nll"].dump();
   for (const std::string strategy : {"auto", "sequential", "balanced_low_0", "stages"}) {
-    const std::string flags = " --strategy " + strategy + " --max-memory 0=500KiB,cpu=4MiB --context 64 --batch-tokens 8 --threads 2";
-    const testing::ProcessResult plan = run_plexus("plan " + model() + flags + " --json");
+    const std::string flags = " --strategy " + strategy + " --max-memory 0=500KiB,cpu=4MiB --context 64 --batch-tokens 8";
+    const testing::ProcessResult plan = run_plexus("plan " + model() + flags + " --threads 2 --json");
     ASSERT_EQ(plan.exit_code, 0) << strategy << ": " << plan.err;
     const Json d0 = Json::parse(plan.out)["devices"][0];
     EXPECT_EQ(d0["total_bytes"].get<std::int64_t>(), d0["weights_bytes"].get<std::int64_t>() + d0["run_buffers_bytes"].get<std::int64_t>());
@@ -84,8 +84,8 @@ TEST_F(ExecCli, PlanAcceptedRunsAndPlanRefusedDoesNotStart) {
   }
   // The KV cache of a 2048-token context (2 MiB) outweighs the weights: stages spreads the layers'
   // caches over both devices (with the head handed back to device 0), and the run follows.
-  const std::string kv = " --strategy stages --max-memory 0=1600KiB,1=1400KiB,cpu=8MiB --context 2048 --batch-tokens 8 --threads 2";
-  const testing::ProcessResult kv_plan = run_plexus("plan " + model() + kv);
+  const std::string kv = " --strategy stages --max-memory 0=1600KiB,1=1400KiB,cpu=8MiB --context 2048 --batch-tokens 8";
+  const testing::ProcessResult kv_plan = run_plexus("plan " + model() + kv + " --threads 2");
   ASSERT_EQ(kv_plan.exit_code, 0) << kv_plan.err;
   EXPECT_NE(kv_plan.out.find("each accelerator computes one segment of layers"), std::string::npos) << kv_plan.out;
   const testing::ProcessResult kv_run = run_plexus(ppl + kv + " --json");
