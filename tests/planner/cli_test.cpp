@@ -143,7 +143,7 @@ TEST_F(PlanCli, FastestPicksTheBestPredictionAndShowsRunnerUps) {
   EXPECT_EQ(out["predicted"]["decode_tokens_per_s"]["batch_8"], c[0]["decode_tokens_per_s"]);
   const ProcResult e = run("plan " + model() + " --max-memory 0=80GB,1=24GB --gpu h100-sxm --context 1024 --strategy fastest --objective energy --json");
   ASSERT_EQ(e.code, 0) << e.out;
-  const plexus::Json& ec = plexus::Json::parse(e.out)["fastest"]["candidates"];
+  const plexus::Json ec = plexus::Json::parse(e.out)["fastest"]["candidates"];  // a copy: the parsed document is a temporary
   for (std::size_t i = 1; i < ec.size(); ++i) {
     EXPECT_LE(ec[i - 1]["joules_per_token"].get<double>(), ec[i]["joules_per_token"].get<double>() * 1.005) << i;
   }
