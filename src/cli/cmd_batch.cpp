@@ -107,7 +107,7 @@ std::shared_ptr<Runner> open_runner(const Args& args, const std::string& dir, co
 int coordinate(const Args& args, const std::string& dir, const batch::FaultInjection& faults, const batch::MpiWorld* world) {
   const std::unique_ptr<Tokenizer> tok = load_tokenizer_if_any(dir);
   const std::string input = args.get("--input"), output = args.get("--output");
-  if (input == output || input == batch::errors_path(output)) throw InputError("--output must differ from --input");
+  batch::check_output_is_not_input(input, output);
   batch::ParsedInput parsed = read_input(args, dir, tok.get());
   const ModelConfig config = load_model_config(dir);
   const std::vector<std::int64_t> stops = stop_ids(args, config, tok.get());
@@ -136,7 +136,7 @@ int coordinate(const Args& args, const std::string& dir, const batch::FaultInjec
   std::set<std::string> done;
   std::unique_ptr<batch::Journal> journal;
   if (std::filesystem::exists(output)) {
-    journal = std::make_unique<batch::Journal>(output, batch::Journal::Mode::kResume);
+    journal = std::make_unique<batch::Journal>(output, batch::Journal::Mode::kResume, &batch::results_format());
     for (const Json& line : journal->existing()) {
       if (line.contains("id")) done.insert(line["id"].dump());
     }
