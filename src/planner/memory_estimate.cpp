@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "core/checked.h"
 #include "planner/sized_tree.h"
 
 namespace plexus {
@@ -14,22 +15,27 @@ std::int64_t kv_bytes_per_token_per_layer(const ModelConfig& c, WeightDType weig
 }
 
 std::int64_t kv_bytes_per_token(const ModelConfig& c, WeightDType weights) {
-  return kv_bytes_per_token_per_layer(c, weights) * c.num_layers;
+  return checked_mul(kv_bytes_per_token_per_layer(c, weights), c.num_layers, "the KV-cache bytes per token");
 }
 
 std::int64_t activation_bytes(const ModelConfig& c, std::int64_t batch, std::int64_t chunk, std::int64_t context) {
   chunk = std::min(chunk, context);
+  // config.json's sizes are bounded (model/config.cpp), so per_position fits; batch and context
+  // come from flags and multiply it.
   const std::int64_t per_position = 2 * c.hidden_size + c.q_dim() + 2 * c.kv_dim() + c.q_dim() + 2 * c.intermediate_size;
-  const std::int64_t scores = c.num_heads * context;
-  return batch * chunk * (per_position + scores) * 4;
+  const std::string what = "the activation bytes (batch " + std::to_string(batch) + " x context " + std::to_string(context) + ")";
+  const std::int64_t scores = checked_mul(c.num_heads, context, what);
+  return checked_mul(checked_mul(checked_mul(batch, chunk, what), checked_add(per_position, scores, what), what), 4, what);
 }
 
-std::int64_t logits_bytes(const ModelConfig& c, std::int64_t batch) { return batch * c.vocab_size * 4; }
+std::int64_t logits_bytes(const ModelConfig& c, std::int64_t batch) {
+  return checked_mul(checked_mul(batch, c.vocab_size, "the logits bytes"), 4, "the logits bytes");
+}
 
 ModelEstimate estimate_model(const ModuleTree& tree) {
   ModelEstimate e;
   for (const ParamInfo& p : tree.params()) {
-    if (!p.tied_to) e.num_params += p.numel();
+    if (!p.tied_to) e.num_params = checked_add(e.num_params, p.numel(), "the parameter count");
   }
   const ModelConfig& c = tree.config();
   for (WeightDType d : {WeightDType::kF32, WeightDType::kBF16, WeightDType::kF16, WeightDType::kInt8, WeightDType::kInt4}) {
@@ -56,7 +62,8 @@ ModelEstimate estimate_model(const ModuleTree& tree) {
   std::sort(contexts.begin(), contexts.end());
   for (std::int64_t ctx : contexts) {
     for (std::int64_t b : {1, 8, 32}) {
-      e.kv_table.push_back(KvCell{ctx, b, ctx * b * kv_bytes_per_token(c, WeightDType::kBF16)});
+      const std::string what = "the KV cache of " + std::to_string(b) + " x " + std::to_string(ctx) + " tokens";
+      e.kv_table.push_back(KvCell{ctx, b, checked_mul(checked_mul(ctx, b, what), kv_bytes_per_token(c, WeightDType::kBF16), what)});
     }
   }
   return e;
