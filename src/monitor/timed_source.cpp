@@ -1,0 +1,52 @@
+// open/sample/close of another source on a DeadlineRunner; results come back through buffers
+// the jobs own, so an abandoned job writes only into memory it keeps alive itself.
+#include "monitor/timed_source.h"
+
+#include <cstdio>
+
+namespace plexus {
+
+TimedSource::TimedSource(std::unique_ptr<MetricSource> inner, std::chrono::milliseconds limit)
+    : inner_(std::move(inner)), name_(inner_->name()), runner_(limit) {}
+
+void TimedSource::note_overrun(const char* call) {
+  if (!problem_.empty()) return;
+  const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - created_).count();
+  char when[32];
+  std::snprintf(when, sizeof when, "%.1f", t);
+  problem_ = name_ + ": " + call + " gave no answer within " + std::to_string(runner_.limit().count()) +
+             " ms; the source was abandoned " + when + " s after it was created (its devices count as lost from then)";
+}
+
+bool TimedSource::open(std::string* why) {
+  struct Result {
+    bool ok = false;
+    std::string why;
+  };
+  auto result = std::make_shared<Result>();
+  auto inner = inner_;
+  if (!runner_.run([inner, result] { result->ok = inner->open(&result->why); })) {
+    note_overrun("opening");
+    if (why) *why = problem_;
+    return false;
+  }
+  if (why) *why = result->why;
+  return result->ok;
+}
+
+void TimedSource::sample(std::vector<DeviceReading>& out) {
+  auto readings = std::make_shared<std::vector<DeviceReading>>();
+  auto inner = inner_;
+  if (!runner_.run([inner, readings] { inner->sample(*readings); })) {
+    note_overrun("a reading");
+    return;
+  }
+  out.insert(out.end(), readings->begin(), readings->end());
+}
+
+void TimedSource::close() {
+  auto inner = inner_;
+  if (!runner_.run([inner] { inner->close(); })) note_overrun("closing");
+}
+
+}  // namespace plexus
