@@ -68,6 +68,17 @@ Journal::Journal(std::string path, Mode mode, const JournalFormat* format) : pat
     fd_ = -1;
     throw RuntimeError("cannot lock '" + path_ + "': " + why);
   }
+  // A refused file is closed (and unlocked) before the error leaves: the destructor does not run.
+  try {
+    open_locked(mode, format, existed);
+  } catch (...) {
+    ::close(fd_);
+    fd_ = -1;
+    throw;
+  }
+}
+
+void Journal::open_locked(Mode mode, const JournalFormat* format, bool existed) {
   if (!existed) sync_parent(path_);
   if (mode == Mode::kTruncate) {
     if (::fdatasync(fd_) != 0) throw RuntimeError("cannot sync '" + path_ + "': " + errno_text());

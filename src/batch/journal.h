@@ -45,6 +45,9 @@ class Journal {
   void append_line(const std::string& json_text);
 
  private:
+  // The constructor's work once the file is open and locked: check, read, cut, write the header.
+  void open_locked(Mode mode, const JournalFormat* format, bool existed);
+
   std::string path_;
   int fd_ = -1;
   std::vector<Json> existing_;

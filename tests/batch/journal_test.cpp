@@ -110,11 +110,13 @@ TEST(BatchJournal, RequestLinesAreNotResultsAndAreLeftUntouched) {
   const std::string path = dir / "in.jsonl";
   const std::string requests = "{\"id\":\"a\",\"ids\":[1,2]}\n{\"id\":\"b\",\"prompt\":\"hi\",\"max_tokens\":3}";
   std::ofstream(path) << requests;
-  try {
-    Journal j(path, Journal::Mode::kResume, &results_format());
-    FAIL() << "resumed a request file";
-  } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find(path + ":1: not one of plexus batch's result lines"), std::string::npos) << e.what();
+  for (int attempt = 0; attempt < 2; ++attempt) {  // a refused file is unlocked again (found by fuzz/batch_resume)
+    try {
+      Journal j(path, Journal::Mode::kResume, &results_format());
+      FAIL() << "resumed a request file";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(path + ":1: not one of plexus batch's result lines"), std::string::npos) << e.what();
+    }
   }
   EXPECT_EQ(read_text_file_or_empty(path), requests);  // the last line was not cut as torn
 }
