@@ -25,6 +25,12 @@ inline std::int64_t checked_add(std::int64_t a, std::int64_t b, const std::strin
   return r;
 }
 
+inline std::uint64_t checked_add_u64(std::uint64_t a, std::uint64_t b, const std::string& what) {
+  std::uint64_t r = 0;
+  if (__builtin_add_overflow(a, b, &r)) throw_overflow(what);
+  return r;
+}
+
 inline std::uint64_t checked_mul_u64(std::uint64_t a, std::uint64_t b, const std::string& what) {
   std::uint64_t r = 0;
   if (__builtin_mul_overflow(a, b, &r)) throw_overflow(what);

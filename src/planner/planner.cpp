@@ -5,6 +5,7 @@
 #include <map>
 #include <unordered_map>
 
+#include "core/checked.h"
 #include "core/error.h"
 #include "core/units.h"
 #include "planner/accelerate_planner.h"
@@ -151,7 +152,9 @@ void fill_report(const ModuleTree& tree, const SizedTree& sized, const PlanReque
   plan->placement = expand_placement(plan->device_map, tree);
   const ModelConfig& c = tree.config();
   const std::int64_t kv_layer =
-      r.runtime.context > 0 ? kv_bytes_per_token_per_layer(c, r.dtype) * r.runtime.context * r.runtime.batch : 0;
+      r.runtime.context > 0 ? checked_mul(checked_mul(kv_bytes_per_token_per_layer(c, r.dtype), r.runtime.context, "the KV cache per layer"),
+                                          r.runtime.batch, "the KV cache per layer")
+                            : 0;
 
   std::vector<DeviceReport> reports;
   auto report_for = [&reports](DeviceId d) -> DeviceReport& {

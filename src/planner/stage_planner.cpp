@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "core/checked.h"
 #include "core/units.h"
 #include "planner/memory_estimate.h"
 
@@ -156,7 +157,10 @@ StagePlan plan_stages(const SizedTree& t, const ModelConfig& c, const Budgets& b
   StagePlan out;
   std::vector<int> nodes;
   collect_units(t, SizedTree::kRoot, &nodes);
-  const std::int64_t kv_layer = rt.context > 0 ? kv_bytes_per_token_per_layer(c, t.dtype()) * rt.context * rt.batch : 0;
+  const std::int64_t kv_layer =
+      rt.context > 0 ? checked_mul(checked_mul(kv_bytes_per_token_per_layer(c, t.dtype()), rt.context, "the KV cache per layer"), rt.batch,
+                                   "the KV cache per layer")
+                     : 0;
   const std::int64_t act = rt.context > 0 ? activation_bytes(c, rt.batch, rt.prefill_chunk, rt.context) : 0;
   const std::int64_t logits = rt.context > 0 ? logits_bytes(c, rt.batch) : 0;
 
