@@ -27,7 +27,7 @@ bool TimedSource::open(std::string* why) {
   auto inner = inner_;
   if (!runner_.run([inner, result] { result->ok = inner->open(&result->why); })) {
     note_overrun("opening");
-    if (why) *why = problem_;
+    if (why) *why = problem_.substr(name_.size() + 2);  // the session prefixes the name
     return false;
   }
   if (why) *why = result->why;
