@@ -78,8 +78,12 @@ TEST(CliErrors, HugeSizesAndCountsAreRefusedNotWrapped) {
 // Scratch is sized by the run's sequences: a 6-token run of a config claiming 2·10^8 positions
 // took 3.1 GB (attention scores for the whole context, per thread) and fails under a 1.5 GB cap.
 TEST(CliErrors, ScratchFollowsTheRunNotMaxPositionEmbeddings) {
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(__SANITIZE_ADDRESS__)  // gcc
   GTEST_SKIP() << "AddressSanitizer reserves more address space than the cap allows";
+#elif defined(__has_feature)  // clang
+#if __has_feature(address_sanitizer)
+  GTEST_SKIP() << "AddressSanitizer reserves more address space than the cap allows";
+#endif
 #endif
   TempDir dir("ctx");
   const std::string m = tiny_model(dir);
