@@ -125,6 +125,14 @@ void Journal::open_locked(Mode mode, const JournalFormat* format, bool existed) 
     if (headed) {
       found.erase(found.begin());
     } else if (found.empty()) {
+      // Empty, or a header torn by a crash while it was written; anything else (a one-line
+      // file that is not JSON, say) is not ours to cut.
+      const std::string first = format->header_line + "\n";
+      if (data.size() > first.size() || first.compare(0, data.size(), data) != 0) {
+        throw InputError(path_ + ": holds no plexus batch result and does not start with the {\"" + format->header_key +
+                         "\": ...} line that plexus writes first: this file was not written by plexus batch; nothing was "
+                         "changed; pass another --output");
+      }
       add_header = true;
     } else {
       for (std::size_t i = 0; i < found.size(); ++i) {

@@ -121,6 +121,21 @@ TEST(BatchJournal, RequestLinesAreNotResultsAndAreLeftUntouched) {
   EXPECT_EQ(read_text_file_or_empty(path), requests);  // the last line was not cut as torn
 }
 
+TEST(BatchJournal, AOneLineFileThatIsNotOursIsNotCutAsTorn) {
+  testing::TempDir dir("journal");
+  const std::string path = dir / "notes.txt";
+  std::ofstream(path) << "my notes, not JSON";
+  EXPECT_THROW(Journal(path, Journal::Mode::kResume, &results_format()), InputError);
+  EXPECT_EQ(read_text_file_or_empty(path), "my notes, not JSON");
+  // A header torn by a crash while it was written is cut and written again.
+  std::ofstream(path, std::ios::trunc) << "{\"plexus_batch\":\"resu";
+  {
+    Journal j(path, Journal::Mode::kResume, &results_format());
+    EXPECT_TRUE(j.existing().empty());
+  }
+  EXPECT_EQ(read_text_file_or_empty(path), results_format().header_line + "\n");
+}
+
 TEST(BatchJournal, OutputThatIsTheInputIsRefusedByInode) {
   testing::TempDir dir("journal");
   const std::string in = dir / "in.jsonl";
