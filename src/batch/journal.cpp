@@ -123,7 +123,8 @@ void Journal::open_locked(Mode mode, const JournalFormat* format, bool existed) 
   if (format) {
     const bool headed = !found.empty() && found.front().contains(format->header_key);
     if (headed) {
-      found.erase(found.begin());
+      // Header lines are markers, never records (a copy pasted in twice included).
+      std::erase_if(found, [&](const Json& j) { return j.contains(format->header_key); });
     } else if (found.empty()) {
       // Empty, or a header torn by a crash while it was written; anything else (a one-line
       // file that is not JSON, say) is not ours to cut.
