@@ -131,7 +131,9 @@ MonitorSummary MonitorSession::stop() {
   for (MetricSource* source : open_) source->close();
   csv_.reset();
   MonitorSummary summary = summarize(samples_, idle_);
-  summary.sampler_cpu_s = sampler_cpu_s_;
+  double source_cpu_s = 0;  // the readings themselves run on the sources' helper threads
+  for (const TimedSource* t : timed_) source_cpu_s += t->cpu_seconds();
+  summary.sampler_cpu_s = sampler_cpu_s_ + source_cpu_s;
   summary.interval_ms = options_.interval_ms;  // as configured (summarize() gives the mean spacing)
   if (options_.idle_baseline_s > 0) summary.idle_baseline_s = options_.idle_baseline_s;
   const std::vector<std::string> late = problems();

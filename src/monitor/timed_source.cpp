@@ -2,9 +2,21 @@
 // the jobs own, so an abandoned job writes only into memory it keeps alive itself.
 #include "monitor/timed_source.h"
 
+#include <time.h>
+
 #include <cstdio>
 
 namespace plexus {
+
+namespace {
+
+double thread_cpu_s() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+}
+
+}  // namespace
 
 TimedSource::TimedSource(std::unique_ptr<MetricSource> inner, std::chrono::milliseconds limit)
     : inner_(std::move(inner)), name_(inner_->name()), runner_(limit) {}
@@ -37,7 +49,12 @@ bool TimedSource::open(std::string* why) {
 void TimedSource::sample(std::vector<DeviceReading>& out) {
   auto readings = std::make_shared<std::vector<DeviceReading>>();
   auto inner = inner_;
-  if (!runner_.run([inner, readings] { inner->sample(*readings); })) {
+  auto cpu = cpu_s_;
+  if (!runner_.run([inner, readings, cpu] {
+        const double t0 = thread_cpu_s();
+        inner->sample(*readings);
+        cpu->fetch_add(thread_cpu_s() - t0);
+      })) {
     note_overrun("a reading");
     return;
   }

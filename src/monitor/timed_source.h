@@ -2,6 +2,7 @@
 // abandons the source — later ticks get no readings from it (its devices show up as lost) — and
 // never blocks the sampler, stop() or the process's exit.
 #pragma once
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <string>
@@ -21,9 +22,12 @@ class TimedSource : public MetricSource {
   void close() override;
   // "nvml: no answer within 5000 ms; abandoned at t = 3.2 s" once a call overran, else "".
   const std::string& problem() const { return problem_; }
+  // CPU time the helper thread spent in this source's calls (for the sampler's overhead).
+  double cpu_seconds() const { return cpu_s_->load(); }
 
  private:
   std::shared_ptr<MetricSource> inner_;  // shared with jobs that may outlive this object
+  std::shared_ptr<std::atomic<double>> cpu_s_ = std::make_shared<std::atomic<double>>(0.0);
   std::string name_;
   DeadlineRunner runner_;
   std::string problem_;
