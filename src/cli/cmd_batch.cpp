@@ -1,5 +1,6 @@
 // `plexus batch`: generate for every request of a JSON-lines file with N model replicas fed from
 // one dynamic queue, durably and resumably; under mpirun, one replica per rank.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -98,8 +99,11 @@ void print_summary(const Args& args, const batch::BatchSummary& s) {
   std::fflush(stdout);
 }
 
-std::shared_ptr<Runner> open_runner(const Args& args, const std::string& dir, const ReplicaShare& share) {
-  std::shared_ptr<ModelRun> run = open_model_run(args, dir, share);
+// `run_context` > 0: the longest request (prompt + max_tokens) sizes the scratch; 0: the model's
+// context (MPI workers do not see the requests).
+std::shared_ptr<Runner> open_runner(const Args& args, const std::string& dir, const ReplicaShare& share,
+                                    std::int64_t run_context = 0) {
+  std::shared_ptr<ModelRun> run = open_model_run(args, dir, share, run_context);
   return std::shared_ptr<Runner>(run, run->runner);
 }
 
@@ -142,10 +146,14 @@ int coordinate(const Args& args, const std::string& dir, const batch::FaultInjec
     }
   }
   bool pending = false;
-  for (const batch::BatchRequest& r : parsed.requests) pending = pending || !done.count(r.key);
+  std::int64_t run_context = 0;  // requests are checked against the model's context already
+  for (const batch::BatchRequest& r : parsed.requests) {
+    pending = pending || !done.count(r.key);
+    run_context = std::max(run_context, static_cast<std::int64_t>(r.seq.prompt.size()) + r.seq.max_tokens);
+  }
   std::vector<std::string> open_errors;
   const std::vector<std::shared_ptr<Runner>> runners =
-      pending ? batch::open_replicas(replicas, [&](int r) { return open_runner(args, dir, ReplicaShare{r, replicas}); }, &open_errors)
+      pending ? batch::open_replicas(replicas, [&](int r) { return open_runner(args, dir, ReplicaShare{r, replicas}, run_context); }, &open_errors)
               : std::vector<std::shared_ptr<Runner>>{};
   batch::Coordinator coordinator(std::move(parsed), input, tok.get(), co, std::move(journal));
   if (pending) batch::run_local_replicas(coordinator, runners, open_errors, batch_size, stops, faults);
