@@ -1,10 +1,12 @@
 # Thin front door: every target does its own set-up, then hands over to CMake/CTest.
 BUILD ?= build
 ASAN_BUILD ?= build-asan
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 60
 JOBS ?= $(shell nproc)
 PLEXUS = $(BUILD)/plexus
 
-.PHONY: all setup build run test test-asan bench clean
+.PHONY: all setup build run test test-asan fuzz bench clean
 
 all: build
 
@@ -33,8 +35,16 @@ test-asan:
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS) -L unit --timeout 900
 
+# libFuzzer harnesses with every library instrumented (clang), each run for FUZZ_SECONDS;
+# corpora in fuzz/corpus (replayed by ctest in every build). See docs/fuzzing.md.
+fuzz:
+	@bash scripts/setup.sh
+	CXX=clang++ CC=clang cmake -S . -B $(FUZZ_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPLEXUS_FUZZ=ON
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_all
+	@bash scripts/fuzz.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
+
 bench: build
 	@bash scripts/bench.sh $(BUILD)
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

@@ -2,8 +2,10 @@
 #include "backend/detect.h"
 
 #include <algorithm>
+#include <memory>
 #include <thread>
 
+#include "backend/deadline_runner.h"
 #include "backend/nvml/nvml_probe.h"
 #include "backend/rocm/rocm_probe.h"
 
@@ -64,23 +66,46 @@ Inventory detect_devices(const DeviceOptions& options) {
     return virtual_inventory(options.virtual_devices, options.virtual_device_memory, host);
   Inventory inv;
   inv.host = host;
-  std::string why;
-  if (auto nvml = NvmlLibrary::open(options.nvml_library, &why)) {
-    const NvmlProbe probe = probe_nvml(*nvml);
-    inv.nvml_status = "ok: " + nvml->path() + ", driver " + nvml->driver_version().value_or("unknown") + ", " +
-                      std::to_string(probe.devices.size()) + " GPU(s)";
-    append(inv, probe);
-  } else {
-    inv.nvml_status = "unavailable: " + why;
-  }
-  why.clear();
-  if (auto rocm = RocmSmiLibrary::open(options.rocm_smi_library, &why)) {
-    const NvmlProbe probe = probe_rocm(*rocm, static_cast<int>(inv.devices.size()));
-    inv.rocm_status = "ok: " + std::to_string(probe.devices.size()) + " GPU(s)";
-    append(inv, probe);
-  } else {
-    inv.rocm_status = "unavailable: " + why;
-  }
+  // Each driver is asked with a time limit (a hung driver must not hang the run): the job owns
+  // what it writes, so an abandoned one writes only into memory it keeps alive itself.
+  struct Probed {
+    bool ok = false;
+    std::string status;
+    NvmlProbe probe;
+  };
+  const auto timeout_status = [](const char* what, std::chrono::milliseconds limit) {
+    return std::string("unavailable: ") + what + " gave no answer within " + std::to_string(limit.count()) +
+           " ms (a hung driver?); its GPUs are left out";
+  };
+  auto nvml_result = std::make_shared<Probed>();
+  DeadlineRunner nvml_runner(driver_call_limit());
+  const bool nvml_answered = nvml_runner.run([nvml_result, path = options.nvml_library] {
+    std::string why;
+    if (auto nvml = NvmlLibrary::open(path, &why)) {
+      nvml_result->probe = probe_nvml(*nvml);
+      nvml_result->status = "ok: " + nvml->path() + ", driver " + nvml->driver_version().value_or("unknown") + ", " +
+                            std::to_string(nvml_result->probe.devices.size()) + " GPU(s)";
+      nvml_result->ok = true;
+    } else {
+      nvml_result->status = "unavailable: " + why;
+    }
+  });
+  inv.nvml_status = nvml_answered ? nvml_result->status : timeout_status("NVML", nvml_runner.limit());
+  if (nvml_answered && nvml_result->ok) append(inv, nvml_result->probe);
+  auto rocm_result = std::make_shared<Probed>();
+  DeadlineRunner rocm_runner(driver_call_limit());
+  const bool rocm_answered = rocm_runner.run([rocm_result, path = options.rocm_smi_library, first = static_cast<int>(inv.devices.size())] {
+    std::string why;
+    if (auto rocm = RocmSmiLibrary::open(path, &why)) {
+      rocm_result->probe = probe_rocm(*rocm, first);
+      rocm_result->status = "ok: " + std::to_string(rocm_result->probe.devices.size()) + " GPU(s)";
+      rocm_result->ok = true;
+    } else {
+      rocm_result->status = "unavailable: " + why;
+    }
+  });
+  inv.rocm_status = rocm_answered ? rocm_result->status : timeout_status("ROCm SMI", rocm_runner.limit());
+  if (rocm_answered && rocm_result->ok) append(inv, rocm_result->probe);
   return inv;
 }
 

@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <csignal>
+#include <filesystem>
 #include <unordered_map>
 
 #include "core/error.h"
@@ -17,10 +18,50 @@ std::string errors_path(const std::string& output) {
   return output + ".errors.jsonl";
 }
 
+const JournalFormat& results_format() {
+  static const JournalFormat format{
+      "{\"plexus_batch\":\"results\",\"format\":1}",
+      "plexus_batch",
+      [](const Json& line) {
+        return line.is_object() && line.contains("id") && (line["id"].is_string() || line["id"].is_number_integer()) &&
+               line.contains("ids") && line["ids"].is_array() && line.contains("finish_reason") &&
+               line["finish_reason"].is_string() && line.contains("completion_tokens");
+      },
+      "plexus batch's result lines ({\"id\", \"ids\", \"finish_reason\", \"completion_tokens\", ...})"};
+  return format;
+}
+
+namespace {
+
+// Same file by device and inode (std::filesystem::equivalent follows symlinks); false when
+// either does not exist.
+bool same_file(const std::string& a, const std::string& b) {
+  if (a == b) return true;
+  std::error_code ec;
+  const bool same = std::filesystem::equivalent(a, b, ec);
+  return !ec && same;
+}
+
+}  // namespace
+
+void check_output_is_not_input(const std::string& input, const std::string& output) {
+  if (same_file(input, output)) {
+    throw InputError("--output '" + output + "' is the input file '" + input +
+                     "' (the same file, maybe through a link): results would be mixed with the requests; pass another --output");
+  }
+  if (same_file(input, errors_path(output))) {
+    throw InputError("--output '" + output + "' would write its errors file '" + errors_path(output) +
+                     "' over the input '" + input + "'; pass another --output");
+  }
+  if (same_file(output, errors_path(output))) {
+    throw InputError("--output '" + output + "' is its own errors file '" + errors_path(output) + "'; pass another --output");
+  }
+}
+
 Coordinator::Coordinator(ParsedInput input, const std::string& input_path, const Tokenizer* tokenizer,
                          const CoordinatorOptions& options, std::unique_ptr<Journal> output)
     : requests_(std::move(input.requests)), tokenizer_(tokenizer), options_(options), output_(std::move(output)) {
-  if (!output_) output_ = std::make_unique<Journal>(options.output, Journal::Mode::kResume);
+  if (!output_) output_ = std::make_unique<Journal>(options.output, Journal::Mode::kResume, &results_format());
   // The errors file describes this run: every request not in the output is tried again.
   errors_ = std::make_unique<Journal>(errors_path(options.output), Journal::Mode::kTruncate);
   if (output_->torn_bytes() > 0) {

@@ -30,6 +30,15 @@ struct CoordinatorOptions {
 // "OUT.jsonl" -> "OUT.errors.jsonl" ("OUT" -> "OUT.errors.jsonl").
 std::string errors_path(const std::string& output);
 
+// The output's format: a first line {"plexus_batch": "results", "format": 1}, then one result per
+// line. A file without that line is resumed only when every line is a result (outputs written
+// before the header existed); anything else is refused untouched (docs/batch.md).
+const JournalFormat& results_format();
+
+// InputError when OUT.jsonl or OUT.errors.jsonl is the input file (compared by device and inode,
+// symlinks and hard links included) or the output is its own errors file.
+void check_output_is_not_input(const std::string& input, const std::string& output);
+
 class Coordinator {
  public:
   // `bad` lines (skipped) are written to the errors file first. `tokenizer` (may be null) adds

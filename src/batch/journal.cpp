@@ -30,10 +30,10 @@ std::string read_all(int fd, const std::string& path) {
   return data;
 }
 
-bool parses_as_object(const std::string& line) {
+bool parses_as_object(const std::string& line, const std::string& path) {
   try {
-    return Json::parse(line).is_object();
-  } catch (const Json::parse_error&) {
+    return parse_json(line, path).is_object();
+  } catch (const InputError&) {
     return false;
   }
 }
@@ -50,7 +50,7 @@ void sync_parent(const std::string& path) {
 
 }  // namespace
 
-Journal::Journal(std::string path, Mode mode) : path_(std::move(path)) {
+Journal::Journal(std::string path, Mode mode, const JournalFormat* format) : path_(std::move(path)) {
   const bool existed = std::filesystem::exists(path_);
   const int flags = O_RDWR | O_CREAT | O_CLOEXEC | (mode == Mode::kTruncate ? O_TRUNC : 0);
   fd_ = ::open(path_.c_str(), flags, 0644);
@@ -68,9 +68,21 @@ Journal::Journal(std::string path, Mode mode) : path_(std::move(path)) {
     fd_ = -1;
     throw RuntimeError("cannot lock '" + path_ + "': " + why);
   }
+  // A refused file is closed (and unlocked) before the error leaves: the destructor does not run.
+  try {
+    open_locked(mode, format, existed);
+  } catch (...) {
+    ::close(fd_);
+    fd_ = -1;
+    throw;
+  }
+}
+
+void Journal::open_locked(Mode mode, const JournalFormat* format, bool existed) {
   if (!existed) sync_parent(path_);
   if (mode == Mode::kTruncate) {
     if (::fdatasync(fd_) != 0) throw RuntimeError("cannot sync '" + path_ + "': " + errno_text());
+    if (format) append_line(format->header_line);
     return;
   }
   const std::string data = read_all(fd_, path_);
@@ -83,23 +95,57 @@ Journal::Journal(std::string path, Mode mode) : path_(std::move(path)) {
     lines.emplace_back(b, e);
     b = e + 1;
   }
+  const auto text_of = [&](std::size_t i) { return data.substr(lines[i].first, lines[i].second - lines[i].first); };
   // A last complete line that is not JSON is torn too (e.g. zeros after a crash).
-  if (!lines.empty() && !parses_as_object(data.substr(lines.back().first, lines.back().second - lines.back().first))) {
+  if (!lines.empty() && !parses_as_object(text_of(lines.size() - 1), path_)) {
     keep = lines.back().first;
     lines.pop_back();
   }
+  std::vector<Json> found;
+  std::vector<std::size_t> found_line;  // 1-based line of each
   for (std::size_t i = 0; i < lines.size(); ++i) {
-    const std::string text = data.substr(lines[i].first, lines[i].second - lines[i].first);
+    const std::string text = text_of(i);
     if (text.empty()) continue;
+    Json j;
     try {
-      Json j = Json::parse(text);
-      if (!j.is_object()) throw InputError("not a JSON object");
-      existing_.push_back(std::move(j));
-    } catch (const std::exception&) {
+      j = parse_json(text, path_ + ":" + std::to_string(i + 1));
+    } catch (const InputError&) {
+    }
+    if (!j.is_object()) {
       throw InputError(path_ + ":" + std::to_string(i + 1) +
                        ": not a JSON object, so this is not a file plexus batch wrote; move it away or pass another --output");
     }
+    found.push_back(std::move(j));
+    found_line.push_back(i + 1);
   }
+  // Only a file this journal wrote is resumed (and cut): nothing is touched before this check.
+  bool add_header = false;
+  if (format) {
+    const bool headed = !found.empty() && found.front().contains(format->header_key);
+    if (headed) {
+      // Header lines are markers, never records (a copy pasted in twice included).
+      std::erase_if(found, [&](const Json& j) { return j.contains(format->header_key); });
+    } else if (found.empty()) {
+      // Empty, or a header torn by a crash while it was written; anything else (a one-line
+      // file that is not JSON, say) is not ours to cut.
+      const std::string first = format->header_line + "\n";
+      if (data.size() > first.size() || first.compare(0, data.size(), data) != 0) {
+        throw InputError(path_ + ": holds no plexus batch result and does not start with the {\"" + format->header_key +
+                         "\": ...} line that plexus writes first: this file was not written by plexus batch; nothing was "
+                         "changed; pass another --output");
+      }
+      add_header = true;
+    } else {
+      for (std::size_t i = 0; i < found.size(); ++i) {
+        if (format->legacy_line && format->legacy_line(found[i])) continue;
+        throw InputError(path_ + ":" + std::to_string(found_line[i]) + ": not one of " + format->what +
+                         ", and the file does not start with the {\"" + format->header_key +
+                         "\": ...} line that plexus writes first (" + found[i].dump().substr(0, 80) +
+                         "); this file was not written by plexus batch (is it the input?): nothing was changed; pass another --output");
+      }
+    }
+  }
+  existing_ = std::move(found);
   if (keep < data.size()) {
     torn_bytes_ = data.size() - keep;
     if (::ftruncate(fd_, static_cast<off_t>(keep)) != 0 || ::fdatasync(fd_) != 0) {
@@ -107,6 +153,7 @@ Journal::Journal(std::string path, Mode mode) : path_(std::move(path)) {
     }
   }
   if (::lseek(fd_, 0, SEEK_END) < 0) throw RuntimeError("cannot seek in '" + path_ + "': " + errno_text());
+  if (add_header) append_line(format->header_line);
 }
 
 Journal::~Journal() {

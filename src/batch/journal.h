@@ -3,12 +3,23 @@
 // complete line and cuts a torn last line (a crash in the middle of a write).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "core/json.h"
 
 namespace plexus::batch {
+
+// What makes a file this kind of journal: `header_line` is the first line of every new file (a
+// JSON object, without the newline; `header_key` is the key that marks it), and a file without it is resumed only when
+// every line passes `legacy_line` (files written before the header existed).
+struct JournalFormat {
+  std::string header_line;
+  std::string header_key;
+  std::function<bool(const Json&)> legacy_line;
+  std::string what;  // "plexus batch results", for errors
+};
 
 class Journal {
  public:
@@ -17,7 +28,10 @@ class Journal {
   // last that is not a JSON object: not a journal plexus wrote), cuts a torn last line (no final
   // newline, or not JSON); kTruncate: starts empty. Creates the file (and syncs its directory).
   // Holds an exclusive flock while open: RuntimeError when another process holds it.
-  Journal(std::string path, Mode mode);
+  // With `format`: a new (or empty) file starts with its header line, and an existing one is
+  // refused (InputError, nothing touched) unless it starts with the header or is a legacy file;
+  // existing() never holds the header.
+  Journal(std::string path, Mode mode, const JournalFormat* format = nullptr);
   ~Journal();
   Journal(const Journal&) = delete;
   Journal& operator=(const Journal&) = delete;
@@ -31,6 +45,9 @@ class Journal {
   void append_line(const std::string& json_text);
 
  private:
+  // The constructor's work once the file is open and locked: check, read, cut, write the header.
+  void open_locked(Mode mode, const JournalFormat* format, bool existed);
+
   std::string path_;
   int fd_ = -1;
   std::vector<Json> existing_;

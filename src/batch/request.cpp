@@ -29,8 +29,8 @@ std::int64_t integer_field(const Json& obj, const char* key, std::int64_t lo, st
 BatchRequest parse_request_line(const std::string& text, const ParseContext& context) {
   Json obj;
   try {
-    obj = Json::parse(text);
-  } catch (const Json::parse_error& e) {
+    obj = parse_json(text, "the line");  // depth-limited; numbers too large for a double refused
+  } catch (const InputError& e) {
     throw InputError(std::string("not JSON (") + e.what() + ")");
   }
   if (!obj.is_object()) throw InputError("not a JSON object");
@@ -49,7 +49,11 @@ BatchRequest parse_request_line(const std::string& text, const ParseContext& con
   if (has_prompt) {
     if (!obj["prompt"].is_string()) throw InputError("\"prompt\" must be a string");
     if (!context.tokenizer) throw InputError("\"prompt\" needs a tokenizer, but the model has no tokenizer.json: give \"ids\"");
-    r.seq.prompt = context.tokenizer->encode(obj["prompt"].get<std::string>(), /*add_special_tokens=*/true);
+    try {
+      r.seq.prompt = context.tokenizer->encode(obj["prompt"].get<std::string>(), /*add_special_tokens=*/true);
+    } catch (const std::exception& e) {  // e.g. the regex engine's limits on a huge piece
+      throw InputError(std::string("\"prompt\" cannot be tokenized: ") + e.what());
+    }
   } else {
     const Json& ids = obj["ids"];
     if (!ids.is_array()) throw InputError("\"ids\" must be an array of token ids");
@@ -62,8 +66,7 @@ BatchRequest parse_request_line(const std::string& text, const ParseContext& con
   }
   if (r.seq.prompt.empty()) throw InputError("the prompt is empty");
   r.seq.max_tokens = obj.contains("max_tokens") ? integer_field(obj, "max_tokens", 1, kMaxNewTokens) : context.defaults.max_tokens;
-  const std::int64_t total = static_cast<std::int64_t>(r.seq.prompt.size()) + r.seq.max_tokens;
-  if (context.max_context > 0 && total > context.max_context) {
+  if (context.max_context > 0 && r.seq.max_tokens > context.max_context - static_cast<std::int64_t>(r.seq.prompt.size())) {
     throw InputError("prompt (" + std::to_string(r.seq.prompt.size()) + " tokens) + max_tokens (" +
                      std::to_string(r.seq.max_tokens) + ") exceeds the model's context of " +
                      std::to_string(context.max_context) + " tokens");
@@ -104,13 +107,13 @@ ParsedInput read_requests(const std::string& path, const ParseContext& context) 
         continue;
       }
       out.requests.push_back(std::move(r));
-    } catch (const InputError& e) {
+    } catch (const std::exception& e) {  // whatever one line does, it is only that line
       BadLine b{line, e.what(), std::nullopt};
       // Keep the id for the errors file when the line had one.
       try {
-        const Json j = Json::parse(text);
+        const Json j = parse_json(text, path);
         if (j.is_object() && j.contains("id") && (j["id"].is_string() || j["id"].is_number_integer())) b.id = j["id"];
-      } catch (const Json::parse_error&) {
+      } catch (const InputError&) {
       }
       out.bad.push_back(std::move(b));
     }

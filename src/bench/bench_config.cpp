@@ -118,8 +118,8 @@ class Reader {
     while (start <= text.size()) {
       const std::size_t comma = std::min(text.find(',', start), text.size());
       const std::string item = text.substr(start, comma - start);
-      YAML::Node one = YAML::Load(item.empty() ? std::string("''") : item);
-      try {
+      try {  // a YAML error inside the value is this value's error, with its line
+        const YAML::Node one = YAML::Load(item.empty() ? std::string("''") : item);
         out.push_back(one.as<long long>());
       } catch (const YAML::Exception&) {
         fail(n, path, "expected a list of integers, got '" + text + "'");

@@ -5,8 +5,11 @@
 #include <map>
 #include <sstream>
 
+#include <yaml-cpp/depthguard.h>
+
 #include "bench/config_paths.h"
 #include "core/error.h"
+#include "core/json.h"
 
 namespace plexus::bench {
 
@@ -57,12 +60,44 @@ void check_duplicate_keys(const YAML::Node& node, const std::string& prefix, con
   }
 }
 
+// Most nodes a configuration may reach, aliases counted each time they are used (a real one has
+// a few hundred): an alias bomb is refused before anything expands it.
+constexpr std::size_t kMaxYamlNodes = 100000;
+
+// InputError naming the line when `n` nests deeper than kMaxDocumentDepth or reaches more than
+// kMaxYamlNodes nodes through its aliases. Recursion depth is bounded by the depth check.
+void check_yaml_size(const YAML::Node& n, const std::string& where, int depth, std::size_t& nodes) {
+  const auto at = [&] { return n.Mark().is_null() ? where + ": " : where + ":" + std::to_string(n.Mark().line + 1) + ": "; };
+  if (depth > kMaxDocumentDepth) {
+    throw InputError(at() + "YAML nested deeper than " + std::to_string(kMaxDocumentDepth) + " levels: not a benchmark configuration");
+  }
+  if (++nodes > kMaxYamlNodes) {
+    throw InputError(at() + "the YAML expands to more than " + std::to_string(kMaxYamlNodes) +
+                     " values (aliases repeated?): not a benchmark configuration");
+  }
+  if (n.IsSequence()) {
+    for (std::size_t i = 0; i < n.size(); ++i) check_yaml_size(n[i], where, depth + 1, nodes);
+  } else if (n.IsMap()) {
+    for (auto it = n.begin(); it != n.end(); ++it) {
+      check_yaml_size(it->first, where, depth + 1, nodes);
+      check_yaml_size(it->second, where, depth + 1, nodes);
+    }
+  }
+}
+
 YAML::Node parse_yaml(const std::string& text, const std::string& where) {
+  YAML::Node root;
   try {
-    return YAML::Load(text);
-  } catch (const YAML::ParserException& e) {
+    root = YAML::Load(text);
+  } catch (const YAML::DeepRecursion& e) {  // yaml-cpp's own limit, met before ours
+    throw InputError(where + ":" + std::to_string(e.mark.line + 1) + ": YAML nested deeper than " +
+                     std::to_string(kMaxDocumentDepth) + " levels: not a benchmark configuration");
+  } catch (const YAML::Exception& e) {  // syntax errors
     throw InputError(where + ":" + std::to_string(e.mark.line + 1) + ": YAML syntax error: " + e.msg);
   }
+  std::size_t nodes = 0;
+  check_yaml_size(root, where, 0, nodes);
+  return root;
 }
 
 // Sets root[a][b]... = value, making mappings on the way. `what` prefixes errors.
@@ -102,6 +137,8 @@ std::vector<Override> parse_sets(const std::vector<std::string>& sets) {
     } catch (const YAML::Exception& e) {
       throw InputError("--set " + o.path + ": cannot read '" + text + "' as a YAML value: " + e.msg);
     }
+    std::size_t nodes = 0;
+    check_yaml_size(o.value, "--set " + o.path, 0, nodes);
     out.push_back(o);
   }
   return out;
@@ -156,9 +193,9 @@ LoadedConfig load_bench_config(const std::string& file, const std::vector<std::s
       if (o.path.rfind("sweep.", 0) == 0) {
         if (!root["sweep"] || root["sweep"].IsNull()) root["sweep"] = YAML::Node(YAML::NodeType::Map);
         if (!root["sweep"].IsMap()) throw InputError("--set " + o.path + ": the file's sweep is not a mapping");
-        root["sweep"][o.path.substr(6)] = o.value;
+        root["sweep"][o.path.substr(6)] = YAML::Clone(o.value);
       } else {
-        set_path(root, o.path, o.value, "--set ");
+        set_path(root, o.path, YAML::Clone(o.value), "--set ");
       }
     }
     return root;
@@ -190,23 +227,37 @@ LoadedConfig load_bench_config(const std::string& file, const std::vector<std::s
     }
   }
 
+  // The grid's size, checked before it can overflow (8 axes of 256 values wrap a 64-bit count).
+  constexpr std::size_t kMaxPoints = 10000;
   std::size_t total = 1;
-  for (const auto& a : axes) total *= a.second.size();
-  if (total > 10000) throw InputError(file + ": sweep: " + std::to_string(total) + " points is too many (at most 10000)");
+  std::string shape;
+  for (const auto& a : axes) {
+    shape += (shape.empty() ? "" : " x ") + std::to_string(a.second.size());
+    if (total > kMaxPoints / a.second.size()) {
+      throw InputError(file + ": sweep: more than " + std::to_string(kMaxPoints) + " points (axes of " + shape +
+                       " values so far): sweep fewer keys or values");
+    }
+    total *= a.second.size();
+  }
   for (std::size_t p = 0; p < total; ++p) {
     YAML::Node root = p == 0 ? first : fresh_root();
-    root.remove("sweep");
-    BenchPoint point;
+    // Each point's values come from its own tree: assigning nodes of another tree merges that
+    // tree's node memory into this one, and the shared memory grew with every point (quadratic:
+    // 400 points took 26 s; found by fuzz/bench_yaml).
+    const YAML::Node sweep = axes.empty() ? YAML::Node() : YAML::Node(root["sweep"]);
+    std::vector<YAML::Node> values;
     std::size_t rest = p;
     std::vector<std::size_t> idx(axes.size());
     for (std::size_t a = axes.size(); a-- > 0;) {
       idx[a] = rest % axes[a].second.size();
       rest /= axes[a].second.size();
     }
+    for (std::size_t a = 0; a < axes.size(); ++a) values.push_back(sweep[axes[a].first][idx[a]]);
+    root.remove("sweep");
+    BenchPoint point;
     for (std::size_t a = 0; a < axes.size(); ++a) {
-      const YAML::Node value = axes[a].second[idx[a]];
-      set_path(root, axes[a].first, value, file + ": sweep.");
-      point.sweep_point[axes[a].first] = yaml_to_json(value);
+      set_path(root, axes[a].first, values[a], file + ": sweep.");
+      point.sweep_point[axes[a].first] = yaml_to_json(values[a]);
     }
     point.config = config_from_yaml(root, source);
     out.points.push_back(std::move(point));

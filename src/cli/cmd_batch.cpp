@@ -98,11 +98,15 @@ void print_summary(const Args& args, const batch::BatchSummary& s) {
   std::fflush(stdout);
 }
 
-std::shared_ptr<Runner> open_runner(const Args& args, const std::string& dir, const ReplicaShare& share) {
-  // A replica decodes up to --batch-size requests together: plan their KV caches.
+// A replica decodes up to --batch-size requests together: plan their KV caches. `run_context` > 0:
+// the longest request (prompt + max_tokens) sizes the scratch; 0: the model's context (MPI
+// workers do not see the requests).
+std::shared_ptr<Runner> open_runner(const Args& args, const std::string& dir, const ReplicaShare& share,
+                                    std::int64_t run_context = 0) {
   RunInputs in = run_inputs_from(args);
   in.replica = share;
   in.plan.batch = std::max<long long>(in.plan.batch, args.get_int("--batch-size"));
+  if (run_context > 0) in.engine.max_context = run_context;
   std::shared_ptr<ModelRun> run = plexus::open_model_run(in, dir);
   return std::shared_ptr<Runner>(run, run->runner);
 }
@@ -112,7 +116,7 @@ int coordinate(const Args& args, const std::string& dir, const batch::FaultInjec
   run_inputs_from(args);  // every run flag checked before any work, even when nothing is left to run
   const std::unique_ptr<Tokenizer> tok = load_tokenizer_if_any(dir);
   const std::string input = args.get("--input"), output = args.get("--output");
-  if (input == output || input == batch::errors_path(output)) throw InputError("--output must differ from --input");
+  batch::check_output_is_not_input(input, output);
   batch::ParsedInput parsed = read_input(args, dir, tok.get());
   const ModelConfig config = load_model_config(dir);
   const std::vector<std::int64_t> stops = stop_ids(args, config, tok.get());
@@ -142,16 +146,20 @@ int coordinate(const Args& args, const std::string& dir, const batch::FaultInjec
   std::set<std::string> done;
   std::unique_ptr<batch::Journal> journal;
   if (std::filesystem::exists(output)) {
-    journal = std::make_unique<batch::Journal>(output, batch::Journal::Mode::kResume);
+    journal = std::make_unique<batch::Journal>(output, batch::Journal::Mode::kResume, &batch::results_format());
     for (const Json& line : journal->existing()) {
       if (line.contains("id")) done.insert(line["id"].dump());
     }
   }
   bool pending = false;
-  for (const batch::BatchRequest& r : parsed.requests) pending = pending || !done.count(r.key);
+  std::int64_t run_context = 0;  // requests are checked against the model's context already
+  for (const batch::BatchRequest& r : parsed.requests) {
+    pending = pending || !done.count(r.key);
+    run_context = std::max(run_context, static_cast<std::int64_t>(r.seq.prompt.size()) + r.seq.max_tokens);
+  }
   std::vector<std::string> open_errors;
   const std::vector<std::shared_ptr<Runner>> runners =
-      pending ? batch::open_replicas(replicas, [&](int r) { return open_runner(args, dir, ReplicaShare{r, replicas}); }, &open_errors)
+      pending ? batch::open_replicas(replicas, [&](int r) { return open_runner(args, dir, ReplicaShare{r, replicas}, run_context); }, &open_errors)
               : std::vector<std::shared_ptr<Runner>>{};
   batch::Coordinator coordinator(std::move(parsed), input, tok.get(), co, std::move(journal));
   if (pending) batch::run_local_replicas(coordinator, runners, open_errors, batch_size, stops, faults);

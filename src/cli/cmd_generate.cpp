@@ -1,5 +1,6 @@
 // `plexus generate`: continue a prompt, printing text (or ids) as it comes, or JSON at the end.
 #include <cstdio>
+#include <limits>
 #include <optional>
 
 #include "cli/commands.h"
@@ -102,18 +103,22 @@ int cmd_generate(int argc, char** argv) {
   if (args.has("--prompt") == args.has("--ids")) throw InputError("give exactly one of --prompt TEXT or --ids LIST");
   GenerateOptions o = generation_options(args);
 
+  std::unique_ptr<Tokenizer> tok = load_tokenizer_if_any(dir);
+  const std::vector<std::int32_t> prompt =
+      args.has("--ids") ? ids_from_ids_option(args.get("--ids")) : ids_from_text(tok.get(), args.get("--prompt"), dir, "--prompt");
+  // Scratch for this run's sequences only (a 6-token run on a 2·10^8-position config took 3 GB);
+  // a sum past the model's context is left to the context check, which names both.
+  const auto prompt_len = static_cast<std::int64_t>(prompt.size());
+  const std::int64_t run_context = o.max_tokens <= std::numeric_limits<std::int64_t>::max() - prompt_len ? prompt_len + o.max_tokens : 0;
   // With --json, SIGINT / SIGTERM end the generation early and the JSON of what was generated
   // is still printed, with "interrupted": true (exit 130).
   std::optional<InterruptGuard> guard;
   if (args.get_flag("--json")) guard.emplace();
-  const std::unique_ptr<ModelRun> run = open_model_run(args, dir);
+  const std::unique_ptr<ModelRun> run = open_model_run(args, dir, {}, run_context);
   Runner& runner = *run->runner;
   const bool verbose = args.get_flag("--verbose");
   if (verbose && !run->plan_text.empty()) std::fprintf(stderr, "%s", run->plan_text.c_str());
   const long long batch = args.get_int("--batch");
-  std::unique_ptr<Tokenizer> tok = load_tokenizer_if_any(dir);
-  const std::vector<std::int32_t> prompt =
-      args.has("--ids") ? ids_from_ids_option(args.get("--ids")) : ids_from_text(tok.get(), args.get("--prompt"), dir, "--prompt");
   check_token_ids(prompt, runner.vocab_size(), "--ids");
   o.stop_ids = stop_ids(args, runner.config(), tok.get());
 

@@ -45,9 +45,11 @@ RunInputs run_inputs_from(const Args& args) {
   return in;
 }
 
-std::unique_ptr<ModelRun> open_model_run(const Args& args, const std::string& model_dir, const ReplicaShare& share) {
+std::unique_ptr<ModelRun> open_model_run(const Args& args, const std::string& model_dir, const ReplicaShare& share,
+                                         std::int64_t run_context) {
   RunInputs in = run_inputs_from(args);
   in.replica = share;
+  if (run_context > 0) in.engine.max_context = run_context;
   return plexus::open_model_run(in, model_dir);
 }
 

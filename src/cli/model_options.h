@@ -29,7 +29,10 @@ void add_run_options(Args& args);
 using plexus::ModelRun;
 using plexus::ReplicaShare;
 RunInputs run_inputs_from(const Args& args);
-std::unique_ptr<ModelRun> open_model_run(const Args& args, const std::string& model_dir, const ReplicaShare& share = {});
+// `run_context` > 0: the longest sequence this run holds (prompt + max tokens), so that scratch
+// is sized by the run, not by config.json's max_position_embeddings (0: the model's context).
+std::unique_ptr<ModelRun> open_model_run(const Args& args, const std::string& model_dir, const ReplicaShare& share = {},
+                                         std::int64_t run_context = 0);
 
 // The model directory's tokenizer, or null when it has none.
 std::unique_ptr<Tokenizer> load_tokenizer_if_any(const std::string& model_dir);

@@ -8,7 +8,35 @@
 
 namespace plexus {
 
+void check_json_depth(std::string_view text, const std::string& where, int max_depth) {
+  int depth = 0;
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;  // the escaped character cannot end the string
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > max_depth) {
+        throw InputError(where + ": JSON nested deeper than " + std::to_string(max_depth) + " levels (at byte " +
+                         std::to_string(i) + "); plexus reads documents nested at most " + std::to_string(max_depth) +
+                         " deep: this is not a file plexus can use");
+      }
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+}
+
 Json parse_json(const std::string& text, const std::string& where) {
+  check_json_depth(text, where);
   try {
     return Json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {

@@ -3,14 +3,25 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace plexus {
 
 using Json = nlohmann::json;
 
-// Parses a JSON file; InputError "FILE: invalid JSON at byte N: ..." on failure.
+// The deepest nesting of arrays and objects (JSON) or sequences and maps (YAML) that plexus
+// reads in any document: real configs, tokenizers, device maps and requests stay far below it,
+// and everything that walks a document (parsers, copies, printing) stays well inside the stack.
+inline constexpr int kMaxDocumentDepth = 256;
+
+// InputError "WHERE: nested deeper than 256 levels (at byte N) ..." when `text` nests arrays and
+// objects deeper than `max_depth`. Linear, allocation-free; run before any parse.
+void check_json_depth(std::string_view text, const std::string& where, int max_depth = kMaxDocumentDepth);
+
+// Parses a JSON file; InputError "FILE: invalid JSON at byte N: ..." on failure (numbers too
+// large for a double and nesting past kMaxDocumentDepth included).
 Json read_json_file(const std::string& path);
-// Parses text; `where` names the source in errors.
+// Parses text; `where` names the source in errors. Every JSON plexus reads goes through here.
 Json parse_json(const std::string& text, const std::string& where);
 
 // Typed field access with errors naming `where` and the key ("config.json: field

@@ -24,9 +24,25 @@ bool is_dir(const std::string& p) {
   return ::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-std::int64_t positive(const Json& j, const std::string& key, const std::string& where) {
+// Upper bounds on config.json's sizes, far above any real model (the largest have hidden_size
+// ~2^14, ~2^7 layers, vocabularies ~2^18): inside them every parameter count, byte size and
+// per-token size plexus derives fits a 64-bit integer, and nothing sized by them runs before
+// they are checked.
+constexpr std::int64_t kMaxHiddenSize = 1 << 20;
+constexpr std::int64_t kMaxIntermediateSize = 1 << 22;
+constexpr std::int64_t kMaxLayers = 4096;
+constexpr std::int64_t kMaxHeads = 4096;
+constexpr std::int64_t kMaxHeadDim = 1 << 14;
+constexpr std::int64_t kMaxVocab = 1 << 24;
+constexpr std::int64_t kMaxPositions = std::int64_t{1} << 30;
+
+std::int64_t positive(const Json& j, const std::string& key, const std::string& where, std::int64_t max) {
   const long long v = json_int(j, key, where);
   if (v <= 0) throw InputError(where + ": field '" + key + "' must be positive, got " + std::to_string(v));
+  if (v > max) {
+    throw InputError(where + ": field '" + key + "' is " + std::to_string(v) + ", above the " + std::to_string(max) +
+                     " plexus supports (no real model comes near): is config.json corrupt?");
+  }
   return v;
 }
 
@@ -68,20 +84,20 @@ ModelConfig parse_model_config(const Json& j, const std::string& where) {
                      "Qwen2ForCausalLM, Qwen3ForCausalLM");
   }
   c.architecture = arch;
-  c.hidden_size = positive(j, "hidden_size", where);
-  c.num_layers = positive(j, "num_hidden_layers", where);
-  c.num_heads = positive(j, "num_attention_heads", where);
+  c.hidden_size = positive(j, "hidden_size", where, kMaxHiddenSize);
+  c.num_layers = positive(j, "num_hidden_layers", where, kMaxLayers);
+  c.num_heads = positive(j, "num_attention_heads", where, kMaxHeads);
   c.num_kv_heads = j.contains("num_key_value_heads") && !j["num_key_value_heads"].is_null()
-                       ? positive(j, "num_key_value_heads", where)
+                       ? positive(j, "num_key_value_heads", where, kMaxHeads)
                        : c.num_heads;
-  c.intermediate_size = positive(j, "intermediate_size", where);
-  c.vocab_size = positive(j, "vocab_size", where);
+  c.intermediate_size = positive(j, "intermediate_size", where, kMaxIntermediateSize);
+  c.vocab_size = positive(j, "vocab_size", where, kMaxVocab);
   if (c.num_heads % c.num_kv_heads != 0) {
     throw InputError(where + ": num_attention_heads (" + std::to_string(c.num_heads) +
                      ") must be a multiple of num_key_value_heads (" + std::to_string(c.num_kv_heads) + ")");
   }
   if (j.contains("head_dim") && !j["head_dim"].is_null()) {
-    c.head_dim = positive(j, "head_dim", where);
+    c.head_dim = positive(j, "head_dim", where, kMaxHeadDim);
   } else {
     if (c.hidden_size % c.num_heads != 0) {
       throw InputError(where + ": hidden_size (" + std::to_string(c.hidden_size) +
@@ -90,7 +106,13 @@ ModelConfig parse_model_config(const Json& j, const std::string& where) {
     c.head_dim = c.hidden_size / c.num_heads;
   }
   if (c.head_dim % 2 != 0) throw InputError(where + ": head_dim must be even for rotary embeddings");
-  c.max_position_embeddings = json_int_or(j, "max_position_embeddings", 2048, where);
+  if (c.head_dim > kMaxHeadDim || c.num_heads * c.head_dim > kMaxHiddenSize) {
+    throw InputError(where + ": num_attention_heads x head_dim is " + std::to_string(c.num_heads * c.head_dim) + ", above the " +
+                     std::to_string(kMaxHiddenSize) + " plexus supports: is config.json corrupt?");
+  }
+  c.max_position_embeddings = j.contains("max_position_embeddings") && !j["max_position_embeddings"].is_null()
+                                  ? positive(j, "max_position_embeddings", where, kMaxPositions)
+                                  : 2048;
   c.rms_norm_eps = json_number_or(j, "rms_norm_eps", 1e-6, where);
   c.rope_theta = json_number_or(j, "rope_theta", 10000.0, where);
   c.tie_word_embeddings = json_bool_or(j, "tie_word_embeddings", false, where);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <set>
 
+#include "core/checked.h"
 #include "core/error.h"
 #include "model/checkpoint.h"
 
@@ -11,7 +12,7 @@ namespace plexus {
 
 std::int64_t ParamInfo::numel() const {
   std::int64_t n = 1;
-  for (std::int64_t d : shape) n *= d;
+  for (std::int64_t d : shape) n = checked_mul(n, d, "the element count of '" + name + "'");
   return n;
 }
 

@@ -2,7 +2,9 @@
 #include "model/safetensors.h"
 
 #include <algorithm>
+#include <limits>
 
+#include "core/checked.h"
 #include "core/error.h"
 #include "core/json.h"
 
@@ -10,7 +12,7 @@ namespace plexus {
 
 std::int64_t TensorInfo::numel() const {
   std::int64_t n = 1;
-  for (std::int64_t d : shape) n *= d;
+  for (std::int64_t d : shape) n = checked_mul(n, d, "the element count of tensor '" + name + "'");
   return n;
 }
 
@@ -83,6 +85,11 @@ std::vector<TensorInfo> parse_safetensors_header(const std::uint8_t* bytes, std:
     if (t.end > data_size) {
       throw InputError(w + ": data_offsets end " + std::to_string(t.end) + " lies past the data section (" +
                        std::to_string(data_size) + " bytes): the file is truncated or the offsets are wrong");
+    }
+    // numel <= 2^62 but numel * esize may not fit: [2^31, 2^31] F32 would wrap to 0 bytes.
+    if (numel > std::numeric_limits<std::uint64_t>::max() / esize) {
+      throw InputError(w + ": shape " + e["shape"].dump() + " of " + t.dtype_name +
+                       " needs more bytes than a 64-bit size holds: the header is corrupt");
     }
     if (t.end - t.begin != numel * esize) {
       throw InputError(w + ": shape and dtype need " + std::to_string(numel * esize) + " bytes but data_offsets hold " +

@@ -6,7 +6,9 @@
 #include "core/error.h"
 #include "monitor/host_source.h"
 #include "monitor/nvml_source.h"
+#include "monitor/plausibility.h"
 #include "monitor/rocm_source.h"
+#include "monitor/timed_source.h"
 
 namespace plexus {
 
@@ -27,7 +29,21 @@ SourceOptions source_options_from(const DeviceOptions& devices) {
   return options;
 }
 
-MonitorSession::MonitorSession(std::vector<std::unique_ptr<MetricSource>> sources) : sources_(std::move(sources)) {}
+MonitorSession::MonitorSession(std::vector<std::unique_ptr<MetricSource>> sources, std::chrono::milliseconds call_limit) {
+  for (auto& source : sources) {
+    auto timed = std::make_unique<TimedSource>(std::move(source), call_limit);
+    timed_.push_back(timed.get());
+    sources_.push_back(std::move(timed));
+  }
+}
+
+std::vector<std::string> MonitorSession::problems() const {
+  std::vector<std::string> out;
+  for (const TimedSource* t : timed_) {
+    if (!t->problem().empty()) out.push_back(t->problem());
+  }
+  return out;
+}
 
 MonitorSession::~MonitorSession() {
   if (running_) stop();
@@ -37,6 +53,7 @@ Sample MonitorSession::take_sample() {
   Sample s;
   s.t_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
   for (MetricSource* source : open_) source->sample(s.readings);
+  for (DeviceReading& r : s.readings) drop_implausible(r);
   s.t_end_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
   return s;
 }
@@ -126,9 +143,13 @@ MonitorSummary MonitorSession::stop() {
   for (MetricSource* source : open_) source->close();
   csv_.reset();
   MonitorSummary summary = summarize(samples_, idle_);
-  summary.sampler_cpu_s = sampler_cpu_s_;
+  double source_cpu_s = 0;  // the readings themselves run on the sources' helper threads
+  for (const TimedSource* t : timed_) source_cpu_s += t->cpu_seconds();
+  summary.sampler_cpu_s = sampler_cpu_s_ + source_cpu_s;
   summary.interval_ms = options_.interval_ms;  // as configured (summarize() gives the mean spacing)
   if (options_.idle_baseline_s > 0) summary.idle_baseline_s = options_.idle_baseline_s;
+  const std::vector<std::string> late = problems();
+  summary.problems.insert(summary.problems.end(), late.begin(), late.end());
   return summary;
 }
 

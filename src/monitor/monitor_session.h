@@ -21,6 +21,7 @@
 #include "monitor/metric_source.h"
 #include "monitor/sample_csv.h"
 #include "monitor/summary.h"
+#include "monitor/timed_source.h"
 
 namespace plexus {
 
@@ -46,7 +47,10 @@ SourceOptions source_options_from(const DeviceOptions& devices);
 
 class MonitorSession {
  public:
-  explicit MonitorSession(std::vector<std::unique_ptr<MetricSource>> sources);
+  // Every source's calls run with `call_limit` (TimedSource): a hung driver is abandoned, its
+  // devices count as lost, and problems() says so.
+  explicit MonitorSession(std::vector<std::unique_ptr<MetricSource>> sources,
+                          std::chrono::milliseconds call_limit = driver_call_limit());
   ~MonitorSession();  // stops the thread if still running
   MonitorSession(const MonitorSession&) = delete;
   MonitorSession& operator=(const MonitorSession&) = delete;
@@ -66,13 +70,16 @@ class MonitorSession {
   std::optional<std::string> csv_error() const;
   // "nvml: libnvidia-ml.so.1: cannot open shared object file" per source that could not open.
   const std::vector<std::string>& unavailable() const { return unavailable_; }
+  // Sources abandoned because a call overran its time limit, one line each.
+  std::vector<std::string> problems() const;
 
  private:
   Sample take_sample();
   void record(Sample sample);
   void loop();
 
-  std::vector<std::unique_ptr<MetricSource>> sources_;
+  std::vector<std::unique_ptr<MetricSource>> sources_;  // TimedSource each
+  std::vector<const TimedSource*> timed_;
   std::vector<MetricSource*> open_;
   std::vector<std::string> unavailable_;
   MonitorOptions options_;

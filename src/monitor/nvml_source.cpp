@@ -1,5 +1,6 @@
 // One NVML query per metric per device per tick; failures leave the field empty.
 #include "monitor/nvml_source.h"
+#include "backend/driver_string.h"
 
 #include <algorithm>
 
@@ -15,7 +16,7 @@ bool NvmlSource::open(std::string* why) {
   for (std::size_t i = 0; i < nvml_->devices().size(); ++i) {
     char text[128] = {};
     nvmlDevice_t h = nvml_->devices()[i];
-    if (h != nullptr && a.name != nullptr && a.name(h, text, sizeof text) == kNvmlSuccess) names_.push_back(text);
+    if (h != nullptr && a.name != nullptr && a.name(h, text, sizeof text) == kNvmlSuccess) names_.push_back(driver_string(text, sizeof text));
     else names_.push_back("NVIDIA GPU " + std::to_string(i));
   }
   return true;

@@ -23,6 +23,7 @@ struct DeviceReading {
   std::optional<std::uint64_t> throttle_reasons;  // NVML clock-event bit mask
   std::optional<double> energy_counter_j;          // monotonic energy counter, arbitrary origin
   std::optional<double> process_rss_mb;            // this process's resident memory (host only)
+  int dropped = 0;  // values outside physical bounds removed from this reading (plausibility.h)
 
   // "0", "1", ... or "cpu".
   std::string key() const { return index < 0 ? std::string("cpu") : std::to_string(index); }

@@ -1,5 +1,6 @@
 // ROCm SMI queries per tick; failures leave the field empty.
 #include "monitor/rocm_source.h"
+#include "backend/driver_string.h"
 
 #include <algorithm>
 
@@ -24,7 +25,7 @@ void RocmSource::sample(std::vector<DeviceReading>& out) {
     r.index = index;
     r.kind = DeviceKind::kRocm;
     char text[128] = {};
-    r.name = a.name != nullptr && a.name(i, text, sizeof text) == 0 ? std::string(text) : "AMD GPU " + std::to_string(i);
+    r.name = a.name != nullptr && a.name(i, text, sizeof text) == 0 ? driver_string(text, sizeof text) : "AMD GPU " + std::to_string(i);
     std::uint32_t busy = 0;
     if (a.busy_percent != nullptr && a.busy_percent(i, &busy) == 0) r.utilization_percent = busy;
     std::uint64_t total = 0, used = 0;

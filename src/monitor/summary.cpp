@@ -4,12 +4,16 @@
 #include <algorithm>
 #include <functional>
 
+#include "monitor/plausibility.h"
+
 namespace plexus {
 
 const char* energy_method_name(EnergyMethod method) {
   switch (method) {
     case EnergyMethod::kCounter: return "counter";
+    case EnergyMethod::kCounterPower: return "counter+power";
     case EnergyMethod::kPowerIntegration: return "power-integration";
+    case EnergyMethod::kPartial: return "partial";
     case EnergyMethod::kUnavailable: return "unavailable";
   }
   return "unavailable";
@@ -60,33 +64,102 @@ std::optional<std::pair<double, double>> integrate_power(const Series& s) {
   return std::make_pair(energy, covered);
 }
 
-DeviceSummary summarize_device(const Series& s, const IdleBaseline& idle) {
+struct Energy {
+  double joules = 0, covered_s = 0;
+  bool by_counter = false, by_power = false;
+  int resets = 0, dropped = 0;
+};
+
+// Interval by interval: the counter's step where it is plausible, else the power trapezoid.
+Energy account_energy(const Series& s) {
+  Energy e;
+  // A counter value that jumps up faster than any device draws power is a fault: dropped, and
+  // the next value is compared with the last good one.
+  std::vector<std::optional<double>> counter(s.r.size());
+  std::optional<std::size_t> last_good;
+  for (std::size_t i = 0; i < s.r.size(); ++i) {
+    counter[i] = s.r[i]->energy_counter_j;
+    if (!counter[i]) continue;
+    if (last_good) {
+      const double dt = s.t[i] - s.t[*last_good];
+      if (*counter[i] - *counter[*last_good] > kMaxPlausiblePowerW * std::max(dt, 1e-3)) {
+        counter[i].reset();
+        ++e.dropped;
+        continue;
+      }
+    }
+    last_good = i;
+  }
+  for (std::size_t i = 1; i < s.r.size(); ++i) {
+    const DeviceReading& a = *s.r[i - 1];
+    const DeviceReading& b = *s.r[i];
+    const double dt = s.t[i] - s.t[i - 1];
+    if (counter[i - 1] && counter[i]) {
+      const double step = *counter[i] - *counter[i - 1];
+      if (step >= 0) {
+        e.joules += step;
+        e.covered_s += dt;
+        e.by_counter = true;
+        continue;
+      }
+      ++e.resets;  // a reset or wrap: this interval from power, if there is any
+    }
+    if (a.power_w && b.power_w) {
+      e.joules += (*a.power_w + *b.power_w) / 2 * dt;
+      e.covered_s += dt;
+      e.by_power = true;
+    }
+  }
+  return e;
+}
+
+bool has_any_value(const DeviceReading& r) {
+  return r.power_w || r.energy_counter_j || r.utilization_percent || r.memory_used_mb || r.temperature_c || r.sm_clock_mhz;
+}
+
+// `session_span`: first to last sample of the whole session (a lost device's series ends early).
+DeviceSummary summarize_device(const Series& s, const IdleBaseline& idle, double session_t0, double session_t1) {
   const DeviceReading& first = *s.r.front();
-  const DeviceReading& last = *s.r.back();
   DeviceSummary d;
   d.index = first.index;
   d.kind = first.kind;
   d.name = first.name;
   d.samples = static_cast<int>(s.r.size());
-  const double span = s.t.back() - s.t.front();
+  const double span = session_t1 - session_t0;
+  for (const DeviceReading* r : s.r) d.dropped_readings += r->dropped;
+  // Lost: it answered, then gave no value (or no reading at all) up to the session's end.
+  std::size_t last_alive = s.r.size();
+  for (std::size_t i = s.r.size(); i-- > 0;) {
+    if (has_any_value(*s.r[i])) {
+      last_alive = i;
+      break;
+    }
+  }
+  if (last_alive < s.r.size() && (last_alive + 1 < s.r.size() || s.t.back() < session_t1)) {
+    d.lost_at_s = s.t[last_alive] - session_t0;
+  }
 
   const Stats power = stats_of(s, [](const DeviceReading& r) { return r.power_w; });
   d.max_power_w = power.max;
   const auto integrated = integrate_power(s);
-  if (first.energy_counter_j && last.energy_counter_j && *last.energy_counter_j >= *first.energy_counter_j &&
-      s.r.size() >= 2) {
-    d.energy_j = *last.energy_counter_j - *first.energy_counter_j;
-    d.energy_method = EnergyMethod::kCounter;
-  } else if (integrated) {
-    d.energy_j = integrated->first;
-    d.energy_method = EnergyMethod::kPowerIntegration;
+  const Energy e = account_energy(s);
+  d.energy_counter_resets = e.resets;
+  d.dropped_readings += e.dropped;
+  if (e.by_counter || e.by_power) {
+    d.energy_j = e.joules;
+    d.energy_covered_s = e.covered_s;
+    const bool whole = e.covered_s >= span * (1 - 1e-9) - 1e-9;
+    if (!whole) d.energy_method = EnergyMethod::kPartial;
+    else if (e.by_counter && e.by_power) d.energy_method = EnergyMethod::kCounterPower;
+    else if (e.by_counter) d.energy_method = EnergyMethod::kCounter;
+    else d.energy_method = EnergyMethod::kPowerIntegration;
   }
   if (integrated && integrated->second > 0) d.avg_power_w = integrated->first / integrated->second;
-  else if (d.energy_j && span > 0) d.avg_power_w = *d.energy_j / span;
+  else if (d.energy_j && d.energy_covered_s && *d.energy_covered_s > 0) d.avg_power_w = *d.energy_j / *d.energy_covered_s;
   else d.avg_power_w = power.avg;
   if (const auto it = idle.find(first.key()); it != idle.end()) {
     d.idle_power_w = it->second;
-    if (d.energy_j) d.energy_above_idle_j = *d.energy_j - it->second * span;
+    if (d.energy_j) d.energy_above_idle_j = *d.energy_j - it->second * d.energy_covered_s.value_or(span);
   }
 
   const Stats util = stats_of(s, [](const DeviceReading& r) { return r.utilization_percent; });
@@ -132,7 +205,9 @@ MonitorSummary summarize(const std::vector<Sample>& samples, const IdleBaseline&
   if (samples.size() >= 2) out.interval_ms = out.duration_s / static_cast<double>(samples.size() - 1) * 1e3;
   std::vector<std::string> order;
   const auto by_key = group(samples, order);
-  for (const std::string& key : order) out.devices.push_back(summarize_device(by_key.at(key), idle));
+  for (const std::string& key : order) {
+    out.devices.push_back(summarize_device(by_key.at(key), idle, samples.front().t_s, samples.back().t_s));
+  }
   std::stable_sort(out.devices.begin(), out.devices.end(), [](const DeviceSummary& a, const DeviceSummary& b) {
     return (a.index < 0 ? 1 << 30 : a.index) < (b.index < 0 ? 1 << 30 : b.index);
   });
@@ -188,6 +263,10 @@ Json device_json(const DeviceSummary& d) {
          {"max_power_w", or_null(d.max_power_w)},
          {"energy_j", or_null(d.energy_j)},
          {"energy_method", energy_method_name(d.energy_method)},
+         {"energy_covered_s", or_null(d.energy_covered_s)},
+         {"energy_counter_resets", d.energy_counter_resets},
+         {"lost_at_s", or_null(d.lost_at_s)},
+         {"dropped_readings", d.dropped_readings},
          {"idle_power_w", or_null(d.idle_power_w)},
          {"energy_above_idle_j", or_null(d.energy_above_idle_j)},
          {"avg_utilization_percent", or_null(d.avg_utilization_percent)},
@@ -235,7 +314,8 @@ Json to_json(const MonitorSummary& s) {
                 {"total_energy_j", or_null(a.total_energy_j)},
                 {"total_energy_above_idle_j", or_null(a.total_energy_above_idle_j)},
                 {"total_avg_power_w", or_null(a.total_avg_power_w)}}},
-              {"sampler", sampler}};
+              {"sampler", sampler},
+              {"problems", s.problems}};
 }
 
 }  // namespace plexus

@@ -11,8 +11,13 @@
 
 namespace plexus {
 
-enum class EnergyMethod { kCounter, kPowerIntegration, kUnavailable };
-const char* energy_method_name(EnergyMethod method);  // "counter", "power-integration", "unavailable"
+// kCounter: the energy counter over the whole session; kCounterPower: the counter, with power
+// integrated over the intervals where it reset (or was missing); kPowerIntegration: power only;
+// kPartial: some of the session is not covered (the device was lost, its driver hung or stopped
+// answering): energy_covered_s says how much is.
+enum class EnergyMethod { kCounter, kCounterPower, kPowerIntegration, kPartial, kUnavailable };
+// "counter", "counter+power", "power-integration", "partial", "unavailable"
+const char* energy_method_name(EnergyMethod method);
 
 struct DeviceSummary {
   int index = -1;  // -1: the host ("cpu")
@@ -22,6 +27,10 @@ struct DeviceSummary {
   std::optional<double> avg_power_w, max_power_w;  // avg is time-weighted (energy / duration)
   std::optional<double> energy_j;
   EnergyMethod energy_method = EnergyMethod::kUnavailable;
+  std::optional<double> energy_covered_s;  // seconds of the session energy_j covers
+  int energy_counter_resets = 0;           // counter steps backwards (a reset or wrap)
+  std::optional<double> lost_at_s;         // the device stopped answering here (session time)
+  int dropped_readings = 0;                // values outside physical bounds (plausibility.h)
   std::optional<double> idle_power_w, energy_above_idle_j;  // with an idle baseline
   std::optional<double> avg_utilization_percent, max_utilization_percent;
   std::optional<double> avg_memory_utilization_percent;
@@ -58,10 +67,13 @@ struct MonitorSummary {
   AggregateSummary aggregate;
   std::optional<double> sampler_cpu_s;  // CPU time the sampler thread used
   std::optional<double> idle_baseline_s;
+  std::vector<std::string> problems;  // e.g. a source abandoned after a call overran its limit
 };
 
-// Energy: the counter delta when a device has a counter in the first and last sample (and it
-// did not go backwards), else power integrated with the trapezoid rule, else unavailable.
+// Energy per interval between consecutive samples: the counter's step when both ends have a
+// counter and the step is plausible (not backwards, not above kMaxPlausiblePowerW), else power
+// integrated with the trapezoid rule when both ends have power, else the interval is not
+// covered. The method says which were used (see EnergyMethod).
 MonitorSummary summarize(const std::vector<Sample>& samples, const IdleBaseline& idle = {});
 
 // Average power per device over `samples` (time-weighted), for an idle baseline.

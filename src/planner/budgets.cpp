@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "core/checked.h"
 #include "core/error.h"
 #include "core/units.h"
 
@@ -45,7 +46,7 @@ std::vector<DeviceId> Budgets::accelerators() const {
 std::uint64_t Budgets::accelerator_total() const {
   std::uint64_t t = 0;
   for (const DeviceBudget& b : list_) {
-    if (b.device.is_accelerator()) t += b.bytes;
+    if (b.device.is_accelerator()) t = checked_add_u64(t, b.bytes, "--max-memory: the accelerators' budgets added up");
   }
   return t;
 }
@@ -82,11 +83,18 @@ Budgets parse_max_memory(const std::string& text) {
     const std::string key = entry.substr(0, eq), value = entry.substr(eq + 1);
     const DeviceId d = DeviceId::parse(key, "--max-memory entry '" + entry + "'");
     if (out.has(d)) throw InputError("--max-memory: device " + d.to_string() + " is given twice");
+    std::uint64_t bytes = 0;
     try {
-      out.set(d, parse_memory_size(value));
+      bytes = parse_memory_size(value);
     } catch (const InputError& e) {
       throw InputError("--max-memory: entry '" + entry + "': " + e.what());
     }
+    // Plans compute in signed 64-bit sizes: a budget past 2^62 (4 EiB, beyond any machine) would
+    // wrap negative there.
+    if (bytes > (std::uint64_t{1} << 62)) {
+      throw InputError("--max-memory: entry '" + entry + "' is more than 4 EiB; give the device's real memory");
+    }
+    out.set(d, bytes);
   }
   if (out.list().empty()) throw InputError("--max-memory: no budgets given; write e.g. \"0=10GiB,cpu=64GiB\"");
   return out;

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "core/checked.h"
+#include "core/error.h"
 #include "planner/sized_tree.h"
 
 namespace plexus {
@@ -14,22 +16,43 @@ std::int64_t kv_bytes_per_token_per_layer(const ModelConfig& c, WeightDType weig
 }
 
 std::int64_t kv_bytes_per_token(const ModelConfig& c, WeightDType weights) {
-  return kv_bytes_per_token_per_layer(c, weights) * c.num_layers;
+  return checked_mul(kv_bytes_per_token_per_layer(c, weights), c.num_layers, "the KV-cache bytes per token");
 }
 
 std::int64_t activation_bytes(const ModelConfig& c, std::int64_t batch, std::int64_t chunk, std::int64_t context) {
   chunk = std::min(chunk, context);
+  // config.json's sizes are bounded (model/config.cpp), so per_position fits; batch and context
+  // come from flags and multiply it.
   const std::int64_t per_position = 2 * c.hidden_size + c.q_dim() + 2 * c.kv_dim() + c.q_dim() + 2 * c.intermediate_size;
-  const std::int64_t scores = c.num_heads * context;
-  return batch * chunk * (per_position + scores) * 4;
+  const std::string what = "the activation bytes (batch " + std::to_string(batch) + " x context " + std::to_string(context) + ")";
+  const std::int64_t scores = checked_mul(c.num_heads, context, what);
+  return checked_mul(checked_mul(checked_mul(batch, chunk, what), checked_add(per_position, scores, what), what), 4, what);
 }
 
-std::int64_t logits_bytes(const ModelConfig& c, std::int64_t batch) { return batch * c.vocab_size * 4; }
+std::int64_t logits_bytes(const ModelConfig& c, std::int64_t batch) {
+  return checked_mul(checked_mul(batch, c.vocab_size, "the logits bytes"), 4, "the logits bytes");
+}
+
+void check_plan_sizes(const ModelConfig& c, WeightDType dtype, std::int64_t weights_bytes, std::int64_t context,
+                      std::int64_t batch, std::int64_t chunk) {
+  const std::string kv_what = "the KV cache (--context " + std::to_string(context) + " x --batch " + std::to_string(batch) + ")";
+  const std::int64_t kv = context > 0 ? checked_mul(checked_mul(kv_bytes_per_token(c, dtype), context, kv_what), batch, kv_what) : 0;
+  const std::int64_t act = context > 0 ? activation_bytes(c, batch, chunk, context) : 0;
+  const std::int64_t logits = context > 0 ? logits_bytes(c, batch) : 0;
+  const auto refuse = [](const std::string& what, std::int64_t bytes) {
+    if (bytes > kMaxPlanPartBytes) {
+      throw InputError(what + " needs " + std::to_string(bytes) + " bytes, more than the 1 EiB plexus plans for: lower --context/--batch");
+    }
+  };
+  refuse("the weights with " + kv_what, checked_add(weights_bytes, kv, "the weights with " + kv_what));
+  refuse("the activation workspace", act);
+  refuse("the logits", logits);
+}
 
 ModelEstimate estimate_model(const ModuleTree& tree) {
   ModelEstimate e;
   for (const ParamInfo& p : tree.params()) {
-    if (!p.tied_to) e.num_params += p.numel();
+    if (!p.tied_to) e.num_params = checked_add(e.num_params, p.numel(), "the parameter count");
   }
   const ModelConfig& c = tree.config();
   for (WeightDType d : {WeightDType::kF32, WeightDType::kBF16, WeightDType::kF16, WeightDType::kInt8, WeightDType::kInt4}) {
@@ -56,7 +79,8 @@ ModelEstimate estimate_model(const ModuleTree& tree) {
   std::sort(contexts.begin(), contexts.end());
   for (std::int64_t ctx : contexts) {
     for (std::int64_t b : {1, 8, 32}) {
-      e.kv_table.push_back(KvCell{ctx, b, ctx * b * kv_bytes_per_token(c, WeightDType::kBF16)});
+      const std::string what = "the KV cache of " + std::to_string(b) + " x " + std::to_string(ctx) + " tokens";
+      e.kv_table.push_back(KvCell{ctx, b, checked_mul(checked_mul(ctx, b, what), kv_bytes_per_token(c, WeightDType::kBF16), what)});
     }
   }
   return e;

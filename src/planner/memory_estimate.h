@@ -22,6 +22,15 @@ std::int64_t activation_bytes(const ModelConfig& c, std::int64_t batch, std::int
 // float32 logits for the last position of each sequence (batch × vocab).
 std::int64_t logits_bytes(const ModelConfig& c, std::int64_t batch);
 
+// What a plan adds up stays below 2^62 when each part is at most this (1 EiB): weights + the
+// KV cache of every layer, the activations, the logits.
+inline constexpr std::int64_t kMaxPlanPartBytes = std::int64_t{1} << 60;
+// InputError (exit 2) naming the part when `weights_bytes` + the KV cache of `context` × `batch`
+// tokens in every layer, the activations or the logits exceed kMaxPlanPartBytes — checked before
+// planning, so that no sum a planner forms can overflow.
+void check_plan_sizes(const ModelConfig& c, WeightDType dtype, std::int64_t weights_bytes, std::int64_t context,
+                      std::int64_t batch, std::int64_t chunk);
+
 struct DTypeEstimate {
   WeightDType dtype;
   std::int64_t total_bytes = 0;          // every parameter once (tied storage once)

@@ -7,6 +7,7 @@
 #include <map>
 #include <unordered_map>
 
+#include "core/checked.h"
 #include "core/error.h"
 #include "core/nearest_name.h"
 #include "core/units.h"
@@ -309,6 +310,7 @@ Plan plan_model(const ModuleTree& tree, const PlanRequest& r_in) {
   clamp_context(tree, &r, &plan);
   plan.runtime = r.runtime;
   const SizedTree sized = SizedTree::build(tree, r.dtype);
+  check_plan_sizes(tree.config(), r.dtype, sized.total_bytes(), r.runtime.context, r.runtime.batch, r.runtime.prefill_chunk);
   switch (r.strategy) {
     case Strategy::kSequential:
       plan.planned_budgets = r.budgets;
@@ -402,7 +404,9 @@ Plan plan_from_device_map(const ModuleTree& tree, const DeviceMap& map, const Pl
   plan.planned_budgets = r.budgets;
   plan.device_map = map;
   plan.custom = true;
-  fill_report(tree, SizedTree::build(tree, r.dtype), r, &plan);
+  const SizedTree sized = SizedTree::build(tree, r.dtype);
+  check_plan_sizes(tree.config(), r.dtype, sized.total_bytes(), r.runtime.context, r.runtime.batch, r.runtime.prefill_chunk);
+  fill_report(tree, sized, r, &plan);
   for (const DeviceReport& d : plan.devices) {
     if (d.device.kind() == TargetKind::kDisk && d.weights_bytes > 0 && !r.allow_disk && !r.budgets.has(d.device)) {
       throw InputError("device map sends weights to disk but disk offload is not enabled: pass --offload-disk");

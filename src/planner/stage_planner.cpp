@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "core/checked.h"
 #include "core/units.h"
 #include "model/kv_cache.h"
 #include "planner/memory_estimate.h"
@@ -161,7 +162,8 @@ StagePlan plan_stages(const SizedTree& t, const ModelConfig& c, const Budgets& b
   std::vector<int> nodes;
   collect_units(t, SizedTree::kRoot, &nodes);
   const bool run = shape.context > 0;
-  const std::int64_t kv_layer = run ? shape.batch * KvCache::bytes_for(1, c.num_kv_heads, c.head_dim, shape.context) : 0;
+  const std::int64_t kv_layer =
+      run ? checked_mul(KvCache::bytes_for(1, c.num_kv_heads, c.head_dim, shape.context), shape.batch, "the KV cache per layer") : 0;
   const std::int64_t tokens = std::max<std::int64_t>(1, shape.batch_tokens);
   // One stage's scratch: the layer workspace and the stage's activations.
   const std::int64_t act =

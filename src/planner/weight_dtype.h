@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <string_view>
 
+#include "core/checked.h"
+
 namespace plexus {
 
 enum class WeightDType { kF32, kBF16, kF16, kInt8, kInt4 };
@@ -21,6 +23,6 @@ int weight_bits_linear(WeightDType t);
 // bitsandbytes-style quantization does.
 int weight_bits_other(WeightDType t);
 // Bytes for `numel` elements of `bits` each, rounded up to a whole byte.
-inline std::int64_t bytes_for(std::int64_t numel, int bits) { return (numel * bits + 7) / 8; }
+inline std::int64_t bytes_for(std::int64_t numel, int bits) { return (checked_mul(numel, bits, "a tensor's bit count") + 7) / 8; }
 
 }  // namespace plexus

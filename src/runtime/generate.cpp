@@ -18,8 +18,8 @@ namespace {
 void check_lengths(const Runner& runner, std::size_t prompt_tokens, const GenerateOptions& options) {
   if (prompt_tokens == 0) throw InputError("the prompt is empty: give at least one token");
   if (options.max_tokens < 1) throw InputError("--max-tokens must be at least 1");
-  const std::int64_t total = static_cast<std::int64_t>(prompt_tokens) + options.max_tokens;
-  if (total > runner.max_context()) {
+  // Compared without the sum, which overflows for --max-tokens near 2^63.
+  if (options.max_tokens > runner.max_context() - static_cast<std::int64_t>(prompt_tokens)) {
     throw InputError("prompt (" + std::to_string(prompt_tokens) + " tokens) + --max-tokens (" +
                      std::to_string(options.max_tokens) + ") exceeds the model's context of " +
                      std::to_string(runner.max_context()) +

@@ -100,6 +100,12 @@ void Regex::find_all(std::string_view subject, std::vector<Match>& out) const {
       pcre2_match_data_free(md);
       PCRE2_UCHAR msg[256];
       pcre2_get_error_message(rc, msg, sizeof msg);
+      if (rc == PCRE2_ERROR_MATCHLIMIT || rc == PCRE2_ERROR_DEPTHLIMIT || rc == PCRE2_ERROR_HEAPLIMIT) {
+        // The text, not the program: e.g. 10 MB of spaces is one piece too long to split.
+        throw InputError("this text cannot be tokenized: the pre-tokenizer's regex hit the regex engine's limit (" +
+                         std::string(reinterpret_cast<const char*>(msg)) + ") on a " + std::to_string(subject.size()) +
+                         "-byte run of text; split the text or shorten long runs of whitespace or symbols");
+      }
       throw RuntimeError("regex '" + pattern_ + "' failed on a " + std::to_string(subject.size()) +
                          "-byte piece: " + reinterpret_cast<const char*>(msg));
     }

@@ -22,6 +22,19 @@ testing::ProcessResult run(const std::string& library, const std::string& script
 
 }  // namespace
 
+TEST(DetectCli, AHungDriverIsLeftOutNotWaitedFor) {
+  // Every NVML query of the GPU blocks for an hour: detect (and every run) hung before.
+  const testing::ProcessResult timed = testing::run_command(
+      "env -u PLEXUS_VIRTUAL_DEVICES PLEXUS_DRIVER_TIMEOUT_MS=300 PLEXUS_NVML_LIBRARY=" + testing::shell_quote(FAKE_NVML_LIBRARY) +
+      " PLEXUS_FAKE_NVML_SCRIPT=" + testing::shell_quote(std::string(PLEXUS_SOURCE_DIR) + "/tests/backend/data/hung_gpu.json") +
+      " PLEXUS_ROCM_SMI_LIBRARY=/nonexistent/librocm_smi64.so " + testing::shell_quote(PLEXUS_BINARY) + " detect --json");
+  ASSERT_EQ(timed.exit_code, 0) << timed.err;
+  const Json j = Json::parse(timed.out);
+  EXPECT_NE(j["sources"]["nvml"].get<std::string>().find("NVML gave no answer within 300 ms"), std::string::npos) << timed.out;
+  ASSERT_EQ(j["devices"].size(), 1u);  // the host only
+  EXPECT_EQ(j["devices"][0]["index"], "cpu");
+}
+
 TEST(DetectCli, JsonListsGpusTopologyAndHost) {
   const testing::ProcessResult r = run(FAKE_NVML_LIBRARY, "four_gpus.json", "detect --json");
   ASSERT_EQ(r.exit_code, 0) << r.out;

@@ -44,8 +44,26 @@ double elapsed_s() { return now_s() - state().start_s; }
 nvmlDevice_st* device_of(nvmlDevice_t h) { return h; }
 const nlohmann::json& spec(nvmlDevice_t h) { return device_of(h)->spec; }
 
+// Faults a device can script (seconds since nvmlInit):
+//   "hang_after_s": T      every reading query after T blocks (a hung driver; an hour)
+//   "lost_after_s": T      every query after T fails with GPU_IS_LOST (the GPU fell off the bus)
+//   "energy_reset_at_s": T the energy counter restarts from 0 at T (a driver reload)
+//   "power_mw_raw": N      power readings return N mW as is (4294967295: NVML's 4.29 MW fault)
+//   "name_unterminated": true  the name fills the caller's whole buffer, without a NUL
+int scripted_fault(nvmlDevice_t h) {
+  const auto& s = spec(h);
+  const double t = elapsed_s();
+  if (s.contains("hang_after_s") && t > s["hang_after_s"].get<double>()) {
+    timespec hour{3600, 0};
+    nanosleep(&hour, nullptr);
+  }
+  if (s.contains("lost_after_s") && t > s["lost_after_s"].get<double>()) return kNvmlErrorGpuIsLost;
+  return kNvmlSuccess;
+}
+
 // Scripted error for one query: {"errors": {"memory_info": 15}} on a device.
 int scripted_error(nvmlDevice_t h, const char* query) {
+  if (int rc = scripted_fault(h)) return rc;
   const auto& s = spec(h);
   if (s.contains("errors") && s["errors"].contains(query)) return s["errors"][query].get<int>();
   return kNvmlSuccess;
@@ -112,6 +130,10 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned index, nvmlDevic
 }
 
 FAKE_EXPORT nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t h, char* out, unsigned length) {
+  if (spec(h).value("name_unterminated", false)) {
+    std::memset(out, 'X', length);
+    return kNvmlSuccess;
+  }
   return copy_string(spec(h).value("name", "Fake GPU"), out, length);
 }
 
@@ -134,13 +156,19 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t h, nvmlPciInfo_t* 
 }
 
 FAKE_EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t h, nvmlUtilization_t* u) {
+  if (int rc = scripted_fault(h)) return rc;
   u->gpu = spec(h).value("utilization", 0u);
   u->memory = spec(h).value("memory_utilization", 0u);
   return kNvmlSuccess;
 }
 
 FAKE_EXPORT nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t h, unsigned* milliwatts) {
+  if (int rc = scripted_fault(h)) return rc;
   if (!spec(h).contains("power_w")) return kNvmlErrorNotSupported;
+  if (spec(h).contains("power_mw_raw")) {
+    *milliwatts = spec(h)["power_mw_raw"].get<unsigned>();
+    return kNvmlSuccess;
+  }
   *milliwatts = static_cast<unsigned>(power_w(h, elapsed_s()) * 1000.0 + 0.5);
   return kNvmlSuccess;
 }
@@ -163,10 +191,16 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetMaxClockInfo(nvmlDevice_t h, int type, uns
 
 // Energy since nvmlInit (plus an offset) in mJ: the exact integral of the scripted power.
 FAKE_EXPORT nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t h, unsigned long long* millijoules) {
+  if (int rc = scripted_fault(h)) return rc;
   if (!spec(h).contains("power_w")) return kNvmlErrorNotSupported;
   const double t = elapsed_s();
-  const double joules = spec(h).value("energy_offset_j", 0.0) + spec(h).value("power_w", 0.0) * t +
-                        spec(h).value("power_ramp_w_per_s", 0.0) * t * t / 2;
+  const auto integral = [&](double x) {
+    return spec(h).value("power_w", 0.0) * x + spec(h).value("power_ramp_w_per_s", 0.0) * x * x / 2;
+  };
+  double joules = spec(h).value("energy_offset_j", 0.0) + integral(t);
+  if (spec(h).contains("energy_reset_at_s") && t > spec(h)["energy_reset_at_s"].get<double>()) {
+    joules = integral(t) - integral(spec(h)["energy_reset_at_s"].get<double>());
+  }
   *millijoules = static_cast<unsigned long long>(joules * 1000.0);
   return kNvmlSuccess;
 }

@@ -110,6 +110,48 @@ TEST_F(BatchCli, BadLinesFailBeforeAnyWorkOrAreSkipped) {
   EXPECT_EQ(errors[3]["id"], Json("big"));
 }
 
+TEST_F(BatchCli, TheInputIsNeverTakenForTheOutput) {
+  const std::string requests = read_text_file_or_empty(in());
+  std::filesystem::create_symlink(in(), dir_ / "link.jsonl");
+  std::filesystem::copy_file(in(), dir_ / "copy.jsonl");
+  // The same file by another name, through a symlink, and a copy of the requests (not results).
+  const std::string relative = "./" + std::filesystem::relative(in()).string();
+  for (const std::string& out : {relative, std::string(dir_ / "link.jsonl"), std::string(dir_ / "copy.jsonl")}) {
+    const testing::ProcessResult r = run_plexus(batch_args(out));
+    EXPECT_EQ(r.exit_code, 2) << out << "\n" << r.err;
+    EXPECT_EQ(r.err.find("resumed"), std::string::npos) << r.err;
+  }
+  EXPECT_EQ(read_text_file_or_empty(in()), requests);
+  EXPECT_EQ(read_text_file_or_empty(dir_ / "copy.jsonl"), requests);
+}
+
+TEST_F(BatchCli, NewOutputsStartWithTheirHeader) {
+  const std::string out = dir_ / "out.jsonl";
+  ASSERT_EQ(run_plexus(batch_args(out)).exit_code, 0);
+  const std::string text = read_text_file_or_empty(out);
+  EXPECT_EQ(text.substr(0, text.find('\n')), "{\"plexus_batch\":\"results\",\"format\":1}");
+  EXPECT_EQ(read_jsonl(out).size(), 10u);
+}
+
+TEST_F(BatchCli, SkipSkipsEveryKindOfBadLine) {
+  // Numbers no double holds, nesting 60000 deep in an id and in ids: each only its own line.
+  std::ofstream(in(), std::ios::app) << "{\"id\": \"huge\", \"ids\": [1e400]}\n"
+                                     << "{\"id\": " << std::string(60000, '[') << std::string(60000, ']') << "}\n"
+                                     << "{\"id\": \"deep\", \"ids\": " << std::string(60000, '[') << std::string(60000, ']') << "}\n";
+  const std::string out = dir_ / "out.jsonl";
+  const testing::ProcessResult skip = run_plexus(batch_args(out, "--on-bad-line skip --json"));
+  ASSERT_EQ(skip.exit_code, 0) << skip.err.substr(0, 2000);
+  EXPECT_NE(skip.err.find(in() + ":11: not JSON"), std::string::npos) << skip.err.substr(0, 2000);
+  EXPECT_NE(skip.err.find(in() + ":12: not JSON"), std::string::npos) << skip.err.substr(0, 2000);
+  EXPECT_NE(skip.err.find("nested deeper than 256"), std::string::npos) << skip.err.substr(0, 2000);
+  EXPECT_EQ(read_jsonl(out).size(), 10u);
+  const std::vector<Json> errors = read_jsonl(dir_ / "out.errors.jsonl");
+  ASSERT_EQ(errors.size(), 3u);
+  EXPECT_EQ(errors[0]["line"], Json(11));
+  EXPECT_NE(errors[0]["error"].get<std::string>().find(in() + ":11:"), std::string::npos);
+  EXPECT_EQ(errors[2]["line"], Json(13));
+}
+
 TEST_F(BatchCli, ARequestThatKeepsFailingGoesToTheErrorsFile) {
   const std::string out = dir_ / "out.jsonl";
   {
@@ -152,6 +194,30 @@ TEST(BatchCliTokenizer, PromptsAreTokenizedAndResultsDecoded) {
   for (const Json& l : lines) EXPECT_TRUE(l.contains("text") && l["text"].is_string()) << l.dump();
   const Json& hello = lines[0]["id"] == Json(1) ? lines[0] : lines[1];
   EXPECT_EQ(hello["prompt_tokens"], Json(3));  // <s> Hello world
+}
+
+TEST(BatchCliTokenizer, APromptTheRegexEngineCannotSplitIsOnlyABadLine) {
+  // 10 MB of spaces hits PCRE2's match limit in Llama 3's pre-tokenizer: it ended the run (exit 1).
+  testing::TempDir dir("batch_regex");
+  const std::string model = dir / "model";
+  ASSERT_EQ(run_plexus("make-model " + shell_quote(model) + " --preset tiny --tokenizer " +
+                       shell_quote(std::string(PLEXUS_GOLDEN_DIR) + "/tokenizers/llama3"))
+                .exit_code,
+            0);
+  std::ofstream(dir / "in.jsonl") << "{\"id\": 1, \"prompt\": \"Hello world\", \"max_tokens\": 2}\n"
+                                  << Json{{"id", 2}, {"prompt", std::string(10'000'000, ' ')}}.dump() << "\n";
+  const std::string args = "batch " + shell_quote(model) + " --input " + shell_quote(dir / "in.jsonl") + " --output " +
+                           shell_quote(dir / "out.jsonl") + " --threads 1";
+  const testing::ProcessResult fail = run_plexus(args);
+  EXPECT_EQ(fail.exit_code, 2) << fail.err;
+  EXPECT_NE(fail.err.find("in.jsonl:2: \"prompt\" cannot be tokenized"), std::string::npos) << fail.err;
+  const testing::ProcessResult skip = run_plexus(args + " --on-bad-line skip");
+  ASSERT_EQ(skip.exit_code, 0) << skip.err;
+  EXPECT_EQ(read_jsonl(dir / "out.jsonl").size(), 1u);
+  const std::vector<Json> errors = read_jsonl(dir / "out.errors.jsonl");
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0]["id"], Json(2));
+  EXPECT_NE(errors[0]["error"].get<std::string>().find("regex engine's limit"), std::string::npos) << errors[0].dump();
 }
 
 TEST_F(BatchCli, UsageErrors) {

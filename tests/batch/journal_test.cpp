@@ -79,6 +79,79 @@ TEST(BatchJournal, RefusesAFileItDidNotWrite) {
   EXPECT_EQ(read_text_file_or_empty(path), "id,text\n1,hello\n{\"id\":1}\n");  // untouched
 }
 
+TEST(BatchJournal, ANewOutputStartsWithTheHeaderWhichResumeSkips) {
+  testing::TempDir dir("journal");
+  const std::string path = dir / "out.jsonl";
+  {
+    Journal j(path, Journal::Mode::kResume, &results_format());
+    EXPECT_TRUE(j.existing().empty());
+    j.append({{"id", "a"}, {"ids", {1}}, {"finish_reason", "length"}, {"completion_tokens", 1}});
+  }
+  const std::string text = read_text_file_or_empty(path);
+  EXPECT_EQ(text.substr(0, text.find('\n')), "{\"plexus_batch\":\"results\",\"format\":1}");
+  Journal j(path, Journal::Mode::kResume, &results_format());
+  ASSERT_EQ(j.existing().size(), 1u);
+  EXPECT_EQ(j.existing()[0]["id"], Json("a"));
+}
+
+TEST(BatchJournal, ResultsWrittenBeforeTheHeaderExistedAreStillResumed) {
+  testing::TempDir dir("journal");
+  const std::string path = dir / "out.jsonl";
+  const std::string old = "{\"id\":\"a\",\"ids\":[1],\"finish_reason\":\"stop\",\"completion_tokens\":1}\n{\"id\":\"b\",\"id";
+  std::ofstream(path) << old;
+  Journal j(path, Journal::Mode::kResume, &results_format());
+  EXPECT_EQ(j.existing().size(), 1u);
+  EXPECT_EQ(j.torn_bytes(), 13u);  // {"id":"b","id
+}
+
+TEST(BatchJournal, RequestLinesAreNotResultsAndAreLeftUntouched) {
+  // The input given as the output: every line a JSON object, none a result.
+  testing::TempDir dir("journal");
+  const std::string path = dir / "in.jsonl";
+  const std::string requests = "{\"id\":\"a\",\"ids\":[1,2]}\n{\"id\":\"b\",\"prompt\":\"hi\",\"max_tokens\":3}";
+  std::ofstream(path) << requests;
+  for (int attempt = 0; attempt < 2; ++attempt) {  // a refused file is unlocked again (found by fuzz/batch_resume)
+    try {
+      Journal j(path, Journal::Mode::kResume, &results_format());
+      FAIL() << "resumed a request file";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(path + ":1: not one of plexus batch's result lines"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(read_text_file_or_empty(path), requests);  // the last line was not cut as torn
+}
+
+TEST(BatchJournal, AOneLineFileThatIsNotOursIsNotCutAsTorn) {
+  testing::TempDir dir("journal");
+  const std::string path = dir / "notes.txt";
+  std::ofstream(path) << "my notes, not JSON";
+  EXPECT_THROW(Journal(path, Journal::Mode::kResume, &results_format()), InputError);
+  EXPECT_EQ(read_text_file_or_empty(path), "my notes, not JSON");
+  // A header torn by a crash while it was written is cut and written again.
+  std::ofstream(path, std::ios::trunc) << "{\"plexus_batch\":\"resu";
+  {
+    Journal j(path, Journal::Mode::kResume, &results_format());
+    EXPECT_TRUE(j.existing().empty());
+  }
+  EXPECT_EQ(read_text_file_or_empty(path), results_format().header_line + "\n");
+}
+
+TEST(BatchJournal, OutputThatIsTheInputIsRefusedByInode) {
+  testing::TempDir dir("journal");
+  const std::string in = dir / "in.jsonl";
+  std::ofstream(in) << "{\"id\":1,\"ids\":[1]}\n";
+  std::filesystem::create_symlink(in, dir / "link.jsonl");
+  std::filesystem::create_hard_link(in, dir / "hard.jsonl");
+  std::filesystem::create_directories(dir / "sub");
+  for (const std::string& out : {in, std::string(dir / "link.jsonl"), std::string(dir / "hard.jsonl"),
+                                 std::string(dir / "sub/../in.jsonl")}) {
+    EXPECT_THROW(check_output_is_not_input(in, out), InputError) << out;
+  }
+  std::filesystem::create_symlink(in, dir / "o.errors.jsonl");
+  EXPECT_THROW(check_output_is_not_input(in, dir / "o.jsonl"), InputError);
+  EXPECT_NO_THROW(check_output_is_not_input(in, dir / "fresh.jsonl"));
+}
+
 TEST(BatchJournal, TruncateStartsEmptyAndErrorsPathIsBesideTheOutput) {
   testing::TempDir dir("journal");
   const std::string path = dir / "e.jsonl";

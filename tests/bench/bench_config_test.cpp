@@ -194,6 +194,41 @@ TEST(BenchConfig, SweepExpandsTheGridLastKeyFastest) {
   }
 }
 
+TEST(BenchConfig, AGridWhoseSizeOverflowsIsRefused) {
+  // 8 axes x 256 values: 2^64 points, which wraps a 64-bit count to 0.
+  std::string values = "[";
+  for (int i = 1; i <= 256; ++i) values += (i > 1 ? ", " : "") + std::to_string(i);
+  values += "]";
+  std::string text = std::string(kGood) + "sweep:\n";
+  for (const char* key : {"scenario.batch_size", "scenario.num_samples", "scenario.max_new_tokens", "scenario.warmup_samples",
+                          "scenario.seed", "backend.threads", "monitor.interval_ms", "backend.virtual_devices"}) {
+    text += std::string("  ") + key + ": " + values + "\n";
+  }
+  EXPECT_NE(error_of(text).find("b.yaml: sweep: more than 10000 points"), std::string::npos) << error_of(text);
+}
+
+TEST(BenchConfig, AliasBombsAndDeepNestingAreRefusedBeforeTheyExpand) {
+  std::string bomb = std::string(kGood) + "x0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n";
+  for (int i = 1; i < 10; ++i) {
+    bomb += "x" + std::to_string(i) + ": &a" + std::to_string(i) + " [";
+    for (int k = 0; k < 9; ++k) bomb += (k ? ", *a" : "*a") + std::to_string(i - 1);
+    bomb += "]\n";
+  }
+  bomb += "sweep: {scenario.prompts: [*a9]}\n";
+  EXPECT_NE(error_of(bomb).find("expands to more than 100000 values"), std::string::npos) << error_of(bomb);
+  for (const int depth : {300, 100000}) {  // ours, and yaml-cpp's own limit
+    const std::string m = error_of(std::string(kGood) + "extra: " + std::string(depth, '[') + std::string(depth, ']') + "\n");
+    EXPECT_EQ(m.rfind("b.yaml:19: YAML nested deeper than 256 levels", 0), 0u) << m;
+  }
+}
+
+TEST(BenchConfig, AYamlErrorInsideAValueNamesTheLine) {
+  const std::string m = error_of(std::string(kGood), {"backend.device_ids=0,[1"});
+  EXPECT_NE(m.find("--set backend.device_ids: expected a list of integers"), std::string::npos) << m;
+  const std::string in_file = error_of("model: m\nbackend:\n  device_ids: \"0,[1\"\nscenario: {prompts: [a]}\n");
+  EXPECT_NE(in_file.find("b.yaml:3: backend.device_ids: expected a list of integers"), std::string::npos) << in_file;
+}
+
 TEST(BenchConfig, SetCanAddASweepAxis) {
   testing::TempDir dir("bench-config");
   const LoadedConfig l = load_bench_config(write(dir, kGood), {"sweep.scenario.batch_size=[1, 8]"});

@@ -60,6 +60,39 @@ TEST(CliErrors, MissingAndMalformedModels) {
   expect_bad_input("generate " + q + " --ids 1", "config.json");
 }
 
+// Sizes no model has, and counts near 2^63: exit 2 naming the field, never a wrapped number.
+TEST(CliErrors, HugeSizesAndCountsAreRefusedNotWrapped) {
+  TempDir dir("huge");
+  const std::string m = tiny_model(dir);
+  const std::string q = shell_quote(m);
+  // prompt + max_tokens overflowed and passed the context check.
+  expect_bad_input("generate " + q + " --ids 1 --max-tokens 9223372036854775807", "exceeds the model's context");
+  // hidden_size 10^9 printed "-6446677952709551616 parameters" with exit 0.
+  testing::patch_config(m, Json{{"hidden_size", 1000000000}});
+  expect_bad_input("estimate " + q, "field 'hidden_size' is 1000000000, above");
+  expect_bad_input("plan " + q + " --virtual-devices 2", "field 'hidden_size' is 1000000000, above");
+  testing::patch_config(m, Json{{"hidden_size", 64}, {"num_hidden_layers", 100000}});
+  expect_bad_input("estimate " + q, "field 'num_hidden_layers' is 100000, above");
+}
+
+// Scratch is sized by the run's sequences: a 6-token run of a config claiming 2·10^8 positions
+// took 3.1 GB (attention scores for the whole context, per thread) and fails under a 1.5 GB cap.
+TEST(CliErrors, ScratchFollowsTheRunNotMaxPositionEmbeddings) {
+#if defined(__SANITIZE_ADDRESS__)  // gcc
+  GTEST_SKIP() << "AddressSanitizer reserves more address space than the cap allows";
+#elif defined(__has_feature)  // clang
+#if __has_feature(address_sanitizer)
+  GTEST_SKIP() << "AddressSanitizer reserves more address space than the cap allows";
+#endif
+#endif
+  TempDir dir("ctx");
+  const std::string m = tiny_model(dir);
+  testing::patch_config(m, Json{{"max_position_embeddings", 200000000}});
+  const testing::ProcessResult r = testing::run_command("ulimit -v 1500000; " + shell_quote(PLEXUS_BINARY) + " generate " +
+                                                         shell_quote(m) + " --ids 1,2,3,4,5,6 --max-tokens 2 --threads 2");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
 // A missing path is "not found" (not "holds no weights"), in every command that takes a model; a
 // hub id says that plexus reads local directories.
 TEST(CliErrors, ModelPathNotFound) {

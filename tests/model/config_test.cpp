@@ -76,5 +76,35 @@ TEST(ModuleTree, NamesFollowHuggingFace) {
   EXPECT_EQ(t.find("model.layers.1.mlp.down_proj.weight")->layer, 1);
 }
 
+TEST(Config, SizesFarBeyondAnyModelAreRefusedBeforeAnyWork) {
+  // hidden_size 10^9 printed "-6446677952709551616 parameters"; 10^5 layers ran for minutes.
+  for (const auto& [key, value] : std::vector<std::pair<std::string, long long>>{
+           {"hidden_size", 1000000000}, {"num_hidden_layers", 100000}, {"intermediate_size", 1LL << 40},
+           {"vocab_size", 1LL << 40}, {"num_attention_heads", 1 << 20}, {"max_position_embeddings", 1LL << 50}}) {
+    Json j = base();
+    j[key] = value;
+    const std::string m = error_of(j);
+    EXPECT_NE(m.find("config.json: field '" + key + "' is " + std::to_string(value) + ", above"), std::string::npos) << key << ": " << m;
+  }
+  Json j = base();
+  j["head_dim"] = 16384;
+  j["num_attention_heads"] = 4096;
+  j["num_key_value_heads"] = 4096;
+  EXPECT_NE(error_of(j).find("num_attention_heads x head_dim"), std::string::npos) << error_of(j);
+  j = base();
+  j["max_position_embeddings"] = -5;
+  EXPECT_NE(error_of(j).find("max_position_embeddings"), std::string::npos);
+}
+
+TEST(ModuleTree, ElementCountsAreChecked) {
+  ParamInfo p{"w", "m", {std::int64_t{1} << 40, std::int64_t{1} << 40}, -1, std::nullopt, std::nullopt};
+  try {
+    (void)p.numel();
+    FAIL() << "2^80 elements counted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("the element count of 'w' overflows"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace plexus

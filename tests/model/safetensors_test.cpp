@@ -56,6 +56,12 @@ TEST(Safetensors, RejectsMalformedHeaders) {
       {file_bytes(R"({"w":{"dtype":"F32","shape":[2]}})", 8), "data_offsets"},
       {file_bytes(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})", 12), "overlapping"},
       {file_bytes(R"({"w":{"dtype":"F32","shape":[4611686018427387904,4],"data_offsets":[0,8]}})", 8), "too large"},
+      // 2^62 elements of 4 bytes: the byte count wraps to 0, which matched empty data_offsets.
+      {file_bytes(R"({"w":{"dtype":"F32","shape":[2147483648,2147483648],"data_offsets":[0,0]}})", 0), "needs more bytes than a 64-bit size"},
+      {file_bytes(R"({"w":{"dtype":"F64","shape":[4611686018427387904],"data_offsets":[0,0]}})", 0), "needs more bytes than a 64-bit size"},
+      // A shape nested 60000 deep crashed the parser's callers.
+      {file_bytes(R"({"w":{"dtype":"F32","shape":)" + std::string(60000, '[') + std::string(60000, ']') + R"(,"data_offsets":[0,0]}})", 0),
+       "nested deeper than 256"},
   };
   for (const Bad& b : cases) {
     const std::string err = parse_error(b.bytes);

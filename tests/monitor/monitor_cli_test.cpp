@@ -8,7 +8,6 @@
 
 #include <chrono>
 #include <fstream>
-#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -27,13 +26,14 @@ struct Result {
 };
 
 // Starts plexus with `args` against the fake NVML, stdout to a file. With `interrupt_when`, sends
-// `sig` `delay_ms` after that file appears (the CSV: the session has started, the handler is set),
-// or `delay_ms` after the start when it is "".
-Result run(const char* library, std::vector<std::string> args, const std::optional<std::string>& interrupt_when = std::nullopt,
-           int delay_ms = 200, int sig = SIGINT) {
+// SIGINT 0.2 s after that file appears (the CSV: the session has started, the handler is set);
+// with `signal_after_ms` >= 0 instead, sends `sig` that long after the start. `script`: the fake
+// NVML's readings (tests/monitor/data).
+Result run(const char* library, std::vector<std::string> args, const std::string& interrupt_when = "",
+           const std::string& script = "two_gpus_ramp.json", int signal_after_ms = -1, int sig = SIGINT) {
   const std::string out_path = ::testing::TempDir() + "/plexus_monitor_cli_" + std::to_string(::getpid()) + ".out";
   ::setenv("PLEXUS_NVML_LIBRARY", library, 1);
-  ::setenv("PLEXUS_FAKE_NVML_SCRIPT", (std::string(PLEXUS_SOURCE_DIR) + "/tests/monitor/data/two_gpus_ramp.json").c_str(), 1);
+  ::setenv("PLEXUS_FAKE_NVML_SCRIPT", (std::string(PLEXUS_SOURCE_DIR) + "/tests/monitor/data/" + script).c_str(), 1);
   ::setenv("PLEXUS_ROCM_SMI_LIBRARY", "/nonexistent/librocm_smi64.so", 1);
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
@@ -47,11 +47,14 @@ Result run(const char* library, std::vector<std::string> args, const std::option
   Result r;
   if (posix_spawn(&pid, PLEXUS_BINARY, &actions, nullptr, argv.data(), environ) != 0) return r;
   posix_spawn_file_actions_destroy(&actions);
-  if (interrupt_when) {
+  if (!interrupt_when.empty()) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (!interrupt_when->empty() && access(interrupt_when->c_str(), F_OK) != 0 && std::chrono::steady_clock::now() < deadline)
+    while (access(interrupt_when.c_str(), F_OK) != 0 && std::chrono::steady_clock::now() < deadline)
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    kill(pid, SIGINT);
+  } else if (signal_after_ms >= 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(signal_after_ms));
     kill(pid, sig);
   }
   int status = 0;
@@ -105,7 +108,7 @@ TEST(MonitorCli, CtrlCEndsCleanlyWithTheSummary) {
 // SIGTERM while the idle baseline is being measured ends monitor then, not after the baseline.
 TEST(MonitorCli, SigtermDuringTheIdleBaselineEndsItPromptly) {
   const auto t0 = std::chrono::steady_clock::now();
-  const Result r = run(FAKE_NVML_LIBRARY, {"--idle-baseline", "120", "--interval-ms", "20", "--json"}, "", 1500, SIGTERM);
+  const Result r = run(FAKE_NVML_LIBRARY, {"--idle-baseline", "120", "--interval-ms", "20", "--json"}, "", "two_gpus_ramp.json", 1500, SIGTERM);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ASSERT_EQ(r.code, 130) << r.out;
   EXPECT_EQ(Json::parse(r.out).value("interrupted", false), true);
@@ -133,6 +136,44 @@ TEST(MonitorCli, ACsvOnAFullDiskExitsOneKeepingOnlyCompleteRows) {
     EXPECT_EQ(testing::csv_cells(line).size(), testing::csv_cells(header).size()) << "row " << rows << ": " << line;
   }
   EXPECT_GT(rows, 3);
+}
+
+TEST(MonitorCli, CounterResetsLostGpusAndBogusReadingsAreReported) {
+  const Result r = run(FAKE_NVML_LIBRARY, {"--duration", "0.6", "--interval-ms", "20", "--json"}, "", "faulty_gpus.json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const Json j = Json::parse(r.out);
+  ASSERT_EQ(j["devices"].size(), 3u) << r.out;
+  const double duration = j["duration_s"].get<double>();
+  // The counter restarted from 0 at 0.25 s: bridged with power, not reported as "counter" and low.
+  const Json& reset = j["devices"][0];
+  EXPECT_EQ(reset["energy_method"], "counter+power") << reset.dump();
+  EXPECT_EQ(reset["energy_counter_resets"], 1);
+  EXPECT_NEAR(reset["energy_j"].get<double>(), 100.0 * duration, 100.0 * 0.05) << reset.dump();
+  // The GPU that fell off the bus: partial, with the time covered and when it was lost.
+  const Json& lost = j["devices"][1];
+  EXPECT_EQ(lost["energy_method"], "partial") << lost.dump();
+  EXPECT_LT(lost["energy_covered_s"].get<double>(), duration);
+  EXPECT_TRUE(lost["lost_at_s"].is_number()) << lost.dump();
+  // 0xFFFFFFFF mW is not 4.29 MW: dropped and counted; a name without its NUL stays in its buffer.
+  const Json& bogus = j["devices"][2];
+  EXPECT_TRUE(bogus["max_power_w"].is_null()) << bogus.dump();
+  EXPECT_GT(bogus["dropped_readings"].get<int>(), 0);
+  EXPECT_EQ(bogus["name"], std::string(128, 'X'));
+}
+
+TEST(MonitorCli, AHungDriverNeverBlocksTheMonitorOrItsExit) {
+  // Every NVML reading blocks (for an hour) from 0.2 s on: before, `monitor` never returned.
+  ::setenv("PLEXUS_DRIVER_TIMEOUT_MS", "300", 1);
+  const Result r = run(FAKE_NVML_LIBRARY, {"--duration", "1", "--interval-ms", "50", "--json"}, "", "hung_gpu.json");
+  ::unsetenv("PLEXUS_DRIVER_TIMEOUT_MS");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const Json j = Json::parse(r.out);
+  ASSERT_EQ(j["problems"].size(), 1u) << r.out;
+  EXPECT_NE(j["problems"][0].get<std::string>().find("nvml: a reading gave no answer within 300 ms"), std::string::npos) << r.out;
+  ASSERT_EQ(j["devices"].size(), 1u);
+  EXPECT_EQ(j["devices"][0]["energy_method"], "partial");
+  EXPECT_TRUE(j["devices"][0]["lost_at_s"].is_number());
+  EXPECT_GE(j["host"]["samples"].get<int>(), 3);  // the host goes on being sampled
 }
 
 TEST(MonitorCli, BadUsage) {

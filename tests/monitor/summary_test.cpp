@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "monitor/plausibility.h"
+
 namespace plexus {
 
 namespace {
@@ -107,14 +109,82 @@ TEST(Summary, IdleBaselineGivesEnergyAboveIdle) {
   EXPECT_EQ(measured.count("cpu"), 0u);  // no power for the host
 }
 
-TEST(Summary, ACounterThatWentBackwardsFallsBackToIntegration) {
+TEST(Summary, ACounterThatWentBackwardsIsBridgedWithPower) {
   std::vector<Sample> samples = scripted();
   for (Sample& s : samples)
     for (DeviceReading& r : s.readings)
       if (r.index == 0 && s.t_s > 0.45) r.energy_counter_j = *r.energy_counter_j - 5000;  // driver reset
   const MonitorSummary s = summarize(samples);
-  EXPECT_EQ(s.devices[0].energy_method, EnergyMethod::kPowerIntegration);
+  EXPECT_EQ(s.devices[0].energy_method, EnergyMethod::kCounterPower);
+  EXPECT_EQ(s.devices[0].energy_counter_resets, 1);
   EXPECT_NEAR(*s.devices[0].energy_j, 100.0, 1e-9);
+}
+
+TEST(Summary, AResetThatEndsAboveTheFirstValueIsNotCountedAsTheCounter) {
+  // The counter starts near 0 and restarts from 0 at 0.45 s: last >= first, so the old
+  // last - first gave "counter" and 55 J instead of 100 J.
+  std::vector<Sample> samples = scripted();
+  for (Sample& s : samples)
+    for (DeviceReading& r : s.readings)
+      if (r.index == 0) r.energy_counter_j = s.t_s > 0.45 ? 100 * (s.t_s - 0.45) : 100 * s.t_s;
+  const MonitorSummary s = summarize(samples);
+  EXPECT_EQ(s.devices[0].energy_method, EnergyMethod::kCounterPower);
+  EXPECT_NEAR(*s.devices[0].energy_j, 100.0, 1e-9);
+  EXPECT_NEAR(*s.devices[0].energy_covered_s, 1.0, 1e-9);
+  EXPECT_EQ(to_json(s)["devices"][0]["energy_method"], "counter+power");
+}
+
+TEST(Summary, ALostDeviceGivesPartialEnergyWithTheCoveredTime) {
+  std::vector<Sample> samples = scripted();
+  for (Sample& s : samples) {
+    for (DeviceReading& r : s.readings) {
+      if (r.index == 0 && s.t_s > 0.65) {  // the GPU is lost: every query fails
+        DeviceReading lost;
+        lost.index = 0;
+        lost.kind = DeviceKind::kCuda;
+        lost.name = "gpu0";
+        r = lost;
+      }
+    }
+    // GPU 1's source was abandoned (a hung driver): no readings at all after 0.35 s.
+    if (s.t_s > 0.35) std::erase_if(s.readings, [](const DeviceReading& r) { return r.index == 1; });
+  }
+  const MonitorSummary s = summarize(samples);
+  const DeviceSummary& lost = s.devices[0];
+  EXPECT_EQ(lost.energy_method, EnergyMethod::kPartial);
+  EXPECT_NEAR(*lost.energy_j, 60.0, 1e-9);  // 100 W over the 0.6 s it answered
+  EXPECT_NEAR(*lost.energy_covered_s, 0.6, 1e-9);
+  EXPECT_NEAR(*lost.lost_at_s, 0.6, 1e-9);
+  const DeviceSummary& gone = s.devices[1];
+  EXPECT_EQ(gone.energy_method, EnergyMethod::kPartial);
+  EXPECT_NEAR(*gone.energy_covered_s, 0.3, 1e-9);
+  EXPECT_NEAR(*gone.lost_at_s, 0.3, 1e-9);
+  const Json j = to_json(s);
+  EXPECT_EQ(j["devices"][0]["energy_method"], "partial");
+  EXPECT_NEAR(j["devices"][0]["energy_covered_s"].get<double>(), 0.6, 1e-9);
+  EXPECT_TRUE(j["host"]["lost_at_s"].is_null());
+}
+
+TEST(Summary, ImplausibleReadingsAreDroppedAndCounted) {
+  std::vector<Sample> samples = scripted();
+  for (Sample& s : samples) {
+    for (DeviceReading& r : s.readings) {
+      if (r.index != 0 || s.t_s < 0.35 || s.t_s > 0.45) continue;
+      r.power_w = 4294967.295;  // 0xFFFFFFFF mW
+      r.temperature_c = 4294967295.0;
+      r.energy_counter_j = *r.energy_counter_j + 4e6;  // a counter step no device makes
+      EXPECT_EQ(drop_implausible(r), 2);
+    }
+  }
+  const MonitorSummary s = summarize(samples);
+  const DeviceSummary& d = s.devices[0];
+  EXPECT_EQ(d.dropped_readings, 2 + 1);  // power and temperature at 0.4 s, then the counter's jump
+  EXPECT_EQ(d.energy_counter_resets, 0);
+  EXPECT_DOUBLE_EQ(*d.max_power_w, 100.0);
+  EXPECT_DOUBLE_EQ(*d.max_temperature_c, 50.0);
+  EXPECT_EQ(d.energy_method, EnergyMethod::kPartial);  // 0.3-0.5 s: no plausible counter, no power at 0.4
+  EXPECT_NEAR(*d.energy_j, 80.0, 1e-9);
+  EXPECT_EQ(to_json(s)["devices"][0]["dropped_readings"], 3);
 }
 
 TEST(Summary, IdleGpusAndEmptySessions) {

@@ -33,6 +33,18 @@ TEST(Budgets, RejectsBadEntriesNamingThem) {
   }
 }
 
+TEST(Budgets, SizesBeyondSigned64BitPlansAreRefused) {
+  // 10 EiB fits the unsigned budget but wraps negative in a plan's signed sizes.
+  EXPECT_THROW(parse_max_memory("0=10000000TiB"), InputError);
+  const Budgets b = parse_max_memory("0=4194304TiB,1=4194304TiB,2=4194304TiB,3=4194304TiB,4=4194304TiB");  // 5 x 2^62 bytes
+  try {
+    (void)b.accelerator_total();
+    FAIL() << "the total wrapped";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("budgets added up overflows"), std::string::npos) << e.what();
+  }
+}
+
 TEST(DeviceId, ParsesAndPrintsAccelerateNames) {
   EXPECT_EQ(DeviceId::parse("3", "t"), DeviceId::accelerator(3));
   EXPECT_EQ(DeviceId::parse("cuda:2", "t"), DeviceId::accelerator(2));

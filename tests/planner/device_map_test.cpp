@@ -1,5 +1,9 @@
 // DeviceMap as a value: lookup, JSON, expansion, accelerate's clean-up, custom-map validation.
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 
 #include "core/error.h"
 #include "planner/accelerate_planner.h"
@@ -110,6 +114,20 @@ TEST(CustomDeviceMap, SaysWhatIsWrong) {
   PlanRequest disk_ok = r;
   disk_ok.allow_disk = true;
   EXPECT_EQ(error_of(t, Json{{"", "disk"}}, disk_ok), "");
+}
+
+TEST(CustomDeviceMap, AFileNestedPastTheLimitIsAnInputError) {
+  // A device-map entry nested 60000 deep crashed (stack overflow).
+  const std::filesystem::path path =
+      std::filesystem::temp_directory_path() / ("plexus_deep_map_" + std::to_string(::getpid()) + ".json");
+  std::ofstream(path) << "{\"model\": " << std::string(60000, '[') << std::string(60000, ']') << "}";
+  try {
+    load_device_map_file(path);
+    FAIL() << "loaded a 60000-deep device map";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind(path.string() + ": JSON nested deeper than 256 levels", 0), 0u) << e.what();
+  }
+  std::filesystem::remove(path);
 }
 
 }  // namespace

@@ -1,7 +1,10 @@
 // Model memory estimates: sizes per dtype, largest layer, training, KV cache.
 #include <gtest/gtest.h>
 
+#include "core/error.h"
+#include "planner/budgets.h"
 #include "planner/memory_estimate.h"
+#include "planner/planner.h"
 #include "planner/sized_tree.h"
 #include "test_models.h"
 
@@ -48,4 +51,37 @@ TEST(SizedTree, HierarchyAndTies) {
 }
 
 }  // namespace
+// The largest config.json allows: 2^20 hidden, 4096 layers of 4096 heads, 2^24 vocabulary.
+TEST(Estimate, PlansOfTheLargestConfigNeverOverflow) {
+  const ModuleTree t = testing::tree_of("qwen2", 1 << 20, 4096, 4096, 4096, 256, 1 << 22, 1 << 24, false);
+  PlanRequest r;
+  r.budgets = parse_max_memory("0=4194304TiB,1=4194304TiB,cpu=4194304TiB");
+  for (const Strategy s : {Strategy::kStages, Strategy::kBalanced, Strategy::kSequential}) {
+    r.strategy = s;
+    // The KV cache of 2^20 tokens x 4096 sequences: 2^66 bytes. Summed per layer it wrapped
+    // (UBSan: signed overflow in fill_report); now refused before planning.
+    r.runtime.context = 1 << 20;
+    r.runtime.batch = 4096;
+    try {
+      (void)plan_model(t, r);
+      FAIL() << "planned 2^66 bytes of KV cache";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("the KV cache (--context 1048576 x --batch 4096) overflows"), std::string::npos) << e.what();
+    }
+    r.runtime.batch = 64;  // 2^60 bytes of KV cache: fits 64 bits, but not with the weights under 1 EiB
+    try {
+      (void)plan_model(t, r);
+      FAIL() << "planned more than 1 EiB";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("more than the 1 EiB plexus plans for"), std::string::npos) << e.what();
+    }
+    r.runtime.context = 1024;
+    r.runtime.batch = 1;
+    const Plan p = plan_model(t, r);
+    EXPECT_GT(p.model_bytes, std::int64_t{1} << 50);
+  }
+  const ModelEstimate e = estimate_model(testing::tree_of("qwen2", 1 << 20, 4096, 4096, 4096, 256, 1 << 22, 1 << 24, false));
+  EXPECT_GT(e.num_params, std::int64_t{1} << 55);
+}
+
 }  // namespace plexus

@@ -3,6 +3,8 @@
 
 #include <dlfcn.h>
 
+#include "backend/driver_string.h"
+
 namespace plexus {
 
 namespace {
@@ -111,7 +113,7 @@ std::optional<std::string> NvmlLibrary::driver_version() const {
   if (api_.driver_version == nullptr) return std::nullopt;
   char buffer[96] = {};
   if (api_.driver_version(buffer, sizeof buffer) != kNvmlSuccess) return std::nullopt;
-  return std::string(buffer);
+  return driver_string(buffer, sizeof buffer);
 }
 
 }  // namespace plexus

@@ -1,6 +1,7 @@
 // Per-device queries and the pairwise topology: NVLink count from each link's remote PCI
 // address, otherwise the PCIe common ancestor; peer-to-peer read status alongside.
 #include "backend/nvml/nvml_probe.h"
+#include "backend/driver_string.h"
 
 #include <strings.h>
 
@@ -37,9 +38,9 @@ DeviceInfo probe_device(const NvmlLibrary& nvml, int index, nvmlDevice_t h,
     return info;
   }
   char text[128] = {};
-  if (a.name != nullptr && a.name(h, text, sizeof text) == kNvmlSuccess) info.name = text;
+  if (a.name != nullptr && a.name(h, text, sizeof text) == kNvmlSuccess) info.name = driver_string(text, sizeof text);
   std::memset(text, 0, sizeof text);
-  if (a.uuid != nullptr && a.uuid(h, text, sizeof text) == kNvmlSuccess) info.uuid = std::string(text);
+  if (a.uuid != nullptr && a.uuid(h, text, sizeof text) == kNvmlSuccess) info.uuid = driver_string(text, sizeof text);
   if (a.memory_info != nullptr) {
     nvmlMemory_t memory{};
     const nvmlReturn_t rc = a.memory_info(h, &memory);
@@ -67,8 +68,7 @@ DeviceInfo probe_device(const NvmlLibrary& nvml, int index, nvmlDevice_t h,
   if (a.pci_info != nullptr) {
     nvmlPciInfo_t pci{};
     if (a.pci_info(h, &pci) == kNvmlSuccess) {
-      pci.busId[sizeof pci.busId - 1] = '\0';
-      info.pci_bus_id = std::string(pci.busId);
+      info.pci_bus_id = driver_string(pci.busId, sizeof pci.busId);
     }
   }
   if (a.compute_processes != nullptr) {

@@ -1,5 +1,6 @@
 // ROCm SMI queries: name, VRAM, power cap, temperature, and XGMI/PCIe links between GPUs.
 #include "backend/rocm/rocm_probe.h"
+#include "backend/driver_string.h"
 
 #include <cstdio>
 
@@ -15,7 +16,7 @@ NvmlProbe probe_rocm(const RocmSmiLibrary& rocm, int first_index) {
     info.kind = DeviceKind::kRocm;
     info.name = "AMD GPU " + std::to_string(i);
     char text[128] = {};
-    if (a.name != nullptr && a.name(i, text, sizeof text) == 0) info.name = text;
+    if (a.name != nullptr && a.name(i, text, sizeof text) == 0) info.name = driver_string(text, sizeof text);
     std::uint64_t value = 0;
     if (a.unique_id != nullptr && a.unique_id(i, &value) == 0) {
       char uuid[32];
