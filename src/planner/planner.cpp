@@ -12,6 +12,7 @@
 #include "core/nearest_name.h"
 #include "core/units.h"
 #include "planner/accelerate_planner.h"
+#include "planner/memory_estimate.h"
 #include "planner/plan_fit.h"
 #include "planner/run_buffers.h"
 #include "planner/stage_layout.h"

@@ -65,8 +65,8 @@ TEST(CliErrors, HugeSizesAndCountsAreRefusedNotWrapped) {
   TempDir dir("huge");
   const std::string m = tiny_model(dir);
   const std::string q = shell_quote(m);
-  // prompt + max_tokens overflowed and passed the context check.
-  expect_bad_input("generate " + q + " --ids 1 --max-tokens 9223372036854775807", "exceeds the model's context");
+  // prompt + max_tokens overflowed and passed the context check; --max-tokens now has a range.
+  expect_bad_input("generate " + q + " --ids 1 --max-tokens 9223372036854775807", "--max-tokens must be between 1 and");
   // hidden_size 10^9 printed "-6446677952709551616 parameters" with exit 0.
   testing::patch_config(m, Json{{"hidden_size", 1000000000}});
   expect_bad_input("estimate " + q, "field 'hidden_size' is 1000000000, above");

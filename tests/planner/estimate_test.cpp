@@ -53,7 +53,11 @@ TEST(SizedTree, HierarchyAndTies) {
 }  // namespace
 // The largest config.json allows: 2^20 hidden, 4096 layers of 4096 heads, 2^24 vocabulary.
 TEST(Estimate, PlansOfTheLargestConfigNeverOverflow) {
-  const ModuleTree t = testing::tree_of("qwen2", 1 << 20, 4096, 4096, 4096, 256, 1 << 22, 1 << 24, false);
+  // (max_position_embeddings 2^20 as well, so that --context 2^20 is not clamped to the model's positions)
+  const Json config{{"model_type", "qwen2"}, {"hidden_size", 1 << 20}, {"num_hidden_layers", 4096}, {"num_attention_heads", 4096},
+                    {"num_key_value_heads", 4096}, {"head_dim", 256}, {"intermediate_size", 1 << 22}, {"vocab_size", 1 << 24},
+                    {"tie_word_embeddings", false}, {"max_position_embeddings", 1 << 20}};
+  const ModuleTree t = ModuleTree::from_config(parse_model_config(config, "test config"));
   PlanRequest r;
   r.budgets = parse_max_memory("0=4194304TiB,1=4194304TiB,cpu=4194304TiB");
   for (const Strategy s : {Strategy::kStages, Strategy::kBalanced, Strategy::kSequential}) {
