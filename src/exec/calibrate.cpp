@@ -103,6 +103,10 @@ HostCalibration calibrate_host(const CalibrateOptions& o) {
   const WeightMatrix gemm16{big.data(), DType::kBF16, n, n};
   std::vector<float> f32(static_cast<std::size_t>(n * n), 0.25f);
   const WeightMatrix gemm32{f32.data(), DType::kF32, n, n};
+  // Streaming slots of 8 MiB, about one layer of a small model (the decode matrix's rows in blocks).
+  const std::int64_t block_rows = 1024;
+  const std::size_t block_elems = static_cast<std::size_t>(block_rows * cols), blocks = static_cast<std::size_t>(rows / block_rows);
+  std::vector<std::uint16_t> slots(2 * block_elems);
   for (int t : counts) {
     ThreadPool pool(t);
     HostThroughput h;
@@ -123,8 +127,38 @@ HostCalibration calibrate_host(const CalibrateOptions& o) {
     const WeightMatrix tiny{big.data(), DType::kBF16, 64, 64};
     const MatmulPart tp[] = {{tiny, y.data(), 64}};
     h.launch_overhead_s = 1 / rate(o.seconds_per_test / 2, [&] { matmul(k, pool, tp, x.data(), 1, 64); });
+    // Streamed weights: layer-sized blocks copied into two alternating slots, each then read
+    // by the decode kernel (timed alone) from where the copy left it.
+    double kernel_s = 0, kernel_bytes = 0;
+    Timer total;
+    do {
+      for (std::size_t b = 0; b < blocks; ++b) {
+        std::uint16_t* slot = slots.data() + (b % 2) * block_elems;
+        std::memcpy(slot, big.data() + b * block_elems, block_elems * sizeof(std::uint16_t));
+        const WeightMatrix sw{slot, DType::kBF16, block_rows, cols};
+        const MatmulPart sp[] = {{sw, y.data(), block_rows}};
+        Timer kt;
+        matmul(k, pool, sp, x.data(), 1, cols);
+        kernel_s += kt.seconds();
+        kernel_bytes += static_cast<double>(sw.bytes());
+      }
+    } while (total.seconds() < o.seconds_per_test / 2);
+    h.streamed_weight_rate = kernel_bytes / kernel_s;
     c.by_threads.push_back(h);
   }
+
+  // Weight streaming's copies: the same blocks into the two slots, one copy at a time.
+  double copy_s = 0, copied = 0;
+  Timer total;
+  do {
+    for (std::size_t b = 0; b < blocks; ++b) {
+      Timer ct;
+      std::memcpy(slots.data() + (b % 2) * block_elems, big.data() + b * block_elems, block_elems * sizeof(std::uint16_t));
+      copy_s += ct.seconds();
+      copied += static_cast<double>(block_elems * sizeof(std::uint16_t));
+    }
+  } while (total.seconds() < o.seconds_per_test);
+  c.slot_copy_bandwidth = copied / copy_s;
 
   // Host ↔ virtual device copies are memcpy.
   std::vector<char> src(64 << 20, 1), dst(64 << 20);
