@@ -7,11 +7,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -54,6 +56,45 @@ std::string now_iso() {
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
   return buf;
+}
+
+// Mean seconds from signalling a thread asleep on a condition variable (idle for about a
+// millisecond, as a device queue between tokens or waiting on a copy) to that thread running.
+double handoff_seconds(int samples) {
+  std::mutex m;
+  std::condition_variable cv;
+  int sent = 0;
+  bool stop = false;
+  Timer clock;
+  double sent_at = 0, sum = 0;
+  int seen = 0;
+  std::thread waiter([&] {
+    std::unique_lock<std::mutex> lock(m);
+    for (;;) {
+      cv.wait(lock, [&] { return stop || sent != seen; });
+      if (stop) return;
+      sum += clock.seconds() - sent_at;
+      seen = sent;
+      cv.notify_all();
+    }
+  });
+  for (int i = 0; i < samples; ++i) {
+    const double until = clock.seconds() + 1e-3;
+    while (clock.seconds() < until) {
+    }
+    std::unique_lock<std::mutex> lock(m);
+    sent_at = clock.seconds();
+    ++sent;
+    cv.notify_all();
+    cv.wait(lock, [&] { return seen == sent; });  // one wake at a time
+  }
+  {
+    std::lock_guard<std::mutex> lock(m);
+    stop = true;
+  }
+  cv.notify_all();
+  waiter.join();
+  return sum / samples;
 }
 
 }  // namespace
@@ -159,6 +200,7 @@ HostCalibration calibrate_host(const CalibrateOptions& o) {
     }
   } while (total.seconds() < o.seconds_per_test);
   c.slot_copy_bandwidth = copied / copy_s;
+  c.handoff_s = handoff_seconds(std::max(50, static_cast<int>(o.seconds_per_test * 1000)));
 
   // Host ↔ virtual device copies are memcpy.
   std::vector<char> src(64 << 20, 1), dst(64 << 20);

@@ -22,6 +22,7 @@ struct DeviceWork {
   double resident_bytes = 0;   // weights read from the device's memory
   double host_bytes = 0;       // streamed in from host memory (cpu offload)
   double disk_bytes = 0;       // streamed in from the mmapped checkpoint (disk offload)
+  int streamed = 0;            // modules (layers, head) streamed in: one copy each, then a hand-off to the compute
   double params = 0;           // multiply-adds per token
   bool head = false;
 };
@@ -76,8 +77,10 @@ Time device_time(const DeviceWork& w, const DeviceFacts& f, const ModelConfig& c
                         (6.0 * w.layers + (w.head ? 1 : 0)) * f.launch_overhead_s;
     const bool bound_by_reads = tokens < 4;  // fewer tokens than the kernels' row-block path takes
     (bound_by_reads ? t.memory : t.compute) = kernels + rest;
+    // Each streamed module's copy ends in a hand-off: the queue waiting for it wakes (or the copy
+    // thread waiting for a free slot does, hidden when the compute is longer).
     t.stream = w.host_bytes / f.host_copy_bandwidth +
-               w.disk_bytes / std::min(f.disk_read_bandwidth, f.host_copy_bandwidth);
+               w.disk_bytes / std::min(f.disk_read_bandwidth, f.host_copy_bandwidth) + w.streamed * f.handoff_s;
     // The copy is the streamed weights' one trip through memory (the kernel then reads the slot
     // from cache): a spare core hides it behind the compute, or it adds.
     const double work = t.memory + t.compute;
@@ -136,6 +139,7 @@ Prediction predict_plan(const ModuleTree& tree, const Plan& plan, const FactsOf&
   auto add = [&shape](DeviceWork& w, Residence r, double bytes) {
     if (shape.host_in_place && w.device == kHostDevice && r == Residence::kHost) r = Residence::kDevice;
     (r == Residence::kDevice ? w.resident_bytes : r == Residence::kHost ? w.host_bytes : w.disk_bytes) += bytes;
+    if (r != Residence::kDevice) ++w.streamed;
   };
   for (const Stage& s : layout.stages) {
     DeviceWork& w = at(s.device);
@@ -187,7 +191,11 @@ Prediction predict_plan(const ModuleTree& tree, const Plan& plan, const FactsOf&
         if (work[j].device == layout.stages[k].device) s.hops += tokens * H * 4 / f[j].link_bandwidth;
       }
     }
-    s.seconds = first + (m - 1) * slowest + s.hops;
+    // Hand-offs between threads that sleep in between: the forward's start and end (caller and
+    // device queue) and each stage waiting for the previous one.
+    double handoff = 0;
+    for (const DeviceFacts& x : f) handoff = std::max(handoff, x.handoff_s);
+    s.seconds = first + (m - 1) * slowest + s.hops + (static_cast<double>(layout.stages.size()) + 1) * handoff;
     return s;
   };
 

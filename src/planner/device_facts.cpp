@@ -83,7 +83,8 @@ Json device_facts_to_json(const DeviceFacts& f) {
           {"idle_w", optional_json(f.idle_w)},
           {"busy_w", optional_json(f.busy_w)},
           {"launch_overhead_s", f.launch_overhead_s},
-          {"streamed_weight_bytes_per_s", f.streamed_weight_rate}};
+          {"streamed_weight_bytes_per_s", f.streamed_weight_rate},
+          {"handoff_s", f.handoff_s}};
 }
 
 Json host_calibration_to_json(const HostCalibration& c) {
@@ -106,6 +107,7 @@ Json host_calibration_to_json(const HostCalibration& c) {
           {"by_threads", by},
           {"copy_bytes_per_s", c.copy_bandwidth},
           {"slot_copy_bytes_per_s", c.slot_copy_bandwidth},
+          {"handoff_s", c.handoff_s},
           {"disk_read_bytes_per_s", c.disk_read_bandwidth},
           {"idle_w", optional_json(c.idle_w)},
           {"busy_w", optional_json(c.busy_w)}};
@@ -146,6 +148,7 @@ HostCalibration host_calibration_from_json(const Json& j, const std::string& whe
   }
   c.copy_bandwidth = positive(j, "copy_bytes_per_s", where);
   c.slot_copy_bandwidth = std::max(0.0, json_number_or(j, "slot_copy_bytes_per_s", 0, where));
+  c.handoff_s = std::max(0.0, json_number_or(j, "handoff_s", 0, where));
   c.disk_read_bandwidth = positive(j, "disk_read_bytes_per_s", where);
   c.idle_w = optional_number(j, "idle_w");
   c.busy_w = optional_number(j, "busy_w");
@@ -170,6 +173,7 @@ DeviceFacts virtual_device_facts(const HostCalibration& c, int threads, const st
   f.weight_rate_by_tokens = t.weight_rate_by_tokens;
   f.launch_overhead_s = t.launch_overhead_s;
   f.streamed_weight_rate = t.streamed_weight_rate;
+  f.handoff_s = c.handoff_s;
   return f;
 }
 

@@ -31,6 +31,9 @@ struct DeviceFacts {
   // The decode kernel's rate (one token) on weights just copied into a streaming slot: the copy
   // already brought them through memory, so the kernel reads them from cache. 0: unknown.
   double streamed_weight_rate = 0;
+  // Mean time for a thread asleep on an event to run again once it is signalled (a device queue
+  // waiting for the previous stage or for a streamed layer's copy). 0: unknown.
+  double handoff_s = 0;
 };
 
 Json device_facts_to_json(const DeviceFacts& f);
@@ -51,6 +54,7 @@ struct HostCalibration {
   std::string isa;
   std::vector<HostThroughput> by_threads;  // ascending thread counts
   double copy_bandwidth = 0;               // memcpy of a large buffer: between virtual devices
+  double handoff_s = 0;                    // mean wake-up of a thread sleeping on a condition variable after an idle ms; 0: unknown
   double slot_copy_bandwidth = 0;          // memcpy of layer-sized blocks into two reused slots (weight streaming); 0: unknown
   double disk_read_bandwidth = 0;          // reading the page cache through mmap
   std::optional<double> idle_w, busy_w;    // RAPL package power, when readable
