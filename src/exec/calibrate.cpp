@@ -134,9 +134,12 @@ HostCalibration calibrate_host(const CalibrateOptions& o) {
   for (int t = 1; t < max_threads; t *= 2) counts.push_back(t);
   counts.push_back(max_threads);
 
-  // Decode: one token against a 64 MiB bf16 matrix, far beyond the caches.
+  // Decode: one token against a 64 MiB bf16 matrix.
   const std::int64_t rows = 8192, cols = 4096;
-  std::vector<std::uint16_t> big(static_cast<std::size_t>(rows * cols), 0x3c00);  // bf16 1.0 / 128
+  // Four of them, taken in turn: 256 MiB between two reads of one, beyond a server CPU's L3 (a
+  // single 64 MiB matrix partly stays cached, and a model's weights do not).
+  constexpr int kDecodeCopies = 4;
+  std::vector<std::uint16_t> big(static_cast<std::size_t>(kDecodeCopies * rows * cols), 0x3c00);  // bf16 1.0 / 128
   std::vector<float> x(static_cast<std::size_t>(64 * cols), 0.5f), y(static_cast<std::size_t>(64 * rows));
   const WeightMatrix decode_w{big.data(), DType::kBF16, rows, cols};
   // Prefill: 64 tokens against 2048 × 2048 matrices (bf16, f32).
@@ -152,8 +155,14 @@ HostCalibration calibrate_host(const CalibrateOptions& o) {
     ThreadPool pool(t);
     HostThroughput h;
     h.threads = t;
-    const MatmulPart dp[] = {{decode_w, y.data(), rows}};
-    h.memory_bandwidth = static_cast<double>(decode_w.bytes()) * rate(o.seconds_per_test, [&] { matmul(k, pool, dp, x.data(), 1, cols); });
+    int turn = 0;
+    auto decode = [&](std::int64_t tk) {  // the next of the decode matrices
+      WeightMatrix w = decode_w;
+      w.data = big.data() + static_cast<std::size_t>(turn++ % kDecodeCopies) * static_cast<std::size_t>(rows * cols);
+      const MatmulPart dp[] = {{w, y.data(), rows}};
+      matmul(k, pool, dp, x.data(), tk, cols);
+    };
+    h.memory_bandwidth = static_cast<double>(decode_w.bytes()) * rate(o.seconds_per_test, [&] { decode(1); });
     const MatmulPart p16[] = {{gemm16, y.data(), n}};
     const double flops = 2.0 * tokens * n * n;
     h.flops_16bit = flops * rate(o.seconds_per_test, [&] { matmul(k, pool, p16, x.data(), tokens, cols); });
@@ -161,7 +170,7 @@ HostCalibration calibrate_host(const CalibrateOptions& o) {
     h.flops_f32 = flops * rate(o.seconds_per_test, [&] { matmul(k, pool, p32, x.data(), tokens, cols); });
     // A forward's weight rate at a few token counts (the decode matrix: beyond the caches).
     for (const std::int64_t tk : {1, 2, 4, 8, 16, 64}) {
-      const double per_s = rate(o.seconds_per_test / 2, [&] { matmul(k, pool, dp, x.data(), tk, cols); });
+      const double per_s = rate(o.seconds_per_test / 2, [&] { decode(tk); });
       h.weight_rate_by_tokens.emplace_back(static_cast<double>(tk), static_cast<double>(decode_w.bytes()) * per_s);
     }
     // One small launch: the pool's fixed cost per parallel kernel.
