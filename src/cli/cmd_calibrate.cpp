@@ -83,7 +83,9 @@ int cmd_calibrate(int argc, char** argv) {
     std::printf("  %2d thread%s  decode weights %6.2f GB/s   prefill bf16 %7.1f GFLOP/s   f32 %7.1f GFLOP/s\n", t.threads,
                 t.threads > 1 ? "s" : " ", t.memory_bandwidth / 1e9, t.flops_16bit / 1e9, t.flops_f32 / 1e9);
   }
-  std::printf("  memcpy %.2f GB/s, mmap read %.2f GB/s\n", c.copy_bandwidth / 1e9, c.disk_read_bandwidth / 1e9);
+  std::printf("  memcpy %.2f GB/s (into streaming slots %.2f GB/s), mmap read %.2f GB/s\n", c.copy_bandwidth / 1e9,
+              c.slot_copy_bandwidth / 1e9, c.disk_read_bandwidth / 1e9);
+  std::printf("  a sleeping thread resumes %.0f us after its signal (mean)\n", c.handoff_s * 1e6);
   if (c.idle_w && c.busy_w) {
     std::printf("  power: %.1f W idle, %.1f W busy\n", *c.idle_w, *c.busy_w);
   } else {

@@ -7,11 +7,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -56,6 +58,45 @@ std::string now_iso() {
   return buf;
 }
 
+// Mean seconds from signalling a thread asleep on a condition variable (idle for about a
+// millisecond, as a device queue between tokens or waiting on a copy) to that thread running.
+double handoff_seconds(int samples) {
+  std::mutex m;
+  std::condition_variable cv;
+  int sent = 0;
+  bool stop = false;
+  Timer clock;
+  double sent_at = 0, sum = 0;
+  int seen = 0;
+  std::thread waiter([&] {
+    std::unique_lock<std::mutex> lock(m);
+    for (;;) {
+      cv.wait(lock, [&] { return stop || sent != seen; });
+      if (stop) return;
+      sum += clock.seconds() - sent_at;
+      seen = sent;
+      cv.notify_all();
+    }
+  });
+  for (int i = 0; i < samples; ++i) {
+    const double until = clock.seconds() + 1e-3;
+    while (clock.seconds() < until) {
+    }
+    std::unique_lock<std::mutex> lock(m);
+    sent_at = clock.seconds();
+    ++sent;
+    cv.notify_all();
+    cv.wait(lock, [&] { return seen == sent; });  // one wake at a time
+  }
+  {
+    std::lock_guard<std::mutex> lock(m);
+    stop = true;
+  }
+  cv.notify_all();
+  waiter.join();
+  return sum / samples;
+}
+
 }  // namespace
 
 std::string calibration_path() {
@@ -93,9 +134,12 @@ HostCalibration calibrate_host(const CalibrateOptions& o) {
   for (int t = 1; t < max_threads; t *= 2) counts.push_back(t);
   counts.push_back(max_threads);
 
-  // Decode: one token against a 64 MiB bf16 matrix, far beyond the caches.
+  // Decode: one token against a 64 MiB bf16 matrix.
   const std::int64_t rows = 8192, cols = 4096;
-  std::vector<std::uint16_t> big(static_cast<std::size_t>(rows * cols), 0x3c00);  // bf16 1.0 / 128
+  // Four of them, taken in turn: 256 MiB between two reads of one, beyond a server CPU's L3 (a
+  // single 64 MiB matrix partly stays cached, and a model's weights do not).
+  constexpr int kDecodeCopies = 4;
+  std::vector<std::uint16_t> big(static_cast<std::size_t>(kDecodeCopies * rows * cols), 0x3c00);  // bf16 1.0 / 128
   std::vector<float> x(static_cast<std::size_t>(64 * cols), 0.5f), y(static_cast<std::size_t>(64 * rows));
   const WeightMatrix decode_w{big.data(), DType::kBF16, rows, cols};
   // Prefill: 64 tokens against 2048 × 2048 matrices (bf16, f32).
@@ -103,12 +147,22 @@ HostCalibration calibrate_host(const CalibrateOptions& o) {
   const WeightMatrix gemm16{big.data(), DType::kBF16, n, n};
   std::vector<float> f32(static_cast<std::size_t>(n * n), 0.25f);
   const WeightMatrix gemm32{f32.data(), DType::kF32, n, n};
+  // Streaming slots of 8 MiB, about one layer of a small model (the decode matrix's rows in blocks).
+  const std::int64_t block_rows = 1024;
+  const std::size_t block_elems = static_cast<std::size_t>(block_rows * cols), blocks = static_cast<std::size_t>(rows / block_rows);
+  std::vector<std::uint16_t> slots(2 * block_elems);
   for (int t : counts) {
     ThreadPool pool(t);
     HostThroughput h;
     h.threads = t;
-    const MatmulPart dp[] = {{decode_w, y.data(), rows}};
-    h.memory_bandwidth = static_cast<double>(decode_w.bytes()) * rate(o.seconds_per_test, [&] { matmul(k, pool, dp, x.data(), 1, cols); });
+    int turn = 0;
+    auto decode = [&](std::int64_t tk) {  // the next of the decode matrices
+      WeightMatrix w = decode_w;
+      w.data = big.data() + static_cast<std::size_t>(turn++ % kDecodeCopies) * static_cast<std::size_t>(rows * cols);
+      const MatmulPart dp[] = {{w, y.data(), rows}};
+      matmul(k, pool, dp, x.data(), tk, cols);
+    };
+    h.memory_bandwidth = static_cast<double>(decode_w.bytes()) * rate(o.seconds_per_test, [&] { decode(1); });
     const MatmulPart p16[] = {{gemm16, y.data(), n}};
     const double flops = 2.0 * tokens * n * n;
     h.flops_16bit = flops * rate(o.seconds_per_test, [&] { matmul(k, pool, p16, x.data(), tokens, cols); });
@@ -116,15 +170,46 @@ HostCalibration calibrate_host(const CalibrateOptions& o) {
     h.flops_f32 = flops * rate(o.seconds_per_test, [&] { matmul(k, pool, p32, x.data(), tokens, cols); });
     // A forward's weight rate at a few token counts (the decode matrix: beyond the caches).
     for (const std::int64_t tk : {1, 2, 4, 8, 16, 64}) {
-      const double per_s = rate(o.seconds_per_test / 2, [&] { matmul(k, pool, dp, x.data(), tk, cols); });
+      const double per_s = rate(o.seconds_per_test / 2, [&] { decode(tk); });
       h.weight_rate_by_tokens.emplace_back(static_cast<double>(tk), static_cast<double>(decode_w.bytes()) * per_s);
     }
     // One small launch: the pool's fixed cost per parallel kernel.
     const WeightMatrix tiny{big.data(), DType::kBF16, 64, 64};
     const MatmulPart tp[] = {{tiny, y.data(), 64}};
     h.launch_overhead_s = 1 / rate(o.seconds_per_test / 2, [&] { matmul(k, pool, tp, x.data(), 1, 64); });
+    // Streamed weights: layer-sized blocks copied into two alternating slots, each then read
+    // by the decode kernel (timed alone) from where the copy left it.
+    double kernel_s = 0, kernel_bytes = 0;
+    Timer total;
+    do {
+      for (std::size_t b = 0; b < blocks; ++b) {
+        std::uint16_t* slot = slots.data() + (b % 2) * block_elems;
+        std::memcpy(slot, big.data() + b * block_elems, block_elems * sizeof(std::uint16_t));
+        const WeightMatrix sw{slot, DType::kBF16, block_rows, cols};
+        const MatmulPart sp[] = {{sw, y.data(), block_rows}};
+        Timer kt;
+        matmul(k, pool, sp, x.data(), 1, cols);
+        kernel_s += kt.seconds();
+        kernel_bytes += static_cast<double>(sw.bytes());
+      }
+    } while (total.seconds() < o.seconds_per_test / 2);
+    h.streamed_weight_rate = kernel_bytes / kernel_s;
     c.by_threads.push_back(h);
   }
+
+  // Weight streaming's copies: the same blocks into the two slots, one copy at a time.
+  double copy_s = 0, copied = 0;
+  Timer total;
+  do {
+    for (std::size_t b = 0; b < blocks; ++b) {
+      Timer ct;
+      std::memcpy(slots.data() + (b % 2) * block_elems, big.data() + b * block_elems, block_elems * sizeof(std::uint16_t));
+      copy_s += ct.seconds();
+      copied += static_cast<double>(block_elems * sizeof(std::uint16_t));
+    }
+  } while (total.seconds() < o.seconds_per_test);
+  c.slot_copy_bandwidth = copied / copy_s;
+  c.handoff_s = handoff_seconds(std::max(50, static_cast<int>(o.seconds_per_test * 1000)));
 
   // Host ↔ virtual device copies are memcpy.
   std::vector<char> src(64 << 20, 1), dst(64 << 20);

@@ -1,6 +1,6 @@
-// `plexus calibrate`: measures this machine's host — the decode kernel's weight bandwidth and the
-// prefill kernels' FLOP/s at each thread count, memcpy (host ↔ virtual device) and mmap read
-// bandwidth — for the cost model's virtual devices, and keeps them in the user's cache directory.
+// `plexus calibrate`: measures this machine's host — the decode kernel's weight bandwidth (from
+// memory and from a just-filled streaming slot) and the prefill kernels' FLOP/s at each thread
+// count, memcpy (large, and into streaming slots) and mmap read bandwidth — for the cost model's virtual devices, and keeps them in the user's cache directory.
 #pragma once
 #include <optional>
 #include <string>

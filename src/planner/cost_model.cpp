@@ -22,6 +22,7 @@ struct DeviceWork {
   double resident_bytes = 0;   // weights read from the device's memory
   double host_bytes = 0;       // streamed in from host memory (cpu offload)
   double disk_bytes = 0;       // streamed in from the mmapped checkpoint (disk offload)
+  int streamed = 0;            // modules (layers, head) streamed in: one copy each, then a hand-off to the compute
   double params = 0;           // multiply-adds per token
   bool head = false;
 };
@@ -47,6 +48,16 @@ double seconds_per_weight_byte(const DeviceFacts& f, double tokens) {
   return tokens / r.back().first / r.back().second;
 }
 
+// Seconds per weight byte that was just copied into a streaming slot, given `per_byte` for
+// weights in memory at the same token count: the part of one token's rate spent reading memory
+// (1 / rate in memory - 1 / rate from the slot) is already paid by the copy. Unmeasured: `per_byte`.
+double seconds_per_streamed_weight_byte(const DeviceFacts& f, double per_byte) {
+  if (f.streamed_weight_rate <= 0 || f.weight_rate_by_tokens.empty()) return per_byte;
+  const double from_slot = 1 / f.streamed_weight_rate;
+  const double memory_part = std::max(0.0, 1 / f.weight_rate_by_tokens.front().second - from_slot);
+  return std::max(from_slot, per_byte - memory_part);
+}
+
 // `copies_add`: the copies take the cores the compute uses (a shared host without spare cores),
 // so they add to the work instead of hiding behind it.
 Time device_time(const DeviceWork& w, const DeviceFacts& f, const ModelConfig& c, double flops_per_s, double tokens,
@@ -59,17 +70,21 @@ Time device_time(const DeviceWork& w, const DeviceFacts& f, const ModelConfig& c
     // A calibrated host: the matmul kernels' measured rate for this many tokens (reads, bf16
     // conversion and FMAs together), the KV cache at memory bandwidth, attention at FLOP/s, and
     // six pool launches per layer (q/k/v, attention, o, gate/up, silu, down) plus the head's.
-    const double kernels = weight_bytes * seconds_per_weight_byte(f, tokens);
+    const double per_byte = seconds_per_weight_byte(f, tokens);
+    const double kernels = w.resident_bytes * per_byte +
+                           (w.host_bytes + w.disk_bytes) * seconds_per_streamed_weight_byte(f, per_byte);
     const double rest = kv_bytes / f.memory_bandwidth + tokens * attention / flops_per_s +
                         (6.0 * w.layers + (w.head ? 1 : 0)) * f.launch_overhead_s;
     const bool bound_by_reads = tokens < 4;  // fewer tokens than the kernels' row-block path takes
     (bound_by_reads ? t.memory : t.compute) = kernels + rest;
+    // Each streamed module's copy ends in a hand-off: the queue waiting for it wakes (or the copy
+    // thread waiting for a free slot does, hidden when the compute is longer).
     t.stream = w.host_bytes / f.host_copy_bandwidth +
-               w.disk_bytes / std::min(f.disk_read_bandwidth, f.host_copy_bandwidth);
-    // On a calibrated (shared) host the copies' memory traffic (a read and a write per byte) takes
-    // the compute's bandwidth even when a spare core hides the copy itself.
-    const double work = t.memory + t.compute + 2 * (w.host_bytes + w.disk_bytes) / f.memory_bandwidth;
-    t.total = w.slots >= 2 && !copies_add ? std::max(work, t.stream) : t.memory + t.compute + t.stream;
+               w.disk_bytes / std::min(f.disk_read_bandwidth, f.host_copy_bandwidth) + w.streamed * f.handoff_s;
+    // The copy is the streamed weights' one trip through memory (the kernel then reads the slot
+    // from cache): a spare core hides it behind the compute, or it adds.
+    const double work = t.memory + t.compute;
+    t.total = w.slots >= 2 && !copies_add ? std::max(work, t.stream) : work + t.stream;
     return t;
   }
   t.memory = (weight_bytes + kv_bytes) / f.memory_bandwidth;
@@ -124,6 +139,7 @@ Prediction predict_plan(const ModuleTree& tree, const Plan& plan, const FactsOf&
   auto add = [&shape](DeviceWork& w, Residence r, double bytes) {
     if (shape.host_in_place && w.device == kHostDevice && r == Residence::kHost) r = Residence::kDevice;
     (r == Residence::kDevice ? w.resident_bytes : r == Residence::kHost ? w.host_bytes : w.disk_bytes) += bytes;
+    if (r != Residence::kDevice) ++w.streamed;
   };
   for (const Stage& s : layout.stages) {
     DeviceWork& w = at(s.device);
@@ -175,7 +191,11 @@ Prediction predict_plan(const ModuleTree& tree, const Plan& plan, const FactsOf&
         if (work[j].device == layout.stages[k].device) s.hops += tokens * H * 4 / f[j].link_bandwidth;
       }
     }
-    s.seconds = first + (m - 1) * slowest + s.hops;
+    // Hand-offs between threads that sleep in between: the forward's start and end (caller and
+    // device queue) and each stage waiting for the previous one.
+    double handoff = 0;
+    for (const DeviceFacts& x : f) handoff = std::max(handoff, x.handoff_s);
+    s.seconds = first + (m - 1) * slowest + s.hops + (static_cast<double>(layout.stages.size()) + 1) * handoff;
     return s;
   };
 

@@ -2,7 +2,8 @@
 // device, each forward takes max(bytes read / memory bandwidth, FLOPs / FLOP/s) — and the
 // offloaded weights' copy, overlapped with it when two streaming slots exist, added when one —
 // pipelined over the stages in micro-batches as the executor runs them, plus the activations'
-// hops between devices.
+// hops between devices and, on a calibrated host, the hand-offs between threads that sleep in
+// between (a forward's start and end, each stage, each streamed module's copy).
 #pragma once
 #include <functional>
 #include <optional>

@@ -62,6 +62,7 @@ HostThroughput at_threads(const HostCalibration& c, int threads) {
     best.flops_f32 *= scale;
     best.flops_16bit *= scale;
     for (auto& [tokens, rate] : best.weight_rate_by_tokens) rate *= scale;
+    best.streamed_weight_rate *= scale;
   }
   best.threads = threads;
   return best;
@@ -81,7 +82,9 @@ Json device_facts_to_json(const DeviceFacts& f) {
           {"disk_read_bytes_per_s", f.disk_read_bandwidth},
           {"idle_w", optional_json(f.idle_w)},
           {"busy_w", optional_json(f.busy_w)},
-          {"launch_overhead_s", f.launch_overhead_s}};
+          {"launch_overhead_s", f.launch_overhead_s},
+          {"streamed_weight_bytes_per_s", f.streamed_weight_rate},
+          {"handoff_s", f.handoff_s}};
 }
 
 Json host_calibration_to_json(const HostCalibration& c) {
@@ -94,7 +97,8 @@ Json host_calibration_to_json(const HostCalibration& c) {
                   {"flops_f32", t.flops_f32},
                   {"flops_16bit", t.flops_16bit},
                   {"weight_bytes_per_s_by_tokens", rates},
-                  {"launch_overhead_s", t.launch_overhead_s}});
+                  {"launch_overhead_s", t.launch_overhead_s},
+                  {"streamed_weight_bytes_per_s", t.streamed_weight_rate}});
   }
   return {{"format", "plexus-calibration-1"},
           {"cpu", c.cpu},
@@ -102,6 +106,8 @@ Json host_calibration_to_json(const HostCalibration& c) {
           {"created", c.created},
           {"by_threads", by},
           {"copy_bytes_per_s", c.copy_bandwidth},
+          {"slot_copy_bytes_per_s", c.slot_copy_bandwidth},
+          {"handoff_s", c.handoff_s},
           {"disk_read_bytes_per_s", c.disk_read_bandwidth},
           {"idle_w", optional_json(c.idle_w)},
           {"busy_w", optional_json(c.busy_w)}};
@@ -125,6 +131,7 @@ HostCalibration host_calibration_from_json(const Json& j, const std::string& whe
     h.flops_f32 = positive(t, "flops_f32", where);
     h.flops_16bit = positive(t, "flops_16bit", where);
     h.launch_overhead_s = json_number_or(t, "launch_overhead_s", 0, where);
+    h.streamed_weight_rate = std::max(0.0, json_number_or(t, "streamed_weight_bytes_per_s", 0, where));
     if (t.contains("weight_bytes_per_s_by_tokens") && t["weight_bytes_per_s_by_tokens"].is_array()) {
       for (const Json& pr : t["weight_bytes_per_s_by_tokens"]) {
         if (!pr.is_array() || pr.size() != 2 || !pr[0].is_number() || !pr[1].is_number() || !(pr[1].get<double>() > 0) ||
@@ -140,6 +147,8 @@ HostCalibration host_calibration_from_json(const Json& j, const std::string& whe
     c.by_threads.push_back(h);
   }
   c.copy_bandwidth = positive(j, "copy_bytes_per_s", where);
+  c.slot_copy_bandwidth = std::max(0.0, json_number_or(j, "slot_copy_bytes_per_s", 0, where));
+  c.handoff_s = std::max(0.0, json_number_or(j, "handoff_s", 0, where));
   c.disk_read_bandwidth = positive(j, "disk_read_bytes_per_s", where);
   c.idle_w = optional_number(j, "idle_w");
   c.busy_w = optional_number(j, "busy_w");
@@ -156,12 +165,15 @@ DeviceFacts virtual_device_facts(const HostCalibration& c, int threads, const st
   f.flops_16bit = t.flops_16bit;
   f.flops_int8 = t.flops_16bit;
   f.link_bandwidth = c.copy_bandwidth;
-  f.host_copy_bandwidth = c.copy_bandwidth;
+  // Weights stream in layer by layer into reused slots: the slot copy's rate where measured.
+  f.host_copy_bandwidth = c.slot_copy_bandwidth > 0 ? c.slot_copy_bandwidth : c.copy_bandwidth;
   f.disk_read_bandwidth = c.disk_read_bandwidth;
   f.idle_w = c.idle_w;
   f.busy_w = c.busy_w;
   f.weight_rate_by_tokens = t.weight_rate_by_tokens;
   f.launch_overhead_s = t.launch_overhead_s;
+  f.streamed_weight_rate = t.streamed_weight_rate;
+  f.handoff_s = c.handoff_s;
   return f;
 }
 

@@ -28,6 +28,12 @@ struct DeviceFacts {
   // together), and the fixed cost of one parallel kernel launch.
   std::vector<std::pair<double, double>> weight_rate_by_tokens;  // (tokens, bytes/s), ascending tokens
   double launch_overhead_s = 0;
+  // The decode kernel's rate (one token) on weights just copied into a streaming slot: the copy
+  // already brought them through memory, so the kernel reads them from cache. 0: unknown.
+  double streamed_weight_rate = 0;
+  // Mean time for a thread asleep on an event to run again once it is signalled (a device queue
+  // waiting for the previous stage or for a streamed layer's copy). 0: unknown.
+  double handoff_s = 0;
 };
 
 Json device_facts_to_json(const DeviceFacts& f);
@@ -39,6 +45,7 @@ struct HostThroughput {
   double flops_f32 = 0, flops_16bit = 0;  // the prefill (matrix × matrix) kernels
   std::vector<std::pair<double, double>> weight_rate_by_tokens;  // (tokens, bf16 weight bytes/s) of a forward
   double launch_overhead_s = 0;           // one small matmul launched on the thread pool
+  double streamed_weight_rate = 0;        // decode kernel (one token) on a block just copied into a slot; 0: unknown
 };
 
 // `plexus calibrate`'s file: the host measured at each thread count.
@@ -46,7 +53,9 @@ struct HostCalibration {
   std::string cpu;
   std::string isa;
   std::vector<HostThroughput> by_threads;  // ascending thread counts
-  double copy_bandwidth = 0;               // memcpy: host → virtual device, and between virtual devices
+  double copy_bandwidth = 0;               // memcpy of a large buffer: between virtual devices
+  double handoff_s = 0;                    // mean wake-up of a thread sleeping on a condition variable after an idle ms; 0: unknown
+  double slot_copy_bandwidth = 0;          // memcpy of layer-sized blocks into two reused slots (weight streaming); 0: unknown
   double disk_read_bandwidth = 0;          // reading the page cache through mmap
   std::optional<double> idle_w, busy_w;    // RAPL package power, when readable
   std::string created;                     // ISO 8601 time of the measurement

@@ -1,11 +1,13 @@
 // The roofline cost model against hand-computed bounds: decode on a GPU reads every weight once
 // per token (memory bound), large batches turn compute bound, offloaded weights are bound by the
-// host link, energy follows the power facts; and the facts' JSON round trips.
+// host link, streamed weights are copied once and read from their slot, sleeping threads' hand-offs
+// add, energy follows the power facts; and the facts' JSON round trips.
 #include <gtest/gtest.h>
 
 #include "core/error.h"
 #include "planner/cost_model.h"
 #include "planner/planner.h"
+#include "planner/stage_layout.h"
 #include "test_models.h"
 
 namespace plexus {
@@ -102,6 +104,61 @@ TEST(CostModel, VirtualDevicesSumTheirStages) {
   EXPECT_NEAR(*one.joules_per_token, 40.0 / one.decode_tokens_per_s_1, 1e-6);  // one host, busy
 }
 
+TEST(CostModel, StreamedWeightsAreCopiedOnceAndReadFromTheSlot) {
+  const ModuleTree t = smollm_135m();
+  HostCalibration c;
+  c.by_threads = {measured(1, 10e9, 50e9, 50e9)};
+  c.by_threads[0].weight_rate_by_tokens = {{1, 10e9}, {8, 40e9}};
+  c.copy_bandwidth = 10e9;
+  c.disk_read_bandwidth = 5e9;
+  const Plan p = plan_for(t, "0=100MiB,cpu=1GiB", Strategy::kAuto);
+  double streamed = 0;
+  for (const DeviceReport& d : p.devices)
+    if (d.device == DeviceId::cpu()) streamed = static_cast<double>(d.weights_bytes);
+  ASSERT_GT(streamed, 0);
+  auto predict = [&](const HostCalibration& cal) {
+    const FactsOf facts = [cal](int) { return virtual_device_facts(cal, 1, "test"); };
+    return predict_plan(t, p, facts, true).decode_tokens_per_s_1;
+  };
+  const double unmeasured = predict(c);
+  // Measured: the copies into slots at 20 GB/s (not the large memcpy's 10), and the kernel reads
+  // a just-copied slot at 40 GB/s (not memory's 10): one thread, so the copy adds to the compute.
+  c.slot_copy_bandwidth = 20e9;
+  c.by_threads[0].streamed_weight_rate = 40e9;
+  const double measured_slot = predict(c);
+  const double saved = streamed * (1 / 10e9 - 1 / 20e9) + streamed * (1 / 10e9 - 1 / 40e9);
+  // (The cpu's planned bytes include the f32 norm vectors, which are not streamed: 0.1 % at most.)
+  EXPECT_NEAR(1 / unmeasured - 1 / measured_slot, saved, 1e-3 * saved);
+  EXPECT_DOUBLE_EQ(virtual_device_facts(c, 1, "x").host_copy_bandwidth, 20e9);
+}
+
+TEST(CostModel, EachStageAndStreamedModuleCostsAHandOff) {
+  const ModuleTree t = smollm_135m();
+  HostCalibration c;
+  c.by_threads = {measured(1, 10e9, 50e9, 50e9)};
+  c.by_threads[0].weight_rate_by_tokens = {{1, 10e9}, {8, 40e9}};
+  c.copy_bandwidth = 10e9;
+  c.disk_read_bandwidth = 5e9;
+  auto seconds = [&](const Plan& p, double handoff) {
+    HostCalibration cal = c;
+    cal.handoff_s = handoff;
+    const FactsOf facts = [cal](int) { return virtual_device_facts(cal, 1, "test"); };
+    return 1 / predict_plan(t, p, facts, true).decode_tokens_per_s_1;
+  };
+  // Resident on two devices: the start, the end and each stage's wait.
+  const Plan two = plan_for(t, "0=1GiB,1=1GiB");
+  const double stages = static_cast<double>(make_stage_layout(t, two.device_map, 2).stages.size());
+  EXPECT_NEAR(seconds(two, 1e-4) - seconds(two, 0), (stages + 1) * 1e-4, 1e-12);
+  // Streamed on one thread (copies add): one more per streamed module.
+  const Plan streamed = plan_for(t, "0=100MiB,cpu=1GiB", Strategy::kAuto);
+  const StageLayout l = make_stage_layout(t, streamed.device_map, 1);
+  double modules = l.head.residence != Residence::kDevice ? 1 : 0;
+  for (const ModulePlace& m : l.layers) modules += m.residence != Residence::kDevice ? 1 : 0;
+  ASSERT_GT(modules, 0);
+  EXPECT_NEAR(seconds(streamed, 1e-4) - seconds(streamed, 0), (static_cast<double>(l.stages.size()) + 1 + modules) * 1e-4,
+              1e-12);
+}
+
 TEST(CostModel, NeedsAContextAndKnowsItsGpus) {
   const ModuleTree t = tiny_llama();
   PlanRequest r;
@@ -118,7 +175,10 @@ TEST(DeviceFacts, CalibrationRoundTripsAndRejectsBadFiles) {
   c.by_threads = {measured(1, 10e9, 50e9, 40e9), measured(4, 30e9, 180e9, 150e9)};
   c.by_threads[1].weight_rate_by_tokens = {{1, 30e9}, {8, 60e9}};
   c.by_threads[1].launch_overhead_s = 2e-6;
+  c.by_threads[1].streamed_weight_rate = 45e9;
   c.copy_bandwidth = 12e9;
+  c.slot_copy_bandwidth = 15e9;
+  c.handoff_s = 5e-5;
   c.disk_read_bandwidth = 3e9;
   const HostCalibration back = host_calibration_from_json(host_calibration_to_json(c), "x");
   EXPECT_EQ(back.by_threads.size(), 2u);
@@ -126,6 +186,9 @@ TEST(DeviceFacts, CalibrationRoundTripsAndRejectsBadFiles) {
   EXPECT_FALSE(back.idle_w.has_value());
   EXPECT_EQ(back.by_threads[1].weight_rate_by_tokens, c.by_threads[1].weight_rate_by_tokens);
   EXPECT_EQ(back.by_threads[1].launch_overhead_s, 2e-6);
+  EXPECT_EQ(back.by_threads[1].streamed_weight_rate, 45e9);
+  EXPECT_EQ(back.slot_copy_bandwidth, 15e9);
+  EXPECT_EQ(back.handoff_s, 5e-5);
   // Two threads: the one-thread entry scaled; eight: no more than the four measured.
   EXPECT_DOUBLE_EQ(virtual_device_facts(back, 2, "x").memory_bandwidth, 20e9);
   EXPECT_DOUBLE_EQ(virtual_device_facts(back, 8, "x").memory_bandwidth, 30e9);
