@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_args.h"
 #include "core/error.h"
 #include "exec/executor.h"
 #include "exec/run_devices.h"
@@ -61,18 +62,10 @@ Row run(const std::string& model, int n, bool offload, int batch, int prompt_tok
 }
 
 int main_impl(int argc, char** argv) {
-  if (argc < 2) {
-    std::fprintf(stderr, "usage: exec_bench MODEL_DIR [--tokens N] [--prompt N]\n");
-    return 2;
-  }
-  const std::string model = argv[1];
-  int new_tokens = 16, prompt_tokens = 16;
-  for (int i = 2; i + 1 < argc; i += 2) {
-    const std::string a = argv[i];
-    if (a == "--tokens") new_tokens = std::atoi(argv[i + 1]);
-    else if (a == "--prompt") prompt_tokens = std::atoi(argv[i + 1]);
-    else throw InputError("unknown option " + a);
-  }
+  const std::optional<ModelBenchArgs> args = parse_model_bench_args(argc, argv, "exec_bench", ModelBenchArgs{"", 16, 16});
+  if (!args) return 2;
+  const std::string model = args->model;
+  const int new_tokens = args->new_tokens, prompt_tokens = args->prompt_tokens;
   std::printf("decode tokens/s (all sequences), %d prompt + %d new tokens per sequence; busy = share of forward wall time\n"
               "each virtual device computed (sum > 1: devices overlapped); vs 1 dev = ratio to the 1-device run\n\n",
               prompt_tokens, new_tokens);

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_args.h"
 #include "core/error.h"
 #include "core/units.h"
 #include "exec/model_run.h"
@@ -25,18 +26,10 @@ struct Case {
 };
 
 int main_impl(int argc, char** argv) {
-  if (argc < 2) {
-    std::fprintf(stderr, "usage: predict_bench MODEL_DIR [--tokens N] [--prompt N]\n");
-    return 2;
-  }
-  const std::string model = argv[1];
-  int new_tokens = 48, prompt_tokens = 16;
-  for (int i = 2; i + 1 < argc; i += 2) {
-    const std::string a = argv[i];
-    if (a == "--tokens") new_tokens = std::atoi(argv[i + 1]);
-    else if (a == "--prompt") prompt_tokens = std::atoi(argv[i + 1]);
-    else throw InputError("unknown option " + a);
-  }
+  const std::optional<ModelBenchArgs> args = parse_model_bench_args(argc, argv, "predict_bench", ModelBenchArgs{"", 48, 16});
+  if (!args) return 2;
+  const std::string model = args->model;
+  const int new_tokens = args->new_tokens, prompt_tokens = args->prompt_tokens;
   const ModuleTree tree = load_module_tree(model);
   const std::int64_t weights = SizedTree::build(tree, WeightDType::kBF16).total_bytes();
   std::printf("decode tokens/s of all sequences, %d prompt + %d new tokens each; predicted by the cost model from\n"
