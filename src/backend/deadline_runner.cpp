@@ -18,18 +18,21 @@ struct DeadlineRunner::Shared {
 DeadlineRunner::DeadlineRunner(std::chrono::milliseconds limit) : limit_(limit), shared_(std::make_shared<Shared>()) {}
 
 DeadlineRunner::~DeadlineRunner() {
-  if (!started_ || abandoned_) return;  // a stuck helper keeps its own reference to the state
+  if (!started_ || abandoned_) return;  // a stuck helper was detached and keeps its own reference to the state
   {
     std::lock_guard lock(shared_->mutex);
     shared_->quit = true;
   }
   shared_->cv.notify_all();
+  // An idle helper ends at once: join it, so that nothing of it (its thread-local state, e.g. a
+  // failed dlopen's dlerror buffer) outlives the runner or races the process's exit.
+  helper_.join();
 }
 
 bool DeadlineRunner::run(std::function<void()> job) {
   if (abandoned_) return false;
   if (!started_) {
-    std::thread(helper_loop, shared_).detach();  // joined by nobody: it ends on quit, or never
+    helper_ = std::thread(helper_loop, shared_);  // joined when the runner ends, detached if abandoned
     started_ = true;
   }
   std::unique_lock lock(shared_->mutex);
@@ -40,6 +43,7 @@ bool DeadlineRunner::run(std::function<void()> job) {
   if (shared_->cv.wait_for(lock, limit_, [&] { return shared_->done; })) return true;
   abandoned_ = true;
   shared_->quit = true;  // if it ever comes back, it ends
+  helper_.detach();      // stuck inside the driver, maybe for good: never joined
   return false;
 }
 

@@ -7,13 +7,14 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <thread>
 
 namespace plexus {
 
 class DeadlineRunner {
  public:
   explicit DeadlineRunner(std::chrono::milliseconds limit);
-  ~DeadlineRunner();  // ends an idle helper; a stuck one is left behind, detached
+  ~DeadlineRunner();  // ends and joins an idle helper; a stuck one was left behind, detached
   DeadlineRunner(const DeadlineRunner&) = delete;
   DeadlineRunner& operator=(const DeadlineRunner&) = delete;
 
@@ -29,6 +30,7 @@ class DeadlineRunner {
   static void helper_loop(std::shared_ptr<Shared> s);
   std::chrono::milliseconds limit_;
   std::shared_ptr<Shared> shared_;
+  std::thread helper_;
   bool abandoned_ = false;
   bool started_ = false;
 };
