@@ -104,13 +104,19 @@ TEST(CostModel, VirtualDevicesSumTheirStages) {
   EXPECT_NEAR(*one.joules_per_token, 40.0 / one.decode_tokens_per_s_1, 1e-6);  // one host, busy
 }
 
-TEST(CostModel, StreamedWeightsAreCopiedOnceAndReadFromTheSlot) {
-  const ModuleTree t = smollm_135m();
+// One thread: 10 GB/s from memory at one token, 40 GB/s at eight; copies 10 GB/s, disk 5 GB/s.
+HostCalibration one_thread_calibration() {
   HostCalibration c;
   c.by_threads = {measured(1, 10e9, 50e9, 50e9)};
   c.by_threads[0].weight_rate_by_tokens = {{1, 10e9}, {8, 40e9}};
   c.copy_bandwidth = 10e9;
   c.disk_read_bandwidth = 5e9;
+  return c;
+}
+
+TEST(CostModel, StreamedWeightsAreCopiedOnceAndReadFromTheSlot) {
+  const ModuleTree t = smollm_135m();
+  HostCalibration c = one_thread_calibration();
   const Plan p = plan_for(t, "0=100MiB,cpu=1GiB", Strategy::kAuto);
   double streamed = 0;
   for (const DeviceReport& d : p.devices)
@@ -134,11 +140,7 @@ TEST(CostModel, StreamedWeightsAreCopiedOnceAndReadFromTheSlot) {
 
 TEST(CostModel, EachStageAndStreamedModuleCostsAHandOff) {
   const ModuleTree t = smollm_135m();
-  HostCalibration c;
-  c.by_threads = {measured(1, 10e9, 50e9, 50e9)};
-  c.by_threads[0].weight_rate_by_tokens = {{1, 10e9}, {8, 40e9}};
-  c.copy_bandwidth = 10e9;
-  c.disk_read_bandwidth = 5e9;
+  HostCalibration c = one_thread_calibration();
   auto seconds = [&](const Plan& p, double handoff) {
     HostCalibration cal = c;
     cal.handoff_s = handoff;
