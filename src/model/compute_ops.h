@@ -1,0 +1,65 @@
+// The compute interface of one device: the handful of operations the Llama-family forward is
+// written against (model/llama_family.cpp). The architecture code calls these and nothing else,
+// so it runs unchanged on every device that implements them: CpuOps (kernels/cpu, bitwise the
+// engine's CPU results) and CudaOps (kernels/cuda). Every pointer is in the device's own memory
+// (activations, workspace, KV caches, weights); spans named "host" are host memory.
+#pragma once
+#include <cstdint>
+#include <span>
+
+#include "kernels/weight_matrix.h"
+#include "model/kv_cache.h"
+
+namespace plexus {
+
+class Workspace;
+
+// n tokens run together; they may belong to different sequences. Host memory.
+struct TokenBatch {
+  std::span<const std::int32_t> ids;   // (n)
+  std::span<const std::int32_t> pos;   // (n) position of each token in its sequence
+  std::span<KvCache* const> cache;     // (n) the cache of each token's sequence (its memory on the device)
+};
+
+// The attention geometry of the model.
+struct AttentionShape {
+  std::int64_t n_heads = 0, n_kv_heads = 0, head_dim = 0;
+  std::int64_t window = 0;  // sliding window in tokens; 0: the whole context
+  float scale = 1;          // 1 / sqrt(head_dim)
+};
+
+class ComputeOps {
+ public:
+  virtual ~ComputeOps() = default;
+
+  // Before the first layer of a batch: what every layer reads of the batch (rope cos/sin of
+  // the positions with `inv_freq` (head_dim / 2) into ws.rope_cos/sin, the tokens' positions and
+  // caches). `layers` is false for a batch that only embeds or only runs the head.
+  virtual void begin_batch(const TokenBatch& batch, std::span<const double> inv_freq, bool layers, Workspace& ws) = 0;
+  // After the last operation of the batch on this device, before its results are read.
+  virtual void end_batch() = 0;
+
+  // x (n, H) = rows ids (host, n, checked by the caller) of `table` (vocab, H) as f32.
+  virtual void embed(const WeightMatrix& table, std::span<const std::int32_t> ids, float* x) = 0;
+  // y (rows, d) = x (rows, d) / sqrt(mean(x²) + eps) * w (d); y may alias x.
+  virtual void rmsnorm(const float* x, const float* w, std::int64_t rows, std::int64_t d, float eps, float* y) = 0;
+  // For each part: part.y (n, part.ldy) = x (n, ldx) · part.wᵀ; every part has the same cols.
+  virtual void matmul(std::span<const MatmulPart> parts, const float* x, std::int64_t n, std::int64_t ldx) = 0;
+  // y (n, d) += bias (d), every row.
+  virtual void add_bias(float* y, const float* bias, std::int64_t n, std::int64_t d) = 0;
+  // Rotates ws.q (n, n_heads·head_dim) and ws.k (n, n_kv_heads·head_dim) in place at the batch's
+  // positions (ws.rope_cos/sin), then stores each token's k and ws.v rows in its cache at `layer`.
+  virtual void rope_store_kv(int layer, const TokenBatch& batch, const AttentionShape& s, Workspace& ws) = 0;
+  // ws.att (n, n_heads·head_dim) = softmax(q·kᵀ·scale)·v of each token's query heads ws.q over
+  // its cache at `layer`, positions [max(0, pos - window + 1), pos]; query head h reads kv head
+  // h / (n_heads / n_kv_heads).
+  virtual void attention(int layer, const TokenBatch& batch, const AttentionShape& s, Workspace& ws) = 0;
+  // out (n) = silu(gate) · up; out may alias gate.
+  virtual void silu_mul(const float* gate, const float* up, float* out, std::int64_t n) = 0;
+  // x (n) += y (n)
+  virtual void add(float* x, const float* y, std::int64_t n) = 0;
+  // dst row i (d) = src row rows[i] (d), for rows (host).
+  virtual void gather_rows(const float* src, std::span<const std::int64_t> rows, std::int64_t d, float* dst) = 0;
+};
+
+}  // namespace plexus
