@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "model/token_id.h"
 #include "core/json.h"
+#include "bench/bench_metrics.h"
 #include "monitor/monitor_session.h"
 #include "runtime/generate.h"
 
@@ -58,7 +59,9 @@ int print_batch(const ModelRun& run, const BatchGenerateResult& r, const Tokeniz
               {"isa", run.isa},
               {"interrupted", interrupted}};
     if (run.executor) j["execution"] = exec_stats_to_json(run.executor->stats());
-    j["monitor"] = to_json(monitor->stop());
+    const MonitorSummary summary = monitor->stop();
+    j["monitor"] = to_json(summary);
+    j["energy"] = bench::energy_json(summary, r.generated_tokens);  // GPU energy (NVML) and J/token
     std::printf("%s\n", j.dump(-1, ' ', false, Json::error_handler_t::replace).c_str());
     return 0;
   }
@@ -174,7 +177,9 @@ int cmd_generate(int argc, char** argv) {
               {"interrupted", interrupted}};
     if (tok) j["text"] = tok->decode(r.ids);
     if (run->executor) j["execution"] = exec_stats_to_json(run->executor->stats());
-    j["monitor"] = to_json(monitor->stop());
+    const MonitorSummary summary = monitor->stop();
+    j["monitor"] = to_json(summary);
+    j["energy"] = bench::energy_json(summary, static_cast<std::int64_t>(r.ids.size()));  // GPU energy (NVML) and J/token
     std::printf("%s\n", j.dump(-1, ' ', false, Json::error_handler_t::replace).c_str());
     if (interrupted) return static_cast<int>(ExitCode::kInterrupted);
   } else {

@@ -174,6 +174,10 @@ TEST(CliErrors, MakeModelGenerateRoundTrip) {
   ASSERT_TRUE(j.contains("monitor"));
   EXPECT_TRUE(j["monitor"]["aggregate"].contains("total_avg_utilization"));
   EXPECT_GT(j["monitor"]["duration_s"].get<double>(), 0.0);
+  // Energy per token rides along too: null without an energy source (no GPU here), a number with NVML.
+  ASSERT_TRUE(j.contains("energy"));
+  EXPECT_TRUE(j["energy"].contains("j_per_token"));
+  EXPECT_EQ(j["energy"]["method"].get<std::string>(), "unavailable");
   const testing::ProcessResult p = run_plexus("perplexity " + shell_quote(out) + " --ids 3,4,5,6 --json");
   ASSERT_EQ(p.exit_code, 0) << p.err;
   const Json pj = Json::parse(p.out);
