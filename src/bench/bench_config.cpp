@@ -9,6 +9,7 @@
 #include "core/args.h"
 #include "core/error.h"
 #include "core/units.h"
+#include "model/make_model.h"
 #include "planner/budgets.h"
 #include "planner/weight_dtype.h"
 #include "runtime/sampler.h"
@@ -190,7 +191,10 @@ void read_model_make(const Reader& r, const YAML::Node& n, ModelMakeConfig& m) {
   each(n, "model_make", [&](const std::string& k, const YAML::Node& v, const std::string& p) {
     if (k == "preset") {
       m.preset = r.string(v, p);
-      if (m.preset != "tiny" && m.preset != "small") r.fail(v, p, "unknown preset '" + m.preset + "' (use tiny or small)");
+      const std::vector<std::string> presets = preset_names();
+      if (std::find(presets.begin(), presets.end(), m.preset) == presets.end()) {
+        r.fail(v, p, "unknown preset '" + m.preset + "' (use " + preset_list() + ")");
+      }
     } else if (k == "arch") {
       m.arch = r.string(v, p);
       if (m.arch != "llama" && m.arch != "qwen2" && m.arch != "qwen3" && m.arch != "mistral") {

@@ -16,7 +16,7 @@ namespace plexus::bench {
 
 // How to make the model when its directory has no config.json (`plexus make-model`).
 struct ModelMakeConfig {
-  std::string preset = "small";  // tiny | small
+  std::string preset = "small";  // tiny | small | llama-3.2-1b | llama-3.1-8b
   std::string arch = "llama";    // llama | qwen2 | qwen3 | mistral
   std::string dtype = "bf16";    // f32 | bf16 | f16
   std::uint64_t seed = 1;

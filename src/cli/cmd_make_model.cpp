@@ -1,4 +1,5 @@
 // `plexus make-model`: a random-weight checkpoint in Hugging Face's format.
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 
@@ -18,15 +19,18 @@ int cmd_make_model(int argc, char** argv) {
             "Write a random-weight Hugging Face checkpoint (config.json + model.safetensors) for tests,\n"
             "demos and benchmarks. `small` has the shape of a 135M-parameter SmolLM (hidden 576, 30 layers,\n"
             "9 heads, 3 KV heads, intermediate 1536, vocab 32000, tied embeddings); `tiny` has hidden 64,\n"
-            "4 layers, 4 heads, 2 KV heads, intermediate 176, vocab 32000.");
+            "4 layers, 4 heads, 2 KV heads, intermediate 176, vocab 32000. `llama-3.2-1b` (1.24B parameters)\n"
+            "and `llama-3.1-8b` (8.03B) have Meta's shapes, rope scaling and token ids, for benchmarks; their\n"
+            "weights are written by several threads (--threads) at disk speed.");
   args.positional("OUT", "output directory (created if missing)")
-      .option("--preset", "NAME", "tiny | small", "tiny")
+      .option("--preset", "NAME", "tiny | small | llama-3.2-1b | llama-3.1-8b", "tiny")
       .option("--arch", "ARCH", "llama | qwen2 | qwen3 | mistral", "llama")
       .option("--dtype", "DTYPE", "f32 | bf16 | f16", "bf16")
       .option("--seed", "N", "random seed", "0")
       .option("--std", "X", "standard deviation of the random weight matrices", "0.02")
       .option("--vocab", "N", "vocabulary size (default: the preset's, or the tokenizer's when larger)")
       .option("--shards", "N", "write N shards + model.safetensors.index.json", "1")
+      .option("--threads", "N", "threads generating the real-shape presets' weights (0: one per hardware thread)", "0")
       .option("--tokenizer", "DIR", "copy DIR's tokenizer.json (+ tokenizer_config.json) into the model")
       .flag("--force", "overwrite a model already in OUT");
   if (!args.parse(argc, argv)) return 0;
@@ -49,6 +53,9 @@ int cmd_make_model(int argc, char** argv) {
   const long long shards = args.get_int("--shards");
   if (shards < 1 || shards > 1000) throw InputError("--shards must be between 1 and 1000");
   o.shards = static_cast<int>(shards);
+  const long long threads = args.get_int("--threads");
+  if (threads < 0 || threads > 1024) throw InputError("--threads must be between 0 and 1024, got " + std::to_string(threads));
+  o.threads = static_cast<int>(threads);
   if (args.has("--vocab")) {
     o.vocab_size = args.get_int("--vocab");
     if (o.vocab_size < 2) throw InputError("--vocab must be at least 2");
@@ -61,10 +68,13 @@ int cmd_make_model(int argc, char** argv) {
   // SIGINT / SIGTERM stop between tensors: complete files stay, no temporary file is left (exit 130).
   const InterruptGuard guard;
   o.stop_requested = [] { return InterruptGuard::requested(); };
+  const auto start = std::chrono::steady_clock::now();
   const std::int64_t n = make_model_with_tokenizer(out, o, tok_dir);
-  std::printf("wrote %s: %s %s %s, %.1fM parameters, seed %llu%s\n", out.c_str(), o.preset.c_str(), arch.c_str(),
-              dt.c_str(), static_cast<double>(n) / 1e6, static_cast<unsigned long long>(o.seed),
-              tok_dir.empty() ? "" : ", with tokenizer");
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double gb = static_cast<double>(n) * static_cast<double>(dtype_size(o.dtype)) / 1e9;
+  std::printf("wrote %s: %s %s %s, %.1fM parameters, seed %llu%s; %.2f GB in %.1f s (%.2f GB/s)\n", out.c_str(),
+              o.preset.c_str(), arch.c_str(), dt.c_str(), static_cast<double>(n) / 1e6,
+              static_cast<unsigned long long>(o.seed), tok_dir.empty() ? "" : ", with tokenizer", gb, s, s > 0 ? gb / s : 0.0);
   return 0;
 }
 

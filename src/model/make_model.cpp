@@ -10,6 +10,7 @@
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "model/bulk_weights.h"
 #include "model/module_tree.h"
 
 namespace plexus {
@@ -108,7 +109,46 @@ void write_safetensors(const std::string& path, const std::vector<std::pair<cons
   out.commit();
 }
 
+// Llama 3.2 1B and Llama 3.1 8B as Meta's config.json files describe them.
+ModelConfig real_llama_config(const std::string& preset, Arch arch, std::int64_t vocab_size) {
+  if (arch != Arch::kLlama) throw InputError("preset '" + preset + "' is a Llama: leave --arch out (or give llama)");
+  ModelConfig c;
+  c.arch = arch;
+  c.architecture = std::string(arch_name(arch));
+  c.model_type = "llama";
+  const bool small = preset == "llama-3.2-1b";
+  c.hidden_size = small ? 2048 : 4096;
+  c.num_layers = small ? 16 : 32;
+  c.num_heads = 32, c.num_kv_heads = 8;
+  c.head_dim = c.hidden_size / c.num_heads;
+  c.intermediate_size = small ? 8192 : 14336;
+  c.vocab_size = vocab_size > 0 ? vocab_size : 128256;
+  c.tie_word_embeddings = small;
+  c.max_position_embeddings = 131072;
+  c.rms_norm_eps = 1e-5;
+  c.rope_theta = 500000.0;
+  c.rope_scaling = RopeScaling::kLlama3;
+  c.rope_factor = small ? 32.0 : 8.0;
+  c.rope_low_freq_factor = 1.0;
+  c.rope_high_freq_factor = 4.0;
+  c.rope_original_max_position = 8192;
+  c.bos_token_id = 128000;
+  c.eos_token_ids = {128001};
+  return c;
+}
+
 }  // namespace
+
+std::vector<std::string> preset_names() { return {"tiny", "small", "llama-3.2-1b", "llama-3.1-8b"}; }
+
+std::string preset_list() {
+  std::string s;
+  const std::vector<std::string> names = preset_names();
+  for (std::size_t i = 0; i < names.size(); ++i) s += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
+  return s;
+}
+
+bool is_bulk_preset(const std::string& preset) { return preset == "llama-3.2-1b" || preset == "llama-3.1-8b"; }
 
 ModelConfig preset_config(const std::string& preset, Arch arch, std::int64_t vocab_size) {
   ModelConfig c;
@@ -120,8 +160,10 @@ ModelConfig preset_config(const std::string& preset, Arch arch, std::int64_t voc
   } else if (preset == "small") {
     c.hidden_size = 576, c.num_layers = 30, c.num_heads = 9, c.num_kv_heads = 3, c.head_dim = 64;
     c.intermediate_size = 1536, c.vocab_size = 32000, c.tie_word_embeddings = true;
+  } else if (preset == "llama-3.2-1b" || preset == "llama-3.1-8b") {
+    return real_llama_config(preset, arch, vocab_size);
   } else {
-    throw InputError("unknown preset '" + preset + "' (use tiny or small)");
+    throw InputError("unknown preset '" + preset + "' (use " + preset_list() + ")");
   }
   if (vocab_size > 0) c.vocab_size = vocab_size;
   c.max_position_embeddings = 2048;
@@ -158,6 +200,22 @@ Json config_to_json(const ModelConfig& c, DType dtype) {
   if (c.eos_token_ids.size() == 1) j["eos_token_id"] = c.eos_token_ids[0];
   else if (!c.eos_token_ids.empty()) j["eos_token_id"] = c.eos_token_ids;
   if (c.sliding_window > 0) j["sliding_window"] = c.sliding_window;
+  if (c.rope_scaling == RopeScaling::kLlama3) {
+    j["rope_scaling"] = {{"rope_type", "llama3"},
+                         {"factor", c.rope_factor},
+                         {"low_freq_factor", c.rope_low_freq_factor},
+                         {"high_freq_factor", c.rope_high_freq_factor},
+                         {"original_max_position_embeddings", c.rope_original_max_position}};
+  } else if (c.rope_scaling == RopeScaling::kLinear) {
+    j["rope_scaling"] = {{"rope_type", "linear"}, {"factor", c.rope_factor}};
+  }
+  if (c.model_type == "llama") {  // the rest of what Meta's Llama config.json files hold
+    j["attention_dropout"] = 0.0;
+    j["initializer_range"] = 0.02;
+    j["mlp_bias"] = false;
+    j["pretraining_tp"] = 1;
+    j["use_cache"] = true;
+  }
   return j;
 }
 
@@ -168,40 +226,60 @@ std::int64_t write_random_model(const std::string& out_dir, const MakeModelOptio
   if (o.eos_token_id) config.eos_token_ids = {*o.eos_token_id};
   const ModuleTree tree = ModuleTree::from_config(config);
   make_dir(out_dir);
-  NormalRng rng(o.seed);
-  std::vector<std::pair<const ParamInfo*, std::string>> tensors;
+  std::vector<const ParamInfo*> params;
   std::int64_t n_params = 0;
   for (const ParamInfo& p : tree.params()) {
     if (p.tied_to) continue;
-    check_stop(o, out_dir);
-    const bool is_norm = p.shape.size() == 1 && p.name.find("norm") != std::string::npos;
-    std::string bytes;
-    bytes.reserve(static_cast<std::size_t>(p.numel()) * dtype_size(o.dtype));
-    for (std::int64_t i = 0; i < p.numel(); ++i) {
-      const double z = rng.next();
-      append_value(bytes, o.dtype, static_cast<float>(is_norm ? 1.0 + 0.1 * z : o.std * z));
-    }
+    params.push_back(&p);
     n_params += p.numel();
-    tensors.emplace_back(&p, std::move(bytes));
   }
+  auto is_norm = [](const ParamInfo& p) { return p.shape.size() == 1 && p.name.find("norm") != std::string::npos; };
+  const bool bulk = is_bulk_preset(o.preset);
+  NormalRng rng(o.seed);  // one sequence through every shard, in tensor order
+  // Writes params[begin, end) as `file`.
+  auto write_shard = [&](const std::string& file, std::size_t begin, std::size_t end) {
+    const std::string path = out_dir + "/" + file;
+    if (bulk) {
+      std::vector<BulkTensor> part;
+      for (std::size_t i = begin; i < end; ++i) part.push_back({params[i]->name, params[i]->shape, is_norm(*params[i]), i});
+      BulkOptions b;
+      b.dtype = o.dtype, b.seed = o.seed, b.std = o.std, b.threads = o.threads, b.stop_requested = o.stop_requested;
+      write_bulk_safetensors(path, part, b);
+      return;
+    }
+    std::vector<std::pair<const ParamInfo*, std::string>> tensors;
+    for (std::size_t i = begin; i < end; ++i) {
+      const ParamInfo& p = *params[i];
+      check_stop(o, out_dir);
+      std::string bytes;
+      bytes.reserve(static_cast<std::size_t>(p.numel()) * dtype_size(o.dtype));
+      for (std::int64_t e = 0; e < p.numel(); ++e) {
+        const double z = rng.next();
+        append_value(bytes, o.dtype, static_cast<float>(is_norm(p) ? 1.0 + 0.1 * z : o.std * z));
+      }
+      tensors.emplace_back(&p, std::move(bytes));
+    }
+    write_safetensors(path, tensors, o.dtype, o);
+  };
+  check_stop(o, out_dir);
   if (o.shards == 1) {
-    write_safetensors(out_dir + "/model.safetensors", tensors, o.dtype, o);
+    write_shard("model.safetensors", 0, params.size());
   } else {
     // Contiguous groups of tensors, about equal in bytes.
+    const std::uint64_t es = dtype_size(o.dtype);
     std::uint64_t total = 0;
-    for (const auto& t : tensors) total += t.second.size();
+    for (const ParamInfo* p : params) total += static_cast<std::uint64_t>(p->numel()) * es;
     Json weight_map = Json::object();
     std::size_t i = 0;
     std::uint64_t done = 0;
     for (int k = 1; k <= o.shards; ++k) {
-      std::vector<std::pair<const ParamInfo*, std::string>> part;
+      const std::size_t begin = i;
       const std::uint64_t target = total * static_cast<std::uint64_t>(k) / static_cast<std::uint64_t>(o.shards);
-      while (i < tensors.size() && (done < target || k == o.shards)) {
-        done += tensors[i].second.size();
-        weight_map[tensors[i].first->name] = shard_name(k, o.shards);
-        part.push_back(std::move(tensors[i++]));
+      while (i < params.size() && (done < target || k == o.shards)) {
+        done += static_cast<std::uint64_t>(params[i]->numel()) * es;
+        weight_map[params[i++]->name] = shard_name(k, o.shards);
       }
-      write_safetensors(out_dir + "/" + shard_name(k, o.shards), part, o.dtype, o);
+      write_shard(shard_name(k, o.shards), begin, i);
     }
     const Json index = {{"metadata", {{"total_size", total}}}, {"weight_map", weight_map}};
     write_file_atomically(out_dir + "/model.safetensors.index.json", index.dump(2) + "\n");

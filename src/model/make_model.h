@@ -5,6 +5,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/dtype.h"
 #include "model/config.h"
@@ -12,7 +13,7 @@
 namespace plexus {
 
 struct MakeModelOptions {
-  std::string preset = "tiny";   // tiny | small
+  std::string preset = "tiny";   // tiny | small | llama-3.2-1b | llama-3.1-8b
   Arch arch = Arch::kLlama;      // kLlama | kQwen2 | kQwen3 (kMistral writes a Mistral config)
   DType dtype = DType::kBF16;
   std::uint64_t seed = 0;
@@ -20,13 +21,22 @@ struct MakeModelOptions {
   std::int64_t vocab_size = 0;   // 0: the preset's
   int shards = 1;                // >1 writes model-0000k-of-0000n.safetensors + index
   std::optional<std::int64_t> bos_token_id;  // default 1
-  std::optional<std::int64_t> eos_token_id;  // default 2
+  std::optional<std::int64_t> eos_token_id;  // default 2 (the real-shape presets: 128001)
+  int threads = 0;  // the real-shape presets' generating threads (model/bulk_weights.h); 0: all
   // Polled between tensors: true stops with Interrupted (files already complete stay, no
   // temporary file is left). Empty: never.
   std::function<bool()> stop_requested;
 };
 
-// The config a preset describes (throws InputError for an unknown preset).
+// The presets: tiny and small (made-up shapes, weights from one Box-Muller sequence, bit for bit
+// what earlier versions wrote) and llama-3.2-1b, llama-3.1-8b (Meta's shapes, rope scaling and
+// token ids; weights written by model/bulk_weights.h, several threads and large writes).
+std::vector<std::string> preset_names();
+std::string preset_list();  // "tiny, small, llama-3.2-1b or llama-3.1-8b"
+bool is_bulk_preset(const std::string& preset);
+
+// The config a preset describes (throws InputError for an unknown preset, and for a real-shape
+// preset with an architecture other than Llama).
 ModelConfig preset_config(const std::string& preset, Arch arch, std::int64_t vocab_size);
 
 // Writes OUT_DIR/config.json and the weights, each file atomically (core/atomic_file.h), the

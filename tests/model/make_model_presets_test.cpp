@@ -1,0 +1,146 @@
+// The real-shape presets (Llama 3.2 1B, Llama 3.1 8B) and the bulk weight writer behind them:
+// shapes and config.json as Meta's, bytes independent of threads and block size, the values'
+// distribution, an interrupt leaving nothing behind.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "core/error.h"
+#include "core/mmap_file.h"
+#include "model/bulk_weights.h"
+#include "model/make_model.h"
+#include "model/module_tree.h"
+#include "model/safetensors.h"
+#include "test_util.h"
+
+namespace plexus {
+namespace {
+
+using testing::TempDir;
+
+std::int64_t stored_params(const ModelConfig& c) {
+  std::int64_t n = 0;
+  const ModuleTree tree = ModuleTree::from_config(c);
+  for (const ParamInfo& p : tree.params()) {
+    if (!p.tied_to) n += p.numel();
+  }
+  return n;
+}
+
+TEST(RealPresets, HaveMetasShapes) {
+  const ModelConfig one = preset_config("llama-3.2-1b", Arch::kLlama, 0);
+  EXPECT_EQ(stored_params(one), 1235814400);  // Llama-3.2-1B: 1.24B with tied embeddings
+  EXPECT_TRUE(one.tie_word_embeddings);
+  EXPECT_EQ(one.head_dim, 64);
+  const ModelConfig eight = preset_config("llama-3.1-8b", Arch::kLlama, 0);
+  EXPECT_EQ(stored_params(eight), 8030261248);  // Llama-3.1-8B
+  EXPECT_FALSE(eight.tie_word_embeddings);
+  EXPECT_EQ(eight.head_dim, 128);
+  EXPECT_THROW(preset_config("llama-3.1-8b", Arch::kQwen2, 0), InputError);
+  EXPECT_TRUE(is_bulk_preset("llama-3.2-1b"));
+  EXPECT_FALSE(is_bulk_preset("small"));
+}
+
+TEST(RealPresets, ConfigJsonRoundTripsWithRopeScaling) {
+  for (const char* preset : {"llama-3.2-1b", "llama-3.1-8b"}) {
+    const ModelConfig c = preset_config(preset, Arch::kLlama, 0);
+    const Json j = config_to_json(c, DType::kBF16);
+    EXPECT_EQ(j["architectures"][0], "LlamaForCausalLM");
+    EXPECT_EQ(j["torch_dtype"], "bfloat16");
+    EXPECT_EQ(j["bos_token_id"], 128000);
+    EXPECT_EQ(j["eos_token_id"], 128001);
+    EXPECT_EQ(j["rope_scaling"]["rope_type"], "llama3");
+    EXPECT_EQ(j["max_position_embeddings"], 131072);
+    const ModelConfig back = parse_model_config(j, preset);
+    EXPECT_EQ(back.rope_scaling, RopeScaling::kLlama3);
+    EXPECT_EQ(back.rope_factor, c.rope_factor);
+    EXPECT_EQ(back.rope_low_freq_factor, 1.0);
+    EXPECT_EQ(back.rope_high_freq_factor, 4.0);
+    EXPECT_EQ(back.rope_original_max_position, 8192);
+    EXPECT_EQ(back.rope_theta, 500000.0);
+    EXPECT_EQ(back.tie_word_embeddings, c.tie_word_embeddings);
+    EXPECT_EQ(back.intermediate_size, c.intermediate_size);
+  }
+  EXPECT_EQ(preset_config("llama-3.2-1b", Arch::kLlama, 0).rope_factor, 32.0);
+  EXPECT_EQ(preset_config("llama-3.1-8b", Arch::kLlama, 0).rope_factor, 8.0);
+}
+
+TEST(BulkWeights, NormalQuantile) {
+  EXPECT_NEAR(normal_quantile(0.5), 0.0, 1e-12);
+  EXPECT_NEAR(normal_quantile(0.975), 1.959963985, 1e-6);
+  EXPECT_NEAR(normal_quantile(0.001), -3.090232306, 1e-6);
+  EXPECT_NEAR(normal_quantile(0.3) + normal_quantile(0.7), 0.0, 1e-9);
+}
+
+const std::vector<BulkTensor> kTensors = {
+    {"a.weight", {3, 70001}, false, 0}, {"n.norm.weight", {17}, true, 1}, {"b.weight", {5}, false, 2}};
+
+std::string write(const TempDir& dir, const std::string& name, BulkOptions o) {
+  const std::string path = dir.path() + "/" + name;
+  const std::uint64_t n = write_bulk_safetensors(path, kTensors, o);
+  std::string bytes = read_text_file_or_empty(path);
+  EXPECT_EQ(bytes.size(), n);
+  return bytes;
+}
+
+TEST(BulkWeights, BytesDependOnTheSeedAloneAndHaveTheRightDistribution) {
+  TempDir dir("bulk");
+  BulkOptions a;
+  a.threads = 1, a.block_elements = 1;  // one run of 65536 per block
+  BulkOptions b;
+  b.threads = 3, b.block_elements = 1 << 20;
+  const std::string one = write(dir, "one.safetensors", a);
+  const std::string two = write(dir, "two.safetensors", b);
+  EXPECT_EQ(one, two);
+  BulkOptions other = b;
+  other.seed = 1;
+  EXPECT_NE(write(dir, "three.safetensors", other), one);
+
+  std::uint64_t start = 0;
+  const auto infos = parse_safetensors_header(reinterpret_cast<const std::uint8_t*>(one.data()), one.size(), one.size(),
+                                              "one", &start);
+  ASSERT_EQ(infos.size(), 3u);
+  for (const auto& t : infos) {
+    EXPECT_EQ(t.dtype, DType::kBF16);
+    std::vector<double> v;
+    const auto* p = reinterpret_cast<const std::uint16_t*>(one.data() + start + t.begin);
+    for (std::int64_t i = 0; i < t.numel(); ++i) v.push_back(bf16_to_f32(p[i]));
+    double mean = 0, sq = 0;
+    for (double x : v) mean += x;
+    mean /= static_cast<double>(v.size());
+    for (double x : v) sq += (x - mean) * (x - mean);
+    const double sd = std::sqrt(sq / static_cast<double>(v.size()));
+    if (t.name == "a.weight") {
+      EXPECT_NEAR(mean, 0.0, 3e-4);
+      EXPECT_NEAR(sd, 0.02, 0.0005);
+    } else if (t.name == "n.norm.weight") {
+      EXPECT_NEAR(mean, 1.0, 0.1);
+      EXPECT_GT(sd, 0.02);
+    }
+  }
+}
+
+TEST(BulkWeights, F32ValuesAndInterrupt) {
+  TempDir dir("bulk32");
+  BulkOptions o;
+  o.dtype = DType::kF32, o.std = 0.5;
+  const std::string bytes = write(dir, "f.safetensors", o);
+  std::uint64_t start = 0;
+  const auto infos = parse_safetensors_header(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size(),
+                                              bytes.size(), "f", &start);
+  const auto& a = infos[0].name == "a.weight" ? infos[0] : infos[1].name == "a.weight" ? infos[1] : infos[2];
+  const auto* p = reinterpret_cast<const float*>(bytes.data() + start + a.begin);
+  double sq = 0;
+  for (std::int64_t i = 0; i < a.numel(); ++i) sq += static_cast<double>(p[i]) * p[i];
+  EXPECT_NEAR(std::sqrt(sq / static_cast<double>(a.numel())), 0.5, 0.01);
+
+  o.stop_requested = [] { return true; };
+  EXPECT_THROW(write_bulk_safetensors(dir.path() + "/stopped.safetensors", kTensors, o), Interrupted);
+  int files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir.path())) files += e.path().filename() != "f.safetensors";
+  EXPECT_EQ(files, 0);  // neither the file nor its temporary
+}
+
+}  // namespace
+}  // namespace plexus
