@@ -10,14 +10,16 @@
 #
 #   --prebuilt DIR  binaries from scripts/pack-gpu.sh (DIR/plexus-gpu.tar.xz) instead of building
 #                   here with -DCMAKE_CUDA_ARCHITECTURES=native
-#   --results DIR   logs, JSON and the table (default: $OUT when set, else results/gpu-check-DATE)
+#   --results DIR   logs, JSON and the table (default: results/gpu-check-DATE). When $OUT is set
+#                   (the device tool), $OUT gets table.txt, summary.json and gpu-check-results.tar.gz
+#                   (everything), refreshed after every step so a cut-off run still brings its logs
 #   --models DIR    where the checkpoints go (default: /dev/shm when it has 24 GB free, else /tmp)
 #   --budget S      seconds for the whole run (default 460); later steps shrink or are skipped
 #   --dry-run       print the steps and their time limits, run nothing
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
-PREBUILT= RESULTS=${OUT:-} MODELS= BUDGET=460 DRY=0 SKIP_8B=0 SKIP_HF=0 SKIP_TESTS=0
+PREBUILT= RESULTS= MODELS= BUDGET=460 DRY=0 SKIP_8B=0 SKIP_HF=0 SKIP_TESTS=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --prebuilt) PREBUILT=$2; shift 2 ;;
@@ -32,7 +34,10 @@ while [ $# -gt 0 ]; do
     *) echo "gpu-check.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
-RESULTS=${RESULTS:-results/gpu-check-$(date -u +%Y%m%d-%H%M%S)}
+if [ -z "$RESULTS" ]; then
+  if [ -n "${OUT:-}" ]; then RESULTS=/tmp/gpu-check-$(date -u +%Y%m%d-%H%M%S); else RESULTS=results/gpu-check-$(date -u +%Y%m%d-%H%M%S); fi
+fi
+ORIG_LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}
 mkdir -p "$RESULTS"
 RESULTS=$(cd "$RESULTS" && pwd)
 START=$(date +%s)
@@ -40,6 +45,15 @@ START=$(date +%s)
 IDS=128000,7932,15851,23770,31689,39608,47527,55446,63365,71284,79203,87122,95041,2960,10879,18798
 NEW=128
 printf 'step\tseconds\tstatus\n' >"$RESULTS/steps.tsv"
+
+# The device tool brings back at most 8 files from $OUT: the table, the summary and one archive.
+publish() {
+  [ -n "${OUT:-}" ] && [ "$DRY" = 0 ] || return 0
+  mkdir -p "$OUT"
+  for f in table.txt summary.json; do [ -f "$RESULTS/$f" ] && cp "$RESULTS/$f" "$OUT/"; done
+  tar -C "$RESULTS" -czf "$OUT/gpu-check-results.tar.gz" . 2>/dev/null
+  return 0
+}
 
 # step NAME LIMIT CMD...: runs CMD with its output in NAME.log (tail shown), under
 # min(LIMIT, what is left of the budget); skipped when under 10 s are left.
@@ -61,6 +75,7 @@ step() {
   tail -n 25 "$RESULTS/$name.log" | sed 's/^/   /'
   printf '   -> %s in %ss\n' "$status" "$dt"
   printf '%s\t%s\t%s\n' "$name" "$dt" "$status" >>"$RESULTS/steps.tsv"
+  publish
   return $rc
 }
 
@@ -69,7 +84,7 @@ step() {
 cuda_lib_dirs() {
   {
     for d in /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/local/cuda/targets/x86_64-linux/lib; do
-      ls "$d"/libcublas.so.* >/dev/null 2>&1 && echo "$d"
+      ls "$d"/libcublas.so.* "$d"/libnccl.so.* >/dev/null 2>&1 && echo "$d"
     done
     python3 - <<'EOF' 2>/dev/null
 import glob, os, site, sys
@@ -80,10 +95,11 @@ try:
 except Exception:
     pass
 for r in roots:
-    for f in glob.glob(os.path.join(r, "nvidia", "**", "libcublas*.so.*"), recursive=True):
-        print(os.path.dirname(f))
+    for lib in ("libcublas*.so.*", "libnccl*.so.*", "libcudart.so.*"):
+        for f in glob.glob(os.path.join(r, "nvidia", "**", lib), recursive=True):
+            print(os.path.dirname(f))
 EOF
-    ldconfig -p 2>/dev/null | awk '/libcublas\.so/ {print $NF}' | xargs -r -n1 dirname
+    ldconfig -p 2>/dev/null | awk '/libcublas\.so|libnccl\.so/ {print $NF}' | xargs -r -n1 dirname
   } | awk '!seen[$0]++' | paste -sd: -
 }
 
@@ -121,7 +137,7 @@ echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
 # --- the machine --------------------------------------------------------------------------
 step env 30 bash -c "nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,power.limit --format=csv;
   nvidia-smi | head -15; ldd $PLEXUS $GB | grep -E 'not found|cublas' || true; $PLEXUS detect || true;
-  free -g; df -h /dev/shm /tmp; python3 -c 'import torch, transformers; print(torch.__version__, transformers.__version__)' || true"
+  free -g; df -h /dev/shm /tmp; LD_LIBRARY_PATH=\"$ORIG_LD_LIBRARY_PATH\" python3 -c 'import torch, transformers; print(torch.__version__, transformers.__version__)' || true"
 if [ "$DRY" = 0 ]; then
   python3 - "$RESULTS" "$PREBUILT" <<'EOF'
 import json, subprocess, sys, datetime
@@ -194,8 +210,9 @@ if [ "$SKIP_8B" = 0 ]; then
 fi
 if [ "$SKIP_HF" = 0 ]; then
   export PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false HF_HUB_OFFLINE=1 TRANSFORMERS_VERBOSITY=error
-  step hf-1b 100 python3 scripts/hf_compare.py "$M1" --ids "$IDS" --new-tokens "$NEW" --reps 3 --json "$RESULTS/hf-1b.json"
-  [ "$SKIP_8B" = 0 ] && step hf-8b 130 python3 scripts/hf_compare.py "$M8" --ids "$IDS" --new-tokens "$NEW" --reps 3 --json "$RESULTS/hf-8b.json"
+  # The machine's own library path for Python: our packed libraries must not shadow torch's.
+  step hf-1b 100 env LD_LIBRARY_PATH="$ORIG_LD_LIBRARY_PATH" python3 scripts/hf_compare.py "$M1" --ids "$IDS" --new-tokens "$NEW" --reps 3 --json "$RESULTS/hf-1b.json"
+  [ "$SKIP_8B" = 0 ] && step hf-8b 130 env LD_LIBRARY_PATH="$ORIG_LD_LIBRARY_PATH" python3 scripts/hf_compare.py "$M8" --ids "$IDS" --new-tokens "$NEW" --reps 3 --json "$RESULTS/hf-8b.json"
 fi
 
 # --- the table ----------------------------------------------------------------------------
@@ -203,4 +220,7 @@ echo
 echo "== steps (seconds): $(tail -n +2 "$RESULTS/steps.tsv" | awk -F'\t' '{printf "%s %s%s; ", $1, $2, ($3 == "ok" ? "" : " [" $3 "]")}')"
 if [ "$DRY" = 1 ]; then echo "== table: python3 scripts/gpu_check_table.py $RESULTS"; exit 0; fi
 python3 scripts/gpu_check_table.py "$RESULTS" | tee "$RESULTS/table.txt"
+rc=$?  # 1 when a target was missed (pipefail)
 echo "total $(($(date +%s) - START)) s; results in $RESULTS"
+publish
+exit $rc

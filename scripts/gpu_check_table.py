@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The one table of scripts/gpu-check.sh, from the JSON files in its results directory:
 metric, plexus, peer or ceiling, ratio, target, result. Prints it as text, writes table.md and
-summary.json beside the inputs. Missing or failed parts show as "-" and "no data" (a target whose
+summary.json beside the inputs; exit status 1 when a target is missed. Missing or failed parts show as "-" and "no data" (a target whose
 measurement is missing fails: nothing is passed for want of data)."""
 import json
 import os
@@ -122,7 +122,7 @@ def main():
     with open(os.path.join(results, "summary.json"), "w") as f:
         json.dump({"env": env, "rows": table, "failed": failed}, f, indent=2)
     print(f"\n{len(failed)} target(s) missed" + (": " + "; ".join(failed) if failed else ""))
-    return 0
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
