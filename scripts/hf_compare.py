@@ -12,6 +12,7 @@ with exit status 1, so a table can still be printed from what did run.
 import argparse
 import json
 import os
+import re
 import statistics
 import sys
 import time
@@ -78,7 +79,6 @@ def main():
 def run(a, result):
     import torch
     import transformers
-    from packaging import version
 
     result["versions"] = {"torch": torch.__version__, "transformers": transformers.__version__}
     try:
@@ -91,7 +91,8 @@ def run(a, result):
     ids = [int(x) for x in a.ids.split(",")] if a.ids else default_ids(16, config["vocab_size"])
     result["prompt_tokens"] = len(ids)
     # transformers 4.56 renamed torch_dtype to dtype; an unknown keyword would be taken silently.
-    dtype_kw = "dtype" if version.parse(transformers.__version__) >= version.parse("4.56") else "torch_dtype"
+    major_minor = tuple(int(x) for x in re.findall(r"\d+", transformers.__version__)[:2])
+    dtype_kw = "dtype" if major_minor >= (4, 56) else "torch_dtype"
     t0 = time.perf_counter()
     model = transformers.AutoModelForCausalLM.from_pretrained(a.model, device_map="auto", **{dtype_kw: torch.bfloat16})
     model.eval()

@@ -67,6 +67,9 @@ for t in tests:
         by_binary[exe].append(name)
 with open(os.path.join(stage, "gpu-tests.txt"), "w") as f:
     for exe, names in sorted(by_binary.items()):
+        if not os.path.isfile(exe):
+            print(f"pack-gpu.sh: warning: {exe} (gpu-labelled tests) was not built; add its target to PACK_TEST_TARGETS", file=sys.stderr)
+            continue
         shutil.copy2(exe, os.path.join(stage, "bin", os.path.basename(exe)))
         f.write(os.path.basename(exe) + "\t" + (":".join(names) if names else "*") + "\n")
 print(f"pack-gpu.sh: {len(tests)} GPU tests in {len(by_binary)} binaries")
@@ -93,7 +96,7 @@ cp -r "$BUILD/golden" "$STAGE/golden"
   echo "source_dir=$(pwd)"
   echo "commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo -dirty)"
   echo "packed=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
-  echo "cuda_architectures=$(sed -n 's/^CMAKE_CUDA_ARCHITECTURES:[A-Z]*=//p' "$BUILD/CMakeCache.txt")"
+  echo "cuda_code=$(grep -oE -- '--generate-code=[^ ]+' "$BUILD/build.ninja" | sort -u | tr '\n' ' ')"
   echo "nvcc=$(sed -n 's/^set(CMAKE_CUDA_COMPILER_VERSION "\(.*\)")/\1/p' "$BUILD"/CMakeFiles/*/CMakeCUDACompiler.cmake | head -1)"
 } >"$STAGE/manifest.txt"
 cat "$STAGE/manifest.txt"
