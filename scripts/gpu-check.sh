@@ -215,6 +215,10 @@ if [ "$SKIP_HF" = 0 ]; then
   [ "$SKIP_8B" = 0 ] && step hf-8b 130 env LD_LIBRARY_PATH="$ORIG_LD_LIBRARY_PATH" python3 scripts/hf_compare.py "$M8" --ids "$IDS" --new-tokens "$NEW" --reps 3 --json "$RESULTS/hf-8b.json"
 fi
 
+# The multi-GPU path on one GPU: two virtual GPUs (--virtual-gpus, as generate takes it), batch 1 and 8.
+step gpu_bench-1b-vgpu2 60 "$GB" "$M1" --virtual-gpus 2 --ids "$IDS" --decode-tokens 64 --reps 3 --batches 8 \
+  --skip ceilings,prefill --json "$RESULTS/gpu_bench-1b-vgpu2.json"
+
 # --- the table ----------------------------------------------------------------------------
 echo
 echo "== steps (seconds): $(tail -n +2 "$RESULTS/steps.tsv" | awk -F'\t' '{printf "%s %s%s; ", $1, $2, ($3 == "ok" ? "" : " [" $3 "]")}')"

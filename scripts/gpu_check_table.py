@@ -81,6 +81,13 @@ def rows(results):
             row(f"{name} batched decode {one.get('batch')} seqs tokens/s", one.get("decode_tokens_per_s"), None, None)
         pj, hj = get(b, "decode", "joules_per_token"), get(hf, "joules_per_token")
         row(f"{name} J/token b1 (NVML) vs HF (ratio HF/plexus)", pj, hj, hj / pj if pj and hj else None, digits=3)
+    v2 = load(results, "gpu_bench-1b-vgpu2.json")
+    if v2:
+        one = get(v2, "decode", "decode_tokens_per_s")
+        row("Llama-3.2-1B decode b1 tokens/s, 2 virtual GPUs vs 1 GPU", one,
+            get(load(results, "gpu_bench-1b.json"), "decode", "decode_tokens_per_s"), None)
+        for b in v2.get("batched") or []:
+            row(f"Llama-3.2-1B batched decode {b.get('batch')} seqs tokens/s, 2 virtual GPUs", b.get("decode_tokens_per_s"), None, None)
     gen = load(results, "generate-1b.json")
     hf1 = load(results, "hf-1b.json")
     if gen:
@@ -97,6 +104,7 @@ def rows(results):
 
 def main():
     results = sys.argv[1] if len(sys.argv) > 1 else "."
+    os.makedirs(results, exist_ok=True)
     table = rows(results)
     env = load(results, "env.json")
     head = f"card: {env.get('gpu', '?')}, driver {env.get('driver', '?')}, {env.get('date', '?')}, plexus {env.get('commit', '?')}"
