@@ -16,6 +16,7 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/matmul.h"
+#include "kernels/cuda/prefill_attention.h"
 #include "kernels/cuda/rope_kv.h"
 #include "kernels/ref/ref_kernels.h"
 
@@ -332,6 +333,93 @@ TEST_F(CudaKernels, AttentionGqaWindowSplitsAgainstReference) {
           << "heads " << c.heads << " kv " << c.kv << " hd " << c.hd << " window " << c.window << " splits "
           << split.splits << " chunk " << split.chunk;
     }
+  }
+}
+
+// The tiled prefill kernel against the reference and the split-context kernel: sequences
+// prefilled from 0, a continuation chunk over earlier keys, single tokens, interleaved sequences
+// (tiles of one token), GQA groups 1..64, windows.
+TEST_F(CudaKernels, PrefillAttentionAgainstReference) {
+  struct Case {
+    std::int64_t heads, kv, hd, window;
+  };
+  // (sequence, first position, tokens): consecutive batch tokens of one sequence form runs.
+  struct Run {
+    std::size_t seq;
+    std::int32_t first;
+    std::int32_t count;
+  };
+  const std::vector<Run> runs = {{0, 0, 100}, {1, 50, 21}, {2, 10, 1}, {3, 0, 1}, {4, 0, 1}, {3, 1, 1}, {4, 1, 1},
+                                 {3, 2, 1}, {0, 100, 3}};
+  const std::vector<std::int64_t> caps = {120, 80, 11, 3, 2};
+  for (const Case c : {Case{32, 8, 64, 0}, Case{4, 4, 128, 0}, Case{64, 1, 128, 0}, Case{8, 2, 64, 5},
+                       Case{12, 4, 128, 64}, Case{6, 2, 64, 1}}) {
+    TestCaches caches(c.kv, c.hd, caps);
+    const int layer = 2;
+    std::vector<float> cache_h = random_floats(caches.mem.size(), rng_, -1, 1);
+    caches.mem.upload(cache_h);
+    std::vector<TokenSlot> slots;
+    std::vector<std::size_t> seq_of;
+    std::int64_t longest = 0;
+    for (const Run& r : runs) {
+      for (std::int32_t i = 0; i < r.count; ++i) {
+        slots.push_back(caches.slot(r.seq, r.first + i));
+        seq_of.push_back(r.seq);
+        longest = std::max<std::int64_t>(longest, r.first + i + 1);
+      }
+    }
+    const std::int64_t n = static_cast<std::int64_t>(slots.size());
+    const AttentionGeometry g{c.heads, c.kv, c.hd, c.window, static_cast<float>(1.0 / std::sqrt(double(c.hd)))};
+    ASSERT_TRUE(prefill_attention_supported(g));
+    std::vector<QueryTile> tiles(static_cast<std::size_t>(n));
+    const std::int64_t n_tiles = make_query_tiles(slots.data(), n, prefill_tile_tokens(g), tiles.data());
+    std::int64_t covered = 0;
+    for (std::int64_t i = 0; i < n_tiles; ++i) {
+      ASSERT_EQ(tiles[static_cast<std::size_t>(i)].first, covered);
+      ASSERT_LE(tiles[static_cast<std::size_t>(i)].count, prefill_tile_tokens(g));
+      covered += tiles[static_cast<std::size_t>(i)].count;
+    }
+    ASSERT_EQ(covered, n);
+    const std::vector<float> qh = random_floats(static_cast<std::size_t>(n * c.heads * c.hd), rng_, -2, 2);
+    std::vector<float> want(qh.size());
+    for (std::int64_t t = 0; t < n; ++t) {
+      const std::size_t s = seq_of[static_cast<std::size_t>(t)];
+      ref::attention_gqa(qh.data() + t * c.heads * c.hd, cache_h.data() + caches.at(s, layer, 0, 0, 0),
+                         cache_h.data() + caches.at(s, layer, 1, 0, 0), caches.capacity[s] * c.hd, c.heads, c.kv, c.hd,
+                         slots[static_cast<std::size_t>(t)].pos, c.window, g.scale, want.data() + t * c.heads * c.hd);
+    }
+    DeviceBuffer<float> q(qh), out(qh.size());
+    DeviceBuffer<TokenSlot> sl(slots);
+    DeviceBuffer<QueryTile> tl(std::vector<QueryTile>(tiles.begin(), tiles.begin() + n_tiles));
+    out.poison();
+    launch_prefill_attention(q.get(), sl.get(), tl.get(), n_tiles, g, layer, out.get(), stream_);
+    sync();
+    const std::vector<float> prefill = out.download();
+    EXPECT_TRUE(close(prefill, want, 2e-5, 2e-4))
+        << "prefill: heads " << c.heads << " kv " << c.kv << " hd " << c.hd << " window " << c.window;
+    // The split-context kernel agrees on the same batch.
+    const std::int64_t max_keys = c.window > 0 ? std::min(c.window, longest) : longest;
+    const std::int64_t floats = attention_partial_floats(g, n, 1024);
+    DeviceBuffer<float> partials(static_cast<std::size_t>(floats));
+    out.poison();
+    launch_attention(q.get(), sl.get(), n, g, attention_split(g, n, max_keys, 528), layer, partials.get(), floats,
+                     out.get(), stream_);
+    sync();
+    EXPECT_TRUE(close(out.download(), prefill, 2e-5, 2e-4)) << "split-context vs prefill, hd " << c.hd;
+  }
+}
+
+TEST(CudaQueryTiles, RunsOfOneSequenceSplitAtTheTileSize) {
+  float a = 0, b = 0;  // two caches (only their addresses matter)
+  const std::vector<TokenSlot> slots = {{&a, 9, 0, 0}, {&a, 9, 0, 1}, {&a, 9, 0, 2}, {&b, 9, 0, 3}, {&b, 9, 0, 4},
+                                        {&b, 9, 0, 6}, {&a, 9, 0, 3}, {&a, 9, 0, 4}};
+  std::vector<QueryTile> tiles(slots.size());
+  const std::int64_t n = make_query_tiles(slots.data(), static_cast<std::int64_t>(slots.size()), 2, tiles.data());
+  const std::vector<std::pair<int, int>> want = {{0, 2}, {2, 1}, {3, 2}, {5, 1}, {6, 2}};
+  ASSERT_EQ(n, static_cast<std::int64_t>(want.size()));
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(tiles[i].first, want[i].first) << i;
+    EXPECT_EQ(tiles[i].count, want[i].second) << i;
   }
 }
 

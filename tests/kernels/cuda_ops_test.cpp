@@ -23,13 +23,13 @@
 namespace plexus::cuda::test {
 namespace {
 
-ModelConfig small_config(std::int64_t window) {
+ModelConfig small_config(std::int64_t window, std::int64_t head_dim = 16) {
   ModelConfig c;
   c.hidden_size = 64;
   c.num_layers = 6;
   c.num_heads = 4;
   c.num_kv_heads = 2;
-  c.head_dim = 16;
+  c.head_dim = head_dim;
   c.intermediate_size = 96;
   c.vocab_size = 50;
   c.rms_norm_eps = 1e-5;
@@ -68,7 +68,13 @@ Vec make_vec(std::int64_t n, std::mt19937& rng, float lo, float hi) {
   return v;
 }
 
-class CudaOpsLayer : public ::testing::TestWithParam<std::pair<DType, std::int64_t>> {
+struct LayerCase {
+  DType dtype;
+  std::int64_t window, head_dim;
+  std::int64_t prefill_min_tokens;  // CudaOps' threshold for the tiled prefill attention
+};
+
+class CudaOpsLayer : public ::testing::TestWithParam<LayerCase> {
  protected:
   void SetUp() override {
     std::string why;
@@ -82,8 +88,8 @@ class CudaOpsLayer : public ::testing::TestWithParam<std::pair<DType, std::int64
 };
 
 TEST_P(CudaOpsLayer, PrefillThenDecodeMatchesTheHostLayer) {
-  const DType dtype = GetParam().first;
-  const ModelConfig c = small_config(GetParam().second);
+  const DType dtype = GetParam().dtype;
+  const ModelConfig c = small_config(GetParam().window, GetParam().head_dim);
   const std::int64_t H = c.hidden_size, Q = c.q_dim(), KV = c.kv_dim(), I = c.intermediate_size, hd = c.head_dim;
   const std::int64_t max_tokens = 16, capacity = 24;
   const int layer = 4;  // caches hold layers 3..4
@@ -104,6 +110,7 @@ TEST_P(CudaOpsLayer, PrefillThenDecodeMatchesTheHostLayer) {
   const CudaOpsSizes sizes = CudaOpsSizes::of(c, max_tokens, capacity);
   DeviceBuffer<std::uint8_t> scratch(CudaOps::scratch_bytes(sizes));
   CudaOps ops(stream_, "cuda:test", sizes, scratch.get(), scratch.size());
+  ops.set_prefill_attention_min_tokens(GetParam().prefill_min_tokens);
   DeviceBuffer<float> ws_mem(static_cast<std::size_t>(device_workspace_bytes(c, max_tokens, capacity) / 4));
   ws_mem.poison();
   WorkspacePtr ws = device_workspace(c, max_tokens, capacity, ws_mem.get());
@@ -116,7 +123,8 @@ TEST_P(CudaOpsLayer, PrefillThenDecodeMatchesTheHostLayer) {
   DeviceBuffer<float> x(static_cast<std::size_t>(max_tokens * H)), xb(static_cast<std::size_t>(max_tokens * H));
   DeviceBuffer<float> gate(static_cast<std::size_t>(max_tokens * I)), up(static_cast<std::size_t>(max_tokens * I));
   const float eps = static_cast<float>(c.rms_norm_eps);
-  AttentionShape shape{c.num_heads, c.num_kv_heads, hd, c.sliding_window, static_cast<float>(1.0 / std::sqrt(16.0))};
+  const double scale = 1.0 / std::sqrt(static_cast<double>(hd));
+  AttentionShape shape{c.num_heads, c.num_kv_heads, hd, c.sliding_window, static_cast<float>(scale)};
 
   // Two steps: 12 tokens (7 of sequence 0, 5 of sequence 1, interleaved), then one of each.
   struct Tok {
@@ -216,7 +224,7 @@ TEST_P(CudaOpsLayer, PrefillThenDecodeMatchesTheHostLayer) {
       const std::vector<float>& hc = host_cache[static_cast<std::size_t>(tk.seq)];
       ref::attention_gqa(q.data() + t * Q, hc.data() + (local * 2 + 0) * c.num_kv_heads * head_stride,
                          hc.data() + (local * 2 + 1) * c.num_kv_heads * head_stride, head_stride, c.num_heads,
-                         c.num_kv_heads, hd, tk.pos, c.sliding_window, 1.0 / std::sqrt(16.0), att.data() + t * Q);
+                         c.num_kv_heads, hd, tk.pos, c.sliding_window, scale, att.data() + t * Q);
     }
     const std::vector<float> ao = mm(wo, att, Q);
     for (std::size_t i = 0; i < xh.size(); ++i) xh[i] += ao[i];
@@ -227,8 +235,8 @@ TEST_P(CudaOpsLayer, PrefillThenDecodeMatchesTheHostLayer) {
     for (std::size_t i = 0; i < xh.size(); ++i) xh[i] += dn[i];
 
     const double tol = dtype == DType::kF32 ? 1e-4 : 5e-3;
-    EXPECT_TRUE(close(got, xh, tol, tol)) << dtype_name(dtype) << " window " << c.sliding_window << " step of " << n
-                                          << " tokens";
+    EXPECT_TRUE(close(got, xh, tol, tol)) << dtype_name(dtype) << " window " << c.sliding_window << " head_dim " << hd
+                                          << " step of " << n << " tokens";
   }
 
   // gather_rows: a reordering through the uploaded index, and the identity as a copy.
@@ -248,11 +256,17 @@ TEST_P(CudaOpsLayer, PrefillThenDecodeMatchesTheHostLayer) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, CudaOpsLayer,
-                         ::testing::Values(std::pair{DType::kF32, std::int64_t{0}}, std::pair{DType::kBF16, std::int64_t{0}},
-                                           std::pair{DType::kF16, std::int64_t{0}}, std::pair{DType::kF32, std::int64_t{4}},
-                                           std::pair{DType::kBF16, std::int64_t{3}}),
+                         ::testing::Values(LayerCase{DType::kF32, 0, 16, 32}, LayerCase{DType::kBF16, 0, 16, 32},
+                                           LayerCase{DType::kF16, 0, 16, 32}, LayerCase{DType::kF32, 4, 16, 32},
+                                           LayerCase{DType::kBF16, 3, 16, 32},
+                                           // head_dim 64: the tiled prefill attention for every step
+                                           LayerCase{DType::kF32, 0, 64, 1}, LayerCase{DType::kBF16, 5, 64, 1},
+                                           // head_dim 64 through the split-context kernel only
+                                           LayerCase{DType::kF32, 0, 64, 0}),
                          [](const auto& info) {
-                           return std::string(dtype_name(info.param.first)) + "_window" + std::to_string(info.param.second);
+                           const LayerCase& p = info.param;
+                           return std::string(dtype_name(p.dtype)) + "_window" + std::to_string(p.window) + "_hd" +
+                                  std::to_string(p.head_dim) + "_prefill" + std::to_string(p.prefill_min_tokens);
                          });
 
 class CudaOpsChecks : public CudaOpsLayer {};

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 
 #include "core/error.h"
@@ -13,6 +14,7 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/matmul.h"
+#include "kernels/cuda/prefill_attention.h"
 #include "kernels/cuda/rope_kv.h"
 #include "kernels/cuda/token_slot.h"
 #include "kernels/cuda/workspace_view.h"
@@ -30,7 +32,7 @@ std::size_t align_up(std::size_t n) { return (n + kAlign - 1) / kAlign * kAlign;
 
 // Byte offsets of the scratch regions, in order.
 struct ScratchLayout {
-  std::size_t cublas = 0, gemm_x = 0, partials = 0, ids = 0, slots = 0, rows = 0, total = 0;
+  std::size_t cublas = 0, gemm_x = 0, partials = 0, ids = 0, slots = 0, rows = 0, tiles = 0, total = 0;
   std::size_t gemm_x_bytes = 0;
   std::int64_t partial_floats = 0;
 };
@@ -60,13 +62,14 @@ ScratchLayout layout_of(const CudaOpsSizes& s) {
   l.ids = take(mt * sizeof(std::int32_t));
   l.slots = take(mt * sizeof(TokenSlot));
   l.rows = take(mt * sizeof(std::int64_t));
+  l.tiles = take(mt * sizeof(QueryTile));
   l.total = at;
   return l;
 }
 
 // Byte offsets of the pinned host staging regions.
 struct PinnedLayout {
-  std::size_t ids = 0, slots = 0, rows = 0, rope = 0, total = 0;
+  std::size_t ids = 0, slots = 0, rows = 0, tiles = 0, rope = 0, total = 0;
 };
 
 PinnedLayout pinned_layout(const CudaOpsSizes& s) {
@@ -81,6 +84,7 @@ PinnedLayout pinned_layout(const CudaOpsSizes& s) {
   p.ids = take(mt * sizeof(std::int32_t));
   p.slots = take(mt * sizeof(TokenSlot));
   p.rows = take(mt * sizeof(std::int64_t));
+  p.tiles = take(mt * sizeof(QueryTile));
   p.rope = take(2 * mt * static_cast<std::size_t>(s.head_dim / 2) * sizeof(float));
   p.total = at;
   return p;
@@ -131,6 +135,10 @@ CudaOps::CudaOps(cudaStream_t stream, std::string device_name, const CudaOpsSize
   ids_dev_ = at_offset<std::int32_t>(scratch, l.ids);
   slots_dev_ = at_offset<TokenSlot>(scratch, l.slots);
   rows_dev_ = at_offset<std::int64_t>(scratch, l.rows);
+  tiles_dev_ = at_offset<QueryTile>(scratch, l.tiles);
+  if (const char* e = std::getenv("PLEXUS_CUDA_PREFILL_ATTENTION"); e != nullptr && std::string(e) == "0") {
+    prefill_min_tokens_ = 0;
+  }
   try {
     int device = 0, sms = 0;
     PLEXUS_CUDA_CHECK(cudaGetDevice(&device), device_ + " finding the current device");
@@ -143,6 +151,7 @@ CudaOps::CudaOps(cudaStream_t stream, std::string device_name, const CudaOpsSize
     ids_host_ = at_offset<std::int32_t>(pinned_, p.ids);
     slots_host_ = at_offset<TokenSlot>(pinned_, p.slots);
     rows_host_ = at_offset<std::int64_t>(pinned_, p.rows);
+    tiles_host_ = at_offset<QueryTile>(pinned_, p.tiles);
     rope_host_ = at_offset<float>(pinned_, p.rope);
     PLEXUS_CUDA_CHECK(cudaEventCreateWithFlags(&meta_uploaded_, cudaEventDisableTiming), device_ + " creating an event");
     PLEXUS_CUDA_CHECK(cudaEventCreateWithFlags(&rows_uploaded_, cudaEventDisableTiming), device_ + " creating an event");
@@ -205,7 +214,8 @@ void CudaOps::begin_batch(const TokenBatch& batch, std::span<const double> inv_f
   // Everything is validated before the pinned buffer is rewritten.
   const std::int64_t half = sizes_.head_dim / 2;
   WorkspaceView v{};
-  std::int64_t lo = 0, hi = 0, longest = 0;
+  std::int64_t lo = 0, hi = 0, longest = 0, n_tiles = 0;
+  bool caches_aligned = false;
   if (layers) {
     v = view_of(ws);
     if (static_cast<std::int64_t>(inv_freq.size()) != half) {
@@ -255,6 +265,15 @@ void CudaOps::begin_batch(const TokenBatch& batch, std::span<const double> inv_f
     PLEXUS_CUDA_CHECK(cudaMemcpyAsync(slots_dev_, slots_host_, static_cast<std::size_t>(n) * sizeof(TokenSlot),
                                       cudaMemcpyHostToDevice, stream_),
                       device_ + " uploading token slots");
+    // Query tiles of the prefill attention kernel: runs of one sequence's consecutive positions.
+    caches_aligned = true;
+    for (std::int64_t t = 0; t < n; ++t) {
+      caches_aligned = caches_aligned && (reinterpret_cast<std::uintptr_t>(slots_host_[t].cache) & 15u) == 0;
+    }
+    n_tiles = make_query_tiles(slots_host_, n, prefill_tile_tokens(geometry(sizes_)), tiles_host_);
+    PLEXUS_CUDA_CHECK(cudaMemcpyAsync(tiles_dev_, tiles_host_, static_cast<std::size_t>(n_tiles) * sizeof(QueryTile),
+                                      cudaMemcpyHostToDevice, stream_),
+                      device_ + " uploading query tiles");
     // cos/sin of pos · inv_freq in double, rounded to f32: the CPU forward's tables bit for bit.
     float* cos_h = rope_host_;
     float* sin_h = rope_host_ + sizes_.max_tokens * half;
@@ -278,6 +297,8 @@ void CudaOps::begin_batch(const TokenBatch& batch, std::span<const double> inv_f
   layer_lo_ = lo;
   layer_hi_ = hi;
   longest_ = longest;
+  n_tiles_ = n_tiles;
+  caches_aligned_ = caches_aligned;
 }
 
 void CudaOps::end_batch() { check_launch("end of batch"); }
@@ -357,13 +378,18 @@ void CudaOps::attention(int layer, const TokenBatch& batch, const AttentionShape
   AttentionGeometry g = geometry(sizes_);
   g.window = s.window;
   g.scale = s.scale;
+  const WorkspaceView v = view_of(ws);
+  if (prefill_min_tokens_ > 0 && n >= prefill_min_tokens_ && caches_aligned_ && prefill_attention_supported(g)) {
+    launch_prefill_attention(v.q, slots_dev_, tiles_dev_, n_tiles_, g, layer, v.att, stream_);
+    check_launch("prefill attention");
+    return;
+  }
   // The longest context rounded up to a power of two: the grid is the same for every step of a
   // bucket (a captured decode step stays valid while the context grows inside its bucket).
   std::int64_t bucket = 32;
   while (bucket < longest_) bucket *= 2;
   const std::int64_t max_keys = s.window > 0 ? std::min(bucket, s.window) : bucket;
   const AttentionSplit split = attention_split(g, n, max_keys, target_blocks_);
-  const WorkspaceView v = view_of(ws);
   launch_attention(v.q, slots_dev_, n, g, split, layer, partials_, partial_floats_, v.att, stream_);
   check_launch("attention");
 }

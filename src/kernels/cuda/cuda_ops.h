@@ -34,6 +34,7 @@ struct cublasContext;
 namespace plexus::cuda {
 
 struct TokenSlot;
+struct QueryTile;
 
 // The fixed sizes one CudaOps serves.
 struct CudaOpsSizes {
@@ -71,6 +72,12 @@ class CudaOps final : public ComputeOps {
   void gather_rows(const float* src, std::span<const std::int64_t> rows, std::int64_t d, float* dst) override;
 
   cudaStream_t stream() const { return stream_; }
+
+  // Batches of at least this many tokens use the tiled prefill attention kernel where it
+  // supports the geometry (head_dim 64 or 128); default kPrefillAttentionMinTokens, and never
+  // when the environment sets PLEXUS_CUDA_PREFILL_ATTENTION=0. For tests.
+  void set_prefill_attention_min_tokens(std::int64_t n) { prefill_min_tokens_ = n; }
+  static constexpr std::int64_t kPrefillAttentionMinTokens = 32;
   const std::string& device_name() const { return device_; }
 
  private:
@@ -94,12 +101,14 @@ class CudaOps final : public ComputeOps {
   std::int32_t* ids_dev_ = nullptr;  // (max_tokens)
   TokenSlot* slots_dev_ = nullptr;   // (max_tokens)
   std::int64_t* rows_dev_ = nullptr; // (max_tokens)
+  QueryTile* tiles_dev_ = nullptr;   // (max_tokens) prefill attention's query tiles
 
   // Pinned host staging, same regions; rewritten only after the event of its last upload.
   void* pinned_ = nullptr;
   std::int32_t* ids_host_ = nullptr;   // (max_tokens)
   TokenSlot* slots_host_ = nullptr;    // (max_tokens)
   std::int64_t* rows_host_ = nullptr;  // (max_tokens)
+  QueryTile* tiles_host_ = nullptr;    // (max_tokens)
   float* rope_host_ = nullptr;         // (2, max_tokens, head_dim / 2) cos then sin
   cudaEvent_t meta_uploaded_ = nullptr, rows_uploaded_ = nullptr;
   cublasContext* cublas_ = nullptr;
@@ -110,6 +119,9 @@ class CudaOps final : public ComputeOps {
   bool have_slots_ = false;
   std::int64_t layer_lo_ = 0, layer_hi_ = 0;  // layers every token's cache holds: [lo, hi)
   std::int64_t longest_ = 0;                  // max(pos + 1) of the batch
+  std::int64_t n_tiles_ = 0;                  // query tiles in tiles_dev_
+  bool caches_aligned_ = false;               // every cache 16-byte aligned (prefill kernel)
+  std::int64_t prefill_min_tokens_ = kPrefillAttentionMinTokens;  // <= 0: never
 };
 
 }  // namespace plexus::cuda
