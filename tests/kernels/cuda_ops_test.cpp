@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstdint>
 #include <random>
 #include <string>
@@ -72,6 +73,7 @@ struct LayerCase {
   DType dtype;
   std::int64_t window, head_dim;
   std::int64_t prefill_min_tokens;  // CudaOps' threshold for the tiled prefill attention
+  bool graphs = true;               // CudaOps::allow_graphs
 };
 
 class CudaOpsLayer : public ::testing::TestWithParam<LayerCase> {
@@ -111,6 +113,7 @@ TEST_P(CudaOpsLayer, PrefillThenDecodeMatchesTheHostLayer) {
   DeviceBuffer<std::uint8_t> scratch(CudaOps::scratch_bytes(sizes));
   CudaOps ops(stream_, "cuda:test", sizes, scratch.get(), scratch.size());
   ops.set_prefill_attention_min_tokens(GetParam().prefill_min_tokens);
+  ops.allow_graphs(GetParam().graphs);
   DeviceBuffer<float> ws_mem(static_cast<std::size_t>(device_workspace_bytes(c, max_tokens, capacity) / 4));
   ws_mem.poison();
   WorkspacePtr ws = device_workspace(c, max_tokens, capacity, ws_mem.get());
@@ -126,7 +129,9 @@ TEST_P(CudaOpsLayer, PrefillThenDecodeMatchesTheHostLayer) {
   const double scale = 1.0 / std::sqrt(static_cast<double>(hd));
   AttentionShape shape{c.num_heads, c.num_kv_heads, hd, c.sliding_window, static_cast<float>(scale)};
 
-  // Two steps: 12 tokens (7 of sequence 0, 5 of sequence 1, interleaved), then one of each.
+  // A prefill step of 12 tokens (7 of sequence 0, 5 of sequence 1, interleaved), then decode
+  // steps of one token of each: the first runs eagerly, the second is captured as a CUDA graph,
+  // the others replay it (where graphs are on).
   struct Tok {
     int seq;
     std::int32_t pos, id;
@@ -135,6 +140,9 @@ TEST_P(CudaOpsLayer, PrefillThenDecodeMatchesTheHostLayer) {
       {{0, 0, 1}, {0, 1, 7}, {1, 0, 3}, {0, 2, 49}, {1, 1, 0}, {0, 3, 5}, {1, 2, 9}, {0, 4, 11}, {1, 3, 2}, {0, 5, 13},
        {1, 4, 8}, {0, 6, 21}},
       {{1, 5, 30}, {0, 7, 31}},
+      {{1, 6, 4}, {0, 8, 44}},
+      {{1, 7, 17}, {0, 9, 6}},
+      {{1, 8, 23}, {0, 10, 19}},
   };
   for (const std::vector<Tok>& step : steps) {
     const std::int64_t n = static_cast<std::int64_t>(step.size());
@@ -239,6 +247,11 @@ TEST_P(CudaOpsLayer, PrefillThenDecodeMatchesTheHostLayer) {
                                           << " step of " << n << " tokens";
   }
 
+  const char* env = std::getenv("PLEXUS_CUDA_GRAPHS");
+  const bool graphs_on = GetParam().graphs && !(env != nullptr && std::string(env) == "0") &&
+                         !(GetParam().prefill_min_tokens > 0 && GetParam().prefill_min_tokens <= 2);
+  EXPECT_EQ(ops.graph_replays(), graphs_on ? 2 : 0);
+
   // gather_rows: a reordering through the uploaded index, and the identity as a copy.
   const std::vector<std::int64_t> rows = {1, 0};
   DeviceBuffer<float> picked(static_cast<std::size_t>(2 * H));
@@ -262,11 +275,14 @@ INSTANTIATE_TEST_SUITE_P(Dtypes, CudaOpsLayer,
                                            // head_dim 64: the tiled prefill attention for every step
                                            LayerCase{DType::kF32, 0, 64, 1}, LayerCase{DType::kBF16, 5, 64, 1},
                                            // head_dim 64 through the split-context kernel only
-                                           LayerCase{DType::kF32, 0, 64, 0}),
+                                           LayerCase{DType::kF32, 0, 64, 0},
+                                           // no CUDA graphs
+                                           LayerCase{DType::kBF16, 0, 16, 32, false}),
                          [](const auto& info) {
                            const LayerCase& p = info.param;
                            return std::string(dtype_name(p.dtype)) + "_window" + std::to_string(p.window) + "_hd" +
-                                  std::to_string(p.head_dim) + "_prefill" + std::to_string(p.prefill_min_tokens);
+                                  std::to_string(p.head_dim) + "_prefill" + std::to_string(p.prefill_min_tokens) +
+                                  (p.graphs ? "" : "_nographs");
                          });
 
 class CudaOpsChecks : public CudaOpsLayer {};

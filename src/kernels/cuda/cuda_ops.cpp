@@ -5,6 +5,8 @@
 #include <cublas_v2.h>
 
 #include <algorithm>
+#include <array>
+#include <bit>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -97,6 +99,20 @@ T* at_offset(void* base, std::size_t offset) {
 
 std::string str(std::int64_t v) { return std::to_string(v); }
 
+// Operation signatures for graph replay: the op and every argument its launch reads.
+enum class OpId : std::uint64_t { kEmbed = 1, kRmsnorm, kGemv, kGemm, kAddBias, kRope, kAttention, kPrefill, kSiluMul, kAdd, kCopy };
+template <typename T>
+std::uint64_t word(T* p) { return reinterpret_cast<std::uintptr_t>(p); }
+std::uint64_t word(std::int64_t v) { return static_cast<std::uint64_t>(v); }
+std::uint64_t word(int v) { return static_cast<std::uint64_t>(static_cast<std::int64_t>(v)); }
+std::uint64_t word(float v) { return std::bit_cast<std::uint32_t>(v); }
+std::uint64_t word(DType d) { return static_cast<std::uint64_t>(d); }
+std::uint64_t word(OpId o) { return static_cast<std::uint64_t>(o); }
+template <typename... A>
+std::array<std::uint64_t, sizeof...(A)> sig(A... a) {
+  return {word(a)...};
+}
+
 }  // namespace
 
 CudaOpsSizes CudaOpsSizes::of(const ModelConfig& c, std::int64_t max_tokens, std::int64_t max_context) {
@@ -114,7 +130,7 @@ std::size_t CudaOps::scratch_bytes(const CudaOpsSizes& sizes) { return layout_of
 
 CudaOps::CudaOps(cudaStream_t stream, std::string device_name, const CudaOpsSizes& sizes, void* scratch,
                  std::size_t scratch_size)
-    : stream_(stream), device_(std::move(device_name)), sizes_(sizes) {
+    : stream_(stream), device_(std::move(device_name)), sizes_(sizes), graphs_(stream, device_) {
   if (sizes.max_tokens <= 0 || sizes.n_heads <= 0 || sizes.n_kv_heads <= 0 || sizes.n_heads % sizes.n_kv_heads != 0 ||
       sizes.head_dim <= 0 || sizes.head_dim % 2 != 0) {
     throw RuntimeError(device_ + ": CUDA ops for " + str(sizes.max_tokens) + " tokens, " + str(sizes.n_heads) +
@@ -139,6 +155,7 @@ CudaOps::CudaOps(cudaStream_t stream, std::string device_name, const CudaOpsSize
   if (const char* e = std::getenv("PLEXUS_CUDA_PREFILL_ATTENTION"); e != nullptr && std::string(e) == "0") {
     prefill_min_tokens_ = 0;
   }
+  if (const char* e = std::getenv("PLEXUS_CUDA_GRAPHS"); e != nullptr && std::string(e) == "0") graphs_allowed_ = false;
   try {
     int device = 0, sms = 0;
     PLEXUS_CUDA_CHECK(cudaGetDevice(&device), device_ + " finding the current device");
@@ -167,7 +184,10 @@ CudaOps::CudaOps(cudaStream_t stream, std::string device_name, const CudaOpsSize
   }
 }
 
-CudaOps::~CudaOps() { release(); }
+CudaOps::~CudaOps() {
+  graphs_.reset();
+  release();
+}
 
 void CudaOps::release() noexcept {
   if (cublas_) cublasDestroy(cublas_);
@@ -203,6 +223,7 @@ void CudaOps::stage_ids(std::span<const std::int32_t> ids) {
 }
 
 void CudaOps::begin_batch(const TokenBatch& batch, std::span<const double> inv_freq, bool layers, Workspace& ws) {
+  graphs_.reset();  // a batch that ended in an exception leaves no capture behind
   const std::int64_t n = static_cast<std::int64_t>(batch.ids.size());
   if (n > sizes_.max_tokens) {
     throw RuntimeError(device_ + ": a batch of " + str(n) + " tokens; the CUDA ops were sized for " +
@@ -299,9 +320,17 @@ void CudaOps::begin_batch(const TokenBatch& batch, std::span<const double> inv_f
   longest_ = longest;
   n_tiles_ = n_tiles;
   caches_aligned_ = caches_aligned;
+  bucket_ = 32;
+  while (bucket_ < longest_) bucket_ *= 2;
+  const bool uses_prefill = prefill_min_tokens_ > 0 && n >= prefill_min_tokens_;
+  const bool eligible = graphs_allowed_ && stream_ != nullptr && layers && n >= 1 && n <= kGemvMaxTokens && !uses_prefill;
+  graphs_.begin(n, bucket_, eligible);
 }
 
-void CudaOps::end_batch() { check_launch("end of batch"); }
+void CudaOps::end_batch() {
+  graphs_.end();
+  check_launch("end of batch");
+}
 
 void CudaOps::embed(const WeightMatrix& table, std::span<const std::int32_t> ids, float* x) {
   const std::int64_t n = static_cast<std::int64_t>(ids.size());
@@ -309,14 +338,21 @@ void CudaOps::embed(const WeightMatrix& table, std::span<const std::int32_t> ids
   if (n > sizes_.max_tokens) {
     throw RuntimeError(device_ + ": embedding " + str(n) + " tokens; the CUDA ops were sized for " + str(sizes_.max_tokens));
   }
-  if (!std::equal(ids.begin(), ids.end(), staged_ids_.begin(), staged_ids_.end())) stage_ids(ids);
-  launch_embed(table.data, table.dtype, table.rows, table.cols, ids_dev_, n, x, stream_);
-  check_launch("embedding");
+  if (!std::equal(ids.begin(), ids.end(), staged_ids_.begin(), staged_ids_.end())) {
+    graphs_.uncapturable();  // a host upload mid-batch
+    stage_ids(ids);
+  }
+  graphs_.op(sig(OpId::kEmbed, table.data, table.dtype, table.rows, table.cols, x, n), [=, this] {
+    launch_embed(table.data, table.dtype, table.rows, table.cols, ids_dev_, n, x, stream_);
+    check_launch("embedding");
+  });
 }
 
 void CudaOps::rmsnorm(const float* x, const float* w, std::int64_t rows, std::int64_t d, float eps, float* y) {
-  launch_rmsnorm(x, w, rows, d, eps, y, stream_);
-  check_launch("rmsnorm");
+  graphs_.op(sig(OpId::kRmsnorm, x, w, rows, d, eps, y), [=, this] {
+    launch_rmsnorm(x, w, rows, d, eps, y, stream_);
+    check_launch("rmsnorm");
+  });
 }
 
 void CudaOps::matmul(std::span<const MatmulPart> parts, const float* x, std::int64_t n, std::int64_t ldx) {
@@ -329,27 +365,36 @@ void CudaOps::matmul(std::span<const MatmulPart> parts, const float* x, std::int
   }
   // Consecutive parts of one dtype run as one call (one GEMV launch; one conversion of x).
   for (std::size_t first = 0; first < parts.size();) {
-    MatmulTarget targets[kMaxPartsPerCall];
+    std::array<MatmulTarget, kMaxPartsPerCall> targets;
     const DType dtype = parts[first].w.dtype;
     int count = 0;
+    const bool gemv = n <= kGemvMaxTokens;
+    std::vector<std::uint64_t>& words = sig_words_;
+    words.clear();
+    for (std::uint64_t w : sig(gemv ? OpId::kGemv : OpId::kGemm, dtype, cols, x, n, ldx)) words.push_back(w);
     while (first + count < parts.size() && count < kMaxPartsPerCall && parts[first + count].w.dtype == dtype) {
       const MatmulPart& p = parts[first + count];
-      targets[count] = MatmulTarget{p.w.data, p.w.rows, p.y, p.ldy};
+      targets[static_cast<std::size_t>(count)] = MatmulTarget{p.w.data, p.w.rows, p.y, p.ldy};
+      for (std::uint64_t w : sig(p.w.data, p.w.rows, p.y, p.ldy)) words.push_back(w);
       ++count;
     }
-    if (n <= kGemvMaxTokens) {
-      launch_gemv(dtype, targets, count, cols, x, n, ldx, stream_);
-      check_launch("GEMV");
-    } else {
-      gemm_cublas(cublas_, dtype, targets, count, cols, x, n, ldx, gemm_x_, gemm_x_bytes_, stream_, device_);
-    }
+    graphs_.op(words, [=, this] {
+      if (gemv) {
+        launch_gemv(dtype, targets.data(), count, cols, x, n, ldx, stream_);
+        check_launch("GEMV");
+      } else {
+        gemm_cublas(cublas_, dtype, targets.data(), count, cols, x, n, ldx, gemm_x_, gemm_x_bytes_, stream_, device_);
+      }
+    });
     first += static_cast<std::size_t>(count);
   }
 }
 
 void CudaOps::add_bias(float* y, const float* bias, std::int64_t n, std::int64_t d) {
-  launch_add_bias(y, bias, n, d, stream_);
-  check_launch("add_bias");
+  graphs_.op(sig(OpId::kAddBias, y, bias, n, d), [=, this] {
+    launch_add_bias(y, bias, n, d, stream_);
+    check_launch("add_bias");
+  });
 }
 
 void CudaOps::rope_store_kv(int layer, const TokenBatch& batch, const AttentionShape& s, Workspace& ws) {
@@ -362,9 +407,11 @@ void CudaOps::rope_store_kv(int layer, const TokenBatch& batch, const AttentionS
                        ".." + str(layer_hi_ - 1) + ")");
   }
   const WorkspaceView v = view_of(ws);
-  launch_rope_store_kv(v.q, v.k, v.v, v.rope_cos, v.rope_sin, slots_dev_, n, s.n_heads, s.n_kv_heads, s.head_dim, layer,
-                       stream_);
-  check_launch("rope and KV store");
+  const std::int64_t heads = s.n_heads, kv_heads = s.n_kv_heads, hd = s.head_dim;
+  graphs_.op(sig(OpId::kRope, layer, v.q, v.k, v.v, v.rope_cos, v.rope_sin, n, heads, kv_heads, hd), [=, this] {
+    launch_rope_store_kv(v.q, v.k, v.v, v.rope_cos, v.rope_sin, slots_dev_, n, heads, kv_heads, hd, layer, stream_);
+    check_launch("rope and KV store");
+  });
 }
 
 void CudaOps::attention(int layer, const TokenBatch& batch, const AttentionShape& s, Workspace& ws) {
@@ -380,28 +427,35 @@ void CudaOps::attention(int layer, const TokenBatch& batch, const AttentionShape
   g.scale = s.scale;
   const WorkspaceView v = view_of(ws);
   if (prefill_min_tokens_ > 0 && n >= prefill_min_tokens_ && caches_aligned_ && prefill_attention_supported(g)) {
-    launch_prefill_attention(v.q, slots_dev_, tiles_dev_, n_tiles_, g, layer, v.att, stream_);
-    check_launch("prefill attention");
+    const std::int64_t n_tiles = n_tiles_;
+    graphs_.op(sig(OpId::kPrefill, layer, v.q, v.att, n, n_tiles, g.window, g.scale), [=, this] {
+      launch_prefill_attention(v.q, slots_dev_, tiles_dev_, n_tiles, g, layer, v.att, stream_);
+      check_launch("prefill attention");
+    });
     return;
   }
-  // The longest context rounded up to a power of two: the grid is the same for every step of a
-  // bucket (a captured decode step stays valid while the context grows inside its bucket).
-  std::int64_t bucket = 32;
-  while (bucket < longest_) bucket *= 2;
-  const std::int64_t max_keys = s.window > 0 ? std::min(bucket, s.window) : bucket;
+  // The longest context rounded up to a power of two (bucket_): the grid is the same for every
+  // step of a bucket (a captured decode step stays valid while the context grows inside it).
+  const std::int64_t max_keys = s.window > 0 ? std::min(bucket_, s.window) : bucket_;
   const AttentionSplit split = attention_split(g, n, max_keys, target_blocks_);
-  launch_attention(v.q, slots_dev_, n, g, split, layer, partials_, partial_floats_, v.att, stream_);
-  check_launch("attention");
+  graphs_.op(sig(OpId::kAttention, layer, v.q, v.att, n, g.window, g.scale, split.splits, split.chunk), [=, this] {
+    launch_attention(v.q, slots_dev_, n, g, split, layer, partials_, partial_floats_, v.att, stream_);
+    check_launch("attention");
+  });
 }
 
 void CudaOps::silu_mul(const float* gate, const float* up, float* out, std::int64_t n) {
-  launch_silu_mul(gate, up, out, n, stream_);
-  check_launch("silu_mul");
+  graphs_.op(sig(OpId::kSiluMul, gate, up, out, n), [=, this] {
+    launch_silu_mul(gate, up, out, n, stream_);
+    check_launch("silu_mul");
+  });
 }
 
 void CudaOps::add(float* x, const float* y, std::int64_t n) {
-  launch_add(x, y, n, stream_);
-  check_launch("residual add");
+  graphs_.op(sig(OpId::kAdd, x, y, n), [=, this] {
+    launch_add(x, y, n, stream_);
+    check_launch("residual add");
+  });
 }
 
 void CudaOps::gather_rows(const float* src, std::span<const std::int64_t> rows, std::int64_t d, float* dst) {
@@ -411,9 +465,11 @@ void CudaOps::gather_rows(const float* src, std::span<const std::int64_t> rows, 
   for (std::int64_t i = 0; i < m && identity; ++i) identity = rows[static_cast<std::size_t>(i)] == i;
   if (identity) {  // rows 0..m-1 in order: one copy, or nothing in place
     if (src != dst) {
-      PLEXUS_CUDA_CHECK(cudaMemcpyAsync(dst, src, static_cast<std::size_t>(m * d) * sizeof(float),
-                                        cudaMemcpyDeviceToDevice, stream_),
-                        device_ + " gathering rows");
+      graphs_.op(sig(OpId::kCopy, src, dst, m, d), [=, this] {
+        PLEXUS_CUDA_CHECK(cudaMemcpyAsync(dst, src, static_cast<std::size_t>(m * d) * sizeof(float),
+                                          cudaMemcpyDeviceToDevice, stream_),
+                          device_ + " gathering rows");
+      });
     }
     return;
   }
@@ -421,6 +477,7 @@ void CudaOps::gather_rows(const float* src, std::span<const std::int64_t> rows, 
     throw RuntimeError(device_ + ": gathering " + str(m) + " rows; the CUDA ops were sized for " + str(sizes_.max_tokens));
   }
   if (src == dst) throw RuntimeError(device_ + ": gather_rows in place with a reordering");
+  graphs_.uncapturable();  // a host upload mid-batch
   PLEXUS_CUDA_CHECK(cudaEventSynchronize(rows_uploaded_), device_ + " waiting for the last row upload");
   std::copy(rows.begin(), rows.end(), rows_host_);
   PLEXUS_CUDA_CHECK(cudaMemcpyAsync(rows_dev_, rows_host_, static_cast<std::size_t>(m) * sizeof(std::int64_t),

@@ -16,6 +16,13 @@
 // no host work that depends on those values, so a decode step (n <= 8) between begin_batch and
 // end_batch can later be captured once as a CUDA graph and replayed (the attention grid depends
 // on n and the power-of-two bucket of the batch's longest context only).
+//
+// CUDA graphs (on unless PLEXUS_CUDA_GRAPHS=0 or allow_graphs(false)): a batch of 1-8 tokens with
+// layers is, per (tokens, context bucket), run eagerly once, captured the next time, and replayed
+// after that (step_graphs.h): between begin_batch and end_batch its operations may be deferred
+// to end_batch, which launches the graph. A caller must therefore not enqueue its own work on
+// the stream, nor read results, between begin_batch and end_batch of such a batch (streamed
+// weights waiting on a copy stream: call allow_graphs(false)). Results are identical either way.
 #pragma once
 #include <cuda_runtime_api.h>
 
@@ -26,6 +33,7 @@
 #include <vector>
 
 #include "kernels/cpu/matmul.h"  // MatmulPart
+#include "kernels/cuda/step_graphs.h"
 #include "model/compute_ops.h"
 #include "model/config.h"
 
@@ -78,6 +86,10 @@ class CudaOps final : public ComputeOps {
   // when the environment sets PLEXUS_CUDA_PREFILL_ATTENTION=0. For tests.
   void set_prefill_attention_min_tokens(std::int64_t n) { prefill_min_tokens_ = n; }
   static constexpr std::int64_t kPrefillAttentionMinTokens = 32;
+
+  // Whether decode batches may be captured and replayed as CUDA graphs (see above).
+  void allow_graphs(bool on) { graphs_allowed_ = on; }
+  std::int64_t graph_replays() const { return graphs_.replays(); }  // batches replayed so far
   const std::string& device_name() const { return device_; }
 
  private:
@@ -122,6 +134,10 @@ class CudaOps final : public ComputeOps {
   std::int64_t n_tiles_ = 0;                  // query tiles in tiles_dev_
   bool caches_aligned_ = false;               // every cache 16-byte aligned (prefill kernel)
   std::int64_t prefill_min_tokens_ = kPrefillAttentionMinTokens;  // <= 0: never
+  std::int64_t bucket_ = 32;                  // attention's context bucket: a power of two >= longest_
+  bool graphs_allowed_ = true;
+  StepGraphs graphs_;
+  std::vector<std::uint64_t> sig_words_;  // matmul's signature, reused
 };
 
 }  // namespace plexus::cuda
