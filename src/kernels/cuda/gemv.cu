@@ -67,8 +67,19 @@ gemv_kernel(GemvArgs a, const float* __restrict__ x,  // (n, ldx)
     const int tc = static_cast<int>(min(static_cast<std::int64_t>(kTileCols), cols - c0));
     __syncthreads();  // the previous tile is no longer read
     // Rows t >= n and columns >= tc of the stage are never used for an output: left as they are.
+    // 16 loads in flight per thread, then their stores (a load-store loop would wait on each).
     for (int t = 0; t < n; ++t) {
-      for (int c = threadIdx.x; c < tc; c += kThreads) xs[t * kTileCols + c] = x[t * ldx + c0 + c];
+      const float* xr = x + t * ldx + c0;  // (tc)
+      float* sr = xs + t * kTileCols;      // (tc)
+      int c = threadIdx.x;
+      for (; c + 15 * kThreads < tc; c += 16 * kThreads) {
+        float v[16];
+#pragma unroll
+        for (int u = 0; u < 16; ++u) v[u] = xr[c + u * kThreads];
+#pragma unroll
+        for (int u = 0; u < 16; ++u) sr[c + u * kThreads] = v[u];
+      }
+      for (; c < tc; c += kThreads) sr[c] = xr[c];
     }
     __syncthreads();
     if (kVec) {

@@ -103,6 +103,7 @@ prefill_attention_kernel(const float* __restrict__ q,              // (n, n_head
 
   for (std::int64_t k0 = begin; k0 <= last; k0 += kKeys) {
     __syncthreads();  // q staged / the previous tile's k, v, p no longer read
+#pragma unroll
     for (int e = tid; e < kKeys * (HD / 4); e += kThreads) {
       const int j = e / (HD / 4), d = (e % (HD / 4)) * 4;
       float4 kv = make_float4(0.f, 0.f, 0.f, 0.f), vv = kv;
