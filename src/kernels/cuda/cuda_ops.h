@@ -14,8 +14,9 @@
 // buffers and, when `layers`, rope cos/sin (computed on the host in double, as the CPU does) to
 // ws.rope_cos/sin — every value that changes from one decode step to the next. The other ops do
 // no host work that depends on those values, so a decode step (n <= 8) between begin_batch and
-// end_batch can later be captured once as a CUDA graph and replayed (the attention grid depends
-// on n and the power-of-two bucket of the batch's longest context only).
+// end_batch is captured once as a CUDA graph and replayed (the attention grid depends on n and
+// the power-of-two bucket of the batch's longest context only). end_batch must follow the last
+// op of every batch.
 //
 // CUDA graphs (on unless PLEXUS_CUDA_GRAPHS=0 or allow_graphs(false)): a batch of 1-8 tokens with
 // layers is, per (tokens, context bucket), run eagerly once, captured the next time, and replayed
@@ -47,7 +48,7 @@ struct QueryTile;
 // The fixed sizes one CudaOps serves.
 struct CudaOpsSizes {
   std::int64_t max_tokens = 0;   // tokens per batch
-  std::int64_t max_context = 0;  // the longest sequence attended (largest cache capacity)
+  std::int64_t max_context = 0;  // the longest sequence attended (no buffer depends on it today)
   std::int64_t n_heads = 0, n_kv_heads = 0, head_dim = 0;
   std::int64_t max_cols = 0;     // the widest matmul input with more than 8 tokens: max(H, q_dim, I)
   static CudaOpsSizes of(const ModelConfig& c, std::int64_t max_tokens, std::int64_t max_context);
