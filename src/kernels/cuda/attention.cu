@@ -9,6 +9,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/device_math.cuh"
 
 namespace plexus::cuda {
@@ -204,9 +205,18 @@ void launch_attention(const float* q, const TokenSlot* slots, std::int64_t n, co
                        std::to_string(partial_floats));
   }
   const std::size_t smem = partial_smem_bytes(group, g.head_dim);
-  if (smem > 48 * 1024) {
-    throw RuntimeError("CUDA attention: a kv head group of " + std::to_string(group) + " heads of " +
-                       std::to_string(g.head_dim) + " needs " + std::to_string(smem) + " bytes of shared memory");
+  if (smem > 48 * 1024) {  // large groups: opt in to more shared memory where the device has it
+    int device = 0, optin = 0;
+    PLEXUS_CUDA_CHECK(cudaGetDevice(&device), "CUDA attention");
+    PLEXUS_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device), "CUDA attention");
+    if (smem > static_cast<std::size_t>(optin)) {
+      throw RuntimeError("CUDA attention: a kv head group of " + std::to_string(group) + " heads of " +
+                         std::to_string(g.head_dim) + " needs " + std::to_string(smem) +
+                         " bytes of shared memory; the device has " + std::to_string(optin));
+    }
+    PLEXUS_CUDA_CHECK(cudaFuncSetAttribute(attention_partial_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           static_cast<int>(smem)),
+                      "CUDA attention: allowing " + std::to_string(smem) + " bytes of shared memory");
   }
   const dim3 grid(static_cast<unsigned>(n * g.n_kv_heads), static_cast<unsigned>(split.splits));
   attention_partial_kernel<<<grid, kThreads, smem, stream>>>(
