@@ -101,6 +101,7 @@ void StepGraphs::op(std::span<const std::uint64_t> signature, const Launch& laun
       // is recorded afresh next time.
       drop_graph(*current_);
       current_->signature.clear();
+      current_->never = ++current_->mismatches >= kMaxMismatches;
       mode_ = Mode::kEager;
       run_pending();
       launch();
@@ -161,6 +162,7 @@ void StepGraphs::end() {
       } else {  // fewer operations than the graph: run them eagerly, record the key afresh
         drop_graph(*current_);
         current_->signature.clear();
+        current_->never = ++current_->mismatches >= kMaxMismatches;
         run_pending();
       }
       break;

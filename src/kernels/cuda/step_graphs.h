@@ -7,8 +7,8 @@
 // (while running it); later batches defer their operations, compare each one's signature with the
 // graph's and, when all match, launch the graph at end() instead. A mismatch, or an operation
 // that cannot be captured (host data uploaded mid-batch), runs the deferred operations eagerly
-// in order and goes on eagerly; the key is then recorded again (mismatch) or never graphed
-// (uncapturable). Work that others enqueue on the stream between begin() and end() would run
+// in order and goes on eagerly; the key is then recorded again (mismatch; after a second one it
+// is never graphed: batches alternating buffers under one key) or never graphed (uncapturable). Work that others enqueue on the stream between begin() and end() would run
 // before deferred operations: callers that do so must not enable graphs.
 #pragma once
 #include <cuda_runtime_api.h>
@@ -52,8 +52,11 @@ class StepGraphs {
   struct Entry {
     std::vector<std::uint64_t> signature;  // the recorded or captured batch's operations
     cudaGraphExec_t exec = nullptr;
-    bool never = false;                    // an uncapturable batch had this key
+    bool never = false;                    // an uncapturable batch had this key, or too many mismatches
+    int mismatches = 0;                    // replays that found a different batch (micro-batches
+                                           // alternating buffers): after kMaxMismatches, never
   };
+  static constexpr int kMaxMismatches = 2;
   void run_pending();      // the deferred/captured operations, eagerly, in order
   void abandon_capture();  // ends a capture, discarding its graph
   void drop_graph(Entry& e);
