@@ -313,5 +313,77 @@ TEST_F(CudaOpsChecks, RefusesPositionsOutsideTheCacheAndOversizedBatches) {
   EXPECT_THROW(CudaOps(stream_, "cuda:7", sizes, scratch.get(), scratch.size() - 1), RuntimeError);
 }
 
+// Graph capture and replay keep results exact when batches change under one key: alternating
+// buffers (micro-batches), and an uncapturable operation (a reordering gather) in a step that
+// was replaying.
+TEST_F(CudaOpsChecks, GraphsFallBackWhenBatchesDiffer) {
+  const char* env = std::getenv("PLEXUS_CUDA_GRAPHS");
+  if (env != nullptr && std::string(env) == "0") GTEST_SKIP() << "PLEXUS_CUDA_GRAPHS=0";
+  const ModelConfig c = small_config(0);
+  const CudaOpsSizes sizes = CudaOpsSizes::of(c, 4, 8);
+  DeviceBuffer<std::uint8_t> scratch(CudaOps::scratch_bytes(sizes));
+  CudaOps ops(stream_, "cuda:0", sizes, scratch.get(), scratch.size());
+  DeviceBuffer<float> ws_mem(static_cast<std::size_t>(device_workspace_bytes(c, 4, 8) / 4));
+  WorkspacePtr ws = device_workspace(c, 4, 8, ws_mem.get());
+  DeviceBuffer<float> cache_mem(static_cast<std::size_t>(KvCache::bytes_for(1, 2, 16, 8) / 4));
+  KvCache cache(0, 1, 2, 16, 8, cache_mem.get());
+  const std::vector<double> inv_freq(8, 0.5);
+  const std::int64_t d = 5;
+  DeviceBuffer<float> a(std::vector<float>(2 * d, 0.0f)), b(std::vector<float>(2 * d, 100.0f));
+  DeviceBuffer<float> one(std::vector<float>(2 * d, 1.0f)), picked(2 * d);
+  const std::vector<KvCache*> caches(3, &cache);
+  auto begin = [&](std::int64_t n) {
+    static const std::vector<std::int32_t> ids = {1, 2, 3}, pos = {0, 1, 2};
+    ops.begin_batch(TokenBatch{std::span(ids).first(static_cast<std::size_t>(n)),
+                               std::span(pos).first(static_cast<std::size_t>(n)),
+                               std::span(caches).first(static_cast<std::size_t>(n))},
+                    inv_freq, true, *ws);
+  };
+  auto expect_all = [](const DeviceBuffer<float>& buf, float want, const std::string& what) {
+    for (float v : buf.download()) ASSERT_EQ(v, want) << what;
+  };
+
+  // Two tokens per step, micro-batches alternating buffers a and b: record, capture, mismatch,
+  // record, capture, mismatch (then never graphed) — every step exact.
+  float want_a = 0, want_b = 100;
+  for (int step = 0; step < 8; ++step) {
+    begin(2);
+    DeviceBuffer<float>& x = step % 2 == 0 ? a : b;
+    ops.add(x.get(), one.get(), 2 * d);
+    ops.add(x.get(), one.get(), 2 * d);
+    ops.end_batch();
+    float& want = step % 2 == 0 ? want_a : want_b;
+    want += 2;
+    expect_all(x, want, "alternating buffers, step " + std::to_string(step));
+  }
+
+  // One token per step: record, capture, then a replaying step meets a reordering gather after
+  // its first (deferred) operation: the deferred one runs first, then the rest eagerly.
+  for (int step = 0; step < 3; ++step) {
+    begin(1);
+    ops.add(a.get(), one.get(), 2 * d);
+    if (step == 2) {
+      ops.gather_rows(a.get(), std::vector<std::int64_t>{1, 0}, d, picked.get());
+      ops.add(picked.get(), one.get(), 2 * d);
+    }
+    ops.add(a.get(), one.get(), 2 * d);
+    ops.end_batch();
+    want_a += 2;
+    expect_all(a, want_a, "gather step " + std::to_string(step));
+  }
+  expect_all(picked, want_a - 1 + 1, "gathered rows");
+
+  // Three tokens per step, the same buffers every step: recorded, captured, replayed twice.
+  const std::int64_t replays = ops.graph_replays();
+  for (int step = 0; step < 4; ++step) {
+    begin(3);
+    ops.add(b.get(), one.get(), 2 * d);
+    ops.end_batch();
+    want_b += 1;
+    expect_all(b, want_b, "steady step " + std::to_string(step));
+  }
+  EXPECT_EQ(ops.graph_replays() - replays, 2);
+}
+
 }  // namespace
 }  // namespace plexus::cuda::test
