@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <ostream>
 #include <cstdint>
 #include <random>
 #include <string>
@@ -75,6 +76,11 @@ struct LayerCase {
   std::int64_t prefill_min_tokens;  // CudaOps' threshold for the tiled prefill attention
   bool graphs = true;               // CudaOps::allow_graphs
 };
+
+void PrintTo(const LayerCase& c, std::ostream* os) {
+  *os << dtype_name(c.dtype) << " window " << c.window << " head_dim " << c.head_dim << " prefill from "
+      << c.prefill_min_tokens << (c.graphs ? "" : " no graphs");
+}
 
 class CudaOpsLayer : public ::testing::TestWithParam<LayerCase> {
  protected:
