@@ -1,6 +1,7 @@
 // Oracle kernels: direct loops, double accumulation, no tricks.
 #include "kernels/ref/ref_kernels.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -73,6 +74,39 @@ void attention(const float* q, const float* keys, const float* values, std::int6
     double acc = 0;
     for (std::int64_t j = 0; j < n_keys; ++j) acc += s[static_cast<std::size_t>(j)] * values[j * stride + i];
     out[i] = static_cast<float>(acc / total);
+  }
+}
+
+void embed(const WeightMatrix& table, const std::int32_t* ids, std::int64_t n, float* x) {
+  for (std::int64_t t = 0; t < n; ++t)
+    for (std::int64_t c = 0; c < table.cols; ++c) x[t * table.cols + c] = weight_at(table, ids[t], c);
+}
+
+void attention_gqa(const float* q, const float* keys, const float* values, std::int64_t kv_stride,
+                   std::int64_t n_heads, std::int64_t n_kv_heads, std::int64_t head_dim, std::int64_t pos,
+                   std::int64_t window, double scale, float* out) {
+  const std::int64_t group = n_heads / n_kv_heads;
+  const std::int64_t first = window > 0 ? std::max<std::int64_t>(0, pos - window + 1) : 0;
+  const std::int64_t n_keys = pos + 1 - first;
+  std::vector<double> s(static_cast<std::size_t>(n_keys));
+  for (std::int64_t h = 0; h < n_heads; ++h) {
+    const float* qh = q + h * head_dim;
+    const float* k = keys + (h / group) * kv_stride + first * head_dim;    // (n_keys, head_dim)
+    const float* v = values + (h / group) * kv_stride + first * head_dim;  // (n_keys, head_dim)
+    double mx = -INFINITY;
+    for (std::int64_t j = 0; j < n_keys; ++j) {
+      double d = 0;
+      for (std::int64_t i = 0; i < head_dim; ++i) d += static_cast<double>(qh[i]) * k[j * head_dim + i];
+      s[static_cast<std::size_t>(j)] = d * scale;
+      mx = std::max(mx, s[static_cast<std::size_t>(j)]);
+    }
+    double total = 0;
+    for (auto& e : s) total += (e = std::exp(e - mx));
+    for (std::int64_t i = 0; i < head_dim; ++i) {
+      double acc = 0;
+      for (std::int64_t j = 0; j < n_keys; ++j) acc += s[static_cast<std::size_t>(j)] * v[j * head_dim + i];
+      out[h * head_dim + i] = static_cast<float>(acc / total);
+    }
   }
 }
 

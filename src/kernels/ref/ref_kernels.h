@@ -27,6 +27,19 @@ void rope(float* x, std::int64_t n_heads, std::int64_t head_dim, std::int64_t po
 void attention(const float* q, const float* keys, const float* values, std::int64_t n_keys, std::int64_t stride,
                std::int64_t head_dim, float* out);
 
+// x (n, table.cols) = rows ids[i] of `table` as f32.
+void embed(const WeightMatrix& table, const std::int32_t* ids, std::int64_t n, float* x);
+
+// Grouped-query, causal, sliding-window attention of one token at position `pos`:
+//   out (n_heads, head_dim) = softmax(q·kᵀ·scale)·v for q (n_heads, head_dim)
+// where query head h reads kv head g = h / (n_heads / n_kv_heads), whose keys and values are
+// (>= pos + 1, head_dim) rows at keys + g·kv_stride and values + g·kv_stride (the KvCache layout of
+// one layer: kv_stride = capacity·head_dim), over positions [max(0, pos - window + 1), pos]
+// (window 0: from 0).
+void attention_gqa(const float* q, const float* keys, const float* values, std::int64_t kv_stride,
+                   std::int64_t n_heads, std::int64_t n_kv_heads, std::int64_t head_dim, std::int64_t pos,
+                   std::int64_t window, double scale, float* out);
+
 // log(sum(exp(x))) over n values, in double.
 double logsumexp(const float* x, std::int64_t n);
 

@@ -1,0 +1,144 @@
+// ComputeOps on one CUDA device: the Llama-family forward's operations as CUDA kernels and
+// cuBLAS GEMMs, asynchronous on one stream. Plain C++ header (no CUDA-only types).
+//
+// Memory: the caller allocates a device scratch buffer of scratch_bytes(sizes) bytes (the cuBLAS
+// workspace, GEMM inputs converted to 16 bits, attention partials, the batch's ids, token slots
+// and gathered row indices) and keeps it alive as long as the CudaOps; CudaOps itself owns a
+// cuBLAS handle bound to the stream, two events and a small pinned host buffer for the batch's
+// metadata. The Workspace, KV caches, activations and weights passed to the ops are device
+// memory.
+//
+// Per batch: begin_batch(batch, inv_freq, layers, ws) before any other op of the batch. It
+// validates the batch (n <= max_tokens, positions inside their caches, cache head_dim), writes
+// the batch's ids, token slots (position, cache base, first layer, capacity) to fixed device
+// buffers and, when `layers`, rope cos/sin (computed on the host in double, as the CPU does) to
+// ws.rope_cos/sin — every value that changes from one decode step to the next. The other ops do
+// no host work that depends on those values, so a decode step (n <= 8) between begin_batch and
+// end_batch is captured once as a CUDA graph and replayed (the attention grid depends on n and
+// the power-of-two bucket of the batch's longest context only). end_batch must follow the last
+// op of every batch.
+//
+// CUDA graphs (on unless PLEXUS_CUDA_GRAPHS=0 or allow_graphs(false)): a batch of 1-8 tokens with
+// layers is, per (tokens, context bucket), run eagerly once, captured the next time, and replayed
+// after that (step_graphs.h): between begin_batch and end_batch its operations may be deferred
+// to end_batch, which launches the graph. A caller must therefore not enqueue its own work on
+// the stream, nor read results, between begin_batch and end_batch of such a batch (streamed
+// weights waiting on a copy stream: call allow_graphs(false)). Results are identical either way.
+#pragma once
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "kernels/cpu/matmul.h"  // MatmulPart
+#include "kernels/cuda/step_graphs.h"
+#include "model/compute_ops.h"
+#include "model/config.h"
+
+struct cublasContext;
+
+namespace plexus::cuda {
+
+struct TokenSlot;
+struct QueryTile;
+
+// The fixed sizes one CudaOps serves.
+struct CudaOpsSizes {
+  std::int64_t max_tokens = 0;   // tokens per batch
+  std::int64_t max_context = 0;  // the longest sequence attended (no buffer depends on it today)
+  std::int64_t n_heads = 0, n_kv_heads = 0, head_dim = 0;
+  std::int64_t max_cols = 0;     // the widest matmul input with more than 8 tokens: max(H, q_dim, I)
+  static CudaOpsSizes of(const ModelConfig& c, std::int64_t max_tokens, std::int64_t max_context);
+};
+
+class CudaOps final : public ComputeOps {
+ public:
+  // Device bytes of the scratch buffer the constructor takes.
+  static std::size_t scratch_bytes(const CudaOpsSizes& sizes);
+
+  // `stream`: where every op runs (the caller's; its device must be current when constructing
+  // and calling). `device_name` ("cuda:0") starts every error message. `scratch`: device memory
+  // of at least scratch_bytes(sizes) bytes, 256-byte aligned (cudaMalloc's), owned by the caller.
+  CudaOps(cudaStream_t stream, std::string device_name, const CudaOpsSizes& sizes, void* scratch,
+          std::size_t scratch_size);
+  ~CudaOps() override;
+  CudaOps(const CudaOps&) = delete;
+  CudaOps& operator=(const CudaOps&) = delete;
+
+  void begin_batch(const TokenBatch& batch, std::span<const double> inv_freq, bool layers, Workspace& ws) override;
+  void end_batch() override;
+  void embed(const WeightMatrix& table, std::span<const std::int32_t> ids, float* x) override;
+  void rmsnorm(const float* x, const float* w, std::int64_t rows, std::int64_t d, float eps, float* y) override;
+  void matmul(std::span<const MatmulPart> parts, const float* x, std::int64_t n, std::int64_t ldx) override;
+  void add_bias(float* y, const float* bias, std::int64_t n, std::int64_t d) override;
+  void rope_store_kv(int layer, const TokenBatch& batch, const AttentionShape& s, Workspace& ws) override;
+  void attention(int layer, const TokenBatch& batch, const AttentionShape& s, Workspace& ws) override;
+  void silu_mul(const float* gate, const float* up, float* out, std::int64_t n) override;
+  void add(float* x, const float* y, std::int64_t n) override;
+  void gather_rows(const float* src, std::span<const std::int64_t> rows, std::int64_t d, float* dst) override;
+
+  cudaStream_t stream() const { return stream_; }
+
+  // Batches of at least this many tokens use the tiled prefill attention kernel where it
+  // supports the geometry (head_dim 64 or 128); default kPrefillAttentionMinTokens, and never
+  // when the environment sets PLEXUS_CUDA_PREFILL_ATTENTION=0. For tests.
+  void set_prefill_attention_min_tokens(std::int64_t n) { prefill_min_tokens_ = n; }
+  static constexpr std::int64_t kPrefillAttentionMinTokens = 32;
+
+  // Whether decode batches may be captured and replayed as CUDA graphs (see above).
+  void allow_graphs(bool on) { graphs_allowed_ = on; }
+  std::int64_t graph_replays() const { return graphs_.replays(); }  // batches replayed so far
+  const std::string& device_name() const { return device_; }
+
+ private:
+  void check_launch(const char* op) const;  // throws naming the device and op on a launch error
+  void check_shape(const AttentionShape& s, const char* op) const;
+  void stage_ids(std::span<const std::int32_t> ids);  // host ids -> pinned -> ids_dev_
+  void release() noexcept;
+
+  cudaStream_t stream_;
+  std::string device_;
+  CudaOpsSizes sizes_;
+  int target_blocks_ = 0;  // attention blocks to aim for: a few per SM
+
+  // Device scratch regions (inside the caller's buffer).
+  void* cublas_ws_ = nullptr;
+  std::size_t cublas_ws_bytes_ = 0;
+  void* gemm_x_ = nullptr;           // (max_tokens, max_cols) 16-bit GEMM inputs
+  std::size_t gemm_x_bytes_ = 0;
+  float* partials_ = nullptr;        // attention partials
+  std::int64_t partial_floats_ = 0;
+  std::int32_t* ids_dev_ = nullptr;  // (max_tokens)
+  TokenSlot* slots_dev_ = nullptr;   // (max_tokens)
+  std::int64_t* rows_dev_ = nullptr; // (max_tokens)
+  QueryTile* tiles_dev_ = nullptr;   // (max_tokens) prefill attention's query tiles
+
+  // Pinned host staging, same regions; rewritten only after the event of its last upload.
+  void* pinned_ = nullptr;
+  std::int32_t* ids_host_ = nullptr;   // (max_tokens)
+  TokenSlot* slots_host_ = nullptr;    // (max_tokens)
+  std::int64_t* rows_host_ = nullptr;  // (max_tokens)
+  QueryTile* tiles_host_ = nullptr;    // (max_tokens)
+  float* rope_host_ = nullptr;         // (2, max_tokens, head_dim / 2) cos then sin
+  cudaEvent_t meta_uploaded_ = nullptr, rows_uploaded_ = nullptr;
+  cublasContext* cublas_ = nullptr;
+
+  // The current batch, as begin_batch left it.
+  std::int64_t n_ = 0;
+  std::vector<std::int32_t> staged_ids_;  // what ids_dev_ holds
+  bool have_slots_ = false;
+  std::int64_t layer_lo_ = 0, layer_hi_ = 0;  // layers every token's cache holds: [lo, hi)
+  std::int64_t longest_ = 0;                  // max(pos + 1) of the batch
+  std::int64_t n_tiles_ = 0;                  // query tiles in tiles_dev_
+  bool caches_aligned_ = false;               // every cache 16-byte aligned (prefill kernel)
+  std::int64_t prefill_min_tokens_ = kPrefillAttentionMinTokens;  // <= 0: never
+  std::int64_t bucket_ = 32;                  // attention's context bucket: a power of two >= longest_
+  bool graphs_allowed_ = true;
+  StepGraphs graphs_;
+  std::vector<std::uint64_t> sig_words_;  // matmul's signature, reused
+};
+
+}  // namespace plexus::cuda

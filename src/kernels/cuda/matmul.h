@@ -1,0 +1,44 @@
+// Products with stored weights on the GPU: y (n, ldy) = x (n, ldx) · Wᵀ for W (rows, cols)
+// row-major in its checkpoint dtype, f32 activations and accumulation. A memory-bound GEMV for
+// n <= kGemvMaxTokens (decode), cuBLAS for more (prefill, batched decode). Plain C++ header;
+// pointers are device memory.
+#pragma once
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "core/dtype.h"
+
+struct cublasContext;
+
+namespace plexus::cuda {
+
+constexpr std::int64_t kGemvMaxTokens = 8;
+
+// One weight of a product; the weights of one call share x and cols.
+struct MatmulTarget {
+  const void* w = nullptr;  // (rows, cols) of the call's dtype
+  std::int64_t rows = 0;
+  float* y = nullptr;       // (n, ldy), columns [0, rows) written
+  std::int64_t ldy = 0;
+};
+
+// GEMV: n in [1, kGemvMaxTokens], `count` targets of one dtype in one launch. 16-byte weight
+// loads when cols is a multiple of 16 / dtype_size and every w is 16-byte aligned, element loads
+// otherwise (any cols).
+void launch_gemv(DType dtype, const MatmulTarget* targets, int count, std::int64_t cols, const float* x,
+                 std::int64_t n, std::int64_t ldx, cudaStream_t stream);
+
+// Bytes of scratch gemm_cublas needs for n tokens of `cols` inputs (x converted to 16 bits).
+std::size_t gemm_scratch_bytes(std::int64_t n, std::int64_t cols);
+
+// cuBLAS GEMM, any n >= 1: bf16/f16 weights multiply x converted to the weight dtype in
+// `scratch` (gemm_scratch_bytes), f32 weights a plain f32 GEMM (no TF32); f32 accumulation and
+// output. `handle` must be bound to `stream`; `what` names the device in errors.
+void gemm_cublas(cublasContext* handle, DType dtype, const MatmulTarget* targets, int count, std::int64_t cols,
+                 const float* x, std::int64_t n, std::int64_t ldx, void* scratch, std::size_t scratch_bytes,
+                 cudaStream_t stream, const std::string& what);
+
+}  // namespace plexus::cuda

@@ -1,0 +1,64 @@
+// One block per (token, head): query heads are rotated in place; key heads are rotated in place
+// and written, with the value head, to the token's cache slot.
+#include "kernels/cuda/rope_kv.h"
+
+#include <cuda_runtime.h>
+
+namespace plexus::cuda {
+
+namespace {
+
+__global__ void rope_store_kv_kernel(float* __restrict__ q,          // (n, n_heads, hd)
+                                     float* __restrict__ k,          // (n, n_kv, hd)
+                                     const float* __restrict__ v,    // (n, n_kv, hd)
+                                     const float* __restrict__ cos,  // (n, hd / 2)
+                                     const float* __restrict__ sin,  // (n, hd / 2)
+                                     const TokenSlot* __restrict__ slots,  // (n)
+                                     int n_heads, int n_kv, int hd, int layer) {
+  const std::int64_t t = blockIdx.x;
+  const int head = blockIdx.y;  // [0, n_heads): query head; [n_heads, n_heads + n_kv): kv head
+  const int half = hd / 2;
+  const float* c = cos + t * half;
+  const float* s = sin + t * half;
+  const bool is_q = head < n_heads;
+  const int g = head - n_heads;
+  float* x = is_q ? q + (t * n_heads + head) * hd : k + (t * n_kv + g) * hd;  // (hd)
+  if (is_q) {
+    for (int i = threadIdx.x; i < half; i += blockDim.x) {
+      const float x0 = x[i], x1 = x[i + half];
+      x[i] = x0 * c[i] - x1 * s[i];
+      x[i + half] = x1 * c[i] + x0 * s[i];
+    }
+    return;
+  }
+  const TokenSlot slot = slots[t];
+  const std::int64_t local = layer - slot.first_layer;
+  const std::int64_t head_stride = slot.capacity * hd;  // one (capacity, hd) head block
+  float* kc = slot.cache + ((local * 2 + 0) * n_kv + g) * head_stride + static_cast<std::int64_t>(slot.pos) * hd;
+  float* vc = slot.cache + ((local * 2 + 1) * n_kv + g) * head_stride + static_cast<std::int64_t>(slot.pos) * hd;
+  for (int i = threadIdx.x; i < half; i += blockDim.x) {
+    const float x0 = x[i], x1 = x[i + half];
+    const float r0 = x0 * c[i] - x1 * s[i];
+    const float r1 = x1 * c[i] + x0 * s[i];
+    x[i] = r0;
+    x[i + half] = r1;
+    kc[i] = r0;
+    kc[i + half] = r1;
+  }
+  const float* vr = v + (t * n_kv + g) * hd;
+  for (int i = threadIdx.x; i < hd; i += blockDim.x) vc[i] = vr[i];
+}
+
+}  // namespace
+
+void launch_rope_store_kv(float* q, float* k, const float* v, const float* cos, const float* sin,
+                          const TokenSlot* slots, std::int64_t n, std::int64_t n_heads, std::int64_t n_kv_heads,
+                          std::int64_t head_dim, int layer, cudaStream_t stream) {
+  if (n <= 0) return;
+  const dim3 grid(static_cast<unsigned>(n), static_cast<unsigned>(n_heads + n_kv_heads));
+  const int threads = head_dim / 2 <= 32 ? 32 : 64;
+  rope_store_kv_kernel<<<grid, threads, 0, stream>>>(q, k, v, cos, sin, slots, static_cast<int>(n_heads),
+                                                     static_cast<int>(n_kv_heads), static_cast<int>(head_dim), layer);
+}
+
+}  // namespace plexus::cuda

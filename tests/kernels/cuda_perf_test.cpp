@@ -1,0 +1,132 @@
+// Rates of the CUDA kernels on the GPU at hand, printed for the record (no thresholds: the
+// benchmarks own the targets): GEMV bandwidth against a device copy, the cuBLAS GEMM path
+// against bare cuBLAS, prefill attention tiled and split-context. Skipped without a GPU.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <random>
+#include <vector>
+
+#include "cuda_test_util.h"
+#include "kernels/cuda/attention.h"
+#include "kernels/cuda/ceilings.h"
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/matmul.h"
+#include "kernels/cuda/prefill_attention.h"
+
+namespace plexus::cuda::test {
+namespace {
+
+class CudaPerf : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    if (!gpu_present(&why)) GTEST_SKIP() << why;
+    PLEXUS_TEST_CUDA(cudaStreamCreate(&stream_));
+    PLEXUS_TEST_CUDA(cudaEventCreate(&ev_[0]));
+    PLEXUS_TEST_CUDA(cudaEventCreate(&ev_[1]));
+  }
+  void TearDown() override {
+    if (ev_[0]) cudaEventDestroy(ev_[0]);
+    if (ev_[1]) cudaEventDestroy(ev_[1]);
+    if (stream_) cudaStreamDestroy(stream_);
+  }
+  // Mean seconds of `op` over `reps` runs after two warm-ups.
+  double seconds(int reps, const std::function<void()>& op) {
+    op();
+    op();
+    EXPECT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+    EXPECT_EQ(cudaEventRecord(ev_[0], stream_), cudaSuccess);
+    for (int i = 0; i < reps; ++i) op();
+    EXPECT_EQ(cudaEventRecord(ev_[1], stream_), cudaSuccess);
+    EXPECT_EQ(cudaEventSynchronize(ev_[1]), cudaSuccess);
+    EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+    float ms = 0;
+    EXPECT_EQ(cudaEventElapsedTime(&ms, ev_[0], ev_[1]), cudaSuccess);
+    return ms * 1e-3 / reps;
+  }
+  cudaStream_t stream_ = nullptr;
+  cudaEvent_t ev_[2] = {nullptr, nullptr};
+};
+
+TEST_F(CudaPerf, GemvBandwidthAgainstACopy) {
+  const double copy = cuda_copy_gbps(std::size_t{1} << 30, stream_);
+  std::printf("device-to-device copy: %.0f GB/s (read + write)\n", copy);
+  struct Shape {
+    std::int64_t rows, cols;
+  };
+  for (const Shape s : {Shape{6144, 4096}, Shape{4096, 4096}, Shape{28672, 4096}, Shape{4096, 14336}, Shape{128256, 2048}}) {
+    DeviceBuffer<std::uint16_t> w(static_cast<std::size_t>(s.rows * s.cols));
+    PLEXUS_TEST_CUDA(cudaMemset(w.get(), 0x3c, w.size() * 2));
+    DeviceBuffer<float> x(static_cast<std::size_t>(8 * s.cols)), y(static_cast<std::size_t>(8 * s.rows));
+    PLEXUS_TEST_CUDA(cudaMemset(x.get(), 0, x.size() * 4));
+    for (std::int64_t n : {1, 8}) {
+      const MatmulTarget t{w.get(), s.rows, y.get(), s.rows};
+      const double sec = seconds(20, [&] { launch_gemv(DType::kBF16, &t, 1, s.cols, x.get(), n, s.cols, stream_); });
+      const double gbps = static_cast<double>(s.rows * s.cols * 2) / sec * 1e-9;
+      std::printf("GEMV bf16 %lldx%lld n=%lld: %.1f us, %.0f GB/s = %.0f%% of the copy\n", static_cast<long long>(s.rows),
+                  static_cast<long long>(s.cols), static_cast<long long>(n), sec * 1e6, gbps, 100 * gbps / copy);
+      EXPECT_GT(gbps, 0);
+    }
+  }
+}
+
+TEST_F(CudaPerf, CublasPathAgainstBareCublas) {
+  const int m = 4096, n = 2048, k = 4096;
+  const double bare = cuda_gemm_bf16_tflops(m, n, k, stream_);
+  DeviceBuffer<std::uint16_t> w(static_cast<std::size_t>(m) * k);
+  PLEXUS_TEST_CUDA(cudaMemset(w.get(), 0x3c, w.size() * 2));
+  DeviceBuffer<float> x(static_cast<std::size_t>(n) * k), y(static_cast<std::size_t>(n) * m);
+  PLEXUS_TEST_CUDA(cudaMemset(x.get(), 0, x.size() * 4));
+  DeviceBuffer<std::uint8_t> scratch(gemm_scratch_bytes(n, k));
+  cublasHandle_t h = nullptr;
+  ASSERT_EQ(cublasCreate(&h), CUBLAS_STATUS_SUCCESS);
+  ASSERT_EQ(cublasSetStream(h, stream_), CUBLAS_STATUS_SUCCESS);
+  const MatmulTarget t{w.get(), m, y.get(), m};
+  const double sec = seconds(10, [&] {
+    gemm_cublas(h, DType::kBF16, &t, 1, k, x.get(), n, k, scratch.get(), scratch.size(), stream_, "perf");
+  });
+  cublasDestroy(h);
+  const double tflops = 2.0 * m * n * k / sec * 1e-12;
+  std::printf("GEMM path bf16 %dx%dx%d (with the f32->bf16 conversion): %.0f TFLOP/s; bare cuBLAS %.0f TFLOP/s (%.0f%%)\n",
+              m, n, k, tflops, bare, 100 * tflops / bare);
+}
+
+TEST_F(CudaPerf, PrefillAttentionTiledAndSplit) {
+  const std::int64_t heads = 32, kv = 8, hd = 128, n = 2048;
+  const AttentionGeometry g{heads, kv, hd, 0, 0.088f};
+  const std::int64_t cache_floats = 2 * kv * n * hd;  // one layer
+  DeviceBuffer<float> cache(static_cast<std::size_t>(cache_floats)), q(static_cast<std::size_t>(n * heads * hd));
+  DeviceBuffer<float> out(q.size());
+  PLEXUS_TEST_CUDA(cudaMemset(cache.get(), 0, cache.size() * 4));
+  PLEXUS_TEST_CUDA(cudaMemset(q.get(), 0, q.size() * 4));
+  std::vector<TokenSlot> slots;
+  for (std::int64_t t = 0; t < n; ++t) slots.push_back(TokenSlot{cache.get(), n, 0, static_cast<std::int32_t>(t)});
+  std::vector<QueryTile> tiles(static_cast<std::size_t>(n));
+  const std::int64_t n_tiles = make_query_tiles(slots.data(), n, prefill_tile_tokens(g), tiles.data());
+  tiles.resize(static_cast<std::size_t>(n_tiles));
+  DeviceBuffer<TokenSlot> sl(slots);
+  DeviceBuffer<QueryTile> tl(tiles);
+  const double flops = 4.0 * heads * hd * (static_cast<double>(n) * (n + 1) / 2);  // q·k and p·v, causal
+  const double tiled = seconds(3, [&] { launch_prefill_attention(q.get(), sl.get(), tl.get(), n_tiles, g, 0, out.get(), stream_); });
+  const std::int64_t floats = attention_partial_floats(g, n, 1024);
+  DeviceBuffer<float> partials(static_cast<std::size_t>(floats));
+  const AttentionSplit split = attention_split(g, n, n, 528);
+  const double splitk = seconds(3, [&] {
+    launch_attention(q.get(), sl.get(), n, g, split, 0, partials.get(), floats, out.get(), stream_);
+  });
+  std::printf("prefill attention %lld tokens, 32/8 heads of 128: tiled %.2f ms (%.1f TFLOP/s), split-context %.2f ms (%.1f TFLOP/s)\n",
+              static_cast<long long>(n), tiled * 1e3, flops / tiled * 1e-12, splitk * 1e3, flops / splitk * 1e-12);
+  // One decode token at the end of the 2048-token context.
+  const double decode = seconds(20, [&] {
+    launch_attention(q.get(), sl.get() + (n - 1), 1, g, attention_split(g, 1, n, 528), 0, partials.get(), floats,
+                     out.get(), stream_);
+  });
+  std::printf("decode attention, 1 token over 2048 positions: %.1f us (%.0f GB/s of keys and values)\n", decode * 1e6,
+              static_cast<double>(2 * kv * n * hd * 4) / decode * 1e-9);
+}
+
+}  // namespace
+}  // namespace plexus::cuda::test
