@@ -9,6 +9,7 @@
 #include "core/thread_pool.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/weight_matrix.h"
+#include "model/compute_ops.h"
 #include "model/config.h"
 #include "model/kv_cache.h"
 
@@ -22,13 +23,6 @@ struct LayerWeights {
   std::vector<float> q_bias, k_bias, v_bias, o_bias;  // (q_dim) (kv_dim) (kv_dim) (H); empty when absent
   std::vector<float> q_norm, k_norm;  // (head_dim); Qwen3 only
   std::vector<float> input_norm, post_attention_norm;  // (H)
-};
-
-// n tokens run together; they may belong to different sequences.
-struct TokenBatch {
-  std::span<const std::int32_t> ids;   // (n)
-  std::span<const std::int32_t> pos;   // (n) position of each token in its sequence
-  std::span<KvCache* const> cache;     // (n) the cache of each token's sequence
 };
 
 // Compute resources: the kernel table and the threads to run on.
