@@ -21,17 +21,18 @@ WeightMatrix matrix(const Checkpoint& ck, const std::string& name) {
   return WeightMatrix{r.data, r.info->dtype, r.info->shape[0], r.info->shape.size() > 1 ? r.info->shape[1] : 1};
 }
 
-std::vector<float> vector_f32(const Checkpoint& ck, const std::string& name) {
+// The tensor as f32 in `store` (kept there), and a view of it.
+VectorView vector_f32(const Checkpoint& ck, const std::string& name, std::vector<std::vector<float>>& store) {
   const TensorRef r = ck.get(name);
-  std::vector<float> out(static_cast<std::size_t>(r.info->numel()));
+  std::vector<float>& out = store.emplace_back(static_cast<std::size_t>(r.info->numel()));
   generic_kernels().to_f32(r.info->dtype, r.data, out.data(), r.info->numel());
-  return out;
+  return VectorView{out.data(), r.info->numel()};  // moving `store`'s vectors keeps their buffers
 }
 
-void add_bias(float* y, const std::vector<float>& bias, std::int64_t n, std::int64_t d) {
+void add_bias(float* y, VectorView bias, std::int64_t n, std::int64_t d) {
   if (bias.empty()) return;
   for (std::int64_t t = 0; t < n; ++t)
-    for (std::int64_t i = 0; i < d; ++i) y[t * d + i] += bias[static_cast<std::size_t>(i)];
+    for (std::int64_t i = 0; i < d; ++i) y[t * d + i] += bias.data[i];
 }
 
 }  // namespace
@@ -108,7 +109,7 @@ LlamaFamilyModel::LlamaFamilyModel(const ModelConfig& config, const Checkpoint& 
   embed_ = matrix(ck, "model.embed_tokens.weight");
   const ParamInfo* head = tree.find("lm_head.weight");
   lm_head_ = head->tied_to ? embed_ : matrix(ck, head->name);
-  final_norm_ = vector_f32(ck, "model.norm.weight");
+  final_norm_ = vector_f32(ck, "model.norm.weight", vectors_);
   layers_.resize(static_cast<std::size_t>(config.num_layers));
   for (int l = 0; l < config.num_layers; ++l) {
     const std::string p = ModuleTree::layer_prefix(l);
@@ -121,17 +122,17 @@ LlamaFamilyModel::LlamaFamilyModel(const ModelConfig& config, const Checkpoint& 
     w.up = matrix(ck, p + ".mlp.up_proj.weight");
     w.down = matrix(ck, p + ".mlp.down_proj.weight");
     if (config.qkv_bias) {
-      w.q_bias = vector_f32(ck, p + ".self_attn.q_proj.bias");
-      w.k_bias = vector_f32(ck, p + ".self_attn.k_proj.bias");
-      w.v_bias = vector_f32(ck, p + ".self_attn.v_proj.bias");
+      w.q_bias = vector_f32(ck, p + ".self_attn.q_proj.bias", vectors_);
+      w.k_bias = vector_f32(ck, p + ".self_attn.k_proj.bias", vectors_);
+      w.v_bias = vector_f32(ck, p + ".self_attn.v_proj.bias", vectors_);
     }
-    if (config.o_bias) w.o_bias = vector_f32(ck, p + ".self_attn.o_proj.bias");
+    if (config.o_bias) w.o_bias = vector_f32(ck, p + ".self_attn.o_proj.bias", vectors_);
     if (config.qk_norm) {
-      w.q_norm = vector_f32(ck, p + ".self_attn.q_norm.weight");
-      w.k_norm = vector_f32(ck, p + ".self_attn.k_norm.weight");
+      w.q_norm = vector_f32(ck, p + ".self_attn.q_norm.weight", vectors_);
+      w.k_norm = vector_f32(ck, p + ".self_attn.k_norm.weight", vectors_);
     }
-    w.input_norm = vector_f32(ck, p + ".input_layernorm.weight");
-    w.post_attention_norm = vector_f32(ck, p + ".post_attention_layernorm.weight");
+    w.input_norm = vector_f32(ck, p + ".input_layernorm.weight", vectors_);
+    w.post_attention_norm = vector_f32(ck, p + ".post_attention_layernorm.weight", vectors_);
   }
 }
 
@@ -179,15 +180,15 @@ void LlamaFamilyModel::layer(const Compute& c, int l, const LayerWeights& w, flo
   const float eps = static_cast<float>(config_.rms_norm_eps);
 
   // Attention block: xb = norm(x); q, k, v = xb·Wᵀ (+ b); q, k = rope(norm(q, k)).
-  rmsnorm(c.k, x, w.input_norm.data(), n, H, eps, ws.xb.data());
+  rmsnorm(c.k, x, w.input_norm.data, n, H, eps, ws.xb.data());
   const MatmulPart qkv[] = {{w.q, ws.q.data(), Q}, {w.k, ws.k.data(), KV}, {w.v, ws.v.data(), KV}};
   matmul(c.k, c.pool, qkv, ws.xb.data(), n, H);
   add_bias(ws.q.data(), w.q_bias, n, Q);
   add_bias(ws.k.data(), w.k_bias, n, KV);
   add_bias(ws.v.data(), w.v_bias, n, KV);
   if (config_.qk_norm) {
-    rmsnorm(c.k, ws.q.data(), w.q_norm.data(), n * config_.num_heads, hd, eps, ws.q.data());
-    rmsnorm(c.k, ws.k.data(), w.k_norm.data(), n * config_.num_kv_heads, hd, eps, ws.k.data());
+    rmsnorm(c.k, ws.q.data(), w.q_norm.data, n * config_.num_heads, hd, eps, ws.q.data());
+    rmsnorm(c.k, ws.k.data(), w.k_norm.data, n * config_.num_kv_heads, hd, eps, ws.k.data());
   }
   for (std::int64_t t = 0; t < n; ++t) {
     const float* cs = ws.rope_cos.data() + t * half;
@@ -210,7 +211,7 @@ void LlamaFamilyModel::layer(const Compute& c, int l, const LayerWeights& w, flo
   for (std::int64_t i = 0; i < n * H; ++i) x[i] += ws.xb[static_cast<std::size_t>(i)];
 
   // MLP block: x += (silu(xb·Wgᵀ) * xb·Wuᵀ)·Wdᵀ with xb = norm(x).
-  rmsnorm(c.k, x, w.post_attention_norm.data(), n, H, eps, ws.xb.data());
+  rmsnorm(c.k, x, w.post_attention_norm.data, n, H, eps, ws.xb.data());
   const MatmulPart gate_up[] = {{w.gate, ws.gate.data(), I}, {w.up, ws.up.data(), I}};
   matmul(c.k, c.pool, gate_up, ws.xb.data(), n, H);
   silu_mul(c.k, c.pool, ws.gate.data(), ws.up.data(), ws.gate.data(), n * I);
@@ -254,7 +255,7 @@ void LlamaFamilyModel::head(const Compute& c, float* x, std::int64_t n, float* l
 }
 
 void LlamaFamilyModel::head(const Compute& c, const WeightMatrix& lm_head, float* x, std::int64_t n, float* logits) const {
-  rmsnorm(c.k, x, final_norm_.data(), n, config_.hidden_size, static_cast<float>(config_.rms_norm_eps), x);
+  rmsnorm(c.k, x, final_norm_.data, n, config_.hidden_size, static_cast<float>(config_.rms_norm_eps), x);
   const MatmulPart p[] = {{lm_head, logits, lm_head.rows}};
   matmul(c.k, c.pool, p, x, n, config_.hidden_size);
 }

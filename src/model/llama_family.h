@@ -20,9 +20,9 @@ class Checkpoint;
 struct LayerWeights {
   WeightMatrix q, k, v, o;            // (q_dim, H) (kv_dim, H) (kv_dim, H) (H, q_dim)
   WeightMatrix gate, up, down;        // (I, H) (I, H) (H, I)
-  std::vector<float> q_bias, k_bias, v_bias, o_bias;  // (q_dim) (kv_dim) (kv_dim) (H); empty when absent
-  std::vector<float> q_norm, k_norm;  // (head_dim); Qwen3 only
-  std::vector<float> input_norm, post_attention_norm;  // (H)
+  VectorView q_bias, k_bias, v_bias, o_bias;  // (q_dim) (kv_dim) (kv_dim) (H); empty when absent
+  VectorView q_norm, k_norm;                  // (head_dim); Qwen3 only
+  VectorView input_norm, post_attention_norm;  // (H)
 };
 
 // Compute resources: the kernel table and the threads to run on.
@@ -55,13 +55,17 @@ class Workspace {
 class LlamaFamilyModel {
  public:
   // Views the checkpoint's weights in place (the checkpoint must outlive the model); small
-  // vectors (norms, biases) are kept as f32. InputError naming the tensor on a mismatch.
+  // vectors (norms, biases) are kept as f32 in host memory the model owns. InputError naming
+  // the tensor on a mismatch.
   LlamaFamilyModel(const ModelConfig& config, const Checkpoint& checkpoint);
+  LlamaFamilyModel(const LlamaFamilyModel&) = delete;  // its weights view its own vectors
+  LlamaFamilyModel& operator=(const LlamaFamilyModel&) = delete;
 
   const ModelConfig& config() const { return config_; }
   const LayerWeights& layer_weights(int l) const { return layers_[static_cast<std::size_t>(l)]; }
   const WeightMatrix& embedding() const { return embed_; }
   const WeightMatrix& lm_head() const { return lm_head_; }
+  VectorView final_norm() const { return final_norm_; }  // (H)
   std::int64_t weight_bytes() const;  // bytes of all weights as stored (tied counted once)
 
   // x (n, H) = embedding rows of ids (n). Ids must be in [0, vocab).
@@ -84,7 +88,8 @@ class LlamaFamilyModel {
 
   ModelConfig config_;
   WeightMatrix embed_, lm_head_;
-  std::vector<float> final_norm_;
+  std::vector<std::vector<float>> vectors_;  // the f32 small vectors the views below point at
+  VectorView final_norm_;
   std::vector<LayerWeights> layers_;
   std::vector<double> inv_freq_;  // (head_dim / 2), rope scaling applied
 };
