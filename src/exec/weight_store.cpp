@@ -44,6 +44,7 @@ WeightStore::WeightStore(const LlamaFamilyModel& model, const StageLayout& layou
   const bool same_home = layout.head.residence == layout.embed.residence &&
                          (layout.head.residence != Residence::kDevice || layout.head.device == layout.embed.device);
   head_ = tied && same_home ? embed_ : place(model.lm_head(), layout.head, memory, "lm_head");
+  final_norm_ = model.final_norm();
   layers_.reserve(layout.layers.size());
   for (std::size_t l = 0; l < layout.layers.size(); ++l) {
     const LayerWeights& src = model.layer_weights(static_cast<int>(l));

@@ -19,6 +19,7 @@ class WeightStore {
   const WeightMatrix& embedding() const { return embed_; }
   const WeightMatrix& lm_head() const { return head_; }
   const LayerWeights& layer(int l) const { return layers_[static_cast<std::size_t>(l)]; }
+  VectorView final_norm() const { return final_norm_; }
 
   // Bytes of a layer's matrices packed one after another, each starting on a 64-byte line.
   static std::int64_t packed_bytes(const LayerWeights& w);
@@ -32,6 +33,7 @@ class WeightStore {
   std::vector<Buffer> buffers_;
   std::vector<LayerWeights> layers_;
   WeightMatrix embed_, head_;
+  VectorView final_norm_;
 };
 
 }  // namespace plexus
