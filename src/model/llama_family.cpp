@@ -76,6 +76,19 @@ constexpr std::int64_t kFloatsPerLine = 16;  // each buffer starts on a 64-byte 
 std::int64_t round_up_line(std::int64_t n) { return (n + kFloatsPerLine - 1) / kFloatsPerLine * kFloatsPerLine; }
 }  // namespace
 
+std::int64_t layer_vector_bytes(const ModelConfig& c) {
+  auto f32 = [](std::int64_t n) { return round_up_line(n) * static_cast<std::int64_t>(sizeof(float)); };
+  std::int64_t b = 2 * f32(c.hidden_size);  // input and post-attention norms
+  if (c.qkv_bias) b += f32(c.q_dim()) + 2 * f32(c.kv_dim());
+  if (c.o_bias) b += f32(c.hidden_size);
+  if (c.qk_norm) b += 2 * f32(c.head_dim);
+  return b;
+}
+
+std::int64_t final_norm_bytes(const ModelConfig& c) {
+  return round_up_line(c.hidden_size) * static_cast<std::int64_t>(sizeof(float));
+}
+
 std::int64_t Workspace::bytes_for(const ModelConfig& c, std::int64_t max_tokens, std::int64_t max_context, int n_threads) {
   std::int64_t floats = 0;
   for (std::int64_t n : workspace_sizes(c, max_tokens, max_context, n_threads)) floats += round_up_line(n);

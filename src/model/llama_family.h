@@ -91,6 +91,12 @@ class LlamaFamilyModel {
   AttentionShape attention_;
 };
 
+// Bytes of a layer's small vectors (biases, norms) as f32, each starting on a 64-byte line, in
+// LayerWeights order: their copy on the device that computes the layer.
+std::int64_t layer_vector_bytes(const ModelConfig& config);
+// Bytes of the final norm's copy (H f32 on whole 64-byte lines) on the head's device.
+std::int64_t final_norm_bytes(const ModelConfig& config);
+
 // RoPE inverse frequencies with the config's rope_scaling applied (exposed for tests).
 std::vector<double> rope_inv_freq(const ModelConfig& config);
 
