@@ -1,7 +1,6 @@
 // Llama-family forward pass, top to bottom: embed -> layers -> final norm -> lm_head.
 #include "model/llama_family.h"
 
-#include <algorithm>
 #include <cmath>
 #include <numbers>
 
