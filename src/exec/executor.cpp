@@ -4,11 +4,11 @@
 
 #include <algorithm>
 #include <cassert>
-#include <cstring>
 #include <exception>
 
 #include "core/error.h"
 #include "core/units.h"
+#include "exec/compute_ops_factory.h"
 #include "planner/sized_tree.h"
 #include "planner/weight_dtype.h"
 #include "model/token_id.h"
@@ -18,11 +18,11 @@
 
 namespace plexus {
 
-// A device that computes at least one stage: its threads, scratch and weight streamer.
+// A device that computes at least one stage: its compute operations, scratch and weight streamer.
 struct Executor::DeviceState {
   int ordinal = kHostDevice;
   Device* device = nullptr;
-  ThreadPool* pool = nullptr;
+  std::unique_ptr<ComputeOps> ops;  // launched from the device's queue only
   Buffer workspace_memory;
   std::unique_ptr<Workspace> workspace;
   std::unique_ptr<WeightStreamer> streamer;  // when offloaded modules compute here
@@ -36,7 +36,11 @@ struct Executor::StageState {
   Buffer head_in, head_logits;      // (max_tokens, H) (max_tokens, vocab); head stage only
   std::vector<KvCache*> caches;     // (max_tokens) this stage's cache of each token's sequence
   std::vector<Event> done;          // (micro-batches) per forward
-  std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> head_rows;  // per micro-batch: (logits row, token)
+  // Per micro-batch: the batch rows that need logits, and the logits row of each.
+  struct HeadRows {
+    std::vector<std::int64_t> token, logits_row;
+  };
+  std::vector<HeadRows> head_rows;
 };
 
 struct Executor::Sequence {
@@ -114,14 +118,12 @@ Executor::Executor(const std::string& model_dir, const DeviceMap& map, DeviceReg
       auto d = std::make_unique<DeviceState>();
       d->ordinal = s.device;
       d->device = &device(s.device);
-      d->pool = d->device->thread_pool();
-      if (d->pool == nullptr) {
-        throw RuntimeError(d->device->name() + " does not compute on host threads and no kernels for it exist yet: "
-                           "run on virtual devices (--virtual-devices N)");
-      }
-      const std::int64_t ws_bytes = Workspace::bytes_for(c, max_tokens_, max_context_, d->pool->size());
+      d->ops = make_compute_ops(*d->device, kernels_);
+      const ThreadPool* pool = d->device->thread_pool();
+      const int n_threads = pool ? pool->size() : 1;  // attention scores per host thread
+      const std::int64_t ws_bytes = Workspace::bytes_for(c, max_tokens_, max_context_, n_threads);
       d->workspace_memory = memory_.of(s.device).allocate(static_cast<std::size_t>(ws_bytes), "scratch buffers (workspace)");
-      d->workspace = std::make_unique<Workspace>(c, max_tokens_, max_context_, d->pool->size(), d->workspace_memory.as<float>());
+      d->workspace = std::make_unique<Workspace>(c, max_tokens_, max_context_, n_threads, d->workspace_memory.as<float>());
       if (b.layer_slots > 0 || b.head_slot > 0) {
         for (std::size_t l = 0; l < layout_.layers.size(); ++l) {  // the sizing and the weights as stored agree
           const ModulePlace& p = layout_.layers[l];
@@ -161,7 +163,9 @@ Executor::~Executor() {
 
 int Executor::threads() const {
   int n = 0;
-  for (const auto& ds : device_states_) n += ds->pool->size();
+  for (const auto& ds : device_states_) {
+    if (const ThreadPool* pool = ds->device->thread_pool()) n += pool->size();
+  }
   return n;
 }
 
@@ -260,7 +264,8 @@ void Executor::enqueue_stage(std::size_t s, std::size_t i, const SlotBatch& batc
   const Stage& stage = st.stage;
   const std::int64_t H = model_.config().hidden_size;
   const std::size_t row_bytes = static_cast<std::size_t>(H) * sizeof(float);
-  const Compute c{kernels_, *ds.pool};
+  ComputeOps* ops = ds.ops.get();
+  Workspace* ws = ds.workspace.get();
   // Work on the device's queue, counted as busy time.
   auto busy = [&ds, &dev](auto fn) {
     dev.enqueue([&ds, fn] {
@@ -277,36 +282,40 @@ void Executor::enqueue_stage(std::size_t s, std::size_t i, const SlotBatch& batc
                            static_cast<std::size_t>(n) * row_bytes);
     });
   }
-  float* x = st.x.as<float>() + off * H;  // (n, H)
+  float* x = st.x.as<float>() + off * H;  // (n, H) on the device
   const TokenBatch tb{batch.ids.subspan(static_cast<std::size_t>(off), static_cast<std::size_t>(n)),
                       batch.pos.subspan(static_cast<std::size_t>(off), static_cast<std::size_t>(n)),
                       std::span<KvCache* const>(st.caches).subspan(static_cast<std::size_t>(off), static_cast<std::size_t>(n))};
-  if (stage.embed) busy([this, c, tb, x] { model_.embed(c, weights_->embedding(), tb.ids, x); });
-  if (stage.n_layers() > 0) {
-    Workspace* ws = ds.workspace.get();
-    busy([this, tb, ws] { model_.prepare_rope(tb, *ws); });
-    for (int l = stage.first_layer; l < stage.end_layer; ++l) {
-      if (layout_.layers[static_cast<std::size_t>(l)].residence == Residence::kDevice) {
-        busy([this, c, l, x, tb, ws] { model_.layer(c, l, weights_->layer(l), x, tb, *ws); });
-        continue;
-      }
-      const WeightStreamer::Staged staged = ds.streamer->stage_layer(weights_->layer(l));
-      dev.enqueue([&ds, ready = staged.ready] {
-        Timer t;
-        ready.wait();
-        ds.wait_s += t.seconds();
-      });
-      const LayerWeights* w = static_cast<const LayerWeights*>(staged.weights);
-      busy([this, c, l, w, x, tb, ws] { model_.layer(c, l, *w, x, tb, *ws); });
-      ds.streamer->release(staged.slot, dev.record_event());
-    }
+  // The stage's embedding and layers: one batch on the device.
+  if (stage.embed || stage.n_layers() > 0) {
+    busy([this, ops, tb, ws, layers = stage.n_layers() > 0] { ops->begin_batch(tb, model_.inv_freq(), layers, *ws); });
   }
-  if (stage.head) {
-    auto& wanted = st.head_rows.emplace_back();  // head_rows is cleared by synchronize()
-    for (std::size_t j = 0; j < rows.size(); ++j) {
-      if (rows[j] >= off && rows[j] < off + n) wanted.emplace_back(static_cast<std::int64_t>(j), rows[j]);
+  if (stage.embed) busy([this, ops, tb, x] { model_.embed(*ops, weights_->embedding(), tb.ids, x); });
+  for (int l = stage.first_layer; l < stage.end_layer; ++l) {
+    if (layout_.layers[static_cast<std::size_t>(l)].residence == Residence::kDevice) {
+      busy([this, ops, l, x, tb, ws] { model_.layer(*ops, l, weights_->layer(l), x, tb, *ws); });
+      continue;
     }
-    if (!wanted.empty()) {
+    const WeightStreamer::Staged staged = ds.streamer->stage_layer(weights_->layer(l));
+    dev.enqueue([&ds, ready = staged.ready] {
+      Timer t;
+      ready.wait();
+      ds.wait_s += t.seconds();
+    });
+    const LayerWeights* w = static_cast<const LayerWeights*>(staged.weights);
+    busy([this, ops, l, w, x, tb, ws] { model_.layer(*ops, l, *w, x, tb, *ws); });
+    ds.streamer->release(staged.slot, dev.record_event());
+  }
+  if (stage.embed || stage.n_layers() > 0) busy([ops] { ops->end_batch(); });
+  if (stage.head) {
+    StageState::HeadRows& wanted = st.head_rows.emplace_back();  // head_rows is cleared by synchronize()
+    for (std::size_t j = 0; j < rows.size(); ++j) {
+      if (rows[j] >= off && rows[j] < off + n) {
+        wanted.token.push_back(rows[j]);
+        wanted.logits_row.push_back(static_cast<std::int64_t>(j));
+      }
+    }
+    if (!wanted.token.empty()) {
       const WeightMatrix* lm = &weights_->lm_head();
       int slot = 0;
       if (layout_.head.residence != Residence::kDevice) {
@@ -321,18 +330,21 @@ void Executor::enqueue_stage(std::size_t s, std::size_t i, const SlotBatch& batc
       }
       const std::int64_t vocab = vocab_size();
       const std::int64_t chunk = buffers_.logits_rows;
-      busy([this, c, &st, &dev, &wanted, lm, logits, H, vocab, chunk] {
-        // Row chunks of at most `chunk` rows: the logits buffer stays (chunk, vocab).
+      busy([this, ops, ws, tb, &st, &dev, &wanted, lm, logits, H, vocab, chunk] {
+        // Row chunks of at most `chunk` rows, each a batch of its own: the logits buffer stays
+        // (chunk, vocab) and is read once the chunk's batch has ended.
         float* in = st.head_in.as<float>();  // (chunk, H) the rows that need logits
         const std::size_t row = static_cast<std::size_t>(vocab) * sizeof(float);
-        for (std::size_t k0 = 0; k0 < wanted.size(); k0 += static_cast<std::size_t>(chunk)) {
-          const std::size_t m = std::min(wanted.size() - k0, static_cast<std::size_t>(chunk));
+        const std::span<const std::int64_t> tokens(wanted.token);
+        for (std::size_t k0 = 0; k0 < tokens.size(); k0 += static_cast<std::size_t>(chunk)) {
+          const std::size_t m = std::min(tokens.size() - k0, static_cast<std::size_t>(chunk));
+          ops->begin_batch(tb, model_.inv_freq(), false, *ws);
+          ops->gather_rows(st.x.as<float>(), tokens.subspan(k0, m), H, in);
+          model_.head(*ops, *lm, weights_->final_norm(), in, static_cast<std::int64_t>(m), st.head_logits.as<float>());
+          ops->end_batch();
           for (std::size_t k = 0; k < m; ++k) {
-            std::memcpy(in + static_cast<std::int64_t>(k) * H, st.x.as<float>() + wanted[k0 + k].second * H,
-                        static_cast<std::size_t>(H) * sizeof(float));
+            dev.copy_to_host(logits + wanted.logits_row[k0 + k] * vocab, st.head_logits, k * row, row);
           }
-          model_.head(c, *lm, in, static_cast<std::int64_t>(m), st.head_logits.as<float>());
-          for (std::size_t k = 0; k < m; ++k) dev.copy_to_host(logits + wanted[k0 + k].first * vocab, st.head_logits, k * row, row);
         }
       });
       if (layout_.head.residence != Residence::kDevice) ds.streamer->release(slot, dev.record_event());

@@ -14,6 +14,7 @@
 #include "planner/stage_layout.h"
 #include "exec/weight_store.h"
 #include "exec/weight_streamer.h"
+#include "kernels/cpu/isa.h"
 #include "model/checkpoint.h"
 #include "model/llama_family.h"
 #include "planner/device_map.h"

@@ -1,11 +1,18 @@
 // Placing weights: device copies, host copies, or the checkpoint's own pages.
 #include "exec/weight_store.h"
 
+#include <cassert>
+
 namespace plexus {
 
 namespace {
 constexpr std::int64_t kLine = 64;
 std::int64_t round_line(std::int64_t b) { return (b + kLine - 1) / kLine * kLine; }
+
+// A layer's small vectors in packing order (that of layer_vector_bytes).
+constexpr VectorView LayerWeights::* kVectors[] = {
+    &LayerWeights::q_bias, &LayerWeights::k_bias, &LayerWeights::v_bias,     &LayerWeights::o_bias,
+    &LayerWeights::q_norm, &LayerWeights::k_norm, &LayerWeights::input_norm, &LayerWeights::post_attention_norm};
 }  // namespace
 
 std::int64_t WeightStore::packed_bytes(const LayerWeights& w) {
@@ -38,26 +45,49 @@ WeightMatrix WeightStore::place(const WeightMatrix& src, const ModulePlace& at, 
   return out;
 }
 
+void WeightStore::place_vectors(const ModelConfig& config, const LayerWeights& src, DeviceMemory& mem,
+                                const std::string& what, LayerWeights& out) {
+  Buffer b = mem.allocate(static_cast<std::size_t>(layer_vector_bytes(config)), "norms and biases of " + what);
+  std::int64_t offset = 0;
+  for (VectorView LayerWeights::*v : kVectors) {
+    const VectorView from = src.*v;
+    if (from.empty()) continue;
+    const std::int64_t bytes = from.size * static_cast<std::int64_t>(sizeof(float));
+    mem.device().copy_from_host(b, static_cast<std::size_t>(offset), from.data, static_cast<std::size_t>(bytes));
+    out.*v = VectorView{b.as<float>() + offset / static_cast<std::int64_t>(sizeof(float)), from.size};
+    offset += round_line(bytes);
+  }
+  assert(offset == static_cast<std::int64_t>(b.size()) && "the vectors agree with the config");
+  buffers_.push_back(std::move(b));
+}
+
 WeightStore::WeightStore(const LlamaFamilyModel& model, const StageLayout& layout, RunMemory& memory) {
   embed_ = place(model.embedding(), layout.embed, memory, "model.embed_tokens");
   const bool tied = model.lm_head().data == model.embedding().data;
   const bool same_home = layout.head.residence == layout.embed.residence &&
                          (layout.head.residence != Residence::kDevice || layout.head.device == layout.embed.device);
   head_ = tied && same_home ? embed_ : place(model.lm_head(), layout.head, memory, "lm_head");
+  const ModelConfig& c = model.config();
+  DeviceMemory& head_home = memory.of(layout.head.device);
+  Buffer norm = head_home.allocate(static_cast<std::size_t>(final_norm_bytes(c)), "the final norm (model.norm)");
+  const VectorView from = model.final_norm();
+  head_home.device().copy_from_host(norm, 0, from.data, static_cast<std::size_t>(from.size) * sizeof(float));
+  final_norm_ = VectorView{norm.as<float>(), from.size};
+  buffers_.push_back(std::move(norm));
   layers_.reserve(layout.layers.size());
   for (std::size_t l = 0; l < layout.layers.size(); ++l) {
     const LayerWeights& src = model.layer_weights(static_cast<int>(l));
     const ModulePlace& at = layout.layers[l];
-    if (at.residence == Residence::kDisk) {
-      layers_.push_back(src);
-      continue;
-    }
-    DeviceMemory& mem = at.residence == Residence::kHost ? memory.host : memory.of(at.device);
-    Buffer b = mem.allocate(static_cast<std::size_t>(packed_bytes(src)), "weights of model.layers." + std::to_string(l));
+    const std::string what = "model.layers." + std::to_string(l);
     LayerWeights w = src;
-    copy_packed(src, mem.device(), b, w);
-    layers_.push_back(std::move(w));
-    buffers_.push_back(std::move(b));
+    if (at.residence != Residence::kDisk) {  // disk: the matrices are read in place
+      DeviceMemory& mem = at.residence == Residence::kHost ? memory.host : memory.of(at.device);
+      Buffer b = mem.allocate(static_cast<std::size_t>(packed_bytes(src)), "weights of " + what);
+      copy_packed(src, mem.device(), b, w);
+      buffers_.push_back(std::move(b));
+    }
+    place_vectors(c, src, memory.of(at.device), what, w);
+    layers_.push_back(w);
   }
 }
 

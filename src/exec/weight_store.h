@@ -1,6 +1,8 @@
 // Where each module's weights live during a run: copies in device buffers for modules kept on
 // their computing device, copies in host memory for "cpu", views of the mmapped checkpoint for
-// "disk". Every copy is allocated through RunMemory, so budgets are enforced and measured.
+// "disk". The small vectors (every layer's norms and biases, the final norm) are always f32
+// copies on the device that computes them, even where the matrices stream: they are tiny. Every
+// copy is allocated through RunMemory, so budgets are enforced and measured.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -15,10 +17,12 @@ class WeightStore {
  public:
   WeightStore(const LlamaFamilyModel& model, const StageLayout& layout, RunMemory& memory);
 
-  // The weights to compute with when resident; the source to stream from otherwise.
+  // The weights to compute with when resident; the source to stream from otherwise (a
+  // streamed layer's small vectors are already on its computing device).
   const WeightMatrix& embedding() const { return embed_; }
   const WeightMatrix& lm_head() const { return head_; }
   const LayerWeights& layer(int l) const { return layers_[static_cast<std::size_t>(l)]; }
+  VectorView final_norm() const { return final_norm_; }  // (H) on the head's computing device
 
   // Bytes of a layer's matrices packed one after another, each starting on a 64-byte line.
   static std::int64_t packed_bytes(const LayerWeights& w);
@@ -28,10 +32,14 @@ class WeightStore {
 
  private:
   WeightMatrix place(const WeightMatrix& src, const ModulePlace& at, RunMemory& memory, const std::string& what);
+  // Copies src's small vectors to `mem`'s device (layer_vector_bytes) and points out's at them.
+  void place_vectors(const ModelConfig& config, const LayerWeights& src, DeviceMemory& mem, const std::string& what,
+                     LayerWeights& out);
 
   std::vector<Buffer> buffers_;
   std::vector<LayerWeights> layers_;
   WeightMatrix embed_, head_;
+  VectorView final_norm_;
 };
 
 }  // namespace plexus

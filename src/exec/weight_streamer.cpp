@@ -27,7 +27,7 @@ WeightStreamer::Staged WeightStreamer::stage_layer(const LayerWeights& src) {
   queue_.enqueue([this, &src, slot, free] {
     free.wait();  // the compute that last read this slot has finished
     Timer t;
-    staged_[slot] = src;  // small f32 vectors (norms, biases) stay in host memory
+    staged_[slot] = src;  // the small vectors stay src's: resident on this device
     WeightStore::copy_packed(src, device_, slots_[slot], staged_[slot]);
     copy_s_ += t.seconds();
     bytes_ += WeightStore::packed_bytes(src);

@@ -1,4 +1,7 @@
-// A read-only weight matrix in its checkpoint dtype, viewed in place: (rows, cols), row-major.
+// Weights as the compute reads them, device-neutral (the pointers are in the memory of the
+// device that computes): a read-only matrix in its checkpoint dtype, viewed in place, (rows,
+// cols) row-major; a small f32 vector (a norm's or a bias's); and one destination of a matrix
+// product.
 #pragma once
 #include <cstdint>
 
@@ -15,6 +18,19 @@ struct WeightMatrix {
   const void* row(std::int64_t r) const {
     return static_cast<const std::uint8_t*>(data) + r * cols * static_cast<std::int64_t>(dtype_size(dtype));
   }
+};
+
+struct VectorView {
+  const float* data = nullptr;  // (size)
+  std::int64_t size = 0;
+  bool empty() const { return size == 0; }
+};
+
+// One weight of a matrix product and where its output goes.
+struct MatmulPart {
+  WeightMatrix w;
+  float* y = nullptr;     // (n, ldy); columns [0, w.rows) are written
+  std::int64_t ldy = 0;
 };
 
 }  // namespace plexus

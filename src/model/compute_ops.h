@@ -1,6 +1,6 @@
 // The compute interface of one device: the handful of operations the Llama-family forward is
 // written against (model/llama_family.cpp). The architecture code calls these and nothing else,
-// so it runs unchanged on every device that implements them: CpuOps (kernels/cpu, bitwise the
+// so it runs unchanged on every device that implements them: CpuOps (model/cpu_ops, bitwise the
 // engine's CPU results) and CudaOps (kernels/cuda). Every pointer is in the device's own memory
 // (activations, workspace, KV caches, weights); spans named "host" are host memory.
 #pragma once

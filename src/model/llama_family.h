@@ -1,14 +1,14 @@
 // The forward pass of the Llama family: Llama 2/3/3.1, Mistral, Qwen2 (q/k/v bias) and Qwen3
 // (q/k RMSNorm). Pre-norm decoder layers, rotate-half RoPE, grouped-query attention,
-// SiLU-gated MLP. Knows nothing of devices: it computes on whatever buffers it is given.
+// SiLU-gated MLP. Knows nothing of devices: it computes through a device's ComputeOps
+// (model/compute_ops.h) on whatever buffers and weights it is given.
 #pragma once
 #include <cstdint>
 #include <span>
 #include <vector>
 
-#include "core/thread_pool.h"
-#include "kernels/cpu/isa.h"
 #include "kernels/weight_matrix.h"
+#include "model/compute_ops.h"
 #include "model/config.h"
 #include "model/kv_cache.h"
 
@@ -19,22 +19,9 @@ class Checkpoint;
 struct LayerWeights {
   WeightMatrix q, k, v, o;            // (q_dim, H) (kv_dim, H) (kv_dim, H) (H, q_dim)
   WeightMatrix gate, up, down;        // (I, H) (I, H) (H, I)
-  std::vector<float> q_bias, k_bias, v_bias, o_bias;  // (q_dim) (kv_dim) (kv_dim) (H); empty when absent
-  std::vector<float> q_norm, k_norm;  // (head_dim); Qwen3 only
-  std::vector<float> input_norm, post_attention_norm;  // (H)
-};
-
-// n tokens run together; they may belong to different sequences.
-struct TokenBatch {
-  std::span<const std::int32_t> ids;   // (n)
-  std::span<const std::int32_t> pos;   // (n) position of each token in its sequence
-  std::span<KvCache* const> cache;     // (n) the cache of each token's sequence
-};
-
-// Compute resources: the kernel table and the threads to run on.
-struct Compute {
-  const IsaKernels& k;
-  ThreadPool& pool;
+  VectorView q_bias, k_bias, v_bias, o_bias;  // (q_dim) (kv_dim) (kv_dim) (H); empty when absent
+  VectorView q_norm, k_norm;                  // (head_dim); Qwen3 only
+  VectorView input_norm, post_attention_norm;  // (H)
 };
 
 // Scratch buffers for up to `max_tokens` tokens per call; allocated once, in memory the
@@ -61,39 +48,54 @@ class Workspace {
 class LlamaFamilyModel {
  public:
   // Views the checkpoint's weights in place (the checkpoint must outlive the model); small
-  // vectors (norms, biases) are kept as f32. InputError naming the tensor on a mismatch.
+  // vectors (norms, biases) are kept as f32 in host memory the model owns. InputError naming
+  // the tensor on a mismatch.
   LlamaFamilyModel(const ModelConfig& config, const Checkpoint& checkpoint);
+  LlamaFamilyModel(const LlamaFamilyModel&) = delete;  // its weights view its own vectors
+  LlamaFamilyModel& operator=(const LlamaFamilyModel&) = delete;
 
   const ModelConfig& config() const { return config_; }
   const LayerWeights& layer_weights(int l) const { return layers_[static_cast<std::size_t>(l)]; }
   const WeightMatrix& embedding() const { return embed_; }
   const WeightMatrix& lm_head() const { return lm_head_; }
+  VectorView final_norm() const { return final_norm_; }  // (H)
   std::int64_t weight_bytes() const;  // bytes of all weights as stored (tied counted once)
 
-  // x (n, H) = embedding rows of ids (n). Ids must be in [0, vocab).
-  void embed(const Compute& c, std::span<const std::int32_t> ids, float* x) const;
+  // RoPE inverse frequencies (head_dim / 2) and the attention geometry, for ops.begin_batch and
+  // the attention operations.
+  std::span<const double> inv_freq() const { return inv_freq_; }
+  const AttentionShape& attention_shape() const { return attention_; }
+
+  // Every step runs through `ops`, between ops.begin_batch(batch, inv_freq(), ...) and
+  // ops.end_batch(); pointers are in the memory of ops' device.
+  // x (n, H) = embedding rows of ids (n, host). InputError unless every id is in [0, vocab).
+  void embed(ComputeOps& ops, std::span<const std::int32_t> ids, float* x) const;
   // One decoder layer, in place on x (n, H); writes this layer's keys/values into the caches.
-  void layer(const Compute& c, int l, float* x, const TokenBatch& batch, Workspace& ws) const;
+  void layer(ComputeOps& ops, int l, float* x, const TokenBatch& batch, Workspace& ws) const;
   // logits (n, vocab) = lm_head(final_norm(x (n, H))); x is normalised in place.
-  void head(const Compute& c, float* x, std::int64_t n, float* logits) const;
+  void head(ComputeOps& ops, float* x, std::int64_t n, float* logits) const;
 
   // The same steps with the weights to use given (a device's copy, a streamed copy): same math.
-  void embed(const Compute& c, const WeightMatrix& table, std::span<const std::int32_t> ids, float* x) const;
-  void layer(const Compute& c, int l, const LayerWeights& w, float* x, const TokenBatch& batch, Workspace& ws) const;
-  void head(const Compute& c, const WeightMatrix& lm_head, float* x, std::int64_t n, float* logits) const;
-
-  // Fills ws.rope_cos/sin for the batch's positions; call once per batch before layer().
-  void prepare_rope(const TokenBatch& batch, Workspace& ws) const;
+  void embed(ComputeOps& ops, const WeightMatrix& table, std::span<const std::int32_t> ids, float* x) const;
+  void layer(ComputeOps& ops, int l, const LayerWeights& w, float* x, const TokenBatch& batch, Workspace& ws) const;
+  void head(ComputeOps& ops, const WeightMatrix& lm_head, VectorView final_norm, float* x, std::int64_t n,
+            float* logits) const;
 
  private:
-  void attention(const Compute& c, int l, const TokenBatch& batch, Workspace& ws) const;
-
   ModelConfig config_;
   WeightMatrix embed_, lm_head_;
-  std::vector<float> final_norm_;
+  std::vector<std::vector<float>> vectors_;  // the f32 small vectors the views below point at
+  VectorView final_norm_;
   std::vector<LayerWeights> layers_;
   std::vector<double> inv_freq_;  // (head_dim / 2), rope scaling applied
+  AttentionShape attention_;
 };
+
+// Bytes of a layer's small vectors (biases, norms) as f32, each starting on a 64-byte line, in
+// LayerWeights order: their copy on the device that computes the layer.
+std::int64_t layer_vector_bytes(const ModelConfig& config);
+// Bytes of the final norm's copy (H f32 on whole 64-byte lines) on the head's device.
+std::int64_t final_norm_bytes(const ModelConfig& config);
 
 // RoPE inverse frequencies with the config's rope_scaling applied (exposed for tests).
 std::vector<double> rope_inv_freq(const ModelConfig& config);

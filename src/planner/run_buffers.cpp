@@ -19,6 +19,18 @@ const char* const kLayerMatrices[] = {".self_attn.q_proj.weight", ".self_attn.k_
                                       ".self_attn.o_proj.weight", ".mlp.gate_proj.weight",    ".mlp.up_proj.weight",
                                       ".mlp.down_proj.weight"};
 
+// The small vectors (biases, norms): the run keeps them as f32 on the device that computes.
+const char* const kLayerVectors[] = {".self_attn.q_proj.bias",   ".self_attn.k_proj.bias",  ".self_attn.v_proj.bias",
+                                     ".self_attn.o_proj.bias",   ".self_attn.q_norm.weight", ".self_attn.k_norm.weight",
+                                     ".input_layernorm.weight", ".post_attention_layernorm.weight"};
+
+// Bytes of layer l's small vectors as the weights count them (0 for the absent ones).
+std::int64_t stored_vector_bytes(const SizedTree& sized, int layer) {
+  std::int64_t b = 0;
+  for (const char* v : kLayerVectors) b += sized.size_of(ModuleTree::layer_prefix(layer) + v);
+  return b;
+}
+
 std::int64_t raw_layer_bytes(const SizedTree& sized, int layer) {
   std::int64_t b = 0;
   for (const char* m : kLayerMatrices) b += sized.size_of(ModuleTree::layer_prefix(layer) + m);
@@ -83,14 +95,18 @@ RunBuffers size_run_buffers(const ModelConfig& c, const SizedTree& sized, const 
       d.kv_cache += shape.batch * KvCache::bytes_for(s.n_layers(), c.num_kv_heads, c.head_dim, shape.context);
     }
     for (int l = s.first_layer; l < s.end_layer; ++l) {
+      d.padding += layer_vector_bytes(c);  // resident here even when the matrices stream
       if (layout.layers[static_cast<std::size_t>(l)].residence == Residence::kDevice) {
-        d.padding += packed_layer_bytes(sized, l) - raw_layer_bytes(sized, l);
+        d.padding += packed_layer_bytes(sized, l) - raw_layer_bytes(sized, l) - stored_vector_bytes(sized, l);
       } else {
         d.layer_slot = std::max(d.layer_slot, packed_layer_bytes(sized, l));
         d.layer_slots = 2;
       }
     }
     if (s.head) {
+      // The final norm's f32 copy; model.norm's stored bytes are not taken off, since a map may
+      // place them on another device than lm_head's.
+      d.padding += final_norm_bytes(c);
       d.head = out.logits_rows * (c.hidden_size + c.vocab_size) * 4;
       if (layout.head.residence != Residence::kDevice) d.head_slot = head_matrix_bytes(sized);
     }

@@ -1,6 +1,7 @@
 // The memory a run needs besides its placed weights, per computing device: KV cache for the
-// requested context and batch, the layer workspace, activations, logits (in row chunks) and
-// weight-streaming slots. The one sizing function that the planner and the executor share.
+// requested context and batch, the layer workspace, activations, logits (in row chunks),
+// weight-streaming slots, and the f32 small vectors (norms, biases) kept where they compute.
+// The one sizing function that the planner and the executor share.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -47,7 +48,11 @@ struct DeviceBuffers {
   std::int64_t layer_slot = 0;     // one streaming slot: the largest offloaded layer computed here
   int layer_slots = 0;             // 0, 1 or 2 (two overlap the next copy with compute)
   std::int64_t head_slot = 0;      // the offloaded lm_head's slot
-  std::int64_t padding = 0;        // 64-byte alignment of resident layers' packed copies
+  // What the run places beyond the weights as counted: the 64-byte alignment of resident layers'
+  // packed copies, and the small vectors (norms, biases) as f32 on whole lines for every layer
+  // computed here, resident or streamed, and the final norm with the head, less the stored
+  // bytes of resident layers' vectors (the weights here count those).
+  std::int64_t padding = 0;
   std::int64_t streaming() const { return layer_slot * layer_slots + head_slot; }
   std::int64_t scratch() const { return workspace + activations + head + padding; }
   std::int64_t total() const { return kv_cache + scratch() + streaming(); }

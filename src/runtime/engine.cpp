@@ -18,6 +18,7 @@ Engine::Engine(const std::string& model_dir, const EngineOptions& options)
       model_(load_model_config(model_dir), checkpoint_),
       kernels_(isa_kernels(best_isa())),
       pool_(options.threads),
+      ops_(kernels_, pool_),
       workspace_(model_.config(), std::max<std::int64_t>(1, options.max_batch_tokens), context_of(model_.config(), options),
                  pool_.size()),
       x_(static_cast<std::size_t>(workspace_.max_tokens() * model_.config().hidden_size)),
@@ -43,14 +44,12 @@ void Engine::forward(const TokenBatch& batch, std::span<const std::int64_t> rows
       throw RuntimeError("position " + std::to_string(p) + " outside the KV cache capacity");
     }
   }
-  const Compute c{kernels_, pool_};
-  model_.embed(c, batch.ids, x_.data());
-  model_.prepare_rope(batch, workspace_);
-  for (int l = 0; l < config().num_layers; ++l) model_.layer(c, l, x_.data(), batch, workspace_);
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    std::copy_n(x_.data() + rows[i] * H, H, head_in_.data() + static_cast<std::int64_t>(i) * H);
-  }
-  model_.head(c, head_in_.data(), static_cast<std::int64_t>(rows.size()), logits);
+  ops_.begin_batch(batch, model_.inv_freq(), true, workspace_);
+  model_.embed(ops_, batch.ids, x_.data());
+  for (int l = 0; l < config().num_layers; ++l) model_.layer(ops_, l, x_.data(), batch, workspace_);
+  ops_.gather_rows(x_.data(), rows, H, head_in_.data());
+  model_.head(ops_, head_in_.data(), static_cast<std::int64_t>(rows.size()), logits);
+  ops_.end_batch();
 }
 
 void Engine::prefill(KvCache& cache, std::span<const std::int32_t> ids, std::int32_t start, float* logits) {

@@ -1,5 +1,5 @@
-// One model on one CPU device: loads a checkpoint, owns the threads and scratch buffers, and
-// runs token batches through the whole model. Prefill runs as matrix-matrix work in chunks of
+// One model on one CPU device: loads a checkpoint, owns the threads, the CPU compute operations
+// (CpuOps) and scratch buffers, and runs token batches through the whole model. Prefill runs as matrix-matrix work in chunks of
 // `max_batch_tokens`; decode as matrix-vector work against the KV cache. Nothing allocates per
 // token.
 #pragma once
@@ -13,6 +13,7 @@
 #include "kernels/cpu/isa.h"
 #include "model/checkpoint.h"
 #include "model/config.h"
+#include "model/cpu_ops.h"
 #include "model/kv_cache.h"
 #include "model/llama_family.h"
 
@@ -53,6 +54,7 @@ class Engine {
   LlamaFamilyModel model_;
   const IsaKernels& kernels_;
   ThreadPool pool_;
+  CpuOps ops_;
   Workspace workspace_;
   std::vector<float> x_;        // (max_batch_tokens, H) residual stream
   std::vector<float> head_in_;  // (max_batch_tokens, H) rows that need logits

@@ -30,7 +30,7 @@ class ExecutorTest : public ::testing::Test {
   static void SetUpTestSuite() {
     dir_ = new TempDir("exec_model");
     MakeModelOptions o;
-    o.arch = Arch::kQwen2;  // q/k/v biases: the small host-side vectors travel too
+    o.arch = Arch::kQwen2;  // q/k/v biases: the small vectors are placed on every computing device too
     o.dtype = DType::kBF16;
     o.seed = 11;
     o.std = 0.08;

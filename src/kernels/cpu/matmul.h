@@ -12,12 +12,6 @@
 
 namespace plexus {
 
-struct MatmulPart {
-  WeightMatrix w;
-  float* y = nullptr;     // (n, ldy); columns [0, w.rows) are written
-  std::int64_t ldy = 0;
-};
-
 // Every part must have the same `cols`; x is (n, ldx) with ldx >= cols.
 void matmul(const IsaKernels& k, ThreadPool& pool, std::span<const MatmulPart> parts, const float* x,
             std::int64_t n, std::int64_t ldx);

@@ -1,0 +1,37 @@
+// The compute interface on the host CPU: the kernels of one ISA (kernels/cpu) on a thread pool.
+// Activations, workspace, KV caches and weights are all host memory. Its results are bitwise
+// those of the CPU engine before the interface existed (the tests hold them). It lives with the
+// model rather than in kernels/cpu because it reads the model's Workspace.
+#pragma once
+#include <cstdint>
+#include <span>
+
+#include "core/thread_pool.h"
+#include "kernels/cpu/isa.h"
+#include "model/compute_ops.h"
+
+namespace plexus {
+
+class CpuOps final : public ComputeOps {
+ public:
+  // `kernels` and `pool` must outlive the ops; launch from one thread at a time.
+  CpuOps(const IsaKernels& kernels, ThreadPool& pool) : k_(kernels), pool_(pool) {}
+
+  void begin_batch(const TokenBatch& batch, std::span<const double> inv_freq, bool layers, Workspace& ws) override;
+  void end_batch() override {}
+  void embed(const WeightMatrix& table, std::span<const std::int32_t> ids, float* x) override;
+  void rmsnorm(const float* x, const float* w, std::int64_t rows, std::int64_t d, float eps, float* y) override;
+  void matmul(std::span<const MatmulPart> parts, const float* x, std::int64_t n, std::int64_t ldx) override;
+  void add_bias(float* y, const float* bias, std::int64_t n, std::int64_t d) override;
+  void rope_store_kv(int layer, const TokenBatch& batch, const AttentionShape& s, Workspace& ws) override;
+  void attention(int layer, const TokenBatch& batch, const AttentionShape& s, Workspace& ws) override;
+  void silu_mul(const float* gate, const float* up, float* out, std::int64_t n) override;
+  void add(float* x, const float* y, std::int64_t n) override;
+  void gather_rows(const float* src, std::span<const std::int64_t> rows, std::int64_t d, float* dst) override;
+
+ private:
+  const IsaKernels& k_;
+  ThreadPool& pool_;
+};
+
+}  // namespace plexus
