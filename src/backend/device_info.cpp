@@ -30,6 +30,8 @@ Json to_json(const DeviceInfo& d) {
            {"memory_max", or_null(d.max_memory_clock_mhz)}}},
          {"processes", or_null(d.processes)},
          {"threads", or_null(d.threads)},
+         {"cuda_device", or_null(d.cuda_device)},
+         {"virtual_on_gpu", or_null(d.virtual_on_gpu)},
          {"problems", d.problems}};
   return j;
 }
@@ -49,7 +51,8 @@ Json to_json(const Inventory& inventory) {
               {"p2p", inventory.p2p},
               {"host", to_json(inventory.host)},
               {"virtual_devices", inventory.virtual_devices},
-              {"sources", {{"nvml", inventory.nvml_status}, {"rocm_smi", inventory.rocm_status}}}};
+              {"virtual_gpus", inventory.virtual_gpus},
+              {"sources", {{"nvml", inventory.nvml_status}, {"rocm_smi", inventory.rocm_status}, {"cuda", inventory.cuda_status}}}};
 }
 
 std::vector<std::vector<std::string>> square_matrix(std::size_t n, const std::string& fill) {

@@ -27,6 +27,8 @@ struct DeviceInfo {
   std::optional<unsigned> sm_clock_mhz, memory_clock_mhz, max_sm_clock_mhz, max_memory_clock_mhz;
   std::optional<int> processes;  // compute processes currently on the device
   std::optional<int> threads;    // CPU threads (virtual devices)
+  std::optional<std::string> cuda_device;  // "cuda:2": the name runs give it (the CUDA runtime's numbering)
+  std::optional<int> virtual_on_gpu;       // a virtual GPU: the physical GPU it is carved from
   // Queries that failed in a way that matters ("memory info: GPU is lost (NVML error 15)").
   std::vector<std::string> problems;
 };
@@ -41,7 +43,9 @@ struct Inventory {
   HostInfo host;
   std::string nvml_status = "not probed";  // "ok: driver 550.54, 2 GPUs" or "unavailable: why"
   std::string rocm_status = "not probed";
+  std::string cuda_status = "not probed";  // "ok: CUDA runtime 13.0, ..., 2 GPU(s)" or "unavailable: why"
   bool virtual_devices = false;  // devices are the host split by --virtual-devices
+  int virtual_gpus = 0;          // N > 0: devices are GPU 0 split by --virtual-gpus N
 };
 
 Json to_json(const DeviceInfo& device);

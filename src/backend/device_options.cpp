@@ -32,6 +32,29 @@ void add_device_options(Args& args) {
   args.option("--virtual-device-memory", "SIZE",
               "memory budget of each virtual device, e.g. 4GiB (also PLEXUS_VIRTUAL_DEVICE_MEMORY; "
               "default: available host memory / N)");
+  add_virtual_gpus_option(args);
+}
+
+void add_virtual_gpus_option(Args& args) {
+  args.option("--virtual-gpus", "N",
+              "split GPU 0 into N CUDA devices cuda:0..cuda:N-1, each with 1/N of its free memory unless "
+              "--max-memory says (also PLEXUS_VIRTUAL_GPUS)");
+}
+
+int virtual_gpus_from(const Args& args) {
+  std::string text;
+  std::string where = "--virtual-gpus";
+  if (auto flag = args.get_optional("--virtual-gpus")) {
+    text = *flag;
+  } else {
+    text = env_or_empty("PLEXUS_VIRTUAL_GPUS");
+    where = "PLEXUS_VIRTUAL_GPUS";
+    if (text.empty()) return 0;
+  }
+  const int n = parse_count(text, where);
+  if (n < 1 && where == "--virtual-gpus")  // PLEXUS_VIRTUAL_GPUS=0 is "none", as PLEXUS_VIRTUAL_DEVICES=0
+    throw InputError("--virtual-gpus must be at least 1 (the number of CUDA devices GPU 0 is split into), got '" + text + "'");
+  return n;
 }
 
 DeviceOptions device_options_from_env() {
@@ -63,6 +86,16 @@ DeviceOptions device_options_from(const Args& args) {
       throw InputError(where + ": " + e.what());
     }
     if (options.virtual_device_memory == 0) throw InputError(where + " must be more than 0 bytes");
+  }
+  options.virtual_gpus = virtual_gpus_from(args);
+  // A flag wins over the other kind's environment variable; two flags or two variables conflict.
+  const bool devices_flag = args.get_optional("--virtual-devices").has_value();
+  const bool gpus_flag = args.get_optional("--virtual-gpus").has_value();
+  if (devices_flag && !gpus_flag) options.virtual_gpus = 0;
+  if (gpus_flag && !devices_flag) options.virtual_devices = 0;
+  if (options.virtual_gpus > 0 && options.virtual_devices > 0) {
+    throw InputError("virtual devices (--virtual-devices / PLEXUS_VIRTUAL_DEVICES) split the CPU and virtual GPUs "
+                     "(--virtual-gpus / PLEXUS_VIRTUAL_GPUS) split GPU 0: ask for one of them");
   }
   options.nvml_library = env_or_empty("PLEXUS_NVML_LIBRARY");
   options.rocm_smi_library = env_or_empty("PLEXUS_ROCM_SMI_LIBRARY");

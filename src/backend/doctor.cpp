@@ -138,6 +138,12 @@ DoctorReport run_doctor(const Inventory& inventory, const std::vector<int>& requ
   }
   if (inventory.virtual_devices)
     report.notes.push_back("devices are virtual: the CPU split by --virtual-devices / PLEXUS_VIRTUAL_DEVICES");
+  else if (inventory.virtual_gpus > 0)
+    report.notes.push_back("devices are virtual GPUs: GPU 0 split by --virtual-gpus / PLEXUS_VIRTUAL_GPUS");
+  // Whether runs can use GPUs at all, in one line.
+  if (!inventory.virtual_devices && inventory.cuda_status != "not probed")
+    report.notes.push_back(inventory.cuda_status.rfind("ok", 0) == 0 ? "CUDA usable: " + inventory.cuda_status.substr(4)
+                                                                     : "CUDA unusable: " + inventory.cuda_status.substr(inventory.cuda_status.find(':') + 2));
   report.max_memory_flag = join(budgets, ",");
   // Virtual devices are the budgets themselves: --max-memory "0=…,1=…" plans and runs on that
   // many virtual devices, so the flags and the YAML name no --virtual-devices beside it (plan and
@@ -145,6 +151,9 @@ DoctorReport run_doctor(const Inventory& inventory, const std::vector<int>& requ
   if (inventory.virtual_devices) {
     report.plan_flags = budgets.empty() ? "--virtual-devices " + std::to_string(inventory.devices.size())
                                         : "--max-memory \"" + report.max_memory_flag + "\"";
+  } else if (inventory.virtual_gpus > 0) {
+    report.plan_flags = "--virtual-gpus " + std::to_string(inventory.virtual_gpus) + " --devices " + join(ids, ",") +
+                        (budgets.empty() ? "" : " --max-memory \"" + report.max_memory_flag + "\"");
   } else {
     report.plan_flags = "--devices " + join(ids, ",") + (budgets.empty() ? "" : " --max-memory \"" + report.max_memory_flag + "\"");
   }

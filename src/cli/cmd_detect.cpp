@@ -36,6 +36,17 @@ void print_table(const Inventory& inv) {
   std::printf("%-4s %-8s %-34.34s %-12s %-12s\n", "cpu", "cpu", h.cpu_model.c_str(),
               format_bytes(h.memory_total_bytes).c_str(), format_bytes(h.memory_available_bytes).c_str());
   if (inv.devices.empty()) std::printf("\nno GPU found; use --virtual-devices N to split the CPU into N devices\n");
+  // The devices runs use on GPUs, as the CUDA runtime numbers them.
+  bool cuda_header = false;
+  for (const DeviceInfo& d : inv.devices) {
+    if (!d.cuda_device) continue;
+    if (!cuda_header) std::printf("\nCUDA devices (what --devices, --max-memory and --device-map name on GPU runs)\n");
+    cuda_header = true;
+    const std::string where = d.virtual_on_gpu ? "virtual, on GPU " + std::to_string(*d.virtual_on_gpu)
+                                               : "detected as device " + std::to_string(d.index);
+    std::printf("  %-8s %s, %s%s\n", d.cuda_device->c_str(), d.name.c_str(), where.c_str(),
+                d.memory_free_bytes ? (", " + format_bytes(*d.memory_free_bytes) + (d.virtual_on_gpu ? " budget" : " free")).c_str() : "");
+  }
 
   if (inv.devices.size() > 1) {
     std::printf("\ntopology (p2p read status in brackets)\n%-7s", "");
@@ -51,13 +62,15 @@ void print_table(const Inventory& inv) {
     }
     std::printf("legend: NV<n> n NVLinks, PIX one PCIe switch, PXB several switches, PHB host bridge,\n"
                 "        NODE within a NUMA node, SYS across CPU sockets, XGMI AMD link, SHM shared host\n"
-                "        memory (virtual devices), ? unknown; p2p OK supported, NS not supported\n");
+                "        memory (virtual devices), VGPU virtual GPUs on one GPU, ? unknown; p2p OK supported,\n"
+                "        NS not supported\n");
   }
   std::printf("\nhost: %s, %d logical / %d physical cores, %d socket(s), %d NUMA node(s)\n", h.cpu_model.c_str(),
               h.logical_cores, h.physical_cores, h.sockets, h.numa_nodes);
   std::printf("      memory %s total, %s available; ISA %s\n", format_bytes(h.memory_total_bytes).c_str(),
               format_bytes(h.memory_available_bytes).c_str(), isa_summary(h.isa).c_str());
-  std::printf("sources: NVML %s\n         ROCm SMI %s\n", inv.nvml_status.c_str(), inv.rocm_status.c_str());
+  std::printf("sources: NVML %s\n         ROCm SMI %s\n         CUDA %s\n", inv.nvml_status.c_str(), inv.rocm_status.c_str(),
+              inv.cuda_status.c_str());
 }
 
 }  // namespace
@@ -65,7 +78,7 @@ void print_table(const Inventory& inv) {
 int cmd_detect(int argc, char** argv) {
   Args args("detect", "List the devices plexus can use, the links between them, and the host.");
   add_device_options(args);
-  args.flag("--json", "print JSON: {\"devices\", \"topology\", \"p2p\", \"host\", \"sources\"}");
+  args.flag("--json", "print JSON: {\"devices\", \"topology\", \"p2p\", \"host\", \"sources\" (nvml, rocm_smi, cuda)}");
   args.epilog("GPU libraries are loaded at run time: PLEXUS_NVML_LIBRARY and PLEXUS_ROCM_SMI_LIBRARY\n"
               "override their paths. A missing library or query shows as n/a (null in JSON).");
   if (!args.parse(argc, argv)) return 0;

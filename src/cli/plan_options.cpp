@@ -1,6 +1,7 @@
 // Planning options: the flags of `plexus plan`, read into PlanInputs.
 #include "cli/plan_options.h"
 
+#include "backend/device_options.h"
 #include "core/error.h"
 
 namespace plexus::cli {
@@ -10,7 +11,9 @@ void add_plan_options(Args& args) {
       .option("--dtype", "D", "float32 | bfloat16 | float16 | int8 | int4 (default: the config's torch_dtype, else bfloat16)")
       .option("--max-memory", "LIST", "budgets as accelerate writes them, e.g. \"0=10GiB,1=10GiB,cpu=64GiB\"; devices may be hypothetical")
       .option("--devices", "LIST", "accelerator ordinals to use, e.g. 0,1 (default: all budgeted)")
-      .option("--virtual-devices", "N", "plan for N accelerators that split the host's available memory equally")
+      .option("--virtual-devices", "N", "plan for N accelerators that split the host's available memory equally");
+  add_virtual_gpus_option(args);
+  args
       .option("--context", "N", "tokens of KV cache to keep room for per sequence (0: weights only)", "4096")
       .option("--batch", "N", "sequences decoded together (KV cache and activations scale with it)", "1")
       .flag("--offload-disk", "allow the stages strategy to offload weights to disk when cpu is full")
@@ -26,6 +29,10 @@ PlanInputs plan_inputs_from(const Args& args) {
   in.batch = args.get_int("--batch");
   in.max_memory = args.get_optional("--max-memory");
   if (args.get_optional("--virtual-devices")) in.virtual_devices = args.get_int("--virtual-devices");
+  // --virtual-gpus, else PLEXUS_VIRTUAL_GPUS (which --virtual-devices on the command line overrides).
+  if (args.get_optional("--virtual-gpus") || !in.virtual_devices) {
+    if (const int n = virtual_gpus_from(args); n > 0) in.virtual_gpus = n;
+  }
   if (auto list = args.get_optional("--devices")) in.devices = parse_device_list(*list, "--devices");
   in.offload_disk = args.get_flag("--offload-disk");
   if (auto map = args.get_optional("--device-map")) {

@@ -2,11 +2,13 @@
 #include "exec/model_run.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <limits>
 #include <thread>
 
+#include "backend/cuda_availability.h"
 #include "backend/detect.h"
 #include "backend/device_options.h"
 #include "core/args.h"
@@ -49,6 +51,12 @@ void check_plan_inputs(const PlanInputs& in) {
   if (in.virtual_devices && (*in.virtual_devices < 1 || *in.virtual_devices > 1024)) {
     throw InputError("--virtual-devices must be between 1 and 1024, got " + std::to_string(*in.virtual_devices));
   }
+  if (in.virtual_gpus && (*in.virtual_gpus < 1 || *in.virtual_gpus > 1024)) {
+    throw InputError("--virtual-gpus must be between 1 and 1024, got " + std::to_string(*in.virtual_gpus));
+  }
+  if (in.virtual_gpus && in.virtual_devices) {
+    throw InputError("--virtual-devices splits the CPU and --virtual-gpus splits GPU 0: pass one of them");
+  }
   if (in.devices) check_device_numbers(*in.devices, "--devices");
   if (in.device_map_file && !std::filesystem::is_regular_file(*in.device_map_file)) {
     throw InputError("--device-map: '" + *in.device_map_file +
@@ -85,9 +93,43 @@ PlanOptions plan_options_from(const PlanInputs& in, const ModelConfig& config) {
   r.runtime.prefill_chunk = in.batch_tokens;
   r.runtime.threads = in.threads > 0 ? in.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 
-  if (in.max_memory) {
+  // The devices that exist, for an error naming a device that does not.
+  std::string existing = "cpu only";
+  if (in.virtual_gpus) {
+    // GPU 0 split into N CUDA devices: budgets are 1/N of its free memory unless --max-memory says.
+    const int n = static_cast<int>(*in.virtual_gpus);
+    const Inventory split = virtual_gpus_inventory(n, probe_cuda(), read_host_info());  // InputError without a GPU
+    o.accelerators.cuda = true;
+    o.accelerators.physical_gpu.assign(static_cast<std::size_t>(n), 0);
+    o.accelerators.description = std::to_string(n) + " virtual GPU(s) on GPU 0 (" + split.devices.front().name + ")";
+    existing = "0.." + std::to_string(n - 1) + " (" + o.accelerators.description + ")";
+    if (in.max_memory) {
+      r.budgets = parse_max_memory(*in.max_memory);
+      for (const DeviceId& d : r.budgets.accelerators()) {
+        if (d.ordinal() >= n) {
+          throw InputError("--max-memory names device " + std::to_string(d.ordinal()) + ", but --virtual-gpus " +
+                           std::to_string(n) + " makes devices 0.." + std::to_string(n - 1) +
+                           ": name only those, or ask for more virtual GPUs");
+        }
+      }
+      o.budgets_source = "--max-memory on " + o.accelerators.description;
+    } else {
+      for (const DeviceInfo& d : split.devices) r.budgets.set(DeviceId::accelerator(d.index), *d.memory_free_bytes);
+      r.budgets.set(DeviceId::cpu(), host_available_memory());
+      o.budgets_source = o.accelerators.description + " sharing its free memory, and the host's available memory";
+      r.budgets_from_user = false;
+    }
+  } else if (in.max_memory) {
     r.budgets = parse_max_memory(*in.max_memory);
     o.budgets_source = "--max-memory";
+    // Budgets name GPUs when the CUDA runtime sees any; without, the devices they name are
+    // virtual CPU devices (rehearsing a GPU plan on the CPU).
+    const CudaAvailability cuda = probe_cuda();
+    if (cuda.usable()) {
+      o.accelerators.cuda = true;
+      for (const CudaGpu& g : cuda.gpus) o.accelerators.physical_gpu.push_back(g.index);
+      o.accelerators.description = std::to_string(cuda.gpus.size()) + " GPU(s) the CUDA runtime sees";
+    }
   } else if (in.virtual_devices) {
     const long long n = *in.virtual_devices;
     const std::uint64_t each = host_available_memory() / static_cast<std::uint64_t>(n);
@@ -97,14 +139,38 @@ PlanOptions plan_options_from(const PlanInputs& in, const ModelConfig& config) {
   } else {
     // The hardware at hand: every detected accelerator with its free memory (NVML / ROCm SMI,
     // or PLEXUS_VIRTUAL_DEVICES), and the host's available memory for cpu offload.
+    // With GPUs the CUDA runtime sees, the accelerators are those GPUs in its numbering (what
+    // torch and accelerate call cuda:N); otherwise the detected devices run as virtual CPU devices.
     const Inventory inventory = detect_devices(device_options_from_env());
+    bool on_gpus = false;
+    for (const DeviceInfo& d : inventory.devices) on_gpus = on_gpus || d.cuda_device.has_value();
+    std::string have;
     for (const DeviceInfo& d : inventory.devices) {
-      if (d.memory_free_bytes) r.budgets.set(DeviceId::accelerator(d.index), *d.memory_free_bytes);
+      if (on_gpus && !d.cuda_device) continue;
+      const int ordinal = on_gpus ? std::stoi(d.cuda_device->substr(5)) : d.index;
+      if (d.memory_free_bytes) r.budgets.set(DeviceId::accelerator(ordinal), *d.memory_free_bytes);
+      if (on_gpus) {
+        o.accelerators.cuda = true;
+        if (o.accelerators.physical_gpu.size() <= static_cast<std::size_t>(ordinal))
+          o.accelerators.physical_gpu.resize(static_cast<std::size_t>(ordinal) + 1, 0);
+        o.accelerators.physical_gpu[static_cast<std::size_t>(ordinal)] = d.virtual_on_gpu.value_or(ordinal);
+      }
+      have += (have.empty() ? "" : ", ") + std::to_string(ordinal) + " (" + (on_gpus ? *d.cuda_device + ", " : "") + d.name + ")";
     }
+    if (on_gpus) {
+      o.accelerators.description = inventory.virtual_gpus > 0
+                                       ? std::to_string(inventory.virtual_gpus) + " virtual GPU(s) on GPU 0"
+                                       : std::to_string(o.accelerators.physical_gpu.size()) + " GPU(s) the CUDA runtime sees";
+    } else if (!inventory.devices.empty() && !inventory.virtual_devices) {
+      o.device_note = "CUDA " + inventory.cuda_status + ": the " + std::to_string(inventory.devices.size()) +
+                      " detected GPU(s) run as virtual CPU devices with their budgets";
+    }
+    existing = have.empty() ? "cpu only (no GPU detected; CUDA " + inventory.cuda_status + ")" : have;
     r.budgets.set(DeviceId::cpu(), host_available_memory());
     o.budgets_source = r.budgets.accelerators().empty()
                            ? "host available memory (no accelerators detected)"
-                           : "detected devices' free memory and the host's available memory";
+                           : on_gpus ? "the CUDA GPUs' free memory and the host's available memory"
+                                     : "detected devices' free memory and the host's available memory";
     r.budgets_from_user = false;
   }
   if (in.devices) {
@@ -115,8 +181,14 @@ PlanOptions plan_options_from(const PlanInputs& in, const ModelConfig& config) {
       if (!b) {
         std::string have;
         for (const DeviceId& a : r.budgets.accelerators()) have += (have.empty() ? "" : ",") + a.to_string();
+        if (have.empty() && !in.max_memory) {
+          throw InputError("--devices: device " + std::to_string(ord) + " does not exist; the devices that exist: " +
+                           existing + ". Use --virtual-devices N to split the CPU into N devices (or --virtual-gpus N "
+                           "on a machine with a GPU)");
+        }
         throw InputError("--devices: device " + std::to_string(ord) + " has no budget (accelerators: " +
                          (have.empty() ? std::string("none") : have) +
+                         (in.max_memory ? std::string() : "; the devices that exist are " + existing) +
                          "); name it in --max-memory or use --virtual-devices N");
       }
       kept.set(d, *b);
@@ -230,13 +302,29 @@ std::unique_ptr<ModelRun> open_model_run(const RunInputs& in, const std::string&
   check_run_dtype(in.plan, stored);
   po.request.dtype = stored;
   po.request.dtype_fixed = true;
-  if (share.count > 1) po.request.budgets = replica_budgets(po.request.budgets, share);
+  if (share.count > 1) {
+    // The replica's accelerators are renumbered from 0: their GPUs follow them.
+    const std::vector<DeviceId> all = po.request.budgets.accelerators();
+    po.request.budgets = replica_budgets(po.request.budgets, share);
+    if (po.accelerators.cuda) {
+      const std::size_t k = all.size() / static_cast<std::size_t>(share.count);
+      std::vector<int> mine;
+      for (std::size_t i = 0; i < k; ++i) {
+        const auto original = static_cast<std::size_t>(all[static_cast<std::size_t>(share.index) * k + i].ordinal());
+        mine.push_back(original < po.accelerators.physical_gpu.size() ? po.accelerators.physical_gpu[original] : -1);
+      }
+      while (!mine.empty() && mine.back() < 0) mine.pop_back();  // past the GPUs: make_run_devices names them
+      for (int& g : mine) g = std::max(g, 0);
+      po.accelerators.physical_gpu = mine;
+    }
+  }
+  if (!po.device_note.empty()) std::fprintf(stderr, "note: %s\n", po.device_note.c_str());
   const Plan plan = po.device_map_file ? plan_from_device_map(tree, load_device_map_file(*po.device_map_file), po.request)
                     : po.fastest        ? choose_fastest(tree, po.request, Objective::kThroughput, std::nullopt).ranked.front().plan
                                         : plan_model(tree, po.request);
   // The devices get what the plan sized: its budgets (accelerate's strategies: max_memory for the
   // weights, the run buffers on top).
-  run->devices = make_run_devices(run_capacities(plan), po.request.runtime.threads, host_available_memory());
+  run->devices = make_run_devices(run_capacities(plan), po.request.runtime.threads, host_available_memory(), po.accelerators);
   ExecutorOptions xo;
   xo.max_batch_tokens = eo.max_batch_tokens;
   xo.max_context = plan.runtime.context;

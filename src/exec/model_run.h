@@ -11,6 +11,7 @@
 #include "backend/device_registry.h"
 #include "core/json.h"
 #include "exec/executor.h"
+#include "exec/run_devices.h"
 #include "model/module_tree.h"
 #include "planner/planner.h"
 #include "runtime/engine.h"
@@ -24,6 +25,7 @@ struct PlanInputs {
   std::optional<std::string> dtype;            // "bfloat16", "bf16", ...
   std::optional<std::string> max_memory;       // "0=10GiB,cpu=64GiB"
   std::optional<long long> virtual_devices;    // N accelerators sharing the host's memory
+  std::optional<long long> virtual_gpus;       // N CUDA devices sharing GPU 0 (--virtual-gpus / PLEXUS_VIRTUAL_GPUS)
   std::optional<std::vector<long long>> devices;  // accelerator ordinals kept
   long long context = 4096;
   long long batch = 1;
@@ -31,8 +33,8 @@ struct PlanInputs {
   int threads = 0;               // threads of the run (--threads; 0: one per hardware thread)
   bool offload_disk = false;
   std::optional<std::string> device_map_file;
-  // Any of max_memory, virtual_devices, devices, device_map_file: plan and run across devices.
-  bool names_devices() const { return max_memory || virtual_devices || devices || device_map_file; }
+  // Any of max_memory, virtual_devices, virtual_gpus, devices, device_map_file: plan and run across devices.
+  bool names_devices() const { return max_memory || virtual_devices || virtual_gpus || devices || device_map_file; }
 };
 
 // The strategies, as --strategy, --device-map and backend.device_map name them.
@@ -49,11 +51,19 @@ struct PlanOptions {
   bool fastest = false;  // --strategy fastest: request.strategy is a placeholder (exec/fastest.h chooses)
   std::optional<std::string> device_map_file;
   std::string budgets_source;  // where the budgets came from, for the report
+  // What the budgeted accelerators are when a run makes them: GPUs the CUDA runtime sees (or
+  // virtual GPUs), else virtual CPU devices.
+  RunAccelerators accelerators;
+  // One line for the user when detected GPUs run on the CPU (CUDA unusable); empty otherwise.
+  std::string device_note;
 };
 
 // Builds the request (after check_plan_inputs). Without max_memory, budgets are the detected accelerators' free memory
-// and the host's available memory, or with virtual_devices N, N accelerators sharing the host's
-// available memory equally. Errors name the command-line flags (--max-memory, ...).
+// (the GPUs as the CUDA runtime numbers them when it sees any) and the host's available memory,
+// or with virtual_devices N, N accelerators sharing the host's available memory equally, or with
+// virtual_gpus N, N accelerators sharing GPU 0's free memory equally (InputError without a GPU).
+// Errors name the command-line flags (--max-memory, ...) and, for a device that does not exist,
+// the devices that do.
 PlanOptions plan_options_from(const PlanInputs& in, const ModelConfig& config);
 
 // MODEL is a directory (config.json [+ safetensors, whose headers give real shapes]) or a

@@ -1,4 +1,4 @@
-// Budgets -> virtual devices + host.
+// Budgets -> CUDA or virtual CPU devices + host.
 #include "exec/run_devices.h"
 
 #include <algorithm>
@@ -6,6 +6,8 @@
 #include <thread>
 
 #include "backend/cpu/cpu_device.h"
+#include "backend/cuda_availability.h"
+#include "core/error.h"
 #include "planner/run_buffers.h"
 
 namespace plexus {
@@ -14,7 +16,8 @@ int run_thread_budget(int threads) {
   return threads > 0 ? threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
 }
 
-DeviceRegistry make_run_devices(const Budgets& budgets, int threads, std::uint64_t host_available_bytes) {
+DeviceRegistry make_run_devices(const Budgets& budgets, int threads, std::uint64_t host_available_bytes,
+                                const RunAccelerators& accelerators) {
   const int total = run_thread_budget(threads);
   int n = 0;
   for (const DeviceId& d : budgets.accelerators()) n = std::max(n, d.ordinal() + 1);
@@ -23,6 +26,18 @@ DeviceRegistry make_run_devices(const Budgets& budgets, int threads, std::uint64
   DeviceRegistry r;
   for (int i = 0; i < n; ++i) {
     const std::uint64_t budget = budgets.get(DeviceId::accelerator(i)).value_or(0);
+    if (accelerators.cuda) {
+      const bool has_gpu = static_cast<std::size_t>(i) < accelerators.physical_gpu.size();
+      if (!has_gpu && budget > 0) {
+        throw InputError("device " + std::to_string(i) + " has a budget but no GPU: the CUDA devices are cuda:0..cuda:" +
+                         std::to_string(static_cast<int>(accelerators.physical_gpu.size()) - 1) + " (" +
+                         accelerators.description + "); drop device " + std::to_string(i) +
+                         " from --max-memory / --devices / --device-map");
+      }
+      // A placeholder ordinal (no budget) holds nothing: it creates no streams on its GPU.
+      r.add_accelerator(make_cuda_device(i, has_gpu ? accelerators.physical_gpu[static_cast<std::size_t>(i)] : 0, budget));
+      continue;
+    }
     const int share = std::max(1, total / n + (i < total % n ? 1 : 0));
     r.add_accelerator(std::make_unique<CpuDevice>(DeviceKind::kVirtual, i, budget, share, slots));
   }

@@ -1,13 +1,26 @@
 // The devices a multi-device run executes on, made from the planner's budgets: accelerators
-// 0..N-1 as virtual CPU devices with exactly their budgets (GPUs join here with the CUDA
-// backend), and the host with its "cpu" budget (else its available memory).
+// 0..N-1 with exactly their budgets — CUDA devices when the run is on GPUs (RunAccelerators),
+// else virtual CPU devices — and the host with its "cpu" budget (else its available memory).
 #pragma once
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "backend/device_registry.h"
 #include "planner/budgets.h"
 
 namespace plexus {
+
+// What the accelerators of a run are. Default: virtual CPU devices (no GPU, --virtual-devices,
+// or budgets naming devices that stand in for GPUs the CUDA runtime cannot use).
+struct RunAccelerators {
+  bool cuda = false;
+  // Accelerator ordinal -> the CUDA runtime's GPU index (virtual GPUs: all 0). Ordinals past
+  // the end have no GPU: a budget for one is an InputError naming the GPUs that exist.
+  std::vector<int> physical_gpu;
+  // When cuda: "cuda:0..3 on GPUs 0..3" / "4 virtual GPUs on GPU 0" (for the run's report).
+  std::string description;
+};
 
 // `threads` (0: hardware threads) are the run's budget: split over the accelerators (at least one
 // each, the remainder to the first ones), all of them for the host device, and shared: devices
@@ -15,6 +28,7 @@ namespace plexus {
 // computes on more than `threads` threads. Accelerators without a budget get none (nothing fits).
 // `threads`, or the hardware threads for 0.
 int run_thread_budget(int threads);
-DeviceRegistry make_run_devices(const Budgets& budgets, int threads, std::uint64_t host_available_bytes);
+DeviceRegistry make_run_devices(const Budgets& budgets, int threads, std::uint64_t host_available_bytes,
+                                const RunAccelerators& accelerators = RunAccelerators());
 
 }  // namespace plexus

@@ -14,7 +14,7 @@ namespace {
 testing::ProcessResult run(const std::string& library, const std::string& script, const std::string& args,
                            const std::string& rocm_library = "/nonexistent/librocm_smi64.so") {
   const std::string data = std::string(PLEXUS_SOURCE_DIR) + "/tests/backend/data/";
-  return testing::run_command("env -u PLEXUS_VIRTUAL_DEVICES -u PLEXUS_VIRTUAL_DEVICE_MEMORY PLEXUS_NVML_LIBRARY=" +
+  return testing::run_command("env -u PLEXUS_VIRTUAL_DEVICES -u PLEXUS_VIRTUAL_DEVICE_MEMORY -u PLEXUS_VIRTUAL_GPUS CUDA_VISIBLE_DEVICES= PLEXUS_NVML_LIBRARY=" +
                               testing::shell_quote(library) + " PLEXUS_FAKE_NVML_SCRIPT=" + testing::shell_quote(data + script) +
                               " PLEXUS_ROCM_SMI_LIBRARY=" + testing::shell_quote(rocm_library) + " " +
                               testing::shell_quote(PLEXUS_BINARY) + " " + args);
@@ -25,7 +25,7 @@ testing::ProcessResult run(const std::string& library, const std::string& script
 TEST(DetectCli, AHungDriverIsLeftOutNotWaitedFor) {
   // Every NVML query of the GPU blocks for an hour: detect (and every run) hung before.
   const testing::ProcessResult timed = testing::run_command(
-      "env -u PLEXUS_VIRTUAL_DEVICES PLEXUS_DRIVER_TIMEOUT_MS=300 PLEXUS_NVML_LIBRARY=" + testing::shell_quote(FAKE_NVML_LIBRARY) +
+      "env -u PLEXUS_VIRTUAL_DEVICES CUDA_VISIBLE_DEVICES= PLEXUS_DRIVER_TIMEOUT_MS=300 PLEXUS_NVML_LIBRARY=" + testing::shell_quote(FAKE_NVML_LIBRARY) +
       " PLEXUS_FAKE_NVML_SCRIPT=" + testing::shell_quote(std::string(PLEXUS_SOURCE_DIR) + "/tests/backend/data/hung_gpu.json") +
       " PLEXUS_ROCM_SMI_LIBRARY=/nonexistent/librocm_smi64.so " + testing::shell_quote(PLEXUS_BINARY) + " detect --json");
   ASSERT_EQ(timed.exit_code, 0) << timed.err;

@@ -18,7 +18,7 @@ std::string tiny_model(const TempDir& dir) {
 
 namespace {
 // A command that should stop at once but hangs (monitor --duration inf did) fails with 124.
-const char* const kNoVirtual = "timeout -k 5 120 env -u PLEXUS_VIRTUAL_DEVICES -u PLEXUS_VIRTUAL_DEVICE_MEMORY ";
+const char* const kNoVirtual = "timeout -k 5 120 env -u PLEXUS_VIRTUAL_DEVICES -u PLEXUS_VIRTUAL_DEVICE_MEMORY -u PLEXUS_VIRTUAL_GPUS CUDA_VISIBLE_DEVICES= ";
 }
 
 ProcessResult run_no_gpu(const std::string& args) {

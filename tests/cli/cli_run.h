@@ -10,9 +10,11 @@ namespace plexus::testing {
 // A random tiny llama (vocab 300, bfloat16, no tokenizer) in `dir`.
 std::string tiny_model(const TempDir& dir);
 
-// `plexus ARGS` with no GPU visible and no PLEXUS_VIRTUAL_* variables (killed after 120 s: exit 124).
+// `plexus ARGS` with no GPU visible (no NVML, CUDA_VISIBLE_DEVICES empty) and no PLEXUS_VIRTUAL_*
+// variables (killed after 120 s: exit 124).
 ProcessResult run_no_gpu(const std::string& args);
-// `plexus ARGS` with the fake NVML showing tests/backend/data/four_gpus.json.
+// `plexus ARGS` with the fake NVML showing tests/backend/data/four_gpus.json (and the CUDA
+// runtime shown no GPU, so a real one does not join the fake four).
 ProcessResult run_four_gpus(const std::string& args);
 
 // Exit 2 and every one of `mentions` in stderr.

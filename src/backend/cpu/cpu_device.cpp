@@ -89,10 +89,13 @@ void CpuDevice::copy_to_host(void* dst, const Buffer& src, std::size_t src_offse
 void CpuDevice::copy_from_device(Buffer& dst, std::size_t dst_offset, const Buffer& src,
                                  std::size_t src_offset, std::size_t bytes) {
   assert(dst_offset + bytes <= dst.size() && src_offset + bytes <= src.size());
-  // Every CPU-backend buffer is host memory; a GPU backend will route its own buffers.
-  assert(src.device() == nullptr || src.device()->kind() == DeviceKind::kCpu ||
-         src.device()->kind() == DeviceKind::kVirtual);
-  if (bytes != 0) std::memmove(dst.as<char>() + dst_offset, src.as<const char>() + src_offset, bytes);
+  if (bytes == 0) return;
+  // A GPU buffer comes to host memory through its own device's copy.
+  if (Device* from = src.device(); from != nullptr && from->kind() != DeviceKind::kCpu && from->kind() != DeviceKind::kVirtual) {
+    from->copy_to_host(dst.as<char>() + dst_offset, src, src_offset, bytes);
+    return;
+  }
+  std::memmove(dst.as<char>() + dst_offset, src.as<const char>() + src_offset, bytes);
 }
 
 ThreadPool* CpuDevice::thread_pool() {
