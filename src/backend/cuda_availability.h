@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,7 +20,7 @@ struct CudaGpu {
   std::string pci_bus_id;  // "0000:3B:00.0"
   std::string uuid;        // "GPU-xxxxxxxx-...", as NVML writes it
   std::uint64_t memory_total_bytes = 0;
-  std::uint64_t memory_free_bytes = 0;
+  std::optional<std::uint64_t> memory_free_bytes;  // read only when asked (it needs the GPU's context)
   int cc_major = 0, cc_minor = 0;
   std::string compute_capability() const { return std::to_string(cc_major) + "." + std::to_string(cc_minor); }
 };
@@ -40,9 +41,13 @@ struct CudaAvailability {
   std::string status() const;
 };
 
+// Whose free memory probe_cuda reads. Reading it creates the GPU's primary context (hundreds of
+// MiB on the GPU for the life of the process), so only the GPUs a caller needs it for.
+enum class CudaFreeMemory { kNone, kGpu0, kAll };
+
 // Asks the CUDA runtime (each call asks again: keep the answer where it is needed). Never
 // throws; a failing query becomes the reason.
-CudaAvailability probe_cuda();
+CudaAvailability probe_cuda(CudaFreeMemory free_memory = CudaFreeMemory::kAll);
 
 // The one-line reason for a failed runtime initialisation, from the runtime's own error name
 // and message and the versions (pure, so it is tested without a GPU).

@@ -5,7 +5,7 @@
 
 namespace plexus {
 
-CudaAvailability probe_cuda() {
+CudaAvailability probe_cuda(CudaFreeMemory) {
   CudaAvailability a;
   a.why = CudaUnavailable::kBuiltWithoutCuda;
   a.reason = describe_cuda_unavailable(a.why, "", 0, 0);

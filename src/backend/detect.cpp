@@ -52,7 +52,11 @@ Inventory virtual_gpus_inventory(int n, const CudaAvailability& cuda, const Host
   inv.cuda_status = cuda.status();
   inv.nvml_status = "skipped: --virtual-gpus";
   inv.rocm_status = "skipped: --virtual-gpus";
-  const std::uint64_t each = gpu.memory_free_bytes / static_cast<std::uint64_t>(n);
+  if (!gpu.memory_free_bytes) {
+    throw RuntimeError("--virtual-gpus " + std::to_string(n) + ": the free memory of GPU 0 (" + gpu.name +
+                       ") cannot be read (cudaMemGetInfo failed): check it with nvidia-smi");
+  }
+  const std::uint64_t each = *gpu.memory_free_bytes / static_cast<std::uint64_t>(n);
   for (int i = 0; i < n; ++i) {
     DeviceInfo d;
     d.index = i;
@@ -128,7 +132,7 @@ void merge_cuda(Inventory& inv, const CudaAvailability& cuda) {
     d.pci_bus_id = g.pci_bus_id.empty() ? std::nullopt : std::optional<std::string>(g.pci_bus_id);
     d.memory_total_bytes = g.memory_total_bytes;
     d.memory_free_bytes = g.memory_free_bytes;
-    d.memory_used_bytes = g.memory_total_bytes - std::min(g.memory_total_bytes, g.memory_free_bytes);
+    if (g.memory_free_bytes) d.memory_used_bytes = g.memory_total_bytes - std::min(g.memory_total_bytes, *g.memory_free_bytes);
     d.compute_capability = g.compute_capability();
     d.cuda_device = "cuda:" + std::to_string(g.index);
     std::vector<std::string> link(inv.devices.size(), "SYS"), p2p(inv.devices.size(), "NS");
@@ -173,7 +177,8 @@ Inventory detect_devices(const DeviceOptions& options) {
   const HostInfo host = read_host_info();
   if (options.virtual_devices > 0)
     return virtual_inventory(options.virtual_devices, options.virtual_device_memory, host);
-  if (options.virtual_gpus > 0) return virtual_gpus_inventory(options.virtual_gpus, probe_cuda(), host);
+  if (options.virtual_gpus > 0)
+    return virtual_gpus_inventory(options.virtual_gpus, probe_cuda(CudaFreeMemory::kGpu0), host);
   Inventory inv;
   inv.host = host;
   // Each driver is asked with a time limit (a hung driver must not hang the run): the job owns
@@ -216,7 +221,8 @@ Inventory detect_devices(const DeviceOptions& options) {
   });
   inv.rocm_status = rocm_answered ? rocm_result->status : timeout_status("ROCm SMI", rocm_runner.limit());
   if (rocm_answered && rocm_result->ok) append(inv, rocm_result->probe);
-  merge_cuda(inv, probe_cuda());
+  // NVML gives the free memory of the GPUs it lists: the CUDA runtime is asked only without it.
+  merge_cuda(inv, probe_cuda(nvml_answered && nvml_result->ok ? CudaFreeMemory::kNone : CudaFreeMemory::kAll));
   return inv;
 }
 

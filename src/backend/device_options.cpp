@@ -3,6 +3,8 @@
 
 #include <cstdlib>
 
+#include "backend/cuda_availability.h"
+#include "backend/detect.h"
 #include "backend/host_info.h"
 #include "core/error.h"
 #include "core/units.h"
@@ -103,6 +105,14 @@ DeviceOptions device_options_from(const Args& args) {
 }
 
 DeviceRegistry make_registry(const DeviceOptions& options) {
+  if (options.virtual_gpus > 0) {
+    // InputError naming why when there is no GPU to split.
+    const Inventory split = virtual_gpus_inventory(options.virtual_gpus, probe_cuda(CudaFreeMemory::kGpu0), read_host_info());
+    DeviceRegistry registry = make_host_registry();
+    for (const DeviceInfo& d : split.devices)
+      registry.add_accelerator(make_cuda_device(d.index, *d.virtual_on_gpu, *d.memory_total_bytes));
+    return registry;
+  }
   if (options.virtual_devices <= 0) return make_host_registry();
   if (options.virtual_device_memory > 0)
     return make_virtual_devices(options.virtual_devices, options.virtual_device_memory);

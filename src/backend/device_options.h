@@ -34,7 +34,8 @@ DeviceOptions device_options_from(const Args& args);
 // The environment alone, for commands without the device flags.
 DeviceOptions device_options_from_env();
 
-// Virtual devices when asked for (plus the host), otherwise the host alone.
+// Virtual devices when asked for (plus the host), virtual GPUs (CUDA devices on GPU 0, 1/N of its
+// free memory each; InputError naming why without a GPU), otherwise the host alone.
 DeviceRegistry make_registry(const DeviceOptions& options);
 
 }  // namespace plexus

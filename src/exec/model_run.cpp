@@ -98,10 +98,11 @@ PlanOptions plan_options_from(const PlanInputs& in, const ModelConfig& config) {
   if (in.virtual_gpus) {
     // GPU 0 split into N CUDA devices: budgets are 1/N of its free memory unless --max-memory says.
     const int n = static_cast<int>(*in.virtual_gpus);
-    const Inventory split = virtual_gpus_inventory(n, probe_cuda(), read_host_info());  // InputError without a GPU
+    const CudaAvailability cuda = probe_cuda(CudaFreeMemory::kGpu0);
+    const Inventory split = virtual_gpus_inventory(n, cuda, read_host_info());  // InputError without a GPU
     o.accelerators.cuda = true;
     o.accelerators.physical_gpu.assign(static_cast<std::size_t>(n), 0);
-    o.accelerators.description = std::to_string(n) + " virtual GPU(s) on GPU 0 (" + split.devices.front().name + ")";
+    o.accelerators.description = std::to_string(n) + " virtual GPU(s) on GPU 0 (" + cuda.gpus.front().name + ")";
     existing = "0.." + std::to_string(n - 1) + " (" + o.accelerators.description + ")";
     if (in.max_memory) {
       r.budgets = parse_max_memory(*in.max_memory);
@@ -124,7 +125,7 @@ PlanOptions plan_options_from(const PlanInputs& in, const ModelConfig& config) {
     o.budgets_source = "--max-memory";
     // Budgets name GPUs when the CUDA runtime sees any; without, the devices they name are
     // virtual CPU devices (rehearsing a GPU plan on the CPU).
-    const CudaAvailability cuda = probe_cuda();
+    const CudaAvailability cuda = probe_cuda(CudaFreeMemory::kNone);
     if (cuda.usable()) {
       o.accelerators.cuda = true;
       for (const CudaGpu& g : cuda.gpus) o.accelerators.physical_gpu.push_back(g.index);
@@ -181,15 +182,13 @@ PlanOptions plan_options_from(const PlanInputs& in, const ModelConfig& config) {
       if (!b) {
         std::string have;
         for (const DeviceId& a : r.budgets.accelerators()) have += (have.empty() ? "" : ",") + a.to_string();
-        if (have.empty() && !in.max_memory) {
+        if (have.empty() && !in.max_memory && !in.virtual_devices) {
           throw InputError("--devices: device " + std::to_string(ord) + " does not exist; the devices that exist: " +
                            existing + ". Use --virtual-devices N to split the CPU into N devices (or --virtual-gpus N "
                            "on a machine with a GPU)");
         }
         throw InputError("--devices: device " + std::to_string(ord) + " has no budget (accelerators: " +
-                         (have.empty() ? std::string("none") : have) +
-                         (in.max_memory ? std::string() : "; the devices that exist are " + existing) +
-                         "); name it in --max-memory or use --virtual-devices N");
+                         (have.empty() ? std::string("none") : have) + "); name it in --max-memory or use --virtual-devices N");
       }
       kept.set(d, *b);
     }

@@ -95,6 +95,7 @@ TEST(CudaAvailability, ThisMachineAnswersWithGpusOrAReason) {
     EXPECT_TRUE(a.reason.empty());
     EXPECT_EQ(a.peer.size(), a.gpus.size());
     EXPECT_GT(a.gpus[0].memory_total_bytes, 0u);
+    EXPECT_TRUE(a.gpus[0].memory_free_bytes.has_value());
   } else {
     EXPECT_FALSE(a.reason.empty());
     EXPECT_TRUE(a.gpus.empty());

@@ -24,7 +24,7 @@ constexpr std::size_t kChunk = 4096;  // small staging chunks: every copy below 
 class CudaDeviceTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    cuda_ = probe_cuda();
+    cuda_ = probe_cuda(CudaFreeMemory::kNone);
     if (!cuda_.usable()) GTEST_SKIP() << "no GPU for the CUDA device tests: " << cuda_.reason;
   }
   CudaAvailability cuda_;

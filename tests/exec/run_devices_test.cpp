@@ -32,7 +32,7 @@ TEST(RunDevices, WithoutAGpuTheyStayOnTheCpu) {
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("device 0 has a budget but no GPU"), std::string::npos) << e.what();
   }
-  if (probe_cuda().usable()) return;
+  if (probe_cuda(CudaFreeMemory::kNone).usable()) return;
   // No GPU: a CUDA device cannot be made, and says which and why.
   RunAccelerators gpu0;
   gpu0.cuda = true;

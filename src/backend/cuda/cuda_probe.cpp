@@ -51,7 +51,7 @@ std::string uuid_text(const cudaUUID_t& uuid) {
 }  // namespace
 }  // namespace cuda
 
-CudaAvailability probe_cuda() {
+CudaAvailability probe_cuda(CudaFreeMemory free_memory) {
   CudaAvailability a;
   cudaRuntimeGetVersion(&a.runtime_version);
   if (cudaDriverGetVersion(&a.driver_version) != cudaSuccess) a.driver_version = 0;
@@ -88,7 +88,10 @@ CudaAvailability probe_cuda() {
     else cudaGetLastError();
     // Free memory needs the GPU's primary context (the one a run then uses).
     std::size_t free_bytes = 0, total_bytes = 0;
-    if (cudaSetDevice(i) == cudaSuccess && cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess) {
+    const bool wanted = free_memory == CudaFreeMemory::kAll || (free_memory == CudaFreeMemory::kGpu0 && i == 0);
+    if (!wanted) {
+      // left unknown: no context made on this GPU
+    } else if (cudaSetDevice(i) == cudaSuccess && cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess) {
       g.memory_free_bytes = free_bytes;
     } else {
       cudaGetLastError();
