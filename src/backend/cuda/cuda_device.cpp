@@ -45,7 +45,9 @@ CudaDevice::CudaDevice(int ordinal, int physical, std::uint64_t budget_bytes, st
       budget_(budget_bytes),
       chunk_(staging_chunk_bytes > 0 ? staging_chunk_bytes : kDefaultStagingChunk),
       queue_(name_) {
-  if (budget_ > 0) {
+  // A placeholder (no budget) touches no GPU: cudaSetDevice alone makes a context there.
+  if (budget_ == 0) return;
+  {
     CurrentGpu gpu(physical_, who() + ": selecting the GPU");
     check(cudaStreamCreateWithFlags(&compute_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags", "creating the compute stream");
     check(cudaStreamCreateWithFlags(&copy_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags", "creating the copy stream");
@@ -63,7 +65,9 @@ CudaDevice::~CudaDevice() {
   } catch (...) {  // an error nobody collected: the device goes anyway
   }
   if (compute_ == nullptr) return;
-  cudaSetDevice(physical_);
+  int previous = -1;
+  if (cudaGetDevice(&previous) != cudaSuccess) previous = -1;
+  if (previous != physical_) cudaSetDevice(physical_);
   cudaStreamSynchronize(compute_);
   cudaStreamSynchronize(copy_);
   for (int i = 0; i < 2; ++i) {
@@ -73,6 +77,7 @@ CudaDevice::~CudaDevice() {
   cudaEventDestroy(queue_event_);
   cudaStreamDestroy(copy_);
   cudaStreamDestroy(compute_);
+  if (previous >= 0 && previous != physical_) cudaSetDevice(previous);
   cudaGetLastError();
 }
 

@@ -32,8 +32,8 @@ class CudaDevice : public Device {
   static constexpr std::size_t kDefaultStagingChunk = 8u << 20;
 
   // `ordinal`: the accelerator number ("cuda:<ordinal>"); `physical`: the CUDA runtime's GPU
-  // index. A device with a budget of 0 holds nothing and creates no streams (a placeholder
-  // ordinal in a run that uses later ones).
+  // index. A device with a budget of 0 holds nothing and touches no GPU (a placeholder ordinal
+  // in a run that uses later ones): no streams (compute_stream() is null), no context.
   CudaDevice(int ordinal, int physical, std::uint64_t budget_bytes, std::size_t staging_chunk_bytes = kDefaultStagingChunk);
   ~CudaDevice() override;
   CudaDevice(const CudaDevice&) = delete;
