@@ -108,6 +108,7 @@ std::shared_ptr<Runner> open_runner(const Args& args, const std::string& dir, co
   in.plan.batch = std::max<long long>(in.plan.batch, args.get_int("--batch-size"));
   if (run_context > 0) in.engine.max_context = run_context;
   std::shared_ptr<ModelRun> run = plexus::open_model_run(in, dir);
+  if (!run->device_note.empty() && share.index == 0) std::fprintf(stderr, "note: %s\n", run->device_note.c_str());
   return std::shared_ptr<Runner>(run, run->runner);
 }
 

@@ -50,7 +50,9 @@ std::unique_ptr<ModelRun> open_model_run(const Args& args, const std::string& mo
   RunInputs in = run_inputs_from(args);
   in.replica = share;
   if (run_context > 0) in.engine.max_context = run_context;
-  return plexus::open_model_run(in, model_dir);
+  std::unique_ptr<ModelRun> run = plexus::open_model_run(in, model_dir);
+  if (!run->device_note.empty() && share.index == 0) std::fprintf(stderr, "note: %s\n", run->device_note.c_str());
+  return run;
 }
 
 std::unique_ptr<Tokenizer> load_tokenizer_if_any(const std::string& model_dir) {

@@ -2,7 +2,6 @@
 #include "exec/model_run.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -166,6 +165,7 @@ PlanOptions plan_options_from(const PlanInputs& in, const ModelConfig& config) {
       o.device_note = "CUDA " + inventory.cuda_status + ": the " + std::to_string(inventory.devices.size()) +
                       " detected GPU(s) run as virtual CPU devices with their budgets";
     }
+    if (have.empty() && o.device_note.empty()) o.device_note = cpu_fallback_note(probe_cuda(CudaFreeMemory::kNone));
     existing = have.empty() ? "cpu only (no GPU detected; CUDA " + inventory.cuda_status + ")" : have;
     r.budgets.set(DeviceId::cpu(), host_available_memory());
     o.budgets_source = r.budgets.accelerators().empty()
@@ -276,6 +276,7 @@ std::unique_ptr<ModelRun> open_model_run(const RunInputs& in, const std::string&
       const ModuleTree tree = load_module_tree(model_dir);
       check_run_dtype(in.plan, checkpoint_weight_dtype(tree, WeightDType::kBF16));
     }
+    run->device_note = cpu_fallback_note(probe_cuda(CudaFreeMemory::kNone));
     run->engine = std::make_unique<Engine>(model_dir, eo);
     run->engine_runner = std::make_unique<EngineRunner>(*run->engine);
     run->runner = run->engine_runner.get();
@@ -317,13 +318,13 @@ std::unique_ptr<ModelRun> open_model_run(const RunInputs& in, const std::string&
       po.accelerators.physical_gpu = mine;
     }
   }
-  if (!po.device_note.empty()) std::fprintf(stderr, "note: %s\n", po.device_note.c_str());
   const Plan plan = po.device_map_file ? plan_from_device_map(tree, load_device_map_file(*po.device_map_file), po.request)
                     : po.fastest        ? choose_fastest(tree, po.request, Objective::kThroughput, std::nullopt).ranked.front().plan
                                         : plan_model(tree, po.request);
   // The devices get what the plan sized: its budgets (accelerate's strategies: max_memory for the
   // weights, the run buffers on top).
   run->devices = make_run_devices(run_capacities(plan), po.request.runtime.threads, host_available_memory(), po.accelerators);
+  run->device_note = po.device_note;
   ExecutorOptions xo;
   xo.max_batch_tokens = eo.max_batch_tokens;
   xo.max_context = plan.runtime.context;

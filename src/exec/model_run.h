@@ -106,6 +106,9 @@ struct ModelRun {
   std::optional<Plan> plan;  // the plan run (multi-device runs)
   int threads = 0;
   std::string isa;
+  // One line for the user (the command prints it as "note: ..."): why a run that could have used
+  // GPUs is on the CPU (no CUDA driver, or detected GPUs the CUDA runtime cannot use). Empty otherwise.
+  std::string device_note;
 };
 std::unique_ptr<ModelRun> open_model_run(const RunInputs& inputs, const std::string& model_dir);
 

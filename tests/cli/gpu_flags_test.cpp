@@ -67,6 +67,22 @@ TEST_F(GpuFlagsWithoutGpu, DetectAndDoctorSayWhyCudaIsUnusable) {
   EXPECT_TRUE(noted) << json.out;
 }
 
+TEST_F(GpuFlagsWithoutGpu, NoDriverRunsOnTheCpuWithOneNote) {
+  if (cuda_status_.rfind("unavailable: no CUDA driver", 0) != 0)
+    GTEST_SKIP() << "the note is for a CUDA build without a driver; here: " << cuda_status_;
+  const std::string note = "note: CUDA unavailable: no CUDA driver";
+  for (const std::string& c : {"generate " + model_ + " --ids 1 --max-tokens 1", "perplexity " + model_ + " --ids 1,2"}) {
+    const testing::ProcessResult r = run_no_gpu(c);
+    EXPECT_EQ(r.exit_code, 0) << c << "\n" << r.err;
+    const std::size_t at = r.err.find(note);
+    EXPECT_NE(at, std::string::npos) << c << "\n" << r.err;
+    EXPECT_EQ(r.err.find(note, at + 1), std::string::npos) << "said twice: " << r.err;
+    EXPECT_NE(r.err.find("running on the CPU\n", at), std::string::npos) << r.err;
+  }
+  // Devices the user named are their own answer: virtual devices take no note.
+  EXPECT_EQ(run_no_gpu("generate " + model_ + " --ids 1 --max-tokens 1 --virtual-devices 2").err.find(note), std::string::npos);
+}
+
 TEST_F(GpuFlagsWithoutGpu, FlagsAreDeclaredOnEveryCommandWithVirtualDevices) {
   for (const std::string c : {"detect", "doctor", "plan", "generate", "perplexity", "batch"}) {
     const testing::ProcessResult help = run_no_gpu(c + " --help");
