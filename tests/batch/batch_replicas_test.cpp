@@ -85,7 +85,7 @@ TEST_F(BatchReplicas, WhenEveryReplicaFailsEveryRequestIsReported) {
 // Runs `plexus ARGS` under `mpirun -np N --oversubscribe`; the exit status, stdout and stderr.
 testing::ProcessResult run_mpi(int np, const std::string& args, const std::string& env = "") {
   // Under ASan, OpenMPI's own allocations that outlive MPI_Finalize are not ours to report.
-  return testing::run_command("OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 " +
+  return testing::run_command("OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 CUDA_VISIBLE_DEVICES= ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 " +
                               env + " timeout 300 mpirun -np " + std::to_string(np) + " --oversubscribe " +
                               shell_quote(PLEXUS_BINARY) + " " + args);
 }

@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 
@@ -23,6 +24,9 @@ using testing::some_ids;
 using testing::TempDir;
 
 TEST(PlanProperty, AcceptedPlansRunWithOneDevicesResults) {
+  // Hypothetical devices rehearsed on the CPU: on a GPU machine --max-memory would name real GPUs.
+  // (Each test is a process of its own, and this comes before the CUDA runtime starts.)
+  ::setenv("CUDA_VISIBLE_DEVICES", "", 1);
   TempDir dir("plan_property");
   MakeModelOptions mo;
   mo.arch = Arch::kLlama;

@@ -30,7 +30,8 @@ struct ProcessResult {
 // Runs a simple shell command (its output redirected, stdin from /dev/null) and captures its exit status, stdout and
 // stderr; a command killed by signal N exits 128 + N.
 ProcessResult run_command(const std::string& command);
-// Runs `plexus ARGS` (ARGS already shell-quoted) and captures its output.
+// Runs `plexus ARGS` (ARGS already shell-quoted) with GPUs hidden from the CUDA runtime
+// (CUDA_VISIBLE_DEVICES=) and captures its output.
 ProcessResult run_plexus(const std::string& args);
 std::string shell_quote(const std::string& s);
 

@@ -165,7 +165,7 @@ TEST_F(PlanCli, FastestPicksTheBestPredictionAndShowsRunnerUps) {
 TEST_F(PlanCli, DetectedGpusArePredictedAsWhatTheyAre) {
   const std::string env = "PLEXUS_NVML_LIBRARY=" + plexus::testing::shell_quote(FAKE_NVML_LIBRARY) +
                           " PLEXUS_FAKE_NVML_SCRIPT=" + plexus::testing::shell_quote(std::string(PLEXUS_SOURCE_DIR) + "/tests/backend/data/four_gpus.json") +
-                          " PLEXUS_ROCM_SMI_LIBRARY=/nonexistent PLEXUS_VIRTUAL_DEVICES= " + plexus::testing::shell_quote(PLEXUS_BINARY) + " ";
+                          " PLEXUS_ROCM_SMI_LIBRARY=/nonexistent PLEXUS_VIRTUAL_DEVICES= CUDA_VISIBLE_DEVICES= " + plexus::testing::shell_quote(PLEXUS_BINARY) + " ";
   const plexus::testing::ProcessResult r = plexus::testing::run_command(env + "plan " + model() + " --devices 0,1 --context 1024 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const plexus::Json p = plexus::Json::parse(r.out)["predicted"];
