@@ -4,20 +4,55 @@
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "model/cpu_ops.h"
+#ifdef PLEXUS_HAVE_CUDA
+#include "backend/cuda/cuda_device.h"
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/cuda_ops.h"
+#endif
 
 namespace plexus {
 
-std::unique_ptr<ComputeOps> make_compute_ops(Device& device, const IsaKernels& cpu_kernels) {
+namespace {
+
+#ifdef PLEXUS_HAVE_CUDA
+DeviceOps make_cuda_ops(CudaDevice& device, const OpsShape& shape, DeviceMemory& memory) {
+  const cuda::CudaOpsSizes sizes = cuda::CudaOpsSizes::of(*shape.config, shape.max_tokens, shape.max_context);
+  DeviceOps d;
+  d.scratch = memory.allocate(cuda::CudaOps::scratch_bytes(sizes), "scratch of the CUDA kernels (cuBLAS workspace, attention partials)");
+  // The ops' cuBLAS handle, events and pinned buffer belong to the device's GPU: make it current
+  // while they are made (the queue thread that launches keeps it current on its own).
+  int previous = 0;
+  PLEXUS_CUDA_CHECK(cudaGetDevice(&previous), device.name() + ": reading the current GPU");
+  PLEXUS_CUDA_CHECK(cudaSetDevice(device.physical_device()), device.name() + ": making its GPU current");
+  auto ops = std::make_unique<cuda::CudaOps>(device.compute_stream(), device.name(), sizes, d.scratch.data(), d.scratch.size());
+  // Streamed weights land on the copy stream between a step's layers: such steps run eagerly.
+  if (shape.streams) ops->allow_graphs(false);
+  d.ops = std::move(ops);
+  cudaSetDevice(previous);
+  return d;
+}
+#endif
+
+}  // namespace
+
+DeviceOps make_compute_ops(Device& device, const IsaKernels& cpu_kernels, const OpsShape& shape, DeviceMemory& memory) {
   switch (device.kind()) {
     case DeviceKind::kCpu:
     case DeviceKind::kVirtual:
-      return std::make_unique<CpuOps>(cpu_kernels, *device.thread_pool());
+      return DeviceOps{Buffer(), std::make_unique<CpuOps>(cpu_kernels, *device.thread_pool())};
     case DeviceKind::kCuda:
+#ifdef PLEXUS_HAVE_CUDA
+      return make_cuda_ops(static_cast<CudaDevice&>(device), shape, memory);
+#else
+      throw RuntimeError(device.name() + ": this plexus was built without CUDA (rebuild where the CUDA toolkit is installed)");
+#endif
     case DeviceKind::kRocm:
       break;
   }
-  throw RuntimeError(device.name() + " does not compute on host threads and no kernels for it exist yet: "
-                     "run on virtual devices (--virtual-devices N)");
+  (void)shape;
+  (void)memory;
+  throw RuntimeError(device.name() + ": no kernels exist for " + device_kind_name(device.kind()) +
+                     " devices yet: run on CUDA GPUs, the CPU or virtual devices (--virtual-devices N)");
 }
 
 }  // namespace plexus

@@ -1,15 +1,35 @@
 // The compute interface of each kind of device: the one place that picks a device's kernels.
 #pragma once
+#include <cstdint>
 #include <memory>
 
 #include "backend/device.h"
+#include "exec/device_memory.h"
 #include "kernels/cpu/isa.h"
 #include "model/compute_ops.h"
+#include "model/config.h"
 
 namespace plexus {
 
-// CpuOps with `cpu_kernels` on the host threads of a CPU or virtual CPU device. RuntimeError
-// naming the device for a device no kernels exist for.
-std::unique_ptr<ComputeOps> make_compute_ops(Device& device, const IsaKernels& cpu_kernels);
+// What a device's ops serve: the model, the tokens per call and the longest sequence, and
+// whether weights stream into the device during a forward (no step capture then).
+struct OpsShape {
+  const ModelConfig* config = nullptr;
+  std::int64_t max_tokens = 1;
+  std::int64_t max_context = 1;
+  bool streams = false;
+};
+
+// A device's ops and the device scratch they compute in (empty for CPU devices). Destroy the
+// ops before the scratch: the member order does.
+struct DeviceOps {
+  Buffer scratch;
+  std::unique_ptr<ComputeOps> ops;
+};
+
+// CpuOps with `cpu_kernels` on the host threads of a CPU or virtual CPU device; CudaOps on the
+// compute stream of a CUDA device, its scratch allocated from `memory` (the device's budget).
+// RuntimeError naming the device for a device no kernels exist for (or a build without CUDA).
+DeviceOps make_compute_ops(Device& device, const IsaKernels& cpu_kernels, const OpsShape& shape, DeviceMemory& memory);
 
 }  // namespace plexus

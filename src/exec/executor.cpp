@@ -22,7 +22,7 @@ namespace plexus {
 struct Executor::DeviceState {
   int ordinal = kHostDevice;
   Device* device = nullptr;
-  std::unique_ptr<ComputeOps> ops;  // launched from the device's queue only
+  DeviceOps ops;  // launched from the device's queue only
   Buffer workspace_memory;
   std::unique_ptr<Workspace> workspace;
   std::unique_ptr<WeightStreamer> streamer;  // when offloaded modules compute here
@@ -118,7 +118,8 @@ Executor::Executor(const std::string& model_dir, const DeviceMap& map, DeviceReg
       auto d = std::make_unique<DeviceState>();
       d->ordinal = s.device;
       d->device = &device(s.device);
-      d->ops = make_compute_ops(*d->device, kernels_);
+      const OpsShape ops_shape{&c, max_tokens_, max_context_, b.layer_slots > 0 || b.head_slot > 0};
+      d->ops = make_compute_ops(*d->device, kernels_, ops_shape, memory_.of(s.device));
       const ThreadPool* pool = d->device->thread_pool();
       const int n_threads = pool ? pool->size() : 1;  // attention scores per host thread
       const std::int64_t ws_bytes = Workspace::bytes_for(c, max_tokens_, max_context_, n_threads);
@@ -264,7 +265,7 @@ void Executor::enqueue_stage(std::size_t s, std::size_t i, const SlotBatch& batc
   const Stage& stage = st.stage;
   const std::int64_t H = model_.config().hidden_size;
   const std::size_t row_bytes = static_cast<std::size_t>(H) * sizeof(float);
-  ComputeOps* ops = ds.ops.get();
+  ComputeOps* ops = ds.ops.ops.get();
   Workspace* ws = ds.workspace.get();
   // Work on the device's queue, counted as busy time.
   auto busy = [&ds, &dev](auto fn) {
