@@ -6,6 +6,8 @@ import re
 import sys
 
 CALL = re.compile(r"plexus_add_test\(\s*([A-Za-z0-9_]+)(.*?)\)", re.S)
+# Test executables declared by hand: gtest_discover_tests(NAME PROPERTIES LABELS gpu ...).
+DISCOVER = re.compile(r"gtest_discover_tests\(\s*([A-Za-z0-9_]+)\s+PROPERTIES\s+LABELS\s+\"?gpu\b", re.S)
 LABELS = re.compile(r"\bLABELS\b(.*?)(?:\bSOURCES\b|\bLIBS\b|$)", re.S)
 
 
@@ -17,6 +19,7 @@ def targets(root):
             m = LABELS.search(rest)
             if m and "gpu" in m.group(1).split():
                 found.append(name)
+        found.extend(DISCOVER.findall(text))
     return found
 
 

@@ -20,7 +20,8 @@
 #include "core/error.h"
 #include "core/timer.h"
 #include "exec/model_run.h"
-#include "fallback_ceilings.h"
+#include "backend/cuda_availability.h"
+#include "kernels/cuda/ceilings.h"
 #include "runtime/generate.h"
 
 namespace plexus {
@@ -157,7 +158,13 @@ int main_impl(int argc, char** argv) {
   j["linear_params"] = facts.linear_params;
   j["weight_bytes"] = facts.weight_bytes;
   j["bytes_per_token"] = facts.bytes_per_token;
-  j["gpu"] = gpubench::gpu_name(gpu);
+  {
+    const CudaAvailability cuda = probe_cuda(CudaFreeMemory::kNone);
+    j["gpu"] = gpu < static_cast<int>(cuda.gpus.size())
+                   ? cuda.gpus[static_cast<std::size_t>(gpu)].name + ", sm_" + std::to_string(cuda.gpus[static_cast<std::size_t>(gpu)].cc_major) +
+                         std::to_string(cuda.gpus[static_cast<std::size_t>(gpu)].cc_minor)
+                   : std::string();
+  }
   std::printf("gpu_bench %s: %.1fM parameters, %.2f GB of weights, %.2f GB read per decoded token; GPU %d: %s\n", model.c_str(),
               facts.params / 1e6, facts.weight_bytes / 1e9, facts.bytes_per_token / 1e9, gpu,
               j["gpu"].get<std::string>().c_str());
@@ -168,17 +175,19 @@ int main_impl(int argc, char** argv) {
   Json& ceil = j["ceilings"] = Json::object();
   if (!skipped("ceilings")) {
     guarded("ceilings", ceil, report, [&] {
-      ceil["copy_gbps"] = gpubench::gpu_copy_gbps(static_cast<std::size_t>(args.get_int_in("--copy-mib", 1, 1 << 20)) << 20, gpu);
+      if (cudaSetDevice(gpu) != cudaSuccess) throw RuntimeError("cannot use GPU " + std::to_string(gpu));
+      ceil["copy_gbps"] = cuda::cuda_copy_gbps(static_cast<std::size_t>(args.get_int_in("--copy-mib", 1, 1 << 20)) << 20);
       double flops = 0, seconds = 0;
       for (const auto& [shape, count] : facts.layer_shapes) {
-        const double tf = gpubench::gpu_gemm_bf16_tflops(prefill, static_cast<int>(shape.first), static_cast<int>(shape.second), gpu);
+        // (weight rows × tokens) = (rows × cols) · (cols × tokens), as the prefill's GEMM.
+        const double tf = cuda::cuda_gemm_bf16_tflops(static_cast<int>(shape.first), prefill, static_cast<int>(shape.second), nullptr);
         const double f = 2.0 * prefill * static_cast<double>(shape.first) * static_cast<double>(shape.second) * count;
         flops += f;
         seconds += f / (tf * 1e12);
         ceil["gemm_shapes"].push_back({{"m", prefill}, {"n", shape.first}, {"k", shape.second}, {"count", count}, {"tflops", tf}});
       }
       ceil["gemm_model_tflops"] = flops / seconds;
-      ceil["gemm_8192_tflops"] = gpubench::gpu_gemm_bf16_tflops(8192, 8192, 8192, gpu);
+      ceil["gemm_8192_tflops"] = cuda::cuda_gemm_bf16_tflops(8192, 8192, 8192, nullptr);
     });
   }
   auto ceiling = [&](const char* key) { return ceil.contains(key) ? ceil[key].get<double>() : 0.0; };

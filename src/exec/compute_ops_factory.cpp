@@ -35,6 +35,18 @@ DeviceOps make_cuda_ops(CudaDevice& device, const OpsShape& shape, DeviceMemory&
 
 }  // namespace
 
+std::int64_t kernel_scratch_bytes(DeviceKind kind, const OpsShape& shape) {
+#ifdef PLEXUS_HAVE_CUDA
+  if (kind == DeviceKind::kCuda) {
+    return static_cast<std::int64_t>(
+        cuda::CudaOps::scratch_bytes(cuda::CudaOpsSizes::of(*shape.config, shape.max_tokens, shape.max_context)));
+  }
+#endif
+  (void)kind;
+  (void)shape;
+  return 0;
+}
+
 DeviceOps make_compute_ops(Device& device, const IsaKernels& cpu_kernels, const OpsShape& shape, DeviceMemory& memory) {
   switch (device.kind()) {
     case DeviceKind::kCpu:

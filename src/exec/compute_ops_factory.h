@@ -27,6 +27,10 @@ struct DeviceOps {
   std::unique_ptr<ComputeOps> ops;
 };
 
+// Device bytes the kernels of a `kind` device need beside the Workspace for `shape` (CUDA: the
+// cuBLAS workspace, converted GEMM inputs, attention partials); 0 for CPU devices.
+std::int64_t kernel_scratch_bytes(DeviceKind kind, const OpsShape& shape);
+
 // CpuOps with `cpu_kernels` on the host threads of a CPU or virtual CPU device; CudaOps on the
 // compute stream of a CUDA device, its scratch allocated from `memory` (the device's budget).
 // RuntimeError naming the device for a device no kernels exist for (or a build without CUDA).

@@ -90,6 +90,10 @@ Executor::Executor(const std::string& model_dir, const DeviceMap& map, DeviceReg
   shape.batch_tokens = max_tokens_;
   shape.host_threads = devices.host().threads();
   shape.accelerator_threads = devices.accelerator_count() > 0 ? devices.accelerator(0).threads() : 1;
+  if (devices.accelerator_count() > 0) {
+    shape.accelerator_kernel_scratch =
+        kernel_scratch_bytes(devices.accelerator(0).kind(), OpsShape{&c, max_tokens_, max_context_, false});
+  }
   buffers_ = size_run_buffers(c, sized, layout_, shape);
   // Free memory beside the weights placed; the packed layers' alignment is already in them.
   auto room = [this](int d) {

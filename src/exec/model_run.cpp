@@ -12,6 +12,7 @@
 #include "backend/device_options.h"
 #include "core/args.h"
 #include "core/error.h"
+#include "exec/compute_ops_factory.h"
 #include "exec/fastest.h"
 #include "exec/plan_facts.h"
 #include "planner/cost_model.h"
@@ -199,6 +200,11 @@ PlanOptions plan_options_from(const PlanInputs& in, const ModelConfig& config) {
   }
   r.allow_disk = in.offload_disk || r.budgets.has(DeviceId::disk());
   o.device_map_file = in.device_map_file;
+  if (o.accelerators.cuda) {  // the GPU kernels' own scratch sits beside the run buffers
+    const std::int64_t context = std::max<std::int64_t>(1, std::min<std::int64_t>(in.context, config.max_position_embeddings));
+    r.runtime.accelerator_kernel_scratch =
+        kernel_scratch_bytes(DeviceKind::kCuda, OpsShape{&config, in.batch_tokens, context, false});
+  }
   return o;
 }
 

@@ -185,6 +185,7 @@ RunShape run_shape(const PlanRequest& r, const ModelConfig& c) {
   s.batch_tokens = r.runtime.prefill_chunk;
   s.host_threads = std::max(1, r.runtime.threads);
   s.accelerator_threads = threads_per_accelerator(s.host_threads, run_accelerator_count(r.budgets));
+  s.accelerator_kernel_scratch = r.runtime.accelerator_kernel_scratch;
   return s;
 }
 

@@ -31,6 +31,9 @@ struct RuntimeBudget {
   std::int64_t batch = 1;            // sequences decoded together
   std::int64_t prefill_chunk = 256;  // tokens per forward pass (--batch-tokens): bounds the activations
   int threads = 1;                   // threads of the run, split over the accelerators as the run splits them
+  // Device scratch of each computing accelerator's kernels (CUDA: the cuBLAS workspace, attention
+  // partials); 0 for CPU devices. The caller that knows the devices fills it (exec/model_run).
+  std::int64_t accelerator_kernel_scratch = 0;
 };
 
 struct PlanRequest {

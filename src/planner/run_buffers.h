@@ -21,6 +21,7 @@ struct RunShape {
   std::int64_t batch_tokens = 256;  // tokens per forward pass (prefill chunk)
   int accelerator_threads = 1;     // threads of each accelerator's pool (attention scores scale with it)
   int host_threads = 1;            // threads of the host device's pool
+  std::int64_t accelerator_kernel_scratch = 0;  // device scratch of each accelerator's kernels (GPUs)
 };
 
 // Logits are computed this many rows at a time: about 4 MiB of float32 per chunk, at least one
@@ -42,7 +43,7 @@ struct DeviceBuffers {
   int device = kHostDevice;
   int stages = 0;                  // stages computed here
   std::int64_t kv_cache = 0;       // batch × context tokens for every layer computed here (float32)
-  std::int64_t workspace = 0;      // one layer's scratch (Workspace::bytes_for)
+  std::int64_t workspace = 0;      // one layer's scratch (Workspace::bytes_for), and the kernels' own (GPUs)
   std::int64_t activations = 0;    // (batch_tokens, hidden) float32 per stage
   std::int64_t head = 0;           // head input (rows, hidden) + logits (rows, vocab), one row chunk
   std::int64_t layer_slot = 0;     // one streaming slot: the largest offloaded layer computed here

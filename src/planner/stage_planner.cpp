@@ -167,7 +167,9 @@ StagePlan plan_stages(const SizedTree& t, const ModelConfig& c, const Budgets& b
   const std::int64_t tokens = std::max<std::int64_t>(1, shape.batch_tokens);
   // One stage's scratch: the layer workspace and the stage's activations.
   const std::int64_t act =
-      run ? Workspace::bytes_for(c, tokens, shape.context, shape.accelerator_threads) + tokens * c.hidden_size * 4 : 0;
+      run ? Workspace::bytes_for(c, tokens, shape.context, shape.accelerator_threads) + shape.accelerator_kernel_scratch +
+                tokens * c.hidden_size * 4
+          : 0;
   const std::int64_t logits = run ? logits_chunk_rows(c.vocab_size, tokens) * (c.hidden_size + c.vocab_size) * 4 : 0;
 
   // Bytes of storage shared by the embedding and a tied head.
