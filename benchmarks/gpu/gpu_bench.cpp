@@ -186,7 +186,7 @@ int main_impl(int argc, char** argv) {
         seconds += f / (tf * 1e12);
         ceil["gemm_shapes"].push_back({{"m", prefill}, {"n", shape.first}, {"k", shape.second}, {"count", count}, {"tflops", tf}});
       }
-      ceil["gemm_model_tflops"] = flops / seconds;
+      ceil["gemm_model_tflops"] = flops / seconds / 1e12;
       ceil["gemm_8192_tflops"] = cuda::cuda_gemm_bf16_tflops(8192, 8192, 8192, nullptr);
     });
   }

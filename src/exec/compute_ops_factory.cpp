@@ -25,8 +25,9 @@ DeviceOps make_cuda_ops(CudaDevice& device, const OpsShape& shape, DeviceMemory&
   PLEXUS_CUDA_CHECK(cudaGetDevice(&previous), device.name() + ": reading the current GPU");
   PLEXUS_CUDA_CHECK(cudaSetDevice(device.physical_device()), device.name() + ": making its GPU current");
   auto ops = std::make_unique<cuda::CudaOps>(device.compute_stream(), device.name(), sizes, d.scratch.data(), d.scratch.size());
-  // Streamed weights land on the copy stream between a step's layers: such steps run eagerly.
-  if (shape.streams) ops->allow_graphs(false);
+  // Streamed weights land between a step's layers, and another stage's copy synchronizes this
+  // device's stream: such steps run eagerly.
+  if (shape.eager_only) ops->allow_graphs(false);
   d.ops = std::move(ops);
   cudaSetDevice(previous);
   return d;

@@ -12,12 +12,13 @@
 namespace plexus {
 
 // What a device's ops serve: the model, the tokens per call and the longest sequence, and
-// whether weights stream into the device during a forward (no step capture then).
+// whether a step must run eagerly: weights stream into the device during a forward, or other
+// devices copy activations out of its stream between steps (several stages), so no step capture.
 struct OpsShape {
   const ModelConfig* config = nullptr;
   std::int64_t max_tokens = 1;
   std::int64_t max_context = 1;
-  bool streams = false;
+  bool eager_only = false;
 };
 
 // A device's ops and the device scratch they compute in (empty for CPU devices). Destroy the

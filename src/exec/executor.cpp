@@ -122,7 +122,7 @@ Executor::Executor(const std::string& model_dir, const DeviceMap& map, DeviceReg
       auto d = std::make_unique<DeviceState>();
       d->ordinal = s.device;
       d->device = &device(s.device);
-      const OpsShape ops_shape{&c, max_tokens_, max_context_, b.layer_slots > 0 || b.head_slot > 0};
+      const OpsShape ops_shape{&c, max_tokens_, max_context_, b.layer_slots > 0 || b.head_slot > 0 || buffers_.devices.size() > 1};
       d->ops = make_compute_ops(*d->device, kernels_, ops_shape, memory_.of(s.device));
       const ThreadPool* pool = d->device->thread_pool();
       const int n_threads = pool ? pool->size() : 1;  // attention scores per host thread

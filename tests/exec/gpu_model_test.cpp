@@ -120,25 +120,38 @@ TEST_F(GpuModel, VirtualGpusMicroBatchesAndOffloadGiveOneGpusNll) {
   testing::TempDir dir("gpu_split");
   make_checkpoint(c.make, dir.path());
   const PerplexityResult one = perplexity(*gpu_run(dir.path(), one_gpu())->runner, c.ids);
-  for (long long n : {2LL, 4LL}) {
+  const int n_layers = load_model_config(dir.path()).num_layers;
+  for (int n : {2, 4}) {
     SCOPED_TRACE("virtual GPUs " + std::to_string(n));
+    // The layers spread over the n virtual GPUs in order, the embedding on the first, the head on the last.
+    Json map = Json::object();
+    map["model.embed_tokens"] = 0;
+    for (int l = 0; l < n_layers; ++l) map["model.layers." + std::to_string(l)] = l * n / n_layers;
+    map["model.norm"] = n - 1;
+    map["lm_head"] = n - 1;
+    const std::string map_file = dir.path() + "/split_map.json";
+    std::ofstream(map_file) << map.dump();
     PlanInputs p;
     p.virtual_gpus = n;
-    p.strategy = "balanced";  // spread the layers over every virtual GPU
+    p.device_map_file = map_file;
     const std::unique_ptr<ModelRun> run = gpu_run(dir.path(), p);
-    ASSERT_GE(run->executor->layout().stages.size(), 2u) << run->plan_text;
+    ASSERT_EQ(run->executor->layout().stages.size(), static_cast<std::size_t>(n)) << run->plan_text;
     const PerplexityResult r = perplexity(*run->runner, c.ids);
     // The same kernels on the same token counts: the same bits.
     EXPECT_EQ(r.nll, one.nll);
     // Pipelined micro-batches change the tokens per kernel (GEMV vs GEMM): equal within rounding.
-    const PerplexityResult m = perplexity(*gpu_run(dir.path(), p, static_cast<int>(n))->runner, c.ids);
+    const PerplexityResult m = perplexity(*gpu_run(dir.path(), p, n)->runner, c.ids);
     ASSERT_EQ(m.nll.size(), one.nll.size());
     for (std::size_t i = 0; i < one.nll.size(); ++i) EXPECT_NEAR(m.nll[i], one.nll[i], 2e-3) << "token " << i;
+    // Greedy decoding across the stages (one token per step) agrees with one GPU.
+    GenerateOptions g;
+    g.max_tokens = 6;
+    const std::span<const std::int32_t> prompt = std::span(c.ids).first(8);
+    EXPECT_EQ(generate(*run->runner, prompt, g).ids, generate(*gpu_run(dir.path(), one_gpu())->runner, prompt, g).ids);
   }
   {
     SCOPED_TRACE("cpu offload");
     // Every other layer kept in host memory ("cpu"): those stream to the GPU for each forward.
-    const int n_layers = load_model_config(dir.path()).num_layers;
     Json map = Json::object();
     map["model.embed_tokens"] = 0;
     for (int l = 0; l < n_layers; ++l) map["model.layers." + std::to_string(l)] = l % 2 == 0 ? Json(0) : Json("cpu");
