@@ -1,7 +1,7 @@
 // Whole models on a GPU (ctest label gpu; skipped, with the reason, where CUDA sees no GPU):
 // the golden-logits checkpoints through the run path `generate --devices 0` takes, against the
 // CPU engine — per-token NLL within 2e-2 (bf16) or 1e-3 (f32), greedy tokens equal while the
-// CPU's top-2 logit gap exceeds 0.05 — and 2 and 4 virtual GPUs, micro-batches and cpu offload
+// CPU's top-2 logit gap exceeds 0.05 — and 2 and 4 virtual GPUs, micro-batches and cpu and disk offload
 // against one GPU.
 #include <gtest/gtest.h>
 
@@ -150,11 +150,14 @@ TEST_F(GpuModel, VirtualGpusMicroBatchesAndOffloadGiveOneGpusNll) {
     EXPECT_EQ(generate(*run->runner, prompt, g).ids, generate(*gpu_run(dir.path(), one_gpu())->runner, prompt, g).ids);
   }
   {
-    SCOPED_TRACE("cpu offload");
-    // Every other layer kept in host memory ("cpu"): those stream to the GPU for each forward.
+    SCOPED_TRACE("cpu and disk offload");
+    // Offloaded layers stream to the GPU for each forward.
     Json map = Json::object();
     map["model.embed_tokens"] = 0;
-    for (int l = 0; l < n_layers; ++l) map["model.layers." + std::to_string(l)] = l % 2 == 0 ? Json(0) : Json("cpu");
+    // Layers by thirds: on the GPU, in host memory ("cpu"), in the mmapped checkpoint ("disk").
+    for (int l = 0; l < n_layers; ++l) {
+      map["model.layers." + std::to_string(l)] = l % 3 == 0 ? Json(0) : l % 3 == 1 ? Json("cpu") : Json("disk");
+    }
     map["model.norm"] = 0;
     map["lm_head"] = 0;
     const std::string map_file = dir.path() + "/offload_map.json";
