@@ -9,6 +9,8 @@
 // accumulator layout equals the m16n8k16 A layout two key-octets at a time), and O stays in
 // registers until the end. Causal mask and sliding window per row; tiles a warp's rows do not
 // attend are skipped by that warp. Blocks run the tiles with the most keys first.
+// Expected on an H100/H200 for 2048 tokens, 32/8 heads of 128: ~0.2-0.3 ms (L2 reads of the f32
+// keys/values, ~1 GB per layer, and mma.sync issue are the limits; 3 blocks of 4 warps per SM).
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -28,6 +30,7 @@ constexpr int kThreadsTc = kWarpsTc * 32;
 constexpr int kRowsTc = static_cast<int>(kPrefillRows);  // 64 = 16 rows per warp
 constexpr int kKeysTc = 64;                               // keys per tile
 static_assert(kRowsTc == 16 * kWarpsTc, "a warp owns 16 query rows");
+static_assert((kKeysTc / 2) * (64 / 4) % kThreadsTc == 0, "whole load rounds");
 
 template <int HD>
 struct SmemTc {
@@ -72,9 +75,10 @@ prefill_attention_tc_kernel(const float* __restrict__ q,             // (n, n_he
   __nv_bfloat16* ks = smem_tc + S::k;
   __nv_bfloat16* vs = smem_tc + S::v;
 
-  // Later tiles attend more keys: start them first.
-  const QueryTile tile = tiles[n_tiles - 1 - static_cast<int>(blockIdx.x)];
-  const int kvh = blockIdx.y;
+  // A 1-D grid, kv heads fastest, tiles from the last: later tiles attend more keys and start
+  // first (for every kv head), the short ones fill in at the end.
+  const int kvh = static_cast<int>(blockIdx.x % static_cast<unsigned>(n_kv));
+  const QueryTile tile = tiles[n_tiles - 1 - static_cast<int>(blockIdx.x / static_cast<unsigned>(n_kv))];
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int gr = lane >> 2, tq = lane & 3;  // fragment row group, thread in quad
   const TokenSlot slot = slots[tile.first];
@@ -126,7 +130,10 @@ prefill_attention_tc_kernel(const float* __restrict__ q,             // (n, n_he
   for (int k0 = begin; k0 <= last; k0 += kKeysTc) {
     __syncthreads();  // q staged / the previous tile's k, v no longer read
     // Keys: (key, dim) rows, bf16. Keys past `last` are zero.
-    for (int e = tid; e < kKeysTc * (HD / 4); e += kThreadsTc) {
+    // (Fixed trip counts, unrolled by 8 / 4: that many loads per thread in flight at once.)
+#pragma unroll 8
+    for (int it = 0; it < kKeysTc * (HD / 4) / kThreadsTc; ++it) {
+      const int e = tid + it * kThreadsTc;
       const int j = e / (HD / 4), d = (e % (HD / 4)) * 4;
       float4 k4 = make_float4(0.f, 0.f, 0.f, 0.f);
       if (k0 + j <= last) k4 = *reinterpret_cast<const float4*>(keys + static_cast<std::int64_t>(k0 + j) * HD + d);
@@ -137,7 +144,9 @@ prefill_attention_tc_kernel(const float* __restrict__ q,             // (n, n_he
     }
     // Values transposed: (dim, key) rows; a thread converts a key pair × 4 dims. A warp covers
     // 8 key pairs × 4 dim groups (64-byte runs of a key's row).
-    for (int e = tid; e < (kKeysTc / 2) * (HD / 4); e += kThreadsTc) {
+#pragma unroll 4
+    for (int it = 0; it < (kKeysTc / 2) * (HD / 4) / kThreadsTc; ++it) {
+      const int e = tid + it * kThreadsTc;
       const int jp = (e & 7) | (((e >> 5) & 3) << 3);
       const int d = (((e >> 3) & 3) | ((e >> 7) << 2)) * 4;
       const int j = jp * 2;
@@ -270,7 +279,7 @@ void launch_tc_hd(const float* q, const TokenSlot* slots, const QueryTile* tiles
                                          static_cast<int>(SmemTc<HD>::bytes)),
                     "prefill attention (bf16): allowing " + std::to_string(SmemTc<HD>::bytes) +
                         " bytes of shared memory");
-  const dim3 grid(static_cast<unsigned>(n_tiles), static_cast<unsigned>(g.n_kv_heads));
+  const dim3 grid(static_cast<unsigned>(n_tiles * g.n_kv_heads));
   const float log2e = 1.4426950408889634f;
   // Windows longer than any int position mean the whole context.
   const int window = g.window > 0 && g.window < (std::int64_t{1} << 30) ? static_cast<int>(g.window) : 0;
