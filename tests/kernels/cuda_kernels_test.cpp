@@ -336,9 +336,12 @@ TEST_F(CudaKernels, AttentionGqaWindowSplitsAgainstReference) {
   }
 }
 
-// The tiled prefill kernel against the reference and the split-context kernel: sequences
-// prefilled from 0, a continuation chunk over earlier keys, single tokens, interleaved sequences
-// (tiles of one token), GQA groups 1..64, windows.
+// The tiled prefill kernels (f32, and bf16 on tensor cores) against the reference and the
+// split-context kernel: sequences prefilled from 0, a continuation chunk over earlier keys,
+// single tokens, interleaved sequences (tiles of one token), odd token counts (1, 3, 17, 100,
+// 257), several sequences of different lengths and positions in one batch, GQA groups 1..64,
+// head_dim 64 and 128, windows. The bf16 kernel rounds q, k and v to bf16 for its products:
+// 1e-2 + 2e-2 relative on the softmax-weighted averages (values in [-1, 1]).
 TEST_F(CudaKernels, PrefillAttentionAgainstReference) {
   struct Case {
     std::int64_t heads, kv, hd, window;
@@ -349,63 +352,92 @@ TEST_F(CudaKernels, PrefillAttentionAgainstReference) {
     std::int32_t first;
     std::int32_t count;
   };
-  const std::vector<Run> runs = {{0, 0, 100}, {1, 50, 21}, {2, 10, 1}, {3, 0, 1}, {4, 0, 1}, {3, 1, 1}, {4, 1, 1},
-                                 {3, 2, 1}, {0, 100, 3}};
-  const std::vector<std::int64_t> caps = {120, 80, 11, 3, 2};
-  for (const Case c : {Case{32, 8, 64, 0}, Case{4, 4, 128, 0}, Case{64, 1, 128, 0}, Case{8, 2, 64, 5},
-                       Case{12, 4, 128, 64}, Case{6, 2, 64, 1}}) {
-    TestCaches caches(c.kv, c.hd, caps);
-    const int layer = 2;
-    std::vector<float> cache_h = random_floats(caches.mem.size(), rng_, -1, 1);
-    caches.mem.upload(cache_h);
-    std::vector<TokenSlot> slots;
-    std::vector<std::size_t> seq_of;
-    std::int64_t longest = 0;
-    for (const Run& r : runs) {
-      for (std::int32_t i = 0; i < r.count; ++i) {
-        slots.push_back(caches.slot(r.seq, r.first + i));
-        seq_of.push_back(r.seq);
-        longest = std::max<std::int64_t>(longest, r.first + i + 1);
+  struct Batch {
+    std::vector<Run> runs;
+    std::vector<std::int64_t> caps;
+    bool all_cases;  // every Case, or the first three and the windowed ones
+  };
+  const std::vector<Batch> batches = {
+      {{{0, 0, 100}, {1, 50, 21}, {2, 10, 1}, {3, 0, 1}, {4, 0, 1}, {3, 1, 1}, {4, 1, 1}, {3, 2, 1}, {0, 100, 3}},
+       {120, 80, 11, 3, 2},
+       true},
+      {{{0, 0, 1}}, {1}, true},
+      {{{0, 0, 3}}, {5}, true},
+      {{{0, 0, 17}}, {17}, true},
+      {{{0, 0, 100}}, {130}, true},
+      {{{0, 0, 257}}, {257}, true},
+      {{{0, 40, 257}}, {300}, false},  // a continuation chunk over 40 earlier keys
+      {{{0, 0, 257}, {1, 5, 17}, {2, 300, 100}, {3, 0, 3}, {4, 64, 1}, {5, 1, 100}}, {260, 30, 400, 3, 65, 101}, false},
+  };
+  const std::vector<Case> cases = {Case{32, 8, 64, 0},  Case{4, 4, 128, 0},    Case{64, 1, 128, 0},
+                                   Case{8, 2, 64, 5},   Case{12, 4, 128, 64},  Case{6, 2, 64, 1},
+                                   Case{32, 8, 128, 0}, Case{16, 2, 128, 100}, Case{4, 1, 64, 33}};
+  for (std::size_t bi = 0; bi < batches.size(); ++bi) {
+    const Batch& batch = batches[bi];
+    for (std::size_t ci = 0; ci < cases.size(); ++ci) {
+      const Case c = cases[ci];
+      if (!batch.all_cases && ci >= 3 && c.window == 0) continue;
+      TestCaches caches(c.kv, c.hd, batch.caps);
+      const int layer = 2;
+      std::vector<float> cache_h = random_floats(caches.mem.size(), rng_, -1, 1);
+      caches.mem.upload(cache_h);
+      std::vector<TokenSlot> slots;
+      std::vector<std::size_t> seq_of;
+      std::int64_t longest = 0;
+      for (const Run& r : batch.runs) {
+        for (std::int32_t i = 0; i < r.count; ++i) {
+          slots.push_back(caches.slot(r.seq, r.first + i));
+          seq_of.push_back(r.seq);
+          longest = std::max<std::int64_t>(longest, r.first + i + 1);
+        }
       }
+      const std::int64_t n = static_cast<std::int64_t>(slots.size());
+      const AttentionGeometry g{c.heads, c.kv, c.hd, c.window, static_cast<float>(1.0 / std::sqrt(double(c.hd)))};
+      ASSERT_TRUE(prefill_attention_supported(g));
+      std::vector<QueryTile> tiles(static_cast<std::size_t>(n));
+      const std::int64_t n_tiles = make_query_tiles(slots.data(), n, prefill_tile_tokens(g), tiles.data());
+      std::int64_t covered = 0;
+      for (std::int64_t i = 0; i < n_tiles; ++i) {
+        ASSERT_EQ(tiles[static_cast<std::size_t>(i)].first, covered);
+        ASSERT_LE(tiles[static_cast<std::size_t>(i)].count, prefill_tile_tokens(g));
+        covered += tiles[static_cast<std::size_t>(i)].count;
+      }
+      ASSERT_EQ(covered, n);
+      const std::vector<float> qh = random_floats(static_cast<std::size_t>(n * c.heads * c.hd), rng_, -2, 2);
+      std::vector<float> want(qh.size());
+      for (std::int64_t t = 0; t < n; ++t) {
+        const std::size_t s = seq_of[static_cast<std::size_t>(t)];
+        ref::attention_gqa(qh.data() + t * c.heads * c.hd, cache_h.data() + caches.at(s, layer, 0, 0, 0),
+                           cache_h.data() + caches.at(s, layer, 1, 0, 0), caches.capacity[s] * c.hd, c.heads, c.kv,
+                           c.hd, slots[static_cast<std::size_t>(t)].pos, c.window, g.scale,
+                           want.data() + t * c.heads * c.hd);
+      }
+      const std::string what = "batch " + std::to_string(bi) + " (" + std::to_string(n) + " tokens): heads " +
+                               std::to_string(c.heads) + " kv " + std::to_string(c.kv) + " hd " +
+                               std::to_string(c.hd) + " window " + std::to_string(c.window);
+      DeviceBuffer<float> q(qh), out(qh.size());
+      DeviceBuffer<TokenSlot> sl(slots);
+      DeviceBuffer<QueryTile> tl(std::vector<QueryTile>(tiles.begin(), tiles.begin() + n_tiles));
+      out.poison();
+      launch_prefill_attention(q.get(), sl.get(), tl.get(), n_tiles, g, layer, out.get(), stream_);
+      sync();
+      const std::vector<float> prefill = out.download();
+      EXPECT_TRUE(close(prefill, want, 2e-5, 2e-4)) << "prefill f32: " << what;
+      // The tensor-core kernel (bf16 products).
+      out.poison();
+      launch_prefill_attention_bf16(q.get(), sl.get(), tl.get(), n_tiles, g, layer, out.get(), stream_);
+      sync();
+      EXPECT_TRUE(close(out.download(), want, 1e-2, 2e-2)) << "prefill bf16: " << what;
+      // The split-context kernel agrees on the same batch.
+      const std::int64_t max_keys = c.window > 0 ? std::min(c.window, longest) : longest;
+      const std::int64_t floats = attention_partial_floats(g, n, 1024);
+      DeviceBuffer<float> partials(static_cast<std::size_t>(floats));
+      out.poison();
+      launch_attention(q.get(), sl.get(), n, g, attention_split(g, n, max_keys, 528), layer, partials.get(), floats,
+                       out.get(), stream_);
+      sync();
+      EXPECT_TRUE(close(out.download(), prefill, 2e-5, 2e-4)) << "split-context vs prefill: " << what;
     }
-    const std::int64_t n = static_cast<std::int64_t>(slots.size());
-    const AttentionGeometry g{c.heads, c.kv, c.hd, c.window, static_cast<float>(1.0 / std::sqrt(double(c.hd)))};
-    ASSERT_TRUE(prefill_attention_supported(g));
-    std::vector<QueryTile> tiles(static_cast<std::size_t>(n));
-    const std::int64_t n_tiles = make_query_tiles(slots.data(), n, prefill_tile_tokens(g), tiles.data());
-    std::int64_t covered = 0;
-    for (std::int64_t i = 0; i < n_tiles; ++i) {
-      ASSERT_EQ(tiles[static_cast<std::size_t>(i)].first, covered);
-      ASSERT_LE(tiles[static_cast<std::size_t>(i)].count, prefill_tile_tokens(g));
-      covered += tiles[static_cast<std::size_t>(i)].count;
-    }
-    ASSERT_EQ(covered, n);
-    const std::vector<float> qh = random_floats(static_cast<std::size_t>(n * c.heads * c.hd), rng_, -2, 2);
-    std::vector<float> want(qh.size());
-    for (std::int64_t t = 0; t < n; ++t) {
-      const std::size_t s = seq_of[static_cast<std::size_t>(t)];
-      ref::attention_gqa(qh.data() + t * c.heads * c.hd, cache_h.data() + caches.at(s, layer, 0, 0, 0),
-                         cache_h.data() + caches.at(s, layer, 1, 0, 0), caches.capacity[s] * c.hd, c.heads, c.kv, c.hd,
-                         slots[static_cast<std::size_t>(t)].pos, c.window, g.scale, want.data() + t * c.heads * c.hd);
-    }
-    DeviceBuffer<float> q(qh), out(qh.size());
-    DeviceBuffer<TokenSlot> sl(slots);
-    DeviceBuffer<QueryTile> tl(std::vector<QueryTile>(tiles.begin(), tiles.begin() + n_tiles));
-    out.poison();
-    launch_prefill_attention(q.get(), sl.get(), tl.get(), n_tiles, g, layer, out.get(), stream_);
-    sync();
-    const std::vector<float> prefill = out.download();
-    EXPECT_TRUE(close(prefill, want, 2e-5, 2e-4))
-        << "prefill: heads " << c.heads << " kv " << c.kv << " hd " << c.hd << " window " << c.window;
-    // The split-context kernel agrees on the same batch.
-    const std::int64_t max_keys = c.window > 0 ? std::min(c.window, longest) : longest;
-    const std::int64_t floats = attention_partial_floats(g, n, 1024);
-    DeviceBuffer<float> partials(static_cast<std::size_t>(floats));
-    out.poison();
-    launch_attention(q.get(), sl.get(), n, g, attention_split(g, n, max_keys, 528), layer, partials.get(), floats,
-                     out.get(), stream_);
-    sync();
-    EXPECT_TRUE(close(out.download(), prefill, 2e-5, 2e-4)) << "split-context vs prefill, hd " << c.hd;
   }
 }
 

@@ -117,8 +117,35 @@ TEST_F(CudaPerf, PrefillAttentionTiledAndSplit) {
   const double splitk = seconds(3, [&] {
     launch_attention(q.get(), sl.get(), n, g, split, 0, partials.get(), floats, out.get(), stream_);
   });
-  std::printf("prefill attention %lld tokens, 32/8 heads of 128: tiled %.2f ms (%.1f TFLOP/s), split-context %.2f ms (%.1f TFLOP/s)\n",
-              static_cast<long long>(n), tiled * 1e3, flops / tiled * 1e-12, splitk * 1e3, flops / splitk * 1e-12);
+  const double tc = seconds(3, [&] {
+    launch_prefill_attention_bf16(q.get(), sl.get(), tl.get(), n_tiles, g, 0, out.get(), stream_);
+  });
+  std::printf("prefill attention %lld tokens, 32/8 heads of 128: tiled f32 %.2f ms (%.1f TFLOP/s), split-context %.2f ms (%.1f TFLOP/s), tensor-core bf16 %.3f ms (%.1f TFLOP/s)\n",
+              static_cast<long long>(n), tiled * 1e3, flops / tiled * 1e-12, splitk * 1e3, flops / splitk * 1e-12,
+              tc * 1e3, flops / tc * 1e-12);
+  {  // head_dim 64, 32 / 32 heads (no GQA), same tokens: the bf16 kernel only
+    const AttentionGeometry g64{32, 32, 64, 0, 0.125f};
+    DeviceBuffer<float> cache64(static_cast<std::size_t>(2 * 32 * n * 64)), q64(static_cast<std::size_t>(n * 32 * 64));
+    DeviceBuffer<float> out64(q64.size());
+    PLEXUS_TEST_CUDA(cudaMemset(cache64.get(), 0, cache64.size() * 4));
+    PLEXUS_TEST_CUDA(cudaMemset(q64.get(), 0, q64.size() * 4));
+    std::vector<TokenSlot> slots64;
+    for (std::int64_t t = 0; t < n; ++t) slots64.push_back(TokenSlot{cache64.get(), n, 0, static_cast<std::int32_t>(t)});
+    std::vector<QueryTile> tiles64(static_cast<std::size_t>(n));
+    const std::int64_t n_tiles64 = make_query_tiles(slots64.data(), n, prefill_tile_tokens(g64), tiles64.data());
+    tiles64.resize(static_cast<std::size_t>(n_tiles64));
+    DeviceBuffer<TokenSlot> sl64(slots64);
+    DeviceBuffer<QueryTile> tl64(tiles64);
+    const double flops64 = 4.0 * 32 * 64 * (static_cast<double>(n) * (n + 1) / 2);
+    const double f32_64 = seconds(3, [&] {
+      launch_prefill_attention(q64.get(), sl64.get(), tl64.get(), n_tiles64, g64, 0, out64.get(), stream_);
+    });
+    const double tc64 = seconds(3, [&] {
+      launch_prefill_attention_bf16(q64.get(), sl64.get(), tl64.get(), n_tiles64, g64, 0, out64.get(), stream_);
+    });
+    std::printf("prefill attention %lld tokens, 32/32 heads of 64: tiled f32 %.2f ms (%.1f TFLOP/s), tensor-core bf16 %.3f ms (%.1f TFLOP/s)\n",
+                static_cast<long long>(n), f32_64 * 1e3, flops64 / f32_64 * 1e-12, tc64 * 1e3, flops64 / tc64 * 1e-12);
+  }
   // One decode token at the end of the 2048-token context.
   const double decode = seconds(20, [&] {
     launch_attention(q.get(), sl.get() + (n - 1), 1, g, attention_split(g, 1, n, 528), 0, partials.get(), floats,

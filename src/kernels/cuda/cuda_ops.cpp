@@ -152,8 +152,11 @@ CudaOps::CudaOps(cudaStream_t stream, std::string device_name, const CudaOpsSize
   slots_dev_ = at_offset<TokenSlot>(scratch, l.slots);
   rows_dev_ = at_offset<std::int64_t>(scratch, l.rows);
   tiles_dev_ = at_offset<QueryTile>(scratch, l.tiles);
-  if (const char* e = std::getenv("PLEXUS_CUDA_PREFILL_ATTENTION"); e != nullptr && std::string(e) == "0") {
-    prefill_min_tokens_ = 0;
+  if (const char* e = std::getenv("PLEXUS_CUDA_PREFILL_ATTENTION"); e != nullptr) {
+    const std::string v(e);
+    if (v == "0") prefill_min_tokens_ = 0;
+    if (v == "f32") prefill_precision_ = PrefillPrecision::kF32;
+    if (v == "bf16") prefill_precision_ = PrefillPrecision::kBF16;
   }
   if (const char* e = std::getenv("PLEXUS_CUDA_GRAPHS"); e != nullptr && std::string(e) == "0") graphs_allowed_ = false;
   try {
@@ -367,6 +370,7 @@ void CudaOps::matmul(std::span<const MatmulPart> parts, const float* x, std::int
   for (std::size_t first = 0; first < parts.size();) {
     std::array<MatmulTarget, kMaxPartsPerCall> targets;
     const DType dtype = parts[first].w.dtype;
+    last_weights_16bit_ = dtype == DType::kBF16 || dtype == DType::kF16;
     int count = 0;
     const bool gemv = n <= kGemvMaxTokens;
     std::vector<std::uint64_t>& words = sig_words_;
@@ -428,8 +432,14 @@ void CudaOps::attention(int layer, const TokenBatch& batch, const AttentionShape
   const WorkspaceView v = view_of(ws);
   if (prefill_min_tokens_ > 0 && n >= prefill_min_tokens_ && caches_aligned_ && prefill_attention_supported(g)) {
     const std::int64_t n_tiles = n_tiles_;
-    graphs_.op(sig(OpId::kPrefill, layer, v.q, v.att, n, n_tiles, g.window, g.scale), [=, this] {
-      launch_prefill_attention(v.q, slots_dev_, tiles_dev_, n_tiles, g, layer, v.att, stream_);
+    const bool bf16 = prefill_precision_ == PrefillPrecision::kBF16 ||
+                      (prefill_precision_ == PrefillPrecision::kAuto && last_weights_16bit_);
+    graphs_.op(sig(OpId::kPrefill, layer, v.q, v.att, n, n_tiles, g.window, g.scale, bf16 ? 1 : 0), [=, this] {
+      if (bf16) {
+        launch_prefill_attention_bf16(v.q, slots_dev_, tiles_dev_, n_tiles, g, layer, v.att, stream_);
+      } else {
+        launch_prefill_attention(v.q, slots_dev_, tiles_dev_, n_tiles, g, layer, v.att, stream_);
+      }
       check_launch("prefill attention");
     });
     return;

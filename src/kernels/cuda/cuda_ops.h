@@ -88,6 +88,15 @@ class CudaOps final : public ComputeOps {
   void set_prefill_attention_min_tokens(std::int64_t n) { prefill_min_tokens_ = n; }
   static constexpr std::int64_t kPrefillAttentionMinTokens = 32;
 
+  // Which prefill attention kernel runs. kAuto (the default): the tensor-core kernel (bf16
+  // products, f32 accumulation and softmax; launch_prefill_attention_bf16) when the weights of
+  // the last matmul before the attention — the layer's q/k/v projections — are bf16 or f16, the
+  // f32 kernel when they are f32 (f32 models keep f32 attention: their tests allow 1e-3 NLL).
+  // The environment overrides it: PLEXUS_CUDA_PREFILL_ATTENTION=f32 always picks the f32 kernel,
+  // =bf16 always the tensor-core one (=0 turns the prefill kernels off, as above).
+  enum class PrefillPrecision { kAuto, kF32, kBF16 };
+  void set_prefill_attention_precision(PrefillPrecision p) { prefill_precision_ = p; }
+
   // Whether decode batches may be captured and replayed as CUDA graphs (see above).
   void allow_graphs(bool on) { graphs_allowed_ = on; }
   std::int64_t graph_replays() const { return graphs_.replays(); }  // batches replayed so far
@@ -135,6 +144,8 @@ class CudaOps final : public ComputeOps {
   std::int64_t n_tiles_ = 0;                  // query tiles in tiles_dev_
   bool caches_aligned_ = false;               // every cache 16-byte aligned (prefill kernel)
   std::int64_t prefill_min_tokens_ = kPrefillAttentionMinTokens;  // <= 0: never
+  PrefillPrecision prefill_precision_ = PrefillPrecision::kAuto;
+  bool last_weights_16bit_ = false;           // the last matmul's weights were bf16 / f16 (kAuto)
   std::int64_t bucket_ = 32;                  // attention's context bucket: a power of two >= longest_
   bool graphs_allowed_ = true;
   StepGraphs graphs_;
