@@ -2,12 +2,15 @@
 //
 // A block is 8 warps. The warps form groups of kSplit; a group owns kRows consecutive rows of
 // the concatenated targets and its warps split the columns between them (split-K: chunks of
-// kUnroll warp-wide loads, interleaved), so every shape gives about rows / kRows * kSplit warps
-// (4096 rows: 4096 warps, ~31 per SM). Each lane issues kRows * kUnroll independent 16-byte
+// kUnroll warp-wide loads, interleaved), so long rows are not walked by one warp and short
+// matrices still give every SM its warps. Tokens 1 / 2 / 3-4 / 5-8: kRows = kSplit = 1 / 2 / 4 / 4,
+// 64 / 80 / 128 / 128 registers, 32 / 24 / 16 / 16 warps per SM. Each lane issues 8 independent 16-byte
 // weight loads (ld.global.nc, no L1 allocation: the weights stream) before it uses any; x is
 // read straight from global memory (L1/L2-resident: n * cols f32) as float4, each x load reused
 // by the kRows rows, each weight load by the tokens. Accumulators of the kNT tokens stay in
 // registers (f32); a warp sum per output, then the kSplit warps' partials meet in shared memory.
+// The grid is the resident blocks (kMinBlocks per SM, held by __launch_bounds__), each walking
+// row blocks, so no shape leaves a partial last wave.
 //
 // Tokens t >= n of a kNT build read token n - 1's x and are discarded. Element loads for cols
 // not a multiple of 16 / dtype_size or a misaligned weight; scalar x loads for an x or ldx that
@@ -97,123 +100,127 @@ gemv_kernel(GemvArgs a, const float* __restrict__ x,  // (n, ldx)
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int group = warp / kSplit, part = warp % kSplit;
   const std::int64_t total_rows = a.row_end[a.count - 1];
-  const std::int64_t r0 = (static_cast<std::int64_t>(blockIdx.x) * kGroups + group) * kRows;
+  const std::int64_t blocks = (total_rows + kGroups * kRows - 1) / (kGroups * kRows);
+  // Resident blocks (the grid is sized to the SMs) walk the row blocks: no partial last wave.
+  for (std::int64_t blk = blockIdx.x; blk < blocks; blk += gridDim.x) {
+    const std::int64_t r0 = (blk * kGroups + group) * kRows;
 
-  const Raw* wrow[kRows];  // (cols) each; rows past the end read the last row, discarded
+    const Raw* wrow[kRows];  // (cols) each; rows past the end read the last row, discarded
 #pragma unroll
-  for (int i = 0; i < kRows; ++i) {
-    const std::int64_t r = min(r0 + i, total_rows - 1);
-    int p = 0;
-    while (p + 1 < a.count && r >= a.row_end[p]) ++p;
-    const std::int64_t local = r - (p == 0 ? 0 : a.row_end[p - 1]);
-    wrow[i] = static_cast<const Raw*>(a.w[p]) + local * cols;
-  }
+    for (int i = 0; i < kRows; ++i) {
+      const std::int64_t r = min(r0 + i, total_rows - 1);
+      int p = 0;
+      while (p + 1 < a.count && r >= a.row_end[p]) ++p;
+      const std::int64_t local = r - (p == 0 ? 0 : a.row_end[p - 1]);
+      wrow[i] = static_cast<const Raw*>(a.w[p]) + local * cols;
+    }
 
-  float acc[kRows][kNT];
+    float acc[kRows][kNT];
 #pragma unroll
-  for (int i = 0; i < kRows; ++i)
+    for (int i = 0; i < kRows; ++i)
 #pragma unroll
-    for (int t = 0; t < kNT; ++t) acc[i][t] = 0.0f;
+      for (int t = 0; t < kNT; ++t) acc[i][t] = 0.0f;
 
-  // Token t's x row starts xoff[t] floats into x (32 bits: the host checks n * ldx < 2^31).
-  int xoff[kNT];
+    // Token t's x row starts xoff[t] floats into x (32 bits: the host checks n * ldx < 2^31).
+    int xoff[kNT];
 #pragma unroll
-  for (int t = 0; t < kNT; ++t) xoff[t] = (t < n ? t : n - 1) * static_cast<int>(ldx);
-  // acc += the weights wv (kRows rows at column c) times x at column c, kP columns at a time
-  // (the unpacked weights of kP columns are reused by every token).
-  constexpr int kP = kE < 4 ? kE : 4;
-  auto fma_chunk = [&](const V* wv, std::int64_t c) {
+    for (int t = 0; t < kNT; ++t) xoff[t] = (t < n ? t : n - 1) * static_cast<int>(ldx);
+    // acc += the weights wv (kRows rows at column c) times x at column c, kP columns at a time
+    // (the unpacked weights of kP columns are reused by every token).
+    constexpr int kP = kE < 4 ? kE : 4;
+    auto fma_chunk = [&](const V* wv, std::int64_t c) {
 #pragma unroll
-    for (int e0 = 0; e0 < kE; e0 += kP) {
-      float wf[kRows][kP];
+      for (int e0 = 0; e0 < kE; e0 += kP) {
+        float wf[kRows][kP];
 #pragma unroll
-      for (int i = 0; i < kRows; ++i) {
-        float all[kE];
-        C::unpack(wv[i], all);
+        for (int i = 0; i < kRows; ++i) {
+          float all[kE];
+          C::unpack(wv[i], all);
 #pragma unroll
-        for (int e = 0; e < kP; ++e) wf[i][e] = all[e0 + e];
-      }
-#pragma unroll
-      for (int t = 0; t < kNT; ++t) {
-        const float* xp = x + xoff[t] + (c + e0);
-        float xv[kP];
-        if constexpr (kXVec && kP == 4) {
-          const float4 v = __ldg(reinterpret_cast<const float4*>(xp));
-          xv[0] = v.x;
-          xv[1] = v.y;
-          xv[2] = v.z;
-          xv[3] = v.w;
-        } else {
-#pragma unroll
-          for (int e = 0; e < kP; ++e) xv[e] = __ldg(xp + e);
+          for (int e = 0; e < kP; ++e) wf[i][e] = all[e0 + e];
         }
 #pragma unroll
-        for (int i = 0; i < kRows; ++i)
+        for (int t = 0; t < kNT; ++t) {
+          const float* xp = x + xoff[t] + (c + e0);
+          float xv[kP];
+          if constexpr (kXVec && kP == 4) {
+            const float4 v = __ldg(reinterpret_cast<const float4*>(xp));
+            xv[0] = v.x;
+            xv[1] = v.y;
+            xv[2] = v.z;
+            xv[3] = v.w;
+          } else {
 #pragma unroll
-          for (int e = 0; e < kP; ++e) acc[i][t] = fmaf(wf[i][e], xv[e], acc[i][t]);
+            for (int e = 0; e < kP; ++e) xv[e] = __ldg(xp + e);
+          }
+#pragma unroll
+          for (int i = 0; i < kRows; ++i)
+#pragma unroll
+            for (int e = 0; e < kP; ++e) acc[i][t] = fmaf(wf[i][e], xv[e], acc[i][t]);
+        }
+      }
+    };
+
+    // Lane columns c + u * kWarpCols (u < kUnroll) of a chunk; this warp takes every kSplit-th chunk.
+    // A lane leaves the full-chunk loop at the chunk that reaches past cols and finishes it
+    // element by element; its later chunks would start past cols.
+    std::int64_t c = (static_cast<std::int64_t>(part) * kUnroll * 32 + lane) * kE;
+    const std::int64_t stride = static_cast<std::int64_t>(kSplit) * kUnroll * kWarpCols;
+    for (; c + (kUnroll - 1) * kWarpCols < cols; c += stride) {
+      V wv[kUnroll][kRows];
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u)
+#pragma unroll
+        for (int i = 0; i < kRows; ++i) wv[u][i] = C::load(wrow[i] + c + u * kWarpCols);
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) fma_chunk(wv[u], c + u * kWarpCols);
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const std::int64_t cu = c + u * kWarpCols;
+      if (cu < cols) {
+        V wv[kRows];
+#pragma unroll
+        for (int i = 0; i < kRows; ++i) wv[i] = C::load(wrow[i] + cu);
+        fma_chunk(wv, cu);
       }
     }
-  };
-
-  // Lane columns c + u * kWarpCols (u < kUnroll) of a chunk; this warp takes every kSplit-th chunk.
-  // A lane leaves the full-chunk loop at the chunk that reaches past cols and finishes it
-  // element by element; its later chunks would start past cols.
-  std::int64_t c = (static_cast<std::int64_t>(part) * kUnroll * 32 + lane) * kE;
-  const std::int64_t stride = static_cast<std::int64_t>(kSplit) * kUnroll * kWarpCols;
-  for (; c + (kUnroll - 1) * kWarpCols < cols; c += stride) {
-    V wv[kUnroll][kRows];
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u)
-#pragma unroll
-      for (int i = 0; i < kRows; ++i) wv[u][i] = C::load(wrow[i] + c + u * kWarpCols);
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) fma_chunk(wv[u], c + u * kWarpCols);
-  }
-#pragma unroll
-  for (int u = 0; u < kUnroll; ++u) {
-    const std::int64_t cu = c + u * kWarpCols;
-    if (cu < cols) {
-      V wv[kRows];
-#pragma unroll
-      for (int i = 0; i < kRows; ++i) wv[i] = C::load(wrow[i] + cu);
-      fma_chunk(wv, cu);
-    }
-  }
 
 #pragma unroll
-  for (int i = 0; i < kRows; ++i)
+    for (int i = 0; i < kRows; ++i)
 #pragma unroll
-    for (int t = 0; t < kNT; ++t) {
-      const float v = warp_sum(acc[i][t]);
-      if (kSplit == 1) {
-        acc[i][t] = v;
-      } else if (lane == 0) {
-        red[warp][i * kNT + t] = v;
+      for (int t = 0; t < kNT; ++t) {
+        const float v = warp_sum(acc[i][t]);
+        if (kSplit == 1) {
+          acc[i][t] = v;
+        } else if (lane == 0) {
+          red[warp][i * kNT + t] = v;
+        }
       }
+    if constexpr (kSplit > 1) __syncthreads();
+    // Lane k of the group's first warp writes output k = i * kNT + t (kRows * kNT <= 32).
+    for (int k = kSplit == 1 ? 0 : lane; part == 0 && k < kRows * kNT; k += kSplit == 1 ? 1 : 32) {
+      const int i = k / kNT, t = k % kNT;
+      const std::int64_t r = r0 + i;
+      if (t >= n || r >= total_rows) continue;
+      float v = 0.0f;
+      if constexpr (kSplit == 1) {
+        if (lane != 0) continue;
+#pragma unroll
+        for (int ii = 0; ii < kRows; ++ii)
+#pragma unroll
+          for (int tt = 0; tt < kNT; ++tt)
+            if (ii * kNT + tt == k) v = acc[ii][tt];
+      } else {
+#pragma unroll
+        for (int s = 0; s < kSplit; ++s) v += red[warp + s][k];
+      }
+      int p = 0;
+      while (p + 1 < a.count && r >= a.row_end[p]) ++p;
+      const std::int64_t local = r - (p == 0 ? 0 : a.row_end[p - 1]);
+      a.y[p][t * a.ldy[p] + local] = v;
     }
-  if constexpr (kSplit > 1) __syncthreads();
-  if (part != 0) return;
-  // Lane k of the group's first warp writes output k = i * kNT + t (kRows * kNT <= 32).
-  for (int k = kSplit == 1 ? 0 : lane; k < kRows * kNT; k += kSplit == 1 ? 1 : 32) {
-    const int i = k / kNT, t = k % kNT;
-    const std::int64_t r = r0 + i;
-    if (t >= n || r >= total_rows) continue;
-    float v = 0.0f;
-    if constexpr (kSplit == 1) {
-      if (lane != 0) continue;
-#pragma unroll
-      for (int ii = 0; ii < kRows; ++ii)
-#pragma unroll
-        for (int tt = 0; tt < kNT; ++tt)
-          if (ii * kNT + tt == k) v = acc[ii][tt];
-    } else {
-#pragma unroll
-      for (int s = 0; s < kSplit; ++s) v += red[warp + s][k];
-    }
-    int p = 0;
-    while (p + 1 < a.count && r >= a.row_end[p]) ++p;
-    const std::int64_t local = r - (p == 0 ? 0 : a.row_end[p - 1]);
-    a.y[p][t * a.ldy[p] + local] = v;
+    if constexpr (kSplit > 1) __syncthreads();  // red is read before the next row block writes it
   }
 }
 
@@ -222,7 +229,13 @@ void launch_typed(const GemvArgs& a, bool vec, bool xvec, const float* x, int n,
                   cudaStream_t stream) {
   constexpr std::int64_t rows_per_block = static_cast<std::int64_t>(Shape<kNT>::kGroups) * Shape<kNT>::kRows;
   const std::int64_t blocks = (a.row_end[a.count - 1] + rows_per_block - 1) / rows_per_block;
-  const dim3 grid(static_cast<unsigned>(blocks));
+  // kMinBlocks per SM are resident (__launch_bounds__ holds the registers to it).
+  int dev = 0, sms = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
+      sms <= 0) {
+    sms = 132;
+  }
+  const dim3 grid(static_cast<unsigned>(std::min<std::int64_t>(blocks, std::int64_t{sms} * Shape<kNT>::kMinBlocks)));
   if (vec && xvec) {
     gemv_kernel<W, kNT, true, true><<<grid, kThreads, 0, stream>>>(a, x, n, ldx, cols);
   } else if (vec) {
