@@ -3,9 +3,10 @@
 // A block is 8 warps. The warps form groups of kSplit; a group owns kRows consecutive rows of
 // the concatenated targets and its warps split the columns between them (split-K: chunks of
 // kUnroll warp-wide loads, interleaved), so long rows are not walked by one warp and short
-// matrices still give every SM its warps. Tokens 1 / 2 / 3-4 / 5-8: kRows = kSplit = 1 / 2 / 4 / 4,
-// 64 / 80 / 128 / 128 registers, 32 / 24 / 16 / 16 warps per SM. Each lane issues 8 independent 16-byte
-// weight loads (ld.global.nc, no L1 allocation: the weights stream) before it uses any; x is
+// matrices still give every SM its warps. Tokens 1 / 2 / 3-4 / 5-8: kRows = kSplit = 1 / 2 /
+// 4 / 4, at most 64 / 80 / 128 / 128 registers, 32 / 24 / 16 / 16 warps per SM. Each lane
+// issues 8 independent 16-byte weight loads (ld.global.nc, no L1 allocation: the weights
+// stream) before it uses any; x is
 // read straight from global memory (L1/L2-resident: n * cols f32) as float4, each x load reused
 // by the kRows rows, each weight load by the tokens. Accumulators of the kNT tokens stay in
 // registers (f32); a warp sum per output, then the kSplit warps' partials meet in shared memory.
