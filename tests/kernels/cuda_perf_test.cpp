@@ -51,9 +51,14 @@ class CudaPerf : public ::testing::Test {
   cudaEvent_t ev_[2] = {nullptr, nullptr};
 };
 
+// The new GEMV (the default), the previous one (PLEXUS_CUDA_GEMV=old) and the cuBLAS path
+// (x rounded to bf16 first, as for n > 8) on the same shapes, 1-8 tokens.
 TEST_F(CudaPerf, GemvBandwidthAgainstACopy) {
   const double copy = cuda_copy_gbps(std::size_t{1} << 30, stream_);
   std::printf("device-to-device copy: %.0f GB/s (read + write)\n", copy);
+  cublasHandle_t h = nullptr;
+  ASSERT_EQ(cublasCreate(&h), CUBLAS_STATUS_SUCCESS);
+  ASSERT_EQ(cublasSetStream(h, stream_), CUBLAS_STATUS_SUCCESS);
   struct Shape {
     std::int64_t rows, cols;
   };
@@ -62,15 +67,25 @@ TEST_F(CudaPerf, GemvBandwidthAgainstACopy) {
     PLEXUS_TEST_CUDA(cudaMemset(w.get(), 0x3c, w.size() * 2));
     DeviceBuffer<float> x(static_cast<std::size_t>(8 * s.cols)), y(static_cast<std::size_t>(8 * s.rows));
     PLEXUS_TEST_CUDA(cudaMemset(x.get(), 0, x.size() * 4));
-    for (std::int64_t n : {1, 8}) {
+    DeviceBuffer<std::uint8_t> scratch(gemm_scratch_bytes(8, s.cols));
+    const double bytes = static_cast<double>(s.rows * s.cols * 2);
+    for (std::int64_t n : {1, 2, 4, 8}) {
       const MatmulTarget t{w.get(), s.rows, y.get(), s.rows};
-      const double sec = seconds(20, [&] { launch_gemv(DType::kBF16, &t, 1, s.cols, x.get(), n, s.cols, stream_); });
-      const double gbps = static_cast<double>(s.rows * s.cols * 2) / sec * 1e-9;
-      std::printf("GEMV bf16 %lldx%lld n=%lld: %.1f us, %.0f GB/s = %.0f%% of the copy\n", static_cast<long long>(s.rows),
-                  static_cast<long long>(s.cols), static_cast<long long>(n), sec * 1e6, gbps, 100 * gbps / copy);
+      const double sec_new = seconds(20, [&] { launch_gemv_new(DType::kBF16, &t, 1, s.cols, x.get(), n, s.cols, stream_); });
+      const double sec_old = seconds(20, [&] { launch_gemv_old(DType::kBF16, &t, 1, s.cols, x.get(), n, s.cols, stream_); });
+      const double sec_blas = n == 1 ? 0.0 : seconds(20, [&] {
+        gemm_cublas(h, DType::kBF16, &t, 1, s.cols, x.get(), n, s.cols, scratch.get(), scratch.size(), stream_, "perf");
+      });
+      const double gbps = bytes / sec_new * 1e-9, gbps_old = bytes / sec_old * 1e-9;
+      std::printf("GEMV bf16 %lldx%lld n=%lld: %.1f us, %.0f GB/s = %.0f%% of the copy | old %.1f us = %.0f%%",
+                  static_cast<long long>(s.rows), static_cast<long long>(s.cols), static_cast<long long>(n), sec_new * 1e6,
+                  gbps, 100 * gbps / copy, sec_old * 1e6, 100 * gbps_old / copy);
+      if (n > 1) std::printf(" | cuBLAS path %.1f us = %.0f%%", sec_blas * 1e6, 100 * bytes / sec_blas * 1e-9 / copy);
+      std::printf("\n");
       EXPECT_GT(gbps, 0);
     }
   }
+  cublasDestroy(h);
 }
 
 TEST_F(CudaPerf, CublasPathAgainstBareCublas) {
