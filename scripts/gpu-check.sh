@@ -218,6 +218,10 @@ if [ "$SKIP_HF" = 0 ]; then
   [ "$SKIP_8B" = 0 ] && step hf-8b 130 env LD_LIBRARY_PATH="$ORIG_LD_LIBRARY_PATH" python3 scripts/hf_compare.py "$M8" --ids "$IDS" --new-tokens "$NEW" --reps 3 --json "$RESULTS/hf-8b.json"
 fi
 
+# The previous GEMV (PLEXUS_CUDA_GEMV=old) on the 8B's decode, for the log.
+[ "$SKIP_8B" = 0 ] && step gpu_bench-8b-oldgemv 40 env PLEXUS_CUDA_GEMV=old "$GB" "$M8" --devices 0 --ids "$IDS" --decode-tokens "$NEW" --reps 3 \
+  --skip ceilings,prefill,batched --json "$RESULTS/gpu_bench-8b-oldgemv.json"
+
 # The decode step's CUDA graph against eager launches (PLEXUS_CUDA_GRAPHS=0), batch 1, for the log.
 step gpu_bench-1b-nographs 40 env PLEXUS_CUDA_GRAPHS=0 "$GB" "$M1" --devices 0 --ids "$IDS" --decode-tokens "$NEW" --reps 3 \
   --skip ceilings,prefill,batched --json "$RESULTS/gpu_bench-1b-nographs.json"
