@@ -23,8 +23,8 @@ EngineOptions engine_options(const Args& args);
 void add_run_options(Args& args);
 
 // What runs the model (exec/model_run.h), from the run options: without device options
-// (--virtual-devices, --max-memory, --devices, --device-map) one Engine; with them, the plan
-// they describe run by an Executor across the devices. `share`: one of several replicas side by
+// (--virtual-devices, --max-memory, --devices, --device-map) an Executor of one stage on the
+// host; with them, the plan they describe run by an Executor across the devices. `share`: one of several replicas side by
 // side in this process (plexus batch), see ReplicaShare.
 using plexus::ModelRun;
 using plexus::ReplicaShare;

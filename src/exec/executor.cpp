@@ -57,6 +57,19 @@ RunMemory make_run_memory(DeviceRegistry& devices) {
   return RunMemory{std::move(accelerators), DeviceMemory(devices.host())};
 }
 
+// With host_in_place, modules kept in host memory ("cpu") and computed by the host device are
+// resident on their computing device: read in place, not streamed.
+StageLayout host_in_place(StageLayout layout, bool in_place) {
+  if (!in_place) return layout;
+  auto resident = [](ModulePlace& p) {
+    if (p.device == kHostDevice && p.residence == Residence::kHost) p.residence = Residence::kDevice;
+  };
+  resident(layout.embed);
+  resident(layout.head);
+  for (ModulePlace& p : layout.layers) resident(p);
+  return layout;
+}
+
 std::string layers_text(const Stage& s) {
   return s.n_layers() == 1 ? "layer " + std::to_string(s.first_layer)
                            : "layers " + std::to_string(s.first_layer) + "-" + std::to_string(s.end_layer - 1);
@@ -71,12 +84,13 @@ Executor::Executor(const std::string& model_dir, const DeviceMap& map, DeviceReg
       tree_(ModuleTree::from_checkpoint(model_.config(), checkpoint_)),
       devices_(devices),
       kernels_(isa_kernels(best_isa())),
-      layout_(make_stage_layout(tree_, map, devices.accelerator_count())),
+      layout_(host_in_place(make_stage_layout(tree_, map, devices.accelerator_count()), options.host_in_place)),
       max_tokens_(std::max<std::int64_t>(1, options.max_batch_tokens)),
       max_context_(options.max_context > 0 ? std::min(options.max_context, model_.config().max_position_embeddings)
                                             : model_.config().max_position_embeddings),
       micro_batches_(options.micro_batches > 0 ? options.micro_batches
                                                 : (layout_.streams() ? 1 : static_cast<int>(layout_.stages.size()))),
+      direct_(layout_.stages.size() == 1 && layout_.stages.front().device == kHostDevice && !layout_.streams()),
       memory_(make_run_memory(devices)) {
   const ModelConfig& c = model_.config();
   weights_ = std::make_unique<WeightStore>(model_, layout_, memory_);
@@ -151,8 +165,10 @@ Executor::Executor(const std::string& model_dir, const DeviceMap& map, DeviceReg
     if (s.head) {
       const std::size_t rows = static_cast<std::size_t>(buffers_.logits_rows);
       st->head_in = memory_.of(s.device).allocate(rows * row_bytes, "head input of " + where);
-      st->head_logits = memory_.of(s.device).allocate(rows * static_cast<std::size_t>(vocab_size()) * sizeof(float),
-                                                      "logits of " + where);
+      if (!logits_in_place()) {
+        st->head_logits = memory_.of(s.device).allocate(rows * static_cast<std::size_t>(vocab_size()) * sizeof(float),
+                                                        "logits of " + where);
+      }
     }
     st->caches.resize(static_cast<std::size_t>(max_tokens_));
     stages_.push_back(std::move(st));
@@ -233,13 +249,44 @@ void Executor::forward(const SlotBatch& batch, std::span<const std::int64_t> row
   const std::int64_t n = static_cast<std::int64_t>(batch.ids.size());
   if (n == 0) return;
   check_batch(batch);
-  const std::size_t m = static_cast<std::size_t>(std::min<std::int64_t>(micro_batches_, n));
-  const std::size_t n_stages = stages_.size();
-  for (std::size_t s = 0; s < n_stages; ++s) {
+  for (std::size_t s = 0; s < stages_.size(); ++s) {
     StageState& st = *stages_[s];
     for (std::int64_t t = 0; t < n; ++t) {
       st.caches[static_cast<std::size_t>(t)] = sequences_[static_cast<std::size_t>(batch.seq[static_cast<std::size_t>(t)])]->kv[s].get();
     }
+  }
+  run_batch(batch.ids, batch.pos, rows, logits);
+}
+
+void Executor::forward(const TokenBatch& batch, std::span<const std::int64_t> rows, float* logits) {
+  const std::int64_t n = static_cast<std::int64_t>(batch.ids.size());
+  if (n == 0) return;
+  if (stages_.size() != 1 || stages_.front()->stage.device != kHostDevice) {
+    throw RuntimeError("internal: a forward with the caller's KV caches needs a run of one stage on the host device");
+  }
+  if (n > max_tokens_) {
+    throw RuntimeError("batch of " + std::to_string(n) + " tokens exceeds max_batch_tokens (" + std::to_string(max_tokens_) + ")");
+  }
+  StageState& st = *stages_.front();
+  for (std::size_t t = 0; t < batch.ids.size(); ++t) {
+    const KvCache* cache = batch.cache[t];
+    assert(cache->first_layer() == 0 && cache->n_layers() == model_.config().num_layers && "a cache of every layer");
+    check_token_id(batch.ids[t], model_.embedding().rows);
+    if (batch.pos[t] < 0 || batch.pos[t] >= cache->capacity()) {
+      throw RuntimeError("position " + std::to_string(batch.pos[t]) + " outside the KV cache capacity");
+    }
+    st.caches[t] = batch.cache[t];
+  }
+  run_batch(batch.ids, batch.pos, rows, logits);
+}
+
+void Executor::run_batch(std::span<const std::int32_t> ids, std::span<const std::int32_t> pos,
+                         std::span<const std::int64_t> rows, float* logits) {
+  const std::int64_t n = static_cast<std::int64_t>(ids.size());
+  const std::size_t m = static_cast<std::size_t>(std::min<std::int64_t>(micro_batches_, n));
+  const std::size_t n_stages = stages_.size();
+  for (std::size_t s = 0; s < n_stages; ++s) {
+    StageState& st = *stages_[s];
     st.done.assign(m, Event());
     st.head_rows.clear();
     st.head_rows.reserve(m);  // enqueued work holds references to the entries: no reallocation
@@ -253,15 +300,20 @@ void Executor::forward(const SlotBatch& batch, std::span<const std::int64_t> row
       const std::size_t i = w - s;
       const std::int64_t off = n * static_cast<std::int64_t>(i) / static_cast<std::int64_t>(m);
       const std::int64_t end = n * static_cast<std::int64_t>(i + 1) / static_cast<std::int64_t>(m);
-      enqueue_stage(s, i, batch, off, end - off, rows, logits);
+      enqueue_stage(s, i, ids, pos, off, end - off, rows, logits);
     }
   }
-  synchronize();
+  if (direct_) {  // every stage's work has run already
+    for (auto& st : stages_) st->head_rows.clear();
+  } else {
+    synchronize();
+  }
   wall_s_ += wall.seconds();
   ++forwards_;
 }
 
-void Executor::enqueue_stage(std::size_t s, std::size_t i, const SlotBatch& batch, std::int64_t off, std::int64_t n,
+void Executor::enqueue_stage(std::size_t s, std::size_t i, std::span<const std::int32_t> ids,
+                             std::span<const std::int32_t> pos, std::int64_t off, std::int64_t n,
                              std::span<const std::int64_t> rows, float* logits) {
   StageState& st = *stages_[s];
   DeviceState& ds = *st.dev;
@@ -271,8 +323,14 @@ void Executor::enqueue_stage(std::size_t s, std::size_t i, const SlotBatch& batc
   const std::size_t row_bytes = static_cast<std::size_t>(H) * sizeof(float);
   ComputeOps* ops = ds.ops.ops.get();
   Workspace* ws = ds.workspace.get();
-  // Work on the device's queue, counted as busy time.
-  auto busy = [&ds, &dev](auto fn) {
+  // Work on the device's queue (or, direct_, on this thread), counted as busy time.
+  auto busy = [this, &ds, &dev](auto fn) {
+    if (direct_) {
+      Timer t;
+      fn();
+      ds.busy_s += t.seconds();
+      return;
+    }
     dev.enqueue([&ds, fn] {
       Timer t;
       fn();
@@ -288,8 +346,8 @@ void Executor::enqueue_stage(std::size_t s, std::size_t i, const SlotBatch& batc
     });
   }
   float* x = st.x.as<float>() + off * H;  // (n, H) on the device
-  const TokenBatch tb{batch.ids.subspan(static_cast<std::size_t>(off), static_cast<std::size_t>(n)),
-                      batch.pos.subspan(static_cast<std::size_t>(off), static_cast<std::size_t>(n)),
+  const TokenBatch tb{ids.subspan(static_cast<std::size_t>(off), static_cast<std::size_t>(n)),
+                      pos.subspan(static_cast<std::size_t>(off), static_cast<std::size_t>(n)),
                       std::span<KvCache* const>(st.caches).subspan(static_cast<std::size_t>(off), static_cast<std::size_t>(n))};
   // The stage's embedding and layers: one batch on the device.
   if (stage.embed || stage.n_layers() > 0) {
@@ -335,7 +393,8 @@ void Executor::enqueue_stage(std::size_t s, std::size_t i, const SlotBatch& batc
       }
       const std::int64_t vocab = vocab_size();
       const std::int64_t chunk = buffers_.logits_rows;
-      busy([this, ops, ws, tb, &st, &dev, &wanted, lm, logits, H, vocab, chunk] {
+      const bool in_place = logits_in_place();
+      busy([this, ops, ws, tb, &st, &dev, &wanted, lm, logits, H, vocab, chunk, in_place] {
         // Row chunks of at most `chunk` rows, each a batch of its own: the logits buffer stays
         // (chunk, vocab) and is read once the chunk's batch has ended.
         float* in = st.head_in.as<float>();  // (chunk, H) the rows that need logits
@@ -345,6 +404,13 @@ void Executor::enqueue_stage(std::size_t s, std::size_t i, const SlotBatch& batc
           const std::size_t m = std::min(tokens.size() - k0, static_cast<std::size_t>(chunk));
           ops->begin_batch(tb, model_.inv_freq(), false, *ws);
           ops->gather_rows(st.x.as<float>(), tokens.subspan(k0, m), H, in);
+          if (in_place) {  // one micro-batch: its logits rows are those of the batch rows, in order
+            assert(wanted.logits_row[k0] == static_cast<std::int64_t>(k0));
+            model_.head(*ops, *lm, weights_->final_norm(), in, static_cast<std::int64_t>(m),
+                        logits + static_cast<std::int64_t>(k0) * vocab);
+            ops->end_batch();
+            continue;
+          }
           model_.head(*ops, *lm, weights_->final_norm(), in, static_cast<std::int64_t>(m), st.head_logits.as<float>());
           ops->end_batch();
           for (std::size_t k = 0; k < m; ++k) {
@@ -355,7 +421,7 @@ void Executor::enqueue_stage(std::size_t s, std::size_t i, const SlotBatch& batc
       if (layout_.head.residence != Residence::kDevice) ds.streamer->release(slot, dev.record_event());
     }
   }
-  st.done[i] = dev.record_event();
+  if (!direct_) st.done[i] = dev.record_event();
 }
 
 void Executor::synchronize() {

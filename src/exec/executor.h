@@ -1,7 +1,10 @@
-// Runs a model across devices by a device map: stages of consecutive modules per device, each
-// holding its weights, its layers' KV caches and its scratch in device buffers; activations hop
-// between devices in order with events; offloaded weights stream in double-buffered; a forward
-// pass is cut into micro-batches that flow through the stages as a pipeline.
+// Runs a model — the one run path of plexus. A device map places stages of consecutive modules
+// on devices, each holding its weights, its layers' KV caches and its scratch in device buffers;
+// activations hop between devices in order with events; offloaded weights stream in
+// double-buffered; a forward pass is cut into micro-batches that flow through the stages as a
+// pipeline. A run on one CPU (no devices named) is the same executor with one stage on the host
+// device, its weights read in place from the mmapped checkpoint (ExecutorOptions::host_in_place)
+// and its work called on the calling thread (no queue hop: nothing to overlap).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -23,11 +26,23 @@
 
 namespace plexus {
 
+// What a caller asks of a run on the CPU (the Engine, and ModelRun's RunInputs).
+struct EngineOptions {
+  int threads = 0;                      // 0: one per hardware thread
+  std::int64_t max_batch_tokens = 256;  // tokens per forward call (prefill chunk)
+  std::int64_t max_context = 0;         // 0: the model's max_position_embeddings
+};
+
 struct ExecutorOptions {
   std::int64_t max_batch_tokens = 256;  // tokens per forward()
   std::int64_t max_context = 0;         // tokens per sequence; 0: the model's max_position_embeddings
   std::int64_t sequences = 1;           // sequences open at once: their KV cache must fit beside the rest
   int micro_batches = 0;                // per forward(); 0: one per stage when nothing streams, else 1
+  // Modules mapped to "cpu" and computed by the host device (a run without accelerators) are
+  // read where they are: their matrices are views of the checkpoint, neither copied nor streamed
+  // (the small f32 vectors are still placed). Plain runs on the host use it; a plan's cpu-only
+  // runs (budgets naming only cpu) keep the planner's meaning of "cpu": host copies, streamed.
+  bool host_in_place = false;
 };
 
 class Executor : public Runner {
@@ -47,7 +62,11 @@ class Executor : public Runner {
   int open_sequence(std::int64_t capacity) override;
   void close_sequence(int slot) override;
   void forward(const SlotBatch& batch, std::span<const std::int64_t> rows, float* logits) override;
+  // The same with the caller's KV caches (each token's cache holds every layer, in host memory):
+  // only for a run of one stage on the host device (RuntimeError otherwise). The Engine's path.
+  void forward(const TokenBatch& batch, std::span<const std::int64_t> rows, float* logits);
 
+  const LlamaFamilyModel& model() const { return model_; }
   const StageLayout& layout() const { return layout_; }
   const IsaKernels& kernels() const { return kernels_; }
   // Threads of the devices that compute, summed.
@@ -65,10 +84,17 @@ class Executor : public Runner {
 
   Device& device(int d) const;
   void check_batch(const SlotBatch& batch) const;
-  // Enqueues stage s's work on micro-batch i (tokens [off, off + n) of the batch).
-  void enqueue_stage(std::size_t s, std::size_t i, const SlotBatch& batch, std::int64_t off, std::int64_t n,
-                     std::span<const std::int64_t> rows, float* logits);
+  // Runs the batch through the stages (their `caches` already set for its tokens).
+  void run_batch(std::span<const std::int32_t> ids, std::span<const std::int32_t> pos, std::span<const std::int64_t> rows,
+                 float* logits);
+  // Enqueues stage s's work on micro-batch i (tokens [off, off + n) of the batch); calls it
+  // directly when the run computes on the calling thread (direct_).
+  void enqueue_stage(std::size_t s, std::size_t i, std::span<const std::int32_t> ids, std::span<const std::int32_t> pos,
+                     std::int64_t off, std::int64_t n, std::span<const std::int64_t> rows, float* logits);
   void synchronize();
+  // The head computes straight into the caller's logits (host memory): a direct run of one
+  // micro-batch, whose rows needing logits are the batch's, in order.
+  bool logits_in_place() const { return direct_ && micro_batches_ == 1; }
 
   Checkpoint checkpoint_;
   LlamaFamilyModel model_;
@@ -78,6 +104,7 @@ class Executor : public Runner {
   StageLayout layout_;
   std::int64_t max_tokens_, max_context_;
   int micro_batches_;
+  bool direct_ = false;  // one stage on the host device, nothing streamed: work runs on the calling thread
   RunMemory memory_;
   RunBuffers buffers_;
   std::unique_ptr<WeightStore> weights_;

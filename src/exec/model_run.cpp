@@ -1,4 +1,4 @@
-// Planning inputs → plan → the Engine or Executor that runs it.
+// Planning inputs → plan → the Executor that runs it.
 #include "exec/model_run.h"
 
 #include <algorithm>
@@ -20,7 +20,6 @@
 #include "model/checkpoint.h"
 #include "model/config.h"
 #include "planner/plan_report.h"
-#include "runtime/engine_runner.h"
 
 namespace plexus {
 
@@ -283,11 +282,18 @@ std::unique_ptr<ModelRun> open_model_run(const RunInputs& in, const std::string&
       check_run_dtype(in.plan, checkpoint_weight_dtype(tree, WeightDType::kBF16));
     }
     run->device_note = cpu_fallback_note(probe_cuda(CudaFreeMemory::kNone));
-    run->engine = std::make_unique<Engine>(model_dir, eo);
-    run->engine_runner = std::make_unique<EngineRunner>(*run->engine);
-    run->runner = run->engine_runner.get();
-    run->threads = run->engine->threads();
-    run->isa = run->engine->kernels().name;
+    // One stage on the host device with every thread, the weights read in place.
+    run->devices = make_host_run_devices(eo.threads);
+    ExecutorOptions xo;
+    xo.max_batch_tokens = eo.max_batch_tokens;
+    xo.max_context = eo.max_context;
+    xo.sequences = 1;
+    xo.micro_batches = 1;
+    xo.host_in_place = true;
+    run->executor = std::make_unique<Executor>(model_dir, whole_model_on_host(), run->devices, xo);
+    run->runner = run->executor.get();
+    run->threads = run->executor->threads();
+    run->isa = run->executor->kernels().name;
     return run;
   }
   if (in.micro_batches < 0 || in.micro_batches > 4096) {
@@ -366,7 +372,7 @@ Json predict_run(const ModelRun& run, const std::string& model_dir, double promp
   if (run.plan) {
     plan = *run.plan;
     for (const DeviceId& d : plan.planned_budgets.accelerators()) n_acc = std::max(n_acc, d.ordinal() + 1);
-  } else {  // one Engine: the whole model computed by the host
+  } else {  // one stage: the whole model computed by the host, its weights read in place
     PlanRequest r;
     r.budgets.set(DeviceId::cpu(), std::numeric_limits<std::uint32_t>::max() * 1024ull);
     r.runtime.context = tree.config().max_position_embeddings;
@@ -381,7 +387,7 @@ Json predict_run(const ModelRun& run, const std::string& model_dir, double promp
     plan = plan_from_device_map(tree, all, r);
   }
   plan.runtime.batch = std::max<std::int64_t>(1, batch);
-  // The run's threads as the plan split them (the host's), or the engine's.
+  // The run's threads as the plan split them (the host's), or the host run's.
   const int threads = run.plan ? plan.runtime.threads : run.threads;
   const PlanFacts facts = plan_facts(std::nullopt, std::max(1, threads), n_acc);
   Prediction p;

@@ -1,6 +1,6 @@
 // Opening a model for a run, shared by `generate`, `perplexity` and `bench`: the planning inputs
 // (budgets from a memory map, N virtual devices or the detected hardware; strategy or a device
-// map file), the plan they give, and the Engine or Executor that runs it.
+// map file), the plan they give, and the Executor that runs it.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -14,7 +14,6 @@
 #include "exec/run_devices.h"
 #include "model/module_tree.h"
 #include "planner/planner.h"
-#include "runtime/engine.h"
 #include "runtime/runner.h"
 
 namespace plexus {
@@ -93,14 +92,16 @@ struct RunInputs {
   ReplicaShare replica;
 };
 
-// What runs the model. Without devices named (see PlanInputs::names_devices): one Engine. With
-// them: the plan they describe, run by an Executor across the devices (virtual CPU devices today).
+// What runs the model: always an Executor. Without devices named (see PlanInputs::names_devices):
+// one stage on the host device (every thread, weights read in place from the checkpoint; no
+// plan). With them: the plan they describe, across the devices (GPUs or virtual CPU devices).
 struct ModelRun {
-  std::unique_ptr<Engine> engine;
-  std::unique_ptr<Runner> engine_runner;
   DeviceRegistry devices;
   std::unique_ptr<Executor> executor;  // after `devices`: destroyed first
-  Runner* runner = nullptr;
+  Runner* runner = nullptr;            // the executor
+  // Devices were named: a plan was made (plan, plan_text, plan_json) and the run reports its
+  // execution (per-device stats). A run on the host alone reports as it always has.
+  bool planned() const { return plan.has_value(); }
   std::string plan_text;  // budgets, plan table and stages (multi-device runs)
   Json plan_json;         // plan_to_json + "budgets_source" (multi-device runs); null otherwise
   std::optional<Plan> plan;  // the plan run (multi-device runs)
@@ -113,7 +114,7 @@ struct ModelRun {
 std::unique_ptr<ModelRun> open_model_run(const RunInputs& inputs, const std::string& model_dir);
 
 // The cost model's prediction for `run` (planner/cost_model.h) with this host's calibrated
-// facts: its plan on several devices, else one host device with the engine's threads; for
+// facts: its plan on several devices, else one host device with the run's threads; for
 // prompts of `prompt_tokens` and decode at `decode_positions` on average, `batch` sequences.
 // prediction_to_json plus "facts_source"; null when no prediction can be made.
 Json predict_run(const ModelRun& run, const std::string& model_dir, double prompt_tokens, double decode_positions,

@@ -46,4 +46,18 @@ DeviceRegistry make_run_devices(const Budgets& budgets, int threads, std::uint64
   return r;
 }
 
+DeviceRegistry make_host_run_devices(int threads) {
+  // Large enough never to refuse, small enough that sums with it do not overflow.
+  constexpr std::uint64_t kUnbudgeted = std::uint64_t{1} << 60;
+  DeviceRegistry r;
+  r.set_host(std::make_unique<CpuDevice>(DeviceKind::kCpu, -1, kUnbudgeted, run_thread_budget(threads)));
+  return r;
+}
+
+DeviceMap whole_model_on_host() {
+  DeviceMap all;
+  all.set("", DeviceId::cpu());
+  return all;
+}
+
 }  // namespace plexus

@@ -8,6 +8,7 @@
 
 #include "backend/device_registry.h"
 #include "planner/budgets.h"
+#include "planner/device_map.h"
 
 namespace plexus {
 
@@ -30,5 +31,12 @@ struct RunAccelerators {
 int run_thread_budget(int threads);
 DeviceRegistry make_run_devices(const Budgets& budgets, int threads, std::uint64_t host_available_bytes,
                                 const RunAccelerators& accelerators = RunAccelerators());
+
+// The devices of a run without devices named: the host CPU device alone, computing on all of
+// `threads` (0: the hardware threads) with no budget of its own (like the mmapped weights it
+// reads in place, its buffers are the operating system's to refuse).
+DeviceRegistry make_host_run_devices(int threads);
+// The device map of such a run: every module on "cpu" (run with ExecutorOptions::host_in_place).
+DeviceMap whole_model_on_host();
 
 }  // namespace plexus

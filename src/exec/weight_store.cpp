@@ -7,6 +7,12 @@ namespace plexus {
 
 namespace {
 constexpr std::int64_t kLine = 64;
+
+// The mmapped checkpoint is host memory: read in place where the host keeps and computes the
+// weights, or where they are read from disk.
+bool in_place(const ModulePlace& at) {
+  return at.residence == Residence::kDisk || (at.residence == Residence::kDevice && at.device == kHostDevice);
+}
 std::int64_t round_line(std::int64_t b) { return (b + kLine - 1) / kLine * kLine; }
 
 // A layer's small vectors in packing order (that of layer_vector_bytes).
@@ -35,7 +41,7 @@ void WeightStore::copy_packed(const LayerWeights& w, Device& device, Buffer& dst
 
 WeightMatrix WeightStore::place(const WeightMatrix& src, const ModulePlace& at, RunMemory& memory,
                                 const std::string& what) {
-  if (at.residence == Residence::kDisk) return src;  // the mmapped checkpoint, read in place
+  if (in_place(at)) return src;  // the mmapped checkpoint, read in place
   DeviceMemory& mem = at.residence == Residence::kHost ? memory.host : memory.of(at.device);
   Buffer b = mem.allocate(static_cast<std::size_t>(src.bytes()), "weights of " + what);
   mem.device().copy_from_host(b, 0, src.data, static_cast<std::size_t>(src.bytes()));
@@ -80,7 +86,7 @@ WeightStore::WeightStore(const LlamaFamilyModel& model, const StageLayout& layou
     const ModulePlace& at = layout.layers[l];
     const std::string what = "model.layers." + std::to_string(l);
     LayerWeights w = src;
-    if (at.residence != Residence::kDisk) {  // disk: the matrices are read in place
+    if (!in_place(at)) {
       DeviceMemory& mem = at.residence == Residence::kHost ? memory.host : memory.of(at.device);
       Buffer b = mem.allocate(static_cast<std::size_t>(packed_bytes(src)), "weights of " + what);
       copy_packed(src, mem.device(), b, w);

@@ -1,6 +1,7 @@
 // Where each module's weights live during a run: copies in device buffers for modules kept on
-// their computing device, copies in host memory for "cpu", views of the mmapped checkpoint for
-// "disk". The small vectors (every layer's norms and biases, the final norm) are always f32
+// their computing accelerator, copies in host memory for "cpu", views of the mmapped checkpoint
+// for "disk" and for modules kept on the host device that computes them (a run on the host:
+// the weights are the checkpoint's pages, never a second copy). The small vectors (every layer's norms and biases, the final norm) are always f32
 // copies on the device that computes them, even where the matrices stream: they are tiny. Every
 // copy is allocated through RunMemory, so budgets are enforced and measured.
 #pragma once

@@ -36,7 +36,7 @@ struct Prediction {
 struct PredictShape {
   double prompt_tokens = 0;
   double decode_positions = 0;
-  bool host_in_place = false;  // one Engine on the host: "cpu" weights are read where they are, not streamed
+  bool host_in_place = false;  // a run on the host alone: "cpu" weights are read where they are, not streamed (ExecutorOptions::host_in_place)
   int micro_batches = 0;       // --micro-batches; 0: the executor's default (one per stage, one when weights stream)
   // Virtual devices of one host: how many could compute at once (host threads / each one's).
   // Set, the stages are predicted one after the other (no pipelining) and copies overlap the

@@ -1,28 +1,29 @@
-// Whole-model forward on one device.
+// The Engine: a one-stage Executor on the host device.
 #include "runtime/engine.h"
 
 #include <algorithm>
+#include <vector>
 
 #include "core/error.h"
+#include "exec/run_devices.h"
 
 namespace plexus {
 
 namespace {
-std::int64_t context_of(const ModelConfig& c, const EngineOptions& o) {
-  return o.max_context > 0 ? std::min(o.max_context, c.max_position_embeddings) : c.max_position_embeddings;
+ExecutorOptions executor_options(const EngineOptions& o) {
+  ExecutorOptions x;
+  x.max_batch_tokens = o.max_batch_tokens;
+  x.max_context = o.max_context;
+  x.sequences = 1;
+  x.micro_batches = 1;
+  x.host_in_place = true;
+  return x;
 }
 }  // namespace
 
 Engine::Engine(const std::string& model_dir, const EngineOptions& options)
-    : checkpoint_(model_dir),
-      model_(load_model_config(model_dir), checkpoint_),
-      kernels_(isa_kernels(best_isa())),
-      pool_(options.threads),
-      ops_(kernels_, pool_),
-      workspace_(model_.config(), std::max<std::int64_t>(1, options.max_batch_tokens), context_of(model_.config(), options),
-                 pool_.size()),
-      x_(static_cast<std::size_t>(workspace_.max_tokens() * model_.config().hidden_size)),
-      head_in_(x_.size()) {}
+    : devices_(make_host_run_devices(options.threads)),
+      executor_(std::make_unique<Executor>(model_dir, whole_model_on_host(), devices_, executor_options(options))) {}
 
 KvCache Engine::new_cache(std::int64_t capacity) const {
   const ModelConfig& c = config();
@@ -34,22 +35,7 @@ KvCache Engine::new_cache(std::int64_t capacity) const {
 }
 
 void Engine::forward(const TokenBatch& batch, std::span<const std::int64_t> rows, float* logits) {
-  const std::int64_t n = static_cast<std::int64_t>(batch.ids.size());
-  const std::int64_t H = config().hidden_size;
-  if (n == 0) return;
-  if (n > max_batch_tokens()) throw RuntimeError("batch of " + std::to_string(n) + " tokens exceeds max_batch_tokens");
-  for (std::int64_t t = 0; t < n; ++t) {
-    const std::int32_t p = batch.pos[static_cast<std::size_t>(t)];
-    if (p < 0 || p >= batch.cache[static_cast<std::size_t>(t)]->capacity()) {
-      throw RuntimeError("position " + std::to_string(p) + " outside the KV cache capacity");
-    }
-  }
-  ops_.begin_batch(batch, model_.inv_freq(), true, workspace_);
-  model_.embed(ops_, batch.ids, x_.data());
-  for (int l = 0; l < config().num_layers; ++l) model_.layer(ops_, l, x_.data(), batch, workspace_);
-  ops_.gather_rows(x_.data(), rows, H, head_in_.data());
-  model_.head(ops_, head_in_.data(), static_cast<std::int64_t>(rows.size()), logits);
-  ops_.end_batch();
+  executor_->forward(batch, rows, logits);
 }
 
 void Engine::prefill(KvCache& cache, std::span<const std::int32_t> ids, std::int32_t start, float* logits) {

@@ -1,42 +1,39 @@
-// One model on one CPU device: loads a checkpoint, owns the threads, the CPU compute operations
-// (CpuOps) and scratch buffers, and runs token batches through the whole model. Prefill runs as matrix-matrix work in chunks of
-// `max_batch_tokens`; decode as matrix-vector work against the KV cache. Nothing allocates per
-// token.
+// One model on the host CPU: a convenience over the one run path, an Executor (exec/executor.h)
+// with one stage on the host device, its threads all the engine's, its weights viewed in place
+// from the mmapped checkpoint and its work called on the calling thread. Prefill runs as
+// matrix-matrix work in chunks of `max_batch_tokens`; decode as matrix-vector work against the KV
+// cache. Nothing allocates per token.
 #pragma once
 #include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
-#include <vector>
 
-#include "core/thread_pool.h"
+#include "backend/device_registry.h"
+#include "exec/executor.h"
 #include "kernels/cpu/isa.h"
-#include "model/checkpoint.h"
 #include "model/config.h"
-#include "model/cpu_ops.h"
 #include "model/kv_cache.h"
 #include "model/llama_family.h"
 
 namespace plexus {
 
-struct EngineOptions {
-  int threads = 0;                    // 0: one per hardware thread
-  std::int64_t max_batch_tokens = 256;  // tokens per forward call (prefill chunk)
-  std::int64_t max_context = 0;       // 0: the model's max_position_embeddings
-};
+// EngineOptions (threads, tokens per forward, context): exec/executor.h, shared with ModelRun.
 
 class Engine {
  public:
   // Throws InputError naming the file and field on a bad model directory.
   Engine(const std::string& model_dir, const EngineOptions& options);
 
-  const ModelConfig& config() const { return model_.config(); }
-  const LlamaFamilyModel& model() const { return model_; }
-  const IsaKernels& kernels() const { return kernels_; }
-  int threads() const { return pool_.size(); }
-  std::int64_t max_batch_tokens() const { return workspace_.max_tokens(); }
-  std::int64_t max_context() const { return workspace_.max_context(); }
-  std::int64_t vocab_size() const { return model_.lm_head().rows; }
+  const ModelConfig& config() const { return executor_->config(); }
+  const LlamaFamilyModel& model() const { return executor_->model(); }
+  const IsaKernels& kernels() const { return executor_->kernels(); }
+  int threads() const { return executor_->threads(); }
+  std::int64_t max_batch_tokens() const { return executor_->max_batch_tokens(); }
+  std::int64_t max_context() const { return executor_->max_context(); }
+  std::int64_t vocab_size() const { return executor_->vocab_size(); }
+  // The executor that runs the model (a Runner: sequences as slots, KV caches it allocates).
+  Executor& executor() { return *executor_; }
 
   // A cache for one sequence of up to `capacity` tokens (<= max_context()).
   KvCache new_cache(std::int64_t capacity) const;
@@ -50,14 +47,8 @@ class Engine {
   void prefill(KvCache& cache, std::span<const std::int32_t> ids, std::int32_t start, float* logits);
 
  private:
-  Checkpoint checkpoint_;
-  LlamaFamilyModel model_;
-  const IsaKernels& kernels_;
-  ThreadPool pool_;
-  CpuOps ops_;
-  Workspace workspace_;
-  std::vector<float> x_;        // (max_batch_tokens, H) residual stream
-  std::vector<float> head_in_;  // (max_batch_tokens, H) rows that need logits
+  DeviceRegistry devices_;
+  std::unique_ptr<Executor> executor_;  // after devices_: destroyed first
 };
 
 }  // namespace plexus

@@ -1,8 +1,6 @@
-// The single-device Engine behind the Runner interface: sequences are KvCaches in host memory.
+// The Engine behind the Runner interface: its executor's own sequences (KV caches in host memory
+// of the host device).
 #pragma once
-#include <memory>
-#include <vector>
-
 #include "runtime/engine.h"
 #include "runtime/runner.h"
 
@@ -10,20 +8,20 @@ namespace plexus {
 
 class EngineRunner : public Runner {
  public:
-  explicit EngineRunner(Engine& engine) : engine_(engine) {}
+  explicit EngineRunner(Engine& engine) : executor_(engine.executor()) {}
 
-  const ModelConfig& config() const override { return engine_.config(); }
-  std::int64_t vocab_size() const override { return engine_.vocab_size(); }
-  std::int64_t max_context() const override { return engine_.max_context(); }
-  std::int64_t max_batch_tokens() const override { return engine_.max_batch_tokens(); }
-  int open_sequence(std::int64_t capacity) override;
-  void close_sequence(int slot) override;
-  void forward(const SlotBatch& batch, std::span<const std::int64_t> rows, float* logits) override;
+  const ModelConfig& config() const override { return executor_.config(); }
+  std::int64_t vocab_size() const override { return executor_.vocab_size(); }
+  std::int64_t max_context() const override { return executor_.max_context(); }
+  std::int64_t max_batch_tokens() const override { return executor_.max_batch_tokens(); }
+  int open_sequence(std::int64_t capacity) override { return executor_.open_sequence(capacity); }
+  void close_sequence(int slot) override { executor_.close_sequence(slot); }
+  void forward(const SlotBatch& batch, std::span<const std::int64_t> rows, float* logits) override {
+    executor_.forward(batch, rows, logits);
+  }
 
  private:
-  Engine& engine_;
-  std::vector<std::unique_ptr<KvCache>> caches_;  // by slot; null when closed
-  std::vector<KvCache*> batch_caches_;            // (n) scratch for forward
+  Executor& executor_;
 };
 
 }  // namespace plexus

@@ -1,4 +1,4 @@
-// Text generation and scoring on a Runner (one Engine, or an Executor across devices): the
+// Text generation and scoring on a Runner (the Executor, on the host or across devices): the
 // loops behind `plexus generate` and `plexus perplexity`, with their timings.
 #pragma once
 #include <cstdint>

@@ -1,6 +1,6 @@
-// What the generate / perplexity loops need from whatever runs the model: one Engine on one
-// device (EngineRunner) or an Executor across devices (exec/executor.h). Sequences are slots
-// whose KV caches live wherever the runner keeps them.
+// What the generate / perplexity loops need from whatever runs the model: the Executor
+// (exec/executor.h), on one host stage or across devices (EngineRunner: an Engine's executor).
+// Sequences are slots whose KV caches live wherever the runner keeps them.
 #pragma once
 #include <cstdint>
 #include <span>
