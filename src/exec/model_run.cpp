@@ -276,12 +276,17 @@ std::unique_ptr<ModelRun> open_model_run(const RunInputs& in, const std::string&
     eo.threads = std::max(1, total / share.count);
   }
   check_plan_inputs(in.plan);
-  if (!in.plan.names_devices()) {
+  // Without device flags a run takes every GPU the CUDA runtime sees (planned as --devices would
+  // plan them, split between replicas), else the host.
+  const CudaAvailability cuda = in.plan.names_devices() ? CudaAvailability{} : probe_cuda(CudaFreeMemory::kNone);
+  const bool on_gpus_by_default =
+      cuda.usable() && cuda.gpus.size() % static_cast<std::size_t>(std::max(1, share.count)) == 0;
+  if (!in.plan.names_devices() && !on_gpus_by_default) {
     if (in.plan.dtype) {
       const ModuleTree tree = load_module_tree(model_dir);
       check_run_dtype(in.plan, checkpoint_weight_dtype(tree, WeightDType::kBF16));
     }
-    run->device_note = cpu_fallback_note(probe_cuda(CudaFreeMemory::kNone));
+    run->device_note = cpu_fallback_note(cuda);
     // One stage on the host device with every thread, the weights read in place.
     run->devices = make_host_run_devices(eo.threads);
     ExecutorOptions xo;
@@ -303,6 +308,12 @@ std::unique_ptr<ModelRun> open_model_run(const RunInputs& in, const std::string&
   PlanInputs pin = in.plan;
   pin.batch_tokens = eo.max_batch_tokens;
   pin.threads = eo.threads;
+  if (on_gpus_by_default) {
+    // The run's own length (prompt + tokens to generate) sizes the KV cache, as on the host.
+    if (eo.max_context > 0) pin.context = std::min<long long>(eo.max_context, tree.config().max_position_embeddings);
+    run->device_note = "running on the " + std::to_string(cuda.gpus.size()) + " GPU(s) CUDA sees (" + cuda.gpus.front().name +
+                       "); CUDA_VISIBLE_DEVICES= keeps a run on the CPU";
+  }
   if (pin.context == 0) {
     throw InputError("--context 0 plans the weights only; a run needs room for its tokens: give --context N (the "
                      "prompt plus the tokens to generate, at most " +
@@ -336,7 +347,7 @@ std::unique_ptr<ModelRun> open_model_run(const RunInputs& in, const std::string&
   // The devices get what the plan sized: its budgets (accelerate's strategies: max_memory for the
   // weights, the run buffers on top).
   run->devices = make_run_devices(run_capacities(plan), po.request.runtime.threads, host_available_memory(), po.accelerators);
-  run->device_note = po.device_note;
+  if (!po.device_note.empty()) run->device_note = po.device_note;
   ExecutorOptions xo;
   xo.max_batch_tokens = eo.max_batch_tokens;
   xo.max_context = plan.runtime.context;

@@ -93,8 +93,10 @@ struct RunInputs {
 };
 
 // What runs the model: always an Executor. Without devices named (see PlanInputs::names_devices):
-// one stage on the host device (every thread, weights read in place from the checkpoint; no
-// plan). With them: the plan they describe, across the devices (GPUs or virtual CPU devices).
+// every GPU the CUDA runtime sees, planned as --devices would plan them (its `context` is the
+// run's own length), or, without GPUs, one stage on the host device (every thread, weights read
+// in place from the checkpoint; no plan). With them: the plan they describe, across the devices
+// (GPUs or virtual CPU devices).
 struct ModelRun {
   DeviceRegistry devices;
   std::unique_ptr<Executor> executor;  // after `devices`: destroyed first

@@ -134,10 +134,10 @@ TEST_F(GpuModel, VirtualGpusMicroBatchesAndOffloadGiveOneGpusNll) {
     PlanInputs p;
     p.virtual_gpus = n;
     p.device_map_file = map_file;
-    const std::unique_ptr<ModelRun> run = gpu_run(dir.path(), p);
+    const std::unique_ptr<ModelRun> run = gpu_run(dir.path(), p, 1);
     ASSERT_EQ(run->executor->layout().stages.size(), static_cast<std::size_t>(n)) << run->plan_text;
     const PerplexityResult r = perplexity(*run->runner, c.ids);
-    // The same kernels on the same token counts: the same bits.
+    // One micro-batch: the same kernels on the same token counts, so the same bits.
     EXPECT_EQ(r.nll, one.nll);
     // Pipelined micro-batches change the tokens per kernel (GEMV vs GEMM): equal within rounding.
     const PerplexityResult m = perplexity(*gpu_run(dir.path(), p, n)->runner, c.ids);
@@ -164,6 +164,7 @@ TEST_F(GpuModel, VirtualGpusMicroBatchesAndOffloadGiveOneGpusNll) {
     std::ofstream(map_file) << map.dump();
     PlanInputs p;
     p.device_map_file = map_file;
+    p.offload_disk = true;
     const std::unique_ptr<ModelRun> run = gpu_run(dir.path(), p);
     ASSERT_TRUE(run->executor->layout().streams()) << run->plan_text;
     const PerplexityResult r = perplexity(*run->runner, c.ids);
