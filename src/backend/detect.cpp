@@ -15,6 +15,18 @@
 
 namespace plexus {
 
+std::vector<int> monitor_indices_of_cuda_gpus(const Inventory& inv, const std::vector<int>& cuda_gpus) {
+  std::vector<int> out;
+  for (int g : cuda_gpus) {
+    const std::string name = "cuda:" + std::to_string(g);
+    auto d = std::find_if(inv.devices.begin(), inv.devices.end(),
+                          [&](const DeviceInfo& i) { return i.cuda_device == name && !i.virtual_on_gpu; });
+    if (d == inv.devices.end()) return {};
+    out.push_back(d->index);
+  }
+  return out;
+}
+
 Inventory virtual_inventory(int n, std::uint64_t per_device_bytes, const HostInfo& host) {
   Inventory inv;
   inv.host = host;

@@ -20,6 +20,11 @@ Inventory virtual_gpus_inventory(int n, const CudaAvailability& cuda, const Host
 // inv.cuda_status.
 void merge_cuda(Inventory& inv, const CudaAvailability& cuda);
 
+// The monitor's GPU indices (DeviceInfo::index, as `plexus detect` numbers them) of the GPUs the
+// CUDA runtime numbers `cuda_gpus`, for watching only the GPUs a run computes on; empty when one of
+// them is not in `inv` (then watch them all).
+std::vector<int> monitor_indices_of_cuda_gpus(const Inventory& inv, const std::vector<int>& cuda_gpus);
+
 // The inventory of `n` virtual devices with `per_device_bytes` each (0: host available / n).
 Inventory virtual_inventory(int n, std::uint64_t per_device_bytes, const HostInfo& host);
 

@@ -195,7 +195,7 @@ Json run_point(const BenchPoint& point, const std::string& config_file, const Lo
   if (!run_all(warmup, nullptr)) throw Interrupted("interrupted during the warm-up, before any sample was measured");
 
   const ExecStats before = run->planned() ? run->executor->stats() : ExecStats{};
-  SourceOptions so = source_options_from(device_options_from_env());
+  SourceOptions so = source_options_for_run(device_options_from_env(), c.backend.device_ids.empty() ? run->cuda_gpus : std::vector<int>{});
   for (long long id : c.backend.device_ids) so.devices.push_back(static_cast<int>(id));
   MonitorSession session(make_sources(so));
   MonitorOptions mo;

@@ -130,7 +130,8 @@ int cmd_generate(int argc, char** argv) {
   // present, and the host) whose summary goes into the output as "monitor".
   std::unique_ptr<MonitorSession> monitor;
   if (json) {
-    monitor = std::make_unique<MonitorSession>(make_sources(source_options_from(device_options_from_env())));
+    // The GPUs the run computes on (all of them for a CPU run: what else draws power is still shown).
+    monitor = std::make_unique<MonitorSession>(make_sources(source_options_for_run(device_options_from_env(), run->cuda_gpus)));
     monitor->start(MonitorOptions{});
   }
   if (batch > 1) {

@@ -355,6 +355,13 @@ std::unique_ptr<ModelRun> open_model_run(const RunInputs& in, const std::string&
   xo.micro_batches = in.micro_batches;
   run->executor = std::make_unique<Executor>(model_dir, plan.device_map, run->devices, xo);
   run->runner = run->executor.get();
+  if (po.accelerators.cuda) {
+    for (const Stage& s : run->executor->layout().stages) {
+      if (s.device < 0 || static_cast<std::size_t>(s.device) >= po.accelerators.physical_gpu.size()) continue;
+      const int g = po.accelerators.physical_gpu[static_cast<std::size_t>(s.device)];
+      if (std::find(run->cuda_gpus.begin(), run->cuda_gpus.end(), g) == run->cuda_gpus.end()) run->cuda_gpus.push_back(g);
+    }
+  }
   run->threads = std::min(run->executor->threads(), run_thread_budget(eo.threads));
   run->isa = run->executor->kernels().name;
   std::string buffers;

@@ -110,8 +110,12 @@ struct ModelRun {
   int threads = 0;
   std::string isa;
   // One line for the user (the command prints it as "note: ..."): why a run that could have used
-  // GPUs is on the CPU (no CUDA driver, or detected GPUs the CUDA runtime cannot use). Empty otherwise.
+  // GPUs is on the CPU (no CUDA driver, or detected GPUs the CUDA runtime cannot use), or that a
+  // run without device flags took the GPUs. Empty otherwise.
   std::string device_note;
+  // The CUDA runtime's indices of the GPUs the run computes on (empty: none), so a monitor can
+  // watch just those.
+  std::vector<int> cuda_gpus;
 };
 std::unique_ptr<ModelRun> open_model_run(const RunInputs& inputs, const std::string& model_dir);
 

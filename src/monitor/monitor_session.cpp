@@ -3,6 +3,7 @@
 
 #include <time.h>
 
+#include "backend/detect.h"
 #include "core/error.h"
 #include "monitor/host_source.h"
 #include "monitor/nvml_source.h"
@@ -27,6 +28,12 @@ SourceOptions source_options_from(const DeviceOptions& devices) {
   options.nvml_library = devices.nvml_library;
   options.rocm_smi_library = devices.rocm_smi_library;
   return options;
+}
+
+SourceOptions source_options_for_run(const DeviceOptions& devices, const std::vector<int>& cuda_gpus) {
+  SourceOptions o = source_options_from(devices);
+  if (!cuda_gpus.empty()) o.devices = monitor_indices_of_cuda_gpus(detect_devices(devices), cuda_gpus);
+  return o;
 }
 
 MonitorSession::MonitorSession(std::vector<std::unique_ptr<MetricSource>> sources, std::chrono::milliseconds call_limit) {

@@ -44,6 +44,10 @@ struct SourceOptions {
 std::vector<std::unique_ptr<MetricSource>> make_sources(const SourceOptions& options);
 // Library paths from a command's DeviceOptions (PLEXUS_NVML_LIBRARY, PLEXUS_ROCM_SMI_LIBRARY).
 SourceOptions source_options_from(const DeviceOptions& devices);
+// The same, watching only the GPUs a run computes on: `cuda_gpus` as the CUDA runtime numbers
+// them (ModelRun::cuda_gpus), matched to the monitor's numbering through detection; every GPU
+// when the list is empty or a GPU is not found.
+SourceOptions source_options_for_run(const DeviceOptions& devices, const std::vector<int>& cuda_gpus);
 
 class MonitorSession {
  public:

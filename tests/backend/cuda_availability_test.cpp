@@ -172,6 +172,24 @@ TEST(CudaAvailability, MergeNamesNvmlGpusAndAddsTheOnesItMissed) {
   EXPECT_TRUE(said) << to_text(r);
 }
 
+TEST(CudaAvailability, MonitorWatchesTheGpusARunComputesOn) {
+  // NVML numbers the GPUs 0, 1; the CUDA runtime (fastest first) calls NVML's 1 "cuda:0".
+  Inventory inv;
+  for (int i = 0; i < 2; ++i) {
+    DeviceInfo d;
+    d.index = i;
+    d.kind = DeviceKind::kCuda;
+    d.cuda_device = "cuda:" + std::to_string(1 - i);
+    inv.devices.push_back(d);
+  }
+  EXPECT_EQ(monitor_indices_of_cuda_gpus(inv, {0}), std::vector<int>{1});
+  EXPECT_EQ(monitor_indices_of_cuda_gpus(inv, {1, 0}), (std::vector<int>{0, 1}));
+  EXPECT_TRUE(monitor_indices_of_cuda_gpus(inv, {2}).empty());  // unknown: watch every GPU
+  // Virtual GPUs are not what NVML measures: their physical GPU is.
+  inv.devices[1].virtual_on_gpu = 0;
+  EXPECT_TRUE(monitor_indices_of_cuda_gpus(inv, {0}).empty());
+}
+
 TEST(CudaAvailability, VirtualGpusFromTheFlagOrTheEnvironment) {
   EXPECT_EQ(parse({}).virtual_gpus, 0);
   EXPECT_EQ(parse({"--virtual-gpus", "3"}).virtual_gpus, 3);
