@@ -230,6 +230,13 @@ step gpu_bench-1b-nographs 40 env PLEXUS_CUDA_GRAPHS=0 "$GB" "$M1" --devices 0 -
 step gpu_bench-1b-vgpu2 60 "$GB" "$M1" --virtual-gpus 2 --ids "$IDS" --decode-tokens 64 --reps 3 --batches 8 \
   --skip ceilings,prefill --json "$RESULTS/gpu_bench-1b-vgpu2.json"
 
+# plexus batch with a replica per virtual GPU (2 replicas on --virtual-gpus 2), 32 requests.
+if [ "$DRY" = 0 ]; then
+  for i in $(seq 1 32); do echo "{\"id\": \"r$i\", \"ids\": [128000, $((i * 997 % 128000)), $((i * 331 % 128000))], \"max_tokens\": 32}"; done >"$RESULTS/batch-in.jsonl"
+fi
+step batch-1b-vgpu2 60 "$PLEXUS" batch "$M1" --input "$RESULTS/batch-in.jsonl" --output "$RESULTS/batch-out.jsonl" \
+  --replicas 2 --virtual-gpus 2 --context 256 --json
+
 # --- the table ----------------------------------------------------------------------------
 echo
 echo "== steps (seconds): $(tail -n +2 "$RESULTS/steps.tsv" | awk -F'\t' '{printf "%s %s%s; ", $1, $2, ($3 == "ok" ? "" : " [" $3 "]")}')"
