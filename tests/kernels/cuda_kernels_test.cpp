@@ -472,7 +472,7 @@ TEST_F(CudaKernels, AttentionSplitCoversTheContext) {
   }
 }
 
-// Matmul through the GEMV (n <= 8) and cuBLAS (n > 8) paths, several targets sharing x, output
+// Matmul through the GEMV (n <= 8) and cuBLAS (n > 8, or cublas_) paths, several targets sharing x, output
 // strides wider than the rows, an input stride wider than cols.
 struct MatmulCase {
   std::int64_t cols;
@@ -490,7 +490,8 @@ class CudaMatmul : public CudaKernels {
     DeviceBuffer<float> x(xh);
     // x as the product sees it: rounded to the weight dtype on the cuBLAS path of 16-bit weights.
     std::vector<float> x_used(static_cast<std::size_t>(n * cols));
-    const bool rounded = n > kGemvMaxTokens && dtype != DType::kF32;
+    const bool use_cublas = cublas_ || n > kGemvMaxTokens;
+    const bool rounded = use_cublas && dtype != DType::kF32;
     for (std::int64_t t = 0; t < n; ++t)
       for (std::int64_t c = 0; c < cols; ++c)
         x_used[static_cast<std::size_t>(t * cols + c)] =
@@ -516,7 +517,7 @@ class CudaMatmul : public CudaKernels {
     cublasHandle_t h = nullptr;
     ASSERT_EQ(cublasCreate(&h), CUBLAS_STATUS_SUCCESS);
     ASSERT_EQ(cublasSetStream(h, stream_), CUBLAS_STATUS_SUCCESS);
-    if (n <= kGemvMaxTokens) {
+    if (!use_cublas) {
       gemv_(dtype, targets.data(), static_cast<int>(targets.size()), cols, x.get(), n, ldx, stream_);
     } else {
       gemm_cublas(h, dtype, targets.data(), static_cast<int>(targets.size()), cols, x.get(), n, ldx, scratch.get(),
@@ -544,6 +545,7 @@ class CudaMatmul : public CudaKernels {
     }
   }
   GemvFn gemv_ = launch_gemv;  // launch_gemv_old: the previous kernel, kept for one comparison run
+  bool cublas_ = false;        // cuBLAS at every n (CudaOps::matmul's path above kGemvDispatchMaxTokens)
 };
 
 TEST_F(CudaMatmul, GemvEveryDtypeOddShapes) {
@@ -599,6 +601,18 @@ TEST_F(CudaMatmul, CublasEveryDtypeOddShapes) {
   const std::vector<MatmulCase> cases = {{1, {1}}, {3, {3}}, {17, {17, 1}}, {4097, {5}}, {64, {4097}}, {4096, {64, 16}}};
   for (DType dtype : kDtypes) {
     for (std::int64_t n : {9, 17, 64}) {
+      for (const MatmulCase& mc : cases) run(dtype, n, mc, 0);
+    }
+  }
+}
+
+// cuBLAS at the decode token counts CudaOps::matmul gives it (kGemvDispatchMaxTokens + 1 .. 8),
+// and at 1.
+TEST_F(CudaMatmul, CublasFewTokens) {
+  cublas_ = true;
+  const std::vector<MatmulCase> cases = {{1, {1}}, {17, {17, 1}}, {4097, {5}}, {4096, {64, 16, 16}}, {2048, {300, 5}}};
+  for (DType dtype : kDtypes) {
+    for (std::int64_t n : {std::int64_t{1}, kGemvDispatchMaxTokens + 1, std::int64_t{5}, kGemvMaxTokens}) {
       for (const MatmulCase& mc : cases) run(dtype, n, mc, 0);
     }
   }

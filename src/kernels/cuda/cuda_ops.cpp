@@ -372,7 +372,7 @@ void CudaOps::matmul(std::span<const MatmulPart> parts, const float* x, std::int
     const DType dtype = parts[first].w.dtype;
     last_weights_16bit_ = dtype == DType::kBF16 || dtype == DType::kF16;
     int count = 0;
-    const bool gemv = n <= kGemvMaxTokens;
+    const bool gemv = n <= kGemvDispatchMaxTokens;
     std::vector<std::uint64_t>& words = sig_words_;
     words.clear();
     for (std::uint64_t w : sig(gemv ? OpId::kGemv : OpId::kGemm, dtype, cols, x, n, ldx)) words.push_back(w);
