@@ -99,6 +99,42 @@ TEST_F(CudaKernels, RmsnormOddSizesAndInPlace) {
   }
 }
 
+// The fused residual add + rmsnorm against its two steps (launch_add, then launch_rmsnorm),
+// out separate, aliasing y (as the forward calls it: x += xb, xb = norm(x)) and aliasing x.
+TEST_F(CudaKernels, AddRmsnormIsAddThenRmsnorm) {
+  for (std::int64_t rows : {1, 3, 17}) {
+    for (std::int64_t d : {1, 3, 17, 64, 257, 4097}) {
+      for (int alias = 0; alias < 3; ++alias) {  // 0: out separate, 1: out = y, 2: out = x
+        const std::vector<float> xh = random_floats(static_cast<std::size_t>(rows * d), rng_);
+        const std::vector<float> yh = random_floats(static_cast<std::size_t>(rows * d), rng_);
+        const std::vector<float> wh = random_floats(static_cast<std::size_t>(d), rng_);
+        DeviceBuffer<float> w(wh);
+        // The reference: the two kernels.
+        DeviceBuffer<float> rx(xh), ry(yh), rout(static_cast<std::size_t>(rows * d));
+        rout.poison();
+        launch_add(rx.get(), ry.get(), rows * d, stream_);
+        launch_rmsnorm(rx.get(), w.get(), rows, d, 1e-5f, rout.get(), stream_);
+        // The fused kernel.
+        DeviceBuffer<float> x(xh), y(yh), out(static_cast<std::size_t>(rows * d));
+        out.poison();
+        float* o = alias == 0 ? out.get() : alias == 1 ? y.get() : x.get();
+        launch_add_rmsnorm(x.get(), y.get(), w.get(), rows, d, 1e-5f, o, stream_);
+        sync();
+        const std::vector<float> want_x = rx.download(), want_out = rout.download();
+        const std::vector<float> got_out = alias == 0 ? out.download() : alias == 1 ? y.download() : x.download();
+        const std::string what = "rows=" + std::to_string(rows) + " d=" + std::to_string(d) + " alias=" + std::to_string(alias);
+        if (alias != 2) EXPECT_TRUE(close(x.download(), want_x, 0, 0)) << "x += y, " << what;
+        EXPECT_TRUE(close(got_out, want_out, 1e-6, 1e-6)) << "rmsnorm, " << what;
+        // And the meaning: rmsnorm of x + y on the host.
+        std::vector<float> sum(xh.size()), want(xh.size());
+        for (std::size_t i = 0; i < xh.size(); ++i) sum[i] = xh[i] + yh[i];
+        ref::rmsnorm(sum.data(), wh.data(), DType::kF32, rows, d, 1e-5, want.data());
+        EXPECT_TRUE(close(got_out, want, 1e-6, 2e-5)) << "against ref, " << what;
+      }
+    }
+  }
+}
+
 TEST_F(CudaKernels, AddBiasOddSizes) {
   for (std::int64_t n : {1, 3, 17}) {
     for (std::int64_t d : {1, 3, 17, 4097}) {

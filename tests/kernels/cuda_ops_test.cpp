@@ -182,8 +182,7 @@ TEST_P(CudaOpsLayer, PrefillThenDecodeMatchesTheHostLayer) {
     ops.attention(layer, batch, shape, *ws);
     const MatmulPart o[] = {{wo.dev_view(), xb.get(), H}};
     ops.matmul(o, v.att, n, Q);
-    ops.add(x.get(), xb.get(), n * H);
-    ops.rmsnorm(x.get(), post_norm.dev.get(), n, H, eps, xb.get());
+    ops.add_rmsnorm(x.get(), xb.get(), post_norm.dev.get(), n, H, eps, xb.get());  // as the forward: one kernel
     const MatmulPart gu[] = {{wg.dev_view(), gate.get(), I}, {wu.dev_view(), up.get(), I}};
     ops.matmul(gu, xb.get(), n, H);
     ops.silu_mul(gate.get(), up.get(), gate.get(), n * I);
