@@ -58,6 +58,14 @@ class ComputeOps {
   virtual void silu_mul(const float* gate, const float* up, float* out, std::int64_t n) = 0;
   // x (n) += y (n)
   virtual void add(float* x, const float* y, std::int64_t n) = 0;
+  // x (rows, d) += y (rows, d), then out (rows, d) = rmsnorm(x) · w (d) as rmsnorm does; out may
+  // alias y (or x). The residual add and the next norm in one step (one kernel on the GPU); by
+  // default exactly add then rmsnorm (CpuOps: bitwise the two steps).
+  virtual void add_rmsnorm(float* x, const float* y, const float* w, std::int64_t rows, std::int64_t d, float eps,
+                           float* out) {
+    add(x, y, rows * d);
+    rmsnorm(x, w, rows, d, eps, out);
+  }
   // dst row i (d) = src row rows[i] (d), for rows (host).
   virtual void gather_rows(const float* src, std::span<const std::int64_t> rows, std::int64_t d, float* dst) = 0;
 };

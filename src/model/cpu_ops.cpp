@@ -95,6 +95,12 @@ void CpuOps::add(float* x, const float* y, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) x[i] += y[i];
 }
 
+void CpuOps::add_rmsnorm(float* x, const float* y, const float* w, std::int64_t rows, std::int64_t d, float eps,
+                         float* out) {
+  add(x, y, rows * d);
+  rmsnorm(x, w, rows, d, eps, out);
+}
+
 void CpuOps::gather_rows(const float* src, std::span<const std::int64_t> rows, std::int64_t d, float* dst) {
   for (std::size_t i = 0; i < rows.size(); ++i) {
     std::memcpy(dst + static_cast<std::int64_t>(i) * d, src + rows[i] * d, static_cast<std::size_t>(d) * sizeof(float));

@@ -193,10 +193,9 @@ void LlamaFamilyModel::layer(ComputeOps& ops, int l, const LayerWeights& w, floa
   const MatmulPart o[] = {{w.o, ws.xb.data(), H}};
   ops.matmul(o, ws.att.data(), n, Q);
   add_bias(ws.xb.data(), w.o_bias);
-  ops.add(x, ws.xb.data(), n * H);
-
-  // MLP block: x += (silu(xb·Wgᵀ) * xb·Wuᵀ)·Wdᵀ with xb = norm(x).
-  ops.rmsnorm(x, w.post_attention_norm.data, n, H, eps, ws.xb.data());
+  // MLP block: x += (silu(xb·Wgᵀ) * xb·Wuᵀ)·Wdᵀ with xb = norm(x); the attention's residual add
+  // and this norm in one step.
+  ops.add_rmsnorm(x, ws.xb.data(), w.post_attention_norm.data, n, H, eps, ws.xb.data());
   const MatmulPart gate_up[] = {{w.gate, ws.gate.data(), I}, {w.up, ws.up.data(), I}};
   ops.matmul(gate_up, ws.xb.data(), n, H);
   ops.silu_mul(ws.gate.data(), ws.up.data(), ws.gate.data(), n * I);

@@ -99,6 +99,42 @@ TEST_F(CudaKernels, RmsnormOddSizesAndInPlace) {
   }
 }
 
+// The fused residual add + rmsnorm against its two steps (launch_add, then launch_rmsnorm),
+// out separate, aliasing y (as the forward calls it: x += xb, xb = norm(x)) and aliasing x.
+TEST_F(CudaKernels, AddRmsnormIsAddThenRmsnorm) {
+  for (std::int64_t rows : {1, 3, 17}) {
+    for (std::int64_t d : {1, 3, 17, 64, 257, 4097}) {
+      for (int alias = 0; alias < 3; ++alias) {  // 0: out separate, 1: out = y, 2: out = x
+        const std::vector<float> xh = random_floats(static_cast<std::size_t>(rows * d), rng_);
+        const std::vector<float> yh = random_floats(static_cast<std::size_t>(rows * d), rng_);
+        const std::vector<float> wh = random_floats(static_cast<std::size_t>(d), rng_);
+        DeviceBuffer<float> w(wh);
+        // The reference: the two kernels.
+        DeviceBuffer<float> rx(xh), ry(yh), rout(static_cast<std::size_t>(rows * d));
+        rout.poison();
+        launch_add(rx.get(), ry.get(), rows * d, stream_);
+        launch_rmsnorm(rx.get(), w.get(), rows, d, 1e-5f, rout.get(), stream_);
+        // The fused kernel.
+        DeviceBuffer<float> x(xh), y(yh), out(static_cast<std::size_t>(rows * d));
+        out.poison();
+        float* o = alias == 0 ? out.get() : alias == 1 ? y.get() : x.get();
+        launch_add_rmsnorm(x.get(), y.get(), w.get(), rows, d, 1e-5f, o, stream_);
+        sync();
+        const std::vector<float> want_x = rx.download(), want_out = rout.download();
+        const std::vector<float> got_out = alias == 0 ? out.download() : alias == 1 ? y.download() : x.download();
+        const std::string what = "rows=" + std::to_string(rows) + " d=" + std::to_string(d) + " alias=" + std::to_string(alias);
+        if (alias != 2) EXPECT_TRUE(close(x.download(), want_x, 0, 0)) << "x += y, " << what;
+        EXPECT_TRUE(close(got_out, want_out, 1e-6, 1e-6)) << "rmsnorm, " << what;
+        // And the meaning: rmsnorm of x + y on the host.
+        std::vector<float> sum(xh.size()), want(xh.size());
+        for (std::size_t i = 0; i < xh.size(); ++i) sum[i] = xh[i] + yh[i];
+        ref::rmsnorm(sum.data(), wh.data(), DType::kF32, rows, d, 1e-5, want.data());
+        EXPECT_TRUE(close(got_out, want, 1e-6, 2e-5)) << "against ref, " << what;
+      }
+    }
+  }
+}
+
 TEST_F(CudaKernels, AddBiasOddSizes) {
   for (std::int64_t n : {1, 3, 17}) {
     for (std::int64_t d : {1, 3, 17, 4097}) {
@@ -472,7 +508,7 @@ TEST_F(CudaKernels, AttentionSplitCoversTheContext) {
   }
 }
 
-// Matmul through the GEMV (n <= 8) and cuBLAS (n > 8) paths, several targets sharing x, output
+// Matmul through the GEMV (n <= 8) and cuBLAS (n > 8, or cublas_) paths, several targets sharing x, output
 // strides wider than the rows, an input stride wider than cols.
 struct MatmulCase {
   std::int64_t cols;
@@ -490,7 +526,8 @@ class CudaMatmul : public CudaKernels {
     DeviceBuffer<float> x(xh);
     // x as the product sees it: rounded to the weight dtype on the cuBLAS path of 16-bit weights.
     std::vector<float> x_used(static_cast<std::size_t>(n * cols));
-    const bool rounded = n > kGemvMaxTokens && dtype != DType::kF32;
+    const bool use_cublas = cublas_ || n > kGemvMaxTokens;
+    const bool rounded = use_cublas && dtype != DType::kF32;
     for (std::int64_t t = 0; t < n; ++t)
       for (std::int64_t c = 0; c < cols; ++c)
         x_used[static_cast<std::size_t>(t * cols + c)] =
@@ -516,7 +553,7 @@ class CudaMatmul : public CudaKernels {
     cublasHandle_t h = nullptr;
     ASSERT_EQ(cublasCreate(&h), CUBLAS_STATUS_SUCCESS);
     ASSERT_EQ(cublasSetStream(h, stream_), CUBLAS_STATUS_SUCCESS);
-    if (n <= kGemvMaxTokens) {
+    if (!use_cublas) {
       gemv_(dtype, targets.data(), static_cast<int>(targets.size()), cols, x.get(), n, ldx, stream_);
     } else {
       gemm_cublas(h, dtype, targets.data(), static_cast<int>(targets.size()), cols, x.get(), n, ldx, scratch.get(),
@@ -544,6 +581,7 @@ class CudaMatmul : public CudaKernels {
     }
   }
   GemvFn gemv_ = launch_gemv;  // launch_gemv_old: the previous kernel, kept for one comparison run
+  bool cublas_ = false;        // cuBLAS at every n (CudaOps::matmul's path above kGemvDispatchMaxTokens)
 };
 
 TEST_F(CudaMatmul, GemvEveryDtypeOddShapes) {
@@ -599,6 +637,18 @@ TEST_F(CudaMatmul, CublasEveryDtypeOddShapes) {
   const std::vector<MatmulCase> cases = {{1, {1}}, {3, {3}}, {17, {17, 1}}, {4097, {5}}, {64, {4097}}, {4096, {64, 16}}};
   for (DType dtype : kDtypes) {
     for (std::int64_t n : {9, 17, 64}) {
+      for (const MatmulCase& mc : cases) run(dtype, n, mc, 0);
+    }
+  }
+}
+
+// cuBLAS at the decode token counts CudaOps::matmul gives it (kGemvDispatchMaxTokens + 1 .. 8),
+// and at 1.
+TEST_F(CudaMatmul, CublasFewTokens) {
+  cublas_ = true;
+  const std::vector<MatmulCase> cases = {{1, {1}}, {17, {17, 1}}, {4097, {5}}, {4096, {64, 16, 16}}, {2048, {300, 5}}};
+  for (DType dtype : kDtypes) {
+    for (std::int64_t n : {std::int64_t{1}, kGemvDispatchMaxTokens + 1, std::int64_t{5}, kGemvMaxTokens}) {
       for (const MatmulCase& mc : cases) run(dtype, n, mc, 0);
     }
   }

@@ -17,6 +17,7 @@
 #include "cuda_test_util.h"
 #include "cuda_test_workspace.h"
 #include "kernels/cuda/cuda_ops.h"
+#include "kernels/cuda/matmul.h"
 #include "kernels/cuda/workspace_view.h"
 #include "kernels/ref/ref_kernels.h"
 #include "model/config.h"
@@ -181,8 +182,7 @@ TEST_P(CudaOpsLayer, PrefillThenDecodeMatchesTheHostLayer) {
     ops.attention(layer, batch, shape, *ws);
     const MatmulPart o[] = {{wo.dev_view(), xb.get(), H}};
     ops.matmul(o, v.att, n, Q);
-    ops.add(x.get(), xb.get(), n * H);
-    ops.rmsnorm(x.get(), post_norm.dev.get(), n, H, eps, xb.get());
+    ops.add_rmsnorm(x.get(), xb.get(), post_norm.dev.get(), n, H, eps, xb.get());  // as the forward: one kernel
     const MatmulPart gu[] = {{wg.dev_view(), gate.get(), I}, {wu.dev_view(), up.get(), I}};
     ops.matmul(gu, xb.get(), n, H);
     ops.silu_mul(gate.get(), up.get(), gate.get(), n * I);
@@ -195,10 +195,10 @@ TEST_P(CudaOpsLayer, PrefillThenDecodeMatchesTheHostLayer) {
     got.resize(static_cast<std::size_t>(n * H));
 
     // The same on the host. Matmul inputs are rounded to the weight dtype where CudaOps does
-    // (cuBLAS path, more than 8 tokens, 16-bit weights).
+    // (cuBLAS path, more than kGemvDispatchMaxTokens tokens, 16-bit weights).
     auto mm = [&](const Weight& w, const std::vector<float>& in, std::int64_t cols) {
       std::vector<float> xin(in);
-      if (n > 8) for (float& e : xin) e = round_to(e, dtype);
+      if (n > kGemvDispatchMaxTokens) for (float& e : xin) e = round_to(e, dtype);
       std::vector<float> y(static_cast<std::size_t>(n * w.rows));
       ref::matmul(w.host_view(), xin.data(), n, y.data());
       (void)cols;

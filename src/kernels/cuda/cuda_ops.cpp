@@ -100,7 +100,7 @@ T* at_offset(void* base, std::size_t offset) {
 std::string str(std::int64_t v) { return std::to_string(v); }
 
 // Operation signatures for graph replay: the op and every argument its launch reads.
-enum class OpId : std::uint64_t { kEmbed = 1, kRmsnorm, kGemv, kGemm, kAddBias, kRope, kAttention, kPrefill, kSiluMul, kAdd, kCopy };
+enum class OpId : std::uint64_t { kEmbed = 1, kRmsnorm, kGemv, kGemm, kAddBias, kRope, kAttention, kPrefill, kSiluMul, kAdd, kCopy, kAddRmsnorm };
 template <typename T>
 std::uint64_t word(T* p) { return reinterpret_cast<std::uintptr_t>(p); }
 std::uint64_t word(std::int64_t v) { return static_cast<std::uint64_t>(v); }
@@ -372,7 +372,7 @@ void CudaOps::matmul(std::span<const MatmulPart> parts, const float* x, std::int
     const DType dtype = parts[first].w.dtype;
     last_weights_16bit_ = dtype == DType::kBF16 || dtype == DType::kF16;
     int count = 0;
-    const bool gemv = n <= kGemvMaxTokens;
+    const bool gemv = n <= kGemvDispatchMaxTokens;
     std::vector<std::uint64_t>& words = sig_words_;
     words.clear();
     for (std::uint64_t w : sig(gemv ? OpId::kGemv : OpId::kGemm, dtype, cols, x, n, ldx)) words.push_back(w);
@@ -465,6 +465,14 @@ void CudaOps::add(float* x, const float* y, std::int64_t n) {
   graphs_.op(sig(OpId::kAdd, x, y, n), [=, this] {
     launch_add(x, y, n, stream_);
     check_launch("residual add");
+  });
+}
+
+void CudaOps::add_rmsnorm(float* x, const float* y, const float* w, std::int64_t rows, std::int64_t d, float eps,
+                          float* out) {
+  graphs_.op(sig(OpId::kAddRmsnorm, x, y, w, rows, d, eps, out), [=, this] {
+    launch_add_rmsnorm(x, y, w, rows, d, eps, out, stream_);
+    check_launch("residual add and rmsnorm");
   });
 }
 

@@ -78,6 +78,8 @@ class CudaOps final : public ComputeOps {
   void attention(int layer, const TokenBatch& batch, const AttentionShape& s, Workspace& ws) override;
   void silu_mul(const float* gate, const float* up, float* out, std::int64_t n) override;
   void add(float* x, const float* y, std::int64_t n) override;
+  void add_rmsnorm(float* x, const float* y, const float* w, std::int64_t rows, std::int64_t d, float eps,
+                   float* out) override;
   void gather_rows(const float* src, std::span<const std::int64_t> rows, std::int64_t d, float* dst) override;
 
   cudaStream_t stream() const { return stream_; }

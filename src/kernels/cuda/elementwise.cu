@@ -59,6 +59,29 @@ __global__ void rmsnorm_kernel(const float* x,             // (rows, d); may ali
   for (std::int64_t i = threadIdx.x; i < d; i += blockDim.x) yr[i] = xr[i] * scale * w[i];
 }
 
+// rmsnorm_kernel after x += y. Each thread reads and writes only its own elements of x, y and
+// out, so out may alias x or y.
+__global__ void add_rmsnorm_kernel(float* x,                    // (rows, d)
+                                   const float* y,              // (rows, d)
+                                   const float* __restrict__ w, // (d)
+                                   std::int64_t d, float eps,
+                                   float* out) {                // (rows, d)
+  __shared__ float red[32];
+  const std::int64_t off = static_cast<std::int64_t>(blockIdx.x) * d;
+  float* xr = x + off;
+  const float* yr = y + off;
+  float* outr = out + off;
+  float ss = 0.0f;
+  for (std::int64_t i = threadIdx.x; i < d; i += blockDim.x) {
+    const float v = xr[i] + yr[i];
+    xr[i] = v;
+    ss += v * v;
+  }
+  ss = block_sum(ss, red);
+  const float scale = 1.0f / sqrtf(ss / static_cast<float>(d) + eps);
+  for (std::int64_t i = threadIdx.x; i < d; i += blockDim.x) outr[i] = xr[i] * scale * w[i];
+}
+
 __global__ void add_bias_kernel(float* __restrict__ y,           // (n, d)
                                 const float* __restrict__ bias,  // (d)
                                 std::int64_t n, std::int64_t d) {
@@ -165,6 +188,13 @@ void launch_rmsnorm(const float* x, const float* w, std::int64_t rows, std::int6
   if (rows <= 0 || d <= 0) return;
   const int threads = d <= 256 ? 64 : d <= 2048 ? 256 : 512;  // head_dim rows (q/k norm) get small blocks
   rmsnorm_kernel<<<static_cast<unsigned>(rows), threads, 0, stream>>>(x, w, d, eps, y);
+}
+
+void launch_add_rmsnorm(float* x, const float* y, const float* w, std::int64_t rows, std::int64_t d, float eps,
+                        float* out, cudaStream_t stream) {
+  if (rows <= 0 || d <= 0) return;
+  const int threads = d <= 256 ? 64 : d <= 2048 ? 256 : 512;  // as launch_rmsnorm
+  add_rmsnorm_kernel<<<static_cast<unsigned>(rows), threads, 0, stream>>>(x, y, w, d, eps, out);
 }
 
 void launch_add_bias(float* y, const float* bias, std::int64_t n, std::int64_t d, cudaStream_t stream) {

@@ -27,6 +27,11 @@ void launch_add_bias(float* y, const float* bias, std::int64_t n, std::int64_t d
 // x (n) += y (n)
 void launch_add(float* x, const float* y, std::int64_t n, cudaStream_t stream);
 
+// x (rows, d) += y (rows, d), then out (rows, d) = rmsnorm(x) · w: launch_add then launch_rmsnorm
+// in one kernel (one block per row, the same threads and sums: the same bits). out may alias x or y.
+void launch_add_rmsnorm(float* x, const float* y, const float* w, std::int64_t rows, std::int64_t d, float eps,
+                        float* out, cudaStream_t stream);
+
 // out (n) = silu(gate (n)) · up (n), silu(g) = g / (1 + e^-g); out may alias gate or up.
 void launch_silu_mul(const float* gate, const float* up, float* out, std::int64_t n, cudaStream_t stream);
 

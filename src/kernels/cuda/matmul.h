@@ -1,7 +1,7 @@
 // Products with stored weights on the GPU: y (n, ldy) = x (n, ldx) · Wᵀ for W (rows, cols)
 // row-major in its checkpoint dtype, f32 activations and accumulation. A memory-bound GEMV for
-// n <= kGemvMaxTokens (decode), cuBLAS for more (prefill, batched decode). Plain C++ header;
-// pointers are device memory.
+// n <= kGemvDispatchMaxTokens (decode), cuBLAS for more (prefill, batched decode). Plain C++
+// header; pointers are device memory.
 #pragma once
 #include <cuda_runtime_api.h>
 
@@ -15,7 +15,13 @@ struct cublasContext;
 
 namespace plexus::cuda {
 
+// The most tokens the GEMV kernel takes.
 constexpr std::int64_t kGemvMaxTokens = 8;
+// CudaOps::matmul runs the GEMV for n <= this and cuBLAS (x rounded to the 16-bit weight dtype)
+// beyond: measured on an H200 (Llama-3.1-8B shapes, bf16), cuBLAS is faster on most shapes from
+// 4 tokens (28672x4096: 66 vs 73 us) and on every shape at 8 (62 vs 107 us); the GEMV at 1-2.
+constexpr std::int64_t kGemvDispatchMaxTokens = 3;
+static_assert(kGemvDispatchMaxTokens <= kGemvMaxTokens);
 
 // One weight of a product; the weights of one call share x and cols.
 struct MatmulTarget {
