@@ -102,6 +102,10 @@ int cmd_generate(int argc, char** argv) {
       "--batch N then generates N copies of the prompt together, pipelined in micro-batches. See\n"
       "docs/execution.md.");
   if (!args.parse(argc, argv)) return 0;
+  // With --json, SIGINT / SIGTERM end the generation early and the JSON of what was generated
+  // is still printed, with "interrupted": true (exit 130) — from here on, loading included.
+  std::optional<InterruptGuard> guard;
+  if (args.get_flag("--json")) guard.emplace();
   const std::string dir = args.get("MODEL");
   if (args.has("--prompt") == args.has("--ids")) throw InputError("give exactly one of --prompt TEXT or --ids LIST");
   GenerateOptions o = generation_options(args);
@@ -113,10 +117,6 @@ int cmd_generate(int argc, char** argv) {
   // a sum past the model's context is left to the context check, which names both.
   const auto prompt_len = static_cast<std::int64_t>(prompt.size());
   const std::int64_t run_context = o.max_tokens <= std::numeric_limits<std::int64_t>::max() - prompt_len ? prompt_len + o.max_tokens : 0;
-  // With --json, SIGINT / SIGTERM end the generation early and the JSON of what was generated
-  // is still printed, with "interrupted": true (exit 130).
-  std::optional<InterruptGuard> guard;
-  if (args.get_flag("--json")) guard.emplace();
   const std::unique_ptr<ModelRun> run = open_model_run(args, dir, {}, run_context);
   Runner& runner = *run->runner;
   const bool verbose = args.get_flag("--verbose");
