@@ -324,8 +324,9 @@ void CudaOps::begin_batch(const TokenBatch& batch, std::span<const double> inv_f
     PLEXUS_CUDA_CHECK(cudaMemcpyAsync(tiles_dev_, tiles_host_, static_cast<std::size_t>(n_tiles) * sizeof(QueryTile),
                                       cudaMemcpyHostToDevice, stream_),
                       device_ + " uploading query tiles");
-    // Key/value spans of the staged bf16 prefill attention, when the scratch holds them.
-    if (kv_keys_ > 0) {
+    // Key/value spans of the staged bf16 prefill attention, when the scratch holds them (prefill
+    // batches only: decode steps upload nothing more).
+    if (kv_keys_ > 0 && prefill_min_tokens_ > 0 && n >= prefill_min_tokens_) {
       kv_needed = make_kv_spans(slots_host_, tiles_host_, n_tiles, spans_host_, tile_offsets_host_, &n_spans);
       if (kv_needed <= kv_keys_ && n_spans > 0) {
         PLEXUS_CUDA_CHECK(cudaMemcpyAsync(spans_dev_, spans_host_, static_cast<std::size_t>(n_spans) * sizeof(KvSpan),
