@@ -463,7 +463,32 @@ TEST_F(CudaKernels, PrefillAttentionAgainstReference) {
       out.poison();
       launch_prefill_attention_bf16(q.get(), sl.get(), tl.get(), n_tiles, g, layer, out.get(), stream_);
       sync();
-      EXPECT_TRUE(close(out.download(), want, 1e-2, 2e-2)) << "prefill bf16: " << what;
+      const std::vector<float> inloop = out.download();
+      EXPECT_TRUE(close(inloop, want, 1e-2, 2e-2)) << "prefill bf16: " << what;
+      // The staged tensor-core path: keys/values converted to a bf16 buffer (poisoned: padding
+      // keys must be written as zeros), then streamed with cp.async. A spare 64 keys of capacity.
+      {
+        std::vector<KvSpan> spans(static_cast<std::size_t>(n_tiles));
+        std::vector<std::int32_t> offsets(static_cast<std::size_t>(n_tiles));
+        std::int64_t n_spans = 0;
+        const std::int64_t needed = make_kv_spans(slots.data(), tiles.data(), n_tiles, spans.data(), offsets.data(), &n_spans);
+        ASSERT_GT(n_spans, 0);
+        ASSERT_EQ(needed % kKvSpanAlign, 0);
+        spans.resize(static_cast<std::size_t>(n_spans));
+        const std::int64_t cap = needed + kKvSpanAlign;
+        DeviceBuffer<std::uint16_t> kvb(prefill_kv_bf16_bytes(g, cap) / 2);
+        kvb.poison();
+        DeviceBuffer<KvSpan> sp(spans);
+        DeviceBuffer<std::int32_t> offs(offsets);
+        out.poison();
+        launch_prefill_kv_bf16(sl.get(), sp.get(), n_spans, needed, g, layer, kvb.get(), cap, stream_);
+        launch_prefill_attention_bf16_staged(q.get(), sl.get(), tl.get(), offs.get(), n_tiles, g, kvb.get(), cap,
+                                             out.get(), stream_);
+        sync();
+        const std::vector<float> staged = out.download();
+        EXPECT_TRUE(close(staged, want, 1e-2, 2e-2)) << "prefill bf16 staged: " << what;
+        EXPECT_TRUE(close(staged, inloop, 1e-2, 2e-2)) << "prefill bf16 staged vs in-loop: " << what;
+      }
       // The split-context kernel agrees on the same batch.
       const std::int64_t max_keys = c.window > 0 ? std::min(c.window, longest) : longest;
       const std::int64_t floats = attention_partial_floats(g, n, 1024);
@@ -489,6 +514,37 @@ TEST(CudaQueryTiles, RunsOfOneSequenceSplitAtTheTileSize) {
     EXPECT_EQ(tiles[i].first, want[i].first) << i;
     EXPECT_EQ(tiles[i].count, want[i].second) << i;
   }
+}
+
+TEST(CudaQueryTiles, KvSpansJoinASequencesTilesAndAlignTo64) {
+  float a = 0, b = 0;
+  // a: positions 0..4 (tiles of 2), then b: 70..72, then a again at 9..10 (not contiguous: a new span).
+  const std::vector<TokenSlot> slots = {{&a, 99, 0, 0},  {&a, 99, 0, 1},  {&a, 99, 0, 2}, {&a, 99, 0, 3},
+                                        {&a, 99, 0, 4},  {&b, 99, 0, 70}, {&b, 99, 0, 71}, {&b, 99, 0, 72},
+                                        {&a, 99, 0, 9},  {&a, 99, 0, 10}};
+  std::vector<QueryTile> tiles(slots.size());
+  const std::int64_t n_tiles = make_query_tiles(slots.data(), static_cast<std::int64_t>(slots.size()), 2, tiles.data());
+  ASSERT_EQ(n_tiles, 6);
+  std::vector<KvSpan> spans(static_cast<std::size_t>(n_tiles));
+  std::vector<std::int32_t> offsets(static_cast<std::size_t>(n_tiles));
+  std::int64_t n_spans = 0;
+  const std::int64_t keys = make_kv_spans(slots.data(), tiles.data(), n_tiles, spans.data(), offsets.data(), &n_spans);
+  ASSERT_EQ(n_spans, 3);
+  EXPECT_EQ(keys, 64 + 128 + 64);
+  EXPECT_EQ(spans[0].token, 0);
+  EXPECT_EQ(spans[0].first_pos, 0);
+  EXPECT_EQ(spans[0].last_pos, 4);
+  EXPECT_EQ(spans[0].offset, 0);
+  EXPECT_EQ(spans[1].token, 5);
+  EXPECT_EQ(spans[1].first_pos, 70);
+  EXPECT_EQ(spans[1].last_pos, 72);
+  EXPECT_EQ(spans[1].offset, 64);
+  EXPECT_EQ(spans[2].token, 8);
+  EXPECT_EQ(spans[2].first_pos, 9);
+  EXPECT_EQ(spans[2].last_pos, 10);
+  EXPECT_EQ(spans[2].offset, 192);
+  const std::vector<std::int32_t> want = {0, 0, 0, 64, 64, 192};
+  for (std::size_t i = 0; i < want.size(); ++i) EXPECT_EQ(offsets[i], want[i]) << i;
 }
 
 TEST_F(CudaKernels, AttentionSplitCoversTheContext) {

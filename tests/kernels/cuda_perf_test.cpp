@@ -135,9 +135,27 @@ TEST_F(CudaPerf, PrefillAttentionTiledAndSplit) {
   const double tc = seconds(3, [&] {
     launch_prefill_attention_bf16(q.get(), sl.get(), tl.get(), n_tiles, g, 0, out.get(), stream_);
   });
-  std::printf("prefill attention %lld tokens, 32/8 heads of 128: tiled f32 %.2f ms (%.1f TFLOP/s), split-context %.2f ms (%.1f TFLOP/s), tensor-core bf16 %.3f ms (%.1f TFLOP/s)\n",
+  // The staged bf16 path: conversion pass + cp.async kernel (timed together, and the kernel alone).
+  std::vector<KvSpan> spans(static_cast<std::size_t>(n_tiles));
+  std::vector<std::int32_t> offsets(static_cast<std::size_t>(n_tiles));
+  std::int64_t n_spans = 0;
+  const std::int64_t kv_keys = make_kv_spans(slots.data(), tiles.data(), n_tiles, spans.data(), offsets.data(), &n_spans);
+  spans.resize(static_cast<std::size_t>(n_spans));
+  DeviceBuffer<std::uint8_t> kvb(prefill_kv_bf16_bytes(g, kv_keys));
+  DeviceBuffer<KvSpan> sp(spans);
+  DeviceBuffer<std::int32_t> offs(offsets);
+  const double st = seconds(3, [&] {
+    launch_prefill_kv_bf16(sl.get(), sp.get(), n_spans, kv_keys, g, 0, kvb.get(), kv_keys, stream_);
+    launch_prefill_attention_bf16_staged(q.get(), sl.get(), tl.get(), offs.get(), n_tiles, g, kvb.get(), kv_keys,
+                                         out.get(), stream_);
+  });
+  const double st_kernel = seconds(3, [&] {
+    launch_prefill_attention_bf16_staged(q.get(), sl.get(), tl.get(), offs.get(), n_tiles, g, kvb.get(), kv_keys,
+                                         out.get(), stream_);
+  });
+  std::printf("prefill attention %lld tokens, 32/8 heads of 128: tiled f32 %.2f ms (%.1f TFLOP/s), split-context %.2f ms (%.1f TFLOP/s), tensor-core bf16 in-loop %.3f ms (%.1f TFLOP/s), bf16 staged %.3f ms (%.1f TFLOP/s; kernel alone %.3f ms)\n",
               static_cast<long long>(n), tiled * 1e3, flops / tiled * 1e-12, splitk * 1e3, flops / splitk * 1e-12,
-              tc * 1e3, flops / tc * 1e-12);
+              tc * 1e3, flops / tc * 1e-12, st * 1e3, flops / st * 1e-12, st_kernel * 1e3);
   {  // head_dim 64, 32 / 32 heads (no GQA), same tokens: the bf16 kernel only
     const AttentionGeometry g64{32, 32, 64, 0, 0.125f};
     DeviceBuffer<float> cache64(static_cast<std::size_t>(2 * 32 * n * 64)), q64(static_cast<std::size_t>(n * 32 * 64));
@@ -158,8 +176,23 @@ TEST_F(CudaPerf, PrefillAttentionTiledAndSplit) {
     const double tc64 = seconds(3, [&] {
       launch_prefill_attention_bf16(q64.get(), sl64.get(), tl64.get(), n_tiles64, g64, 0, out64.get(), stream_);
     });
-    std::printf("prefill attention %lld tokens, 32/32 heads of 64: tiled f32 %.2f ms (%.1f TFLOP/s), tensor-core bf16 %.3f ms (%.1f TFLOP/s)\n",
-                static_cast<long long>(n), f32_64 * 1e3, flops64 / f32_64 * 1e-12, tc64 * 1e3, flops64 / tc64 * 1e-12);
+    std::vector<KvSpan> spans64(static_cast<std::size_t>(n_tiles64));
+    std::vector<std::int32_t> offsets64(static_cast<std::size_t>(n_tiles64));
+    std::int64_t n_spans64 = 0;
+    const std::int64_t kv_keys64 =
+        make_kv_spans(slots64.data(), tiles64.data(), n_tiles64, spans64.data(), offsets64.data(), &n_spans64);
+    spans64.resize(static_cast<std::size_t>(n_spans64));
+    DeviceBuffer<std::uint8_t> kvb64(prefill_kv_bf16_bytes(g64, kv_keys64));
+    DeviceBuffer<KvSpan> sp64(spans64);
+    DeviceBuffer<std::int32_t> offs64(offsets64);
+    const double st64 = seconds(3, [&] {
+      launch_prefill_kv_bf16(sl64.get(), sp64.get(), n_spans64, kv_keys64, g64, 0, kvb64.get(), kv_keys64, stream_);
+      launch_prefill_attention_bf16_staged(q64.get(), sl64.get(), tl64.get(), offs64.get(), n_tiles64, g64, kvb64.get(),
+                                           kv_keys64, out64.get(), stream_);
+    });
+    std::printf("prefill attention %lld tokens, 32/32 heads of 64: tiled f32 %.2f ms (%.1f TFLOP/s), tensor-core bf16 in-loop %.3f ms (%.1f TFLOP/s), bf16 staged %.3f ms (%.1f TFLOP/s)\n",
+                static_cast<long long>(n), f32_64 * 1e3, flops64 / f32_64 * 1e-12, tc64 * 1e3, flops64 / tc64 * 1e-12,
+                st64 * 1e3, flops64 / st64 * 1e-12);
   }
   // One decode token at the end of the 2048-token context.
   const double decode = seconds(20, [&] {

@@ -35,6 +35,8 @@ std::size_t align_up(std::size_t n) { return (n + kAlign - 1) / kAlign * kAlign;
 // Byte offsets of the scratch regions, in order.
 struct ScratchLayout {
   std::size_t cublas = 0, gemm_x = 0, partials = 0, ids = 0, slots = 0, rows = 0, tiles = 0, total = 0;
+  std::size_t spans = 0, tile_offsets = 0, kv_bf16 = 0;  // the staged bf16 prefill attention
+  std::int64_t kv_keys = 0;                              // keys per kv head of kv_bf16 (0: none)
   std::size_t gemm_x_bytes = 0;
   std::int64_t partial_floats = 0;
 };
@@ -65,13 +67,23 @@ ScratchLayout layout_of(const CudaOpsSizes& s) {
   l.slots = take(mt * sizeof(TokenSlot));
   l.rows = take(mt * sizeof(std::int64_t));
   l.tiles = take(mt * sizeof(QueryTile));
+  // bf16 keys/values of a prefill batch (launch_prefill_kv_bf16): a fresh prefill attends its own
+  // tokens, a continuation chunk as many earlier ones again; a batch needing more falls back to
+  // the in-loop conversion kernel. Sized by max_tokens, never by max_context.
+  if (prefill_attention_supported(geometry(s))) {
+    const std::int64_t earlier = s.max_context > 0 ? std::min(s.max_tokens, s.max_context) : s.max_tokens;
+    l.kv_keys = (s.max_tokens + earlier + 2 * kKvSpanAlign - 1) / kKvSpanAlign * kKvSpanAlign;
+    l.spans = take(mt * sizeof(KvSpan));
+    l.tile_offsets = take(mt * sizeof(std::int32_t));
+    l.kv_bf16 = take(prefill_kv_bf16_bytes(geometry(s), l.kv_keys));
+  }
   l.total = at;
   return l;
 }
 
 // Byte offsets of the pinned host staging regions.
 struct PinnedLayout {
-  std::size_t ids = 0, slots = 0, rows = 0, tiles = 0, rope = 0, total = 0;
+  std::size_t ids = 0, slots = 0, rows = 0, tiles = 0, rope = 0, spans = 0, tile_offsets = 0, total = 0;
 };
 
 PinnedLayout pinned_layout(const CudaOpsSizes& s) {
@@ -88,6 +100,8 @@ PinnedLayout pinned_layout(const CudaOpsSizes& s) {
   p.rows = take(mt * sizeof(std::int64_t));
   p.tiles = take(mt * sizeof(QueryTile));
   p.rope = take(2 * mt * static_cast<std::size_t>(s.head_dim / 2) * sizeof(float));
+  p.spans = take(mt * sizeof(KvSpan));
+  p.tile_offsets = take(mt * sizeof(std::int32_t));
   p.total = at;
   return p;
 }
@@ -152,11 +166,21 @@ CudaOps::CudaOps(cudaStream_t stream, std::string device_name, const CudaOpsSize
   slots_dev_ = at_offset<TokenSlot>(scratch, l.slots);
   rows_dev_ = at_offset<std::int64_t>(scratch, l.rows);
   tiles_dev_ = at_offset<QueryTile>(scratch, l.tiles);
+  if (l.kv_keys > 0) {
+    spans_dev_ = at_offset<KvSpan>(scratch, l.spans);
+    tile_offsets_dev_ = at_offset<std::int32_t>(scratch, l.tile_offsets);
+    kv_bf16_ = at_offset<void>(scratch, l.kv_bf16);
+    kv_keys_ = l.kv_keys;
+  }
   if (const char* e = std::getenv("PLEXUS_CUDA_PREFILL_ATTENTION"); e != nullptr) {
     const std::string v(e);
     if (v == "0") prefill_min_tokens_ = 0;
     if (v == "f32") prefill_precision_ = PrefillPrecision::kF32;
     if (v == "bf16") prefill_precision_ = PrefillPrecision::kBF16;
+    if (v == "bf16-inloop") {
+      prefill_precision_ = PrefillPrecision::kBF16;
+      prefill_staged_ = false;
+    }
   }
   if (const char* e = std::getenv("PLEXUS_CUDA_GRAPHS"); e != nullptr && std::string(e) == "0") graphs_allowed_ = false;
   try {
@@ -173,6 +197,8 @@ CudaOps::CudaOps(cudaStream_t stream, std::string device_name, const CudaOpsSize
     rows_host_ = at_offset<std::int64_t>(pinned_, p.rows);
     tiles_host_ = at_offset<QueryTile>(pinned_, p.tiles);
     rope_host_ = at_offset<float>(pinned_, p.rope);
+    spans_host_ = at_offset<KvSpan>(pinned_, p.spans);
+    tile_offsets_host_ = at_offset<std::int32_t>(pinned_, p.tile_offsets);
     PLEXUS_CUDA_CHECK(cudaEventCreateWithFlags(&meta_uploaded_, cudaEventDisableTiming), device_ + " creating an event");
     PLEXUS_CUDA_CHECK(cudaEventCreateWithFlags(&rows_uploaded_, cudaEventDisableTiming), device_ + " creating an event");
     cublasHandle_t h = nullptr;
@@ -238,7 +264,7 @@ void CudaOps::begin_batch(const TokenBatch& batch, std::span<const double> inv_f
   // Everything is validated before the pinned buffer is rewritten.
   const std::int64_t half = sizes_.head_dim / 2;
   WorkspaceView v{};
-  std::int64_t lo = 0, hi = 0, longest = 0, n_tiles = 0;
+  std::int64_t lo = 0, hi = 0, longest = 0, n_tiles = 0, n_spans = 0, kv_needed = -1;
   bool caches_aligned = false;
   if (layers) {
     v = view_of(ws);
@@ -298,6 +324,22 @@ void CudaOps::begin_batch(const TokenBatch& batch, std::span<const double> inv_f
     PLEXUS_CUDA_CHECK(cudaMemcpyAsync(tiles_dev_, tiles_host_, static_cast<std::size_t>(n_tiles) * sizeof(QueryTile),
                                       cudaMemcpyHostToDevice, stream_),
                       device_ + " uploading query tiles");
+    // Key/value spans of the staged bf16 prefill attention, when the scratch holds them (prefill
+    // batches only: decode steps upload nothing more).
+    if (kv_keys_ > 0 && prefill_min_tokens_ > 0 && n >= prefill_min_tokens_) {
+      kv_needed = make_kv_spans(slots_host_, tiles_host_, n_tiles, spans_host_, tile_offsets_host_, &n_spans);
+      if (kv_needed <= kv_keys_ && n_spans > 0) {
+        PLEXUS_CUDA_CHECK(cudaMemcpyAsync(spans_dev_, spans_host_, static_cast<std::size_t>(n_spans) * sizeof(KvSpan),
+                                          cudaMemcpyHostToDevice, stream_),
+                          device_ + " uploading key/value spans");
+        PLEXUS_CUDA_CHECK(cudaMemcpyAsync(tile_offsets_dev_, tile_offsets_host_,
+                                          static_cast<std::size_t>(n_tiles) * sizeof(std::int32_t),
+                                          cudaMemcpyHostToDevice, stream_),
+                          device_ + " uploading tile offsets");
+      } else {
+        kv_needed = -1;
+      }
+    }
     // cos/sin of pos · inv_freq in double, rounded to f32: the CPU forward's tables bit for bit.
     float* cos_h = rope_host_;
     float* sin_h = rope_host_ + sizes_.max_tokens * half;
@@ -322,6 +364,8 @@ void CudaOps::begin_batch(const TokenBatch& batch, std::span<const double> inv_f
   layer_hi_ = hi;
   longest_ = longest;
   n_tiles_ = n_tiles;
+  n_spans_ = n_spans;
+  kv_needed_ = kv_needed;
   caches_aligned_ = caches_aligned;
   bucket_ = 32;
   while (bucket_ < longest_) bucket_ *= 2;
@@ -434,8 +478,18 @@ void CudaOps::attention(int layer, const TokenBatch& batch, const AttentionShape
     const std::int64_t n_tiles = n_tiles_;
     const bool bf16 = prefill_precision_ == PrefillPrecision::kBF16 ||
                       (prefill_precision_ == PrefillPrecision::kAuto && last_weights_16bit_);
-    graphs_.op(sig(OpId::kPrefill, layer, v.q, v.att, n, n_tiles, g.window, g.scale, bf16 ? 1 : 0), [=, this] {
-      if (bf16) {
+    // The staged bf16 path when this batch's keys fit the scratch (kv_needed_ >= 0).
+    const bool staged = bf16 && prefill_staged_ && kv_needed_ > 0 && n_spans_ > 0;
+    const std::int64_t n_spans = n_spans_, kv_needed = kv_needed_;
+    graphs_.op(sig(OpId::kPrefill, layer, v.q, v.att, n, n_tiles, g.window, g.scale, bf16 ? 1 : 0, staged ? 1 : 0,
+                   n_spans, kv_needed),
+               [=, this] {
+      if (staged) {
+        launch_prefill_kv_bf16(slots_dev_, spans_dev_, n_spans, kv_needed, g, layer, kv_bf16_, kv_keys_, stream_);
+        check_launch("prefill attention's key/value conversion");
+        launch_prefill_attention_bf16_staged(v.q, slots_dev_, tiles_dev_, tile_offsets_dev_, n_tiles, g, kv_bf16_,
+                                             kv_keys_, v.att, stream_);
+      } else if (bf16) {
         launch_prefill_attention_bf16(v.q, slots_dev_, tiles_dev_, n_tiles, g, layer, v.att, stream_);
       } else {
         launch_prefill_attention(v.q, slots_dev_, tiles_dev_, n_tiles, g, layer, v.att, stream_);

@@ -44,6 +44,7 @@ namespace plexus::cuda {
 
 struct TokenSlot;
 struct QueryTile;
+struct KvSpan;
 
 // The fixed sizes one CudaOps serves.
 struct CudaOpsSizes {
@@ -95,9 +96,15 @@ class CudaOps final : public ComputeOps {
   // the last matmul before the attention — the layer's q/k/v projections — are bf16 or f16, the
   // f32 kernel when they are f32 (f32 models keep f32 attention: their tests allow 1e-3 NLL).
   // The environment overrides it: PLEXUS_CUDA_PREFILL_ATTENTION=f32 always picks the f32 kernel,
-  // =bf16 always the tensor-core one (=0 turns the prefill kernels off, as above).
+  // =bf16 always the tensor-core one, =bf16-inloop the tensor-core one without staging (below)
+  // (=0 turns the prefill kernels off, as above).
   enum class PrefillPrecision { kAuto, kF32, kBF16 };
   void set_prefill_attention_precision(PrefillPrecision p) { prefill_precision_ = p; }
+  // The bf16 kernel's variant: staged (the default: keys/values converted to bf16 scratch once
+  // per layer call, then streamed with cp.async; launch_prefill_attention_bf16_staged) or the
+  // in-loop conversion kernel (launch_prefill_attention_bf16; PLEXUS_CUDA_PREFILL_ATTENTION=
+  // bf16-inloop). Batches whose keys do not fit the scratch take the in-loop kernel.
+  void set_prefill_attention_staged(bool on) { prefill_staged_ = on; }
 
   // Whether decode batches may be captured and replayed as CUDA graphs (see above).
   void allow_graphs(bool on) { graphs_allowed_ = on; }
@@ -126,6 +133,10 @@ class CudaOps final : public ComputeOps {
   TokenSlot* slots_dev_ = nullptr;   // (max_tokens)
   std::int64_t* rows_dev_ = nullptr; // (max_tokens)
   QueryTile* tiles_dev_ = nullptr;   // (max_tokens) prefill attention's query tiles
+  KvSpan* spans_dev_ = nullptr;      // (max_tokens) the staged bf16 path's key/value spans
+  std::int32_t* tile_offsets_dev_ = nullptr;  // (max_tokens) per query tile: its span's first key
+  void* kv_bf16_ = nullptr;          // bf16 keys/values, kv_keys_ keys per kv head (null: none)
+  std::int64_t kv_keys_ = 0;
 
   // Pinned host staging, same regions; rewritten only after the event of its last upload.
   void* pinned_ = nullptr;
@@ -133,6 +144,8 @@ class CudaOps final : public ComputeOps {
   TokenSlot* slots_host_ = nullptr;    // (max_tokens)
   std::int64_t* rows_host_ = nullptr;  // (max_tokens)
   QueryTile* tiles_host_ = nullptr;    // (max_tokens)
+  KvSpan* spans_host_ = nullptr;       // (max_tokens)
+  std::int32_t* tile_offsets_host_ = nullptr;  // (max_tokens)
   float* rope_host_ = nullptr;         // (2, max_tokens, head_dim / 2) cos then sin
   cudaEvent_t meta_uploaded_ = nullptr, rows_uploaded_ = nullptr;
   cublasContext* cublas_ = nullptr;
@@ -144,9 +157,12 @@ class CudaOps final : public ComputeOps {
   std::int64_t layer_lo_ = 0, layer_hi_ = 0;  // layers every token's cache holds: [lo, hi)
   std::int64_t longest_ = 0;                  // max(pos + 1) of the batch
   std::int64_t n_tiles_ = 0;                  // query tiles in tiles_dev_
+  std::int64_t n_spans_ = 0;                  // key/value spans in spans_dev_
+  std::int64_t kv_needed_ = -1;               // keys the spans need; -1: they do not fit kv_bf16_
   bool caches_aligned_ = false;               // every cache 16-byte aligned (prefill kernel)
   std::int64_t prefill_min_tokens_ = kPrefillAttentionMinTokens;  // <= 0: never
   PrefillPrecision prefill_precision_ = PrefillPrecision::kAuto;
+  bool prefill_staged_ = true;
   bool last_weights_16bit_ = false;           // the last matmul's weights were bf16 / f16 (kAuto)
   std::int64_t bucket_ = 32;                  // attention's context bucket: a power of two >= longest_
   bool graphs_allowed_ = true;
