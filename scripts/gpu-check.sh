@@ -218,10 +218,6 @@ if [ "$SKIP_HF" = 0 ]; then
   [ "$SKIP_8B" = 0 ] && step hf-8b 130 env LD_LIBRARY_PATH="$ORIG_LD_LIBRARY_PATH" python3 scripts/hf_compare.py "$M8" --ids "$IDS" --new-tokens "$NEW" --reps 3 --json "$RESULTS/hf-8b.json"
 fi
 
-# The previous GEMV (PLEXUS_CUDA_GEMV=old) on the 8B's decode, for the log.
-[ "$SKIP_8B" = 0 ] && step gpu_bench-8b-oldgemv 40 env PLEXUS_CUDA_GEMV=old "$GB" "$M8" --devices 0 --ids "$IDS" --decode-tokens "$NEW" --reps 3 \
-  --skip ceilings,prefill,batched --json "$RESULTS/gpu_bench-8b-oldgemv.json"
-
 # The decode step's CUDA graph against eager launches (PLEXUS_CUDA_GRAPHS=0), batch 1, for the log.
 step gpu_bench-1b-nographs 40 env PLEXUS_CUDA_GRAPHS=0 "$GB" "$M1" --devices 0 --ids "$IDS" --decode-tokens "$NEW" --reps 3 \
   --skip ceilings,prefill,batched --json "$RESULTS/gpu_bench-1b-nographs.json"
@@ -236,6 +232,15 @@ if [ "$DRY" = 0 ]; then
 fi
 step batch-1b-vgpu2 60 "$PLEXUS" batch "$M1" --input "$RESULTS/batch-in.jsonl" --output "$RESULTS/batch-out.jsonl" \
   --replicas 2 --virtual-gpus 2 --context 256 --json
+
+# Where a decode step's GPU time goes: Nsight Compute's per-kernel durations over a few 8B decode
+# steps (eager launches, so each kernel is seen), summed by kernel, for the log.
+if [ "$SKIP_8B" = 0 ]; then
+  step ncu-8b-decode 60 bash -c "command -v ncu >/dev/null || { echo 'ncu: not on this machine'; exit 0; };
+    PLEXUS_CUDA_GRAPHS=0 ncu --clock-control none --metrics gpu__time_duration.sum --launch-skip 1500 --launch-count 1200 --csv \
+      $PLEXUS generate $M8 --ids $IDS --max-tokens 16 --greedy --ignore-eos --devices 0 > $RESULTS/ncu-8b.csv 2> $RESULTS/ncu-8b.err;
+    python3 scripts/ncu_summary.py $RESULTS/ncu-8b.csv || { head -c 3000 $RESULTS/ncu-8b.csv; tail -20 $RESULTS/ncu-8b.err; }"
+fi
 
 # --- the table ----------------------------------------------------------------------------
 echo

@@ -575,8 +575,6 @@ struct MatmulCase {
 
 class CudaMatmul : public CudaKernels {
  protected:
-  using GemvFn = void (*)(DType, const MatmulTarget*, int, std::int64_t, const float*, std::int64_t, std::int64_t,
-                         cudaStream_t);
   // ldx_pad: floats past cols in each x row (3: x rows not 16-byte aligned).
   void run(DType dtype, std::int64_t n, const MatmulCase& mc, int weight_offset, std::int64_t ldx_pad = 3) {
     const std::int64_t cols = mc.cols, ldx = cols + ldx_pad;
@@ -612,7 +610,7 @@ class CudaMatmul : public CudaKernels {
     ASSERT_EQ(cublasCreate(&h), CUBLAS_STATUS_SUCCESS);
     ASSERT_EQ(cublasSetStream(h, stream_), CUBLAS_STATUS_SUCCESS);
     if (!use_cublas) {
-      gemv_(dtype, targets.data(), static_cast<int>(targets.size()), cols, x.get(), n, ldx, stream_);
+      launch_gemv(dtype, targets.data(), static_cast<int>(targets.size()), cols, x.get(), n, ldx, stream_);
     } else {
       gemm_cublas(h, dtype, targets.data(), static_cast<int>(targets.size()), cols, x.get(), n, ldx, scratch.get(),
                   scratch_bytes, stream_, "test");
@@ -634,11 +632,9 @@ class CudaMatmul : public CudaKernels {
       // f32 accumulation over cols terms of |w·x| <= 1.
       const double tol = 3e-6 * std::sqrt(static_cast<double>(cols)) + 2e-6 * static_cast<double>(cols) / 64;
       EXPECT_TRUE(close(got, want, tol, 1e-5)) << dt(dtype) << " n=" << n << " cols=" << cols << " rows=" << rows
-                                               << " target " << p << " offset " << weight_offset << " ldx " << ldx
-                                               << (gemv_ == launch_gemv_old ? " (old GEMV)" : "");
+                                               << " target " << p << " offset " << weight_offset << " ldx " << ldx;
     }
   }
-  GemvFn gemv_ = launch_gemv;  // launch_gemv_old: the previous kernel, kept for one comparison run
   bool cublas_ = false;        // cuBLAS at every n (CudaOps::matmul's path above kGemvDispatchMaxTokens)
 };
 
@@ -656,22 +652,6 @@ TEST_F(CudaMatmul, GemvEveryDtypeOddShapes) {
   }
 }
 
-// The previous GEMV (PLEXUS_CUDA_GEMV=old) on the same cases while both exist.
-TEST_F(CudaMatmul, GemvOldEveryDtypeOddShapes) {
-  gemv_ = launch_gemv_old;
-  const std::vector<MatmulCase> cases = {
-      {1, {1}}, {3, {3}}, {17, {17, 1, 3}}, {4097, {5}}, {8, {33}}, {4096, {64, 16, 16}}, {16, {17}}, {64, {4097}},
-      {9000, {3, 2, 1, 4, 5}},
-  };
-  for (DType dtype : kDtypes) {
-    for (std::int64_t n : {1, 2, 3, 5, 8}) {
-      for (const MatmulCase& mc : cases) {
-        for (int offset : {0, 1}) run(dtype, n, mc, offset);
-      }
-    }
-  }
-}
-
 // x rows 16-byte aligned (ldx = cols, and a wider multiple of 4): the GEMV's vector x loads,
 // every token count, rows long enough for the split columns' full chunks and their tails.
 TEST_F(CudaMatmul, GemvAlignedInputEveryTokenCount) {
@@ -679,13 +659,10 @@ TEST_F(CudaMatmul, GemvAlignedInputEveryTokenCount) {
       {8, {33}}, {16, {17, 3}}, {4096, {64, 16, 16}}, {2048, {300, 5}}, {9000, {3, 2, 1, 4, 5}}, {14336, {37}},
       {4104, {9}}, {17, {5}},
   };
-  for (GemvFn fn : {static_cast<GemvFn>(launch_gemv_new), static_cast<GemvFn>(launch_gemv_old)}) {
-    gemv_ = fn;
-    for (DType dtype : kDtypes) {
-      for (std::int64_t n = 1; n <= kGemvMaxTokens; ++n) {
-        for (const MatmulCase& mc : cases) {
-          for (std::int64_t pad : {0, 4}) run(dtype, n, mc, 0, pad);
-        }
+  for (DType dtype : kDtypes) {
+    for (std::int64_t n = 1; n <= kGemvMaxTokens; ++n) {
+      for (const MatmulCase& mc : cases) {
+        for (std::int64_t pad : {0, 4}) run(dtype, n, mc, 0, pad);
       }
     }
   }

@@ -248,7 +248,10 @@ TEST_P(CudaOpsLayer, PrefillThenDecodeMatchesTheHostLayer) {
     const std::vector<float> dn = mm(wd, g, I);
     for (std::size_t i = 0; i < xh.size(); ++i) xh[i] += dn[i];
 
-    const double tol = dtype == DType::kF32 ? 1e-4 : 5e-3;
+    // bf16/f16 models run the causal prefill attention on bf16 tensor cores (head_dim 64 and 128,
+    // from prefill_min_tokens tokens): q, k and v rounded to bf16 there, as the kernel tests allow.
+    const bool tensor_core_attention = dtype != DType::kF32 && (hd == 64 || hd == 128) && n >= GetParam().prefill_min_tokens;
+    const double tol = dtype == DType::kF32 ? 1e-4 : tensor_core_attention ? 2.5e-2 : 5e-3;
     EXPECT_TRUE(close(got, xh, tol, tol)) << dtype_name(dtype) << " window " << c.sliding_window << " head_dim " << hd
                                           << " step of " << n << " tokens";
   }

@@ -51,8 +51,8 @@ class CudaPerf : public ::testing::Test {
   cudaEvent_t ev_[2] = {nullptr, nullptr};
 };
 
-// The new GEMV (the default), the previous one (PLEXUS_CUDA_GEMV=old) and the cuBLAS path
-// (x rounded to bf16 first, as for n > 8) on the same shapes, 1-8 tokens.
+// The GEMV and the cuBLAS path (x rounded to bf16 first, as CudaOps does from 4 tokens) on the
+// same shapes, 1-8 tokens.
 TEST_F(CudaPerf, GemvBandwidthAgainstACopy) {
   const double copy = cuda_copy_gbps(std::size_t{1} << 30, stream_);
   std::printf("device-to-device copy: %.0f GB/s (read + write)\n", copy);
@@ -71,15 +71,13 @@ TEST_F(CudaPerf, GemvBandwidthAgainstACopy) {
     const double bytes = static_cast<double>(s.rows * s.cols * 2);
     for (std::int64_t n : {1, 2, 4, 8}) {
       const MatmulTarget t{w.get(), s.rows, y.get(), s.rows};
-      const double sec_new = seconds(20, [&] { launch_gemv_new(DType::kBF16, &t, 1, s.cols, x.get(), n, s.cols, stream_); });
-      const double sec_old = seconds(20, [&] { launch_gemv_old(DType::kBF16, &t, 1, s.cols, x.get(), n, s.cols, stream_); });
+      const double sec_gemv = seconds(20, [&] { launch_gemv(DType::kBF16, &t, 1, s.cols, x.get(), n, s.cols, stream_); });
       const double sec_blas = n == 1 ? 0.0 : seconds(20, [&] {
         gemm_cublas(h, DType::kBF16, &t, 1, s.cols, x.get(), n, s.cols, scratch.get(), scratch.size(), stream_, "perf");
       });
-      const double gbps = bytes / sec_new * 1e-9, gbps_old = bytes / sec_old * 1e-9;
-      std::printf("GEMV bf16 %lldx%lld n=%lld: %.1f us, %.0f GB/s = %.0f%% of the copy | old %.1f us = %.0f%%",
-                  static_cast<long long>(s.rows), static_cast<long long>(s.cols), static_cast<long long>(n), sec_new * 1e6,
-                  gbps, 100 * gbps / copy, sec_old * 1e6, 100 * gbps_old / copy);
+      const double gbps = bytes / sec_gemv * 1e-9;
+      std::printf("GEMV bf16 %lldx%lld n=%lld: %.1f us, %.0f GB/s = %.0f%% of the copy", static_cast<long long>(s.rows),
+                  static_cast<long long>(s.cols), static_cast<long long>(n), sec_gemv * 1e6, gbps, 100 * gbps / copy);
       if (n > 1) std::printf(" | cuBLAS path %.1f us = %.0f%%", sec_blas * 1e6, 100 * bytes / sec_blas * 1e-9 / copy);
       std::printf("\n");
       EXPECT_GT(gbps, 0);

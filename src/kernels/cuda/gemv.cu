@@ -260,18 +260,10 @@ void launch_tokens(const GemvArgs& a, bool vec, bool xvec, const float* x, int n
   }
 }
 
-bool gemv_old_selected() {
-  static const bool old = [] {
-    const char* v = std::getenv("PLEXUS_CUDA_GEMV");
-    return v != nullptr && std::strcmp(v, "old") == 0;
-  }();
-  return old;
-}
-
 }  // namespace
 
-void launch_gemv_new(DType dtype, const MatmulTarget* targets, int count, std::int64_t cols, const float* x,
-                     std::int64_t n, std::int64_t ldx, cudaStream_t stream) {
+void launch_gemv(DType dtype, const MatmulTarget* targets, int count, std::int64_t cols, const float* x,
+                 std::int64_t n, std::int64_t ldx, cudaStream_t stream) {
   if (n <= 0 || count <= 0 || cols <= 0) return;
   if (n > kGemvMaxTokens) throw RuntimeError("CUDA GEMV: " + std::to_string(n) + " tokens (at most 8)");
   if (n * ldx >= (std::int64_t{1} << 31)) throw RuntimeError("CUDA GEMV: x of " + std::to_string(n * ldx) + " floats");
@@ -301,13 +293,5 @@ void launch_gemv_new(DType dtype, const MatmulTarget* targets, int count, std::i
   }
 }
 
-void launch_gemv(DType dtype, const MatmulTarget* targets, int count, std::int64_t cols, const float* x,
-                 std::int64_t n, std::int64_t ldx, cudaStream_t stream) {
-  if (gemv_old_selected()) {
-    launch_gemv_old(dtype, targets, count, cols, x, n, ldx, stream);
-  } else {
-    launch_gemv_new(dtype, targets, count, cols, x, n, ldx, stream);
-  }
-}
 
 }  // namespace plexus::cuda

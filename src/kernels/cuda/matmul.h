@@ -34,14 +34,8 @@ struct MatmulTarget {
 // GEMV: n in [1, kGemvMaxTokens], `count` targets of one dtype in one launch. 16-byte weight
 // loads when cols is a multiple of 16 / dtype_size and every w is 16-byte aligned, element loads
 // otherwise (any cols); float4 x loads when x and ldx are 16-byte aligned. n * ldx < 2^31.
-// The environment variable PLEXUS_CUDA_GEMV=old selects the previous kernel (launch_gemv_old),
-// anything else the current one (launch_gemv_new); both are kept for one comparison run.
 void launch_gemv(DType dtype, const MatmulTarget* targets, int count, std::int64_t cols, const float* x,
                  std::int64_t n, std::int64_t ldx, cudaStream_t stream);
-void launch_gemv_new(DType dtype, const MatmulTarget* targets, int count, std::int64_t cols, const float* x,
-                     std::int64_t n, std::int64_t ldx, cudaStream_t stream);
-void launch_gemv_old(DType dtype, const MatmulTarget* targets, int count, std::int64_t cols, const float* x,
-                     std::int64_t n, std::int64_t ldx, cudaStream_t stream);
 
 // Bytes of scratch gemm_cublas needs for n tokens of `cols` inputs (x converted to 16 bits).
 std::size_t gemm_scratch_bytes(std::int64_t n, std::int64_t cols);
