@@ -77,6 +77,16 @@ std::string layers_text(const Stage& s) {
 
 }  // namespace
 
+ExecutorOptions single_host_stage(const EngineOptions& engine) {
+  ExecutorOptions x;
+  x.max_batch_tokens = engine.max_batch_tokens;
+  x.max_context = engine.max_context;
+  x.sequences = 1;
+  x.micro_batches = 1;
+  x.host_in_place = true;
+  return x;
+}
+
 Executor::Executor(const std::string& model_dir, const DeviceMap& map, DeviceRegistry& devices,
                    const ExecutorOptions& options)
     : checkpoint_(model_dir),

@@ -45,6 +45,10 @@ struct ExecutorOptions {
   bool host_in_place = false;
 };
 
+// The options of a run of one stage on the host (the Engine, a plain `plexus generate` without
+// GPUs): one sequence at a time, one micro-batch, the weights read in place.
+ExecutorOptions single_host_stage(const EngineOptions& engine);
+
 class Executor : public Runner {
  public:
   // Loads the checkpoint and places every module by `map` on `devices` (which must outlive the

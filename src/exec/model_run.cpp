@@ -289,13 +289,7 @@ std::unique_ptr<ModelRun> open_model_run(const RunInputs& in, const std::string&
     run->device_note = cpu_fallback_note(cuda);
     // One stage on the host device with every thread, the weights read in place.
     run->devices = make_host_run_devices(eo.threads);
-    ExecutorOptions xo;
-    xo.max_batch_tokens = eo.max_batch_tokens;
-    xo.max_context = eo.max_context;
-    xo.sequences = 1;
-    xo.micro_batches = 1;
-    xo.host_in_place = true;
-    run->executor = std::make_unique<Executor>(model_dir, whole_model_on_host(), run->devices, xo);
+    run->executor = std::make_unique<Executor>(model_dir, whole_model_on_host(), run->devices, single_host_stage(eo));
     run->runner = run->executor.get();
     run->threads = run->executor->threads();
     run->isa = run->executor->kernels().name;

@@ -9,21 +9,9 @@
 
 namespace plexus {
 
-namespace {
-ExecutorOptions executor_options(const EngineOptions& o) {
-  ExecutorOptions x;
-  x.max_batch_tokens = o.max_batch_tokens;
-  x.max_context = o.max_context;
-  x.sequences = 1;
-  x.micro_batches = 1;
-  x.host_in_place = true;
-  return x;
-}
-}  // namespace
-
 Engine::Engine(const std::string& model_dir, const EngineOptions& options)
     : devices_(make_host_run_devices(options.threads)),
-      executor_(std::make_unique<Executor>(model_dir, whole_model_on_host(), devices_, executor_options(options))) {}
+      executor_(std::make_unique<Executor>(model_dir, whole_model_on_host(), devices_, single_host_stage(options))) {}
 
 KvCache Engine::new_cache(std::int64_t capacity) const {
   const ModelConfig& c = config();
