@@ -97,10 +97,11 @@ int cmd_generate(int argc, char** argv) {
   add_generation_options(args);
   add_run_options(args);
   args.epilog(
-      "With --virtual-devices N, --max-memory LIST, --devices LIST or --device-map FILE the model is planned\n"
-      "as `plexus plan` would (same flags) and run across those devices, offloaded modules streaming in;\n"
-      "--batch N then generates N copies of the prompt together, pipelined in micro-batches. See\n"
-      "docs/execution.md.");
+      "With --virtual-devices N, --virtual-gpus N, --max-memory LIST, --devices LIST or --device-map FILE the\n"
+      "model is planned as `plexus plan` would (same flags) and run across those devices (CUDA GPUs when the\n"
+      "CUDA runtime sees them), offloaded modules streaming in; --batch N then generates N copies of the\n"
+      "prompt together, pipelined in micro-batches. Without device flags the run takes every GPU CUDA sees\n"
+      "(CUDA_VISIBLE_DEVICES= keeps it on the CPU), else the CPU. See docs/execution.md.");
   if (!args.parse(argc, argv)) return 0;
   // With --json, SIGINT / SIGTERM end the generation early and the JSON of what was generated
   // is still printed, with "interrupted": true (exit 130) — from here on, loading included.
