@@ -60,14 +60,21 @@ double read_bandwidth(ThreadPool& pool, std::int64_t bytes, int repeats) {
   return median(rates);
 }
 
+const char* fma_peak_isa() { return isa_name(best_isa()).data(); }
+
 double fma_peak(ThreadPool& pool, int repeats) {
-  if (!isa_supported(Isa::kAvx2)) return 0;
+  const Isa isa = best_isa();
+  if (isa == Isa::kGeneric) return 0;
+  const bool avx512 = isa == Isa::kAvx512;
   const std::int64_t iterations = 20'000'000;
   std::vector<double> rates;
   std::atomic<float> sink{0};
   for (int r = 0; r < repeats; ++r) {
-    const double s = timed_on_threads(pool.size(), [&](int) { sink = sink + fma_loop_avx2(iterations); });
-    rates.push_back(kFlopPerIterationAvx2 * static_cast<double>(iterations) * pool.size() / s);
+    const double s = timed_on_threads(pool.size(), [&](int) {
+      sink = sink + (avx512 ? fma_loop_avx512(iterations) : fma_loop_avx2(iterations));
+    });
+    const double flop_per_iteration = avx512 ? kFlopPerIterationAvx512 : kFlopPerIterationAvx2;
+    rates.push_back(flop_per_iteration * static_cast<double>(iterations) * pool.size() / s);
   }
   return median(rates);
 }

@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "core/json.h"
+#include "kernels/cpu/isa.h"
 #include "model/make_model.h"
 #include "test_util.h"
 
@@ -46,6 +47,40 @@ TEST_F(ExecCli, GenerateAndPerplexityMatchOneDevice) {
 
   const std::string ppl = "perplexity " + model() + " --ids 3,14,15,92,65,35,89,79,32,38 --batch-tokens 4";
   EXPECT_EQ(run_json(ppl)["nll"], run_json(ppl + " --virtual-devices 2 --micro-batches 3")["nll"]);
+}
+
+// The whole model under each kernel table this CPU has (PLEXUS_ISA): the same generated ids and
+// the same NLL to the last bit, with prefill (batches of 7 tokens) and decode both in play.
+TEST_F(ExecCli, EveryIsaTableGivesTheSameTokensAndNll) {
+  const std::string gen = "generate " + model() + " --ids 3,14,15,92,65,35,89,79,32 --max-tokens 8 --threads 2 --json";
+  const std::string ppl = "perplexity " + model() + " --ids 3,14,15,92,65,35,89,79,32,38,46,26,43,38,32,79 --batch-tokens 7 --json";
+  auto run_with = [](Isa isa, const std::string& args) {
+    const testing::ProcessResult r = testing::run_command("env CUDA_VISIBLE_DEVICES= PLEXUS_ISA=" + std::string(isa_name(isa)) + " " +
+                                                          shell_quote(PLEXUS_BINARY) + " " + args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.err.find("warning"), std::string::npos) << r.err;  // the table asked for was used
+    return Json::parse(r.out);
+  };
+  const Json gen_generic = run_with(Isa::kGeneric, gen), ppl_generic = run_with(Isa::kGeneric, ppl);
+  EXPECT_EQ(gen_generic["isa"], "generic");
+  for (Isa isa : {Isa::kAvx2, Isa::kAvx512}) {
+    if (!isa_supported(isa)) continue;
+    const Json g = run_with(isa, gen);
+    EXPECT_EQ(g["isa"], std::string(isa_name(isa)));
+    EXPECT_EQ(g["ids"], gen_generic["ids"]) << isa_name(isa);
+    EXPECT_EQ(run_with(isa, ppl)["nll"], ppl_generic["nll"]) << isa_name(isa);
+  }
+}
+
+TEST_F(ExecCli, AnUnknownIsaRequestFallsBackWithOneWarning) {
+  const testing::ProcessResult r = testing::run_command("env CUDA_VISIBLE_DEVICES= PLEXUS_ISA=avx9000 " + shell_quote(PLEXUS_BINARY) +
+                                                        " generate " + model() + " --ids 3,14,15 --max-tokens 2 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(Json::parse(r.out)["isa"], std::string(isa_name(best_isa())));
+  const std::string line = "warning: PLEXUS_ISA=avx9000 is unknown (generic|avx2|avx512); using " + std::string(isa_name(best_isa()));
+  const std::size_t at = r.err.find(line);
+  EXPECT_NE(at, std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("PLEXUS_ISA", at + line.size()), std::string::npos) << r.err;  // once
 }
 
 TEST_F(ExecCli, DeviceMapFileWithOffloadAndVerbosePlan) {

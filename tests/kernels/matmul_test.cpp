@@ -112,7 +112,7 @@ TEST(Matmul, BitwiseAcrossIsasThreadsAndBatching) {
 }
 
 // The register tiles on every remainder: k around the 8- and 16-lane widths, rows around the
-// tile heights (3, 12), tokens 1..9 (pairs, odd tokens), strided x and y. Same bits as generic.
+// tile heights (3, 6), tokens 1..9 (pairs, odd tokens), strided x and y. Same bits as generic.
 TEST(Matmul, DotTileBitwiseAcrossIsasOnOddShapes) {
   std::mt19937 rng(4);
   for (DType t : {DType::kF32, DType::kBF16, DType::kF16}) {
@@ -121,7 +121,7 @@ TEST(Matmul, DotTileBitwiseAcrossIsasOnOddShapes) {
       Weights w = random_weights(t, max_rows, ldw, rng);
       std::vector<float> x = random_vec(max_nt * ldx, rng);
       for (std::int64_t nt = 1; nt <= max_nt; ++nt) {
-        for (std::int64_t nr : {1, 2, 3, 4, 5, 11, 12, 13, 24, 25, 27}) {
+        for (std::int64_t nr : {1, 2, 3, 4, 5, 6, 7, 11, 12, 13, 24, 25, 27}) {
           std::vector<float> want(static_cast<std::size_t>(max_nt * ldy), -7.0f);
           generic_kernels().dot_tile(t, w.m.data, ldw, x.data(), ldx, want.data(), ldy, nt, nr, k);
           for (Isa isa : isas()) {
