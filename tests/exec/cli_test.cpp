@@ -50,10 +50,16 @@ TEST_F(ExecCli, GenerateAndPerplexityMatchOneDevice) {
 }
 
 // The whole model under each kernel table this CPU has (PLEXUS_ISA): the same generated ids and
-// the same NLL to the last bit, with prefill (batches of 7 tokens) and decode both in play.
+// the same NLL to the last bit, with prefill (batches of 7 tokens) and decode both in play, for
+// bf16 weights (converted in blocks for prefill) and f32 weights (read in place).
 TEST_F(ExecCli, EveryIsaTableGivesTheSameTokensAndNll) {
-  const std::string gen = "generate " + model() + " --ids 3,14,15,92,65,35,89,79,32 --max-tokens 8 --threads 2 --json";
-  const std::string ppl = "perplexity " + model() + " --ids 3,14,15,92,65,35,89,79,32,38,46,26,43,38,32,79 --batch-tokens 7 --json";
+  TempDir f32_dir{"exec_cli_f32"};
+  MakeModelOptions o;
+  o.seed = 6;
+  o.std = 0.08;
+  o.vocab_size = 1500;
+  o.dtype = DType::kF32;
+  write_random_model(f32_dir.path(), o);
   auto run_with = [](Isa isa, const std::string& args) {
     const testing::ProcessResult r = testing::run_command("env CUDA_VISIBLE_DEVICES= PLEXUS_ISA=" + std::string(isa_name(isa)) + " " +
                                                           shell_quote(PLEXUS_BINARY) + " " + args);
@@ -61,14 +67,18 @@ TEST_F(ExecCli, EveryIsaTableGivesTheSameTokensAndNll) {
     EXPECT_EQ(r.err.find("warning"), std::string::npos) << r.err;  // the table asked for was used
     return Json::parse(r.out);
   };
-  const Json gen_generic = run_with(Isa::kGeneric, gen), ppl_generic = run_with(Isa::kGeneric, ppl);
-  EXPECT_EQ(gen_generic["isa"], "generic");
-  for (Isa isa : {Isa::kAvx2, Isa::kAvx512}) {
-    if (!isa_supported(isa)) continue;
-    const Json g = run_with(isa, gen);
-    EXPECT_EQ(g["isa"], std::string(isa_name(isa)));
-    EXPECT_EQ(g["ids"], gen_generic["ids"]) << isa_name(isa);
-    EXPECT_EQ(run_with(isa, ppl)["nll"], ppl_generic["nll"]) << isa_name(isa);
+  for (const std::string& dir : {model(), shell_quote(f32_dir.path())}) {
+    const std::string gen = "generate " + dir + " --ids 3,14,15,92,65,35,89,79,32 --max-tokens 8 --threads 2 --json";
+    const std::string ppl = "perplexity " + dir + " --ids 3,14,15,92,65,35,89,79,32,38,46,26,43,38,32,79 --batch-tokens 7 --json";
+    const Json gen_generic = run_with(Isa::kGeneric, gen), ppl_generic = run_with(Isa::kGeneric, ppl);
+    EXPECT_EQ(gen_generic["isa"], "generic");
+    for (Isa isa : {Isa::kAvx2, Isa::kAvx512}) {
+      if (!isa_supported(isa)) continue;
+      const Json g = run_with(isa, gen);
+      EXPECT_EQ(g["isa"], std::string(isa_name(isa)));
+      EXPECT_EQ(g["ids"], gen_generic["ids"]) << isa_name(isa) << " " << dir;
+      EXPECT_EQ(run_with(isa, ppl)["nll"], ppl_generic["nll"]) << isa_name(isa) << " " << dir;
+    }
   }
 }
 
