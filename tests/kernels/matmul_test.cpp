@@ -135,6 +135,45 @@ TEST(Matmul, DotTileBitwiseAcrossIsasOnOddShapes) {
   }
 }
 
+// The opt-in avx512bf16 table: bf16 weights with 4+ tokens use bf16-rounded activations, within
+// 2^-8 of sum |x||w| of the oracle (rounding is at most 2^-9 relative per activation); every
+// other case is the avx512 table's, so bitwise equal to generic.
+TEST(Matmul, Avx512Bf16IsBoundedWhereItRoundsAndExactElsewhere) {
+  if (!isa_supported(Isa::kAvx512Bf16)) GTEST_SKIP() << "no AVX512_BF16 here";
+  const IsaKernels& k = isa_kernels(Isa::kAvx512Bf16);
+  std::mt19937 rng(6);
+  ThreadPool pool(2);
+  for (DType t : {DType::kF32, DType::kBF16, DType::kF16}) {
+    for (std::int64_t rows : {1, 5, 6, 7, 13, 100}) {
+      for (std::int64_t cols : {1, 2, 17, 31, 32, 33, 64, 203, 579}) {
+        for (std::int64_t n : {1, 3, 4, 5, 8, 9, 17}) {
+          Weights w = random_weights(t, rows, cols, rng);
+          std::vector<float> x = random_vec(n * cols, rng);
+          std::vector<float> got(static_cast<std::size_t>(n * rows), NAN), exact(got.size());
+          const MatmulPart part{w.m, got.data(), rows}, exact_part{w.m, exact.data(), rows};
+          matmul(k, pool, {&part, 1}, x.data(), n, cols);
+          matmul(generic_kernels(), pool, {&exact_part, 1}, x.data(), n, cols);
+          if (t != DType::kBF16 || n < kMatmulPackMinTokens) {
+            ASSERT_EQ(got, exact) << dtype_name(t) << " rows=" << rows << " cols=" << cols << " n=" << n;
+            continue;
+          }
+          std::vector<float> want(got.size()), wf(static_cast<std::size_t>(rows * cols));
+          ref::matmul(w.m, x.data(), n, want.data());
+          generic_kernels().to_f32(t, w.m.data, wf.data(), rows * cols);
+          for (std::int64_t i = 0; i < n; ++i) {
+            for (std::int64_t r = 0; r < rows; ++r) {
+              double mag = 0;
+              for (std::int64_t c = 0; c < cols; ++c) mag += std::fabs(static_cast<double>(x[i * cols + c]) * wf[r * cols + c]);
+              ASSERT_NEAR(got[i * rows + r], want[i * rows + r], mag / 256 + 1e-6)
+                  << "rows=" << rows << " cols=" << cols << " n=" << n << " token " << i << " row " << r;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(Matmul, ToF32MatchesTheScalarConversionOnEveryIsa) {
   std::mt19937 rng(5);
   for (DType t : {DType::kF32, DType::kBF16, DType::kF16}) {

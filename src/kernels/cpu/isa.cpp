@@ -32,6 +32,12 @@ bool has_avx512() {
   const unsigned need = (1u << 16) | (1u << 17) | (1u << 30) | (1u << 31);
   return (b & need) == need;
 }
+
+// AVX512_BF16: CPUID leaf 7 sub-leaf 1, EAX bit 5.
+bool has_avx512_bf16() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & (1u << 5)) != 0;
+}
 #endif
 
 Isa best_supported() {
@@ -56,6 +62,12 @@ bool isa_supported(Isa isa) {
 #else
       return false;
 #endif
+    case Isa::kAvx512Bf16:
+#if defined(__x86_64__)
+      return isa_supported(Isa::kAvx512) && has_avx512_bf16();
+#else
+      return false;
+#endif
   }
   return false;
 }
@@ -65,6 +77,7 @@ std::string_view isa_name(Isa isa) {
     case Isa::kGeneric: return "generic";
     case Isa::kAvx2: return "avx2";
     case Isa::kAvx512: return "avx512";
+    case Isa::kAvx512Bf16: return "avx512bf16";
   }
   return "generic";
 }
@@ -74,14 +87,15 @@ Isa best_isa() {
   const char* env = std::getenv("PLEXUS_ISA");
   if (!env || !*env) return best;
   const std::string want(env);
-  for (Isa isa : {Isa::kGeneric, Isa::kAvx2, Isa::kAvx512}) {
+  for (Isa isa : {Isa::kGeneric, Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Bf16}) {
     if (want == isa_name(isa) && isa_supported(isa)) return isa;
   }
   static std::atomic<bool> warned{false};  // one line per process, however many engines start
   if (!warned.exchange(true)) {
     std::fprintf(stderr, "plexus: warning: PLEXUS_ISA=%s is %s; using %s\n", env,
-                 want == "generic" || want == "avx2" || want == "avx512" ? "not supported by this CPU"
-                                                                         : "unknown (generic|avx2|avx512)",
+                 want == "generic" || want == "avx2" || want == "avx512" || want == "avx512bf16"
+                     ? "not supported by this CPU"
+                     : "unknown (generic|avx2|avx512|avx512bf16)",
                  std::string(isa_name(best)).c_str());
   }
   return best;
@@ -92,6 +106,7 @@ const IsaKernels& isa_kernels(Isa isa) {
     case Isa::kGeneric: return generic_kernels();
     case Isa::kAvx2: return avx2_kernels();
     case Isa::kAvx512: return avx512_kernels();
+    case Isa::kAvx512Bf16: return avx512bf16_kernels();
   }
   return generic_kernels();
 }

@@ -282,7 +282,7 @@ const IsaKernels& avx512_kernels() {
   // dot and sum_squares reduce one vector in the 8-lane order: the AVX2 kernels already do that
   // at the memory's pace.
   static const IsaKernels k{"avx512", kRows,        dot_tile, to_f32, a.dot,   axpy, weighted_rows,
-                            scale,    exp_shift_sum, silu_mul, a.sum_squares};
+                            scale,    exp_shift_sum, silu_mul, a.sum_squares, false};
   return k;
 }
 

@@ -18,9 +18,10 @@ std::int64_t block_rows(std::int64_t cols, std::int64_t tile) {
 void run_rows(const IsaKernels& k, const MatmulPart& p, std::int64_t r0, std::int64_t r1, const float* x,
               std::int64_t n, std::int64_t ldx) {
   const std::int64_t cols = p.w.cols;
-  if (n < kMatmulPackMinTokens || p.w.dtype == DType::kF32) {
-    // Weights straight from memory. For f32 the row block is read from cache across tokens
-    // without conversion, so block rows for locality in the many-token case.
+  if (n < kMatmulPackMinTokens || p.w.dtype == DType::kF32 || (p.w.dtype == DType::kBF16 && k.prefill_bf16_in_place)) {
+    // Weights straight from memory. For f32 (and bf16 in a table that multiplies bf16 in place)
+    // the row block is read from cache across tokens without conversion, so block rows for
+    // locality in the many-token case.
     const std::int64_t step = n < kMatmulPackMinTokens ? r1 - r0 : block_rows(cols, k.tile_rows);
     for (std::int64_t r = r0; r < r1; r += step) {
       const std::int64_t nr = std::min(step, r1 - r);
