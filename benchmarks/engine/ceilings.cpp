@@ -60,12 +60,20 @@ double read_bandwidth(ThreadPool& pool, std::int64_t bytes, int repeats) {
   return median(rates);
 }
 
-const char* fma_peak_isa() { return isa_name(best_isa()).data(); }
+const char* fma_peak_isa() {
+  switch (best_isa()) {
+    case Isa::kGeneric: return "none";
+    case Isa::kAvx2: return "avx2";
+    case Isa::kAvx512:
+    case Isa::kAvx512Bf16: return "avx512";  // fp32 zmm FMAs for both
+  }
+  return "none";
+}
 
 double fma_peak(ThreadPool& pool, int repeats) {
   const Isa isa = best_isa();
   if (isa == Isa::kGeneric) return 0;
-  const bool avx512 = isa == Isa::kAvx512;
+  const bool avx512 = isa == Isa::kAvx512 || isa == Isa::kAvx512Bf16;
   const std::int64_t iterations = 20'000'000;
   std::vector<double> rates;
   std::atomic<float> sink{0};

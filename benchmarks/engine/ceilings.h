@@ -12,8 +12,10 @@ double read_bandwidth(ThreadPool& pool, std::int64_t bytes, int repeats);
 
 // fp32 FLOP per second of independent fused multiply-adds in registers (median of runs), in
 // the vector width of the kernel table the engine runs (fma_peak_isa()); 0 for the generic table.
+// The opt-in avx512bf16 table is measured against the fp32 zmm peak too (its bf16 dot products
+// can run faster than that).
 double fma_peak(ThreadPool& pool, int repeats);
-// The table whose width fma_peak measures: best_isa()'s ("generic", "avx2" or "avx512").
+// The probe fma_peak uses for best_isa()'s table: "avx2", "avx512" or "none" (generic).
 const char* fma_peak_isa();
 
 // Per-thread FMA loop (in probes_avx2.cpp): returns a value so the work is not optimised away.

@@ -70,7 +70,7 @@ void print_table(const Inventory& inv) {
               h.logical_cores, h.physical_cores, h.sockets, h.numa_nodes);
   std::printf("      memory %s total, %s available; ISA %s\n", format_bytes(h.memory_total_bytes).c_str(),
               format_bytes(h.memory_available_bytes).c_str(), isa_summary(h.isa).c_str());
-  std::printf("      CPU kernels %s (PLEXUS_ISA=generic|avx2|avx512 picks another)\n", std::string(isa_name(best_isa())).c_str());
+  std::printf("      CPU kernels %s (PLEXUS_ISA=generic|avx2|avx512|avx512bf16 picks another)\n", std::string(isa_name(best_isa())).c_str());
   std::printf("sources: NVML %s\n         ROCm SMI %s\n         CUDA %s\n", inv.nvml_status.c_str(), inv.rocm_status.c_str(),
               inv.cuda_status.c_str());
 }
