@@ -60,14 +60,29 @@ double read_bandwidth(ThreadPool& pool, std::int64_t bytes, int repeats) {
   return median(rates);
 }
 
+const char* fma_peak_isa() {
+  switch (best_isa()) {
+    case Isa::kGeneric: return "none";
+    case Isa::kAvx2: return "avx2";
+    case Isa::kAvx512:
+    case Isa::kAvx512Bf16: return "avx512";  // fp32 zmm FMAs for both
+  }
+  return "none";
+}
+
 double fma_peak(ThreadPool& pool, int repeats) {
-  if (!isa_supported(Isa::kAvx2)) return 0;
+  const Isa isa = best_isa();
+  if (isa == Isa::kGeneric) return 0;
+  const bool avx512 = isa == Isa::kAvx512 || isa == Isa::kAvx512Bf16;
   const std::int64_t iterations = 20'000'000;
   std::vector<double> rates;
   std::atomic<float> sink{0};
   for (int r = 0; r < repeats; ++r) {
-    const double s = timed_on_threads(pool.size(), [&](int) { sink = sink + fma_loop_avx2(iterations); });
-    rates.push_back(kFlopPerIterationAvx2 * static_cast<double>(iterations) * pool.size() / s);
+    const double s = timed_on_threads(pool.size(), [&](int) {
+      sink = sink + (avx512 ? fma_loop_avx512(iterations) : fma_loop_avx2(iterations));
+    });
+    const double flop_per_iteration = avx512 ? kFlopPerIterationAvx512 : kFlopPerIterationAvx2;
+    rates.push_back(flop_per_iteration * static_cast<double>(iterations) * pool.size() / s);
   }
   return median(rates);
 }

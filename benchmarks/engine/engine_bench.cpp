@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/host_info.h"
 #include "ceilings.h"
 #include "core/args.h"
 #include "core/error.h"
@@ -113,8 +114,9 @@ int main(int argc, char** argv) {
     if (args.get_flag("--json")) {
       std::printf("%s\n", j.dump().c_str());
     } else {
-      std::printf("engine: %s, %s weights, %d threads, %s kernels\n", args.get("MODEL").c_str(),
-                  std::string(dtype_name(m.lm_head().dtype)).c_str(), engine.threads(), std::string(engine.kernels().name).c_str());
+      std::printf("engine: %s, %s weights, %d threads, %s kernels (FMA peak probed in %s; host ISA %s)\n", args.get("MODEL").c_str(),
+                  std::string(dtype_name(m.lm_head().dtype)).c_str(), engine.threads(), std::string(engine.kernels().name).c_str(),
+                  bench::fma_peak_isa(), isa_summary(read_host_info().isa).c_str());
       std::printf("  ceilings (this run): read bandwidth %.2f GB/s, fp32 FMA peak %.1f GFLOP/s\n", bandwidth / 1e9, peak / 1e9);
       std::printf("  decode  batch 1 : %8.1f tokens/s  x %.1f MB/token = %.2f GB/s = %.0f%% of read bandwidth\n", decode,
                   static_cast<double>(bytes_per_token) / 1e6, decode_bw / 1e9, 100 * decode_bw / bandwidth);

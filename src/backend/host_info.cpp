@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 
+#include <array>
 #include <cctype>
 #include <cstdlib>
 #include <set>
@@ -46,6 +47,25 @@ int count_numa_nodes() {
   return nodes > 0 ? nodes : 1;
 }
 
+// Each IsaFeatures field with its /proc/cpuinfo flag name, in the struct's order.
+const std::array<std::pair<const char*, bool IsaFeatures::*>, 12>& isa_fields() {
+  static const std::array<std::pair<const char*, bool IsaFeatures::*>, 12> fields{{
+      {"avx2", &IsaFeatures::avx2},
+      {"avx512f", &IsaFeatures::avx512f},
+      {"avx512bw", &IsaFeatures::avx512bw},
+      {"avx512vl", &IsaFeatures::avx512vl},
+      {"avx512dq", &IsaFeatures::avx512dq},
+      {"avx512_bf16", &IsaFeatures::avx512_bf16},
+      {"avx512_vnni", &IsaFeatures::avx512_vnni},
+      {"avx_vnni", &IsaFeatures::avx_vnni},
+      {"amx_bf16", &IsaFeatures::amx_bf16},
+      {"amx_int8", &IsaFeatures::amx_int8},
+      {"f16c", &IsaFeatures::f16c},
+      {"fma", &IsaFeatures::fma},
+  }};
+  return fields;
+}
+
 }  // namespace
 
 void parse_cpuinfo(const std::string& text, HostInfo& info) {
@@ -72,11 +92,9 @@ void parse_cpuinfo(const std::string& text, HostInfo& info) {
       std::istringstream words(value);
       std::string flag;
       while (words >> flag) {
-        if (flag == "avx2") info.isa.avx2 = true;
-        if (flag == "avx512f") info.isa.avx512f = true;
-        if (flag == "avx512_bf16") info.isa.avx512_bf16 = true;
-        if (flag == "f16c") info.isa.f16c = true;
-        if (flag == "fma") info.isa.fma = true;
+        for (const auto& [name, field] : isa_fields()) {
+          if (flag == name) info.isa.*field = true;
+        }
       }
     }
   }
@@ -121,15 +139,13 @@ std::string isa_summary(const IsaFeatures& isa) {
     if (!out.empty()) out += ' ';
     out += name;
   };
-  add(isa.avx2, "avx2");
-  add(isa.avx512f, "avx512f");
-  add(isa.avx512_bf16, "avx512_bf16");
-  add(isa.f16c, "f16c");
-  add(isa.fma, "fma");
+  for (const auto& [name, field] : isa_fields()) add(isa.*field, name);
   return out.empty() ? "none" : out;
 }
 
 Json to_json(const HostInfo& info) {
+  Json isa = Json::object();
+  for (const auto& [name, field] : isa_fields()) isa[name] = info.isa.*field;
   return Json{{"cpu_model", info.cpu_model},
               {"logical_cores", info.logical_cores},
               {"physical_cores", info.physical_cores},
@@ -137,12 +153,7 @@ Json to_json(const HostInfo& info) {
               {"numa_nodes", info.numa_nodes},
               {"memory_total_bytes", info.memory_total_bytes},
               {"memory_available_bytes", info.memory_available_bytes},
-              {"isa",
-               {{"avx2", info.isa.avx2},
-                {"avx512f", info.isa.avx512f},
-                {"avx512_bf16", info.isa.avx512_bf16},
-                {"f16c", info.isa.f16c},
-                {"fma", info.isa.fma}}}};
+              {"isa", isa}};
 }
 
 }  // namespace plexus

@@ -8,10 +8,19 @@
 
 namespace plexus {
 
+// /proc/cpuinfo flag names. The kernel tables use avx2 + fma + f16c ("avx2") and
+// avx512f/bw/vl/dq ("avx512"); the bf16 dot product, VNNI and AMX are reported for later kernels.
 struct IsaFeatures {
   bool avx2 = false;
   bool avx512f = false;
+  bool avx512bw = false;
+  bool avx512vl = false;
+  bool avx512dq = false;
   bool avx512_bf16 = false;
+  bool avx512_vnni = false;
+  bool avx_vnni = false;
+  bool amx_bf16 = false;
+  bool amx_int8 = false;
   bool f16c = false;
   bool fma = false;
 };
@@ -38,7 +47,7 @@ void parse_meminfo(const std::string& text, HostInfo& info);
 // {"cpu_model", "logical_cores", "physical_cores", "sockets", "numa_nodes",
 //  "memory_total_bytes", "memory_available_bytes", "isa": {"avx2": true, ...}}
 Json to_json(const HostInfo& info);
-// "avx2 avx512f fma f16c" (the features present), "none" when none.
+// "avx2 avx512f avx512bw ... f16c fma" (the features present, in IsaFeatures' order), "none" when none.
 std::string isa_summary(const IsaFeatures& isa);
 
 }  // namespace plexus

@@ -7,6 +7,7 @@
 #include "cli/commands.h"
 #include "core/args.h"
 #include "core/units.h"
+#include "kernels/cpu/isa.h"
 
 namespace plexus::cli {
 
@@ -69,6 +70,7 @@ void print_table(const Inventory& inv) {
               h.logical_cores, h.physical_cores, h.sockets, h.numa_nodes);
   std::printf("      memory %s total, %s available; ISA %s\n", format_bytes(h.memory_total_bytes).c_str(),
               format_bytes(h.memory_available_bytes).c_str(), isa_summary(h.isa).c_str());
+  std::printf("      CPU kernels %s (PLEXUS_ISA=generic|avx2|avx512|avx512bf16 picks another)\n", std::string(isa_name(best_isa())).c_str());
   std::printf("sources: NVML %s\n         ROCm SMI %s\n         CUDA %s\n", inv.nvml_status.c_str(), inv.rocm_status.c_str(),
               inv.cuda_status.c_str());
 }
@@ -78,13 +80,15 @@ void print_table(const Inventory& inv) {
 int cmd_detect(int argc, char** argv) {
   Args args("detect", "List the devices plexus can use, the links between them, and the host.");
   add_device_options(args);
-  args.flag("--json", "print JSON: {\"devices\", \"topology\", \"p2p\", \"host\", \"sources\" (nvml, rocm_smi, cuda)}");
+  args.flag("--json", "print JSON: {\"devices\", \"topology\", \"p2p\", \"host\" (isa, cpu_kernels), \"sources\" (nvml, rocm_smi, cuda)}");
   args.epilog("GPU libraries are loaded at run time: PLEXUS_NVML_LIBRARY and PLEXUS_ROCM_SMI_LIBRARY\n"
               "override their paths. A missing library or query shows as n/a (null in JSON).");
   if (!args.parse(argc, argv)) return 0;
   const Inventory inv = detect_devices(device_options_from(args));
   if (args.get_flag("--json")) {
-    std::printf("%s\n", to_json(inv).dump(2).c_str());
+    Json j = to_json(inv);
+    j["host"]["cpu_kernels"] = std::string(isa_name(best_isa()));
+    std::printf("%s\n", j.dump(2).c_str());
   } else {
     print_table(inv);
   }

@@ -50,6 +50,8 @@ TEST(DetectCli, JsonListsGpusTopologyAndHost) {
   EXPECT_EQ(j["topology"][0][1], "NV4");
   EXPECT_EQ(j["topology"][2][3], "PIX");
   EXPECT_TRUE(j["host"].contains("isa"));
+  EXPECT_TRUE(j["host"]["cpu_kernels"] == "generic" || j["host"]["cpu_kernels"] == "avx2" || j["host"]["cpu_kernels"] == "avx512")
+      << j["host"];
   EXPECT_NE(j["sources"]["nvml"].get<std::string>().find("ok"), std::string::npos);
 }
 

@@ -12,7 +12,7 @@ namespace plexus {
 TEST(HostInfo, ParsesCpuinfo) {
   const std::string text =
       "processor\t: 0\nmodel name\t: Intel(R) Xeon(R) Platinum 8480+\nphysical id\t: 0\ncore id\t: 0\n"
-      "flags\t\t: fpu sse2 avx2 fma f16c avx512f avx512_bf16\n\n"
+      "flags\t\t: fpu sse2 avx2 fma f16c avx512f avx512_bf16 amx_int8 avx512bw avx_vnni\n\n"
       "processor\t: 1\nmodel name\t: Intel(R) Xeon(R) Platinum 8480+\nphysical id\t: 0\ncore id\t: 0\n"
       "flags\t\t: fpu sse2 avx2 fma f16c avx512f avx512_bf16\n\n"
       "processor\t: 2\nmodel name\t: Intel(R) Xeon(R) Platinum 8480+\nphysical id\t: 1\ncore id\t: 0\n"
@@ -24,7 +24,9 @@ TEST(HostInfo, ParsesCpuinfo) {
   EXPECT_EQ(info.physical_cores, 2);
   EXPECT_EQ(info.sockets, 2);
   EXPECT_TRUE(info.isa.avx2 && info.isa.fma && info.isa.f16c && info.isa.avx512f && info.isa.avx512_bf16);
-  EXPECT_EQ(isa_summary(info.isa), "avx2 avx512f avx512_bf16 f16c fma");
+  EXPECT_TRUE(info.isa.amx_int8 && info.isa.avx512bw && info.isa.avx_vnni);
+  EXPECT_FALSE(info.isa.amx_bf16 || info.isa.avx512_vnni || info.isa.avx512vl);
+  EXPECT_EQ(isa_summary(info.isa), "avx2 avx512f avx512bw avx512_bf16 avx_vnni amx_int8 f16c fma");
   EXPECT_EQ(isa_summary(IsaFeatures{}), "none");
 }
 
@@ -42,7 +44,7 @@ TEST(HostInfo, ParsesMeminfoAndReadsTheRealHost) {
   EXPECT_GE(host.numa_nodes, 1);
   EXPECT_GT(host.memory_total_bytes, 0u);
   const Json j = to_json(host);
-  EXPECT_TRUE(j["isa"].contains("avx512_bf16"));
+  for (const char* flag : {"avx512_bf16", "avx512_vnni", "avx_vnni", "amx_bf16", "amx_int8"}) EXPECT_TRUE(j["isa"].contains(flag)) << flag;
 }
 
 TEST(DeviceOptions, FlagsWinOverEnvironment) {

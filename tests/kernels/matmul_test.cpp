@@ -42,7 +42,9 @@ std::vector<float> random_vec(std::int64_t n, std::mt19937& rng) {
 
 std::vector<Isa> isas() {
   std::vector<Isa> out{Isa::kGeneric};
-  if (isa_supported(Isa::kAvx2)) out.push_back(Isa::kAvx2);
+  for (Isa isa : {Isa::kAvx2, Isa::kAvx512}) {
+    if (isa_supported(isa)) out.push_back(isa);
+  }
   return out;
 }
 
@@ -78,8 +80,12 @@ TEST(Matmul, MatchesOracleOnAwkwardShapes) {
 TEST(Matmul, BitwiseAcrossIsasThreadsAndBatching) {
   std::mt19937 rng(2);
   ThreadPool pool1(1), pool3(3);
+  struct Shape {
+    std::int64_t rows, cols, n;
+  };
+  for (const Shape& s : {Shape{37, 203, 9}, Shape{100, 579, 13}})
   for (DType t : {DType::kF32, DType::kBF16, DType::kF16}) {
-    const std::int64_t rows = 37, cols = 203, n = 9;
+    const std::int64_t rows = s.rows, cols = s.cols, n = s.n;
     Weights w = random_weights(t, rows, cols, rng);
     std::vector<float> x = random_vec(n * cols, rng);
     std::vector<float> batched(static_cast<std::size_t>(n * rows));
@@ -100,6 +106,88 @@ TEST(Matmul, BitwiseAcrossIsasThreadsAndBatching) {
           ASSERT_EQ(single[i], batched[i]) << isa_kernels(isa).name << " " << dtype_name(t) << " i=" << i;
           ASSERT_EQ(all[i], batched[i]) << isa_kernels(isa).name << " " << dtype_name(t) << " i=" << i;
         }
+      }
+    }
+  }
+}
+
+// The register tiles on every remainder: k around the 8- and 16-lane widths, rows around the
+// tile heights (3, 6), tokens 1..9 (pairs, odd tokens), strided x and y. Same bits as generic.
+TEST(Matmul, DotTileBitwiseAcrossIsasOnOddShapes) {
+  std::mt19937 rng(4);
+  for (DType t : {DType::kF32, DType::kBF16, DType::kF16}) {
+    for (std::int64_t k : {1, 7, 8, 9, 15, 16, 17, 33, 203}) {
+      const std::int64_t max_rows = 27, max_nt = 9, ldw = k + 3, ldx = k + 5, ldy = max_rows + 2;
+      Weights w = random_weights(t, max_rows, ldw, rng);
+      std::vector<float> x = random_vec(max_nt * ldx, rng);
+      for (std::int64_t nt = 1; nt <= max_nt; ++nt) {
+        for (std::int64_t nr : {1, 2, 3, 4, 5, 6, 7, 11, 12, 13, 24, 25, 27}) {
+          std::vector<float> want(static_cast<std::size_t>(max_nt * ldy), -7.0f);
+          generic_kernels().dot_tile(t, w.m.data, ldw, x.data(), ldx, want.data(), ldy, nt, nr, k);
+          for (Isa isa : isas()) {
+            std::vector<float> got(want.size(), -7.0f);
+            isa_kernels(isa).dot_tile(t, w.m.data, ldw, x.data(), ldx, got.data(), ldy, nt, nr, k);
+            ASSERT_EQ(got, want) << isa_kernels(isa).name << " " << dtype_name(t) << " k=" << k << " nt=" << nt << " nr=" << nr;
+          }
+        }
+      }
+    }
+  }
+}
+
+// The opt-in avx512bf16 table: bf16 weights with 4+ tokens use bf16-rounded activations, within
+// 2^-8 of sum |x||w| of the oracle (rounding is at most 2^-9 relative per activation); every
+// other case is the avx512 table's, so bitwise equal to generic.
+TEST(Matmul, Avx512Bf16IsBoundedWhereItRoundsAndExactElsewhere) {
+  if (!isa_supported(Isa::kAvx512Bf16)) GTEST_SKIP() << "no AVX512_BF16 here";
+  const IsaKernels& k = isa_kernels(Isa::kAvx512Bf16);
+  std::mt19937 rng(6);
+  ThreadPool pool(2);
+  for (DType t : {DType::kF32, DType::kBF16, DType::kF16}) {
+    for (std::int64_t rows : {1, 5, 6, 7, 13, 100}) {
+      for (std::int64_t cols : {1, 2, 17, 31, 32, 33, 64, 203, 579}) {
+        for (std::int64_t n : {1, 3, 4, 5, 8, 9, 17}) {
+          Weights w = random_weights(t, rows, cols, rng);
+          std::vector<float> x = random_vec(n * cols, rng);
+          std::vector<float> got(static_cast<std::size_t>(n * rows), NAN), exact(got.size());
+          const MatmulPart part{w.m, got.data(), rows}, exact_part{w.m, exact.data(), rows};
+          matmul(k, pool, {&part, 1}, x.data(), n, cols);
+          matmul(generic_kernels(), pool, {&exact_part, 1}, x.data(), n, cols);
+          if (t != DType::kBF16 || n < kMatmulPackMinTokens) {
+            ASSERT_EQ(got, exact) << dtype_name(t) << " rows=" << rows << " cols=" << cols << " n=" << n;
+            continue;
+          }
+          std::vector<float> want(got.size()), wf(static_cast<std::size_t>(rows * cols));
+          ref::matmul(w.m, x.data(), n, want.data());
+          generic_kernels().to_f32(t, w.m.data, wf.data(), rows * cols);
+          for (std::int64_t i = 0; i < n; ++i) {
+            for (std::int64_t r = 0; r < rows; ++r) {
+              double mag = 0;
+              for (std::int64_t c = 0; c < cols; ++c) mag += std::fabs(static_cast<double>(x[i * cols + c]) * wf[r * cols + c]);
+              ASSERT_NEAR(got[i * rows + r], want[i * rows + r], mag / 256 + 1e-6)
+                  << "rows=" << rows << " cols=" << cols << " n=" << n << " token " << i << " row " << r;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(Matmul, ToF32MatchesTheScalarConversionOnEveryIsa) {
+  std::mt19937 rng(5);
+  for (DType t : {DType::kF32, DType::kBF16, DType::kF16}) {
+    for (std::int64_t n : {1, 7, 8, 15, 16, 17, 100}) {
+      Weights w = random_weights(t, 1, n, rng);
+      std::vector<float> want(static_cast<std::size_t>(n));
+      for (std::int64_t i = 0; i < n; ++i) {
+        const auto* h = static_cast<const std::uint16_t*>(w.m.data);
+        want[i] = t == DType::kF32 ? static_cast<const float*>(w.m.data)[i] : t == DType::kBF16 ? bf16_to_f32(h[i]) : f16_to_f32(h[i]);
+      }
+      for (Isa isa : isas()) {
+        std::vector<float> got(want.size(), NAN);
+        isa_kernels(isa).to_f32(t, w.m.data, got.data(), n);
+        ASSERT_EQ(got, want) << isa_kernels(isa).name << " " << dtype_name(t) << " n=" << n;
       }
     }
   }

@@ -13,7 +13,9 @@ namespace {
 
 std::vector<Isa> isas() {
   std::vector<Isa> out{Isa::kGeneric};
-  if (isa_supported(Isa::kAvx2)) out.push_back(Isa::kAvx2);
+  for (Isa isa : {Isa::kAvx2, Isa::kAvx512}) {
+    if (isa_supported(isa)) out.push_back(isa);
+  }
   return out;
 }
 
@@ -62,17 +64,33 @@ TEST(Ops, SoftmaxSiluRmsnormMatchOracle) {
   }
 }
 
-TEST(Ops, ExpAndSiluBitwiseAcrossIsas) {
-  if (!isa_supported(Isa::kAvx2)) GTEST_SKIP() << "no AVX2 here";
+TEST(Ops, ElementwiseAndReductionsBitwiseAcrossIsas) {
   std::mt19937 rng(6);
   std::normal_distribution<float> d(0.0f, 10.0f);
-  std::vector<float> x(1001);
-  for (auto& v : x) v = d(rng);
-  std::vector<float> a = x, b = x;
-  const float sa = generic_kernels().exp_shift_sum(a.data(), 1.5f, 1001);
-  const float sb = avx2_kernels().exp_shift_sum(b.data(), 1.5f, 1001);
-  EXPECT_EQ(sa, sb);
-  EXPECT_EQ(a, b);
+  const IsaKernels& g = generic_kernels();
+  for (std::int64_t n : {1, 7, 8, 15, 16, 17, 24, 31, 1001}) {
+    std::vector<float> x(static_cast<std::size_t>(n)), u(x.size());
+    for (auto& v : x) v = d(rng);
+    for (auto& v : u) v = d(rng);
+    for (Isa isa : isas()) {
+      const IsaKernels& k = isa_kernels(isa);
+      std::vector<float> a = x, b = x;
+      EXPECT_EQ(g.exp_shift_sum(a.data(), 1.5f, n), k.exp_shift_sum(b.data(), 1.5f, n)) << k.name << " n=" << n;
+      EXPECT_EQ(a, b) << k.name << " exp n=" << n;
+      g.silu_mul(x.data(), u.data(), a.data(), n);
+      k.silu_mul(x.data(), u.data(), b.data(), n);
+      EXPECT_EQ(a, b) << k.name << " silu n=" << n;
+      a = u, b = u;
+      g.axpy(0.37f, x.data(), a.data(), n);
+      k.axpy(0.37f, x.data(), b.data(), n);
+      EXPECT_EQ(a, b) << k.name << " axpy n=" << n;
+      g.scale(0.37f, a.data(), n);
+      k.scale(0.37f, b.data(), n);
+      EXPECT_EQ(a, b) << k.name << " scale n=" << n;
+      EXPECT_EQ(g.dot(x.data(), u.data(), n), k.dot(x.data(), u.data(), n)) << k.name << " n=" << n;
+      EXPECT_EQ(g.sum_squares(x.data(), n), k.sum_squares(x.data(), n)) << k.name << " n=" << n;
+    }
+  }
 }
 
 TEST(Ops, RopeMatchesOracle) {
@@ -125,17 +143,19 @@ TEST(Ops, AttentionCompositionMatchesOracle) {
 }
 
 TEST(Ops, WeightedRowsBitwiseAcrossIsas) {
-  if (!isa_supported(Isa::kAvx2)) GTEST_SKIP() << "no AVX2 here";
   std::mt19937 rng(10);
   std::normal_distribution<float> d(0.0f, 1.0f);
-  const std::int64_t n = 37, ld = 150;
-  for (std::int64_t dcols : {1, 8, 64, 77, 150}) {
-    std::vector<float> w(n), rows(n * ld), a(static_cast<std::size_t>(dcols)), b(a.size());
+  const std::int64_t n = 37, ld = 300;
+  for (std::int64_t dcols : {1, 8, 16, 24, 64, 77, 128, 150, 300}) {
+    std::vector<float> w(n), rows(n * ld), a(static_cast<std::size_t>(dcols));
     for (auto& x : w) x = d(rng);
     for (auto& x : rows) x = d(rng);
     generic_kernels().weighted_rows(w.data(), n, rows.data(), ld, a.data(), dcols);
-    avx2_kernels().weighted_rows(w.data(), n, rows.data(), ld, b.data(), dcols);
-    EXPECT_EQ(a, b) << dcols;
+    for (Isa isa : isas()) {
+      std::vector<float> b(a.size());
+      isa_kernels(isa).weighted_rows(w.data(), n, rows.data(), ld, b.data(), dcols);
+      EXPECT_EQ(a, b) << isa_kernels(isa).name << " " << dcols;
+    }
   }
 }
 

@@ -10,7 +10,10 @@
 namespace plexus {
 
 struct IsaKernels {
-  std::string_view name;  // "generic" | "avx2"
+  std::string_view name;  // "generic" | "avx2" | "avx512" | "avx512bf16"
+  // Rows of dot_tile's register tile for many tokens: row blocks that are a multiple of it
+  // leave no remainder tiles.
+  std::int64_t tile_rows;
   // Y[t*ldy + r] = dot(X[t*ldx + 0..K), W row r) for t < nt, r < nr; W rows are ldw elements
   // apart, in `wt`. Any nt, nr >= 1.
   void (*dot_tile)(DType wt, const void* w, std::int64_t ldw, const float* x, std::int64_t ldx, float* y,
@@ -32,17 +35,26 @@ struct IsaKernels {
   void (*silu_mul)(const float* gate, const float* up, float* out, std::int64_t n);
   // sum x[i]^2
   float (*sum_squares)(const float* x, std::int64_t n);
+  // true: dot_tile takes bf16 weights with 4+ tokens faster in place than converted to f32 first
+  // (matmul then skips its f32 row blocks for bf16). Only the opt-in avx512bf16 table.
+  bool prefill_bf16_in_place;
 };
 
-enum class Isa { kGeneric, kAvx2 };
+// kAvx512Bf16 is opt-in: not bitwise equal to the others (bf16-rounded activations in prefill
+// matmuls of bf16 weights; see kernels_avx512bf16.cpp), never chosen unless asked for.
+enum class Isa { kGeneric, kAvx2, kAvx512, kAvx512Bf16 };
 
-// The best ISA this CPU supports, unless PLEXUS_ISA=generic|avx2 asks for another (an
-// unsupported request falls back to the best supported one).
+// The best bitwise-exact ISA this CPU supports (avx512, else avx2, else generic), unless
+// PLEXUS_ISA=generic|avx2|avx512|avx512bf16 asks for another. A request this CPU cannot run, or
+// an unknown name, falls back to the best supported one with one warning line on stderr.
 Isa best_isa();
 bool isa_supported(Isa isa);
 const IsaKernels& isa_kernels(Isa isa);
+std::string_view isa_name(Isa isa);
 
 const IsaKernels& generic_kernels();
-const IsaKernels& avx2_kernels();  // only call when the CPU has AVX2 + FMA + F16C
+const IsaKernels& avx2_kernels();    // only call when the CPU has AVX2 + FMA + F16C
+const IsaKernels& avx512_kernels();  // only call when isa_supported(Isa::kAvx512)
+const IsaKernels& avx512bf16_kernels();  // only call when isa_supported(Isa::kAvx512Bf16)
 
 }  // namespace plexus

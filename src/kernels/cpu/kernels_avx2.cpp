@@ -83,6 +83,7 @@ void tile_rows(const void* w, std::int64_t ldw, const float* x, std::int64_t ldx
                std::int64_t nr, std::int64_t k) {
   constexpr std::int64_t es = T == DType::kF32 ? 4 : 2;
   constexpr int kRows = NT >= 3 ? 3 : 4;  // 12 accumulators at most, leaving registers for loads
+  // (3 is the table's tile_rows)
   const std::uint8_t* wb = static_cast<const std::uint8_t*>(w);
   std::int64_t r = 0;
   for (; r + kRows <= nr; r += kRows) tile<T, NT, kRows>(wb + r * ldw * es, ldw, x, ldx, y + r, ldy, k);
@@ -229,7 +230,7 @@ float sum_squares(const float* x, std::int64_t n) { return dot(x, x, n); }
 }  // namespace
 
 const IsaKernels& avx2_kernels() {
-  static const IsaKernels k{"avx2", dot_tile, to_f32, dot, axpy, weighted_rows, scale, exp_shift_sum, silu_mul, sum_squares};
+  static const IsaKernels k{"avx2", 3, dot_tile, to_f32, dot, axpy, weighted_rows, scale, exp_shift_sum, silu_mul, sum_squares, false};
   return k;
 }
 

@@ -8,20 +8,21 @@
 namespace plexus {
 namespace {
 
-// Rows per converted block: about 96 KiB of f32, a multiple of 3 (the register tile height).
-std::int64_t block_rows(std::int64_t cols) {
+// Rows per converted block: about 96 KiB of f32, a multiple of the register tile height.
+std::int64_t block_rows(std::int64_t cols, std::int64_t tile) {
   std::int64_t r = 98304 / (cols * 4);
-  r = std::clamp<std::int64_t>(r, 3, 96);
-  return r - r % 3;
+  r = std::clamp<std::int64_t>(r, tile, std::max<std::int64_t>(96, tile));
+  return r - r % tile;
 }
 
 void run_rows(const IsaKernels& k, const MatmulPart& p, std::int64_t r0, std::int64_t r1, const float* x,
               std::int64_t n, std::int64_t ldx) {
   const std::int64_t cols = p.w.cols;
-  if (n < kMatmulPackMinTokens || p.w.dtype == DType::kF32) {
-    // Weights straight from memory. For f32 the row block is read from cache across tokens
-    // without conversion, so block rows for locality in the many-token case.
-    const std::int64_t step = n < kMatmulPackMinTokens ? r1 - r0 : block_rows(cols);
+  if (n < kMatmulPackMinTokens || p.w.dtype == DType::kF32 || (p.w.dtype == DType::kBF16 && k.prefill_bf16_in_place)) {
+    // Weights straight from memory. For f32 (and bf16 in a table that multiplies bf16 in place)
+    // the row block is read from cache across tokens without conversion, so block rows for
+    // locality in the many-token case.
+    const std::int64_t step = n < kMatmulPackMinTokens ? r1 - r0 : block_rows(cols, k.tile_rows);
     for (std::int64_t r = r0; r < r1; r += step) {
       const std::int64_t nr = std::min(step, r1 - r);
       k.dot_tile(p.w.dtype, p.w.row(r), cols, x, ldx, p.y + r, p.ldy, n, nr, cols);
@@ -29,7 +30,7 @@ void run_rows(const IsaKernels& k, const MatmulPart& p, std::int64_t r0, std::in
     return;
   }
   thread_local std::vector<float> block;  // grows once to its largest size, then reused
-  const std::int64_t step = block_rows(cols);
+  const std::int64_t step = block_rows(cols, k.tile_rows);
   if (block.size() < static_cast<std::size_t>(step * cols)) block.resize(static_cast<std::size_t>(step * cols));
   for (std::int64_t r = r0; r < r1; r += step) {
     const std::int64_t nr = std::min(step, r1 - r);
