@@ -2,6 +2,7 @@
 // prefill tokens/s against fp32 FMA peak, both ceilings measured in this same run.
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,7 @@ int main(int argc, char** argv) {
   Args args("engine_bench", "Decode and prefill speed of one model against this machine's measured ceilings.");
   args.positional("MODEL", "model directory")
       .option("--threads", "N", "threads (0: all)", "0")
+      .option("--wait", "POLICY", "how idle threads wait: spin, passive or auto", "auto")
       .option("--prompt", "N", "prefill prompt length", "256")
       .option("--decode", "N", "decode steps per repeat", "64")
       .option("--repeats", "N", "repeats (median reported)", "5")
@@ -49,6 +51,9 @@ int main(int argc, char** argv) {
     const int repeats = static_cast<int>(args.get_int("--repeats"));
     EngineOptions eo;
     eo.threads = threads;
+    const std::optional<WaitPolicy> wait = parse_wait_policy(args.get("--wait"));
+    if (!wait) throw InputError("--wait must be " + std::string(kWaitPolicyChoices) + ", got '" + args.get("--wait") + "'");
+    eo.wait = *wait;
     eo.max_batch_tokens = prompt;
     Engine engine(args.get("MODEL"), eo);
     ThreadPool pool(engine.threads());

@@ -56,6 +56,7 @@ int print_batch(const ModelRun& run, const BatchGenerateResult& r, const Tokeniz
               {"prefill_tokens_per_s", r.prefill_tokens_per_s},
               {"decode_tokens_per_s", r.decode_tokens_per_s},
               {"threads", run.threads},
+              {"wait", std::string(wait_policy_name(run.wait))},
               {"isa", run.isa},
               {"interrupted", interrupted}};
     if (run.planned()) j["execution"] = exec_stats_to_json(run.executor->stats());
@@ -175,6 +176,7 @@ int cmd_generate(int argc, char** argv) {
               {"decode_tokens_per_s", r.decode_tokens_per_s},
               {"ttft_ms", r.ttft_ms},
               {"threads", run->threads},
+              {"wait", std::string(wait_policy_name(run->wait))},
               {"isa", run->isa},
               {"interrupted", interrupted}};
     if (tok) j["text"] = tok->decode(r.ids);

@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <limits>
+#include <optional>
 
 #include "cli/plan_options.h"
 #include "core/error.h"
@@ -30,6 +31,10 @@ EngineOptions engine_options(const Args& args) {
 
 void add_run_options(Args& args) {
   add_engine_options(args);
+  args.option("--wait", "POLICY",
+              "how idle CPU threads wait: spin (lowest latency on an idle machine), passive (sleep at once: a busy "
+              "machine), auto (spin briefly; not at all while the cores are seen contended)",
+              "auto");
   add_plan_options(args);
   args.option("--micro-batches", "N", "micro-batches per forward pass on several devices (0: one per stage, 1 when weights stream)", "0")
       .flag("--verbose", "print the plan in use and per-device busy time, peak memory and streaming to stderr");
@@ -38,6 +43,10 @@ void add_run_options(Args& args) {
 RunInputs run_inputs_from(const Args& args) {
   RunInputs in;
   in.engine = engine_options(args);
+  const std::string wait = args.get("--wait");
+  const std::optional<WaitPolicy> policy = parse_wait_policy(wait);
+  if (!policy) throw InputError("--wait must be " + std::string(kWaitPolicyChoices) + ", got '" + wait + "'");
+  in.engine.wait = *policy;
   in.plan = plan_inputs_from(args);
   const long long micro = args.get_int("--micro-batches");
   if (micro < 0 || micro > 4096) throw InputError("--micro-batches must be between 0 and 4096, got " + std::to_string(micro));

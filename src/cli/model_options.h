@@ -19,7 +19,7 @@ void add_engine_options(Args& args);
 EngineOptions engine_options(const Args& args);
 
 // Adds the engine options, the planning options of `plexus plan` (devices, budgets, strategy,
-// device map) and --micro-batches, --verbose: the run commands' option group.
+// device map), --wait, --micro-batches and --verbose: the run commands' option group.
 void add_run_options(Args& args);
 
 // What runs the model (exec/model_run.h), from the run options: without device options

@@ -1,19 +1,115 @@
-// Fork-join pool with chunk claiming: a packed (generation, next chunk) word publishes a job
-// and hands out its chunks; a counter of finished chunks tells the caller when it is done.
+// Fork-join pool with claiming: a packed (generation, next unit) word publishes a job and hands
+// out its pieces; a count of unfinished units tells the caller when it is done. Idle threads
+// wait on futexes (Linux) after spinning as the WaitPolicy says.
 #include "core/thread_pool.h"
+
+#include <linux/futex.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cassert>
+#include <chrono>
+#include <climits>
 
 namespace plexus {
 
 namespace {
+
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
 #endif
 }
-constexpr int kSpinIterations = 20000;  // ~ tens of microseconds before a worker sleeps
+
+std::int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Sleeps while *word == expected (returns at once when it is not, or on a spurious wake).
+void futex_wait(std::atomic<std::uint32_t>& word, std::uint32_t expected) {
+  static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t));
+  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAIT_PRIVATE, expected, nullptr, nullptr, 0);
+}
+void futex_wake(std::atomic<std::uint32_t>& word, int n) {
+  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAKE_PRIVATE, n, nullptr, nullptr, 0);
+}
+
+// This thread's involuntary context switches so far (preempted while it could run).
+long involuntary_switches() {
+  rusage ru{};
+  getrusage(RUSAGE_THREAD, &ru);
+  return ru.ru_nivcsw;
+}
+
+// kSpin: pause loops before a worker sleeps (~tens to hundreds of microseconds).
+constexpr int kSpinPauses = 20000;
+// kAuto: the spin budget moves between these; it starts at kAutoStartNs.
+constexpr std::int64_t kAutoMinSpinNs = 1000;
+constexpr std::int64_t kAutoMaxSpinNs = 200000;
+constexpr std::int64_t kAutoStartNs = 50000;
+// A spin checks the clock every kClockEvery pauses (a microsecond or less); a gap longer than
+// kDescheduledNs between two looks means the thread was not running: descheduled.
+constexpr int kClockEvery = 16;
+constexpr std::int64_t kDescheduledNs = 50000;
+// After contention is seen, nobody spins for a hold (each look meanwhile that sees it again
+// extends it). A hold starts at kMinHoldNs and doubles, up to kMaxHoldNs, when contention is seen
+// again soon after one ended: the cost of probing whether the cores are free again stays small.
+constexpr std::int64_t kMinHoldNs = 20000000;
+constexpr std::int64_t kMaxHoldNs = 1000000000;
+// A waiting thread looks at its involuntary context switches before it sleeps and otherwise at
+// most this often (a system call): preemption mid-chunk is seen within about this long.
+constexpr std::int64_t kLookEveryNs = 1000000;
+
+// Spins until done() or for budget_ns (kAuto) / kSpinPauses (kSpin). Returns done(); sets
+// `descheduled` when a spin saw the thread stop running.
+template <typename Done>
+bool spin_until(Done done, WaitPolicy policy, std::int64_t budget_ns, bool& descheduled) {
+  descheduled = false;
+  if (policy == WaitPolicy::kSpin) {
+    for (int i = 0; i < kSpinPauses; ++i) {
+      if (done()) return true;
+      cpu_relax();
+    }
+    return done();
+  }
+  if (policy == WaitPolicy::kPassive || budget_ns <= 0) return done();
+  const std::int64_t start = now_ns();
+  std::int64_t last = start;
+  for (;;) {
+    for (int i = 0; i < kClockEvery; ++i) {
+      if (done()) return true;
+      cpu_relax();
+    }
+    const std::int64_t t = now_ns();
+    if (t - last > kDescheduledNs) {
+      descheduled = true;
+      return done();
+    }
+    if (t - start >= budget_ns) return done();
+    last = t;
+  }
+}
+
 }  // namespace
 
-ThreadPool::ThreadPool(int n_threads) {
+std::string_view wait_policy_name(WaitPolicy policy) {
+  switch (policy) {
+    case WaitPolicy::kSpin: return "spin";
+    case WaitPolicy::kPassive: return "passive";
+    case WaitPolicy::kAuto: return "auto";
+  }
+  return "auto";
+}
+
+std::optional<WaitPolicy> parse_wait_policy(std::string_view name) {
+  for (WaitPolicy p : {WaitPolicy::kSpin, WaitPolicy::kPassive, WaitPolicy::kAuto}) {
+    if (name == wait_policy_name(p)) return p;
+  }
+  return std::nullopt;
+}
+
+ThreadPool::ThreadPool(int n_threads, WaitPolicy wait) : wait_(wait), spin_ns_(kAutoStartNs), hold_ns_(kMinHoldNs) {
   if (n_threads <= 0) n_threads = static_cast<int>(std::thread::hardware_concurrency());
   if (n_threads <= 0) n_threads = 1;
   n_threads_ = n_threads;
@@ -21,13 +117,43 @@ ThreadPool::ThreadPool(int n_threads) {
 }
 
 ThreadPool::~ThreadPool() {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stop_.store(true);
-    next_.fetch_add(std::uint64_t{1} << 32);
-  }
-  wake_.notify_all();
+  stop_.store(true);
+  epoch_.fetch_add(1);
+  futex_wake(epoch_, INT_MAX);
   for (auto& w : workers_) w.join();
+}
+
+std::int64_t ThreadPool::spin_budget_ns(std::int64_t now) const {
+  if (now < contended_until_.load(std::memory_order_relaxed)) return 0;
+  return spin_ns_.load(std::memory_order_relaxed);
+}
+
+void ThreadPool::note_contended(std::int64_t now) {
+  spin_ns_.store(kAutoMinSpinNs, std::memory_order_relaxed);
+  // Threads race here only with equal intents (a hold from about now): relaxed is enough.
+  const std::int64_t until = contended_until_.load(std::memory_order_relaxed);
+  std::int64_t hold = hold_ns_.load(std::memory_order_relaxed);
+  if (now >= until) {
+    hold = now < until + 4 * hold ? std::min(2 * hold, kMaxHoldNs) : kMinHoldNs;
+    hold_ns_.store(hold, std::memory_order_relaxed);
+  }
+  contended_until_.store(std::max(until, now + hold), std::memory_order_relaxed);
+}
+
+void ThreadPool::note_slept(std::int64_t slept_ns, std::int64_t now) {
+  if (now < contended_until_.load(std::memory_order_relaxed)) return;
+  const std::int64_t spin = spin_ns_.load(std::memory_order_relaxed);
+  // Woken soon after giving up: a longer spin would have caught it. Long idle: spin less.
+  const std::int64_t next = slept_ns < kAutoMaxSpinNs ? std::max(2 * spin, slept_ns + slept_ns / 4) : spin / 2;
+  spin_ns_.store(std::clamp(next, kAutoMinSpinNs, kAutoMaxSpinNs), std::memory_order_relaxed);
+}
+
+void ThreadPool::check_preempted(Preemptions& seen, std::int64_t now, bool sleeping) {
+  if (!sleeping && now - seen.looked_at < kLookEveryNs) return;
+  const long count = involuntary_switches();
+  if (count > seen.count) note_contended(now);
+  seen.count = count;
+  seen.looked_at = now;
 }
 
 void ThreadPool::work_on(std::uint32_t generation, int thread) {
@@ -35,14 +161,23 @@ void ThreadPool::work_on(std::uint32_t generation, int thread) {
     std::uint64_t v = next_.load(std::memory_order_acquire);
     if (static_cast<std::uint32_t>(v >> 32) != generation) return;
     // Read the job before claiming: a successful claim proves these belong to `generation`,
-    // since a newer job is only published after every chunk of this one was claimed.
-    const std::int64_t n = n_chunks_.load(std::memory_order_acquire);
-    const ChunkFn* fn = fn_.load(std::memory_order_relaxed);
-    const std::int64_t chunk = static_cast<std::int64_t>(v & 0xffffffffu);
-    if (chunk >= n) return;
-    if (!next_.compare_exchange_weak(v, v + 1, std::memory_order_acq_rel)) continue;
-    (*fn)(chunk, thread);
-    done_.fetch_add(1, std::memory_order_acq_rel);
+    // since a newer job is only published after every unit of this one was claimed.
+    const std::int64_t n = n_units_.load(std::memory_order_acquire);
+    const std::int64_t min_claim = min_claim_.load(std::memory_order_relaxed);
+    const std::int64_t divisor = divisor_.load(std::memory_order_relaxed);
+    const RangeFn* fn = fn_.load(std::memory_order_relaxed);
+    const std::int64_t begin = static_cast<std::int64_t>(v & 0xffffffffu);
+    if (begin >= n) return;
+    const std::int64_t left = n - begin;
+    const std::int64_t take = std::min(left, divisor > 0 ? std::max(min_claim, left / divisor) : min_claim);
+    if (!next_.compare_exchange_weak(v, v + static_cast<std::uint64_t>(take), std::memory_order_acq_rel)) continue;
+    (*fn)(begin, begin + take, thread);
+    // The last unit finished: wake the caller if it sleeps (it set the flag before sleeping;
+    // both sides are sequentially consistent, so one of them sees the other).
+    if (pending_.fetch_sub(static_cast<std::uint32_t>(take)) == static_cast<std::uint32_t>(take) &&
+        caller_sleeping_.load()) {
+      futex_wake(pending_, 1);
+    }
   }
 }
 
@@ -52,45 +187,99 @@ void ThreadPool::run_chunks(std::int64_t n_chunks, ChunkFn fn) {
     for (std::int64_t c = 0; c < n_chunks; ++c) fn(c, 0);
     return;
   }
-  fn_.store(&fn, std::memory_order_relaxed);
-  // Release: a worker that reads this new count also sees the previous job closed (below), so
-  // its claim with a stale (generation, chunk) word fails instead of running a chunk of this job
-  // under the old generation (which ran a chunk twice and left done_ above n_chunks: a hang).
-  n_chunks_.store(n_chunks, std::memory_order_release);
-  done_.store(0, std::memory_order_relaxed);
-  std::uint32_t generation;
-  {
-    // The lock orders this publication against a worker that is about to sleep.
-    std::lock_guard<std::mutex> lock(mutex_);
-    generation = static_cast<std::uint32_t>((next_.load(std::memory_order_relaxed) >> 32) + 1);
-    next_.store(static_cast<std::uint64_t>(generation) << 32, std::memory_order_release);
+  // One chunk per claim: chunks are the caller's units of balance (rows of different lengths).
+  constexpr std::int64_t kMaxUnits = 0x7fffffff;
+  for (std::int64_t base = 0; base < n_chunks; base += kMaxUnits) {
+    auto range = [&](std::int64_t b, std::int64_t e, int thread) {
+      for (std::int64_t c = b; c < e; ++c) fn(base + c, thread);
+    };
+    launch(std::min(kMaxUnits, n_chunks - base), 1, 0, RangeFn(range));
   }
-  if (sleepers_.load(std::memory_order_acquire) > 0) wake_.notify_all();
+}
+
+void ThreadPool::launch(std::int64_t n_units, std::int64_t min_claim, std::int64_t divisor, RangeFn fn) {
+  assert(n_units > 0 && n_units < 0xffffffff);
+  fn_.store(&fn, std::memory_order_relaxed);
+  min_claim_.store(min_claim, std::memory_order_relaxed);
+  divisor_.store(divisor, std::memory_order_relaxed);
+  pending_.store(static_cast<std::uint32_t>(n_units), std::memory_order_relaxed);
+  // Release: a worker that reads this new count also sees the previous job closed (below), so
+  // its claim with a stale (generation, unit) word fails instead of running a piece of this job
+  // under the old generation (which ran it twice and left pending_ wrapped: a hang).
+  n_units_.store(n_units, std::memory_order_release);
+  const std::uint32_t generation = static_cast<std::uint32_t>((next_.load(std::memory_order_relaxed) >> 32) + 1);
+  next_.store(static_cast<std::uint64_t>(generation) << 32, std::memory_order_release);
+  epoch_.store(generation);  // seq_cst, against a worker about to sleep (it counts itself first)
+  if (const int sleeping = sleepers_.load(); sleeping > 0) {
+    futex_wake(epoch_, static_cast<int>(std::min<std::int64_t>(sleeping, n_units - 1)));
+  }
   work_on(generation, 0);
-  while (done_.load(std::memory_order_acquire) != n_chunks) cpu_relax();
-  // Close the job: no chunk index of this generation can be claimed any more.
+  wait_until_done();
+  // Close the job: no unit of this generation can be claimed any more.
   next_.store((static_cast<std::uint64_t>(generation) << 32) | 0xffffffffu, std::memory_order_release);
+}
+
+void ThreadPool::wait_until_done() {
+  auto done = [&] { return pending_.load(std::memory_order_acquire) == 0; };
+  if (done()) return;
+  if (wait_ == WaitPolicy::kSpin) {
+    while (!done()) cpu_relax();
+    return;
+  }
+  const std::int64_t start = now_ns();
+  if (wait_ == WaitPolicy::kAuto) {
+    if (caller_thread_ != std::this_thread::get_id()) {  // a new launching thread: its own count
+      caller_thread_ = std::this_thread::get_id();
+      caller_preemptions_ = Preemptions{involuntary_switches(), start};
+    }
+    check_preempted(caller_preemptions_, start, false);
+  }
+  bool descheduled = false;
+  if (spin_until(done, wait_, spin_budget_ns(start), descheduled)) return;
+  if (wait_ == WaitPolicy::kAuto) {
+    const std::int64_t t = now_ns();
+    if (descheduled) note_contended(t);
+    check_preempted(caller_preemptions_, t, true);
+  }
+  caller_sleeping_.store(true);
+  for (std::uint32_t left = pending_.load(); left != 0; left = pending_.load()) futex_wait(pending_, left);
+  caller_sleeping_.store(false, std::memory_order_relaxed);
+  if (wait_ == WaitPolicy::kAuto) {
+    const std::int64_t t = now_ns();
+    note_slept(t - start, t);
+  }
+}
+
+std::uint32_t ThreadPool::wait_for_job(std::uint32_t seen, Preemptions& preemptions) {
+  auto fresh = [&] { return epoch_.load(std::memory_order_acquire) != seen; };
+  const std::int64_t start = wait_ == WaitPolicy::kAuto ? now_ns() : 0;
+  if (wait_ == WaitPolicy::kAuto) check_preempted(preemptions, start, false);
+  bool descheduled = false;
+  if (!spin_until(fresh, wait_, wait_ == WaitPolicy::kAuto ? spin_budget_ns(start) : 0, descheduled)) {
+    if (wait_ == WaitPolicy::kAuto) {
+      const std::int64_t t = now_ns();
+      if (descheduled) note_contended(t);
+      check_preempted(preemptions, t, true);
+    }
+    sleepers_.fetch_add(1);  // seq_cst, against launch()'s publication
+    while (epoch_.load() == seen) futex_wait(epoch_, seen);
+    sleepers_.fetch_sub(1, std::memory_order_relaxed);
+    if (wait_ == WaitPolicy::kAuto) {
+      const std::int64_t t = now_ns();
+      note_slept(t - start, t);
+    }
+  }
+  return epoch_.load(std::memory_order_acquire);
 }
 
 void ThreadPool::worker(int index) {
   std::uint32_t seen = 0;
+  Preemptions preemptions;
+  if (wait_ == WaitPolicy::kAuto) preemptions = Preemptions{involuntary_switches(), now_ns()};
   for (;;) {
-    auto gen = [&] { return static_cast<std::uint32_t>(next_.load(std::memory_order_acquire) >> 32); };
-    std::uint32_t g = gen();
-    for (int spin = 0; g == seen && spin < kSpinIterations; ++spin) {
-      cpu_relax();
-      g = gen();
-    }
-    if (g == seen) {
-      std::unique_lock<std::mutex> lock(mutex_);
-      sleepers_.fetch_add(1);
-      wake_.wait(lock, [&] { return gen() != seen; });
-      sleepers_.fetch_sub(1);
-      g = gen();
-    }
-    seen = g;
+    seen = wait_for_job(seen, preemptions);
     if (stop_.load()) return;
-    work_on(g, index);
+    work_on(seen, index);
   }
 }
 

@@ -1,18 +1,31 @@
-// A fork-join thread pool for kernels. A launch is cut into chunks that the caller and the
-// workers claim one at a time, so a worker that is slow to wake (a busy machine) only means
-// the others take its chunks: the launch never waits for a thread that has not started.
-// Workers spin briefly before sleeping, so back-to-back launches (a decode step is hundreds
-// of them) cost microseconds, and nothing allocates per launch.
+// A fork-join thread pool for kernels. A launch is cut into pieces that the caller and the
+// workers claim as they go, so a worker that is slow to wake (a busy machine) only means the
+// others take its share: the launch never waits for a thread that has not started. How idle
+// threads wait is the WaitPolicy: spinning keeps back-to-back launches (a decode step is
+// hundreds of them) at microseconds on an idle machine, sleeping leaves the cores to whoever
+// needs them on a busy one. Nothing allocates per launch.
 #pragma once
 #include <algorithm>
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
-#include <mutex>
+#include <optional>
+#include <string_view>
 #include <thread>
 #include <vector>
 
 namespace plexus {
+
+// How a thread with nothing to do waits: for the next launch (a worker) or for the last piece
+// of a launch that others still compute (the caller).
+enum class WaitPolicy {
+  kSpin,     // spin ~20,000 pause loops before sleeping; the caller spins until the launch ends
+  kPassive,  // sleep at once (futex); the last thread to finish wakes the caller
+  kAuto,     // spin for a time budget measured as it goes: none while the cores are contended
+};
+std::string_view wait_policy_name(WaitPolicy policy);
+// "spin", "passive", "auto"; nullopt for anything else.
+std::optional<WaitPolicy> parse_wait_policy(std::string_view name);
+inline constexpr std::string_view kWaitPolicyChoices = "spin, passive or auto";
 
 // A non-owning reference to a callable `void(std::int64_t chunk, int thread)`.
 class ChunkFn {
@@ -31,55 +44,101 @@ class ChunkFn {
 class ThreadPool {
  public:
   // n_threads counts the calling thread; 0 means one per hardware thread.
-  explicit ThreadPool(int n_threads = 0);
+  explicit ThreadPool(int n_threads = 0, WaitPolicy wait = WaitPolicy::kAuto);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
 
   int size() const { return n_threads_; }
+  WaitPolicy wait_policy() const { return wait_; }
 
   // Runs fn(chunk, thread) for every chunk in [0, n_chunks), each exactly once, on the caller
   // and the workers; `thread` in [0, size()) names the executing thread (for scratch buffers).
-  // Returns when all chunks are done.
+  // Returns when all chunks are done. One launch at a time: the pool is not re-entrant.
   void run_chunks(std::int64_t n_chunks, ChunkFn fn);
 
   // Splits [0, n) into contiguous ranges (starting at multiples of `align`) and runs
-  // fn(begin, end) on each.
+  // fn(begin, end) on each. Ranges shrink as the work runs out (guided self-scheduling): the
+  // first are long streams, the last small, so a thread that stalls mid-range (descheduled)
+  // holds little of the launch up while the others finish the rest. Which ranges a thread gets
+  // varies; each index is in exactly one range.
   template <typename F>
   void parallel_for(std::int64_t n, std::int64_t align, F&& fn) {
     if (n <= 0) return;
     const std::int64_t blocks = (n + align - 1) / align;
-    // Two chunks per thread: enough to even out a slow thread, few enough that each chunk is a
-    // long contiguous stream (decode reads weights once; prefill converts row blocks once).
-    const std::int64_t chunks = std::min<std::int64_t>(blocks, n_threads_ == 1 ? 1 : 2 * n_threads_);
-    if (chunks <= 1) {
+    if (n_threads_ == 1 || blocks <= 1) {
       fn(std::int64_t{0}, n);
       return;
     }
-    auto task = [&](std::int64_t c, int) {
-      const std::int64_t begin = blocks * c / chunks * align;
-      const std::int64_t end = std::min(n, blocks * (c + 1) / chunks * align);
-      if (begin < end) fn(begin, end);
-    };
-    run_chunks(chunks, ChunkFn(task));
+    auto range = [&](std::int64_t b, std::int64_t e, int) { fn(b * align, std::min(n, e * align)); };
+    // A claim takes 1/(2 * threads) of what is left, at least 1/(8 * threads) of the whole.
+    const std::int64_t divisor = 2 * n_threads_;
+    launch(blocks, std::max<std::int64_t>(1, blocks / (4 * divisor)), divisor, RangeFn(range));
   }
 
  private:
+  // A non-owning reference to `void(std::int64_t begin, std::int64_t end, int thread)`.
+  class RangeFn {
+   public:
+    template <typename F>
+    explicit RangeFn(F& f)
+        : obj_(static_cast<void*>(&f)),
+          call_([](void* o, std::int64_t b, std::int64_t e, int t) { (*static_cast<F*>(o))(b, e, t); }) {}
+    void operator()(std::int64_t b, std::int64_t e, int thread) const { call_(obj_, b, e, thread); }
+
+   private:
+    void* obj_;
+    void (*call_)(void*, std::int64_t, std::int64_t, int);
+  };
+
+  // Runs fn over [0, n_units) in claims of max(min_claim, left / divisor) units (divisor 0:
+  // exactly min_claim), on the caller and the workers, and returns when all are done.
+  void launch(std::int64_t n_units, std::int64_t min_claim, std::int64_t divisor, RangeFn fn);
   void worker(int index);
-  // Claims and runs chunks of the job published as `generation`; returns when none are left.
+  // Claims and runs pieces of the job published as `generation`; returns when none are left.
   void work_on(std::uint32_t generation, int thread);
+  // What a thread saw at its last look at its involuntary context switches (kAuto).
+  struct Preemptions {
+    long count = 0;
+    std::int64_t looked_at = 0;  // steady-clock ns
+  };
+  // A worker's wait for a job newer than `seen`; returns its generation.
+  std::uint32_t wait_for_job(std::uint32_t seen, Preemptions& preemptions);
+  // The caller's wait until every claimed piece is finished.
+  void wait_until_done();
+  // kAuto: how long to spin now (0 while the cores were seen contended), and what waits teach.
+  std::int64_t spin_budget_ns(std::int64_t now) const;
+  void note_contended(std::int64_t now);
+  void note_slept(std::int64_t slept_ns, std::int64_t now);
+  // kAuto, before a thread sleeps and at least every millisecond it waits: was it preempted
+  // (more involuntary context switches) since its last look? Then others want these cores.
+  void check_preempted(Preemptions& seen, std::int64_t now, bool sleeping);
 
   int n_threads_;
+  WaitPolicy wait_;
   std::vector<std::thread> workers_;
-  // High 32 bits: job generation; low 32 bits: next unclaimed chunk of that job.
+  // The job. High 32 bits of next_: its generation; low 32 bits: its next unclaimed unit.
   std::atomic<std::uint64_t> next_{0};
-  std::atomic<std::int64_t> n_chunks_{0};
-  std::atomic<const ChunkFn*> fn_{nullptr};
-  std::atomic<std::int64_t> done_{0};
-  std::atomic<bool> stop_{false};
+  std::atomic<std::int64_t> n_units_{0};
+  std::atomic<std::int64_t> min_claim_{1};
+  std::atomic<std::int64_t> divisor_{0};
+  std::atomic<const RangeFn*> fn_{nullptr};
+  // Units claimed but not finished, or not yet claimed; the caller sleeps on it (passive/auto).
+  std::atomic<std::uint32_t> pending_{0};
+  std::atomic<bool> caller_sleeping_{false};
+  // The generation of the latest job: what idle workers spin on and sleep on (futex). On its
+  // own cache line, away from the claims.
+  alignas(64) std::atomic<std::uint32_t> epoch_{0};
   std::atomic<int> sleepers_{0};
-  std::mutex mutex_;
-  std::condition_variable wake_;
+  std::atomic<bool> stop_{false};
+  // kAuto's measured state (steady-clock nanoseconds): the spin budget, until when the cores
+  // count as contended, and how long the last such hold was.
+  alignas(64) std::atomic<std::int64_t> spin_ns_;
+  std::atomic<std::int64_t> contended_until_{0};
+  std::atomic<std::int64_t> hold_ns_;
+  // The launching thread and its involuntary context switches at its last look (kAuto).
+  std::thread::id caller_thread_;
+  Preemptions caller_preemptions_;
 };
 
 }  // namespace plexus

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "backend/device_registry.h"
+#include "core/thread_pool.h"
 #include "exec/device_memory.h"
 #include "exec/exec_stats.h"
 #include "planner/stage_layout.h"
@@ -31,6 +32,7 @@ struct EngineOptions {
   int threads = 0;                      // 0: one per hardware thread
   std::int64_t max_batch_tokens = 256;  // tokens per forward call (prefill chunk)
   std::int64_t max_context = 0;         // 0: the model's max_position_embeddings
+  WaitPolicy wait = WaitPolicy::kAuto;  // how the CPU devices' idle pool threads wait
 };
 
 struct ExecutorOptions {

@@ -288,10 +288,11 @@ std::unique_ptr<ModelRun> open_model_run(const RunInputs& in, const std::string&
     }
     run->device_note = cpu_fallback_note(cuda);
     // One stage on the host device with every thread, the weights read in place.
-    run->devices = make_host_run_devices(eo.threads);
+    run->devices = make_host_run_devices(eo.threads, eo.wait);
     run->executor = std::make_unique<Executor>(model_dir, whole_model_on_host(), run->devices, single_host_stage(eo));
     run->runner = run->executor.get();
     run->threads = run->executor->threads();
+    run->wait = eo.wait;
     run->isa = run->executor->kernels().name;
     return run;
   }
@@ -340,7 +341,8 @@ std::unique_ptr<ModelRun> open_model_run(const RunInputs& in, const std::string&
                                         : plan_model(tree, po.request);
   // The devices get what the plan sized: its budgets (accelerate's strategies: max_memory for the
   // weights, the run buffers on top).
-  run->devices = make_run_devices(run_capacities(plan), po.request.runtime.threads, host_available_memory(), po.accelerators);
+  run->devices = make_run_devices(run_capacities(plan), po.request.runtime.threads, host_available_memory(), po.accelerators,
+                                   eo.wait);
   if (!po.device_note.empty()) run->device_note = po.device_note;
   ExecutorOptions xo;
   xo.max_batch_tokens = eo.max_batch_tokens;
@@ -357,6 +359,7 @@ std::unique_ptr<ModelRun> open_model_run(const RunInputs& in, const std::string&
     }
   }
   run->threads = std::min(run->executor->threads(), run_thread_budget(eo.threads));
+  run->wait = eo.wait;
   run->isa = run->executor->kernels().name;
   std::string buffers;
   for (const DeviceBuffers& b : run->executor->buffers().devices) {

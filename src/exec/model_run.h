@@ -108,6 +108,7 @@ struct ModelRun {
   Json plan_json;         // plan_to_json + "budgets_source" (multi-device runs); null otherwise
   std::optional<Plan> plan;  // the plan run (multi-device runs)
   int threads = 0;
+  WaitPolicy wait = WaitPolicy::kAuto;  // how the CPU devices' idle pool threads wait
   std::string isa;
   // One line for the user (the command prints it as "note: ..."): why a run that could have used
   // GPUs is on the CPU (no CUDA driver, or detected GPUs the CUDA runtime cannot use), or that a

@@ -17,7 +17,7 @@ int run_thread_budget(int threads) {
 }
 
 DeviceRegistry make_run_devices(const Budgets& budgets, int threads, std::uint64_t host_available_bytes,
-                                const RunAccelerators& accelerators) {
+                                const RunAccelerators& accelerators, WaitPolicy wait) {
   const int total = run_thread_budget(threads);
   int n = 0;
   for (const DeviceId& d : budgets.accelerators()) n = std::max(n, d.ordinal() + 1);
@@ -39,18 +39,18 @@ DeviceRegistry make_run_devices(const Budgets& budgets, int threads, std::uint64
       continue;
     }
     const int share = std::max(1, total / n + (i < total % n ? 1 : 0));
-    r.add_accelerator(std::make_unique<CpuDevice>(DeviceKind::kVirtual, i, budget, share, slots));
+    r.add_accelerator(std::make_unique<CpuDevice>(DeviceKind::kVirtual, i, budget, share, slots, wait));
   }
   r.set_host(std::make_unique<CpuDevice>(DeviceKind::kCpu, -1, budgets.get(DeviceId::cpu()).value_or(host_available_bytes), total,
-                                         slots));
+                                         slots, wait));
   return r;
 }
 
-DeviceRegistry make_host_run_devices(int threads) {
+DeviceRegistry make_host_run_devices(int threads, WaitPolicy wait) {
   // Large enough never to refuse, small enough that sums with it do not overflow.
   constexpr std::uint64_t kUnbudgeted = std::uint64_t{1} << 60;
   DeviceRegistry r;
-  r.set_host(std::make_unique<CpuDevice>(DeviceKind::kCpu, -1, kUnbudgeted, run_thread_budget(threads)));
+  r.set_host(std::make_unique<CpuDevice>(DeviceKind::kCpu, -1, kUnbudgeted, run_thread_budget(threads), nullptr, wait));
   return r;
 }
 

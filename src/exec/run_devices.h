@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "backend/device_registry.h"
+#include "core/thread_pool.h"
 #include "planner/budgets.h"
 #include "planner/device_map.h"
 
@@ -29,13 +30,15 @@ struct RunAccelerators {
 // computes on more than `threads` threads. Accelerators without a budget get none (nothing fits).
 // `threads`, or the hardware threads for 0.
 int run_thread_budget(int threads);
+// `wait`: how the CPU devices' idle pool threads wait (core/thread_pool.h).
 DeviceRegistry make_run_devices(const Budgets& budgets, int threads, std::uint64_t host_available_bytes,
-                                const RunAccelerators& accelerators = RunAccelerators());
+                                const RunAccelerators& accelerators = RunAccelerators(),
+                                WaitPolicy wait = WaitPolicy::kAuto);
 
 // The devices of a run without devices named: the host CPU device alone, computing on all of
 // `threads` (0: the hardware threads) with no budget of its own (like the mmapped weights it
 // reads in place, its buffers are the operating system's to refuse).
-DeviceRegistry make_host_run_devices(int threads);
+DeviceRegistry make_host_run_devices(int threads, WaitPolicy wait = WaitPolicy::kAuto);
 // The device map of such a run: every module on "cpu" (run with ExecutorOptions::host_in_place).
 DeviceMap whole_model_on_host();
 

@@ -10,7 +10,7 @@
 namespace plexus {
 
 Engine::Engine(const std::string& model_dir, const EngineOptions& options)
-    : devices_(make_host_run_devices(options.threads)),
+    : devices_(make_host_run_devices(options.threads, options.wait)),
       executor_(std::make_unique<Executor>(model_dir, whole_model_on_host(), devices_, single_host_stage(options))) {}
 
 KvCache Engine::new_cache(std::int64_t capacity) const {

@@ -67,6 +67,30 @@ TEST_F(FlagValidation, ThreadsAreHonouredOnEveryDeviceCount) {
   EXPECT_EQ(Json::parse(three.out)["threads"], 3);
 }
 
+TEST_F(FlagValidation, WaitPolicyIsCheckedAndReported) {
+  for (const std::string& c : run_commands("--wait busy")) expect_usage_error(run_no_gpu(c), c, {"--wait", "spin, passive or auto", "'busy'"});
+  for (const std::string wait : {"spin", "passive", "auto"}) {
+    const testing::ProcessResult r = run_no_gpu("generate " + model_ + " --ids 1,2 --max-tokens 2 --json --threads 2 --wait " + wait);
+    ASSERT_EQ(r.exit_code, 0) << wait << "\n" << r.err;
+    EXPECT_EQ(Json::parse(r.out)["wait"], wait);
+  }
+}
+
+TEST_F(FlagValidation, EveryWaitPolicyGeneratesTheSameTokens) {
+  // Sampled (so that any difference in the logits shows), on 2 threads and on virtual devices.
+  for (const std::string devices : {"", "--virtual-devices 2"}) {
+    std::string first;
+    for (const std::string wait : {"spin", "passive", "auto"}) {
+      const testing::ProcessResult r = run_no_gpu("generate " + model_ + " --ids 1,2,3 --max-tokens 12 --temperature 1 --seed 5 --json --threads 2 --wait " +
+                                                  wait + " " + devices);
+      ASSERT_EQ(r.exit_code, 0) << wait << "\n" << r.err;
+      const std::string ids = Json::parse(r.out)["ids"].dump();
+      if (first.empty()) first = ids;
+      EXPECT_EQ(ids, first) << wait << " " << devices;
+    }
+  }
+}
+
 TEST_F(FlagValidation, ThreadsAreNeverRaisedForReplicas) {
   // Four replicas cannot compute on one thread: refused (it was raised to 4 without a word).
   const std::string c = "batch " + model_ + " --input " + shell_quote(dir_ / "in.jsonl") + " --output " +

@@ -20,12 +20,13 @@ std::string make_name(DeviceKind kind, int ordinal) {
 }  // namespace
 
 CpuDevice::CpuDevice(DeviceKind kind, int ordinal, std::uint64_t budget_bytes, int threads,
-                     std::shared_ptr<ComputeSlots> slots)
+                     std::shared_ptr<ComputeSlots> slots, WaitPolicy wait)
     : kind_(kind),
       ordinal_(ordinal),
       name_(make_name(kind, ordinal)),
       budget_(budget_bytes),
       threads_(threads < 1 ? 1 : threads),
+      wait_(wait),
       slots_(std::move(slots)),
       queue_(name_) {
   assert(kind == DeviceKind::kCpu || kind == DeviceKind::kVirtual);
@@ -99,7 +100,7 @@ void CpuDevice::copy_from_device(Buffer& dst, std::size_t dst_offset, const Buff
 }
 
 ThreadPool* CpuDevice::thread_pool() {
-  std::call_once(pool_once_, [this] { pool_ = std::make_unique<ThreadPool>(threads_); });
+  std::call_once(pool_once_, [this] { pool_ = std::make_unique<ThreadPool>(threads_, wait_); });
   return pool_.get();
 }
 

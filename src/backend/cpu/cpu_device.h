@@ -19,8 +19,9 @@ class CpuDevice : public Device {
  public:
   // kind is kCpu (ordinal -1, name "cpu") or kVirtual (ordinal >= 0, name "virtual:N").
   // With `slots`, each enqueued task holds min(threads, slots->size()) of them while it runs.
+  // `wait`: how its thread pool's idle threads wait.
   CpuDevice(DeviceKind kind, int ordinal, std::uint64_t budget_bytes, int threads,
-            std::shared_ptr<ComputeSlots> slots = nullptr);
+            std::shared_ptr<ComputeSlots> slots = nullptr, WaitPolicy wait = WaitPolicy::kAuto);
   ~CpuDevice() override;
 
   const std::string& name() const override { return name_; }
@@ -53,6 +54,7 @@ class CpuDevice : public Device {
   std::string name_;
   std::uint64_t budget_;
   int threads_;
+  WaitPolicy wait_;
   std::shared_ptr<ComputeSlots> slots_;
   std::atomic<std::uint64_t> used_{0};
   std::once_flag pool_once_;
