@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "model/token_id.h"
 #include "core/json.h"
+#include "core/timer.h"
 #include "bench/bench_metrics.h"
 #include "monitor/monitor_session.h"
 #include "runtime/generate.h"
@@ -42,7 +43,7 @@ class TextStreamer {
 
 // --batch N: every sequence's ids (and text), then the totals. `monitor` is set for --json.
 int print_batch(const ModelRun& run, const BatchGenerateResult& r, const Tokenizer* tok, MonitorSession* monitor,
-                bool verbose, bool interrupted) {
+                bool verbose, bool interrupted, double load_seconds) {
   if (monitor) {
     Json seqs = Json::array();
     for (const GenerateResult& g : r.sequences) {
@@ -55,6 +56,7 @@ int print_batch(const ModelRun& run, const BatchGenerateResult& r, const Tokeniz
               {"completion_tokens", r.generated_tokens},
               {"prefill_tokens_per_s", r.prefill_tokens_per_s},
               {"decode_tokens_per_s", r.decode_tokens_per_s},
+              {"load_seconds", load_seconds},
               {"threads", run.threads},
               {"wait", std::string(wait_policy_name(run.wait))},
               {"isa", run.isa},
@@ -119,9 +121,13 @@ int cmd_generate(int argc, char** argv) {
   // a sum past the model's context is left to the context check, which names both.
   const auto prompt_len = static_cast<std::int64_t>(prompt.size());
   const std::int64_t run_context = o.max_tokens <= std::numeric_limits<std::int64_t>::max() - prompt_len ? prompt_len + o.max_tokens : 0;
+  // Load time: mapping (and prefaulting) the weights, planning, allocating the run's buffers.
+  Timer load_timer;
   const std::unique_ptr<ModelRun> run = open_model_run(args, dir, {}, run_context);
+  const double load_seconds = load_timer.seconds();
   Runner& runner = *run->runner;
   const bool verbose = args.get_flag("--verbose");
+  if (verbose) std::fprintf(stderr, "[model loaded in %.3f s]\n", load_seconds);
   if (verbose && !run->plan_text.empty()) std::fprintf(stderr, "%s", run->plan_text.c_str());
   const long long batch = args.get_int("--batch");
   check_token_ids(prompt, runner.vocab_size(), "--ids");
@@ -139,7 +145,7 @@ int cmd_generate(int argc, char** argv) {
   if (batch > 1) {
     const BatchGenerateResult br = generate_batch(runner, std::vector(static_cast<std::size_t>(batch), prompt), o);
     const bool interrupted = json && InterruptGuard::requested();  // --batch stops only after the batch
-    const int code = print_batch(*run, br, tok.get(), monitor.get(), verbose, interrupted);
+    const int code = print_batch(*run, br, tok.get(), monitor.get(), verbose, interrupted, load_seconds);
     return interrupted ? static_cast<int>(ExitCode::kInterrupted) : code;
   }
   std::unique_ptr<TextStreamer> streamer;
@@ -175,6 +181,7 @@ int cmd_generate(int argc, char** argv) {
               {"prefill_tokens_per_s", r.prefill_tokens_per_s},
               {"decode_tokens_per_s", r.decode_tokens_per_s},
               {"ttft_ms", r.ttft_ms},
+              {"load_seconds", load_seconds},
               {"threads", run->threads},
               {"wait", std::string(wait_policy_name(run->wait))},
               {"isa", run->isa},

@@ -15,6 +15,16 @@
 
 namespace plexus {
 
+namespace {
+bool fits_in_half_of_free_memory(std::size_t bytes) {
+  const long pages = ::sysconf(_SC_AVPHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 && bytes < static_cast<std::size_t>(pages) * static_cast<std::size_t>(page) / 2;
+}
+#ifndef MADV_POPULATE_READ
+constexpr int MADV_POPULATE_READ = 22;  // Linux 5.14; older headers lack the name
+#endif
+}  // namespace
+
 MappedFile::MappedFile(const std::string& path) : path_(path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw InputError("cannot open '" + path + "': " + std::strerror(errno));
@@ -35,15 +45,23 @@ MappedFile::MappedFile(const std::string& path) : path_(path) {
     // Weights are read front to back, all of them: when the file fits in free memory, ask the
     // kernel to start reading ahead now rather than fault page by page in the first forward
     // pass. (A file larger than free memory is left to demand paging: disk offload.)
-    const long pages = ::sysconf(_SC_AVPHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
-    if (pages > 0 && page > 0 && size_ < static_cast<std::size_t>(pages) * static_cast<std::size_t>(page) / 2) {
-      ::madvise(p, size_, MADV_WILLNEED);
-    }
+    if (fits_in_half_of_free_memory(size_)) ::madvise(p, size_, MADV_WILLNEED);
   }
   ::close(fd);
 }
 
 MappedFile::~MappedFile() { reset(); }
+
+bool MappedFile::prefault() const {
+  if (size_ == 0 || !fits_in_half_of_free_memory(size_)) return false;
+  if (::madvise(const_cast<std::uint8_t*>(data_), size_, MADV_POPULATE_READ) == 0) return true;
+  // A kernel without MADV_POPULATE_READ (EINVAL): fault each page in by reading one byte of it.
+  const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  std::uint8_t sum = 0;
+  for (std::size_t i = 0; i < size_; i += page) sum ^= static_cast<const volatile std::uint8_t*>(data_)[i];
+  static_cast<void>(sum);
+  return true;
+}
 
 MappedFile::MappedFile(MappedFile&& o) noexcept : path_(std::move(o.path_)), data_(o.data_), size_(o.size_) {
   o.data_ = nullptr;

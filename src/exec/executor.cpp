@@ -104,6 +104,11 @@ Executor::Executor(const std::string& model_dir, const DeviceMap& map, DeviceReg
       memory_(make_run_memory(devices)) {
   const ModelConfig& c = model_.config();
   weights_ = std::make_unique<WeightStore>(model_, layout_, memory_);
+  // The whole model computed on the host from the mapped files: map every page in now (when the
+  // files fit in memory), so the load pays the page faults and the first forward pass does not.
+  if (direct_) {
+    for (const auto& f : checkpoint_.files()) f->prefault();
+  }
   // The run buffers, sized by the planner's function for the weights as stored.
   WeightDType stored = WeightDType::kF32;
   parse_weight_dtype(dtype_torch_name(model_.embedding().dtype), &stored);

@@ -56,6 +56,15 @@ class ComputeOps {
   virtual void attention(int layer, const TokenBatch& batch, const AttentionShape& s, Workspace& ws) = 0;
   // out (n) = silu(gate) · up; out may alias gate.
   virtual void silu_mul(const float* gate, const float* up, float* out, std::int64_t n) = 0;
+  // gate.y (n, I) = silu(x (n, ldx) · gate.wᵀ) · (x · up.wᵀ), up.y (n, I) the up product; gate.w and
+  // up.w are (I, cols) and both ldy are I. By default matmul then silu_mul; CpuOps runs both in
+  // one launch (bitwise the two steps).
+  virtual void matmul_silu_mul(const MatmulPart& gate, const MatmulPart& up, const float* x, std::int64_t n,
+                               std::int64_t ldx) {
+    const MatmulPart parts[] = {gate, up};
+    matmul(parts, x, n, ldx);
+    silu_mul(gate.y, up.y, gate.y, n * gate.ldy);
+  }
   // x (n) += y (n)
   virtual void add(float* x, const float* y, std::int64_t n) = 0;
   // x (rows, d) += y (rows, d), then out (rows, d) = rmsnorm(x) · w (d) as rmsnorm does; out may

@@ -91,6 +91,11 @@ void CpuOps::silu_mul(const float* gate, const float* up, float* out, std::int64
   plexus::silu_mul(k_, pool_, gate, up, out, n);
 }
 
+void CpuOps::matmul_silu_mul(const MatmulPart& gate, const MatmulPart& up, const float* x, std::int64_t n,
+                             std::int64_t ldx) {
+  plexus::matmul_silu_mul(k_, pool_, gate, up, x, n, ldx);
+}
+
 void CpuOps::add(float* x, const float* y, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) x[i] += y[i];
 }

@@ -26,6 +26,9 @@ class CpuOps final : public ComputeOps {
   void rope_store_kv(int layer, const TokenBatch& batch, const AttentionShape& s, Workspace& ws) override;
   void attention(int layer, const TokenBatch& batch, const AttentionShape& s, Workspace& ws) override;
   void silu_mul(const float* gate, const float* up, float* out, std::int64_t n) override;
+  // One launch: each thread multiplies a row range of gate and up, then activates it.
+  void matmul_silu_mul(const MatmulPart& gate, const MatmulPart& up, const float* x, std::int64_t n,
+                       std::int64_t ldx) override;
   void add(float* x, const float* y, std::int64_t n) override;
   // add then rmsnorm, the two steps as before (bitwise).
   void add_rmsnorm(float* x, const float* y, const float* w, std::int64_t rows, std::int64_t d, float eps,

@@ -196,9 +196,7 @@ void LlamaFamilyModel::layer(ComputeOps& ops, int l, const LayerWeights& w, floa
   // MLP block: x += (silu(xb·Wgᵀ) * xb·Wuᵀ)·Wdᵀ with xb = norm(x); the attention's residual add
   // and this norm in one step.
   ops.add_rmsnorm(x, ws.xb.data(), w.post_attention_norm.data, n, H, eps, ws.xb.data());
-  const MatmulPart gate_up[] = {{w.gate, ws.gate.data(), I}, {w.up, ws.up.data(), I}};
-  ops.matmul(gate_up, ws.xb.data(), n, H);
-  ops.silu_mul(ws.gate.data(), ws.up.data(), ws.gate.data(), n * I);
+  ops.matmul_silu_mul({w.gate, ws.gate.data(), I}, {w.up, ws.up.data(), I}, ws.xb.data(), n, H);
   const MatmulPart down[] = {{w.down, ws.xb.data(), H}};
   ops.matmul(down, ws.gate.data(), n, I);
   ops.add(x, ws.xb.data(), n * H);

@@ -38,6 +38,8 @@ class SafetensorsFile {
   const std::vector<TensorInfo>& tensors() const { return tensors_; }
   const TensorInfo* find(const std::string& name) const;
   const void* data(const TensorInfo& t) const { return file_.data() + data_start_ + t.begin; }
+  // Maps the whole file in now (MappedFile::prefault); returns whether it did.
+  bool prefault() const { return file_.prefault(); }
 
  private:
   MappedFile file_;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kernels/cpu/matmul.h"
+#include "kernels/cpu/ops.h"
 #include "kernels/ref/ref_kernels.h"
 
 namespace plexus {
@@ -209,6 +210,36 @@ TEST(Matmul, SeveralPartsShareOneLaunch) {
     for (std::int64_t r = 0; r < 10; ++r) EXPECT_NEAR(ya[t * 12 + r], wa[t * 10 + r], 1e-4);
     EXPECT_EQ(ya[t * 12 + 10], -1);  // columns past the part's rows are untouched
     for (std::int64_t r = 0; r < 7; ++r) EXPECT_NEAR(yb[t * 7 + r], wb[t * 7 + r], 1e-4);
+  }
+}
+
+TEST(Matmul, FusedGateUpSiluIsBitwiseTheTwoSteps) {
+  // matmul_silu_mul == matmul({gate, up}) then silu_mul, bit for bit, for every ISA, thread count
+  // (chunk boundaries move), dtype, decode (1 token) and the row-block path (many tokens).
+  std::mt19937 rng(4);
+  ThreadPool pool1(1), pool2(2), pool3(3);
+  for (DType t : {DType::kF32, DType::kBF16, DType::kF16}) {
+    for (std::int64_t n : {1, 2, 5}) {
+      const std::int64_t rows = 83, cols = 131;
+      Weights g = random_weights(t, rows, cols, rng), u = random_weights(t, rows, cols, rng);
+      std::vector<float> x = random_vec(n * cols, rng);
+      std::vector<float> want_g(static_cast<std::size_t>(n * rows)), want_u(want_g.size());
+      const MatmulPart parts[] = {{g.m, want_g.data(), rows}, {u.m, want_u.data(), rows}};
+      matmul(generic_kernels(), pool1, parts, x.data(), n, cols);
+      silu_mul(generic_kernels(), pool1, want_g.data(), want_u.data(), want_g.data(), n * rows);
+      for (Isa isa : isas()) {
+        for (ThreadPool* pool : {&pool1, &pool2, &pool3}) {
+          std::vector<float> got_g(want_g.size(), NAN), got_u(want_g.size(), NAN);
+          matmul_silu_mul(isa_kernels(isa), *pool, {g.m, got_g.data(), rows}, {u.m, got_u.data(), rows}, x.data(), n,
+                          cols);
+          for (std::size_t i = 0; i < want_g.size(); ++i) {
+            ASSERT_EQ(got_g[i], want_g[i]) << isa_kernels(isa).name << " " << dtype_name(t) << " threads=" << pool->size()
+                                           << " n=" << n << " i=" << i;
+            ASSERT_EQ(got_u[i], want_u[i]) << isa_kernels(isa).name << " " << dtype_name(t) << " i=" << i;
+          }
+        }
+      }
+    }
   }
 }
 

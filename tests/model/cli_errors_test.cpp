@@ -170,6 +170,15 @@ TEST(CliErrors, MakeModelGenerateRoundTrip) {
   const Json j = Json::parse(g.out);
   EXPECT_EQ(j["ids"].size(), 5u);
   for (const char* k : {"prefill_tokens_per_s", "decode_tokens_per_s", "ttft_ms"}) EXPECT_TRUE(j.contains(k)) << k;
+  // The load time (mapping and prefaulting the weights, setting up the run) rides along.
+  ASSERT_TRUE(j.contains("load_seconds"));
+  EXPECT_GT(j["load_seconds"].get<double>(), 0.0);
+  const testing::ProcessResult v = run_plexus("generate " + shell_quote(out) + " --ids 3,4,5 --max-tokens 2 --verbose");
+  ASSERT_EQ(v.exit_code, 0) << v.err;
+  EXPECT_NE(v.err.find("[model loaded in "), std::string::npos) << v.err;
+  const testing::ProcessResult b = run_plexus("generate " + shell_quote(out) + " --ids 3,4,5 --max-tokens 2 --batch 2 --json");
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  EXPECT_GT(Json::parse(b.out)["load_seconds"].get<double>(), 0.0);
   // The run was monitored: the summary of the session rides along.
   ASSERT_TRUE(j.contains("monitor"));
   EXPECT_TRUE(j["monitor"]["aggregate"].contains("total_avg_utilization"));

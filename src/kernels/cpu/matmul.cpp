@@ -59,4 +59,18 @@ void matmul(const IsaKernels& k, ThreadPool& pool, std::span<const MatmulPart> p
   });
 }
 
+void matmul_silu_mul(const IsaKernels& k, ThreadPool& pool, const MatmulPart& gate, const MatmulPart& up,
+                     const float* x, std::int64_t n, std::int64_t ldx) {
+  if (n <= 0) return;
+  assert(gate.w.rows == up.w.rows && gate.w.cols == up.w.cols && ldx >= gate.w.cols);
+  pool.parallel_for(gate.w.rows, 16, [&](std::int64_t b, std::int64_t e) {
+    run_rows(k, gate, b, e, x, n, ldx);
+    run_rows(k, up, b, e, x, n, ldx);
+    for (std::int64_t t = 0; t < n; ++t) {
+      float* g = gate.y + t * gate.ldy + b;
+      k.silu_mul(g, up.y + t * up.ldy + b, g, e - b);
+    }
+  });
+}
+
 }  // namespace plexus

@@ -16,6 +16,13 @@ namespace plexus {
 void matmul(const IsaKernels& k, ThreadPool& pool, std::span<const MatmulPart> parts, const float* x,
             std::int64_t n, std::int64_t ldx);
 
+// The MLP's gate/up product and its activation in one launch: gate.y (n, ldy) = silu(x · gate.wᵀ) ·
+// (x · up.wᵀ), up.y (n, ldy) left holding x · up.wᵀ. Each chunk multiplies the same row range of
+// both weights, then applies silu_mul to that range: bitwise matmul({gate, up}) then silu_mul, one
+// barrier fewer. gate.w and up.w have the same shape.
+void matmul_silu_mul(const IsaKernels& k, ThreadPool& pool, const MatmulPart& gate, const MatmulPart& up,
+                     const float* x, std::int64_t n, std::int64_t ldx);
+
 // The token count from which the row-block (prefill) path is used.
 constexpr std::int64_t kMatmulPackMinTokens = 4;
 
