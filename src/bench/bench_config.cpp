@@ -8,6 +8,7 @@
 #include "bench/config_paths.h"
 #include "core/args.h"
 #include "core/error.h"
+#include "core/thread_pool.h"
 #include "core/units.h"
 #include "model/make_model.h"
 #include "planner/budgets.h"
@@ -212,8 +213,8 @@ void read_model_make(const Reader& r, const YAML::Node& n, ModelMakeConfig& m) {
 }
 
 void read_backend(const Reader& r, const YAML::Node& n, BackendConfig& b) {
-  r.check_keys(n, "backend", {"type", "device_ids", "virtual_devices", "device_map", "max_memory", "dtype", "threads", "context",
-                              "micro_batches"});
+  r.check_keys(n, "backend", {"type", "device_ids", "virtual_devices", "device_map", "max_memory", "dtype", "threads", "wait",
+                              "context", "micro_batches"});
   each(n, "backend", [&](const std::string& k, const YAML::Node& v, const std::string& p) {
     if (k == "type") {
       b.type = r.string(v, p);
@@ -247,6 +248,9 @@ void read_backend(const Reader& r, const YAML::Node& n, BackendConfig& b) {
       r.check(v, p, [&] { parse_weight_dtype_or_throw(*b.dtype, p); });
     } else if (k == "threads") {
       b.threads = r.integer(v, p, 0, 1024);
+    } else if (k == "wait") {
+      b.wait = r.string(v, p);
+      if (!parse_wait_policy(b.wait)) r.fail(v, p, "unknown wait policy '" + b.wait + "' (use " + std::string(kWaitPolicyChoices) + ")");
     } else if (k == "context") {
       b.context = r.integer(v, p, 0, 1LL << 24);
     } else if (k == "micro_batches") {
@@ -414,6 +418,7 @@ Json config_to_json(const BenchConfig& c) {
                   {"max_memory", max_memory},
                   {"dtype", b.dtype ? Json(*b.dtype) : Json(nullptr)},
                   {"threads", b.threads},
+                  {"wait", b.wait},
                   {"context", b.context},
                   {"micro_batches", b.micro_batches}};
   const ScenarioConfig& s = c.scenario;

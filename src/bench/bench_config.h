@@ -32,6 +32,7 @@ struct BackendConfig {
   std::vector<std::pair<std::string, std::string>> max_memory;  // device → size, in file order
   std::optional<std::string> dtype;
   long long threads = 0;              // 0: every hardware thread
+  std::string wait = "auto";          // the CPU pool's wait policy: spin | passive | auto
   long long context = 4096;           // KV cache the plan keeps room for
   long long micro_batches = 0;        // 0: one per stage
   // Devices are named: the run is planned and executed across them (else one engine).

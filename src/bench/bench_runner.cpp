@@ -23,6 +23,7 @@ namespace {
 RunInputs run_inputs(const BenchConfig& c) {
   RunInputs in;
   in.engine.threads = static_cast<int>(c.backend.threads);
+  in.engine.wait = parse_wait_policy(c.backend.wait).value_or(WaitPolicy::kAuto);  // checked when read
   in.micro_batches = static_cast<int>(c.backend.micro_batches);
   PlanInputs& p = in.plan;
   p.strategy = c.backend.strategy;
@@ -58,6 +59,7 @@ Json execution_json(const ModelRun& run, const ExecStats* since) {
          {"busy_fraction_sum", nullptr}, {"streamed_bytes", 0}, {"stream_copy_s", 0}, {"stream_wait_s", 0}};
   }
   j["threads"] = run.threads;
+  j["wait"] = std::string(wait_policy_name(run.wait));
   j["isa"] = run.isa;
   return j;
 }
