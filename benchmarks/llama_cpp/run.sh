@@ -4,12 +4,15 @@
 # prefill 128/512 tokens, decode at depth 128/512, batched decode of 4/8/16 sequences sharing a
 # 128-token prompt; bf16 and f32; 1 and 2 threads; quiet and with a competing load (a spinning
 # process pinned to the last core, started and always stopped here). llama.cpp runs under
-# OMP_WAIT_POLICY=PASSIVE and ACTIVE and its better median counts. The read bandwidth and FMA
+# OMP_WAIT_POLICY=PASSIVE and ACTIVE (quiet) or PASSIVE (busy: spinning at its barriers beside the
+# load ran 10-60x slower than PASSIVE in every cell) and its best median counts. The read bandwidth and FMA
 # peak are measured in the same run for every (load, threads). Results: a table on stdout,
 # bench-results/llama_cpp-TIME.{json,csv} (git-ignored).
 # usage: benchmarks/llama_cpp/run.sh [BUILD_DIR] [--quick] [--repeats N]
 #   --quick: bf16, 2 threads, quiet and busy, prefill 128 / decode at depth 128 / batch 8 (~3 min)
-# env: PLEXUS_WAIT=spin|passive|auto passes --wait to engine_bench when it has that flag.
+# env: PLEXUS_WAIT=spin|passive|auto passes --wait to engine_bench when it has that flag;
+#      LLAMA_POLICIES_QUIET / LLAMA_POLICIES_BUSY: the OMP_WAIT_POLICY values llama.cpp runs under
+#      (default "PASSIVE ACTIVE" / "PASSIVE").
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
@@ -39,6 +42,7 @@ else
   dtypes=(bf16 f32) threads_list=(1 2) prefills=(128 512) depths=(128 512) batches=(4 8 16)
 fi
 loads=(quiet busy)
+policies_quiet=${LLAMA_POLICIES_QUIET:-PASSIVE ACTIVE} policies_busy=${LLAMA_POLICIES_BUSY:-PASSIVE}
 decode_steps=32 batch_steps=16 batch_prompt=128
 ncpu=$(nproc)
 
@@ -87,9 +91,16 @@ run_plexus() {  # run_plexus TAGS... -- ENGINE_BENCH_ARGS...
 run_llama() {  # run_llama TAGS... -- TOOL ARGS...  (once per OpenMP wait policy)
   local tags=() f tool policy; while [ "$1" != -- ]; do tags+=("$1"); shift; done; shift
   tool="$1"; shift
-  for policy in PASSIVE ACTIVE; do
+  local want=1 try; [ "$tool" = llama-batched-bench ] && want=$repeats
+  local policies; [ "$load" = busy ] && policies=$policies_busy || policies=$policies_quiet
+  for policy in $policies; do
     f="$raw/$((n += 1))-llama-$policy.json"
-    OMP_WAIT_POLICY=$policy "$bin/$tool" -m "${gguf[$dtype]}" -t "$threads" "$@" > "$f" 2> "$f.log"
+    # llama-batched-bench prints its results through llama.cpp's asynchronous logger, which now
+    # and then loses lines at exit: up to 3 tries for all of them.
+    for try in 1 2 3; do
+      OMP_WAIT_POLICY=$policy "$bin/$tool" -m "${gguf[$dtype]}" -t "$threads" "$@" > "$f" 2> "$f.log"
+      [ "$(grep -c '_ts"\|speed_tg' "$f")" -ge "$want" ] && break
+    done
     record "$f" "${tags[@]}" engine=llama.cpp tool="$tool" policy="$policy"
   done
 }
