@@ -2,7 +2,7 @@
 """Prints the plexus vs llama.cpp table from run.sh's manifest (one JSON line per raw output) and
 writes it as JSON and CSV. Per cell: medians (tokens/s) of each side, llama.cpp at its better
 OpenMP wait policy, the ratio plexus / llama.cpp, and both sides' fraction of the ceiling
-measured in the same run (prefill: matmul FLOP/s over fp32 FMA peak; decode: bytes read per step
+measured in the same run without the load (prefill: matmul FLOP/s over fp32 FMA peak; decode: bytes read per step
 (weights + f32 KV cache) over read bandwidth).
 usage: report.py MANIFEST [--json OUT.json] [--csv OUT.csv] [--machine TEXT]"""
 import argparse
@@ -34,7 +34,7 @@ def load(manifest):
         text = read_raw(os.path.join(base, rec["file"]) if not os.path.isabs(rec["file"]) else rec["file"])
         if rec["engine"] == "ceilings":
             j = json.loads(text)
-            ceilings[(rec["load"], rec["threads"])] = (j["read_bandwidth_gb_s"], j["fma_peak_gflop_s"])
+            ceilings[rec["threads"]] = (j["read_bandwidth_gb_s"], j["fma_peak_gflop_s"])
             continue
         key = (rec["load"], rec["dtype"], rec["threads"], rec["cell"])
         c = cells.setdefault(key, {"llama": {}})
@@ -54,7 +54,7 @@ def rows(ceilings, cells):
         prefill = "prefill_tokens_per_s" in p
         ours = p.get("prefill_tokens_per_s" if prefill else "decode_tokens_per_s", float("nan"))
         policy, theirs = max(c["llama"].items(), key=lambda kv: kv[1]) if c["llama"] else ("", float("nan"))
-        bw, peak = ceilings.get((load, threads), (float("nan"), float("nan")))
+        bw, peak = ceilings.get(threads, (float("nan"), float("nan")))
         if prefill:
             def frac(rate):
                 return rate * p["prefill_flop_per_token"] / (peak * 1e9)
@@ -97,8 +97,8 @@ def main():
                                                           for (load, dt, _, cell), two, one in scaling))
     if a.json:
         with open(a.json, "w", encoding="utf-8") as f:
-            json.dump({"machine": a.machine, "ceilings": [{"load": k[0], "threads": int(k[1]), "read_bandwidth_gb_s": v[0],
-                                                           "fma_peak_gflop_s": v[1]} for k, v in ceilings.items()],
+            json.dump({"machine": a.machine, "ceilings": [{"threads": int(k), "read_bandwidth_gb_s": v[0], "fma_peak_gflop_s": v[1]}
+                                                          for k, v in ceilings.items()],
                        "cells": table}, f, indent=1)
     if a.csv:
         fields = [k for k in table[0] if k not in ("llama_cpp_by_policy", "plexus_runs")] if table else []

@@ -4,12 +4,13 @@
 # prefill 128/512 tokens, decode at depth 128/512, batched decode of 4/8/16 sequences sharing a
 # 128-token prompt; bf16 and f32; 1 and 2 threads; quiet and with a competing load (a spinning
 # process pinned to the last core, started and always stopped here). llama.cpp runs under
-# OMP_WAIT_POLICY=PASSIVE and ACTIVE (quiet) or PASSIVE (busy: spinning at its barriers beside the
-# load ran 10-60x slower than PASSIVE in every cell) and its best median counts. The read bandwidth and FMA
-# peak are measured in the same run for every (load, threads). Results: a table on stdout,
-# bench-results/llama_cpp-TIME.{json,csv} (git-ignored).
+# OMP_WAIT_POLICY=PASSIVE and ACTIVE (quiet) or PASSIVE (busy: spinning at its barriers beside
+# the load ran 10-60x slower than PASSIVE in every cell) and its best median counts. The read
+# bandwidth and FMA peak are measured in the same run, without the load, for each thread count.
+# Results: a table on stdout, bench-results/llama_cpp-TIME.{json,csv} (git-ignored).
 # usage: benchmarks/llama_cpp/run.sh [BUILD_DIR] [--quick] [--repeats N]
-#   --quick: bf16, 2 threads, quiet and busy, prefill 128 / decode at depth 128 / batch 8 (~3 min)
+#   --quick: bf16, 2 threads, quiet and busy, prefill 128 / decode at depth 128 / batch 8 (~3 min;
+#   the whole run ~18 min on the shared 2-core VM)
 # env: PLEXUS_WAIT=spin|passive|auto passes --wait to engine_bench when it has that flag;
 #      LLAMA_POLICIES_QUIET / LLAMA_POLICIES_BUSY: the OMP_WAIT_POLICY values llama.cpp runs under
 #      (default "PASSIVE ACTIVE" / "PASSIVE").
@@ -116,10 +117,12 @@ cell() {  # cell NAME PLEXUS_ARGS -- LLAMA_TOOL ARGS: both sides, plexus first o
 for load in "${loads[@]}"; do
   [ "$load" = busy ] && start_load
   for threads in "${threads_list[@]}"; do
-    model="$repo/models/small-${dtypes[0]}"
-    f="$raw/$((n += 1))-ceilings.json"
-    "$engine_bench" "$model" --threads "$threads" --repeats "$repeats" --only ceilings --json > "$f"
-    record "$f" load="$load" threads="$threads" engine=ceilings tool=engine_bench
+    if [ "$load" = quiet ]; then  # what the machine can do, for both loads (under the load a
+      model="$repo/models/small-${dtypes[0]}"  # probe thread may share the spinner's core)
+      f="$raw/$((n += 1))-ceilings.json"
+      "$engine_bench" "$model" --threads "$threads" --repeats "$repeats" --only ceilings --json > "$f"
+      record "$f" threads="$threads" engine=ceilings tool=engine_bench
+    fi
     for dtype in "${dtypes[@]}"; do
       model="$repo/models/small-$dtype"
       for p in "${prefills[@]}"; do
