@@ -9,8 +9,8 @@
 # bandwidth and FMA peak are measured in the same run, without the load, for each thread count.
 # Results: a table on stdout, bench-results/llama_cpp-TIME.{json,csv} (git-ignored).
 # usage: benchmarks/llama_cpp/run.sh [BUILD_DIR] [--quick] [--repeats N]
-#   --quick: bf16, 2 threads, quiet and busy, prefill 128 / decode at depth 128 / batch 8 (~3 min;
-#   the whole run ~18 min on the shared 2-core VM)
+#   --quick: bf16, 2 threads, quiet and busy, prefill 128 / decode at depth 128 / batch 8. On the
+#   shared 2-core VM --quick took 0.5-5 min, the whole run 12-18 min (llama.cpp built once, ~20 min).
 # env: PLEXUS_WAIT=spin|passive|auto passes --wait to engine_bench when it has that flag;
 #      LLAMA_POLICIES_QUIET / LLAMA_POLICIES_BUSY: the OMP_WAIT_POLICY values llama.cpp runs under
 #      (default "PASSIVE ACTIVE" / "PASSIVE").
