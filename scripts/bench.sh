@@ -31,3 +31,6 @@ if [ -x "$BUILD/benchmarks/planner/bench_planner" ]; then
   step "planner: time to plan a 126-layer model ($BUILD/benchmarks/planner/bench_planner)"
   "$BUILD/benchmarks/planner/bench_planner"
 fi
+
+step "llama.cpp side by side: prefill, decode at depth, batched decode; bf16/f32, 1/2 threads, quiet/busy (benchmarks/llama_cpp/run.sh)"
+bash benchmarks/llama_cpp/run.sh "$BUILD"

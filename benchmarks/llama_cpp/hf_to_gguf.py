@@ -1,0 +1,289 @@
+#!/usr/bin/env python3
+"""Converts a Hugging Face Llama checkpoint (config.json + *.safetensors, f32 or bf16, as
+`plexus make-model --arch llama` writes) to a GGUF v3 file llama.cpp loads, for the llama.cpp
+benchmark peer. Written from the GGUF format description (magic, version 3, typed key/values,
+tensor infos, 32-byte aligned data); llama.cpp's code is not used.
+
+Tensors keep their dtype (bf16 stays BF16, f32 stays F32); norm vectors are always F32. The q and
+k projection rows are permuted from Hugging Face's rotate-half rope layout to llama.cpp's
+interleaved-pair layout: per head, row i of the first half and row i of the second half become
+rows 2i and 2i+1. The vocabulary is synthetic (the checkpoints have no tokenizer): a byte-level
+"gpt2" BPE without merges, so any text tokenizes to one token per byte, plus the config's
+bos/eos ids as control tokens; byte_token_ids() says which id each byte gets.
+
+usage: hf_to_gguf.py MODEL_DIR OUT.gguf
+"""
+import json
+import os
+import struct
+import sys
+
+import numpy as np
+
+GGUF_MAGIC = b"GGUF"
+GGUF_VERSION = 3
+ALIGNMENT = 32
+# Value types of GGUF metadata.
+T_UINT32, T_INT32, T_FLOAT32, T_BOOL, T_STRING, T_ARRAY = 4, 5, 6, 7, 8, 9
+# Tensor types.
+GGML_F32, GGML_BF16 = 0, 30
+FILE_TYPE = {GGML_F32: 0, GGML_BF16: 32}  # general.file_type: all F32 / mostly BF16
+# Token types.
+TOKEN_NORMAL, TOKEN_UNKNOWN, TOKEN_CONTROL, TOKEN_UNUSED = 1, 2, 3, 5
+
+
+class InputError(Exception):
+    pass
+
+
+# --- reading the checkpoint ---------------------------------------------------------------------
+
+def read_safetensors(path):
+    """Tensor name -> (dtype 'F32'|'BF16', numpy array viewing the file: float32 or uint16 bits)."""
+    with open(path, "rb") as f:
+        (n,) = struct.unpack("<Q", f.read(8))
+        header = json.loads(f.read(n))
+    data_start = 8 + n
+    raw = np.memmap(path, dtype=np.uint8, mode="r")
+    out = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        dtype = info["dtype"]
+        if dtype not in ("F32", "BF16"):
+            raise InputError(f"{path}: tensor {name} has dtype {dtype}; only F32 and BF16 convert")
+        begin, end = info["data_offsets"]
+        buf = raw[data_start + begin:data_start + end]
+        arr = buf.view(np.float32 if dtype == "F32" else np.uint16).reshape(info["shape"])
+        out[name] = (dtype, arr)
+    return out
+
+
+def load_checkpoint(model_dir):
+    cfg_path = os.path.join(model_dir, "config.json")
+    try:
+        with open(cfg_path, encoding="utf-8") as f:
+            cfg = json.load(f)
+    except OSError as e:
+        raise InputError(f"{cfg_path}: {e.strerror}") from None
+    if cfg.get("model_type") != "llama":
+        raise InputError(f"{cfg_path}: model_type {cfg.get('model_type')!r}; this converter handles 'llama' only")
+    for field in ("rope_scaling",):
+        if cfg.get(field):
+            raise InputError(f"{cfg_path}: {field} is set; this converter handles plain rope only")
+    for field in ("attention_bias", "mlp_bias"):
+        if cfg.get(field):
+            raise InputError(f"{cfg_path}: {field} is true; this converter handles bias-free llama only")
+    files = sorted(p for p in os.listdir(model_dir) if p.endswith(".safetensors"))
+    if not files:
+        raise InputError(f"{model_dir}: no *.safetensors file")
+    tensors = {}
+    for p in files:
+        tensors.update(read_safetensors(os.path.join(model_dir, p)))
+    return cfg, tensors
+
+
+# --- conversion ---------------------------------------------------------------------------------
+
+def rope_rows_to_interleaved(w, n_heads):
+    """(n_heads * head_dim, in) rows from rotate-half order (pairs i, i + head_dim/2 of a head) to
+    interleaved order (pairs 2i, 2i+1)."""
+    rows, cols = w.shape
+    head_dim = rows // n_heads
+    return w.reshape(n_heads, 2, head_dim // 2, cols).swapaxes(1, 2).reshape(rows, cols)
+
+
+def to_f32(dtype, arr):
+    if dtype == "F32":
+        return np.ascontiguousarray(arr, dtype=np.float32)
+    return (arr.astype(np.uint32) << 16).view(np.float32)
+
+
+def gguf_tensors(cfg, tensors, permute_rope=True):
+    """[(gguf name, ggml type, numpy array (rows, cols) or (n,))] in llama.cpp's names."""
+    n_layers = cfg["num_hidden_layers"]
+    n_heads = cfg["num_attention_heads"]
+    n_kv_heads = cfg.get("num_key_value_heads", n_heads)
+
+    def take(name):
+        if name not in tensors:
+            raise InputError(f"checkpoint has no tensor {name}")
+        return tensors[name]
+
+    def matrix(hf, gguf, heads=0):
+        dtype, arr = take(hf)
+        if heads and permute_rope:
+            arr = rope_rows_to_interleaved(arr, heads)
+        return (gguf, GGML_F32 if dtype == "F32" else GGML_BF16, arr)
+
+    def vector(hf, gguf):
+        return (gguf, GGML_F32, to_f32(*take(hf)))
+
+    out = [matrix("model.embed_tokens.weight", "token_embd.weight")]
+    for i in range(n_layers):
+        p, b = f"model.layers.{i}.", f"blk.{i}."
+        out += [
+            vector(p + "input_layernorm.weight", b + "attn_norm.weight"),
+            matrix(p + "self_attn.q_proj.weight", b + "attn_q.weight", n_heads),
+            matrix(p + "self_attn.k_proj.weight", b + "attn_k.weight", n_kv_heads),
+            matrix(p + "self_attn.v_proj.weight", b + "attn_v.weight"),
+            matrix(p + "self_attn.o_proj.weight", b + "attn_output.weight"),
+            vector(p + "post_attention_layernorm.weight", b + "ffn_norm.weight"),
+            matrix(p + "mlp.gate_proj.weight", b + "ffn_gate.weight"),
+            matrix(p + "mlp.up_proj.weight", b + "ffn_up.weight"),
+            matrix(p + "mlp.down_proj.weight", b + "ffn_down.weight"),
+        ]
+    out.append(vector("model.norm.weight", "output_norm.weight"))
+    if "lm_head.weight" in tensors and not cfg.get("tie_word_embeddings", False):
+        out.append(matrix("lm_head.weight", "output.weight"))
+    return out
+
+
+def byte_to_unicode():
+    """GPT-2's byte-level alphabet: byte -> printable character."""
+    keep = list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAC + 1)) + list(range(0xAE, 0xFF + 1))
+    table, extra = {}, 0
+    for b in range(256):
+        if b in keep:
+            table[b] = chr(b)
+        else:
+            table[b] = chr(256 + extra)
+            extra += 1
+    return table
+
+
+def special_ids(cfg):
+    return {"bos": cfg.get("bos_token_id", 1), "eos": cfg.get("eos_token_id", 2), "unk": 0}
+
+
+def byte_token_ids(cfg):
+    """byte value -> token id in the synthetic vocabulary: the first 256 ids no special token uses."""
+    taken = set(special_ids(cfg).values())
+    free = [i for i in range(cfg["vocab_size"]) if i not in taken]
+    return {b: free[b] for b in range(256)}
+
+
+def vocabulary(cfg):
+    n = cfg["vocab_size"]
+    if n < 259:
+        raise InputError(f"vocab_size {n}: the synthetic byte-level vocabulary needs at least 259 tokens")
+    tokens = [f"<unused{i}>" for i in range(n)]
+    types = [TOKEN_UNUSED] * n
+    chars = byte_to_unicode()
+    for b, i in byte_token_ids(cfg).items():
+        tokens[i], types[i] = chars[b], TOKEN_NORMAL
+    for name, i in special_ids(cfg).items():
+        tokens[i] = f"<{name}>" if name != "unk" else "<unk>"
+        types[i] = TOKEN_UNKNOWN if name == "unk" else TOKEN_CONTROL
+    return tokens, types
+
+
+def metadata(cfg, file_type):
+    hidden = cfg["hidden_size"]
+    n_heads = cfg["num_attention_heads"]
+    head_dim = cfg.get("head_dim") or hidden // n_heads
+    tokens, types = vocabulary(cfg)
+    ids = special_ids(cfg)
+    return [
+        ("general.architecture", T_STRING, "llama"),
+        ("general.name", T_STRING, "plexus checkpoint"),
+        ("general.file_type", T_UINT32, file_type),
+        ("llama.vocab_size", T_UINT32, cfg["vocab_size"]),
+        ("llama.context_length", T_UINT32, cfg["max_position_embeddings"]),
+        ("llama.embedding_length", T_UINT32, hidden),
+        ("llama.block_count", T_UINT32, cfg["num_hidden_layers"]),
+        ("llama.feed_forward_length", T_UINT32, cfg["intermediate_size"]),
+        ("llama.attention.head_count", T_UINT32, n_heads),
+        ("llama.attention.head_count_kv", T_UINT32, cfg.get("num_key_value_heads", n_heads)),
+        ("llama.attention.key_length", T_UINT32, head_dim),
+        ("llama.attention.value_length", T_UINT32, head_dim),
+        ("llama.attention.layer_norm_rms_epsilon", T_FLOAT32, cfg.get("rms_norm_eps", 1e-6)),
+        ("llama.rope.freq_base", T_FLOAT32, cfg.get("rope_theta", 10000.0)),
+        ("llama.rope.dimension_count", T_UINT32, head_dim),
+        ("tokenizer.ggml.model", T_STRING, "gpt2"),
+        ("tokenizer.ggml.pre", T_STRING, "default"),
+        ("tokenizer.ggml.tokens", T_ARRAY, (T_STRING, tokens)),
+        ("tokenizer.ggml.token_type", T_ARRAY, (T_INT32, types)),
+        ("tokenizer.ggml.merges", T_ARRAY, (T_STRING, [])),
+        ("tokenizer.ggml.bos_token_id", T_UINT32, ids["bos"]),
+        ("tokenizer.ggml.eos_token_id", T_UINT32, ids["eos"]),
+        ("tokenizer.ggml.unknown_token_id", T_UINT32, ids["unk"]),
+        ("tokenizer.ggml.add_bos_token", T_BOOL, True),
+        ("tokenizer.ggml.add_eos_token", T_BOOL, False),
+    ]
+
+
+# --- writing GGUF -------------------------------------------------------------------------------
+
+def pack_string(s):
+    b = s.encode("utf-8")
+    return struct.pack("<Q", len(b)) + b
+
+
+def pack_value(vtype, value):
+    if vtype == T_UINT32:
+        return struct.pack("<I", value)
+    if vtype == T_INT32:
+        return struct.pack("<i", value)
+    if vtype == T_FLOAT32:
+        return struct.pack("<f", value)
+    if vtype == T_BOOL:
+        return struct.pack("<B", 1 if value else 0)
+    if vtype == T_STRING:
+        return pack_string(value)
+    if vtype == T_ARRAY:
+        etype, items = value
+        if etype == T_INT32:
+            body = np.asarray(items, dtype="<i4").tobytes()
+        else:
+            body = b"".join(pack_value(etype, x) for x in items)
+        return struct.pack("<IQ", etype, len(items)) + body
+    raise ValueError(vtype)
+
+
+def pad(n):
+    return (ALIGNMENT - n % ALIGNMENT) % ALIGNMENT
+
+
+def write_gguf(path, kvs, tensors):
+    head = [GGUF_MAGIC, struct.pack("<IQQ", GGUF_VERSION, len(tensors), len(kvs))]
+    for key, vtype, value in kvs:
+        head += [pack_string(key), struct.pack("<I", vtype), pack_value(vtype, value)]
+    offset = 0
+    for name, ttype, arr in tensors:
+        dims = list(reversed(arr.shape))  # GGUF lists the fastest-varying dimension first
+        head += [pack_string(name), struct.pack("<I", len(dims)), struct.pack(f"<{len(dims)}Q", *dims),
+                 struct.pack("<IQ", ttype, offset)]
+        offset += arr.nbytes + pad(arr.nbytes)
+    header = b"".join(head)
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        f.write(header + b"\0" * pad(len(header)))
+        for _, _, arr in tensors:
+            data = np.ascontiguousarray(arr).tobytes()
+            f.write(data + b"\0" * pad(len(data)))
+    os.replace(tmp, path)
+
+
+def convert(model_dir, out_path, permute_rope=True):
+    cfg, tensors = load_checkpoint(model_dir)
+    out = gguf_tensors(cfg, tensors, permute_rope)
+    matrix_type = out[0][1]
+    write_gguf(out_path, metadata(cfg, FILE_TYPE[matrix_type]), out)
+    return cfg
+
+
+def main(argv):
+    if len(argv) != 3 or argv[1] in ("-h", "--help"):
+        print(__doc__.strip().splitlines()[-1], file=sys.stderr)
+        return 2
+    try:
+        convert(argv[1], argv[2])
+    except InputError as e:
+        print(f"hf_to_gguf: error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
