@@ -108,7 +108,9 @@ class ThreadPool {
   void wait_until_done();
   // kAuto: how long to spin now (0 while the cores were seen contended), and what waits teach.
   std::int64_t spin_budget_ns(std::int64_t now) const;
-  void note_contended(std::int64_t now);
+  // One sign of contention (a thread descheduled or preempted `signs` times); the cores count
+  // as contended only when signs come often (see kSignsForContention).
+  void note_preempted(std::int64_t now, int signs = 1);
   void note_slept(std::int64_t slept_ns, std::int64_t now);
   // kAuto, before a thread sleeps and at least every millisecond it waits: was it preempted
   // (more involuntary context switches) since its last look? Then others want these cores.
@@ -136,6 +138,9 @@ class ThreadPool {
   alignas(64) std::atomic<std::int64_t> spin_ns_;
   std::atomic<std::int64_t> contended_until_{0};
   std::atomic<std::int64_t> hold_ns_;
+  // Signs of preemption counted since window_start_ns_.
+  std::atomic<std::int64_t> window_start_ns_{0};
+  std::atomic<int> window_signs_{0};
   // The launching thread and its involuntary context switches at its last look (kAuto).
   std::thread::id caller_thread_;
   Preemptions caller_preemptions_;
