@@ -41,23 +41,33 @@ double timed_on_threads(int n, F fn) {
   return timer.seconds();
 }
 
-double read_bandwidth(ThreadPool& pool, std::int64_t bytes, int repeats) {
+ReadBandwidth read_bandwidth(ThreadPool& pool, std::int64_t bytes, int repeats) {
   const std::int64_t n = bytes / 4;
   std::vector<float> buf(static_cast<std::size_t>(n));
   pool.parallel_for(n, 1024, [&](std::int64_t b, std::int64_t e) { std::fill(buf.begin() + b, buf.begin() + e, 1.0f); });
-  const IsaKernels& k = isa_kernels(best_isa());
-  const bool avx2 = isa_supported(Isa::kAvx2);
+  std::vector<ReadProbe> probes;
+  if (isa_supported(Isa::kAvx2)) probes.assign(kReadProbesAvx2, kReadProbesAvx2 + kReadStrategies);
+  if (isa_supported(Isa::kAvx512)) probes.insert(probes.end(), kReadProbesAvx512, kReadProbesAvx512 + kReadStrategies);
+  if (probes.empty()) probes.push_back({"generic sum of squares", isa_kernels(Isa::kGeneric).sum_squares});
   const int nt = pool.size();
-  std::vector<double> rates;
+  std::vector<std::vector<double>> rates(probes.size());
   std::atomic<float> sink{0};
   for (int r = 0; r < repeats; ++r) {
-    const double s = timed_on_threads(nt, [&](int t) {
-      const std::int64_t b = n * t / nt, e = n * (t + 1) / nt;
-      sink = sink + (avx2 ? read_sum_avx2(buf.data() + b, e - b) : k.sum_squares(buf.data() + b, e - b));
-    });
-    rates.push_back(static_cast<double>(bytes) / s);
+    for (std::size_t i = 0; i < probes.size(); ++i) {
+      const double s = timed_on_threads(nt, [&](int t) {
+        const std::int64_t b = n * t / nt, e = n * (t + 1) / nt;
+        sink = sink + probes[i].sum(buf.data() + b, e - b);
+      });
+      rates[i].push_back(static_cast<double>(bytes) / s);
+    }
   }
-  return median(rates);
+  ReadBandwidth best{0, "", {}};
+  for (std::size_t i = 0; i < probes.size(); ++i) {
+    const double m = median(rates[i]);
+    best.medians.emplace_back(probes[i].name, m);
+    if (m > best.bytes_per_s) best.bytes_per_s = m, best.strategy = probes[i].name;
+  }
+  return best;
 }
 
 const char* fma_peak_isa() {

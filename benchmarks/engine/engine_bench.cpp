@@ -135,9 +135,14 @@ int main(int argc, char** argv) {
     eo.max_batch_tokens = std::max(prompt, batch);
     Engine engine(args.get("MODEL"), eo);
     double bandwidth = 0, peak = 0;
+    const char* bandwidth_strategy = "";
+    std::vector<std::pair<const char*, double>> bandwidth_by_strategy;
     if (do_ceilings) {
       ThreadPool pool(engine.threads());
-      bandwidth = bench::read_bandwidth(pool, std::int64_t{1} << 30, repeats);
+      const bench::ReadBandwidth rb = bench::read_bandwidth(pool, std::int64_t{1} << 30, repeats);
+      bandwidth = rb.bytes_per_s;
+      bandwidth_strategy = rb.strategy;
+      bandwidth_by_strategy = rb.medians;
       peak = bench::fma_peak(pool, repeats);
     }
 
@@ -173,6 +178,7 @@ int main(int argc, char** argv) {
               {"model_params", model_params}};
     if (do_ceilings) {
       j["read_bandwidth_gb_s"] = bandwidth / 1e9;
+      j["read_bandwidth_strategy"] = std::string(bandwidth_strategy);
       j["fma_peak_gflop_s"] = peak / 1e9;
       j["fma_peak_isa"] = bench::fma_peak_isa();
     }
@@ -211,7 +217,11 @@ int main(int argc, char** argv) {
                 args.get("--wait").c_str(), std::string(engine.kernels().name).c_str(), bench::fma_peak_isa(),
                 isa_summary(read_host_info().isa).c_str());
     if (do_ceilings) {
-      std::printf("  ceilings (this run): read bandwidth %.2f GB/s, fp32 FMA peak %.1f GFLOP/s\n", bandwidth / 1e9, peak / 1e9);
+      std::printf("  ceilings (this run): read bandwidth %.2f GB/s (best strategy: %s), fp32 FMA peak %.1f GFLOP/s\n", bandwidth / 1e9,
+                  bandwidth_strategy, peak / 1e9);
+      std::printf("  read strategies (median GB/s):");
+      for (const auto& [name, rate] : bandwidth_by_strategy) std::printf(" %s %.2f;", name, rate / 1e9);
+      std::printf("\n");
     }
     if (do_decode) {
       const double bw = bytes_per_step * decode / static_cast<double>(batch);

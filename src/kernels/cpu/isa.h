@@ -35,13 +35,21 @@ struct IsaKernels {
   void (*silu_mul)(const float* gate, const float* up, float* out, std::int64_t n);
   // sum x[i]^2
   float (*sum_squares)(const float* x, std::int64_t n);
-  // true: dot_tile takes bf16 weights with 4+ tokens faster in place than converted to f32 first
-  // (matmul then skips its f32 row blocks for bf16). Only the opt-in avx512bf16 table.
+  // true: matmul multiplies bf16 weights with 4+ tokens in place by dot_tile_bf16, against the
+  // activations rounded to bf16 once per launch by round_bf16 (not bitwise equal to dot_tile),
+  // instead of converting row blocks to f32. Only the opt-in avx512bf16 table; the others leave
+  // both functions null.
   bool prefill_bf16_in_place;
+  // out (n, k) = x (n, ldx) rounded to bf16 (nearest even), row t of n.
+  void (*round_bf16)(const float* x, std::int64_t ldx, std::int64_t n, std::int64_t k, std::uint16_t* out) = nullptr;
+  // dot_tile with bf16 weights and bf16 x: Y[t*ldy + r] = dot(X[t*ldx + 0..K), W row r), f32 sums.
+  void (*dot_tile_bf16)(const std::uint16_t* w, std::int64_t ldw, const std::uint16_t* x, std::int64_t ldx, float* y,
+                        std::int64_t ldy, std::int64_t nt, std::int64_t nr, std::int64_t k) = nullptr;
 };
 
-// kAvx512Bf16 is opt-in: not bitwise equal to the others (bf16-rounded activations in prefill
-// matmuls of bf16 weights; see kernels_avx512bf16.cpp), never chosen unless asked for.
+// kAvx512Bf16 is opt-in: its matmuls are not bitwise equal to the others' (bf16-rounded
+// activations in prefill matmuls of bf16 weights; see kernels_avx512bf16.cpp), never chosen
+// unless asked for.
 enum class Isa { kGeneric, kAvx2, kAvx512, kAvx512Bf16 };
 
 // The best bitwise-exact ISA this CPU supports (avx512, else avx2, else generic), unless

@@ -1,17 +1,16 @@
-// The opt-in avx512bf16 table (PLEXUS_ISA=avx512bf16 only, never the default): the avx512 table,
-// except that a matmul of bf16 weights with 4 or more tokens rounds the activations to bf16 and
-// multiplies with AVX512_BF16 `vdpbf16ps` (pairs of bf16 products added into f32 lanes), reading
-// the weights in place. NOT bitwise equal to the other tables, and not exact: each activation
-// carries a relative rounding error up to 2^-9, and the sum order differs (16 lanes of pairs).
-// Everything else (f32/f16 weights, fewer than 4 tokens, the element-wise kernels) is avx512's,
-// bit for bit. Compiled with -mavx512bf16 and only called after a CPUID check.
+// The opt-in avx512bf16 table (PLEXUS_ISA=avx512bf16 only, never the default): the avx512 table
+// plus round_bf16 and dot_tile_bf16, with which matmul multiplies bf16 weights by 4 or more
+// tokens: the activations rounded to bf16 once per launch, then AVX512_BF16 `vdpbf16ps` (pairs of
+// bf16 products added into f32 lanes) against the weights read in place. Those matmuls are NOT
+// bitwise equal to the other tables', and not exact: each activation carries a relative rounding
+// error up to 2^-9, and the sum order differs (16 lanes of pairs). Everything else (f32/f16
+// weights, fewer than 4 tokens, dot_tile itself, the element-wise kernels) is avx512's, bit for
+// bit. Compiled with -mavx512bf16 and only called after a CPUID check.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 #pragma GCC diagnostic pop
-
-#include <vector>
 
 #include "kernels/cpu/isa.h"
 
@@ -79,7 +78,7 @@ void tile_rest_tokens(const std::uint16_t* w, std::int64_t ldw, const std::uint1
 }
 
 // x (nt, ldx) f32 → out (nt, k) bf16, round to nearest even (vcvtne2ps2bf16).
-void round_to_bf16(const float* x, std::int64_t ldx, std::int64_t nt, std::int64_t k, std::uint16_t* out) {
+void round_bf16(const float* x, std::int64_t ldx, std::int64_t nt, std::int64_t k, std::uint16_t* out) {
   for (std::int64_t t = 0; t < nt; ++t) {
     const float* xr = x + t * ldx;
     std::uint16_t* o = out + t * k;
@@ -92,16 +91,11 @@ void round_to_bf16(const float* x, std::int64_t ldx, std::int64_t nt, std::int64
   }
 }
 
-void dot_tile(DType wt, const void* w, std::int64_t ldw, const float* x, std::int64_t ldx, float* y,
-              std::int64_t ldy, std::int64_t nt, std::int64_t nr, std::int64_t k) {
-  if (wt != DType::kBF16 || nt < 4) return avx512_kernels().dot_tile(wt, w, ldw, x, ldx, y, ldy, nt, nr, k);
-  thread_local std::vector<std::uint16_t> xb;  // grows once to its largest size, then reused
-  if (xb.size() < static_cast<std::size_t>(nt * k)) xb.resize(static_cast<std::size_t>(nt * k));
-  round_to_bf16(x, ldx, nt, k, xb.data());
-  const std::uint16_t* wb = static_cast<const std::uint16_t*>(w);
+void dot_tile_bf16(const std::uint16_t* w, std::int64_t ldw, const std::uint16_t* x, std::int64_t ldx, float* y,
+                   std::int64_t ldy, std::int64_t nt, std::int64_t nr, std::int64_t k) {
   std::int64_t t = 0;
-  for (; t + kTokens <= nt; t += kTokens) tile_rows<kTokens>(wb, ldw, xb.data() + t * k, k, y + t * ldy, ldy, nr, k);
-  if (t < nt) tile_rest_tokens<kTokens - 1>(wb, ldw, xb.data() + t * k, k, y + t * ldy, ldy, nt - t, nr, k);
+  for (; t + kTokens <= nt; t += kTokens) tile_rows<kTokens>(w, ldw, x + t * ldx, ldx, y + t * ldy, ldy, nr, k);
+  if (t < nt) tile_rest_tokens<kTokens - 1>(w, ldw, x + t * ldx, ldx, y + t * ldy, ldy, nt - t, nr, k);
 }
 
 }  // namespace
@@ -111,8 +105,9 @@ const IsaKernels& avx512bf16_kernels() {
     IsaKernels t = avx512_kernels();
     t.name = "avx512bf16";
     t.tile_rows = kRows;
-    t.dot_tile = dot_tile;
     t.prefill_bf16_in_place = true;
+    t.round_bf16 = round_bf16;
+    t.dot_tile_bf16 = dot_tile_bf16;
     return t;
   }();
   return k;

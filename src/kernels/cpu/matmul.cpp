@@ -15,13 +15,21 @@ std::int64_t block_rows(std::int64_t cols, std::int64_t tile) {
   return r - r % tile;
 }
 
+// xb: x rounded to bf16 (n, cols) when the table multiplies bf16 weights in place (else null).
 void run_rows(const IsaKernels& k, const MatmulPart& p, std::int64_t r0, std::int64_t r1, const float* x,
-              std::int64_t n, std::int64_t ldx) {
+              std::int64_t n, std::int64_t ldx, const std::uint16_t* xb) {
   const std::int64_t cols = p.w.cols;
-  if (n < kMatmulPackMinTokens || p.w.dtype == DType::kF32 || (p.w.dtype == DType::kBF16 && k.prefill_bf16_in_place)) {
-    // Weights straight from memory. For f32 (and bf16 in a table that multiplies bf16 in place)
-    // the row block is read from cache across tokens without conversion, so block rows for
-    // locality in the many-token case.
+  if (xb != nullptr && p.w.dtype == DType::kBF16) {
+    const std::int64_t step = block_rows(cols, k.tile_rows);
+    for (std::int64_t r = r0; r < r1; r += step) {
+      k.dot_tile_bf16(static_cast<const std::uint16_t*>(p.w.row(r)), cols, xb, cols, p.y + r, p.ldy, n,
+                      std::min(step, r1 - r), cols);
+    }
+    return;
+  }
+  if (n < kMatmulPackMinTokens || p.w.dtype == DType::kF32) {
+    // Weights straight from memory. For f32 the row block is read from cache across tokens
+    // without conversion, so block rows for locality in the many-token case.
     const std::int64_t step = n < kMatmulPackMinTokens ? r1 - r0 : block_rows(cols, k.tile_rows);
     for (std::int64_t r = r0; r < r1; r += step) {
       const std::int64_t nr = std::min(step, r1 - r);
@@ -39,6 +47,18 @@ void run_rows(const IsaKernels& k, const MatmulPart& p, std::int64_t r0, std::in
   }
 }
 
+// x (n, ldx) rounded to bf16 (n, cols) once per launch, in a buffer of the calling thread, when
+// the table multiplies bf16 weights with this many tokens in place; else null.
+const std::uint16_t* round_x_bf16(const IsaKernels& k, ThreadPool& pool, bool any_bf16, const float* x,
+                                  std::int64_t n, std::int64_t ldx, std::int64_t cols) {
+  if (!k.prefill_bf16_in_place || !any_bf16 || n < kMatmulPackMinTokens) return nullptr;
+  thread_local std::vector<std::uint16_t> xb;  // grows once to its largest size, then reused
+  if (xb.size() < static_cast<std::size_t>(n * cols)) xb.resize(static_cast<std::size_t>(n * cols));
+  std::uint16_t* out = xb.data();  // the workers name their own thread_local xb, so not that
+  pool.parallel_for(n, 1, [&](std::int64_t b, std::int64_t e) { k.round_bf16(x + b * ldx, ldx, e - b, cols, out + b * cols); });
+  return out;
+}
+
 }  // namespace
 
 void matmul(const IsaKernels& k, ThreadPool& pool, std::span<const MatmulPart> parts, const float* x,
@@ -49,11 +69,13 @@ void matmul(const IsaKernels& k, ThreadPool& pool, std::span<const MatmulPart> p
     assert(p.w.cols == parts[0].w.cols && ldx >= p.w.cols);
     total += p.w.rows;
   }
+  const bool any_bf16 = std::any_of(parts.begin(), parts.end(), [](const MatmulPart& p) { return p.w.dtype == DType::kBF16; });
+  const std::uint16_t* xb = round_x_bf16(k, pool, any_bf16, x, n, ldx, parts[0].w.cols);
   pool.parallel_for(total, 16, [&](std::int64_t b, std::int64_t e) {
     std::int64_t base = 0;
     for (const MatmulPart& p : parts) {
       const std::int64_t lo = std::max(b, base), hi = std::min(e, base + p.w.rows);
-      if (lo < hi) run_rows(k, p, lo - base, hi - base, x, n, ldx);
+      if (lo < hi) run_rows(k, p, lo - base, hi - base, x, n, ldx, xb);
       base += p.w.rows;
     }
   });
@@ -63,9 +85,11 @@ void matmul_silu_mul(const IsaKernels& k, ThreadPool& pool, const MatmulPart& ga
                      const float* x, std::int64_t n, std::int64_t ldx) {
   if (n <= 0) return;
   assert(gate.w.rows == up.w.rows && gate.w.cols == up.w.cols && ldx >= gate.w.cols);
+  const bool any_bf16 = gate.w.dtype == DType::kBF16 || up.w.dtype == DType::kBF16;
+  const std::uint16_t* xb = round_x_bf16(k, pool, any_bf16, x, n, ldx, gate.w.cols);
   pool.parallel_for(gate.w.rows, 16, [&](std::int64_t b, std::int64_t e) {
-    run_rows(k, gate, b, e, x, n, ldx);
-    run_rows(k, up, b, e, x, n, ldx);
+    run_rows(k, gate, b, e, x, n, ldx, xb);
+    run_rows(k, up, b, e, x, n, ldx, xb);
     for (std::int64_t t = 0; t < n; ++t) {
       float* g = gate.y + t * gate.ldy + b;
       k.silu_mul(g, up.y + t * up.ldy + b, g, e - b);
