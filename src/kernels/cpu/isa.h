@@ -38,6 +38,10 @@ struct IsaKernels {
   // true: dot_tile takes bf16 weights with 4+ tokens faster in place than converted to f32 first
   // (matmul then skips its f32 row blocks for bf16). Only the opt-in avx512bf16 table.
   bool prefill_bf16_in_place;
+  // The most tokens for which matmul hands bf16/f16 weights to dot_tile in place (batched decode
+  // streams them once); more tokens convert row blocks to f32 first, which pays once the
+  // conversion is shared by enough tokens. Same bits either way.
+  std::int64_t stream_max_tokens;
 };
 
 // kAvx512Bf16 is opt-in: not bitwise equal to the others (bf16-rounded activations in prefill
