@@ -115,7 +115,7 @@ void tile_rows(const void* w, std::int64_t ldw, const float* x, std::int64_t ldx
 
 // Up to this many tokens bf16/f16 weights are multiplied in place (the first 4-token tile
 // prefetches them); more convert row blocks to f32 first. Measured on Zen 5 running this table,
-// bf16 prefill, 2 threads: in place 1.4x faster at 16 tokens, 1.02-1.45x at 24 to 48, 0.86x at 64.
+// bf16 prefill, 2 threads: in place 1.4x faster at 16 tokens, 1.03-1.45x at 24 to 48, 0.86x at 64.
 constexpr std::int64_t kStreamMaxTokens = 32;
 
 template <DType T>
