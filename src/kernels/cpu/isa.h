@@ -40,6 +40,10 @@ struct IsaKernels {
   // instead of converting row blocks to f32. Only the opt-in avx512bf16 table; the others leave
   // both functions null.
   bool prefill_bf16_in_place;
+  // The most tokens for which matmul hands bf16/f16 weights to dot_tile in place (batched decode
+  // streams them once); more tokens convert row blocks to f32 first, which pays once the
+  // conversion is shared by enough tokens. Same bits either way.
+  std::int64_t stream_max_tokens;
   // out (n, k) = x (n, ldx) rounded to bf16 (nearest even), row t of n.
   void (*round_bf16)(const float* x, std::int64_t ldx, std::int64_t n, std::int64_t k, std::uint16_t* out) = nullptr;
   // dot_tile with bf16 weights and bf16 x: Y[t*ldy + r] = dot(X[t*ldx + 0..K), W row r), f32 sums.

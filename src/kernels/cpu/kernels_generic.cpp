@@ -109,7 +109,7 @@ float sum_squares(const float* x, std::int64_t n) { return dot(x, x, n); }
 }  // namespace
 
 const IsaKernels& generic_kernels() {
-  static const IsaKernels k{"generic", 1, dot_tile, to_f32, dot, axpy, weighted_rows, scale, exp_shift_sum, silu_mul, sum_squares, false};
+  static const IsaKernels k{"generic", 1, dot_tile, to_f32, dot, axpy, weighted_rows, scale, exp_shift_sum, silu_mul, sum_squares, false, 3};
   return k;
 }
 

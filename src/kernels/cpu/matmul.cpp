@@ -8,6 +8,9 @@
 namespace plexus {
 namespace {
 
+// Fewer tokens than this are one token tile in every table: the rows are read once, no blocks.
+constexpr std::int64_t kOneTileTokens = 4;
+
 // Rows per converted block: about 96 KiB of f32, a multiple of the register tile height.
 std::int64_t block_rows(std::int64_t cols, std::int64_t tile) {
   std::int64_t r = 98304 / (cols * 4);
@@ -27,16 +30,19 @@ void run_rows(const IsaKernels& k, const MatmulPart& p, std::int64_t r0, std::in
     }
     return;
   }
-  if (n < kMatmulPackMinTokens || p.w.dtype == DType::kF32) {
-    // Weights straight from memory. For f32 the row block is read from cache across tokens
-    // without conversion, so block rows for locality in the many-token case.
-    const std::int64_t step = n < kMatmulPackMinTokens ? r1 - r0 : block_rows(cols, k.tile_rows);
+  if (n <= k.stream_max_tokens || p.w.dtype == DType::kF32) {
+    // Weights straight from memory. Few tokens (decode, batched decode) stream them once, and
+    // the tiles prefetch ahead; converting them to f32 first would write and read back twice the
+    // bytes. With several token tiles per row block (f32, or more tokens than one tile holds) the
+    // block is read again from cache, so block rows for locality.
+    const std::int64_t step = n < kOneTileTokens ? r1 - r0 : block_rows(cols, k.tile_rows);
     for (std::int64_t r = r0; r < r1; r += step) {
       const std::int64_t nr = std::min(step, r1 - r);
       k.dot_tile(p.w.dtype, p.w.row(r), cols, x, ldx, p.y + r, p.ldy, n, nr, cols);
     }
     return;
   }
+  // Many tokens (prefill): convert a block of rows to f32 once and reuse it across all tokens.
   thread_local std::vector<float> block;  // grows once to its largest size, then reused
   const std::int64_t step = block_rows(cols, k.tile_rows);
   if (block.size() < static_cast<std::size_t>(step * cols)) block.resize(static_cast<std::size_t>(step * cols));
@@ -51,7 +57,7 @@ void run_rows(const IsaKernels& k, const MatmulPart& p, std::int64_t r0, std::in
 // the table multiplies bf16 weights with this many tokens in place; else null.
 const std::uint16_t* round_x_bf16(const IsaKernels& k, ThreadPool& pool, bool any_bf16, const float* x,
                                   std::int64_t n, std::int64_t ldx, std::int64_t cols) {
-  if (!k.prefill_bf16_in_place || !any_bf16 || n < kMatmulPackMinTokens) return nullptr;
+  if (!k.prefill_bf16_in_place || !any_bf16 || n < kOneTileTokens) return nullptr;
   thread_local std::vector<std::uint16_t> xb;  // grows once to its largest size, then reused
   if (xb.size() < static_cast<std::size_t>(n * cols)) xb.resize(static_cast<std::size_t>(n * cols));
   std::uint16_t* out = xb.data();  // the workers name their own thread_local xb, so not that

@@ -1,7 +1,8 @@
 // Multi-threaded matrix products against weights in their checkpoint dtype:
 // y (n, rows) = x (n, cols) · Wᵀ. Several weights that read the same x (q/k/v, gate/up) run
-// as one launch. Few tokens (decode) stream the weights straight from memory; many tokens
-// (prefill) convert a block of rows to f32 once and reuse it across all tokens from cache.
+// as one launch. Up to the table's stream_max_tokens tokens (decode, batched decode) stream the
+// weights straight from memory in their dtype; more tokens (prefill) convert a block of bf16/f16
+// rows to f32 once and reuse it across all tokens from cache (f32 weights are always in place).
 #pragma once
 #include <cstdint>
 #include <span>
@@ -22,8 +23,5 @@ void matmul(const IsaKernels& k, ThreadPool& pool, std::span<const MatmulPart> p
 // barrier fewer. gate.w and up.w have the same shape.
 void matmul_silu_mul(const IsaKernels& k, ThreadPool& pool, const MatmulPart& gate, const MatmulPart& up,
                      const float* x, std::int64_t n, std::int64_t ldx);
-
-// The token count from which the row-block (prefill) path is used.
-constexpr std::int64_t kMatmulPackMinTokens = 4;
 
 }  // namespace plexus
