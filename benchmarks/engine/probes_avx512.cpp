@@ -1,13 +1,8 @@
 // Ceiling probes in AVX-512: the FMA throughput loop on 512-bit registers (12 independent
 // accumulators hide the FMA latency on two pipes), for hosts whose engine runs the avx512 table,
 // and the streaming reads of read_bandwidth's strategies on 512-bit loads.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"  // GCC 12's _mm512_reduce_add_ps
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
-
 #include "ceilings.h"
+#include "kernels/cpu/avx512_intrinsics.h"
 
 namespace plexus::bench {
 

@@ -67,6 +67,10 @@ constexpr std::int64_t kMaxHoldNs = 1000000000;
 // A waiting thread looks at its involuntary context switches before it sleeps and otherwise at
 // most this often (a system call): preemption mid-chunk is seen within about this long.
 constexpr std::int64_t kLookEveryNs = 1000000;
+// judge_team: each way is measured over a window of this much launch time; the faster one then
+// runs this long before the slower one is measured again.
+constexpr std::int64_t kJudgeWindowNs = 20000000;
+constexpr std::int64_t kKeepNs = 400000000;
 
 // Spins until done() or for budget_ns (kAuto) / kSpinPauses (kSpin). Returns done(); sets
 // `descheduled` when a spin saw the thread stop running.
@@ -214,6 +218,13 @@ void ThreadPool::run_chunks(std::int64_t n_chunks, ChunkFn fn) {
 
 void ThreadPool::launch(std::int64_t n_units, std::int64_t min_claim, std::int64_t divisor, RangeFn fn) {
   assert(n_units > 0 && n_units < 0xffffffff);
+  const std::int64_t t0 = wait_ == WaitPolicy::kAuto ? now_ns() : 0;
+  if (alone_) {
+    fn(0, n_units, 0);
+    const std::int64_t t = now_ns();
+    judge_team(t - t0, n_units, t);
+    return;
+  }
   fn_.store(&fn, std::memory_order_relaxed);
   min_claim_.store(min_claim, std::memory_order_relaxed);
   divisor_.store(divisor, std::memory_order_relaxed);
@@ -230,8 +241,35 @@ void ThreadPool::launch(std::int64_t n_units, std::int64_t min_claim, std::int64
   }
   work_on(generation, 0);
   wait_until_done();
+  if (wait_ == WaitPolicy::kAuto) {
+    const std::int64_t t = now_ns();
+    judge_team(t - t0, n_units, t);
+  }
   // Close the job: no unit of this generation can be claimed any more.
   next_.store((static_cast<std::uint64_t>(generation) << 32) | 0xffffffffu, std::memory_order_release);
+}
+
+void ThreadPool::judge_team(std::int64_t launch_ns, std::int64_t units, std::int64_t now) {
+  if (now >= contended_until_.load(std::memory_order_relaxed)) {  // cores free: the team, always
+    alone_ = false;
+    window_ns_ = window_units_ = 0;
+    units_per_ns_[0] = units_per_ns_[1] = 0;
+    return;
+  }
+  window_ns_ += launch_ns;
+  window_units_ += units;
+  if (window_ns_ < kJudgeWindowNs) return;
+  const int way = alone_ ? 1 : 0, other = 1 - way;
+  units_per_ns_[way] = static_cast<double>(window_units_) / static_cast<double>(window_ns_);
+  window_ns_ = window_units_ = 0;
+  if (units_per_ns_[other] == 0) {  // never measured: measure it now
+    alone_ = !alone_;
+  } else if (units_per_ns_[other] > units_per_ns_[way]) {  // the other is faster: keep it a while
+    alone_ = !alone_;
+    keep_until_ns_ = now + kKeepNs;
+  } else if (now >= keep_until_ns_) {  // this one is faster; time to measure the other again
+    alone_ = !alone_;
+  }
 }
 
 void ThreadPool::wait_until_done() {

@@ -115,6 +115,12 @@ class ThreadPool {
   // kAuto, before a thread sleeps and at least every millisecond it waits: was it preempted
   // (more involuntary context switches) since its last look? Then others want these cores.
   void check_preempted(Preemptions& seen, std::int64_t now, bool sleeping);
+  // kAuto while the cores are contended: is the team (caller and workers) or the caller alone
+  // faster? A worker preempted mid-range by the other work holds every launch up, so on a busy
+  // machine one thread can beat two. Each way is measured over windows of launches (units run per
+  // nanosecond of launch time; a decode step's mix of launches is the same either way), the
+  // faster one is kept, and the slower one is measured again from time to time.
+  void judge_team(std::int64_t launch_ns, std::int64_t units, std::int64_t now);
 
   int n_threads_;
   WaitPolicy wait_;
@@ -141,6 +147,12 @@ class ThreadPool {
   // Signs of preemption counted since window_start_ns_.
   std::atomic<std::int64_t> window_start_ns_{0};
   std::atomic<int> window_signs_{0};
+  // judge_team's state (the launching thread's own: launches are not re-entrant): the way now
+  // used, what its window has counted, each way's last measured rate (0: not measured) and until
+  // when the faster way runs before the other is measured again.
+  bool alone_ = false;
+  std::int64_t window_ns_ = 0, window_units_ = 0, keep_until_ns_ = 0;
+  double units_per_ns_[2] = {0, 0};  // [team, alone]
   // The launching thread and its involuntary context switches at its last look (kAuto).
   std::thread::id caller_thread_;
   Preemptions caller_preemptions_;

@@ -8,17 +8,10 @@
 // - Reductions over one vector (dot, sum_squares, the sum in exp_shift_sum) keep 8 lanes.
 // Fewer than 4 tokens (decode, which streams weights and is bound by memory bandwidth, not by the
 // FMA rate) and a leftover single token use the AVX2 table's tile.
-// GCC 12's AVX-512 headers fill don't-care lanes from an uninitialised variable and then warn
-// about it (fixed in GCC 13); silence that for the header only.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
-
 #include <algorithm>
 #include <cstring>
 
+#include "kernels/cpu/avx512_intrinsics.h"
 #include "kernels/cpu/exp_poly.h"
 #include "kernels/cpu/isa.h"
 

@@ -6,12 +6,7 @@
 // error up to 2^-9, and the sum order differs (16 lanes of pairs). Everything else (f32/f16
 // weights, fewer than 4 tokens, dot_tile itself, the element-wise kernels) is avx512's, bit for
 // bit. Compiled with -mavx512bf16 and only called after a CPUID check.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
-
+#include "kernels/cpu/avx512_intrinsics.h"
 #include "kernels/cpu/isa.h"
 
 namespace plexus {
