@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -129,9 +128,7 @@ int main(int argc, char** argv) {
                do_decode = only == "all" || only == "decode";
     EngineOptions eo;
     eo.threads = threads;
-    const std::optional<WaitPolicy> wait = parse_wait_policy(args.get("--wait"));
-    if (!wait) throw InputError("--wait must be " + std::string(kWaitPolicyChoices) + ", got '" + args.get("--wait") + "'");
-    eo.wait = *wait;
+    eo.wait = wait_policy_flag(args.get("--wait"));
     eo.max_batch_tokens = std::max(prompt, batch);
     Engine engine(args.get("MODEL"), eo);
     double bandwidth = 0, peak = 0;

@@ -3,7 +3,6 @@
 
 #include <cstdio>
 #include <limits>
-#include <optional>
 
 #include "cli/plan_options.h"
 #include "core/error.h"
@@ -43,10 +42,7 @@ void add_run_options(Args& args) {
 RunInputs run_inputs_from(const Args& args) {
   RunInputs in;
   in.engine = engine_options(args);
-  const std::string wait = args.get("--wait");
-  const std::optional<WaitPolicy> policy = parse_wait_policy(wait);
-  if (!policy) throw InputError("--wait must be " + std::string(kWaitPolicyChoices) + ", got '" + wait + "'");
-  in.engine.wait = *policy;
+  in.engine.wait = wait_policy_flag(args.get("--wait"));
   in.plan = plan_inputs_from(args);
   const long long micro = args.get_int("--micro-batches");
   if (micro < 0 || micro > 4096) throw InputError("--micro-batches must be between 0 and 4096, got " + std::to_string(micro));

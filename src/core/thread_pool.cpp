@@ -12,6 +12,8 @@
 #include <chrono>
 #include <climits>
 
+#include "core/error.h"
+
 namespace plexus {
 
 namespace {
@@ -111,6 +113,11 @@ std::string_view wait_policy_name(WaitPolicy policy) {
     case WaitPolicy::kAuto: return "auto";
   }
   return "auto";
+}
+
+WaitPolicy wait_policy_flag(std::string_view value) {
+  if (const std::optional<WaitPolicy> p = parse_wait_policy(value)) return *p;
+  throw InputError("--wait must be " + std::string(kWaitPolicyChoices) + ", got '" + std::string(value) + "'");
 }
 
 std::optional<WaitPolicy> parse_wait_policy(std::string_view name) {

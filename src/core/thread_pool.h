@@ -20,12 +20,15 @@ namespace plexus {
 enum class WaitPolicy {
   kSpin,     // spin ~20,000 pause loops before sleeping; the caller spins until the launch ends
   kPassive,  // sleep at once (futex); the last thread to finish wakes the caller
-  kAuto,     // spin for a time budget measured as it goes: none while the cores are contended
+  kAuto,     // spin for a time budget measured as it goes: none while the cores are contended,
+             // when the caller alone also runs launches if that is measured faster than the team
 };
 std::string_view wait_policy_name(WaitPolicy policy);
 // "spin", "passive", "auto"; nullopt for anything else.
 std::optional<WaitPolicy> parse_wait_policy(std::string_view name);
 inline constexpr std::string_view kWaitPolicyChoices = "spin, passive or auto";
+// The value of a --wait flag; anything else is an InputError naming the flag and the choices.
+WaitPolicy wait_policy_flag(std::string_view value);
 
 // A non-owning reference to a callable `void(std::int64_t chunk, int thread)`.
 class ChunkFn {
