@@ -1,15 +1,48 @@
 // Element type names and the IEEE half-precision conversions (portable, no F16C needed).
 #include "core/dtype.h"
 
+#include <cassert>
+#include <cctype>
+
 namespace plexus {
 
 std::size_t dtype_size(DType t) {
+  assert(!dtype_is_block(t) && "a block format has no element size: use dtype_row_bytes");
+  return static_cast<std::size_t>(dtype_block_bytes(t));
+}
+
+bool dtype_is_block(DType t) { return dtype_block_elems(t) > 1; }
+
+std::int64_t dtype_block_elems(DType t) {
+  switch (t) {
+    case DType::kF32:
+    case DType::kBF16:
+    case DType::kF16: return 1;
+    case DType::kQ8_0:
+    case DType::kQ4_0: return 32;
+    case DType::kQ4_K:
+    case DType::kQ6_K: return 256;
+  }
+  return 1;
+}
+
+std::int64_t dtype_block_bytes(DType t) {
   switch (t) {
     case DType::kF32: return 4;
     case DType::kBF16: return 2;
     case DType::kF16: return 2;
+    case DType::kQ8_0: return 34;   // f16 scale + 32 int8
+    case DType::kQ4_0: return 18;   // f16 scale + 32 nibbles
+    case DType::kQ4_K: return 144;  // f16 d, f16 dmin, 12 bytes of 6-bit scales/mins, 128 bytes of nibbles
+    case DType::kQ6_K: return 210;  // 128 low nibbles, 64 bytes of high 2 bits, 16 int8 scales, f16 d
   }
   return 0;
+}
+
+std::int64_t dtype_row_bytes(DType t, std::int64_t elems) {
+  const std::int64_t b = dtype_block_elems(t);
+  assert(elems % b == 0 && "a row of a block format holds whole blocks");
+  return elems / b * dtype_block_bytes(t);
 }
 
 std::string_view dtype_name(DType t) {
@@ -17,6 +50,10 @@ std::string_view dtype_name(DType t) {
     case DType::kF32: return "F32";
     case DType::kBF16: return "BF16";
     case DType::kF16: return "F16";
+    case DType::kQ8_0: return "Q8_0";
+    case DType::kQ4_0: return "Q4_0";
+    case DType::kQ4_K: return "Q4_K";
+    case DType::kQ6_K: return "Q6_K";
   }
   return "?";
 }
@@ -26,8 +63,22 @@ std::string_view dtype_torch_name(DType t) {
     case DType::kF32: return "float32";
     case DType::kBF16: return "bfloat16";
     case DType::kF16: return "float16";
+    case DType::kQ8_0: return "q8_0";
+    case DType::kQ4_0: return "q4_0";
+    case DType::kQ4_K: return "q4_k";
+    case DType::kQ6_K: return "q6_k";
   }
   return "?";
+}
+
+bool parse_quant_type(std::string_view s, DType* out) {
+  std::string l(s);
+  for (char& c : l) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (l == "q8_0") *out = DType::kQ8_0;
+  else if (l == "q4_0") *out = DType::kQ4_0;
+  else if (l == "q4_k") *out = DType::kQ4_K;
+  else return false;
+  return true;
 }
 
 bool parse_dtype(std::string_view s, DType* out) {

@@ -1,4 +1,5 @@
-// Element types of weights and activations, and scalar conversions between them.
+// Element types of weights and activations (f32, bf16, f16) and the GGUF block formats of quantised
+// weights (Q8_0, Q4_0, Q4_K, Q6_K: kernels/block_formats.h), and scalar conversions between them.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -8,14 +9,24 @@
 
 namespace plexus {
 
-enum class DType { kF32, kBF16, kF16 };
+enum class DType { kF32, kBF16, kF16, kQ8_0, kQ4_0, kQ4_K, kQ6_K };
 
+// Bytes of one element of an element type (f32, bf16, f16). Block formats have no element
+// size: asserting; use dtype_row_bytes.
 std::size_t dtype_size(DType t);
-std::string_view dtype_name(DType t);          // "F32" | "BF16" | "F16" (safetensors spelling)
-std::string_view dtype_torch_name(DType t);    // "float32" | "bfloat16" | "float16"
+bool dtype_is_block(DType t);                  // Q8_0 | Q4_0 | Q4_K | Q6_K
+std::int64_t dtype_block_elems(DType t);       // elements per block: 32 (Q8_0, Q4_0), 256 (Q4_K, Q6_K); 1 otherwise
+std::int64_t dtype_block_bytes(DType t);       // bytes per block: 34, 18, 144, 210; the element size otherwise
+// Bytes of `elems` elements (a row, a whole tensor); elems must be a multiple of the block (asserted).
+std::int64_t dtype_row_bytes(DType t, std::int64_t elems);
+// "F32" | "BF16" | "F16" (safetensors spelling) | "Q8_0" | "Q4_0" | "Q4_K" | "Q6_K" (GGUF spelling)
+std::string_view dtype_name(DType t);
+std::string_view dtype_torch_name(DType t);    // "float32" | "bfloat16" | "float16" | "q8_0" | "q4_0" | "q4_k" | "q6_k"
 // Accepts safetensors names (F32, BF16, F16), torch names (float32, bfloat16, float16) and
-// short names (f32, bf16, f16). Returns false for anything else.
+// short names (f32, bf16, f16). Returns false for anything else (block formats included).
 bool parse_dtype(std::string_view text, DType* out);
+// The block formats a user may ask to quantise into: q8_0 | q4_0 | q4_k (any case). False otherwise.
+bool parse_quant_type(std::string_view text, DType* out);
 
 inline float bf16_to_f32(std::uint16_t h) {
   std::uint32_t u = static_cast<std::uint32_t>(h) << 16;

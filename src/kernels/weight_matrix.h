@@ -10,14 +10,13 @@
 namespace plexus {
 
 struct WeightMatrix {
-  const void* data = nullptr;  // (rows, cols) elements of `dtype`, rows `cols` apart
-  DType dtype = DType::kF32;
+  const void* data = nullptr;  // (rows, cols) elements of `dtype`, rows row_bytes() apart
+  DType dtype = DType::kF32;   // an element type, or a block format (cols a multiple of its block)
   std::int64_t rows = 0;       // output features
   std::int64_t cols = 0;       // input features
-  std::int64_t bytes() const { return rows * cols * static_cast<std::int64_t>(dtype_size(dtype)); }
-  const void* row(std::int64_t r) const {
-    return static_cast<const std::uint8_t*>(data) + r * cols * static_cast<std::int64_t>(dtype_size(dtype));
-  }
+  std::int64_t row_bytes() const { return dtype_row_bytes(dtype, cols); }
+  std::int64_t bytes() const { return rows * row_bytes(); }
+  const void* row(std::int64_t r) const { return static_cast<const std::uint8_t*>(data) + r * row_bytes(); }
 };
 
 struct VectorView {

@@ -26,6 +26,7 @@ struct AttentionShape {
   std::int64_t n_heads = 0, n_kv_heads = 0, head_dim = 0;
   std::int64_t window = 0;  // sliding window in tokens; 0: the whole context
   float scale = 1;          // 1 / sqrt(head_dim)
+  bool rope_interleaved = false;  // ModelConfig::rope_interleaved: rope pairs (2i, 2i+1), not (i, i + head_dim/2)
 };
 
 class ComputeOps {

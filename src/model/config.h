@@ -39,6 +39,10 @@ struct ModelConfig {
   bool o_bias = false;       // Llama with attention_bias
   bool qk_norm = false;      // Qwen3
   std::int64_t sliding_window = 0;  // 0 = full attention
+  // RoPE rotates pairs (2i, 2i+1) of each head instead of (i, i + head_dim/2): Llama GGUF files,
+  // whose q/k rows llama.cpp's converter permuted into that order (q·k is unchanged, so the
+  // weights are used as stored). False for every Hugging Face checkpoint.
+  bool rope_interleaved = false;
   std::optional<std::int64_t> bos_token_id;
   std::vector<std::int64_t> eos_token_ids;
   std::optional<DType> torch_dtype;

@@ -112,7 +112,7 @@ LlamaFamilyModel::LlamaFamilyModel(const ModelConfig& config, const Checkpoint& 
     : config_(config),
       inv_freq_(rope_inv_freq(config)),
       attention_{config.num_heads, config.num_kv_heads, config.head_dim, config.sliding_window,
-                 static_cast<float>(1.0 / std::sqrt(static_cast<double>(config.head_dim)))} {
+                 static_cast<float>(1.0 / std::sqrt(static_cast<double>(config.head_dim))), config.rope_interleaved} {
   const ModuleTree tree = ModuleTree::from_checkpoint(config, ck);  // validates names and shapes
   embed_ = matrix(ck, "model.embed_tokens.weight");
   const ParamInfo* head = tree.find("lm_head.weight");

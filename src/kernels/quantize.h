@@ -1,0 +1,24 @@
+// Quantisation of f32 rows into the GGUF block formats (kernels/block_formats.h) and back: plain
+// scalar code that follows the specification's definitions. Used to quantise checkpoints (on
+// load and by `plexus quantize`), to dequantise rows (embedding gathers, prefill tiles), and as
+// the oracle the SIMD kernels are tested against.
+#pragma once
+#include <cstdint>
+
+#include "core/dtype.h"
+
+namespace plexus {
+
+// dst (n) = the values of n elements of block format `t` at src; n a multiple of t's block.
+void dequantize_row(DType t, const void* src, float* dst, std::int64_t n);
+
+// dst (dtype_row_bytes(t, n) bytes) = src (n) quantised to block format `t`; n a multiple of t's
+// block. Q8_0 and Q4_0 follow the specification's round-to-nearest rules, so they are bit-identical
+// to llama.cpp's reference quantisation of the same f32 values:
+//   Q8_0: d = max|x| / 127, q = round(x / d) (halves away from zero), computed as x · (1/d).
+//   Q4_0: m = the x of largest |x| (first on ties), d = m / −8, q = min(15, trunc(x · (1/d) + 8.5)).
+// Scales are stored as f16 (round to nearest even); 1/d is 0 when d is 0.
+// Q4_K and Q6_K: see quantize.cpp for the scale search.
+void quantize_row(DType t, const float* src, void* dst, std::int64_t n);
+
+}  // namespace plexus
