@@ -1,6 +1,8 @@
 // The CPU compute operations: thin loops over the ISA kernels, threaded where it pays.
 #include "model/cpu_ops.h"
 
+#include "kernels/quantize.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -26,7 +28,11 @@ void CpuOps::begin_batch(const TokenBatch& batch, std::span<const double> inv_fr
 
 void CpuOps::embed(const WeightMatrix& table, std::span<const std::int32_t> ids, float* x) {
   const std::int64_t H = table.cols;
-  for (std::size_t t = 0; t < ids.size(); ++t) k_.to_f32(table.dtype, table.row(ids[t]), x + static_cast<std::int64_t>(t) * H, H);
+  for (std::size_t t = 0; t < ids.size(); ++t) {
+    float* row = x + static_cast<std::int64_t>(t) * H;
+    if (dtype_is_block(table.dtype)) dequantize_row(table.dtype, table.row(ids[t]), row, H);
+    else k_.to_f32(table.dtype, table.row(ids[t]), row, H);
+  }
 }
 
 void CpuOps::rmsnorm(const float* x, const float* w, std::int64_t rows, std::int64_t d, float eps, float* y) {

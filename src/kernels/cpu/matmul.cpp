@@ -5,6 +5,8 @@
 #include <cassert>
 #include <vector>
 
+#include "kernels/quantize.h"
+
 namespace plexus {
 namespace {
 
@@ -22,6 +24,18 @@ std::int64_t block_rows(std::int64_t cols, std::int64_t tile) {
 void run_rows(const IsaKernels& k, const MatmulPart& p, std::int64_t r0, std::int64_t r1, const float* x,
               std::int64_t n, std::int64_t ldx, const std::uint16_t* xb) {
   const std::int64_t cols = p.w.cols;
+  if (dtype_is_block(p.w.dtype)) {
+    // Interim: quantised rows dequantised to f32 a block at a time, then multiplied as f32.
+    thread_local std::vector<float> rows;
+    const std::int64_t step = block_rows(cols, k.tile_rows);
+    if (rows.size() < static_cast<std::size_t>(step * cols)) rows.resize(static_cast<std::size_t>(step * cols));
+    for (std::int64_t r = r0; r < r1; r += step) {
+      const std::int64_t nr = std::min(step, r1 - r);
+      dequantize_row(p.w.dtype, p.w.row(r), rows.data(), nr * cols);
+      k.dot_tile(DType::kF32, rows.data(), cols, x, ldx, p.y + r, p.ldy, n, nr, cols);
+    }
+    return;
+  }
   if (xb != nullptr && p.w.dtype == DType::kBF16) {
     const std::int64_t step = block_rows(cols, k.tile_rows);
     for (std::int64_t r = r0; r < r1; r += step) {
