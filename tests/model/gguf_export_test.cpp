@@ -1,0 +1,156 @@
+// `plexus quantize`: its Q8_0 / Q4_0 tensors are byte-identical to llama.cpp's quantisation of the
+// same checkpoint (q/k rows permuted as llama.cpp's converter permutes them), the metadata and
+// names are llama.cpp's, the file runs in plexus as the source quantised on load does, and bad
+// input exits 2 leaving nothing behind.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <set>
+
+#include "core/gguf_file.h"
+#include "core/json.h"
+#include "model/make_model.h"
+#include "test_util.h"
+
+namespace plexus {
+namespace {
+
+using testing::ProcessResult;
+using testing::TempDir;
+using testing::run_command;
+using testing::run_plexus;
+using testing::shell_quote;
+namespace fs = std::filesystem;
+
+const std::string kGoldenDir = std::string(PLEXUS_SOURCE_DIR) + "/tests/data/gguf";
+
+bool have_numpy() { return run_command("/usr/bin/python3 -c 'import numpy'").exit_code == 0; }
+
+// tests/tools/mkmodel.py's gguf-small checkpoint (the golden files' source for llama, seed 201).
+std::string make_source(const TempDir& dir, const std::string& arch, const std::string& name = "src") {
+  const std::string out = dir / name;
+  const ProcessResult r = run_command("/usr/bin/python3 " + shell_quote(std::string(PLEXUS_SOURCE_DIR) + "/tests/tools/mkmodel.py") +
+                                      " " + shell_quote(out) + " --preset gguf-small --arch " + arch +
+                                      " --dtype f32 --seed 201 --std 0.05");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return out;
+}
+
+std::string quantize(const std::string& src, const std::string& out, const std::string& type) {
+  const ProcessResult r = run_plexus("quantize " + shell_quote(src) + " " + shell_quote(out) + " --type " + type);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return out;
+}
+
+#define REQUIRE_NUMPY() \
+  if (!have_numpy()) GTEST_SKIP() << "needs /usr/bin/python3 with numpy (scripts/setup.sh installs python3-numpy)"
+
+class QuantizeGolden : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(QuantizeGolden, TensorsAreByteIdenticalToLlamaCpp) {
+  REQUIRE_NUMPY();
+  const std::string type = GetParam();
+  const TempDir dir("quantize-golden");
+  const std::string src = make_source(dir, "llama");
+  const GgufFile ours(quantize(src, dir / "ours.gguf", type));
+  const GgufFile theirs(kGoldenDir + "/gs-llama-" + type + ".gguf");
+  const std::uint32_t code = type == "q8_0" ? 8 : 2;
+  int projections = 0, compared = 0;
+  for (const GgufTensor& t : ours.tensors()) {
+    const GgufTensor* g = theirs.find_tensor(t.name);
+    ASSERT_NE(g, nullptr) << t.name << " is not in llama.cpp's file";
+    EXPECT_EQ(t.dims, g->dims) << t.name;
+    if (t.ggml_type != g->ggml_type) continue;  // token_embd / output: F32 here by policy
+    ASSERT_EQ(t.bytes, g->bytes) << t.name;
+    EXPECT_EQ(std::memcmp(ours.data(t), theirs.data(*g), t.bytes), 0) << t.name << " differs from llama.cpp's " << type;
+    ++compared;
+    if (t.ggml_type == code) ++projections;
+  }
+  EXPECT_EQ(projections, 2 * 7) << "every projection of both layers compared";
+  EXPECT_EQ(compared, 2 * 7 + 2 * 2 + 1) << "projections, the layers' two norms and output_norm";
+  EXPECT_EQ(ours.require_int("general.file_type"), type == "q8_0" ? 7 : 2);
+  for (const char* key : {"llama.context_length", "llama.embedding_length", "llama.block_count", "llama.feed_forward_length",
+                          "llama.attention.head_count", "llama.attention.head_count_kv", "llama.rope.dimension_count"}) {
+    EXPECT_EQ(ours.require_int(key), theirs.require_int(key)) << key;
+  }
+  EXPECT_EQ(ours.get_float("llama.attention.layer_norm_rms_epsilon"), theirs.get_float("llama.attention.layer_norm_rms_epsilon"));
+  EXPECT_EQ(ours.get_float("llama.rope.freq_base"), theirs.get_float("llama.rope.freq_base"));
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, QuantizeGolden, ::testing::Values("q8_0", "q4_0"));
+
+TEST(Quantize, WritesLlamaCppNamesForQwen) {
+  REQUIRE_NUMPY();
+  const TempDir dir("quantize-qwen");
+  for (const std::string arch : {"qwen2", "qwen3"}) {
+    const GgufFile f(quantize(make_source(dir, arch, arch), dir / (arch + ".gguf"), "q8_0"));
+    EXPECT_EQ(f.require_string("general.architecture"), arch);
+    EXPECT_EQ(f.require_int(arch + ".block_count"), 2);
+    EXPECT_EQ(f.require_int(arch + ".attention.key_length"), 64);
+    const GgufTensor* embd = f.find_tensor("token_embd.weight");
+    ASSERT_NE(embd, nullptr);
+    EXPECT_EQ(embd->ggml_type, 0u) << "the embedding keeps the checkpoint's f32";
+    EXPECT_EQ(embd->dims, (std::vector<std::int64_t>{256, 2048}));
+    const GgufTensor* q = f.find_tensor("blk.1.attn_q.weight");
+    ASSERT_NE(q, nullptr);
+    EXPECT_EQ(q->ggml_type, 8u);
+    EXPECT_EQ(q->dims, (std::vector<std::int64_t>{256, 256}));
+    if (arch == "qwen2") {
+      for (const char* b : {"blk.0.attn_q.bias", "blk.0.attn_k.bias", "blk.0.attn_v.bias"}) {
+        const GgufTensor* t = f.find_tensor(b);
+        ASSERT_NE(t, nullptr) << b;
+        EXPECT_EQ(t->ggml_type, 0u) << b;
+      }
+    } else {
+      const GgufTensor* qn = f.find_tensor("blk.0.attn_q_norm.weight");
+      ASSERT_NE(qn, nullptr);
+      EXPECT_EQ(qn->dims, (std::vector<std::int64_t>{64}));
+      EXPECT_NE(f.find_tensor("blk.0.attn_k_norm.weight"), nullptr);
+    }
+  }
+}
+
+TEST(Quantize, TiedEmbeddingsWriteNoOutputTensor) {
+  REQUIRE_NUMPY();
+  const TempDir dir("quantize-tied");
+  const std::string src = make_source(dir, "llama");
+  testing::patch_config(src, Json{{"tie_word_embeddings", true}});
+  const GgufFile f(quantize(src, dir / "tied.gguf", "q4_0"));
+  EXPECT_EQ(f.find_tensor("output.weight"), nullptr);
+  EXPECT_NE(f.find_tensor("output_norm.weight"), nullptr);
+  EXPECT_EQ(f.tensors().size(), 1u + 2 * 9 + 1);
+}
+
+TEST(Quantize, BadInputExitsTwoAndLeavesNothing) {
+  const TempDir dir("quantize-bad");
+  const std::string model = dir / "tiny";
+  MakeModelOptions o;
+  o.vocab_size = 300;
+  write_random_model(model, o);
+  const auto expect_exit2 = [&](const std::string& args, const std::string& mention) {
+    const ProcessResult r = run_plexus("quantize " + args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.err;
+    EXPECT_NE(r.err.find(mention), std::string::npos) << args << ": " << r.err;
+  };
+  expect_exit2(shell_quote(dir / "missing") + " " + shell_quote(dir / "a.gguf"), "missing");
+  expect_exit2(shell_quote(model) + " " + shell_quote(dir / "a.gguf") + " --type q5_1", "q5_1");
+  expect_exit2(shell_quote(model) + " " + shell_quote(dir / "no/such/dir/a.gguf"), "does not exist");
+  std::FILE* file = std::fopen((dir / "file").c_str(), "w");
+  ASSERT_NE(file, nullptr);
+  std::fclose(file);
+  expect_exit2(shell_quote(model) + " " + shell_quote(dir / "file/a.gguf"), "file");
+  expect_exit2(shell_quote(model) + " " + shell_quote(dir.path()), "is a directory");
+  expect_exit2(shell_quote(model) + " " + shell_quote(dir / "file"), "--force");
+  EXPECT_FALSE(fs::exists(dir / "a.gguf"));
+  // The tiny preset's intermediate size (176) is no multiple of Q8_0's 32: refused before writing.
+  expect_exit2(shell_quote(model) + " " + shell_quote(dir / "a.gguf"), "176");
+  EXPECT_FALSE(fs::exists(dir / "a.gguf"));
+  for (const auto& e : fs::directory_iterator(dir.path())) {
+    EXPECT_EQ(e.path().filename().string().find(".tmp-"), std::string::npos) << "left " << e.path();
+  }
+}
+
+}  // namespace
+}  // namespace plexus
