@@ -19,21 +19,7 @@
 namespace plexus {
 namespace {
 
-// GGUF tensor type codes of the element types and block formats plexus writes.
-std::uint32_t ggml_type_code(DType t) {
-  switch (t) {
-    case DType::kF32: return 0;
-    case DType::kF16: return 1;
-    case DType::kQ4_0: return 2;
-    case DType::kQ8_0: return 8;
-    case DType::kQ4_K: return 12;
-    case DType::kQ6_K: return 14;
-    case DType::kBF16: return 30;
-  }
-  return 0;
-}
-
-// Element i of a row of `t` (f32 | bf16 | f16) as f32.
+// A row of `t` (f32 | bf16 | f16) as f32.
 void row_to_f32(DType t, const void* src, float* dst, std::int64_t n) {
   switch (t) {
     case DType::kF32: std::memcpy(dst, src, static_cast<std::size_t>(n) * 4); return;
@@ -245,13 +231,13 @@ GgufExportResult export_gguf(const std::string& model_dir, const std::string& ou
     if (is_projection(hf)) {
       if (info.shape.size() != 2 || cols % dtype_block_elems(o.type) != 0) {
         throw InputError("'" + model_dir + "': tensor '" + hf + "' has rows of " + std::to_string(cols) + " elements, not a multiple of " +
-                         dtype_name(o.type) + "'s block of " + std::to_string(dtype_block_elems(o.type)) +
+                         std::string(dtype_name(o.type)) + "'s block of " + std::to_string(dtype_block_elems(o.type)) +
                          "; choose another --type (q8_0 and q4_0 need multiples of 32)");
       }
       const DType t = o.type;
       const std::int64_t row_bytes = dtype_row_bytes(t, cols);
       const std::size_t in_row = dtype_size(src) * static_cast<std::size_t>(cols);
-      w.add_tensor(g, dims, ggml_type_code(t), static_cast<std::uint64_t>(rows * row_bytes),
+      w.add_tensor(g, dims, ggml_type_of(t), static_cast<std::uint64_t>(rows * row_bytes),
                    [=, &pool](void* dst) {
                      pool.parallel_for(rows, 1, [&](std::int64_t b, std::int64_t e) {
                        std::vector<float> row(static_cast<std::size_t>(cols));  // (cols)
@@ -275,7 +261,7 @@ GgufExportResult export_gguf(const std::string& model_dir, const std::string& ou
     } else {
       // Embeddings and lm_head keep the checkpoint's dtype, bytes as stored.
       const std::uint64_t bytes = info.end - info.begin;
-      w.add_tensor(g, dims, ggml_type_code(src), bytes, [=](void* dst) { std::memcpy(dst, data, bytes); });
+      w.add_tensor(g, dims, ggml_type_of(src), bytes, [=](void* dst) { std::memcpy(dst, data, bytes); });
     }
   }
   result.tensors = w.tensor_count();
