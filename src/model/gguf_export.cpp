@@ -15,6 +15,7 @@
 #include "core/thread_pool.h"
 #include "kernels/quantize.h"
 #include "model/checkpoint.h"
+#include "tokenizer/gguf_vocab_export.h"
 
 namespace plexus {
 namespace {
@@ -56,6 +57,33 @@ bool is_projection(const std::string& hf_name) {
 
 // Whether quantize_row implements the format (Q4_K comes with the quant helper's scale search).
 bool quantizer_ready(DType t) { return t == DType::kQ8_0 || t == DType::kQ4_0; }
+
+// llama.cpp takes the vocabulary's size from tokenizer.ggml.tokens and wants token_embd to have
+// as many rows: a checkpoint whose embedding is padded past the tokenizer gets "[PAD<id>]"
+// tokens of type unused (5) with score 0 up to config.vocab_size.
+void pad_vocab(std::vector<std::pair<std::string, GgufValue>>& tok, std::int64_t vocab_size, const std::string& model_dir,
+               std::vector<std::string>* warnings) {
+  GgufValue* tokens = nullptr;
+  for (auto& [k, v] : tok) {
+    if (k == "tokenizer.ggml.tokens") tokens = &v;
+  }
+  if (tokens == nullptr) return;
+  const auto n = static_cast<std::int64_t>(tokens->arr.size());
+  if (n > vocab_size) {
+    warnings->push_back("'" + model_dir + "': the tokenizer has " + std::to_string(n) + " tokens but the model's vocab_size is " +
+                        std::to_string(vocab_size) + ": llama.cpp will refuse the file (plexus runs it)");
+    return;
+  }
+  for (auto& [k, v] : tok) {
+    if (k == "tokenizer.ggml.tokens") {
+      for (std::int64_t id = n; id < vocab_size; ++id) v.arr.push_back(gguf_string("[PAD" + std::to_string(id) + "]"));
+    } else if (k == "tokenizer.ggml.scores") {
+      while (static_cast<std::int64_t>(v.arr.size()) < vocab_size) v.arr.push_back(gguf_f32(0.0f));
+    } else if (k == "tokenizer.ggml.token_type") {
+      while (static_cast<std::int64_t>(v.arr.size()) < vocab_size) v.arr.push_back(gguf_int(GgufType::kI32, 5));
+    }
+  }
+}
 
 std::string dir_name(const std::string& dir) {
   std::filesystem::path p(dir);
@@ -168,8 +196,15 @@ GgufExportResult export_gguf(const std::string& model_dir, const std::string& ou
     case RopeScaling::kLlama3: break;  // the rope_freqs.weight tensor below
   }
   w.add(key("vocab_size"), gguf_u32(static_cast<std::uint32_t>(c.vocab_size)));
-  // TODO(tok): tokenizer.ggml.* and tokenizer.chat_template from the tok helper's export.
-  result.warnings.push_back("no tokenizer metadata written: llama.cpp needs a vocabulary (tokenizer.ggml.*) to load the file");
+  std::vector<std::pair<std::string, GgufValue>> tok = gguf_tokenizer_metadata(model_dir);
+  if (tok.empty()) {
+    result.warnings.push_back("'" + model_dir + "' has no tokenizer.json: the file has no tokenizer.ggml.* keys, and llama.cpp "
+                              "needs that vocabulary to load it (plexus runs it with --ids)");
+  } else {
+    pad_vocab(tok, c.vocab_size, model_dir, &result.warnings);
+    for (auto& [k, v] : tok) w.add(k, std::move(v));
+    result.tokenizer = true;
+  }
 
   // The tensors in llama.cpp's order: token_embd, rope_freqs, blocks, output_norm, output.
   std::vector<std::string> names = ckpt.names();
