@@ -15,6 +15,7 @@
 #include "core/thread_pool.h"
 #include "kernels/quantize.h"
 #include "model/checkpoint.h"
+#include "model/quant_policy.h"
 #include "tokenizer/gguf_vocab_export.h"
 
 namespace plexus {
@@ -49,14 +50,6 @@ std::int64_t permuted_source_row(std::int64_t r, std::int64_t head_dim) {
   const std::int64_t head = r / head_dim, within = r % head_dim;
   return head * head_dim + (within % 2) * (head_dim / 2) + within / 2;
 }
-
-bool is_projection(const std::string& hf_name) {
-  static const std::regex kProj(R"(model\.layers\.\d+\.(self_attn\.(q|k|v|o)_proj|mlp\.(gate|up|down)_proj)\.weight)");
-  return std::regex_match(hf_name, kProj);
-}
-
-// Whether quantize_row implements the format (Q4_K comes with the quant helper's scale search).
-bool quantizer_ready(DType t) { return t == DType::kQ8_0 || t == DType::kQ4_0; }
 
 // llama.cpp takes the vocabulary's size from tokenizer.ggml.tokens and wants token_embd to have
 // as many rows: a checkpoint whose embedding is padded past the tokenizer gets "[PAD<id>]"
@@ -159,10 +152,6 @@ GgufExportResult export_gguf(const std::string& model_dir, const std::string& ou
   if (!dtype_is_block(o.type) || o.type == DType::kQ6_K) {
     throw InputError("--type: cannot quantise into " + std::string(dtype_name(o.type)) + " (use q8_0, q4_0 or q4_k)");
   }
-  if (!quantizer_ready(o.type)) {
-    throw InputError("--type " + std::string(dtype_torch_name(o.type)) +
-                     ": this build cannot quantise into Q4_K yet (use q8_0 or q4_0)");
-  }
   require_model_path(model_dir);
   const ModelConfig c = load_model_config(model_dir);
   const Checkpoint ckpt(model_dir);
@@ -263,12 +252,9 @@ GgufExportResult export_gguf(const std::string& model_dir, const std::string& ou
     const bool q_or_k = g.find(".attn_q.") != std::string::npos || g.find(".attn_k.") != std::string::npos;
     const bool reorder = permute && q_or_k;
     const std::int64_t head_dim = c.head_dim;
-    if (is_projection(hf)) {
-      if (info.shape.size() != 2 || cols % dtype_block_elems(o.type) != 0) {
-        throw InputError("'" + model_dir + "': tensor '" + hf + "' has rows of " + std::to_string(cols) + " elements, not a multiple of " +
-                         std::string(dtype_name(o.type)) + "'s block of " + std::to_string(dtype_block_elems(o.type)) +
-                         "; choose another --type (q8_0 and q4_0 need multiples of 32)");
-      }
+    if (quantised_by_policy(hf)) {
+      if (info.shape.size() != 2) throw InputError("'" + model_dir + "': projection '" + hf + "' is not 2-D");
+      check_quantisable(o.type, hf, cols);
       const DType t = o.type;
       const std::int64_t row_bytes = dtype_row_bytes(t, cols);
       const std::size_t in_row = dtype_size(src) * static_cast<std::size_t>(cols);

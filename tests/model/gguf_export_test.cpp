@@ -11,6 +11,9 @@
 
 #include "core/gguf_file.h"
 #include "core/json.h"
+#include "core/thread_pool.h"
+#include "model/checkpoint.h"
+#include "model/gguf_export.h"
 #include "model/make_model.h"
 #include "test_util.h"
 
@@ -108,6 +111,76 @@ TEST(Quantize, WritesLlamaCppNamesForQwen) {
       ASSERT_NE(qn, nullptr);
       EXPECT_EQ(qn->dims, (std::vector<std::int64_t>{64}));
       EXPECT_NE(f.find_tensor("blk.0.attn_k_norm.weight"), nullptr);
+    }
+  }
+}
+
+// The file's tensors are the ones quantise-on-load (Checkpoint::quantize) makes from the same
+// checkpoint, byte for byte (llama's q/k rows in llama.cpp's order: row 2j + h of a head is HF
+// row h * head_dim / 2 + j), so a run of the file and a --quantize run multiply the same weights.
+TEST(Quantize, TensorsEqualQuantiseOnLoad) {
+  REQUIRE_NUMPY();
+  const TempDir dir("quantize-onload");
+  for (const std::string arch : {"llama", "qwen2"}) {
+    const std::string src = make_source(dir, arch, arch);
+    for (const std::string type : {"q8_0", "q4_0", "q4_k"}) {
+      const GgufFile f(quantize(src, dir / (arch + "-" + type + ".gguf"), type));
+      Checkpoint ckpt(src);
+      ThreadPool pool(2);
+      DType t;
+      ASSERT_TRUE(parse_quant_type(type, &t));
+      ckpt.quantize(t, pool);
+      int compared = 0;
+      for (const std::string& hf : ckpt.names()) {
+        const std::string name = gguf_tensor_name(hf);
+        const GgufTensor* g = f.find_tensor(name);
+        ASSERT_NE(g, nullptr) << hf << " → " << name;
+        const TensorRef ref = ckpt.get(hf);
+        if (ref.info->dtype != t) continue;  // embeddings, lm_head, norms, biases: f32 both ways
+        ASSERT_EQ(g->dtype, t) << name;
+        const std::int64_t rows = ref.info->shape[0];
+        const std::int64_t row_bytes = dtype_row_bytes(t, ref.info->shape[1]);
+        ASSERT_EQ(g->bytes, static_cast<std::uint64_t>(rows * row_bytes)) << name;
+        const bool permuted = arch == "llama" && (name.find(".attn_q.") != std::string::npos || name.find(".attn_k.") != std::string::npos);
+        const auto* ours = static_cast<const std::uint8_t*>(f.data(*g));
+        const auto* onload = static_cast<const std::uint8_t*>(ref.data);
+        for (std::int64_t r = 0; r < rows; ++r) {
+          const std::int64_t head = r / 64, within = r % 64;
+          const std::int64_t from = permuted ? head * 64 + (within % 2) * 32 + within / 2 : r;
+          ASSERT_EQ(std::memcmp(ours + r * row_bytes, onload + from * row_bytes, static_cast<std::size_t>(row_bytes)), 0)
+              << arch << " " << type << " " << name << " row " << r;
+        }
+        ++compared;
+      }
+      EXPECT_EQ(compared, 14) << arch << " " << type;
+      EXPECT_EQ(f.require_int("general.file_type"), type == "q8_0" ? 7 : type == "q4_0" ? 2 : 14);
+    }
+  }
+}
+
+// A run of the file in plexus scores a text exactly as the source quantised on load does.
+TEST(Quantize, FileRunsLikeQuantiseOnLoad) {
+  REQUIRE_NUMPY();
+  const TempDir dir("quantize-nll");
+  for (const std::string arch : {"qwen2", "llama"}) {
+    const std::string src = make_source(dir, arch, arch);
+    const std::string file = quantize(src, dir / (arch + ".gguf"), "q4_0");
+    const std::string ids = "1,17,300,5,2047,64,99,1000,3,8";
+    const ProcessResult g = run_plexus("perplexity " + shell_quote(file) + " --ids " + ids + " --json --threads 1");
+    if (g.exit_code != 0 && g.err.find("holds no weights") != std::string::npos) {
+      GTEST_SKIP() << "this build does not run GGUF files yet: " << g.err;
+    }
+    ASSERT_EQ(g.exit_code, 0) << g.err;
+    const ProcessResult q = run_plexus("perplexity " + shell_quote(src) + " --quantize q4_0 --ids " + ids + " --json --threads 1");
+    ASSERT_EQ(q.exit_code, 0) << q.err;
+    const Json a = Json::parse(g.out), b = Json::parse(q.out);
+    ASSERT_EQ(a["nll"].size(), b["nll"].size());
+    for (std::size_t i = 0; i < a["nll"].size(); ++i) {
+      if (arch == "qwen2") {
+        EXPECT_EQ(a["nll"][i].get<double>(), b["nll"][i].get<double>()) << arch << " token " << i;
+      } else {  // rope over (2i, 2i+1) pairs of the permuted rows: the same q·k, summed in another order
+        EXPECT_NEAR(a["nll"][i].get<double>(), b["nll"][i].get<double>(), 1e-4) << arch << " token " << i;
+      }
     }
   }
 }
