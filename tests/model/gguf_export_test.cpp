@@ -4,9 +4,12 @@
 // input exits 2 leaving nothing behind.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <set>
 
 #include "core/gguf_file.h"
@@ -28,6 +31,15 @@ using testing::shell_quote;
 namespace fs = std::filesystem;
 
 const std::string kGoldenDir = std::string(PLEXUS_SOURCE_DIR) + "/tests/data/gguf";
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void write_text(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
 
 bool have_numpy() { return run_command("/usr/bin/python3 -c 'import numpy'").exit_code == 0; }
 
@@ -183,6 +195,81 @@ TEST(Quantize, FileRunsLikeQuantiseOnLoad) {
       }
     }
   }
+}
+
+// The tokenizer goes in as llama.cpp reads it, the vocabulary padded to the model's vocab_size
+// (llama.cpp wants one token per embedding row), the chat template with it; no tokenizer: a
+// warning that llama.cpp needs one.
+TEST(Quantize, CarriesTheTokenizer) {
+  REQUIRE_NUMPY();
+  const TempDir dir("quantize-tok");
+  const std::string src = dir / "src";
+  ASSERT_EQ(run_command("/usr/bin/python3 " + shell_quote(std::string(PLEXUS_SOURCE_DIR) + "/tests/tools/mkmodel.py") + " " +
+                        shell_quote(src) + " --preset gguf-small --arch llama --dtype bf16 --seed 1 --vocab 32016")
+                .exit_code,
+            0);
+  const std::string tok = std::string(PLEXUS_GOLDEN_DIR) + "/tokenizers/mistral";
+  fs::copy_file(tok + "/tokenizer.json", src + "/tokenizer.json");
+  Json config = Json::parse(read_text(tok + "/tokenizer_config.json"));
+  const std::string tmpl = "{% for m in messages %}[{{ m['role'] }}] {{ m['content'] }}\n{% endfor %}";
+  config["chat_template"] = tmpl;
+  write_text(src + "/tokenizer_config.json", config.dump());
+  const ProcessResult r = run_plexus("quantize " + shell_quote(src) + " " + shell_quote(dir / "t.gguf") + " --type q4_0");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err.find("warning"), std::string::npos) << r.err;
+  const GgufFile f(dir / "t.gguf");
+  EXPECT_EQ(f.require_string("tokenizer.ggml.model"), "llama");
+  EXPECT_EQ(f.require_int("tokenizer.ggml.bos_token_id"), 1);
+  const GgufValue* tokens = f.find("tokenizer.ggml.tokens");
+  const GgufValue* types = f.find("tokenizer.ggml.token_type");
+  const GgufValue* scores = f.find("tokenizer.ggml.scores");
+  ASSERT_TRUE(tokens && types && scores);
+  ASSERT_EQ(tokens->arr.size(), 32016u);
+  ASSERT_EQ(types->arr.size(), 32016u);
+  ASSERT_EQ(scores->arr.size(), 32016u);
+  EXPECT_EQ(tokens->arr[1].s, "<s>");
+  EXPECT_EQ(tokens->arr[32010].s, "[PAD32010]");
+  EXPECT_EQ(types->arr[32010].i, 5);
+  EXPECT_EQ(gguf_chat_template(f), tmpl);
+
+  fs::remove(src + "/tokenizer.json");
+  fs::remove(src + "/tokenizer_config.json");
+  const ProcessResult bare = run_plexus("quantize " + shell_quote(src) + " " + shell_quote(dir / "bare.gguf"));
+  ASSERT_EQ(bare.exit_code, 0) << bare.err;
+  EXPECT_NE(bare.err.find("llama.cpp needs"), std::string::npos) << bare.err;
+  EXPECT_EQ(GgufFile(dir / "bare.gguf").find("tokenizer.ggml.model"), nullptr);
+}
+
+// Llama 3 rope scaling travels as llama.cpp's rope_freqs.weight: per frequency of a head, the
+// divisor of its angle (1 for short wavelengths, the factor for long ones, a blend between).
+TEST(Quantize, Llama3RopeScalingBecomesRopeFreqs) {
+  REQUIRE_NUMPY();
+  const TempDir dir("quantize-rope");
+  const std::string src = make_source(dir, "llama");
+  testing::patch_config(src, Json{{"rope_theta", 500000.0},
+                                  {"rope_scaling", {{"rope_type", "llama3"}, {"factor", 32.0}, {"low_freq_factor", 1.0},
+                                                    {"high_freq_factor", 4.0}, {"original_max_position_embeddings", 8192}}}});
+  const GgufFile f(quantize(src, dir / "rope.gguf", "q8_0"));
+  const GgufTensor* t = f.find_tensor("rope_freqs.weight");
+  ASSERT_NE(t, nullptr);
+  ASSERT_EQ(t->dims, (std::vector<std::int64_t>{32}));
+  ASSERT_EQ(t->ggml_type, 0u);
+  const auto* v = static_cast<const float*>(f.data(*t));
+  const double pi = 3.14159265358979323846;
+  for (int i = 0; i < 32; ++i) {
+    const double wavelen = 2 * pi * std::pow(500000.0, 2.0 * i / 64);
+    double want = 1;
+    if (wavelen > 8192) want = 32;
+    else if (wavelen >= 8192 / 4.0) {
+      const double smooth = (8192 / wavelen - 1) / (4 - 1);
+      want = 1 / ((1 - smooth) / 32 + smooth);
+    }
+    EXPECT_FLOAT_EQ(v[i], static_cast<float>(want)) << "frequency " << i;
+  }
+  EXPECT_EQ(v[0], 1.0f);
+  EXPECT_EQ(v[31], 32.0f);
+  EXPECT_EQ(f.find("llama.rope.scaling.type"), nullptr);
+  EXPECT_EQ(f.get_float("llama.rope.freq_base"), 500000.0);
 }
 
 TEST(Quantize, TiedEmbeddingsWriteNoOutputTensor) {
