@@ -217,10 +217,9 @@ PlanOptions plan_options_from(const PlanInputs& in, const ModelConfig& config) {
 }
 
 ModuleTree load_module_tree(const std::string& model, std::optional<DType> quantize) {
-  namespace fs = std::filesystem;
   const ModelConfig config = load_model_config(model);
   ModuleTree tree = ModuleTree::from_config(config);
-  if (fs::is_directory(model) && Checkpoint::exists_in(model)) {
+  if (Checkpoint::exists_in(model)) {  // a model directory with weights, or a GGUF file
     const Checkpoint checkpoint(model);
     tree = ModuleTree::from_checkpoint(config, checkpoint);
   }
