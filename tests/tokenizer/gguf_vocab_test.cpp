@@ -67,6 +67,42 @@ TEST(GgufVocab, SentencePieceGivesLlamaCppIds) {
   EXPECT_EQ(tok->encode("", true), std::vector<std::int32_t>{1});
 }
 
+TEST(GgufVocab, LoadsTheGoldenGgufFiles) {
+  for (const Json& f : golden_gguf_cases()) {
+    const std::string path = kGgufDir + "/" + f["file"].get<std::string>();
+    EXPECT_TRUE(Tokenizer::exists_in(path));
+    const auto tok = Tokenizer::load(path);
+    EXPECT_EQ(tok->vocab_size(), 2048);
+    EXPECT_FALSE(tok->chat_template());
+    expect_llama_cpp_ids(*tok, f);
+  }
+  EXPECT_FALSE(Tokenizer::exists_in(kGgufDir + "/cases.jsonl"));
+  EXPECT_FALSE(Tokenizer::exists_in(kGgufDir));
+  EXPECT_TRUE(Tokenizer::exists_in(test::golden_dir("mistral")));
+}
+
+// The golden files' vocabulary is the Mistral tokenizer's first 2048 pieces, converted as the
+// export converts it: same pieces, scores, types and special ids.
+TEST(GgufVocab, ExportedMistralIsTheGoldenGgufVocabulary) {
+  const GgufFile file(kGgufDir + "/gs-llama-q8_0.gguf");
+  const Metadata mine = mistral_first_2048();
+  for (const char* key : {"tokenizer.ggml.tokens", "tokenizer.ggml.scores", "tokenizer.ggml.token_type"}) {
+    const GgufValue* theirs = file.find(key);
+    ASSERT_NE(theirs, nullptr) << key;
+    ASSERT_EQ(theirs->arr.size(), mine.at(key).arr.size()) << key;
+    for (std::size_t i = 0; i < theirs->arr.size(); ++i) {
+      const GgufValue &a = theirs->arr[i], &b = mine.at(key).arr[i];
+      EXPECT_TRUE(a.s == b.s && a.i == b.i && a.f == b.f) << key << "[" << i << "]";
+    }
+  }
+  for (const char* key : {"tokenizer.ggml.model", "tokenizer.ggml.pre"})
+    EXPECT_EQ(file.get_string(key), mine.at(key).s) << key;
+  for (const char* key : {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id", "tokenizer.ggml.unknown_token_id"})
+    EXPECT_EQ(file.get_int(key), mine.at(key).i) << key;
+  for (const char* key : {"tokenizer.ggml.add_bos_token", "tokenizer.ggml.add_eos_token"})
+    EXPECT_EQ(file.get_bool(key), mine.at(key).b) << key;
+}
+
 // tokenizer.json -> GGUF metadata -> Tokenizer must agree with the tokenizer.json on every case.
 void check_round_trip(const std::string& name) {
   const auto json_tok = Tokenizer::load(test::golden_dir(name));
