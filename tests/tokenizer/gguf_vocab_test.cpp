@@ -1,6 +1,7 @@
 // Tokenizers from GGUF metadata: the SentencePiece ("llama") vocabulary of the golden GGUF files
 // gives llama.cpp's ids; tokenizer.json -> gguf_tokenizer_metadata -> Tokenizer gives the same
-// ids as the tokenizer.json itself on every golden case (byte-level BPE and SentencePiece-style).
+// ids as the tokenizer.json itself on every golden case (byte-level BPE and SentencePiece-style),
+// and llama.cpp's ids on random texts with special tokens.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -130,6 +131,16 @@ void check_round_trip(const std::string& name) {
     failures += (ids != want) + (with != want_with);
     if (failures > 10) FAIL() << "too many mismatches for " << name;
   }
+  // llama.cpp's own ids (llama_tokenize, special tokens parsed) for random texts on a GGUF file
+  // holding this export (benchmarks/llama_cpp/vocab_check/README.md), raw text (no NFC) included.
+  int n = 0;
+  for (const Json& c : test::read_jsonl(kGgufDir + "/llama_cpp_vocab_cases.jsonl")) {
+    if (c["vocab"] != name) continue;
+    ++n;
+    const std::string text = c["text"].get<std::string>();
+    EXPECT_EQ(gguf_tok->encode(text, false), c["ids"].get<std::vector<std::int32_t>>()) << name << " " << Json(text).dump();
+  }
+  EXPECT_EQ(n, 300);
 }
 
 TEST(GgufVocab, ExportedQwen3RoundTrips) { check_round_trip("qwen3"); }
