@@ -69,7 +69,9 @@ TEST(GgufVocab, SentencePieceGivesLlamaCppIds) {
 }
 
 TEST(GgufVocab, LoadsTheGoldenGgufFiles) {
-  for (const Json& f : golden_gguf_cases()) {
+  const auto files = golden_gguf_cases();
+  ASSERT_EQ(files.size(), 3u);
+  for (const Json& f : files) {
     const std::string path = kGgufDir + "/" + f["file"].get<std::string>();
     EXPECT_TRUE(Tokenizer::exists_in(path));
     const auto tok = Tokenizer::load(path);
@@ -135,7 +137,7 @@ void check_round_trip(const std::string& name) {
   // holding this export (benchmarks/llama_cpp/vocab_check/README.md), raw text (no NFC) included.
   int n = 0;
   for (const Json& c : test::read_jsonl(kGgufDir + "/llama_cpp_vocab_cases.jsonl")) {
-    if (c["vocab"] != name) continue;
+    if (c["vocab"] != name || c.contains("pre")) continue;
     ++n;
     const std::string text = c["text"].get<std::string>();
     EXPECT_EQ(gguf_tok->encode(text, false), c["ids"].get<std::vector<std::int32_t>>()) << name << " " << Json(text).dump();
@@ -146,6 +148,25 @@ void check_round_trip(const std::string& name) {
 TEST(GgufVocab, ExportedQwen3RoundTrips) { check_round_trip("qwen3"); }
 TEST(GgufVocab, ExportedLlama3RoundTrips) { check_round_trip("llama3"); }
 TEST(GgufVocab, ExportedMistralRoundTrips) { check_round_trip("mistral"); }
+
+// Other tokenizer.ggml.pre names on the Llama 3 vocabulary: llama.cpp's default chain of four
+// regexes, tekken (lookaheads, whole-token pieces kept) and starcoder (digits split first).
+TEST(GgufVocab, OtherPreNamesGiveLlamaCppIds) {
+  std::map<std::string, std::vector<Json>> by_pre;
+  for (const Json& c : test::read_jsonl(kGgufDir + "/llama_cpp_vocab_cases.jsonl"))
+    if (c.contains("pre")) by_pre[c["pre"].get<std::string>()].push_back(c);
+  ASSERT_EQ(by_pre.size(), 3u);
+  Metadata kv = exported("llama3");
+  for (const auto& [pre, cases] : by_pre) {
+    kv.at("tokenizer.ggml.pre").s = pre;
+    const auto tok = Tokenizer::from_gguf_metadata(kv, "llama3 with pre " + pre);
+    EXPECT_EQ(cases.size(), 100u);
+    for (const Json& c : cases) {
+      const std::string text = c["text"].get<std::string>();
+      EXPECT_EQ(tok->encode(text, false), c["ids"].get<std::vector<std::int32_t>>()) << pre << " " << Json(text).dump();
+    }
+  }
+}
 
 TEST(GgufVocab, ExportChoosesModelPreAndTypes) {
   const Metadata q = exported("qwen3");

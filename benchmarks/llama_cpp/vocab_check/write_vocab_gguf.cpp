@@ -1,4 +1,5 @@
 // Verification only: GGUF file (no tensors) = golden file's llama.* keys + exported tokenizer keys.
+// Usage: mk GOLDEN.gguf TOKENIZER_DIR OUT.gguf [PRE]
 #include <cstdio>
 #include <fstream>
 #include "core/gguf_file.h"
@@ -26,6 +27,8 @@ int main(int argc, char** argv) {
   std::vector<std::pair<std::string, GgufValue>> kv;
   for (auto& [k, v] : g.metadata()) if (k.rfind("tokenizer.", 0) != 0) kv.emplace_back(k, v);
   for (auto& p : tok) kv.push_back(p);
+  if (argc > 4)  // argv[4]: another tokenizer.ggml.pre, to check that pre's regexes on this vocabulary
+    for (auto& [k, v] : kv) if (k == "tokenizer.ggml.pre") v.s = argv[4];
   // pad vocab key to the token count
   for (auto& [k, v] : kv) if (k == "llama.vocab_size") v.i = (int64_t)tok[2].second.arr.size();
   out.open(argv[3], std::ios::binary);
