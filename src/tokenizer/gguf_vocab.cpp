@@ -15,34 +15,69 @@ namespace {
 using Metadata = std::map<std::string, GgufValue>;
 
 // The split regexes llama.cpp uses for each tokenizer.ggml.pre of a "gpt2" vocabulary (applied
-// one after another, every match and every gap between matches becoming a piece).
+// one after another, every match and every gap between matches becoming a piece), with the
+// options the same name sets there. Regexes are format facts taken from llama.cpp's vocabulary
+// loader; benchmarks/llama_cpp/vocab_check checks each row against llama.cpp itself.
 constexpr const char* kGpt2Regex =
     "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
-constexpr const char* kLlama3Regex =
-    "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}|"
-    " ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
-constexpr const char* kQwen2Regex =
-    "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}|"
-    " ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+constexpr const char* kContractions = "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])";
+const std::string kLlama3Regex = std::string(kContractions) +
+    "|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+const std::string kQwen2Regex = std::string(kContractions) +
+    "|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+const std::string kQwen35Regex = std::string(kContractions) +
+    "|[^\\r\\n\\p{L}\\p{N}]?[\\p{L}\\p{M}]+|\\p{N}| ?[^\\s\\p{L}\\p{M}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+const std::string kGpt4oRegex = std::string("[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}])([^a-z]))*((?=[\\p{L}])([^A-Z]))+") +
+    kContractions + "?|[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}])([^a-z]))+((?=[\\p{L}])([^A-Z]))*" + kContractions +
+    "?|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+constexpr const char* kTekkenRegex =
+    "[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}])([^a-z]))*((?=[\\p{L}])([^A-Z]))+|[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}])"
+    "([^a-z]))+((?=[\\p{L}])([^A-Z]))*|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+constexpr const char* kGpt2NoTrailing =
+    "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)";
 
 struct PreSpec {
+  std::vector<const char*> names;
   std::vector<std::string> regexes;
   bool ignore_merges = false;  // a piece that is a whole vocabulary token is kept as is
   bool add_bos = false;        // llama.cpp's add_bos default for this pre
   bool clean_spaces = true;    // llama.cpp's clean_spaces for this pre (decode)
 };
 
-const char* const kPreNames =
-    "default, gpt-2, llama3, llama-v3, llama-bpe, smaug-bpe, qwen2, deepseek-r1-qwen";
+const std::vector<PreSpec>& pre_specs() {
+  static const std::vector<PreSpec> kSpecs = {
+      {{"default"}, {"[\\p{P}\\$\\+<=>\\^~\\|]+", kGpt2NoTrailing, "\\p{N}+", "[0-9][0-9][0-9]"}, false, false, true},
+      {{"gpt-2", "phi-2", "jina-es", "jina-de", "gigachat", "jina-v2-es", "jina-v2-de", "a.x-4.0", "mellum",
+        "modern-bert", "mpt", "olmo", "jais", "exaone4"},
+       {kGpt2Regex}, false, false, true},
+      {{"llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral", "midm-2.0", "lfm2"},
+       {kLlama3Regex}, true, true, true},
+      {{"dbrx", "smaug-bpe"}, {kLlama3Regex}, false, false, true},
+      {{"qwen2", "deepseek-r1-qwen", "kormo", "f2llmv2"}, {kQwen2Regex}, false, false, false},
+      {{"megrez", "stablelm2"}, {kQwen2Regex}, false, false, true},
+      {{"qwen35"}, {kQwen35Regex}, false, false, false},
+      {{"starcoder", "refact", "codeshell", "exaone", "minerva-7b"}, {"\\p{N}", kGpt2NoTrailing}, false, false, true},
+      {{"smollm", "command-r"}, {"\\p{N}", kGpt2NoTrailing}, false, false, false},
+      {{"falcon"}, {"[\\p{P}\\$\\+<=>\\^~\\|`]+", kGpt2NoTrailing, "[0-9][0-9][0-9]"}, false, false, true},
+      {{"gpt-4o", "llama4", "kanana2", "talkie"}, {kGpt4oRegex}, false, false, false},
+      {{"tekken"}, {kTekkenRegex}, true, true, false},
+  };
+  return kSpecs;
+}
 
-std::optional<PreSpec> pre_spec(const std::string& pre) {
-  if (pre.empty() || pre == "default")
-    return PreSpec{{"[\\p{P}\\$\\+<=>\\^~\\|]+", kGpt2Regex, "\\p{N}+", "[0-9][0-9][0-9]"}, false, false, true};
-  if (pre == "gpt-2") return PreSpec{{kGpt2Regex}, false, false, true};
-  if (pre == "llama3" || pre == "llama-v3" || pre == "llama-bpe") return PreSpec{{kLlama3Regex}, true, true, true};
-  if (pre == "smaug-bpe") return PreSpec{{kLlama3Regex}, false, false, true};
-  if (pre == "qwen2" || pre == "deepseek-r1-qwen") return PreSpec{{kQwen2Regex}, false, false, false};
-  return std::nullopt;
+std::string pre_names() {
+  std::string out;
+  for (const PreSpec& s : pre_specs())
+    for (const char* n : s.names) out += (out.empty() ? "" : ", ") + std::string(n);
+  return out;
+}
+
+const PreSpec* pre_spec(const std::string& pre) {
+  const std::string name = pre.empty() ? "default" : pre;  // llama.cpp's choice for a missing pre
+  for (const PreSpec& s : pre_specs())
+    for (const char* n : s.names)
+      if (name == n) return &s;
+  return nullptr;
 }
 
 class Reader {
@@ -167,9 +202,9 @@ std::unique_ptr<Tokenizer> Tokenizer::from_gguf_metadata(const std::map<std::str
     add_bos = true;
   } else {
     const std::string pre = r.string("tokenizer.ggml.pre").value_or("");
-    const std::optional<PreSpec> spec = pre_spec(pre);
+    const PreSpec* spec = pre_spec(pre);
     if (!spec)
-      throw InputError(where + ": tokenizer.ggml.pre '" + pre + "' is not supported: plexus knows " + kPreNames +
+      throw InputError(where + ": tokenizer.ggml.pre '" + pre + "' is not supported: plexus knows " + pre_names() +
                        "; pass the model's tokenizer.json with --tokenizer instead");
     const std::vector<GgufValue>* merges_v = r.array("tokenizer.ggml.merges", GgufValue::Type::kString, Reader::kAnySize);
     if (!merges_v) r.bad("tokenizer.ggml.merges", "is missing (a gpt2 vocabulary needs its merges)");

@@ -46,22 +46,16 @@ bool is_llama_style(const std::string& cls) {
 bool Tokenizer::exists_in(const std::string& path) {
   std::error_code ec;
   if (fs::is_directory(path, ec)) return fs::is_regular_file(fs::path(path) / "tokenizer.json", ec);
-#ifdef PLEXUS_GGUF_READER_READY
   return GgufFile::is_gguf(path);
-#else
-  return false;
-#endif
 }
 
 std::unique_ptr<Tokenizer> Tokenizer::load(const std::string& path) {
   std::error_code ec;
   fs::path json_path;
-#ifdef PLEXUS_GGUF_READER_READY
   if (!fs::is_directory(path, ec) && GgufFile::is_gguf(path)) {
     const GgufFile gguf(path);
     return from_gguf_metadata(gguf.metadata(), path);
   }
-#endif
   if (fs::is_directory(path, ec)) {
     json_path = fs::path(path) / "tokenizer.json";
     if (!fs::is_regular_file(json_path, ec))

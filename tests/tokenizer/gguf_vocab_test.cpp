@@ -1,6 +1,7 @@
 // Tokenizers from GGUF metadata: the SentencePiece ("llama") vocabulary of the golden GGUF files
 // gives llama.cpp's ids; tokenizer.json -> gguf_tokenizer_metadata -> Tokenizer gives the same
-// ids as the tokenizer.json itself on every golden case (byte-level BPE and SentencePiece-style).
+// ids as the tokenizer.json itself on every golden case (byte-level BPE and SentencePiece-style),
+// and llama.cpp's ids on random texts with special tokens.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -67,6 +68,44 @@ TEST(GgufVocab, SentencePieceGivesLlamaCppIds) {
   EXPECT_EQ(tok->encode("", true), std::vector<std::int32_t>{1});
 }
 
+TEST(GgufVocab, LoadsTheGoldenGgufFiles) {
+  const auto files = golden_gguf_cases();
+  ASSERT_EQ(files.size(), 3u);
+  for (const Json& f : files) {
+    const std::string path = kGgufDir + "/" + f["file"].get<std::string>();
+    EXPECT_TRUE(Tokenizer::exists_in(path));
+    const auto tok = Tokenizer::load(path);
+    EXPECT_EQ(tok->vocab_size(), 2048);
+    EXPECT_FALSE(tok->chat_template());
+    expect_llama_cpp_ids(*tok, f);
+  }
+  EXPECT_FALSE(Tokenizer::exists_in(kGgufDir + "/cases.jsonl"));
+  EXPECT_FALSE(Tokenizer::exists_in(kGgufDir));
+  EXPECT_TRUE(Tokenizer::exists_in(test::golden_dir("mistral")));
+}
+
+// The golden files' vocabulary is the Mistral tokenizer's first 2048 pieces, converted as the
+// export converts it: same pieces, scores, types and special ids.
+TEST(GgufVocab, ExportedMistralIsTheGoldenGgufVocabulary) {
+  const GgufFile file(kGgufDir + "/gs-llama-q8_0.gguf");
+  const Metadata mine = mistral_first_2048();
+  for (const char* key : {"tokenizer.ggml.tokens", "tokenizer.ggml.scores", "tokenizer.ggml.token_type"}) {
+    const GgufValue* theirs = file.find(key);
+    ASSERT_NE(theirs, nullptr) << key;
+    ASSERT_EQ(theirs->arr.size(), mine.at(key).arr.size()) << key;
+    for (std::size_t i = 0; i < theirs->arr.size(); ++i) {
+      const GgufValue &a = theirs->arr[i], &b = mine.at(key).arr[i];
+      EXPECT_TRUE(a.s == b.s && a.i == b.i && a.f == b.f) << key << "[" << i << "]";
+    }
+  }
+  for (const char* key : {"tokenizer.ggml.model", "tokenizer.ggml.pre"})
+    EXPECT_EQ(file.get_string(key), mine.at(key).s) << key;
+  for (const char* key : {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id", "tokenizer.ggml.unknown_token_id"})
+    EXPECT_EQ(file.get_int(key), mine.at(key).i) << key;
+  for (const char* key : {"tokenizer.ggml.add_bos_token", "tokenizer.ggml.add_eos_token"})
+    EXPECT_EQ(file.get_bool(key), mine.at(key).b) << key;
+}
+
 // tokenizer.json -> GGUF metadata -> Tokenizer must agree with the tokenizer.json on every case.
 void check_round_trip(const std::string& name) {
   const auto json_tok = Tokenizer::load(test::golden_dir(name));
@@ -94,11 +133,40 @@ void check_round_trip(const std::string& name) {
     failures += (ids != want) + (with != want_with);
     if (failures > 10) FAIL() << "too many mismatches for " << name;
   }
+  // llama.cpp's own ids (llama_tokenize, special tokens parsed) for random texts on a GGUF file
+  // holding this export (benchmarks/llama_cpp/vocab_check/README.md), raw text (no NFC) included.
+  int n = 0;
+  for (const Json& c : test::read_jsonl(kGgufDir + "/llama_cpp_vocab_cases.jsonl")) {
+    if (c["vocab"] != name || c.contains("pre")) continue;
+    ++n;
+    const std::string text = c["text"].get<std::string>();
+    EXPECT_EQ(gguf_tok->encode(text, false), c["ids"].get<std::vector<std::int32_t>>()) << name << " " << Json(text).dump();
+  }
+  EXPECT_EQ(n, 300);
 }
 
 TEST(GgufVocab, ExportedQwen3RoundTrips) { check_round_trip("qwen3"); }
 TEST(GgufVocab, ExportedLlama3RoundTrips) { check_round_trip("llama3"); }
 TEST(GgufVocab, ExportedMistralRoundTrips) { check_round_trip("mistral"); }
+
+// Other tokenizer.ggml.pre names on the Llama 3 vocabulary: llama.cpp's default chain of four
+// regexes, tekken (lookaheads, whole-token pieces kept) and starcoder (digits split first).
+TEST(GgufVocab, OtherPreNamesGiveLlamaCppIds) {
+  std::map<std::string, std::vector<Json>> by_pre;
+  for (const Json& c : test::read_jsonl(kGgufDir + "/llama_cpp_vocab_cases.jsonl"))
+    if (c.contains("pre")) by_pre[c["pre"].get<std::string>()].push_back(c);
+  ASSERT_EQ(by_pre.size(), 3u);
+  Metadata kv = exported("llama3");
+  for (const auto& [pre, cases] : by_pre) {
+    kv.at("tokenizer.ggml.pre").s = pre;
+    const auto tok = Tokenizer::from_gguf_metadata(kv, "llama3 with pre " + pre);
+    EXPECT_EQ(cases.size(), 100u);
+    for (const Json& c : cases) {
+      const std::string text = c["text"].get<std::string>();
+      EXPECT_EQ(tok->encode(text, false), c["ids"].get<std::vector<std::int32_t>>()) << pre << " " << Json(text).dump();
+    }
+  }
+}
 
 TEST(GgufVocab, ExportChoosesModelPreAndTypes) {
   const Metadata q = exported("qwen3");
