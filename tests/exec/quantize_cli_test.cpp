@@ -3,7 +3,9 @@
 // and estimates sized by block format, and the errors (bad value, columns off the block).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <random>
@@ -134,18 +136,33 @@ TEST_F(QuantizeOnLoad, PerplexityStaysCloseToTheUnquantisedModel) {
   std::string ids;
   for (int i = 0; i < 48; ++i) ids += (i ? "," : "") + std::to_string((i * 37 + 11) % 512);
   const std::string ppl = "perplexity " + model() + " --ids " + ids + " --batch-tokens 16 --threads 2";
-  const double base = run_json(ppl)["nll"].get<double>();
-  // Measured: |ΔNLL| q8_0 2e-5, q4_0 2e-3, q4_k 1e-3 on this model (mean NLL ≈ 6.2).
+  const Json base = run_json(ppl)["nll"];
+  ASSERT_EQ(base.size(), 47u);
   struct Case {
     const char* type;
-    double bound;
+    double mean_bound, max_bound;
   };
-  for (const Case c : {Case{"q8_0", 0.002}, Case{"q4_0", 0.02}, Case{"q4_k", 0.015}}) {
-    const Json j = run_json(ppl + " --quantize " + c.type);
-    ASSERT_TRUE(j.contains("nll")) << c.type;
-    const double nll = j["nll"].get<double>();
-    EXPECT_NE(nll, base) << c.type;  // the weights really changed
-    EXPECT_NEAR(nll, base, c.bound) << c.type;
+  // This random model is sensitive (|ΔNLL| ≈ 2 × the weights' relative RMS error; llama.cpp's
+  // own q8_0 / q4_0 / q4_k_m files of a model made the same way move the NLL by 0.014 / 0.20 /
+  // 0.15 on average). Measured here (mean, max |ΔNLL| per token): q8_0 0.0094, 0.026; q4_0
+  // 0.23, 0.72; q4_k 0.13, 0.42. Bounds a little above.
+  double q4_0_mean = 0;
+  for (const Case c : {Case{"q8_0", 0.015, 0.04}, Case{"q4_0", 0.3, 1.0}, Case{"q4_k", 0.17, 0.6}}) {
+    const Json nll = run_json(ppl + " --quantize " + c.type)["nll"];
+    ASSERT_EQ(nll.size(), base.size()) << c.type;
+    double sum = 0, worst = 0;
+    for (std::size_t i = 0; i < nll.size(); ++i) {
+      const double d = std::fabs(nll[i].get<double>() - base[i].get<double>());
+      sum += d;
+      worst = std::max(worst, d);
+    }
+    const double mean = sum / static_cast<double>(nll.size());
+    std::printf("%s: mean |dNLL| %.6f, max %.6f\n", c.type, mean, worst);
+    EXPECT_GT(worst, 0.0) << c.type;  // the weights really changed
+    EXPECT_LT(mean, c.mean_bound) << c.type;
+    EXPECT_LT(worst, c.max_bound) << c.type;
+    if (std::string(c.type) == "q4_0") q4_0_mean = mean;
+    if (std::string(c.type) == "q4_k") EXPECT_LT(mean, q4_0_mean);  // the K format's search pays
   }
 }
 
