@@ -96,7 +96,8 @@ class Reader {
   }
   std::string string(const std::string& field) {
     const std::uint64_t at = pos_;
-    const auto len = read<std::uint64_t>(field + " length");
+    if (remaining() < 8) need(8, field + " length");  // the name is built only for the error
+    const auto len = read<std::uint64_t>(field);
     if (len > remaining())
       fail(at, field, "string length " + std::to_string(len) + " exceeds the " + std::to_string(remaining()) +
                           " bytes left in the file");
@@ -153,8 +154,15 @@ GgufValue read_value(Reader& r, std::uint32_t type, const std::string& field, in
                                                " elements cannot fit in the " + std::to_string(r.remaining()) +
                                                " bytes left in the file");
       v.arr.reserve(static_cast<std::size_t>(count));
-      for (std::uint64_t k = 0; k < count; ++k)
-        v.arr.push_back(read_value(r, v.elem_type, field + "[" + std::to_string(k) + "]", depth + 1));
+      std::string elem = field;  // "key 'x'[k]", rewritten in place (token lists hold ~10^5 strings)
+      const std::size_t keep = elem.size();
+      for (std::uint64_t k = 0; k < count; ++k) {
+        elem.resize(keep);
+        elem += '[';
+        elem += std::to_string(k);
+        elem += ']';
+        v.arr.push_back(read_value(r, v.elem_type, elem, depth + 1));
+      }
       break;
     }
     default: r.fail(at, field, "unknown value type " + std::to_string(type) + " (known: 0..12)");

@@ -191,6 +191,8 @@ void require_model_path(const std::string& path) {
   if (::stat(path.c_str(), &st) == 0) return;
   // "org/name" is how a model is named on a model hub; plexus reads only local files.
   const std::size_t slash = path.find('/');
+  const bool gguf = path.size() > 5 && path.compare(path.size() - 5, 5, ".gguf") == 0;
+  if (gguf) throw InputError("model '" + path + "' not found (no such GGUF file)");
   const bool hub_id = slash != std::string::npos && slash > 0 && slash + 1 < path.size() &&
                       path.find('/', slash + 1) == std::string::npos && path[0] != '.' &&
                       path.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-/") == std::string::npos;

@@ -70,7 +70,7 @@ TEST(GgufCli, PerplexityOfAGgufFile) {
   for (std::size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(nll[i], want[i], 0.12) << "token " << i;
 }
 
-TEST(GgufCli, TwoVirtualDevicesGenerateTheSameTokensAsOne) {
+TEST(GgufCli, TwoVirtualDevicesAndDiskOffloadGenerateTheSameTokensAsOne) {
   const std::string model = testing::shell_quote(gguf_path("gs-llama-q4_k_m.gguf"));
   const std::string common = "generate " + model + " --ids 1,1046,1468,118 --max-tokens 12 --json";
   const testing::ProcessResult one = testing::run_plexus(common);
@@ -81,6 +81,11 @@ TEST(GgufCli, TwoVirtualDevicesGenerateTheSameTokensAsOne) {
   const auto b = Json::parse(two.out)["ids"].get<std::vector<std::int32_t>>();
   EXPECT_EQ(a.size(), 12u);
   EXPECT_EQ(a, b);
+  // Every layer offloaded to disk and streamed through device 0 (the weights read from the mmap).
+  const testing::ProcessResult streamed =
+      testing::run_plexus(common + " --context 64 --batch-tokens 16 --max-memory 0=3MiB,disk=1GiB");
+  ASSERT_EQ(streamed.exit_code, 0) << streamed.err;
+  EXPECT_EQ(Json::parse(streamed.out)["ids"].get<std::vector<std::int32_t>>(), a);
 }
 
 TEST(GgufCli, ATruncatedFileIsABadInputNamingOffsetAndField) {

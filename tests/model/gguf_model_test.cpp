@@ -35,6 +35,15 @@ TEST(GgufModel, ConfigFromTheMetadata) {
   EXPECT_TRUE(c.rope_freq_factors.empty());
 }
 
+TEST(GgufModel, AMissingFileIsNotFound) {
+  try {
+    load_model_config("models/absent.gguf");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), "model 'models/absent.gguf' not found (no such GGUF file)");
+  }
+}
+
 TEST(GgufModel, HuggingFaceNames) {
   EXPECT_EQ(hf_name_of_gguf_tensor("token_embd.weight"), "model.embed_tokens.weight");
   EXPECT_EQ(hf_name_of_gguf_tensor("output.weight"), "lm_head.weight");
