@@ -150,7 +150,9 @@ std::unique_ptr<Tokenizer> Tokenizer::from_gguf_metadata(const std::map<std::str
                                                          const std::string& where) {
   const Reader r(kv, where);
   const std::optional<std::string> model = r.string("tokenizer.ggml.model");
-  if (!model) throw InputError(where + ": has no tokenizer (metadata tokenizer.ggml.model is missing): pass a tokenizer.json with --tokenizer, or a GGUF file that includes its vocabulary");
+  if (!model)
+    throw InputError(where + ": has no tokenizer (metadata tokenizer.ggml.model is missing): use a GGUF file that "
+                     "includes its vocabulary, or pass token ids instead of text");
   if (*model != "llama" && *model != "gpt2")
     throw InputError(where + ": tokenizer.ggml.model '" + *model +
                      "' is not supported: plexus reads 'llama' (SentencePiece) and 'gpt2' (byte-level BPE) vocabularies");

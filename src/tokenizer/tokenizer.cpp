@@ -46,7 +46,12 @@ bool is_llama_style(const std::string& cls) {
 bool Tokenizer::exists_in(const std::string& path) {
   std::error_code ec;
   if (fs::is_directory(path, ec)) return fs::is_regular_file(fs::path(path) / "tokenizer.json", ec);
-  return GgufFile::is_gguf(path);
+  if (!GgufFile::is_gguf(path)) return false;
+  try {  // a GGUF file without a vocabulary (weights only) has no tokenizer
+    return GgufFile(path).find("tokenizer.ggml.model") != nullptr;
+  } catch (const InputError&) {
+    return true;  // malformed: load() reports where
+  }
 }
 
 std::unique_ptr<Tokenizer> Tokenizer::load(const std::string& path) {

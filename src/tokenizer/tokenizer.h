@@ -24,7 +24,8 @@ class Tokenizer {
   // tokenizer.ggml.* metadata). Throws InputError naming the file and field on bad input,
   // including any tokenizer.json component type or GGUF tokenizer plexus does not implement.
   static std::unique_ptr<Tokenizer> load(const std::string& path);
-  static bool exists_in(const std::string& path);  // a dir with tokenizer.json, or a GGUF file
+  // PATH is a directory with tokenizer.json, or a GGUF file with tokenizer.ggml.model.
+  static bool exists_in(const std::string& path);
 
   // The tokenizer described by GGUF metadata (tokenizer.ggml.model "llama" or "gpt2", tokens,
   // scores, token_type, merges, pre, special ids, add_* flags; tokenizer.chat_template), as

@@ -4,6 +4,7 @@
 // and llama.cpp's ids on random texts with special tokens.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <map>
 
 #include "core/error.h"
@@ -80,6 +81,28 @@ TEST(GgufVocab, LoadsTheGoldenGgufFiles) {
     expect_llama_cpp_ids(*tok, f);
   }
   EXPECT_FALSE(Tokenizer::exists_in(kGgufDir + "/cases.jsonl"));
+  // A GGUF file without tokenizer.ggml.* (weights only) has no tokenizer; load says so.
+  const std::string bare = ::testing::TempDir() + "/no_vocab.gguf";
+  {
+    std::ofstream out(bare, std::ios::binary);
+    const auto u32 = [&](std::uint32_t v) { out.write(reinterpret_cast<const char*>(&v), 4); };
+    const auto u64 = [&](std::uint64_t v) { out.write(reinterpret_cast<const char*>(&v), 8); };
+    const auto str = [&](const std::string& v) { u64(v.size()); out << v; };
+    out << "GGUF";
+    u32(3);
+    u64(0);  // tensors
+    u64(1);  // key/values
+    str("general.architecture");
+    u32(8);  // string
+    str("llama");
+  }
+  EXPECT_FALSE(Tokenizer::exists_in(bare));
+  try {
+    Tokenizer::load(bare);
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("tokenizer.ggml.model is missing"), std::string::npos) << e.what();
+  }
   EXPECT_FALSE(Tokenizer::exists_in(kGgufDir));
   EXPECT_TRUE(Tokenizer::exists_in(test::golden_dir("mistral")));
 }
