@@ -186,6 +186,7 @@ TEST_F(QuantizeOnLoad, PlanAndEstimateSizeTheBlockFormatExactly) {
   const Json plan = run_json("plan " + model() + " --quantize q4_0 --max-memory 0=1GiB --context 0");
   ASSERT_TRUE(plan.contains("model_bytes"));
   EXPECT_EQ(plan["model_bytes"].get<std::int64_t>(), proj / 32 * 18 + other);
+  EXPECT_EQ(plan["quantize"], "q4_0");
   const Json q8 = run_json("plan " + model() + " --quantize q8_0 --max-memory 0=1GiB --context 0");
   EXPECT_EQ(q8["model_bytes"].get<std::int64_t>(), proj / 32 * 34 + other);
 
