@@ -162,7 +162,9 @@ TEST_F(QuantizeOnLoad, PerplexityStaysCloseToTheUnquantisedModel) {
     EXPECT_LT(mean, c.mean_bound) << c.type;
     EXPECT_LT(worst, c.max_bound) << c.type;
     if (std::string(c.type) == "q4_0") q4_0_mean = mean;
-    if (std::string(c.type) == "q4_k") EXPECT_LT(mean, q4_0_mean);  // the K format's search pays
+    if (std::string(c.type) == "q4_k") {
+      EXPECT_LT(mean, q4_0_mean);  // the K format's search pays
+    }
   }
 }
 
