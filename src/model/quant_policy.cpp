@@ -19,9 +19,11 @@ bool quantised_by_policy(std::string_view name) {
 void check_quantisable(DType t, const std::string& name, std::int64_t cols) {
   const std::int64_t block = dtype_block_elems(t);
   if (cols % block != 0) {
+    const std::string way = cols % 32 == 0 ? "q8_0 and q4_0 take blocks of 32"
+                                           : "run this model without --quantize";
     throw InputError("cannot quantise '" + name + "' to " + std::string(dtype_torch_name(t)) + ": its " +
                      std::to_string(cols) + " columns are not a multiple of the format's block of " +
-                     std::to_string(block) + " (use a format with a smaller block, e.g. q8_0, or none)");
+                     std::to_string(block) + " (" + way + ")");
   }
 }
 

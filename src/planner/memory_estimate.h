@@ -53,8 +53,8 @@ struct ModelEstimate {
   std::vector<KvCell> kv_table;          // 16-bit KV cache for a few contexts × batch sizes
 };
 
-// `quantize`: one more row, the projections in that block format and the rest at 16 bits (as the
-// checkpoint stores them when the tree has dtypes).
+// `quantize`: one more row (quantise on load), the projections in that block format and the rest
+// as the checkpoint stores them (at 16 bits for a tree from config.json alone).
 ModelEstimate estimate_model(const ModuleTree& tree, std::optional<DType> quantize = std::nullopt);
 
 }  // namespace plexus

@@ -162,7 +162,9 @@ TEST_F(QuantizeOnLoad, PerplexityStaysCloseToTheUnquantisedModel) {
     EXPECT_LT(mean, c.mean_bound) << c.type;
     EXPECT_LT(worst, c.max_bound) << c.type;
     if (std::string(c.type) == "q4_0") q4_0_mean = mean;
-    if (std::string(c.type) == "q4_k") EXPECT_LT(mean, q4_0_mean);  // the K format's search pays
+    if (std::string(c.type) == "q4_k") {
+      EXPECT_LT(mean, q4_0_mean);  // the K format's search pays
+    }
   }
 }
 
@@ -186,6 +188,7 @@ TEST_F(QuantizeOnLoad, PlanAndEstimateSizeTheBlockFormatExactly) {
   const Json plan = run_json("plan " + model() + " --quantize q4_0 --max-memory 0=1GiB --context 0");
   ASSERT_TRUE(plan.contains("model_bytes"));
   EXPECT_EQ(plan["model_bytes"].get<std::int64_t>(), proj / 32 * 18 + other);
+  EXPECT_EQ(plan["quantize"], "q4_0");
   const Json q8 = run_json("plan " + model() + " --quantize q8_0 --max-memory 0=1GiB --context 0");
   EXPECT_EQ(q8["model_bytes"].get<std::int64_t>(), proj / 32 * 34 + other);
 
