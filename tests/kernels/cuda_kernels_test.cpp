@@ -284,7 +284,7 @@ TEST_F(CudaKernels, RopeStoresKvAtEachTokensPosition) {
     sync();
     // Interleaved pairs (2i, 2i + 1) are the rotate-half pairs (i, i + hd/2) of the heads with
     // their even elements first: the oracle rotates that order and puts the elements back.
-    auto oracle = [&](std::vector<float> x, std::int64_t heads, std::int64_t p) {
+    auto oracle = [&](std::vector<float> x, std::int64_t heads) {
       std::vector<float> y(x.size());
       for (std::int64_t t = 0; t < n; ++t) {
         float* row = x.data() + t * heads * c.hd;
@@ -294,7 +294,7 @@ TEST_F(CudaKernels, RopeStoresKvAtEachTokensPosition) {
             const std::int64_t from = interleaved ? (i < half ? 2 * i : 2 * (i - half) + 1) : i;
             tmp[static_cast<std::size_t>(h * c.hd + i)] = row[h * c.hd + from];
           }
-        ref::rope(tmp.data(), heads, c.hd, p < 0 ? toks[static_cast<std::size_t>(t)].second : p, inv_freq.data());
+        ref::rope(tmp.data(), heads, c.hd, toks[static_cast<std::size_t>(t)].second, inv_freq.data());
         for (std::int64_t h = 0; h < heads; ++h)
           for (std::int64_t i = 0; i < c.hd; ++i) {
             const std::int64_t to = interleaved ? (i < half ? 2 * i : 2 * (i - half) + 1) : i;
@@ -303,7 +303,7 @@ TEST_F(CudaKernels, RopeStoresKvAtEachTokensPosition) {
       }
       return y;
     };
-    const std::vector<float> want_q = oracle(qh, c.heads, -1), want_k = oracle(kh, c.kv, -1);
+    const std::vector<float> want_q = oracle(qh, c.heads), want_k = oracle(kh, c.kv);
     const std::vector<float> got_k = k.download();
     EXPECT_TRUE(close(q.download(), want_q, 1e-5, 1e-5)) << "q, head_dim " << c.hd << " interleaved " << interleaved;
     EXPECT_TRUE(close(got_k, want_k, 1e-5, 1e-5)) << "k, head_dim " << c.hd << " interleaved " << interleaved;
