@@ -21,7 +21,7 @@ namespace plexus::cli {
 int cmd_plan(int argc, char** argv) {
   Args args("plan", "Place a model's weights on devices without loading them: a device map (module prefix -> "
                     "0, 1, …, \"cpu\", \"disk\") and a per-device table of layers, weights, KV cache and budget.");
-  args.positional("MODEL", "model directory (config.json [+ safetensors]) or a config.json file");
+  args.positional("MODEL", "model directory (config.json [+ safetensors]), a config.json file or a .gguf file");
   add_plan_options(args);
   add_engine_options(args);  // --threads and --batch-tokens size the run buffers as the run will
   args.option("--gpu", "NAME", "predict the accelerators as this GPU (a100-40gb, a100-80gb, h100-sxm, h100-pcie, h200, "
@@ -38,8 +38,8 @@ int cmd_plan(int argc, char** argv) {
       "them: within each budget for stages and custom maps; on top of max_memory (which limits the\n"
       "weights, as in accelerate) for accelerate's strategies. See docs/planner.md.");
   if (!args.parse(argc, argv)) return 0;
-  const ModuleTree tree = load_module_tree(args.get("MODEL"));
   PlanInputs in = plan_inputs_from(args);
+  const ModuleTree tree = load_module_tree(args.get("MODEL"), quantize_type(in));
   const EngineOptions eo = engine_options(args);
   in.batch_tokens = eo.max_batch_tokens;
   in.threads = eo.threads;
@@ -80,6 +80,8 @@ int cmd_plan(int argc, char** argv) {
   if (args.get_flag("--json")) {
     Json j = plan_to_json(plan);
     j["budgets_source"] = o.budgets_source;
+    // Quantise on load: the projections' block format (the plan sized them in it).
+    j["quantize"] = in.quantize ? Json(std::string(dtype_torch_name(*quantize_type(in)))) : Json(nullptr);
     if (predicted) {
       j["predicted"] = prediction_to_json(*predicted);
       if (!facts_note.empty()) j["predicted"]["note"] = facts_note;
@@ -87,8 +89,12 @@ int cmd_plan(int argc, char** argv) {
     if (fastest) j["fastest"] = fastest_to_json(*fastest);
     std::printf("%s\n", j.dump(2).c_str());
   } else {
-    std::printf("budgets: %s (%s)\n%s", o.request.budgets.to_string().c_str(), o.budgets_source.c_str(),
-                plan_to_table(plan).c_str());
+    std::printf("budgets: %s (%s)\n", o.request.budgets.to_string().c_str(), o.budgets_source.c_str());
+    if (in.quantize) {
+      std::printf("quantised on load: projections in %s (embeddings, lm_head, norms, biases as stored)\n",
+                  std::string(dtype_torch_name(*quantize_type(in))).c_str());
+    }
+    std::printf("%s", plan_to_table(plan).c_str());
     if (predicted) std::printf("%s", prediction_to_text(*predicted).c_str());
     if (fastest) std::printf("%s", runner_ups_to_text(*fastest).c_str());
     if (!facts_note.empty()) std::printf("note: %s\n", facts_note.c_str());

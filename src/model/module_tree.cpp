@@ -7,6 +7,7 @@
 #include "core/checked.h"
 #include "core/error.h"
 #include "model/checkpoint.h"
+#include "model/quant_policy.h"
 
 namespace plexus {
 
@@ -112,17 +113,36 @@ ModuleTree ModuleTree::from_checkpoint(const ModelConfig& c, const Checkpoint& c
       std::string got, want;
       for (auto d : r.info->shape) got += (got.empty() ? "" : ", ") + std::to_string(d);
       for (auto d : p.shape) want += (want.empty() ? "" : ", ") + std::to_string(d);
-      throw InputError(r.file->path() + ": tensor '" + p.name + "' has shape [" + got + "] but config.json implies [" +
+      throw InputError(r.path() + ": tensor '" + p.name + "' has shape [" + got + "] but config.json implies [" +
                        want + "]");
     }
     if (!r.info->dtype_supported) {
-      throw InputError(r.file->path() + ": tensor '" + p.name + "' has dtype " + r.info->dtype_name +
-                       "; supported: F32, BF16, F16");
+      throw InputError(r.path() + ": tensor '" + p.name + "' has dtype " + r.info->dtype_name +
+                       "; supported: F32, BF16, F16, Q8_0, Q4_0, Q4_K, Q6_K");
     }
     p.dtype = r.info->dtype;
   }
   check_no_unexpected_tensors(t, c, ck);
   return t;
+}
+
+void ModuleTree::quantize_as(DType t) {
+  for (ParamInfo& p : params_) {
+    if (!quantised_by_policy(p.name) || p.tied_to) continue;
+    if (p.dtype && dtype_is_block(*p.dtype)) {
+      throw InputError("tensor '" + p.name + "' is already quantised (" + std::string(dtype_name(*p.dtype)) +
+                       "); --quantize converts f32/bf16/f16 checkpoints: run the file as stored, without --quantize");
+    }
+    check_quantisable(t, p.name, p.shape.size() > 1 ? p.shape[1] : p.shape[0]);
+    p.dtype = t;
+  }
+}
+
+bool ModuleTree::quantized() const {
+  for (const ParamInfo& p : params_) {
+    if (p.dtype && dtype_is_block(*p.dtype)) return true;
+  }
+  return false;
 }
 
 const ParamInfo* ModuleTree::find(const std::string& name) const {

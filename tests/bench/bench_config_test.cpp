@@ -127,6 +127,8 @@ TEST(BenchConfig, BadConfigsNameLineAndKeyPath) {
       {base + "backend:\n  wait: sleepy\nscenario: {prompts: [a]}\n",
        "b.yaml:3: backend.wait: unknown wait policy 'sleepy' (use spin, passive or auto)"},
       {base + "backend:\n  type: vllm\nscenario: {prompts: [a]}\n", "b.yaml:3: backend.type: unknown backend type 'vllm'"},
+      {base + "backend:\n  quantize: q5_1\nscenario: {prompts: [a]}\n",
+       "b.yaml:3: backend.quantize: unknown quantisation 'q5_1'; expected q8_0, q4_0 or q4_k"},
       {base + "backend:\n  device_ids: [0, x]\nscenario: {prompts: [a]}\n", "b.yaml:3: backend.device_ids[1]: expected an integer, got 'x'"},
       {"scenario: {prompts: [a]}\n", "b.yaml:1: model: missing"},
       {base + "backend: {}\n", "b.yaml:1: scenario: missing"},
@@ -166,6 +168,8 @@ TEST(BenchConfig, SetOverridesParseYamlValues) {
   EXPECT_EQ(c.backend.max_memory.back(), (std::pair<std::string, std::string>{"cpu", "1GiB"}));
   EXPECT_EQ(c.scenario.prompts.size(), 3u);
   EXPECT_DOUBLE_EQ(c.monitor.idle_baseline_s, 0);
+  EXPECT_EQ(load_bench_config(path, {"backend.quantize=q4_k"}).points[0].config.backend.quantize, "q4_k");
+  EXPECT_FALSE(c.backend.quantize.has_value());
   // "0,1" (what a shell user types) is a list too.
   EXPECT_EQ(load_bench_config(path, {"backend.device_ids=0,1"}).points[0].config.backend.device_ids, (std::vector<long long>{0, 1}));
   // A section that the file lacks is made.
