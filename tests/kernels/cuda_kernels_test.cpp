@@ -282,28 +282,12 @@ TEST_F(CudaKernels, RopeStoresKvAtEachTokensPosition) {
     launch_rope_store_kv(q.get(), k.get(), v.get(), cs.get(), sn.get(), sl.get(), n, c.heads, c.kv, c.hd, layer,
                          interleaved, stream_);
     sync();
-    // Interleaved pairs (2i, 2i + 1) are the rotate-half pairs (i, i + hd/2) of the heads with
-    // their even elements first: the oracle rotates that order and puts the elements back.
-    auto oracle = [&](std::vector<float> x, std::int64_t heads) {
-      std::vector<float> y(x.size());
-      for (std::int64_t t = 0; t < n; ++t) {
-        float* row = x.data() + t * heads * c.hd;
-        std::vector<float> tmp(static_cast<std::size_t>(heads * c.hd));
-        for (std::int64_t h = 0; h < heads; ++h)
-          for (std::int64_t i = 0; i < c.hd; ++i) {
-            const std::int64_t from = interleaved ? (i < half ? 2 * i : 2 * (i - half) + 1) : i;
-            tmp[static_cast<std::size_t>(h * c.hd + i)] = row[h * c.hd + from];
-          }
-        ref::rope(tmp.data(), heads, c.hd, toks[static_cast<std::size_t>(t)].second, inv_freq.data());
-        for (std::int64_t h = 0; h < heads; ++h)
-          for (std::int64_t i = 0; i < c.hd; ++i) {
-            const std::int64_t to = interleaved ? (i < half ? 2 * i : 2 * (i - half) + 1) : i;
-            y[static_cast<std::size_t>(t * heads * c.hd + h * c.hd + to)] = tmp[static_cast<std::size_t>(h * c.hd + i)];
-          }
-      }
-      return y;
-    };
-    const std::vector<float> want_q = oracle(qh, c.heads), want_k = oracle(kh, c.kv);
+    std::vector<float> want_q(qh), want_k(kh);
+    for (std::int64_t t = 0; t < n; ++t) {
+      const std::int64_t p = toks[static_cast<std::size_t>(t)].second;
+      ref::rope(want_q.data() + t * c.heads * c.hd, c.heads, c.hd, p, inv_freq.data(), interleaved);
+      ref::rope(want_k.data() + t * c.kv * c.hd, c.kv, c.hd, p, inv_freq.data(), interleaved);
+    }
     const std::vector<float> got_k = k.download();
     EXPECT_TRUE(close(q.download(), want_q, 1e-5, 1e-5)) << "q, head_dim " << c.hd << " interleaved " << interleaved;
     EXPECT_TRUE(close(got_k, want_k, 1e-5, 1e-5)) << "k, head_dim " << c.hd << " interleaved " << interleaved;
