@@ -253,6 +253,7 @@ TEST_F(CudaKernels, RopeStoresKvAtEachTokensPosition) {
   struct Case {
     std::int64_t heads, kv, hd;
   };
+  for (const bool interleaved : {false, true})
   for (const Case c : {Case{4, 2, 2}, Case{6, 3, 8}, Case{8, 2, 64}, Case{3, 1, 128}, Case{2, 2, 256}}) {
     const std::int64_t half = c.hd / 2;
     TestCaches caches(c.kv, c.hd, {37, 5});
@@ -278,17 +279,18 @@ TEST_F(CudaKernels, RopeStoresKvAtEachTokensPosition) {
     const std::vector<float> vh = random_floats(static_cast<std::size_t>(n * c.kv * c.hd), rng_);
     DeviceBuffer<float> q(qh), k(kh), v(vh), cs(cos_h), sn(sin_h);
     DeviceBuffer<TokenSlot> sl(slots);
-    launch_rope_store_kv(q.get(), k.get(), v.get(), cs.get(), sn.get(), sl.get(), n, c.heads, c.kv, c.hd, layer, stream_);
+    launch_rope_store_kv(q.get(), k.get(), v.get(), cs.get(), sn.get(), sl.get(), n, c.heads, c.kv, c.hd, layer,
+                         interleaved, stream_);
     sync();
     std::vector<float> want_q(qh), want_k(kh);
     for (std::int64_t t = 0; t < n; ++t) {
       const std::int64_t p = toks[static_cast<std::size_t>(t)].second;
-      ref::rope(want_q.data() + t * c.heads * c.hd, c.heads, c.hd, p, inv_freq.data());
-      ref::rope(want_k.data() + t * c.kv * c.hd, c.kv, c.hd, p, inv_freq.data());
+      ref::rope(want_q.data() + t * c.heads * c.hd, c.heads, c.hd, p, inv_freq.data(), interleaved);
+      ref::rope(want_k.data() + t * c.kv * c.hd, c.kv, c.hd, p, inv_freq.data(), interleaved);
     }
     const std::vector<float> got_k = k.download();
-    EXPECT_TRUE(close(q.download(), want_q, 1e-5, 1e-5)) << "q, head_dim " << c.hd;
-    EXPECT_TRUE(close(got_k, want_k, 1e-5, 1e-5)) << "k, head_dim " << c.hd;
+    EXPECT_TRUE(close(q.download(), want_q, 1e-5, 1e-5)) << "q, head_dim " << c.hd << " interleaved " << interleaved;
+    EXPECT_TRUE(close(got_k, want_k, 1e-5, 1e-5)) << "k, head_dim " << c.hd << " interleaved " << interleaved;
     // The cache holds exactly the rotated k and the v rows at each token's position of `layer`;
     // everything else keeps its poison.
     const std::vector<float> cache = caches.mem.download();

@@ -19,6 +19,7 @@
 #include "kernels/cuda/cuda_ops.h"
 #include "kernels/cuda/matmul.h"
 #include "kernels/cuda/workspace_view.h"
+#include "kernels/quantize.h"
 #include "kernels/ref/ref_kernels.h"
 #include "model/config.h"
 #include "model/kv_cache.h"
@@ -42,11 +43,16 @@ ModelConfig small_config(std::int64_t window, std::int64_t head_dim = 16) {
   return c;
 }
 
-// One layer's weights: host bytes (for the oracle) and device copies (for CudaOps).
+// One layer's weights: host bytes (for the oracle) and device copies (for CudaOps). Block
+// formats (Q8_0, Q4_0): the oracle multiplies their dequantised values (f32).
 struct Weight {
   std::vector<std::uint8_t> host;
   DeviceBuffer<std::uint8_t> dev;
-  WeightMatrix host_view() const { return WeightMatrix{host.data(), dtype, rows, cols}; }
+  std::vector<float> values;  // block formats: the dequantised weights (rows, cols)
+  WeightMatrix host_view() const {
+    return dtype_is_block(dtype) ? WeightMatrix{values.data(), DType::kF32, rows, cols}
+                                 : WeightMatrix{host.data(), dtype, rows, cols};
+  }
   WeightMatrix dev_view() const { return WeightMatrix{dev.get(), dtype, rows, cols}; }
   DType dtype;
   std::int64_t rows, cols;
@@ -54,8 +60,19 @@ struct Weight {
 
 Weight make_weight(DType dtype, std::int64_t rows, std::int64_t cols, std::mt19937& rng) {
   const float a = 1.0f / std::sqrt(static_cast<float>(cols));
-  Weight w{to_dtype_bytes(random_floats(static_cast<std::size_t>(rows * cols), rng, -2 * a, 2 * a), dtype), {}, dtype,
-           rows, cols};
+  const std::vector<float> f = random_floats(static_cast<std::size_t>(rows * cols), rng, -2 * a, 2 * a);
+  Weight w{{}, {}, {}, dtype, rows, cols};
+  if (dtype_is_block(dtype)) {
+    const std::int64_t row_bytes = dtype_row_bytes(dtype, cols);
+    w.host.resize(static_cast<std::size_t>(rows * row_bytes));
+    w.values.resize(f.size());
+    for (std::int64_t r = 0; r < rows; ++r) {
+      quantize_row(dtype, f.data() + r * cols, w.host.data() + r * row_bytes, cols);
+      dequantize_row(dtype, w.host.data() + r * row_bytes, w.values.data() + r * cols, cols);
+    }
+  } else {
+    w.host = to_dtype_bytes(f, dtype);
+  }
   w.dev = DeviceBuffer<std::uint8_t>(w.host);
   return w;
 }
@@ -195,12 +212,22 @@ TEST_P(CudaOpsLayer, PrefillThenDecodeMatchesTheHostLayer) {
     got.resize(static_cast<std::size_t>(n * H));
 
     // The same on the host. Matmul inputs are rounded to the weight dtype where CudaOps does
-    // (cuBLAS path, more than kGemvDispatchMaxTokens tokens, 16-bit weights).
+    // (cuBLAS path, more than kGemvDispatchMaxTokens tokens, 16-bit weights); block formats
+    // multiply there as f16 (x and the dequantised weights rounded to f16).
     auto mm = [&](const Weight& w, const std::vector<float>& in, std::int64_t cols) {
       std::vector<float> xin(in);
-      if (n > kGemvDispatchMaxTokens) for (float& e : xin) e = round_to(e, dtype);
+      const bool block = dtype_is_block(dtype);
+      const DType gemm_type = block ? DType::kF16 : dtype;
+      if (n > kGemvDispatchMaxTokens) for (float& e : xin) e = round_to(e, gemm_type);
+      std::vector<float> wf16;
+      WeightMatrix hw = w.host_view();
+      if (block && n > kGemvDispatchMaxTokens) {
+        wf16 = w.values;
+        for (float& e : wf16) e = round_to(e, DType::kF16);
+        hw.data = wf16.data();
+      }
       std::vector<float> y(static_cast<std::size_t>(n * w.rows));
-      ref::matmul(w.host_view(), xin.data(), n, y.data());
+      ref::matmul(hw, xin.data(), n, y.data());
       (void)cols;
       return y;
     };
@@ -250,7 +277,8 @@ TEST_P(CudaOpsLayer, PrefillThenDecodeMatchesTheHostLayer) {
 
     // bf16/f16 models run the causal prefill attention on bf16 tensor cores (head_dim 64 and 128,
     // from prefill_min_tokens tokens): q, k and v rounded to bf16 there, as the kernel tests allow.
-    const bool tensor_core_attention = dtype != DType::kF32 && (hd == 64 || hd == 128) && n >= GetParam().prefill_min_tokens;
+    const bool tensor_core_attention = (dtype == DType::kBF16 || dtype == DType::kF16) && (hd == 64 || hd == 128) &&
+                                       n >= GetParam().prefill_min_tokens;
     const double tol = dtype == DType::kF32 ? 1e-4 : tensor_core_attention ? 2.5e-2 : 5e-3;
     EXPECT_TRUE(close(got, xh, tol, tol)) << dtype_name(dtype) << " window " << c.sliding_window << " head_dim " << hd
                                           << " step of " << n << " tokens";
@@ -286,7 +314,11 @@ INSTANTIATE_TEST_SUITE_P(Dtypes, CudaOpsLayer,
                                            // head_dim 64 through the split-context kernel only
                                            LayerCase{DType::kF32, 0, 64, 0},
                                            // no CUDA graphs
-                                           LayerCase{DType::kBF16, 0, 16, 32, false}),
+                                           LayerCase{DType::kBF16, 0, 16, 32, false},
+                                           // block formats: GEMV decode steps (captured as graphs),
+                                           // dequantised f16 cuBLAS prefill
+                                           LayerCase{DType::kQ8_0, 0, 16, 32}, LayerCase{DType::kQ4_0, 3, 16, 32},
+                                           LayerCase{DType::kQ8_0, 0, 64, 1}),
                          [](const auto& info) {
                            const LayerCase& p = info.param;
                            return std::string(dtype_name(p.dtype)) + "_window" + std::to_string(p.window) + "_hd" +

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <functional>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "cuda_test_util.h"
@@ -81,6 +82,54 @@ TEST_F(CudaPerf, GemvBandwidthAgainstACopy) {
       if (n > 1) std::printf(" | cuBLAS path %.1f us = %.0f%%", sec_blas * 1e6, 100 * bytes / sec_blas * 1e-9 / copy);
       std::printf("\n");
       EXPECT_GT(gbps, 0);
+    }
+  }
+  cublasDestroy(h);
+}
+
+// The block-format GEMV (and bf16 for reference) on large matrices, 1-3 tokens: weight bytes
+// read per second against the copy bandwidth (the GEMV's ceiling: it reads each byte once); and
+// the dequantise-then-cuBLAS path at 512 tokens. Lines start with "BLOCK-GEMV" / "BLOCK-GEMM"
+// (scripts/gpu-check-quant.sh collects them).
+TEST_F(CudaPerf, BlockGemvBandwidthAgainstACopy) {
+  const double copy = cuda_copy_gbps(std::size_t{1} << 30, stream_);
+  std::printf("BLOCK-GEMV copy ceiling: %.0f GB/s (device-to-device, read + write)\n", copy);
+  cublasHandle_t h = nullptr;
+  ASSERT_EQ(cublasCreate(&h), CUBLAS_STATUS_SUCCESS);
+  ASSERT_EQ(cublasSetStream(h, stream_), CUBLAS_STATUS_SUCCESS);
+  struct Shape {
+    std::int64_t rows, cols;
+  };
+  for (const Shape s : {Shape{8192, 8192}, Shape{4096, 14336}, Shape{14336, 4096}}) {
+    DeviceBuffer<float> x(static_cast<std::size_t>(512 * s.cols)), y(static_cast<std::size_t>(512 * s.rows));
+    PLEXUS_TEST_CUDA(cudaMemset(x.get(), 0, x.size() * 4));
+    DeviceBuffer<std::uint8_t> xs(gemm_scratch_bytes(512, s.cols)), ws(kDequantScratchBytes);
+    for (DType t : {DType::kBF16, DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K}) {
+      const std::int64_t bytes_i = s.rows * dtype_row_bytes(t, s.cols);
+      DeviceBuffer<std::uint8_t> w(static_cast<std::size_t>(bytes_i));
+      PLEXUS_TEST_CUDA(cudaMemset(w.get(), 0x3c, w.size()));  // f16 scales 0x3c3c: 1.06
+      const MatmulTarget target{w.get(), s.rows, y.get(), s.rows};
+      const double bytes = static_cast<double>(bytes_i);
+      for (std::int64_t n : {1, 2, 3}) {
+        const double sec = seconds(20, [&] { launch_gemv(t, &target, 1, s.cols, x.get(), n, s.cols, stream_); });
+        const double gbps = bytes / sec * 1e-9;
+        std::printf("BLOCK-GEMV %-5s %lldx%lld n=%lld: %8.1f us %6.0f GB/s %5.2f of the copy\n",
+                    std::string(dtype_name(t)).c_str(), static_cast<long long>(s.rows), static_cast<long long>(s.cols),
+                    static_cast<long long>(n), sec * 1e6, gbps, gbps / copy);
+        EXPECT_GT(gbps, 0);
+      }
+      const std::int64_t n = 512;
+      const double sec = seconds(5, [&] {
+        if (dtype_is_block(t)) {
+          gemm_cublas_blocks(h, t, &target, 1, s.cols, x.get(), n, s.cols, xs.get(), xs.size(), ws.get(), ws.size(),
+                             stream_, "perf");
+        } else {
+          gemm_cublas(h, t, &target, 1, s.cols, x.get(), n, s.cols, xs.get(), xs.size(), stream_, "perf");
+        }
+      });
+      std::printf("BLOCK-GEMM %-5s %lldx%lld n=%lld: %8.1f us %6.0f TFLOP/s\n", std::string(dtype_name(t)).c_str(),
+                  static_cast<long long>(s.rows), static_cast<long long>(s.cols), static_cast<long long>(n), sec * 1e6,
+                  2.0 * static_cast<double>(n * s.rows * s.cols) / sec * 1e-12);
     }
   }
   cublasDestroy(h);

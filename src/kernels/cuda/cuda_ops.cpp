@@ -38,6 +38,7 @@ struct ScratchLayout {
   std::size_t spans = 0, tile_offsets = 0, kv_bf16 = 0;  // the staged bf16 prefill attention
   std::int64_t kv_keys = 0;                              // keys per kv head of kv_bf16 (0: none)
   std::size_t gemm_x_bytes = 0;
+  std::size_t wdeq = 0, wdeq_bytes = 0;  // block-format weight rows dequantised for cuBLAS (0: none)
   std::int64_t partial_floats = 0;
 };
 
@@ -62,6 +63,12 @@ ScratchLayout layout_of(const CudaOpsSizes& s) {
   l.partial_floats = attention_partial_floats(geometry(s), s.max_tokens, kMaxTargetBlocks);
   l.cublas = take(kCublasWorkspace);
   l.gemm_x = take(l.gemm_x_bytes);
+  // Batches past the GEMV's tokens multiply block-format weights through cuBLAS, a chunk of rows
+  // at a time dequantised to f16 here.
+  if (s.max_tokens > kGemvDispatchMaxTokens) {
+    l.wdeq_bytes = kDequantScratchBytes;
+    l.wdeq = take(l.wdeq_bytes);
+  }
   l.partials = take(static_cast<std::size_t>(l.partial_floats) * sizeof(float));
   l.ids = take(mt * sizeof(std::int32_t));
   l.slots = take(mt * sizeof(TokenSlot));
@@ -160,6 +167,10 @@ CudaOps::CudaOps(cudaStream_t stream, std::string device_name, const CudaOpsSize
   cublas_ws_bytes_ = kCublasWorkspace;
   gemm_x_ = at_offset<void>(scratch, l.gemm_x);
   gemm_x_bytes_ = l.gemm_x_bytes;
+  if (l.wdeq_bytes > 0) {
+    wdeq_ = at_offset<void>(scratch, l.wdeq);
+    wdeq_bytes_ = l.wdeq_bytes;
+  }
   partials_ = at_offset<float>(scratch, l.partials);
   partial_floats_ = l.partial_floats;
   ids_dev_ = at_offset<std::int32_t>(scratch, l.ids);
@@ -385,6 +396,10 @@ void CudaOps::embed(const WeightMatrix& table, std::span<const std::int32_t> ids
   if (n > sizes_.max_tokens) {
     throw RuntimeError(device_ + ": embedding " + str(n) + " tokens; the CUDA ops were sized for " + str(sizes_.max_tokens));
   }
+  if (dtype_is_block(table.dtype) && table.cols % dtype_block_elems(table.dtype) != 0) {
+    throw RuntimeError(device_ + ": a " + std::string(dtype_name(table.dtype)) + " embedding of " + str(table.cols) +
+                       " columns (not whole blocks)");
+  }
   if (!std::equal(ids.begin(), ids.end(), staged_ids_.begin(), staged_ids_.end())) {
     graphs_.uncapturable();  // a host upload mid-batch
     stage_ids(ids);
@@ -409,6 +424,10 @@ void CudaOps::matmul(std::span<const MatmulPart> parts, const float* x, std::int
   for (const MatmulPart& p : parts) {
     if (p.w.cols != cols) throw RuntimeError(device_ + ": matmul parts of different input widths");
     if (p.ldy < p.w.rows) throw RuntimeError(device_ + ": matmul output stride below the weight's rows");
+    if (dtype_is_block(p.w.dtype) && cols % dtype_block_elems(p.w.dtype) != 0) {
+      throw RuntimeError(device_ + ": a " + std::string(dtype_name(p.w.dtype)) + " matmul of " + str(cols) +
+                         " columns (not whole blocks of " + str(dtype_block_elems(p.w.dtype)) + ")");
+    }
   }
   // Consecutive parts of one dtype run as one call (one GEMV launch; one conversion of x).
   for (std::size_t first = 0; first < parts.size();) {
@@ -430,6 +449,9 @@ void CudaOps::matmul(std::span<const MatmulPart> parts, const float* x, std::int
       if (gemv) {
         launch_gemv(dtype, targets.data(), count, cols, x, n, ldx, stream_);
         check_launch("GEMV");
+      } else if (dtype_is_block(dtype)) {
+        gemm_cublas_blocks(cublas_, dtype, targets.data(), count, cols, x, n, ldx, gemm_x_, gemm_x_bytes_, wdeq_,
+                           wdeq_bytes_, stream_, device_);
       } else {
         gemm_cublas(cublas_, dtype, targets.data(), count, cols, x, n, ldx, gemm_x_, gemm_x_bytes_, stream_, device_);
       }
@@ -456,8 +478,11 @@ void CudaOps::rope_store_kv(int layer, const TokenBatch& batch, const AttentionS
   }
   const WorkspaceView v = view_of(ws);
   const std::int64_t heads = s.n_heads, kv_heads = s.n_kv_heads, hd = s.head_dim;
-  graphs_.op(sig(OpId::kRope, layer, v.q, v.k, v.v, v.rope_cos, v.rope_sin, n, heads, kv_heads, hd), [=, this] {
-    launch_rope_store_kv(v.q, v.k, v.v, v.rope_cos, v.rope_sin, slots_dev_, n, heads, kv_heads, hd, layer, stream_);
+  const bool interleaved = s.rope_interleaved;
+  graphs_.op(sig(OpId::kRope, layer, v.q, v.k, v.v, v.rope_cos, v.rope_sin, n, heads, kv_heads, hd, interleaved ? 1 : 0),
+             [=, this] {
+    launch_rope_store_kv(v.q, v.k, v.v, v.rope_cos, v.rope_sin, slots_dev_, n, heads, kv_heads, hd, layer, interleaved,
+                         stream_);
     check_launch("rope and KV store");
   });
 }

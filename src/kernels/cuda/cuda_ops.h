@@ -2,7 +2,8 @@
 // cuBLAS GEMMs, asynchronous on one stream. Plain C++ header (no CUDA-only types).
 //
 // Memory: the caller allocates a device scratch buffer of scratch_bytes(sizes) bytes (the cuBLAS
-// workspace, GEMM inputs converted to 16 bits, attention partials, the batch's ids, token slots
+// workspace, GEMM inputs converted to 16 bits, a 32 MiB chunk for block-format weight rows
+// dequantised for cuBLAS when max_tokens > 3, attention partials, the batch's ids, token slots
 // and gathered row indices) and keeps it alive as long as the CudaOps; CudaOps itself owns a
 // cuBLAS handle bound to the stream, two events and a small pinned host buffer for the batch's
 // metadata. The Workspace, KV caches, activations and weights passed to the ops are device
@@ -127,6 +128,8 @@ class CudaOps final : public ComputeOps {
   std::size_t cublas_ws_bytes_ = 0;
   void* gemm_x_ = nullptr;           // (max_tokens, max_cols) 16-bit GEMM inputs
   std::size_t gemm_x_bytes_ = 0;
+  void* wdeq_ = nullptr;             // block-format weight rows dequantised to f16 (kDequantScratchBytes)
+  std::size_t wdeq_bytes_ = 0;
   float* partials_ = nullptr;        // attention partials
   std::int64_t partial_floats_ = 0;
   std::int32_t* ids_dev_ = nullptr;  // (max_tokens)

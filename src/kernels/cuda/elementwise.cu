@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "kernels/block_dequant.h"
 #include "kernels/cuda/device_math.cuh"
 
 namespace plexus::cuda {
@@ -39,6 +40,35 @@ __global__ void embed_kernel(const typename W::Raw* __restrict__ table,  // (voc
   }
   const typename W::Raw* row = table + id * d;
   for (std::int64_t i = threadIdx.x; i < d; i += blockDim.x) xr[i] = to_f32(W{}, row[i]);
+}
+
+// embed_kernel for a block-format table: rows of row_bytes, 8 weights dequantised per step.
+template <typename F>
+__global__ void embed_blocks_kernel(const std::uint8_t* __restrict__ table,  // (vocab, row_bytes)
+                                    std::int64_t vocab, std::int64_t d, std::int64_t row_bytes,
+                                    const std::int32_t* __restrict__ ids,     // (n)
+                                    float* __restrict__ x) {                  // (n, d)
+  const std::int64_t t = blockIdx.x;
+  const std::int64_t id = ids[t];
+  float* xr = x + t * d;
+  if (id < 0 || id >= vocab) {
+    for (std::int64_t i = threadIdx.x; i < d; i += blockDim.x) xr[i] = __int_as_float(0x7fc00000);
+    return;
+  }
+  const std::uint8_t* row = table + id * row_bytes;
+  for (std::int64_t e = 8 * static_cast<std::int64_t>(threadIdx.x); e < d; e += 8 * static_cast<std::int64_t>(blockDim.x)) {
+    float v[8];
+    F::dequant8(row, e, v);
+#pragma unroll
+    for (int k = 0; k < 8; ++k) xr[e + k] = v[k];
+  }
+}
+
+template <typename F>
+void launch_embed_blocks(const void* table, std::int64_t vocab, std::int64_t d, const std::int32_t* ids, std::int64_t n,
+                         float* x, cudaStream_t stream) {
+  embed_blocks_kernel<F><<<static_cast<unsigned>(n), kThreads, 0, stream>>>(
+      static_cast<const std::uint8_t*>(table), vocab, d, d / F::kElems * F::kBytes, ids, x);
 }
 
 __global__ void rmsnorm_kernel(const float* x,             // (rows, d); may alias y
@@ -180,6 +210,10 @@ void launch_embed(const void* table, DType dtype, std::int64_t vocab, std::int64
     case DType::kF16:
       embed_kernel<F16W><<<grid, kThreads, 0, stream>>>(static_cast<const std::uint16_t*>(table), vocab, d, ids, x);
       break;
+    case DType::kQ8_0: launch_embed_blocks<blocks::Q8_0>(table, vocab, d, ids, n, x, stream); break;
+    case DType::kQ4_0: launch_embed_blocks<blocks::Q4_0>(table, vocab, d, ids, n, x, stream); break;
+    case DType::kQ4_K: launch_embed_blocks<blocks::Q4_K>(table, vocab, d, ids, n, x, stream); break;
+    case DType::kQ6_K: launch_embed_blocks<blocks::Q6_K>(table, vocab, d, ids, n, x, stream); break;
   }
 }
 

@@ -19,6 +19,9 @@ void gemm_cublas(cublasContext* handle, DType dtype, const MatmulTarget* targets
                  const float* x, std::int64_t n, std::int64_t ldx, void* scratch, std::size_t scratch_bytes,
                  cudaStream_t stream, const std::string& what) {
   if (n <= 0 || count <= 0 || cols <= 0) return;
+  if (dtype_is_block(dtype)) {
+    throw RuntimeError(what + ": " + std::string(dtype_name(dtype)) + " weights take gemm_cublas_blocks");
+  }
   const float one = 1.0f, zero = 0.0f;
   if (dtype == DType::kF32) {
     for (int i = 0; i < count; ++i) {

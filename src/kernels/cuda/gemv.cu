@@ -267,6 +267,10 @@ void launch_gemv(DType dtype, const MatmulTarget* targets, int count, std::int64
   if (n <= 0 || count <= 0 || cols <= 0) return;
   if (n > kGemvMaxTokens) throw RuntimeError("CUDA GEMV: " + std::to_string(n) + " tokens (at most 8)");
   if (n * ldx >= (std::int64_t{1} << 31)) throw RuntimeError("CUDA GEMV: x of " + std::to_string(n * ldx) + " floats");
+  if (dtype_is_block(dtype)) {
+    launch_block_gemv(dtype, targets, count, cols, x, n, ldx, stream);
+    return;
+  }
   const std::int64_t elems16 = 16 / static_cast<std::int64_t>(dtype_size(dtype));
   const bool xvec = (reinterpret_cast<std::uintptr_t>(x) & 15u) == 0 && ldx % 4 == 0;
   for (int first = 0; first < count; first += kMaxTargets) {
@@ -289,6 +293,10 @@ void launch_gemv(DType dtype, const MatmulTarget* targets, int count, std::int64
       case DType::kF32: launch_tokens<F32W>(a, vec, xvec, x, nt, ldx, cols, stream); break;
       case DType::kBF16: launch_tokens<BF16W>(a, vec, xvec, x, nt, ldx, cols, stream); break;
       case DType::kF16: launch_tokens<F16W>(a, vec, xvec, x, nt, ldx, cols, stream); break;
+      case DType::kQ8_0:
+      case DType::kQ4_0:
+      case DType::kQ4_K:
+      case DType::kQ6_K: break;  // launch_block_gemv, above
     }
   }
 }

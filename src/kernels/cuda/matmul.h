@@ -31,7 +31,8 @@ struct MatmulTarget {
   std::int64_t ldy = 0;
 };
 
-// GEMV: n in [1, kGemvMaxTokens], `count` targets of one dtype in one launch. 16-byte weight
+// GEMV: n in [1, kGemvMaxTokens], `count` targets of one dtype in one launch (block formats go
+// to launch_block_gemv). 16-byte weight
 // loads when cols is a multiple of 16 / dtype_size and every w is 16-byte aligned, element loads
 // otherwise (any cols); float4 x loads when x and ldx are 16-byte aligned. n * ldx < 2^31.
 void launch_gemv(DType dtype, const MatmulTarget* targets, int count, std::int64_t cols, const float* x,
@@ -42,9 +43,32 @@ std::size_t gemm_scratch_bytes(std::int64_t n, std::int64_t cols);
 
 // cuBLAS GEMM, any n >= 1: bf16/f16 weights multiply x converted to the weight dtype in
 // `scratch` (gemm_scratch_bytes), f32 weights a plain f32 GEMM (no TF32); f32 accumulation and
-// output. `handle` must be bound to `stream`; `what` names the device in errors.
+// output. `handle` must be bound to `stream`; `what` names the device in errors. Block formats:
+// gemm_cublas_blocks (this throws).
 void gemm_cublas(cublasContext* handle, DType dtype, const MatmulTarget* targets, int count, std::int64_t cols,
                  const float* x, std::int64_t n, std::int64_t ldx, void* scratch, std::size_t scratch_bytes,
                  cudaStream_t stream, const std::string& what);
+
+// Block-format weights (Q8_0, Q4_0, Q4_K, Q6_K; cols a multiple of the block's weights, every w
+// at least 2-byte aligned), gemv_blocks.cu. The GEMV: as launch_gemv (n in [1, kGemvMaxTokens]);
+// weights dequantised in registers, 16-byte loads when every w is 16-byte aligned and a row's
+// bytes are a multiple of 16.
+void launch_block_gemv(DType dtype, const MatmulTarget* targets, int count, std::int64_t cols, const float* x,
+                       std::int64_t n, std::int64_t ldx, cudaStream_t stream);
+
+// out (rows, cols) f16 = the block-format rows w (rows, cols) dequantised (out 16-byte aligned).
+void launch_dequantize_f16(DType dtype, const void* w, std::int64_t rows, std::int64_t cols, void* out,
+                           cudaStream_t stream);
+
+// Device bytes of the weight chunk gemm_cublas_blocks dequantises into (CudaOps reserves them
+// when a batch may have more than kGemvDispatchMaxTokens tokens).
+constexpr std::size_t kDequantScratchBytes = std::size_t{32} << 20;
+
+// cuBLAS for block-format weights, any n >= 1: x converted to f16 in `scratch`
+// (gemm_scratch_bytes), then per chunk of wscratch_bytes / (2 cols) rows the rows dequantised to
+// f16 in `wscratch` and one GemmEx; f32 accumulation and output.
+void gemm_cublas_blocks(cublasContext* handle, DType dtype, const MatmulTarget* targets, int count, std::int64_t cols,
+                        const float* x, std::int64_t n, std::int64_t ldx, void* scratch, std::size_t scratch_bytes,
+                        void* wscratch, std::size_t wscratch_bytes, cudaStream_t stream, const std::string& what);
 
 }  // namespace plexus::cuda

@@ -9,13 +9,14 @@
 
 namespace plexus::cuda {
 
-// Rotate-half RoPE, pairs (i, i + head_dim/2) of every head, in place on
+// Rotate-half RoPE, pairs (i, i + head_dim/2) of every head — (2i, 2i + 1) when `interleaved`
+// (AttentionShape::rope_interleaved: GGUF Llama q/k rows) — rotated by cos/sin i, in place on
 //   q (n, n_heads·head_dim) and k (n, n_kv_heads·head_dim)
 // with cos/sin (n, head_dim/2) of each token's position; then the rotated k rows and v (n,
 // n_kv_heads·head_dim) rows of token t are stored at position slots[t].pos of model layer
 // `layer` in the cache slots[t].cache (layout in token_slot.h). slots (n) on the device.
 void launch_rope_store_kv(float* q, float* k, const float* v, const float* cos, const float* sin,
                           const TokenSlot* slots, std::int64_t n, std::int64_t n_heads, std::int64_t n_kv_heads,
-                          std::int64_t head_dim, int layer, cudaStream_t stream);
+                          std::int64_t head_dim, int layer, bool interleaved, cudaStream_t stream);
 
 }  // namespace plexus::cuda

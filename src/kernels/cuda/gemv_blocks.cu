@@ -1,0 +1,325 @@
+// Block-format weights (Q8_0, Q4_0, Q4_K, Q6_K) on the GPU: the GEMV for 1-8 tokens and the
+// cuBLAS path above that (weight rows dequantised to f16 in a scratch chunk, then GemmEx).
+//
+// GEMV: a block is 8 warps; `split` warps (1, 2, 4 or 8) share a row and take every split-th
+// tile of it (a tile: kTileBlocks whole blocks, about 2 KiB, a whole number of 16-byte vectors).
+// A warp copies its tile into shared memory with 16-byte streaming loads (ld.global.nc, no L1
+// allocation) — the blocks themselves are 34 / 18 / 144 / 210 bytes, so only a run of them is
+// 16-byte aligned — and issues the loads of its next tile before it computes this one. Each lane
+// then dequantises 8 consecutive weights at a time in registers (block_dequant.h: the index
+// math the CPU tests check) and multiplies them with f32 x (two float4 loads per token,
+// coalesced across the warp), f32 accumulation; a warp sum, then the split warps' partials meet
+// in shared memory. 16-byte loads need every w 16-byte aligned and the row bytes a multiple of
+// 16 (cols a multiple of 256 for Q8_0 / Q4_0; any Q4_K row); otherwise 2-byte loads (any cols).
+#include <cublas_v2.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+#include "core/error.h"
+#include "kernels/block_dequant.h"
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/device_math.cuh"
+#include "kernels/cuda/elementwise.h"
+#include "kernels/cuda/matmul.h"
+
+namespace plexus::cuda {
+
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kWarps = kThreads / 32;
+constexpr int kMaxTargets = 4;
+
+struct BlockGemvArgs {
+  const std::uint8_t* w[kMaxTargets];  // (rows_i, row_bytes)
+  float* y[kMaxTargets];               // (n, ldy_i)
+  std::int64_t ldy[kMaxTargets];
+  std::int64_t row_end[kMaxTargets];   // cumulative rows: target i holds rows [row_end[i-1], row_end[i])
+  int count;
+};
+
+template <typename F>
+struct Tile {
+  static constexpr int kBytes = F::kTileBlocks * F::kBytes;
+  static constexpr int kVecs = kBytes / 16;
+  static constexpr int kLoads = (kVecs + 31) / 32;  // 16-byte loads per lane
+  static constexpr int kElems = F::kTileBlocks * F::kElems;
+};
+
+__device__ __forceinline__ uint4 ld_stream16(const void* p) {
+  uint4 v;
+  asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+      : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+      : "l"(p));
+  return v;
+}
+
+template <typename F, int kNT, bool kVec, bool kXVec>
+__global__ void __launch_bounds__(kThreads)
+block_gemv_kernel(BlockGemvArgs a, const float* __restrict__ x,  // (n, ldx)
+                  int n, std::int64_t ldx, std::int64_t cols, std::int64_t row_bytes, int split) {
+  using T = Tile<F>;
+  __shared__ __align__(16) std::uint8_t tiles[kWarps][T::kBytes];
+  __shared__ float red[kWarps][kNT];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const std::int64_t item = static_cast<std::int64_t>(blockIdx.x) * kWarps + warp;
+  const std::int64_t row = item / split;
+  const int part = static_cast<int>(item % split);
+  const std::int64_t total_rows = a.row_end[a.count - 1];
+  const std::int64_t r = min(row, total_rows - 1);  // rows past the end compute the last row, discarded
+  int p = 0;
+  while (p + 1 < a.count && r >= a.row_end[p]) ++p;
+  const std::int64_t local = r - (p == 0 ? 0 : a.row_end[p - 1]);
+  const std::uint8_t* wrow = a.w[p] + local * row_bytes;  // (row_bytes)
+  const std::int64_t nb = cols / F::kElems;
+  const std::int64_t ntiles = (nb + F::kTileBlocks - 1) / F::kTileBlocks;
+  std::uint8_t* sm = tiles[warp];
+
+  // Token t's x row starts xoff[t] floats into x (32 bits: the host checks n * ldx < 2^31).
+  int xoff[kNT];
+  float acc[kNT];
+#pragma unroll
+  for (int t = 0; t < kNT; ++t) {
+    xoff[t] = (t < n ? t : n - 1) * static_cast<int>(ldx);
+    acc[t] = 0.0f;
+  }
+  auto tile_bytes = [&](std::int64_t t) {
+    return static_cast<int>(min(static_cast<std::int64_t>(F::kTileBlocks), nb - t * F::kTileBlocks)) * F::kBytes;
+  };
+  uint4 v[T::kLoads];
+  auto fetch = [&](std::int64_t t) {  // tile t's 16-byte vectors into v
+    const std::uint8_t* g = wrow + t * T::kBytes;
+    const int nv = tile_bytes(t) / 16;
+#pragma unroll
+    for (int j = 0; j < T::kLoads; ++j) {
+      const int idx = lane + 32 * j;
+      if (idx < nv) v[j] = ld_stream16(g + 16 * idx);
+    }
+  };
+
+  std::int64_t t = part;
+  if constexpr (kVec) {
+    if (t < ntiles) fetch(t);
+  }
+  for (; t < ntiles; t += split) {
+    const int tb = tile_bytes(t);
+    __syncwarp();  // the previous tile is read
+    if constexpr (kVec) {
+#pragma unroll
+      for (int j = 0; j < T::kLoads; ++j) {
+        const int idx = lane + 32 * j;
+        if (idx < tb / 16) reinterpret_cast<uint4*>(sm)[idx] = v[j];
+      }
+      if (t + split < ntiles) fetch(t + split);  // in flight while this tile is computed
+    } else {
+      const std::uint16_t* g = reinterpret_cast<const std::uint16_t*>(wrow + t * T::kBytes);
+      for (int idx = lane; idx < tb / 2; idx += 32) reinterpret_cast<std::uint16_t*>(sm)[idx] = __ldg(g + idx);
+    }
+    __syncwarp();
+    const int elems = tb / F::kBytes * F::kElems;
+    const std::int64_t c0 = t * T::kElems;
+    for (int e = 8 * lane; e < elems; e += 256) {
+      float wv[8];
+      F::dequant8(sm, e, wv);
+#pragma unroll
+      for (int tt = 0; tt < kNT; ++tt) {
+        const float* xp = x + xoff[tt] + (c0 + e);
+        float xv[8];
+        if constexpr (kXVec) {
+          const float4 x0 = __ldg(reinterpret_cast<const float4*>(xp));
+          const float4 x1 = __ldg(reinterpret_cast<const float4*>(xp) + 1);
+          xv[0] = x0.x;
+          xv[1] = x0.y;
+          xv[2] = x0.z;
+          xv[3] = x0.w;
+          xv[4] = x1.x;
+          xv[5] = x1.y;
+          xv[6] = x1.z;
+          xv[7] = x1.w;
+        } else {
+#pragma unroll
+          for (int k = 0; k < 8; ++k) xv[k] = __ldg(xp + k);
+        }
+#pragma unroll
+        for (int k = 0; k < 8; ++k) acc[tt] = fmaf(wv[k], xv[k], acc[tt]);
+      }
+    }
+  }
+
+#pragma unroll
+  for (int tt = 0; tt < kNT; ++tt) {
+    const float s = warp_sum(acc[tt]);
+    if (lane == 0) red[warp][tt] = s;
+  }
+  __syncthreads();
+  // The row's first warp: lane tt writes token tt (the warps of a row share this block: split divides 8).
+  if (part == 0 && row < total_rows && lane < n) {
+    float s = 0.0f;
+    for (int k = 0; k < split; ++k) s += red[warp + k][lane];
+    a.y[p][lane * a.ldy[p] + local] = s;
+  }
+}
+
+template <typename F, int kNT>
+void launch_typed(const BlockGemvArgs& a, bool vec, bool xvec, const float* x, int n, std::int64_t ldx,
+                  std::int64_t cols, std::int64_t row_bytes, cudaStream_t stream) {
+  const std::int64_t rows = a.row_end[a.count - 1];
+  const std::int64_t tiles = (cols / F::kElems + F::kTileBlocks - 1) / F::kTileBlocks;
+  int dev = 0, sms = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
+      sms <= 0) {
+    sms = 132;
+  }
+  // Split rows between warps while the rows alone give under 32 warps per SM.
+  int split = 1;
+  while (split < kWarps && 2 * split <= tiles && rows * split < std::int64_t{sms} * 32) split *= 2;
+  const dim3 grid(static_cast<unsigned>((rows * split + kWarps - 1) / kWarps));
+  if (vec && xvec) {
+    block_gemv_kernel<F, kNT, true, true><<<grid, kThreads, 0, stream>>>(a, x, n, ldx, cols, row_bytes, split);
+  } else if (vec) {
+    block_gemv_kernel<F, kNT, true, false><<<grid, kThreads, 0, stream>>>(a, x, n, ldx, cols, row_bytes, split);
+  } else if (xvec) {
+    block_gemv_kernel<F, kNT, false, true><<<grid, kThreads, 0, stream>>>(a, x, n, ldx, cols, row_bytes, split);
+  } else {
+    block_gemv_kernel<F, kNT, false, false><<<grid, kThreads, 0, stream>>>(a, x, n, ldx, cols, row_bytes, split);
+  }
+}
+
+template <typename F>
+void launch_tokens(const BlockGemvArgs& a, bool vec, bool xvec, const float* x, int n, std::int64_t ldx,
+                   std::int64_t cols, std::int64_t row_bytes, cudaStream_t stream) {
+  if (n <= 1) {
+    launch_typed<F, 1>(a, vec, xvec, x, n, ldx, cols, row_bytes, stream);
+  } else if (n <= 2) {
+    launch_typed<F, 2>(a, vec, xvec, x, n, ldx, cols, row_bytes, stream);
+  } else if (n <= 4) {
+    launch_typed<F, 4>(a, vec, xvec, x, n, ldx, cols, row_bytes, stream);
+  } else {
+    launch_typed<F, 8>(a, vec, xvec, x, n, ldx, cols, row_bytes, stream);
+  }
+}
+
+// Rows [0, rows) of w (rows, row_bytes) dequantised to f16 out (rows, cols); 8 weights a thread.
+template <typename F>
+__global__ void dequant_f16_kernel(const std::uint8_t* __restrict__ w, std::int64_t row_bytes, std::int64_t cols,
+                                   std::int64_t rows, __half* __restrict__ out) {
+  const std::int64_t groups = cols / 8;
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < rows * groups;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    const std::int64_t r = i / groups, e = (i % groups) * 8;
+    float v[8];
+    F::dequant8(w + r * row_bytes, e, v);
+    __half2 h[4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) h[k] = __floats2half2_rn(v[2 * k], v[2 * k + 1]);
+    *reinterpret_cast<uint4*>(out + r * cols + e) = *reinterpret_cast<const uint4*>(h);
+  }
+}
+
+template <typename F>
+void launch_dequant(const void* w, std::int64_t row_bytes, std::int64_t cols, std::int64_t rows, void* out,
+                    cudaStream_t stream) {
+  const std::int64_t work = rows * (cols / 8);
+  const unsigned grid = static_cast<unsigned>(std::min<std::int64_t>((work + 255) / 256, 65536));
+  dequant_f16_kernel<F><<<grid, 256, 0, stream>>>(static_cast<const std::uint8_t*>(w), row_bytes, cols, rows,
+                                                  static_cast<__half*>(out));
+}
+
+std::string shape_text(std::int64_t rows, std::int64_t cols) { return std::to_string(rows) + "x" + std::to_string(cols); }
+
+}  // namespace
+
+void launch_block_gemv(DType dtype, const MatmulTarget* targets, int count, std::int64_t cols, const float* x,
+                       std::int64_t n, std::int64_t ldx, cudaStream_t stream) {
+  if (n <= 0 || count <= 0 || cols <= 0) return;
+  if (n > kGemvMaxTokens) throw RuntimeError("CUDA block GEMV: " + std::to_string(n) + " tokens (at most 8)");
+  if (n * ldx >= (std::int64_t{1} << 31)) throw RuntimeError("CUDA GEMV: x of " + std::to_string(n * ldx) + " floats");
+  if (cols % dtype_block_elems(dtype) != 0) {
+    throw RuntimeError(std::string("CUDA block GEMV: ") + std::to_string(cols) + " columns of " + std::string(dtype_name(dtype)) +
+                       " (a multiple of " + std::to_string(dtype_block_elems(dtype)) + " needed)");
+  }
+  const std::int64_t row_bytes = dtype_row_bytes(dtype, cols);
+  const bool xvec = (reinterpret_cast<std::uintptr_t>(x) & 15u) == 0 && ldx % 4 == 0;
+  for (int first = 0; first < count; first += kMaxTargets) {
+    BlockGemvArgs a{};
+    a.count = std::min(kMaxTargets, count - first);
+    bool vec = row_bytes % 16 == 0;
+    std::int64_t rows = 0;
+    for (int i = 0; i < a.count; ++i) {
+      const MatmulTarget& m = targets[first + i];
+      if ((reinterpret_cast<std::uintptr_t>(m.w) & 1u) != 0) throw RuntimeError("CUDA block GEMV: weights at an odd address");
+      a.w[i] = static_cast<const std::uint8_t*>(m.w);
+      a.y[i] = m.y;
+      a.ldy[i] = m.ldy;
+      rows += m.rows;
+      a.row_end[i] = rows;
+      vec = vec && (reinterpret_cast<std::uintptr_t>(m.w) & 15u) == 0;
+    }
+    if (rows == 0) continue;
+    const int nt = static_cast<int>(n);
+    switch (dtype) {
+      case DType::kQ8_0: launch_tokens<blocks::Q8_0>(a, vec, xvec, x, nt, ldx, cols, row_bytes, stream); break;
+      case DType::kQ4_0: launch_tokens<blocks::Q4_0>(a, vec, xvec, x, nt, ldx, cols, row_bytes, stream); break;
+      case DType::kQ4_K: launch_tokens<blocks::Q4_K>(a, vec, xvec, x, nt, ldx, cols, row_bytes, stream); break;
+      case DType::kQ6_K: launch_tokens<blocks::Q6_K>(a, vec, xvec, x, nt, ldx, cols, row_bytes, stream); break;
+      case DType::kF32:
+      case DType::kBF16:
+      case DType::kF16: throw RuntimeError("CUDA block GEMV: " + std::string(dtype_name(dtype)) + " is not a block format");
+    }
+  }
+}
+
+void launch_dequantize_f16(DType dtype, const void* w, std::int64_t rows, std::int64_t cols, void* out,
+                           cudaStream_t stream) {
+  if (rows <= 0 || cols <= 0) return;
+  const std::int64_t row_bytes = dtype_row_bytes(dtype, cols);
+  switch (dtype) {
+    case DType::kQ8_0: launch_dequant<blocks::Q8_0>(w, row_bytes, cols, rows, out, stream); break;
+    case DType::kQ4_0: launch_dequant<blocks::Q4_0>(w, row_bytes, cols, rows, out, stream); break;
+    case DType::kQ4_K: launch_dequant<blocks::Q4_K>(w, row_bytes, cols, rows, out, stream); break;
+    case DType::kQ6_K: launch_dequant<blocks::Q6_K>(w, row_bytes, cols, rows, out, stream); break;
+    case DType::kF32:
+    case DType::kBF16:
+    case DType::kF16: throw RuntimeError("CUDA dequantisation: " + std::string(dtype_name(dtype)) + " is not a block format");
+  }
+}
+
+void gemm_cublas_blocks(cublasContext* handle, DType dtype, const MatmulTarget* targets, int count, std::int64_t cols,
+                        const float* x, std::int64_t n, std::int64_t ldx, void* scratch, std::size_t scratch_bytes,
+                        void* wscratch, std::size_t wscratch_bytes, cudaStream_t stream, const std::string& what) {
+  if (n <= 0 || count <= 0 || cols <= 0) return;
+  if (gemm_scratch_bytes(n, cols) > scratch_bytes) {
+    throw RuntimeError(what + ": GEMM of " + std::to_string(n) + " tokens x " + std::to_string(cols) +
+                       " inputs needs " + std::to_string(gemm_scratch_bytes(n, cols)) + " bytes of scratch, has " +
+                       std::to_string(scratch_bytes));
+  }
+  const std::int64_t chunk = static_cast<std::int64_t>(wscratch_bytes / (static_cast<std::size_t>(cols) * 2));
+  if (chunk < 1 || wscratch == nullptr) {
+    throw RuntimeError(what + ": no scratch to dequantise " + std::string(dtype_name(dtype)) + " rows of " + std::to_string(cols) +
+                       " columns (" + std::to_string(wscratch_bytes) + " bytes)");
+  }
+  launch_convert_rows(x, n, cols, ldx, DType::kF16, scratch, stream);  // xh (n, cols) f16
+  PLEXUS_CUDA_CHECK(cudaGetLastError(), what + " converting GEMM input");
+  const float one = 1.0f, zero = 0.0f;
+  const std::int64_t row_bytes = dtype_row_bytes(dtype, cols);
+  for (int i = 0; i < count; ++i) {
+    const MatmulTarget& m = targets[i];
+    for (std::int64_t r0 = 0; r0 < m.rows; r0 += chunk) {
+      const std::int64_t nr = std::min(chunk, m.rows - r0);
+      launch_dequantize_f16(dtype, static_cast<const std::uint8_t*>(m.w) + r0 * row_bytes, nr, cols, wscratch, stream);
+      PLEXUS_CUDA_CHECK(cudaGetLastError(), what + " dequantising " + std::string(dtype_name(dtype)) + " rows");
+      PLEXUS_CUDA_CHECK(cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(nr), static_cast<int>(n),
+                                     static_cast<int>(cols), &one, wscratch, CUDA_R_16F, static_cast<int>(cols), scratch,
+                                     CUDA_R_16F, static_cast<int>(cols), &zero, m.y + r0, CUDA_R_32F,
+                                     static_cast<int>(m.ldy), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                        what + " " + std::string(dtype_name(dtype)) + " GEMM " + std::to_string(n) + "x" +
+                            shape_text(nr, cols));
+    }
+  }
+}
+
+}  // namespace plexus::cuda
