@@ -16,7 +16,10 @@
 # set (the device tool), $OUT/summary.txt and $OUT/gpu-check-quant-logs.tar.gz; else
 # results/gpu-check-quant-DATE.
 #
-#   scripts/gpu-check-quant.sh [--budget S] [--skip-decode] [--build-dir DIR] [--arch A]
+#   scripts/gpu-check-quant.sh [--budget S] [--skip-decode] [--build-dir DIR] [--arch A] [--prebuilt DIR]
+#
+#   --prebuilt DIR  binaries packed here by `scripts/pack-gpu.sh --out DIR` (a GPU machine without
+#                   our build dependencies): no build; the CPU index tests are left to the packer
 #
 #   --budget S      seconds for the whole run (default 480); steps past it are skipped
 #   --skip-decode   leave out step 4 (plexus, gpu_bench, the model tests and decode runs)
@@ -25,13 +28,14 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
-BUDGET=480 SKIP_DECODE=0 BUILD=build-gpu-quant ARCH=native
+BUDGET=480 SKIP_DECODE=0 BUILD=build-gpu-quant ARCH=native PREBUILT=
 while [ $# -gt 0 ]; do
   case "$1" in
     --budget) BUDGET=$2; shift 2 ;;
     --skip-decode) SKIP_DECODE=1; shift ;;
     --build-dir) BUILD=$2; shift 2 ;;
     --arch) ARCH=$2; shift 2 ;;
+    --prebuilt) PREBUILT=$2; shift 2 ;;
     -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
     *) echo "gpu-check-quant.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
@@ -77,11 +81,31 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=c
 git rev-parse --short HEAD 2>/dev/null | sed 's/^/commit /' | tee -a "$RESULTS/summary.txt" || true
 
 # --- 1. build -------------------------------------------------------------------------------
+if [ -n "$PREBUILT" ]; then
+  section "prebuilt ($PREBUILT)"
+  PACK=/tmp/plexus-gpu
+  rm -rf "$PACK" && mkdir -p "$PACK" && tar -C "$PACK" -xJf "$PREBUILT/plexus-gpu.tar.xz" || { echo "cannot unpack $PREBUILT/plexus-gpu.tar.xz" | tee -a "$RESULTS/summary.txt"; publish; exit 1; }
+  # The test binaries have the packing machine's source and build paths compiled in.
+  src=$(sed -n 's/^source_dir=//p' "$PACK/manifest.txt") bld=$(sed -n 's/^build_dir=//p' "$PACK/manifest.txt")
+  if [ -n "$src" ] && [ ! -e "$src" ]; then mkdir -p "$(dirname "$src")" && ln -s "$ROOT" "$src"; fi
+  if [ -n "$bld" ]; then
+    mkdir -p "$bld" 2>/dev/null || true
+    [ -e "$bld/plexus" ] || ln -s "$PACK/bin/plexus" "$bld/plexus"
+    [ -e "$bld/golden" ] || ln -s "$PACK/golden" "$bld/golden"
+  fi
+  cudalibs=$(for d in /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/local/cuda/targets/x86_64-linux/lib; do ls "$d"/libcublas.so.* >/dev/null 2>&1 && printf '%s:' "$d"; done
+    python3 -c 'import glob,site,os;print(":".join(sorted({os.path.dirname(p) for r in site.getsitepackages() for p in glob.glob(r+"/nvidia/*/lib/lib*.so*")})))' 2>/dev/null)
+  export LD_LIBRARY_PATH="$PACK/lib:${cudalibs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  CKT=$PACK/bin/cuda_kernels_tests KT= PLEXUS=$PACK/bin/plexus GB=$PACK/bin/gpu_bench GMT=$PACK/bin/gpu_model_tests
+  ls "$PACK/bin" | tee -a "$RESULTS/summary.txt"
+  BG=
+else
 section "build ($BUILD)"
 run configure 60 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPLEXUS_CUDA=ON "-DCMAKE_CUDA_ARCHITECTURES=$ARCH"
 run build 300 ninja -C "$BUILD" -j 16 cuda_kernels_tests kernels_tests
 CKT=$BUILD/tests/kernels/cuda_kernels_tests
 KT=$BUILD/tests/kernels/kernels_tests
+PLEXUS=$BUILD/plexus GB=$BUILD/benchmarks/gpu_bench GMT=$BUILD/tests/exec/gpu_model_tests
 if [ ! -x "$CKT" ]; then
   echo "no $CKT: the build failed (see $RESULTS/build.log)" | tee -a "$RESULTS/summary.txt"
   tail -n 40 "$RESULTS/build.log" >>"$RESULTS/summary.txt" 2>/dev/null || true
@@ -99,10 +123,11 @@ if [ "$SKIP_DECODE" = 0 ]; then
   BG=$!
   echo "   plexus, gpu_bench, gpu_model_tests building in the background (limit ${bg_limit}s)" | tee -a "$RESULTS/summary.txt"
 fi
+fi
 
 # --- 2. tests -------------------------------------------------------------------------------
 section "tests"
-run cpu-index-tests 60 "$KT" --gtest_filter='BlockDequant.*' --gtest_color=no
+[ -n "$KT" ] && run cpu-index-tests 60 "$KT" --gtest_filter='BlockDequant.*' --gtest_color=no
 run gpu-tests 170 "$CKT" --gtest_filter='-CudaPerf.*' --gtest_color=no
 grep -E '^\[  (PASSED  |FAILED  )\]' "$RESULTS/gpu-tests.log" | tee -a "$RESULTS/summary.txt" || true
 # On a GPU nothing skips: a skip means the tests did not see the GPU.
@@ -119,16 +144,15 @@ grep '^BLOCK-' "$RESULTS/gemv-perf.log" | tee -a "$RESULTS/summary.txt" || true
 
 # --- 4. whole models: the GPU model tests, decode tokens/s -----------------------------------
 section "whole models (plexus, gpu_bench, gpu_model_tests)"
-PLEXUS=$BUILD/plexus GB=$BUILD/benchmarks/gpu_bench
 if [ -n "$BG" ]; then
   wait "$BG" || true
   tail -n 3 "$RESULTS/build-run.log" | sed 's/^/   /' | tee -a "$RESULTS/summary.txt"
   grep -q "ninja exit 0" "$RESULTS/build-run.log" || FAILED+=("build-run: see build-run.log")
-  if [ -x "$BUILD/tests/exec/gpu_model_tests" ]; then
-    # The quantised GGUF files (Q8_0, Q4_0, Q4_K_M) on the GPU against the CPU engine.
-    run gpu-model-tests 90 "$BUILD/tests/exec/gpu_model_tests" --gtest_filter='GpuModel.QuantisedGgufFilesMatchTheCpuEngine' --gtest_color=no
-    grep -E 'on the GPU: mean|^\[  (PASSED  |FAILED  )\]' "$RESULTS/gpu-model-tests.log" | tee -a "$RESULTS/summary.txt" || true
-  fi
+fi
+if [ "$SKIP_DECODE" = 0 ] && [ -x "$GMT" ]; then
+  # The quantised GGUF files (Q8_0, Q4_0, Q4_K_M) on the GPU against the CPU engine.
+  run gpu-model-tests 90 "$GMT" --gtest_filter='GpuModel.QuantisedGgufFilesMatchTheCpuEngine' --gtest_color=no
+  grep -E 'on the GPU: mean|^\[  (PASSED  |FAILED  )\]' "$RESULTS/gpu-model-tests.log" | tee -a "$RESULTS/summary.txt" || true
 fi
 if [ "$SKIP_DECODE" = 1 ]; then
   echo "   skipped (--skip-decode)" | tee -a "$RESULTS/summary.txt"
