@@ -216,14 +216,23 @@ PlanOptions plan_options_from(const PlanInputs& in, const ModelConfig& config) {
   return o;
 }
 
-ModuleTree load_module_tree(const std::string& model, std::optional<DType> quantize) {
+namespace {
+
+// The tree as the checkpoint stores it (or from config.json alone).
+ModuleTree load_stored_module_tree(const std::string& model) {
   namespace fs = std::filesystem;
   const ModelConfig config = load_model_config(model);
-  ModuleTree tree = ModuleTree::from_config(config);
   if (fs::is_directory(model) && Checkpoint::exists_in(model)) {
     const Checkpoint checkpoint(model);
-    tree = ModuleTree::from_checkpoint(config, checkpoint);
+    return ModuleTree::from_checkpoint(config, checkpoint);
   }
+  return ModuleTree::from_config(config);
+}
+
+}  // namespace
+
+ModuleTree load_module_tree(const std::string& model, std::optional<DType> quantize) {
+  ModuleTree tree = load_stored_module_tree(model);
   if (quantize) tree.quantize_as(*quantize);
   return tree;
 }
