@@ -181,6 +181,33 @@ TEST_F(QuantizeOnLoad, TwoVirtualDevicesGiveTheSameTokensAsOne) {
   EXPECT_EQ(ppl_one["nll"], ppl_two["nll"]);
 }
 
+// What the plan counts is what the run allocates: budgets set to exactly the plan's per-device
+// totals run (the executor checks every allocation against them), with the single device's tokens.
+TEST_F(QuantizeOnLoad, ARunFitsBudgetsOfExactlyThePlannedBytes) {
+  for (const char* type : {"q8_0", "q4_k"}) {
+    const std::string flags = std::string(" --quantize ") + type + " --context 64 --batch-tokens 16 --threads 2";
+    const Json plan = run_json("plan " + model() + flags + " --max-memory 0=100MiB,1=100MiB --strategy balanced");
+    ASSERT_TRUE(plan.contains("devices")) << type;
+    std::string budgets;
+    for (const Json& d : plan["devices"]) {
+      if (!d["device"].is_number()) continue;
+      budgets += (budgets.empty() ? "" : ",") + std::to_string(d["device"].get<int>()) + "=" +
+                 std::to_string(d["total_bytes"].get<std::int64_t>());
+    }
+    ASSERT_NE(budgets.find("1="), std::string::npos) << "the plan uses both devices: " << plan.dump();
+    const std::string gen = "generate " + model() + flags + " --ids 3,14,15,92 --max-tokens 5";
+    const Json exact = run_json(gen + " --max-memory " + budgets + " --strategy balanced");
+    const Json one = run_json(gen);
+    ASSERT_TRUE(exact.contains("ids")) << type << " " << budgets;
+    EXPECT_EQ(exact["ids"], one["ids"]) << type;
+    for (const Json& d : exact["execution"]["devices"]) {
+      if (d["budget_bytes"].is_number() && d["device"].is_number()) {
+        EXPECT_LE(d["peak_bytes"].get<std::int64_t>(), d["budget_bytes"].get<std::int64_t>()) << type;
+      }
+    }
+  }
+}
+
 // Projections in q4_0 (18 bytes per 32 weights), everything else f32 as stored: by hand.
 TEST_F(QuantizeOnLoad, PlanAndEstimateSizeTheBlockFormatExactly) {
   const std::int64_t proj = 2 * (2 * 256 * 256 + 2 * 128 * 256 + 3 * 512 * 256);
