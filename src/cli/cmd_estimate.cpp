@@ -13,7 +13,7 @@ namespace plexus::cli {
 int cmd_estimate(int argc, char** argv) {
   Args args("estimate", "Memory a model needs, from config.json (or safetensors headers) alone: per dtype the total "
                         "size, the largest layer, Adam training memory; KV cache per token and per context × batch.");
-  args.positional("MODEL", "model directory (config.json [+ safetensors]) or a config.json file");
+  args.positional("MODEL", "model directory (config.json [+ safetensors]), a config.json file or a .gguf file");
   args.flag("--json", "print the estimate as JSON");
   args.option("--quantize", "TYPE", "add a row for the projections quantised on load: q8_0 | q4_0 | q4_k");
   if (!args.parse(argc, argv)) return 0;

@@ -68,8 +68,9 @@ void run_jsonl(const Tokenizer& tok, const std::string& path, bool decode_specia
 }  // namespace
 
 int cmd_tokenize(int argc, char** argv) {
-  Args args("tokenize", "Encode text with a Hugging Face tokenizer and print the token ids as JSON lines.");
-  args.positional("TOKENIZER", "a tokenizer.json file or a model directory holding one")
+  Args args("tokenize",
+            "Encode text with a Hugging Face tokenizer or a GGUF file's vocabulary and print the token ids as JSON lines.");
+  args.positional("TOKENIZER", "a tokenizer.json file, a model directory holding one, or a .gguf file")
       .option("--text", "TEXT", "encode this text")
       .option("--jsonl", "FILE", "encode the \"text\" field of each line of FILE ('-' for stdin)")
       .flag("--special", "make \"decoded\" the decode of ids_with_special instead of ids")

@@ -116,10 +116,13 @@ Executor::Executor(const std::string& model_dir, const DeviceMap& map, DeviceReg
   // The whole model computed on the host from the mapped files: map every page in now (when the
   // files fit in memory), so the load pays the page faults and the first forward pass does not.
   if (direct_ && !checkpoint_.quantized()) {  // quantising read the projections' pages already
-    for (const auto& f : checkpoint_.files()) f->prefault();
+    checkpoint_.prefault();
   }
   // The run buffers, sized by the planner's function for the weights as stored.
-  WeightDType stored = WeightDType::kF32;
+  // (A tree holding block formats — a GGUF file, a quantised run — is sized as stored, tensor
+  // by tensor, whatever `stored`; for a GGUF file it only picks the KV-cache width, as
+  // exec/model_run plans it.)
+  WeightDType stored = dtype_is_block(model_.embedding().dtype) ? WeightDType::kBF16 : WeightDType::kF32;
   parse_weight_dtype(dtype_torch_name(model_.embedding().dtype), &stored);
   const SizedTree sized = SizedTree::build(tree_, stored);
   RunShape shape;

@@ -220,9 +220,8 @@ namespace {
 
 // The tree as the checkpoint stores it (or from config.json alone).
 ModuleTree load_stored_module_tree(const std::string& model) {
-  namespace fs = std::filesystem;
   const ModelConfig config = load_model_config(model);
-  if (fs::is_directory(model) && Checkpoint::exists_in(model)) {
+  if (Checkpoint::exists_in(model)) {  // a model directory with weights, or a GGUF file
     const Checkpoint checkpoint(model);
     return ModuleTree::from_checkpoint(config, checkpoint);
   }
@@ -267,9 +266,14 @@ Budgets replica_budgets(const Budgets& all, const ReplicaShare& share) {
 }
 
 // The dtype a run computes in: the checkpoint's own (its embedding's), else the plan's.
+// A GGUF file (block formats) plans as bfloat16: its tensors are sized as stored (SizedTree's
+// "as stored"), the 16-bit dtype picks the KV cache's width.
 WeightDType checkpoint_weight_dtype(const ModuleTree& tree, WeightDType otherwise) {
   WeightDType stored = otherwise;
-  if (const ParamInfo* p = tree.find("model.embed_tokens.weight"); p && p->dtype) parse_weight_dtype(dtype_torch_name(*p->dtype), &stored);
+  if (const ParamInfo* p = tree.find("model.embed_tokens.weight"); p && p->dtype) {
+    if (dtype_is_block(*p->dtype)) stored = WeightDType::kBF16;
+    parse_weight_dtype(dtype_torch_name(*p->dtype), &stored);
+  }
   return stored;
 }
 

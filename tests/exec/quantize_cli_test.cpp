@@ -230,6 +230,28 @@ TEST_F(QuantizeOnLoad, PlanAndEstimateSizeTheBlockFormatExactly) {
   EXPECT_EQ(e["dtypes"][4]["total_bytes"].get<std::int64_t>(), proj / 256 * 144 + other / 2);
 }
 
+// A GGUF file quantised by llama.cpp (every matrix Q8_0, norms F32) is planned and estimated as
+// stored, tensor by tensor: 2,228,224 matrix weights × 34/32 + 1,280 norm weights × 4 bytes.
+TEST(QuantizedCheckpoint, PlansAndEstimatesUseTheStoredBytes) {
+  const std::string gguf = shell_quote(std::string(PLEXUS_SOURCE_DIR) + "/tests/data/gguf/gs-llama-q8_0.gguf");
+  const std::int64_t stored = 2228224 / 32 * 34 + 1280 * 4;
+  const testing::ProcessResult p = run_plexus("plan " + gguf + " --max-memory 0=1GiB --context 0 --json");
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  EXPECT_EQ(Json::parse(p.out)["model_bytes"].get<std::int64_t>(), stored);
+  const testing::ProcessResult e = run_plexus("estimate " + gguf + " --json");
+  ASSERT_EQ(e.exit_code, 0) << e.err;
+  const Json rows = Json::parse(e.out)["dtypes"];
+  ASSERT_EQ(rows.size(), 6u);
+  EXPECT_EQ(rows[5]["dtype"], "stored");
+  EXPECT_EQ(rows[5]["total_bytes"].get<std::int64_t>(), stored);
+  // The other rows size the model from its config: bfloat16 is 2 bytes a weight.
+  EXPECT_EQ(rows[1]["total_bytes"].get<std::int64_t>(), (2228224 + 1280) * 2);
+  // Quantising it again on load is refused.
+  const testing::ProcessResult q = run_plexus("perplexity " + gguf + " --ids 1,2,3 --quantize q4_0");
+  EXPECT_EQ(q.exit_code, 2);
+  EXPECT_NE(q.err.find("already quantised"), std::string::npos) << q.err;
+}
+
 TEST_F(QuantizeOnLoad, BadValuesAreInputErrors) {
   for (const std::string& cmd : {"generate " + model() + " --ids 1,2 --max-tokens 1", "perplexity " + model() + " --ids 1,2,3",
                                  "plan " + model(), "estimate " + model()}) {

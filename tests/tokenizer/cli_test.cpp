@@ -64,6 +64,15 @@ TEST(TokenizeCli, TextAndSpecial) {
   EXPECT_EQ(r.out, "{\"ids\":[],\"ids_with_special\":[1],\"decoded\":\"\"}\n");
 }
 
+TEST(TokenizeCli, GgufFile) {
+  // The golden GGUF's SentencePiece vocabulary (llama-tokenize gives 382 479 114 47 1526 36).
+  const std::string gguf = std::string(PLEXUS_SOURCE_DIR) + "/tests/data/gguf/gs-llama-q4_0.gguf";
+  CliRun r = tokenize(gguf + " --text 'Hello, world!'");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.out, "{\"ids\":[382,479,114,47,1526,36],\"ids_with_special\":[1,382,479,114,47,1526,36],"
+                   "\"decoded\":\"Hello, world!\"}\n");
+}
+
 TEST(TokenizeCli, BadUsageAndInputExitTwo) {
   const std::string dir = test::golden_dir("mistral");
   CliRun r = tokenize(dir);
