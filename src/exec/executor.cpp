@@ -119,8 +119,9 @@ Executor::Executor(const std::string& model_dir, const DeviceMap& map, DeviceReg
     checkpoint_.prefault();
   }
   // The run buffers, sized by the planner's function for the weights as stored.
-  // (A GGUF file's block formats: sized as bfloat16 for now, an upper bound of their bytes, as
-  // exec/model_run plans them.)
+  // (A tree holding block formats — a GGUF file, a quantised run — is sized as stored, tensor
+  // by tensor, whatever `stored`; for a GGUF file it only picks the KV-cache width, as
+  // exec/model_run plans it.)
   WeightDType stored = dtype_is_block(model_.embedding().dtype) ? WeightDType::kBF16 : WeightDType::kF32;
   parse_weight_dtype(dtype_torch_name(model_.embedding().dtype), &stored);
   const SizedTree sized = SizedTree::build(tree_, stored);

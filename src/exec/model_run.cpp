@@ -216,13 +216,22 @@ PlanOptions plan_options_from(const PlanInputs& in, const ModelConfig& config) {
   return o;
 }
 
-ModuleTree load_module_tree(const std::string& model, std::optional<DType> quantize) {
+namespace {
+
+// The tree as the checkpoint stores it (or from config.json alone).
+ModuleTree load_stored_module_tree(const std::string& model) {
   const ModelConfig config = load_model_config(model);
-  ModuleTree tree = ModuleTree::from_config(config);
   if (Checkpoint::exists_in(model)) {  // a model directory with weights, or a GGUF file
     const Checkpoint checkpoint(model);
-    tree = ModuleTree::from_checkpoint(config, checkpoint);
+    return ModuleTree::from_checkpoint(config, checkpoint);
   }
+  return ModuleTree::from_config(config);
+}
+
+}  // namespace
+
+ModuleTree load_module_tree(const std::string& model, std::optional<DType> quantize) {
+  ModuleTree tree = load_stored_module_tree(model);
   if (quantize) tree.quantize_as(*quantize);
   return tree;
 }
@@ -257,7 +266,8 @@ Budgets replica_budgets(const Budgets& all, const ReplicaShare& share) {
 }
 
 // The dtype a run computes in: the checkpoint's own (its embedding's), else the plan's.
-// A GGUF file's block formats are sized as bfloat16 for now (an upper bound of their bytes).
+// A GGUF file (block formats) plans as bfloat16: its tensors are sized as stored (SizedTree's
+// "as stored"), the 16-bit dtype picks the KV cache's width.
 WeightDType checkpoint_weight_dtype(const ModuleTree& tree, WeightDType otherwise) {
   WeightDType stored = otherwise;
   if (const ParamInfo* p = tree.find("model.embed_tokens.weight"); p && p->dtype) {

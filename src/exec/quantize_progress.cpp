@@ -15,7 +15,6 @@ Checkpoint::QuantizeProgress quantize_progress_bar(std::function<bool()> stop) {
   struct State {
     Timer timer;
     double last_draw_s = -1;
-    bool drawn = false;
   };
   auto state = std::make_shared<State>();
   const bool tty = isatty(STDERR_FILENO) != 0;
@@ -40,7 +39,6 @@ Checkpoint::QuantizeProgress quantize_progress_bar(std::function<bool()> stop) {
                      eta.c_str());
         if (done == total) std::fputc('\n', stderr);
         std::fflush(stderr);
-        state->drawn = true;
       }
     }
     return !(stop && stop());

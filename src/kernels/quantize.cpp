@@ -119,7 +119,13 @@ void quantize_q4_0(const float* x, BlockQ4_0* b, std::int64_t nb) {
 // (least squares). The sub-block scales are then quantised against the super-block scale(s) and
 // the weights re-rounded with the scales they will be decoded with.
 
-float round_half_away(float v) { return std::round(v); }
+// v rounded half away from zero, clamped to the integers [lo, hi] first (NaN → lo): no libm call
+// in the search's inner loops, and no conversion of an out-of-range float.
+float round_clamped(float v, float lo, float hi) {
+  v = v > lo ? v : lo;
+  v = v < hi ? v : hi;
+  return v >= 0 ? static_cast<float>(static_cast<int>(v + 0.5f)) : -static_cast<float>(static_cast<int>(0.5f - v));
+}
 
 // Best w ≈ s · q − m (s ≥ 0, m ≥ 0, q in 0..nmax) for x (n); returns the squared error.
 float fit_scale_min(const float* x, int n, int nmax, float* s_out, float* m_out) {
@@ -134,18 +140,21 @@ float fit_scale_min(const float* x, int n, int nmax, float* s_out, float* m_out)
     *m_out = -lo;
     return 0;
   }
-  float best_err = INFINITY, best_s = (hi - lo) / static_cast<float>(nmax), best_m = -lo;
-  std::uint8_t q[32];
+  double best_err = INFINITY;
+  float best_s = (hi - lo) / static_cast<float>(nmax), best_m = -lo;
+  double sx = 0, sxx = 0;
+  for (int i = 0; i < n; ++i) {
+    sx += x[i];
+    sxx += static_cast<double>(x[i]) * x[i];
+  }
   for (int k = -10; k <= 10; ++k) {  // inverse scales around nmax / range
     const float iscale = (static_cast<float>(nmax) + 0.1f * static_cast<float>(k)) / (hi - lo);
-    double sq = 0, sqq = 0, sx = 0, sxq = 0;
+    double sq = 0, sqq = 0, sxq = 0;
     for (int i = 0; i < n; ++i) {
-      const float l = round_half_away(iscale * (x[i] - lo));
-      q[i] = static_cast<std::uint8_t>(std::clamp(l, 0.0f, static_cast<float>(nmax)));
-      sq += q[i];
-      sqq += static_cast<double>(q[i]) * q[i];
-      sx += x[i];
-      sxq += static_cast<double>(x[i]) * q[i];
+      const float q = round_clamped(iscale * (x[i] - lo), 0.0f, static_cast<float>(nmax));
+      sq += q;
+      sqq += static_cast<double>(q) * q;
+      sxq += static_cast<double>(x[i]) * q;
     }
     // Least squares for x ≈ s · q + b; b = −m must be ≤ 0, else b = 0 and s = Σxq / Σq².
     const double det = n * sqq - sq * sq;
@@ -159,20 +168,17 @@ float fit_scale_min(const float* x, int n, int nmax, float* s_out, float* m_out)
       s = sqq > 0 ? sxq / sqq : 0;
     }
     if (s < 0) continue;
-    double err = 0;
-    for (int i = 0; i < n; ++i) {
-      const double e = s * q[i] + b - x[i];
-      err += e * e;
-    }
+    // Σ(s·q + b − x)², expanded in the sums above.
+    const double err = s * s * sqq + n * b * b + sxx + 2 * s * b * sq - 2 * s * sxq - 2 * b * sx;
     if (err < best_err) {
-      best_err = static_cast<float>(err);
+      best_err = err;
       best_s = static_cast<float>(s);
       best_m = static_cast<float>(-b);
     }
   }
   *s_out = best_s;
   *m_out = best_m;
-  return best_err;
+  return static_cast<float>(std::max(0.0, best_err));
 }
 
 // Best w ≈ s · q (q in −nmax..nmax−1, s of either sign) for x (n); returns the squared error.
@@ -188,7 +194,8 @@ float fit_scale_symmetric(const float* x, int n, int nmax, float* s_out) {
     *s_out = 0;
     return 0;
   }
-  float best_err = INFINITY, best_s = max / static_cast<float>(-nmax);
+  double best_err = INFINITY;
+  float best_s = max / static_cast<float>(-nmax);
   for (int k = -8; k <= 8; ++k) {
     // The largest-magnitude value at level ∓(nmax − 0.1k): −nmax uses the extra negative level.
     for (const float sign : {-1.0f, 1.0f}) {
@@ -196,35 +203,32 @@ float fit_scale_symmetric(const float* x, int n, int nmax, float* s_out) {
       if (sign > 0 && target > static_cast<float>(nmax) - 0.5f) continue;
       const float iscale = target / max;
       double sxq = 0, sqq = 0;
-      std::int8_t q[16];
       for (int i = 0; i < n; ++i) {
-        const float l = std::clamp(round_half_away(iscale * x[i]), static_cast<float>(-nmax),
-                                   static_cast<float>(nmax - 1));
-        q[i] = static_cast<std::int8_t>(l);
-        sxq += static_cast<double>(x[i]) * q[i];
-        sqq += static_cast<double>(q[i]) * q[i];
+        const float q = round_clamped(iscale * x[i], static_cast<float>(-nmax), static_cast<float>(nmax - 1));
+        sxq += static_cast<double>(x[i]) * q;
+        sqq += static_cast<double>(q) * q;
       }
       if (sqq == 0) continue;
       const double s = sxq / sqq;
-      double err = 0;
-      for (int i = 0; i < n; ++i) {
-        const double e = s * q[i] - x[i];
-        err += e * e;
-      }
+      // Σ(s·q − x)² at the best s = Σx² − (Σxq)² / Σq²: the first term is the same for every
+      // candidate, so comparing −(Σxq)² / Σq² suffices.
+      const double err = -sxq * sxq / sqq;
       if (err < best_err) {
-        best_err = static_cast<float>(err);
+        best_err = err;
         best_s = static_cast<float>(s);
       }
     }
   }
+  double sxx = 0;
+  for (int i = 0; i < n; ++i) sxx += static_cast<double>(x[i]) * x[i];
   *s_out = best_s;
-  return best_err;
+  return static_cast<float>(std::max(0.0, sxx + best_err));
 }
 
 // Rounds v / d to an integer in 0..hi; 0 when d is 0.
 int quantise_scale(float v, float d, int hi) {
   if (d == 0) return 0;
-  return static_cast<int>(std::clamp(round_half_away(v / d), 0.0f, static_cast<float>(hi)));
+  return static_cast<int>(round_clamped(v / d, 0.0f, static_cast<float>(hi)));
 }
 
 // Q4_K: the sub-block scales and mins are 6-bit multiples of d = max scale / 63 and
@@ -258,8 +262,7 @@ void quantize_q4_k(const float* x, BlockQ4_K* b, std::int64_t nb) {
       std::uint8_t* qs = b[i].qs + 32 * (j / 2);
       const int shift = 4 * (j % 2);
       for (int l = 0; l < 32; ++l) {
-        const float v = std::clamp(round_half_away((x[32 * j + l] + dm) * ids), 0.0f, 15.0f);
-        const int q = std::isnan(v) ? 0 : static_cast<int>(v);
+        const int q = static_cast<int>(round_clamped((x[32 * j + l] + dm) * ids, 0.0f, 15.0f));
         if (shift == 0) qs[l] = static_cast<std::uint8_t>(q);
         else qs[l] = static_cast<std::uint8_t>(qs[l] | (q << 4));
       }
@@ -284,14 +287,13 @@ void quantize_q6_k(const float* x, BlockQ6_K* b, std::int64_t nb) {
     for (int j = 0; j < 16; ++j) {
       int sc = 0;
       if (d != 0) {
-        sc = static_cast<int>(std::clamp(round_half_away(s[j] / d), -127.0f, 127.0f));
+        sc = static_cast<int>(round_clamped(s[j] / d, -127.0f, 127.0f));
       }
       b[i].scales[j] = static_cast<std::int8_t>(sc);
       const float ds = d * static_cast<float>(sc);
       const float ids = ds != 0 ? 1.0f / ds : 0.0f;
       for (int l = 0; l < 16; ++l) {
-        const float v = std::clamp(round_half_away(x[16 * j + l] * ids), -32.0f, 31.0f);
-        q[16 * j + l] = (std::isnan(v) ? 0 : static_cast<int>(v)) + 32;
+        q[16 * j + l] = static_cast<int>(round_clamped(x[16 * j + l] * ids, -32.0f, 31.0f)) + 32;
       }
     }
     for (int h = 0; h < 2; ++h) {  // the packing of block_formats.h

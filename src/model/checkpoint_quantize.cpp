@@ -80,7 +80,10 @@ void Checkpoint::quantize(DType type, ThreadPool& pool, const QuantizeProgress& 
       done += (r1 - r0) * cols;
       if (progress && !progress(done, total)) throw Interrupted("quantisation interrupted");
     }
-    index_[name] = TensorRef{&owned->info, owned->bytes.get(), src.file};
+    TensorRef quantised = src;  // the same file named in messages
+    quantised.info = &owned->info;
+    quantised.data = owned->bytes.get();
+    index_[name] = quantised;
     owned_[name] = std::move(owned);
   }
 }

@@ -58,21 +58,32 @@ ModelEstimate estimate_model(const ModuleTree& tree, std::optional<DType> quanti
   struct Row {
     WeightDType dtype;
     std::optional<DType> quantize;
+    bool stored = false;  // the tree as it is (a quantised checkpoint's own bytes)
   };
   std::vector<Row> rows;
   for (WeightDType d : {WeightDType::kF32, WeightDType::kBF16, WeightDType::kF16, WeightDType::kInt8, WeightDType::kInt4}) {
     rows.push_back(Row{d, std::nullopt});
   }
   if (quantize) rows.push_back(Row{WeightDType::kBF16, quantize});
+  // A quantised checkpoint (GGUF) is sized as stored whatever the dtype: the dtype rows size
+  // the same model from its config alone, and one more row gives the file's own bytes.
+  const bool quantised = tree.quantized();
+  const ModuleTree plain = quantised ? ModuleTree::from_config(c) : tree;
+  if (quantised) rows.push_back(Row{WeightDType::kBF16, std::nullopt, true});
   for (const Row& row : rows) {
     const WeightDType d = row.dtype;
-    ModuleTree q = tree;
+    ModuleTree q = row.stored ? tree : plain;
     if (row.quantize) q.quantize_as(*row.quantize);
     const SizedTree t = SizedTree::build(q, d);
     DTypeEstimate de;
     de.dtype = d;
     const std::optional<DType> block = row.quantize ? row.quantize : weight_block_format(d);
-    de.format = block ? std::string(dtype_torch_name(*block)) : std::string(weight_dtype_name(d));
+    de.name = row.stored ? std::string("stored")
+              : row.quantize ? std::string(dtype_torch_name(*row.quantize))
+                             : std::string(weight_dtype_name(d));
+    de.format = row.stored ? std::string("stored")
+                : block    ? std::string(dtype_torch_name(*block))
+                           : std::string(weight_dtype_name(d));
     de.total_bytes = t.total_bytes();
     // Units never split: the decoder layers and every top-level leaf module.
     for (const SizedNode& n : t.nodes()) {

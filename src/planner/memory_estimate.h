@@ -35,7 +35,8 @@ void check_plan_sizes(const ModelConfig& c, WeightDType dtype, std::int64_t weig
 
 struct DTypeEstimate {
   WeightDType dtype;                     // what the non-projection tensors take (int8/int4: 16-bit)
-  std::string format;                    // float32 ... | q8_0 (int8) | q4_k (int4) | q4_0 (--quantize)
+  std::string name;                      // float32 ... int8, int4 | --quantize's format | stored
+  std::string format;                    // the projections' storage: float32 ... | q8_0 (int8) | q4_k (int4) | q4_0 ... | stored
   std::int64_t total_bytes = 0;          // every parameter once (tied storage once)
   std::int64_t largest_layer_bytes = 0;  // the largest unit that is never split
   std::string largest_layer;             // its module name
@@ -49,7 +50,9 @@ struct KvCell {
 
 struct ModelEstimate {
   std::int64_t num_params = 0;  // unique parameters
-  std::vector<DTypeEstimate> per_dtype;  // float32, bfloat16, float16, int8, int4 [, --quantize's format]
+  // float32, bfloat16, float16, int8, int4 [, --quantize's format] [, stored: a quantised
+  // checkpoint's own bytes, tensor by tensor]
+  std::vector<DTypeEstimate> per_dtype;
   std::vector<KvCell> kv_table;          // 16-bit KV cache for a few contexts × batch sizes
 };
 

@@ -181,6 +181,33 @@ TEST_F(QuantizeOnLoad, TwoVirtualDevicesGiveTheSameTokensAsOne) {
   EXPECT_EQ(ppl_one["nll"], ppl_two["nll"]);
 }
 
+// What the plan counts is what the run allocates: budgets set to exactly the plan's per-device
+// totals run (the executor checks every allocation against them), with the single device's tokens.
+TEST_F(QuantizeOnLoad, ARunFitsBudgetsOfExactlyThePlannedBytes) {
+  for (const char* type : {"q8_0", "q4_k"}) {
+    const std::string flags = std::string(" --quantize ") + type + " --context 64 --batch-tokens 16 --threads 2";
+    const Json plan = run_json("plan " + model() + flags + " --max-memory 0=100MiB,1=100MiB --strategy balanced");
+    ASSERT_TRUE(plan.contains("devices")) << type;
+    std::string budgets;
+    for (const Json& d : plan["devices"]) {
+      if (!d["device"].is_number()) continue;
+      budgets += (budgets.empty() ? "" : ",") + std::to_string(d["device"].get<int>()) + "=" +
+                 std::to_string(d["total_bytes"].get<std::int64_t>());
+    }
+    ASSERT_NE(budgets.find("1="), std::string::npos) << "the plan uses both devices: " << plan.dump();
+    const std::string gen = "generate " + model() + flags + " --ids 3,14,15,92 --max-tokens 5";
+    const Json exact = run_json(gen + " --max-memory " + budgets + " --strategy balanced");
+    const Json one = run_json(gen);
+    ASSERT_TRUE(exact.contains("ids")) << type << " " << budgets;
+    EXPECT_EQ(exact["ids"], one["ids"]) << type;
+    for (const Json& d : exact["execution"]["devices"]) {
+      if (d["budget_bytes"].is_number() && d["device"].is_number()) {
+        EXPECT_LE(d["peak_bytes"].get<std::int64_t>(), d["budget_bytes"].get<std::int64_t>()) << type;
+      }
+    }
+  }
+}
+
 // Projections in q4_0 (18 bytes per 32 weights), everything else f32 as stored: by hand.
 TEST_F(QuantizeOnLoad, PlanAndEstimateSizeTheBlockFormatExactly) {
   const std::int64_t proj = 2 * (2 * 256 * 256 + 2 * 128 * 256 + 3 * 512 * 256);
@@ -201,6 +228,28 @@ TEST_F(QuantizeOnLoad, PlanAndEstimateSizeTheBlockFormatExactly) {
   EXPECT_EQ(e["dtypes"][3]["total_bytes"].get<std::int64_t>(), proj / 32 * 34 + other / 2);
   EXPECT_EQ(e["dtypes"][4]["format"], "q4_k");
   EXPECT_EQ(e["dtypes"][4]["total_bytes"].get<std::int64_t>(), proj / 256 * 144 + other / 2);
+}
+
+// A GGUF file quantised by llama.cpp (every matrix Q8_0, norms F32) is planned and estimated as
+// stored, tensor by tensor: 2,228,224 matrix weights × 34/32 + 1,280 norm weights × 4 bytes.
+TEST(QuantizedCheckpoint, PlansAndEstimatesUseTheStoredBytes) {
+  const std::string gguf = shell_quote(std::string(PLEXUS_SOURCE_DIR) + "/tests/data/gguf/gs-llama-q8_0.gguf");
+  const std::int64_t stored = 2228224 / 32 * 34 + 1280 * 4;
+  const testing::ProcessResult p = run_plexus("plan " + gguf + " --max-memory 0=1GiB --context 0 --json");
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  EXPECT_EQ(Json::parse(p.out)["model_bytes"].get<std::int64_t>(), stored);
+  const testing::ProcessResult e = run_plexus("estimate " + gguf + " --json");
+  ASSERT_EQ(e.exit_code, 0) << e.err;
+  const Json rows = Json::parse(e.out)["dtypes"];
+  ASSERT_EQ(rows.size(), 6u);
+  EXPECT_EQ(rows[5]["dtype"], "stored");
+  EXPECT_EQ(rows[5]["total_bytes"].get<std::int64_t>(), stored);
+  // The other rows size the model from its config: bfloat16 is 2 bytes a weight.
+  EXPECT_EQ(rows[1]["total_bytes"].get<std::int64_t>(), (2228224 + 1280) * 2);
+  // Quantising it again on load is refused.
+  const testing::ProcessResult q = run_plexus("perplexity " + gguf + " --ids 1,2,3 --quantize q4_0");
+  EXPECT_EQ(q.exit_code, 2);
+  EXPECT_NE(q.err.find("already quantised"), std::string::npos) << q.err;
 }
 
 TEST_F(QuantizeOnLoad, BadValuesAreInputErrors) {
