@@ -88,6 +88,24 @@ TEST(GgufCli, TwoVirtualDevicesAndDiskOffloadGenerateTheSameTokensAsOne) {
   EXPECT_EQ(Json::parse(streamed.out)["ids"].get<std::vector<std::int32_t>>(), a);
 }
 
+TEST(GgufCli, PlanEstimateAndBenchTakeAGgufFile) {
+  const std::string model = gguf_path("gs-llama-q4_0.gguf");
+  testing::ProcessResult r = testing::run_plexus("estimate " + testing::shell_quote(model));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("LlamaForCausalLM"), std::string::npos) << r.out;
+  r = testing::run_plexus("plan " + testing::shell_quote(model) + " --virtual-devices 2");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  testing::TempDir dir("gguf_bench");
+  const std::string cfg = dir / "g.yaml";
+  std::ofstream(cfg) << "name: g\nmodel: " << model << "\nbackend: {virtual_devices: 2}\n"
+                     << "scenario: {prompts_ids: [[1, 1046, 1468]], num_samples: 2, max_new_tokens: 3}\n"
+                     << "output: {dir: " << dir.path() << "}\n";
+  r = testing::run_plexus("bench " + testing::shell_quote(cfg) + " --quiet");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::ifstream json(dir / "g.json");
+  EXPECT_TRUE(json.good());
+}
+
 TEST(GgufCli, ATruncatedFileIsABadInputNamingOffsetAndField) {
   testing::TempDir dir("gguf_cut");
   std::ifstream in(gguf_path("gs-llama-q8_0.gguf"), std::ios::binary);
