@@ -9,6 +9,7 @@
 #pragma once
 #include <algorithm>
 #include <cstdint>
+#include <vector>
 
 namespace plexus {
 namespace {
@@ -74,6 +75,32 @@ void q_tile_rows(const std::uint8_t* w, std::int64_t ldw, const std::uint8_t* x,
   if (r < nr) q_tile_rest_rows<F, NT, NR - 1, PF>(w + r * ldw, ldw, x, ldx, y + r, ldy, nr - r, nb);
 }
 
+// A format's blocks already unpacked (F::W in memory): prefill unpacks a row block once and
+// every token tile reads it from cache.
+template <class F>
+struct Unpacked {
+  using W = const typename F::W*;
+  static constexpr std::int64_t kBlockBytes = sizeof(typename F::W), kXBytes = F::kXBytes;
+  static void load(const std::uint8_t* b, W& w) { w = reinterpret_cast<W>(b); }
+  static void acc(W w, const std::uint8_t* xb, __m256& a) { F::acc(*w, xb, a); }
+};
+
+// Unpacked rows (in cache, no prefetch) × any tokens: token tiles of kNT, then the rest.
+template <class U, int kNT, int kNR>
+void q_dot_tile_unpacked(const std::uint8_t* w, std::int64_t ldw, const std::uint8_t* x, std::int64_t ldx, float* y,
+                         std::int64_t ldy, std::int64_t nt, std::int64_t nr, std::int64_t nb) {
+  std::int64_t t = 0;
+  for (; t + kNT <= nt; t += kNT) q_tile_rows<U, kNT, kNR, false>(w, ldw, x + t * ldx, ldx, y + t * ldy, ldy, nr, nb);
+  const std::uint8_t* xt = x + t * ldx;
+  float* yt = y + t * ldy;
+  switch (nt - t) {
+    case 0: break;
+    case 1: q_tile_rows<U, 1, kNR, false>(w, ldw, xt, ldx, yt, ldy, nr, nb); break;
+    case 2: q_tile_rows<U, 2, kNR, false>(w, ldw, xt, ldx, yt, ldy, nr, nb); break;
+    default: q_tile_rows<U, 3, kNR, false>(w, ldw, xt, ldx, yt, ldy, nr, nb); break;
+  }
+}
+
 // Any tokens × any rows: token tiles of kNT (rows kNR at a time), the rest 1..kNT-1 tokens with
 // kNR1 rows (one token: decode). The first token tile prefetches (the rows come from memory);
 // later ones find them in cache.
@@ -82,6 +109,18 @@ void q_dot_tile(const void* w, std::int64_t ldw, const void* xq, std::int64_t ld
                 std::int64_t nt, std::int64_t nr, std::int64_t nb) {
   const std::uint8_t* wb = static_cast<const std::uint8_t*>(w);
   const std::uint8_t* xb = static_cast<const std::uint8_t*>(xq);
+  if (nt > kNT) {
+    // Several token tiles: unpack the rows once (nr × nb blocks), then multiply from cache.
+    using U = Unpacked<F>;
+    thread_local std::vector<typename F::W> unpacked;  // grows once to its largest size
+    if (unpacked.size() < static_cast<std::size_t>(nr * nb)) unpacked.resize(static_cast<std::size_t>(nr * nb));
+    for (std::int64_t r = 0; r < nr; ++r) {
+      for (std::int64_t b = 0; b < nb; ++b) F::load(wb + r * ldw + b * F::kBlockBytes, unpacked[static_cast<std::size_t>(r * nb + b)]);
+    }
+    const std::int64_t ldu = nb * U::kBlockBytes;
+    return q_dot_tile_unpacked<U, kNT, kNR>(reinterpret_cast<const std::uint8_t*>(unpacked.data()), ldu, xb, ldxq, y,
+                                           ldy, nt, nr, nb);
+  }
   std::int64_t t = 0;
   for (; t + kNT <= nt; t += kNT) {
     if (t == 0) q_tile_rows<F, kNT, kNR, true>(wb, ldw, xb, ldxq, y, ldy, nr, nb);
