@@ -84,6 +84,9 @@ struct Q4_0K {
 
 constexpr std::int64_t kXq = offsetof(XBlock256, q), kXsums = offsetof(XBlock256, sums);
 
+// Byte j of each 128-bit lane: int16 lane k's bytes (2k, 2k + 1), for broadcasting int16 lane k.
+inline __m256i int16_lane_picker(int k) { return _mm256_set1_epi16(static_cast<short>((2 * k) | ((2 * k + 1) << 8))); }
+
 struct Q4_KK {
   static constexpr std::int64_t kBlockBytes = sizeof(BlockQ4_K), kXBytes = sizeof(XBlock256);
   struct W {
@@ -94,16 +97,23 @@ struct Q4_KK {
   };
   static void load(const std::uint8_t* b, W& w) {
     const BlockQ4_K* blk = reinterpret_cast<const BlockQ4_K*>(b);
-    int sc[8], m[8];
-    q4_k_scales_mins(blk->scales, sc, m);
+    // The 6-bit scales and mins (block_formats.h), 4 at a time in 32-bit words: bytes 0..3 (a),
+    // 4..7 (b), 8..11 (c) of `scales`.
+    std::uint32_t a, bb, c;
+    std::memcpy(&a, blk->scales, 4);
+    std::memcpy(&bb, blk->scales + 4, 4);
+    std::memcpy(&c, blk->scales + 8, 4);
+    const std::uint64_t sc8 = (a & 0x3f3f3f3fu) | static_cast<std::uint64_t>((c & 0x0f0f0f0fu) | ((a >> 2) & 0x30303030u)) << 32;
+    const std::uint64_t m8 = (bb & 0x3f3f3f3fu) | static_cast<std::uint64_t>(((c >> 4) & 0x0f0f0f0fu) | ((bb >> 2) & 0x30303030u)) << 32;
+    const __m256i sc16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<long long>(sc8))));
+    for (int j = 0; j < 8; ++j) w.sc[j] = _mm256_shuffle_epi8(sc16, int16_lane_picker(j));
+    w.m = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(m8)));
     const __m256i m4 = _mm256_set1_epi8(15);
-    for (int c = 0; c < 4; ++c) {
-      const __m256i q = load256(blk->qs + 32 * c);
-      w.q[2 * c] = _mm256_and_si256(q, m4);
-      w.q[2 * c + 1] = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+    for (int c4 = 0; c4 < 4; ++c4) {
+      const __m256i q = load256(blk->qs + 32 * c4);
+      w.q[2 * c4] = _mm256_and_si256(q, m4);
+      w.q[2 * c4 + 1] = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
     }
-    for (int j = 0; j < 8; ++j) w.sc[j] = _mm256_set1_epi16(static_cast<short>(sc[j]));
-    w.m = _mm256_setr_epi32(m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7]);
     w.d = _mm256_set1_ps(_cvtsh_ss(blk->d));
     w.dmin = _mm256_set1_ps(_cvtsh_ss(blk->dmin));
   }
@@ -115,8 +125,9 @@ struct Q4_KK {
     }
     const __m256 xd = _mm256_set1_ps(load_f32(xb));
     a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(w.d, xd), a);
+    // m[j] · sums[j]: int16 pairs (m[j], 0) times (sums[j], its sign) — exact.
     const __m256i sums = _mm256_cvtepi16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(xb + kXsums)));
-    a = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(_mm256_mullo_epi32(w.m, sums)), _mm256_mul_ps(w.dmin, xd), a);
+    a = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(w.m, sums)), _mm256_mul_ps(w.dmin, xd), a);
   }
 };
 
