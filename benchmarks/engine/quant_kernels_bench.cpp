@@ -1,7 +1,10 @@
-// Kernel figures for block-format weights (Q8_0, Q4_0, Q4_K, Q6_K): decode matmuls (1 and 4
-// tokens) in GB/s of weights read against the memory read bandwidth measured in the same run, and
-// prefill matmuls in GOP/s by the int8 kernels against dequantised f32 row blocks (the interim
-// path), with the threads and the kernel table the engine would use.
+// Kernel figures for block-format weights (Q8_0, Q4_0, Q4_K, Q6_K): the kernels' CPU time per
+// block on one thread (weights in cache; robust on a busy host); decode matmuls (1 and 4 tokens)
+// in GB/s of weights read against the memory read bandwidth measured in the same run; prefill
+// matmuls in GOP/s by the int8 kernels against dequantised f32 row blocks (the interim path);
+// with the threads and the kernel table the engine would use.
+#include <time.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <vector>
@@ -12,6 +15,7 @@
 #include "core/timer.h"
 #include "kernels/block_formats.h"
 #include "kernels/cpu/matmul.h"
+#include "kernels/cpu/quant_x.h"
 
 using namespace plexus;
 
@@ -73,6 +77,40 @@ void matmul_dequantised(const IsaKernels& k, ThreadPool& pool, const MatmulPart&
   });
 }
 
+// CPU seconds of this thread (a loaded host's other work does not count).
+double thread_cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+}
+
+// Compute cost of the table's dot_tile_q on one thread, weights in L2 (256 KiB): CPU ns per 32
+// weights per token (best of 5), for 1, 4 and 64 tokens.
+void print_compute_cost(const IsaKernels& k, DType t, std::int64_t cols) {
+  const std::int64_t rows = (256 << 10) / dtype_row_bytes(t, cols);
+  const std::vector<std::uint8_t> w = random_blocks(t, rows, cols);
+  std::printf("  %-5s compute (1 thread, weights in L2): CPU ns per 32 weights × token:", std::string(dtype_name(t)).c_str());
+  for (std::int64_t nt : {1, 4, 64}) {
+    std::vector<float> x(static_cast<std::size_t>(nt * cols));
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 17) * 0.1f - 0.8f;
+    const std::int64_t ldq = qx_row_bytes(t, cols);
+    std::vector<std::uint8_t> xq(static_cast<std::size_t>(nt * ldq));
+    quantize_x(t, x.data(), cols, nt, cols, xq.data());
+    std::vector<float> y(static_cast<std::size_t>(nt * rows));
+    const int reps = nt == 64 ? 10 : 200;
+    double best = 1e30;
+    for (int rep = 0; rep < 5; ++rep) {
+      const double c0 = thread_cpu_seconds();
+      for (int i = 0; i < reps; ++i) {
+        k.dot_tile_q(t, w.data(), dtype_row_bytes(t, cols), xq.data(), ldq, y.data(), rows, nt, rows, cols);
+      }
+      best = std::min(best, (thread_cpu_seconds() - c0) / reps);
+    }
+    std::printf(" %lld tokens %.3f;", static_cast<long long>(nt), best / (static_cast<double>(rows * cols) / 32.0 * static_cast<double>(nt)) * 1e9);
+  }
+  std::printf("\n");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -95,6 +133,7 @@ int main(int argc, char** argv) {
     const std::int64_t cols = 4096;
     std::vector<float> x(static_cast<std::size_t>(std::max<std::int64_t>(prompt, 4) * cols));
     for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 7919) % 2001) / 1000.0f - 1.0f;
+    for (DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K}) print_compute_cost(k, t, cols);
     for (DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K}) {
       const std::int64_t rows = (mib << 20) / dtype_row_bytes(t, cols);
       const std::vector<std::uint8_t> w = random_blocks(t, rows, cols);

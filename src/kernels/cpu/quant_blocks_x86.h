@@ -106,7 +106,7 @@ struct Q4_KK {
     const std::uint64_t sc8 = (a & 0x3f3f3f3fu) | static_cast<std::uint64_t>((c & 0x0f0f0f0fu) | ((a >> 2) & 0x30303030u)) << 32;
     const std::uint64_t m8 = (bb & 0x3f3f3f3fu) | static_cast<std::uint64_t>(((c >> 4) & 0x0f0f0f0fu) | ((bb >> 2) & 0x30303030u)) << 32;
     const __m256i sc16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<long long>(sc8))));
-    for (int j = 0; j < 8; ++j) w.sc[j] = _mm256_shuffle_epi8(sc16, int16_lane_picker(j));
+    PLEXUS_Q_UNROLL for (int j = 0; j < 8; ++j) w.sc[j] = _mm256_shuffle_epi8(sc16, int16_lane_picker(j));
     w.m = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(m8)));
     const __m256i m4 = _mm256_set1_epi8(15);
     for (int c4 = 0; c4 < 4; ++c4) {
@@ -156,8 +156,16 @@ struct Q6_KK {
         w.aw[4 * h + k] = _mm256_abs_epi8(w.w[4 * h + k]);
       }
     }
-    for (int c = 0; c < 8; ++c) {
-      w.sc[c] = _mm256_set_m128i(_mm_set1_epi16(blk->scales[2 * c + 1]), _mm_set1_epi16(blk->scales[2 * c]));
+    // scales as int16, 0..7 and 8..15 each in both 128-bit lanes; chunk c picks int16 lane
+    // 2c mod 8 into its low lane and the next into its high lane.
+    const __m128i s8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk->scales));
+    const __m256i lo = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(s8));
+    const __m256i hi = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(_mm_srli_si128(s8, 8)));
+    PLEXUS_Q_UNROLL for (int c = 0; c < 8; ++c) {
+      const int k = 2 * (c & 3);
+      const __m256i pick = _mm256_set_m128i(_mm_set1_epi16(static_cast<short>((2 * k + 2) | ((2 * k + 3) << 8))),
+                                            _mm_set1_epi16(static_cast<short>((2 * k) | ((2 * k + 1) << 8))));
+      w.sc[c] = _mm256_shuffle_epi8(c < 4 ? lo : hi, pick);
     }
     w.d = _mm256_set1_ps(_cvtsh_ss(blk->d));
   }
