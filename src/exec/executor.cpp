@@ -107,10 +107,12 @@ Executor::Executor(const std::string& model_dir, const DeviceMap& map, DeviceReg
   // The whole model computed on the host from the mapped files: map every page in now (when the
   // files fit in memory), so the load pays the page faults and the first forward pass does not.
   if (direct_) {
-    for (const auto& f : checkpoint_.files()) f->prefault();
+    checkpoint_.prefault();
   }
   // The run buffers, sized by the planner's function for the weights as stored.
-  WeightDType stored = WeightDType::kF32;
+  // (A GGUF file's block formats: sized as bfloat16 for now, an upper bound of their bytes, as
+  // exec/model_run plans them.)
+  WeightDType stored = dtype_is_block(model_.embedding().dtype) ? WeightDType::kBF16 : WeightDType::kF32;
   parse_weight_dtype(dtype_torch_name(model_.embedding().dtype), &stored);
   const SizedTree sized = SizedTree::build(tree_, stored);
   RunShape shape;

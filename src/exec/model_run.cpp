@@ -210,7 +210,7 @@ PlanOptions plan_options_from(const PlanInputs& in, const ModelConfig& config) {
 ModuleTree load_module_tree(const std::string& model) {
   namespace fs = std::filesystem;
   const ModelConfig config = load_model_config(model);
-  if (fs::is_directory(model) && Checkpoint::exists_in(model)) {
+  if (Checkpoint::exists_in(model)) {  // a model directory with weights, or a GGUF file
     const Checkpoint checkpoint(model);
     return ModuleTree::from_checkpoint(config, checkpoint);
   }
@@ -242,9 +242,13 @@ Budgets replica_budgets(const Budgets& all, const ReplicaShare& share) {
 }
 
 // The dtype a run computes in: the checkpoint's own (its embedding's), else the plan's.
+// A GGUF file's block formats are sized as bfloat16 for now (an upper bound of their bytes).
 WeightDType checkpoint_weight_dtype(const ModuleTree& tree, WeightDType otherwise) {
   WeightDType stored = otherwise;
-  if (const ParamInfo* p = tree.find("model.embed_tokens.weight"); p && p->dtype) parse_weight_dtype(dtype_torch_name(*p->dtype), &stored);
+  if (const ParamInfo* p = tree.find("model.embed_tokens.weight"); p && p->dtype) {
+    if (dtype_is_block(*p->dtype)) stored = WeightDType::kBF16;
+    parse_weight_dtype(dtype_torch_name(*p->dtype), &stored);
+  }
   return stored;
 }
 
