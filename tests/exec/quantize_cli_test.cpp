@@ -144,10 +144,11 @@ TEST_F(QuantizeOnLoad, PerplexityStaysCloseToTheUnquantisedModel) {
   };
   // This random model is sensitive (|ΔNLL| ≈ 2 × the weights' relative RMS error; llama.cpp's
   // own q8_0 / q4_0 / q4_k_m files of a model made the same way move the NLL by 0.014 / 0.20 /
-  // 0.15 on average). Measured here (mean, max |ΔNLL| per token): q8_0 0.0094, 0.026; q4_0
-  // 0.23, 0.72; q4_k 0.13, 0.42. Bounds a little above.
+  // 0.15 on average). Measured here with activations quantised to 8 bits per block, as the
+  // kernels do (mean, max |ΔNLL| per token): q8_0 0.0137, 0.044; q4_0 0.23, 0.75; q4_k 0.12,
+  // 0.42. Bounds a little above.
   double q4_0_mean = 0;
-  for (const Case c : {Case{"q8_0", 0.015, 0.04}, Case{"q4_0", 0.3, 1.0}, Case{"q4_k", 0.17, 0.6}}) {
+  for (const Case c : {Case{"q8_0", 0.02, 0.06}, Case{"q4_0", 0.3, 1.0}, Case{"q4_k", 0.17, 0.6}}) {
     const Json nll = run_json(ppl + " --quantize " + c.type)["nll"];
     ASSERT_EQ(nll.size(), base.size()) << c.type;
     double sum = 0, worst = 0;
