@@ -1,16 +1,20 @@
 // Block-format weights (Q8_0, Q4_0, Q4_K, Q6_K) on the GPU: the GEMV for 1-8 tokens and the
 // cuBLAS path above that (weight rows dequantised to f16 in a scratch chunk, then GemmEx).
 //
-// GEMV: a block is 8 warps; `split` warps (1, 2, 4 or 8) share a row and take every split-th
-// tile of it (a tile: kTileBlocks whole blocks, about 2 KiB, a whole number of 16-byte vectors).
-// A warp copies its tile into shared memory with 16-byte streaming loads (ld.global.nc, no L1
-// allocation) — the blocks themselves are 34 / 18 / 144 / 210 bytes, so only a run of them is
-// 16-byte aligned — and issues the loads of its next tile before it computes this one. Each lane
-// then dequantises 8 consecutive weights at a time in registers (block_dequant.h: the index
-// math the CPU tests check) and multiplies them with f32 x (two float4 loads per token,
-// coalesced across the warp), f32 accumulation; a warp sum, then the split warps' partials meet
-// in shared memory. 16-byte loads need every w 16-byte aligned and the row bytes a multiple of
-// 16 (cols a multiple of 256 for Q8_0 / Q4_0; any Q4_K row); otherwise 2-byte loads (any cols).
+// GEMV: a block is 8 warps; a warp owns a group of kRows rows (Shape: 4, Q6_K 2, for up to 4
+// tokens), so each x load serves them all, and `split` warps (1, 2, 4 or 8) share a group, taking
+// every split-th tile of it (a tile: kTileBlocks whole blocks per row, a whole number of 16-byte
+// vectors). A warp copies its rows' tiles into shared memory with 16-byte streaming loads
+// (ld.global.nc, no L1 allocation) — the blocks themselves are 34 / 18 / 144 / 210 bytes, so only
+// a run of them is 16-byte aligned — and issues the loads of its next tiles before it computes
+// these. Each lane then takes 8 consecutive weights of each row as a * raw + b (affine8 in
+// block_dequant.h: the index math the CPU tests check; raw = 1 + u / 2^bits, the code placed in
+// 1.0's mantissa) and adds a * sum(raw x) + b * sum(x) per token (f32 x: two float4 loads per
+// token, coalesced across the warp; sum(x) shared by the rows), f32 accumulation; a warp sum, then
+// the split warps' partials meet in shared memory. The earlier shape (one row a warp, weights
+// dequantised by dequant8) stays as kStaged: PLEXUS_CUDA_BLOCK_GEMV=staged or
+// set_block_gemv_shape. 16-byte loads need every w 16-byte aligned and the row bytes a multiple
+// of 16 (cols a multiple of 256 for Q8_0 / Q4_0; any Q4_K row); otherwise 2-byte loads (any cols).
 #include <cublas_v2.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
