@@ -34,7 +34,7 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-// What the model's weights weigh, from the checkpoint's headers.
+// What the model's weights weigh, from the checkpoint's headers (with --quantize: as quantised).
 struct ModelFacts {
   std::int64_t params = 0;         // stored tensors (a tied lm_head once)
   std::int64_t linear_params = 0;  // the layers' matrices: what a prefill multiplies each token by
@@ -49,7 +49,11 @@ ModelFacts model_facts(const ModuleTree& tree) {
   const bool tied = tree.config().tie_word_embeddings;
   for (const ParamInfo& p : tree.params()) {
     if (p.tied_to) continue;
-    const double bytes = static_cast<double>(p.numel()) * static_cast<double>(dtype_size(p.dtype.value_or(DType::kBF16)));
+    const DType t = p.dtype.value_or(DType::kBF16);
+    // Block formats (--quantize's projections): whole rows of blocks.
+    const double bytes = dtype_is_block(t) && p.shape.size() == 2
+                             ? static_cast<double>(p.shape[0]) * static_cast<double>(dtype_row_bytes(t, p.shape[1]))
+                             : static_cast<double>(p.numel()) * static_cast<double>(dtype_size(t));
     f.params += p.numel();
     f.weight_bytes += bytes;
     if (p.name != "model.embed_tokens.weight" || tied) f.bytes_per_token += bytes;
@@ -147,7 +151,7 @@ int main_impl(int argc, char** argv) {
 
   Report report(args.has("--json") ? args.get("--json") : "");
   Json& j = report.j;
-  const ModuleTree tree = load_module_tree(model);
+  const ModuleTree tree = load_module_tree(model, quantize_type(cli::run_inputs_from(args).plan));  // as --quantize stores it
   const ModelFacts facts = model_facts(tree);
   const std::int64_t vocab = tree.config().vocab_size;
   const std::vector<std::int32_t> prompt = args.has("--ids") ? cli::ids_from_ids_option(args.get("--ids")) : default_prompt(16, vocab);

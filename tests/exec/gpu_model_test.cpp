@@ -118,10 +118,12 @@ TEST_F(GpuModel, GoldenCheckpointsMatchTheCpuEngine) {
 }
 
 // The GGUF files llama.cpp quantised (tests/data/gguf: Q8_0, Q4_0, and Q4_K_M — Q4_K with some
-// Q6_K tensors; llama's interleaved rope) on one GPU against the CPU engine on the same file.
-// The prompt's prefill multiplies through cuBLAS with x and the dequantised weights rounded to
-// f16 (the CPU: f32), so NLLs agree within 1e-2 per token and 2e-3 on average; greedy decoding
-// (the block GEMV, CUDA graphs) gives the CPU's tokens while its top-2 logit gap exceeds 0.05.
+// Q6_K tensors; llama's interleaved rope) on one GPU against the exact float64 NLLs of their
+// dequantised weights (cases.jsonl) and the CPU engine on the same file. The GPU multiplies f32
+// activations by the dequantised weights (prefill through cuBLAS with both rounded to f16), so
+// its NLLs stay within 1e-2 per token and 2e-3 on average of the exact ones; the CPU quantises
+// activations to 8 bits per block (about 0.012 mean), so greedy decoding (the block GEMV, CUDA
+// graphs) gives the CPU's tokens while the CPU's top-2 logit gap exceeds 0.25.
 TEST_F(GpuModel, QuantisedGgufFilesMatchTheCpuEngine) {
   const std::string dir = std::string(PLEXUS_SOURCE_DIR) + "/tests/data/gguf/";
   std::ifstream in(dir + "cases.jsonl");
@@ -139,16 +141,18 @@ TEST_F(GpuModel, QuantisedGgufFilesMatchTheCpuEngine) {
     const std::unique_ptr<ModelRun> run = gpu_run(path, one_gpu());
     ASSERT_NE(run->executor, nullptr);
     const PerplexityResult got = perplexity(*run->runner, ids);
+    const std::vector<double> exact = c["dequant_f64_nll"].get<std::vector<double>>();
     ASSERT_EQ(got.nll.size(), want.nll.size());
+    ASSERT_EQ(got.nll.size(), exact.size());
     double sum = 0, worst = 0;
-    for (std::size_t i = 0; i < want.nll.size(); ++i) {
-      const double d = std::fabs(got.nll[i] - want.nll[i]);
+    for (std::size_t i = 0; i < exact.size(); ++i) {
+      const double d = std::fabs(got.nll[i] - exact[i]);
       EXPECT_LE(d, 1e-2) << "token " << i;
       sum += d;
       worst = std::max(worst, d);
     }
     const double mean = sum / static_cast<double>(want.nll.size());
-    std::printf("%s on the GPU: mean |dNLL| %.2e, max %.2e against the CPU\n", c["file"].get<std::string>().c_str(), mean,
+    std::printf("%s on the GPU: mean |dNLL| %.2e, max %.2e against the exact float64 NLLs\n", c["file"].get<std::string>().c_str(), mean,
                 worst);
     EXPECT_LE(mean, 2e-3);
 
@@ -160,7 +164,7 @@ TEST_F(GpuModel, QuantisedGgufFilesMatchTheCpuEngine) {
     std::vector<std::int32_t> prefix(prompt.begin(), prompt.end());
     for (std::size_t i = 0; i < cg.ids.size() && i < gg.ids.size(); ++i) {
       if (cg.ids[i] != gg.ids[i]) {
-        EXPECT_LE(cpu_top2_gap(cpu, prefix), 0.05) << "greedy token " << i << ": cpu " << cg.ids[i] << ", gpu " << gg.ids[i];
+        EXPECT_LE(cpu_top2_gap(cpu, prefix), 0.25) << "greedy token " << i << ": cpu " << cg.ids[i] << ", gpu " << gg.ids[i];
         break;
       }
       prefix.push_back(cg.ids[i]);

@@ -1,5 +1,6 @@
 // The CUDA block kernels' index math (kernels/block_dequant.h, compiled here for the host)
-// against quantize.cpp's dequantize_row: every 8-weight group of several blocks of each format.
+// against quantize.cpp's dequantize_row: every 8-weight group of several blocks of each format,
+// as dequant8 gives it and as affine8's a * raw + b.
 #include "kernels/block_dequant.h"
 
 #include <gtest/gtest.h>
@@ -31,6 +32,16 @@ void expect_matches_dequantize_row(DType t, std::int64_t cols) {
         // One rounding apart at most (the CPU may fuse d·q − m into one FMA).
         ASSERT_NEAR(got[k], w, 1e-6 * std::fabs(w) + 1e-9) << dtype_name(t) << " row " << r << " weight " << e + k;
         nonzero += w != 0.0f;
+      }
+      // The GEMV's affine form: a * raw + b, raw in [1, 2).
+      float raw[8], a = 0, b = 0;
+      F::affine8(bytes.data() + r * row_bytes, e, raw, &a, &b);
+      for (int k = 0; k < 8; ++k) {
+        const float w = want[static_cast<std::size_t>(r * cols + e + k)];
+        ASSERT_TRUE(raw[k] >= 1.0f && raw[k] < 2.0f) << dtype_name(t) << " raw " << raw[k];
+        const double got_affine = static_cast<double>(a) * raw[k] + b;
+        ASSERT_NEAR(got_affine, w, 1e-6 * (std::fabs(a) + std::fabs(b)) + 1e-9)
+            << dtype_name(t) << " affine8 row " << r << " weight " << e + k << " a " << a << " b " << b;
       }
     }
   }

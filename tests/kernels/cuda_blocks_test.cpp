@@ -1,8 +1,9 @@
 // Block-format weights (Q8_0, Q4_0, Q4_K, Q6_K) on the GPU against the CPU oracle
 // (dequantize_row, then a double dot): the GEMV (1-8 tokens) and the dequantised-f16 cuBLAS path
-// of every format over rows 1, 3, 17, 300, cols 256 and 4352, tokens 1, 2, 3, 7, 64; several
-// targets sharing x; the 2-byte-load fallbacks (a weight 2 bytes off 16-byte alignment, rows
-// whose bytes are no multiple of 16, x rows not 16-byte aligned); the embedding gather.
+// of every format over rows 1, 3, 17, 300, cols 256 and 4352, tokens 1, 2, 3, 4, 7, 64 (the
+// GEMV in both its shapes); several targets sharing x; the 2-byte-load fallbacks (a weight 2
+// bytes off 16-byte alignment, rows whose bytes are no multiple of 16, x rows not 16-byte
+// aligned); the embedding gather.
 // Outputs are poisoned (NaN) first. Skipped, with the reason, where no GPU is present.
 #include <cublas_v2.h>
 #include <gtest/gtest.h>
@@ -109,11 +110,25 @@ class CudaBlocks : public ::testing::Test {
   std::mt19937 rng_{4321};
 };
 
+// Both GEMV shapes (several rows a warp; the staged one row a warp), restored after.
+template <typename Fn>
+void for_each_gemv_shape(Fn fn) {
+  const BlockGemvShape before = block_gemv_shape();
+  for (const BlockGemvShape shape : {BlockGemvShape::kRows, BlockGemvShape::kStaged}) {
+    set_block_gemv_shape(shape);
+    SCOPED_TRACE(shape == BlockGemvShape::kRows ? "rows shape" : "staged shape");
+    fn();
+  }
+  set_block_gemv_shape(before);
+}
+
 TEST_F(CudaBlocks, GemvOfEveryFormatMatchesTheDequantizedProduct) {
-  for (DType t : kBlockTypes)
-    for (std::int64_t rows : {1, 3, 17, 300})
-      for (std::int64_t cols : {256, 4352})
-        for (std::int64_t n : {1, 2, 3, 7}) check(t, {rows}, cols, n, false);
+  for_each_gemv_shape([&] {
+    for (DType t : kBlockTypes)
+      for (std::int64_t rows : {1, 3, 17, 300})
+        for (std::int64_t cols : {256, 4352})
+          for (std::int64_t n : {1, 2, 3, 4, 7}) check(t, {rows}, cols, n, false);
+  });
 }
 
 TEST_F(CudaBlocks, CublasPathOfEveryFormatMatchesTheDequantizedProduct) {
@@ -125,10 +140,11 @@ TEST_F(CudaBlocks, CublasPathOfEveryFormatMatchesTheDequantizedProduct) {
 
 // q/k/v-like targets in one launch (the GEMV) and one call (cuBLAS).
 TEST_F(CudaBlocks, SeveralTargetsShareX) {
-  for (DType t : kBlockTypes) {
-    check(t, {300, 17, 3}, 512, 2, false);
-    check(t, {300, 17, 3}, 512, 9, true);
-  }
+  for_each_gemv_shape([&] {
+    for (DType t : kBlockTypes)
+      for (std::int64_t n : {1, 2, 8}) check(t, {300, 17, 3}, 512, n, false);
+  });
+  for (DType t : kBlockTypes) check(t, {300, 17, 3}, 512, 9, true);
 }
 
 // The 2-byte-load fallbacks: weights 2 bytes past 16-byte alignment, rows whose bytes are no

@@ -110,14 +110,24 @@ TEST_F(CudaPerf, BlockGemvBandwidthAgainstACopy) {
       PLEXUS_TEST_CUDA(cudaMemset(w.get(), 0x3c, w.size()));  // f16 scales 0x3c3c: 1.06
       const MatmulTarget target{w.get(), s.rows, y.get(), s.rows};
       const double bytes = static_cast<double>(bytes_i);
-      for (std::int64_t n : {1, 2, 3}) {
-        const double sec = seconds(20, [&] { launch_gemv(t, &target, 1, s.cols, x.get(), n, s.cols, stream_); });
-        const double gbps = bytes / sec * 1e-9;
-        std::printf("BLOCK-GEMV %-5s %lldx%lld n=%lld: %8.1f us %6.0f GB/s %5.2f of the copy\n",
-                    std::string(dtype_name(t)).c_str(), static_cast<long long>(s.rows), static_cast<long long>(s.cols),
-                    static_cast<long long>(n), sec * 1e6, gbps, gbps / copy);
-        EXPECT_GT(gbps, 0);
+      // Block formats: the default shape (several rows a warp) and the earlier staged one.
+      const std::vector<BlockGemvShape> shapes =
+          dtype_is_block(t) ? std::vector<BlockGemvShape>{BlockGemvShape::kRows, BlockGemvShape::kStaged}
+                            : std::vector<BlockGemvShape>{BlockGemvShape::kRows};
+      const BlockGemvShape before = block_gemv_shape();
+      for (const BlockGemvShape shape : shapes) {
+        set_block_gemv_shape(shape);
+        const char* label = !dtype_is_block(t) ? "" : shape == BlockGemvShape::kRows ? " rows" : " staged";
+        for (std::int64_t n : {1, 2, 3}) {
+          const double sec = seconds(20, [&] { launch_gemv(t, &target, 1, s.cols, x.get(), n, s.cols, stream_); });
+          const double gbps = bytes / sec * 1e-9;
+          std::printf("BLOCK-GEMV %-5s%-7s %lldx%lld n=%lld: %8.1f us %6.0f GB/s %5.2f of the copy\n",
+                      std::string(dtype_name(t)).c_str(), label, static_cast<long long>(s.rows),
+                      static_cast<long long>(s.cols), static_cast<long long>(n), sec * 1e6, gbps, gbps / copy);
+          EXPECT_GT(gbps, 0);
+        }
       }
+      set_block_gemv_shape(before);
       const std::int64_t n = 512;
       const double sec = seconds(5, [&] {
         if (dtype_is_block(t)) {

@@ -1,22 +1,28 @@
 // Block-format weights (Q8_0, Q4_0, Q4_K, Q6_K) on the GPU: the GEMV for 1-8 tokens and the
 // cuBLAS path above that (weight rows dequantised to f16 in a scratch chunk, then GemmEx).
 //
-// GEMV: a block is 8 warps; `split` warps (1, 2, 4 or 8) share a row and take every split-th
-// tile of it (a tile: kTileBlocks whole blocks, about 2 KiB, a whole number of 16-byte vectors).
-// A warp copies its tile into shared memory with 16-byte streaming loads (ld.global.nc, no L1
-// allocation) — the blocks themselves are 34 / 18 / 144 / 210 bytes, so only a run of them is
-// 16-byte aligned — and issues the loads of its next tile before it computes this one. Each lane
-// then dequantises 8 consecutive weights at a time in registers (block_dequant.h: the index
-// math the CPU tests check) and multiplies them with f32 x (two float4 loads per token,
-// coalesced across the warp), f32 accumulation; a warp sum, then the split warps' partials meet
-// in shared memory. 16-byte loads need every w 16-byte aligned and the row bytes a multiple of
-// 16 (cols a multiple of 256 for Q8_0 / Q4_0; any Q4_K row); otherwise 2-byte loads (any cols).
+// GEMV: a block is 8 warps; a warp owns a group of kRows rows (Shape: 4, Q6_K 2, for up to 4
+// tokens), so each x load serves them all, and `split` warps (1, 2, 4 or 8) share a group, taking
+// every split-th tile of it (a tile: kTileBlocks whole blocks per row, a whole number of 16-byte
+// vectors). A warp copies its rows' tiles into shared memory with 16-byte streaming loads
+// (ld.global.nc, no L1 allocation) — the blocks themselves are 34 / 18 / 144 / 210 bytes, so only
+// a run of them is 16-byte aligned — and issues the loads of its next tiles before it computes
+// these. Each lane then takes 8 consecutive weights of each row as a * raw + b (affine8 in
+// block_dequant.h: the index math the CPU tests check; raw = 1 + u / 2^bits, the code placed in
+// 1.0's mantissa) and adds a * sum(raw x) + b * sum(x) per token (f32 x: two float4 loads per
+// token, coalesced across the warp; sum(x) shared by the rows), f32 accumulation; a warp sum, then
+// the split warps' partials meet in shared memory. The earlier shape (one row a warp, weights
+// dequantised by dequant8) stays as kStaged: PLEXUS_CUDA_BLOCK_GEMV=staged or
+// set_block_gemv_shape. 16-byte loads need every w 16-byte aligned and the row bytes a multiple
+// of 16 (cols a multiple of 256 for Q8_0 / Q4_0; any Q4_K row); otherwise 2-byte loads (any cols).
 #include <cublas_v2.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 
 #include "core/error.h"
@@ -34,6 +40,10 @@ constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / 32;
 constexpr int kMaxTargets = 4;
 
+std::atomic<int> g_shape{-1};  // BlockGemvShape, -1: not read from the environment yet
+
+bool block_gemv_staged() { return block_gemv_shape() == BlockGemvShape::kStaged; }
+
 struct BlockGemvArgs {
   const std::uint8_t* w[kMaxTargets];  // (rows_i, row_bytes)
   float* y[kMaxTargets];               // (n, ldy_i)
@@ -42,12 +52,21 @@ struct BlockGemvArgs {
   int count;
 };
 
-template <typename F>
-struct Tile {
-  static constexpr int kBytes = F::kTileBlocks * F::kBytes;
+// The GEMV's shape per format and token count: kRows rows a warp (x is read once for all of them
+// from L1 — with one row a warp, the x reads, 4 bytes per weight per token, cost the L1 more than
+// the weights themselves), tiles of kTileBlocks blocks per row (a whole number of 16-byte vectors;
+// the kRows tiles of a warp share its shared-memory slot, at most 48 KiB a block in all).
+// kStaged is the earlier shape (one row a warp, about 2 KiB tiles): PLEXUS_CUDA_BLOCK_GEMV=staged.
+template <typename F, int kNT, bool kStaged>
+struct Shape {
+  static constexpr bool kSixBit = F::kBytes == blocks::Q6_K::kBytes;  // 1680-byte tiles at the least
+  static constexpr int kRows = kStaged ? 1 : kSixBit ? (kNT <= 4 ? 2 : 1) : (kNT <= 4 ? 4 : 2);
+  static constexpr int kTileBlocks = (kStaged || kSixBit) ? F::kTileBlocks : F::kTileBlocks / 2;
+  static constexpr int kBytes = kTileBlocks * F::kBytes;
   static constexpr int kVecs = kBytes / 16;
-  static constexpr int kLoads = (kVecs + 31) / 32;  // 16-byte loads per lane
-  static constexpr int kElems = F::kTileBlocks * F::kElems;
+  static constexpr int kLoads = (kVecs + 31) / 32;  // 16-byte loads per lane per row
+  static constexpr int kElems = kTileBlocks * F::kElems;
+  static_assert(kBytes % 16 == 0 && kWarps * kRows * kBytes <= 48 * 1024);
 };
 
 __device__ __forceinline__ uint4 ld_stream16(const void* p) {
@@ -58,46 +77,57 @@ __device__ __forceinline__ uint4 ld_stream16(const void* p) {
   return v;
 }
 
-template <typename F, int kNT, bool kVec, bool kXVec>
+template <typename F, int kNT, bool kStaged, bool kVec, bool kXVec>
 __global__ void __launch_bounds__(kThreads)
 block_gemv_kernel(BlockGemvArgs a, const float* __restrict__ x,  // (n, ldx)
                   int n, std::int64_t ldx, std::int64_t cols, std::int64_t row_bytes, int split) {
-  using T = Tile<F>;
-  __shared__ __align__(16) std::uint8_t tiles[kWarps][T::kBytes];
-  __shared__ float red[kWarps][kNT];
+  using T = Shape<F, kNT, kStaged>;
+  constexpr int kR = T::kRows;
+  __shared__ __align__(16) std::uint8_t tiles[kWarps][kR][T::kBytes];
+  __shared__ float red[kWarps][kR][kNT];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const std::int64_t item = static_cast<std::int64_t>(blockIdx.x) * kWarps + warp;
-  const std::int64_t row = item / split;
+  const std::int64_t group = item / split;  // rows group * kR + i, i < kR
   const int part = static_cast<int>(item % split);
   const std::int64_t total_rows = a.row_end[a.count - 1];
-  const std::int64_t r = min(row, total_rows - 1);  // rows past the end compute the last row, discarded
-  int p = 0;
-  while (p + 1 < a.count && r >= a.row_end[p]) ++p;
-  const std::int64_t local = r - (p == 0 ? 0 : a.row_end[p - 1]);
-  const std::uint8_t* wrow = a.w[p] + local * row_bytes;  // (row_bytes)
+  const std::uint8_t* wrow[kR];  // (row_bytes) each
+  int target[kR];
+  std::int64_t local[kR];
+#pragma unroll
+  for (int i = 0; i < kR; ++i) {
+    const std::int64_t r = min(group * kR + i, total_rows - 1);  // rows past the end compute the last row, discarded
+    int p = 0;
+    while (p + 1 < a.count && r >= a.row_end[p]) ++p;
+    target[i] = p;
+    local[i] = r - (p == 0 ? 0 : a.row_end[p - 1]);
+    wrow[i] = a.w[p] + local[i] * row_bytes;
+  }
   const std::int64_t nb = cols / F::kElems;
-  const std::int64_t ntiles = (nb + F::kTileBlocks - 1) / F::kTileBlocks;
-  std::uint8_t* sm = tiles[warp];
+  const std::int64_t ntiles = (nb + T::kTileBlocks - 1) / T::kTileBlocks;
 
   // Token t's x row starts xoff[t] floats into x (32 bits: the host checks n * ldx < 2^31).
   int xoff[kNT];
-  float acc[kNT];
+  float acc[kR][kNT];
 #pragma unroll
   for (int t = 0; t < kNT; ++t) {
     xoff[t] = (t < n ? t : n - 1) * static_cast<int>(ldx);
-    acc[t] = 0.0f;
+#pragma unroll
+    for (int i = 0; i < kR; ++i) acc[i][t] = 0.0f;
   }
   auto tile_bytes = [&](std::int64_t t) {
-    return static_cast<int>(min(static_cast<std::int64_t>(F::kTileBlocks), nb - t * F::kTileBlocks)) * F::kBytes;
+    return static_cast<int>(min(static_cast<std::int64_t>(T::kTileBlocks), nb - t * T::kTileBlocks)) * F::kBytes;
   };
-  uint4 v[T::kLoads];
-  auto fetch = [&](std::int64_t t) {  // tile t's 16-byte vectors into v
-    const std::uint8_t* g = wrow + t * T::kBytes;
+  uint4 v[kR][T::kLoads];
+  auto fetch = [&](std::int64_t t) {  // tile t's 16-byte vectors of each row into v
     const int nv = tile_bytes(t) / 16;
 #pragma unroll
-    for (int j = 0; j < T::kLoads; ++j) {
-      const int idx = lane + 32 * j;
-      if (idx < nv) v[j] = ld_stream16(g + 16 * idx);
+    for (int i = 0; i < kR; ++i) {
+      const std::uint8_t* g = wrow[i] + t * T::kBytes;
+#pragma unroll
+      for (int j = 0; j < T::kLoads; ++j) {
+        const int idx = lane + 32 * j;
+        if (idx < nv) v[i][j] = ld_stream16(g + 16 * idx);
+      }
     }
   };
 
@@ -108,23 +138,38 @@ block_gemv_kernel(BlockGemvArgs a, const float* __restrict__ x,  // (n, ldx)
   for (; t < ntiles; t += split) {
     const int tb = tile_bytes(t);
     __syncwarp();  // the previous tile is read
-    if constexpr (kVec) {
 #pragma unroll
-      for (int j = 0; j < T::kLoads; ++j) {
-        const int idx = lane + 32 * j;
-        if (idx < tb / 16) reinterpret_cast<uint4*>(sm)[idx] = v[j];
+    for (int i = 0; i < kR; ++i) {
+      std::uint8_t* sm = tiles[warp][i];
+      if constexpr (kVec) {
+#pragma unroll
+        for (int j = 0; j < T::kLoads; ++j) {
+          const int idx = lane + 32 * j;
+          if (idx < tb / 16) reinterpret_cast<uint4*>(sm)[idx] = v[i][j];
+        }
+      } else {
+        const std::uint16_t* g = reinterpret_cast<const std::uint16_t*>(wrow[i] + t * T::kBytes);
+        for (int idx = lane; idx < tb / 2; idx += 32) reinterpret_cast<std::uint16_t*>(sm)[idx] = __ldg(g + idx);
       }
+    }
+    if constexpr (kVec) {
       if (t + split < ntiles) fetch(t + split);  // in flight while this tile is computed
-    } else {
-      const std::uint16_t* g = reinterpret_cast<const std::uint16_t*>(wrow + t * T::kBytes);
-      for (int idx = lane; idx < tb / 2; idx += 32) reinterpret_cast<std::uint16_t*>(sm)[idx] = __ldg(g + idx);
     }
     __syncwarp();
     const int elems = tb / F::kBytes * F::kElems;
     const std::int64_t c0 = t * T::kElems;
     for (int e = 8 * lane; e < elems; e += 256) {
-      float wv[8];
-      F::dequant8(sm, e, wv);
+      // Staged: weights dequantised (dequant8). Rows: each row's 8 weights as a * raw + b
+      // (affine8), so a token adds a * sum(raw x) + b * sum(x), sum(x) shared by the rows.
+      float wv[kR][8], wa[kR], wb[kR];
+#pragma unroll
+      for (int i = 0; i < kR; ++i) {
+        if constexpr (kStaged) {
+          F::dequant8(tiles[warp][i], e, wv[i]);
+        } else {
+          F::affine8(tiles[warp][i], e, wv[i], &wa[i], &wb[i]);
+        }
+      }
 #pragma unroll
       for (int tt = 0; tt < kNT; ++tt) {
         const float* xp = x + xoff[tt] + (c0 + e);
@@ -144,48 +189,83 @@ block_gemv_kernel(BlockGemvArgs a, const float* __restrict__ x,  // (n, ldx)
 #pragma unroll
           for (int k = 0; k < 8; ++k) xv[k] = __ldg(xp + k);
         }
+        if constexpr (kStaged) {
 #pragma unroll
-        for (int k = 0; k < 8; ++k) acc[tt] = fmaf(wv[k], xv[k], acc[tt]);
+          for (int i = 0; i < kR; ++i) {
+#pragma unroll
+            for (int k = 0; k < 8; ++k) acc[i][tt] = fmaf(wv[i][k], xv[k], acc[i][tt]);
+          }
+        } else {
+          const float sx = ((xv[0] + xv[1]) + (xv[2] + xv[3])) + ((xv[4] + xv[5]) + (xv[6] + xv[7]));
+#pragma unroll
+          for (int i = 0; i < kR; ++i) {
+            float sr = 0.0f;
+#pragma unroll
+            for (int k = 0; k < 8; ++k) sr = fmaf(wv[i][k], xv[k], sr);
+            acc[i][tt] = fmaf(wa[i], sr, fmaf(wb[i], sx, acc[i][tt]));
+          }
+        }
       }
     }
   }
 
 #pragma unroll
-  for (int tt = 0; tt < kNT; ++tt) {
-    const float s = warp_sum(acc[tt]);
-    if (lane == 0) red[warp][tt] = s;
+  for (int i = 0; i < kR; ++i) {
+#pragma unroll
+    for (int tt = 0; tt < kNT; ++tt) {
+      const float s = warp_sum(acc[i][tt]);
+      if (lane == 0) red[warp][i][tt] = s;
+    }
   }
   __syncthreads();
-  // The row's first warp: lane tt writes token tt (the warps of a row share this block: split divides 8).
-  if (part == 0 && row < total_rows && lane < n) {
-    float s = 0.0f;
-    for (int k = 0; k < split; ++k) s += red[warp + k][lane];
-    a.y[p][lane * a.ldy[p] + local] = s;
+  // The group's first warp: lane tt writes token tt of each row (the warps of a group share this
+  // block: split divides 8).
+  if (part == 0 && lane < n) {
+#pragma unroll
+    for (int i = 0; i < kR; ++i) {
+      if (group * kR + i >= total_rows) break;
+      float s = 0.0f;
+      for (int k = 0; k < split; ++k) s += red[warp + k][i][lane];
+      a.y[target[i]][lane * a.ldy[target[i]] + local[i]] = s;
+    }
+  }
+}
+
+template <typename F, int kNT, bool kStaged>
+void launch_shaped(const BlockGemvArgs& a, bool vec, bool xvec, const float* x, int n, std::int64_t ldx,
+                   std::int64_t cols, std::int64_t row_bytes, cudaStream_t stream) {
+  using T = Shape<F, kNT, kStaged>;
+  const std::int64_t rows = a.row_end[a.count - 1];
+  const std::int64_t groups = (rows + T::kRows - 1) / T::kRows;
+  const std::int64_t tiles = (cols / F::kElems + T::kTileBlocks - 1) / T::kTileBlocks;
+  int dev = 0, sms = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
+      sms <= 0) {
+    sms = 132;
+  }
+  // Split row groups between warps while the groups alone give under 32 warps per SM.
+  int split = 1;
+  while (split < kWarps && 2 * split <= tiles && groups * split < std::int64_t{sms} * 32) split *= 2;
+  const dim3 grid(static_cast<unsigned>((groups * split + kWarps - 1) / kWarps));
+  if (kStaged || (vec && xvec)) {  // the staged shape: its common case only (launch_typed), fewer kernels
+    block_gemv_kernel<F, kNT, kStaged, true, true><<<grid, kThreads, 0, stream>>>(a, x, n, ldx, cols, row_bytes, split);
+  } else if constexpr (kStaged) {
+  } else if (vec) {
+    block_gemv_kernel<F, kNT, kStaged, true, false><<<grid, kThreads, 0, stream>>>(a, x, n, ldx, cols, row_bytes, split);
+  } else if (xvec) {
+    block_gemv_kernel<F, kNT, kStaged, false, true><<<grid, kThreads, 0, stream>>>(a, x, n, ldx, cols, row_bytes, split);
+  } else {
+    block_gemv_kernel<F, kNT, kStaged, false, false><<<grid, kThreads, 0, stream>>>(a, x, n, ldx, cols, row_bytes, split);
   }
 }
 
 template <typename F, int kNT>
 void launch_typed(const BlockGemvArgs& a, bool vec, bool xvec, const float* x, int n, std::int64_t ldx,
                   std::int64_t cols, std::int64_t row_bytes, cudaStream_t stream) {
-  const std::int64_t rows = a.row_end[a.count - 1];
-  const std::int64_t tiles = (cols / F::kElems + F::kTileBlocks - 1) / F::kTileBlocks;
-  int dev = 0, sms = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
-      sms <= 0) {
-    sms = 132;
-  }
-  // Split rows between warps while the rows alone give under 32 warps per SM.
-  int split = 1;
-  while (split < kWarps && 2 * split <= tiles && rows * split < std::int64_t{sms} * 32) split *= 2;
-  const dim3 grid(static_cast<unsigned>((rows * split + kWarps - 1) / kWarps));
-  if (vec && xvec) {
-    block_gemv_kernel<F, kNT, true, true><<<grid, kThreads, 0, stream>>>(a, x, n, ldx, cols, row_bytes, split);
-  } else if (vec) {
-    block_gemv_kernel<F, kNT, true, false><<<grid, kThreads, 0, stream>>>(a, x, n, ldx, cols, row_bytes, split);
-  } else if (xvec) {
-    block_gemv_kernel<F, kNT, false, true><<<grid, kThreads, 0, stream>>>(a, x, n, ldx, cols, row_bytes, split);
+  if (block_gemv_staged() && vec && xvec) {  // the staged shape's common case only (fewer kernels)
+    launch_shaped<F, kNT, true>(a, vec, xvec, x, n, ldx, cols, row_bytes, stream);
   } else {
-    block_gemv_kernel<F, kNT, false, false><<<grid, kThreads, 0, stream>>>(a, x, n, ldx, cols, row_bytes, split);
+    launch_shaped<F, kNT, false>(a, vec, xvec, x, n, ldx, cols, row_bytes, stream);
   }
 }
 
@@ -196,6 +276,8 @@ void launch_tokens(const BlockGemvArgs& a, bool vec, bool xvec, const float* x, 
     launch_typed<F, 1>(a, vec, xvec, x, n, ldx, cols, row_bytes, stream);
   } else if (n <= 2) {
     launch_typed<F, 2>(a, vec, xvec, x, n, ldx, cols, row_bytes, stream);
+  } else if (n <= 3) {
+    launch_typed<F, 3>(a, vec, xvec, x, n, ldx, cols, row_bytes, stream);
   } else if (n <= 4) {
     launch_typed<F, 4>(a, vec, xvec, x, n, ldx, cols, row_bytes, stream);
   } else {
@@ -232,6 +314,18 @@ void launch_dequant(const void* w, std::int64_t row_bytes, std::int64_t cols, st
 std::string shape_text(std::int64_t rows, std::int64_t cols) { return std::to_string(rows) + "x" + std::to_string(cols); }
 
 }  // namespace
+
+BlockGemvShape block_gemv_shape() {
+  int v = g_shape.load(std::memory_order_relaxed);
+  if (v < 0) {
+    const char* e = std::getenv("PLEXUS_CUDA_BLOCK_GEMV");
+    v = static_cast<int>(e != nullptr && std::string(e) == "staged" ? BlockGemvShape::kStaged : BlockGemvShape::kRows);
+    g_shape.store(v, std::memory_order_relaxed);
+  }
+  return static_cast<BlockGemvShape>(v);
+}
+
+void set_block_gemv_shape(BlockGemvShape shape) { g_shape.store(static_cast<int>(shape), std::memory_order_relaxed); }
 
 void launch_block_gemv(DType dtype, const MatmulTarget* targets, int count, std::int64_t cols, const float* x,
                        std::int64_t n, std::int64_t ldx, cudaStream_t stream) {

@@ -56,6 +56,13 @@ void gemm_cublas(cublasContext* handle, DType dtype, const MatmulTarget* targets
 void launch_block_gemv(DType dtype, const MatmulTarget* targets, int count, std::int64_t cols, const float* x,
                        std::int64_t n, std::int64_t ldx, cudaStream_t stream);
 
+// The block GEMV's shape: kRows (several rows a warp, each x load shared by them: the default) or
+// kStaged (the earlier one row a warp; PLEXUS_CUDA_BLOCK_GEMV=staged sets it at start-up). For
+// tests and benchmarks that compare the two.
+enum class BlockGemvShape { kRows, kStaged };
+void set_block_gemv_shape(BlockGemvShape shape);
+BlockGemvShape block_gemv_shape();
+
 // out (rows, cols) f16 = the block-format rows w (rows, cols) dequantised (out 16-byte aligned).
 void launch_dequantize_f16(DType dtype, const void* w, std::int64_t rows, std::int64_t cols, void* out,
                            cudaStream_t stream);
