@@ -26,7 +26,7 @@ namespace {
 constexpr int kMaxBadLinesShown = 20;
 
 void declare(Args& args) {
-  args.positional("MODEL", "model directory (config.json + safetensors [+ tokenizer.json])")
+  args.positional("MODEL", "model directory (config.json + safetensors [+ tokenizer.json]) or a .gguf file")
       .option("--input", "FILE", "requests, one JSON object per line: {\"id\", \"prompt\" | \"ids\", \"max_tokens\"?, \"temperature\"?, \"seed\"?}")
       .option("--output", "FILE", "results, one JSON line per request (appended durably; an existing file is resumed)")
       .option("--replicas", "N", "model replicas in this process, each on its own thread share and device group", "1")

@@ -12,7 +12,7 @@ namespace plexus::cli {
 int cmd_estimate(int argc, char** argv) {
   Args args("estimate", "Memory a model needs, from config.json (or safetensors headers) alone: per dtype the total "
                         "size, the largest layer, Adam training memory; KV cache per token and per context × batch.");
-  args.positional("MODEL", "model directory (config.json [+ safetensors]) or a config.json file");
+  args.positional("MODEL", "model directory (config.json [+ safetensors]), a config.json file or a .gguf file");
   args.flag("--json", "print the estimate as JSON");
   if (!args.parse(argc, argv)) return 0;
   const ModuleTree tree = load_module_tree(args.get("MODEL"));

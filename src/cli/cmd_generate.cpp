@@ -93,7 +93,7 @@ int cmd_generate(int argc, char** argv) {
             "Continue a prompt with a model. Greedy by default; --temperature switches to sampling\n"
             "(temperature, then top-k, then top-p, seeded by --seed). Text is printed as it is\n"
             "generated, timings go to stderr; --json prints one JSON object at the end instead.");
-  args.positional("MODEL", "model directory (config.json + safetensors [+ tokenizer.json])")
+  args.positional("MODEL", "model directory (config.json + safetensors [+ tokenizer.json]) or a .gguf file")
       .option("--prompt", "TEXT", "prompt text (needs the model's tokenizer.json)")
       .option("--ids", "LIST", "prompt as comma-separated token ids, e.g. 1,2,3")
       .flag("--json", "print {ids, text, prefill_tokens_per_s, decode_tokens_per_s, ttft_ms, ...}");

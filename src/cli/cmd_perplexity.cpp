@@ -15,7 +15,7 @@ int cmd_perplexity(int argc, char** argv) {
   Args args("perplexity",
             "Score a text: the natural-log negative log-likelihood of every token given the ones before\n"
             "it, and the perplexity exp(mean NLL). Text is tokenized with special tokens added.");
-  args.positional("MODEL", "model directory")
+  args.positional("MODEL", "model directory or .gguf file")
       .option("--ids", "LIST", "token ids, e.g. 1,2,3")
       .option("--text", "TEXT", "text (needs the model's tokenizer.json)")
       .option("--file", "PATH", "read the text from a file")

@@ -21,7 +21,7 @@ namespace plexus::cli {
 int cmd_plan(int argc, char** argv) {
   Args args("plan", "Place a model's weights on devices without loading them: a device map (module prefix -> "
                     "0, 1, …, \"cpu\", \"disk\") and a per-device table of layers, weights, KV cache and budget.");
-  args.positional("MODEL", "model directory (config.json [+ safetensors]) or a config.json file");
+  args.positional("MODEL", "model directory (config.json [+ safetensors]), a config.json file or a .gguf file");
   add_plan_options(args);
   add_engine_options(args);  // --threads and --batch-tokens size the run buffers as the run will
   args.option("--gpu", "NAME", "predict the accelerators as this GPU (a100-40gb, a100-80gb, h100-sxm, h100-pcie, h200, "

@@ -45,14 +45,19 @@ class GgufFile {
   // key/value and tensor record inside the file, known value types, tensor types known with
   // their data inside the data section, aligned and not overlapping. InputError otherwise.
   explicit GgufFile(const std::string& path);
+  // The same checks on bytes in memory (tests, fuzzing); NAME stands for the path in messages.
+  GgufFile(const std::string& name, std::vector<std::uint8_t> bytes);
+  GgufFile(GgufFile&&) noexcept = default;
+  GgufFile& operator=(GgufFile&&) noexcept = default;
 
-  const std::string& path() const { return file_.path(); }
+  const std::string& path() const { return path_; }
+  std::size_t size() const { return size_; }       // bytes of the whole file
   std::uint32_t version() const { return version_; }
   const std::map<std::string, GgufValue>& metadata() const { return kv_; }
   const GgufValue* find(const std::string& key) const;  // null when absent
   const std::vector<GgufTensor>& tensors() const { return tensors_; }
   const GgufTensor* find_tensor(const std::string& name) const;  // null when absent
-  const void* data(const GgufTensor& t) const { return file_.data() + data_start_ + t.offset; }
+  const void* data(const GgufTensor& t) const { return base_ + data_start_ + t.offset; }
   std::uint64_t data_start() const { return data_start_; }
   // Maps the whole file in now (MappedFile::prefault); returns whether it did.
   bool prefault() const { return file_.prefault(); }
@@ -65,12 +70,19 @@ class GgufFile {
   // The same, InputError naming the file and key when absent.
   std::int64_t require_int(const std::string& key) const;
   std::string require_string(const std::string& key) const;
+  // Length of an array value (null when absent; InputError when not an array).
+  std::optional<std::size_t> array_length(const std::string& key) const;
 
   // Whether PATH is a file that starts with the GGUF magic.
   static bool is_gguf(const std::string& path);
 
  private:
+  void parse();
+  std::string path_;
   MappedFile file_;
+  std::vector<std::uint8_t> owned_;  // in-memory files only
+  const std::uint8_t* base_ = nullptr;
+  std::size_t size_ = 0;
   std::uint32_t version_ = 0;
   std::uint64_t data_start_ = 0;
   std::map<std::string, GgufValue> kv_;
@@ -81,5 +93,9 @@ class GgufFile {
 // The ggml type code of a DType (F32 0, F16 1, Q4_0 2, Q8_0 8, Q4_K 12, Q6_K 14, BF16 30), and back.
 std::uint32_t ggml_type_of(DType t);
 bool dtype_of_ggml_type(std::uint32_t ggml_type, DType* out);
+// "F32", "Q4_K", "IQ2_XXS" ... for the ggml types the reader knows; "type N" otherwise.
+std::string ggml_type_name(std::uint32_t ggml_type);
+// The chat template stored in the file (`tokenizer.chat_template`), when there is one.
+std::optional<std::string> gguf_chat_template(const GgufFile& file);
 
 }  // namespace plexus

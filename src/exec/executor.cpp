@@ -107,7 +107,7 @@ Executor::Executor(const std::string& model_dir, const DeviceMap& map, DeviceReg
   // The whole model computed on the host from the mapped files: map every page in now (when the
   // files fit in memory), so the load pays the page faults and the first forward pass does not.
   if (direct_) {
-    for (const auto& f : checkpoint_.files()) f->prefault();
+    checkpoint_.prefault();
   }
   // The run buffers, sized by the planner's function for the weights as stored.
   WeightDType stored = WeightDType::kF32;

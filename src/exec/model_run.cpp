@@ -210,7 +210,7 @@ PlanOptions plan_options_from(const PlanInputs& in, const ModelConfig& config) {
 ModuleTree load_module_tree(const std::string& model) {
   namespace fs = std::filesystem;
   const ModelConfig config = load_model_config(model);
-  if (fs::is_directory(model) && Checkpoint::exists_in(model)) {
+  if (Checkpoint::exists_in(model)) {  // a model directory with weights, or a GGUF file
     const Checkpoint checkpoint(model);
     return ModuleTree::from_checkpoint(config, checkpoint);
   }

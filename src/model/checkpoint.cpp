@@ -1,4 +1,4 @@
-// Single-file and sharded safetensors checkpoints.
+// Single-file and sharded safetensors checkpoints, and GGUF files.
 #include "model/checkpoint.h"
 
 #include <set>
@@ -7,15 +7,35 @@
 #include "core/json.h"
 #include "core/mmap_file.h"
 #include "model/config.h"
+#include "model/gguf_model.h"
 
 namespace plexus {
 
 bool Checkpoint::exists_in(const std::string& dir) {
+  if (is_gguf_model_path(dir)) return true;
   return file_exists(dir + "/model.safetensors") || file_exists(dir + "/model.safetensors.index.json");
 }
 
 Checkpoint::Checkpoint(const std::string& dir) : dir_(dir) {
   require_model_path(dir);
+  if (is_gguf_model_path(dir)) {
+    gguf_ = std::make_unique<GgufFile>(dir);
+    for (const GgufTensor& g : gguf_->tensors()) {
+      const std::optional<std::string> hf = hf_name_of_gguf_tensor(g.name);
+      if (!hf) continue;
+      if (index_.count(*hf)) throw InputError(dir + ": tensors '" + g.name + "' and another one both map to '" + *hf + "'");
+      TensorInfo& t = gguf_infos_.emplace_back();
+      t.name = *hf;
+      t.dtype_name = ggml_type_name(g.ggml_type);
+      t.dtype = g.dtype;
+      t.dtype_supported = g.supported;
+      t.shape.assign(g.dims.rbegin(), g.dims.rend());  // GGUF lists the innermost first; HF the outermost
+      t.begin = g.offset;
+      t.end = g.offset + g.bytes;
+      index_[*hf] = TensorRef{&t, gguf_->data(g), nullptr, gguf_.get()};
+    }
+    return;
+  }
   const std::string single = dir + "/model.safetensors";
   const std::string index_path = dir + "/model.safetensors.index.json";
   if (file_exists(index_path)) {
@@ -52,6 +72,13 @@ Checkpoint::Checkpoint(const std::string& dir) : dir_(dir) {
   } else {
     throw InputError("'" + dir + "' holds no weights: expected model.safetensors or model.safetensors.index.json");
   }
+}
+
+bool Checkpoint::prefault() const {
+  bool all = true;
+  for (const auto& f : files_) all = f->prefault() && all;
+  if (gguf_) all = gguf_->prefault() && all;
+  return all;
 }
 
 TensorRef Checkpoint::get(const std::string& name) const {

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include "core/error.h"
+#include "model/gguf_model.h"
 
 namespace plexus {
 
@@ -197,11 +198,12 @@ void require_model_path(const std::string& path) {
     throw InputError("model '" + path + "' not found: plexus loads local directories; download it first (e.g. `huggingface-cli download " +
                      path + " --local-dir models/" + path.substr(slash + 1) + "`) and pass that directory");
   }
-  throw InputError("model '" + path + "' not found (expected a directory with config.json and *.safetensors)");
+  throw InputError("model '" + path + "' not found (expected a directory with config.json and *.safetensors, or a .gguf file)");
 }
 
 ModelConfig load_model_config(const std::string& path) {
   require_model_path(path);
+  if (is_gguf_model_path(path)) return gguf_model_config(GgufFile(path));
   const std::string file = is_dir(path) ? path + "/config.json" : path;
   if (is_dir(path)) {
     struct stat st {};

@@ -43,6 +43,10 @@ struct ModelConfig {
   // whose q/k rows llama.cpp's converter permuted into that order (q·k is unchanged, so the
   // weights are used as stored). False for every Hugging Face checkpoint.
   bool rope_interleaved = false;
+  // Per-frequency divisors of the rope inverse frequencies (inv_freq[i] / factors[i]), head_dim/2
+  // of them: GGUF files store llama3-style scaling this way (tensor rope_freqs.weight). Empty
+  // otherwise.
+  std::vector<double> rope_freq_factors;
   std::optional<std::int64_t> bos_token_id;
   std::vector<std::int64_t> eos_token_ids;
   std::optional<DType> torch_dtype;
@@ -51,7 +55,7 @@ struct ModelConfig {
   std::int64_t kv_dim() const { return num_kv_heads * head_dim; }
 };
 
-// Reads and validates MODEL_DIR/config.json (or the file itself). Throws InputError naming the
+// Reads and validates MODEL_DIR/config.json (or the file itself; a .gguf file: its metadata). Throws InputError naming the
 // file and field: missing fields, unknown architectures, inconsistent head counts.
 ModelConfig load_model_config(const std::string& path);
 // Throws InputError "model 'PATH' not found" when PATH does not exist (for an "org/name" id:

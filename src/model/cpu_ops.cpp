@@ -54,8 +54,8 @@ void CpuOps::rope_store_kv(int layer, const TokenBatch& batch, const AttentionSh
   for (std::int64_t t = 0; t < n; ++t) {
     const float* cs = ws.rope_cos.data() + t * half;  // (half)
     const float* sn = ws.rope_sin.data() + t * half;  // (half)
-    rope(ws.q.data() + t * Q, s.n_heads, hd, cs, sn);
-    rope(ws.k.data() + t * KV, s.n_kv_heads, hd, cs, sn);
+    rope(ws.q.data() + t * Q, s.n_heads, hd, cs, sn, s.rope_interleaved);
+    rope(ws.k.data() + t * KV, s.n_kv_heads, hd, cs, sn, s.rope_interleaved);
     // This token's keys and values at its position in its sequence's cache.
     KvCache& cache = *batch.cache[static_cast<std::size_t>(t)];
     const std::int64_t p = batch.pos[static_cast<std::size_t>(t)];

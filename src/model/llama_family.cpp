@@ -59,6 +59,8 @@ std::vector<double> rope_inv_freq(const ModelConfig& c) {
       break;
     }
   }
+  // GGUF llama3-style scaling: per-frequency divisors (ModelConfig::rope_freq_factors).
+  for (std::size_t i = 0; i < c.rope_freq_factors.size() && i < f.size(); ++i) f[i] /= c.rope_freq_factors[i];
   return f;
 }
 

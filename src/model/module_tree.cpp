@@ -112,12 +112,12 @@ ModuleTree ModuleTree::from_checkpoint(const ModelConfig& c, const Checkpoint& c
       std::string got, want;
       for (auto d : r.info->shape) got += (got.empty() ? "" : ", ") + std::to_string(d);
       for (auto d : p.shape) want += (want.empty() ? "" : ", ") + std::to_string(d);
-      throw InputError(r.file->path() + ": tensor '" + p.name + "' has shape [" + got + "] but config.json implies [" +
+      throw InputError(r.path() + ": tensor '" + p.name + "' has shape [" + got + "] but config.json implies [" +
                        want + "]");
     }
     if (!r.info->dtype_supported) {
-      throw InputError(r.file->path() + ": tensor '" + p.name + "' has dtype " + r.info->dtype_name +
-                       "; supported: F32, BF16, F16");
+      throw InputError(r.path() + ": tensor '" + p.name + "' has dtype " + r.info->dtype_name +
+                       "; supported: F32, BF16, F16, Q8_0, Q4_0, Q4_K, Q6_K");
     }
     p.dtype = r.info->dtype;
   }

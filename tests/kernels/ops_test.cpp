@@ -111,6 +111,40 @@ TEST(Ops, RopeMatchesOracle) {
   for (std::size_t i = 0; i < x.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-6);
 }
 
+// Interleaved rope (GGUF llama: pairs (2i, 2i+1)) is rotate-half rope on rows permuted the way
+// llama.cpp's converter permutes q/k: element i of each half-pair block goes to 2i, i + hd/2 to 2i+1.
+TEST(Ops, InterleavedRopeIsRotateHalfOnPermutedRows) {
+  const std::int64_t heads = 2, hd = 16, half = hd / 2;
+  std::vector<double> inv(half);
+  for (std::int64_t i = 0; i < half; ++i) inv[i] = std::pow(10000.0, -2.0 * i / hd);
+  std::vector<float> x(heads * hd), perm(heads * hd);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = std::cos(0.7 * i + 0.1);
+  for (std::int64_t h = 0; h < heads; ++h) {
+    for (std::int64_t i = 0; i < half; ++i) {
+      perm[h * hd + 2 * i] = x[h * hd + i];
+      perm[h * hd + 2 * i + 1] = x[h * hd + i + half];
+    }
+  }
+  const std::int64_t pos = 11;
+  std::vector<float> want = x, oracle = perm, got = perm;
+  ref::rope(want.data(), heads, hd, pos, inv.data());
+  ref::rope(oracle.data(), heads, hd, pos, inv.data(), true);
+  std::vector<float> c(half), s(half);
+  for (std::int64_t i = 0; i < half; ++i) {
+    c[i] = static_cast<float>(std::cos(pos * inv[i]));
+    s[i] = static_cast<float>(std::sin(pos * inv[i]));
+  }
+  rope(got.data(), heads, hd, c.data(), s.data(), true);
+  for (std::int64_t h = 0; h < heads; ++h) {
+    for (std::int64_t i = 0; i < half; ++i) {
+      EXPECT_NEAR(oracle[h * hd + 2 * i], want[h * hd + i], 1e-6);
+      EXPECT_NEAR(oracle[h * hd + 2 * i + 1], want[h * hd + i + half], 1e-6);
+    }
+  }
+  for (std::size_t i = 0; i < x.size(); ++i) EXPECT_NEAR(got[i], oracle[i], 1e-6);
+  EXPECT_GT(std::abs(oracle[1] - perm[1]), 1e-3);  // it did rotate
+}
+
 }  // namespace
 }  // namespace plexus
 

@@ -17,10 +17,18 @@ void rmsnorm(const IsaKernels& k, const float* x, const float* weight, std::int6
   }
 }
 
-void rope(float* x, std::int64_t n_heads, std::int64_t head_dim, const float* cos, const float* sin) {
+void rope(float* x, std::int64_t n_heads, std::int64_t head_dim, const float* cos, const float* sin, bool interleaved) {
   const std::int64_t half = head_dim / 2;
   for (std::int64_t h = 0; h < n_heads; ++h) {
     float* v = x + h * head_dim;
+    if (interleaved) {  // pairs (2i, 2i+1) turn by angle i
+      for (std::int64_t i = 0; i < half; ++i) {
+        const float x0 = v[2 * i], x1 = v[2 * i + 1];
+        v[2 * i] = x0 * cos[i] - x1 * sin[i];
+        v[2 * i + 1] = x1 * cos[i] + x0 * sin[i];
+      }
+      continue;
+    }
     for (std::int64_t i = 0; i < half; ++i) {
       const float x0 = v[i], x1 = v[i + half];
       v[i] = x0 * cos[i] - x1 * sin[i];

@@ -19,8 +19,10 @@ void rmsnorm(const float* x, const void* weight, DType wt, std::int64_t n, std::
 // out (n) = silu(gate) * up, silu(g) = g / (1 + e^-g)
 void silu_mul(const float* gate, const float* up, std::int64_t n, float* out);
 
-// In place, rotate-half RoPE on x (n_heads, head_dim) at `position` with inv_freq (head_dim/2).
-void rope(float* x, std::int64_t n_heads, std::int64_t head_dim, std::int64_t position, const double* inv_freq);
+// In place, rotate-half RoPE on x (n_heads, head_dim) at `position` with inv_freq (head_dim/2):
+// pairs (i, i + head_dim/2) turn by angle i, or with `interleaved` pairs (2i, 2i+1) (GGUF llama).
+void rope(float* x, std::int64_t n_heads, std::int64_t head_dim, std::int64_t position, const double* inv_freq,
+          bool interleaved = false);
 
 // Causal attention of one query q (head_dim) against keys/values (n_keys, head_dim) with
 // row stride `stride`: out (head_dim) = softmax(q·k / sqrt(head_dim)) · v.

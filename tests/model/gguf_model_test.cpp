@@ -1,0 +1,180 @@
+// GGUF models: config from metadata, tensors under Hugging Face names (zero copy) (unit tests; the
+// golden-file runs are in gguf_golden_test.cpp).
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "core/error.h"
+#include "core/gguf_file.h"
+#include "model/checkpoint.h"
+#include "model/config.h"
+#include "model/gguf_model.h"
+
+namespace plexus {
+namespace {
+
+std::string gguf_path(const std::string& name) { return std::string(PLEXUS_SOURCE_DIR) + "/tests/data/gguf/" + name; }
+
+TEST(GgufModel, ConfigFromTheMetadata) {
+  const ModelConfig c = load_model_config(gguf_path("gs-llama-q8_0.gguf"));
+  EXPECT_EQ(c.arch, Arch::kLlama);
+  EXPECT_EQ(c.hidden_size, 256);
+  EXPECT_EQ(c.num_layers, 2);
+  EXPECT_EQ(c.num_heads, 4);
+  EXPECT_EQ(c.num_kv_heads, 2);
+  EXPECT_EQ(c.head_dim, 64);
+  EXPECT_EQ(c.intermediate_size, 512);
+  EXPECT_EQ(c.vocab_size, 2048);
+  EXPECT_EQ(c.max_position_embeddings, 2048);
+  EXPECT_NEAR(c.rms_norm_eps, 1e-6, 1e-12);
+  EXPECT_EQ(c.rope_theta, 10000.0);
+  EXPECT_FALSE(c.tie_word_embeddings);
+  EXPECT_TRUE(c.rope_interleaved);
+  EXPECT_EQ(c.bos_token_id, 1);
+  EXPECT_EQ(c.eos_token_ids, (std::vector<std::int64_t>{2}));
+  EXPECT_TRUE(c.rope_freq_factors.empty());
+}
+
+TEST(GgufModel, HuggingFaceNames) {
+  EXPECT_EQ(hf_name_of_gguf_tensor("token_embd.weight"), "model.embed_tokens.weight");
+  EXPECT_EQ(hf_name_of_gguf_tensor("output.weight"), "lm_head.weight");
+  EXPECT_EQ(hf_name_of_gguf_tensor("output_norm.weight"), "model.norm.weight");
+  EXPECT_EQ(hf_name_of_gguf_tensor("blk.0.attn_norm.weight"), "model.layers.0.input_layernorm.weight");
+  EXPECT_EQ(hf_name_of_gguf_tensor("blk.12.ffn_norm.weight"), "model.layers.12.post_attention_layernorm.weight");
+  EXPECT_EQ(hf_name_of_gguf_tensor("blk.1.attn_q.bias"), "model.layers.1.self_attn.q_proj.bias");
+  EXPECT_EQ(hf_name_of_gguf_tensor("blk.1.attn_output.weight"), "model.layers.1.self_attn.o_proj.weight");
+  EXPECT_EQ(hf_name_of_gguf_tensor("blk.1.attn_k_norm.weight"), "model.layers.1.self_attn.k_norm.weight");
+  EXPECT_EQ(hf_name_of_gguf_tensor("blk.3.ffn_down.weight"), "model.layers.3.mlp.down_proj.weight");
+  EXPECT_EQ(hf_name_of_gguf_tensor("rope_freqs.weight"), std::nullopt);
+  EXPECT_EQ(hf_name_of_gguf_tensor("blk.01.ffn_up.weight"), std::nullopt);
+  EXPECT_EQ(hf_name_of_gguf_tensor("blk.x.ffn_up.weight"), std::nullopt);
+  EXPECT_EQ(hf_name_of_gguf_tensor("blk.1.ffn_up"), std::nullopt);
+  EXPECT_EQ(hf_name_of_gguf_tensor("blk.1.unknown.weight"), std::nullopt);
+}
+
+TEST(GgufModel, CheckpointViewsTheTensorsInPlaceUnderHfNames) {
+  const std::string path = gguf_path("gs-llama-q4_k_m.gguf");
+  ASSERT_TRUE(Checkpoint::exists_in(path));
+  const Checkpoint ck(path);
+  ASSERT_NE(ck.gguf(), nullptr);
+  EXPECT_TRUE(ck.files().empty());
+  EXPECT_EQ(ck.names().size(), 21u);
+  const TensorRef q = ck.get("model.layers.0.self_attn.q_proj.weight");
+  EXPECT_EQ(q.info->shape, (std::vector<std::int64_t>{256, 256}));
+  EXPECT_EQ(q.info->dtype, DType::kQ4_K);
+  EXPECT_EQ(q.path(), path);
+  const GgufTensor* g = ck.gguf()->find_tensor("blk.0.attn_q.weight");
+  EXPECT_EQ(q.data, ck.gguf()->data(*g));  // zero copy
+  const TensorRef k = ck.get("model.layers.0.self_attn.k_proj.weight");
+  EXPECT_EQ(k.info->shape, (std::vector<std::int64_t>{128, 256}));  // (kv_dim, hidden): HF order
+  EXPECT_EQ(ck.get("model.layers.1.mlp.down_proj.weight").info->shape, (std::vector<std::int64_t>{256, 512}));
+  EXPECT_EQ(ck.get("model.layers.1.mlp.down_proj.weight").info->dtype, DType::kQ6_K);
+  EXPECT_EQ(ck.get("lm_head.weight").info->dtype, DType::kQ6_K);
+  EXPECT_EQ(ck.get("model.norm.weight").info->dtype, DType::kF32);
+  EXPECT_EQ(ck.get("model.embed_tokens.weight").info->shape, (std::vector<std::int64_t>{2048, 256}));
+  EXPECT_TRUE(ck.prefault());
+}
+
+// A GGUF file of the given metadata and tensors (each F32, zero-filled) in memory.
+struct MiniGguf {
+  std::vector<std::uint8_t> b;
+  template <typename T>
+  void put(T v) {
+    const auto* p = reinterpret_cast<const std::uint8_t*>(&v);
+    b.insert(b.end(), p, p + sizeof(T));
+  }
+  void str(const std::string& s) {
+    put<std::uint64_t>(s.size());
+    b.insert(b.end(), s.begin(), s.end());
+  }
+};
+
+std::vector<std::uint8_t> mini(const std::string& arch, const std::vector<std::pair<std::string, std::uint32_t>>& ints,
+                               const std::vector<std::pair<std::string, std::vector<std::uint64_t>>>& tensors,
+                               const std::vector<float>& rope_freqs = {}) {
+  MiniGguf m;
+  m.put<std::uint32_t>(0x46554747);
+  m.put<std::uint32_t>(3);
+  m.put<std::uint64_t>(tensors.size() + (rope_freqs.empty() ? 0 : 1));
+  m.put<std::uint64_t>(ints.size() + 1);
+  m.str("general.architecture");
+  m.put<std::uint32_t>(8);
+  m.str(arch);
+  for (const auto& [k, v] : ints) {
+    m.str(k);
+    m.put<std::uint32_t>(4);
+    m.put<std::uint32_t>(v);
+  }
+  std::uint64_t off = 0;
+  std::vector<std::uint64_t> sizes;
+  auto info = [&](const std::string& name, const std::vector<std::uint64_t>& dims) {
+    m.str(name);
+    m.put<std::uint32_t>(static_cast<std::uint32_t>(dims.size()));
+    std::uint64_t n = 4;
+    for (auto d : dims) {
+      m.put<std::uint64_t>(d);
+      n *= d;
+    }
+    m.put<std::uint32_t>(0);
+    m.put<std::uint64_t>(off);
+    off += (n + 31) / 32 * 32;
+  };
+  for (const auto& [name, dims] : tensors) info(name, dims);
+  if (!rope_freqs.empty()) info("rope_freqs.weight", {rope_freqs.size()});
+  while (m.b.size() % 32) m.b.push_back(0);
+  const std::size_t data = m.b.size();
+  m.b.resize(data + off);
+  if (!rope_freqs.empty()) std::memcpy(m.b.data() + m.b.size() - (rope_freqs.size() * 4 + 31) / 32 * 32, rope_freqs.data(), rope_freqs.size() * 4);
+  return m.b;
+}
+
+std::vector<std::pair<std::string, std::uint32_t>> sizes(const std::string& a) {
+  return {{a + ".embedding_length", 64}, {a + ".block_count", 1}, {a + ".attention.head_count", 4},
+          {a + ".attention.head_count_kv", 2}, {a + ".feed_forward_length", 128}, {a + ".context_length", 256}};
+}
+
+TEST(GgufModel, ArchitecturesAndTheirFlags) {
+  {
+    const ModelConfig c = gguf_model_config(GgufFile("q2.gguf", mini("qwen2", sizes("qwen2"), {{"token_embd.weight", {64, 100}}})));
+    EXPECT_EQ(c.arch, Arch::kQwen2);
+    EXPECT_TRUE(c.qkv_bias);
+    EXPECT_FALSE(c.rope_interleaved);
+    EXPECT_TRUE(c.tie_word_embeddings);  // no output.weight
+    EXPECT_EQ(c.vocab_size, 100);
+    EXPECT_EQ(c.head_dim, 16);
+  }
+  {
+    const ModelConfig c = gguf_model_config(
+        GgufFile("q3.gguf", mini("qwen3", sizes("qwen3"), {{"token_embd.weight", {64, 100}}, {"output.weight", {64, 100}}})));
+    EXPECT_EQ(c.arch, Arch::kQwen3);
+    EXPECT_TRUE(c.qk_norm);
+    EXPECT_FALSE(c.rope_interleaved);
+    EXPECT_FALSE(c.tie_word_embeddings);
+  }
+  {
+    const ModelConfig c = gguf_model_config(
+        GgufFile("l3.gguf", mini("llama", sizes("llama"), {{"token_embd.weight", {64, 100}}}, {1, 1, 2, 2, 4, 4, 8, 8})));
+    EXPECT_TRUE(c.rope_interleaved);
+    EXPECT_EQ(c.rope_freq_factors, (std::vector<double>{1, 1, 2, 2, 4, 4, 8, 8}));
+  }
+  try {
+    gguf_model_config(GgufFile("g.gguf", mini("gemma", sizes("gemma"), {})));
+    FAIL() << "gemma accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("general.architecture is 'gemma'; plexus runs GGUF models of architecture llama, qwen2, qwen3"),
+              std::string::npos) << e.what();
+  }
+  auto s = sizes("llama");
+  s.erase(s.begin());  // no embedding_length
+  try {
+    gguf_model_config(GgufFile("m.gguf", mini("llama", s, {{"token_embd.weight", {64, 100}}})));
+    FAIL() << "missing key accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("m.gguf: metadata key 'llama.embedding_length' is missing"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(gguf_model_config(GgufFile("r.gguf", mini("llama", sizes("llama"), {{"token_embd.weight", {64, 100}}}, {1, 2, 3}))),
+               InputError);  // rope_freqs of the wrong length
+}
+
+}  // namespace
+}  // namespace plexus
