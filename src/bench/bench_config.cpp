@@ -12,6 +12,7 @@
 #include "core/units.h"
 #include "model/make_model.h"
 #include "planner/budgets.h"
+#include "model/quant_policy.h"
 #include "planner/weight_dtype.h"
 #include "runtime/sampler.h"
 
@@ -213,7 +214,7 @@ void read_model_make(const Reader& r, const YAML::Node& n, ModelMakeConfig& m) {
 }
 
 void read_backend(const Reader& r, const YAML::Node& n, BackendConfig& b) {
-  r.check_keys(n, "backend", {"type", "device_ids", "virtual_devices", "device_map", "max_memory", "dtype", "threads", "wait",
+  r.check_keys(n, "backend", {"type", "device_ids", "virtual_devices", "device_map", "max_memory", "dtype", "quantize", "threads", "wait",
                               "context", "micro_batches"});
   each(n, "backend", [&](const std::string& k, const YAML::Node& v, const std::string& p) {
     if (k == "type") {
@@ -246,6 +247,9 @@ void read_backend(const Reader& r, const YAML::Node& n, BackendConfig& b) {
     } else if (k == "dtype") {
       b.dtype = r.string(v, p);
       r.check(v, p, [&] { parse_weight_dtype_or_throw(*b.dtype, p); });
+    } else if (k == "quantize") {
+      b.quantize = r.string(v, p);
+      r.check(v, p, [&] { quantize_flag(p, *b.quantize); });
     } else if (k == "threads") {
       b.threads = r.integer(v, p, 0, 1024);
     } else if (k == "wait") {
@@ -417,6 +421,7 @@ Json config_to_json(const BenchConfig& c) {
                   {"device_map", b.device_map_file ? *b.device_map_file : b.strategy},
                   {"max_memory", max_memory},
                   {"dtype", b.dtype ? Json(*b.dtype) : Json(nullptr)},
+                  {"quantize", b.quantize ? Json(*b.quantize) : Json(nullptr)},
                   {"threads", b.threads},
                   {"wait", b.wait},
                   {"context", b.context},

@@ -28,6 +28,7 @@ RunInputs run_inputs(const BenchConfig& c) {
   PlanInputs& p = in.plan;
   p.strategy = c.backend.strategy;
   p.dtype = c.backend.dtype;
+  p.quantize = c.backend.quantize;
   p.context = c.backend.context;
   p.batch = c.scenario.batch_size;
   if (!c.backend.max_memory.empty()) {
@@ -128,7 +129,7 @@ Json run_point(const BenchPoint& point, const std::string& config_file, const Lo
     std::string m = e.what();
     for (const auto& [flag, key] : {std::pair<std::string, std::string>{"--devices", "backend.device_ids"},
                                     {"--max-memory", "backend.max_memory"}, {"--virtual-devices N", "backend.virtual_devices"},
-                                    {"--virtual-devices", "backend.virtual_devices"}, {"--dtype", "backend.dtype"},
+                                    {"--virtual-devices", "backend.virtual_devices"}, {"--dtype", "backend.dtype"}, {"--quantize", "backend.quantize"},
                                     {"--device-map", "backend.device_map"}, {"--context", "backend.context"},
                                     {"--micro-batches", "backend.micro_batches"}, {"--batch-tokens", "backend.batch_tokens"}}) {
       for (std::size_t at = m.find(flag); at != std::string::npos; at = m.find(flag, at + key.size())) m.replace(at, flag.size(), key);

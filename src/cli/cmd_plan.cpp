@@ -38,8 +38,8 @@ int cmd_plan(int argc, char** argv) {
       "them: within each budget for stages and custom maps; on top of max_memory (which limits the\n"
       "weights, as in accelerate) for accelerate's strategies. See docs/planner.md.");
   if (!args.parse(argc, argv)) return 0;
-  const ModuleTree tree = load_module_tree(args.get("MODEL"));
   PlanInputs in = plan_inputs_from(args);
+  const ModuleTree tree = load_module_tree(args.get("MODEL"), quantize_type(in));
   const EngineOptions eo = engine_options(args);
   in.batch_tokens = eo.max_batch_tokens;
   in.threads = eo.threads;

@@ -23,6 +23,7 @@ const Command kCommands[] = {
     {"generate", "generate text or token ids from a prompt", plexus::cli::cmd_generate},
     {"batch", "generate for a JSON-lines file of requests with data-parallel replicas, resumably", plexus::cli::cmd_batch},
     {"perplexity", "per-token negative log-likelihood and perplexity of a text", plexus::cli::cmd_perplexity},
+    {"quantize", "write a Hugging Face checkpoint as a GGUF file (q8_0, q4_0, q4_k) for llama.cpp", plexus::cli::cmd_quantize},
     {"make-model", "write a random-weight Hugging Face checkpoint for tests and demos", plexus::cli::cmd_make_model},
     {"version", "print the plexus version and commit", plexus::cli::cmd_version},
     {"estimate", "model size per dtype, largest layer, training and KV-cache memory", plexus::cli::cmd_estimate},

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <limits>
 
+#include "cli/interrupt_guard.h"
 #include "cli/plan_options.h"
 #include "core/error.h"
 #include "core/mmap_file.h"
@@ -47,6 +48,7 @@ RunInputs run_inputs_from(const Args& args) {
   const long long micro = args.get_int("--micro-batches");
   if (micro < 0 || micro > 4096) throw InputError("--micro-batches must be between 0 and 4096, got " + std::to_string(micro));
   in.micro_batches = static_cast<int>(micro);
+  in.stop_requested = [] { return InterruptGuard::requested(); };
   return in;
 }
 

@@ -8,7 +8,9 @@ namespace plexus::cli {
 
 void add_plan_options(Args& args) {
   args.option("--strategy", "S", "stages (plexus) | sequential | balanced | balanced_low_0 | auto (accelerate)", "stages")
-      .option("--dtype", "D", "float32 | bfloat16 | float16 | int8 | int4 (default: the config's torch_dtype, else bfloat16)")
+      .option("--dtype", "D", "float32 | bfloat16 | float16 | int8 (q8_0 projections) | int4 (q4_k projections) (default: the config's torch_dtype, else bfloat16)")
+      .option("--quantize", "TYPE", "quantise the projections (q/k/v/o, gate/up/down) on load: q8_0 | q4_0 | q4_k; "
+                                    "embeddings, lm_head, norms and biases keep the checkpoint's dtype")
       .option("--max-memory", "LIST", "budgets as accelerate writes them, e.g. \"0=10GiB,1=10GiB,cpu=64GiB\"; devices may be hypothetical")
       .option("--devices", "LIST", "accelerator ordinals to use, e.g. 0,1 (default: all budgeted)")
       .option("--virtual-devices", "N", "plan for N accelerators that split the host's available memory equally");
@@ -25,6 +27,7 @@ PlanInputs plan_inputs_from(const Args& args) {
   PlanInputs in;
   in.strategy = args.get("--strategy");
   in.dtype = args.get_optional("--dtype");
+  in.quantize = args.get_optional("--quantize");
   in.context = args.get_int("--context");
   in.batch = args.get_int("--batch");
   in.max_memory = args.get_optional("--max-memory");

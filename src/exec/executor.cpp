@@ -70,6 +70,15 @@ StageLayout host_in_place(StageLayout layout, bool in_place) {
   return layout;
 }
 
+// The checkpoint, its projections quantised first when the options ask.
+const Checkpoint& quantized(Checkpoint& c, const ExecutorOptions& o) {
+  if (o.quantize) {
+    ThreadPool pool(o.quantize_threads, WaitPolicy::kPassive);
+    c.quantize(*o.quantize, pool, o.quantize_progress);
+  }
+  return c;
+}
+
 std::string layers_text(const Stage& s) {
   return s.n_layers() == 1 ? "layer " + std::to_string(s.first_layer)
                            : "layers " + std::to_string(s.first_layer) + "-" + std::to_string(s.end_layer - 1);
@@ -90,7 +99,7 @@ ExecutorOptions single_host_stage(const EngineOptions& engine) {
 Executor::Executor(const std::string& model_dir, const DeviceMap& map, DeviceRegistry& devices,
                    const ExecutorOptions& options)
     : checkpoint_(model_dir),
-      model_(load_model_config(model_dir), checkpoint_),
+      model_(load_model_config(model_dir), quantized(checkpoint_, options)),
       tree_(ModuleTree::from_checkpoint(model_.config(), checkpoint_)),
       devices_(devices),
       kernels_(isa_kernels(best_isa())),
@@ -106,7 +115,7 @@ Executor::Executor(const std::string& model_dir, const DeviceMap& map, DeviceReg
   weights_ = std::make_unique<WeightStore>(model_, layout_, memory_);
   // The whole model computed on the host from the mapped files: map every page in now (when the
   // files fit in memory), so the load pays the page faults and the first forward pass does not.
-  if (direct_) {
+  if (direct_ && !checkpoint_.quantized()) {  // quantising read the projections' pages already
     checkpoint_.prefault();
   }
   // The run buffers, sized by the planner's function for the weights as stored.

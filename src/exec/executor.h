@@ -8,6 +8,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,11 @@ struct ExecutorOptions {
   // (the small f32 vectors are still placed). Plain runs on the host use it; a plan's cpu-only
   // runs (budgets naming only cpu) keep the planner's meaning of "cpu": host copies, streamed.
   bool host_in_place = false;
+  // Quantise on load (Checkpoint::quantize): the projections become this block format before the
+  // model is placed; `quantize_progress` reports (and may stop) the work.
+  std::optional<DType> quantize;
+  Checkpoint::QuantizeProgress quantize_progress;
+  int quantize_threads = 0;  // 0: one per hardware thread
 };
 
 // The options of a run of one stage on the host (the Engine, a plain `plexus generate` without

@@ -15,10 +15,12 @@
 #include "exec/compute_ops_factory.h"
 #include "exec/fastest.h"
 #include "exec/plan_facts.h"
+#include "exec/quantize_progress.h"
 #include "planner/cost_model.h"
 #include "exec/run_devices.h"
 #include "model/checkpoint.h"
 #include "model/config.h"
+#include "model/quant_policy.h"
 #include "planner/plan_report.h"
 
 namespace plexus {
@@ -38,6 +40,13 @@ std::uint64_t host_available_memory() {
 void check_plan_inputs(const PlanInputs& in) {
   if (in.strategy != "fastest") parse_strategy_or_throw(in.strategy);
   if (in.dtype) parse_weight_dtype_or_throw(*in.dtype, "--dtype");
+  if (in.quantize) {
+    quantize_flag("--quantize", *in.quantize);
+    if (in.dtype && weight_block_format(parse_weight_dtype_or_throw(*in.dtype, "--dtype"))) {
+      throw InputError("--dtype " + *in.dtype + " and --quantize " + *in.quantize +
+                       " both choose a quantisation of the projections: give one of them");
+    }
+  }
   if (in.context < 0 || in.context > (1LL << 24)) {
     throw InputError("--context must be between 0 and 16777216, got " + std::to_string(in.context));
   }
@@ -207,14 +216,20 @@ PlanOptions plan_options_from(const PlanInputs& in, const ModelConfig& config) {
   return o;
 }
 
-ModuleTree load_module_tree(const std::string& model) {
-  namespace fs = std::filesystem;
+ModuleTree load_module_tree(const std::string& model, std::optional<DType> quantize) {
   const ModelConfig config = load_model_config(model);
+  ModuleTree tree = ModuleTree::from_config(config);
   if (Checkpoint::exists_in(model)) {  // a model directory with weights, or a GGUF file
     const Checkpoint checkpoint(model);
-    return ModuleTree::from_checkpoint(config, checkpoint);
+    tree = ModuleTree::from_checkpoint(config, checkpoint);
   }
-  return ModuleTree::from_config(config);
+  if (quantize) tree.quantize_as(*quantize);
+  return tree;
+}
+
+std::optional<DType> quantize_type(const PlanInputs& in) {
+  if (!in.quantize) return std::nullopt;
+  return quantize_flag("--quantize", *in.quantize);
 }
 
 namespace {
@@ -254,7 +269,11 @@ void check_run_dtype(const PlanInputs& in, WeightDType stored) {
   const WeightDType asked = parse_weight_dtype_or_throw(*in.dtype, "--dtype");
   if (!(asked == stored)) {
     throw InputError("--dtype " + *in.dtype + ": runs use the checkpoint's own dtype (" + std::string(weight_dtype_name(stored)) +
-                     "); leave --dtype out (`plexus plan --dtype` estimates other dtypes without running)");
+                     "); leave --dtype out (`plexus plan --dtype` estimates other dtypes without running" +
+                     (weight_block_format(asked) ? std::string(", --quantize ") + std::string(dtype_torch_name(*weight_block_format(asked))) +
+                                                       " quantises the projections on load"
+                                                 : std::string()) +
+                     ")");
   }
 }
 
@@ -281,15 +300,24 @@ std::unique_ptr<ModelRun> open_model_run(const RunInputs& in, const std::string&
   const CudaAvailability cuda = in.plan.names_devices() ? CudaAvailability{} : probe_cuda(CudaFreeMemory::kNone);
   const bool on_gpus_by_default =
       cuda.usable() && cuda.gpus.size() % static_cast<std::size_t>(std::max(1, share.count)) == 0;
+  const std::optional<DType> quantize = quantize_type(in.plan);
+  run->quantize = quantize;
+  auto quantize_options = [&](ExecutorOptions& x) {
+    x.quantize = quantize;
+    x.quantize_progress = quantize_progress_bar(in.stop_requested);
+    x.quantize_threads = eo.threads;
+  };
   if (!in.plan.names_devices() && !on_gpus_by_default) {
-    if (in.plan.dtype) {
-      const ModuleTree tree = load_module_tree(model_dir);
+    if (in.plan.dtype || quantize) {
+      const ModuleTree tree = load_module_tree(model_dir, quantize);  // checks the projections' shapes
       check_run_dtype(in.plan, checkpoint_weight_dtype(tree, WeightDType::kBF16));
     }
     run->device_note = cpu_fallback_note(cuda);
     // One stage on the host device with every thread, the weights read in place.
     run->devices = make_host_run_devices(eo.threads, eo.wait);
-    run->executor = std::make_unique<Executor>(model_dir, whole_model_on_host(), run->devices, single_host_stage(eo));
+    ExecutorOptions xo = single_host_stage(eo);
+    quantize_options(xo);
+    run->executor = std::make_unique<Executor>(model_dir, whole_model_on_host(), run->devices, xo);
     run->runner = run->executor.get();
     run->threads = run->executor->threads();
     run->wait = eo.wait;
@@ -299,7 +327,7 @@ std::unique_ptr<ModelRun> open_model_run(const RunInputs& in, const std::string&
   if (in.micro_batches < 0 || in.micro_batches > 4096) {
     throw InputError("--micro-batches must be between 0 and 4096, got " + std::to_string(in.micro_batches));
   }
-  const ModuleTree tree = load_module_tree(model_dir);
+  const ModuleTree tree = load_module_tree(model_dir, quantize);
   PlanInputs pin = in.plan;
   pin.batch_tokens = eo.max_batch_tokens;
   pin.threads = eo.threads;
@@ -349,6 +377,7 @@ std::unique_ptr<ModelRun> open_model_run(const RunInputs& in, const std::string&
   xo.max_context = plan.runtime.context;
   xo.sequences = plan.runtime.batch;
   xo.micro_batches = in.micro_batches;
+  quantize_options(xo);
   run->executor = std::make_unique<Executor>(model_dir, plan.device_map, run->devices, xo);
   run->runner = run->executor.get();
   if (po.accelerators.cuda) {
@@ -381,7 +410,7 @@ std::unique_ptr<ModelRun> open_model_run(const RunInputs& in, const std::string&
 
 Json predict_run(const ModelRun& run, const std::string& model_dir, double prompt_tokens, double decode_positions,
                  std::int64_t batch) {
-  const ModuleTree tree = load_module_tree(model_dir);
+  const ModuleTree tree = load_module_tree(model_dir, run.quantize);
   Plan plan;
   int n_acc = 0;
   if (run.plan) {

@@ -3,6 +3,7 @@
 // map file), the plan they give, and the Executor that runs it.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -22,6 +23,7 @@ namespace plexus {
 struct PlanInputs {
   std::string strategy = "stages";
   std::optional<std::string> dtype;            // "bfloat16", "bf16", ...
+  std::optional<std::string> quantize;         // quantise on load: "q8_0" | "q4_0" | "q4_k" (--quantize)
   std::optional<std::string> max_memory;       // "0=10GiB,cpu=64GiB"
   std::optional<long long> virtual_devices;    // N accelerators sharing the host's memory
   std::optional<long long> virtual_gpus;       // N CUDA devices sharing GPU 0 (--virtual-gpus / PLEXUS_VIRTUAL_GPUS)
@@ -66,8 +68,10 @@ struct PlanOptions {
 PlanOptions plan_options_from(const PlanInputs& in, const ModelConfig& config);
 
 // MODEL is a directory (config.json [+ safetensors, whose headers give real shapes]) or a
-// config.json file.
-ModuleTree load_module_tree(const std::string& model);
+// config.json file. `quantize`: the tree as quantise-on-load leaves it (ModuleTree::quantize_as).
+ModuleTree load_module_tree(const std::string& model, std::optional<DType> quantize = std::nullopt);
+// The block format of PlanInputs::quantize (checked by check_plan_inputs); nullopt when absent.
+std::optional<DType> quantize_type(const PlanInputs& in);
 
 // MemAvailable from /proc/meminfo, in bytes; RuntimeError when unreadable.
 std::uint64_t host_available_memory();
@@ -90,6 +94,8 @@ struct RunInputs {
   PlanInputs plan;
   int micro_batches = 0;  // 0: one per stage (1 when weights stream)
   ReplicaShare replica;
+  // With plan.quantize: stops quantise-on-load when it returns true (a caught SIGINT).
+  std::function<bool()> stop_requested;
 };
 
 // What runs the model: always an Executor. Without devices named (see PlanInputs::names_devices):
@@ -117,6 +123,7 @@ struct ModelRun {
   // The CUDA runtime's indices of the GPUs the run computes on (empty: none), so a monitor can
   // watch just those.
   std::vector<int> cuda_gpus;
+  std::optional<DType> quantize;  // the projections were quantised on load to this format
 };
 std::unique_ptr<ModelRun> open_model_run(const RunInputs& inputs, const std::string& model_dir);
 

@@ -2,6 +2,8 @@
 // model.safetensors.index.json, or one GGUF file, all memory-mapped. Looks tensors up by their
 // HF names (a GGUF file's tensors renamed, their shapes in HF order).
 #pragma once
+#include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -12,6 +14,8 @@
 #include "model/safetensors.h"
 
 namespace plexus {
+
+class ThreadPool;
 
 struct TensorRef {
   const TensorInfo* info = nullptr;
@@ -42,7 +46,21 @@ class Checkpoint {
   // Whether DIR holds a safetensors checkpoint (single file or index), or is a GGUF file.
   static bool exists_in(const std::string& dir);
 
+  // Quantise on load (checkpoint_quantize.cpp): every tensor the policy of model/quant_policy.h
+  // names (the projections) is replaced by an owned copy in block format `type` (q8_0, q4_0,
+  // q4_k, q6_k), quantised row by row on `pool`; get() then returns the copy (info->dtype is
+  // `type`). Only the copies are allocated: the sources stay mapped. Throws InputError when a
+  // projection is already in a block format (a GGUF file) or its columns are not a multiple of
+  // the block. `progress(done, total)` (elements) is called on the calling thread every few
+  // million elements; returning false stops the work with Interrupted.
+  using QuantizeProgress = std::function<bool(std::int64_t done, std::int64_t total)>;
+  void quantize(DType type, ThreadPool& pool, const QuantizeProgress& progress = {});
+  // Whether quantize() replaced any tensor.
+  bool quantized() const { return !owned_.empty(); }
+
  private:
+  struct OwnedTensor;
+  std::map<std::string, std::shared_ptr<OwnedTensor>> owned_;  // quantised copies by name
   std::string dir_;
   std::vector<std::unique_ptr<SafetensorsFile>> files_;
   std::unique_ptr<GgufFile> gguf_;

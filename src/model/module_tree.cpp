@@ -7,6 +7,7 @@
 #include "core/checked.h"
 #include "core/error.h"
 #include "model/checkpoint.h"
+#include "model/quant_policy.h"
 
 namespace plexus {
 
@@ -123,6 +124,25 @@ ModuleTree ModuleTree::from_checkpoint(const ModelConfig& c, const Checkpoint& c
   }
   check_no_unexpected_tensors(t, c, ck);
   return t;
+}
+
+void ModuleTree::quantize_as(DType t) {
+  for (ParamInfo& p : params_) {
+    if (!quantised_by_policy(p.name) || p.tied_to) continue;
+    if (p.dtype && dtype_is_block(*p.dtype)) {
+      throw InputError("tensor '" + p.name + "' is already quantised (" + std::string(dtype_name(*p.dtype)) +
+                       "); --quantize converts f32/bf16/f16 checkpoints: run the file as stored, without --quantize");
+    }
+    check_quantisable(t, p.name, p.shape.size() > 1 ? p.shape[1] : p.shape[0]);
+    p.dtype = t;
+  }
+}
+
+bool ModuleTree::quantized() const {
+  for (const ParamInfo& p : params_) {
+    if (p.dtype && dtype_is_block(*p.dtype)) return true;
+  }
+  return false;
 }
 
 const ParamInfo* ModuleTree::find(const std::string& name) const {

@@ -36,6 +36,12 @@ class ModuleTree {
   const ModelConfig& config() const { return config_; }
   const std::vector<ParamInfo>& params() const { return params_; }
   const ParamInfo* find(const std::string& name) const;
+  // Quantise on load, as sizes: the projections the policy names (model/quant_policy.h) take
+  // dtype `t` (a block format). InputError for a projection already in a block format or whose
+  // columns are not a multiple of the block — the checks Checkpoint::quantize makes.
+  void quantize_as(DType t);
+  // Whether any parameter is stored in a block format (a quantised checkpoint or quantize_as).
+  bool quantized() const;
 
   // Module prefixes that are never split: "model.embed_tokens", "model.layers.N", "model.norm", "lm_head".
   static std::string layer_prefix(int layer);  // "model.layers.N"

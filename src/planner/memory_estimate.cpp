@@ -49,16 +49,30 @@ void check_plan_sizes(const ModelConfig& c, WeightDType dtype, std::int64_t weig
   refuse("the logits", logits);
 }
 
-ModelEstimate estimate_model(const ModuleTree& tree) {
+ModelEstimate estimate_model(const ModuleTree& tree, std::optional<DType> quantize) {
   ModelEstimate e;
   for (const ParamInfo& p : tree.params()) {
     if (!p.tied_to) e.num_params = checked_add(e.num_params, p.numel(), "the parameter count");
   }
   const ModelConfig& c = tree.config();
+  struct Row {
+    WeightDType dtype;
+    std::optional<DType> quantize;
+  };
+  std::vector<Row> rows;
   for (WeightDType d : {WeightDType::kF32, WeightDType::kBF16, WeightDType::kF16, WeightDType::kInt8, WeightDType::kInt4}) {
-    const SizedTree t = SizedTree::build(tree, d);
+    rows.push_back(Row{d, std::nullopt});
+  }
+  if (quantize) rows.push_back(Row{WeightDType::kBF16, quantize});
+  for (const Row& row : rows) {
+    const WeightDType d = row.dtype;
+    ModuleTree q = tree;
+    if (row.quantize) q.quantize_as(*row.quantize);
+    const SizedTree t = SizedTree::build(q, d);
     DTypeEstimate de;
     de.dtype = d;
+    const std::optional<DType> block = row.quantize ? row.quantize : weight_block_format(d);
+    de.format = block ? std::string(dtype_torch_name(*block)) : std::string(weight_dtype_name(d));
     de.total_bytes = t.total_bytes();
     // Units never split: the decoder layers and every top-level leaf module.
     for (const SizedNode& n : t.nodes()) {

@@ -2,6 +2,8 @@
 // workspace for a forward pass, Adam training state; and the `plexus estimate` summary.
 #pragma once
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "model/module_tree.h"
@@ -32,7 +34,8 @@ void check_plan_sizes(const ModelConfig& c, WeightDType dtype, std::int64_t weig
                       std::int64_t batch, std::int64_t chunk);
 
 struct DTypeEstimate {
-  WeightDType dtype;
+  WeightDType dtype;                     // what the non-projection tensors take (int8/int4: 16-bit)
+  std::string format;                    // float32 ... | q8_0 (int8) | q4_k (int4) | q4_0 (--quantize)
   std::int64_t total_bytes = 0;          // every parameter once (tied storage once)
   std::int64_t largest_layer_bytes = 0;  // the largest unit that is never split
   std::string largest_layer;             // its module name
@@ -46,10 +49,12 @@ struct KvCell {
 
 struct ModelEstimate {
   std::int64_t num_params = 0;  // unique parameters
-  std::vector<DTypeEstimate> per_dtype;  // float32, bfloat16, float16, int8, int4
+  std::vector<DTypeEstimate> per_dtype;  // float32, bfloat16, float16, int8, int4 [, --quantize's format]
   std::vector<KvCell> kv_table;          // 16-bit KV cache for a few contexts × batch sizes
 };
 
-ModelEstimate estimate_model(const ModuleTree& tree);
+// `quantize`: one more row, the projections in that block format and the rest at 16 bits (as the
+// checkpoint stores them when the tree has dtypes).
+ModelEstimate estimate_model(const ModuleTree& tree, std::optional<DType> quantize = std::nullopt);
 
 }  // namespace plexus

@@ -110,7 +110,8 @@ Json estimate_to_json(const ModelEstimate& e, const ModelConfig& c) {
   Json d = Json::array();
   for (const DTypeEstimate& x : e.per_dtype) {
     Json o;
-    o["dtype"] = std::string(weight_dtype_name(x.dtype));
+    o["dtype"] = x.format == "q4_0" ? x.format : std::string(weight_dtype_name(x.dtype));
+    o["format"] = x.format;  // the projections' storage: float32 ... | q8_0 | q4_k | q4_0
     o["total_bytes"] = x.total_bytes;
     o["largest_layer_bytes"] = x.largest_layer_bytes;
     o["largest_layer"] = x.largest_layer;
@@ -131,7 +132,9 @@ std::string estimate_to_table(const ModelEstimate& e, const ModelConfig& c) {
   out += pad("dtype", 10) + rpad("total", 12) + rpad("largest layer", 15) + pad("", 2) + pad("(module)", 20) +
          rpad("train w/ Adam", 15) + rpad("KV/token", 12) + "\n";
   for (const DTypeEstimate& x : e.per_dtype) {
-    out += pad(std::string(weight_dtype_name(x.dtype)), 10) + rpad(bytes(x.total_bytes), 12) +
+    const std::string name = std::string(weight_dtype_name(x.dtype));
+    const std::string label = x.format == name ? name : x.format == "q4_0" ? x.format : name + " " + x.format;
+    out += pad(label, 10) + rpad(bytes(x.total_bytes), 12) +
            rpad(bytes(x.largest_layer_bytes), 15) + pad("", 2) + pad(x.largest_layer, 20) +
            rpad(bytes(x.training_adam_bytes), 15) + rpad(bytes(x.kv_bytes_per_token), 12) + "\n";
   }

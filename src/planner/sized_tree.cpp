@@ -4,12 +4,34 @@
 #include <algorithm>
 #include <map>
 
+#include "model/quant_policy.h"
+
 namespace plexus {
 
 bool is_linear_module(const std::string& module) {
   const std::size_t dot = module.rfind('.');
   const std::string leaf = dot == std::string::npos ? module : module.substr(dot + 1);
   return leaf == "lm_head" || (leaf.size() > 5 && leaf.compare(leaf.size() - 5, 5, "_proj") == 0);
+}
+
+std::int64_t block_matrix_bytes(DType t, const std::vector<std::int64_t>& shape) {
+  const std::int64_t cols = shape.empty() ? 1 : shape.back();
+  std::int64_t rows = 1;
+  for (std::size_t i = 0; i + 1 < shape.size(); ++i) rows = checked_mul(rows, shape[i], "a tensor's row count");
+  const std::int64_t block = dtype_block_elems(t);
+  const std::int64_t blocks = (cols + block - 1) / block;
+  return checked_mul(rows, checked_mul(blocks, dtype_block_bytes(t), "a row's bytes"), "a tensor's bytes");
+}
+
+std::int64_t param_bytes(const ParamInfo& p, WeightDType dtype, bool as_stored) {
+  if (p.dtype && dtype_is_block(*p.dtype)) return block_matrix_bytes(*p.dtype, p.shape);
+  if (as_stored && p.dtype) {
+    return checked_mul(p.numel(), static_cast<std::int64_t>(dtype_size(*p.dtype)), "a tensor's bytes");
+  }
+  if (const std::optional<DType> b = weight_block_format(dtype); b && quantised_by_policy(p.name)) {
+    return block_matrix_bytes(*b, p.shape);
+  }
+  return bytes_for(p.numel(), weight_bits_other(dtype));
 }
 
 int SizedTree::add_node(const std::string& name, int parent) {
@@ -73,6 +95,7 @@ SizedTree SizedTree::build(const ModuleTree& tree, WeightDType dtype, SizedTreeO
 
   std::map<std::string, std::vector<std::string>> ties;  // storage owner -> other names
   const auto& params = tree.params();
+  const bool as_stored = tree.quantized();
   for (std::size_t i = 0; i < params.size(); ++i) {
     const ParamInfo& p = params[i];
     const int m = module_node(p.module);
@@ -89,10 +112,8 @@ SizedTree SizedTree::build(const ModuleTree& tree, WeightDType dtype, SizedTreeO
         t.nodes_[static_cast<std::size_t>(a)].layer = p.layer;
       }
     }
-    const int bits = is_linear_module(p.module) && p.module != "lm_head" ? weight_bits_linear(dtype)
-                                                                          : weight_bits_other(dtype);
     const bool duplicate = p.tied_to.has_value();
-    const int id = add_tensor(m, p.name, bytes_for(p.numel(), bits), !duplicate, false);
+    const int id = add_tensor(m, p.name, param_bytes(p, dtype, as_stored), !duplicate, false);
     t.nodes_[static_cast<std::size_t>(id)].param_index = static_cast<int>(i);
     if (duplicate) ties[*p.tied_to].push_back(p.name);
   }

@@ -32,8 +32,19 @@ struct SizedTreeOptions {
   bool rotary_buffer_per_layer = false;
 };
 
+// Bytes one parameter takes: a parameter stored in a block format (a quantised checkpoint, or
+// ModuleTree::quantize_as) takes its blocks' bytes, whatever `dtype`; in a tree holding any such
+// parameter every parameter with a recorded dtype takes its stored bytes ("as stored"). Otherwise
+// by `dtype`: int8 / int4 size the policy's projections as q8_0 / q4_k blocks (scales included;
+// a row of cols not a multiple of the block as padded to whole blocks — runs refuse those), every
+// other tensor at 16 bits; float formats at their width.
+std::int64_t param_bytes(const ParamInfo& p, WeightDType dtype, bool as_stored);
+// Bytes of a (rows, cols) matrix (or a vector, one row) in block format `t`, whole blocks per row.
+std::int64_t block_matrix_bytes(DType t, const std::vector<std::int64_t>& shape);
+
 class SizedTree {
  public:
+  // Sizes every parameter by param_bytes (as stored when tree.quantized()).
   static SizedTree build(const ModuleTree& tree, WeightDType dtype, SizedTreeOptions options = {});
 
   const std::vector<SizedNode>& nodes() const { return nodes_; }

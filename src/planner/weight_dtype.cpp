@@ -39,6 +39,17 @@ WeightDType parse_weight_dtype_or_throw(std::string_view text, std::string_view 
   return t;
 }
 
+std::optional<DType> weight_block_format(WeightDType t) {
+  switch (t) {
+    case WeightDType::kF32:
+    case WeightDType::kBF16:
+    case WeightDType::kF16: return std::nullopt;
+    case WeightDType::kInt8: return DType::kQ8_0;
+    case WeightDType::kInt4: return DType::kQ4_K;
+  }
+  return std::nullopt;
+}
+
 int weight_bits_linear(WeightDType t) {
   switch (t) {
     case WeightDType::kF32: return 32;

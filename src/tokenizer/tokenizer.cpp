@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "core/error.h"
+#include "core/gguf_file.h"
 #include "core/json.h"
 #include "core/mmap_file.h"
 #include "tokenizer/added_vocab.h"
@@ -15,23 +16,11 @@
 #include "tokenizer/normalizer.h"
 #include "tokenizer/post_processor.h"
 #include "tokenizer/pre_tokenizer.h"
+#include "tokenizer/tokenizer_parts.h"
 #include "tokenizer/utf8.h"
 
 namespace plexus {
 
-struct TokenizerParts {
-  std::unique_ptr<Normalizer> normalizer;
-  std::unique_ptr<PreTokenizer> pre_tokenizer;
-  std::unique_ptr<BpeModel> model;
-  std::unique_ptr<PostProcessor> post_processor;
-  std::unique_ptr<Decoder> decoder;
-  AddedVocab added;
-  std::vector<int> added_by_id;  // id -> index into added.tokens(), -1 for model tokens
-  bool has_normalized_added = false;
-  bool clean_up_spaces = false;
-  std::optional<std::int32_t> bos, eos;
-  std::int32_t vocab_size = 0;
-};
 
 namespace {
 
@@ -54,14 +43,25 @@ bool is_llama_style(const std::string& cls) {
 
 }  // namespace
 
-bool Tokenizer::exists_in(const std::string& dir) {
+bool Tokenizer::exists_in(const std::string& path) {
   std::error_code ec;
-  return fs::is_regular_file(fs::path(dir) / "tokenizer.json", ec);
+  if (fs::is_directory(path, ec)) return fs::is_regular_file(fs::path(path) / "tokenizer.json", ec);
+#ifdef PLEXUS_GGUF_READER_READY
+  return GgufFile::is_gguf(path);
+#else
+  return false;
+#endif
 }
 
 std::unique_ptr<Tokenizer> Tokenizer::load(const std::string& path) {
   std::error_code ec;
   fs::path json_path;
+#ifdef PLEXUS_GGUF_READER_READY
+  if (!fs::is_directory(path, ec) && GgufFile::is_gguf(path)) {
+    const GgufFile gguf(path);
+    return from_gguf_metadata(gguf.metadata(), path);
+  }
+#endif
   if (fs::is_directory(path, ec)) {
     json_path = fs::path(path) / "tokenizer.json";
     if (!fs::is_regular_file(json_path, ec))
@@ -128,6 +128,8 @@ std::unique_ptr<Tokenizer> Tokenizer::load(const std::string& path) {
     parts->clean_up_spaces = field_bool_or(cfg, "clean_up_tokenization_spaces", false, cfg_file);
     parts->bos = lookup(config_token(cfg, "bos_token", cfg_file));
     parts->eos = lookup(config_token(cfg, "eos_token", cfg_file));
+    if (cfg.contains("chat_template") && cfg["chat_template"].is_string())
+      parts->chat_template = cfg["chat_template"].get<std::string>();
     const std::string cls = field_string_or(cfg, "tokenizer_class", "", cfg_file);
     if (is_llama_style(cls) && (cfg.contains("add_bos_token") || cfg.contains("add_eos_token"))) {
       // transformers rebuilds the post-processor of these classes from the two flags.
@@ -189,6 +191,33 @@ std::vector<std::int32_t> Tokenizer::encode(std::string_view text, bool add_spec
   out.reserve(text.size() / 3 + 4);
   std::vector<AddedVocab::Segment> segments;
   parts_->added.split(text, false, segments);
+  if (parts_->spm) {
+    // As llama.cpp: each text fragment is tokenized on its own, with a leading space when it
+    // starts the input or follows an added token (add_space_prefix).
+    bool after_token = true;
+    std::string work;
+    for (const AddedVocab::Segment& seg : segments) {
+      if (seg.token >= 0) {
+        out.push_back(parts_->added.tokens()[static_cast<std::size_t>(seg.token)].id);
+        after_token = true;
+        continue;
+      }
+      if (seg.end == seg.begin) continue;
+      work.clear();
+      if (parts_->add_space_prefix && after_token) work += "\xE2\x96\x81";
+      for (char c : text.substr(seg.begin, seg.end - seg.begin)) {
+        if (c == ' ') {
+          work += "\xE2\x96\x81";
+        } else {
+          work += c;
+        }
+      }
+      parts_->spm->tokenize(work, out);
+      after_token = false;
+    }
+    if (add_special_tokens && parts_->post_processor) parts_->post_processor->add_special_tokens(out);
+    return out;
+  }
   for (const AddedVocab::Segment& seg : segments) {
     if (seg.token >= 0) {
       out.push_back(parts_->added.tokens()[static_cast<std::size_t>(seg.token)].id);
@@ -200,8 +229,40 @@ std::vector<std::int32_t> Tokenizer::encode(std::string_view text, bool add_spec
   return out;
 }
 
+std::string Tokenizer::decode_spm(std::span<const std::int32_t> ids, bool skip_special_tokens) const {
+  // As llama.cpp: control / unknown pieces as written (or nothing when skipped), unused ones
+  // never, "▁" as a space, byte pieces as their byte; with add_space_prefix the first piece
+  // loses one leading space.
+  const SpmModel& m = *parts_->spm;
+  std::string text;
+  bool first = true;
+  for (std::int32_t id : ids) {
+    if (id < 0 || id >= m.size()) continue;
+    std::string piece;
+    switch (m.type(id)) {
+      case GgufTokenType::kControl:
+      case GgufTokenType::kUnknown:
+        if (!skip_special_tokens) piece = *m.id_to_token(id);
+        break;
+      case GgufTokenType::kUnused:
+        break;
+      case GgufTokenType::kUndefined:
+      case GgufTokenType::kNormal:
+      case GgufTokenType::kUserDefined:
+      case GgufTokenType::kByte:
+        piece = m.piece_text(id);
+        break;
+    }
+    if (first && parts_->add_space_prefix && !piece.empty() && piece[0] == ' ') piece.erase(0, 1);
+    first = false;
+    text += piece;
+  }
+  return text;
+}
+
 std::string Tokenizer::decode(std::span<const std::int32_t> ids, bool skip_special_tokens) const {
   const TokenizerParts& p = *parts_;
+  if (p.spm) return decode_spm(ids, skip_special_tokens);
   std::vector<std::string> tokens;
   tokens.reserve(ids.size());
   for (std::int32_t id : ids) {
@@ -232,14 +293,16 @@ std::string Tokenizer::id_to_piece(std::int32_t id) const {
   if (id < 0 || id >= parts_->vocab_size) return "";
   const int a = parts_->added_by_id[static_cast<std::size_t>(id)];
   if (a >= 0) return parts_->added.tokens()[static_cast<std::size_t>(a)].content;
-  const std::string* s = parts_->model->id_to_token(id);
+  const std::string* s = parts_->spm ? parts_->spm->id_to_token(id) : parts_->model->id_to_token(id);
   return s ? *s : "";
 }
 
 std::optional<std::int32_t> Tokenizer::piece_to_id(std::string_view piece) const {
   if (auto id = parts_->added.find_content(piece)) return id;
-  return parts_->model->token_to_id(piece);
+  return parts_->spm ? parts_->spm->token_to_id(piece) : parts_->model->token_to_id(piece);
 }
+
+std::optional<std::string> Tokenizer::chat_template() const { return parts_->chat_template; }
 
 bool Tokenizer::is_special(std::int32_t id) const {
   if (id < 0 || id >= parts_->vocab_size) return false;

@@ -1,7 +1,9 @@
-// Hugging Face tokenizer.json (+ tokenizer_config.json) loaded once and used to turn text into
-// token ids and back, matching the ids and text Hugging Face's tokenizers produce.
+// Hugging Face tokenizer.json (+ tokenizer_config.json) or a GGUF file's tokenizer.ggml.* metadata
+// loaded once and used to turn text into token ids and back, matching the ids and text Hugging
+// Face's tokenizers produce (tokenizer.json) or llama.cpp's token ids (GGUF).
 #pragma once
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -11,15 +13,24 @@
 
 namespace plexus {
 
+struct GgufValue;
+
 struct TokenizerParts;
 
 class Tokenizer {
  public:
-  // PATH is a tokenizer.json file or a directory holding tokenizer.json (+ tokenizer_config.json
-  // if present, read from the same directory). Throws InputError naming the file and field on
-  // bad input, including any tokenizer.json component type plexus does not implement.
+  // PATH is a tokenizer.json file, a directory holding tokenizer.json (+ tokenizer_config.json
+  // if present, read from the same directory), or a GGUF file (recognised by its magic; its
+  // tokenizer.ggml.* metadata). Throws InputError naming the file and field on bad input,
+  // including any tokenizer.json component type or GGUF tokenizer plexus does not implement.
   static std::unique_ptr<Tokenizer> load(const std::string& path);
-  static bool exists_in(const std::string& dir);  // dir has a tokenizer.json
+  static bool exists_in(const std::string& path);  // a dir with tokenizer.json, or a GGUF file
+
+  // The tokenizer described by GGUF metadata (tokenizer.ggml.model "llama" or "gpt2", tokens,
+  // scores, token_type, merges, pre, special ids, add_* flags; tokenizer.chat_template), as
+  // llama.cpp tokenizes with special tokens parsed. `where` names the source in InputErrors.
+  static std::unique_ptr<Tokenizer> from_gguf_metadata(const std::map<std::string, GgufValue>& kv,
+                                                       const std::string& where);
 
   // Token ids of `text`. Invalid UTF-8 is first repaired (each maximal invalid subpart becomes
   // U+FFFD), so any byte string encodes. add_special_tokens applies the post-processor.
@@ -32,7 +43,9 @@ class Tokenizer {
   std::optional<std::int32_t> eos_id() const;
   std::string id_to_piece(std::int32_t id) const;  // raw vocab string ("" when unknown)
   std::optional<std::int32_t> piece_to_id(std::string_view piece) const;
-  bool is_special(std::int32_t id) const;  // an added token flagged "special"
+  bool is_special(std::int32_t id) const;  // an added token flagged "special" (GGUF: control, unknown)
+  // tokenizer_config.json's "chat_template" / GGUF tokenizer.chat_template, when present.
+  std::optional<std::string> chat_template() const;
 
   ~Tokenizer();
   Tokenizer(const Tokenizer&) = delete;
@@ -41,6 +54,7 @@ class Tokenizer {
  private:
   explicit Tokenizer(std::unique_ptr<TokenizerParts> parts);
   void encode_text(std::string_view text, bool at_start, std::vector<std::int32_t>& out) const;
+  std::string decode_spm(std::span<const std::int32_t> ids, bool skip_special_tokens) const;
   std::unique_ptr<TokenizerParts> parts_;
 };
 

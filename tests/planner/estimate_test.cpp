@@ -25,9 +25,15 @@ TEST(Estimate, Llama3_8bSizes) {
   EXPECT_EQ(e.per_dtype[1].kv_bytes_per_token, 2 * 32 * 1024 * 2);
   EXPECT_LT(e.per_dtype[3].total_bytes, e.per_dtype[1].total_bytes);
   EXPECT_LT(e.per_dtype[4].total_bytes, e.per_dtype[3].total_bytes);
-  // int4: projections at half a byte, embeddings/norms/lm_head stay 16-bit.
+  // int8 = q8_0 (34 bytes per 32 weights) and int4 = q4_k (144 bytes per 256) on the
+  // projections; embeddings, norms and lm_head stay 16-bit.
   const std::int64_t linear = 8030261248LL - 2 * 128256LL * 4096 - 65 * 4096LL;
-  EXPECT_EQ(e.per_dtype[4].total_bytes, linear / 2 + (2 * 128256LL * 4096 + 65 * 4096LL) * 2);
+  const std::int64_t other = (2 * 128256LL * 4096 + 65 * 4096LL) * 2;
+  EXPECT_EQ(e.per_dtype[3].total_bytes, linear / 32 * 34 + other);
+  EXPECT_EQ(e.per_dtype[4].total_bytes, linear / 256 * 144 + other);
+  EXPECT_EQ(e.per_dtype[3].format, "q8_0");
+  EXPECT_EQ(e.per_dtype[4].format, "q4_k");
+  EXPECT_EQ(e.per_dtype[1].format, "bfloat16");
   ASSERT_FALSE(e.kv_table.empty());
   EXPECT_EQ(e.kv_table.front().bytes, e.kv_table.front().context * e.kv_table.front().batch * 131072);
 }
@@ -48,6 +54,37 @@ TEST(SizedTree, HierarchyAndTies) {
   EXPECT_EQ(t.total_bytes(), t.size_of("model") + t.size_of("lm_head"));
   const SizedTree r = SizedTree::build(qwen2_05b(), WeightDType::kBF16, SizedTreeOptions{true});
   EXPECT_EQ(r.total_bytes() - t.total_bytes(), 24 * 32 * 2);  // inv_freq: head_dim/2 floats per layer
+}
+
+// Exact block sizes by hand on Qwen2-0.5B (hidden 896, intermediate 4864, 24 layers, q/k/v
+// biases): the biases, norms and the tied embedding stay 16-bit; a tree quantised on load
+// (ModuleTree::quantize_as) sizes its projections in that format whatever the plan's dtype.
+TEST(SizedTree, BlockFormatsAreSizedExactly) {
+  const ModuleTree t = qwen2_05b();
+  const std::int64_t H = 896, I = 4864, KV = 128, L = 24;
+  const std::int64_t proj = L * (H * H + 2 * KV * H + H * H + 3 * I * H);
+  std::int64_t numel = 0;
+  for (const ParamInfo& p : t.params()) {
+    if (!p.tied_to) numel += p.numel();
+  }
+  const std::int64_t other = (numel - proj) * 2;
+  EXPECT_EQ(SizedTree::build(t, WeightDType::kInt8).total_bytes(), proj / 32 * 34 + other);
+  // q4_k: a row of 896 columns is 3.5 blocks, sized as 4 whole ones (runs refuse such rows);
+  // down_proj's 4864 columns are 19 blocks.
+  EXPECT_EQ(SizedTree::build(t, WeightDType::kInt4).total_bytes(),
+            L * ((2 * H + 2 * KV + 2 * I) * 4 * 144 + H * 19 * 144) + other);
+  ModuleTree q = t;
+  q.quantize_as(DType::kQ4_0);
+  EXPECT_TRUE(q.quantized());
+  EXPECT_EQ(SizedTree::build(q, WeightDType::kBF16).total_bytes(), proj / 32 * 18 + other);
+  EXPECT_EQ(SizedTree::build(q, WeightDType::kF32).total_bytes(), proj / 32 * 18 + other * 2);
+  // q_proj: 896 rows of 28 q8_0 blocks.
+  const ParamInfo* qp = t.find("model.layers.0.self_attn.q_proj.weight");
+  ASSERT_NE(qp, nullptr);
+  EXPECT_EQ(param_bytes(*qp, WeightDType::kInt8, false), 896 * 28 * 34);
+  EXPECT_EQ(block_matrix_bytes(DType::kQ6_K, {10, 512}), 10 * 2 * 210);
+  // A bias of a projection keeps 16 bits.
+  EXPECT_EQ(param_bytes(*t.find("model.layers.0.self_attn.q_proj.bias"), WeightDType::kInt4, false), 896 * 2);
 }
 
 }  // namespace

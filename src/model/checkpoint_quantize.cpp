@@ -1,0 +1,88 @@
+// Quantise on load: the policy's projections of a Checkpoint become owned block-format copies,
+// quantised row by row on a thread pool.
+#include <cstdlib>
+#include <new>
+
+#include "core/error.h"
+#include "core/thread_pool.h"
+#include "kernels/cpu/isa.h"
+#include "kernels/quantize.h"
+#include "model/checkpoint.h"
+#include "model/quant_policy.h"
+
+namespace plexus {
+
+struct Checkpoint::OwnedTensor {
+  TensorInfo info;
+  std::unique_ptr<std::uint8_t, decltype(&std::free)> bytes{nullptr, &std::free};
+};
+
+namespace {
+
+constexpr std::int64_t kChunkElems = std::int64_t{4} << 20;  // work between progress calls
+
+std::uint8_t* allocate_aligned(std::int64_t bytes) {
+  const std::size_t n = (static_cast<std::size_t>(bytes) + 63) / 64 * 64;
+  void* p = std::aligned_alloc(64, n == 0 ? 64 : n);
+  if (p == nullptr) throw std::bad_alloc();
+  return static_cast<std::uint8_t*>(p);
+}
+
+}  // namespace
+
+void Checkpoint::quantize(DType type, ThreadPool& pool, const QuantizeProgress& progress) {
+  // Check every projection first: a bad one fails before any work is done.
+  std::vector<std::string> targets;
+  std::int64_t total = 0;
+  for (const auto& [name, ref] : index_) {
+    if (!quantised_by_policy(name)) continue;
+    const TensorInfo& info = *ref.info;
+    if (dtype_is_block(info.dtype)) {
+      throw InputError(dir_ + ": tensor '" + name + "' is already quantised (" +
+                       std::string(dtype_name(info.dtype)) +
+                       "); --quantize converts f32/bf16/f16 checkpoints: run the file as stored, without --quantize");
+    }
+    if (!info.dtype_supported || info.shape.size() != 2) {
+      throw InputError(dir_ + ": tensor '" + name + "' (" + info.dtype_name + ", " +
+                       std::to_string(info.shape.size()) + "-D) cannot be quantised: expected a 2-D f32/bf16/f16 matrix");
+    }
+    check_quantisable(type, name, info.shape[1]);
+    targets.push_back(name);
+    total += info.numel();
+  }
+  const IsaKernels& k = generic_kernels();
+  std::int64_t done = 0;
+  if (progress && !progress(0, total)) throw Interrupted("quantisation interrupted");
+  for (const std::string& name : targets) {
+    const TensorRef src = index_.at(name);
+    const std::int64_t rows = src.info->shape[0], cols = src.info->shape[1];
+    const std::int64_t row_bytes = dtype_row_bytes(type, cols);
+    const std::size_t src_row_bytes = static_cast<std::size_t>(cols) * dtype_size(src.info->dtype);
+    auto owned = std::make_shared<OwnedTensor>();
+    owned->info = *src.info;
+    owned->info.dtype = type;
+    owned->info.dtype_name = std::string(dtype_name(type));
+    owned->info.begin = 0;
+    owned->info.end = static_cast<std::uint64_t>(rows * row_bytes);
+    owned->bytes.reset(allocate_aligned(rows * row_bytes));
+    std::uint8_t* dst = owned->bytes.get();
+    const auto* from = static_cast<const std::uint8_t*>(src.data);
+    const std::int64_t rows_per_chunk = std::max<std::int64_t>(1, kChunkElems / cols);
+    for (std::int64_t r0 = 0; r0 < rows; r0 += rows_per_chunk) {
+      const std::int64_t r1 = std::min(rows, r0 + rows_per_chunk);
+      pool.parallel_for(r1 - r0, 1, [&](std::int64_t b, std::int64_t e) {
+        std::vector<float> row(static_cast<std::size_t>(cols));  // (cols)
+        for (std::int64_t r = r0 + b; r < r0 + e; ++r) {
+          k.to_f32(src.info->dtype, from + static_cast<std::size_t>(r) * src_row_bytes, row.data(), cols);
+          quantize_row(type, row.data(), dst + r * row_bytes, cols);
+        }
+      });
+      done += (r1 - r0) * cols;
+      if (progress && !progress(done, total)) throw Interrupted("quantisation interrupted");
+    }
+    index_[name] = TensorRef{&owned->info, owned->bytes.get(), src.file};
+    owned_[name] = std::move(owned);
+  }
+}
+
+}  // namespace plexus

@@ -1,0 +1,48 @@
+// A Hugging Face checkpoint written as a GGUF v3 file that llama.cpp loads: llama.cpp's metadata
+// keys and tensor names, the linear projections quantised (Q8_0 | Q4_0 | Q4_K), everything else
+// kept (embeddings and lm_head in the checkpoint's dtype, norms and biases as F32).
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/gguf_writer.h"
+#include "model/config.h"
+
+namespace plexus {
+
+struct GgufExportOptions {
+  DType type = DType::kQ8_0;  // the projections' block format
+  int threads = 0;            // quantising threads (0: one per hardware thread)
+  std::string name;           // general.name (default: the directory's name)
+  // Before each tensor is produced (index of count); may throw (e.g. Interrupted) to stop.
+  std::function<void(std::size_t index, std::size_t count, const std::string& name)> progress;
+};
+
+struct GgufExportResult {
+  std::size_t tensors = 0;
+  std::size_t quantised = 0;     // projections written in the block format
+  std::uint64_t bytes = 0;       // the file's size
+  bool tokenizer = false;        // tokenizer.ggml.* written
+  std::vector<std::string> warnings;
+};
+
+// llama.cpp's name for an HF tensor name ("model.layers.3.self_attn.q_proj.weight" →
+// "blk.3.attn_q.weight"); empty for a name llama.cpp's converter does not carry over.
+std::string gguf_tensor_name(const std::string& hf_name);
+// The GGUF architecture string for a config: llama (mistral too), qwen2, qwen3.
+std::string gguf_arch_name(Arch a);
+// llama.cpp's LLAMA_FTYPE for the projections' type under plexus's policy: 7 (MOSTLY_Q8_0),
+// 2 (MOSTLY_Q4_0), 14 (MOSTLY_Q4_K_S: every projection Q4_K, none Q6_K).
+std::uint32_t gguf_file_type(DType type);
+// The per-frequency divisors llama.cpp's `rope_freqs.weight` holds for llama3 rope scaling
+// (head_dim / 2 values).
+std::vector<float> llama3_rope_freq_factors(const ModelConfig& c);
+
+// Reads MODEL_DIR (config.json, safetensors, tokenizer files when present) and writes OUT
+// atomically. InputError naming the model, tensor or option when it cannot be converted.
+GgufExportResult export_gguf(const std::string& model_dir, const std::string& out, const GgufExportOptions& options);
+
+}  // namespace plexus

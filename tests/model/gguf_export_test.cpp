@@ -1,0 +1,316 @@
+// `plexus quantize`: its Q8_0 / Q4_0 tensors are byte-identical to llama.cpp's quantisation of the
+// same checkpoint (q/k rows permuted as llama.cpp's converter permutes them), the metadata and
+// names are llama.cpp's, the file runs in plexus as the source quantised on load does, and bad
+// input exits 2 leaving nothing behind.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <set>
+
+#include "core/gguf_file.h"
+#include "core/json.h"
+#include "core/thread_pool.h"
+#include "model/checkpoint.h"
+#include "model/gguf_export.h"
+#include "model/make_model.h"
+#include "test_util.h"
+
+namespace plexus {
+namespace {
+
+using testing::ProcessResult;
+using testing::TempDir;
+using testing::run_command;
+using testing::run_plexus;
+using testing::shell_quote;
+namespace fs = std::filesystem;
+
+const std::string kGoldenDir = std::string(PLEXUS_SOURCE_DIR) + "/tests/data/gguf";
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void write_text(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
+
+bool have_numpy() { return run_command("/usr/bin/python3 -c 'import numpy'").exit_code == 0; }
+
+// tests/tools/mkmodel.py's gguf-small checkpoint (the golden files' source for llama, seed 201).
+std::string make_source(const TempDir& dir, const std::string& arch, const std::string& name = "src") {
+  const std::string out = dir / name;
+  const ProcessResult r = run_command("/usr/bin/python3 " + shell_quote(std::string(PLEXUS_SOURCE_DIR) + "/tests/tools/mkmodel.py") +
+                                      " " + shell_quote(out) + " --preset gguf-small --arch " + arch +
+                                      " --dtype f32 --seed 201 --std 0.05");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return out;
+}
+
+std::string quantize(const std::string& src, const std::string& out, const std::string& type) {
+  const ProcessResult r = run_plexus("quantize " + shell_quote(src) + " " + shell_quote(out) + " --type " + type);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return out;
+}
+
+#define REQUIRE_NUMPY() \
+  if (!have_numpy()) GTEST_SKIP() << "needs /usr/bin/python3 with numpy (scripts/setup.sh installs python3-numpy)"
+
+class QuantizeGolden : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(QuantizeGolden, TensorsAreByteIdenticalToLlamaCpp) {
+  REQUIRE_NUMPY();
+  const std::string type = GetParam();
+  const TempDir dir("quantize-golden");
+  const std::string src = make_source(dir, "llama");
+  const GgufFile ours(quantize(src, dir / "ours.gguf", type));
+  const GgufFile theirs(kGoldenDir + "/gs-llama-" + type + ".gguf");
+  const std::uint32_t code = type == "q8_0" ? 8 : 2;
+  int projections = 0, compared = 0;
+  for (const GgufTensor& t : ours.tensors()) {
+    const GgufTensor* g = theirs.find_tensor(t.name);
+    ASSERT_NE(g, nullptr) << t.name << " is not in llama.cpp's file";
+    EXPECT_EQ(t.dims, g->dims) << t.name;
+    if (t.ggml_type != g->ggml_type) continue;  // token_embd / output: F32 here by policy
+    ASSERT_EQ(t.bytes, g->bytes) << t.name;
+    EXPECT_EQ(std::memcmp(ours.data(t), theirs.data(*g), t.bytes), 0) << t.name << " differs from llama.cpp's " << type;
+    ++compared;
+    if (t.ggml_type == code) ++projections;
+  }
+  EXPECT_EQ(projections, 2 * 7) << "every projection of both layers compared";
+  EXPECT_EQ(compared, 2 * 7 + 2 * 2 + 1) << "projections, the layers' two norms and output_norm";
+  EXPECT_EQ(ours.require_int("general.file_type"), type == "q8_0" ? 7 : 2);
+  for (const char* key : {"llama.context_length", "llama.embedding_length", "llama.block_count", "llama.feed_forward_length",
+                          "llama.attention.head_count", "llama.attention.head_count_kv", "llama.rope.dimension_count"}) {
+    EXPECT_EQ(ours.require_int(key), theirs.require_int(key)) << key;
+  }
+  EXPECT_EQ(ours.get_float("llama.attention.layer_norm_rms_epsilon"), theirs.get_float("llama.attention.layer_norm_rms_epsilon"));
+  EXPECT_EQ(ours.get_float("llama.rope.freq_base"), theirs.get_float("llama.rope.freq_base"));
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, QuantizeGolden, ::testing::Values("q8_0", "q4_0"));
+
+TEST(Quantize, WritesLlamaCppNamesForQwen) {
+  REQUIRE_NUMPY();
+  const TempDir dir("quantize-qwen");
+  for (const std::string arch : {"qwen2", "qwen3"}) {
+    const GgufFile f(quantize(make_source(dir, arch, arch), dir / (arch + ".gguf"), "q8_0"));
+    EXPECT_EQ(f.require_string("general.architecture"), arch);
+    EXPECT_EQ(f.require_int(arch + ".block_count"), 2);
+    EXPECT_EQ(f.require_int(arch + ".attention.key_length"), 64);
+    const GgufTensor* embd = f.find_tensor("token_embd.weight");
+    ASSERT_NE(embd, nullptr);
+    EXPECT_EQ(embd->ggml_type, 0u) << "the embedding keeps the checkpoint's f32";
+    EXPECT_EQ(embd->dims, (std::vector<std::int64_t>{256, 2048}));
+    const GgufTensor* q = f.find_tensor("blk.1.attn_q.weight");
+    ASSERT_NE(q, nullptr);
+    EXPECT_EQ(q->ggml_type, 8u);
+    EXPECT_EQ(q->dims, (std::vector<std::int64_t>{256, 256}));
+    if (arch == "qwen2") {
+      for (const char* b : {"blk.0.attn_q.bias", "blk.0.attn_k.bias", "blk.0.attn_v.bias"}) {
+        const GgufTensor* t = f.find_tensor(b);
+        ASSERT_NE(t, nullptr) << b;
+        EXPECT_EQ(t->ggml_type, 0u) << b;
+      }
+    } else {
+      const GgufTensor* qn = f.find_tensor("blk.0.attn_q_norm.weight");
+      ASSERT_NE(qn, nullptr);
+      EXPECT_EQ(qn->dims, (std::vector<std::int64_t>{64}));
+      EXPECT_NE(f.find_tensor("blk.0.attn_k_norm.weight"), nullptr);
+    }
+  }
+}
+
+// The file's tensors are the ones quantise-on-load (Checkpoint::quantize) makes from the same
+// checkpoint, byte for byte (llama's q/k rows in llama.cpp's order: row 2j + h of a head is HF
+// row h * head_dim / 2 + j), so a run of the file and a --quantize run multiply the same weights.
+TEST(Quantize, TensorsEqualQuantiseOnLoad) {
+  REQUIRE_NUMPY();
+  const TempDir dir("quantize-onload");
+  for (const std::string arch : {"llama", "qwen2"}) {
+    const std::string src = make_source(dir, arch, arch);
+    for (const std::string type : {"q8_0", "q4_0", "q4_k"}) {
+      const GgufFile f(quantize(src, dir / (arch + "-" + type + ".gguf"), type));
+      Checkpoint ckpt(src);
+      ThreadPool pool(2);
+      DType t;
+      ASSERT_TRUE(parse_quant_type(type, &t));
+      ckpt.quantize(t, pool);
+      int compared = 0;
+      for (const std::string& hf : ckpt.names()) {
+        const std::string name = gguf_tensor_name(hf);
+        const GgufTensor* g = f.find_tensor(name);
+        ASSERT_NE(g, nullptr) << hf << " → " << name;
+        const TensorRef ref = ckpt.get(hf);
+        if (ref.info->dtype != t) continue;  // embeddings, lm_head, norms, biases: f32 both ways
+        ASSERT_EQ(g->dtype, t) << name;
+        const std::int64_t rows = ref.info->shape[0];
+        const std::int64_t row_bytes = dtype_row_bytes(t, ref.info->shape[1]);
+        ASSERT_EQ(g->bytes, static_cast<std::uint64_t>(rows * row_bytes)) << name;
+        const bool permuted = arch == "llama" && (name.find(".attn_q.") != std::string::npos || name.find(".attn_k.") != std::string::npos);
+        const auto* ours = static_cast<const std::uint8_t*>(f.data(*g));
+        const auto* onload = static_cast<const std::uint8_t*>(ref.data);
+        for (std::int64_t r = 0; r < rows; ++r) {
+          const std::int64_t head = r / 64, within = r % 64;
+          const std::int64_t from = permuted ? head * 64 + (within % 2) * 32 + within / 2 : r;
+          ASSERT_EQ(std::memcmp(ours + r * row_bytes, onload + from * row_bytes, static_cast<std::size_t>(row_bytes)), 0)
+              << arch << " " << type << " " << name << " row " << r;
+        }
+        ++compared;
+      }
+      EXPECT_EQ(compared, 14) << arch << " " << type;
+      EXPECT_EQ(f.require_int("general.file_type"), type == "q8_0" ? 7 : type == "q4_0" ? 2 : 14);
+    }
+  }
+}
+
+// A run of the file in plexus scores a text exactly as the source quantised on load does.
+TEST(Quantize, FileRunsLikeQuantiseOnLoad) {
+  REQUIRE_NUMPY();
+  const TempDir dir("quantize-nll");
+  for (const std::string arch : {"qwen2", "llama"}) {
+    const std::string src = make_source(dir, arch, arch);
+    const std::string file = quantize(src, dir / (arch + ".gguf"), "q4_0");
+    const std::string ids = "1,17,300,5,2047,64,99,1000,3,8";
+    const ProcessResult g = run_plexus("perplexity " + shell_quote(file) + " --ids " + ids + " --json --threads 1");
+    if (g.exit_code != 0 && g.err.find("holds no weights") != std::string::npos) {
+      GTEST_SKIP() << "this build does not run GGUF files yet: " << g.err;
+    }
+    ASSERT_EQ(g.exit_code, 0) << g.err;
+    const ProcessResult q = run_plexus("perplexity " + shell_quote(src) + " --quantize q4_0 --ids " + ids + " --json --threads 1");
+    ASSERT_EQ(q.exit_code, 0) << q.err;
+    const Json a = Json::parse(g.out), b = Json::parse(q.out);
+    ASSERT_EQ(a["nll"].size(), b["nll"].size());
+    for (std::size_t i = 0; i < a["nll"].size(); ++i) {
+      if (arch == "qwen2") {
+        EXPECT_EQ(a["nll"][i].get<double>(), b["nll"][i].get<double>()) << arch << " token " << i;
+      } else {  // rope over (2i, 2i+1) pairs of the permuted rows: the same q·k, summed in another order
+        EXPECT_NEAR(a["nll"][i].get<double>(), b["nll"][i].get<double>(), 1e-4) << arch << " token " << i;
+      }
+    }
+  }
+}
+
+// The tokenizer goes in as llama.cpp reads it, the vocabulary padded to the model's vocab_size
+// (llama.cpp wants one token per embedding row), the chat template with it; no tokenizer: a
+// warning that llama.cpp needs one.
+TEST(Quantize, CarriesTheTokenizer) {
+  REQUIRE_NUMPY();
+  const TempDir dir("quantize-tok");
+  const std::string src = dir / "src";
+  ASSERT_EQ(run_command("/usr/bin/python3 " + shell_quote(std::string(PLEXUS_SOURCE_DIR) + "/tests/tools/mkmodel.py") + " " +
+                        shell_quote(src) + " --preset gguf-small --arch llama --dtype bf16 --seed 1 --vocab 32016")
+                .exit_code,
+            0);
+  const std::string tok = std::string(PLEXUS_GOLDEN_DIR) + "/tokenizers/mistral";
+  fs::copy_file(tok + "/tokenizer.json", src + "/tokenizer.json");
+  Json config = Json::parse(read_text(tok + "/tokenizer_config.json"));
+  const std::string tmpl = "{% for m in messages %}[{{ m['role'] }}] {{ m['content'] }}\n{% endfor %}";
+  config["chat_template"] = tmpl;
+  write_text(src + "/tokenizer_config.json", config.dump());
+  const ProcessResult r = run_plexus("quantize " + shell_quote(src) + " " + shell_quote(dir / "t.gguf") + " --type q4_0");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err.find("warning"), std::string::npos) << r.err;
+  const GgufFile f(dir / "t.gguf");
+  EXPECT_EQ(f.require_string("tokenizer.ggml.model"), "llama");
+  EXPECT_EQ(f.require_int("tokenizer.ggml.bos_token_id"), 1);
+  const GgufValue* tokens = f.find("tokenizer.ggml.tokens");
+  const GgufValue* types = f.find("tokenizer.ggml.token_type");
+  const GgufValue* scores = f.find("tokenizer.ggml.scores");
+  ASSERT_TRUE(tokens && types && scores);
+  ASSERT_EQ(tokens->arr.size(), 32016u);
+  ASSERT_EQ(types->arr.size(), 32016u);
+  ASSERT_EQ(scores->arr.size(), 32016u);
+  EXPECT_EQ(tokens->arr[1].s, "<s>");
+  EXPECT_EQ(tokens->arr[32010].s, "[PAD32010]");
+  EXPECT_EQ(types->arr[32010].i, 5);
+  EXPECT_EQ(gguf_chat_template(f), tmpl);
+
+  fs::remove(src + "/tokenizer.json");
+  fs::remove(src + "/tokenizer_config.json");
+  const ProcessResult bare = run_plexus("quantize " + shell_quote(src) + " " + shell_quote(dir / "bare.gguf"));
+  ASSERT_EQ(bare.exit_code, 0) << bare.err;
+  EXPECT_NE(bare.err.find("llama.cpp needs"), std::string::npos) << bare.err;
+  EXPECT_EQ(GgufFile(dir / "bare.gguf").find("tokenizer.ggml.model"), nullptr);
+}
+
+// Llama 3 rope scaling travels as llama.cpp's rope_freqs.weight: per frequency of a head, the
+// divisor of its angle (1 for short wavelengths, the factor for long ones, a blend between).
+TEST(Quantize, Llama3RopeScalingBecomesRopeFreqs) {
+  REQUIRE_NUMPY();
+  const TempDir dir("quantize-rope");
+  const std::string src = make_source(dir, "llama");
+  testing::patch_config(src, Json{{"rope_theta", 500000.0},
+                                  {"rope_scaling", {{"rope_type", "llama3"}, {"factor", 32.0}, {"low_freq_factor", 1.0},
+                                                    {"high_freq_factor", 4.0}, {"original_max_position_embeddings", 8192}}}});
+  const GgufFile f(quantize(src, dir / "rope.gguf", "q8_0"));
+  const GgufTensor* t = f.find_tensor("rope_freqs.weight");
+  ASSERT_NE(t, nullptr);
+  ASSERT_EQ(t->dims, (std::vector<std::int64_t>{32}));
+  ASSERT_EQ(t->ggml_type, 0u);
+  const auto* v = static_cast<const float*>(f.data(*t));
+  const double pi = 3.14159265358979323846;
+  for (int i = 0; i < 32; ++i) {
+    const double wavelen = 2 * pi * std::pow(500000.0, 2.0 * i / 64);
+    double want = 1;
+    if (wavelen > 8192) want = 32;
+    else if (wavelen >= 8192 / 4.0) {
+      const double smooth = (8192 / wavelen - 1) / (4 - 1);
+      want = 1 / ((1 - smooth) / 32 + smooth);
+    }
+    EXPECT_FLOAT_EQ(v[i], static_cast<float>(want)) << "frequency " << i;
+  }
+  EXPECT_EQ(v[0], 1.0f);
+  EXPECT_EQ(v[31], 32.0f);
+  EXPECT_EQ(f.find("llama.rope.scaling.type"), nullptr);
+  EXPECT_EQ(f.get_float("llama.rope.freq_base"), 500000.0);
+}
+
+TEST(Quantize, TiedEmbeddingsWriteNoOutputTensor) {
+  REQUIRE_NUMPY();
+  const TempDir dir("quantize-tied");
+  const std::string src = make_source(dir, "llama");
+  testing::patch_config(src, Json{{"tie_word_embeddings", true}});
+  const GgufFile f(quantize(src, dir / "tied.gguf", "q4_0"));
+  EXPECT_EQ(f.find_tensor("output.weight"), nullptr);
+  EXPECT_NE(f.find_tensor("output_norm.weight"), nullptr);
+  EXPECT_EQ(f.tensors().size(), 1u + 2 * 9 + 1);
+}
+
+TEST(Quantize, BadInputExitsTwoAndLeavesNothing) {
+  const TempDir dir("quantize-bad");
+  const std::string model = dir / "tiny";
+  MakeModelOptions o;
+  o.vocab_size = 300;
+  write_random_model(model, o);
+  const auto expect_exit2 = [&](const std::string& args, const std::string& mention) {
+    const ProcessResult r = run_plexus("quantize " + args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.err;
+    EXPECT_NE(r.err.find(mention), std::string::npos) << args << ": " << r.err;
+  };
+  expect_exit2(shell_quote(dir / "missing") + " " + shell_quote(dir / "a.gguf"), "missing");
+  expect_exit2(shell_quote(model) + " " + shell_quote(dir / "a.gguf") + " --type q5_1", "q5_1");
+  expect_exit2(shell_quote(model) + " " + shell_quote(dir / "no/such/dir/a.gguf"), "does not exist");
+  std::FILE* file = std::fopen((dir / "file").c_str(), "w");
+  ASSERT_NE(file, nullptr);
+  std::fclose(file);
+  expect_exit2(shell_quote(model) + " " + shell_quote(dir / "file/a.gguf"), "file");
+  expect_exit2(shell_quote(model) + " " + shell_quote(dir.path()), "is a directory");
+  expect_exit2(shell_quote(model) + " " + shell_quote(dir / "file"), "--force");
+  EXPECT_FALSE(fs::exists(dir / "a.gguf"));
+  // The tiny preset's intermediate size (176) is no multiple of Q8_0's 32: refused before writing.
+  expect_exit2(shell_quote(model) + " " + shell_quote(dir / "a.gguf"), "176");
+  EXPECT_FALSE(fs::exists(dir / "a.gguf"));
+  for (const auto& e : fs::directory_iterator(dir.path())) {
+    EXPECT_EQ(e.path().filename().string().find(".tmp-"), std::string::npos) << "left " << e.path();
+  }
+}
+
+}  // namespace
+}  // namespace plexus
