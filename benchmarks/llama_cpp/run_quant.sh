@@ -12,15 +12,16 @@
 #   --preset: the make-model preset (default llama-3.2-1b: 1.24B parameters, Q8_0 1.3 GB, Q4_K_M
 #   0.8 GB, far beyond the L3 cache; `small` for a quick look). --quick: 2 threads, decode and
 #   prefill 128 only. --repeats N: rounds (default 3). --threads 'N ...': thread counts (default
-#   '1 2'); --prefill 'N ...': prompt lengths (default '128 512'; '' for decode only).
+#   '1 2'); --prefill 'N ...': prompt lengths (default '128 512'; '' for decode only); --decode N:
+#   decoded tokens per repetition (default 32).
 # env: PLEXUS_WAIT (plexus's --wait, default auto); LLAMA_POLICIES: the OMP_WAIT_POLICY values
 #      llama.cpp runs under, the better median counts (default PASSIVE: on a shared machine
 #      ACTIVE spins at its barriers and ran 10-60x slower beside other work).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
-build=build quick=0 repeats=3 preset=llama-3.2-1b threads_opt="" prefills_opt="-"
-usage="usage: run_quant.sh [BUILD_DIR] [--quick] [--repeats N] [--preset P] [--threads 'N ...'] [--prefill 'N ...']"
+build=build quick=0 repeats=3 preset=llama-3.2-1b threads_opt="" prefills_opt="-" decode_steps=32
+usage="usage: run_quant.sh [BUILD_DIR] [--quick] [--repeats N] [--preset P] [--threads 'N ...'] [--prefill 'N ...'] [--decode N]"
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1 ;;
@@ -28,6 +29,7 @@ while [ $# -gt 0 ]; do
     --preset) preset="$2"; shift ;;
     --threads) threads_opt="$2"; shift ;;
     --prefill) prefills_opt="$2"; shift ;;
+    --decode) decode_steps="$2"; shift ;;
     -*) echo "run_quant.sh: unknown option $1 ($usage)" >&2; exit 2 ;;
     *) build="$1" ;;
   esac
@@ -52,7 +54,6 @@ fi
 [ -n "$threads_opt" ] && read -ra threads_list <<< "$threads_opt"
 [ "$prefills_opt" != - ] && read -ra prefills <<< "$prefills_opt"
 qtypes=(Q8_0 Q4_K_M)
-decode_steps=32
 
 out="$build/benchmarks/llama_cpp/quant"
 raw="$out/raw-$(date +%Y%m%d-%H%M%S)"
