@@ -1,7 +1,6 @@
 // The CPU compute operations: thin loops over the ISA kernels, threaded where it pays.
 #include "model/cpu_ops.h"
 
-#include "kernels/quantize.h"
 
 #include <algorithm>
 #include <cmath>
@@ -30,8 +29,7 @@ void CpuOps::embed(const WeightMatrix& table, std::span<const std::int32_t> ids,
   const std::int64_t H = table.cols;
   for (std::size_t t = 0; t < ids.size(); ++t) {
     float* row = x + static_cast<std::int64_t>(t) * H;
-    if (dtype_is_block(table.dtype)) dequantize_row(table.dtype, table.row(ids[t]), row, H);
-    else k_.to_f32(table.dtype, table.row(ids[t]), row, H);
+    k_.to_f32(table.dtype, table.row(ids[t]), row, H);  // block formats: dequantised
   }
 }
 

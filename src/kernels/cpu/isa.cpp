@@ -38,6 +38,11 @@ bool has_avx512_bf16() {
   unsigned a = 0, b = 0, c = 0, d = 0;
   return __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & (1u << 5)) != 0;
 }
+// AVX512_VNNI: CPUID leaf 7 sub-leaf 0, ECX bit 11.
+bool has_avx512_vnni() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid_count(7, 0, &a, &b, &c, &d) && (c & (1u << 11)) != 0;
+}
 #endif
 
 Isa best_supported() {
@@ -46,6 +51,14 @@ Isa best_supported() {
   return Isa::kGeneric;
 }
 }  // namespace
+
+bool cpu_has_avx512_vnni() {
+#if defined(__x86_64__)
+  return isa_supported(Isa::kAvx512) && has_avx512_vnni();
+#else
+  return false;
+#endif
+}
 
 bool isa_supported(Isa isa) {
   switch (isa) {

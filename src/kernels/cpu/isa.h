@@ -49,6 +49,12 @@ struct IsaKernels {
   // dot_tile with bf16 weights and bf16 x: Y[t*ldy + r] = dot(X[t*ldx + 0..K), W row r), f32 sums.
   void (*dot_tile_bf16)(const std::uint16_t* w, std::int64_t ldw, const std::uint16_t* x, std::int64_t ldx, float* y,
                         std::int64_t ldy, std::int64_t nt, std::int64_t nr, std::int64_t k) = nullptr;
+  // Block-format weights (Q8_0, Q4_0, Q4_K, Q6_K: kernels/block_formats.h) times activations
+  // quantised by quantize_x (kernels/cpu/quant_x.h): Y[t*ldy + r] = dot(token t of xq, W row r),
+  // W rows ldw bytes apart in format wt, xq rows ldxq bytes apart; k a multiple of the block. Any
+  // nt, nr >= 1. Every table gives the same bits (quant_kernels.h says the order).
+  void (*dot_tile_q)(DType wt, const void* w, std::int64_t ldw, const void* xq, std::int64_t ldxq, float* y,
+                     std::int64_t ldy, std::int64_t nt, std::int64_t nr, std::int64_t k) = nullptr;
 };
 
 // kAvx512Bf16 is opt-in: its matmuls are not bitwise equal to the others' (bf16-rounded
@@ -61,6 +67,8 @@ enum class Isa { kGeneric, kAvx2, kAvx512, kAvx512Bf16 };
 // an unknown name, falls back to the best supported one with one warning line on stderr.
 Isa best_isa();
 bool isa_supported(Isa isa);
+// AVX512_VNNI (the avx512 tables then multiply quantised weights with dpbusd).
+bool cpu_has_avx512_vnni();
 const IsaKernels& isa_kernels(Isa isa);
 std::string_view isa_name(Isa isa);
 

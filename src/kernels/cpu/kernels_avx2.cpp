@@ -8,6 +8,8 @@
 
 #include "kernels/cpu/exp_poly.h"
 #include "kernels/cpu/isa.h"
+#include "kernels/quantize.h"
+#include "kernels/cpu/quant_kernels.h"
 
 namespace plexus {
 namespace {
@@ -141,6 +143,10 @@ void dot_tile(DType wt, const void* w, std::int64_t ldw, const float* x, std::in
     case DType::kF32: dot_tile_t<DType::kF32>(w, ldw, x, ldx, y, ldy, nt, nr, k); break;
     case DType::kBF16: dot_tile_t<DType::kBF16>(w, ldw, x, ldx, y, ldy, nt, nr, k); break;
     case DType::kF16: dot_tile_t<DType::kF16>(w, ldw, x, ldx, y, ldy, nt, nr, k); break;
+    case DType::kQ8_0:
+    case DType::kQ4_0:
+    case DType::kQ4_K:
+    case DType::kQ6_K: break;  // dot_tile_q's
   }
 }
 
@@ -156,6 +162,10 @@ void to_f32(DType t, const void* src, float* dst, std::int64_t n) {
     case DType::kF32: std::memcpy(dst, src, static_cast<std::size_t>(n) * 4); break;
     case DType::kBF16: to_f32_t<DType::kBF16>(src, dst, n); break;
     case DType::kF16: to_f32_t<DType::kF16>(src, dst, n); break;
+    case DType::kQ8_0:
+    case DType::kQ4_0:
+    case DType::kQ4_K:
+    case DType::kQ6_K: dequantize_row(t, src, dst, n); break;  // n a multiple of the block
   }
 }
 
@@ -257,7 +267,11 @@ float sum_squares(const float* x, std::int64_t n) { return dot(x, x, n); }
 }  // namespace
 
 const IsaKernels& avx2_kernels() {
-  static const IsaKernels k{"avx2", 3, dot_tile, to_f32, dot, axpy, weighted_rows, scale, exp_shift_sum, silu_mul, sum_squares, false, kStreamMaxTokens};
+  static const IsaKernels k = [] {
+    IsaKernels t{"avx2", 3, dot_tile, to_f32, dot, axpy, weighted_rows, scale, exp_shift_sum, silu_mul, sum_squares, false, kStreamMaxTokens};
+    t.dot_tile_q = dot_tile_q_avx2;
+    return t;
+  }();
   return k;
 }
 

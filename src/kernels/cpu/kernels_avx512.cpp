@@ -14,6 +14,8 @@
 #include "kernels/cpu/avx512_intrinsics.h"
 #include "kernels/cpu/exp_poly.h"
 #include "kernels/cpu/isa.h"
+#include "kernels/cpu/quant_kernels.h"
+#include "kernels/quantize.h"
 
 namespace plexus {
 namespace {
@@ -164,6 +166,10 @@ void dot_tile(DType wt, const void* w, std::int64_t ldw, const float* x, std::in
     case DType::kF32: dot_tile_t<DType::kF32>(w, ldw, x, ldx, y, ldy, nt, nr, k); break;
     case DType::kBF16: dot_tile_t<DType::kBF16>(w, ldw, x, ldx, y, ldy, nt, nr, k); break;
     case DType::kF16: dot_tile_t<DType::kF16>(w, ldw, x, ldx, y, ldy, nt, nr, k); break;
+    case DType::kQ8_0:
+    case DType::kQ4_0:
+    case DType::kQ4_K:
+    case DType::kQ6_K: break;  // dot_tile_q's
   }
 }
 
@@ -190,6 +196,10 @@ void to_f32(DType t, const void* src, float* dst, std::int64_t n) {
     case DType::kF32: std::memcpy(dst, src, static_cast<std::size_t>(n) * 4); break;
     case DType::kBF16: to_f32_t<DType::kBF16>(src, dst, n); break;
     case DType::kF16: to_f32_t<DType::kF16>(src, dst, n); break;
+    case DType::kQ8_0:
+    case DType::kQ4_0:
+    case DType::kQ4_K:
+    case DType::kQ6_K: dequantize_row(t, src, dst, n); break;  // n a multiple of the block
   }
 }
 
@@ -301,8 +311,13 @@ const IsaKernels& avx512_kernels() {
   const IsaKernels& a = avx2_kernels();
   // dot and sum_squares reduce one vector in the 8-lane order: the AVX2 kernels already do that
   // at the memory's pace.
-  static const IsaKernels k{"avx512", kRows,        dot_tile, to_f32, a.dot,   axpy, weighted_rows,
-                            scale,    exp_shift_sum, silu_mul, a.sum_squares, false, kStreamMaxTokens};
+  static const IsaKernels k = [&a] {
+    IsaKernels t{"avx512", kRows,        dot_tile, to_f32, a.dot,   axpy, weighted_rows,
+                 scale,    exp_shift_sum, silu_mul, a.sum_squares, false, kStreamMaxTokens};
+    // Quantised weights: VNNI's dpbusd where the CPU has it, else the AVX2 kernels (same bits).
+    t.dot_tile_q = cpu_has_avx512_vnni() ? dot_tile_q_avx512vnni : a.dot_tile_q;
+    return t;
+  }();
   return k;
 }
 

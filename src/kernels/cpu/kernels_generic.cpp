@@ -5,6 +5,8 @@
 
 #include "kernels/cpu/exp_poly.h"
 #include "kernels/cpu/isa.h"
+#include "kernels/quantize.h"
+#include "kernels/cpu/quant_kernels.h"
 
 namespace plexus {
 namespace {
@@ -14,6 +16,10 @@ inline float load_w(DType t, const void* w, std::int64_t i) {
     case DType::kF32: return static_cast<const float*>(w)[i];
     case DType::kBF16: return bf16_to_f32(static_cast<const std::uint16_t*>(w)[i]);
     case DType::kF16: return f16_to_f32(static_cast<const std::uint16_t*>(w)[i]);
+    case DType::kQ8_0:
+    case DType::kQ4_0:
+    case DType::kQ4_K:
+    case DType::kQ6_K: break;  // dot_tile_q's; to_f32 dequantises
   }
   return 0;
 }
@@ -46,6 +52,10 @@ void dot_tile(DType wt, const void* w, std::int64_t ldw, const float* x, std::in
 }
 
 void to_f32(DType t, const void* src, float* dst, std::int64_t n) {
+  if (dtype_is_block(t)) {
+    dequantize_row(t, src, dst, n);  // n a multiple of the block
+    return;
+  }
   if (t == DType::kF32) {
     std::memcpy(dst, src, static_cast<std::size_t>(n) * 4);
     return;
@@ -109,7 +119,11 @@ float sum_squares(const float* x, std::int64_t n) { return dot(x, x, n); }
 }  // namespace
 
 const IsaKernels& generic_kernels() {
-  static const IsaKernels k{"generic", 1, dot_tile, to_f32, dot, axpy, weighted_rows, scale, exp_shift_sum, silu_mul, sum_squares, false, 3};
+  static const IsaKernels k = [] {
+    IsaKernels t{"generic", 1, dot_tile, to_f32, dot, axpy, weighted_rows, scale, exp_shift_sum, silu_mul, sum_squares, false, 3};
+    t.dot_tile_q = dot_tile_q_generic;
+    return t;
+  }();
   return k;
 }
 

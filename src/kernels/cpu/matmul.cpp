@@ -5,7 +5,7 @@
 #include <cassert>
 #include <vector>
 
-#include "kernels/quantize.h"
+#include "kernels/cpu/quant_x.h"
 
 namespace plexus {
 namespace {
@@ -20,19 +20,34 @@ std::int64_t block_rows(std::int64_t cols, std::int64_t tile) {
   return r - r % tile;
 }
 
+// Rows per block of block-format weights when several token tiles reuse them: about 48 KiB.
+std::int64_t q_block_rows(std::int64_t row_bytes) {
+  const std::int64_t r = std::clamp<std::int64_t>(49152 / row_bytes, 4, 96);
+  return r - r % 4;
+}
+
+// x quantised to 8 bits once per launch for block-format weights (kernels/cpu/quant_x.h): one
+// buffer per x block size the launch's weights need (32: Q8_0/Q4_0; 256: Q4_K/Q6_K).
+struct QuantizedX {
+  const std::uint8_t* x32 = nullptr;
+  const std::uint8_t* x256 = nullptr;
+  std::int64_t ld32 = 0, ld256 = 0;  // bytes per token
+};
+
 // xb: x rounded to bf16 (n, cols) when the table multiplies bf16 weights in place (else null).
 void run_rows(const IsaKernels& k, const MatmulPart& p, std::int64_t r0, std::int64_t r1, const float* x,
-              std::int64_t n, std::int64_t ldx, const std::uint16_t* xb) {
+              std::int64_t n, std::int64_t ldx, const std::uint16_t* xb, const QuantizedX& xq) {
   const std::int64_t cols = p.w.cols;
   if (dtype_is_block(p.w.dtype)) {
-    // Interim: quantised rows dequantised to f32 a block at a time, then multiplied as f32.
-    thread_local std::vector<float> rows;
-    const std::int64_t step = block_rows(cols, k.tile_rows);
-    if (rows.size() < static_cast<std::size_t>(step * cols)) rows.resize(static_cast<std::size_t>(step * cols));
+    // Integer dot products against the quantised x. Up to one token tile (decode, batched decode
+    // of a few) streams the rows once; more tokens go a cache-sized block of rows at a time, each
+    // block read from memory once and reused by every token tile.
+    const bool b32 = qx_block_elems(p.w.dtype) == 32;
+    const std::uint8_t* xr = b32 ? xq.x32 : xq.x256;
+    const std::int64_t ldq = b32 ? xq.ld32 : xq.ld256;
+    const std::int64_t step = n < kOneTileTokens + 1 ? r1 - r0 : q_block_rows(p.w.row_bytes());
     for (std::int64_t r = r0; r < r1; r += step) {
-      const std::int64_t nr = std::min(step, r1 - r);
-      dequantize_row(p.w.dtype, p.w.row(r), rows.data(), nr * cols);
-      k.dot_tile(DType::kF32, rows.data(), cols, x, ldx, p.y + r, p.ldy, n, nr, cols);
+      k.dot_tile_q(p.w.dtype, p.w.row(r), p.w.row_bytes(), xr, ldq, p.y + r, p.ldy, n, std::min(step, r1 - r), cols);
     }
     return;
   }
@@ -79,6 +94,28 @@ const std::uint16_t* round_x_bf16(const IsaKernels& k, ThreadPool& pool, bool an
   return out;
 }
 
+// x (n, ldx) quantised for the block-format parts, in buffers of the calling thread.
+QuantizedX quantize_x_for(ThreadPool& pool, std::span<const MatmulPart> parts, const float* x, std::int64_t n,
+                          std::int64_t ldx) {
+  thread_local std::vector<std::uint8_t> buf32, buf256;  // grow once to their largest size, then reused
+  QuantizedX q;
+  const std::int64_t cols = parts[0].w.cols;
+  for (const MatmulPart& p : parts) {
+    if (!dtype_is_block(p.w.dtype)) continue;
+    const bool b32 = qx_block_elems(p.w.dtype) == 32;
+    if ((b32 ? q.x32 : q.x256) != nullptr) continue;
+    std::vector<std::uint8_t>& buf = b32 ? buf32 : buf256;
+    const std::int64_t ld = qx_row_bytes(p.w.dtype, cols);
+    if (buf.size() < static_cast<std::size_t>(n * ld)) buf.resize(static_cast<std::size_t>(n * ld));
+    std::uint8_t* out = buf.data();  // the workers name their own thread_local buffers, so not those
+    const DType wt = p.w.dtype;
+    pool.parallel_for(n, 1, [&](std::int64_t b, std::int64_t e) { quantize_x(wt, x + b * ldx, ldx, e - b, cols, out + b * ld); });
+    (b32 ? q.x32 : q.x256) = out;
+    (b32 ? q.ld32 : q.ld256) = ld;
+  }
+  return q;
+}
+
 }  // namespace
 
 void matmul(const IsaKernels& k, ThreadPool& pool, std::span<const MatmulPart> parts, const float* x,
@@ -91,11 +128,12 @@ void matmul(const IsaKernels& k, ThreadPool& pool, std::span<const MatmulPart> p
   }
   const bool any_bf16 = std::any_of(parts.begin(), parts.end(), [](const MatmulPart& p) { return p.w.dtype == DType::kBF16; });
   const std::uint16_t* xb = round_x_bf16(k, pool, any_bf16, x, n, ldx, parts[0].w.cols);
+  const QuantizedX xq = quantize_x_for(pool, parts, x, n, ldx);
   pool.parallel_for(total, 16, [&](std::int64_t b, std::int64_t e) {
     std::int64_t base = 0;
     for (const MatmulPart& p : parts) {
       const std::int64_t lo = std::max(b, base), hi = std::min(e, base + p.w.rows);
-      if (lo < hi) run_rows(k, p, lo - base, hi - base, x, n, ldx, xb);
+      if (lo < hi) run_rows(k, p, lo - base, hi - base, x, n, ldx, xb, xq);
       base += p.w.rows;
     }
   });
@@ -107,9 +145,11 @@ void matmul_silu_mul(const IsaKernels& k, ThreadPool& pool, const MatmulPart& ga
   assert(gate.w.rows == up.w.rows && gate.w.cols == up.w.cols && ldx >= gate.w.cols);
   const bool any_bf16 = gate.w.dtype == DType::kBF16 || up.w.dtype == DType::kBF16;
   const std::uint16_t* xb = round_x_bf16(k, pool, any_bf16, x, n, ldx, gate.w.cols);
+  const MatmulPart both[2] = {gate, up};
+  const QuantizedX xq = quantize_x_for(pool, both, x, n, ldx);
   pool.parallel_for(gate.w.rows, 16, [&](std::int64_t b, std::int64_t e) {
-    run_rows(k, gate, b, e, x, n, ldx, xb);
-    run_rows(k, up, b, e, x, n, ldx, xb);
+    run_rows(k, gate, b, e, x, n, ldx, xb, xq);
+    run_rows(k, up, b, e, x, n, ldx, xb, xq);
     for (std::int64_t t = 0; t < n; ++t) {
       float* g = gate.y + t * gate.ldy + b;
       k.silu_mul(g, up.y + t * up.ldy + b, g, e - b);

@@ -5,6 +5,9 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/cpu/quant_x.h"
+#include "kernels/quantize.h"
+
 namespace plexus::ref {
 
 float weight_at(const WeightMatrix& w, std::int64_t r, std::int64_t c) {
@@ -13,18 +16,68 @@ float weight_at(const WeightMatrix& w, std::int64_t r, std::int64_t c) {
     case DType::kF32: return static_cast<const float*>(w.data)[i];
     case DType::kBF16: return bf16_to_f32(static_cast<const std::uint16_t*>(w.data)[i]);
     case DType::kF16: return f16_to_f32(static_cast<const std::uint16_t*>(w.data)[i]);
+    case DType::kQ8_0:
+    case DType::kQ4_0:
+    case DType::kQ4_K:
+    case DType::kQ6_K: {
+      const std::int64_t be = dtype_block_elems(w.dtype);
+      std::vector<float> block(static_cast<std::size_t>(be));
+      dequantize_row(w.dtype, static_cast<const std::uint8_t*>(w.row(r)) + c / be * dtype_block_bytes(w.dtype), block.data(), be);
+      return block[static_cast<std::size_t>(c % be)];
+    }
   }
   return 0;
 }
 
-void matmul(const WeightMatrix& w, const float* x, std::int64_t n, float* y) {
-  for (std::int64_t t = 0; t < n; ++t) {
-    for (std::int64_t r = 0; r < w.rows; ++r) {
+namespace {
+// Row r of w as f32.
+std::vector<float> row_f32(const WeightMatrix& w, std::int64_t r) {
+  std::vector<float> out(static_cast<std::size_t>(w.cols));
+  if (dtype_is_block(w.dtype)) {
+    dequantize_row(w.dtype, w.row(r), out.data(), w.cols);
+  } else {
+    for (std::int64_t c = 0; c < w.cols; ++c) out[static_cast<std::size_t>(c)] = weight_at(w, r, c);
+  }
+  return out;
+}
+
+void matmul_f32(const WeightMatrix& w, const float* x, std::int64_t n, float* y) {
+  for (std::int64_t r = 0; r < w.rows; ++r) {
+    const std::vector<float> wr = row_f32(w, r);
+    for (std::int64_t t = 0; t < n; ++t) {
       double s = 0;
-      for (std::int64_t c = 0; c < w.cols; ++c) s += static_cast<double>(weight_at(w, r, c)) * x[t * w.cols + c];
+      for (std::int64_t c = 0; c < w.cols; ++c) s += static_cast<double>(wr[static_cast<std::size_t>(c)]) * x[t * w.cols + c];
       y[t * w.rows + r] = static_cast<float>(s);
     }
   }
+}
+}  // namespace
+
+void matmul(const WeightMatrix& w, const float* x, std::int64_t n, float* y) { matmul_f32(w, x, n, y); }
+
+void matmul_quantized_x(const WeightMatrix& w, const float* x, std::int64_t n, float* y) {
+  const std::int64_t ld = qx_row_bytes(w.dtype, w.cols), blk = qx_block_elems(w.dtype);
+  std::vector<std::uint8_t> q(static_cast<std::size_t>(n * ld));
+  quantize_x(w.dtype, x, w.cols, n, w.cols, q.data());
+  std::vector<float> xd(static_cast<std::size_t>(n * w.cols));
+  for (std::int64_t t = 0; t < n; ++t) {
+    const std::uint8_t* qt = q.data() + t * ld;
+    for (std::int64_t b = 0; b < w.cols / blk; ++b) {
+      float d;
+      const std::int8_t* qs;
+      if (blk == 32) {
+        const XBlock32* xb = reinterpret_cast<const XBlock32*>(qt) + b;
+        d = xb->d;
+        qs = xb->q;
+      } else {
+        const XBlock256* xb = reinterpret_cast<const XBlock256*>(qt) + b;
+        d = xb->d;
+        qs = xb->q;
+      }
+      for (std::int64_t i = 0; i < blk; ++i) xd[static_cast<std::size_t>(t * w.cols + b * blk + i)] = d * static_cast<float>(qs[i]);
+    }
+  }
+  matmul_f32(w, xd.data(), n, y);
 }
 
 void rmsnorm(const float* x, const void* weight, DType wt, std::int64_t n, std::int64_t d, double eps, float* y) {

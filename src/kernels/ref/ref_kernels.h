@@ -10,8 +10,13 @@ namespace plexus::ref {
 // Weight element r, c as float.
 float weight_at(const WeightMatrix& w, std::int64_t r, std::int64_t c);
 
-// y (n, w.rows) = x (n, w.cols) · wᵀ
+// y (n, w.rows) = x (n, w.cols) · wᵀ (block formats: the dequantised weights).
 void matmul(const WeightMatrix& w, const float* x, std::int64_t n, float* y);
+
+// The product the quantised kernels compute for block-format w: y (n, w.rows) = xq · wᵀ with w
+// dequantised (quantize.h) and xq (n, w.cols) = x quantised by quantize_x (kernels/cpu/quant_x.h)
+// and taken back to d·q, summed in double.
+void matmul_quantized_x(const WeightMatrix& w, const float* x, std::int64_t n, float* y);
 
 // y (n, d) = x / sqrt(mean(x²) + eps) * weight, per row; weight (d) in `wt`.
 void rmsnorm(const float* x, const void* weight, DType wt, std::int64_t n, std::int64_t d, double eps, float* y);

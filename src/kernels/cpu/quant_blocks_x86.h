@@ -1,0 +1,199 @@
+// The x86 quantised dot kernels' block formats (order: quant_kernels.h), included by the AVX2
+// file and the AVX-512 VNNI file, each compiling it with its own flags (internal linkage keeps the
+// copies apart). Signed weights w times activations q run as |w| · sign(q, w) (u8 · s8): AVX2 with
+// maddubs (pairs stay below 2^15) then madd into 8 int32 lanes of 4 elements; VNNI with dpbusd
+// straight into those lanes, and dpwssd for madd-and-add. The integer lanes are exact either way.
+// Define PLEXUS_Q_VNNI (0 or 1) and include <immintrin.h> first.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/block_formats.h"
+#include "kernels/cpu/quant_kernels.h"
+#include "kernels/cpu/quant_tile.h"
+#include "kernels/cpu/quant_x.h"
+
+namespace plexus {
+namespace {
+
+inline __m256i load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+inline float load_f16(const std::uint8_t* p) {
+  std::uint16_t h;
+  std::memcpy(&h, p, 2);
+  return _cvtsh_ss(h);
+}
+inline float load_f32(const std::uint8_t* p) {
+  float f;
+  std::memcpy(&f, p, 4);
+  return f;
+}
+
+// Lanes of 4 products w·q, w signed bytes given as |w| and w.
+inline __m256i dot4_signed(__m256i aw, __m256i w, __m256i q) {
+#if PLEXUS_Q_VNNI
+  return _mm256_dpbusd_epi32(_mm256_setzero_si256(), aw, _mm256_sign_epi8(q, w));
+#else
+  return _mm256_madd_epi16(_mm256_maddubs_epi16(aw, _mm256_sign_epi8(q, w)), _mm256_set1_epi16(1));
+#endif
+}
+
+// s + pairs of int16 products p16·sc summed into int32 lanes.
+inline __m256i add_madd16(__m256i s, __m256i p16, __m256i sc) {
+#if PLEXUS_Q_VNNI
+  return _mm256_dpwssd_epi32(s, p16, sc);
+#else
+  return _mm256_add_epi32(s, _mm256_madd_epi16(p16, sc));
+#endif
+}
+
+// One block of 32 signed weights: acc += float(lanes) · (d_w · d_x).
+struct Block32W {
+  __m256i aw, w;
+  __m256 d;
+};
+inline void block32_acc(const Block32W& w, const std::uint8_t* xb, __m256& acc) {
+  const __m256i p = dot4_signed(w.aw, w.w, load256(xb + 4));
+  acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_mul_ps(w.d, _mm256_set1_ps(load_f32(xb))), acc);
+}
+
+struct Q8_0K {
+  static constexpr std::int64_t kBlockBytes = sizeof(BlockQ8_0), kXBytes = sizeof(XBlock32);
+  using W = Block32W;
+  static void load(const std::uint8_t* b, W& w) {
+    w.w = load256(b + 2);
+    w.aw = _mm256_abs_epi8(w.w);
+    w.d = _mm256_set1_ps(load_f16(b));
+  }
+  static void acc(const W& w, const std::uint8_t* xb, __m256& a) { block32_acc(w, xb, a); }
+};
+
+struct Q4_0K {
+  static constexpr std::int64_t kBlockBytes = sizeof(BlockQ4_0), kXBytes = sizeof(XBlock32);
+  using W = Block32W;
+  static void load(const std::uint8_t* b, W& w) {
+    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 2));
+    const __m128i m4 = _mm_set1_epi8(15);
+    const __m256i v = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m4), _mm_and_si128(q, m4));
+    w.w = _mm256_sub_epi8(v, _mm256_set1_epi8(8));
+    w.aw = _mm256_abs_epi8(w.w);
+    w.d = _mm256_set1_ps(load_f16(b));
+  }
+  static void acc(const W& w, const std::uint8_t* xb, __m256& a) { block32_acc(w, xb, a); }
+};
+
+constexpr std::int64_t kXq = offsetof(XBlock256, q), kXsums = offsetof(XBlock256, sums);
+
+// Byte j of each 128-bit lane: int16 lane k's bytes (2k, 2k + 1), for broadcasting int16 lane k.
+inline __m256i int16_lane_picker(int k) { return _mm256_set1_epi16(static_cast<short>((2 * k) | ((2 * k + 1) << 8))); }
+
+struct Q4_KK {
+  static constexpr std::int64_t kBlockBytes = sizeof(BlockQ4_K), kXBytes = sizeof(XBlock256);
+  struct W {
+    __m256i q[8];   // sub-block j's 32 nibbles, 0..15
+    __m256i sc[8];  // sc[j] in every int16 lane
+    __m256i m;      // m[j] in int32 lane j
+    __m256 d, dmin;
+  };
+  static void load(const std::uint8_t* b, W& w) {
+    const BlockQ4_K* blk = reinterpret_cast<const BlockQ4_K*>(b);
+    // The 6-bit scales and mins (block_formats.h), 4 at a time in 32-bit words: bytes 0..3 (a),
+    // 4..7 (b), 8..11 (c) of `scales`.
+    std::uint32_t a, bb, c;
+    std::memcpy(&a, blk->scales, 4);
+    std::memcpy(&bb, blk->scales + 4, 4);
+    std::memcpy(&c, blk->scales + 8, 4);
+    const std::uint64_t sc8 = (a & 0x3f3f3f3fu) | static_cast<std::uint64_t>((c & 0x0f0f0f0fu) | ((a >> 2) & 0x30303030u)) << 32;
+    const std::uint64_t m8 = (bb & 0x3f3f3f3fu) | static_cast<std::uint64_t>(((c >> 4) & 0x0f0f0f0fu) | ((bb >> 2) & 0x30303030u)) << 32;
+    const __m256i sc16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<long long>(sc8))));
+    PLEXUS_Q_UNROLL for (int j = 0; j < 8; ++j) w.sc[j] = _mm256_shuffle_epi8(sc16, int16_lane_picker(j));
+    w.m = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(m8)));
+    const __m256i m4 = _mm256_set1_epi8(15);
+    for (int c4 = 0; c4 < 4; ++c4) {
+      const __m256i q = load256(blk->qs + 32 * c4);
+      w.q[2 * c4] = _mm256_and_si256(q, m4);
+      w.q[2 * c4 + 1] = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+    }
+    w.d = _mm256_set1_ps(_cvtsh_ss(blk->d));
+    w.dmin = _mm256_set1_ps(_cvtsh_ss(blk->dmin));
+  }
+  static void acc(const W& w, const std::uint8_t* xb, __m256& a) {
+    __m256i s = _mm256_setzero_si256();
+    for (int j = 0; j < 8; ++j) {
+      const __m256i p16 = _mm256_maddubs_epi16(w.q[j], load256(xb + kXq + 32 * j));
+      s = add_madd16(s, p16, w.sc[j]);
+    }
+    const __m256 xd = _mm256_set1_ps(load_f32(xb));
+    a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(w.d, xd), a);
+    // m[j] · sums[j]: int16 pairs (m[j], 0) times (sums[j], its sign) — exact.
+    const __m256i sums = _mm256_cvtepi16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(xb + kXsums)));
+    a = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(w.m, sums)), _mm256_mul_ps(w.dmin, xd), a);
+  }
+};
+
+struct Q6_KK {
+  static constexpr std::int64_t kBlockBytes = sizeof(BlockQ6_K), kXBytes = sizeof(XBlock256);
+  struct W {
+    __m256i w[8], aw[8];  // chunk c's 32 weights q − 32, and their magnitudes
+    __m256i sc[8];        // int16 lanes 0..7: scales[2c]; 8..15: scales[2c + 1]
+    __m256 d;
+  };
+  static void load(const std::uint8_t* b, W& w) {
+    const BlockQ6_K* blk = reinterpret_cast<const BlockQ6_K*>(b);
+    const __m256i m4 = _mm256_set1_epi8(15), m3 = _mm256_set1_epi8(3), k32 = _mm256_set1_epi8(32);
+    for (int h = 0; h < 2; ++h) {
+      const __m256i ql0 = load256(blk->ql + 64 * h), ql1 = load256(blk->ql + 64 * h + 32);
+      const __m256i qh = load256(blk->qh + 32 * h);
+      const __m256i v[4] = {
+          _mm256_or_si256(_mm256_and_si256(ql0, m4), _mm256_slli_epi16(_mm256_and_si256(qh, m3), 4)),
+          _mm256_or_si256(_mm256_and_si256(ql1, m4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), m3), 4)),
+          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4),
+                          _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), m3), 4)),
+          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4),
+                          _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m3), 4))};
+      for (int k = 0; k < 4; ++k) {
+        w.w[4 * h + k] = _mm256_sub_epi8(v[k], k32);
+        w.aw[4 * h + k] = _mm256_abs_epi8(w.w[4 * h + k]);
+      }
+    }
+    // scales as int16, 0..7 and 8..15 each in both 128-bit lanes; chunk c picks int16 lane
+    // 2c mod 8 into its low lane and the next into its high lane.
+    const __m128i s8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk->scales));
+    const __m256i lo = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(s8));
+    const __m256i hi = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(_mm_srli_si128(s8, 8)));
+    PLEXUS_Q_UNROLL for (int c = 0; c < 8; ++c) {
+      const int k = 2 * (c & 3);
+      const __m256i pick = _mm256_set_m128i(_mm_set1_epi16(static_cast<short>((2 * k + 2) | ((2 * k + 3) << 8))),
+                                            _mm_set1_epi16(static_cast<short>((2 * k) | ((2 * k + 1) << 8))));
+      w.sc[c] = _mm256_shuffle_epi8(c < 4 ? lo : hi, pick);
+    }
+    w.d = _mm256_set1_ps(_cvtsh_ss(blk->d));
+  }
+  static void acc(const W& w, const std::uint8_t* xb, __m256& a) {
+    __m256i s = _mm256_setzero_si256();
+    for (int c = 0; c < 8; ++c) {
+      const __m256i q = load256(xb + kXq + 32 * c);
+      const __m256i p16 = _mm256_maddubs_epi16(w.aw[c], _mm256_sign_epi8(q, w.w[c]));
+      s = add_madd16(s, p16, w.sc[c]);
+    }
+    a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(w.d, _mm256_set1_ps(load_f32(xb))), a);
+  }
+};
+
+// dot_tile_q for one table: the register tiles per format.
+void q_dispatch(DType wt, const void* w, std::int64_t ldw, const void* xq, std::int64_t ldxq, float* y,
+                std::int64_t ldy, std::int64_t nt, std::int64_t nr, std::int64_t k) {
+  const std::int64_t nb = k / dtype_block_elems(wt);
+  switch (wt) {
+    case DType::kQ8_0: q_dot_tile<Q8_0K, 4, 3, 4>(w, ldw, xq, ldxq, y, ldy, nt, nr, nb); break;
+    case DType::kQ4_0: q_dot_tile<Q4_0K, 4, 3, 4>(w, ldw, xq, ldxq, y, ldy, nt, nr, nb); break;
+    case DType::kQ4_K: q_dot_tile<Q4_KK, 4, 2, 4>(w, ldw, xq, ldxq, y, ldy, nt, nr, nb); break;
+    case DType::kQ6_K: q_dot_tile<Q6_KK, 4, 2, 4>(w, ldw, xq, ldxq, y, ldy, nt, nr, nb); break;
+    case DType::kF32:
+    case DType::kBF16:
+    case DType::kF16: break;
+  }
+}
+
+}  // namespace
+}  // namespace plexus

@@ -1,0 +1,282 @@
+// Matmuls of block-format weights (Q8_0, Q4_0, Q4_K, Q6_K) with 8-bit activations, every ISA this
+// CPU has, against the oracles: tightly against the same quantised activations in double, loosely
+// (a worst-case bound) against the f32 product; and the bitwise promises across ISAs, thread
+// counts, token batching and launches of several parts.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "kernels/block_formats.h"
+#include "kernels/cpu/matmul.h"
+#include "kernels/cpu/quant_x.h"
+#include "kernels/quantize.h"
+#include "kernels/ref/ref_kernels.h"
+
+namespace plexus {
+namespace {
+
+constexpr DType kFormats[] = {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K};
+
+struct Weights {
+  std::vector<std::uint8_t> bytes;
+  WeightMatrix m;
+};
+
+// Random bytes (every byte pattern is a valid block) with f16 scales of a sane size.
+Weights random_block_weights(DType t, std::int64_t rows, std::int64_t cols, std::mt19937& rng) {
+  Weights w;
+  w.bytes.resize(static_cast<std::size_t>(rows * dtype_row_bytes(t, cols)));
+  std::uniform_int_distribution<int> byte(0, 255);
+  for (auto& b : w.bytes) b = static_cast<std::uint8_t>(byte(rng));
+  std::uniform_real_distribution<float> scale(0.001f, 0.02f);
+  const std::int64_t nb = rows * cols / dtype_block_elems(t);
+  for (std::int64_t i = 0; i < nb; ++i) {
+    std::uint8_t* b = w.bytes.data() + i * dtype_block_bytes(t);
+    switch (t) {
+      case DType::kQ8_0: reinterpret_cast<BlockQ8_0*>(b)->d = f32_to_f16(scale(rng)); break;
+      case DType::kQ4_0: reinterpret_cast<BlockQ4_0*>(b)->d = f32_to_f16(scale(rng)); break;
+      case DType::kQ4_K:
+        reinterpret_cast<BlockQ4_K*>(b)->d = f32_to_f16(scale(rng) * 0.1f);
+        reinterpret_cast<BlockQ4_K*>(b)->dmin = f32_to_f16(scale(rng) * 0.1f);
+        break;
+      case DType::kQ6_K: reinterpret_cast<BlockQ6_K*>(b)->d = f32_to_f16(scale(rng) * 0.01f); break;
+      case DType::kF32:
+      case DType::kBF16:
+      case DType::kF16: break;
+    }
+  }
+  w.m = WeightMatrix{w.bytes.data(), t, rows, cols};
+  return w;
+}
+
+std::vector<float> random_vec(std::int64_t n, std::mt19937& rng) {
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  std::vector<float> v(static_cast<std::size_t>(n));
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+std::vector<Isa> isas() {
+  std::vector<Isa> out{Isa::kGeneric};
+  for (Isa isa : {Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Bf16}) {
+    if (isa_supported(isa)) out.push_back(isa);
+  }
+  return out;
+}
+
+std::vector<float> run(const IsaKernels& k, ThreadPool& pool, const WeightMatrix& w, const float* x, std::int64_t n) {
+  std::vector<float> y(static_cast<std::size_t>(n * w.rows), NAN);
+  const MatmulPart part{w, y.data(), w.rows};
+  matmul(k, pool, {&part, 1}, x, n, w.cols);
+  return y;
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+TEST(QuantMatmul, MatchesOraclesOnEveryFormatAndIsa) {
+  std::mt19937 rng(7);
+  ThreadPool pool(3);
+  for (DType t : kFormats) {
+    std::vector<std::int64_t> col_sizes{256, 512, 4352};
+    if (dtype_block_elems(t) == 32) col_sizes.insert(col_sizes.begin(), {32, 96});
+    for (std::int64_t rows : {1, 3, 17, 64}) {
+      for (std::int64_t cols : col_sizes) {
+        for (std::int64_t n : {1, 2, 5, 33, 70}) {
+          Weights w = random_block_weights(t, rows, cols, rng);
+          std::vector<float> x = random_vec(n * cols, rng);
+          std::vector<float> tight(static_cast<std::size_t>(n * rows)), loose(tight.size());
+          ref::matmul_quantized_x(w.m, x.data(), n, tight.data());
+          ref::matmul(w.m, x.data(), n, loose.data());
+          // Per row: the dequantised weights' L2 and L1 norms.
+          std::vector<double> w_l2(static_cast<std::size_t>(rows)), w_l1(w_l2.size());
+          std::vector<float> row(static_cast<std::size_t>(cols));
+          for (std::int64_t r = 0; r < rows; ++r) {
+            dequantize_row(t, w.m.row(r), row.data(), cols);
+            for (float v : row) {
+              w_l2[static_cast<std::size_t>(r)] += static_cast<double>(v) * v;
+              w_l1[static_cast<std::size_t>(r)] += std::fabs(static_cast<double>(v));
+            }
+            w_l2[static_cast<std::size_t>(r)] = std::sqrt(w_l2[static_cast<std::size_t>(r)]);
+          }
+          std::vector<float> first;
+          for (Isa isa : isas()) {
+            const IsaKernels& k = isa_kernels(isa);
+            const std::vector<float> got = run(k, pool, w.m, x.data(), n);
+            for (std::int64_t tk = 0; tk < n; ++tk) {
+              double x_l2 = 0, x_max = 0;
+              for (std::int64_t c = 0; c < cols; ++c) {
+                const double v = x[static_cast<std::size_t>(tk * cols + c)];
+                x_l2 += v * v;
+                x_max = std::max(x_max, std::fabs(v));
+              }
+              x_l2 = std::sqrt(x_l2);
+              for (std::int64_t r = 0; r < rows; ++r) {
+                const std::size_t i = static_cast<std::size_t>(tk * rows + r);
+                const double scale = w_l2[static_cast<std::size_t>(r)] * x_l2;
+                // Same integers: only the f32 scaling and summing of the blocks differ.
+                ASSERT_NEAR(got[i], tight[i], 1e-5 * scale + 1e-7)
+                    << k.name << " " << dtype_name(t) << " rows=" << rows << " cols=" << cols << " n=" << n << " t=" << tk << " r=" << r;
+                // Each x moves by at most half its block's step, max|x| / 254.
+                const double bound = w_l1[static_cast<std::size_t>(r)] * x_max / 254.0 * 1.001 + 1e-5 * scale + 1e-7;
+                ASSERT_NEAR(got[i], loose[i], bound)
+                    << k.name << " " << dtype_name(t) << " rows=" << rows << " cols=" << cols << " n=" << n;
+              }
+            }
+            if (first.empty()) first = got;
+            else EXPECT_TRUE(same_bits(first, got)) << k.name << " vs generic " << dtype_name(t) << " rows=" << rows << " cols=" << cols << " n=" << n;
+          }
+        }
+      }
+    }
+  }
+}
+
+// The quantised activations' error is far below the loose bound on typical data.
+TEST(QuantMatmul, ActivationQuantisationErrorIsSmall) {
+  std::mt19937 rng(3);
+  ThreadPool pool(1);
+  const std::int64_t rows = 64, cols = 4096, n = 4;
+  for (DType t : kFormats) {
+    Weights w = random_block_weights(t, rows, cols, rng);
+    std::vector<float> x = random_vec(n * cols, rng);
+    std::vector<float> want(static_cast<std::size_t>(n * rows));
+    ref::matmul(w.m, x.data(), n, want.data());
+    const std::vector<float> got = run(isa_kernels(best_isa()), pool, w.m, x.data(), n);
+    double err = 0, norm = 0;
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      err += (got[i] - want[i]) * static_cast<double>(got[i] - want[i]);
+      norm += static_cast<double>(want[i]) * want[i];
+    }
+    EXPECT_LT(std::sqrt(err / norm), 0.02) << dtype_name(t);
+  }
+}
+
+TEST(QuantMatmul, SameBitsForEveryThreadCountAndBatching) {
+  std::mt19937 rng(11);
+  ThreadPool one(1), three(3);
+  for (Isa isa : isas()) {
+    const IsaKernels& k = isa_kernels(isa);
+    for (DType t : kFormats) {
+      const std::int64_t rows = 67, cols = 512, n = 9;
+      Weights w = random_block_weights(t, rows, cols, rng);
+      std::vector<float> x = random_vec(n * cols, rng);
+      const std::vector<float> a = run(k, one, w.m, x.data(), n);
+      const std::vector<float> b = run(k, three, w.m, x.data(), n);
+      EXPECT_TRUE(same_bits(a, b)) << k.name << " " << dtype_name(t);
+      for (std::int64_t tk = 0; tk < n; ++tk) {  // each token alone (decode) and in pairs
+        const std::vector<float> single = run(k, three, w.m, x.data() + tk * cols, 1);
+        EXPECT_EQ(0, std::memcmp(single.data(), a.data() + tk * rows, rows * sizeof(float))) << k.name << " t=" << tk;
+      }
+      const std::vector<float> pair = run(k, one, w.m, x.data() + 3 * cols, 2);
+      EXPECT_EQ(0, std::memcmp(pair.data(), a.data() + 3 * rows, 2 * rows * sizeof(float))) << k.name;
+    }
+  }
+}
+
+// q/k/v as one launch with mixed formats (and a bf16 part): each part as if alone.
+TEST(QuantMatmul, MixedFormatsInOneLaunch) {
+  std::mt19937 rng(5);
+  ThreadPool pool(3);
+  const std::int64_t cols = 768;
+  for (Isa isa : isas()) {
+    const IsaKernels& k = isa_kernels(isa);
+    for (std::int64_t n : {1, 3, 12}) {
+      Weights q = random_block_weights(DType::kQ4_K, 40, cols, rng);
+      Weights kk = random_block_weights(DType::kQ6_K, 24, cols, rng);
+      Weights v = random_block_weights(DType::kQ8_0, 24, cols, rng);
+      Weights o = random_block_weights(DType::kQ4_0, 8, cols, rng);
+      std::vector<std::uint16_t> bf(static_cast<std::size_t>(16 * cols));
+      for (auto& e : bf) e = f32_to_bf16(std::normal_distribution<float>(0, 1)(rng));
+      const WeightMatrix bw{bf.data(), DType::kBF16, 16, cols};
+      std::vector<float> x = random_vec(n * cols, rng);
+      const WeightMatrix ws[] = {q.m, kk.m, v.m, o.m, bw};
+      std::vector<std::vector<float>> ys;
+      std::vector<MatmulPart> parts;
+      for (const WeightMatrix& w : ws) ys.emplace_back(static_cast<std::size_t>(n * w.rows), NAN);
+      for (std::size_t i = 0; i < ys.size(); ++i) parts.push_back({ws[i], ys[i].data(), ws[i].rows});
+      matmul(k, pool, parts, x.data(), n, cols);
+      for (std::size_t i = 0; i < ys.size(); ++i) {
+        EXPECT_TRUE(same_bits(ys[i], run(k, pool, ws[i], x.data(), n))) << k.name << " part " << i << " n=" << n;
+      }
+    }
+  }
+}
+
+TEST(QuantMatmul, SiluMulWithBlockWeights) {
+  std::mt19937 rng(9);
+  ThreadPool pool(3);
+  const std::int64_t rows = 50, cols = 512;
+  for (Isa isa : isas()) {
+    const IsaKernels& k = isa_kernels(isa);
+    for (std::int64_t n : {1, 6}) {
+      Weights g = random_block_weights(DType::kQ4_K, rows, cols, rng);
+      Weights u = random_block_weights(DType::kQ6_K, rows, cols, rng);
+      std::vector<float> x = random_vec(n * cols, rng);
+      std::vector<float> gy(static_cast<std::size_t>(n * rows)), uy(gy.size());
+      matmul_silu_mul(k, pool, {g.m, gy.data(), rows}, {u.m, uy.data(), rows}, x.data(), n, cols);
+      std::vector<float> want = run(k, pool, g.m, x.data(), n);
+      const std::vector<float> up = run(k, pool, u.m, x.data(), n);
+      EXPECT_TRUE(same_bits(uy, up)) << k.name;
+      k.silu_mul(want.data(), up.data(), want.data(), n * rows);
+      EXPECT_TRUE(same_bits(gy, want)) << k.name << " n=" << n;
+    }
+  }
+}
+
+TEST(QuantX, FollowsItsDefinition) {
+  std::mt19937 rng(13);
+  for (DType t : {DType::kQ8_0, DType::kQ4_K}) {
+    const std::int64_t cols = 512, blk = qx_block_elems(t);
+    std::vector<float> x = random_vec(cols, rng);
+    std::fill(x.begin(), x.begin() + blk, 0.0f);  // an all-zero block: d = 0, q = 0
+    std::vector<std::uint8_t> q(static_cast<std::size_t>(qx_row_bytes(t, cols)));
+    quantize_x(t, x.data(), cols, 1, cols, q.data());
+    for (std::int64_t b = 0; b < cols / blk; ++b) {
+      float d;
+      const std::int8_t* qs;
+      if (blk == 32) {
+        d = reinterpret_cast<const XBlock32*>(q.data())[b].d;
+        qs = reinterpret_cast<const XBlock32*>(q.data())[b].q;
+      } else {
+        const XBlock256& xb = reinterpret_cast<const XBlock256*>(q.data())[b];
+        d = xb.d;
+        qs = xb.q;
+        for (int j = 0; j < 8; ++j) {
+          int s = 0;
+          for (int l = 0; l < 32; ++l) s += qs[32 * j + l];
+          EXPECT_EQ(xb.sums[j], s);
+        }
+      }
+      float amax = 0;
+      for (std::int64_t i = 0; i < blk; ++i) amax = std::max(amax, std::fabs(x[static_cast<std::size_t>(b * blk + i)]));
+      EXPECT_EQ(d, amax / 127.0f);
+      for (std::int64_t i = 0; i < blk; ++i) {
+        const float v = x[static_cast<std::size_t>(b * blk + i)];
+        EXPECT_LE(std::fabs(v - d * qs[i]), d * 0.5001f + 1e-30f) << b << " " << i;
+      }
+    }
+  }
+}
+
+// Embedding gathers of block-format tables: the tables' to_f32 dequantises.
+TEST(QuantMatmul, ToF32DequantisesBlockRows) {
+  std::mt19937 rng(17);
+  for (Isa isa : isas()) {
+    for (DType t : kFormats) {
+      Weights w = random_block_weights(t, 3, 512, rng);
+      std::vector<float> want(512), got(512);
+      dequantize_row(t, w.m.row(2), want.data(), 512);
+      isa_kernels(isa).to_f32(t, w.m.row(2), got.data(), 512);
+      EXPECT_TRUE(same_bits(want, got)) << isa_name(isa) << " " << dtype_name(t);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace plexus
