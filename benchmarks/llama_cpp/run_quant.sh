@@ -86,9 +86,9 @@ if "$plexus" quantize --help > /dev/null 2>&1; then
   for q in "${qtypes[@]}"; do
     case "$q" in Q8_0) t=q8_0 ;; Q4_K_M) t=q4_k ;; esac
     own[$q]="$out/$preset-plexus-$t.gguf"
-    if [ ! -f "${own[$q]}" ] || [ "$model/model.safetensors" -nt "${own[$q]}" ] || [ "$plexus" -nt "${own[$q]}" ]; then
+    if [ ! -f "${own[$q]}" ] || [ "$model/model.safetensors" -nt "${own[$q]}" ]; then
       echo "run_quant.sh: plexus quantize --type $t" >&2
-      "$plexus" quantize "$model" "${own[$q]}" --type "$t" > "$raw/plexus-quantize-$t.log" 2>&1 ||
+      "$plexus" quantize "$model" "${own[$q]}" --type "$t" --force > "$raw/plexus-quantize-$t.log" 2>&1 ||
         { echo "run_quant.sh: plexus quantize --type $t failed (its own-file rows left out):" >&2; tail -5 "$raw/plexus-quantize-$t.log" >&2; unset "own[$q]"; continue; }
     fi
     own_types+=("$q")
