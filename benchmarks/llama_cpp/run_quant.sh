@@ -81,7 +81,6 @@ for q in "${qtypes[@]}"; do
       { tail -20 "$raw/quantize-$q.log" >&2; exit 1; }
   fi
 done
-own_types=()
 if "$plexus" quantize --help > /dev/null 2>&1; then
   for q in "${qtypes[@]}"; do
     case "$q" in Q8_0) t=q8_0 ;; Q4_K_M) t=q4_k ;; esac
@@ -91,7 +90,6 @@ if "$plexus" quantize --help > /dev/null 2>&1; then
       "$plexus" quantize "$model" "${own[$q]}" --type "$t" --force > "$raw/plexus-quantize-$t.log" 2>&1 ||
         { echo "run_quant.sh: plexus quantize --type $t failed (its own-file rows left out):" >&2; tail -5 "$raw/plexus-quantize-$t.log" >&2; unset "own[$q]"; continue; }
     fi
-    own_types+=("$q")
   done
 else
   echo "run_quant.sh: this plexus has no 'quantize' command: plexus runs llama.cpp's files only" >&2
