@@ -145,15 +145,19 @@ int main(int argc, char** argv) {
 
     const ModelConfig& c = engine.config();
     const LlamaFamilyModel& m = engine.model();
-    // Bytes a decode step reads: every layer matrix and the lm_head (one embedding row per
-    // sequence is negligible), plus each sequence's f32 keys and values up to its position.
-    std::int64_t layer_params = 0;
+    // Bytes a decode step reads: every layer matrix and the lm_head as stored (block formats
+    // by their row bytes; one embedding row per sequence is negligible), plus each sequence's
+    // f32 keys and values up to its position.
+    std::int64_t layer_params = 0, weight_bytes = 0;
     for (int l = 0; l < c.num_layers; ++l) {
       const LayerWeights& w = m.layer_weights(l);
-      for (const WeightMatrix* x : {&w.q, &w.k, &w.v, &w.o, &w.gate, &w.up, &w.down}) layer_params += x->rows * x->cols;
+      for (const WeightMatrix* x : {&w.q, &w.k, &w.v, &w.o, &w.gate, &w.up, &w.down}) {
+        layer_params += x->rows * x->cols;
+        weight_bytes += x->bytes();
+      }
     }
     const std::int64_t head_params = m.lm_head().rows * m.lm_head().cols;
-    const std::int64_t weight_bytes = (layer_params + head_params) * static_cast<std::int64_t>(dtype_size(m.lm_head().dtype));
+    weight_bytes += m.lm_head().bytes();
     const std::int64_t kv_bytes_per_token = KvCache::bytes_per_token(c.num_layers, c.num_kv_heads, c.head_dim);
     const double mean_context = static_cast<double>(depth) + static_cast<double>(steps - 1) / 2 + 1;
     const double bytes_per_step = static_cast<double>(weight_bytes) +
@@ -169,6 +173,7 @@ int main(int argc, char** argv) {
 
     Json j = {{"model", args.get("MODEL")},
               {"dtype", std::string(dtype_name(m.lm_head().dtype))},
+              {"layer_dtype", std::string(dtype_name(m.layer_weights(0).q.dtype))},
               {"threads", engine.threads()},
               {"wait", args.get("--wait")},
               {"isa", std::string(engine.kernels().name)},

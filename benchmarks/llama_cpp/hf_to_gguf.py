@@ -7,7 +7,8 @@ tensor infos, 32-byte aligned data); llama.cpp's code is not used.
 Tensors keep their dtype (bf16 stays BF16, f32 stays F32); norm vectors are always F32. The q and
 k projection rows are permuted from Hugging Face's rotate-half rope layout to llama.cpp's
 interleaved-pair layout: per head, row i of the first half and row i of the second half become
-rows 2i and 2i+1. The vocabulary is synthetic (the checkpoints have no tokenizer): a byte-level
+rows 2i and 2i+1. Llama 3 rope scaling becomes rope_freqs.weight (each pair's frequency
+divisor, F32), as in llama.cpp's own Llama 3 files. The vocabulary is synthetic (the checkpoints have no tokenizer): a byte-level
 "gpt2" BPE without merges, so any text tokenizes to one token per byte, plus the config's
 bos/eos ids as control tokens; byte_token_ids() says which id each byte gets.
 
@@ -68,9 +69,9 @@ def load_checkpoint(model_dir):
         raise InputError(f"{cfg_path}: {e.strerror}") from None
     if cfg.get("model_type") != "llama":
         raise InputError(f"{cfg_path}: model_type {cfg.get('model_type')!r}; this converter handles 'llama' only")
-    for field in ("rope_scaling",):
-        if cfg.get(field):
-            raise InputError(f"{cfg_path}: {field} is set; this converter handles plain rope only")
+    rs = cfg.get("rope_scaling")
+    if rs and rs.get("rope_type", rs.get("type")) != "llama3":
+        raise InputError(f"{cfg_path}: rope_scaling {rs!r}; this converter handles plain and llama3 rope only")
     for field in ("attention_bias", "mlp_bias"):
         if cfg.get(field):
             raise InputError(f"{cfg_path}: {field} is true; this converter handles bias-free llama only")
@@ -91,6 +92,23 @@ def rope_rows_to_interleaved(w, n_heads):
     rows, cols = w.shape
     head_dim = rows // n_heads
     return w.reshape(n_heads, 2, head_dim // 2, cols).swapaxes(1, 2).reshape(rows, cols)
+
+
+def llama3_rope_factors(cfg):
+    """Per rotated pair i < head_dim/2: the divisor of its rope frequency under Llama 3's rope
+    scaling (GGUF's rope_freqs.weight): 1 for short wavelengths, `factor` for long ones, a blend
+    between (the same formula as rope_inv_freq in src/model/llama_family.cpp)."""
+    rs = cfg["rope_scaling"]
+    head_dim = cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]
+    theta = cfg.get("rope_theta", 10000.0)
+    factor, low, high = rs.get("factor", 8.0), rs.get("low_freq_factor", 1.0), rs.get("high_freq_factor", 4.0)
+    old_ctx = rs.get("original_max_position_embeddings", 8192)
+    freq = 1.0 / theta ** (np.arange(0, head_dim, 2, dtype=np.float64) / head_dim)
+    wavelen = 2 * np.pi / freq
+    smooth = np.clip((old_ctx / wavelen - low) / (high - low), 0.0, 1.0)
+    scaled = (1 - smooth) * freq / factor + smooth * freq
+    scaled = np.where(wavelen < old_ctx / high, freq, np.where(wavelen > old_ctx / low, freq / factor, scaled))
+    return (freq / scaled).astype(np.float32)
 
 
 def to_f32(dtype, arr):
@@ -134,6 +152,8 @@ def gguf_tensors(cfg, tensors, permute_rope=True):
             matrix(p + "mlp.down_proj.weight", b + "ffn_down.weight"),
         ]
     out.append(vector("model.norm.weight", "output_norm.weight"))
+    if cfg.get("rope_scaling"):
+        out.append(("rope_freqs.weight", GGML_F32, llama3_rope_factors(cfg)))
     if "lm_head.weight" in tensors and not cfg.get("tie_word_embeddings", False):
         out.append(matrix("lm_head.weight", "output.weight"))
     return out
@@ -153,7 +173,8 @@ def byte_to_unicode():
 
 
 def special_ids(cfg):
-    return {"bos": cfg.get("bos_token_id", 1), "eos": cfg.get("eos_token_id", 2), "unk": 0}
+    eos = cfg.get("eos_token_id", 2)
+    return {"bos": cfg.get("bos_token_id", 1), "eos": eos[0] if isinstance(eos, list) else eos, "unk": 0}
 
 
 def byte_token_ids(cfg):
