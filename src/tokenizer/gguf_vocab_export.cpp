@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "core/error.h"
+#include "core/gguf_writer.h"
 #include "core/json.h"
 
 namespace plexus {
@@ -14,53 +15,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// GGUF value type codes.
-constexpr std::uint32_t kU32 = 4, kI32 = 5, kF32 = 6, kBool = 7, kStr = 8, kArr = 9;
 // tokenizer.ggml.token_type values.
 constexpr std::int64_t kNormal = 1, kUnknown = 2, kControl = 3, kUserDefined = 4, kUnused = 5, kByte = 6;
-
-GgufValue str_value(std::string s) {
-  GgufValue v;
-  v.type = GgufValue::Type::kString;
-  v.gguf_type = kStr;
-  v.s = std::move(s);
-  return v;
-}
-GgufValue u32_value(std::int64_t i) {
-  GgufValue v;
-  v.type = GgufValue::Type::kInt;
-  v.gguf_type = kU32;
-  v.i = i;
-  return v;
-}
-GgufValue bool_value(bool b) {
-  GgufValue v;
-  v.type = GgufValue::Type::kBool;
-  v.gguf_type = kBool;
-  v.b = b;
-  return v;
-}
-GgufValue array_value(std::uint32_t elem_type) {
-  GgufValue v;
-  v.type = GgufValue::Type::kArray;
-  v.gguf_type = kArr;
-  v.elem_type = elem_type;
-  return v;
-}
-GgufValue f32_value(double f) {
-  GgufValue v;
-  v.type = GgufValue::Type::kFloat;
-  v.gguf_type = kF32;
-  v.f = f;
-  return v;
-}
-GgufValue i32_value(std::int64_t i) {
-  GgufValue v;
-  v.type = GgufValue::Type::kInt;
-  v.gguf_type = kI32;
-  v.i = i;
-  return v;
-}
 
 // Whether `spec` (a pre-tokenizer / decoder / normalizer, possibly a Sequence) holds a step of `type`.
 const Json* find_step(const Json& spec, const std::string& type) {
@@ -190,9 +146,10 @@ std::vector<std::pair<std::string, GgufValue>> gguf_tokenizer_metadata(const std
                                     ? model["unk_token"].get<std::string>() : "";
   const std::optional<std::int64_t> unk_id = id_of(unk_token);
 
-  GgufValue tokens = array_value(kStr), types = array_value(kI32);
-  tokens.arr.reserve(static_cast<std::size_t>(n));
-  types.arr.reserve(static_cast<std::size_t>(n));
+  std::vector<std::string> tokens;
+  std::vector<std::int64_t> types;
+  tokens.reserve(static_cast<std::size_t>(n));
+  types.reserve(static_cast<std::size_t>(n));
   for (std::int64_t id = 0; id < n; ++id) {
     auto it = by_id.find(id);
     std::int64_t type = kNormal;
@@ -212,8 +169,8 @@ std::vector<std::pair<std::string, GgufValue>> gguf_tokenizer_metadata(const std
         type = kByte;
       }
     }
-    tokens.arr.push_back(str_value(std::move(text)));
-    types.arr.push_back(i32_value(type));
+    tokens.push_back(std::move(text));
+    types.push_back(type);
   }
 
   std::vector<std::pair<std::string, GgufValue>> out;
@@ -235,21 +192,21 @@ std::vector<std::pair<std::string, GgufValue>> gguf_tokenizer_metadata(const std
   };
   bool add_space_prefix = false;
   if (byte_level) {
-    out.emplace_back("tokenizer.ggml.model", str_value("gpt2"));
-    out.emplace_back("tokenizer.ggml.pre", str_value(pre_name(pre, file)));
+    out.emplace_back("tokenizer.ggml.model", gguf_string("gpt2"));
+    out.emplace_back("tokenizer.ggml.pre", gguf_string(pre_name(pre, file)));
   } else {
     if (!vocab.contains("\xE2\x96\x81") && !model.value("byte_fallback", false))
       throw InputError(file + ": a BPE tokenizer that is neither byte-level nor SentencePiece-style (\"▁\" spaces, "
                        "byte fallback) cannot be written to GGUF by plexus");
-    out.emplace_back("tokenizer.ggml.model", str_value("llama"));
-    out.emplace_back("tokenizer.ggml.pre", str_value("default"));
+    out.emplace_back("tokenizer.ggml.model", gguf_string("llama"));
+    out.emplace_back("tokenizer.ggml.pre", gguf_string("default"));
     const Json& norm = j.contains("normalizer") ? j["normalizer"] : null_json;
     const Json* prepend = find_step(norm, "Prepend");
     const Json* meta = find_step(pre, "Metaspace");
     add_space_prefix = (prepend && prepend->value("prepend", "") == "\xE2\x96\x81") ||
                        (meta && meta->value("prepend_scheme", meta->value("add_prefix_space", true) ? "always" : "never") != "never");
   }
-  out.emplace_back("tokenizer.ggml.tokens", std::move(tokens));
+  out.emplace_back("tokenizer.ggml.tokens", gguf_string_array(std::move(tokens)));
   if (!byte_level) {
     // SentencePiece-style scores: a merged piece scores -(rank of the last merge making it), so
     // earlier merges win; pieces no merge makes score -id.
@@ -261,21 +218,18 @@ std::vector<std::pair<std::string, GgufValue>> gguf_tokenizer_metadata(const std
       auto it = vocab.find(a + b);
       if (it != vocab.end()) score[static_cast<std::size_t>(it->get<std::int64_t>())] = -static_cast<double>(r);
     }
-    GgufValue scores = array_value(kF32);
-    scores.arr.reserve(score.size());
-    for (double s : score) scores.arr.push_back(f32_value(s));
-    out.emplace_back("tokenizer.ggml.scores", std::move(scores));
+    out.emplace_back("tokenizer.ggml.scores", gguf_f32_array(std::vector<float>(score.begin(), score.end())));
   }
-  out.emplace_back("tokenizer.ggml.token_type", std::move(types));
+  out.emplace_back("tokenizer.ggml.token_type", gguf_int_array(GgufType::kI32, types));
   if (byte_level) {
-    GgufValue m = array_value(kStr);
-    m.arr.reserve(merges.size());
+    std::vector<std::string> m;
+    m.reserve(merges.size());
     std::string a, b;
     for (std::size_t r = 0; r < merges.size(); ++r) {
       merge_pair(r, a, b);
-      m.arr.push_back(str_value(a + " " + b));
+      m.push_back(a + " " + b);
     }
-    out.emplace_back("tokenizer.ggml.merges", std::move(m));
+    out.emplace_back("tokenizer.ggml.merges", gguf_string_array(std::move(m)));
   }
 
   std::optional<std::int64_t> bos = id_of(config_token(cfg, "bos_token"));
@@ -290,25 +244,25 @@ std::vector<std::pair<std::string, GgufValue>> gguf_tokenizer_metadata(const std
   if (!eos)
     for (const char* name : {"<|end_of_text|>", "<|endoftext|>", "</s>", "<eos>"})
       if (!eos) eos = id_of(name);
-  if (bos) out.emplace_back("tokenizer.ggml.bos_token_id", u32_value(*bos));
-  if (eos) out.emplace_back("tokenizer.ggml.eos_token_id", u32_value(*eos));
-  if (unk_id) out.emplace_back("tokenizer.ggml.unknown_token_id", u32_value(*unk_id));
-  if (pad) out.emplace_back("tokenizer.ggml.padding_token_id", u32_value(*pad));
+  if (bos) out.emplace_back("tokenizer.ggml.bos_token_id", gguf_int(GgufType::kU32, *bos));
+  if (eos) out.emplace_back("tokenizer.ggml.eos_token_id", gguf_int(GgufType::kU32, *eos));
+  if (unk_id) out.emplace_back("tokenizer.ggml.unknown_token_id", gguf_int(GgufType::kU32, *unk_id));
+  if (pad) out.emplace_back("tokenizer.ggml.padding_token_id", gguf_int(GgufType::kU32, *pad));
   const std::string bos_text = bos ? by_id[*bos] : "", eos_text = eos ? by_id[*eos] : "";
   const bool add_bos = cfg.contains("add_bos_token") && cfg["add_bos_token"].is_boolean()
                            ? cfg["add_bos_token"].get<bool>() : bos && contains(before, bos_text);
   const bool add_eos = cfg.contains("add_eos_token") && cfg["add_eos_token"].is_boolean()
                            ? cfg["add_eos_token"].get<bool>() : eos && contains(after, eos_text);
-  out.emplace_back("tokenizer.ggml.add_bos_token", bool_value(add_bos));
-  out.emplace_back("tokenizer.ggml.add_eos_token", bool_value(add_eos));
-  if (!byte_level) out.emplace_back("tokenizer.ggml.add_space_prefix", bool_value(add_space_prefix));
+  out.emplace_back("tokenizer.ggml.add_bos_token", gguf_bool(add_bos));
+  out.emplace_back("tokenizer.ggml.add_eos_token", gguf_bool(add_eos));
+  if (!byte_level) out.emplace_back("tokenizer.ggml.add_space_prefix", gguf_bool(add_space_prefix));
   if (auto it = cfg.find("chat_template"); it != cfg.end()) {
     if (it->is_string()) {
-      out.emplace_back("tokenizer.chat_template", str_value(it->get<std::string>()));
+      out.emplace_back("tokenizer.chat_template", gguf_string(it->get<std::string>()));
     } else if (it->is_array()) {  // [{"name": ..., "template": ...}]: the "default" one
       for (const Json& t : *it)
         if (t.is_object() && t.value("name", "") == "default" && t.contains("template") && t["template"].is_string())
-          out.emplace_back("tokenizer.chat_template", str_value(t["template"].get<std::string>()));
+          out.emplace_back("tokenizer.chat_template", gguf_string(t["template"].get<std::string>()));
     }
   }
   return out;
