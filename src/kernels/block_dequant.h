@@ -142,10 +142,8 @@ PLEXUS_UNROLL
 
 struct Q4_K {
   static constexpr int kBytes = 144, kElems = 256, kTileBlocks = 16;  // 2304 bytes
-  static PLEXUS_HD void dequant8(const std::uint8_t* s, std::int64_t e, float* out) {
-    const std::uint8_t* p = s + (e / 256) * kBytes;
-    const int i = static_cast<int>(e % 256);
-    const int j = i / 32, l = i % 32;  // sub-block j, its weight l
+  // Sub-block j's scale d·sc[j] and min dmin·m[j] of the block at p (block_formats.h).
+  static PLEXUS_HD void scale_min(const std::uint8_t* p, int j, float* d, float* m) {
     const std::uint8_t* sc = p + 4;
     int scale, min;
     if (j < 4) {
@@ -155,8 +153,15 @@ struct Q4_K {
       scale = (sc[j + 4] & 15) | ((sc[j - 4] >> 6) << 4);
       min = (sc[j + 4] >> 4) | ((sc[j] >> 6) << 4);
     }
-    const float d = half_to_f32(load_u16(p)) * static_cast<float>(scale);
-    const float m = half_to_f32(load_u16(p + 2)) * static_cast<float>(min);
+    *d = half_to_f32(load_u16(p)) * static_cast<float>(scale);
+    *m = half_to_f32(load_u16(p + 2)) * static_cast<float>(min);
+  }
+  static PLEXUS_HD void dequant8(const std::uint8_t* s, std::int64_t e, float* out) {
+    const std::uint8_t* p = s + (e / 256) * kBytes;
+    const int i = static_cast<int>(e % 256);
+    const int j = i / 32, l = i % 32;  // sub-block j, its weight l
+    float d, m;
+    scale_min(p, j, &d, &m);
     std::uint32_t b[8];
     load8(p + 16 + 32 * (j / 2) + l, b);  // chunk j / 2: low nibbles for even j, high for odd
     const int shift = (j & 1) ? 4 : 0;
@@ -167,17 +172,8 @@ PLEXUS_UNROLL
     const std::uint8_t* p = s + (e / 256) * kBytes;
     const int i = static_cast<int>(e % 256);
     const int j = i / 32, l = i % 32;  // sub-block j, its weight l
-    const std::uint8_t* sc = p + 4;
-    int scale, min;
-    if (j < 4) {
-      scale = sc[j] & 63;
-      min = sc[j + 4] & 63;
-    } else {
-      scale = (sc[j + 4] & 15) | ((sc[j - 4] >> 6) << 4);
-      min = (sc[j + 4] >> 4) | ((sc[j] >> 6) << 4);
-    }
-    const float d = half_to_f32(load_u16(p)) * static_cast<float>(scale);
-    const float m = half_to_f32(load_u16(p + 2)) * static_cast<float>(min);
+    float d, m;
+    scale_min(p, j, &d, &m);
     nibbles8(p + 16 + 32 * (j / 2) + l, (j & 1) ? 4 : 0, raw);
     *a = 16.0f * d;  // d u - m = 16 d raw - (16 d + m)
     *b = -(16.0f * d + m);
