@@ -9,6 +9,7 @@
 #include "model/checkpoint.h"
 #include "model/config.h"
 #include "model/gguf_model.h"
+#include "gguf_bytes.h"
 
 namespace plexus {
 namespace {
@@ -84,24 +85,12 @@ TEST(GgufModel, CheckpointViewsTheTensorsInPlaceUnderHfNames) {
   EXPECT_TRUE(ck.prefault());
 }
 
-// A GGUF file of the given metadata and tensors (each F32, zero-filled) in memory.
-struct MiniGguf {
-  std::vector<std::uint8_t> b;
-  template <typename T>
-  void put(T v) {
-    const auto* p = reinterpret_cast<const std::uint8_t*>(&v);
-    b.insert(b.end(), p, p + sizeof(T));
-  }
-  void str(const std::string& s) {
-    put<std::uint64_t>(s.size());
-    b.insert(b.end(), s.begin(), s.end());
-  }
-};
 
+// A GGUF file of the given metadata and tensors (each F32, zero-filled) in memory.
 std::vector<std::uint8_t> mini(const std::string& arch, const std::vector<std::pair<std::string, std::uint32_t>>& ints,
                                const std::vector<std::pair<std::string, std::vector<std::uint64_t>>>& tensors,
                                const std::vector<float>& rope_freqs = {}) {
-  MiniGguf m;
+  GgufBytes m;
   m.put<std::uint32_t>(0x46554747);
   m.put<std::uint32_t>(3);
   m.put<std::uint64_t>(tensors.size() + (rope_freqs.empty() ? 0 : 1));

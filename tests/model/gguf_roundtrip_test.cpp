@@ -10,51 +10,17 @@
 #include "core/gguf_file.h"
 #include "model/checkpoint.h"
 #include "model/config.h"
+#include "model/gguf_export.h"
 #include "model/make_model.h"
 #include "runtime/engine.h"
 #include "runtime/generate.h"
 #include "test_util.h"
+#include "gguf_bytes.h"
 
 namespace plexus {
 namespace {
 
-struct Writer {
-  std::vector<std::uint8_t> b;
-  template <typename T>
-  void put(T v) {
-    const auto* p = reinterpret_cast<const std::uint8_t*>(&v);
-    b.insert(b.end(), p, p + sizeof(T));
-  }
-  void str(const std::string& s) {
-    put<std::uint64_t>(s.size());
-    b.insert(b.end(), s.begin(), s.end());
-  }
-  void kv_u32(const std::string& k, std::uint32_t v) { str(k), put<std::uint32_t>(4), put<std::uint32_t>(v); }
-  void kv_f32(const std::string& k, float v) { str(k), put<std::uint32_t>(6), put<float>(v); }
-  void kv_str(const std::string& k, const std::string& v) { str(k), put<std::uint32_t>(8), str(v); }
-};
 
-// HF name -> GGUF name (the inverse of hf_name_of_gguf_tensor).
-std::string gguf_name(const std::string& hf) {
-  if (hf == "model.embed_tokens.weight") return "token_embd.weight";
-  if (hf == "lm_head.weight") return "output.weight";
-  if (hf == "model.norm.weight") return "output_norm.weight";
-  const std::string pre = "model.layers.";
-  EXPECT_EQ(hf.rfind(pre, 0), 0u) << hf;
-  const std::size_t dot = hf.find('.', pre.size());
-  const std::string layer = hf.substr(pre.size(), dot - pre.size());
-  std::string rest = hf.substr(dot + 1);
-  const std::pair<const char*, const char*> parts[] = {
-      {"input_layernorm", "attn_norm"}, {"post_attention_layernorm", "ffn_norm"}, {"self_attn.q_proj", "attn_q"},
-      {"self_attn.k_proj", "attn_k"},   {"self_attn.v_proj", "attn_v"},           {"self_attn.o_proj", "attn_output"},
-      {"self_attn.q_norm", "attn_q_norm"}, {"self_attn.k_norm", "attn_k_norm"},   {"mlp.gate_proj", "ffn_gate"},
-      {"mlp.up_proj", "ffn_up"},        {"mlp.down_proj", "ffn_down"}};
-  for (const auto& [h, g] : parts) {
-    if (rest.rfind(std::string(h) + ".", 0) == 0) return "blk." + layer + "." + g + rest.substr(std::strlen(h));
-  }
-  ADD_FAILURE() << "no GGUF name for " << hf;
-  return hf;
-}
 
 // Writes the f32 checkpoint at DIR as OUT (a GGUF v3 file).
 void write_gguf(const std::string& dir, const std::string& out) {
@@ -63,7 +29,7 @@ void write_gguf(const std::string& dir, const std::string& out) {
   const char* arch = c.arch == Arch::kLlama ? "llama" : c.arch == Arch::kQwen2 ? "qwen2" : "qwen3";
   const std::string a = arch;
   const std::vector<std::string> names = ck.names();
-  Writer w;
+  GgufBytes w;
   w.put<std::uint32_t>(0x46554747);
   w.put<std::uint32_t>(3);
   w.put<std::uint64_t>(names.size());
@@ -98,7 +64,7 @@ void write_gguf(const std::string& dir, const std::string& out) {
         }
       }
     }
-    w.str(gguf_name(hf));
+    w.str(gguf_tensor_name(hf));
     w.put<std::uint32_t>(static_cast<std::uint32_t>(r.info->shape.size()));
     for (auto it = r.info->shape.rbegin(); it != r.info->shape.rend(); ++it) w.put<std::uint64_t>(static_cast<std::uint64_t>(*it));
     w.put<std::uint32_t>(0);
