@@ -15,6 +15,7 @@
 #include "core/thread_pool.h"
 #include "kernels/quantize.h"
 #include "model/checkpoint.h"
+#include "model/gguf_model.h"
 #include "model/quant_policy.h"
 #include "tokenizer/gguf_vocab_export.h"
 
@@ -87,20 +88,13 @@ std::string dir_name(const std::string& dir) {
 }  // namespace
 
 std::string gguf_tensor_name(const std::string& hf) {
-  if (hf == "model.embed_tokens.weight") return "token_embd.weight";
-  if (hf == "model.norm.weight") return "output_norm.weight";
-  if (hf == "lm_head.weight") return "output.weight";
+  for (const GgufNamePair& n : gguf_top_level_names())
+    if (hf == n.hf) return n.gguf;
   static const std::regex kLayer(R"(model\.layers\.(\d+)\.(.+)\.(weight|bias))");
   std::smatch m;
   if (!std::regex_match(hf, m, kLayer)) return {};
-  static const std::pair<const char*, const char*> kParts[] = {
-      {"input_layernorm", "attn_norm"},      {"self_attn.q_proj", "attn_q"},     {"self_attn.k_proj", "attn_k"},
-      {"self_attn.v_proj", "attn_v"},        {"self_attn.o_proj", "attn_output"}, {"self_attn.q_norm", "attn_q_norm"},
-      {"self_attn.k_norm", "attn_k_norm"},   {"post_attention_layernorm", "ffn_norm"}, {"mlp.gate_proj", "ffn_gate"},
-      {"mlp.up_proj", "ffn_up"},             {"mlp.down_proj", "ffn_down"},
-  };
-  for (const auto& [from, to] : kParts) {
-    if (m[2] == from) return "blk." + m[1].str() + "." + to + "." + m[3].str();
+  for (const GgufNamePair& p : gguf_layer_part_names()) {
+    if (m[2] == p.hf) return "blk." + m[1].str() + "." + p.gguf + "." + m[3].str();
   }
   return {};
 }

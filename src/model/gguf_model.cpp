@@ -101,10 +101,30 @@ ModelConfig gguf_model_config(const GgufFile& f) {
   return c;
 }
 
+std::span<const GgufNamePair> gguf_top_level_names() {
+  static const GgufNamePair kNames[] = {
+      {"token_embd.weight", "model.embed_tokens.weight"},
+      {"output.weight", "lm_head.weight"},
+      {"output_norm.weight", "model.norm.weight"},
+  };
+  return kNames;
+}
+
+std::span<const GgufNamePair> gguf_layer_part_names() {
+  static const GgufNamePair kParts[] = {
+      {"attn_norm", "input_layernorm"},    {"ffn_norm", "post_attention_layernorm"},
+      {"attn_q", "self_attn.q_proj"},      {"attn_k", "self_attn.k_proj"},
+      {"attn_v", "self_attn.v_proj"},      {"attn_output", "self_attn.o_proj"},
+      {"attn_q_norm", "self_attn.q_norm"}, {"attn_k_norm", "self_attn.k_norm"},
+      {"ffn_gate", "mlp.gate_proj"},       {"ffn_up", "mlp.up_proj"},
+      {"ffn_down", "mlp.down_proj"},
+  };
+  return kParts;
+}
+
 std::optional<std::string> hf_name_of_gguf_tensor(const std::string& name) {
-  if (name == "token_embd.weight") return "model.embed_tokens.weight";
-  if (name == "output.weight") return "lm_head.weight";
-  if (name == "output_norm.weight") return "model.norm.weight";
+  for (const GgufNamePair& n : gguf_top_level_names())
+    if (name == n.gguf) return std::string(n.hf);
   if (name.rfind("blk.", 0) != 0) return std::nullopt;
   const std::size_t dot = name.find('.', 4);
   if (dot == std::string::npos || dot == 4) return std::nullopt;
@@ -116,16 +136,8 @@ std::optional<std::string> hf_name_of_gguf_tensor(const std::string& name) {
   const std::string part = name.substr(dot + 1, last - dot - 1);
   const std::string suffix = name.substr(last + 1);  // weight | bias
   if (suffix != "weight" && suffix != "bias") return std::nullopt;
-  static const std::pair<const char*, const char*> kParts[] = {
-      {"attn_norm", "input_layernorm"},   {"ffn_norm", "post_attention_layernorm"},
-      {"attn_q", "self_attn.q_proj"},     {"attn_k", "self_attn.k_proj"},
-      {"attn_v", "self_attn.v_proj"},     {"attn_output", "self_attn.o_proj"},
-      {"attn_q_norm", "self_attn.q_norm"}, {"attn_k_norm", "self_attn.k_norm"},
-      {"ffn_gate", "mlp.gate_proj"},      {"ffn_up", "mlp.up_proj"},
-      {"ffn_down", "mlp.down_proj"},
-  };
-  for (const auto& [g, hf] : kParts)
-    if (part == g) return "model.layers." + layer + "." + hf + "." + suffix;
+  for (const GgufNamePair& p : gguf_layer_part_names())
+    if (part == p.gguf) return "model.layers." + layer + "." + p.hf + "." + suffix;
   return std::nullopt;
 }
 

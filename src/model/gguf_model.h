@@ -2,6 +2,7 @@
 // a ModelConfig) and the Hugging Face name of each tensor llama.cpp's converter renamed.
 #pragma once
 #include <optional>
+#include <span>
 #include <string>
 
 #include "core/gguf_file.h"
@@ -22,5 +23,15 @@ ModelConfig gguf_model_config(const GgufFile& file);
 // "blk.3.attn_q.weight" -> "model.layers.3.self_attn.q_proj.weight", "token_embd.weight" ->
 // "model.embed_tokens.weight", ...; nullopt for tensors with no Hugging Face counterpart.
 std::optional<std::string> hf_name_of_gguf_tensor(const std::string& name);
+
+// The names llama.cpp and Hugging Face give one tensor: whole names outside the layers
+// ("token_embd.weight" ↔ "model.embed_tokens.weight"), and the part of decoder layer N between
+// the layer and ".weight"/".bias" ("attn_q" ↔ "self_attn.q_proj"). One table for both directions.
+struct GgufNamePair {
+  const char* gguf;
+  const char* hf;
+};
+std::span<const GgufNamePair> gguf_top_level_names();
+std::span<const GgufNamePair> gguf_layer_part_names();
 
 }  // namespace plexus
