@@ -54,7 +54,7 @@ Json single_engine_plan(const ModelRun& run) {
 Json execution_json(const ModelRun& run, const ExecStats* since) {
   Json j;
   if (run.planned() && since) {
-    j = exec_stats_to_json(exec_stats_since(run.executor->stats(), *since));
+    j = exec_stats_to_json(exec_stats_since(run.stats(), *since));
   } else {
     j = {{"devices", Json::array()}, {"stages", 1}, {"micro_batches", 1}, {"forward_wall_s", nullptr},
          {"busy_fraction_sum", nullptr}, {"streamed_bytes", 0}, {"stream_copy_s", 0}, {"stream_wait_s", 0}};
@@ -189,7 +189,7 @@ Json run_point(const BenchPoint& point, const std::string& config_file, const Lo
       for (const GenerateResult& g : r.sequences) {
         timings->samples.push_back({g.prompt_tokens, static_cast<std::int64_t>(g.ids.size()), g.ttft_ms, g.e2e_ms});
       }
-      if (run->planned()) device_timeline.add(run->executor->stats());
+      if (run->planned()) device_timeline.add(run->stats());
     }
     return true;
   };
@@ -197,7 +197,7 @@ Json run_point(const BenchPoint& point, const std::string& config_file, const Lo
   if (!warmup.empty()) log("warm-up: " + std::to_string(warmup.size()) + " sample(s), not measured");
   if (!run_all(warmup, nullptr)) throw Interrupted("interrupted during the warm-up, before any sample was measured");
 
-  const ExecStats before = run->planned() ? run->executor->stats() : ExecStats{};
+  const ExecStats before = run->planned() ? run->stats() : ExecStats{};
   SourceOptions so = source_options_for_run(device_options_from_env(), c.backend.device_ids.empty() ? run->cuda_gpus : std::vector<int>{});
   for (long long id : c.backend.device_ids) so.devices.push_back(static_cast<int>(id));
   MonitorSession session(make_sources(so));
@@ -211,7 +211,7 @@ Json run_point(const BenchPoint& point, const std::string& config_file, const Lo
   const std::string timestamp = utc_timestamp();
   RunTimings timings;
   const auto t0 = std::chrono::steady_clock::now();
-  if (run->planned()) device_timeline.start(run->executor->stats());
+  if (run->planned()) device_timeline.start(run->stats());
   const bool complete = run_all(measured, &timings);
   timings.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const MonitorSummary summary = session.stop();

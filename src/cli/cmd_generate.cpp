@@ -61,7 +61,7 @@ int print_batch(const ModelRun& run, const BatchGenerateResult& r, const Tokeniz
               {"wait", std::string(wait_policy_name(run.wait))},
               {"isa", run.isa},
               {"interrupted", interrupted}};
-    if (run.planned()) j["execution"] = exec_stats_to_json(run.executor->stats());
+    if (run.planned()) j["execution"] = exec_stats_to_json(run.stats());
     const MonitorSummary summary = monitor->stop();
     j["monitor"] = to_json(summary);
     j["energy"] = bench::energy_json(summary, r.generated_tokens);  // GPU energy (NVML) and J/token
@@ -82,7 +82,7 @@ int print_batch(const ModelRun& run, const BatchGenerateResult& r, const Tokeniz
   std::fprintf(stderr, "[%zu sequences, %lld prompt tokens, %lld generated; prefill %.1f tok/s, decode %.1f tok/s; %d threads, %s]\n",
                r.sequences.size(), static_cast<long long>(r.prompt_tokens), static_cast<long long>(r.generated_tokens),
                r.prefill_tokens_per_s, r.decode_tokens_per_s, run.threads, run.isa.c_str());
-  if (verbose && run.planned()) std::fprintf(stderr, "%s", exec_stats_to_text(run.executor->stats()).c_str());
+  if (verbose && run.planned()) std::fprintf(stderr, "%s", exec_stats_to_text(run.stats()).c_str());
   return 0;
 }
 
@@ -187,7 +187,7 @@ int cmd_generate(int argc, char** argv) {
               {"isa", run->isa},
               {"interrupted", interrupted}};
     if (tok) j["text"] = tok->decode(r.ids);
-    if (run->planned()) j["execution"] = exec_stats_to_json(run->executor->stats());
+    if (run->planned()) j["execution"] = exec_stats_to_json(run->stats());
     const MonitorSummary summary = monitor->stop();
     j["monitor"] = to_json(summary);
     j["energy"] = bench::energy_json(summary, static_cast<std::int64_t>(r.ids.size()));  // GPU energy (NVML) and J/token
@@ -199,7 +199,7 @@ int cmd_generate(int argc, char** argv) {
     std::fprintf(stderr, "[%lld prompt tokens, %zu generated (%s); prefill %.1f tok/s, decode %.1f tok/s, ttft %.1f ms; %d threads, %s]\n",
                  static_cast<long long>(r.prompt_tokens), r.ids.size(), r.finish_reason.c_str(), r.prefill_tokens_per_s,
                  r.decode_tokens_per_s, r.ttft_ms, run->threads, run->isa.c_str());
-    if (verbose && run->planned()) std::fprintf(stderr, "%s", exec_stats_to_text(run->executor->stats()).c_str());
+    if (verbose && run->planned()) std::fprintf(stderr, "%s", exec_stats_to_text(run->stats()).c_str());
   }
   return 0;
 }

@@ -40,14 +40,14 @@ int cmd_perplexity(int argc, char** argv) {
   const PerplexityResult r = perplexity(runner, ids);
   if (args.get_flag("--json")) {
     Json j = {{"nll", r.nll}, {"ppl", r.ppl}, {"n_tokens", r.n_tokens}, {"tokens_per_s", r.tokens_per_s}};
-    if (run->planned()) j["execution"] = exec_stats_to_json(run->executor->stats());
+    if (run->planned()) j["execution"] = exec_stats_to_json(run->stats());
     std::printf("%s\n", j.dump().c_str());
   } else {
     double sum = 0;
     for (double x : r.nll) sum += x;
     std::printf("tokens %lld  mean nll %.6f  perplexity %.4f  (%.1f tok/s)\n", static_cast<long long>(r.n_tokens),
                 sum / static_cast<double>(r.nll.size()), r.ppl, r.tokens_per_s);
-    if (verbose && run->planned()) std::fprintf(stderr, "%s", exec_stats_to_text(run->executor->stats()).c_str());
+    if (verbose && run->planned()) std::fprintf(stderr, "%s", exec_stats_to_text(run->stats()).c_str());
   }
   return 0;
 }

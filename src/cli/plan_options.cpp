@@ -13,7 +13,13 @@ void add_plan_options(Args& args) {
                                     "embeddings, lm_head, norms and biases keep the checkpoint's dtype")
       .option("--max-memory", "LIST", "budgets as accelerate writes them, e.g. \"0=10GiB,1=10GiB,cpu=64GiB\"; devices may be hypothetical")
       .option("--devices", "LIST", "accelerator ordinals to use, e.g. 0,1 (default: all budgeted)")
-      .option("--virtual-devices", "N", "plan for N accelerators that split the host's available memory equally");
+      .option("--virtual-devices", "N", "plan for N accelerators that split the host's available memory equally")
+      .option("--tensor-parallel", "N", "split every layer across N devices (heads, MLP columns, vocabulary; "
+                                        "docs/parallel.md); without device flags on a CPU, N x M virtual devices", "1")
+      .alias("--tp")
+      .option("--pipeline-parallel", "M", "split the layers into M stages, each on its own device (or tensor-parallel "
+                                          "group of N devices)", "1")
+      .alias("--pp");
   add_virtual_gpus_option(args);
   args
       .option("--context", "N", "tokens of KV cache to keep room for per sequence (0: weights only)", "4096")
@@ -38,6 +44,8 @@ PlanInputs plan_inputs_from(const Args& args) {
   }
   if (auto list = args.get_optional("--devices")) in.devices = parse_device_list(*list, "--devices");
   in.offload_disk = args.get_flag("--offload-disk");
+  in.tensor_parallel = args.get_int("--tensor-parallel");
+  in.pipeline_parallel = args.get_int("--pipeline-parallel");
   if (auto map = args.get_optional("--device-map")) {
     // accelerate's device_map="auto" (or another strategy name) is a strategy, not a file.
     Strategy named;

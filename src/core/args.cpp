@@ -42,9 +42,14 @@ Args& Args::epilog(const std::string& text) {
   return *this;
 }
 
+Args& Args::alias(const std::string& short_name) {
+  options_.back().alias = short_name;
+  return *this;
+}
+
 const Args::Spec* Args::find_option(const std::string& name) const {
   for (const Spec& s : options_) {
-    if (s.name == name) return &s;
+    if (s.name == name || (!s.alias.empty() && s.alias == name)) return &s;
   }
   return nullptr;
 }
@@ -79,6 +84,7 @@ bool Args::parse(const std::vector<std::string>& args) {
         for (const Spec& s : options_) names.push_back(s.name);
         throw InputError("unknown option '" + name + "' for '" + command_ + "'" + did_you_mean(name, names) + usage_hint);
       }
+      name = spec->name;  // an alias is read under the option's own name
       if (spec->is_flag) {
         if (inline_value) throw InputError("option '" + name + "' takes no value" + usage_hint);
         flags_set_[name]++;
@@ -210,6 +216,7 @@ std::string Args::help() const {
   for (const Spec& s : options_) {
     o << "  " << s.name;
     if (!s.is_flag) o << " " << s.metavar;
+    if (!s.alias.empty()) o << ", " << s.alias << (s.is_flag ? "" : " " + s.metavar);
     o << "\n      " << s.help;
     if (s.default_value) o << " (default: " << *s.default_value << ")";
     if (s.repeatable) o << " (repeatable)";

@@ -23,6 +23,9 @@ class Args {
   Args& repeatable_option(const std::string& name, const std::string& metavar, const std::string& help);
   Args& flag(const std::string& name, const std::string& help);
   Args& epilog(const std::string& text);
+  // A short name for the option declared last (`--tp` for `--tensor-parallel`): the same option,
+  // read under its long name.
+  Args& alias(const std::string& short_name);
 
   // Parses argv after the subcommand name. Returns false when --help was asked for (help has
   // been printed to stdout); throws InputError on bad usage.
@@ -54,6 +57,7 @@ class Args {
     bool is_flag = false;
     bool required = false;
     bool repeatable = false;
+    std::string alias = {};  // another name for the option ("" for none)
   };
   const Spec* find_option(const std::string& name) const;
 

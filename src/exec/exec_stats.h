@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/collective.h"
 #include "core/json.h"
 
 namespace plexus {
@@ -28,6 +29,11 @@ struct ExecStats {
   std::int64_t streamed_bytes = 0;
   double stream_copy_s = 0;       // copy-thread time spent copying offloaded weights
   double stream_wait_s = 0;       // compute time spent waiting for them
+  std::int64_t tokens = 0;        // tokens forwarded (once, however many ranks computed them)
+  // Tensor parallelism: the collectives of every rank, summed, and how many ranks took part
+  // (0: none). Per token and rank: comm.seconds() / comm_ranks / tokens.
+  CommStats comm;
+  int comm_ranks = 0;
   double busy_sum() const;        // summed busy fractions: > 1 means devices overlapped
 };
 
@@ -37,6 +43,12 @@ struct ExecStats {
 ExecStats exec_stats_since(const ExecStats& now, const ExecStats& before);
 
 Json exec_stats_to_json(const ExecStats& s);
+// Tensor parallelism: bytes one rank moves per token, its seconds in collectives per token and
+// their share of the forward time (0 without collectives).
+double comm_bytes_per_token(const ExecStats& s);
+double comm_seconds_per_token(const ExecStats& s);
+double comm_share(const ExecStats& s);
+
 // A few lines for stderr / --verbose.
 std::string exec_stats_to_text(const ExecStats& s);
 

@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/units.h"
 #include "exec/compute_ops_factory.h"
+#include "exec/tensor_parallel_ops.h"
 #include "planner/sized_tree.h"
 #include "planner/weight_dtype.h"
 #include "model/token_id.h"
@@ -23,6 +24,8 @@ struct Executor::DeviceState {
   int ordinal = kHostDevice;
   Device* device = nullptr;
   DeviceOps ops;  // launched from the device's queue only
+  std::unique_ptr<TensorParallelOps> tensor;  // tensor parallelism: ops wrapped, partial products summed
+  ComputeOps* compute = nullptr;              // what the model runs through: `tensor`, else ops.ops
   Buffer workspace_memory;
   std::unique_ptr<Workspace> workspace;
   std::unique_ptr<WeightStreamer> streamer;  // when offloaded modules compute here
@@ -99,20 +102,22 @@ ExecutorOptions single_host_stage(const EngineOptions& engine) {
 Executor::Executor(const std::string& model_dir, const DeviceMap& map, DeviceRegistry& devices,
                    const ExecutorOptions& options)
     : checkpoint_(model_dir),
-      model_(load_model_config(model_dir), quantized(checkpoint_, options)),
-      tree_(ModuleTree::from_checkpoint(model_.config(), checkpoint_)),
+      full_(load_model_config(model_dir), quantized(checkpoint_, options)),
+      shard_(options.tensor ? std::make_unique<ModelShard>(full_, options.tensor->split) : nullptr),
+      tree_(options.tensor ? shard_module_tree(ModuleTree::from_checkpoint(full_.config(), checkpoint_), options.tensor->split)
+                           : ModuleTree::from_checkpoint(full_.config(), checkpoint_)),
       devices_(devices),
       kernels_(isa_kernels(best_isa())),
       layout_(host_in_place(make_stage_layout(tree_, map, devices.accelerator_count()), options.host_in_place)),
       max_tokens_(std::max<std::int64_t>(1, options.max_batch_tokens)),
-      max_context_(options.max_context > 0 ? std::min(options.max_context, model_.config().max_position_embeddings)
-                                            : model_.config().max_position_embeddings),
+      max_context_(options.max_context > 0 ? std::min(options.max_context, full_.config().max_position_embeddings)
+                                            : full_.config().max_position_embeddings),
       micro_batches_(options.micro_batches > 0 ? options.micro_batches
                                                 : (layout_.streams() ? 1 : static_cast<int>(layout_.stages.size()))),
       direct_(layout_.stages.size() == 1 && layout_.stages.front().device == kHostDevice && !layout_.streams()),
       memory_(make_run_memory(devices)) {
-  const ModelConfig& c = model_.config();
-  weights_ = std::make_unique<WeightStore>(model_, layout_, memory_);
+  const ModelConfig& c = model().config();  // a tensor-parallel rank's: its share of the heads
+  weights_ = std::make_unique<WeightStore>(model(), layout_, memory_);
   // The whole model computed on the host from the mapped files: map every page in now (when the
   // files fit in memory), so the load pays the page faults and the first forward pass does not.
   if (direct_ && !checkpoint_.quantized()) {  // quantising read the projections' pages already
@@ -122,8 +127,8 @@ Executor::Executor(const std::string& model_dir, const DeviceMap& map, DeviceReg
   // (A tree holding block formats — a GGUF file, a quantised run — is sized as stored, tensor
   // by tensor, whatever `stored`; for a GGUF file it only picks the KV-cache width, as
   // exec/model_run plans it.)
-  WeightDType stored = dtype_is_block(model_.embedding().dtype) ? WeightDType::kBF16 : WeightDType::kF32;
-  parse_weight_dtype(dtype_torch_name(model_.embedding().dtype), &stored);
+  WeightDType stored = dtype_is_block(model().embedding().dtype) ? WeightDType::kBF16 : WeightDType::kF32;
+  parse_weight_dtype(dtype_torch_name(model().embedding().dtype), &stored);
   const SizedTree sized = SizedTree::build(tree_, stored);
   RunShape shape;
   shape.context = max_context_;
@@ -165,6 +170,11 @@ Executor::Executor(const std::string& model_dir, const DeviceMap& map, DeviceReg
       d->device = &device(s.device);
       const OpsShape ops_shape{&c, max_tokens_, max_context_, b.layer_slots > 0 || b.head_slot > 0 || buffers_.devices.size() > 1};
       d->ops = make_compute_ops(*d->device, kernels_, ops_shape, memory_.of(s.device));
+      d->compute = d->ops.ops.get();
+      if (options.tensor) {
+        d->tensor = std::make_unique<TensorParallelOps>(*d->ops.ops, options.tensor->group(s.device));
+        d->compute = d->tensor.get();
+      }
       const ThreadPool* pool = d->device->thread_pool();
       const int n_threads = pool ? pool->size() : 1;  // attention scores per host thread
       const std::int64_t ws_bytes = Workspace::bytes_for(c, max_tokens_, max_context_, n_threads);
@@ -220,7 +230,7 @@ int Executor::threads() const {
 Device& Executor::device(int d) const { return d == kHostDevice ? devices_.host() : devices_.accelerator(d); }
 
 int Executor::open_sequence(std::int64_t capacity) {
-  const ModelConfig& c = model_.config();
+  const ModelConfig& c = model().config();
   if (capacity > max_context_) {
     throw InputError("sequence of " + std::to_string(capacity) + " tokens exceeds the context of " +
                      std::to_string(max_context_) + " tokens (max_position_embeddings in config.json)");
@@ -265,7 +275,7 @@ void Executor::check_batch(const SlotBatch& batch) const {
   for (std::size_t t = 0; t < batch.ids.size(); ++t) {
     const int slot = batch.seq[t];
     assert(slot >= 0 && static_cast<std::size_t>(slot) < sequences_.size() && sequences_[static_cast<std::size_t>(slot)]);
-    check_token_id(batch.ids[t], model_.embedding().rows);
+    check_token_id(batch.ids[t], model().embedding().rows);
     if (batch.pos[t] < 0 || batch.pos[t] >= sequences_[static_cast<std::size_t>(slot)]->capacity) {
       throw RuntimeError("position " + std::to_string(batch.pos[t]) + " outside the KV cache capacity");
     }
@@ -273,6 +283,13 @@ void Executor::check_batch(const SlotBatch& batch) const {
 }
 
 void Executor::forward(const SlotBatch& batch, std::span<const std::int64_t> rows, float* logits) {
+  if (batch.ids.empty()) return;
+  forward_start(batch, rows, logits);
+  forward_wait();
+}
+
+void Executor::forward_start(const SlotBatch& batch, std::span<const std::int64_t> rows, float* logits) {
+  started_.reset();
   const std::int64_t n = static_cast<std::int64_t>(batch.ids.size());
   if (n == 0) return;
   check_batch(batch);
@@ -283,6 +300,14 @@ void Executor::forward(const SlotBatch& batch, std::span<const std::int64_t> row
     }
   }
   run_batch(batch.ids, batch.pos, rows, logits);
+  tokens_ += n;
+}
+
+void Executor::forward_wait() {
+  if (!direct_) synchronize();
+  for (auto& st : stages_) st->head_rows.clear();
+  wall_s_ += started_.seconds();
+  ++forwards_;
 }
 
 void Executor::forward(const TokenBatch& batch, std::span<const std::int64_t> rows, float* logits) {
@@ -297,14 +322,17 @@ void Executor::forward(const TokenBatch& batch, std::span<const std::int64_t> ro
   StageState& st = *stages_.front();
   for (std::size_t t = 0; t < batch.ids.size(); ++t) {
     const KvCache* cache = batch.cache[t];
-    assert(cache->first_layer() == 0 && cache->n_layers() == model_.config().num_layers && "a cache of every layer");
-    check_token_id(batch.ids[t], model_.embedding().rows);
+    assert(cache->first_layer() == 0 && cache->n_layers() == model().config().num_layers && "a cache of every layer");
+    check_token_id(batch.ids[t], model().embedding().rows);
     if (batch.pos[t] < 0 || batch.pos[t] >= cache->capacity()) {
       throw RuntimeError("position " + std::to_string(batch.pos[t]) + " outside the KV cache capacity");
     }
     st.caches[t] = batch.cache[t];
   }
+  started_.reset();
   run_batch(batch.ids, batch.pos, rows, logits);
+  tokens_ += n;
+  forward_wait();
 }
 
 void Executor::run_batch(std::span<const std::int32_t> ids, std::span<const std::int32_t> pos,
@@ -318,7 +346,6 @@ void Executor::run_batch(std::span<const std::int32_t> ids, std::span<const std:
     st.head_rows.clear();
     st.head_rows.reserve(m);  // enqueued work holds references to the entries: no reallocation
   }
-  Timer wall;
   // Wavefront order: (stage s, micro-batch i) after (s - 1, i) and (s, i - 1), so every wait
   // names an event already enqueued and stage k runs micro-batch i + 1 while k + 1 runs i.
   for (std::size_t w = 0; w + 1 < m + n_stages; ++w) {
@@ -330,13 +357,6 @@ void Executor::run_batch(std::span<const std::int32_t> ids, std::span<const std:
       enqueue_stage(s, i, ids, pos, off, end - off, rows, logits);
     }
   }
-  if (direct_) {  // every stage's work has run already
-    for (auto& st : stages_) st->head_rows.clear();
-  } else {
-    synchronize();
-  }
-  wall_s_ += wall.seconds();
-  ++forwards_;
 }
 
 void Executor::enqueue_stage(std::size_t s, std::size_t i, std::span<const std::int32_t> ids,
@@ -346,23 +366,28 @@ void Executor::enqueue_stage(std::size_t s, std::size_t i, std::span<const std::
   DeviceState& ds = *st.dev;
   Device& dev = *ds.device;
   const Stage& stage = st.stage;
-  const std::int64_t H = model_.config().hidden_size;
+  const std::int64_t H = model().config().hidden_size;
   const std::size_t row_bytes = static_cast<std::size_t>(H) * sizeof(float);
-  ComputeOps* ops = ds.ops.ops.get();
+  ComputeOps* ops = ds.compute;
   Workspace* ws = ds.workspace.get();
-  // Work on the device's queue (or, direct_, on this thread), counted as busy time.
+  // Work on the device's queue (or, direct_, on this thread), counted as busy time. A
+  // tensor-parallel rank that fails first releases the ranks waiting for it in a collective.
   auto busy = [this, &ds, &dev](auto fn) {
-    if (direct_) {
+    auto timed = [&ds, fn] {
       Timer t;
-      fn();
+      try {
+        fn();
+      } catch (const std::exception& e) {
+        if (ds.tensor) ds.tensor->group().abort("tensor-parallel rank " + std::to_string(ds.tensor->group().rank()) + " failed: " + e.what());
+        throw;
+      }
       ds.busy_s += t.seconds();
+    };
+    if (direct_) {
+      timed();
       return;
     }
-    dev.enqueue([&ds, fn] {
-      Timer t;
-      fn();
-      ds.busy_s += t.seconds();
-    });
+    dev.enqueue(timed);
   };
   if (s > 0) {  // the micro-batch's activations hop from the previous stage's device
     StageState& prev = *stages_[s - 1];
@@ -378,12 +403,12 @@ void Executor::enqueue_stage(std::size_t s, std::size_t i, std::span<const std::
                       std::span<KvCache* const>(st.caches).subspan(static_cast<std::size_t>(off), static_cast<std::size_t>(n))};
   // The stage's embedding and layers: one batch on the device.
   if (stage.embed || stage.n_layers() > 0) {
-    busy([this, ops, tb, ws, layers = stage.n_layers() > 0] { ops->begin_batch(tb, model_.inv_freq(), layers, *ws); });
+    busy([this, ops, tb, ws, layers = stage.n_layers() > 0] { ops->begin_batch(tb, model().inv_freq(), layers, *ws); });
   }
-  if (stage.embed) busy([this, ops, tb, x] { model_.embed(*ops, weights_->embedding(), tb.ids, x); });
+  if (stage.embed) busy([this, ops, tb, x] { model().embed(*ops, weights_->embedding(), tb.ids, x); });
   for (int l = stage.first_layer; l < stage.end_layer; ++l) {
     if (layout_.layers[static_cast<std::size_t>(l)].residence == Residence::kDevice) {
-      busy([this, ops, l, x, tb, ws] { model_.layer(*ops, l, weights_->layer(l), x, tb, *ws); });
+      busy([this, ops, l, x, tb, ws] { model().layer(*ops, l, weights_->layer(l), x, tb, *ws); });
       continue;
     }
     const WeightStreamer::Staged staged = ds.streamer->stage_layer(weights_->layer(l));
@@ -393,7 +418,7 @@ void Executor::enqueue_stage(std::size_t s, std::size_t i, std::span<const std::
       ds.wait_s += t.seconds();
     });
     const LayerWeights* w = static_cast<const LayerWeights*>(staged.weights);
-    busy([this, ops, l, w, x, tb, ws] { model_.layer(*ops, l, *w, x, tb, *ws); });
+    busy([this, ops, l, w, x, tb, ws] { model().layer(*ops, l, *w, x, tb, *ws); });
     ds.streamer->release(staged.slot, dev.record_event());
   }
   if (stage.embed || stage.n_layers() > 0) busy([ops] { ops->end_batch(); });
@@ -429,16 +454,16 @@ void Executor::enqueue_stage(std::size_t s, std::size_t i, std::span<const std::
         const std::span<const std::int64_t> tokens(wanted.token);
         for (std::size_t k0 = 0; k0 < tokens.size(); k0 += static_cast<std::size_t>(chunk)) {
           const std::size_t m = std::min(tokens.size() - k0, static_cast<std::size_t>(chunk));
-          ops->begin_batch(tb, model_.inv_freq(), false, *ws);
+          ops->begin_batch(tb, model().inv_freq(), false, *ws);
           ops->gather_rows(st.x.as<float>(), tokens.subspan(k0, m), H, in);
           if (in_place) {  // one micro-batch: its logits rows are those of the batch rows, in order
             assert(wanted.logits_row[k0] == static_cast<std::int64_t>(k0));
-            model_.head(*ops, *lm, weights_->final_norm(), in, static_cast<std::int64_t>(m),
+            model().head(*ops, *lm, weights_->final_norm(), in, static_cast<std::int64_t>(m),
                         logits + static_cast<std::int64_t>(k0) * vocab);
             ops->end_batch();
             continue;
           }
-          model_.head(*ops, *lm, weights_->final_norm(), in, static_cast<std::int64_t>(m), st.head_logits.as<float>());
+          model().head(*ops, *lm, weights_->final_norm(), in, static_cast<std::int64_t>(m), st.head_logits.as<float>());
           ops->end_batch();
           for (std::size_t k = 0; k < m; ++k) {
             dev.copy_to_host(logits + wanted.logits_row[k0 + k] * vocab, st.head_logits, k * row, row);
@@ -477,6 +502,10 @@ ExecStats Executor::stats() const {
   s.forwards = forwards_;
   s.stages = static_cast<int>(stages_.size());
   s.micro_batches = micro_batches_;
+  s.tokens = tokens_;
+  for (const auto& ds : device_states_) {
+    if (ds->tensor) s.comm += ds->tensor->group().stats();
+  }
   auto describe = [&](int d) {
     std::string holds;
     auto add = [&](const std::string& p) { holds += (holds.empty() ? "" : ", ") + p; };

@@ -7,13 +7,16 @@
 // and its work called on the calling thread (no queue hop: nothing to overlap).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "backend/device_registry.h"
+#include "comm/collective.h"
 #include "core/thread_pool.h"
+#include "core/timer.h"
 #include "exec/device_memory.h"
 #include "exec/exec_stats.h"
 #include "planner/stage_layout.h"
@@ -22,6 +25,7 @@
 #include "kernels/cpu/isa.h"
 #include "model/checkpoint.h"
 #include "model/llama_family.h"
+#include "model/tensor_split.h"
 #include "planner/device_map.h"
 #include "planner/run_buffers.h"
 #include "runtime/runner.h"
@@ -51,6 +55,15 @@ struct ExecutorOptions {
   std::optional<DType> quantize;
   Checkpoint::QuantizeProgress quantize_progress;
   int quantize_threads = 0;  // 0: one per hardware thread
+  // Tensor parallelism: this executor is rank split.rank of split.size and computes its shard
+  // (model/tensor_split.h) with the full model's device map applied to the shard's modules;
+  // group(d) is the collective of the ranks' devices d (every rank maps its stages onto devices
+  // numbered alike), which the partial products of device d are summed over.
+  struct TensorRank {
+    TensorSplit split;
+    std::function<Collective&(int device)> group;
+  };
+  std::optional<TensorRank> tensor;
 };
 
 // The options of a run of one stage on the host (the Engine, a plain `plexus generate` without
@@ -67,8 +80,10 @@ class Executor : public Runner {
   Executor(const std::string& model_dir, const DeviceMap& map, DeviceRegistry& devices, const ExecutorOptions& options);
   ~Executor() override;
 
-  const ModelConfig& config() const override { return model_.config(); }
-  std::int64_t vocab_size() const override { return model_.lm_head().rows; }
+  // The model's config (a tensor-parallel rank: the whole model's, not its shard's geometry).
+  const ModelConfig& config() const override { return full_.config(); }
+  // The rows of the head this executor computes (a tensor-parallel rank: its vocabulary rows).
+  std::int64_t vocab_size() const override { return model().lm_head().rows; }
   std::int64_t max_context() const override { return max_context_; }
   std::int64_t max_batch_tokens() const override { return max_tokens_; }
   int open_sequence(std::int64_t capacity) override;
@@ -78,7 +93,8 @@ class Executor : public Runner {
   // only for a run of one stage on the host device (RuntimeError otherwise). The Engine's path.
   void forward(const TokenBatch& batch, std::span<const std::int64_t> rows, float* logits);
 
-  const LlamaFamilyModel& model() const { return model_; }
+  // What this executor computes: the model, or a tensor-parallel rank's shard of it.
+  const LlamaFamilyModel& model() const { return shard_ ? shard_->model() : full_; }
   const StageLayout& layout() const { return layout_; }
   const IsaKernels& kernels() const { return kernels_; }
   // Threads of the devices that compute, summed.
@@ -86,8 +102,13 @@ class Executor : public Runner {
   int micro_batches() const { return micro_batches_; }
   // The run buffers in use per computing device (streaming slots as fitted).
   const RunBuffers& buffers() const { return buffers_; }
-  // Busy time, streaming and memory since construction.
+  // Busy time, streaming, memory and collectives since construction.
   ExecStats stats() const;
+  // Enqueues a forward on the stages' devices and returns (a run computing on the calling
+  // thread has finished it); forward_wait() waits for it. Tensor-parallel ranks in one process
+  // start theirs together, so the ranks meet in their collectives. forward() is both.
+  void forward_start(const SlotBatch& batch, std::span<const std::int64_t> rows, float* logits);
+  void forward_wait();
 
  private:
   struct StageState;
@@ -109,7 +130,8 @@ class Executor : public Runner {
   bool logits_in_place() const { return direct_ && micro_batches_ == 1; }
 
   Checkpoint checkpoint_;
-  LlamaFamilyModel model_;
+  LlamaFamilyModel full_;
+  std::unique_ptr<ModelShard> shard_;  // tensor parallelism: this rank's shard of full_
   ModuleTree tree_;
   DeviceRegistry& devices_;
   const IsaKernels& kernels_;
@@ -124,7 +146,8 @@ class Executor : public Runner {
   std::vector<std::unique_ptr<StageState>> stages_;
   std::vector<std::unique_ptr<Sequence>> sequences_;  // by slot; null when closed
   double wall_s_ = 0;
-  std::int64_t forwards_ = 0;
+  std::int64_t forwards_ = 0, tokens_ = 0;
+  Timer started_;  // of the forward in flight (forward_start .. forward_wait)
 };
 
 }  // namespace plexus

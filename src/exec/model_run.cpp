@@ -21,6 +21,8 @@
 #include "model/checkpoint.h"
 #include "model/config.h"
 #include "model/quant_policy.h"
+#include "model/tensor_split.h"
+#include "comm/world_config.h"
 #include "planner/plan_report.h"
 
 namespace plexus {
@@ -66,6 +68,7 @@ void check_plan_inputs(const PlanInputs& in) {
     throw InputError("--virtual-devices splits the CPU and --virtual-gpus splits GPU 0: pass one of them");
   }
   if (in.devices) check_device_numbers(*in.devices, "--devices");
+  make_world_config(in.tensor_parallel, in.pipeline_parallel, 1);
   if (in.device_map_file && !std::filesystem::is_regular_file(*in.device_map_file)) {
     throw InputError("--device-map: '" + *in.device_map_file +
                      "' not found: give a device map file (JSON: module prefix -> device) or a strategy (" +
@@ -265,6 +268,31 @@ Budgets replica_budgets(const Budgets& all, const ReplicaShare& share) {
   return kept;
 }
 
+// The budgets one rank of a tensor-parallel group plans with: pipeline stage s of `w` is the
+// accelerators s·tp … s·tp + tp − 1 (tensor-parallel rank fastest), and every rank gets the
+// smallest budget of its stage's devices, so one plan fits every rank; cpu and disk budgets are
+// shared by the tp ranks. InputError when there are fewer accelerators than tp × pp.
+Budgets group_budgets(const Budgets& all, const WorldConfig& w) {
+  const std::vector<DeviceId> acc = all.accelerators();
+  const std::size_t need = static_cast<std::size_t>(w.tp * w.pp);
+  if (acc.size() < need) {
+    throw InputError("--tp " + std::to_string(w.tp) + " × --pp " + std::to_string(w.pp) + " needs " + std::to_string(need) +
+                     " devices but the run has " + std::to_string(acc.size()) + ": give --virtual-devices " +
+                     std::to_string(need) + " (or budgets for " + std::to_string(need) +
+                     " devices in --max-memory / --devices), or a smaller --tp/--pp");
+  }
+  Budgets kept;
+  for (int s = 0; s < w.pp; ++s) {
+    std::uint64_t least = std::numeric_limits<std::uint64_t>::max();
+    for (int t = 0; t < w.tp; ++t) least = std::min(least, *all.get(acc[static_cast<std::size_t>(s * w.tp + t)]));
+    kept.set(DeviceId::accelerator(s), least);
+  }
+  for (const DeviceBudget& b : all.list()) {
+    if (!b.device.is_accelerator()) kept.set(b.device, b.bytes / static_cast<std::uint64_t>(w.tp));
+  }
+  return kept;
+}
+
 // The dtype a run computes in: the checkpoint's own (its embedding's), else the plan's.
 // A GGUF file (block formats) plans as bfloat16: its tensors are sized as stored (SizedTree's
 // "as stored"), the 16-bit dtype picks the KV cache's width.
@@ -291,6 +319,65 @@ void check_run_dtype(const PlanInputs& in, WeightDType stored) {
   }
 }
 
+// The executors of a tensor-parallel group in this process: rank r computes shard r on devices
+// of its own (the plan's capacities, made for one rank), its partial products summed with the
+// other ranks' devices of the same number through in-process collectives.
+std::unique_ptr<ModelRun> open_tensor_parallel(std::unique_ptr<ModelRun> run, const Plan& plan, const PlanOptions& po,
+                                               const WorldConfig& world, const EngineOptions& eo, const RunInputs& in,
+                                               const std::function<void(ExecutorOptions&)>& quantize_options,
+                                               const std::string& model_dir) {
+  TensorParallelRunner::Parts parts;
+  parts.tp = world.tp;
+  const Budgets caps = run_capacities(plan);
+  int n_devices = 0;
+  for (const DeviceId& d : caps.accelerators()) n_devices = std::max(n_devices, d.ordinal() + 1);
+  std::vector<InProcessGroup*> groups;  // per device ordinal, the host's last
+  for (int d = 0; d <= n_devices; ++d) {
+    parts.groups.push_back(std::make_unique<InProcessGroup>(world.tp));
+    groups.push_back(parts.groups.back().get());
+  }
+  const int threads = std::max(1, run_thread_budget(eo.threads) / world.tp);
+  parts.devices.reserve(static_cast<std::size_t>(world.tp));  // executors hold references to them
+  for (int r = 0; r < world.tp; ++r) {
+    parts.devices.push_back(make_rank_devices(caps, threads, host_available_memory() / static_cast<std::uint64_t>(world.tp), eo.wait));
+  }
+  for (int r = 0; r < world.tp; ++r) {
+    ExecutorOptions xo;
+    xo.max_batch_tokens = eo.max_batch_tokens;
+    xo.max_context = plan.runtime.context;
+    xo.sequences = plan.runtime.batch;
+    xo.micro_batches = in.micro_batches;
+    quantize_options(xo);
+    xo.tensor = ExecutorOptions::TensorRank{TensorSplit{r, world.tp}, [groups, r, n_devices](int d) -> Collective& {
+                                              return groups[static_cast<std::size_t>(d < 0 ? n_devices : d)]->rank(r);
+                                            }};
+    parts.ranks.push_back(std::make_unique<Executor>(model_dir, plan.device_map, parts.devices[static_cast<std::size_t>(r)], xo));
+  }
+  const Executor& first = *parts.ranks.front();
+  std::string buffers;
+  for (const DeviceBuffers& b : first.buffers().devices) {
+    buffers += "run buffers of each rank on " + (b.device == kHostDevice ? std::string("host") : "device " + std::to_string(b.device)) +
+               ": " + describe_buffers(b) + "\n";
+  }
+  run->plan_text = "tensor parallel: " + world.describe() + "; rank r's device d is the run's device d·" + std::to_string(world.tp) +
+                   " + r, every rank holds its shard of each layer (the plan below is one rank's)\n" +
+                   "budgets of one rank: " + po.request.budgets.to_string() + " (" + po.budgets_source + ")\n" + plan_to_table(plan) +
+                   describe_layout(first.layout()) + buffers + "micro-batches per forward: " + std::to_string(first.micro_batches()) + "\n";
+  run->isa = first.kernels().name;
+  int used = 0;
+  for (const auto& e : parts.ranks) used += e->threads();
+  run->threads = used;
+  run->wait = eo.wait;
+  run->tensor = std::make_unique<TensorParallelRunner>(std::move(parts));
+  run->runner = run->tensor.get();
+  run->plan_json = plan_to_json(plan);
+  run->plan_json["budgets_source"] = po.budgets_source;
+  run->plan_json["tensor_parallel"] = world.tp;
+  run->plan_json["pipeline_parallel"] = world.pp;
+  run->plan = plan;
+  return run;
+}
+
 }  // namespace
 
 void check_thread_share(int threads, int count) {
@@ -314,6 +401,12 @@ std::unique_ptr<ModelRun> open_model_run(const RunInputs& in, const std::string&
   const CudaAvailability cuda = in.plan.names_devices() ? CudaAvailability{} : probe_cuda(CudaFreeMemory::kNone);
   const bool on_gpus_by_default =
       cuda.usable() && cuda.gpus.size() % static_cast<std::size_t>(std::max(1, share.count)) == 0;
+  const WorldConfig world = make_world_config(in.plan.tensor_parallel, in.plan.pipeline_parallel, 1);
+  PlanInputs pin = in.plan;
+  // --tp/--pp without devices named and without GPUs: that many virtual CPU devices per replica.
+  if (in.plan.parallel() && !in.plan.names_devices() && !on_gpus_by_default) {
+    pin.virtual_devices = static_cast<long long>(world.size()) * std::max(1, share.count);
+  }
   const std::optional<DType> quantize = quantize_type(in.plan);
   run->quantize = quantize;
   auto quantize_options = [&](ExecutorOptions& x) {
@@ -321,7 +414,7 @@ std::unique_ptr<ModelRun> open_model_run(const RunInputs& in, const std::string&
     x.quantize_progress = quantize_progress_bar(in.stop_requested);
     x.quantize_threads = eo.threads;
   };
-  if (!in.plan.names_devices() && !on_gpus_by_default) {
+  if (!pin.names_devices() && !on_gpus_by_default) {
     if (in.plan.dtype || quantize) {
       const ModuleTree tree = load_module_tree(model_dir, quantize);  // checks the projections' shapes
       check_run_dtype(in.plan, checkpoint_weight_dtype(tree, WeightDType::kBF16));
@@ -342,7 +435,8 @@ std::unique_ptr<ModelRun> open_model_run(const RunInputs& in, const std::string&
     throw InputError("--micro-batches must be between 0 and 4096, got " + std::to_string(in.micro_batches));
   }
   const ModuleTree tree = load_module_tree(model_dir, quantize);
-  PlanInputs pin = in.plan;
+  // The split is checked before any weight is read: InputError naming the heads and the sizes that work.
+  const ModuleTree plan_tree = world.tp > 1 ? shard_module_tree(tree, TensorSplit{0, world.tp}) : tree;
   pin.batch_tokens = eo.max_batch_tokens;
   pin.threads = eo.threads;
   if (on_gpus_by_default) {
@@ -378,9 +472,21 @@ std::unique_ptr<ModelRun> open_model_run(const RunInputs& in, const std::string&
       po.accelerators.physical_gpu = mine;
     }
   }
-  const Plan plan = po.device_map_file ? plan_from_device_map(tree, load_device_map_file(*po.device_map_file), po.request)
+  if (in.plan.parallel()) {
+    if (world.tp > 1 && po.accelerators.cuda) {
+      throw InputError("--tp " + std::to_string(world.tp) + " on CUDA devices (" + po.accelerators.description +
+                       ") is not built yet: tensor parallelism runs on virtual CPU devices (CUDA_VISIBLE_DEVICES= "
+                       "--virtual-devices N) and across MPI ranks; --pp alone splits layers across GPUs");
+    }
+    if (world.tp > 1 && po.fastest) {
+      throw InputError("--strategy fastest ranks plans of whole layers; with --tp give a strategy (" + std::string(kStrategyChoices) + ")");
+    }
+    po.request.budgets = group_budgets(po.request.budgets, world);
+  }
+  const Plan plan = po.device_map_file ? plan_from_device_map(plan_tree, load_device_map_file(*po.device_map_file), po.request)
                     : po.fastest        ? choose_fastest(tree, po.request, Objective::kThroughput, std::nullopt).ranked.front().plan
-                                        : plan_model(tree, po.request);
+                                        : plan_model(plan_tree, po.request);
+  if (world.tp > 1) return open_tensor_parallel(std::move(run), plan, po, world, eo, in, quantize_options, model_dir);
   // The devices get what the plan sized: its budgets (accelerate's strategies: max_memory for the
   // weights, the run buffers on top).
   run->devices = make_run_devices(run_capacities(plan), po.request.runtime.threads, host_available_memory(), po.accelerators,

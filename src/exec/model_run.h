@@ -12,6 +12,7 @@
 #include "backend/device_registry.h"
 #include "core/json.h"
 #include "exec/executor.h"
+#include "exec/tensor_parallel_runner.h"
 #include "exec/run_devices.h"
 #include "model/module_tree.h"
 #include "planner/planner.h"
@@ -34,6 +35,11 @@ struct PlanInputs {
   int threads = 0;               // threads of the run (--threads; 0: one per hardware thread)
   bool offload_disk = false;
   std::optional<std::string> device_map_file;
+  // --tensor-parallel / --pipeline-parallel: every layer split over `tensor_parallel` devices,
+  // the layers over `pipeline_parallel` stages of such groups (comm/world_config.h).
+  long long tensor_parallel = 1;
+  long long pipeline_parallel = 1;
+  bool parallel() const { return tensor_parallel > 1 || pipeline_parallel > 1; }
   // Any of max_memory, virtual_devices, virtual_gpus, devices, device_map_file: plan and run across devices.
   bool names_devices() const { return max_memory || virtual_devices || virtual_gpus || devices || device_map_file; }
 };
@@ -106,7 +112,12 @@ struct RunInputs {
 struct ModelRun {
   DeviceRegistry devices;
   std::unique_ptr<Executor> executor;  // after `devices`: destroyed first
-  Runner* runner = nullptr;            // the executor
+  // Tensor parallelism (--tp > 1): the group's ranks, each an executor on devices of its own;
+  // `executor` is then null.
+  std::unique_ptr<TensorParallelRunner> tensor;
+  Runner* runner = nullptr;            // the executor, or the tensor-parallel group
+  // The execution statistics of the executor or of every rank of the group.
+  ExecStats stats() const { return tensor ? tensor->stats() : executor->stats(); }
   // Devices were named: a plan was made (plan, plan_text, plan_json) and the run reports its
   // execution (per-device stats). A run on the host alone reports as it always has.
   bool planned() const { return plan.has_value(); }

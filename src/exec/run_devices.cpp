@@ -46,6 +46,21 @@ DeviceRegistry make_run_devices(const Budgets& budgets, int threads, std::uint64
   return r;
 }
 
+DeviceRegistry make_rank_devices(const Budgets& budgets, int threads, std::uint64_t host_available_bytes, WaitPolicy wait) {
+  const int total = run_thread_budget(threads);
+  int n = 0;
+  for (const DeviceId& d : budgets.accelerators()) n = std::max(n, d.ordinal() + 1);
+  DeviceRegistry r;
+  for (int i = 0; i < n; ++i) {
+    const int share = std::max(1, total / n + (i < total % n ? 1 : 0));
+    r.add_accelerator(std::make_unique<CpuDevice>(DeviceKind::kVirtual, i, budgets.get(DeviceId::accelerator(i)).value_or(0),
+                                                  share, nullptr, wait));
+  }
+  r.set_host(std::make_unique<CpuDevice>(DeviceKind::kCpu, -1, budgets.get(DeviceId::cpu()).value_or(host_available_bytes), total,
+                                         nullptr, wait));
+  return r;
+}
+
 DeviceRegistry make_host_run_devices(int threads, WaitPolicy wait) {
   // Large enough never to refuse, small enough that sums with it do not overflow.
   constexpr std::uint64_t kUnbudgeted = std::uint64_t{1} << 60;

@@ -35,6 +35,13 @@ DeviceRegistry make_run_devices(const Budgets& budgets, int threads, std::uint64
                                 const RunAccelerators& accelerators = RunAccelerators(),
                                 WaitPolicy wait = WaitPolicy::kAuto);
 
+// The virtual CPU devices of one tensor-parallel rank in this process: as make_run_devices, with
+// `threads` its share of the run's threads, but outside any shared thread budget — the ranks of a
+// group wait for each other inside their collectives, so every rank must be able to compute at
+// once (a budget shared across ranks could let a waiting rank hold the threads another needs).
+DeviceRegistry make_rank_devices(const Budgets& budgets, int threads, std::uint64_t host_available_bytes,
+                                 WaitPolicy wait = WaitPolicy::kAuto);
+
 // The devices of a run without devices named: the host CPU device alone, computing on all of
 // `threads` (0: the hardware threads) with no budget of its own (like the mmapped weights it
 // reads in place, its buffers are the operating system's to refuse).

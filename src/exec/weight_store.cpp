@@ -69,7 +69,7 @@ void WeightStore::place_vectors(const ModelConfig& config, const LayerWeights& s
 
 WeightStore::WeightStore(const LlamaFamilyModel& model, const StageLayout& layout, RunMemory& memory) {
   embed_ = place(model.embedding(), layout.embed, memory, "model.embed_tokens");
-  const bool tied = model.lm_head().data == model.embedding().data;
+  const bool tied = model.lm_head().data == model.embedding().data && model.lm_head().rows == model.embedding().rows;
   const bool same_home = layout.head.residence == layout.embed.residence &&
                          (layout.head.residence != Residence::kDevice || layout.head.device == layout.embed.device);
   head_ = tied && same_home ? embed_ : place(model.lm_head(), layout.head, memory, "lm_head");

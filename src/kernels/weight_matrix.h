@@ -14,6 +14,10 @@ struct WeightMatrix {
   DType dtype = DType::kF32;   // an element type, or a block format (cols a multiple of its block)
   std::int64_t rows = 0;       // output features
   std::int64_t cols = 0;       // input features
+  // Tensor parallelism (model/tensor_split.h): this matrix holds a slice of the input features,
+  // so its product is one rank's partial sum, summed across the group before it is used
+  // (exec/tensor_parallel_ops.h). The architecture never reads it.
+  bool partial_sum = false;
   std::int64_t row_bytes() const { return dtype_row_bytes(dtype, cols); }
   std::int64_t bytes() const { return rows * row_bytes(); }
   const void* row(std::int64_t r) const { return static_cast<const std::uint8_t*>(data) + r * row_bytes(); }

@@ -1,6 +1,7 @@
 // Llama-family forward pass, top to bottom: embed -> layers -> final norm -> lm_head.
 #include "model/llama_family.h"
 
+#include <cassert>
 #include <cmath>
 #include <numbers>
 
@@ -144,6 +145,18 @@ LlamaFamilyModel::LlamaFamilyModel(const ModelConfig& config, const Checkpoint& 
     w.input_norm = vector_f32(ck, p + ".input_layernorm.weight", vectors_);
     w.post_attention_norm = vector_f32(ck, p + ".post_attention_layernorm.weight", vectors_);
   }
+}
+
+LlamaFamilyModel::LlamaFamilyModel(const ModelConfig& config, ModelWeights weights)
+    : config_(config),
+      embed_(weights.embed),
+      lm_head_(weights.lm_head),
+      final_norm_(weights.final_norm),
+      layers_(std::move(weights.layers)),
+      inv_freq_(rope_inv_freq(config)),
+      attention_{config.num_heads, config.num_kv_heads, config.head_dim, config.sliding_window,
+                 static_cast<float>(1.0 / std::sqrt(static_cast<double>(config.head_dim))), config.rope_interleaved} {
+  assert(static_cast<std::int64_t>(layers_.size()) == config.num_layers);
 }
 
 std::int64_t LlamaFamilyModel::weight_bytes() const {

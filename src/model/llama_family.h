@@ -24,6 +24,13 @@ struct LayerWeights {
   VectorView input_norm, post_attention_norm;  // (H)
 };
 
+// Every weight of a model, as views (the model or its owner keeps the memory).
+struct ModelWeights {
+  WeightMatrix embed, lm_head;     // (vocab, H) (vocab rows of the head, H)
+  VectorView final_norm;           // (H)
+  std::vector<LayerWeights> layers;  // (num_layers)
+};
+
 // Scratch buffers for up to `max_tokens` tokens per call; allocated once, in memory the
 // workspace owns or in caller memory of bytes_for(...) bytes (a device buffer).
 class Workspace {
@@ -51,6 +58,9 @@ class LlamaFamilyModel {
   // vectors (norms, biases) are kept as f32 in host memory the model owns. InputError naming
   // the tensor on a mismatch.
   LlamaFamilyModel(const ModelConfig& config, const Checkpoint& checkpoint);
+  // A model with `config`'s geometry over weights viewed elsewhere, which must outlive it: a
+  // tensor-parallel rank's shard (model/tensor_split.h), whose config has its share of the heads.
+  LlamaFamilyModel(const ModelConfig& config, ModelWeights weights);
   LlamaFamilyModel(const LlamaFamilyModel&) = delete;  // its weights view its own vectors
   LlamaFamilyModel& operator=(const LlamaFamilyModel&) = delete;
 

@@ -19,6 +19,13 @@ std::int64_t ParamInfo::numel() const {
 
 std::string ModuleTree::layer_prefix(int layer) { return "model.layers." + std::to_string(layer); }
 
+ModuleTree ModuleTree::from_params(const ModelConfig& config, std::vector<ParamInfo> params) {
+  ModuleTree t;
+  t.config_ = config;
+  t.params_ = std::move(params);
+  return t;
+}
+
 ModuleTree ModuleTree::from_config(const ModelConfig& c) {
   ModuleTree t;
   t.config_ = c;

@@ -33,6 +33,9 @@ class ModuleTree {
   // expected shape (InputError naming the tensor otherwise); dtypes recorded.
   static ModuleTree from_checkpoint(const ModelConfig& config, const Checkpoint& checkpoint);
 
+  // A tree of the given parameters (a tensor-parallel shard's shapes, model/tensor_split.h).
+  static ModuleTree from_params(const ModelConfig& config, std::vector<ParamInfo> params);
+
   const ModelConfig& config() const { return config_; }
   const std::vector<ParamInfo>& params() const { return params_; }
   const ParamInfo* find(const std::string& name) const;

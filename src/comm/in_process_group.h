@@ -1,0 +1,49 @@
+// Collectives among ranks that are threads of one process (virtual CPU devices): each rank posts
+// its buffer, then the ranks meet at a barrier and read each other's memory directly. All-reduce
+// splits the buffer into one chunk per rank; each rank sums its chunk over the ranks in rank
+// order into a shared scratch, and every rank copies the whole sum out, so every rank holds the
+// same bits whatever the timing. Host memory only.
+#pragma once
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "comm/collective.h"
+
+namespace plexus {
+
+class InProcessGroup {
+ public:
+  explicit InProcessGroup(int size);
+  ~InProcessGroup();
+  InProcessGroup(const InProcessGroup&) = delete;
+  InProcessGroup& operator=(const InProcessGroup&) = delete;
+
+  int size() const { return size_; }
+  // The handle rank r calls from its own thread; it lives as long as the group.
+  Collective& rank(int r);
+  // Wakes every rank waiting in (or later entering) a collective with RuntimeError(why): a rank
+  // that failed ends the others instead of leaving them waiting for it.
+  void abort(const std::string& why);
+
+ private:
+  class Rank;
+  friend class Rank;
+  // Returns once all size() ranks have arrived (or throws after abort()).
+  void arrive();
+
+  const int size_;
+  std::vector<std::unique_ptr<Rank>> ranks_;
+  std::vector<const void*> posted_;  // (size) each rank's buffer of the collective in progress
+  std::vector<float> scratch_;       // the all-reduce sum
+  std::mutex mutex_;
+  std::condition_variable all_arrived_;
+  int arrived_ = 0;
+  std::uint64_t generation_ = 0;
+  std::string aborted_;  // non-empty once abort() was called
+};
+
+}  // namespace plexus

@@ -1,0 +1,36 @@
+// The rank arithmetic of a parallel run, in one small value (like TensorRT-LLM's WorldConfig):
+// `tp` ranks split every layer (a tensor-parallel group), `pp` groups hold consecutive layers
+// (pipeline stages), `replicas` copies of the whole serve requests side by side. Ranks are
+// numbered tensor-parallel rank fastest: rank = (replica · pp + pp_rank) · tp + tp_rank, so a
+// group's ranks (and devices) are adjacent. No devices involved: unit-tested on its own.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace plexus {
+
+struct WorldConfig {
+  int tp = 1, pp = 1, replicas = 1;
+
+  int size() const { return tp * pp * replicas; }
+  int tp_rank(int rank) const { return rank % tp; }
+  int pp_rank(int rank) const { return (rank / tp) % pp; }
+  int replica(int rank) const { return rank / (tp * pp); }
+  int rank_of(int replica, int pp_rank, int tp_rank) const { return (replica * pp + pp_rank) * tp + tp_rank; }
+  // The ranks of `rank`'s tensor-parallel group (same replica and stage), in tp-rank order.
+  std::vector<int> tp_group(int rank) const;
+  // The ranks of `rank`'s pipeline (same replica and tp rank), stage by stage.
+  std::vector<int> pp_group(int rank) const;
+  // "tp 2 × pp 2 × 1 replica = 4 ranks"
+  std::string describe() const;
+};
+
+// --tp / --pp / --replicas checked (each at least 1, at most 4096 ranks in all); InputError
+// naming the flag and the value otherwise.
+WorldConfig make_world_config(long long tp, long long pp, long long replicas);
+
+// A launcher's world (mpirun -np N) must be exactly tp × pp × replicas ranks (plus `extra`
+// ranks that hold no shard, such as batch's coordinator); InputError naming the numbers.
+void check_world_size(const WorldConfig& w, int launched, int extra, const std::string& launcher);
+
+}  // namespace plexus

@@ -1,0 +1,165 @@
+// Tensor-parallel shards of a Llama-family model: geometry, module tree and weights.
+#include "model/tensor_split.h"
+
+#include <cassert>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "core/dtype.h"
+#include "core/error.h"
+
+namespace plexus {
+namespace {
+
+bool splits(const ModelConfig& c, int n) {
+  return n >= 1 && c.num_heads % n == 0 && (c.num_kv_heads % n == 0 || n % c.num_kv_heads == 0) &&
+         c.intermediate_size % n == 0;
+}
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+WeightMatrix row_slice(WeightMatrix m, std::int64_t first, std::int64_t count) {
+  assert(first >= 0 && first + count <= m.rows);
+  m.data = m.row(first);
+  m.rows = count;
+  return m;
+}
+
+VectorView vector_slice(VectorView v, std::int64_t first, std::int64_t count) {
+  if (v.empty()) return v;
+  assert(first >= 0 && first + count <= v.size);
+  return VectorView{v.data + first, count};
+}
+
+void check_block_columns(DType t, std::int64_t cols, int size, const std::string& name) {
+  if (!dtype_is_block(t) || cols % dtype_block_elems(t) == 0) return;
+  throw InputError(name + " is stored as " + std::string(dtype_torch_name(t)) + " in blocks of " +
+                   std::to_string(dtype_block_elems(t)) + " columns; --tp " + std::to_string(size) + " would give each rank " +
+                   std::to_string(cols) + " columns and cut a block: choose a --tp that leaves whole blocks, or a "
+                   "checkpoint that is not quantised");
+}
+
+}  // namespace
+
+std::vector<int> working_tp_sizes(const ModelConfig& c) {
+  std::vector<int> out;
+  for (int n = 1; n <= c.num_heads; ++n) {
+    if (splits(c, n)) out.push_back(n);
+  }
+  return out;
+}
+
+ModelConfig shard_config(const ModelConfig& c, int size) {
+  if (!splits(c, size)) {
+    std::string works;
+    for (int n : working_tp_sizes(c)) works += (works.empty() ? "" : ", ") + std::to_string(n);
+    throw InputError("--tp " + std::to_string(size) + " cannot split this model: its " + std::to_string(c.num_heads) +
+                     " attention heads, " + std::to_string(c.num_kv_heads) + " kv heads and intermediate size " +
+                     std::to_string(c.intermediate_size) +
+                     " must divide evenly (kv heads may instead be replicated when --tp is a multiple of them); "
+                     "--tp " + works + " work");
+  }
+  ModelConfig s = c;
+  s.num_heads = c.num_heads / size;
+  s.num_kv_heads = c.num_kv_heads % size == 0 ? c.num_kv_heads / size : 1;
+  s.intermediate_size = c.intermediate_size / size;
+  return s;
+}
+
+std::int64_t shard_first_kv_head(const ModelConfig& c, TensorSplit s) {
+  if (c.num_kv_heads % s.size == 0) return s.rank * (c.num_kv_heads / s.size);
+  return s.rank / (s.size / c.num_kv_heads);  // replicated: the kv head of this rank's query heads
+}
+
+std::int64_t shard_vocab_width(std::int64_t vocab, int size) { return (vocab + size - 1) / size; }
+
+VocabRows shard_vocab_rows(std::int64_t vocab, TensorSplit s) {
+  const std::int64_t w = shard_vocab_width(vocab, s.size);
+  const std::int64_t first = std::min(vocab, w * s.rank);
+  return VocabRows{first, std::min(vocab, first + w) - first};
+}
+
+ModuleTree shard_module_tree(const ModuleTree& full, TensorSplit s) {
+  const ModelConfig sc = shard_config(full.config(), s.size);
+  const std::int64_t Q = sc.q_dim(), KV = sc.kv_dim(), I = sc.intermediate_size;
+  std::vector<ParamInfo> params = full.params();
+  for (ParamInfo& p : params) {
+    const std::string& n = p.name;
+    if (ends_with(n, ".q_proj.weight") || ends_with(n, ".q_proj.bias")) {
+      p.shape[0] = Q;
+    } else if (ends_with(n, ".k_proj.weight") || ends_with(n, ".k_proj.bias") || ends_with(n, ".v_proj.weight") ||
+               ends_with(n, ".v_proj.bias")) {
+      p.shape[0] = KV;
+    } else if (ends_with(n, ".gate_proj.weight") || ends_with(n, ".up_proj.weight")) {
+      p.shape[0] = I;
+    } else if (ends_with(n, ".o_proj.weight")) {
+      p.shape[1] = Q;
+      if (p.dtype) check_block_columns(*p.dtype, Q, s.size, n);
+    } else if (ends_with(n, ".down_proj.weight")) {
+      p.shape[1] = I;
+      if (p.dtype) check_block_columns(*p.dtype, I, s.size, n);
+    } else if (n == "lm_head.weight") {
+      p.shape[0] = shard_vocab_rows(p.shape[0], s).count;
+      p.tied_to.reset();  // the rank's rows, placed where the head computes
+    }
+  }
+  return ModuleTree::from_params(sc, std::move(params));
+}
+
+struct ModelShard::Aligned {
+  explicit Aligned(std::size_t bytes) : data(static_cast<std::uint8_t*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64))) {
+    if (data == nullptr) throw RuntimeError("out of memory copying a tensor-parallel shard (" + std::to_string(bytes) + " bytes)");
+  }
+  ~Aligned() { std::free(data); }
+  std::uint8_t* data;
+};
+
+ModelShard::~ModelShard() = default;
+
+ModelShard::ModelShard(const LlamaFamilyModel& full, TensorSplit s) : split_(s) {
+  const ModelConfig& fc = full.config();
+  const ModelConfig sc = shard_config(fc, s.size);
+  const std::int64_t Q = sc.q_dim(), KV = sc.kv_dim(), I = sc.intermediate_size;
+  const std::int64_t kv0 = shard_first_kv_head(fc, s) * fc.head_dim;
+  // Columns [first, first + count) of every row, copied; the product becomes a partial sum.
+  auto columns = [this, &s](const WeightMatrix& m, std::int64_t first, std::int64_t count, const char* what) {
+    check_block_columns(m.dtype, count, s.size, what);
+    WeightMatrix out = m;
+    out.cols = count;
+    out.partial_sum = true;
+    const std::int64_t skip = dtype_row_bytes(m.dtype, first), row = out.row_bytes();
+    owned_.push_back(std::make_unique<Aligned>(static_cast<std::size_t>(row * m.rows)));
+    std::uint8_t* dst = owned_.back()->data;
+    for (std::int64_t r = 0; r < m.rows; ++r) {
+      std::memcpy(dst + r * row, static_cast<const std::uint8_t*>(m.row(r)) + skip, static_cast<std::size_t>(row));
+    }
+    out.data = dst;
+    return out;
+  };
+  ModelWeights w;
+  w.embed = full.embedding();
+  const VocabRows vr = shard_vocab_rows(full.lm_head().rows, s);
+  w.lm_head = row_slice(full.lm_head(), vr.first, vr.count);
+  w.final_norm = full.final_norm();
+  for (int l = 0; l < fc.num_layers; ++l) {
+    const LayerWeights& f = full.layer_weights(l);
+    LayerWeights o = f;  // norms (and o_bias, added once after the sum) whole
+    o.q = row_slice(f.q, s.rank * Q, Q);
+    o.k = row_slice(f.k, kv0, KV);
+    o.v = row_slice(f.v, kv0, KV);
+    o.q_bias = vector_slice(f.q_bias, s.rank * Q, Q);
+    o.k_bias = vector_slice(f.k_bias, kv0, KV);
+    o.v_bias = vector_slice(f.v_bias, kv0, KV);
+    o.o = columns(f.o, s.rank * Q, Q, "o_proj");
+    o.gate = row_slice(f.gate, s.rank * I, I);
+    o.up = row_slice(f.up, s.rank * I, I);
+    o.down = columns(f.down, s.rank * I, I, "down_proj");
+    w.layers.push_back(o);
+  }
+  model_ = std::make_unique<LlamaFamilyModel>(sc, std::move(w));
+}
+
+}  // namespace plexus
