@@ -12,22 +12,23 @@
 #include <vector>
 
 #include "comm/collective.h"
+#include "comm/rank_group.h"
 
 namespace plexus {
 
-class InProcessGroup {
+class InProcessGroup : public RankGroup {
  public:
   explicit InProcessGroup(int size);
-  ~InProcessGroup();
+  ~InProcessGroup() override;
   InProcessGroup(const InProcessGroup&) = delete;
   InProcessGroup& operator=(const InProcessGroup&) = delete;
 
-  int size() const { return size_; }
+  int size() const override { return size_; }
   // The handle rank r calls from its own thread; it lives as long as the group.
-  Collective& rank(int r);
+  Collective& rank(int r) override;
   // Wakes every rank waiting in (or later entering) a collective with RuntimeError(why): a rank
   // that failed ends the others instead of leaving them waiting for it.
-  void abort(const std::string& why);
+  void abort(const std::string& why) override;
 
  private:
   class Rank;

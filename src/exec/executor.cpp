@@ -168,7 +168,10 @@ Executor::Executor(const std::string& model_dir, const DeviceMap& map, DeviceReg
       auto d = std::make_unique<DeviceState>();
       d->ordinal = s.device;
       d->device = &device(s.device);
-      const OpsShape ops_shape{&c, max_tokens_, max_context_, b.layer_slots > 0 || b.head_slot > 0 || buffers_.devices.size() > 1};
+      // A tensor-parallel rank sums partial products between its operations (on the host thread,
+      // waiting for the stream): its steps run eagerly too.
+      const OpsShape ops_shape{&c, max_tokens_, max_context_,
+                               b.layer_slots > 0 || b.head_slot > 0 || buffers_.devices.size() > 1 || options.tensor.has_value()};
       d->ops = make_compute_ops(*d->device, kernels_, ops_shape, memory_.of(s.device));
       d->compute = d->ops.ops.get();
       if (options.tensor) {

@@ -22,7 +22,12 @@
 #include "model/config.h"
 #include "model/quant_policy.h"
 #include "model/tensor_split.h"
+#include "comm/in_process_group.h"
 #include "comm/world_config.h"
+#ifdef PLEXUS_HAVE_CUDA
+#include "backend/cuda/cuda_device.h"
+#include "comm/cuda/gpu_group.h"
+#endif
 #include "planner/plan_report.h"
 
 namespace plexus {
@@ -319,9 +324,50 @@ void check_run_dtype(const PlanInputs& in, WeightDType stored) {
   }
 }
 
+// The accelerators of tensor-parallel rank r on GPUs: its device s is the run's device s·tp + r
+// (pipeline stage s, tp rank fastest), on that device's GPU.
+RunAccelerators rank_accelerators(const RunAccelerators& run, const WorldConfig& world, int r, int n_devices) {
+  RunAccelerators mine;
+  mine.cuda = true;
+  for (int s = 0; s < n_devices; ++s) {
+    const auto i = static_cast<std::size_t>(s * world.tp + r);
+    if (i >= run.physical_gpu.size()) break;  // past the GPUs: make_run_devices names them
+    mine.physical_gpu.push_back(run.physical_gpu[i]);
+  }
+  mine.description = run.description + ", tensor-parallel rank " + std::to_string(r);
+  return mine;
+}
+
+// The collectives of the ranks' devices d (host: d = n_devices): host memory sums in-process;
+// CUDA devices through the CUDA in-process group or NCCL (comm/cuda/gpu_group.h). `report` gets
+// a line naming the choice for GPU groups.
+std::unique_ptr<RankGroup> make_rank_group(std::vector<DeviceRegistry>& devices, int d, int n_devices, std::string* report) {
+  const int tp = static_cast<int>(devices.size());
+#ifdef PLEXUS_HAVE_CUDA
+  if (d < n_devices && devices.front().accelerator(d).kind() == DeviceKind::kCuda) {
+    std::vector<cuda::CudaRankPlace> places;
+    for (int r = 0; r < tp; ++r) {
+      auto& dev = static_cast<CudaDevice&>(devices[static_cast<std::size_t>(r)].accelerator(d));
+      if (dev.compute_stream() == nullptr) return std::make_unique<InProcessGroup>(tp);  // a placeholder: nothing computes there
+      places.push_back({dev.physical_device(), dev.compute_stream(), dev.name() + " of tensor-parallel rank " + std::to_string(r)});
+    }
+    cuda::GpuGroup g = cuda::make_gpu_group(std::move(places));
+    *report += "collectives of the ranks' device " + std::to_string(d) + ": " + gpu_collective_name(g.choice.kind) + " (" +
+               g.choice.reason + ")\n";
+    return std::move(g.group);
+  }
+#endif
+  (void)devices;
+  (void)d;
+  (void)n_devices;
+  (void)report;
+  return std::make_unique<InProcessGroup>(tp);
+}
+
 // The executors of a tensor-parallel group in this process: rank r computes shard r on devices
-// of its own (the plan's capacities, made for one rank), its partial products summed with the
-// other ranks' devices of the same number through in-process collectives.
+// of its own (the plan's capacities, made for one rank: virtual CPU devices, or CUDA devices on
+// the GPUs of the run's devices s·tp + r), its partial products summed with the other ranks'
+// devices of the same number through the group's collectives (make_rank_group).
 std::unique_ptr<ModelRun> open_tensor_parallel(std::unique_ptr<ModelRun> run, const Plan& plan, const PlanOptions& po,
                                                const WorldConfig& world, const EngineOptions& eo, const RunInputs& in,
                                                const std::function<void(ExecutorOptions&)>& quantize_options,
@@ -331,15 +377,29 @@ std::unique_ptr<ModelRun> open_tensor_parallel(std::unique_ptr<ModelRun> run, co
   const Budgets caps = run_capacities(plan);
   int n_devices = 0;
   for (const DeviceId& d : caps.accelerators()) n_devices = std::max(n_devices, d.ordinal() + 1);
-  std::vector<InProcessGroup*> groups;  // per device ordinal, the host's last
-  for (int d = 0; d <= n_devices; ++d) {
-    parts.groups.push_back(std::make_unique<InProcessGroup>(world.tp));
-    groups.push_back(parts.groups.back().get());
-  }
   const int threads = std::max(1, run_thread_budget(eo.threads) / world.tp);
+  const std::uint64_t host_share = host_available_memory() / static_cast<std::uint64_t>(world.tp);
   parts.devices.reserve(static_cast<std::size_t>(world.tp));  // executors hold references to them
   for (int r = 0; r < world.tp; ++r) {
-    parts.devices.push_back(make_rank_devices(caps, threads, host_available_memory() / static_cast<std::uint64_t>(world.tp), eo.wait));
+    if (po.accelerators.cuda) {
+      // Each rank's devices under budgets of their own (no thread budget shared across ranks:
+      // see make_rank_devices).
+      parts.devices.push_back(make_run_devices(caps, threads, host_share, rank_accelerators(po.accelerators, world, r, n_devices), eo.wait));
+      for (int s = 0; s < n_devices; ++s) {
+        const auto i = static_cast<std::size_t>(s * world.tp + r);
+        if (i >= po.accelerators.physical_gpu.size()) break;
+        const int g = po.accelerators.physical_gpu[i];
+        if (std::find(run->cuda_gpus.begin(), run->cuda_gpus.end(), g) == run->cuda_gpus.end()) run->cuda_gpus.push_back(g);
+      }
+    } else {
+      parts.devices.push_back(make_rank_devices(caps, threads, host_share, eo.wait));
+    }
+  }
+  std::string collectives;
+  std::vector<RankGroup*> groups;  // per device ordinal, the host's last
+  for (int d = 0; d <= n_devices; ++d) {
+    parts.groups.push_back(make_rank_group(parts.devices, d, n_devices, &collectives));
+    groups.push_back(parts.groups.back().get());
   }
   for (int r = 0; r < world.tp; ++r) {
     ExecutorOptions xo;
@@ -362,7 +422,8 @@ std::unique_ptr<ModelRun> open_tensor_parallel(std::unique_ptr<ModelRun> run, co
   run->plan_text = "tensor parallel: " + world.describe() + "; rank r's device d is the run's device d·" + std::to_string(world.tp) +
                    " + r, every rank holds its shard of each layer (the plan below is one rank's)\n" +
                    "budgets of one rank: " + po.request.budgets.to_string() + " (" + po.budgets_source + ")\n" + plan_to_table(plan) +
-                   describe_layout(first.layout()) + buffers + "micro-batches per forward: " + std::to_string(first.micro_batches()) + "\n";
+                   describe_layout(first.layout()) + buffers + collectives + "micro-batches per forward: " +
+                   std::to_string(first.micro_batches()) + "\n";
   run->isa = first.kernels().name;
   int used = 0;
   for (const auto& e : parts.ranks) used += e->threads();
@@ -473,11 +534,6 @@ std::unique_ptr<ModelRun> open_model_run(const RunInputs& in, const std::string&
     }
   }
   if (in.plan.parallel()) {
-    if (world.tp > 1 && po.accelerators.cuda) {
-      throw InputError("--tp " + std::to_string(world.tp) + " on CUDA devices (" + po.accelerators.description +
-                       ") is not built yet: tensor parallelism runs on virtual CPU devices (CUDA_VISIBLE_DEVICES= "
-                       "--virtual-devices N) and across MPI ranks; --pp alone splits layers across GPUs");
-    }
     if (world.tp > 1 && po.fastest) {
       throw InputError("--strategy fastest ranks plans of whole layers; with --tp give a strategy (" + std::string(kStrategyChoices) + ")");
     }

@@ -12,7 +12,7 @@
 
 #include "backend/device_registry.h"
 #include "comm/collective.h"
-#include "comm/in_process_group.h"
+#include "comm/rank_group.h"
 #include "exec/exec_stats.h"
 #include "exec/executor.h"
 #include "runtime/runner.h"
@@ -25,7 +25,7 @@ class TensorParallelRunner : public Runner {
   struct Parts {
     int tp = 1;                                            // ranks in the group
     std::vector<DeviceRegistry> devices;                   // per local rank
-    std::vector<std::unique_ptr<InProcessGroup>> groups;   // in-process collectives, per device ordinal
+    std::vector<std::unique_ptr<RankGroup>> groups;        // collectives of the local ranks, per device ordinal
     std::unique_ptr<Collective> world;                     // across processes: this process's rank of the group
     std::vector<std::unique_ptr<Executor>> ranks;          // local ranks in rank order: all tp, or this process's one
   };
