@@ -2,7 +2,8 @@
 // the golden-logits checkpoints through the run path `generate --devices 0` takes, against the
 // CPU engine — per-token NLL within 2e-2 (bf16) or 1e-3 (f32), greedy tokens equal while the
 // CPU's top-2 logit gap exceeds 0.05 — and 2 and 4 virtual GPUs, micro-batches and cpu and disk offload
-// against one GPU; the quantised GGUF files (block-format kernels) against the CPU.
+// against one GPU; the quantised GGUF files (block-format kernels) against the CPU; tensor
+// parallelism over 2 virtual GPUs (with and without 2 pipeline stages) against one GPU.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <utility>
 
 #include "backend/cuda_availability.h"
 #include "core/json.h"
@@ -229,6 +231,43 @@ TEST_F(GpuModel, VirtualGpusMicroBatchesAndOffloadGiveOneGpusNll) {
     ASSERT_EQ(r.nll.size(), one.nll.size());
     // The same kernels on the same tokens, weights from another place: the same bits.
     EXPECT_EQ(r.nll, one.nll);
+  }
+}
+
+// Tensor parallelism over virtual GPUs on GPU 0 (the CUDA in-process all-reduce: NCCL refuses two
+// ranks on one GPU): --tp 2, and --tp 2 --pp 2, give one GPU's per-token NLL within 1e-4 on the
+// f32 checkpoint and its greedy tokens, and the same bits from run to run.
+TEST_F(GpuModel, TensorParallelOverVirtualGpusGivesOneGpusNll) {
+  GoldenCase c;
+  for (const GoldenCase& g : golden_cases())
+    if (g.dtype == "f32" || g.dtype == "float32") c = g;
+  ASSERT_FALSE(c.name.empty()) << "no f32 golden case";
+  testing::TempDir dir("gpu_tp");
+  make_checkpoint(c.make, dir.path());
+  const std::unique_ptr<ModelRun> single = gpu_run(dir.path(), one_gpu());
+  const PerplexityResult one = perplexity(*single->runner, c.ids);
+  GenerateOptions g;
+  g.max_tokens = 6;
+  const std::span<const std::int32_t> prompt = std::span(c.ids).first(8);
+  const std::vector<std::int32_t> one_ids = generate(*single->runner, prompt, g).ids;
+  for (const auto& [tp, pp] : {std::pair{2, 1}, std::pair{2, 2}}) {
+    SCOPED_TRACE("--tp " + std::to_string(tp) + " --pp " + std::to_string(pp));
+    PlanInputs p;
+    p.virtual_gpus = tp * pp;
+    p.tensor_parallel = tp;
+    p.pipeline_parallel = pp;
+    const std::unique_ptr<ModelRun> run = gpu_run(dir.path(), p);
+    ASSERT_NE(run->tensor, nullptr) << run->plan_text;
+    EXPECT_NE(run->plan_text.find("cuda in-process"), std::string::npos) << run->plan_text;
+    const PerplexityResult r = perplexity(*run->runner, c.ids);
+    ASSERT_EQ(r.nll.size(), one.nll.size());
+    for (std::size_t i = 0; i < one.nll.size(); ++i) EXPECT_NEAR(r.nll[i], one.nll[i], 1e-4) << "token " << i;
+    const ExecStats stats = run->stats();
+    EXPECT_GT(stats.comm.all_reduce.calls, 0);
+    EXPECT_EQ(stats.comm_ranks, tp);
+    EXPECT_EQ(generate(*run->runner, prompt, g).ids, one_ids);
+    // Every rank sums in rank order whatever the timing: a second run gives the same bits.
+    EXPECT_EQ(perplexity(*gpu_run(dir.path(), p)->runner, c.ids).nll, r.nll);
   }
 }
 
