@@ -277,14 +277,15 @@ Budgets replica_budgets(const Budgets& all, const ReplicaShare& share) {
 // accelerators s·tp … s·tp + tp − 1 (tensor-parallel rank fastest), and every rank gets the
 // smallest budget of its stage's devices, so one plan fits every rank; cpu and disk budgets are
 // shared by the tp ranks. InputError when there are fewer accelerators than tp × pp.
-Budgets group_budgets(const Budgets& all, const WorldConfig& w) {
+Budgets group_budgets(const Budgets& all, const WorldConfig& w, bool gpus) {
   const std::vector<DeviceId> acc = all.accelerators();
   const std::size_t need = static_cast<std::size_t>(w.tp * w.pp);
   if (acc.size() < need) {
     throw InputError("--tp " + std::to_string(w.tp) + " × --pp " + std::to_string(w.pp) + " needs " + std::to_string(need) +
-                     " devices but the run has " + std::to_string(acc.size()) + ": give --virtual-devices " +
-                     std::to_string(need) + " (or budgets for " + std::to_string(need) +
-                     " devices in --max-memory / --devices), or a smaller --tp/--pp");
+                     " devices but the run has " + std::to_string(acc.size()) + ": give " +
+                     (gpus ? "--virtual-gpus " + std::to_string(need) + " (that many virtual GPUs sharing GPU 0)"
+                           : "--virtual-devices " + std::to_string(need)) +
+                     " (or budgets for " + std::to_string(need) + " devices in --max-memory / --devices), or a smaller --tp/--pp");
   }
   Budgets kept;
   for (int s = 0; s < w.pp; ++s) {
@@ -537,7 +538,7 @@ std::unique_ptr<ModelRun> open_model_run(const RunInputs& in, const std::string&
     if (world.tp > 1 && po.fastest) {
       throw InputError("--strategy fastest ranks plans of whole layers; with --tp give a strategy (" + std::string(kStrategyChoices) + ")");
     }
-    po.request.budgets = group_budgets(po.request.budgets, world);
+    po.request.budgets = group_budgets(po.request.budgets, world, po.accelerators.cuda);
   }
   const Plan plan = po.device_map_file ? plan_from_device_map(plan_tree, load_device_map_file(*po.device_map_file), po.request)
                     : po.fastest        ? choose_fastest(tree, po.request, Objective::kThroughput, std::nullopt).ranked.front().plan
