@@ -8,7 +8,8 @@
 #      in-process group on virtual GPUs against the host's InProcessGroup (bit for bit, every
 #      rank, ordered on the ranks' streams), all-gather, broadcast, abort; with 2+ GPUs also
 #      NCCL (ncclCommInitAll, and ranks joining through a host collective) and peer reads
-#      (these skip, with the reason, on one GPU);
+#      (these skip, with the reason, on one GPU); all-reduce latency and bandwidth, 4 KiB - 64 MiB,
+#      of the in-process group on 2 and 4 virtual GPUs (and NCCL over every GPU, 2+), as ALLREDUCE lines;
 #   3. gpu_model_tests GpuModel.TensorParallelOverVirtualGpusGivesOneGpusNll: --tp 2 and
 #      --tp 2 --pp 2 on virtual GPUs against one GPU (NLL within 1e-4, greedy ids equal, the same
 #      bits run to run);
@@ -122,6 +123,7 @@ fi
 section "collectives (cuda_comm_tests)"
 run comm-tests 120 "$CCT" --gtest_color=no
 grep -E '^\[  (PASSED  |FAILED  |SKIPPED )\]' "$RESULTS/comm-tests.log" | tee -a "$RESULTS/summary.txt" || true
+grep '^ALLREDUCE' "$RESULTS/comm-tests.log" | tee -a "$RESULTS/summary.txt" || true
 if grep -qE 'no usable CUDA device|no CUDA device present' "$RESULTS/comm-tests.log"; then
   echo "   the tests did not see the GPU" | tee -a "$RESULTS/summary.txt"
   FAILED+=("comm-tests: no GPU seen")

@@ -3,12 +3,14 @@
 // the CUDA in-process group against the host's InProcessGroup (bit for bit, every rank), ordered
 // after work already on the ranks' streams and before work enqueued after it, its all-gather,
 // broadcast and abort; on a machine with 2+ GPUs, NCCL (ncclCommInitAll, and one rank per
-// "process" with the id over a host collective) and the in-process group with peer reads.
+// "process" with the id over a host collective) and the in-process group with peer reads; all-
+// reduce latency and bandwidth, 4 KiB to 64 MiB (printed, never judged).
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <exception>
 #include <memory>
@@ -280,6 +282,56 @@ TEST_F(CudaComm, InProcessGroupAcrossGpusReadsPeers) {
   const auto got = gpu_all_reduce(group, gpus, streams, in);
   for (int r = 0; r < 2; ++r)
     for (std::size_t i = 0; i < want.size(); ++i) ASSERT_EQ(bits(got[static_cast<std::size_t>(r)][i]), bits(want[i]));
+}
+
+// All-reduce latency and bandwidth per implementation, 4 KiB to 64 MiB (printed as ALLREDUCE
+// lines for scripts/gpu-check-tp.sh; timings never decide the result, the sums of zeros do).
+void time_all_reduce(RankGroup& group, const std::vector<int>& gpus, const std::vector<std::unique_ptr<Stream>>& streams,
+                     const std::string& label) {
+  const int tp = static_cast<int>(gpus.size());
+  for (std::size_t bytes : {std::size_t{4} << 10, std::size_t{64} << 10, std::size_t{1} << 20, std::size_t{16} << 20, std::size_t{64} << 20}) {
+    const std::int64_t count = static_cast<std::int64_t>(bytes / sizeof(float));
+    const int reps = static_cast<int>(std::clamp<std::size_t>((std::size_t{256} << 20) / bytes, 3, 50));
+    double seconds = 0;
+    std::vector<float> last(static_cast<std::size_t>(tp), -1.0f);
+    on_ranks(tp, [&](int r) {
+      const auto ru = static_cast<std::size_t>(r);
+      cudaSetDevice(gpus[ru]);
+      DeviceBuffer<float> buf(static_cast<std::size_t>(count));
+      if (cudaMemset(buf.get(), 0, bytes) != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess) throw std::runtime_error("memset failed");
+      Collective& c = group.rank(r);
+      for (int w = 0; w < 2; ++w) c.all_reduce_sum(buf.get(), count);  // warm-up (scratch, NCCL's channels)
+      cudaStreamSynchronize(streams[ru]->get());
+      c.barrier();
+      const auto t0 = std::chrono::steady_clock::now();
+      for (int i = 0; i < reps; ++i) c.all_reduce_sum(buf.get(), count);
+      cudaStreamSynchronize(streams[ru]->get());
+      c.barrier();
+      if (r == 0) seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / reps;
+      last[ru] = buf.download()[static_cast<std::size_t>(count - 1)];
+    });
+    for (float v : last) EXPECT_EQ(v, 0.0f);
+    std::printf("ALLREDUCE %-16s tp %d  %9zu bytes  %9.1f us  %7.2f GB/s (bytes / time)\n", label.c_str(), tp, bytes, seconds * 1e6,
+                static_cast<double>(bytes) / seconds / 1e9);
+  }
+}
+
+TEST_F(CudaComm, AllReduceLatencyAndBandwidth) {
+  for (int tp : {2, 4}) {
+    const std::vector<int> gpus(static_cast<std::size_t>(tp), 0);
+    const auto streams = streams_on(gpus);
+    CudaInProcessGroup group(places_of(gpus, streams));
+    time_all_reduce(group, gpus, streams, "cuda-in-process");
+  }
+#ifdef PLEXUS_HAVE_NCCL
+  if (gpu_count() >= 2 && nccl_unavailable_reason().empty()) {
+    std::vector<int> gpus;
+    for (int g = 0; g < std::min(gpu_count(), 8); ++g) gpus.push_back(g);
+    const auto streams = streams_on(gpus);
+    NcclGroup group(places_of(gpus, streams));
+    time_all_reduce(group, gpus, streams, "nccl");
+  }
+#endif
 }
 
 #ifdef PLEXUS_HAVE_NCCL
