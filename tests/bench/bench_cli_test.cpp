@@ -215,6 +215,8 @@ TEST_F(BenchCli, TensorParallelPointsReportTheirCommunication) {
                                                 "output: {dir: " + out() + "}\n");
   const auto r = run_plexus("bench " + shell_quote(cfg) + " --quiet");
   ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("(backend.tensor_parallel=2) 2 device(s), stages:"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("; collectives 2.00 KiB, "), std::string::npos) << r.out;  // the summary line
   const Json one = read_json_file(out() + "/tp-0.json"), two = read_json_file(out() + "/tp-1.json");
   EXPECT_EQ(one["config"]["backend"]["tensor_parallel"], 1);
   EXPECT_TRUE(one["execution"].value("communication", Json()).is_null());
