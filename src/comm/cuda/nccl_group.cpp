@@ -36,7 +36,7 @@ class NcclRank : public Collective {
         host_world_(host_world) {
     GpuScope gpu(place_.gpu, who() + ": selecting the GPU");
     PLEXUS_CUDA_CHECK(cudaMalloc(&one_, sizeof(float)), who() + ": allocating the barrier's float");
-    PLEXUS_CUDA_CHECK(cudaMemset(one_, 0, sizeof(float)), who() + ": clearing the barrier's float");  // stays 0: sums of zeros
+    PLEXUS_CUDA_CHECK(cudaMemsetAsync(one_, 0, sizeof(float), place_.stream), who() + ": clearing the barrier's float");  // stays 0
   }
   ~NcclRank() override {
     int previous = -1;
