@@ -162,9 +162,9 @@ else
     done
     python3 - "$RESULTS/generate-$mode-2.log" "$mode" <<'PY' | tee -a "$RESULTS/summary.txt" || true
 import json, sys
-text = open(sys.argv[1]).read()
+lines = [l for l in open(sys.argv[1], errors="replace") if l.startswith("{")]  # stdout's one JSON line
 try:
-    j = json.loads(text[text.index("{"):text.rindex("}") + 1])
+    j = json.loads(lines[-1])
 except Exception as e:
     print(f"   {sys.argv[2]}: no JSON ({e})"); sys.exit(0)
 c = (j.get("execution") or {}).get("communication") or {}
