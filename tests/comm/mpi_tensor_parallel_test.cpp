@@ -61,6 +61,10 @@ TEST_F(MpiTensorParallel, PerplexityMatchesOneDeviceAndRepeatsBitForBit) {
     EXPECT_NEAR(a["nll"][i].get<double>(), ref["nll"][i].get<double>(), 1e-4) << "token " << i + 1;
   }
   EXPECT_EQ(a["nll"], b["nll"]);  // bit for bit (printed to the last digit)
+  // The MPI all-reduce adds in the in-process group's order: the bits of --tp 2 in one process.
+  const testing::ProcessResult in_process = testing::run_plexus(ppl + " --tp 2 --threads 2");
+  ASSERT_EQ(in_process.exit_code, 0) << in_process.err;
+  EXPECT_EQ(a["nll"], Json::parse(in_process.out)["nll"]);
   // Rank 0's collectives: a partial sum of every attention and MLP block, the logits gathered.
   const Json& comm = a["execution"]["communication"]["collectives"];
   EXPECT_GT(comm["all_reduce"]["calls"].get<int>(), 0);
