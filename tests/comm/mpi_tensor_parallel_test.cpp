@@ -4,7 +4,6 @@
 // end every rank with the exit status and a message that name them.
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <cstdlib>
 #include <string>
 
