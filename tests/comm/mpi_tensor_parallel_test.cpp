@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <fstream>
 #include <string>
 
 #include "core/json.h"
@@ -91,6 +92,35 @@ TEST_F(MpiTensorParallel, GreedyIdsEqualOneDeviceAndSamplingRepeats) {
   std::size_t lines = 0;
   for (std::size_t at = plain.err.find("prompt tokens"); at != std::string::npos; at = plain.err.find("prompt tokens", at + 1)) ++lines;
   EXPECT_EQ(lines, 1u) << plain.err;
+}
+
+TEST_F(MpiTensorParallel, RankZeroReadsTheTextAndEveryRankScoresIt) {
+  // A model with a tokenizer: --file and --prompt are read and tokenized by rank 0 only.
+  testing::TempDir with_tok{"comm_mpi_tp_tok"};
+  const testing::ProcessResult made = testing::run_plexus("make-model " + shell_quote(with_tok.path()) + " --dtype f32 --seed 3 --tokenizer " +
+                                                          shell_quote(std::string(PLEXUS_GOLDEN_DIR) + "/tokenizers/mistral"));
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  const std::string text = with_tok / "text.txt";
+  std::ofstream(text) << "The quick brown fox jumps over the lazy dog. Tensor parallel ranks.";
+  const std::string ppl = "perplexity " + shell_quote(with_tok.path()) + " --file " + shell_quote(text) + " --threads 1 --json";
+  const testing::ProcessResult one = testing::run_plexus(ppl);
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  const Json ref = Json::parse(one.out), mpi = one_json(run_mpi(2, ppl + " --tp 2"));
+  EXPECT_EQ(mpi["n_tokens"], ref["n_tokens"]);
+  ASSERT_EQ(mpi["nll"].size(), ref["nll"].size());
+  for (std::size_t i = 0; i < ref["nll"].size(); ++i) EXPECT_NEAR(mpi["nll"][i].get<double>(), ref["nll"][i].get<double>(), 1e-4);
+  // Text in, text out (the prompt tokenized on rank 0, the ids decoded there).
+  const std::string gen = "generate " + shell_quote(with_tok.path()) + " --prompt 'Hello there' --max-tokens 6 --threads 1 --json";
+  const testing::ProcessResult g1 = testing::run_plexus(gen);
+  ASSERT_EQ(g1.exit_code, 0) << g1.err;
+  const Json g2 = one_json(run_mpi(2, gen + " --tp 2"));
+  EXPECT_EQ(g2["ids"], Json::parse(g1.out)["ids"]);
+  EXPECT_EQ(g2["text"], Json::parse(g1.out)["text"]);
+  // A file only rank 0 would read, missing: exit 2 naming it, before any weight is read.
+  const testing::ProcessResult missing = run_mpi(2, "perplexity " + shell_quote(with_tok.path()) + " --file /nonexistent/x.txt --tp 2");
+  EXPECT_EQ(missing.exit_code, 2) << missing.err;
+  EXPECT_NE(missing.err.find("/nonexistent/x.txt"), std::string::npos) << missing.err;
+  EXPECT_NE(missing.err.find("(rank 0 of 2)"), std::string::npos) << missing.err;
 }
 
 TEST_F(MpiTensorParallel, AWorldOfTheWrongSizeExitsTwoNamingTheNumbers) {
