@@ -378,6 +378,55 @@ std::unique_ptr<ModelRun> open_tensor_parallel(std::unique_ptr<ModelRun> run, co
   return run;
 }
 
+// One rank of a tensor-parallel group whose ranks are processes (mpirun): its shard in one
+// stage on the host, the weights read in place, the partial sums and the logits exchanged
+// through the group's collective.
+std::unique_ptr<ModelRun> open_process_rank(const RunInputs& in, const EngineOptions& eo,
+                                            const std::function<void(ExecutorOptions&)>& quantize_options,
+                                            const std::optional<DType>& quantize, const std::string& model_dir) {
+  const WorldConfig world = make_world_config(in.plan.tensor_parallel, in.plan.pipeline_parallel, 1);
+  if (world.pp > 1) {
+    throw InputError("--pp " + std::to_string(world.pp) + " under mpirun is not supported yet: the processes of an mpirun job "
+                     "form one tensor-parallel group (--tp N with N ranks); run --pp in one process");
+  }
+  if (in.plan.names_devices()) {
+    throw InputError("under mpirun every --tp rank runs on its host's CPU: leave out --virtual-devices, --virtual-gpus, "
+                     "--max-memory, --devices and --device-map");
+  }
+  std::unique_ptr<Collective> group = in.process_group();
+  if (group->size() != world.tp) {
+    throw InputError("mpirun started " + std::to_string(group->size()) + " ranks but --tp is " + std::to_string(world.tp) +
+                     ": start --tp ranks (mpirun -np " + std::to_string(world.tp) + ")");
+  }
+  const int rank = group->rank();
+  // The split is checked before any weight is read: InputError naming the heads and the sizes that work.
+  const ModuleTree tree = load_module_tree(model_dir, quantize);
+  shard_module_tree(tree, TensorSplit{rank, world.tp});
+  if (in.plan.dtype) check_run_dtype(in.plan, checkpoint_weight_dtype(tree, WeightDType::kBF16));
+  auto run = std::make_unique<ModelRun>();
+  run->quantize = quantize;
+  TensorParallelRunner::Parts parts;
+  parts.tp = world.tp;
+  parts.devices.push_back(make_host_run_devices(eo.threads, eo.wait));
+  ExecutorOptions xo = single_host_stage(eo);
+  quantize_options(xo);
+  Collective* c = group.get();
+  xo.tensor = ExecutorOptions::TensorRank{TensorSplit{rank, world.tp}, [c](int) -> Collective& { return *c; }};
+  parts.world = std::move(group);
+  parts.inject_forward_failure = in.inject_forward_failure;
+  parts.ranks.push_back(std::make_unique<Executor>(model_dir, whole_model_on_host(), parts.devices.front(), xo));
+  const Executor& mine = *parts.ranks.front();
+  run->plan_text = "tensor parallel across processes: " + world.describe() + " (" + parts.world->kind() +
+                   "); this is rank " + std::to_string(rank) + ", its shard in one stage on the host with " +
+                   std::to_string(mine.threads()) + " threads\n" + describe_layout(mine.layout());
+  run->threads = mine.threads();
+  run->wait = eo.wait;
+  run->isa = mine.kernels().name;
+  run->tensor = std::make_unique<TensorParallelRunner>(std::move(parts));
+  run->runner = run->tensor.get();
+  return run;
+}
+
 }  // namespace
 
 void check_thread_share(int threads, int count) {
@@ -414,6 +463,7 @@ std::unique_ptr<ModelRun> open_model_run(const RunInputs& in, const std::string&
     x.quantize_progress = quantize_progress_bar(in.stop_requested);
     x.quantize_threads = eo.threads;
   };
+  if (in.process_group) return open_process_rank(in, eo, quantize_options, quantize, model_dir);
   if (!pin.names_devices() && !on_gpus_by_default) {
     if (in.plan.dtype || quantize) {
       const ModuleTree tree = load_module_tree(model_dir, quantize);  // checks the projections' shapes

@@ -102,6 +102,12 @@ struct RunInputs {
   ReplicaShare replica;
   // With plan.quantize: stops quantise-on-load when it returns true (a caught SIGINT).
   std::function<bool()> stop_requested;
+  // Tensor parallelism across processes (mpirun, comm/mpi_collective.h): gives the collective of
+  // the --tp group, of which this process is one rank. The process then runs its rank's shard
+  // in one stage on the host (its threads: engine.threads), the weights read in place.
+  std::function<std::unique_ptr<Collective>()> process_group;
+  // Tests: this process's rank throws at its first forward (PLEXUS_TP_FAIL_RANK).
+  bool inject_forward_failure = false;
 };
 
 // What runs the model: always an Executor. Without devices named (see PlanInputs::names_devices):
@@ -112,8 +118,8 @@ struct RunInputs {
 struct ModelRun {
   DeviceRegistry devices;
   std::unique_ptr<Executor> executor;  // after `devices`: destroyed first
-  // Tensor parallelism (--tp > 1): the group's ranks, each an executor on devices of its own;
-  // `executor` is then null.
+  // Tensor parallelism (--tp > 1): the group's ranks, each an executor on devices of its own
+  // (or, across processes, this process's rank); `executor` is then null.
   std::unique_ptr<TensorParallelRunner> tensor;
   Runner* runner = nullptr;            // the executor, or the tensor-parallel group
   // The execution statistics of the executor or of every rank of the group.
