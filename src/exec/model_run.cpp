@@ -244,30 +244,6 @@ std::optional<DType> quantize_type(const PlanInputs& in) {
   return quantize_flag("--quantize", *in.quantize);
 }
 
-namespace {
-
-// The share-th group of the accelerators' budgets, renumbered from 0; cpu (and disk) budgets
-// divided between the replicas.
-Budgets replica_budgets(const Budgets& all, const ReplicaShare& share) {
-  const std::vector<DeviceId> acc = all.accelerators();
-  const std::size_t count = static_cast<std::size_t>(share.count);
-  if (acc.size() < count || acc.size() % count != 0) {
-    throw InputError(std::to_string(share.count) +
-                     " replicas on this machine (--replicas, or mpirun worker ranks) need the accelerators split into equal groups, but there are " +
-                     std::to_string(acc.size()) + ": use a replica count that divides the device count (e.g. --virtual-devices " +
-                     std::to_string(count * std::max<std::size_t>(1, acc.size() / count)) + ")");
-  }
-  const std::size_t k = acc.size() / count;
-  Budgets kept;
-  for (std::size_t i = 0; i < k; ++i) {
-    kept.set(DeviceId::accelerator(static_cast<int>(i)), *all.get(acc[static_cast<std::size_t>(share.index) * k + i]));
-  }
-  for (const DeviceBudget& b : all.list()) {
-    if (!b.device.is_accelerator()) kept.set(b.device, b.bytes / static_cast<std::uint64_t>(count));
-  }
-  return kept;
-}
-
 // The budgets one rank of a tensor-parallel group plans with: pipeline stage s of `w` is the
 // accelerators s·tp … s·tp + tp − 1 (tensor-parallel rank fastest), and every rank gets the
 // smallest budget of its stage's devices, so one plan fits every rank; cpu and disk budgets are
@@ -292,6 +268,31 @@ Budgets group_budgets(const Budgets& all, const WorldConfig& w) {
   }
   return kept;
 }
+
+namespace {
+
+// The share-th group of the accelerators' budgets, renumbered from 0; cpu (and disk) budgets
+// divided between the replicas.
+Budgets replica_budgets(const Budgets& all, const ReplicaShare& share) {
+  const std::vector<DeviceId> acc = all.accelerators();
+  const std::size_t count = static_cast<std::size_t>(share.count);
+  if (acc.size() < count || acc.size() % count != 0) {
+    throw InputError(std::to_string(share.count) +
+                     " replicas on this machine (--replicas, or mpirun worker ranks) need the accelerators split into equal groups, but there are " +
+                     std::to_string(acc.size()) + ": use a replica count that divides the device count (e.g. --virtual-devices " +
+                     std::to_string(count * std::max<std::size_t>(1, acc.size() / count)) + ")");
+  }
+  const std::size_t k = acc.size() / count;
+  Budgets kept;
+  for (std::size_t i = 0; i < k; ++i) {
+    kept.set(DeviceId::accelerator(static_cast<int>(i)), *all.get(acc[static_cast<std::size_t>(share.index) * k + i]));
+  }
+  for (const DeviceBudget& b : all.list()) {
+    if (!b.device.is_accelerator()) kept.set(b.device, b.bytes / static_cast<std::uint64_t>(count));
+  }
+  return kept;
+}
+
 
 // The dtype a run computes in: the checkpoint's own (its embedding's), else the plan's.
 // A GGUF file (block formats) plans as bfloat16: its tensors are sized as stored (SizedTree's
@@ -530,12 +531,16 @@ std::unique_ptr<ModelRun> open_model_run(const RunInputs& in, const std::string&
 
 Json predict_run(const ModelRun& run, const std::string& model_dir, double prompt_tokens, double decode_positions,
                  std::int64_t batch) {
-  const ModuleTree tree = load_module_tree(model_dir, run.quantize);
+  // A tensor-parallel run's plan is one rank's, made on its shard.
+  const int tp = run.tensor ? run.tensor->tp() : 1;
+  const ModuleTree full = load_module_tree(model_dir, run.quantize);
+  const ModuleTree tree = tp > 1 ? shard_module_tree(full, TensorSplit{0, tp}) : full;
   Plan plan;
   int n_acc = 0;
   if (run.plan) {
     plan = *run.plan;
     for (const DeviceId& d : plan.planned_budgets.accelerators()) n_acc = std::max(n_acc, d.ordinal() + 1);
+    n_acc *= tp;  // every rank of a stage is a device with its share of the threads
   } else {  // one stage: the whole model computed by the host, its weights read in place
     PlanRequest r;
     r.budgets.set(DeviceId::cpu(), std::numeric_limits<std::uint32_t>::max() * 1024ull);
@@ -561,6 +566,7 @@ Json predict_run(const ModelRun& run, const std::string& model_dir, double promp
     shape.decode_positions = decode_positions;
     shape.host_in_place = !run.plan;
     shape.concurrency = facts.concurrency;
+    shape.tensor_parallel = tp;
     p = predict_plan(tree, plan, facts.facts, facts.shared_host, shape);
   } catch (const InputError&) {
     return nullptr;

@@ -34,7 +34,16 @@ struct DeviceFacts {
   // Mean time for a thread asleep on an event to run again once it is signalled (a device queue
   // waiting for the previous stage or for a streamed layer's copy). 0: unknown.
   double handoff_s = 0;
+  // Fixed cost of one collective between tensor-parallel ranks (all-reduce, all-gather), besides
+  // its bytes over link_bandwidth: virtual devices of one host meet three times per in-process
+  // all-reduce (post, chunks summed, copies taken), each a wake-up of a sleeping thread
+  // (3 × handoff_s, or 3 × kDefaultHandoffS uncalibrated); GPUs, NCCL's small-message latency
+  // (assumed: 10 µs over NVLink / xGMI, 25 µs over PCIe).
+  double collective_latency_s = 0;
 };
+
+// A thread's wake-up on an event when the host is not calibrated (µs-scale on Linux).
+inline constexpr double kDefaultHandoffS = 10e-6;
 
 Json device_facts_to_json(const DeviceFacts& f);
 
