@@ -277,7 +277,7 @@ Prediction predict_plan(const ModuleTree& tree, const Plan& plan, const FactsOf&
     double comm = 0;
     for (const Time& x : sb.per_device) comm += x.comm;
     p.communication_share = sb.seconds > 0 ? comm / sb.seconds : 0;
-    p.communication_bytes_per_token = 2.0 * c.num_layers * H * 4 + vocab_rows * 4;
+    p.all_reduce_bytes_per_token = 2.0 * c.num_layers * H * 4;
   }
   for (std::size_t i = 0; i < work.size(); ++i) p.facts.emplace_back(run_device(work[i].device), f[i]);
   return p;
@@ -302,7 +302,7 @@ Json prediction_to_json(const Prediction& p) {
   if (p.tensor_parallel > 1) {
     j["tensor_parallel"] = p.tensor_parallel;
     j["communication_share"] = p.communication_share;
-    j["communication_bytes_per_token"] = p.communication_bytes_per_token;
+    j["all_reduce_bytes_per_token"] = p.all_reduce_bytes_per_token;
   }
   return j;
 }
@@ -323,8 +323,8 @@ std::string prediction_to_text(const Prediction& p) {
   }
   s += "bottleneck: device " + p.bottleneck.device.to_string() + ", " + p.bottleneck.resource;
   if (p.tensor_parallel > 1) {
-    std::snprintf(buf, sizeof buf, "; tensor parallel %d: collectives %.0f%% of a decode step, %.1f KiB per token a rank",
-                  p.tensor_parallel, 100 * p.communication_share, p.communication_bytes_per_token / 1024);
+    std::snprintf(buf, sizeof buf, "; tensor parallel %d: collectives %.0f%% of a decode step, all-reduces of %.1f KiB per token",
+                  p.tensor_parallel, 100 * p.communication_share, p.all_reduce_bytes_per_token / 1024);
     s += buf;
   }
   s += "\n";

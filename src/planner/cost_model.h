@@ -31,10 +31,11 @@ struct Prediction {
   std::optional<double> joules_per_token; // decode at --batch; none without power facts
   Bottleneck bottleneck;                  // of decode at --batch
   // Tensor parallelism (tensor_parallel > 1): the collectives' share of a decode step at --batch
-  // (all-reduces and the logits' all-gather) and their bytes per token of one rank.
+  // (all-reduces and the logits' all-gather), and the all-reduces' bytes per token of one rank
+  // (2 × layers × hidden × 4: what ExecStats' communication counts for an in-process group).
   int tensor_parallel = 1;
   double communication_share = 0;
-  double communication_bytes_per_token = 0;
+  double all_reduce_bytes_per_token = 0;
   std::vector<std::pair<DeviceId, DeviceFacts>> facts;  // the facts used, per computing device
 };
 

@@ -175,7 +175,7 @@ DeviceFacts virtual_device_facts(const HostCalibration& c, int threads, const st
   f.launch_overhead_s = t.launch_overhead_s;
   f.streamed_weight_rate = t.streamed_weight_rate;
   f.handoff_s = c.handoff_s;
-  f.collective_latency_s = 3 * (c.handoff_s > 0 ? c.handoff_s : kDefaultHandoffS);
+  f.collective_latency_s = c.handoff_s > 0 ? c.handoff_s : kDefaultHandoffS;
   return f;
 }
 
