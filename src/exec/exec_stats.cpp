@@ -95,7 +95,7 @@ std::string exec_stats_to_text(const ExecStats& s) {
   }
   if (s.comm_ranks > 0) {
     std::snprintf(line, sizeof line,
-                  "  collectives of %d tensor-parallel ranks: %lld all-reduce + %lld all-gather; per token and rank %s in "
+                  "  collectives of %d tensor-parallel devices: %lld all-reduce + %lld all-gather; per token and device %s in "
                   "%.3f ms (%.1f%% of the forward time)\n",
                   s.comm_ranks, static_cast<long long>(s.comm.all_reduce.calls), static_cast<long long>(s.comm.all_gather.calls),
                   format_bytes(static_cast<std::uint64_t>(comm_bytes_per_token(s))).c_str(), 1e3 * comm_seconds_per_token(s),

@@ -30,8 +30,9 @@ struct ExecStats {
   double stream_copy_s = 0;       // copy-thread time spent copying offloaded weights
   double stream_wait_s = 0;       // compute time spent waiting for them
   std::int64_t tokens = 0;        // tokens forwarded (once, however many ranks computed them)
-  // Tensor parallelism: the collectives of every rank, summed, and how many ranks took part
-  // (0: none). Per token and rank: comm.seconds() / comm_ranks / tokens.
+  // Tensor parallelism: the collectives of every rank's devices, summed, and how many devices
+  // took part (a rank's device per pipeline stage; 0: none). Per token and device:
+  // comm.seconds() / comm_ranks / tokens.
   CommStats comm;
   int comm_ranks = 0;
   double busy_sum() const;        // summed busy fractions: > 1 means devices overlapped

@@ -504,7 +504,10 @@ ExecStats Executor::stats() const {
   s.micro_batches = micro_batches_;
   s.tokens = tokens_;
   for (const auto& ds : device_states_) {
-    if (ds->tensor) s.comm += ds->tensor->group().stats();
+    if (ds->tensor) {
+      s.comm += ds->tensor->group().stats();
+      ++s.comm_ranks;
+    }
   }
   auto describe = [&](int d) {
     std::string holds;

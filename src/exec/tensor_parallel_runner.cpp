@@ -86,23 +86,27 @@ ExecStats TensorParallelRunner::stats() const {
   out = per.front();
   out.devices.clear();
   out.comm = CommStats();
+  out.comm_ranks = 0;
   for (const ExecStats& s : per) out.wall_s = std::max(out.wall_s, s.wall_s);
   // Accelerator d of local rank r is the run's device d · tp + r (tensor-parallel rank fastest).
   for (std::size_t r = 0; r < n; ++r) {
     const int global_rank = parts_.world ? parts_.world->rank() : static_cast<int>(r);
     for (DeviceRunStats d : per[r].devices) {
       if (d.ordinal < 0 && r > 0) continue;  // one host line
-      if (d.ordinal >= 0) d.ordinal = d.ordinal * parts_.tp + global_rank;
-      d.holds += (d.holds.empty() ? "" : " ") + std::string("(tp rank ") + std::to_string(global_rank) + ")";
+      if (d.ordinal >= 0) {  // "virtual:1" of rank 2 of 3 is the run's "virtual:5"
+        d.ordinal = d.ordinal * parts_.tp + global_rank;
+        d.name = d.name.substr(0, d.name.rfind(':') + 1) + std::to_string(d.ordinal);
+        d.holds += (d.holds.empty() ? "" : " ") + std::string("(tp rank ") + std::to_string(global_rank) + ")";
+      }
       d.busy_fraction = out.wall_s > 0 ? d.busy_s / out.wall_s : 0;
       out.devices.push_back(d);
     }
     out.comm += per[r].comm;
+    out.comm_ranks += per[r].comm_ranks;
   }
   std::stable_sort(out.devices.begin(), out.devices.end(), [](const DeviceRunStats& a, const DeviceRunStats& b) {
     return (a.ordinal < 0 ? 1 << 30 : a.ordinal) < (b.ordinal < 0 ? 1 << 30 : b.ordinal);
   });
-  out.comm_ranks = static_cast<int>(n);
   return out;
 }
 

@@ -69,6 +69,11 @@ void append_value(std::string& out, DType t, float v) {
       out.append(reinterpret_cast<const char*>(&h), 2);
       break;
     }
+    case DType::kQ8_0:
+    case DType::kQ4_0:
+    case DType::kQ4_K:
+    case DType::kQ6_K:
+      throw RuntimeError("internal: make-model writes f32, bf16 or f16 values, not " + std::string(dtype_torch_name(t)));
   }
 }
 

@@ -1,0 +1,156 @@
+// Tensor parallelism on virtual CPU devices against one device: TP = 2 and 4 (kv heads split,
+// then replicated), TP × PP = 2 × 2, micro-batched, for Llama, Qwen2 (q/k/v biases) and Qwen3
+// (q/k norms): per-token NLL within 1e-4 of one device on an f32 model, greedy ids equal, and
+// the same bits from run to run; sizes that cannot split the model, or more ranks than devices,
+// are refused before any weight is read.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "core/error.h"
+#include "exec/model_run.h"
+#include "model/make_model.h"
+#include "runtime/engine.h"
+#include "runtime/engine_runner.h"
+#include "runtime/generate.h"
+#include "test_util.h"
+
+namespace plexus {
+namespace {
+
+using testing::some_ids;
+using testing::TempDir;
+
+struct Reference {
+  std::vector<double> nll;
+  std::vector<std::int32_t> ids;
+};
+
+class TensorParallelTest : public ::testing::TestWithParam<Arch> {
+ protected:
+  void SetUp() override {
+    dir_ = std::make_unique<TempDir>("tp_model");
+    MakeModelOptions o;  // tiny: 4 heads, 2 kv heads, intermediate 176, 4 layers
+    o.arch = GetParam();
+    o.dtype = DType::kF32;
+    o.seed = 5;
+    o.std = 0.08;
+    o.vocab_size = 2001;  // not a multiple of the ranks: the last rank's vocabulary slice is shorter
+    write_random_model(dir_->path(), o);
+    ids_ = some_ids(33, 2001, 7);
+    EngineOptions eo;
+    eo.max_batch_tokens = 16;
+    eo.threads = 2;
+    Engine engine(dir_->path(), eo);
+    EngineRunner runner(engine);
+    want_ = run(runner);
+  }
+
+  Reference run(Runner& r) const {
+    Reference out;
+    out.nll = perplexity(r, ids_).nll;
+    GenerateOptions g;
+    g.max_tokens = 8;
+    out.ids = generate(r, std::span(ids_).first(9), g).ids;
+    return out;
+  }
+
+  std::unique_ptr<ModelRun> open(int tp, int pp, int micro_batches = 0) const {
+    RunInputs in;
+    in.engine.threads = 2;
+    in.engine.max_batch_tokens = 16;
+    in.engine.max_context = 128;
+    in.plan.context = 128;
+    in.plan.tensor_parallel = tp;
+    in.plan.pipeline_parallel = pp;
+    in.plan.virtual_devices = tp * pp;
+    in.micro_batches = micro_batches;
+    return open_model_run(in, dir_->path());
+  }
+
+  void expect_close(const Reference& got) const {
+    ASSERT_EQ(got.nll.size(), want_.nll.size());
+    for (std::size_t i = 0; i < got.nll.size(); ++i) {
+      EXPECT_NEAR(got.nll[i], want_.nll[i], 1e-4) << "token " << i;
+    }
+    EXPECT_EQ(got.ids, want_.ids);
+  }
+
+  static void expect_same_bits(const Reference& a, const Reference& b) {
+    ASSERT_EQ(a.nll.size(), b.nll.size());
+    EXPECT_EQ(std::memcmp(a.nll.data(), b.nll.data(), a.nll.size() * sizeof(double)), 0);
+    EXPECT_EQ(a.ids, b.ids);
+  }
+
+  std::unique_ptr<TempDir> dir_;
+  std::vector<std::int32_t> ids_;
+  Reference want_;
+};
+
+TEST_P(TensorParallelTest, TwoRanksMatchOneDevice) {
+  auto r = open(2, 1);
+  ASSERT_TRUE(r->tensor);
+  const Reference got = run(*r->runner);
+  expect_close(got);
+  expect_same_bits(got, run(*open(2, 1)->runner));
+  const ExecStats s = r->stats();
+  EXPECT_EQ(s.comm_ranks, 2);
+  EXPECT_GT(s.comm.all_reduce.calls, 0);
+  EXPECT_GT(s.tokens, 0);
+  int accelerators = 0;
+  for (const DeviceRunStats& d : s.devices) accelerators += d.ordinal >= 0;
+  EXPECT_EQ(accelerators, 2);
+}
+
+TEST_P(TensorParallelTest, FourRanksReplicateTheKvHeads) {
+  auto r = open(4, 1);
+  const Reference got = run(*r->runner);
+  expect_close(got);
+  expect_same_bits(got, run(*open(4, 1)->runner));
+}
+
+TEST_P(TensorParallelTest, TwoByTwoPipelineOfGroupsMicroBatched) {
+  for (int micro : {1, 3}) {
+    auto r = open(2, 2, micro);
+    const Reference got = run(*r->runner);
+    expect_close(got);
+    expect_same_bits(got, run(*open(2, 2, micro)->runner));
+    int accelerators = 0;
+    for (const DeviceRunStats& d : r->stats().devices) accelerators += d.ordinal >= 0;
+    EXPECT_EQ(accelerators, 4);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Archs, TensorParallelTest, ::testing::Values(Arch::kLlama, Arch::kQwen2, Arch::kQwen3),
+                         [](const auto& info) { return std::string(info.param == Arch::kLlama ? "llama" : info.param == Arch::kQwen2 ? "qwen2" : "qwen3"); });
+
+TEST(TensorParallelInput, SizesThatCannotSplitTheModelAreRefusedNamingTheHeads) {
+  TempDir dir("tp_bad");
+  MakeModelOptions o;
+  o.dtype = DType::kF32;
+  write_random_model(dir.path(), o);
+  RunInputs in;
+  in.engine.threads = 2;
+  in.plan.context = 64;
+  in.plan.tensor_parallel = 3;
+  try {
+    open_model_run(in, dir.path());
+    FAIL() << "--tp 3 accepted";
+  } catch (const InputError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("4 attention heads, 2 kv heads"), std::string::npos) << m;
+    EXPECT_NE(m.find("--tp 1, 2, 4 work"), std::string::npos) << m;
+  }
+  in.plan.tensor_parallel = 2;
+  in.plan.virtual_devices = 1;
+  try {
+    open_model_run(in, dir.path());
+    FAIL() << "--tp 2 on one device accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("needs 2 devices but the run has 1"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace plexus
