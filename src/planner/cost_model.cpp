@@ -192,7 +192,8 @@ Prediction predict_plan(const ModuleTree& tree, const Plan& plan, const FactsOf&
                                                  : (layout.streams() ? 1.0 : static_cast<double>(layout.stages.size()));
   // Copies hide behind compute on a shared host only when cores are left over for them.
   const bool copies_overlap = !shared_host || shape.concurrency > 1;
-  // A group's ranks on virtual devices of one host that cannot all compute at once take turns.
+  // A group's ranks on virtual devices of one host that cannot all compute at once take turns
+  // (their compute and their collectives' meetings).
   const double turns = tp > 1 && shared && shape.concurrency < tp ? tp / shape.concurrency : 1.0;
   auto step = [&](double tokens, double kv_tokens, bool decode) {
     Step s;
@@ -202,7 +203,8 @@ Prediction predict_plan(const ModuleTree& tree, const Plan& plan, const FactsOf&
       Time t = device_time(work[i], f[i], c, flops_for(f[i], plan.dtype), tokens / m, kv_tokens, decode, !copies_overlap);
       if (tp > 1) {
         t.total *= turns, t.memory *= turns, t.compute *= turns, t.stream *= turns;
-        t.comm = collective_seconds(f[i], tp, work[i].layers, work[i].head, tokens / m, H, vocab_rows);
+        // Oversubscribed, a collective also waits for the ranks that are not running.
+        t.comm = turns * collective_seconds(f[i], tp, work[i].layers, work[i].head, tokens / m, H, vocab_rows);
         t.total += t.comm;
       }
       first += t.total;
