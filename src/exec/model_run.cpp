@@ -23,6 +23,7 @@
 #include "model/quant_policy.h"
 #include "model/tensor_split.h"
 #include "comm/world_config.h"
+#include "planner/parallel_plan.h"
 #include "planner/plan_report.h"
 
 namespace plexus {
@@ -326,7 +327,7 @@ void check_run_dtype(const PlanInputs& in, WeightDType stored) {
 std::unique_ptr<ModelRun> open_tensor_parallel(std::unique_ptr<ModelRun> run, const Plan& plan, const PlanOptions& po,
                                                const WorldConfig& world, const EngineOptions& eo, const RunInputs& in,
                                                const std::function<void(ExecutorOptions&)>& quantize_options,
-                                               const std::string& model_dir) {
+                                               const std::string& model_dir, const ParallelPlan& devices) {
   TensorParallelRunner::Parts parts;
   parts.tp = world.tp;
   const Budgets caps = run_capacities(plan);
@@ -360,7 +361,7 @@ std::unique_ptr<ModelRun> open_tensor_parallel(std::unique_ptr<ModelRun> run, co
     buffers += "run buffers of each rank on " + (b.device == kHostDevice ? std::string("host") : "device " + std::to_string(b.device)) +
                ": " + describe_buffers(b) + "\n";
   }
-  run->plan_text = "tensor parallel: " + world.describe() + "; rank r's device d is the run's device d·" + std::to_string(world.tp) +
+  run->plan_text = parallel_plan_to_table(devices) + "tensor parallel: " + world.describe() + "; rank r's device d is the run's device d·" + std::to_string(world.tp) +
                    " + r, every rank holds its shard of each layer (the plan below is one rank's)\n" +
                    "budgets of one rank: " + po.request.budgets.to_string() + " (" + po.budgets_source + ")\n" + plan_to_table(plan) +
                    describe_layout(first.layout()) + buffers + "micro-batches per forward: " + std::to_string(first.micro_batches()) + "\n";
@@ -375,6 +376,7 @@ std::unique_ptr<ModelRun> open_tensor_parallel(std::unique_ptr<ModelRun> run, co
   run->plan_json["budgets_source"] = po.budgets_source;
   run->plan_json["tensor_parallel"] = world.tp;
   run->plan_json["pipeline_parallel"] = world.pp;
+  run->plan_json["parallel_devices"] = parallel_devices_to_json(devices);
   run->plan = plan;
   return run;
 }
@@ -473,6 +475,7 @@ std::unique_ptr<ModelRun> open_model_run(const RunInputs& in, const std::string&
       po.accelerators.physical_gpu = mine;
     }
   }
+  Budgets run_budgets;  // every accelerator of a --tp/--pp run, before group_budgets
   if (in.plan.parallel()) {
     if (world.tp > 1 && po.accelerators.cuda) {
       throw InputError("--tp " + std::to_string(world.tp) + " on CUDA devices (" + po.accelerators.description +
@@ -482,12 +485,16 @@ std::unique_ptr<ModelRun> open_model_run(const RunInputs& in, const std::string&
     if (world.tp > 1 && po.fastest) {
       throw InputError("--strategy fastest ranks plans of whole layers; with --tp give a strategy (" + std::string(kStrategyChoices) + ")");
     }
+    run_budgets = po.request.budgets;
     po.request.budgets = group_budgets(po.request.budgets, world);
   }
   const Plan plan = po.device_map_file ? plan_from_device_map(plan_tree, load_device_map_file(*po.device_map_file), po.request)
                     : po.fastest        ? choose_fastest(tree, po.request, Objective::kThroughput, std::nullopt).ranked.front().plan
                                         : plan_model(plan_tree, po.request);
-  if (world.tp > 1) return open_tensor_parallel(std::move(run), plan, po, world, eo, in, quantize_options, model_dir);
+  if (world.tp > 1) {
+    const ParallelPlan devices = parallel_plan(tree, plan, po.request, world.tp, world.pp, run_budgets);
+    return open_tensor_parallel(std::move(run), plan, po, world, eo, in, quantize_options, model_dir, devices);
+  }
   // The devices get what the plan sized: its budgets (accelerate's strategies: max_memory for the
   // weights, the run buffers on top).
   run->devices = make_run_devices(run_capacities(plan), po.request.runtime.threads, host_available_memory(), po.accelerators,
