@@ -79,9 +79,11 @@ int cmd_plan(int argc, char** argv) {
     fastest = choose_fastest(tree, o.request, parse_objective(args.get_optional("--objective").value_or("throughput")),
                              args.get_optional("--gpu"), detected ? &*detected : nullptr);
   }
-  const Plan plan = o.device_map_file ? plan_from_device_map(tree, load_device_map_file(*o.device_map_file), o.request)
-                    : fastest         ? fastest->ranked.front().plan
-                                      : plan_model(tree, o.request);
+  const Plan plan = plan_for_group(world, [&] {
+    return o.device_map_file ? plan_from_device_map(tree, load_device_map_file(*o.device_map_file), o.request)
+           : fastest         ? fastest->ranked.front().plan
+                             : plan_model(tree, o.request);
+  });
   std::optional<ParallelPlan> parallel;
   if (in.parallel()) parallel = parallel_plan(full_tree, plan, o.request, world.tp, world.pp, run_budgets);
   // Predicted speed and energy (a plan with run buffers, i.e. --context > 0).

@@ -270,6 +270,17 @@ Budgets group_budgets(const Budgets& all, const WorldConfig& w) {
   return kept;
 }
 
+Plan plan_for_group(const WorldConfig& w, const std::function<Plan()>& plan) {
+  if (w.tp == 1) return plan();
+  try {
+    return plan();
+  } catch (const InputError& e) {
+    throw InputError("--tp " + std::to_string(w.tp) + ": one tensor-parallel rank's plan (its device s stands for each of the run's devices s·" +
+                     std::to_string(w.tp) + " … s·" + std::to_string(w.tp) + " + " + std::to_string(w.tp - 1) +
+                     ", its cpu budget is 1/" + std::to_string(w.tp) + " of the run's): " + e.what());
+  }
+}
+
 namespace {
 
 // The share-th group of the accelerators' budgets, renumbered from 0; cpu (and disk) budgets
@@ -488,9 +499,11 @@ std::unique_ptr<ModelRun> open_model_run(const RunInputs& in, const std::string&
     run_budgets = po.request.budgets;
     po.request.budgets = group_budgets(po.request.budgets, world);
   }
-  const Plan plan = po.device_map_file ? plan_from_device_map(plan_tree, load_device_map_file(*po.device_map_file), po.request)
-                    : po.fastest        ? choose_fastest(tree, po.request, Objective::kThroughput, std::nullopt).ranked.front().plan
-                                        : plan_model(plan_tree, po.request);
+  const Plan plan = plan_for_group(world, [&] {
+    return po.device_map_file ? plan_from_device_map(plan_tree, load_device_map_file(*po.device_map_file), po.request)
+           : po.fastest        ? choose_fastest(tree, po.request, Objective::kThroughput, std::nullopt).ranked.front().plan
+                               : plan_model(plan_tree, po.request);
+  });
   if (world.tp > 1) {
     const ParallelPlan devices = parallel_plan(tree, plan, po.request, world.tp, world.pp, run_budgets);
     return open_tensor_parallel(std::move(run), plan, po, world, eo, in, quantize_options, model_dir, devices);

@@ -79,6 +79,9 @@ PlanOptions plan_options_from(const PlanInputs& in, const ModelConfig& config);
 // budget among them, so one plan fits every rank; cpu and disk budgets divided between the tp
 // ranks. InputError naming --tp, --pp and the device count when there are fewer than tp × pp.
 Budgets group_budgets(const Budgets& all, const WorldConfig& w);
+// `plan` (plan_model or plan_from_device_map on group budgets) with a budget error of the rank's
+// plan said in the run's terms: its device s is every device of stage s, its cpu budget 1/tp.
+Plan plan_for_group(const WorldConfig& w, const std::function<Plan()>& plan);
 
 // MODEL is a directory (config.json [+ safetensors, whose headers give real shapes]) or a
 // config.json file. `quantize`: the tree as quantise-on-load leaves it (ModuleTree::quantize_as).
