@@ -100,7 +100,7 @@ TEST_F(PlanParallel, SplitsTheModelOrDevicesDoNotAllowAreUsageErrors) {
   expect_usage_error(run_no_gpu("plan " + model_ + " --tp 4 --pp 2 --virtual-devices 4"), "--tp 4 --pp 2 on 4 devices",
                      {"needs 8 devices", "has 4", "--virtual-devices 8"});
   // Budgets too small for a rank's shard: said in the run's terms.
-  expect_usage_error(run_no_gpu("plan " + model_ + " --tp 2 --max-memory 0=3MB,1=3MB,cpu=1GB --context 64"), "small budgets",
+  expect_usage_error(run_no_gpu("plan " + model_ + " --tp 2 --max-memory 0=100KB,1=100KB,cpu=1GB --context 64"), "small budgets",
                      {"--tp 2: one tensor-parallel rank's plan", "s·2 … s·2 + 1", "does not fit"});
   expect_usage_error(run_no_gpu("plan " + model_ + " --tp 2 --strategy fastest"), "--tp 2 --strategy fastest",
                      {"--strategy fastest", "--tp"});
