@@ -39,7 +39,10 @@ int cmd_plan(int argc, char** argv) {
       "for the run buffers. Run buffers (KV cache for --context × --batch, workspace, activations,\n"
       "logits, weight-streaming slots) are sized as `generate`/`perplexity` with the same flags allocate\n"
       "them: within each budget for stages and custom maps; on top of max_memory (which limits the\n"
-      "weights, as in accelerate) for accelerate's strategies. See docs/planner.md.");
+      "weights, as in accelerate) for accelerate's strategies. See docs/planner.md.\n"
+      "With --tp N [--pp M] the plan is one tensor-parallel rank's (its devices the M stages), and the\n"
+      "report lists each of the N x M devices: device s*N + r holds rank r's shard of stage s's layers\n"
+      "(docs/parallel.md).");
   if (!args.parse(argc, argv)) return 0;
   PlanInputs in = plan_inputs_from(args);
   const ModuleTree full_tree = load_module_tree(args.get("MODEL"), quantize_type(in));
