@@ -24,6 +24,20 @@ step "prediction: the cost model's decode tokens/s vs measured on 1, 2, 4 virtua
 "$PLEXUS" calibrate
 "$BUILD/benchmarks/predict_bench" "$MODEL"
 
+step "collectives: in-process all-reduce latency and bandwidth, 2 and 4 ranks, 4 KiB - 64 MiB, beside one thread's memcpy ($BUILD/benchmarks/comm_bench)"
+"$BUILD/benchmarks/comm_bench"
+
+# Tensor parallelism needs heads that split: the small preset's 9 heads split 3 ways, Llama 3.2
+# 1B's 32 heads (8 kv heads) 2 and 4 ways.
+TP_MODEL=models/llama-3.2-1b-bf16
+if [ ! -f "$TP_MODEL/config.json" ]; then
+  step "making $TP_MODEL (llama-3.2-1b preset: 1.24B parameters, bf16, 2.5 GB)"
+  "$PLEXUS" make-model "$TP_MODEL" --preset llama-3.2-1b --dtype bf16 --seed 1
+fi
+step "tensor parallelism: decode tokens/s for TP 1, 2, 4 on virtual devices and each token's communication (benchmarks/comm/tp_tokens.py)"
+python3 benchmarks/comm/tp_tokens.py "$PLEXUS" "$TP_MODEL" --tp 1,2,4 --tokens 16 --repeats 5
+python3 benchmarks/comm/tp_tokens.py "$PLEXUS" "$MODEL" --tp 1,3 --tokens 32 --repeats 5
+
 step "tokenizer: MB/s encoding 1 MiB of English, one thread, beside Hugging Face tokenizers (benchmarks/tokenizer/run.sh)"
 bash benchmarks/tokenizer/run.sh "$BUILD"
 

@@ -215,7 +215,7 @@ void read_model_make(const Reader& r, const YAML::Node& n, ModelMakeConfig& m) {
 
 void read_backend(const Reader& r, const YAML::Node& n, BackendConfig& b) {
   r.check_keys(n, "backend", {"type", "device_ids", "virtual_devices", "device_map", "max_memory", "dtype", "quantize", "threads", "wait",
-                              "context", "micro_batches"});
+                              "context", "micro_batches", "tensor_parallel", "pipeline_parallel"});
   each(n, "backend", [&](const std::string& k, const YAML::Node& v, const std::string& p) {
     if (k == "type") {
       b.type = r.string(v, p);
@@ -259,6 +259,10 @@ void read_backend(const Reader& r, const YAML::Node& n, BackendConfig& b) {
       b.context = r.integer(v, p, 0, 1LL << 24);
     } else if (k == "micro_batches") {
       b.micro_batches = r.integer(v, p, 0, 4096);
+    } else if (k == "tensor_parallel") {
+      b.tensor_parallel = r.integer(v, p, 1, 4096);
+    } else if (k == "pipeline_parallel") {
+      b.pipeline_parallel = r.integer(v, p, 1, 4096);
     }
   });
   if (b.virtual_devices > 0 && !b.max_memory.empty()) {
@@ -425,7 +429,9 @@ Json config_to_json(const BenchConfig& c) {
                   {"threads", b.threads},
                   {"wait", b.wait},
                   {"context", b.context},
-                  {"micro_batches", b.micro_batches}};
+                  {"micro_batches", b.micro_batches},
+                  {"tensor_parallel", b.tensor_parallel},
+                  {"pipeline_parallel", b.pipeline_parallel}};
   const ScenarioConfig& s = c.scenario;
   j["scenario"] = {{"dataset", s.dataset.empty() ? Json(nullptr) : Json(s.dataset)},
                    {"prompts", s.prompts},

@@ -36,8 +36,14 @@ struct BackendConfig {
   std::string wait = "auto";          // the CPU pool's wait policy: spin | passive | auto
   long long context = 4096;           // KV cache the plan keeps room for
   long long micro_batches = 0;        // 0: one per stage
-  // Devices are named: the run is planned and executed across them (else one engine).
-  bool plans() const { return !device_ids.empty() || virtual_devices > 0 || device_map_file || !max_memory.empty(); }
+  long long tensor_parallel = 1;      // every layer split over this many devices (--tp)
+  long long pipeline_parallel = 1;    // the layers in this many stages of such groups (--pp)
+  // Devices are named, or implied by tensor/pipeline parallelism: the run is planned and executed
+  // across them (else one engine).
+  bool plans() const {
+    return !device_ids.empty() || virtual_devices > 0 || device_map_file || !max_memory.empty() || tensor_parallel > 1 ||
+           pipeline_parallel > 1;
+  }
 };
 
 struct ScenarioConfig {

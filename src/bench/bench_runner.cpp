@@ -39,6 +39,8 @@ RunInputs run_inputs(const BenchConfig& c) {
   if (c.backend.virtual_devices > 0) p.virtual_devices = c.backend.virtual_devices;
   if (!c.backend.device_ids.empty()) p.devices = c.backend.device_ids;
   p.device_map_file = c.backend.device_map_file;
+  p.tensor_parallel = c.backend.tensor_parallel;
+  p.pipeline_parallel = c.backend.pipeline_parallel;
   return in;
 }
 
@@ -131,13 +133,15 @@ Json run_point(const BenchPoint& point, const std::string& config_file, const Lo
                                     {"--max-memory", "backend.max_memory"}, {"--virtual-devices N", "backend.virtual_devices"},
                                     {"--virtual-devices", "backend.virtual_devices"}, {"--dtype", "backend.dtype"}, {"--quantize", "backend.quantize"},
                                     {"--device-map", "backend.device_map"}, {"--context", "backend.context"},
-                                    {"--micro-batches", "backend.micro_batches"}, {"--batch-tokens", "backend.batch_tokens"}}) {
+                                    {"--micro-batches", "backend.micro_batches"}, {"--batch-tokens", "backend.batch_tokens"},
+                                    {"--tensor-parallel", "backend.tensor_parallel"}, {"--pipeline-parallel", "backend.pipeline_parallel"},
+                                    {"--tp/--pp", "backend.tensor_parallel/pipeline_parallel"}, {"--tp", "backend.tensor_parallel"},
+                                    {"--pp", "backend.pipeline_parallel"}}) {
       for (std::size_t at = m.find(flag); at != std::string::npos; at = m.find(flag, at + key.size())) m.replace(at, flag.size(), key);
     }
-    // "backend.device_ids: ..." → "FILE:LINE: backend.device_ids: ...".
-    const std::size_t colon = m.find(": ");
-    const std::string key = colon == std::string::npos ? std::string() : m.substr(0, colon);
-    const bool names_key = key.rfind("backend.", 0) == 0 && key.find(' ') == std::string::npos;
+    // "backend.device_ids: ..." or "backend.tensor_parallel 3 cannot ..." → "FILE:LINE: backend....".
+    const std::string key = m.substr(0, m.find_first_of(" :"));
+    const bool names_key = key.rfind("backend.", 0) == 0;
     throw InputError((names_key ? where_in_file(c, config_file, key) : where_in_file(c, config_file, "backend")) + m);
   }
   if (stopping()) throw Interrupted("interrupted while opening the model, before any sample was measured");
@@ -227,8 +231,11 @@ Json run_point(const BenchPoint& point, const std::string& config_file, const Lo
   result["config"] = config_to_json(c);
   Json used = Json::array();
   Json plan = run->plan_json.is_null() ? single_engine_plan(*run) : run->plan_json;
+  // A tensor-parallel plan is one rank's: rank r of device d computes on the run's device d·tp + r.
+  const int tp = plan.contains("tensor_parallel") && plan["tensor_parallel"].is_number_integer() ? plan["tensor_parallel"].get<int>() : 1;
   for (const Json& d : plan["devices"]) {
-    if (d.contains("device") && d["device"].is_number_integer()) used.push_back(d["device"]);
+    if (!d.contains("device") || !d["device"].is_number_integer()) continue;
+    for (int r = 0; r < tp; ++r) used.push_back(d["device"].get<int>() * tp + r);
   }
   result["config"]["device_ids"] = used;
   result["sweep_point"] = point.sweep_point;

@@ -28,6 +28,7 @@ const Metric kMetrics[] = {
     {"energy.tokens_per_j", "higher"},         {"energy.above_idle_j", "lower"},
     {"host_stats.cpu_utilization_percent", "higher"}, {"execution.busy_fraction_sum", "higher"},
     {"throughput.output_tokens", "higher"},    {"throughput.wall_s", "lower"},
+    {"execution.communication.seconds_per_token", "lower"}, {"execution.communication.share_of_forward_time", "lower"},
 };
 
 bool is_result(const Json& j) { return j.is_object() && j.contains("throughput") && j.contains("latency"); }

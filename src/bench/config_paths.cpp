@@ -11,7 +11,7 @@ const std::vector<std::string>& known_config_paths() {
       "model_make", "model_make.preset", "model_make.arch", "model_make.dtype", "model_make.seed", "model_make.tokenizer",
       "backend", "backend.type", "backend.device_ids", "backend.virtual_devices", "backend.device_map",
       "backend.max_memory", "backend.max_memory.*", "backend.dtype", "backend.quantize", "backend.threads", "backend.wait", "backend.context",
-      "backend.micro_batches",
+      "backend.micro_batches", "backend.tensor_parallel", "backend.pipeline_parallel",
       "scenario", "scenario.dataset", "scenario.prompts", "scenario.prompts_ids", "scenario.num_samples",
       "scenario.batch_size", "scenario.max_new_tokens", "scenario.warmup_samples", "scenario.seed",
       "scenario.temperature", "scenario.ignore_eos",

@@ -55,6 +55,19 @@ std::string header_line(const std::vector<std::string>& columns) {
 FlatRow flatten_result(const Json& result) {
   FlatRow row;
   flatten(result, "", row);
+  // Tensor parallelism's cost per token, under short names (also in execution_communication_*).
+  const Json* comm = nullptr;
+  if (result.is_object() && result.contains("execution") && result["execution"].is_object() &&
+      result["execution"].contains("communication") && result["execution"]["communication"].is_object()) {
+    comm = &result["execution"]["communication"];
+  }
+  auto number = [&](const char* key, double scale) {
+    if (!comm || !comm->contains(key) || !(*comm)[key].is_number()) return std::string();
+    return Json((*comm)[key].get<double>() * scale).dump();
+  };
+  row.emplace_back("comm_bytes_per_token", number("bytes_per_token", 1));
+  row.emplace_back("comm_ms_per_token", number("seconds_per_token", 1e3));
+  row.emplace_back("comm_share", number("share_of_forward_time", 1));
   return row;
 }
 
@@ -83,6 +96,7 @@ const std::vector<std::string> kLeadingColumns = {
     "latency_tpot_ms_p50", "latency_tpot_ms_p90", "latency_tpot_ms_p99",
     "latency_e2e_ms_p50", "latency_e2e_ms_p90", "latency_e2e_ms_p99",
     "energy_total_j", "energy_j_per_token", "config_device_ids",
+    "comm_bytes_per_token", "comm_ms_per_token", "comm_share",
     "status", "error"};
 
 std::vector<std::string> csv_columns(const std::vector<FlatRow>& rows) {

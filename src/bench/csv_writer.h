@@ -17,12 +17,14 @@ using FlatRow = std::vector<std::pair<std::string, std::string>>;  // column →
 
 // Keys left out of CSV rows (long or per-sample data that lives in the JSON): timeline,
 // device_timeline, requests, plan.device_map, plan.placement, config.scenario.prompts,
-// config.scenario.prompts_ids.
+// config.scenario.prompts_ids. Added: comm_bytes_per_token, comm_ms_per_token and comm_share
+// (execution.communication's bytes and milliseconds per token and rank, share of the forward
+// time; empty cells for a run without collectives).
 FlatRow flatten_result(const Json& result);
 
 // The first columns of every CSV, in this order (empty cells where a run has no value, e.g. a
 // failed point): name, output/total tokens and samples per second, TTFT/TPOT/E2E p50/p90/p99,
-// energy, J/token, devices, status and error. The rest follow in order of first appearance.
+// energy, J/token, devices, communication per token (tensor parallelism), status and error. The rest follow in order of first appearance.
 extern const std::vector<std::string> kLeadingColumns;
 std::vector<std::string> csv_columns(const std::vector<FlatRow>& rows);
 

@@ -227,12 +227,15 @@ std::string scenario_line(const Json& r) {
   }
   const Json& ex = r.value("execution", Json::object());
   const Json threads = ex.contains("threads") ? ex["threads"] : be.value("threads", Json(nullptr));
+  const Json tp = be.value("tensor_parallel", Json(1)), pp = be.value("pipeline_parallel", Json(1));
+  const std::string parallel = tp == Json(1) && pp == Json(1) ? std::string()
+                               : ", tensor parallel <b>" + html_escape(text(tp)) + "</b> × pipeline parallel <b>" + html_escape(text(pp)) + "</b>";
   return "<p class=\"scenario\">batch size <b>" + html_escape(text(sc.value("batch_size", Json(nullptr)))) + "</b>, samples <b>" +
          html_escape(text(r.contains("throughput") ? r["throughput"].value("samples", Json(nullptr)) : sc.value("num_samples", Json(nullptr)))) +
          "</b>, new tokens <b>" + html_escape(text(sc.value("max_new_tokens", Json(nullptr)))) + "</b>, warm-up <b>" +
          html_escape(text(sc.value("warmup_samples", Json(nullptr)))) + "</b>, strategy <b>" +
          html_escape(text(be.value("device_map", Json(nullptr)))) + "</b>, dtype <b>" + html_escape(text(be.value("dtype", Json(nullptr)))) +
-         "</b>, threads <b>" + html_escape(text(threads)) + "</b>, devices <b>" + html_escape(devices) + "</b></p>";
+         "</b>, threads <b>" + html_escape(text(threads)) + "</b>, devices <b>" + html_escape(devices) + "</b>" + parallel + "</p>";
 }
 
 // The cost model's prediction beside the measurement: decode tokens/s of all sequences (measured
@@ -259,6 +262,20 @@ std::string predicted_table(const Json& r) {
          num(pttft, 1) + "</td><td>" + num(ttft, 1) + "</td></tr></table><p class=\"note\">bottleneck: device " +
          html_escape(b.value("device", Json("-")).dump()) + ", " + html_escape(b.value("resource", std::string("-"))) +
          "; facts: " + html_escape(p.value("facts_source", std::string())) + "</p>\n";
+}
+
+// Tensor parallelism's collectives: what one rank moved and waited per token, and their share of
+// the forward time (execution.communication); empty for a run without collectives.
+std::string communication_line(const Json& r) {
+  const Json& ex = r.value("execution", Json::object());
+  const Json comm = ex.is_object() ? ex.value("communication", Json()) : Json();
+  if (!comm.is_object()) return "";
+  auto calls = [&](const char* op) { return json_number_at(comm, std::string("collectives.") + op + ".calls").value_or(0.0); };
+  return "<p class=\"comm\">Communication of " + num(comm.value("ranks", 0.0), 0) + " tensor-parallel ranks: " +
+         num(comm.value("bytes_per_token", 0.0) / 1024.0, 2) + " KiB per token and rank in " +
+         num(comm.value("seconds_per_token", 0.0) * 1e3, 3) + " ms, " + num(comm.value("share_of_forward_time", 0.0) * 100.0, 1) +
+         "% of the forward time (" + num(calls("all_reduce"), 0) + " all-reduce, " + num(calls("all_gather"), 0) +
+         " all-gather calls).</p>";
 }
 
 std::string plan_table(const Json& r) {
@@ -364,7 +381,7 @@ std::string html_report(const std::string& name, const std::vector<Json>& result
     if (!r.contains("throughput")) continue;  // nothing measured
     if (r.value("interrupted", false)) h += "<p class=\"warn\">Interrupted: the figures cover the samples measured before the signal.</p>\n";
     h += timeline_charts(r) + device_timeline_charts(r) + "\n<h3>Latency</h3>" + latency_histograms(r) +
-         "\n<h3>Plan and devices</h3>" + plan_table(r) + "\n" + predicted_table(r);
+         "\n<h3>Plan and devices</h3>" + plan_table(r) + communication_line(r) + "\n" + predicted_table(r);
     const Json& gpus = r.value("gpu_stats", Json::object());
     if (gpus.is_object() && !gpus.empty()) {
       h += "<table><tr><th>GPU</th><th>name</th><th>util %</th><th>memory MiB</th><th>memory %</th><th>temp °C</th><th>power W</th></tr>";

@@ -49,6 +49,14 @@ void print_summary(const Json& r, std::size_t i, std::size_t n) {
              " J/token (" + e["method"].get<std::string>() + ")";
   }
   const std::size_t devices = r["config"]["device_ids"].size();
+  const Json comm = r.contains("execution") && r["execution"].is_object() ? r["execution"].value("communication", Json()) : Json();
+  if (comm.is_object()) {  // tensor parallelism: what the collectives cost each token
+    char line[160];
+    std::snprintf(line, sizeof line, "; collectives %.2f KiB, %.3f ms per token and rank (%.1f%% of the forward time)",
+                  comm.value("bytes_per_token", 0.0) / 1024.0, comm.value("seconds_per_token", 0.0) * 1e3,
+                  100.0 * comm.value("share_of_forward_time", 0.0));
+    energy += line;
+  }
   std::printf("[%zu/%zu]%s %s: %s output tok/s (%s total), %s samples/s; ttft p50 %s ms, tpot p50 %s ms, e2e p50 %s ms; %s\n",
               i + 1, n, describe_point(r["sweep_point"]).c_str(),
               devices ? (std::to_string(devices) + " device(s), " + r["config"]["backend"]["device_map"].get<std::string>()).c_str()

@@ -496,6 +496,15 @@ std::unique_ptr<ModelRun> open_model_run(const RunInputs& in, const std::string&
     if (world.tp > 1 && po.fastest) {
       throw InputError("--strategy fastest ranks plans of whole layers; with --tp give a strategy (" + std::string(kStrategyChoices) + ")");
     }
+    const std::size_t have = po.request.budgets.accelerators().size(), need = static_cast<std::size_t>(world.tp * world.pp);
+    if (share.count > 1 && have < need) {  // the replica's share of the devices: name the total
+      const std::size_t total = need * static_cast<std::size_t>(share.count);
+      throw InputError(std::to_string(share.count) + " replicas (--replicas, or mpirun worker ranks on this machine) × --tp " +
+                       std::to_string(world.tp) + " × --pp " + std::to_string(world.pp) + " need " + std::to_string(total) +
+                       " devices but each replica has " + std::to_string(have) + " of " + std::to_string(have * static_cast<std::size_t>(share.count)) +
+                       ": give --virtual-devices " + std::to_string(total) + " (or budgets for " + std::to_string(total) +
+                       " devices in --max-memory / --devices), or fewer replicas or a smaller --tp/--pp");
+    }
     run_budgets = po.request.budgets;
     po.request.budgets = group_budgets(po.request.budgets, world);
   }

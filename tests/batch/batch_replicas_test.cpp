@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <string>
 
 #include "batch_test_util.h"
 #include "core/json.h"
@@ -53,6 +55,49 @@ TEST_F(BatchReplicas, SameOutputWhateverTheReplicaCount) {
   const testing::ProcessResult uneven = run_plexus(batch_args(dir_ / "x.jsonl", "--replicas 2 --virtual-devices 3"));
   EXPECT_EQ(uneven.exit_code, 2) << uneven.err;
   EXPECT_NE(uneven.err.find("2 replicas on this machine (--replicas, or mpirun worker ranks) need the accelerators split into equal groups"), std::string::npos) << uneven.err;
+}
+
+// The results of greedy requests (write_requests samples every third one, from r1): those a
+// tensor-parallel group must answer as one device does (sampled ones may differ in the last
+// bits of a probability, which moves a draw).
+std::map<std::string, Json> greedy_results(const std::string& path) {
+  std::map<std::string, Json> out;
+  for (const auto& [id, line] : results_by_id(path)) {
+    const int i = std::stoi(line["id"].get<std::string>().substr(1));
+    if (i % 3 != 1) out[id] = line;
+  }
+  return out;
+}
+
+TEST_F(BatchReplicas, ReplicasOfTensorParallelGroupsAnswerAsOneDevice) {
+  const std::string one = dir_ / "one.jsonl", groups = dir_ / "tp.jsonl", implied = dir_ / "implied.jsonl";
+  ASSERT_EQ(run_plexus(batch_args(one, "--threads 1")).exit_code, 0);
+  // 2 replicas × a TP group of 2 on 4 virtual devices: replica k computes on devices 2k, 2k+1.
+  const testing::ProcessResult r = run_plexus(batch_args(groups, "--replicas 2 --tp 2 --virtual-devices 4 --threads 2 --json"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Json s = Json::parse(r.out);
+  ASSERT_EQ(s["replicas"].size(), 2u);
+  EXPECT_EQ(s["done"], Json(12));
+  EXPECT_EQ(results_by_id(groups).size(), 12u);
+  EXPECT_EQ(greedy_results(groups), greedy_results(one));
+  EXPECT_EQ(greedy_results(one).size(), 8u);
+  // Without device flags, --tp 2 with 2 replicas implies the 4 virtual devices.
+  const testing::ProcessResult ri = run_plexus(batch_args(implied, "--replicas 2 --tp 2 --threads 2"));
+  ASSERT_EQ(ri.exit_code, 0) << ri.err;
+  EXPECT_EQ(greedy_results(implied), greedy_results(one));
+  // Too few devices for the groups: exit 2 before any work, naming the total needed.
+  const std::string few = dir_ / "few.jsonl";
+  const testing::ProcessResult bad = run_plexus(batch_args(few, "--replicas 2 --tp 2 --virtual-devices 2 --threads 2"));
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_NE(bad.err.find("2 replicas (--replicas, or mpirun worker ranks on this machine) × --tp 2 × --pp 1 need 4 devices but each "
+                         "replica has 1 of 2: give --virtual-devices 4"),
+            std::string::npos)
+      << bad.err;
+  EXPECT_FALSE(std::filesystem::exists(few));
+  // A size that cannot split the model's heads: exit 2 naming the sizes that work.
+  const testing::ProcessResult odd = run_plexus(batch_args(few, "--replicas 2 --tp 3 --threads 2"));
+  EXPECT_EQ(odd.exit_code, 2) << odd.err;
+  EXPECT_NE(odd.err.find("--tp 3 cannot split this model"), std::string::npos) << odd.err;
 }
 
 TEST_F(BatchReplicas, AFailingReplicaIsWorkedAround) {
@@ -109,6 +154,20 @@ TEST_F(BatchReplicas, MpirunRanksGiveTheSingleProcessOutput) {
   EXPECT_EQ(bad.exit_code, 2) << bad.err;
   EXPECT_NE(bad.err.find(in() + ":13: not JSON"), std::string::npos) << bad.err;
   EXPECT_FALSE(std::filesystem::exists(dir_ / "bad.jsonl"));
+}
+
+// Under mpirun every worker rank runs its replica as an in-process TP group over virtual devices
+// of its own (the ranks of one machine split them); rank 0 coordinates.
+TEST_F(BatchReplicas, MpirunWorkerRanksRunTensorParallelGroups) {
+  if (!have_mpirun()) GTEST_SKIP() << "mpirun is not installed";
+  const std::string one = dir_ / "one.jsonl", mpi = dir_ / "mpi.jsonl";
+  ASSERT_EQ(run_plexus(batch_args(one, "--threads 1")).exit_code, 0);
+  const testing::ProcessResult r = run_mpi(3, batch_args(mpi, "--tp 2 --threads 2 --json"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Json s = Json::parse(r.out);
+  EXPECT_EQ(s["done"], Json(12));
+  EXPECT_EQ(s["replicas"].size(), 2u);
+  EXPECT_EQ(greedy_results(mpi), greedy_results(one));
 }
 
 TEST_F(BatchReplicas, MpirunWorksAroundAFailingRankAndResumes) {

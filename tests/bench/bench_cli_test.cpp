@@ -5,12 +5,15 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <sstream>
+#include <vector>
 
 #include "bench/csv_writer.h"
 #include "core/json.h"
@@ -202,6 +205,68 @@ TEST_F(BenchCli, SweepWritesOneResultPerPointAndCompareReadsThem) {
   const Json cmp = parse_json(cj.out, "compare --json");
   EXPECT_EQ(cmp["columns"], Json::array({"sw.json#0", "sw.json#1", "sw-0.json"}));
   EXPECT_EQ(run_plexus("bench compare " + shell_quote(out() + "/sw-0.json") + " " + shell_quote(out() + "/nope.json")).exit_code, 2);
+}
+
+TEST_F(BenchCli, TensorParallelPointsReportTheirCommunication) {
+  const std::string cfg = config("tp.yaml", "name: tp\nmodel: " + model_ +
+                                                "\nbackend: {threads: 2}\n"
+                                                "scenario: {prompts_ids: [[1, 415], [1, 5565, 302]], max_new_tokens: 3, warmup_samples: 0}\n"
+                                                "sweep:\n  backend.tensor_parallel: [1, 2]\n"
+                                                "output: {dir: " + out() + "}\n");
+  const auto r = run_plexus("bench " + shell_quote(cfg) + " --quiet");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("(backend.tensor_parallel=2) 2 device(s), stages:"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("; collectives 2.00 KiB, "), std::string::npos) << r.out;  // the summary line
+  const Json one = read_json_file(out() + "/tp-0.json"), two = read_json_file(out() + "/tp-1.json");
+  EXPECT_EQ(one["config"]["backend"]["tensor_parallel"], 1);
+  EXPECT_TRUE(one["execution"].value("communication", Json()).is_null());
+  EXPECT_EQ(two["config"]["backend"]["tensor_parallel"], 2);
+  EXPECT_EQ(two["plan"]["tensor_parallel"], 2);
+  EXPECT_EQ(two["throughput"]["output_tokens"], 6);
+  const Json& comm = two["execution"]["communication"];
+  ASSERT_TRUE(comm.is_object()) << two["execution"].dump();
+  EXPECT_EQ(comm["ranks"], 2);
+  EXPECT_GT(comm["collectives"]["all_reduce"]["calls"].get<double>(), 0);
+  // Two all-reduces per layer (attention and MLP) of one hidden vector (64 floats) per token.
+  EXPECT_DOUBLE_EQ(comm["bytes_per_token"].get<double>(), 4 * 2 * 64 * 4);
+  EXPECT_GT(comm["share_of_forward_time"].get<double>(), 0);
+  EXPECT_LT(comm["share_of_forward_time"].get<double>(), 1);
+
+  const std::string csv = read_text_file_or_empty(out() + "/tp.csv");
+  std::istringstream rows(csv);
+  std::string header, row0, row1;
+  std::getline(rows, header);
+  std::getline(rows, row0);
+  std::getline(rows, row1);
+  auto split = [](const std::string& row) {  // RFC 4180 cells: "a,b" is one
+    std::vector<std::string> cells(1);
+    bool quoted = false;
+    for (char c : row) {
+      if (c == '"') quoted = !quoted;
+      else if (c == ',' && !quoted) cells.emplace_back();
+      else cells.back() += c;
+    }
+    return cells;
+  };
+  const std::vector<std::string> names = split(header);
+  auto cell = [&](const std::string& row, const std::string& name) {
+    const std::size_t i = static_cast<std::size_t>(std::find(names.begin(), names.end(), name) - names.begin());
+    const std::vector<std::string> cells = split(row);
+    return i < cells.size() ? cells[i] : std::string();
+  };
+  ASSERT_NE(header.find("comm_bytes_per_token,comm_ms_per_token,comm_share"), std::string::npos) << header;
+  EXPECT_EQ(cell(row0, "comm_bytes_per_token"), "");
+  EXPECT_DOUBLE_EQ(std::stod(cell(row1, "comm_bytes_per_token")), 2048.0) << row1;
+  EXPECT_GT(std::stod(cell(row1, "comm_ms_per_token")), 0) << row1;
+  EXPECT_EQ(two["config"]["device_ids"], Json::array({0, 1}));  // the devices of both ranks
+  EXPECT_NE(read_text_file_or_empty(out() + "/tp.html").find("Communication of 2 tensor-parallel ranks"), std::string::npos);
+
+  // A size that cannot split the model: exit 2 at the key's line, naming the sizes that work.
+  const std::string bad = config("tp3.yaml", "model: " + model_ + "\nbackend:\n  threads: 2\n  tensor_parallel: 3\nscenario: {prompts: [a]}\n");
+  const auto b = run_plexus("bench " + shell_quote(bad) + " --output-dir " + shell_quote(out()));
+  EXPECT_EQ(b.exit_code, 2) << b.err;
+  EXPECT_NE(b.err.find("tp3.yaml:4: backend.tensor_parallel 3 cannot split this model"), std::string::npos) << b.err;
+  EXPECT_NE(b.err.find("backend.tensor_parallel 1, 2, 4 work"), std::string::npos) << b.err;
 }
 
 TEST_F(BenchCli, ModelMakeMakesAMissingModelAndOutputDirWins) {

@@ -147,6 +147,12 @@ TEST(BenchConfig, BadConfigsNameLineAndKeyPath) {
       {"- a\n- b\n", "(top level): expected a mapping"},
       {base + "scenario:\n", "b.yaml:2: scenario: is empty"},
       {base + "backend:\nscenario: {prompts: [a]}\noutput: {dir: ''}\n", "b.yaml:4: output.dir: the directory is empty"},
+      {base + "backend:\n  threads: 2\n  tensor_parallel: 0\nscenario: {prompts: [a]}\n",
+       "b.yaml:4: backend.tensor_parallel: must be between 1 and 4096, got 0"},
+      {base + "backend:\n  pipeline_parallel: two\nscenario: {prompts: [a]}\n",
+       "b.yaml:3: backend.pipeline_parallel: expected an integer, got 'two'"},
+      {base + "backend: {tensor_paralel: 2}\nscenario: {prompts: [a]}\n",
+       "b.yaml:2: backend.tensor_paralel: unknown key (did you mean 'tensor_parallel'?)"},
   };
   for (const auto& c : cases) {
     const std::string m = error_of(c.text);
@@ -176,6 +182,34 @@ TEST(BenchConfig, SetOverridesParseYamlValues) {
   testing::TempDir d2("bench-config");
   const std::string bare = write(d2, "model: m\nscenario: {prompts: [a]}\n");
   EXPECT_EQ(load_bench_config(bare, {"backend.virtual_devices=4"}).points[0].config.backend.virtual_devices, 4);
+}
+
+TEST(BenchConfig, TensorAndPipelineParallelAreBackendKeysThatSweep) {
+  testing::TempDir dir("bench-config");
+  const std::string bare = write(dir, "model: m\nbackend: {tensor_parallel: 2, pipeline_parallel: 2}\nscenario: {prompts: [a]}\n");
+  const BenchConfig c = load_bench_config(bare, {}).points[0].config;
+  EXPECT_EQ(c.backend.tensor_parallel, 2);
+  EXPECT_EQ(c.backend.pipeline_parallel, 2);
+  EXPECT_TRUE(c.backend.plans());  // devices implied: the run is planned (and reports per device)
+  const Json j = config_to_json(c);
+  EXPECT_EQ(j["backend"]["tensor_parallel"], 2);
+  EXPECT_EQ(j["backend"]["pipeline_parallel"], 2);
+  // Defaults: 1 and 1, no plan implied.
+  const std::string plain = write(dir, "model: m\nscenario: {prompts: [a]}\n", "plain.yaml");
+  const BenchConfig d = load_bench_config(plain, {}).points[0].config;
+  EXPECT_EQ(d.backend.tensor_parallel, 1);
+  EXPECT_EQ(d.backend.pipeline_parallel, 1);
+  EXPECT_EQ(config_to_json(d)["backend"]["tensor_parallel"], 1);
+  // --set and a sweep axis, like the other backend keys.
+  const LoadedConfig l = load_bench_config(plain, {"backend.pipeline_parallel=1", "sweep.backend.tensor_parallel=[1, 2, 4]"});
+  ASSERT_EQ(l.points.size(), 3u);
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(l.points[i].config.backend.tensor_parallel, 1LL << i);
+    EXPECT_EQ(l.points[i].sweep_point, (Json{{"backend.tensor_parallel", 1 << i}}));
+  }
+  EXPECT_NE(error_of("model: m\nscenario: {prompts: [a]}\n", {"backend.tensor_parallel=-2"})
+                .find("--set backend.tensor_parallel: must be between 1 and 4096, got -2"),
+            std::string::npos);
 }
 
 TEST(BenchConfig, BadSetsNameTheOverride) {

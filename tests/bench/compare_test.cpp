@@ -47,6 +47,21 @@ TEST(Compare, RatiosToTheFirst) {
   EXPECT_NE(t.find("0.50x"), std::string::npos);
 }
 
+TEST(Compare, CommunicationPerTokenIsComparedWhenARunHasIt) {
+  testing::TempDir d("bench-compare");
+  Json tp = result(90, 12);
+  tp["execution"] = {{"communication", {{"seconds_per_token", 0.002}, {"share_of_forward_time", 0.4}}}};
+  const Json j = compare_json(load_compare_inputs({write(d, "one.json", result(100, 10)), write(d, "tp.json", tp)}));
+  bool seen = false;
+  for (const Json& m : j["metrics"]) {
+    if (m["metric"] != "execution.communication.share_of_forward_time") continue;
+    seen = true;
+    EXPECT_EQ(m["values"], Json::array({nullptr, 0.4}));
+    EXPECT_EQ(m["better"], "lower");
+  }
+  EXPECT_TRUE(seen);
+}
+
 TEST(Compare, SweepSummaryGivesOneColumnPerRun) {
   testing::TempDir d("bench-compare");
   const Json summary = {{"name", "s"}, {"runs", {result(1, 1), result(2, 2)}}};

@@ -55,6 +55,21 @@ TEST(CsvWriter, FlattensNestedKeysAndJoinsLists) {
   EXPECT_EQ(csv_cell("plain"), "plain");
 }
 
+TEST(CsvWriter, CommunicationPerTokenHasColumnsOfItsOwn) {
+  Json r = result(1);
+  r["execution"] = {{"communication", {{"ranks", 2}, {"bytes_per_token", 2048.0}, {"seconds_per_token", 0.00025}, {"share_of_forward_time", 0.3}}}};
+  const FlatRow row = flatten_result(r);
+  EXPECT_DOUBLE_EQ(std::stod(cell(row, "comm_bytes_per_token")), 2048.0);
+  EXPECT_DOUBLE_EQ(std::stod(cell(row, "comm_ms_per_token")), 0.25);  // milliseconds
+  EXPECT_DOUBLE_EQ(std::stod(cell(row, "comm_share")), 0.3);
+  EXPECT_EQ(cell(row, "execution_communication_ranks"), "2");  // the full tree too
+  // Without collectives (one device, or a failed point): empty cells.
+  r["execution"]["communication"] = nullptr;
+  const FlatRow none = flatten_result(r);
+  for (const char* c : {"comm_bytes_per_token", "comm_ms_per_token", "comm_share"}) EXPECT_EQ(cell(none, c), "") << c;
+  EXPECT_EQ(cell(flatten_result(Json::object()), "comm_share"), "");
+}
+
 TEST(CsvWriter, AppendsRowsWithTheSameColumns) {
   testing::TempDir dir("bench-csv");
   const std::string path = dir / "r.csv";
@@ -110,7 +125,7 @@ TEST(CsvWriter, TheComparedColumnsComeFirst) {
   EXPECT_EQ(header.rfind("name,throughput_tokens_per_s,throughput_total_tokens_per_s,throughput_samples_per_s,"
                          "latency_ttft_ms_p50,latency_ttft_ms_p90,latency_ttft_ms_p99,latency_tpot_ms_p50,latency_tpot_ms_p90,"
                          "latency_tpot_ms_p99,latency_e2e_ms_p50,latency_e2e_ms_p90,latency_e2e_ms_p99,energy_total_j,"
-                         "energy_j_per_token,config_device_ids,status,error,",
+                         "energy_j_per_token,config_device_ids,comm_bytes_per_token,comm_ms_per_token,comm_share,status,error,",
                          0),
             0u)
       << header;
@@ -119,7 +134,7 @@ TEST(CsvWriter, TheComparedColumnsComeFirst) {
   std::string line;
   std::getline(lines, line);
   std::getline(lines, line);
-  EXPECT_EQ(line.rfind("r,1.0,,,12.5,,,,,,,,,,,\"0,1\",", 0), 0u) << line;
+  EXPECT_EQ(line.rfind("r,1.0,,,12.5,,,,,,,,,,,\"0,1\",,,,", 0), 0u) << line;
 }
 
 TEST(CsvWriter, AReportRewrittenAsRowsGrowKeepsOldRowsAndUndoesADivertedFile) {

@@ -83,6 +83,23 @@ TEST(HtmlReport, EchoesTheScenarioAndPlotsDevicesAndLatency) {
   }
 }
 
+TEST(HtmlReport, TensorParallelRunsSayTheirCommunicationPerToken) {
+  Json r = run(100, Json::object());
+  EXPECT_EQ(html_report("one", {r}, nullptr).find("tensor-parallel ranks"), std::string::npos);  // none without collectives
+  r["config"]["backend"] = {{"tensor_parallel", 2}, {"pipeline_parallel", 1}};
+  r["execution"]["communication"] = {{"ranks", 2},
+                                     {"bytes_per_token", 2048.0},
+                                     {"seconds_per_token", 0.00025},
+                                     {"share_of_forward_time", 0.3},
+                                     {"collectives", {{"all_reduce", {{"calls", 16}}}, {"all_gather", {{"calls", 0}}}}}};
+  const std::string h = html_report("tp", {r}, nullptr);
+  EXPECT_NE(h.find("tensor parallel <b>2</b> × pipeline parallel <b>1</b>"), std::string::npos) << h;
+  EXPECT_NE(h.find("Communication of 2 tensor-parallel ranks: 2.00 KiB per token and rank in 0.250 ms, 30.0% of the forward time "
+                   "(16 all-reduce, 0 all-gather calls)"),
+            std::string::npos)
+      << h;
+}
+
 TEST(HtmlReport, FailedAndInterruptedRunsAreShownWithTheirError) {
   const Json failed = {{"name", "f"}, {"status", "failed"}, {"error", "context <too> small"}, {"sweep_point", {{"scenario.batch_size", 2}}},
                        {"config", {{"model", "m"}}}};
