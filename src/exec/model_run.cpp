@@ -23,6 +23,7 @@
 #include "model/quant_policy.h"
 #include "model/tensor_split.h"
 #include "comm/world_config.h"
+#include "planner/parallel_plan.h"
 #include "planner/plan_report.h"
 
 namespace plexus {
@@ -244,30 +245,6 @@ std::optional<DType> quantize_type(const PlanInputs& in) {
   return quantize_flag("--quantize", *in.quantize);
 }
 
-namespace {
-
-// The share-th group of the accelerators' budgets, renumbered from 0; cpu (and disk) budgets
-// divided between the replicas.
-Budgets replica_budgets(const Budgets& all, const ReplicaShare& share) {
-  const std::vector<DeviceId> acc = all.accelerators();
-  const std::size_t count = static_cast<std::size_t>(share.count);
-  if (acc.size() < count || acc.size() % count != 0) {
-    throw InputError(std::to_string(share.count) +
-                     " replicas on this machine (--replicas, or mpirun worker ranks) need the accelerators split into equal groups, but there are " +
-                     std::to_string(acc.size()) + ": use a replica count that divides the device count (e.g. --virtual-devices " +
-                     std::to_string(count * std::max<std::size_t>(1, acc.size() / count)) + ")");
-  }
-  const std::size_t k = acc.size() / count;
-  Budgets kept;
-  for (std::size_t i = 0; i < k; ++i) {
-    kept.set(DeviceId::accelerator(static_cast<int>(i)), *all.get(acc[static_cast<std::size_t>(share.index) * k + i]));
-  }
-  for (const DeviceBudget& b : all.list()) {
-    if (!b.device.is_accelerator()) kept.set(b.device, b.bytes / static_cast<std::uint64_t>(count));
-  }
-  return kept;
-}
-
 // The budgets one rank of a tensor-parallel group plans with: pipeline stage s of `w` is the
 // accelerators s·tp … s·tp + tp − 1 (tensor-parallel rank fastest), and every rank gets the
 // smallest budget of its stage's devices, so one plan fits every rank; cpu and disk budgets are
@@ -292,6 +269,42 @@ Budgets group_budgets(const Budgets& all, const WorldConfig& w) {
   }
   return kept;
 }
+
+Plan plan_for_group(const WorldConfig& w, const std::function<Plan()>& plan) {
+  if (w.tp == 1) return plan();
+  try {
+    return plan();
+  } catch (const InputError& e) {
+    throw InputError("--tp " + std::to_string(w.tp) + ": one tensor-parallel rank's plan (its device s stands for each of the run's devices s·" +
+                     std::to_string(w.tp) + " … s·" + std::to_string(w.tp) + " + " + std::to_string(w.tp - 1) +
+                     ", its cpu budget is 1/" + std::to_string(w.tp) + " of the run's): " + e.what());
+  }
+}
+
+namespace {
+
+// The share-th group of the accelerators' budgets, renumbered from 0; cpu (and disk) budgets
+// divided between the replicas.
+Budgets replica_budgets(const Budgets& all, const ReplicaShare& share) {
+  const std::vector<DeviceId> acc = all.accelerators();
+  const std::size_t count = static_cast<std::size_t>(share.count);
+  if (acc.size() < count || acc.size() % count != 0) {
+    throw InputError(std::to_string(share.count) +
+                     " replicas on this machine (--replicas, or mpirun worker ranks) need the accelerators split into equal groups, but there are " +
+                     std::to_string(acc.size()) + ": use a replica count that divides the device count (e.g. --virtual-devices " +
+                     std::to_string(count * std::max<std::size_t>(1, acc.size() / count)) + ")");
+  }
+  const std::size_t k = acc.size() / count;
+  Budgets kept;
+  for (std::size_t i = 0; i < k; ++i) {
+    kept.set(DeviceId::accelerator(static_cast<int>(i)), *all.get(acc[static_cast<std::size_t>(share.index) * k + i]));
+  }
+  for (const DeviceBudget& b : all.list()) {
+    if (!b.device.is_accelerator()) kept.set(b.device, b.bytes / static_cast<std::uint64_t>(count));
+  }
+  return kept;
+}
+
 
 // The dtype a run computes in: the checkpoint's own (its embedding's), else the plan's.
 // A GGUF file (block formats) plans as bfloat16: its tensors are sized as stored (SizedTree's
@@ -325,7 +338,7 @@ void check_run_dtype(const PlanInputs& in, WeightDType stored) {
 std::unique_ptr<ModelRun> open_tensor_parallel(std::unique_ptr<ModelRun> run, const Plan& plan, const PlanOptions& po,
                                                const WorldConfig& world, const EngineOptions& eo, const RunInputs& in,
                                                const std::function<void(ExecutorOptions&)>& quantize_options,
-                                               const std::string& model_dir) {
+                                               const std::string& model_dir, const ParallelPlan& devices) {
   TensorParallelRunner::Parts parts;
   parts.tp = world.tp;
   const Budgets caps = run_capacities(plan);
@@ -359,7 +372,7 @@ std::unique_ptr<ModelRun> open_tensor_parallel(std::unique_ptr<ModelRun> run, co
     buffers += "run buffers of each rank on " + (b.device == kHostDevice ? std::string("host") : "device " + std::to_string(b.device)) +
                ": " + describe_buffers(b) + "\n";
   }
-  run->plan_text = "tensor parallel: " + world.describe() + "; rank r's device d is the run's device d·" + std::to_string(world.tp) +
+  run->plan_text = parallel_plan_to_table(devices) + "tensor parallel: " + world.describe() + "; rank r's device d is the run's device d·" + std::to_string(world.tp) +
                    " + r, every rank holds its shard of each layer (the plan below is one rank's)\n" +
                    "budgets of one rank: " + po.request.budgets.to_string() + " (" + po.budgets_source + ")\n" + plan_to_table(plan) +
                    describe_layout(first.layout()) + buffers + "micro-batches per forward: " + std::to_string(first.micro_batches()) + "\n";
@@ -374,6 +387,7 @@ std::unique_ptr<ModelRun> open_tensor_parallel(std::unique_ptr<ModelRun> run, co
   run->plan_json["budgets_source"] = po.budgets_source;
   run->plan_json["tensor_parallel"] = world.tp;
   run->plan_json["pipeline_parallel"] = world.pp;
+  run->plan_json["parallel_devices"] = parallel_devices_to_json(devices);
   run->plan = plan;
   return run;
 }
@@ -522,6 +536,7 @@ std::unique_ptr<ModelRun> open_model_run(const RunInputs& in, const std::string&
       po.accelerators.physical_gpu = mine;
     }
   }
+  Budgets run_budgets;  // every accelerator of a --tp/--pp run, before group_budgets
   if (in.plan.parallel()) {
     if (world.tp > 1 && po.accelerators.cuda) {
       throw InputError("--tp " + std::to_string(world.tp) + " on CUDA devices (" + po.accelerators.description +
@@ -540,12 +555,18 @@ std::unique_ptr<ModelRun> open_model_run(const RunInputs& in, const std::string&
                        ": give --virtual-devices " + std::to_string(total) + " (or budgets for " + std::to_string(total) +
                        " devices in --max-memory / --devices), or fewer replicas or a smaller --tp/--pp");
     }
+    run_budgets = po.request.budgets;
     po.request.budgets = group_budgets(po.request.budgets, world);
   }
-  const Plan plan = po.device_map_file ? plan_from_device_map(plan_tree, load_device_map_file(*po.device_map_file), po.request)
-                    : po.fastest        ? choose_fastest(tree, po.request, Objective::kThroughput, std::nullopt).ranked.front().plan
-                                        : plan_model(plan_tree, po.request);
-  if (world.tp > 1) return open_tensor_parallel(std::move(run), plan, po, world, eo, in, quantize_options, model_dir);
+  const Plan plan = plan_for_group(world, [&] {
+    return po.device_map_file ? plan_from_device_map(plan_tree, load_device_map_file(*po.device_map_file), po.request)
+           : po.fastest        ? choose_fastest(tree, po.request, Objective::kThroughput, std::nullopt).ranked.front().plan
+                               : plan_model(plan_tree, po.request);
+  });
+  if (world.tp > 1) {
+    const ParallelPlan devices = parallel_plan(tree, plan, po.request, world.tp, world.pp, run_budgets);
+    return open_tensor_parallel(std::move(run), plan, po, world, eo, in, quantize_options, model_dir, devices);
+  }
   // The devices get what the plan sized: its budgets (accelerate's strategies: max_memory for the
   // weights, the run buffers on top).
   run->devices = make_run_devices(run_capacities(plan), po.request.runtime.threads, host_available_memory(), po.accelerators,
@@ -589,12 +610,16 @@ std::unique_ptr<ModelRun> open_model_run(const RunInputs& in, const std::string&
 
 Json predict_run(const ModelRun& run, const std::string& model_dir, double prompt_tokens, double decode_positions,
                  std::int64_t batch) {
-  const ModuleTree tree = load_module_tree(model_dir, run.quantize);
+  // A tensor-parallel run's plan is one rank's, made on its shard.
+  const int tp = run.tensor ? run.tensor->tp() : 1;
+  const ModuleTree full = load_module_tree(model_dir, run.quantize);
+  const ModuleTree tree = tp > 1 ? shard_module_tree(full, TensorSplit{0, tp}) : full;
   Plan plan;
   int n_acc = 0;
   if (run.plan) {
     plan = *run.plan;
     for (const DeviceId& d : plan.planned_budgets.accelerators()) n_acc = std::max(n_acc, d.ordinal() + 1);
+    n_acc *= tp;  // every rank of a stage is a device with its share of the threads
   } else {  // one stage: the whole model computed by the host, its weights read in place
     PlanRequest r;
     r.budgets.set(DeviceId::cpu(), std::numeric_limits<std::uint32_t>::max() * 1024ull);
@@ -620,6 +645,7 @@ Json predict_run(const ModelRun& run, const std::string& model_dir, double promp
     shape.decode_positions = decode_positions;
     shape.host_in_place = !run.plan;
     shape.concurrency = facts.concurrency;
+    shape.tensor_parallel = tp;
     p = predict_plan(tree, plan, facts.facts, facts.shared_host, shape);
   } catch (const InputError&) {
     return nullptr;

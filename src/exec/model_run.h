@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backend/device_registry.h"
+#include "comm/world_config.h"
 #include "core/json.h"
 #include "exec/executor.h"
 #include "exec/tensor_parallel_runner.h"
@@ -72,6 +73,15 @@ struct PlanOptions {
 // Errors name the command-line flags (--max-memory, ...) and, for a device that does not exist,
 // the devices that do.
 PlanOptions plan_options_from(const PlanInputs& in, const ModelConfig& config);
+
+// The budgets one rank of a tensor × pipeline parallel group plans with (`all`: the run's): stage
+// s is the accelerators s·tp … s·tp + tp − 1 in order, planned as accelerator s with the smallest
+// budget among them, so one plan fits every rank; cpu and disk budgets divided between the tp
+// ranks. InputError naming --tp, --pp and the device count when there are fewer than tp × pp.
+Budgets group_budgets(const Budgets& all, const WorldConfig& w);
+// `plan` (plan_model or plan_from_device_map on group budgets) with a budget error of the rank's
+// plan said in the run's terms: its device s is every device of stage s, its cpu budget 1/tp.
+Plan plan_for_group(const WorldConfig& w, const std::function<Plan()>& plan);
 
 // MODEL is a directory (config.json [+ safetensors, whose headers give real shapes]) or a
 // config.json file. `quantize`: the tree as quantise-on-load leaves it (ModuleTree::quantize_as).
