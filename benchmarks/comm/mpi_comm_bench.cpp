@@ -12,22 +12,15 @@
 #include <string>
 #include <vector>
 
+#include "message_repeats.h"
 #include "comm/mpi_collective.h"
 #include "comm/mpi_world.h"
 #include "core/json.h"
 
 namespace {
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-int repeats_for(std::size_t bytes, int asked) {
-  if (asked > 0) return asked;
-  return static_cast<int>(std::clamp<std::size_t>((std::size_t{256} << 20) / bytes, 5, 200));
-}
+using plexus::median;
+using plexus::repeats_for;
 
 // Median over `repeats` of the slowest rank's seconds for `call`, after one warm-up call.
 template <class F>
