@@ -22,7 +22,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-
 // Seconds of one memcpy of `bytes` (the median of `repeats`), source and destination warm.
 double memcpy_seconds(std::size_t bytes, int repeats) {
   std::vector<char> a(bytes, 1), b(bytes, 0);
