@@ -195,7 +195,6 @@ int generate_run(const Args& args, MpiTensorGroup* mpi) {
   return 0;
 }
 
-
 }  // namespace
 
 int cmd_generate(int argc, char** argv) {
