@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "message_repeats.h"
 #include "comm/in_process_group.h"
 #include "core/error.h"
 #include "core/json.h"
@@ -20,19 +21,6 @@ namespace plexus {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-// Repeats for a message: many for small ones (latency is noisy), a few for large ones.
-int repeats_for(std::size_t bytes, int asked) {
-  if (asked > 0) return asked;
-  const std::size_t r = (std::size_t{256} << 20) / bytes;
-  return static_cast<int>(std::clamp<std::size_t>(r, 5, 200));
-}
 
 // Seconds of one memcpy of `bytes` (the median of `repeats`), source and destination warm.
 double memcpy_seconds(std::size_t bytes, int repeats) {

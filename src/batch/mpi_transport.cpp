@@ -2,7 +2,6 @@
 #include "batch/mpi_transport.h"
 
 #include <chrono>
-#include <cstdlib>
 #include <mpi.h>
 #include <set>
 #include <string>
@@ -41,39 +40,6 @@ Json recv_json(int source, int tag, int* from) {
 }
 
 }  // namespace
-
-bool launched_by_mpi() {
-  for (const char* var : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE"}) {
-    if (std::getenv(var)) return true;
-  }
-  return false;
-}
-
-MpiWorld::MpiWorld(int* argc, char*** argv) {
-  MPI_Init(argc, argv);
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
-  MPI_Comm_size(MPI_COMM_WORLD, &size_);
-  // The ranks on this machine (shared memory), in world-rank order; rank 0 is not a worker.
-  MPI_Comm node;
-  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node);
-  int node_size = 0;
-  MPI_Comm_size(node, &node_size);
-  std::vector<int> ranks(static_cast<std::size_t>(node_size));
-  MPI_Allgather(&rank_, 1, MPI_INT, ranks.data(), 1, MPI_INT, node);
-  MPI_Comm_free(&node);
-  for (int r : ranks) {
-    if (r == 0) continue;
-    if (r == rank_) local_worker_index_ = local_workers_;
-    ++local_workers_;
-  }
-}
-
-MpiWorld::~MpiWorld() { MPI_Finalize(); }
-
-void MpiWorld::abort(int code) const {
-  MPI_Abort(MPI_COMM_WORLD, code);
-  std::_Exit(code);
-}
 
 void run_mpi_coordinator(Coordinator& coordinator, const MpiWorld& world, std::size_t batch_size,
                          const std::vector<std::int64_t>& stop_ids) {

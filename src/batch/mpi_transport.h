@@ -12,34 +12,14 @@
 
 #include "batch/coordinator.h"
 #include "batch/fault_injection.h"
+#include "comm/mpi_world.h"
 #include "runtime/runner.h"
 
 namespace plexus::batch {
 
-// True when this process was started by an MPI launcher (OpenMPI's mpirun, or a PMI/PMIx
-// launcher such as srun --mpi=pmix): only then is MPI initialised.
-bool launched_by_mpi();
-
-// MPI_Init on construction, MPI_Finalize on destruction.
-class MpiWorld {
- public:
-  MpiWorld(int* argc, char*** argv);
-  ~MpiWorld();
-  MpiWorld(const MpiWorld&) = delete;
-  MpiWorld& operator=(const MpiWorld&) = delete;
-  int rank() const { return rank_; }
-  int size() const { return size_; }
-  // Worker ranks (all but rank 0) on this machine, and this rank's index among them (-1 for
-  // rank 0): workers sharing a machine split its threads and devices as --replicas does.
-  int local_workers() const { return local_workers_; }
-  int local_worker_index() const { return local_worker_index_; }
-  // Ends every rank (mpirun exits with `code`).
-  [[noreturn]] void abort(int code) const;
-
- private:
-  int rank_ = 0, size_ = 1;
-  int local_workers_ = 0, local_worker_index_ = -1;
-};
+// The MPI world (comm/mpi_world.h), shared with tensor parallelism.
+using plexus::launched_by_mpi;
+using plexus::MpiWorld;
 
 // Rank 0: serves the size() - 1 worker ranks (replica = rank - 1) until the queue is finished.
 void run_mpi_coordinator(Coordinator& coordinator, const MpiWorld& world, std::size_t batch_size,

@@ -7,6 +7,7 @@
 #include "cli/generation_options.h"
 #include "cli/interrupt_guard.h"
 #include "cli/model_options.h"
+#include "cli/mpi_tensor.h"
 #include "core/error.h"
 #include "model/token_id.h"
 #include "core/json.h"
@@ -61,7 +62,7 @@ int print_batch(const ModelRun& run, const BatchGenerateResult& r, const Tokeniz
               {"wait", std::string(wait_policy_name(run.wait))},
               {"isa", run.isa},
               {"interrupted", interrupted}};
-    if (run.planned()) j["execution"] = exec_stats_to_json(run.stats());
+    if (run.planned() || run.tensor) j["execution"] = exec_stats_to_json(run.stats());
     const MonitorSummary summary = monitor->stop();
     j["monitor"] = to_json(summary);
     j["energy"] = bench::energy_json(summary, r.generated_tokens);  // GPU energy (NVML) and J/token
@@ -82,48 +83,37 @@ int print_batch(const ModelRun& run, const BatchGenerateResult& r, const Tokeniz
   std::fprintf(stderr, "[%zu sequences, %lld prompt tokens, %lld generated; prefill %.1f tok/s, decode %.1f tok/s; %d threads, %s]\n",
                r.sequences.size(), static_cast<long long>(r.prompt_tokens), static_cast<long long>(r.generated_tokens),
                r.prefill_tokens_per_s, r.decode_tokens_per_s, run.threads, run.isa.c_str());
-  if (verbose && run.planned()) std::fprintf(stderr, "%s", exec_stats_to_text(run.stats()).c_str());
+  if (verbose && (run.planned() || run.tensor)) std::fprintf(stderr, "%s", exec_stats_to_text(run.stats()).c_str());
   return 0;
 }
 
-}  // namespace
-
-int cmd_generate(int argc, char** argv) {
-  Args args("generate",
-            "Continue a prompt with a model. Greedy by default; --temperature switches to sampling\n"
-            "(temperature, then top-k, then top-p, seeded by --seed). Text is printed as it is\n"
-            "generated, timings go to stderr; --json prints one JSON object at the end instead.");
-  args.positional("MODEL", "model directory (config.json + safetensors [+ tokenizer.json]) or a .gguf file")
-      .option("--prompt", "TEXT", "prompt text (needs the model's tokenizer.json)")
-      .option("--ids", "LIST", "prompt as comma-separated token ids, e.g. 1,2,3")
-      .flag("--json", "print {ids, text, prefill_tokens_per_s, decode_tokens_per_s, ttft_ms, ...}");
-  add_generation_options(args);
-  add_run_options(args);
-  args.epilog(
-      "With --virtual-devices N, --virtual-gpus N, --max-memory LIST, --devices LIST or --device-map FILE the\n"
-      "model is planned as `plexus plan` would (same flags) and run across those devices (CUDA GPUs when the\n"
-      "CUDA runtime sees them), offloaded modules streaming in; --batch N then generates N copies of the\n"
-      "prompt together, pipelined in micro-batches. Without device flags the run takes every GPU CUDA sees\n"
-      "(CUDA_VISIBLE_DEVICES= keeps it on the CPU), else the CPU. See docs/execution.md.");
-  if (!args.parse(argc, argv)) return 0;
+// The command once its flags are parsed; `mpi`: this process is one rank of a tensor-parallel
+// group across processes (cli/mpi_tensor.h).
+int generate_run(const Args& args, MpiTensorGroup* mpi) {
   // With --json, SIGINT / SIGTERM end the generation early and the JSON of what was generated
   // is still printed, with "interrupted": true (exit 130) — from here on, loading included.
+  // (Under mpirun the ranks must stop together: mpirun's own signal handling ends the job.)
   std::optional<InterruptGuard> guard;
-  if (args.get_flag("--json")) guard.emplace();
+  if (args.get_flag("--json") && !(mpi && mpi->parallel())) guard.emplace();
   const std::string dir = args.get("MODEL");
   if (args.has("--prompt") == args.has("--ids")) throw InputError("give exactly one of --prompt TEXT or --ids LIST");
   GenerateOptions o = generation_options(args);
 
-  std::unique_ptr<Tokenizer> tok = load_tokenizer_if_any(dir);
-  const std::vector<std::int32_t> prompt =
-      args.has("--ids") ? ids_from_ids_option(args.get("--ids")) : ids_from_text(tok.get(), args.get("--prompt"), dir, "--prompt");
+  // Under mpirun rank 0 reads the input and prints; the other ranks take its prompt (and stop ids).
+  const bool root = !mpi || mpi->root();
+  std::unique_ptr<Tokenizer> tok = root ? load_tokenizer_if_any(dir) : nullptr;
+  std::vector<std::int32_t> prompt;
+  if (root) {
+    prompt = args.has("--ids") ? ids_from_ids_option(args.get("--ids")) : ids_from_text(tok.get(), args.get("--prompt"), dir, "--prompt");
+  }
+  if (mpi) mpi->share(prompt);
   // Scratch for this run's sequences only (a 6-token run on a 2·10^8-position config took 3 GB);
   // a sum past the model's context is left to the context check, which names both.
   const auto prompt_len = static_cast<std::int64_t>(prompt.size());
   const std::int64_t run_context = o.max_tokens <= std::numeric_limits<std::int64_t>::max() - prompt_len ? prompt_len + o.max_tokens : 0;
   // Load time: mapping (and prefaulting) the weights, planning, allocating the run's buffers.
   Timer load_timer;
-  const std::unique_ptr<ModelRun> run = open_model_run(args, dir, {}, run_context);
+  const std::unique_ptr<ModelRun> run = open_model_run(args, dir, {}, run_context, mpi);
   const double load_seconds = load_timer.seconds();
   Runner& runner = *run->runner;
   const bool verbose = args.get_flag("--verbose");
@@ -131,7 +121,8 @@ int cmd_generate(int argc, char** argv) {
   if (verbose && !run->plan_text.empty()) std::fprintf(stderr, "%s", run->plan_text.c_str());
   const long long batch = args.get_int("--batch");
   check_token_ids(prompt, runner.vocab_size(), "--ids");
-  o.stop_ids = stop_ids(args, runner.config(), tok.get());
+  if (root) o.stop_ids = stop_ids(args, runner.config(), tok.get());
+  if (mpi) mpi->share(o.stop_ids);
 
   const bool json = args.get_flag("--json");
   // With --json, the run is wrapped in a monitoring session (GPUs through NVML / ROCm SMI when
@@ -187,7 +178,7 @@ int cmd_generate(int argc, char** argv) {
               {"isa", run->isa},
               {"interrupted", interrupted}};
     if (tok) j["text"] = tok->decode(r.ids);
-    if (run->planned()) j["execution"] = exec_stats_to_json(run->stats());
+    if (run->planned() || run->tensor) j["execution"] = exec_stats_to_json(run->stats());
     const MonitorSummary summary = monitor->stop();
     j["monitor"] = to_json(summary);
     j["energy"] = bench::energy_json(summary, static_cast<std::int64_t>(r.ids.size()));  // GPU energy (NVML) and J/token
@@ -199,9 +190,36 @@ int cmd_generate(int argc, char** argv) {
     std::fprintf(stderr, "[%lld prompt tokens, %zu generated (%s); prefill %.1f tok/s, decode %.1f tok/s, ttft %.1f ms; %d threads, %s]\n",
                  static_cast<long long>(r.prompt_tokens), r.ids.size(), r.finish_reason.c_str(), r.prefill_tokens_per_s,
                  r.decode_tokens_per_s, r.ttft_ms, run->threads, run->isa.c_str());
-    if (verbose && run->planned()) std::fprintf(stderr, "%s", exec_stats_to_text(run->stats()).c_str());
+    if (verbose && (run->planned() || run->tensor)) std::fprintf(stderr, "%s", exec_stats_to_text(run->stats()).c_str());
   }
   return 0;
+}
+
+}  // namespace
+
+int cmd_generate(int argc, char** argv) {
+  Args args("generate",
+            "Continue a prompt with a model. Greedy by default; --temperature switches to sampling\n"
+            "(temperature, then top-k, then top-p, seeded by --seed). Text is printed as it is\n"
+            "generated, timings go to stderr; --json prints one JSON object at the end instead.");
+  args.positional("MODEL", "model directory (config.json + safetensors [+ tokenizer.json]) or a .gguf file")
+      .option("--prompt", "TEXT", "prompt text (needs the model's tokenizer.json)")
+      .option("--ids", "LIST", "prompt as comma-separated token ids, e.g. 1,2,3")
+      .flag("--json", "print {ids, text, prefill_tokens_per_s, decode_tokens_per_s, ttft_ms, ...}");
+  add_generation_options(args);
+  add_run_options(args);
+  args.epilog(
+      "With --virtual-devices N, --virtual-gpus N, --max-memory LIST, --devices LIST or --device-map FILE the\n"
+      "model is planned as `plexus plan` would (same flags) and run across those devices (CUDA GPUs when the\n"
+      "CUDA runtime sees them), offloaded modules streaming in; --batch N then generates N copies of the\n"
+      "prompt together, pipelined in micro-batches. Without device flags the run takes every GPU CUDA sees\n"
+      "(CUDA_VISIBLE_DEVICES= keeps it on the CPU), else the CPU. See docs/execution.md.\n"
+      "Under mpirun (`mpirun -np N plexus generate MODEL --tp N ...`) every process is one tensor-parallel rank\n"
+      "on its host's CPU; rank 0 reads the prompt and prints. See docs/parallel.md.");
+  if (!args.parse(argc, argv)) return 0;
+  const std::unique_ptr<MpiTensorGroup> mpi = MpiTensorGroup::join(args, "generate");
+  if (mpi) return mpi->run("generate", [&] { return generate_run(args, mpi.get()); });
+  return generate_run(args, nullptr);
 }
 
 }  // namespace plexus::cli

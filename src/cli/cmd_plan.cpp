@@ -12,8 +12,11 @@
 #include "core/args.h"
 #include "core/error.h"
 #include "exec/fastest.h"
+#include "exec/model_run.h"
 #include "exec/plan_facts.h"
+#include "model/tensor_split.h"
 #include "planner/cost_model.h"
+#include "planner/parallel_plan.h"
 #include "planner/plan_report.h"
 
 namespace plexus::cli {
@@ -36,17 +39,38 @@ int cmd_plan(int argc, char** argv) {
       "for the run buffers. Run buffers (KV cache for --context × --batch, workspace, activations,\n"
       "logits, weight-streaming slots) are sized as `generate`/`perplexity` with the same flags allocate\n"
       "them: within each budget for stages and custom maps; on top of max_memory (which limits the\n"
-      "weights, as in accelerate) for accelerate's strategies. See docs/planner.md.");
+      "weights, as in accelerate) for accelerate's strategies. See docs/planner.md.\n"
+      "With --tp N [--pp M] the plan is one tensor-parallel rank's (its devices the M stages), and the\n"
+      "report lists each of the N x M devices: device s*N + r holds rank r's shard of stage s's layers\n"
+      "(docs/parallel.md).");
   if (!args.parse(argc, argv)) return 0;
   PlanInputs in = plan_inputs_from(args);
-  const ModuleTree tree = load_module_tree(args.get("MODEL"), quantize_type(in));
+  const ModuleTree full_tree = load_module_tree(args.get("MODEL"), quantize_type(in));
+  const WorldConfig world = make_world_config(in.tensor_parallel, in.pipeline_parallel, 1);
+  // --tp N: planned as a run plans it, on one rank's shard (InputError naming the heads and the
+  // sizes that work when N cannot split the model, before any budget is looked at).
+  const ModuleTree tree = world.tp > 1 ? shard_module_tree(full_tree, TensorSplit{0, world.tp}) : full_tree;
   const EngineOptions eo = engine_options(args);
   in.batch_tokens = eo.max_batch_tokens;
   in.threads = eo.threads;
-  const PlanOptions o = plexus::plan_options_from(in, tree.config());
+  PlanOptions o = plexus::plan_options_from(in, tree.config());
   if (args.get_optional("--objective") && !o.fastest) {
     throw InputError("--objective " + *args.get_optional("--objective") + " ranks the plans of --strategy fastest, but --strategy is " +
                      in.strategy + ": pass --strategy fastest or leave --objective out");
+  }
+  // --tp N --pp M: N × M devices (without device flags and no accelerator detected, N × M virtual
+  // devices, as a run makes them); the plan is one rank's, on group budgets.
+  Budgets run_budgets;
+  if (in.parallel()) {
+    if (!in.names_devices() && o.request.budgets.accelerators().empty()) {
+      in.virtual_devices = world.size();
+      o = plexus::plan_options_from(in, tree.config());
+    }
+    if (world.tp > 1 && o.fastest) {
+      throw InputError("--strategy fastest ranks plans of whole layers; with --tp give a strategy (" + std::string(kStrategyChoices) + ")");
+    }
+    run_budgets = o.request.budgets;
+    o.request.budgets = group_budgets(run_budgets, world);
   }
   // Budgets from the detected GPUs: predict them as what they are.
   std::optional<Inventory> detected;
@@ -58,9 +82,13 @@ int cmd_plan(int argc, char** argv) {
     fastest = choose_fastest(tree, o.request, parse_objective(args.get_optional("--objective").value_or("throughput")),
                              args.get_optional("--gpu"), detected ? &*detected : nullptr);
   }
-  const Plan plan = o.device_map_file ? plan_from_device_map(tree, load_device_map_file(*o.device_map_file), o.request)
-                    : fastest         ? fastest->ranked.front().plan
-                                      : plan_model(tree, o.request);
+  const Plan plan = plan_for_group(world, [&] {
+    return o.device_map_file ? plan_from_device_map(tree, load_device_map_file(*o.device_map_file), o.request)
+           : fastest         ? fastest->ranked.front().plan
+                             : plan_model(tree, o.request);
+  });
+  std::optional<ParallelPlan> parallel;
+  if (in.parallel()) parallel = parallel_plan(full_tree, plan, o.request, world.tp, world.pp, run_budgets);
   // Predicted speed and energy (a plan with run buffers, i.e. --context > 0).
   std::optional<Prediction> predicted;
   std::string facts_note;
@@ -70,11 +98,17 @@ int cmd_plan(int argc, char** argv) {
   } else if (plan.runtime.context > 0) {
     int n_acc = 0;
     for (const DeviceId& d : o.request.budgets.accelerators()) n_acc = std::max(n_acc, d.ordinal() + 1);
-    const PlanFacts facts = plan_facts(args.get_optional("--gpu"), o.request.runtime.threads, n_acc,
+    // Every rank of a stage is a device of its own: the threads split over all of them, and the
+    // plan's device s (a stage) is predicted as the run's device s·tp (its rank 0).
+    const PlanFacts facts = plan_facts(args.get_optional("--gpu"), o.request.runtime.threads, n_acc * world.tp,
                                        detected ? &*detected : nullptr);
     PredictShape shape;
     shape.concurrency = facts.concurrency;
-    predicted = predict_plan(tree, plan, facts.facts, facts.shared_host, shape);
+    shape.tensor_parallel = world.tp;
+    const int tp = world.tp;
+    const FactsOf of = facts.facts;
+    const FactsOf rank0 = [of, tp](int d) { return of(d == kHostDevice ? d : d * tp); };
+    predicted = predict_plan(tree, plan, tp > 1 ? rank0 : of, facts.shared_host, shape);
     facts_note = facts.note;
   }
   if (args.get_flag("--json")) {
@@ -87,9 +121,21 @@ int cmd_plan(int argc, char** argv) {
       if (!facts_note.empty()) j["predicted"]["note"] = facts_note;
     }
     if (fastest) j["fastest"] = fastest_to_json(*fastest);
+    if (parallel) {
+      j["tensor_parallel"] = world.tp;
+      j["pipeline_parallel"] = world.pp;
+      j["parallel_devices"] = parallel_devices_to_json(*parallel);
+    }
     std::printf("%s\n", j.dump(2).c_str());
   } else {
-    std::printf("budgets: %s (%s)\n", o.request.budgets.to_string().c_str(), o.budgets_source.c_str());
+    if (parallel) {
+      std::printf("run budgets: %s (%s)\n", run_budgets.to_string().c_str(), o.budgets_source.c_str());
+      std::printf("%s\n", parallel_plan_to_table(*parallel).c_str());
+      std::printf("the plan of one rank (its devices are the pipeline stages; budgets: %s):\n",
+                  o.request.budgets.to_string().c_str());
+    } else {
+      std::printf("budgets: %s (%s)\n", o.request.budgets.to_string().c_str(), o.budgets_source.c_str());
+    }
     if (in.quantize) {
       std::printf("quantised on load: projections in %s (embeddings, lm_head, norms, biases as stored)\n",
                   std::string(dtype_torch_name(*quantize_type(in))).c_str());

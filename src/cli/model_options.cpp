@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "cli/interrupt_guard.h"
+#include "cli/mpi_tensor.h"
 #include "cli/plan_options.h"
 #include "core/error.h"
 #include "core/mmap_file.h"
@@ -53,10 +54,11 @@ RunInputs run_inputs_from(const Args& args) {
 }
 
 std::unique_ptr<ModelRun> open_model_run(const Args& args, const std::string& model_dir, const ReplicaShare& share,
-                                         std::int64_t run_context) {
+                                         std::int64_t run_context, MpiTensorGroup* mpi) {
   RunInputs in = run_inputs_from(args);
   in.replica = share;
   if (run_context > 0) in.engine.max_context = run_context;
+  if (mpi) mpi->configure(in);
   std::unique_ptr<ModelRun> run = plexus::open_model_run(in, model_dir);
   if (!run->device_note.empty() && share.index == 0) std::fprintf(stderr, "note: %s\n", run->device_note.c_str());
   return run;

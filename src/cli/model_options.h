@@ -31,8 +31,10 @@ using plexus::ReplicaShare;
 RunInputs run_inputs_from(const Args& args);
 // `run_context` > 0: the longest sequence this run holds (prompt + max tokens), so that scratch
 // is sized by the run, not by config.json's max_position_embeddings (0: the model's context).
+// `mpi`: this process is one rank of a tensor-parallel group across processes (cli/mpi_tensor.h).
+class MpiTensorGroup;
 std::unique_ptr<ModelRun> open_model_run(const Args& args, const std::string& model_dir, const ReplicaShare& share = {},
-                                         std::int64_t run_context = 0);
+                                         std::int64_t run_context = 0, MpiTensorGroup* mpi = nullptr);
 
 // The model directory's tokenizer, or null when it has none.
 std::unique_ptr<Tokenizer> load_tokenizer_if_any(const std::string& model_dir);

@@ -541,7 +541,9 @@ ExecStats Executor::stats() const {
     }
     r.busy_fraction = wall_s_ > 0 ? r.busy_s / wall_s_ : 0;
     r.holds = describe(d);
-    if (d == kHostDevice && mem.peak() > 0) r.holds += std::string(r.holds.empty() ? "" : ", ") + "offloaded weights";
+    // Host memory in use where the host does not compute: copies of offloaded weights.
+    const bool host_computes = std::any_of(device_states_.begin(), device_states_.end(), [](const auto& ds) { return ds->ordinal == kHostDevice; });
+    if (d == kHostDevice && mem.peak() > 0 && !host_computes) r.holds += std::string(r.holds.empty() ? "" : ", ") + "offloaded weights";
     s.devices.push_back(r);
   };
   for (std::size_t d = 0; d < memory_.accelerators.size(); ++d) add_device(static_cast<int>(d), memory_.accelerators[d]);

@@ -24,6 +24,7 @@
 #include "model/tensor_split.h"
 #include "comm/in_process_group.h"
 #include "comm/world_config.h"
+#include "planner/parallel_plan.h"
 #ifdef PLEXUS_HAVE_CUDA
 #include "backend/cuda/cuda_device.h"
 #include "comm/cuda/gpu_group.h"
@@ -249,30 +250,6 @@ std::optional<DType> quantize_type(const PlanInputs& in) {
   return quantize_flag("--quantize", *in.quantize);
 }
 
-namespace {
-
-// The share-th group of the accelerators' budgets, renumbered from 0; cpu (and disk) budgets
-// divided between the replicas.
-Budgets replica_budgets(const Budgets& all, const ReplicaShare& share) {
-  const std::vector<DeviceId> acc = all.accelerators();
-  const std::size_t count = static_cast<std::size_t>(share.count);
-  if (acc.size() < count || acc.size() % count != 0) {
-    throw InputError(std::to_string(share.count) +
-                     " replicas on this machine (--replicas, or mpirun worker ranks) need the accelerators split into equal groups, but there are " +
-                     std::to_string(acc.size()) + ": use a replica count that divides the device count (e.g. --virtual-devices " +
-                     std::to_string(count * std::max<std::size_t>(1, acc.size() / count)) + ")");
-  }
-  const std::size_t k = acc.size() / count;
-  Budgets kept;
-  for (std::size_t i = 0; i < k; ++i) {
-    kept.set(DeviceId::accelerator(static_cast<int>(i)), *all.get(acc[static_cast<std::size_t>(share.index) * k + i]));
-  }
-  for (const DeviceBudget& b : all.list()) {
-    if (!b.device.is_accelerator()) kept.set(b.device, b.bytes / static_cast<std::uint64_t>(count));
-  }
-  return kept;
-}
-
 // The budgets one rank of a tensor-parallel group plans with: pipeline stage s of `w` is the
 // accelerators s·tp … s·tp + tp − 1 (tensor-parallel rank fastest), and every rank gets the
 // smallest budget of its stage's devices, so one plan fits every rank; cpu and disk budgets are
@@ -298,6 +275,42 @@ Budgets group_budgets(const Budgets& all, const WorldConfig& w, bool gpus) {
   }
   return kept;
 }
+
+Plan plan_for_group(const WorldConfig& w, const std::function<Plan()>& plan) {
+  if (w.tp == 1) return plan();
+  try {
+    return plan();
+  } catch (const InputError& e) {
+    throw InputError("--tp " + std::to_string(w.tp) + ": one tensor-parallel rank's plan (its device s stands for each of the run's devices s·" +
+                     std::to_string(w.tp) + " … s·" + std::to_string(w.tp) + " + " + std::to_string(w.tp - 1) +
+                     ", its cpu budget is 1/" + std::to_string(w.tp) + " of the run's): " + e.what());
+  }
+}
+
+namespace {
+
+// The share-th group of the accelerators' budgets, renumbered from 0; cpu (and disk) budgets
+// divided between the replicas.
+Budgets replica_budgets(const Budgets& all, const ReplicaShare& share) {
+  const std::vector<DeviceId> acc = all.accelerators();
+  const std::size_t count = static_cast<std::size_t>(share.count);
+  if (acc.size() < count || acc.size() % count != 0) {
+    throw InputError(std::to_string(share.count) +
+                     " replicas on this machine (--replicas, or mpirun worker ranks) need the accelerators split into equal groups, but there are " +
+                     std::to_string(acc.size()) + ": use a replica count that divides the device count (e.g. --virtual-devices " +
+                     std::to_string(count * std::max<std::size_t>(1, acc.size() / count)) + ")");
+  }
+  const std::size_t k = acc.size() / count;
+  Budgets kept;
+  for (std::size_t i = 0; i < k; ++i) {
+    kept.set(DeviceId::accelerator(static_cast<int>(i)), *all.get(acc[static_cast<std::size_t>(share.index) * k + i]));
+  }
+  for (const DeviceBudget& b : all.list()) {
+    if (!b.device.is_accelerator()) kept.set(b.device, b.bytes / static_cast<std::uint64_t>(count));
+  }
+  return kept;
+}
+
 
 // The dtype a run computes in: the checkpoint's own (its embedding's), else the plan's.
 // A GGUF file (block formats) plans as bfloat16: its tensors are sized as stored (SizedTree's
@@ -372,7 +385,7 @@ std::unique_ptr<RankGroup> make_rank_group(std::vector<DeviceRegistry>& devices,
 std::unique_ptr<ModelRun> open_tensor_parallel(std::unique_ptr<ModelRun> run, const Plan& plan, const PlanOptions& po,
                                                const WorldConfig& world, const EngineOptions& eo, const RunInputs& in,
                                                const std::function<void(ExecutorOptions&)>& quantize_options,
-                                               const std::string& model_dir) {
+                                               const std::string& model_dir, const ParallelPlan& devices) {
   TensorParallelRunner::Parts parts;
   parts.tp = world.tp;
   const Budgets caps = run_capacities(plan);
@@ -420,7 +433,7 @@ std::unique_ptr<ModelRun> open_tensor_parallel(std::unique_ptr<ModelRun> run, co
     buffers += "run buffers of each rank on " + (b.device == kHostDevice ? std::string("host") : "device " + std::to_string(b.device)) +
                ": " + describe_buffers(b) + "\n";
   }
-  run->plan_text = "tensor parallel: " + world.describe() + "; rank r's device d is the run's device d·" + std::to_string(world.tp) +
+  run->plan_text = parallel_plan_to_table(devices) + "tensor parallel: " + world.describe() + "; rank r's device d is the run's device d·" + std::to_string(world.tp) +
                    " + r, every rank holds its shard of each layer (the plan below is one rank's)\n" +
                    "budgets of one rank: " + po.request.budgets.to_string() + " (" + po.budgets_source + ")\n" + plan_to_table(plan) +
                    describe_layout(first.layout()) + buffers + collectives + "micro-batches per forward: " +
@@ -436,7 +449,57 @@ std::unique_ptr<ModelRun> open_tensor_parallel(std::unique_ptr<ModelRun> run, co
   run->plan_json["budgets_source"] = po.budgets_source;
   run->plan_json["tensor_parallel"] = world.tp;
   run->plan_json["pipeline_parallel"] = world.pp;
+  run->plan_json["parallel_devices"] = parallel_devices_to_json(devices);
   run->plan = plan;
+  return run;
+}
+
+// One rank of a tensor-parallel group whose ranks are processes (mpirun): its shard in one
+// stage on the host, the weights read in place, the partial sums and the logits exchanged
+// through the group's collective.
+std::unique_ptr<ModelRun> open_process_rank(const RunInputs& in, const EngineOptions& eo,
+                                            const std::function<void(ExecutorOptions&)>& quantize_options,
+                                            const std::optional<DType>& quantize, const std::string& model_dir) {
+  const WorldConfig world = make_world_config(in.plan.tensor_parallel, in.plan.pipeline_parallel, 1);
+  if (world.pp > 1) {
+    throw InputError("--pp " + std::to_string(world.pp) + " under mpirun is not supported yet: the processes of an mpirun job "
+                     "form one tensor-parallel group (--tp N with N ranks); run --pp in one process");
+  }
+  if (in.plan.names_devices()) {
+    throw InputError("under mpirun every --tp rank runs on its host's CPU: leave out --virtual-devices, --virtual-gpus, "
+                     "--max-memory, --devices and --device-map");
+  }
+  std::unique_ptr<Collective> group = in.process_group();
+  if (group->size() != world.tp) {
+    throw InputError("mpirun started " + std::to_string(group->size()) + " ranks but --tp is " + std::to_string(world.tp) +
+                     ": start --tp ranks (mpirun -np " + std::to_string(world.tp) + ")");
+  }
+  const int rank = group->rank();
+  // The split is checked before any weight is read: InputError naming the heads and the sizes that work.
+  const ModuleTree tree = load_module_tree(model_dir, quantize);
+  shard_module_tree(tree, TensorSplit{rank, world.tp});
+  if (in.plan.dtype) check_run_dtype(in.plan, checkpoint_weight_dtype(tree, WeightDType::kBF16));
+  auto run = std::make_unique<ModelRun>();
+  run->quantize = quantize;
+  TensorParallelRunner::Parts parts;
+  parts.tp = world.tp;
+  parts.devices.push_back(make_host_run_devices(eo.threads, eo.wait));
+  ExecutorOptions xo = single_host_stage(eo);
+  quantize_options(xo);
+  Collective* c = group.get();
+  xo.tensor = ExecutorOptions::TensorRank{TensorSplit{rank, world.tp}, [c](int) -> Collective& { return *c; }};
+  parts.world = std::move(group);
+  parts.inject_forward_failure = in.inject_forward_failure;
+  parts.ranks.push_back(std::make_unique<Executor>(model_dir, whole_model_on_host(), parts.devices.front(), xo));
+  const Executor& mine = *parts.ranks.front();
+  run->plan_text = "tensor parallel across processes: " + world.describe() + " (" + parts.world->kind() +
+                   "); this is rank " + std::to_string(rank) + ", its shard in one stage on the host with " +
+                   std::to_string(mine.threads()) + " threads\n" + describe_layout(mine.layout());
+  run->threads = mine.threads();
+  run->wait = eo.wait;
+  run->isa = mine.kernels().name;
+  run->tensor = std::make_unique<TensorParallelRunner>(std::move(parts));
+  run->runner = run->tensor.get();
   return run;
 }
 
@@ -476,6 +539,7 @@ std::unique_ptr<ModelRun> open_model_run(const RunInputs& in, const std::string&
     x.quantize_progress = quantize_progress_bar(in.stop_requested);
     x.quantize_threads = eo.threads;
   };
+  if (in.process_group) return open_process_rank(in, eo, quantize_options, quantize, model_dir);
   if (!pin.names_devices() && !on_gpus_by_default) {
     if (in.plan.dtype || quantize) {
       const ModuleTree tree = load_module_tree(model_dir, quantize);  // checks the projections' shapes
@@ -534,6 +598,7 @@ std::unique_ptr<ModelRun> open_model_run(const RunInputs& in, const std::string&
       po.accelerators.physical_gpu = mine;
     }
   }
+  Budgets run_budgets;  // every accelerator of a --tp/--pp run, before group_budgets
   if (in.plan.parallel()) {
     if (world.tp > 1 && po.fastest) {
       throw InputError("--strategy fastest ranks plans of whole layers; with --tp give a strategy (" + std::string(kStrategyChoices) + ")");
@@ -547,12 +612,18 @@ std::unique_ptr<ModelRun> open_model_run(const RunInputs& in, const std::string&
                        ": give " + (po.accelerators.cuda ? "--virtual-gpus " : "--virtual-devices ") + std::to_string(total) + " (or budgets for " + std::to_string(total) +
                        " devices in --max-memory / --devices), or fewer replicas or a smaller --tp/--pp");
     }
+    run_budgets = po.request.budgets;
     po.request.budgets = group_budgets(po.request.budgets, world, po.accelerators.cuda);
   }
-  const Plan plan = po.device_map_file ? plan_from_device_map(plan_tree, load_device_map_file(*po.device_map_file), po.request)
-                    : po.fastest        ? choose_fastest(tree, po.request, Objective::kThroughput, std::nullopt).ranked.front().plan
-                                        : plan_model(plan_tree, po.request);
-  if (world.tp > 1) return open_tensor_parallel(std::move(run), plan, po, world, eo, in, quantize_options, model_dir);
+  const Plan plan = plan_for_group(world, [&] {
+    return po.device_map_file ? plan_from_device_map(plan_tree, load_device_map_file(*po.device_map_file), po.request)
+           : po.fastest        ? choose_fastest(tree, po.request, Objective::kThroughput, std::nullopt).ranked.front().plan
+                               : plan_model(plan_tree, po.request);
+  });
+  if (world.tp > 1) {
+    const ParallelPlan devices = parallel_plan(tree, plan, po.request, world.tp, world.pp, run_budgets);
+    return open_tensor_parallel(std::move(run), plan, po, world, eo, in, quantize_options, model_dir, devices);
+  }
   // The devices get what the plan sized: its budgets (accelerate's strategies: max_memory for the
   // weights, the run buffers on top).
   run->devices = make_run_devices(run_capacities(plan), po.request.runtime.threads, host_available_memory(), po.accelerators,
@@ -596,12 +667,16 @@ std::unique_ptr<ModelRun> open_model_run(const RunInputs& in, const std::string&
 
 Json predict_run(const ModelRun& run, const std::string& model_dir, double prompt_tokens, double decode_positions,
                  std::int64_t batch) {
-  const ModuleTree tree = load_module_tree(model_dir, run.quantize);
+  // A tensor-parallel run's plan is one rank's, made on its shard.
+  const int tp = run.tensor ? run.tensor->tp() : 1;
+  const ModuleTree full = load_module_tree(model_dir, run.quantize);
+  const ModuleTree tree = tp > 1 ? shard_module_tree(full, TensorSplit{0, tp}) : full;
   Plan plan;
   int n_acc = 0;
   if (run.plan) {
     plan = *run.plan;
     for (const DeviceId& d : plan.planned_budgets.accelerators()) n_acc = std::max(n_acc, d.ordinal() + 1);
+    n_acc *= tp;  // every rank of a stage is a device with its share of the threads
   } else {  // one stage: the whole model computed by the host, its weights read in place
     PlanRequest r;
     r.budgets.set(DeviceId::cpu(), std::numeric_limits<std::uint32_t>::max() * 1024ull);
@@ -627,6 +702,7 @@ Json predict_run(const ModelRun& run, const std::string& model_dir, double promp
     shape.decode_positions = decode_positions;
     shape.host_in_place = !run.plan;
     shape.concurrency = facts.concurrency;
+    shape.tensor_parallel = tp;
     p = predict_plan(tree, plan, facts.facts, facts.shared_host, shape);
   } catch (const InputError&) {
     return nullptr;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backend/device_registry.h"
+#include "comm/world_config.h"
 #include "core/json.h"
 #include "exec/executor.h"
 #include "exec/tensor_parallel_runner.h"
@@ -73,6 +74,15 @@ struct PlanOptions {
 // the devices that do.
 PlanOptions plan_options_from(const PlanInputs& in, const ModelConfig& config);
 
+// The budgets one rank of a tensor × pipeline parallel group plans with (`all`: the run's): stage
+// s is the accelerators s·tp … s·tp + tp − 1 in order, planned as accelerator s with the smallest
+// budget among them, so one plan fits every rank; cpu and disk budgets divided between the tp
+// ranks. InputError naming --tp, --pp and the device count when there are fewer than tp × pp.
+Budgets group_budgets(const Budgets& all, const WorldConfig& w);
+// `plan` (plan_model or plan_from_device_map on group budgets) with a budget error of the rank's
+// plan said in the run's terms: its device s is every device of stage s, its cpu budget 1/tp.
+Plan plan_for_group(const WorldConfig& w, const std::function<Plan()>& plan);
+
 // MODEL is a directory (config.json [+ safetensors, whose headers give real shapes]) or a
 // config.json file. `quantize`: the tree as quantise-on-load leaves it (ModuleTree::quantize_as).
 ModuleTree load_module_tree(const std::string& model, std::optional<DType> quantize = std::nullopt);
@@ -102,6 +112,12 @@ struct RunInputs {
   ReplicaShare replica;
   // With plan.quantize: stops quantise-on-load when it returns true (a caught SIGINT).
   std::function<bool()> stop_requested;
+  // Tensor parallelism across processes (mpirun, comm/mpi_collective.h): gives the collective of
+  // the --tp group, of which this process is one rank. The process then runs its rank's shard
+  // in one stage on the host (its threads: engine.threads), the weights read in place.
+  std::function<std::unique_ptr<Collective>()> process_group;
+  // Tests: this process's rank throws at its first forward (PLEXUS_TP_FAIL_RANK).
+  bool inject_forward_failure = false;
 };
 
 // What runs the model: always an Executor. Without devices named (see PlanInputs::names_devices):
@@ -112,8 +128,8 @@ struct RunInputs {
 struct ModelRun {
   DeviceRegistry devices;
   std::unique_ptr<Executor> executor;  // after `devices`: destroyed first
-  // Tensor parallelism (--tp > 1): the group's ranks, each an executor on devices of its own;
-  // `executor` is then null.
+  // Tensor parallelism (--tp > 1): the group's ranks, each an executor on devices of its own
+  // (or, across processes, this process's rank); `executor` is then null.
   std::unique_ptr<TensorParallelRunner> tensor;
   Runner* runner = nullptr;            // the executor, or the tensor-parallel group
   // The execution statistics of the executor or of every rank of the group.

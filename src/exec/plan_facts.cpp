@@ -55,7 +55,10 @@ PlanFacts plan_facts(const std::optional<std::string>& gpu, int threads, int n_a
         const std::string& l = detected->topology[i][j];
         fast_link = fast_link || (j != i && (l.rfind("NV", 0) == 0 || l == "XGMI"));
       }
-      if (!fast_link) f.link_bandwidth = f.host_copy_bandwidth;  // peers over PCIe
+      if (!fast_link) {  // peers over PCIe
+        f.link_bandwidth = f.host_copy_bandwidth;
+        if (key) f.collective_latency_s = 25e-6;
+      }
       f.name += " (detected: " + d.name + ")";
       each.push_back(f);
     }

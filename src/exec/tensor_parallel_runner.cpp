@@ -35,6 +35,21 @@ void TensorParallelRunner::close_sequence(int slot) {
 }
 
 void TensorParallelRunner::forward(const SlotBatch& batch, std::span<const std::int64_t> rows, float* logits) {
+  if (!parts_.world) return forward_ranks(batch, rows, logits);
+  try {
+    if (parts_.inject_forward_failure) {
+      parts_.inject_forward_failure = false;
+      throw RuntimeError("injected failure at its first forward (PLEXUS_TP_FAIL_RANK=" + std::to_string(rank()) + ")");
+    }
+    forward_ranks(batch, rows, logits);
+  } catch (const std::exception& e) {
+    // The other processes wait for this one in a collective: end them all.
+    parts_.world->abort("tensor-parallel rank " + std::to_string(rank()) + " of " + std::to_string(parts_.tp) + " failed: " + e.what());
+    throw;  // a collective whose abort returns
+  }
+}
+
+void TensorParallelRunner::forward_ranks(const SlotBatch& batch, std::span<const std::int64_t> rows, float* logits) {
   if (batch.ids.empty()) return;
   const std::int64_t m = static_cast<std::int64_t>(rows.size());
   const int tp = parts_.tp;

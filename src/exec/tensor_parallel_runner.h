@@ -28,6 +28,7 @@ class TensorParallelRunner : public Runner {
     std::vector<std::unique_ptr<RankGroup>> groups;        // collectives of the local ranks, per device ordinal
     std::unique_ptr<Collective> world;                     // across processes: this process's rank of the group
     std::vector<std::unique_ptr<Executor>> ranks;          // local ranks in rank order: all tp, or this process's one
+    bool inject_forward_failure = false;                   // tests: the first forward throws (PLEXUS_TP_FAIL_RANK)
   };
   explicit TensorParallelRunner(Parts parts);
   ~TensorParallelRunner() override;
@@ -38,6 +39,7 @@ class TensorParallelRunner : public Runner {
   std::int64_t max_batch_tokens() const override { return parts_.ranks.front()->max_batch_tokens(); }
   int open_sequence(std::int64_t capacity) override;
   void close_sequence(int slot) override;
+  // Across processes a rank that fails ends every rank (Collective::abort: exit 1, naming the rank).
   void forward(const SlotBatch& batch, std::span<const std::int64_t> rows, float* logits) override;
 
   int tp() const { return parts_.tp; }
@@ -52,6 +54,8 @@ class TensorParallelRunner : public Runner {
   ExecStats stats() const;
 
  private:
+  void forward_ranks(const SlotBatch& batch, std::span<const std::int64_t> rows, float* logits);
+
   Parts parts_;
   std::int64_t vocab_;
   std::vector<std::vector<float>> rank_logits_;  // (local ranks) (rows, the rank's vocabulary rows)

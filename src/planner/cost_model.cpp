@@ -28,8 +28,21 @@ struct DeviceWork {
 };
 
 struct Time {
-  double total = 0, memory = 0, compute = 0, stream = 0;
+  double total = 0, memory = 0, compute = 0, stream = 0, comm = 0;
 };
+
+// Tensor parallelism's collectives in one forward of `tokens` tokens on a device of a group of
+// `n` ranks: two all-reduces of (tokens, hidden) float32 per layer, a ring's 2(n−1)/n of the
+// bytes over each link, and with the head an all-gather of every rank's (tokens, vocab_width)
+// logits, (n−1)/n of them; each collective also costs its latency.
+double collective_seconds(const DeviceFacts& f, int n, int layers, bool head, double tokens, double hidden,
+                          double vocab_width) {
+  const double latency = f.collective_latency_s, bw = f.link_bandwidth;
+  const double ring = 2.0 * (n - 1) / n;
+  double s = 2.0 * layers * (latency + ring * tokens * hidden * 4 / bw);
+  if (head) s += latency + (n - 1.0) / n * tokens * vocab_width * n * 4 / bw;
+  return s;
+}
 
 // One forward of `tokens` tokens attending to `kv_tokens` positions on average, reading the
 // weights once. Decode also reads each sequence's float32 KV cache; prefill's attention reuses
@@ -126,7 +139,12 @@ Prediction predict_plan(const ModuleTree& tree, const Plan& plan, const FactsOf&
   const SizedTree sized = SizedTree::build(tree, plan.dtype);
   const double layer_params = static_cast<double>(c.hidden_size) * (2.0 * c.q_dim() + 2.0 * c.kv_dim()) +
                               3.0 * static_cast<double>(c.hidden_size) * static_cast<double>(c.intermediate_size);
-  const double head_params = static_cast<double>(c.hidden_size) * static_cast<double>(c.vocab_size);
+  const int tp = std::max(1, shape.tensor_parallel);
+  // A tensor-parallel rank's head computes its vocabulary rows.
+  const ParamInfo* head_param = tp > 1 ? tree.find("lm_head.weight") : nullptr;
+  const double vocab_rows = head_param && head_param->shape.size() == 2 ? static_cast<double>(head_param->shape[0])
+                                                                         : static_cast<double>(c.vocab_size);
+  const double head_params = static_cast<double>(c.hidden_size) * vocab_rows;
 
   std::vector<DeviceWork> work;
   auto at = [&work](int device) -> DeviceWork& {
@@ -174,15 +192,24 @@ Prediction predict_plan(const ModuleTree& tree, const Plan& plan, const FactsOf&
                                                  : (layout.streams() ? 1.0 : static_cast<double>(layout.stages.size()));
   // Copies hide behind compute on a shared host only when cores are left over for them.
   const bool copies_overlap = !shared_host || shape.concurrency > 1;
+  // A group's ranks on virtual devices of one host that cannot all compute at once take turns
+  // (their compute and their collectives' meetings).
+  const double turns = tp > 1 && shared && shape.concurrency < tp ? tp / shape.concurrency : 1.0;
   auto step = [&](double tokens, double kv_tokens, bool decode) {
     Step s;
     const double m = std::max(1.0, std::min(micro, tokens));
     double first = 0, slowest = 0;
     for (std::size_t i = 0; i < work.size(); ++i) {
       Time t = device_time(work[i], f[i], c, flops_for(f[i], plan.dtype), tokens / m, kv_tokens, decode, !copies_overlap);
+      if (tp > 1) {
+        t.total *= turns, t.memory *= turns, t.compute *= turns, t.stream *= turns;
+        // Oversubscribed, a collective also waits for the ranks that are not running.
+        t.comm = turns * collective_seconds(f[i], tp, work[i].layers, work[i].head, tokens / m, H, vocab_rows);
+        t.total += t.comm;
+      }
       first += t.total;
       slowest = std::max(slowest, t.total);
-      t.total *= m, t.memory *= m, t.compute *= m, t.stream *= m;
+      t.total *= m, t.memory *= m, t.compute *= m, t.stream *= m, t.comm *= m;
       s.per_device.push_back(t);
       s.busy_sum += t.total;
     }
@@ -219,9 +246,13 @@ Prediction predict_plan(const ModuleTree& tree, const Plan& plan, const FactsOf&
   for (std::size_t i = 1; i < sb.per_device.size(); ++i)
     if (sb.per_device[i].total > sb.per_device[worst].total) worst = i;
   const Time& t = sb.per_device[worst];
-  p.bottleneck.device = work[worst].device == kHostDevice ? DeviceId::cpu() : DeviceId::accelerator(work[worst].device);
+  // A plan device of a tensor-parallel plan is a stage: named by its rank 0's device, s·tp.
+  auto run_device = [tp](int device) { return device == kHostDevice ? DeviceId::cpu() : DeviceId::accelerator(device * tp); };
+  p.bottleneck.device = run_device(work[worst].device);
   if (sb.hops > t.total) {
     p.bottleneck.resource = "link";
+  } else if (tp > 1 && t.comm >= std::max({t.memory, t.compute, t.stream})) {
+    p.bottleneck.resource = "communication";
   } else if (t.stream >= std::max(t.memory, t.compute)) {
     p.bottleneck.resource = "offload_stream";
   } else {
@@ -240,9 +271,17 @@ Prediction predict_plan(const ModuleTree& tree, const Plan& plan, const FactsOf&
         joules += *f[i].idle_w * sb.seconds + (*f[i].busy_w - *f[i].idle_w) * sb.per_device[i].total;
       }
     }
+    if (!shared_host) joules *= tp;  // every stage is tp devices working alike
     p.joules_per_token = joules / b;
   }
-  for (std::size_t i = 0; i < work.size(); ++i) p.facts.emplace_back(work[i].device == kHostDevice ? DeviceId::cpu() : DeviceId::accelerator(work[i].device), f[i]);
+  if (tp > 1) {
+    p.tensor_parallel = tp;
+    double comm = 0;
+    for (const Time& x : sb.per_device) comm += x.comm;
+    p.communication_share = sb.seconds > 0 ? comm / sb.seconds : 0;
+    p.all_reduce_bytes_per_token = 2.0 * c.num_layers * H * 4;
+  }
+  for (std::size_t i = 0; i < work.size(); ++i) p.facts.emplace_back(run_device(work[i].device), f[i]);
   return p;
 }
 
@@ -256,12 +295,18 @@ Json prediction_to_json(const Prediction& p) {
   Json decode = Json::object();
   decode["batch_1"] = p.decode_tokens_per_s_1;
   decode["batch_" + std::to_string(p.batch)] = p.decode_tokens_per_s_batch;
-  return {{"prefill_tokens_per_s", p.prefill_tokens_per_s},
-          {"decode_tokens_per_s", decode},
-          {"seconds_to_first_token", p.seconds_to_first_token},
-          {"joules_per_token", p.joules_per_token ? Json(*p.joules_per_token) : Json(nullptr)},
-          {"bottleneck", {{"device", p.bottleneck.device.to_json()}, {"resource", p.bottleneck.resource}}},
-          {"facts", facts}};
+  Json j = {{"prefill_tokens_per_s", p.prefill_tokens_per_s},
+            {"decode_tokens_per_s", decode},
+            {"seconds_to_first_token", p.seconds_to_first_token},
+            {"joules_per_token", p.joules_per_token ? Json(*p.joules_per_token) : Json(nullptr)},
+            {"bottleneck", {{"device", p.bottleneck.device.to_json()}, {"resource", p.bottleneck.resource}}},
+            {"facts", facts}};
+  if (p.tensor_parallel > 1) {
+    j["tensor_parallel"] = p.tensor_parallel;
+    j["communication_share"] = p.communication_share;
+    j["all_reduce_bytes_per_token"] = p.all_reduce_bytes_per_token;
+  }
+  return j;
 }
 
 std::string prediction_to_text(const Prediction& p) {
@@ -278,7 +323,13 @@ std::string prediction_to_text(const Prediction& p) {
   } else {
     s += "energy unknown (no power facts); ";
   }
-  s += "bottleneck: device " + p.bottleneck.device.to_string() + ", " + p.bottleneck.resource + "\n";
+  s += "bottleneck: device " + p.bottleneck.device.to_string() + ", " + p.bottleneck.resource;
+  if (p.tensor_parallel > 1) {
+    std::snprintf(buf, sizeof buf, "; tensor parallel %d: collectives %.0f%% of a decode step, all-reduces of %.1f KiB per token",
+                  p.tensor_parallel, 100 * p.communication_share, p.all_reduce_bytes_per_token / 1024);
+    s += buf;
+  }
+  s += "\n";
   std::string sources;
   for (const auto& [d, f] : p.facts) {
     const std::string one = f.name + " [" + f.source + "]";

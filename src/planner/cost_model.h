@@ -3,7 +3,9 @@
 // offloaded weights' copy, overlapped with it when two streaming slots exist, added when one —
 // pipelined over the stages in micro-batches as the executor runs them, plus the activations'
 // hops between devices and, on a calibrated host, the hand-offs between threads that sleep in
-// between (a forward's start and end, each stage, each streamed module's copy).
+// between (a forward's start and end, each stage, each streamed module's copy). Tensor
+// parallelism: each rank computes its shard (the tree given is one rank's), and every layer adds
+// two all-reduces of the tokens' hidden states, each latency + 2(N−1)/N · bytes / link bandwidth.
 #pragma once
 #include <functional>
 #include <optional>
@@ -17,7 +19,7 @@ namespace plexus {
 
 struct Bottleneck {
   DeviceId device = DeviceId::cpu();
-  std::string resource;  // "compute" | "memory_bandwidth" | "link" | "offload_stream"
+  std::string resource;  // "compute" | "memory_bandwidth" | "link" | "offload_stream" | "communication" (tp collectives)
 };
 
 struct Prediction {
@@ -28,6 +30,12 @@ struct Prediction {
   double seconds_to_first_token = 0;      // prefill of a --context-token prompt
   std::optional<double> joules_per_token; // decode at --batch; none without power facts
   Bottleneck bottleneck;                  // of decode at --batch
+  // Tensor parallelism (tensor_parallel > 1): the collectives' share of a decode step at --batch
+  // (all-reduces and the logits' all-gather), and the all-reduces' bytes per token of one rank
+  // (2 × layers × hidden × 4: what ExecStats' communication counts for an in-process group).
+  int tensor_parallel = 1;
+  double communication_share = 0;
+  double all_reduce_bytes_per_token = 0;
   std::vector<std::pair<DeviceId, DeviceFacts>> facts;  // the facts used, per computing device
 };
 
@@ -42,6 +50,11 @@ struct PredictShape {
   // Set, the stages are predicted one after the other (no pipelining) and copies overlap the
   // compute only when it is above 1. 0: separate devices.
   double concurrency = 0;
+  // Ranks of a tensor-parallel group (--tp): the tree is one rank's shard and each plan device is
+  // a stage of this many devices computing together. Per layer and forward of n tokens, two
+  // all-reduces of n × hidden float32 (after o_proj and down_proj) and, with the head, an
+  // all-gather of the n rows of logits, at DeviceFacts::collective_latency_s and link_bandwidth.
+  int tensor_parallel = 1;
 };
 
 // Facts of a computing device: an accelerator ordinal, or kHostDevice.

@@ -84,7 +84,8 @@ Json device_facts_to_json(const DeviceFacts& f) {
           {"busy_w", optional_json(f.busy_w)},
           {"launch_overhead_s", f.launch_overhead_s},
           {"streamed_weight_bytes_per_s", f.streamed_weight_rate},
-          {"handoff_s", f.handoff_s}};
+          {"handoff_s", f.handoff_s},
+          {"collective_latency_s", f.collective_latency_s}};
 }
 
 Json host_calibration_to_json(const HostCalibration& c) {
@@ -174,6 +175,7 @@ DeviceFacts virtual_device_facts(const HostCalibration& c, int threads, const st
   f.launch_overhead_s = t.launch_overhead_s;
   f.streamed_weight_rate = t.streamed_weight_rate;
   f.handoff_s = c.handoff_s;
+  f.collective_latency_s = c.handoff_s > 0 ? c.handoff_s : kDefaultHandoffS;
   return f;
 }
 
@@ -219,6 +221,7 @@ std::optional<DeviceFacts> builtin_gpu_facts(const std::string& name) {
     f.disk_read_bandwidth = 2 * kG;  // an NVMe drive: the checkpoint's pages, not the GPU's
     f.idle_w = g.idle;
     f.busy_w = g.busy;
+    f.collective_latency_s = g.link > g.pcie ? 10e-6 : 25e-6;  // NVLink / xGMI, else PCIe (assumed)
     return f;
   }
   return std::nullopt;
