@@ -70,7 +70,7 @@ int cmd_plan(int argc, char** argv) {
       throw InputError("--strategy fastest ranks plans of whole layers; with --tp give a strategy (" + std::string(kStrategyChoices) + ")");
     }
     run_budgets = o.request.budgets;
-    o.request.budgets = group_budgets(run_budgets, world);
+    o.request.budgets = group_budgets(run_budgets, world, o.accelerators.cuda);
   }
   // Budgets from the detected GPUs: predict them as what they are.
   std::optional<Inventory> detected;

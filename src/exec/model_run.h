@@ -77,8 +77,9 @@ PlanOptions plan_options_from(const PlanInputs& in, const ModelConfig& config);
 // The budgets one rank of a tensor × pipeline parallel group plans with (`all`: the run's): stage
 // s is the accelerators s·tp … s·tp + tp − 1 in order, planned as accelerator s with the smallest
 // budget among them, so one plan fits every rank; cpu and disk budgets divided between the tp
-// ranks. InputError naming --tp, --pp and the device count when there are fewer than tp × pp.
-Budgets group_budgets(const Budgets& all, const WorldConfig& w);
+// ranks. InputError naming --tp, --pp and the device count when there are fewer than tp × pp
+// (and --virtual-gpus as the way out when `gpus`, else --virtual-devices).
+Budgets group_budgets(const Budgets& all, const WorldConfig& w, bool gpus = false);
 // `plan` (plan_model or plan_from_device_map on group budgets) with a budget error of the rank's
 // plan said in the run's terms: its device s is every device of stage s, its cpu budget 1/tp.
 Plan plan_for_group(const WorldConfig& w, const std::function<Plan()>& plan);
