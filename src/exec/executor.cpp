@@ -25,6 +25,7 @@ struct Executor::DeviceState {
   Device* device = nullptr;
   DeviceOps ops;  // launched from the device's queue only
   std::unique_ptr<TensorParallelOps> tensor;  // tensor parallelism: ops wrapped, partial products summed
+  bool fail_next_task = false;                // tests: ExecutorOptions::TensorRank::fail_first_task
   ComputeOps* compute = nullptr;              // what the model runs through: `tensor`, else ops.ops
   Buffer workspace_memory;
   std::unique_ptr<Workspace> workspace;
@@ -177,6 +178,7 @@ Executor::Executor(const std::string& model_dir, const DeviceMap& map, DeviceReg
       if (options.tensor) {
         d->tensor = std::make_unique<TensorParallelOps>(*d->ops.ops, options.tensor->group(s.device));
         d->compute = d->tensor.get();
+        d->fail_next_task = options.tensor->fail_first_task;
       }
       const ThreadPool* pool = d->device->thread_pool();
       const int n_threads = pool ? pool->size() : 1;  // attention scores per host thread
@@ -379,6 +381,10 @@ void Executor::enqueue_stage(std::size_t s, std::size_t i, std::span<const std::
     auto timed = [&ds, fn] {
       Timer t;
       try {
+        if (ds.fail_next_task) {
+          ds.fail_next_task = false;
+          throw RuntimeError("injected failure (ExecutorOptions::TensorRank::fail_first_task)");
+        }
         fn();
       } catch (const std::exception& e) {
         if (ds.tensor) ds.tensor->group().abort("tensor-parallel rank " + std::to_string(ds.tensor->group().rank()) + " failed: " + e.what());

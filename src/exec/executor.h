@@ -62,6 +62,7 @@ struct ExecutorOptions {
   struct TensorRank {
     TensorSplit split;
     std::function<Collective&(int device)> group;
+    bool fail_first_task = false;  // tests: the first work of each of its devices throws (a rank failing mid-forward)
   };
   std::optional<TensorRank> tensor;
 };

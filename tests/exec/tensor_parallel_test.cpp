@@ -9,7 +9,10 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "comm/in_process_group.h"
 #include "exec/model_run.h"
+#include "exec/run_devices.h"
+#include "exec/tensor_parallel_runner.h"
 #include "model/make_model.h"
 #include "runtime/engine.h"
 #include "runtime/engine_runner.h"
@@ -149,6 +152,45 @@ TEST(TensorParallelInput, SizesThatCannotSplitTheModelAreRefusedNamingTheHeads) 
     FAIL() << "--tp 2 on one device accepted";
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("needs 2 devices but the run has 1"), std::string::npos) << e.what();
+  }
+}
+
+// A rank whose work fails mid-forward, while the other waits for it in an all-reduce: the forward
+// ends (no rank left waiting) with an error naming the failed rank.
+TEST(TensorParallelFailure, ARankThatFailsReleasesTheOthersAndIsNamed) {
+  TempDir dir("tp_fail");
+  MakeModelOptions o;
+  o.dtype = DType::kF32;
+  write_random_model(dir.path(), o);
+  Budgets caps;
+  caps.set(DeviceId::accelerator(0), 256ull << 20);
+  TensorParallelRunner::Parts parts;
+  parts.tp = 2;
+  std::vector<RankGroup*> groups;
+  for (int d = 0; d < 2; ++d) {  // device 0 and the host
+    parts.groups.push_back(std::make_unique<InProcessGroup>(2));
+    groups.push_back(parts.groups.back().get());
+  }
+  parts.devices.reserve(2);
+  for (int r = 0; r < 2; ++r) parts.devices.push_back(make_rank_devices(caps, 1, 256ull << 20));
+  DeviceMap all;
+  all.set("", DeviceId::accelerator(0));
+  for (int r = 0; r < 2; ++r) {
+    ExecutorOptions xo;
+    xo.max_batch_tokens = 8;
+    xo.max_context = 32;
+    xo.tensor = ExecutorOptions::TensorRank{TensorSplit{r, 2},
+                                            [groups, r](int d) -> Collective& { return groups[d < 0 ? 1 : 0]->rank(r); },
+                                            /*fail_first_task=*/r == 1};
+    parts.ranks.push_back(std::make_unique<Executor>(dir.path(), all, parts.devices[static_cast<std::size_t>(r)], xo));
+  }
+  TensorParallelRunner runner(std::move(parts));
+  const std::vector<std::int32_t> ids = some_ids(5, 32000, 1);
+  try {
+    perplexity(runner, ids);
+    FAIL() << "the failure was not reported";
+  } catch (const RuntimeError& e) {
+    EXPECT_NE(std::string(e.what()).find("tensor-parallel rank 1 failed: injected failure"), std::string::npos) << e.what();
   }
 }
 
