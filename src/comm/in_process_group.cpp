@@ -5,7 +5,6 @@
 #include <cassert>
 #include <cstring>
 
-#include "core/error.h"
 #include "core/timer.h"
 
 namespace plexus {
@@ -31,9 +30,9 @@ class InProcessGroup::Rank : public Collective {
       const float* other = static_cast<const float*>(g_.posted_[static_cast<std::size_t>(k)]);
       for (std::int64_t i = lo; i < hi; ++i) sum[i] += other[i];
     }
-    g_.arrive();  // every chunk summed
+    g_.barrier_.arrive();  // every chunk summed
     std::copy(sum, sum + count, data);
-    g_.arrive();  // every rank has its copy: the scratch and the buffers are free again
+    g_.barrier_.arrive();  // every rank has its copy: the scratch and the buffers are free again
     count_op(stats_.all_reduce, count * static_cast<std::int64_t>(sizeof(float)), t);
   }
 
@@ -44,7 +43,7 @@ class InProcessGroup::Rank : public Collective {
       const float* from = static_cast<const float*>(g_.posted_[static_cast<std::size_t>(k)]);
       std::copy(from, from + count, out + k * count);
     }
-    g_.arrive();
+    g_.barrier_.arrive();
     count_op(stats_.all_gather, count * static_cast<std::int64_t>(sizeof(float)), t);
   }
 
@@ -53,11 +52,11 @@ class InProcessGroup::Rank : public Collective {
     Timer t;
     post(data, [] {});
     if (r_ != root) std::memcpy(data, g_.posted_[static_cast<std::size_t>(root)], bytes);
-    g_.arrive();
+    g_.barrier_.arrive();
     count_op(stats_.broadcast, static_cast<std::int64_t>(bytes), t);
   }
 
-  void barrier() override { g_.arrive(); }
+  void barrier() override { g_.barrier_.arrive(); }
   void abort(const std::string& why) override { g_.abort(why); }
 
  private:
@@ -65,12 +64,11 @@ class InProcessGroup::Rank : public Collective {
   // then waits for every rank's.
   template <class F>
   void post(const void* buffer, F prepare) {
-    {
-      std::lock_guard lock(g_.mutex_);
+    g_.barrier_.locked([&] {
       g_.posted_[static_cast<std::size_t>(r_)] = buffer;
       prepare();
-    }
-    g_.arrive();
+    });
+    g_.barrier_.arrive();
   }
   static void count_op(CommStats::Op& op, std::int64_t bytes, const Timer& t) {
     ++op.calls;
@@ -82,7 +80,7 @@ class InProcessGroup::Rank : public Collective {
   const int r_;
 };
 
-InProcessGroup::InProcessGroup(int size) : size_(size), posted_(static_cast<std::size_t>(size)) {
+InProcessGroup::InProcessGroup(int size) : size_(size), barrier_(size), posted_(static_cast<std::size_t>(size)) {
   assert(size >= 1);
   for (int r = 0; r < size; ++r) ranks_.push_back(std::make_unique<Rank>(*this, r));
 }
@@ -94,24 +92,6 @@ Collective& InProcessGroup::rank(int r) {
   return *ranks_[static_cast<std::size_t>(r)];
 }
 
-void InProcessGroup::abort(const std::string& why) {
-  std::lock_guard lock(mutex_);
-  if (aborted_.empty()) aborted_ = why.empty() ? "a tensor-parallel rank failed" : why;
-  all_arrived_.notify_all();
-}
-
-void InProcessGroup::arrive() {
-  std::unique_lock lock(mutex_);
-  if (!aborted_.empty()) throw RuntimeError(aborted_);
-  const std::uint64_t generation = generation_;
-  if (++arrived_ == size_) {
-    arrived_ = 0;
-    ++generation_;
-    all_arrived_.notify_all();
-    return;
-  }
-  all_arrived_.wait(lock, [&] { return generation_ != generation || !aborted_.empty(); });
-  if (generation_ == generation) throw RuntimeError(aborted_);
-}
+void InProcessGroup::abort(const std::string& why) { barrier_.abort(why); }
 
 }  // namespace plexus

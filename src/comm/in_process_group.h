@@ -4,14 +4,13 @@
 // order into a shared scratch, and every rank copies the whole sum out, so every rank holds the
 // same bits whatever the timing. Host memory only.
 #pragma once
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "comm/collective.h"
+#include "comm/rank_barrier.h"
 #include "comm/rank_group.h"
 
 namespace plexus {
@@ -33,18 +32,11 @@ class InProcessGroup : public RankGroup {
  private:
   class Rank;
   friend class Rank;
-  // Returns once all size() ranks have arrived (or throws after abort()).
-  void arrive();
-
   const int size_;
   std::vector<std::unique_ptr<Rank>> ranks_;
+  RankBarrier barrier_;
   std::vector<const void*> posted_;  // (size) each rank's buffer of the collective in progress
   std::vector<float> scratch_;       // the all-reduce sum
-  std::mutex mutex_;
-  std::condition_variable all_arrived_;
-  int arrived_ = 0;
-  std::uint64_t generation_ = 0;
-  std::string aborted_;  // non-empty once abort() was called
 };
 
 }  // namespace plexus

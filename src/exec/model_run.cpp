@@ -378,6 +378,16 @@ std::unique_ptr<RankGroup> make_rank_group(std::vector<DeviceRegistry>& devices,
   return std::make_unique<InProcessGroup>(tp);
 }
 
+// What an executor of `plan` is told: the plan's context and sequences, the run's batch tokens.
+ExecutorOptions planned_executor_options(const EngineOptions& eo, const Plan& plan, int micro_batches) {
+  ExecutorOptions xo;
+  xo.max_batch_tokens = eo.max_batch_tokens;
+  xo.max_context = plan.runtime.context;
+  xo.sequences = plan.runtime.batch;
+  xo.micro_batches = micro_batches;
+  return xo;
+}
+
 // The executors of a tensor-parallel group in this process: rank r computes shard r on devices
 // of its own (the plan's capacities, made for one rank: virtual CPU devices, or CUDA devices on
 // the GPUs of the run's devices s·tp + r), its partial products summed with the other ranks'
@@ -416,11 +426,7 @@ std::unique_ptr<ModelRun> open_tensor_parallel(std::unique_ptr<ModelRun> run, co
     groups.push_back(parts.groups.back().get());
   }
   for (int r = 0; r < world.tp; ++r) {
-    ExecutorOptions xo;
-    xo.max_batch_tokens = eo.max_batch_tokens;
-    xo.max_context = plan.runtime.context;
-    xo.sequences = plan.runtime.batch;
-    xo.micro_batches = in.micro_batches;
+    ExecutorOptions xo = planned_executor_options(eo, plan, in.micro_batches);
     quantize_options(xo);
     xo.tensor = ExecutorOptions::TensorRank{TensorSplit{r, world.tp}, [groups, r, n_devices](int d) -> Collective& {
                                               return groups[static_cast<std::size_t>(d < 0 ? n_devices : d)]->rank(r);
@@ -629,11 +635,7 @@ std::unique_ptr<ModelRun> open_model_run(const RunInputs& in, const std::string&
   run->devices = make_run_devices(run_capacities(plan), po.request.runtime.threads, host_available_memory(), po.accelerators,
                                    eo.wait);
   if (!po.device_note.empty()) run->device_note = po.device_note;
-  ExecutorOptions xo;
-  xo.max_batch_tokens = eo.max_batch_tokens;
-  xo.max_context = plan.runtime.context;
-  xo.sequences = plan.runtime.batch;
-  xo.micro_batches = in.micro_batches;
+  ExecutorOptions xo = planned_executor_options(eo, plan, in.micro_batches);
   quantize_options(xo);
   run->executor = std::make_unique<Executor>(model_dir, plan.device_map, run->devices, xo);
   run->runner = run->executor.get();
