@@ -99,22 +99,11 @@ ParallelPlan parallel_plan(const ModuleTree& full, const Plan& plan, const PlanR
 Json parallel_devices_to_json(const ParallelPlan& p) {
   Json devs = Json::array();
   for (const ParallelDevice& x : p.devices) {
-    const DeviceReport& d = x.report;
-    Json j;
+    Json j = device_report_to_json(x.report);
     j["device"] = x.device.to_json();
     j["tp_rank"] = x.tp_rank ? Json(*x.tp_rank) : Json(nullptr);
     j["pp_stage"] = x.pp_stage ? Json(*x.pp_stage) : Json(nullptr);
     j["budget_bytes"] = x.budget_bytes ? Json(*x.budget_bytes) : Json(nullptr);
-    j["weights_bytes"] = d.weights_bytes;
-    j["kv_cache_bytes"] = d.kv_cache_bytes;
-    j["activation_bytes"] = d.activation_bytes;
-    j["streaming_bytes"] = d.streaming_bytes;
-    j["run_buffers_bytes"] = d.run_buffers_bytes;
-    j["total_bytes"] = d.total_bytes;
-    j["read_bytes_per_token"] = d.read_bytes_per_token;
-    j["layers"] = d.layers;
-    j["embedding"] = d.holds_embedding;
-    j["lm_head"] = d.holds_lm_head;
     devs.push_back(j);
   }
   return devs;

@@ -27,6 +27,25 @@ std::string format_ranges(const std::vector<int>& v) {
   return s;
 }
 
+Json device_report_to_json(const DeviceReport& d) {
+  Json x;
+  x["device"] = d.device.to_json();
+  x["budget_bytes"] = d.budget_bytes ? Json(*d.budget_bytes) : Json(nullptr);
+  x["weights_bytes"] = d.weights_bytes;
+  x["kv_cache_bytes"] = d.kv_cache_bytes;
+  x["activation_bytes"] = d.activation_bytes;
+  x["streaming_bytes"] = d.streaming_bytes;
+  x["streaming_slots"] = d.streaming_slots;
+  x["run_buffers_bytes"] = d.run_buffers_bytes;
+  x["total_bytes"] = d.total_bytes;
+  x["capacity_bytes"] = d.capacity_bytes ? Json(*d.capacity_bytes) : Json(nullptr);
+  x["read_bytes_per_token"] = d.read_bytes_per_token;
+  x["layers"] = d.layers;
+  x["embedding"] = d.holds_embedding;
+  x["lm_head"] = d.holds_lm_head;
+  return x;
+}
+
 Json plan_to_json(const Plan& p) {
   Json j;
   j["strategy"] = p.custom ? std::string("custom") : std::string(strategy_name(p.strategy));
@@ -38,24 +57,7 @@ Json plan_to_json(const Plan& p) {
   j["batch"] = p.runtime.batch;
   j["batch_tokens"] = p.runtime.prefill_chunk;
   Json devs = Json::array();
-  for (const DeviceReport& d : p.devices) {
-    Json x;
-    x["device"] = d.device.to_json();
-    x["budget_bytes"] = d.budget_bytes ? Json(*d.budget_bytes) : Json(nullptr);
-    x["weights_bytes"] = d.weights_bytes;
-    x["kv_cache_bytes"] = d.kv_cache_bytes;
-    x["activation_bytes"] = d.activation_bytes;
-    x["streaming_bytes"] = d.streaming_bytes;
-    x["streaming_slots"] = d.streaming_slots;
-    x["run_buffers_bytes"] = d.run_buffers_bytes;
-    x["total_bytes"] = d.total_bytes;
-    x["capacity_bytes"] = d.capacity_bytes ? Json(*d.capacity_bytes) : Json(nullptr);
-    x["read_bytes_per_token"] = d.read_bytes_per_token;
-    x["layers"] = d.layers;
-    x["embedding"] = d.holds_embedding;
-    x["lm_head"] = d.holds_lm_head;
-    devs.push_back(x);
-  }
+  for (const DeviceReport& d : p.devices) devs.push_back(device_report_to_json(d));
   j["devices"] = devs;
   j["notes"] = p.notes;
   return j;

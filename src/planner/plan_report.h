@@ -10,6 +10,8 @@
 namespace plexus {
 
 Json plan_to_json(const Plan& plan);
+// One device of a plan as plan_to_json lists it: budget, weights, KV cache, buffers, what it holds.
+Json device_report_to_json(const DeviceReport& d);
 std::string plan_to_table(const Plan& plan);
 
 // "0-3,5" for {0,1,2,3,5}.
