@@ -7,6 +7,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libpcre2-dev libicu-dev libyaml-cpp-dev
   openmpi-bin libopenmpi-dev
+  libcpp-httplib-dev curl nodejs
   python3 python3-numpy
 )
 missing=()

@@ -1,0 +1,54 @@
+// Energy per request: a monitor (monitor/) samples the devices for the server's whole life, in
+// bounded memory, and every scheduler step [t0, t1] gets the energy the devices used in it
+// (the cumulative energy interpolated between samples); the step's energy is shared among its
+// requests by their share of the step's tokens. So the requests' energy_j sums to the measured
+// energy of the steps; energy between steps (the server idle) is counted apart.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "monitor/metric_source.h"
+
+namespace plexus {
+
+// One monitored device now, for /metrics.
+struct DeviceEnergy {
+  std::string key;   // "0", "1", ... or "cpu" (monitor/reading.h)
+  std::string name;
+  std::optional<double> power_w;   // latest reading
+  std::optional<double> energy_j;  // since the ledger started
+};
+
+class EnergyLedger {
+ public:
+  // Opens the sources and starts sampling every `interval_ms`.
+  EnergyLedger(std::vector<std::unique_ptr<MetricSource>> sources, double interval_ms = 100);
+  ~EnergyLedger();
+  EnergyLedger(const EnergyLedger&) = delete;
+  EnergyLedger& operator=(const EnergyLedger&) = delete;
+
+  // Seconds on the ledger's clock (steady, from its start): the times steps are given in.
+  double now_s() const;
+  // The scheduler's side: one step from t0 to t1 and the tokens each request (by id) had in it.
+  void record_step(double t0, double t1, std::span<const std::pair<std::uint64_t, std::int64_t>> tokens);
+  // The energy shared to request `id` over all its steps, once its last step is recorded; waits
+  // (one sampling interval at most) until the monitor has sampled past that step. nullopt when
+  // no device reports energy. Forgets the request.
+  std::optional<double> take_request_energy(std::uint64_t id);
+
+  // The /metrics side.
+  std::vector<DeviceEnergy> devices() const;
+  std::optional<double> measured_j() const;    // all devices, since the start
+  std::optional<double> attributed_j() const;  // shared out to requests so far
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace plexus

@@ -1,0 +1,88 @@
+// Continuous batching: one thread owns the Runner and, at every step, admits waiting requests
+// into the running batch (while sequences, KV-cache budget and the step's token budget allow),
+// then runs one forward that carries the running requests' decode tokens and chunks of the new
+// requests' prompts together. Each request samples with its own seeded Sampler from its own
+// logits row, so its output is the same whatever else shares the batch. A cancelled request's
+// slot is freed at the next step. The monitor's measured energy of each step is shared among
+// the step's requests by their share of its tokens (serve/energy_ledger.h).
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <variant>
+
+#include "runtime/runner.h"
+#include "serve/serve_request.h"
+
+namespace plexus {
+
+class EnergyLedger;
+
+struct SchedulerOptions {
+  int max_sequences = 8;            // requests in the running batch at most (--max-sequences)
+  int max_queue = 64;               // requests waiting at most; submit() beyond it: QueueFull (--max-queue)
+  std::int64_t step_tokens = 0;     // tokens per forward at most; 0: the runner's max_batch_tokens()
+  std::int64_t kv_budget_tokens = 0;  // KV-cache tokens of all running requests together (prompt + max_tokens
+                                      // each); 0: max_sequences × the runner's max_context()
+};
+
+// submit() refused a request because max_queue requests already wait (HTTP 429).
+class QueueFull : public RuntimeError {
+ public:
+  explicit QueueFull(const std::string& message) : RuntimeError(message) {}
+};
+// submit() after drain() began (HTTP 503).
+class ShuttingDown : public RuntimeError {
+ public:
+  explicit ShuttingDown(const std::string& message) : RuntimeError(message) {}
+};
+
+// The two sides of one request: the scheduler thread pushes events, the caller (an HTTP
+// handler) takes them in order. Thread-safe.
+class RequestStream {
+ public:
+  using Event = std::variant<TokenEvent, FinishEvent>;
+  virtual ~RequestStream() = default;
+  // The next event, waiting up to `timeout`; nullopt on timeout. After the FinishEvent: nullopt at once.
+  virtual std::optional<Event> next(std::chrono::milliseconds timeout) = 0;
+  // The client went away or needs no more tokens: the request ends with kCancelled at the next
+  // step, its KV cache freed. Harmless after the finish.
+  virtual void cancel() = 0;
+};
+
+struct SchedulerStats {
+  int running = 0, waiting = 0;
+  std::int64_t kv_used_tokens = 0, kv_budget_tokens = 0;  // reserved by running requests / in all
+  std::int64_t steps = 0;
+  std::int64_t prompt_tokens = 0, generated_tokens = 0;  // processed since start
+  std::int64_t finished = 0, cancelled = 0, failed = 0;
+  double busy_s = 0;  // time spent in forwards
+};
+
+class Scheduler {
+ public:
+  // `runner` and `ledger` (may be null: no energy) must outlive the scheduler. Starts its thread.
+  Scheduler(Runner& runner, const SchedulerOptions& options, EnergyLedger* ledger);
+  ~Scheduler();  // drain(0) if still running
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // Queues a request. InputError (HTTP 400) when it can never run: empty prompt, an id outside
+  // the vocabulary, prompt + max_tokens beyond the runner's context or the KV budget;
+  // QueueFull (429); ShuttingDown (503).
+  std::shared_ptr<RequestStream> submit(ServeRequest request);
+
+  // Stops taking requests; waiting ones end kCancelled; running ones finish, for `limit` at
+  // most (then kCancelled); the thread ends. Returns when it has.
+  void drain(std::chrono::milliseconds limit);
+
+  SchedulerStats stats() const;
+  const SchedulerOptions& options() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace plexus

@@ -1,0 +1,45 @@
+// One generation request as the scheduler (serve/scheduler.h) sees it, and what it sends back:
+// tokens as they are chosen (with their log-probabilities when asked), then one finish event
+// with the request's counts, time and energy. Text, stop strings and the HTTP shapes are the
+// API layer's (serve/openai_api.h); the scheduler deals in token ids.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "runtime/sampler.h"
+
+namespace plexus {
+
+struct ServeRequest {
+  std::vector<std::int32_t> prompt;  // (n) token ids, n >= 1
+  std::int64_t max_tokens = 16;      // tokens to generate at most (>= 1)
+  SamplingOptions sampling;          // greedy or seeded sampling: output depends on nothing else
+  std::vector<std::int64_t> stop_ids;  // end of sequence ids: generation stops after one (not sent as text)
+  int top_logprobs = -1;               // -1: no log-probabilities; k >= 0: the chosen token's and the top k
+};
+
+// Why a request ended, as the OpenAI API names it ("stop", "length"), or ours: "cancelled" (the
+// client went away, or the API layer matched a stop string and cancelled), "error" (a forward failed).
+enum class FinishReason { kStop, kLength, kCancelled, kError };
+const char* finish_reason_name(FinishReason reason);
+
+struct TokenEvent {
+  std::int32_t id = 0;
+  std::optional<float> logprob;                           // with ServeRequest::top_logprobs >= 0
+  std::vector<std::pair<std::int32_t, float>> top;        // (id, logprob), best first, top_logprobs of them
+};
+
+struct FinishEvent {
+  FinishReason reason = FinishReason::kStop;
+  std::string error;  // kError: what failed
+  std::int64_t prompt_tokens = 0, completion_tokens = 0;
+  double time_s = 0;    // from submit() to the last token
+  double ttft_s = 0;    // from submit() to the first token (0 when none)
+  double queue_s = 0;   // from submit() to admission into the running batch
+  std::optional<double> energy_j;  // its share of the measured device energy (serve/energy_ledger.h); nullopt: no energy source
+};
+
+}  // namespace plexus
