@@ -13,6 +13,7 @@ version=3.21.1
 integrity='sha512-E3N0Ev2Va0wzydvXYFwM9Hvyo07PoWjt8T/9GMc43Cvt8YkV/NU/tYUgEMC1grTPv2o9PRjQi0G3Wb5P/awiMg=='
 commit=80fb11ac73e66d89eae2c6a91d8a77428fa733ed  # the bundle's HEAD (llama.cpp, squashed)
 targets=(llama-bench llama-batched-bench llama-perplexity llama-quantize llama-tokenize)
+[ $# -gt 0 ] && targets=("$@")
 bin="$peer/build/bin"
 
 die() { echo "setup_peer: $*" >&2; exit 1; }
@@ -44,7 +45,8 @@ fi
 echo "setup_peer: building ${targets[*]} (CPU only, OpenMP, -march=native; a few minutes)" >&2
 cmake -S "$src" -B "$peer/build" -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF -DGGML_NATIVE=ON \
   -DGGML_CUDA=OFF -DGGML_METAL=OFF -DGGML_VULKAN=OFF -DGGML_OPENMP=ON \
-  -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF >&2
+  -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF \
+  -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF >&2
 nice -n 10 cmake --build "$peer/build" -j "${PEER_BUILD_JOBS:-2}" --target "${targets[@]}" >&2
 have_all || die "the build did not produce ${targets[*]} in $bin"
 echo "$version $commit" > "$peer/stamp"

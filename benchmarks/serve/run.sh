@@ -5,7 +5,7 @@
 # tokens/s at 1, 4, 16 and 64 clients and the ratio cb/seq1. Writes OUT/serve_bench.json.
 # The model: `make-model --preset small` (SmolLM-135M's shape, 30 layers) with the Mistral
 # tokenizer (32000 tokens), made once into models/serve-bench-small.
-# usage: benchmarks/serve/run.sh [BUILD_DIR] [OUT_DIR]     env: THREADS (2) REPEATS (3) MAX_TOKENS (16)
+# usage: benchmarks/serve/run.sh [BUILD_DIR] [OUT_DIR]     env: THREADS (2) REPEATS (3) MAX_TOKENS (32)
 #        MODEL (a model to use instead) CONCURRENCY (1,4,16,64) CB_MAX_SEQUENCES (64)
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -51,5 +51,5 @@ start seq1 --max-sequences 1 --max-queue 256
 seq1_url="$url"
 
 node "$here/serve_bench.mjs" --server "seq1=$seq1_url" --server "cb=$cb_url" --baseline seq1 \
-  --concurrency "${CONCURRENCY:-1,4,16,64}" --repeats "${REPEATS:-3}" --max-tokens "${MAX_TOKENS:-16}" \
+  --concurrency "${CONCURRENCY:-1,4,16,64}" --repeats "${REPEATS:-3}" --max-tokens "${MAX_TOKENS:-32}" \
   --json "$out/serve_bench.json"

@@ -140,7 +140,7 @@ test('--max-queue: requests beyond the queue get 429 (RateLimitError), the rest 
   // A long request holds the only sequence while the others arrive: 2 of them wait, 4 are refused.
   const ac = new AbortController();
   const long = await client.completions.create(
-    { model: 'm', prompt: 'A long answer:', max_tokens: 1500, temperature: 0, stream: true }, { signal: ac.signal });
+    { model: 'm', prompt: 'A long answer:', max_tokens: 1500, temperature: 0, ignore_eos: true, stream: true }, { signal: ac.signal });
   const it = long[Symbol.asyncIterator]();
   const first = await it.next();
   assert.ok(!first.done, 'the long request streamed nothing');

@@ -232,7 +232,7 @@ test('a client that disconnects mid-stream frees its slot (running gauge back to
   const maxTokens = 1500;
   const ac = new AbortController();
   const stream = await client.completions.create(
-    { model: kName, prompt: 'Tell me a very long story:', max_tokens: maxTokens, temperature: 0, stream: true },
+    { model: kName, prompt: 'Tell me a very long story:', max_tokens: maxTokens, temperature: 0, ignore_eos: true, stream: true },
     { signal: ac.signal });
   let chunks = 0;
   let finished = null;
