@@ -152,7 +152,7 @@ test('--max-queue: requests beyond the queue get 429 (RateLimitError), the rest 
       (r) => ({ ok: r }), (e) => { if (++refusedSoFar === 4) wake(); return { err: e }; }));
   // The refusals come back at once; the 2 queued ones wait for the long request, cancelled once
   // the refusals are in (or after 20 s, and the count below fails).
-  await Promise.race([fourRefused, Promise.all(queued), new Promise((r) => setTimeout(r, 20_000))]);
+  await Promise.race([fourRefused, Promise.all(queued), new Promise((r) => setTimeout(r, 20_000).unref())]);
   ac.abort();
   await (async () => { for (;;) { const n = await it.next(); if (n.done) break; } })().catch(() => {});
   const outcomes = await Promise.all(queued);

@@ -56,6 +56,8 @@ function childPid(parent) {
 }
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+// A time limit raced against an event: unref'd, so that a pending limit does not keep node alive.
+const limit = (ms, value) => new Promise((r) => setTimeout(() => r(value), ms).unref());
 
 // Starts `plexus serve MODEL --host 127.0.0.1 --port 0 ARGS...` under `timeout LIMIT_S` and waits
 // until /health answers 200. Returns { url, port, pid, rssKiB(), stderr(), stop() }.
@@ -91,7 +93,7 @@ export async function startServer({ plexus, model, args = [], limitS = 600, read
     async stop(graceS = 30) {
       if (exited) { live.delete(server); return exited; }
       if (pid) try { process.kill(pid, 'SIGTERM'); } catch { /* gone */ } else child.kill('SIGTERM');
-      const res = await Promise.race([exit, sleep(graceS * 1000).then(() => null)]);
+      const res = await Promise.race([exit, limit(graceS * 1000, null)]);
       live.delete(server);
       if (res) return res;
       server.kill('SIGKILL');
@@ -113,7 +115,7 @@ export async function startServer({ plexus, model, args = [], limitS = 600, read
       if (m) resolve(Number(m[1]));
     });
   });
-  const port = await Promise.race([listening, exit.then(() => null), sleep(readyS * 1000).then(() => undefined)]);
+  const port = await Promise.race([listening, exit.then(() => null), limit(readyS * 1000, undefined)]);
   if (port === null) return fail(`exited (${JSON.stringify(exited)}) before printing "listening on http://HOST:PORT"`);
   if (port === undefined) return fail(`printed no "listening on http://HOST:PORT" line within ${readyS} s`);
   server.port = port;
