@@ -190,7 +190,7 @@ Value f_round(Evaluator& ev, const Value& v, CallArgs& a) {
   const double scale = std::pow(10.0, static_cast<double>(precision));
   const double x = v.as_number() * scale;
   double r = 0;
-  if (method == "common") r = std::round(x);
+  if (method == "common") r = std::nearbyint(x);  // Python's round: halves to even
   else if (method == "ceil") r = std::ceil(x);
   else if (method == "floor") r = std::floor(x);
   else ev.fail("round method must be 'common', 'ceil' or 'floor', got '" + method + "'");

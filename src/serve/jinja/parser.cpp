@@ -9,6 +9,34 @@
 namespace plexus::jinja {
 namespace {
 
+// As jinja2 reads a template (str.splitlines, joined with "\n", keep_trailing_newline off):
+// every line break (\r\n, \r, \v, \f, \x1c-\x1e, U+0085, U+2028, U+2029) becomes "\n", and one
+// newline at the very end goes.
+std::string normalize_newlines(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c == '\r') {
+      if (i + 1 < s.size() && s[i + 1] == '\n') ++i;
+      out.push_back('\n');
+    } else if (c == '\v' || c == '\f' || (c >= 0x1c && c <= 0x1e)) {
+      out.push_back('\n');
+    } else if (c == 0xC2 && i + 1 < s.size() && static_cast<unsigned char>(s[i + 1]) == 0x85) {
+      out.push_back('\n');
+      ++i;
+    } else if (c == 0xE2 && i + 2 < s.size() && static_cast<unsigned char>(s[i + 1]) == 0x80 &&
+               (static_cast<unsigned char>(s[i + 2]) == 0xA8 || static_cast<unsigned char>(s[i + 2]) == 0xA9)) {
+      out.push_back('\n');
+      i += 2;
+    } else {
+      out.push_back(static_cast<char>(c));
+    }
+  }
+  if (!out.empty() && out.back() == '\n') out.pop_back();
+  return out;
+}
+
 class Parser {
  public:
   explicit Parser(std::vector<Token> tokens) : t_(std::move(tokens)) {}
@@ -142,7 +170,11 @@ class Parser {
     if (word == "macro") return parse_macro(kw);
     if (word == "filter") {
       auto s = make_stmt(Stmt::Kind::kFilterBlock, kw);
-      s->expr = parse_filters(nullptr);
+      auto first = make(Expr::Kind::kFilter, peek());
+      first->name = expect_name();
+      if (is_op("(")) parse_call_args(*first);
+      first->children.push_back(nullptr);
+      s->expr = parse_filters(std::move(first));
       expect_block_end();
       s->body = parse_body({"endfilter"});
       expect_end_tag("endfilter");
@@ -234,7 +266,14 @@ class Parser {
       s->targets = parse_targets();
     }
     if (accept_op("=")) {
+      const Token& at = peek();
       s->expr = parse_expression();
+      if (is_op(",")) {  // set a, b = 1, 2: a tuple without parentheses
+        auto tuple = make(Expr::Kind::kTuple, at);
+        tuple->children.push_back(std::move(s->expr));
+        while (accept_op(",")) tuple->children.push_back(parse_expression());
+        s->expr = std::move(tuple);
+      }
       expect_block_end();
       return s;
     }
@@ -592,6 +631,6 @@ class Parser {
 
 }  // namespace
 
-Body parse(const std::string& source) { return Parser(lex(source)).parse_all(); }
+Body parse(const std::string& source) { return Parser(lex(normalize_newlines(source))).parse_all(); }
 
 }  // namespace plexus::jinja

@@ -33,9 +33,7 @@ std::vector<std::string> split(const std::string& s, const std::string* sep, std
     while (i < s.size() && is_py_space(static_cast<unsigned char>(s[i]))) ++i;
     if (i >= s.size()) break;
     if (maxsplit >= 0 && static_cast<std::int64_t>(out.size()) >= maxsplit) {
-      std::size_t e = s.size();
-      while (e > i && is_py_space(static_cast<unsigned char>(s[e - 1]))) --e;
-      out.push_back(s.substr(i, e - i));
+      out.push_back(s.substr(i));  // the rest, trailing whitespace kept (as Python)
       break;
     }
     std::size_t j = i;
