@@ -197,6 +197,7 @@ Evaluator::Flow Evaluator::exec_for(const Stmt& s) {
       if (a.positional.empty()) ev.fail("loop.cycle() needs at least one value");
       return a.positional[static_cast<std::size_t>(i) % a.positional.size()];
     }));
+    frames_.back()->clear();  // each iteration starts from the scope outside the loop (jinja2)
     bind(items[static_cast<std::size_t>(i)]);
     assign("loop", Value::dict(std::move(loop)));
     if (exec_body(s.body) == Flow::kBreak) break;

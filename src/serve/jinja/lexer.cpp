@@ -29,11 +29,15 @@ class Lexer {
       std::size_t open = find_open(pos);
       std::string text = src_.substr(pos, open - pos);
       const std::size_t text_pos = pos;
+      // Whether the text starts a line (as jinja2's lexer sees it: after what the last tag consumed).
+      bool line_start = pos == 0 || src_[pos - 1] == '\n';
       if (strip_next) {
         auto first = std::find_if_not(text.begin(), text.end(), is_space);
+        if (first != text.begin()) line_start = *(first - 1) == '\n';
         text.erase(text.begin(), first);
       } else if (trim_newline && !text.empty() && text[0] == '\n') {
         text.erase(0, 1);
+        line_start = true;
       }
       strip_next = trim_newline = false;
       if (open < src_.size()) {
@@ -45,8 +49,7 @@ class Lexer {
           // lstrip_blocks: spaces and tabs between a line's start and a block or comment go.
           const std::size_t nl = text.rfind('\n');
           const std::size_t from = nl == std::string::npos ? 0 : nl + 1;
-          if (text.find_first_not_of(" \t", from) == std::string::npos &&
-              (nl != std::string::npos || text_pos == 0 || src_[text_pos - 1] == '\n'))
+          if (text.find_first_not_of(" \t", from) == std::string::npos && (nl != std::string::npos || line_start))
             text.erase(from);
         }
       }
