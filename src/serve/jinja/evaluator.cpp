@@ -178,28 +178,31 @@ Evaluator::Flow Evaluator::exec_for(const Stmt& s) {
     return exec_body(s.else_body);
   }
   const auto n = static_cast<std::int64_t>(items.size());
-  auto cycle_items = std::make_shared<std::int64_t>(0);
+  // One `loop` object, updated in place each iteration (as jinja2's LoopContext).
+  auto index = std::make_shared<std::int64_t>(0);
+  Value loop = Value::dict();
+  Dict& fields = loop.mutable_dict();
+  fields.set("length", Value(n));
+  fields.set("depth", Value(1));
+  fields.set("depth0", Value(0));
+  fields.set("cycle", Value::function("loop.cycle", [index](Evaluator& ev, CallArgs& a) -> Value {
+    if (a.positional.empty()) ev.fail("loop.cycle() needs at least one value");
+    return a.positional[static_cast<std::size_t>(*index) % a.positional.size()];
+  }));
   for (std::int64_t i = 0; i < n; ++i) {
     count_steps(1);
-    Dict loop;
-    loop.set("index", Value(i + 1));
-    loop.set("index0", Value(i));
-    loop.set("revindex", Value(n - i));
-    loop.set("revindex0", Value(n - i - 1));
-    loop.set("first", Value(i == 0));
-    loop.set("last", Value(i == n - 1));
-    loop.set("length", Value(n));
-    loop.set("depth", Value(1));
-    loop.set("depth0", Value(0));
-    if (i > 0) loop.set("previtem", items[static_cast<std::size_t>(i - 1)]);
-    if (i + 1 < n) loop.set("nextitem", items[static_cast<std::size_t>(i + 1)]);
-    loop.set("cycle", Value::function("loop.cycle", [i](Evaluator& ev, CallArgs& a) -> Value {
-      if (a.positional.empty()) ev.fail("loop.cycle() needs at least one value");
-      return a.positional[static_cast<std::size_t>(i) % a.positional.size()];
-    }));
+    *index = i;
+    fields.set("index", Value(i + 1));
+    fields.set("index0", Value(i));
+    fields.set("revindex", Value(n - i));
+    fields.set("revindex0", Value(n - i - 1));
+    fields.set("first", Value(i == 0));
+    fields.set("last", Value(i == n - 1));
+    fields.set("previtem", i > 0 ? items[static_cast<std::size_t>(i - 1)] : Value::undefined("there is no loop.previtem"));
+    fields.set("nextitem", i + 1 < n ? items[static_cast<std::size_t>(i + 1)] : Value::undefined("there is no loop.nextitem"));
     frames_.back()->clear();  // each iteration starts from the scope outside the loop (jinja2)
     bind(items[static_cast<std::size_t>(i)]);
-    assign("loop", Value::dict(std::move(loop)));
+    assign("loop", loop);
     if (exec_body(s.body) == Flow::kBreak) break;
   }
   return Flow::kNormal;

@@ -17,7 +17,7 @@ struct RenderLimits {
   std::size_t max_output = std::size_t{64} << 20;  // bytes of output, and of any one string or list
   int max_depth = 2000;                             // nested evaluation (expressions, blocks, calls)
   int max_call_depth = 100;                         // nested macro calls
-  std::int64_t max_steps = 20'000'000;              // statements run and loop iterations
+  std::int64_t max_steps = 10'000'000;              // statements run and loop iterations
   std::int64_t max_range = 1'000'000;               // elements of one range()
 };
 
