@@ -12,6 +12,7 @@ int cmd_make_model(int argc, char** argv);
 int cmd_generate(int argc, char** argv);
 int cmd_perplexity(int argc, char** argv);
 int cmd_tokenize(int argc, char** argv);
+int cmd_chat_template(int argc, char** argv);
 int cmd_detect(int argc, char** argv);
 int cmd_doctor(int argc, char** argv);
 int cmd_monitor(int argc, char** argv);

@@ -30,6 +30,7 @@ const Command kCommands[] = {
     {"plan", "place a model's weights on devices (accelerate-compatible or stages)", plexus::cli::cmd_plan},
     {"calibrate", "measure this machine for plan's speed and energy predictions", plexus::cli::cmd_calibrate},
     {"tokenize", "encode text with a Hugging Face tokenizer.json (ids, decoded)", plexus::cli::cmd_tokenize},
+    {"chat-template", "render a model's chat template for conversations (JSON lines)", plexus::cli::cmd_chat_template},
     {"detect", "list devices (GPUs or virtual), their links and the host", plexus::cli::cmd_detect},
     {"doctor", "pre-flight check of devices for a multi-device run", plexus::cli::cmd_doctor},
     {"monitor", "live per-device utilisation, memory, power; energy summary", plexus::cli::cmd_monitor},

@@ -20,11 +20,13 @@ struct ChatTemplateTokens {
 };
 
 // One render's inputs, as an OpenAI chat request and transformers' apply_chat_template carry them.
+// Ordered JSON: `tojson` prints keys in the order the request gave them, as transformers does
+// (a Json assigns to these, with its keys sorted).
 struct ChatInput {
-  Json messages = Json::array();  // [{"role", "content", ...}]
-  Json tools;                     // null, or [{"type": "function", "function": {...}}]
+  nlohmann::ordered_json messages = nlohmann::ordered_json::array();  // [{"role", "content", ...}]
+  nlohmann::ordered_json tools;  // null, or [{"type": "function", "function": {...}}]
   bool add_generation_prompt = true;
-  Json kwargs = Json::object();   // extra template variables (e.g. "enable_thinking")
+  nlohmann::ordered_json kwargs = nlohmann::ordered_json::object();  // extra template variables (e.g. "enable_thinking")
 };
 
 // The template called raise_exception(message): `what()` is its message exactly.

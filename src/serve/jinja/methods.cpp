@@ -1,0 +1,320 @@
+// The methods templates call on strings, lists and dicts (Python's), bound to their object.
+// Lists and dicts are immutable, as in transformers' ImmutableSandboxedEnvironment: append,
+// pop, update and the like fail with a TemplateError.
+#include <map>
+#include <set>
+
+#include "serve/jinja/builtins.h"
+#include "serve/jinja/evaluator.h"
+#include "serve/jinja/string_ops.h"
+
+namespace plexus::jinja {
+namespace {
+
+using Method = Value (*)(Evaluator&, const Value&, CallArgs&);
+
+std::string str_arg(Evaluator& ev, const CallArgs& a, std::size_t i, const char* name, const char* method) {
+  const Value v = arg(ev, a, i, name);
+  if (!v.is_string()) ev.fail(std::string(method) + "() argument must be str, not " + v.type_name());
+  return v.as_string();
+}
+
+// strip/lstrip/rstrip(chars=None)
+Value do_strip(Evaluator& ev, const Value& s, CallArgs& a, const char* name, bool left, bool right) {
+  check_args(ev, a, name, 1, {});
+  const Value chars = arg(ev, a, 0, "chars");
+  if (chars.is_undefined() || chars.is_none()) return Value(strip(s.as_string(), nullptr, left, right));
+  if (!chars.is_string()) ev.fail(std::string(name) + " arg must be None or str");
+  return Value(strip(s.as_string(), &chars.as_string(), left, right));
+}
+Value m_strip(Evaluator& ev, const Value& s, CallArgs& a) { return do_strip(ev, s, a, "strip", true, true); }
+Value m_lstrip(Evaluator& ev, const Value& s, CallArgs& a) { return do_strip(ev, s, a, "lstrip", true, false); }
+Value m_rstrip(Evaluator& ev, const Value& s, CallArgs& a) { return do_strip(ev, s, a, "rstrip", false, true); }
+
+Value m_split(Evaluator& ev, const Value& s, CallArgs& a) {
+  check_args(ev, a, "split", 2, {"sep", "maxsplit"});
+  const Value sep = arg(ev, a, 0, "sep"), maxsplit = arg(ev, a, 1, "maxsplit", Value(-1));
+  const std::int64_t n = to_int(ev, maxsplit, "split's maxsplit");
+  std::vector<std::string> parts;
+  if (sep.is_undefined() || sep.is_none()) {
+    parts = split(s.as_string(), nullptr, n);
+  } else {
+    if (!sep.is_string()) ev.fail("split() separator must be str or None, not " + sep.type_name());
+    if (sep.as_string().empty()) ev.fail("split(): empty separator");
+    parts = split(s.as_string(), &sep.as_string(), n);
+  }
+  List out;
+  for (auto& p : parts) out.emplace_back(std::move(p));
+  return Value::list(std::move(out));
+}
+
+Value m_splitlines(Evaluator& ev, const Value& s, CallArgs& a) {
+  check_args(ev, a, "splitlines", 1, {"keepends"});
+  const bool keep = arg(ev, a, 0, "keepends", Value(false)).truthy();
+  List out;
+  const std::string& t = s.as_string();
+  std::size_t start = 0;
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    if (t[i] != '\n' && t[i] != '\r') continue;
+    std::size_t end = i;
+    if (t[i] == '\r' && i + 1 < t.size() && t[i + 1] == '\n') ++i;
+    out.emplace_back(t.substr(start, (keep ? i + 1 : end) - start));
+    start = i + 1;
+  }
+  if (start < t.size()) out.emplace_back(t.substr(start));
+  return Value::list(std::move(out));
+}
+
+// startswith/endswith(prefix or tuple of prefixes)
+Value affix(Evaluator& ev, const Value& s, CallArgs& a, bool start) {
+  check_args(ev, a, start ? "startswith" : "endswith", 1, {});
+  const Value p = arg(ev, a, 0, "prefix");
+  List options = p.is_list() ? p.as_list() : List{p};
+  const std::string& t = s.as_string();
+  for (const Value& o : options) {
+    if (!o.is_string()) ev.fail(std::string(start ? "startswith" : "endswith") + " first arg must be str or a tuple of str, not " + o.type_name());
+    const std::string& x = o.as_string();
+    if (x.size() <= t.size() && (start ? t.compare(0, x.size(), x) : t.compare(t.size() - x.size(), x.size(), x)) == 0)
+      return Value(true);
+  }
+  return Value(false);
+}
+Value m_startswith(Evaluator& ev, const Value& s, CallArgs& a) { return affix(ev, s, a, true); }
+Value m_endswith(Evaluator& ev, const Value& s, CallArgs& a) { return affix(ev, s, a, false); }
+
+Value m_upper(Evaluator& ev, const Value& s, CallArgs& a) {
+  check_args(ev, a, "upper", 0);
+  return Value(upper(s.as_string()));
+}
+Value m_lower(Evaluator& ev, const Value& s, CallArgs& a) {
+  check_args(ev, a, "lower", 0);
+  return Value(lower(s.as_string()));
+}
+Value m_title(Evaluator& ev, const Value& s, CallArgs& a) {
+  check_args(ev, a, "title", 0);
+  return Value(title(s.as_string()));
+}
+Value m_capitalize(Evaluator& ev, const Value& s, CallArgs& a) {
+  check_args(ev, a, "capitalize", 0);
+  return Value(capitalize(s.as_string()));
+}
+Value m_replace(Evaluator& ev, const Value& s, CallArgs& a) {
+  check_args(ev, a, "replace", 3, {});
+  const Value count = arg(ev, a, 2, "count", Value(-1));
+  const std::string out = replace(s.as_string(), str_arg(ev, a, 0, "old", "replace"), str_arg(ev, a, 1, "new", "replace"),
+                                  to_int(ev, count, "replace's count"));
+  ev.check_size(out.size());
+  return Value(out);
+}
+
+// The code point index of byte offset `pos` in s (find returns code point indices, as Python).
+std::int64_t char_index(const std::string& s, std::size_t pos) {
+  std::int64_t n = 0;
+  for (std::size_t i = 0; i < pos; ++i) n += (static_cast<unsigned char>(s[i]) & 0xC0) != 0x80;
+  return n;
+}
+Value m_find(Evaluator& ev, const Value& s, CallArgs& a) {
+  check_args(ev, a, "find", 1, {});
+  const std::size_t f = s.as_string().find(str_arg(ev, a, 0, "sub", "find"));
+  return Value(f == std::string::npos ? std::int64_t{-1} : char_index(s.as_string(), f));
+}
+Value m_rfind(Evaluator& ev, const Value& s, CallArgs& a) {
+  check_args(ev, a, "rfind", 1, {});
+  const std::size_t f = s.as_string().rfind(str_arg(ev, a, 0, "sub", "rfind"));
+  return Value(f == std::string::npos ? std::int64_t{-1} : char_index(s.as_string(), f));
+}
+Value m_count(Evaluator& ev, const Value& s, CallArgs& a) {
+  check_args(ev, a, "count", 1, {});
+  if (s.is_list()) {
+    std::int64_t n = 0;
+    for (const Value& x : s.as_list()) n += equal(x, a.positional.empty() ? Value() : a.positional[0]);
+    return Value(n);
+  }
+  const std::string sub = str_arg(ev, a, 0, "sub", "count");
+  if (sub.empty()) return Value(char_index(s.as_string(), s.as_string().size()) + 1);
+  std::int64_t n = 0;
+  for (std::size_t p = s.as_string().find(sub); p != std::string::npos; p = s.as_string().find(sub, p + sub.size())) ++n;
+  return Value(n);
+}
+Value m_join(Evaluator& ev, const Value& s, CallArgs& a) {
+  check_args(ev, a, "join", 1, {});
+  std::string out;
+  bool first = true;
+  for (const Value& x : ev.iterate(arg(ev, a, 0, "iterable"))) {
+    if (!x.is_string()) ev.fail("join: expected str instance, " + x.type_name() + " found");
+    if (!first) out += s.as_string();
+    first = false;
+    out += x.as_string();
+    ev.check_size(out.size());
+  }
+  return Value(out);
+}
+// str.format with positional "{}" / "{0}" and keyword "{name}" fields (no format specs).
+Value m_format(Evaluator& ev, const Value& s, CallArgs& a) {
+  const std::string& t = s.as_string();
+  std::string out;
+  std::size_t next = 0;
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    if ((t[i] == '{' || t[i] == '}') && i + 1 < t.size() && t[i + 1] == t[i]) {
+      out.push_back(t[i++]);
+      continue;
+    }
+    if (t[i] != '{') {
+      out.push_back(t[i]);
+      continue;
+    }
+    const std::size_t close = t.find('}', i);
+    if (close == std::string::npos) ev.fail("format: single '{' encountered in the format string");
+    const std::string field = t.substr(i + 1, close - i - 1);
+    Value v;
+    if (field.empty()) {
+      v = arg(ev, a, next++, "");
+    } else if (field.find_first_not_of("0123456789") == std::string::npos) {
+      v = arg(ev, a, static_cast<std::size_t>(std::stoul(field.substr(0, 9))), "");
+    } else {
+      v = arg(ev, a, SIZE_MAX, field.c_str());
+    }
+    if (v.is_undefined()) ev.fail("format: no argument for the field '{" + field + "}'");
+    out += v.str();
+    ev.check_size(out.size());
+    i = close;
+  }
+  return Value(out);
+}
+#define PLEXUS_STRING_PREDICATE(fn, cond)                                           \
+  Value fn(Evaluator& ev, const Value& s, CallArgs& a) {                            \
+    check_args(ev, a, #fn, 0);                                                      \
+    const std::string& t = s.as_string();                                           \
+    if (t.empty()) return Value(false);                                             \
+    for (unsigned char c : t)                                                       \
+      if (!(cond)) return Value(false);                                             \
+    return Value(true);                                                             \
+  }
+PLEXUS_STRING_PREDICATE(m_isdigit, c >= '0' && c <= '9')
+PLEXUS_STRING_PREDICATE(m_isspace, is_py_space(c))
+PLEXUS_STRING_PREDICATE(m_isalpha, (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c >= 0x80)
+PLEXUS_STRING_PREDICATE(m_isalnum, (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c >= 0x80)
+#undef PLEXUS_STRING_PREDICATE
+
+Value m_items(Evaluator& ev, const Value& d, CallArgs& a) {
+  check_args(ev, a, "items", 0);
+  List out;
+  for (const auto& [k, v] : d.as_dict().items()) out.push_back(Value::list({Value(k), v}, true));
+  return Value::list(std::move(out));
+}
+Value m_keys(Evaluator& ev, const Value& d, CallArgs& a) {
+  check_args(ev, a, "keys", 0);
+  List out;
+  for (const auto& [k, v] : d.as_dict().items()) out.emplace_back(k);
+  return Value::list(std::move(out));
+}
+Value m_values(Evaluator& ev, const Value& d, CallArgs& a) {
+  check_args(ev, a, "values", 0);
+  List out;
+  for (const auto& [k, v] : d.as_dict().items()) out.push_back(v);
+  return Value::list(std::move(out));
+}
+Value m_get(Evaluator& ev, const Value& d, CallArgs& a) {
+  check_args(ev, a, "get", 2, {});
+  const Value key = arg(ev, a, 0, "key");
+  if (key.is_string())
+    if (const Value* v = d.as_dict().find(key.as_string())) return *v;
+  return arg(ev, a, 1, "default", Value::none());
+}
+Value m_index(Evaluator& ev, const Value& l, CallArgs& a) {
+  check_args(ev, a, "index", 1, {});
+  const Value x = arg(ev, a, 0, "value");
+  for (std::size_t i = 0; i < l.as_list().size(); ++i)
+    if (equal(l.as_list()[i], x)) return Value(static_cast<std::int64_t>(i));
+  ev.fail(x.repr() + " is not in list");
+}
+
+const std::map<std::string, Method>& string_methods() {
+  static const std::map<std::string, Method> kMethods = {
+      {"strip", m_strip},       {"lstrip", m_lstrip},     {"rstrip", m_rstrip},   {"split", m_split},
+      {"splitlines", m_splitlines}, {"startswith", m_startswith}, {"endswith", m_endswith},
+      {"upper", m_upper},       {"lower", m_lower},       {"title", m_title},     {"capitalize", m_capitalize},
+      {"replace", m_replace},   {"find", m_find},         {"rfind", m_rfind},     {"count", m_count},
+      {"join", m_join},         {"format", m_format},     {"isdigit", m_isdigit}, {"isspace", m_isspace},
+      {"isalpha", m_isalpha},   {"isalnum", m_isalnum},
+  };
+  return kMethods;
+}
+const std::map<std::string, Method>& dict_methods() {
+  static const std::map<std::string, Method> kMethods = {
+      {"items", m_items}, {"keys", m_keys}, {"values", m_values}, {"get", m_get}};
+  return kMethods;
+}
+const std::map<std::string, Method>& list_methods() {
+  static const std::map<std::string, Method> kMethods = {{"index", m_index}, {"count", m_count}};
+  return kMethods;
+}
+// Methods that would change a list or dict: the sandbox refuses them.
+bool is_mutating(const Value& obj, const std::string& name) {
+  static const std::set<std::string> kList = {"append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse"};
+  static const std::set<std::string> kDict = {"update", "pop", "popitem", "clear", "setdefault"};
+  return (obj.is_list() && kList.count(name)) || (obj.is_dict() && kDict.count(name));
+}
+
+}  // namespace
+
+Value method(const Value& obj, const std::string& name) {
+  const std::map<std::string, Method>* table = obj.is_string() ? &string_methods()
+                                               : obj.is_dict() && !obj.is_namespace() ? &dict_methods()
+                                               : obj.is_list()                        ? &list_methods()
+                                                                                      : nullptr;
+  if (table) {
+    const auto it = table->find(name);
+    if (it != table->end()) {
+      const Method m = it->second;
+      return Value::function(name, [obj, m](Evaluator& ev, CallArgs& a) { return m(ev, obj, a); });
+    }
+  }
+  if (is_mutating(obj, name))
+    return Value::function(name, [name, type = obj.type_name()](Evaluator& ev, CallArgs&) -> Value {
+      ev.fail("'" + type + "." + name + "' is not allowed: templates cannot change lists or dicts (use a namespace)");
+    });
+  return Value();
+}
+
+void add_builtin_globals(Dict& globals) {
+  globals.set("range", Value::function("range", [](Evaluator& ev, CallArgs& a) -> Value {
+    check_args(ev, a, "range", 3);
+    if (a.positional.empty()) ev.fail("range expected at least 1 argument, got 0");
+    std::int64_t start = 0, stop = 0, step = 1;
+    if (a.positional.size() == 1) {
+      stop = to_int(ev, a.positional[0], "range's argument");
+    } else {
+      start = to_int(ev, a.positional[0], "range's start");
+      stop = to_int(ev, a.positional[1], "range's stop");
+      if (a.positional.size() == 3) step = to_int(ev, a.positional[2], "range's step");
+    }
+    if (step == 0) ev.fail("range() arg 3 must not be zero");
+    const long double count = step > 0 ? (static_cast<long double>(stop) - start) / step : (static_cast<long double>(start) - stop) / -step;
+    if (count > static_cast<long double>(ev.limits().max_range))
+      ev.fail("range() of more than " + std::to_string(ev.limits().max_range) + " items is not allowed");
+    List out;
+    for (std::int64_t i = start; step > 0 ? i < stop : i > stop; i += step) out.emplace_back(i);
+    return Value::list(std::move(out));
+  }));
+  globals.set("namespace", Value::function("namespace", [](Evaluator& ev, CallArgs& a) -> Value {
+    Dict d;
+    for (const Value& p : a.positional) {
+      if (!p.is_dict()) ev.fail("namespace() takes keyword arguments or a dict");
+      for (const auto& [k, v] : p.as_dict().items()) d.set(k, v);
+    }
+    for (auto& [k, v] : a.keyword) d.set(k, v);
+    return Value::dict(std::move(d), true);
+  }));
+  globals.set("dict", Value::function("dict", [](Evaluator& ev, CallArgs& a) -> Value {
+    Dict d;
+    for (const Value& p : a.positional) {
+      if (!p.is_dict()) ev.fail("dict() takes keyword arguments or a dict");
+      for (const auto& [k, v] : p.as_dict().items()) d.set(k, v);
+    }
+    for (auto& [k, v] : a.keyword) d.set(k, v);
+    return Value::dict(std::move(d));
+  }));
+}
+
+}  // namespace plexus::jinja

@@ -1,0 +1,209 @@
+// Python's operators on template values (see operators.h).
+#include "serve/jinja/operators.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <optional>
+
+#include "serve/jinja/builtins.h"
+#include "serve/jinja/evaluator.h"
+
+namespace plexus::jinja {
+namespace {
+
+[[noreturn]] void unsupported(Evaluator& ev, const std::string& op, const Value& a, const Value& b) {
+  if (a.is_undefined()) ev.fail(a.name());
+  if (b.is_undefined()) ev.fail(b.name());
+  ev.fail("unsupported operand type(s) for " + op + ": '" + a.type_name() + "' and '" + b.type_name() + "'");
+}
+
+bool numeric(const Value& v) { return v.is_number() || v.is_bool(); }
+std::int64_t int_of(const Value& v) { return v.is_bool() ? v.as_bool() : v.as_int(); }
+
+Value repeat(Evaluator& ev, const Value& seq, std::int64_t n) {
+  if (n <= 0) return seq.is_string() ? Value(std::string()) : Value::list({}, seq.is_tuple());
+  const std::size_t unit = seq.is_string() ? seq.as_string().size() : seq.as_list().size();
+  if (unit > 0 && static_cast<std::uint64_t>(n) > ev.limits().max_output / unit) ev.check_size(ev.limits().max_output + 1);
+  if (seq.is_string()) {
+    std::string out;
+    out.reserve(unit * static_cast<std::size_t>(n));
+    for (std::int64_t i = 0; i < n; ++i) out += seq.as_string();
+    return Value(std::move(out));
+  }
+  List out;
+  for (std::int64_t i = 0; i < n; ++i) out.insert(out.end(), seq.as_list().begin(), seq.as_list().end());
+  return Value::list(std::move(out), seq.is_tuple());
+}
+
+Value arithmetic(Evaluator& ev, const std::string& op, const Value& a, const Value& b) {
+  if (!numeric(a) || !numeric(b)) unsupported(ev, op, a, b);
+  const bool ints = !a.is_float() && !b.is_float();
+  if (op == "/") {
+    if (b.as_number() == 0) ev.fail("division by zero");
+    return Value(a.as_number() / b.as_number());
+  }
+  if (ints) {
+    const std::int64_t x = int_of(a), y = int_of(b);
+    std::int64_t r = 0;
+    bool overflow = false;
+    if (op == "+") overflow = __builtin_add_overflow(x, y, &r);
+    else if (op == "-") overflow = __builtin_sub_overflow(x, y, &r);
+    else if (op == "*") overflow = __builtin_mul_overflow(x, y, &r);
+    else if (op == "//" || op == "%") {
+      if (y == 0) ev.fail(op == "//" ? "integer division by zero" : "integer modulo by zero");
+      if (x == std::numeric_limits<std::int64_t>::min() && y == -1) {
+        overflow = op == "//";
+      } else {
+        std::int64_t q = x / y, m = x % y;
+        if (m != 0 && ((m < 0) != (y < 0))) {
+          --q;
+          m += y;
+        }
+        r = op == "//" ? q : m;
+      }
+    } else if (op == "**") {
+      if (y < 0) return Value(std::pow(static_cast<double>(x), static_cast<double>(y)));
+      r = 1;
+      for (std::int64_t i = 0; i < y && !overflow; ++i) {
+        overflow = __builtin_mul_overflow(r, x, &r);
+        if (r == 0 || r == 1) break;
+        if (r == -1) {
+          r = (y % 2 == 0) ? 1 : -1;
+          break;
+        }
+      }
+    }
+    if (overflow) ev.fail("integer overflow in " + a.repr() + " " + op + " " + b.repr() + " (past 64 bits)");
+    return Value(r);
+  }
+  const double x = a.as_number(), y = b.as_number();
+  if (op == "+") return Value(x + y);
+  if (op == "-") return Value(x - y);
+  if (op == "*") return Value(x * y);
+  if (op == "**") return Value(std::pow(x, y));
+  if (y == 0) ev.fail("float division by zero");
+  const double q = std::floor(x / y);
+  if (op == "//") return Value(q);
+  double m = std::fmod(x, y);
+  if (m != 0 && ((m < 0) != (y < 0))) m += y;
+  return Value(m);
+}
+
+}  // namespace
+
+bool contains(Evaluator& ev, const Value& haystack, const Value& needle) {
+  switch (haystack.kind()) {
+    case Value::Kind::kString:
+      if (!needle.is_string())
+        ev.fail("'in <string>' requires string as left operand, not " + needle.type_name());
+      return haystack.as_string().find(needle.as_string()) != std::string::npos;
+    case Value::Kind::kList:
+      for (const Value& v : haystack.as_list())
+        if (equal(v, needle)) return true;
+      return false;
+    case Value::Kind::kDict: return needle.is_string() && haystack.as_dict().find(needle.as_string()) != nullptr;
+    case Value::Kind::kUndefined: return false;
+    case Value::Kind::kNone:
+    case Value::Kind::kBool:
+    case Value::Kind::kInt:
+    case Value::Kind::kFloat:
+    case Value::Kind::kFunction: break;
+  }
+  ev.fail("argument of type '" + haystack.type_name() + "' is not iterable");
+}
+
+Value binary(Evaluator& ev, const std::string& op, const Value& a, const Value& b) {
+  if (op == "==") return Value(equal(a, b));
+  if (op == "!=") return Value(!equal(a, b));
+  if (op == "<" || op == ">" || op == "<=" || op == ">=") {
+    if ((!numeric(a) || !numeric(b)) && a.kind() != b.kind()) unsupported(ev, op, a, b);
+    if (!numeric(a) && !a.is_string() && !a.is_list()) unsupported(ev, op, a, b);
+    if (op == "<") return Value(less(a, b));
+    if (op == ">") return Value(less(b, a));
+    if (op == "<=") return Value(!less(b, a));
+    return Value(!less(a, b));
+  }
+  if (op == "in") return Value(contains(ev, b, a));
+  if (op == "not in") return Value(!contains(ev, b, a));
+  if (op == "~") {
+    std::string s = a.str();
+    ev.check_size(s.size() + b.str().size());
+    return Value(s + b.str());
+  }
+  if (op == "+") {
+    if (a.is_string() && b.is_string()) {
+      ev.check_size(a.as_string().size() + b.as_string().size());
+      return Value(a.as_string() + b.as_string());
+    }
+    if (a.is_list() && b.is_list()) {
+      ev.check_size(a.as_list().size() + b.as_list().size());
+      List out = a.as_list();
+      out.insert(out.end(), b.as_list().begin(), b.as_list().end());
+      return Value::list(std::move(out), a.is_tuple());
+    }
+    if (a.is_string() || b.is_string()) {
+      if (a.is_undefined() || b.is_undefined()) unsupported(ev, op, a, b);
+      ev.fail("can only concatenate str (not \"" + (a.is_string() ? b : a).type_name() + "\") to str");
+    }
+  }
+  if (op == "*") {
+    if ((a.is_string() || a.is_list()) && (b.is_int() || b.is_bool())) return repeat(ev, a, int_of(b));
+    if ((b.is_string() || b.is_list()) && (a.is_int() || a.is_bool())) return repeat(ev, b, int_of(a));
+  }
+  return arithmetic(ev, op, a, b);
+}
+
+Value unary(Evaluator& ev, const std::string& op, const Value& v) {
+  if (!numeric(v)) ev.fail(v.is_undefined() ? v.name() : "bad operand type for unary " + op + ": '" + v.type_name() + "'");
+  if (op == "+") return v.is_bool() ? Value(int_of(v)) : v;
+  if (v.is_float()) return Value(-v.as_number());
+  if (int_of(v) == std::numeric_limits<std::int64_t>::min()) ev.fail("integer overflow in -" + v.repr());
+  return Value(-int_of(v));
+}
+
+Value slice(Evaluator& ev, const Value& obj, const Value& start, const Value& stop, const Value& step) {
+  auto part = [&](const Value& v, const char* what) -> std::optional<std::int64_t> {
+    if (v.is_undefined() || v.is_none()) return std::nullopt;
+    if (!v.is_int() && !v.is_bool()) ev.fail(std::string("slice ") + what + " must be an integer or none, got " + v.type_name());
+    return int_of(v);
+  };
+  const auto a = part(start, "start"), b = part(stop, "stop"), c = part(step, "step");
+  const std::int64_t st = c.value_or(1);
+  if (st == 0) ev.fail("slice step cannot be zero");
+  std::vector<std::string> chars;
+  std::size_t size = 0;
+  if (obj.is_string()) {
+    chars = utf8_chars(obj.as_string());
+    size = chars.size();
+  } else if (obj.is_list()) {
+    size = obj.as_list().size();
+  } else {
+    ev.fail(obj.is_undefined() ? obj.name() : "'" + obj.type_name() + "' object is not subscriptable");
+  }
+  const auto n = static_cast<std::int64_t>(size);
+  auto clamp = [&](std::optional<std::int64_t> v, std::int64_t dflt) {
+    if (!v) return dflt;
+    std::int64_t x = *v;
+    if (x < 0) x += n;
+    if (st > 0) return std::clamp<std::int64_t>(x, 0, n);
+    return std::clamp<std::int64_t>(x, -1, n - 1);
+  };
+  const std::int64_t from = clamp(a, st > 0 ? 0 : n - 1), to = clamp(b, st > 0 ? n : -1);
+  std::vector<std::size_t> picks;
+  for (std::int64_t i = from; st > 0 ? i < to : i > to;) {
+    picks.push_back(static_cast<std::size_t>(i));
+    if (__builtin_add_overflow(i, st, &i)) break;
+  }
+  if (obj.is_string()) {
+    std::string out;
+    for (std::size_t i : picks) out += chars[i];
+    return Value(std::move(out));
+  }
+  List out;
+  out.reserve(picks.size());
+  for (std::size_t i : picks) out.push_back(obj.as_list()[i]);
+  return Value::list(std::move(out), obj.is_tuple());
+}
+
+}  // namespace plexus::jinja

@@ -1,0 +1,115 @@
+// The values a Jinja template computes with: undefined, none, booleans, integers, floats,
+// strings, lists (and tuples), ordered dicts (and namespaces) and callables, with Python's
+// truthiness, equality, ordering and str()/repr() as jinja2 prints them.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace plexus::jinja {
+
+class Value;
+class Evaluator;
+
+using List = std::vector<Value>;
+
+// A dict with string keys kept in insertion order (as Python's dict).
+class Dict {
+ public:
+  const Value* find(const std::string& key) const;
+  void set(const std::string& key, Value v);
+  std::size_t size() const { return items_.size(); }
+  const std::vector<std::pair<std::string, Value>>& items() const { return items_; }
+
+ private:
+  std::vector<std::pair<std::string, Value>> items_;
+  std::unordered_map<std::string, std::size_t> index_;
+};
+
+// The arguments of a call: positional, then keyword.
+struct CallArgs {
+  std::vector<Value> positional;
+  std::vector<std::pair<std::string, Value>> keyword;
+};
+
+using Function = std::function<Value(Evaluator&, CallArgs&)>;
+
+class Value {
+ public:
+  enum class Kind { kUndefined, kNone, kBool, kInt, kFloat, kString, kList, kDict, kFunction };
+
+  Value() = default;  // undefined
+  static Value undefined(std::string name = {});
+  static Value none();
+  Value(bool b);
+  Value(std::int64_t i);
+  Value(int i) : Value(static_cast<std::int64_t>(i)) {}
+  Value(double f);
+  Value(std::string s);
+  Value(const char* s) : Value(std::string(s)) {}
+  static Value list(List items, bool tuple = false);
+  static Value dict(Dict d = {}, bool is_namespace = false);
+  static Value function(std::string name, Function fn);
+  static Value from_json(const nlohmann::ordered_json& j, int depth = 0);
+
+  Kind kind() const { return kind_; }
+  bool is_undefined() const { return kind_ == Kind::kUndefined; }
+  bool is_none() const { return kind_ == Kind::kNone; }
+  bool is_bool() const { return kind_ == Kind::kBool; }
+  bool is_int() const { return kind_ == Kind::kInt; }
+  bool is_float() const { return kind_ == Kind::kFloat; }
+  bool is_number() const { return kind_ == Kind::kInt || kind_ == Kind::kFloat; }
+  bool is_string() const { return kind_ == Kind::kString; }
+  bool is_list() const { return kind_ == Kind::kList; }
+  bool is_tuple() const { return kind_ == Kind::kList && flag_; }
+  bool is_dict() const { return kind_ == Kind::kDict; }
+  bool is_namespace() const { return kind_ == Kind::kDict && flag_; }
+  bool is_function() const { return kind_ == Kind::kFunction; }
+
+  bool as_bool() const { return b_; }
+  std::int64_t as_int() const { return i_; }
+  double as_number() const { return kind_ == Kind::kFloat ? f_ : static_cast<double>(kind_ == Kind::kBool ? b_ : i_); }
+  const std::string& as_string() const { return *s_; }
+  const List& as_list() const { return *list_; }
+  List& mutable_list() { return *list_; }
+  const Dict& as_dict() const { return *dict_; }
+  Dict& mutable_dict() { return *dict_; }
+  const Function& as_function() const { return *fn_; }
+  // Undefined: why it is ("'x' is undefined"); function: its name.
+  const std::string& name() const;
+
+  bool truthy() const;
+  std::string str() const;    // Python str()
+  std::string repr() const;   // Python repr()
+  std::string type_name() const;  // Python's name of the type ("str", "NoneType", ...)
+  nlohmann::ordered_json to_json() const;
+
+ private:
+  Kind kind_ = Kind::kUndefined;
+  bool flag_ = false;  // list: a tuple; dict: a namespace
+  bool b_ = false;
+  std::int64_t i_ = 0;
+  double f_ = 0;
+  std::shared_ptr<const std::string> s_;
+  std::shared_ptr<List> list_;
+  std::shared_ptr<Dict> dict_;
+  std::shared_ptr<Function> fn_;
+};
+
+// Python ==.
+bool equal(const Value& a, const Value& b);
+// Python <, for numbers, strings and lists; TemplateError otherwise.
+bool less(const Value& a, const Value& b);
+
+// Python repr() of a float ("1.0", "0.1", "1e+16").
+std::string python_float(double f);
+// Python repr() of a string ('a', "it's").
+std::string python_string_repr(const std::string& s);
+
+}  // namespace plexus::jinja

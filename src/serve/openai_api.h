@@ -1,0 +1,70 @@
+// The OpenAI-compatible API without the HTTP: a parsed request is checked against the served
+// model (its name, context, tokenizer, chat template), tokenized or rendered, submitted to the
+// scheduler, and answered as a whole response or as server-sent event chunks. The HTTP server
+// (serve/http_server.h) maps routes and errors onto it; tests drive it with a fake submit.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/json.h"
+#include "serve/chat_template.h"
+#include "serve/metrics.h"
+#include "serve/openai_request.h"
+#include "serve/scheduler.h"
+#include "tokenizer/tokenizer.h"
+
+namespace plexus {
+
+// The served model, as the API needs it.
+struct ServedModel {
+  std::string name;                     // --served-model-name (default: MODEL as given)
+  std::int64_t created = 0;             // unix time the server loaded it
+  std::int64_t max_model_len = 0;       // prompt + completion tokens per request at most
+  std::int64_t vocab_size = 0;
+  const Tokenizer* tokenizer = nullptr;        // required
+  const ChatTemplate* chat_template = nullptr;  // null: the model has none (chat requests → 400)
+  std::vector<std::int64_t> eos_ids;            // end-of-sequence ids
+  // The scheduler's submit (tests: a fake). Throws InputError, QueueFull, ShuttingDown.
+  std::function<std::shared_ptr<RequestStream>(ServeRequest)> submit;
+};
+
+// A generation request checked and tokenized, ready to submit.
+struct PreparedRequest {
+  ApiRequest api;
+  ServeRequest serve;
+  std::string id;
+  std::int64_t created = 0;
+};
+
+class OpenAiApi {
+ public:
+  // `metrics` may be null.
+  OpenAiApi(const ServedModel& model, Metrics* metrics) : model_(model), metrics_(metrics) {}
+
+  // Checks the model name (404 model_not_found), tokenizes the prompt or renders the chat
+  // template (400 with the template's message), checks the length against the context (400).
+  PreparedRequest prepare(ApiRequest request) const;
+  // Submits: InputError → 400, QueueFull → 429, ShuttingDown → 503 (ApiError).
+  std::shared_ptr<RequestStream> submit(const PreparedRequest& request) const;
+  // Waits for the whole completion: the response JSON. ApiError 500 when the generation failed.
+  Json complete(const PreparedRequest& request, RequestStream& stream) const;
+  // Streams the completion as server-sent events through `write` (false: the client is gone →
+  // the request is cancelled and this returns false), ending with "data: [DONE]". `alive` is
+  // asked between events (false: the client is gone).
+  bool stream(const PreparedRequest& request, RequestStream& stream, const std::function<bool(const std::string&)>& write,
+              const std::function<bool()>& alive = {}) const;
+
+  Json models() const;                        // GET /v1/models
+  Json tokenize(const Json& body) const;      // POST /tokenize
+  Json detokenize(const Json& body) const;    // POST /detokenize
+
+ private:
+  std::string render_chat(const ChatInput& input) const;
+  const ServedModel& model_;
+  Metrics* metrics_;
+};
+
+}  // namespace plexus

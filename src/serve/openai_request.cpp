@@ -1,0 +1,273 @@
+// Parsing and checking of OpenAI API request bodies (serve/openai_request.h).
+#include "serve/openai_request.h"
+
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
+#include "core/error.h"
+#include "serve/api_error.h"
+
+namespace plexus {
+
+namespace {
+
+std::string shown(const Json& v) {
+  std::string s = v.dump(-1, ' ', false, Json::error_handler_t::replace);
+  if (s.size() > 60) s = s.substr(0, 57) + "...";
+  return s;
+}
+
+std::string plain(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", x);
+  return buf;
+}
+
+const Json* field(const Json& body, const char* name) {
+  auto it = body.find(name);
+  if (it == body.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+std::optional<double> number_in(const Json& body, const char* name, double lo, double hi, bool lo_open = false) {
+  const Json* v = field(body, name);
+  if (!v) return std::nullopt;
+  const std::string range = std::string(lo_open ? "greater than " : "between ") + plain(lo) +
+                            (lo_open ? " and at most " : " and ") + plain(hi);
+  if (!v->is_number()) throw invalid_request(std::string("'") + name + "' must be a number " + range + ", got " + shown(*v), name);
+  const double x = v->get<double>();
+  if (!std::isfinite(x) || x < lo || x > hi || (lo_open && x == lo)) {
+    throw invalid_request(std::string("'") + name + "' must be " + range + ", got " + shown(*v), name);
+  }
+  return x;
+}
+
+std::optional<long long> integer_in(const Json& body, const char* name, long long lo, long long hi) {
+  const Json* v = field(body, name);
+  if (!v) return std::nullopt;
+  const std::string range = "an integer between " + std::to_string(lo) + " and " + std::to_string(hi);
+  if (v->is_number_unsigned()) {
+    const auto u = v->get<unsigned long long>();
+    if (u > static_cast<unsigned long long>(hi) || (lo > 0 && u < static_cast<unsigned long long>(lo))) {
+      throw invalid_request(std::string("'") + name + "' must be " + range + ", got " + shown(*v), name);
+    }
+    return static_cast<long long>(u);
+  }
+  if (!v->is_number_integer()) throw invalid_request(std::string("'") + name + "' must be " + range + ", got " + shown(*v), name);
+  const auto x = v->get<long long>();
+  if (x < lo || x > hi) throw invalid_request(std::string("'") + name + "' must be " + range + ", got " + shown(*v), name);
+  return x;
+}
+
+std::optional<bool> boolean(const Json& body, const char* name) {
+  const Json* v = field(body, name);
+  if (!v) return std::nullopt;
+  if (!v->is_boolean()) throw invalid_request(std::string("'") + name + "' must be true or false, got " + shown(*v), name);
+  return v->get<bool>();
+}
+
+std::optional<std::string> string_field(const Json& body, const char* name) {
+  const Json* v = field(body, name);
+  if (!v) return std::nullopt;
+  if (!v->is_string()) throw invalid_request(std::string("'") + name + "' must be a string, got " + shown(*v), name);
+  return v->get<std::string>();
+}
+
+std::vector<std::int32_t> token_ids(const Json& list, const std::string& name) {
+  std::vector<std::int32_t> ids;
+  ids.reserve(list.size());
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const Json& v = list[i];
+    const bool ok = (v.is_number_unsigned() && v.get<unsigned long long>() <= std::numeric_limits<std::int32_t>::max()) ||
+                    (v.is_number_integer() && v.get<long long>() >= 0 && v.get<long long>() <= std::numeric_limits<std::int32_t>::max());
+    if (!ok) {
+      throw invalid_request("'" + name + "[" + std::to_string(i) + "]' must be a token id (an integer from 0), got " + shown(v), name);
+    }
+    ids.push_back(static_cast<std::int32_t>(v.get<long long>()));
+  }
+  return ids;
+}
+
+void check_unsupported(const Json& body) {
+  if (auto n = integer_in(body, "n", 1, 1)) (void)n;
+  if (auto b = integer_in(body, "best_of", 1, 1)) (void)b;
+  if (boolean(body, "echo").value_or(false)) throw invalid_request("'echo': only false is supported", "echo");
+  for (const char* name : {"presence_penalty", "frequency_penalty"}) {
+    if (number_in(body, name, 0, 0)) continue;  // 0 only: penalties are not implemented
+  }
+  if (const Json* v = field(body, "logit_bias"); v && !(v->is_object() && v->empty())) {
+    throw invalid_request("'logit_bias' is not supported", "logit_bias");
+  }
+  if (string_field(body, "suffix")) throw invalid_request("'suffix' is not supported", "suffix");
+}
+
+// The fields both endpoints share.
+void parse_common(const Json& body, ApiRequest& r) {
+  if (!body.is_object()) throw invalid_request("the request body must be a JSON object");
+  check_unsupported(body);
+  r.model = string_field(body, "model").value_or("");
+  const std::optional<double> temperature = number_in(body, "temperature", 0, kMaxTemperature);
+  r.sampling.greedy = temperature && *temperature == 0;
+  r.sampling.temperature = temperature.value_or(1.0);
+  r.sampling.top_p = number_in(body, "top_p", 0, 1, /*lo_open=*/true).value_or(1.0);
+  if (const Json* k = field(body, "top_k"); k && k->is_number_integer() && k->get<long long>() == -1) {
+    r.sampling.top_k = 0;  // vLLM's "no limit"
+  } else {
+    r.sampling.top_k = integer_in(body, "top_k", 0, kMaxTopK).value_or(0);
+  }
+  if (const Json* s = field(body, "seed")) {
+    if (s->is_number_unsigned()) {
+      r.sampling.seed = s->get<std::uint64_t>();
+    } else if (s->is_number_integer()) {
+      r.sampling.seed = static_cast<std::uint64_t>(s->get<std::int64_t>());
+    } else {
+      throw invalid_request("'seed' must be an integer, got " + shown(*s), "seed");
+    }
+    r.seed_given = true;
+  }
+  if (const Json* s = field(body, "stop")) {
+    if (s->is_string()) {
+      r.stop.push_back(s->get<std::string>());
+    } else if (s->is_array() && s->size() <= kMaxStopStrings) {
+      for (const Json& x : *s) {
+        if (!x.is_string()) throw invalid_request("'stop' must be a string or a list of strings, got " + shown(*s), "stop");
+        r.stop.push_back(x.get<std::string>());
+      }
+    } else {
+      throw invalid_request("'stop' must be a string or a list of up to " + std::to_string(kMaxStopStrings) +
+                                " strings, got " + shown(*s), "stop");
+    }
+    for (const std::string& x : r.stop) {
+      if (x.empty()) throw invalid_request("'stop' strings must not be empty", "stop");
+    }
+  }
+  r.stream = boolean(body, "stream").value_or(false);
+  if (const Json* o = field(body, "stream_options")) {
+    if (!o->is_object()) throw invalid_request("'stream_options' must be an object, got " + shown(*o), "stream_options");
+    if (!r.stream) throw invalid_request("'stream_options' is only allowed with \"stream\": true", "stream_options");
+    r.include_usage = boolean(*o, "include_usage").value_or(false);
+  }
+  r.ignore_eos = boolean(body, "ignore_eos").value_or(false);
+}
+
+// max_tokens (and chat's max_completion_tokens).
+std::optional<std::int64_t> max_tokens(const Json& body, const char* name) {
+  return integer_in(body, name, 1, kMaxNewTokens);
+}
+
+Json object_field(const Json& body, const char* name) {
+  const Json* v = field(body, name);
+  if (!v) return Json::object();
+  if (!v->is_object()) throw invalid_request(std::string("'") + name + "' must be an object, got " + shown(*v), name);
+  return *v;
+}
+
+ChatInput chat_input(const Json& body) {
+  ChatInput in;
+  const Json* m = field(body, "messages");
+  if (!m) throw invalid_request("'messages' is required: a list of {\"role\", \"content\"}", "messages");
+  if (!m->is_array() || m->empty()) throw invalid_request("'messages' must be a non-empty list, got " + shown(*m), "messages");
+  for (std::size_t i = 0; i < m->size(); ++i) {
+    const Json& msg = (*m)[i];
+    const std::string where = "messages[" + std::to_string(i) + "]";
+    if (!msg.is_object()) throw invalid_request("'" + where + "' must be an object, got " + shown(msg), "messages");
+    auto role = msg.find("role");
+    if (role == msg.end() || !role->is_string()) {
+      throw invalid_request("'" + where + ".role' must be a string (system, user, assistant, tool)", "messages");
+    }
+    auto content = msg.find("content");
+    if (content != msg.end() && !content->is_null() && !content->is_string() && !content->is_array()) {
+      throw invalid_request("'" + where + ".content' must be a string or a list of parts, got " + shown(*content), "messages");
+    }
+  }
+  in.messages = *m;
+  if (const Json* t = field(body, "tools")) {
+    if (!t->is_array()) throw invalid_request("'tools' must be a list, got " + shown(*t), "tools");
+    in.tools = *t;
+  }
+  in.add_generation_prompt = boolean(body, "add_generation_prompt").value_or(true);
+  in.kwargs = object_field(body, "chat_template_kwargs");
+  return in;
+}
+
+}  // namespace
+
+Json parse_body(const std::string& body) {
+  try {
+    check_json_depth(body, "request body");
+  } catch (const InputError& e) {
+    throw invalid_request(e.what());
+  }
+  Json j;
+  try {
+    j = Json::parse(body);
+  } catch (const Json::exception& e) {
+    throw invalid_request(std::string("malformed JSON in the request body: ") + e.what(), "", "invalid_json");
+  }
+  if (!j.is_object()) throw invalid_request("the request body must be a JSON object, got " + shown(j));
+  return j;
+}
+
+ApiRequest parse_completion_request(const Json& body) {
+  ApiRequest r;
+  parse_common(body, r);
+  const Json* p = field(body, "prompt");
+  if (!p) throw invalid_request("'prompt' is required: a string or a list of token ids", "prompt");
+  Json one = *p;
+  if (one.is_array() && one.size() == 1 && (one[0].is_string() || one[0].is_array())) one = Json(one[0]);
+  if (one.is_string()) {
+    r.prompt_text = one.get<std::string>();
+    if (r.prompt_text->empty()) throw invalid_request("'prompt' must not be empty", "prompt");
+  } else if (one.is_array() && !one.empty() && one[0].is_number()) {
+    r.prompt_ids = token_ids(one, "prompt");
+  } else if (one.is_array() && one.size() > 1) {
+    throw invalid_request("'prompt': one prompt per request (a string, or a list of token ids), got a list of " +
+                              std::to_string(one.size()) + " prompts", "prompt");
+  } else {
+    throw invalid_request("'prompt' must be a non-empty string or list of token ids, got " + shown(*p), "prompt");
+  }
+  r.max_tokens = max_tokens(body, "max_tokens").value_or(16);
+  if (const Json* lp = field(body, "logprobs")) {
+    if (lp->is_boolean()) throw invalid_request("'logprobs' must be an integer between 0 and 5, got " + shown(*lp), "logprobs");
+    r.logprobs = static_cast<int>(*integer_in(body, "logprobs", 0, kMaxCompletionLogprobs));
+  }
+  return r;
+}
+
+ApiRequest parse_chat_request(const Json& body) {
+  ApiRequest r;
+  r.chat = true;
+  parse_common(body, r);
+  r.chat_input = chat_input(body);
+  r.max_tokens = max_tokens(body, "max_completion_tokens");
+  if (!r.max_tokens) r.max_tokens = max_tokens(body, "max_tokens");
+  if (boolean(body, "logprobs").value_or(false)) {
+    r.logprobs = static_cast<int>(integer_in(body, "top_logprobs", 0, kMaxChatTopLogprobs).value_or(0));
+  } else if (integer_in(body, "top_logprobs", 0, kMaxChatTopLogprobs)) {
+    throw invalid_request("'top_logprobs' needs \"logprobs\": true", "top_logprobs");
+  }
+  return r;
+}
+
+TokenizeRequest parse_tokenize_request(const Json& body) {
+  TokenizeRequest r;
+  if (!body.is_object()) throw invalid_request("the request body must be a JSON object");
+  const bool has_prompt = field(body, "prompt") != nullptr, has_messages = field(body, "messages") != nullptr;
+  if (has_prompt == has_messages) throw invalid_request("give exactly one of 'prompt' (a string) or 'messages'", "prompt");
+  if (has_prompt) {
+    r.prompt = string_field(body, "prompt");
+  } else {
+    r.chat = chat_input(body);
+  }
+  r.add_special_tokens = boolean(body, "add_special_tokens").value_or(has_prompt);
+  return r;
+}
+
+std::vector<std::int32_t> parse_detokenize_request(const Json& body) {
+  const Json* t = body.is_object() ? field(body, "tokens") : nullptr;
+  if (!t || !t->is_array()) throw invalid_request("'tokens' is required: a list of token ids", "tokens");
+  return token_ids(*t, "tokens");
+}
+
+}  // namespace plexus

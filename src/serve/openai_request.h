@@ -1,0 +1,59 @@
+// Requests of the OpenAI-compatible API as plain values: POST /v1/completions and
+// /v1/chat/completions bodies parsed and checked field by field (ApiError 400 naming the field
+// and what it allows), before any tokenizing or templating.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/json.h"
+#include "runtime/sampler.h"
+#include "serve/chat_template.h"
+
+namespace plexus {
+
+inline constexpr int kMaxStopStrings = 4;
+inline constexpr int kMaxCompletionLogprobs = 5;   // completions' "logprobs" (OpenAI's limit)
+inline constexpr int kMaxChatTopLogprobs = 20;     // chat's "top_logprobs"
+
+struct ApiRequest {
+  bool chat = false;
+  std::string model;  // "" when not given
+  // /v1/completions: the prompt as text, or as token ids.
+  std::optional<std::string> prompt_text;
+  std::vector<std::int32_t> prompt_ids;
+  // /v1/chat/completions: messages, tools and template variables (chat_template_kwargs).
+  ChatInput chat_input;
+  std::optional<std::int64_t> max_tokens;  // nullopt: completions 16, chat the rest of the context
+  SamplingOptions sampling;
+  bool seed_given = false;
+  std::vector<std::string> stop;
+  bool stream = false, include_usage = false;
+  // Log-probabilities: -1 none; k >= 0 the chosen token's and the top k (completions'
+  // "logprobs": k; chat's "logprobs": true with "top_logprobs": k).
+  int logprobs = -1;
+  bool ignore_eos = false;  // vLLM's extension: generate past the end-of-sequence token
+};
+
+// Parse a request body (an object). ApiError 400 for a wrong type or value, naming the field.
+ApiRequest parse_completion_request(const Json& body);
+ApiRequest parse_chat_request(const Json& body);
+
+// POST /tokenize: {"prompt": "..."} or {"messages": [...]} (then "add_generation_prompt",
+// "tools", "chat_template_kwargs" too), "add_special_tokens" (default: true for a prompt, false
+// for messages, as vLLM).
+struct TokenizeRequest {
+  std::optional<std::string> prompt;
+  std::optional<ChatInput> chat;
+  bool add_special_tokens = true;
+};
+TokenizeRequest parse_tokenize_request(const Json& body);
+// POST /detokenize: {"tokens": [ids]}.
+std::vector<std::int32_t> parse_detokenize_request(const Json& body);
+
+// The body as a JSON object: ApiError 400 for malformed JSON (with the parser's message and
+// offset), a body nested too deep, or a value that is not an object.
+Json parse_body(const std::string& body);
+
+}  // namespace plexus

@@ -1,0 +1,73 @@
+// The OpenAI API's response shapes: completions and chat completions (whole, or as server-sent
+// event chunks), usage with our energy_j and time_s, and log-probabilities (the legacy
+// completions shape and chat's "content" list).
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "core/json.h"
+#include "serve/serve_request.h"
+#include "tokenizer/tokenizer.h"
+
+namespace plexus {
+
+inline constexpr const char* kSseDone = "data: [DONE]\n\n";
+
+// "cmpl-" or "chatcmpl-" and 24 random hex digits.
+std::string new_completion_id(bool chat);
+std::int64_t unix_time_now();
+
+// One server-sent event: "data: JSON\n\n".
+std::string sse_event(const Json& j);
+
+// {"prompt_tokens", "completion_tokens", "total_tokens", "time_s", "energy_j"} (energy_j null
+// without an energy source).
+Json usage_json(std::int64_t prompt_tokens, std::int64_t completion_tokens, double time_s,
+                std::optional<double> energy_j);
+
+// The fields every response and chunk carries.
+struct ResponseHeader {
+  std::string id;
+  std::int64_t created = 0;
+  std::string model;
+  bool chat = false;
+};
+
+// Log-probabilities of the tokens of a completion, gathered as they arrive and taken for each
+// response or chunk: completions {tokens, token_logprobs, top_logprobs, text_offset}; chat
+// {"content": [{token, logprob, bytes, top_logprobs: [{token, logprob, bytes}]}]}.
+class LogprobsBuilder {
+ public:
+  LogprobsBuilder(const Tokenizer& tokenizer, bool chat) : tokenizer_(tokenizer), chat_(chat) {}
+  // A token with its log-probabilities; `text_offset`: where its text starts in the completion.
+  void add(const TokenEvent& token, std::size_t text_offset);
+  bool empty() const { return count_ == 0; }
+  // What was added since the last take(), in the endpoint's shape; then starts again.
+  Json take();
+
+ private:
+  std::string piece(std::int32_t id) const;
+  const Tokenizer& tokenizer_;
+  bool chat_;
+  std::size_t count_ = 0;
+  Json tokens_ = Json::array(), token_logprobs_ = Json::array(), top_ = Json::array(), offsets_ = Json::array();
+  Json content_ = Json::array();
+};
+
+// A whole response: object "text_completion" ({index, text, logprobs, finish_reason}) or
+// "chat.completion" ({index, message {role, content}, logprobs, finish_reason}).
+Json completion_response(const ResponseHeader& h, const std::string& text, const std::string& finish_reason,
+                         const Json& logprobs, const Json& usage);
+// A chunk: completions {index, text, logprobs, finish_reason}; chat {index, delta, logprobs,
+// finish_reason}. `finish_reason` "" → null. `role`: the first chat chunk's delta carries
+// role "assistant".
+Json completion_chunk(const ResponseHeader& h, const std::string& text, const std::string& finish_reason,
+                      const Json& logprobs, bool role = false);
+// The usage chunk of stream_options.include_usage: empty choices.
+Json usage_chunk(const ResponseHeader& h, const Json& usage);
+
+// The API's finish_reason: "stop", "length", or for a request cut off (shutdown) "abort".
+const char* api_finish_reason(FinishReason reason, bool stop_string_matched);
+
+}  // namespace plexus

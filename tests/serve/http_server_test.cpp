@@ -1,0 +1,209 @@
+// The HTTP server in-process on a free loopback port, with a scripted model behind the API
+// (no scheduler): routes, statuses and OpenAI-shaped errors, the API key, body limit, streaming,
+// and a client that goes away mid-stream cancelling its request.
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <atomic>
+#include <thread>
+
+#include "fake_stream.h"
+#include "serve/http_server.h"
+#include "serve/openai_api.h"
+
+namespace plexus {
+namespace {
+
+const Tokenizer& llama3() {
+  static std::unique_ptr<Tokenizer> tok = Tokenizer::load(std::string(PLEXUS_GOLDEN_DIR) + "/tokenizers/llama3");
+  return *tok;
+}
+
+struct ServerFixture : ::testing::Test {
+  ServedModel model;
+  std::unique_ptr<OpenAiApi> api;
+  std::unique_ptr<HttpServer> server;
+  std::unique_ptr<httplib::Client> client;
+  std::mutex mutex;
+  std::vector<std::shared_ptr<testing::FakeStream>> streams;
+  std::atomic<bool> queue_full{false};
+  std::chrono::milliseconds delay{0};
+  std::string reply = "Hello world";
+
+  void start(const std::string& api_key = "", std::size_t max_body = kDefaultMaxBody, bool ready = true) {
+    model.name = "tiny";
+    model.max_model_len = 128;
+    model.vocab_size = llama3().vocab_size();
+    model.tokenizer = &llama3();
+    model.submit = [this](ServeRequest) -> std::shared_ptr<RequestStream> {
+      if (queue_full) throw QueueFull("64 requests already wait");
+      auto s = std::make_shared<testing::FakeStream>(llama3().encode(reply, false), FinishReason::kLength, delay);
+      std::lock_guard lock(mutex);
+      streams.push_back(s);
+      return s;
+    };
+    HttpServerOptions o;
+    o.host = "127.0.0.1";
+    o.port = 0;
+    o.api_key = api_key;
+    o.max_body = max_body;
+    server = std::make_unique<HttpServer>(o);
+    const int port = server->bind();
+    ASSERT_GT(port, 0);
+    server->start();
+    api = std::make_unique<OpenAiApi>(model, &server->metrics());
+    if (ready) make_ready();
+    client = std::make_unique<httplib::Client>("127.0.0.1", port);
+    client->set_read_timeout(20, 0);
+  }
+  void make_ready() {
+    server->set_ready(api.get(), [] { return MetricsSnapshot{}; });
+  }
+  void TearDown() override {
+    if (server) server->stop();
+  }
+  httplib::Result post(const std::string& path, const std::string& body, const httplib::Headers& headers = {}) {
+    return client->Post(path.c_str(), headers, body, "application/json");
+  }
+};
+
+// The status and the error body's shape.
+void expect_error(const httplib::Result& r, int status, const std::string& code = "") {
+  ASSERT_TRUE(r) << "no response";
+  EXPECT_EQ(r->status, status) << r->body;
+  const Json j = Json::parse(r->body);
+  ASSERT_TRUE(j.contains("error")) << r->body;
+  EXPECT_TRUE(j["error"]["message"].is_string());
+  EXPECT_TRUE(j["error"]["type"].is_string());
+  EXPECT_TRUE(j["error"].contains("param"));
+  if (!code.empty()) {
+    EXPECT_EQ(j["error"]["code"], code) << r->body;
+  }
+  EXPECT_EQ(r->get_header_value("Content-Type"), "application/json");
+}
+
+TEST_F(ServerFixture, HealthIsLoadingUntilReady) {
+  start("", kDefaultMaxBody, /*ready=*/false);
+  auto r = client->Get("/health");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 503);
+  EXPECT_EQ(Json::parse(r->body)["status"], "loading");
+  expect_error(client->Get("/v1/models"), 503, "model_loading");
+  make_ready();
+  r = client->Get("/health");
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(Json::parse(r->body)["status"], "ok");
+  r = client->Get("/v1/models");
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(Json::parse(r->body)["data"][0]["id"], "tiny");
+}
+
+TEST_F(ServerFixture, CompletionAndErrorsThenStillServing) {
+  start();
+  auto r = post("/v1/completions", R"({"prompt": "Hi", "max_tokens": 2})");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(Json::parse(r->body)["choices"][0]["text"], "Hello world");
+  expect_error(post("/v1/completions", R"({"prompt": "Hi", "max_tok)"), 400, "invalid_json");
+  expect_error(post("/v1/completions", R"({"prompt": "Hi", "model": "gpt-4"})"), 404, "model_not_found");
+  expect_error(post("/v1/completions", R"({"prompt": "Hi", "temperature": 7000})"), 400);
+  expect_error(client->Get("/v1/nothing"), 404);
+  expect_error(client->Get("/v1/completions"), 405);
+  expect_error(client->Delete("/health"), 405);
+  expect_error(post("/v1/chat/completions", R"({"messages": [{"role": "user", "content": "x"}]})"), 400, "no_chat_template");
+  queue_full = true;
+  expect_error(post("/v1/completions", R"({"prompt": "Hi"})"), 429, "queue_full");
+  queue_full = false;
+  r = post("/v1/completions", R"({"prompt": "Hi"})");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  r = post("/tokenize", R"({"prompt": "Hello world", "add_special_tokens": false})");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(Json::parse(r->body)["count"], 2);
+  r = client->Get("/metrics");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_NE(r->body.find("plexus_requests_total{endpoint=\"/v1/completions\",status=\"200\"} 2"), std::string::npos) << r->body;
+  EXPECT_NE(r->body.find("plexus_requests_total{endpoint=\"/v1/completions\",status=\"404\"} 1"), std::string::npos);
+  EXPECT_NE(r->body.find("plexus_requests_total{endpoint=\"other\",status=\"404\"} 1"), std::string::npos);
+  EXPECT_NE(r->body.find("plexus_process_resident_memory_bytes "), std::string::npos);
+}
+
+TEST_F(ServerFixture, OversizedBodyGets413AndTheServerGoesOn) {
+  start("", 4096);
+  expect_error(post("/v1/completions", "{\"prompt\": \"" + std::string(10000, 'a') + "\"}"), 413, "request_too_large");
+  auto r = post("/v1/completions", R"({"prompt": "Hi"})");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+}
+
+TEST_F(ServerFixture, ApiKeyGuardsAllButHealth) {
+  start("sekret");
+  expect_error(client->Get("/v1/models"), 401, "invalid_api_key");
+  expect_error(post("/v1/completions", R"({"prompt": "Hi"})", {{"Authorization", "Bearer wrong"}}), 401, "invalid_api_key");
+  expect_error(client->Get("/metrics"), 401);
+  auto r = client->Get("/health");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  r = post("/v1/completions", R"({"prompt": "Hi"})", {{"Authorization", "Bearer sekret"}});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+}
+
+TEST_F(ServerFixture, StreamingSendsChunksThenDone) {
+  start();
+  std::string body;
+  httplib::Request req;
+  auto r = client->Post("/v1/completions", R"({"prompt": "Hi", "stream": true, "stream_options": {"include_usage": true}})",
+                        "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->get_header_value("Content-Type"), "text/event-stream");
+  body = r->body;
+  ASSERT_GE(body.size(), 20u);
+  EXPECT_EQ(body.substr(body.size() - 14), "data: [DONE]\n\n");
+  std::string text;
+  std::size_t at = 0;
+  int usage_chunks = 0;
+  while ((at = body.find("data: {", at)) != std::string::npos) {
+    const std::size_t end = body.find("\n\n", at);
+    const Json j = Json::parse(body.substr(at + 6, end - at - 6));
+    if (j.contains("usage")) {
+      ++usage_chunks;
+      EXPECT_EQ(j["usage"]["completion_tokens"], 2);
+    } else {
+      text += j["choices"][0]["text"].get<std::string>();
+    }
+    at = end;
+  }
+  EXPECT_EQ(text, "Hello world");
+  EXPECT_EQ(usage_chunks, 1);
+}
+
+TEST_F(ServerFixture, ClientGoneMidStreamCancelsTheRequest) {
+  reply = "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen";
+  delay = std::chrono::milliseconds(100);
+  start();
+  int chunks = 0;
+  httplib::Request req;
+  req.method = "POST";
+  req.path = "/v1/completions";
+  req.body = R"({"prompt": "Hi", "stream": true})";
+  req.set_header("Content-Type", "application/json");
+  req.content_receiver = [&](const char*, std::size_t, std::uint64_t, std::uint64_t) { return ++chunks < 2; };
+  (void)client->send(req);  // the receiver's false ends the connection
+  EXPECT_GE(chunks, 2);
+  bool cancelled = false;
+  for (int i = 0; i < 100 && !cancelled; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    std::lock_guard lock(mutex);
+    cancelled = !streams.empty() && streams[0]->cancelled();
+  }
+  EXPECT_TRUE(cancelled);
+  auto r = client->Get("/health");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+}
+
+}  // namespace
+}  // namespace plexus

@@ -1,0 +1,316 @@
+// The real `plexus serve` on a free loopback port with a tiny random model (Llama 3 tokenizer),
+// driven with curl: health, models, completions checked against `plexus generate`, streaming,
+// stop strings, logprobs, tokenize/detokenize, chat, metrics, the API key, errors after which
+// the server still serves, a client killed mid-stream freeing its slot, and SIGTERM draining.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <regex>
+#include <thread>
+
+#include "server_process.h"
+
+namespace plexus::testing {
+namespace {
+
+const std::string kTokenizer = std::string(PLEXUS_GOLDEN_DIR) + "/tokenizers/llama3";
+
+// One model and one server for the suite (loading is the slow part).
+struct Shared {
+  TempDir dir{"serve"};
+  std::string model = dir / "tiny";
+  std::unique_ptr<ServerProcess> server;
+};
+Shared* shared = nullptr;
+
+class ServeProcess : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    shared = new Shared;
+    const ProcessResult made = run_plexus("make-model " + shell_quote(shared->model) + " --tokenizer " + shell_quote(kTokenizer));
+    ASSERT_EQ(made.exit_code, 0) << made.err;
+    shared->server = std::make_unique<ServerProcess>(
+        shell_quote(shared->model) + " --served-model-name tiny --threads 2 --context 2048 --max-sequences 4 --max-body 65536",
+        shared->dir);
+  }
+  static void TearDownTestSuite() {
+    delete shared;
+    shared = nullptr;
+  }
+  void SetUp() override {
+    if (!shared->server->ok()) GTEST_SKIP() << "the server did not start (see the suite's first failure)";
+  }
+  static std::string url(const std::string& path) { return shared->server->url(path); }
+  static HttpResult post(const std::string& path, const Json& body, const std::vector<std::string>& headers = {}) {
+    return curl("POST", url(path), body.dump(), headers);
+  }
+  // The value of a metric line "NAME VALUE" in /metrics (nullopt when absent).
+  static std::optional<double> metric(const std::string& name) {
+    const HttpResult r = curl("GET", url("/metrics"));
+    const std::size_t at = r.body.find("\n" + name + " ");
+    if (at == std::string::npos) return std::nullopt;
+    return std::atof(r.body.c_str() + at + name.size() + 2);
+  }
+};
+
+void expect_error(const HttpResult& r, int status, const std::string& param_or_code = "") {
+  EXPECT_EQ(r.status, status) << r.body;
+  const Json j = r.json();
+  ASSERT_TRUE(j.is_object() && j.contains("error")) << r.body;
+  EXPECT_TRUE(j["error"]["message"].is_string()) << r.body;
+  EXPECT_TRUE(j["error"]["type"].is_string()) << r.body;
+  if (!param_or_code.empty()) {
+    EXPECT_TRUE(j["error"]["param"] == param_or_code || j["error"]["code"] == param_or_code) << r.body;
+  }
+}
+
+TEST_F(ServeProcess, HealthModelsMetrics) {
+  HttpResult r = curl("GET", url("/health"));
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.json()["status"], "ok");
+  r = curl("GET", url("/v1/models"));
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.json()["object"], "list");
+  EXPECT_EQ(r.json()["data"][0]["id"], "tiny");
+  EXPECT_EQ(r.json()["data"][0]["max_model_len"], 2048);
+  r = curl("GET", url("/metrics"));
+  EXPECT_EQ(r.status, 200);
+  for (const char* name : {"plexus_requests_total", "plexus_requests_running", "plexus_requests_waiting",
+                           "plexus_kv_cache_usage_ratio", "plexus_time_to_first_token_seconds_bucket",
+                           "plexus_process_resident_memory_bytes"}) {
+    EXPECT_NE(r.body.find(name), std::string::npos) << name;
+  }
+  EXPECT_NE(shared->server->log().find("plexus serve: model 'tiny' loaded"), std::string::npos) << shared->server->log();
+}
+
+TEST_F(ServeProcess, GreedyCompletionEqualsGenerate) {
+  const ProcessResult g = run_plexus("generate " + shell_quote(shared->model) + " --prompt 'The llama' --max-tokens 12 --json --threads 2");
+  ASSERT_EQ(g.exit_code, 0) << g.err;
+  const Json want = Json::parse(g.out);
+  HttpResult r = post("/v1/completions", {{"model", "tiny"}, {"prompt", "The llama"}, {"max_tokens", 12}, {"temperature", 0}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  Json j = r.json();
+  EXPECT_EQ(j["object"], "text_completion");
+  EXPECT_EQ(j["id"].get<std::string>().rfind("cmpl-", 0), 0u);
+  EXPECT_EQ(j["choices"][0]["text"], want["text"]);
+  EXPECT_EQ(j["choices"][0]["finish_reason"], want["finish_reason"]);
+  EXPECT_EQ(j["usage"]["prompt_tokens"], want["prompt_tokens"]);
+  EXPECT_EQ(j["usage"]["completion_tokens"], want["completion_tokens"]);
+  EXPECT_EQ(j["usage"]["total_tokens"], want["prompt_tokens"].get<int>() + want["completion_tokens"].get<int>());
+  EXPECT_TRUE(j["usage"]["time_s"].is_number());
+  EXPECT_TRUE(j["usage"].contains("energy_j"));
+  // The same prompt as token ids.
+  const ProcessResult ids = run_plexus("generate " + shell_quote(shared->model) + " --ids 1,2,3,4 --max-tokens 6 --json --threads 2");
+  ASSERT_EQ(ids.exit_code, 0) << ids.err;
+  r = post("/v1/completions", {{"prompt", {1, 2, 3, 4}}, {"max_tokens", 6}, {"temperature", 0}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.json()["choices"][0]["text"], Json::parse(ids.out)["text"]);
+}
+
+TEST_F(ServeProcess, StreamingMatchesWholeResponse) {
+  const Json req = {{"prompt", "Once upon"}, {"max_tokens", 10}, {"temperature", 0}};
+  const HttpResult whole = post("/v1/completions", req);
+  ASSERT_EQ(whole.status, 200) << whole.body;
+  Json sreq = req;
+  sreq["stream"] = true;
+  sreq["stream_options"] = {{"include_usage", true}};
+  const HttpResult s = post("/v1/completions", sreq);
+  ASSERT_EQ(s.status, 200) << s.body;
+  bool done = false;
+  const std::vector<Json> events = sse_events(s.body, &done);
+  EXPECT_TRUE(done) << s.body;
+  ASSERT_GE(events.size(), 2u);
+  std::string text;
+  for (std::size_t i = 0; i + 1 < events.size(); ++i) {
+    EXPECT_EQ(events[i]["object"], "text_completion");
+    text += events[i]["choices"][0]["text"].get<std::string>();
+  }
+  EXPECT_EQ(text, whole.json()["choices"][0]["text"]);
+  EXPECT_EQ(events[events.size() - 2]["choices"][0]["finish_reason"], whole.json()["choices"][0]["finish_reason"]);
+  EXPECT_TRUE(events.back()["choices"].empty());
+  EXPECT_EQ(events.back()["usage"]["completion_tokens"], whole.json()["usage"]["completion_tokens"]);
+}
+
+TEST_F(ServeProcess, StopStringTrimsAndStops) {
+  const Json req = {{"prompt", "Tell me"}, {"max_tokens", 24}, {"temperature", 0}, {"ignore_eos", true}};
+  const HttpResult whole = post("/v1/completions", req);
+  ASSERT_EQ(whole.status, 200) << whole.body;
+  const std::string text = whole.json()["choices"][0]["text"];
+  // A stop string from the middle of the text, whole characters (ASCII) only.
+  std::size_t at = std::string::npos;
+  for (std::size_t i = text.size() / 3; i + 2 < text.size(); ++i) {
+    if (std::isalnum(static_cast<unsigned char>(text[i])) && std::isalnum(static_cast<unsigned char>(text[i + 1]))) {
+      at = i;
+      break;
+    }
+  }
+  if (at == std::string::npos) GTEST_SKIP() << "no ASCII pair in the random model's text: " << text;
+  const std::string stop = text.substr(at, 2);
+  Json sreq = req;
+  sreq["stop"] = {stop, "\x01never"};
+  HttpResult r = post("/v1/completions", sreq);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.json()["choices"][0]["text"], text.substr(0, text.find(stop)));
+  EXPECT_EQ(r.json()["choices"][0]["finish_reason"], "stop");
+  sreq["stream"] = true;
+  r = post("/v1/completions", sreq);
+  bool done = false;
+  std::string streamed;
+  for (const Json& e : sse_events(r.body, &done)) streamed += e["choices"][0]["text"].get<std::string>();
+  EXPECT_TRUE(done);
+  EXPECT_EQ(streamed, text.substr(0, text.find(stop)));
+}
+
+TEST_F(ServeProcess, LogprobsLegacyShape) {
+  const HttpResult r = post("/v1/completions", {{"prompt", "Hi"}, {"max_tokens", 4}, {"temperature", 0}, {"logprobs", 2},
+                                                {"ignore_eos", true}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  const Json lp = r.json()["choices"][0]["logprobs"];
+  ASSERT_EQ(lp["tokens"].size(), 4u) << lp;
+  ASSERT_EQ(lp["token_logprobs"].size(), 4u);
+  ASSERT_EQ(lp["top_logprobs"].size(), 4u);
+  ASSERT_EQ(lp["text_offset"].size(), 4u);
+  for (std::size_t i = 0; i < 4; ++i) {
+    const double chosen = lp["token_logprobs"][i];
+    EXPECT_LE(chosen, 0.0);
+    double best = -1e30;
+    for (const auto& [tok, v] : lp["top_logprobs"][i].items()) best = std::max(best, v.get<double>());
+    EXPECT_NEAR(chosen, best, 1e-4);  // greedy: the chosen token is the most likely
+    if (i > 0) {
+      EXPECT_GE(lp["text_offset"][i], lp["text_offset"][i - 1]);
+    }
+  }
+}
+
+TEST_F(ServeProcess, TokenizeDetokenizeRoundTrip) {
+  HttpResult r = post("/tokenize", {{"prompt", "Hello, llamas!"}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  const Json t = r.json();
+  EXPECT_EQ(t["count"], t["tokens"].size());
+  EXPECT_EQ(t["max_model_len"], 2048);
+  r = post("/detokenize", {{"tokens", t["tokens"]}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.json()["prompt"], "Hello, llamas!");
+  r = post("/tokenize", {{"prompt", "Hello, llamas!"}, {"add_special_tokens", false}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.json()["tokens"], t["tokens"]);  // this tokenizer adds no special tokens to a prompt
+  expect_error(post("/detokenize", {{"tokens", {1, -5}}}), 400, "tokens");
+}
+
+TEST_F(ServeProcess, ChatCompletionIsTheTemplatedPromptsCompletion) {
+  const Json messages = Json::array({{{"role", "user"}, {"content", "Hi there"}}});
+  HttpResult t = post("/tokenize", {{"messages", messages}});
+  if (t.status == 400 && t.json()["error"]["code"] == "no_chat_template") GTEST_SKIP() << "this build has no chat templates";
+  ASSERT_EQ(t.status, 200) << t.body;
+  const HttpResult c = post("/v1/completions", {{"prompt", t.json()["tokens"]}, {"max_tokens", 6}, {"temperature", 0}});
+  ASSERT_EQ(c.status, 200) << c.body;
+  HttpResult r = post("/v1/chat/completions", {{"model", "tiny"}, {"messages", messages}, {"max_tokens", 6}, {"temperature", 0}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  const Json j = r.json();
+  EXPECT_EQ(j["object"], "chat.completion");
+  EXPECT_EQ(j["choices"][0]["message"]["role"], "assistant");
+  EXPECT_EQ(j["choices"][0]["message"]["content"], c.json()["choices"][0]["text"]);
+  EXPECT_EQ(j["usage"]["prompt_tokens"], t.json()["count"]);
+  r = post("/v1/chat/completions", {{"messages", messages}, {"max_tokens", 6}, {"temperature", 0}, {"stream", true}});
+  bool done = false;
+  const std::vector<Json> events = sse_events(r.body, &done);
+  ASSERT_GE(events.size(), 2u) << r.body;
+  EXPECT_TRUE(done);
+  EXPECT_EQ(events[0]["choices"][0]["delta"]["role"], "assistant");
+  std::string text;
+  for (const Json& e : events) {
+    EXPECT_EQ(e["object"], "chat.completion.chunk");
+    if (e["choices"][0]["delta"].contains("content")) text += e["choices"][0]["delta"]["content"].get<std::string>();
+  }
+  EXPECT_EQ(text, c.json()["choices"][0]["text"]);
+}
+
+TEST_F(ServeProcess, ErrorsAreOpenAiShapedAndTheServerGoesOn) {
+  expect_error(curl("POST", url("/v1/completions"), "{\"prompt\": \"x\", "), 400, "invalid_json");
+  expect_error(post("/v1/completions", {{"prompt", "x"}, {"model", "gpt-4o"}}), 404, "model_not_found");
+  expect_error(post("/v1/completions", {{"prompt", "x"}, {"max_tokens", -3}}), 400, "max_tokens");
+  expect_error(post("/v1/completions", {{"prompt", "x"}, {"top_p", 2}}), 400, "top_p");
+  expect_error(post("/v1/completions", {{"prompt", "x"}, {"max_tokens", 5000}}), 400, "max_tokens");
+  expect_error(post("/v1/completions", {{"prompt", std::string(70000, 'a')}}), 413, "request_too_large");
+  expect_error(curl("GET", url("/v1/unknown")), 404);
+  expect_error(curl("PUT", url("/v1/models")), 405);
+  const HttpResult r = post("/v1/completions", {{"prompt", "still here"}, {"max_tokens", 2}});
+  EXPECT_EQ(r.status, 200) << r.body;
+}
+
+TEST_F(ServeProcess, ClientKilledMidStreamFreesItsSlot) {
+  const double cancelled_before = metric("plexus_requests_finished_total{reason=\"cancelled\"}").value_or(0);
+  const Json req = {{"prompt", "Go on"}, {"max_tokens", 2000}, {"ignore_eos", true}, {"stream", true}};
+  // curl gives up after 1.5 s, closing the connection mid-stream.
+  const HttpResult r = curl("POST", url("/v1/completions"), req.dump(), {}, 1.5);
+  EXPECT_NE(r.body.find("data: {"), std::string::npos) << "no chunk before the client went away";
+  EXPECT_EQ(r.body.find("[DONE]"), std::string::npos) << "the request finished before the client went away";
+  bool freed = false;
+  for (int i = 0; i < 200 && !freed; ++i) {
+    freed = metric("plexus_requests_running") == 0.0;
+    if (!freed) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(freed);
+  EXPECT_GT(metric("plexus_requests_finished_total{reason=\"cancelled\"}").value_or(0), cancelled_before);
+  EXPECT_EQ(post("/v1/completions", {{"prompt", "x"}, {"max_tokens", 1}}).status, 200);
+}
+
+TEST(ServeProcessAlone, ApiKeyEnforcedHealthOpen) {
+  TempDir dir("serve-key");
+  ASSERT_EQ(run_plexus("make-model " + shell_quote(dir / "m") + " --tokenizer " + shell_quote(kTokenizer)).exit_code, 0);
+  ServerProcess server(shell_quote(dir / "m") + " --api-key s3cret --threads 2 --context 256", dir);
+  ASSERT_TRUE(server.ok());
+  EXPECT_EQ(curl("GET", server.url("/health")).status, 200);
+  expect_error(curl("GET", server.url("/v1/models")), 401, "invalid_api_key");
+  expect_error(curl("POST", server.url("/v1/completions"), R"({"prompt": "x"})", {"Authorization: Bearer nope"}), 401);
+  expect_error(curl("GET", server.url("/metrics")), 401);
+  const HttpResult ok = curl("POST", server.url("/v1/completions"), R"({"prompt": "x", "max_tokens": 2})",
+                             {"Authorization: Bearer s3cret"});
+  EXPECT_EQ(ok.status, 200) << ok.body;
+  EXPECT_EQ(server.stop(SIGTERM, 30), 0) << server.log();
+}
+
+TEST(ServeProcessAlone, SigtermFinishesTheRunningRequestThenExitsZero) {
+  TempDir dir("serve-term");
+  ASSERT_EQ(run_plexus("make-model " + shell_quote(dir / "m") + " --tokenizer " + shell_quote(kTokenizer)).exit_code, 0);
+  ServerProcess server(shell_quote(dir / "m") + " --threads 2 --context 1024 --drain-timeout 60", dir);
+  ASSERT_TRUE(server.ok());
+  // A request in the background; SIGTERM once it runs.
+  HttpResult result;
+  std::thread client([&] {
+    result = curl("POST", server.url("/v1/completions"), R"({"prompt": "x", "max_tokens": 400, "ignore_eos": true})", {}, 120);
+  });
+  bool running = false;
+  for (int i = 0; i < 200 && !running; ++i) {
+    const HttpResult m = curl("GET", server.url("/metrics"));
+    running = m.body.find("\nplexus_requests_running 1\n") != std::string::npos;
+    if (!running) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_TRUE(running);
+  const int code = server.stop(SIGTERM, 90);
+  client.join();
+  EXPECT_EQ(code, 0) << server.log();
+  ASSERT_EQ(result.status, 200) << result.body;
+  EXPECT_EQ(result.json()["usage"]["completion_tokens"], 400);
+  EXPECT_EQ(result.json()["choices"][0]["finish_reason"], "length");
+}
+
+TEST(ServeProcessAlone, BadFlagsExit2) {
+  TempDir dir("serve-flags");
+  const std::pair<const char*, const char*> cases[] = {{"--port 70000", "--port"},
+                                                       {"--max-sequences 0", "--max-sequences"},
+                                                       {"--max-queue -1", "--max-queue"},
+                                                       {"--drain-timeout -1", "--drain-timeout"},
+                                                       {"--max-body 10", "--max-body"},
+                                                       {"--batch 4", "--max-sequences"}};
+  for (const auto& [flags, mention] : cases) {
+    const ProcessResult r = run_plexus("serve " + shell_quote(dir / "none") + " " + flags);
+    EXPECT_EQ(r.exit_code, 2) << flags << ": " << r.err;
+    EXPECT_NE(r.err.find(mention), std::string::npos) << flags << ": " << r.err;
+  }
+}
+
+}  // namespace
+}  // namespace plexus::testing
