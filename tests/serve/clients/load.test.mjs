@@ -72,7 +72,7 @@ async function streamOne(url, prompt, where) {
 }
 
 test('64 concurrent streaming clients × 8 requests: all answered, none mixed up, memory flat', { timeout: 360_000 }, async () => {
-  const server = await startServer({ plexus, model, limitS: 400, args: ['--max-sequences', '32', '--max-queue', '64', '--threads', '2'] });
+  const server = await startServer({ plexus, model, limitS: 400, args: ['--served-model-name', 'm', '--max-sequences', '32', '--max-queue', '64', '--threads', '2'] });
   servers.push(server);
   const list = prompts();
 
@@ -134,7 +134,7 @@ test('64 concurrent streaming clients × 8 requests: all answered, none mixed up
 });
 
 test('--max-queue: requests beyond the queue get 429 (RateLimitError), the rest are answered', { timeout: 120_000 }, async () => {
-  const server = await startServer({ plexus, model, limitS: 200, args: ['--max-sequences', '1', '--max-queue', '2', '--threads', '2'] });
+  const server = await startServer({ plexus, model, limitS: 200, args: ['--served-model-name', 'm', '--max-sequences', '1', '--max-queue', '2', '--threads', '2'] });
   servers.push(server);
   const client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'none', maxRetries: 0, timeout: 60_000 });
   // A long request holds the only sequence while the others arrive: 2 of them wait, 4 are refused.
