@@ -209,6 +209,14 @@ Json parse_body(const std::string& body) {
   return j;
 }
 
+void keep_key_order(ChatInput& input, const std::string& body) {
+  const nlohmann::ordered_json j = nlohmann::ordered_json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return;
+  if (auto m = j.find("messages"); m != j.end() && m->is_array()) input.messages = *m;
+  if (auto t = j.find("tools"); t != j.end() && t->is_array()) input.tools = *t;
+  if (auto k = j.find("chat_template_kwargs"); k != j.end() && k->is_object()) input.kwargs = *k;
+}
+
 ApiRequest parse_completion_request(const Json& body) {
   ApiRequest r;
   parse_common(body, r);
