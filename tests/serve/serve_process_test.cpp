@@ -109,6 +109,41 @@ TEST_F(ServeProcess, GreedyCompletionEqualsGenerate) {
   EXPECT_EQ(r.json()["choices"][0]["text"], Json::parse(ids.out)["text"]);
 }
 
+TEST_F(ServeProcess, ConcurrentRequestsGetTheirOwnResults) {
+  // Each prompt alone first, then all at once (streaming and not, greedy and seeded): the same
+  // results, none mixed up.
+  std::vector<Json> requests;
+  for (int i = 0; i < 6; ++i) {
+    Json r = {{"prompt", "Request number " + std::to_string(i)}, {"max_tokens", 8 + i}, {"ignore_eos", true}};
+    if (i % 2) r["temperature"] = 0;
+    if (i % 2 == 0) r["seed"] = 100 + i;
+    requests.push_back(r);
+  }
+  std::vector<std::string> alone;
+  for (const Json& r : requests) {
+    const HttpResult h = post("/v1/completions", r);
+    ASSERT_EQ(h.status, 200) << h.body;
+    alone.push_back(h.json()["choices"][0]["text"]);
+  }
+  std::vector<std::string> together(requests.size());
+  std::vector<std::thread> clients;
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    clients.emplace_back([&, i] {
+      Json r = requests[i];
+      if (i % 3 == 0) r["stream"] = true;
+      const HttpResult h = post("/v1/completions", r);
+      if (!r.contains("stream")) {
+        together[i] = h.json()["choices"][0]["text"];
+        return;
+      }
+      bool done = false;
+      for (const Json& e : sse_events(h.body, &done)) together[i] += e["choices"][0]["text"].get<std::string>();
+    });
+  }
+  for (std::thread& t : clients) t.join();
+  EXPECT_EQ(together, alone);
+}
+
 TEST_F(ServeProcess, StreamingMatchesWholeResponse) {
   const Json req = {{"prompt", "Once upon"}, {"max_tokens", 10}, {"temperature", 0}};
   const HttpResult whole = post("/v1/completions", req);
