@@ -131,6 +131,19 @@ TEST(ParseChat, TemplateInputsKeepTheClientsKeyOrder) {
   EXPECT_EQ(r.chat_input.kwargs.dump(), R"({"y":true,"x":false})");
 }
 
+TEST(ParseChat, TextPartsBecomeOneString) {
+  const std::string body = R"({"messages": [{"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}]})";
+  ApiRequest r = parse_chat_request(parse_body(body));
+  EXPECT_EQ(r.chat_input.messages[0]["content"], "a\nb");
+  keep_key_order(r.chat_input, body);
+  EXPECT_EQ(r.chat_input.messages[0]["content"], "a\nb");
+  const ApiError e = error_of([] {
+    parse_chat_request(parse_body(R"({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}]})"));
+  });
+  EXPECT_EQ(e.param(), "messages");
+  EXPECT_NE(std::string(e.what()).find("only text parts"), std::string::npos);
+}
+
 TEST(ParseChat, BadMessages) {
   for (const char* body : {R"({})", R"({"messages": []})", R"({"messages": "hi"})", R"({"messages": [{"content": "x"}]})",
                            R"({"messages": [{"role": "user", "content": 5}]})"}) {
