@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
 #include <regex>
 #include <thread>
 
@@ -14,6 +15,8 @@
 
 namespace plexus::testing {
 namespace {
+
+void write_text(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
 
 const std::string kTokenizer = std::string(PLEXUS_GOLDEN_DIR) + "/tokenizers/llama3";
 
@@ -292,10 +295,12 @@ TEST_F(ServeProcess, ClientKilledMidStreamFreesItsSlot) {
   EXPECT_EQ(post("/v1/completions", {{"prompt", "x"}, {"max_tokens", 1}}).status, 200);
 }
 
-TEST(ServeProcessAlone, ApiKeyEnforcedHealthOpen) {
+TEST(ServeProcessAlone, ApiKeyEnforcedHealthOpenChatTemplateFile) {
   TempDir dir("serve-key");
   ASSERT_EQ(run_plexus("make-model " + shell_quote(dir / "m") + " --tokenizer " + shell_quote(kTokenizer)).exit_code, 0);
-  ServerProcess server(shell_quote(dir / "m") + " --api-key s3cret --threads 2 --context 256", dir);
+  write_text(dir / "t.jinja", "{{ bos_token }}{% for m in messages %}[{{ m.role }}: {{ m.content }}]{% endfor %}");
+  ServerProcess server(shell_quote(dir / "m") + " --api-key s3cret --threads 2 --context 256 --chat-template " +
+                           shell_quote(dir / "t.jinja"), dir);
   ASSERT_TRUE(server.ok());
   EXPECT_EQ(curl("GET", server.url("/health")).status, 200);
   expect_error(curl("GET", server.url("/v1/models")), 401, "invalid_api_key");
@@ -304,6 +309,13 @@ TEST(ServeProcessAlone, ApiKeyEnforcedHealthOpen) {
   const HttpResult ok = curl("POST", server.url("/v1/completions"), R"({"prompt": "x", "max_tokens": 2})",
                              {"Authorization: Bearer s3cret"});
   EXPECT_EQ(ok.status, 200) << ok.body;
+  // --chat-template FILE replaces the model's template, with the model's special tokens.
+  const HttpResult t = curl("POST", server.url("/tokenize"), R"({"messages": [{"role": "user", "content": "Hi"}]})",
+                            {"Authorization: Bearer s3cret"});
+  ASSERT_EQ(t.status, 200) << t.body;
+  const HttpResult d = curl("POST", server.url("/detokenize"), Json{{"tokens", t.json()["tokens"]}}.dump(),
+                            {"Authorization: Bearer s3cret"});
+  EXPECT_EQ(d.json()["prompt"], "<|begin_of_text|>[user: Hi]") << d.body;
   EXPECT_EQ(server.stop(SIGTERM, 30), 0) << server.log();
 }
 
