@@ -12,6 +12,7 @@
 #include <optional>
 #include <variant>
 
+#include "core/error.h"
 #include "runtime/runner.h"
 #include "serve/serve_request.h"
 
