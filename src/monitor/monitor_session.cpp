@@ -56,14 +56,16 @@ MonitorSession::~MonitorSession() {
   if (running_) stop();
 }
 
-Sample MonitorSession::take_sample() {
+Sample read_sample(const std::vector<MetricSource*>& sources, std::chrono::steady_clock::time_point t0) {
   Sample s;
-  s.t_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
-  for (MetricSource* source : open_) source->sample(s.readings);
+  s.t_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  for (MetricSource* source : sources) source->sample(s.readings);
   for (DeviceReading& r : s.readings) drop_implausible(r);
-  s.t_end_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+  s.t_end_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return s;
 }
+
+Sample MonitorSession::take_sample() { return read_sample(open_, t0_); }
 
 void MonitorSession::record(Sample sample) {
   const bool csv_failed = csv_ && !csv_->write(sample);

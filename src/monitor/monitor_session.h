@@ -49,6 +49,9 @@ SourceOptions source_options_from(const DeviceOptions& devices);
 // when the list is empty or a GPU is not found.
 SourceOptions source_options_for_run(const DeviceOptions& devices, const std::vector<int>& cuda_gpus);
 
+// One sample of `sources` (their readings with implausible values dropped), timed from `t0`.
+Sample read_sample(const std::vector<MetricSource*>& sources, std::chrono::steady_clock::time_point t0);
+
 class MonitorSession {
  public:
   // Every source's calls run with `call_limit` (TimedSource): a hung driver is abandoned, its

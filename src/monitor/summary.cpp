@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <functional>
 
-#include "monitor/plausibility.h"
+#include "monitor/energy_steps.h"
 
 namespace plexus {
 
@@ -73,43 +73,17 @@ struct Energy {
 // Interval by interval: the counter's step where it is plausible, else the power trapezoid.
 Energy account_energy(const Series& s) {
   Energy e;
-  // A counter value that jumps up faster than any device draws power is a fault: dropped, and
-  // the next value is compared with the last good one.
-  std::vector<std::optional<double>> counter(s.r.size());
-  std::optional<std::size_t> last_good;
+  EnergySteps steps;
   for (std::size_t i = 0; i < s.r.size(); ++i) {
-    counter[i] = s.r[i]->energy_counter_j;
-    if (!counter[i]) continue;
-    if (last_good) {
-      const double dt = s.t[i] - s.t[*last_good];
-      if (*counter[i] - *counter[*last_good] > kMaxPlausiblePowerW * std::max(dt, 1e-3)) {
-        counter[i].reset();
-        ++e.dropped;
-        continue;
-      }
-    }
-    last_good = i;
+    const IntervalEnergy step = steps.add(s.t[i], *s.r[i]);
+    if (step.reset) ++e.resets;
+    if (!step.joules) continue;
+    e.joules += *step.joules;
+    e.covered_s += s.t[i] - s.t[i - 1];
+    e.by_counter = e.by_counter || step.by_counter;
+    e.by_power = e.by_power || step.by_power;
   }
-  for (std::size_t i = 1; i < s.r.size(); ++i) {
-    const DeviceReading& a = *s.r[i - 1];
-    const DeviceReading& b = *s.r[i];
-    const double dt = s.t[i] - s.t[i - 1];
-    if (counter[i - 1] && counter[i]) {
-      const double step = *counter[i] - *counter[i - 1];
-      if (step >= 0) {
-        e.joules += step;
-        e.covered_s += dt;
-        e.by_counter = true;
-        continue;
-      }
-      ++e.resets;  // a reset or wrap: this interval from power, if there is any
-    }
-    if (a.power_w && b.power_w) {
-      e.joules += (*a.power_w + *b.power_w) / 2 * dt;
-      e.covered_s += dt;
-      e.by_power = true;
-    }
-  }
+  e.dropped = steps.dropped();
   return e;
 }
 

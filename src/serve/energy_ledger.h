@@ -45,6 +45,10 @@ class EnergyLedger {
   std::vector<DeviceEnergy> devices() const;
   std::optional<double> measured_j() const;    // all devices, since the start
   std::optional<double> attributed_j() const;  // shared out to requests so far
+  // Cumulative-energy points kept (bounded: those the unresolved steps need, at most the last
+  // kKeepSeconds when the server idles); for tests.
+  std::size_t stored_samples() const;
+  static constexpr double kKeepSeconds = 600;
 
  private:
   struct Impl;

@@ -67,8 +67,7 @@ struct HttpServer::Impl {
 
   void generation(const httplib::Request& req, httplib::Response& res, bool chat) {
     const OpenAiApi& a = ready_api();
-    const Json body = parse_body(req.body);
-    auto prepared = std::make_shared<PreparedRequest>(a.prepare(chat ? parse_chat_request(body) : parse_completion_request(body)));
+    auto prepared = std::make_shared<PreparedRequest>(a.prepare(req.body, chat));
     std::shared_ptr<RequestStream> stream = a.submit(*prepared);
     if (!prepared->api.stream) {
       send_json(res, 200, a.complete(*prepared, *stream));
@@ -120,10 +119,10 @@ struct HttpServer::Impl {
       guarded(res, [&] { generation(req, res, true); });
     });
     server.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
-      guarded(res, [&] { send_json(res, 200, ready_api().tokenize(parse_body(req.body))); });
+      guarded(res, [&] { send_json(res, 200, ready_api().tokenize(req.body)); });
     });
     server.Post("/detokenize", [this](const httplib::Request& req, httplib::Response& res) {
-      guarded(res, [&] { send_json(res, 200, ready_api().detokenize(parse_body(req.body))); });
+      guarded(res, [&] { send_json(res, 200, ready_api().detokenize(req.body)); });
     });
     // Before routing: the API key, and a known path asked with the wrong method (405).
     server.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {

@@ -70,6 +70,12 @@ bool in_vocab(const std::vector<std::int32_t>& ids, std::int64_t vocab) {
 
 }  // namespace
 
+void OpenAiApi::check_model(const std::string& name) const {
+  if (name.empty() || name == model_.name) return;
+  throw ApiError(404, "The model '" + name + "' does not exist: this server serves '" + model_.name + "'",
+                 "invalid_request_error", "model", "model_not_found");
+}
+
 std::string OpenAiApi::render_chat(const ChatInput& input) const {
   if (!model_.chat_template) {
     throw invalid_request("the model '" + model_.name +
@@ -85,10 +91,7 @@ std::string OpenAiApi::render_chat(const ChatInput& input) const {
 }
 
 PreparedRequest OpenAiApi::prepare(ApiRequest api) const {
-  if (!api.model.empty() && api.model != model_.name) {
-    throw ApiError(404, "The model '" + api.model + "' does not exist: this server serves '" + model_.name + "'",
-                   "invalid_request_error", "model", "model_not_found");
-  }
+  check_model(api.model);
   PreparedRequest p;
   p.id = new_completion_id(api.chat);
   p.created = unix_time_now();
@@ -124,6 +127,13 @@ PreparedRequest OpenAiApi::prepare(ApiRequest api) const {
   s.top_logprobs = api.logprobs;
   p.api = std::move(api);
   return p;
+}
+
+PreparedRequest OpenAiApi::prepare(const std::string& text, bool chat) const {
+  const Json body = parse_body(text);
+  ApiRequest r = chat ? parse_chat_request(body) : parse_completion_request(body);
+  if (chat) keep_key_order(r.chat_input, text);
+  return prepare(std::move(r));
 }
 
 std::shared_ptr<RequestStream> OpenAiApi::submit(const PreparedRequest& request) const {
@@ -194,19 +204,18 @@ Json OpenAiApi::models() const {
   return {{"object", "list"}, {"data", Json::array({m})}};
 }
 
-Json OpenAiApi::tokenize(const Json& body) const {
-  const TokenizeRequest r = parse_tokenize_request(body);
-  if (body.contains("model") && body["model"].is_string() && body["model"] != model_.name) {
-    throw ApiError(404, "The model '" + body["model"].get<std::string>() + "' does not exist: this server serves '" +
-                            model_.name + "'", "invalid_request_error", "model", "model_not_found");
-  }
-  const std::string text = r.prompt ? *r.prompt : render_chat(*r.chat);
-  const std::vector<std::int32_t> ids = model_.tokenizer->encode(text, r.add_special_tokens);
+Json OpenAiApi::tokenize(const std::string& text) const {
+  const Json body = parse_body(text);
+  TokenizeRequest r = parse_tokenize_request(body);
+  if (r.chat) keep_key_order(*r.chat, text);
+  if (body.contains("model") && body["model"].is_string()) check_model(body["model"].get<std::string>());
+  const std::string prompt = r.prompt ? *r.prompt : render_chat(*r.chat);
+  const std::vector<std::int32_t> ids = model_.tokenizer->encode(prompt, r.add_special_tokens);
   return {{"tokens", ids}, {"count", ids.size()}, {"max_model_len", model_.max_model_len}};
 }
 
-Json OpenAiApi::detokenize(const Json& body) const {
-  const std::vector<std::int32_t> ids = parse_detokenize_request(body);
+Json OpenAiApi::detokenize(const std::string& text) const {
+  const std::vector<std::int32_t> ids = parse_detokenize_request(parse_body(text));
   if (!in_vocab(ids, model_.vocab_size)) {
     throw invalid_request("'tokens': token ids must be below the vocabulary size " + std::to_string(model_.vocab_size), "tokens");
   }

@@ -47,6 +47,8 @@ class OpenAiApi {
   // Checks the model name (404 model_not_found), tokenizes the prompt or renders the chat
   // template (400 with the template's message), checks the length against the context (400).
   PreparedRequest prepare(ApiRequest request) const;
+  // The body of POST /v1/completions or /v1/chat/completions, parsed, checked and prepared.
+  PreparedRequest prepare(const std::string& body, bool chat) const;
   // Submits: InputError → 400, QueueFull → 429, ShuttingDown → 503 (ApiError).
   std::shared_ptr<RequestStream> submit(const PreparedRequest& request) const;
   // Waits for the whole completion: the response JSON. ApiError 500 when the generation failed.
@@ -58,11 +60,12 @@ class OpenAiApi {
               const std::function<bool()>& alive = {}) const;
 
   Json models() const;                        // GET /v1/models
-  Json tokenize(const Json& body) const;      // POST /tokenize
-  Json detokenize(const Json& body) const;    // POST /detokenize
+  Json tokenize(const std::string& body) const;  // POST /tokenize
+  Json detokenize(const std::string& body) const;  // POST /detokenize
 
  private:
   std::string render_chat(const ChatInput& input) const;
+  void check_model(const std::string& name) const;  // 404 model_not_found unless "" or the served name
   const ServedModel& model_;
   Metrics* metrics_;
 };

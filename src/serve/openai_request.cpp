@@ -163,6 +163,18 @@ Json object_field(const Json& body, const char* name) {
   return *v;
 }
 
+// A content given as a list of text parts becomes their texts joined by newlines (as vLLM does),
+// the string the models' templates expect.
+void join_text_parts(nlohmann::ordered_json& messages) {
+  for (auto& msg : messages) {
+    auto content = msg.find("content");
+    if (content == msg.end() || !content->is_array()) continue;
+    std::string text;
+    for (std::size_t i = 0; i < content->size(); ++i) text += (i ? "\n" : "") + (*content)[i]["text"].get<std::string>();
+    *content = text;
+  }
+}
+
 ChatInput chat_input(const Json& body) {
   ChatInput in;
   const Json* m = field(body, "messages");
@@ -180,8 +192,17 @@ ChatInput chat_input(const Json& body) {
     if (content != msg.end() && !content->is_null() && !content->is_string() && !content->is_array()) {
       throw invalid_request("'" + where + ".content' must be a string or a list of parts, got " + shown(*content), "messages");
     }
+    if (content != msg.end() && content->is_array()) {
+      for (const Json& part : *content) {
+        if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") || !part["text"].is_string()) {
+          throw invalid_request("'" + where + ".content': only text parts ({\"type\": \"text\", \"text\": ...}) are supported, got " +
+                                    shown(part), "messages");
+        }
+      }
+    }
   }
   in.messages = *m;
+  join_text_parts(in.messages);
   if (const Json* t = field(body, "tools")) {
     if (!t->is_array()) throw invalid_request("'tools' must be a list, got " + shown(*t), "tools");
     in.tools = *t;
@@ -207,6 +228,17 @@ Json parse_body(const std::string& body) {
   }
   if (!j.is_object()) throw invalid_request("the request body must be a JSON object, got " + shown(j));
   return j;
+}
+
+void keep_key_order(ChatInput& input, const std::string& body) {
+  const nlohmann::ordered_json j = nlohmann::ordered_json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return;
+  if (auto m = j.find("messages"); m != j.end() && m->is_array()) {
+    input.messages = *m;
+    join_text_parts(input.messages);
+  }
+  if (auto t = j.find("tools"); t != j.end() && t->is_array()) input.tools = *t;
+  if (auto k = j.find("chat_template_kwargs"); k != j.end() && k->is_object()) input.kwargs = *k;
 }
 
 ApiRequest parse_completion_request(const Json& body) {

@@ -52,6 +52,11 @@ TokenizeRequest parse_tokenize_request(const Json& body);
 // POST /detokenize: {"tokens": [ids]}.
 std::vector<std::int32_t> parse_detokenize_request(const Json& body);
 
+// The chat fields (messages, tools, chat_template_kwargs) again from the raw body, their keys in
+// the order the client wrote them (Json sorts keys): templates' `tojson` prints them that way,
+// as transformers does. Call after the request parsed.
+void keep_key_order(ChatInput& input, const std::string& body);
+
 // The body as a JSON object: ApiError 400 for malformed JSON (with the parser's message and
 // offset), a body nested too deep, or a value that is not an object.
 Json parse_body(const std::string& body);

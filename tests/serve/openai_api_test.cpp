@@ -120,6 +120,30 @@ TEST(ParseChat, MessagesToolsKwargsAndMaxCompletionTokens) {
   EXPECT_FALSE(parse_chat_request(Json::parse(R"({"messages": [{"role": "user", "content": "hi"}]})")).max_tokens);
 }
 
+TEST(ParseChat, TemplateInputsKeepTheClientsKeyOrder) {
+  const std::string body = R"({"messages": [{"role": "user", "content": "x", "b": 1, "a": 2}],
+      "tools": [{"type": "function", "function": {"name": "f", "parameters": {"z": 1, "a": 2}}}],
+      "chat_template_kwargs": {"y": true, "x": false}})";
+  ApiRequest r = parse_chat_request(parse_body(body));
+  keep_key_order(r.chat_input, body);
+  EXPECT_EQ(r.chat_input.messages.dump(), R"([{"role":"user","content":"x","b":1,"a":2}])");
+  EXPECT_EQ(r.chat_input.tools[0]["function"]["parameters"].dump(), R"({"z":1,"a":2})");
+  EXPECT_EQ(r.chat_input.kwargs.dump(), R"({"y":true,"x":false})");
+}
+
+TEST(ParseChat, TextPartsBecomeOneString) {
+  const std::string body = R"({"messages": [{"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}]})";
+  ApiRequest r = parse_chat_request(parse_body(body));
+  EXPECT_EQ(r.chat_input.messages[0]["content"], "a\nb");
+  keep_key_order(r.chat_input, body);
+  EXPECT_EQ(r.chat_input.messages[0]["content"], "a\nb");
+  const ApiError e = error_of([] {
+    parse_chat_request(parse_body(R"({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}]})"));
+  });
+  EXPECT_EQ(e.param(), "messages");
+  EXPECT_NE(std::string(e.what()).find("only text parts"), std::string::npos);
+}
+
 TEST(ParseChat, BadMessages) {
   for (const char* body : {R"({})", R"({"messages": []})", R"({"messages": "hi"})", R"({"messages": [{"content": "x"}]})",
                            R"({"messages": [{"role": "user", "content": 5}]})"}) {
@@ -485,15 +509,15 @@ TEST_F(ApiFixture, SubmitErrorsMapToStatuses) {
 
 TEST_F(ApiFixture, TokenizeDetokenizeRoundTrip) {
   OpenAiApi api(model, nullptr);
-  const Json t = api.tokenize(Json::parse(R"({"prompt": "Hello world"})"));
+  const Json t = api.tokenize(R"({"prompt": "Hello world"})");
   EXPECT_EQ(t["tokens"], Json(llama3().encode("Hello world", true)));
   EXPECT_EQ(t["count"], t["tokens"].size());
   EXPECT_EQ(t["max_model_len"], 64);
-  EXPECT_EQ(api.tokenize(Json::parse(R"({"prompt": "Hello world", "add_special_tokens": false})"))["count"], 2);
-  const Json d = api.detokenize(Json{{"tokens", api.tokenize(Json::parse(R"({"prompt": "Hello world", "add_special_tokens": false})"))["tokens"]}});
+  EXPECT_EQ(api.tokenize(R"({"prompt": "Hello world", "add_special_tokens": false})")["count"], 2);
+  const Json d = api.detokenize(Json{{"tokens", api.tokenize(R"({"prompt": "Hello world", "add_special_tokens": false})")["tokens"]}}.dump());
   EXPECT_EQ(d["prompt"], "Hello world");
-  EXPECT_EQ(error_of([&] { api.detokenize(Json::parse(R"({"tokens": [-1]})")); }).param(), "tokens");
-  EXPECT_EQ(error_of([&] { api.tokenize(Json::parse(R"({})")); }).status(), 400);
+  EXPECT_EQ(error_of([&] { api.detokenize(R"({"tokens": [-1]})"); }).param(), "tokens");
+  EXPECT_EQ(error_of([&] { api.tokenize("{}"); }).status(), 400);
   EXPECT_EQ(api.models()["data"][0]["id"], "tiny");
   EXPECT_EQ(api.models()["data"][0]["owned_by"], "plexus");
 }

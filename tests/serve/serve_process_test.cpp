@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
 #include <regex>
 #include <thread>
 
@@ -14,6 +15,8 @@
 
 namespace plexus::testing {
 namespace {
+
+void write_text(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
 
 const std::string kTokenizer = std::string(PLEXUS_GOLDEN_DIR) + "/tokenizers/llama3";
 
@@ -107,6 +110,41 @@ TEST_F(ServeProcess, GreedyCompletionEqualsGenerate) {
   r = post("/v1/completions", {{"prompt", {1, 2, 3, 4}}, {"max_tokens", 6}, {"temperature", 0}});
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(r.json()["choices"][0]["text"], Json::parse(ids.out)["text"]);
+}
+
+TEST_F(ServeProcess, ConcurrentRequestsGetTheirOwnResults) {
+  // Each prompt alone first, then all at once (streaming and not, greedy and seeded): the same
+  // results, none mixed up.
+  std::vector<Json> requests;
+  for (int i = 0; i < 6; ++i) {
+    Json r = {{"prompt", "Request number " + std::to_string(i)}, {"max_tokens", 8 + i}, {"ignore_eos", true}};
+    if (i % 2) r["temperature"] = 0;
+    if (i % 2 == 0) r["seed"] = 100 + i;
+    requests.push_back(r);
+  }
+  std::vector<std::string> alone;
+  for (const Json& r : requests) {
+    const HttpResult h = post("/v1/completions", r);
+    ASSERT_EQ(h.status, 200) << h.body;
+    alone.push_back(h.json()["choices"][0]["text"]);
+  }
+  std::vector<std::string> together(requests.size());
+  std::vector<std::thread> clients;
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    clients.emplace_back([&, i] {
+      Json r = requests[i];
+      if (i % 3 == 0) r["stream"] = true;
+      const HttpResult h = post("/v1/completions", r);
+      if (!r.contains("stream")) {
+        together[i] = h.json()["choices"][0]["text"];
+        return;
+      }
+      bool done = false;
+      for (const Json& e : sse_events(h.body, &done)) together[i] += e["choices"][0]["text"].get<std::string>();
+    });
+  }
+  for (std::thread& t : clients) t.join();
+  EXPECT_EQ(together, alone);
 }
 
 TEST_F(ServeProcess, StreamingMatchesWholeResponse) {
@@ -257,10 +295,12 @@ TEST_F(ServeProcess, ClientKilledMidStreamFreesItsSlot) {
   EXPECT_EQ(post("/v1/completions", {{"prompt", "x"}, {"max_tokens", 1}}).status, 200);
 }
 
-TEST(ServeProcessAlone, ApiKeyEnforcedHealthOpen) {
+TEST(ServeProcessAlone, ApiKeyEnforcedHealthOpenChatTemplateFile) {
   TempDir dir("serve-key");
   ASSERT_EQ(run_plexus("make-model " + shell_quote(dir / "m") + " --tokenizer " + shell_quote(kTokenizer)).exit_code, 0);
-  ServerProcess server(shell_quote(dir / "m") + " --api-key s3cret --threads 2 --context 256", dir);
+  write_text(dir / "t.jinja", "{{ bos_token }}{% for m in messages %}[{{ m.role }}: {{ m.content }}]{% endfor %}");
+  ServerProcess server(shell_quote(dir / "m") + " --api-key s3cret --threads 2 --context 256 --chat-template " +
+                           shell_quote(dir / "t.jinja"), dir);
   ASSERT_TRUE(server.ok());
   EXPECT_EQ(curl("GET", server.url("/health")).status, 200);
   expect_error(curl("GET", server.url("/v1/models")), 401, "invalid_api_key");
@@ -269,6 +309,13 @@ TEST(ServeProcessAlone, ApiKeyEnforcedHealthOpen) {
   const HttpResult ok = curl("POST", server.url("/v1/completions"), R"({"prompt": "x", "max_tokens": 2})",
                              {"Authorization: Bearer s3cret"});
   EXPECT_EQ(ok.status, 200) << ok.body;
+  // --chat-template FILE replaces the model's template, with the model's special tokens.
+  const HttpResult t = curl("POST", server.url("/tokenize"), R"({"messages": [{"role": "user", "content": "Hi"}]})",
+                            {"Authorization: Bearer s3cret"});
+  ASSERT_EQ(t.status, 200) << t.body;
+  const HttpResult d = curl("POST", server.url("/detokenize"), Json{{"tokens", t.json()["tokens"]}}.dump(),
+                            {"Authorization: Bearer s3cret"});
+  EXPECT_EQ(d.json()["prompt"], "<|begin_of_text|>[user: Hi]") << d.body;
   EXPECT_EQ(server.stop(SIGTERM, 30), 0) << server.log();
 }
 

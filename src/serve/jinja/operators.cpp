@@ -117,8 +117,11 @@ Value binary(Evaluator& ev, const std::string& op, const Value& a, const Value& 
   if (op == "==") return Value(equal(a, b));
   if (op == "!=") return Value(!equal(a, b));
   if (op == "<" || op == ">" || op == "<=" || op == ">=") {
-    if ((!numeric(a) || !numeric(b)) && a.kind() != b.kind()) unsupported(ev, op, a, b);
-    if (!numeric(a) && !a.is_string() && !a.is_list()) unsupported(ev, op, a, b);
+    const bool comparable = (numeric(a) && numeric(b)) || (a.kind() == b.kind() && (a.is_string() || a.is_list()));
+    if (!comparable) {
+      if (a.is_undefined() || b.is_undefined()) unsupported(ev, op, a, b);
+      ev.fail("'" + op + "' not supported between instances of '" + a.type_name() + "' and '" + b.type_name() + "'");
+    }
     if (op == "<") return Value(less(a, b));
     if (op == ">") return Value(less(b, a));
     if (op == "<=") return Value(!less(b, a));
@@ -142,10 +145,7 @@ Value binary(Evaluator& ev, const std::string& op, const Value& a, const Value& 
       out.insert(out.end(), b.as_list().begin(), b.as_list().end());
       return Value::list(std::move(out), a.is_tuple());
     }
-    if (a.is_string() || b.is_string()) {
-      if (a.is_undefined() || b.is_undefined()) unsupported(ev, op, a, b);
-      ev.fail("can only concatenate str (not \"" + (a.is_string() ? b : a).type_name() + "\") to str");
-    }
+    if (a.is_string() && !b.is_undefined()) ev.fail("can only concatenate str (not \"" + b.type_name() + "\") to str");
   }
   if (op == "*") {
     if ((a.is_string() || a.is_list()) && (b.is_int() || b.is_bool())) return repeat(ev, a, int_of(b));

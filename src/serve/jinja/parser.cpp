@@ -201,6 +201,8 @@ class Parser {
       expect_block_end();
       return s;
     }
+    if (word.rfind("end", 0) == 0 || word == "elif" || word == "else")
+      fail(kw, "'" + word + "' with no open block it could close");
     fail(kw, "unknown statement '" + word + "'");
   }
 

@@ -51,6 +51,8 @@ Value Value::list(List items, bool tuple) {
   v.list_ = std::make_shared<List>(std::move(items));
   return v;
 }
+Value Value::dict() { return dict(Dict{}); }
+
 Value Value::dict(Dict d, bool is_namespace) {
   Value v;
   v.kind_ = Kind::kDict;

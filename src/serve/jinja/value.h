@@ -19,25 +19,8 @@ class Evaluator;
 
 using List = std::vector<Value>;
 
-// A dict with string keys kept in insertion order (as Python's dict).
-class Dict {
- public:
-  const Value* find(const std::string& key) const;
-  void set(const std::string& key, Value v);
-  std::size_t size() const { return items_.size(); }
-  const std::vector<std::pair<std::string, Value>>& items() const { return items_; }
-
- private:
-  std::vector<std::pair<std::string, Value>> items_;
-  std::unordered_map<std::string, std::size_t> index_;
-};
-
-// The arguments of a call: positional, then keyword.
-struct CallArgs {
-  std::vector<Value> positional;
-  std::vector<std::pair<std::string, Value>> keyword;
-};
-
+class Dict;
+struct CallArgs;
 using Function = std::function<Value(Evaluator&, CallArgs&)>;
 
 class Value {
@@ -54,7 +37,8 @@ class Value {
   Value(std::string s);
   Value(const char* s) : Value(std::string(s)) {}
   static Value list(List items, bool tuple = false);
-  static Value dict(Dict d = {}, bool is_namespace = false);
+  static Value dict();  // empty
+  static Value dict(Dict d, bool is_namespace = false);
   static Value function(std::string name, Function fn);
   static Value from_json(const nlohmann::ordered_json& j, int depth = 0);
 
@@ -100,6 +84,25 @@ class Value {
   std::shared_ptr<List> list_;
   std::shared_ptr<Dict> dict_;
   std::shared_ptr<Function> fn_;
+};
+
+// A dict with string keys kept in insertion order (as Python's dict).
+class Dict {
+ public:
+  const Value* find(const std::string& key) const;
+  void set(const std::string& key, Value v);
+  std::size_t size() const { return items_.size(); }
+  const std::vector<std::pair<std::string, Value>>& items() const { return items_; }
+
+ private:
+  std::vector<std::pair<std::string, Value>> items_;
+  std::unordered_map<std::string, std::size_t> index_;
+};
+
+// The arguments of a call: positional, then keyword.
+struct CallArgs {
+  std::vector<Value> positional;
+  std::vector<std::pair<std::string, Value>> keyword;
 };
 
 // Python ==.

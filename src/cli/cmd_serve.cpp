@@ -1,0 +1,159 @@
+// `plexus serve`: an OpenAI-compatible HTTP server for one model on any plan it can run, with
+// continuous batching (serve/scheduler.h) and energy per request (serve/energy_ledger.h).
+#include <chrono>
+#include <cstdio>
+#include <optional>
+#include <thread>
+
+#include "cli/commands.h"
+#include "cli/generation_options.h"
+#include "cli/interrupt_guard.h"
+#include "cli/model_options.h"
+#include "core/error.h"
+#include "core/timer.h"
+#include "monitor/monitor_session.h"
+#include "runtime/generate.h"
+#include "serve/chat_template.h"
+#include "serve/energy_ledger.h"
+#include "serve/http_server.h"
+#include "serve/openai_api.h"
+#include "serve/scheduler.h"
+
+namespace plexus::cli {
+
+namespace {
+
+struct ServeFlags {
+  HttpServerOptions http;
+  SchedulerOptions scheduler;
+  std::string model_name;
+  std::chrono::milliseconds drain{10000};
+};
+
+ServeFlags serve_flags(const Args& args) {
+  ServeFlags f;
+  f.http.host = args.get("--host");
+  if (f.http.host.empty()) throw InputError("--host must not be empty (e.g. 127.0.0.1, or 0.0.0.0 for every interface)");
+  f.http.port = static_cast<int>(args.get_int_in("--port", 0, 65535));
+  f.http.api_key = args.get_optional("--api-key").value_or("");
+  if (args.given("--api-key") && f.http.api_key.empty()) throw InputError("--api-key must not be empty");
+  f.http.max_body = static_cast<std::size_t>(args.get_int_in("--max-body", 1024, 1LL << 30));
+  f.scheduler.max_sequences = static_cast<int>(args.get_int_in("--max-sequences", 1, 4096));
+  f.scheduler.max_queue = static_cast<int>(args.get_int_in("--max-queue", 0, 1000000));
+  f.drain = std::chrono::milliseconds(static_cast<long long>(args.get_double_in("--drain-timeout", 0, 86400) * 1000));
+  // Every running and waiting request's client holds a connection (streams for their whole
+  // life), plus room for health checks, metrics and keep-alive connections between requests.
+  f.http.threads = std::min(f.scheduler.max_sequences + f.scheduler.max_queue + 16, 8192);
+  if (args.given("--batch")) throw InputError("plexus serve sizes its batch with --max-sequences N, not --batch");
+  return f;
+}
+
+int serve_run(const Args& args) {
+  const std::string dir = args.get("MODEL");
+  ServeFlags f = serve_flags(args);
+  f.model_name = args.get_optional("--served-model-name").value_or(dir);
+  if (f.model_name.empty()) throw InputError("--served-model-name must not be empty");
+  RunInputs in = run_inputs_from(args);
+  in.plan.batch = f.scheduler.max_sequences;  // the plan keeps KV-cache room for every running sequence
+  if (in.plan.context > 0) in.engine.max_context = in.plan.context;
+  std::optional<std::string> template_file = args.get_optional("--chat-template");
+  std::string template_source;
+  if (template_file) template_source = read_utf8_file(*template_file, "--chat-template");
+
+  InterruptGuard guard;  // SIGINT / SIGTERM: drain and exit 0
+  HttpServer server(f.http);
+  const int port = server.bind();
+  server.start();
+  std::fprintf(stderr, "plexus serve: listening on http://%s:%d\n", f.http.host.c_str(), port);
+  std::fflush(stderr);
+
+  // Loading: /health answers 503 meanwhile.
+  Timer load_timer;
+  std::unique_ptr<Tokenizer> tok = load_tokenizer_if_any(dir);
+  if (!tok) {
+    throw InputError("plexus serve needs the model's tokenizer, but '" + dir +
+                     "' has no tokenizer.json (make test models with --tokenizer DIR)");
+  }
+  std::optional<ChatTemplate> chat_template;
+  if (template_file) {
+    // The model's special tokens, as its own template would see them.
+    ChatTemplateTokens special;
+    if (auto bos = tok->bos_id()) special.bos_token = tok->id_to_piece(*bos);
+    if (auto eos = tok->eos_id()) special.eos_token = tok->id_to_piece(*eos);
+    chat_template.emplace(template_source, special);
+  } else {
+    chat_template = ChatTemplate::from_model(dir);
+  }
+  std::unique_ptr<ModelRun> run = plexus::open_model_run(in, dir);
+  if (!run->device_note.empty()) std::fprintf(stderr, "note: %s\n", run->device_note.c_str());
+  Runner& runner = *run->runner;
+  EnergyLedger ledger(make_sources(source_options_for_run(device_options_from_env(), run->cuda_gpus)));
+  Scheduler scheduler(runner, f.scheduler, &ledger);
+
+  ServedModel model;
+  model.name = f.model_name;
+  model.created = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  model.max_model_len = runner.max_context();
+  model.vocab_size = runner.vocab_size();
+  model.tokenizer = tok.get();
+  model.chat_template = chat_template ? &*chat_template : nullptr;
+  model.eos_ids = end_of_sequence_ids(runner.config(), tok->eos_id());
+  model.submit = [&scheduler](ServeRequest r) { return scheduler.submit(std::move(r)); };
+  OpenAiApi api(model, &server.metrics());
+  server.set_ready(&api, [&scheduler, &ledger] {
+    MetricsSnapshot s;
+    s.scheduler = scheduler.stats();
+    s.devices = ledger.devices();
+    s.measured_j = ledger.measured_j();
+    s.attributed_j = ledger.attributed_j();
+    return s;
+  });
+
+  if (!run->plan_text.empty()) std::fprintf(stderr, "%s", run->plan_text.c_str());
+  const SchedulerStats st = scheduler.stats();
+  std::fprintf(stderr,
+               "plexus serve: model '%s' loaded in %.2f s (%d threads, %s); context %lld tokens, up to %d sequences, "
+               "KV budget %lld tokens, queue %d%s%s\n",
+               model.name.c_str(), load_timer.seconds(), run->threads, run->isa.c_str(), static_cast<long long>(model.max_model_len),
+               f.scheduler.max_sequences, static_cast<long long>(st.kv_budget_tokens), f.scheduler.max_queue,
+               chat_template ? "" : "; no chat template (chat requests get 400)", f.http.api_key.empty() ? "" : "; API key required");
+  std::fflush(stderr);
+
+  while (!InterruptGuard::requested()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  std::fprintf(stderr, "plexus serve: %s: finishing running requests (up to %.1f s)\n",
+               InterruptGuard::signal_number() == SIGINT ? "SIGINT" : "SIGTERM", static_cast<double>(f.drain.count()) / 1000);
+  std::fflush(stderr);
+  scheduler.drain(f.drain);
+  server.stop();
+  std::fprintf(stderr, "plexus serve: stopped\n");
+  return 0;
+}
+
+}  // namespace
+
+int cmd_serve(int argc, char** argv) {
+  Args args("serve",
+            "Serve a model over an OpenAI-compatible HTTP API: /v1/completions, /v1/chat/completions (streaming\n"
+            "too), /v1/models, /tokenize, /detokenize, /health and Prometheus /metrics. Requests share the\n"
+            "model through continuous batching; every response's usage carries its time_s and energy_j.");
+  args.positional("MODEL", "model directory (config.json + safetensors + tokenizer.json) or a .gguf file")
+      .option("--host", "ADDR", "address to listen on (0.0.0.0: every interface)", "127.0.0.1")
+      .option("--port", "N", "TCP port (0: any free port, printed on stderr)", "8080")
+      .option("--max-sequences", "N", "requests generating together at most (the plan's batch: KV cache for each)", "8")
+      .option("--max-queue", "N", "requests waiting at most; beyond, 429", "64")
+      .option("--api-key", "KEY", "require 'Authorization: Bearer KEY' on every endpoint but /health")
+      .option("--served-model-name", "NAME", "the model's name in the API (default: MODEL as given)")
+      .option("--chat-template", "FILE", "a Jinja chat template to use instead of the model's")
+      .option("--max-body", "BYTES", "largest request body; larger ones get 413", std::to_string(kDefaultMaxBody))
+      .option("--drain-timeout", "S", "on SIGINT / SIGTERM, seconds running requests may take to finish", "10");
+  add_run_options(args);
+  args.epilog(
+      "Plan and device flags are those of `plexus generate` (--context N: tokens per sequence; the plan keeps\n"
+      "KV-cache room for --max-sequences of them). The server binds first and answers /health with 503 while\n"
+      "the model loads. SIGINT / SIGTERM: stop taking requests, let running ones finish (--drain-timeout),\n"
+      "exit 0. See docs/serve.md.");
+  if (!args.parse(argc, argv)) return 0;
+  return serve_run(args);
+}
+
+}  // namespace plexus::cli

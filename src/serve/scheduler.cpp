@@ -1,0 +1,437 @@
+// The continuous-batching loop: admission (sequences, KV budget, FIFO), one mixed forward of
+// decode tokens and prompt chunks per step, per-request sampling, finishing and draining.
+#include "serve/scheduler.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "serve/energy_ledger.h"
+#include "serve/logprobs.h"
+#include "serve/request_stream.h"
+
+namespace plexus {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+// Wakes the scheduler thread; shared with the streams, which may outlive the scheduler.
+struct Wake {
+  std::mutex mutex;
+  std::condition_variable cv;
+  bool poked = false;
+};
+
+// One request from submit() to its finish.
+struct Active {
+  std::uint64_t id = 0;
+  ServeRequest request;
+  std::shared_ptr<EventStream> stream;
+  Sampler sampler;
+  Clock::time_point submitted, admitted, first_token, last_token;
+  bool was_admitted = false, has_token = false;
+  int slot = -1;
+  std::int64_t prefilled = 0;  // prompt tokens through the model
+  std::int64_t generated = 0;  // tokens chosen (a final stop id included)
+  std::int32_t last = 0;       // the last chosen id: the next decode input
+
+  Active(ServeRequest r, std::int64_t vocab, std::function<void()> on_cancel)
+      : request(std::move(r)),
+        stream(std::make_shared<EventStream>(std::move(on_cancel))),
+        sampler(request.sampling, vocab),
+        submitted(Clock::now()) {}
+  std::int64_t prompt_size() const { return static_cast<std::int64_t>(request.prompt.size()); }
+  std::int64_t reserve() const { return prompt_size() + request.max_tokens; }  // KV tokens
+  bool decoding() const { return prefilled == prompt_size(); }
+};
+
+struct Ended {
+  std::unique_ptr<Active> active;
+  FinishReason reason;
+  std::string error;
+};
+
+}  // namespace
+
+struct Scheduler::Impl {
+  Runner& runner;
+  SchedulerOptions options;
+  EnergyLedger* ledger;
+  std::int64_t vocab;
+  std::shared_ptr<Wake> wake = std::make_shared<Wake>();
+
+  // Guarded by wake->mutex.
+  std::deque<std::unique_ptr<Active>> waiting;
+  SchedulerStats counters;
+  bool draining = false;
+  Clock::time_point drain_deadline;
+  std::uint64_t next_id = 1;
+
+  // The scheduler thread's own (changes of its size are made under wake->mutex for stats()).
+  std::vector<std::unique_ptr<Active>> running;
+  std::vector<float> logits;  // (max_sequences, vocab)
+  std::thread thread;
+
+  // Finish events wait for their energy here, off the scheduler thread.
+  std::mutex finish_mutex;
+  std::condition_variable finish_cv;
+  std::deque<std::tuple<std::uint64_t, std::shared_ptr<EventStream>, FinishEvent>> finishing;
+  bool finish_stop = false;
+  std::thread finisher;
+
+  std::mutex drain_mutex;
+  bool joined = false;
+
+  Impl(Runner& r, const SchedulerOptions& o, EnergyLedger* l) : runner(r), options(o), ledger(l), vocab(r.vocab_size()) {}
+
+  void loop();
+  void admit(std::vector<Ended>& ended);
+  void step();
+  void end(Ended e);
+  void finish_loop();
+  double clock_s() const { return ledger ? ledger->now_s() : seconds(Clock::now().time_since_epoch()); }
+};
+
+namespace {
+
+SchedulerOptions resolve(const SchedulerOptions& in, const Runner& runner) {
+  SchedulerOptions o = in;
+  if (o.max_sequences < 1) throw InputError("--max-sequences must be at least 1, got " + std::to_string(o.max_sequences));
+  if (o.max_queue < 1) throw InputError("--max-queue must be at least 1, got " + std::to_string(o.max_queue));
+  if (o.step_tokens == 0) o.step_tokens = runner.max_batch_tokens();
+  if (o.step_tokens < 1 || o.step_tokens > runner.max_batch_tokens()) {
+    throw InputError("tokens per step must be between 1 and the runner's " + std::to_string(runner.max_batch_tokens()) +
+                     " tokens per forward, got " + std::to_string(o.step_tokens));
+  }
+  if (o.max_sequences > o.step_tokens) {
+    throw InputError("--max-sequences " + std::to_string(o.max_sequences) + " exceeds the " +
+                     std::to_string(o.step_tokens) +
+                     " tokens per step (each running request decodes one token per step): lower --max-sequences or "
+                     "raise the tokens per forward");
+  }
+  if (o.kv_budget_tokens == 0) o.kv_budget_tokens = static_cast<std::int64_t>(o.max_sequences) * runner.max_context();
+  if (o.kv_budget_tokens < 1) throw InputError("the KV budget must be at least 1 token, got " + std::to_string(o.kv_budget_tokens));
+  return o;
+}
+
+}  // namespace
+
+Scheduler::Scheduler(Runner& runner, const SchedulerOptions& options, EnergyLedger* ledger)
+    : impl_(std::make_unique<Impl>(runner, resolve(options, runner), ledger)) {
+  Impl& m = *impl_;
+  m.counters.kv_budget_tokens = m.options.kv_budget_tokens;
+  m.logits.resize(static_cast<std::size_t>(m.options.max_sequences) * static_cast<std::size_t>(m.vocab));
+  m.thread = std::thread([&m] { m.loop(); });
+  m.finisher = std::thread([&m] { m.finish_loop(); });
+}
+
+Scheduler::~Scheduler() { drain(std::chrono::milliseconds(0)); }
+
+const SchedulerOptions& Scheduler::options() const { return impl_->options; }
+
+SchedulerStats Scheduler::stats() const {
+  std::lock_guard<std::mutex> lock(impl_->wake->mutex);
+  SchedulerStats s = impl_->counters;
+  s.waiting = static_cast<int>(impl_->waiting.size());
+  return s;
+}
+
+std::shared_ptr<RequestStream> Scheduler::submit(ServeRequest request) {
+  Impl& m = *impl_;
+  const std::int64_t n = static_cast<std::int64_t>(request.prompt.size());
+  if (n == 0) throw InputError("the prompt is empty: give at least one token");
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::int32_t id = request.prompt[static_cast<std::size_t>(i)];
+    if (id < 0 || id >= m.vocab) {
+      throw InputError("prompt token " + std::to_string(i) + " is id " + std::to_string(id) +
+                       ", outside the model's vocabulary of " + std::to_string(m.vocab) + " ids");
+    }
+  }
+  if (request.max_tokens < 1) throw InputError("max_tokens must be at least 1, got " + std::to_string(request.max_tokens));
+  // Compared without the sum, which overflows for max_tokens near 2^63.
+  const std::int64_t limit = std::min(m.runner.max_context(), m.options.kv_budget_tokens);
+  if (request.max_tokens > limit - n) {
+    const bool by_context = m.runner.max_context() <= m.options.kv_budget_tokens;
+    throw InputError("prompt (" + std::to_string(n) + " tokens) + max_tokens (" + std::to_string(request.max_tokens) +
+                     ") exceeds " +
+                     (by_context ? "the model's context of " + std::to_string(limit) + " tokens"
+                                 : "the server's KV-cache budget of " + std::to_string(limit) + " tokens") +
+                     ": shorten the prompt or lower max_tokens");
+  }
+  if (request.top_logprobs > 20 && request.top_logprobs > m.vocab) {
+    throw InputError("top_logprobs " + std::to_string(request.top_logprobs) + " exceeds the vocabulary of " +
+                     std::to_string(m.vocab) + " ids");
+  }
+  std::weak_ptr<Wake> weak = m.wake;
+  auto active = std::make_unique<Active>(std::move(request), m.vocab, [weak] {
+    if (const auto w = weak.lock()) {
+      {
+        std::lock_guard<std::mutex> lock(w->mutex);
+        w->poked = true;
+      }
+      w->cv.notify_all();
+    }
+  });
+  std::shared_ptr<RequestStream> stream = active->stream;
+  {
+    std::lock_guard<std::mutex> lock(m.wake->mutex);
+    if (m.draining) throw ShuttingDown("the server is shutting down: no new requests");
+    if (static_cast<int>(m.waiting.size()) >= m.options.max_queue) {
+      throw QueueFull(std::to_string(m.waiting.size()) + " requests already wait (--max-queue " +
+                      std::to_string(m.options.max_queue) + "): retry later");
+    }
+    active->id = m.next_id++;
+    m.waiting.push_back(std::move(active));
+  }
+  m.wake->cv.notify_all();
+  return stream;
+}
+
+void Scheduler::drain(std::chrono::milliseconds limit) {
+  Impl& m = *impl_;
+  std::lock_guard<std::mutex> drain_lock(m.drain_mutex);
+  if (m.joined) return;
+  std::deque<std::unique_ptr<Active>> waiting;
+  {
+    std::lock_guard<std::mutex> lock(m.wake->mutex);
+    m.draining = true;
+    m.drain_deadline = Clock::now() + limit;
+    waiting.swap(m.waiting);
+  }
+  m.wake->cv.notify_all();
+  for (auto& a : waiting) m.end({std::move(a), FinishReason::kCancelled, {}});  // now, not after a step
+  m.thread.join();
+  {
+    std::lock_guard<std::mutex> lock(m.finish_mutex);
+    m.finish_stop = true;
+  }
+  m.finish_cv.notify_all();
+  m.finisher.join();
+  m.joined = true;
+}
+
+void Scheduler::Impl::loop() {
+  for (;;) {
+    std::vector<Ended> ended;
+    bool stop = false;
+    {
+      std::unique_lock<std::mutex> lock(wake->mutex);
+      wake->cv.wait(lock, [&] { return wake->poked || draining || !waiting.empty() || !running.empty(); });
+      wake->poked = false;
+      for (auto it = waiting.begin(); it != waiting.end();) {
+        if (draining || (*it)->stream->cancelled()) {
+          ended.push_back({std::move(*it), FinishReason::kCancelled, {}});
+          it = waiting.erase(it);
+        } else {
+          ++it;
+        }
+      }
+      const bool past_deadline = draining && Clock::now() >= drain_deadline;
+      for (auto it = running.begin(); it != running.end();) {
+        if (past_deadline || (*it)->stream->cancelled()) {
+          ended.push_back({std::move(*it), FinishReason::kCancelled, {}});
+          it = running.erase(it);
+        } else {
+          ++it;
+        }
+      }
+      admit(ended);
+      stop = draining && running.empty() && waiting.empty();
+    }
+    for (Ended& e : ended) end(std::move(e));
+    if (stop) return;
+    if (!running.empty()) step();
+  }
+}
+
+// Under wake->mutex: FIFO while sequences and the KV budget allow and the runner opens a slot.
+void Scheduler::Impl::admit(std::vector<Ended>& ended) {
+  std::int64_t kv_used = 0;
+  for (const auto& r : running) kv_used += r->reserve();
+  while (!draining && !waiting.empty() && static_cast<int>(running.size()) < options.max_sequences) {
+    Active& a = *waiting.front();
+    if (kv_used + a.reserve() > options.kv_budget_tokens) break;
+    try {
+      a.slot = runner.open_sequence(a.reserve());
+    } catch (const Error& e) {
+      // Out of memory for now: wait for running requests to free theirs; with none running it never fits.
+      if (!running.empty() && dynamic_cast<const RuntimeError*>(&e)) break;
+      ended.push_back({std::move(waiting.front()), FinishReason::kError, e.what()});
+      waiting.pop_front();
+      continue;
+    }
+    a.admitted = Clock::now();
+    a.was_admitted = true;
+    kv_used += a.reserve();
+    running.push_back(std::move(waiting.front()));
+    waiting.pop_front();
+  }
+  counters.running = static_cast<int>(running.size());
+  counters.kv_used_tokens = kv_used;
+}
+
+void Scheduler::Impl::step() {
+  // The batch: one decode token per request past its prefill, then prompt chunks (FIFO).
+  std::vector<std::int32_t> ids, pos;
+  std::vector<int> seqs;
+  std::vector<std::int64_t> rows;
+  std::vector<std::size_t> row_req;              // the running index of each row
+  std::vector<std::int64_t> tokens(running.size(), 0);  // per running request, this step
+  std::int64_t budget = options.step_tokens, prompt_tokens = 0;
+  auto add = [&](std::size_t r, std::int32_t id, std::int64_t p, bool row) {
+    ids.push_back(id);
+    pos.push_back(static_cast<std::int32_t>(p));
+    seqs.push_back(running[r]->slot);
+    ++tokens[r];
+    --budget;
+    if (row) {
+      rows.push_back(static_cast<std::int64_t>(ids.size()) - 1);
+      row_req.push_back(r);
+    }
+  };
+  for (std::size_t r = 0; r < running.size() && budget > 0; ++r) {
+    const Active& a = *running[r];
+    if (a.decoding()) add(r, a.last, a.prompt_size() + a.generated - 1, true);
+  }
+  for (std::size_t r = 0; r < running.size() && budget > 0; ++r) {
+    const Active& a = *running[r];
+    if (a.decoding()) continue;
+    const std::int64_t take = std::min(budget, a.prompt_size() - a.prefilled);
+    for (std::int64_t i = a.prefilled; i < a.prefilled + take; ++i) {
+      add(r, a.request.prompt[static_cast<std::size_t>(i)], i, i + 1 == a.prompt_size());
+    }
+    prompt_tokens += take;
+  }
+
+  const double t0 = clock_s();
+  std::string failure;
+  try {
+    runner.forward(SlotBatch{ids, pos, seqs}, rows, logits.data());
+  } catch (const std::exception& e) {
+    failure = std::string("the forward pass failed: ") + e.what();
+  }
+  const double t1 = clock_s();
+  if (ledger) {
+    std::vector<std::pair<std::uint64_t, std::int64_t>> shares;
+    for (std::size_t r = 0; r < running.size(); ++r)
+      if (tokens[r] > 0) shares.emplace_back(running[r]->id, tokens[r]);
+    ledger->record_step(t0, t1, shares);
+  }
+
+  std::vector<Ended> ended;
+  std::vector<bool> done(running.size(), false);
+  if (!failure.empty()) {
+    for (std::size_t r = 0; r < running.size(); ++r)
+      if (tokens[r] > 0) done[r] = true;
+  } else {
+    for (std::size_t r = 0; r < running.size(); ++r)
+      if (!running[r]->decoding()) running[r]->prefilled += tokens[r];
+    const Clock::time_point now = Clock::now();
+    std::vector<float> raw;
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      Active& a = *running[row_req[i]];
+      float* row = logits.data() + i * static_cast<std::size_t>(vocab);
+      if (a.request.top_logprobs >= 0) raw.assign(row, row + vocab);  // the sampler changes the row
+      const std::int32_t id = a.sampler.sample(row);
+      a.last = id;
+      ++a.generated;
+      if (!a.has_token) a.first_token = now;
+      a.has_token = true;
+      a.last_token = now;
+      const auto& stops = a.request.stop_ids;
+      if (std::find(stops.begin(), stops.end(), id) != stops.end()) {
+        done[row_req[i]] = true;  // the stop id ends the request: counted, not sent
+        continue;
+      }
+      a.stream->push(a.request.top_logprobs >= 0 ? token_event(raw.data(), vocab, id, a.request.top_logprobs)
+                                                 : token_event(nullptr, vocab, id, -1));
+      if (a.generated >= a.request.max_tokens) done[row_req[i]] = true;
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(wake->mutex);
+    counters.steps += 1;
+    counters.busy_s += t1 - t0;
+    if (failure.empty()) {
+      counters.prompt_tokens += prompt_tokens;
+      counters.generated_tokens += static_cast<std::int64_t>(rows.size());
+    }
+    std::vector<std::unique_ptr<Active>> keep;
+    for (std::size_t r = 0; r < running.size(); ++r) {
+      if (!done[r]) {
+        keep.push_back(std::move(running[r]));
+        continue;
+      }
+      Active& a = *running[r];
+      const bool stopped = failure.empty() && std::find(a.request.stop_ids.begin(), a.request.stop_ids.end(),
+                                                        a.last) != a.request.stop_ids.end();
+      const FinishReason reason =
+          !failure.empty() ? FinishReason::kError : stopped ? FinishReason::kStop : FinishReason::kLength;
+      ended.push_back({std::move(running[r]), reason, failure});
+    }
+    running = std::move(keep);
+    std::int64_t kv_used = 0;
+    for (const auto& r : running) kv_used += r->reserve();
+    counters.running = static_cast<int>(running.size());
+    counters.kv_used_tokens = kv_used;
+  }
+  for (Ended& e : ended) end(std::move(e));
+}
+
+// Frees the slot, counts, and sends the FinishEvent (through the finisher when energy is measured).
+void Scheduler::Impl::end(Ended e) {
+  Active& a = *e.active;
+  if (a.slot >= 0) {
+    runner.close_sequence(a.slot);
+    a.slot = -1;
+  }
+  const Clock::time_point now = Clock::now();
+  FinishEvent f;
+  f.reason = e.reason;
+  f.error = e.error;
+  f.prompt_tokens = a.prompt_size();
+  f.completion_tokens = a.generated;
+  f.time_s = seconds((a.has_token ? a.last_token : now) - a.submitted);
+  f.ttft_s = a.has_token ? seconds(a.first_token - a.submitted) : 0;
+  f.queue_s = seconds((a.was_admitted ? a.admitted : now) - a.submitted);
+  {
+    std::lock_guard<std::mutex> lock(wake->mutex);
+    switch (e.reason) {
+      case FinishReason::kStop:
+      case FinishReason::kLength: ++counters.finished; break;
+      case FinishReason::kCancelled: ++counters.cancelled; break;
+      case FinishReason::kError: ++counters.failed; break;
+    }
+  }
+  if (!ledger) {
+    a.stream->finish(std::move(f));
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(finish_mutex);
+    finishing.emplace_back(a.id, a.stream, std::move(f));
+  }
+  finish_cv.notify_all();
+}
+
+void Scheduler::Impl::finish_loop() {
+  for (;;) {
+    std::unique_lock<std::mutex> lock(finish_mutex);
+    finish_cv.wait(lock, [&] { return finish_stop || !finishing.empty(); });
+    if (finishing.empty()) return;
+    auto [id, stream, event] = std::move(finishing.front());
+    finishing.pop_front();
+    lock.unlock();
+    event.energy_j = ledger->take_request_energy(id);
+    stream->finish(std::move(event));
+  }
+}
+
+}  // namespace plexus

@@ -1,0 +1,118 @@
+// The energy ledger on scripted sources of known constant power: a step's energy is power ×
+// its duration (by power or by counter), shared by tokens; shares sum to the steps' energy; the
+// sample store stays small however long it runs; a stalled source is extrapolated, not waited on.
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "core/error.h"
+#include "scripted_source.h"
+#include "serve/energy_ledger.h"
+
+namespace plexus {
+namespace {
+
+using testing::ScriptedDevice;
+using testing::scripted;
+using testing::ScriptedSource;
+
+using Tokens = std::vector<std::pair<std::uint64_t, std::int64_t>>;
+
+// A step of about `ms` milliseconds ending now; returns its duration.
+double run_step(EnergyLedger& ledger, int ms, const Tokens& tokens) {
+  const double t0 = ledger.now_s();
+  std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+  const double t1 = ledger.now_s();
+  ledger.record_step(t0, t1, tokens);
+  return t1 - t0;
+}
+
+// `tolerance` (J per W): power readings make E(t) exactly linear; a counter is read a little
+// after the sample's time stamp, so its steps jitter.
+void expect_shares(std::vector<ScriptedDevice> devices, double watts, double tolerance) {
+  EnergyLedger ledger(scripted(std::move(devices)), 5);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const double d1 = run_step(ledger, 30, {{1, 3}, {2, 1}});
+  const double d2 = run_step(ledger, 20, {{2, 2}});
+  const auto e1 = ledger.take_request_energy(1);
+  const auto e2 = ledger.take_request_energy(2);
+  ASSERT_TRUE(e1 && e2);
+  EXPECT_NEAR(*e1, watts * d1 * 3 / 4, tolerance * watts);
+  EXPECT_NEAR(*e2, watts * (d1 / 4 + d2), tolerance * watts);
+  EXPECT_NEAR(*e1 + *e2, watts * (d1 + d2), tolerance * watts);
+  // The shares add up to the steps' measured energy (up to rounding).
+  ASSERT_TRUE(ledger.attributed_j().has_value());
+  EXPECT_NEAR(*ledger.attributed_j(), *e1 + *e2, 1e-12 * watts);
+  ASSERT_TRUE(ledger.measured_j().has_value());
+  EXPECT_GE(*ledger.measured_j(), *ledger.attributed_j());  // idle time between steps is not attributed
+  EXPECT_EQ(ledger.take_request_energy(1), 0.0);  // forgotten
+}
+
+TEST(EnergyLedger, StepEnergySharedByTokensFromPower) {
+  expect_shares({{100, false, false}, {50, false, false}}, 150, 1e-9);
+}
+
+TEST(EnergyLedger, StepEnergyFromTheEnergyCounter) { expect_shares({{200, true, false}}, 200, 2e-3); }
+
+TEST(EnergyLedger, DevicesForMetrics) {
+  EnergyLedger ledger(scripted({{100, false, false}, {0, false, true}}), 5);
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  const std::vector<DeviceEnergy> d = ledger.devices();
+  ASSERT_EQ(d.size(), 2u);
+  EXPECT_EQ(d[0].key, "0");
+  EXPECT_EQ(d[0].name, "scripted 0");
+  EXPECT_EQ(d[0].power_w, 100.0);
+  ASSERT_TRUE(d[0].energy_j.has_value());
+  EXPECT_GT(*d[0].energy_j, 0);
+  EXPECT_FALSE(d[1].power_w.has_value());
+  EXPECT_FALSE(d[1].energy_j.has_value());
+  EXPECT_NEAR(*ledger.measured_j(), *d[0].energy_j, 1e-9);
+}
+
+TEST(EnergyLedger, NoEnergyAnywhereIsNullopt) {
+  EnergyLedger silent(scripted({{0, false, true}}), 5);
+  run_step(silent, 5, {{1, 1}});
+  EXPECT_FALSE(silent.take_request_energy(1).has_value());
+  EXPECT_FALSE(silent.measured_j().has_value());
+  EXPECT_FALSE(silent.attributed_j().has_value());
+  EnergyLedger none({}, 5);
+  run_step(none, 1, {{1, 1}});
+  EXPECT_FALSE(none.take_request_energy(1).has_value());
+  EXPECT_TRUE(none.devices().empty());
+  EXPECT_THROW(EnergyLedger({}, 0), InputError);
+}
+
+TEST(EnergyLedger, SampleStoreStaysBoundedOverALongRun) {
+  const int before = ScriptedSource::samples().load();
+  EnergyLedger ledger(scripted({{100, false, false}}), 1);
+  std::size_t most = 0;
+  double total_s = 0, total_j = 0;
+  for (std::uint64_t id = 1; id <= 150; ++id) {
+    total_s += run_step(ledger, 2, {{id, 1}});
+    most = std::max(most, ledger.stored_samples());
+    if (id % 10 == 0) {  // requests end now and then
+      for (std::uint64_t j = id - 9; j <= id; ++j) total_j += ledger.take_request_energy(j).value_or(-1e9);
+    }
+  }
+  EXPECT_GT(ScriptedSource::samples().load() - before, 100);
+  EXPECT_LE(most, 20u);
+  EXPECT_NEAR(total_j, 100 * total_s, 1e-6);
+}
+
+TEST(EnergyLedger, AStalledSourceIsExtrapolatedNotWaitedOn) {
+  EnergyLedger ledger(scripted({{100, false, false}}), 5);
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  ScriptedSource::hold(true);  // the sampler thread blocks in the source
+  std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  const double d = run_step(ledger, 10, {{7, 1}});
+  const auto start = std::chrono::steady_clock::now();
+  const auto e = ledger.take_request_energy(7);
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ScriptedSource::hold(false);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_NEAR(*e, 100 * d, 1e-6);  // the last interval's power, carried forward
+  EXPECT_LT(waited, 4.0);          // well under the driver call limit
+}
+
+}  // namespace
+}  // namespace plexus

@@ -1,0 +1,121 @@
+// The Jinja engine's filters, tests, global functions and string/list/dict methods (expected
+// outputs from jinja2 configured as transformers configures it).
+#include <gtest/gtest.h>
+
+#include "jinja_util.h"
+
+namespace plexus::testing {
+namespace {
+
+using OJson = nlohmann::ordered_json;
+
+const OJson kVars = {
+    {"s", "abc"},
+    {"lst", {3, 1, 2}},
+    {"d", {{"b", 2}, {"a", 1}}},
+    {"messages",
+     {{{"role", "system"}, {"content", "Be brief."}},
+      {{"role", "user"}, {"content", "Hi  there\n"}},
+      {{"role", "assistant"}, {"content", "Hello!"}, {"tool_calls", {{{"function", {{"name", "f"}}}}}}}}},
+};
+
+TEST(JinjaFiltersTest, Strings) {
+  EXPECT_EQ(render("{{ '  pad  ' | trim }}|{{ 'xxhixx' | trim('x') }}|{{ s | upper }}|{{ 'ABC' | lower }}|{{ 'ab cd' | title }}"
+                   "|{{ 'hELLO wORLD' | capitalize }}|{{ 'aXbX' | replace('X', '-') }}|{{ 'aXbX' | replace('X', '-', 1) }}",
+                   kVars),
+            "pad|hi|ABC|abc|Ab Cd|Hello world|a-b-|a-bX");
+  EXPECT_EQ(render("{{ 3 | string }}|{{ [1] | string }}|{{ '<a&b>' | e }}|{{ '<a>' | escape }}|{{ '<a>' | safe }}"),
+            "3|[1]|&lt;a&amp;b&gt;|&lt;a&gt;|<a>");
+  EXPECT_EQ(render("{{ 'a\\nb\\n\\nc' | indent(2) }}|{{ 'a\\nb' | indent(2, true) }}|{{ 'a\\nb' | indent('> ') }}"),
+            "a\n  b\n\n  c|  a\n  b|a\n> b");
+  EXPECT_EQ(render("{{ 'one two  three' | wordcount }}|{{ 'héllo' | length }}"), "3|5");
+}
+
+TEST(JinjaFiltersTest, Sequences) {
+  EXPECT_EQ(render("{{ lst | length }}|{{ lst | count }}|{{ lst | join(',') }}|{{ lst | join }}|{{ lst | first }}|{{ lst | last }}"
+                   "|{{ 'ab' | list }}|{{ lst | sort }}|{{ lst | sort(reverse=true) }}|{{ lst | reverse | list }}|{{ lst | sum }}"
+                   "|{{ lst | max }}|{{ lst | min }}|{{ [1, 2, 1, 3] | unique | list }}|{{ [1, 2, 3, 4, 5] | batch(2) | list }}",
+                   kVars),
+            "3|3|3,1,2|312|3|2|['a', 'b']|[1, 2, 3]|[3, 2, 1]|[2, 1, 3]|6|3|1|[1, 2, 3]|[[1, 2], [3, 4], [5]]");
+  EXPECT_EQ(render("{{ messages | map(attribute='role') | join(',') }}|{{ lst | map('string') | join }}"
+                   "|{{ messages | map(attribute='tool_calls.0.function.name', default='-') | list }}",
+                   kVars),
+            "system,user,assistant|312|['-', '-', 'f']");
+  EXPECT_EQ(render("{{ messages | selectattr('role', 'equalto', 'user') | map(attribute='content') | list }}"
+                   "|{{ messages | rejectattr('role', 'eq', 'user') | map(attribute='role') | join(',') }}"
+                   "|{{ lst | select('odd') | list }}|{{ lst | reject('odd') | list }}"
+                   "|{{ messages | selectattr('tool_calls', 'defined') | list | length }}|{{ [0, 1, '', 'a'] | select | list }}",
+                   kVars),
+            "['Hi  there\\n']|system,assistant|[3, 1]|[2]|1|[1, 'a']");
+}
+
+TEST(JinjaFiltersTest, MappingsAndNumbers) {
+  EXPECT_EQ(render("{{ d | items | list }}|{{ d | dictsort }}|{{ d | dictsort(by='value', reverse=true) }}", kVars),
+            "[('b', 2), ('a', 1)]|[('a', 1), ('b', 2)]|[('b', 2), ('a', 1)]");
+  EXPECT_EQ(render("{{ '42' | int + 1 }}|{{ 'x' | int }}|{{ 'x' | int(7) }}|{{ 3.9 | int }}|{{ '2.5' | float }}|{{ 2 | float }}"
+                   "|{{ -3 | abs }}|{{ -2.5 | abs }}|{{ 2.567 | round(2) }}|{{ 2.5 | round }}|{{ 3.5 | round }}"
+                   "|{{ 2.1 | round(method='ceil') }}|{{ 2.9 | round(0, 'floor') }}"),
+            "43|0|7|3|2.5|2.0|3|2.5|2.57|2.0|4.0|3.0|2.0");
+}
+
+TEST(JinjaFiltersTest, Default) {
+  EXPECT_EQ(render("{{ nope | default('dflt') }}|{{ '' | default('e') }}|{{ '' | default('e', true) }}|{{ none | d('n', true) }}"
+                   "|{{ 0 | default(5, boolean=true) }}|{{ s | d('x') }}",
+                   kVars),
+            "dflt||e|n|5|abc");
+}
+
+TEST(JinjaFiltersTest, ToJsonIsPythonJsonDumps) {
+  const OJson vars = {{"args", {{"city", "Zürich"}, {"b", 1}, {"a", {1.5, nullptr, true, 1e20, 0.1}}}}};
+  EXPECT_EQ(render("{{ args | tojson }}", vars),
+            "{\"city\": \"Zürich\", \"b\": 1, \"a\": [1.5, null, true, 1e+20, 0.1]}");
+  EXPECT_EQ(render("{{ {'b': [1, {'c': 'x'}], 'a': {}} | tojson(indent=2) }}"),
+            "{\n  \"b\": [\n    1,\n    {\n      \"c\": \"x\"\n    }\n  ],\n  \"a\": {}\n}");
+  EXPECT_EQ(render("{{ 'naïve \"q\"\\n\\t\\\\ \\x01' | tojson }}"), "\"naïve \\\"q\\\"\\n\\t\\\\ \\u0001\"");
+  EXPECT_EQ(render("{{ {'b': 1, 'a': 2} | tojson(sort_keys=true) }}|{{ [1, 2] | tojson(separators=[',', ':']) }}|{{ [] | tojson }}"),
+            "{\"a\": 2, \"b\": 1}|[1,2]|[]");
+  EXPECT_NE(render_error("{{ nope | tojson }}").find("'nope' is undefined"), std::string::npos);
+}
+
+TEST(JinjaTestsTest, BuiltinTests) {
+  EXPECT_EQ(render("{{ x is defined }}{{ y is defined }}{{ y is undefined }}{{ none is none }}{{ s is string }}{{ d is mapping }}"
+                   "{{ lst is iterable }}{{ lst is sequence }}{{ x is number }}{{ x is integer }}{{ 1.5 is float }}"
+                   "{{ true is boolean }}{{ true is true }}{{ false is false }}{{ 1 is true }}",
+                   {{"x", 3}, {"s", "a"}, {"d", OJson::object()}, {"lst", OJson::array()}}),
+            "TrueFalseTrueTrueTrueTrueTrueTrueTrueTrueTrueTrueTrueTrueFalse");
+  EXPECT_EQ(render("{{ 4 is even }}{{ 3 is odd }}{{ 9 is divisibleby 3 }}{{ 9 is divisibleby(4) }}{{ 3 is eq 3 }}"
+                   "{{ 3 is equalto 4 }}{{ 3 is ne 3 }}{{ 3 is lt 4 }}{{ 3 is gt 4 }}{{ 3 is le 3 }}{{ 3 is ge 3 }}"
+                   "{{ 2 is in [1, 2] }}{{ 3 is not none }}{{ 'a' is lower }}{{ 'A' is upper }}{{ none is sameas none }}"),
+            "TrueTrueTrueFalseTrueFalseFalseTrueFalseTrueTrueTrueTrueTrueTrueTrue");
+}
+
+TEST(JinjaMethodsTest, StringMethods) {
+  EXPECT_EQ(render("{{ '  x  '.strip() }}|{{ 'xxhixx'.strip('x') }}|{{ '\\nab\\n'.lstrip() }}|{{ 'ab\\n\\n'.rstrip('\\n') }}"
+                   "|{{ 'a b  c'.split() }}|{{ 'a,b,,c'.split(',') }}|{{ 'a b c'.split(' ', 1) }}|{{ '  a  b '.split(none, 1) }}"
+                   "|{{ 'a1b1c'.split('1', maxsplit=1) }}"),
+            "x|hi|ab\n|ab|['a', 'b', 'c']|['a', 'b', '', 'c']|['a', 'b c']|['a', 'b ']|['a', 'b1c']");
+  EXPECT_EQ(render("{{ 'Hello'.startswith('He') }}{{ 'Hello'.endswith(('x', 'lo')) }}|{{ 'hello world'.title() }}"
+                   "|{{ 'hELLO'.capitalize() }}|{{ 'abc'.upper() }}{{ 'ABC'.lower() }}|{{ 'aaa'.replace('a', 'b', 2) }}"
+                   "|{{ 'abcabc'.find('c') }}{{ 'abc'.find('z') }}{{ 'abcabc'.rfind('a') }}|{{ 'abcabc'.count('bc') }}"),
+            "TrueTrue|Hello World|Hello|ABCabc|bba|2-13|2");
+  EXPECT_EQ(render("{{ '{} and {}'.format('a', 1) }}|{{ '{x}{0}'.format(5, x='y') }}|{{ ', '.join(['a', 'b']) }}"
+                   "|{{ 'a\\nb\\r\\nc'.splitlines() }}|{{ '12'.isdigit() }}{{ ' '.isspace() }}{{ 'a1'.isalpha() }}"),
+            "a and 1|y5|a, b|['a', 'b', 'c']|TrueTrueFalse");
+}
+
+TEST(JinjaMethodsTest, DictAndListMethods) {
+  EXPECT_EQ(render("{{ d.items() | list }}|{{ d.keys() | list }}|{{ d.values() | list }}|{{ d.get('a') }}|{{ d.get('z', 9) }}"
+                   "|{{ d.get('z') }}|{{ lst.index(1) }}|{{ lst.count(3) }}",
+                   kVars),
+            "[('b', 2), ('a', 1)]|['b', 'a']|[2, 1]|1|9|None|1|1");
+  // A dict key wins over a method of the same name.
+  EXPECT_EQ(render("{{ m.items }}", {{"m", {{"items", "mine"}}}}), "mine");
+}
+
+TEST(JinjaGlobalsTest, RangeNamespaceDict) {
+  EXPECT_EQ(render("{{ range(3) | list }}{{ range(1, 10, 3) | list }}{{ range(5, 0, -2) | list }}"), "[0, 1, 2][1, 4, 7][5, 3, 1]");
+  EXPECT_EQ(render("{{ dict(a=1, b=2) }}|{{ namespace(a=1).a }}"), "{'a': 1, 'b': 2}|1");
+}
+
+}  // namespace
+}  // namespace plexus::testing

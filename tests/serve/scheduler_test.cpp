@@ -1,0 +1,375 @@
+// The continuous-batching scheduler on a tiny random model: each request's tokens are those it
+// gets alone, whatever arrives beside it; forwards mix prompt chunks with decode tokens under the
+// step budget; cancellation, queue and KV limits, bad input, drain, logprobs and failed forwards.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <random>
+#include <thread>
+
+#include "runtime/generate.h"
+#include "scripted_source.h"
+#include "serve/energy_ledger.h"
+#include "serve_test_util.h"
+
+namespace plexus {
+namespace {
+
+using testing::Finished;
+using testing::Gate;
+using testing::kVocab;
+using testing::read_all;
+using testing::RecordingRunner;
+using testing::TinyModel;
+using testing::wait_for_stats;
+
+ServeRequest request(std::vector<std::int32_t> prompt, std::int64_t max_tokens, bool greedy = true,
+                     std::uint64_t seed = 0) {
+  ServeRequest r;
+  r.prompt = std::move(prompt);
+  r.max_tokens = max_tokens;
+  r.sampling.greedy = greedy;
+  r.sampling.temperature = 1.5;
+  r.sampling.seed = seed;
+  return r;
+}
+
+std::vector<std::int32_t> alone(Runner& runner, const ServeRequest& r) {
+  SequenceRequest s;
+  s.prompt = r.prompt;
+  s.max_tokens = r.max_tokens;
+  s.sampling = r.sampling;
+  return generate_batch(runner, {s}, r.stop_ids).sequences[0].ids;
+}
+
+TEST(Scheduler, EachRequestGetsItsOwnTokensWhateverArrivesBeside) {
+  TinyModel model;
+  std::vector<ServeRequest> reqs;
+  for (int i = 0; i < 12; ++i) {
+    reqs.push_back(request(testing::some_ids(2 + (i * 5) % 19, kVocab, i + 1), 3 + (i * 7) % 9, i % 3 == 0,
+                           static_cast<std::uint64_t>(100 + i)));
+  }
+  reqs.push_back(reqs[1]);  // the same request twice: the same tokens
+  reqs.back().sampling.seed = 999;  // ... and another seed: others
+  std::vector<std::vector<std::int32_t>> expected;
+  for (const ServeRequest& r : reqs) expected.push_back(alone(*model.runner, r));
+
+  for (const int max_sequences : {1, 4}) {
+    SchedulerOptions o;
+    o.max_sequences = max_sequences;
+    o.step_tokens = 8;
+    Scheduler scheduler(*model.runner, o, nullptr);
+    std::vector<Finished> got(reqs.size());
+    std::vector<std::thread> clients;
+    for (std::size_t i = 0; i < reqs.size(); ++i) {
+      clients.emplace_back([&, i] {
+        std::this_thread::sleep_for(std::chrono::milliseconds((i * 37) % 50));
+        got[i] = read_all(*scheduler.submit(reqs[i]));
+      });
+    }
+    for (std::thread& t : clients) t.join();
+    for (std::size_t i = 0; i < reqs.size(); ++i) {
+      EXPECT_EQ(got[i].ids(), expected[i]) << "request " << i << ", max_sequences " << max_sequences;
+      EXPECT_EQ(got[i].finish.reason, FinishReason::kLength);
+      EXPECT_EQ(got[i].finish.completion_tokens, reqs[i].max_tokens);
+      EXPECT_EQ(got[i].finish.prompt_tokens, static_cast<std::int64_t>(reqs[i].prompt.size()));
+      EXPECT_GT(got[i].finish.ttft_s, 0);
+      EXPECT_GE(got[i].finish.time_s, got[i].finish.ttft_s);
+      EXPECT_GE(got[i].finish.ttft_s, got[i].finish.queue_s);
+      EXPECT_FALSE(got[i].finish.energy_j.has_value());
+      EXPECT_FALSE(got[i].tokens[0].logprob.has_value());
+    }
+    const SchedulerStats s = scheduler.stats();
+    EXPECT_EQ(s.finished, static_cast<std::int64_t>(reqs.size()));
+    EXPECT_EQ(s.running, 0);
+    EXPECT_EQ(s.kv_used_tokens, 0);
+  }
+  EXPECT_NE(expected[1], expected.back());
+}
+
+TEST(Scheduler, StopIdEndsTheRequestCountedButNotSent) {
+  TinyModel model;
+  ServeRequest r = request(testing::some_ids(6, kVocab, 3), 8);
+  const std::vector<std::int32_t> free_run = alone(*model.runner, r);
+  r.stop_ids = {free_run[2]};
+  const auto first = std::find(free_run.begin(), free_run.end(), free_run[2]) - free_run.begin();
+  Scheduler scheduler(*model.runner, {}, nullptr);
+  const Finished f = read_all(*scheduler.submit(r));
+  EXPECT_EQ(f.finish.reason, FinishReason::kStop);
+  EXPECT_EQ(f.ids(), std::vector<std::int32_t>(free_run.begin(), free_run.begin() + first));
+  EXPECT_EQ(f.finish.completion_tokens, first + 1);  // the stop id counts, as vLLM counts the eos token
+}
+
+TEST(Scheduler, ContinuousBatchingMixesPrefillAndDecodeUnderTheStepBudget) {
+  TinyModel model;
+  RecordingRunner recording(*model.runner);
+  Gate gate;
+  recording.before_forward = [&](int index) {
+    if (index == 3) gate.wait();
+  };
+  SchedulerOptions o;
+  o.max_sequences = 4;
+  o.step_tokens = 6;
+  constexpr std::int64_t kMaxTokens = 12;
+  Scheduler scheduler(recording, o, nullptr);
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  streams.push_back(scheduler.submit(request(testing::some_ids(9, kVocab, 1), kMaxTokens)));
+  // The others arrive while the first decodes (its prompt took two forwards, then one decode).
+  ASSERT_TRUE(streams[0]->next(std::chrono::seconds(60)).has_value());
+  ASSERT_TRUE(streams[0]->next(std::chrono::seconds(60)).has_value());
+  for (int i = 0; i < 3; ++i) streams.push_back(scheduler.submit(request(testing::some_ids(7 + i, kVocab, 2 + i), kMaxTokens)));
+  gate.open();
+  for (auto& s : streams) EXPECT_EQ(read_all(*s).finish.reason, FinishReason::kLength);
+
+  bool mixed = false, joined_while_decoding = false;
+  std::set<int> decoded_slots;  // slots seen decoding so far
+  for (const auto& fwd : recording.forwards()) {
+    EXPECT_LE(static_cast<std::int64_t>(fwd.size()), o.step_tokens);
+    bool prefill = false, decode = false, fresh = false;
+    for (const testing::ForwardToken& t : fwd) {
+      const std::int64_t prompt = t.capacity - kMaxTokens;
+      if (t.pos < prompt) prefill = true;
+      else decode = true;
+      if (t.pos == 0) fresh = true;
+    }
+    mixed = mixed || (prefill && decode);
+    if (fresh && decode) joined_while_decoding = true;
+  }
+  EXPECT_TRUE(mixed) << "no forward carried prompt chunks and decode tokens together";
+  EXPECT_TRUE(joined_while_decoding) << "no request started its prompt while another decoded";
+  EXPECT_EQ(recording.max_open(), 4);
+}
+
+TEST(Scheduler, CancelFreesTheSlotForAWaitingRequest) {
+  TinyModel model;
+  RecordingRunner recording(*model.runner);
+  Gate decode;
+  recording.before_forward = [&](int index) {
+    if (index == 1) decode.wait();  // a's first decode step
+  };
+  SchedulerOptions o;
+  o.max_sequences = 1;
+  Scheduler scheduler(recording, o, nullptr);
+  auto a = scheduler.submit(request(testing::some_ids(5, kVocab, 1), 200));
+  ASSERT_TRUE(a->next(std::chrono::seconds(60)).has_value());  // a runs
+  for (int i = 0; i < 6000 && recording.forwards().size() < 2; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_EQ(recording.forwards().size(), 2u);  // a's first decode step is under way (held)
+  auto b = scheduler.submit(request(testing::some_ids(6, kVocab, 2), 3));
+  EXPECT_EQ(scheduler.stats().waiting, 1);
+  a->cancel();
+  decode.open();
+  const Finished fb = read_all(*b);
+  EXPECT_EQ(fb.finish.reason, FinishReason::kLength);
+  const Finished fa = read_all(*a);
+  EXPECT_EQ(fa.finish.reason, FinishReason::kCancelled);
+  EXPECT_EQ(fa.finish.completion_tokens, 2);  // the step under way when it was cancelled, no more
+  const auto forwards = recording.forwards();
+  ASSERT_GE(forwards.size(), 3u);
+  EXPECT_EQ(forwards[2].size(), 6u);  // the next step: b's prompt alone, in a's freed place
+  for (const testing::ForwardToken& t : forwards[2]) EXPECT_EQ(t.capacity, 9);
+  const SchedulerStats s = scheduler.stats();
+  EXPECT_EQ(s.cancelled, 1);
+  EXPECT_EQ(s.finished, 1);
+  EXPECT_EQ(s.running, 0);
+  a->cancel();  // harmless after the finish
+
+  // A waiting request cancelled before it runs.
+  Gate gate;
+  RecordingRunner held(*model.runner);
+  held.before_forward = [&](int) { gate.wait(); };
+  Scheduler second(held, o, nullptr);
+  auto c = second.submit(request(testing::some_ids(5, kVocab, 3), 2));
+  ASSERT_TRUE(wait_for_stats(second, [](const SchedulerStats& s) { return s.running == 1; }));
+  auto d = second.submit(request(testing::some_ids(5, kVocab, 4), 2));
+  d->cancel();  // ends at the next step
+  EXPECT_FALSE(d->next(std::chrono::milliseconds(50)).has_value());
+  gate.open();
+  EXPECT_EQ(read_all(*d).finish.reason, FinishReason::kCancelled);
+  EXPECT_EQ(read_all(*c).finish.reason, FinishReason::kLength);
+  EXPECT_EQ(second.stats().cancelled, 1);
+}
+
+TEST(Scheduler, QueueLimitKvBudgetAndBadInput) {
+  TinyModel model(16, 64);
+  Gate gate;
+  RecordingRunner held(*model.runner);
+  held.before_forward = [&](int) { gate.wait(); };
+  SchedulerOptions o;
+  o.max_sequences = 4;
+  o.max_queue = 2;
+  o.kv_budget_tokens = 40;
+  Scheduler scheduler(held, o, nullptr);
+  EXPECT_EQ(scheduler.options().step_tokens, 16);
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  // 20 KV tokens each: two fit the budget of 40 although four sequences may run. The first runs
+  // (held in its forward), the next two wait, the fourth finds the queue full.
+  streams.push_back(scheduler.submit(request(testing::some_ids(5, kVocab, 1), 15)));
+  ASSERT_TRUE(wait_for_stats(scheduler, [](const SchedulerStats& s) { return s.running == 1; }));
+  EXPECT_EQ(scheduler.stats().kv_used_tokens, 20);
+  streams.push_back(scheduler.submit(request(testing::some_ids(5, kVocab, 2), 15)));
+  streams.push_back(scheduler.submit(request(testing::some_ids(5, kVocab, 3), 15)));
+  EXPECT_THROW(scheduler.submit(request(testing::some_ids(5, kVocab, 4), 15)), QueueFull);
+  EXPECT_EQ(scheduler.stats().waiting, 2);
+
+  const auto input_error = [&](ServeRequest r, const std::string& needle) {
+    try {
+      scheduler.submit(std::move(r));
+      ADD_FAILURE() << "no InputError for " << needle;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  input_error(request({}, 4), "empty");
+  input_error(request({1, static_cast<std::int32_t>(kVocab), 2}, 4), "prompt token 1 is id 300");
+  input_error(request({1, -1}, 4), "id -1");
+  input_error(request({1, 2}, 0), "max_tokens must be at least 1");
+  input_error(request({1, 2}, 39), "budget of 40 tokens");
+  o.kv_budget_tokens = 1000;
+  Scheduler roomy(*model.runner, o, nullptr);
+  try {
+    roomy.submit(request({1, 2, 3}, 62));
+    ADD_FAILURE() << "no InputError beyond the context";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("prompt (3 tokens) + max_tokens (62) exceeds the model's context of 64"),
+              std::string::npos)
+        << e.what();
+  }
+  gate.open();
+  for (auto& s : streams) EXPECT_EQ(read_all(*s).finish.reason, FinishReason::kLength);
+  EXPECT_EQ(held.max_open(), 2);  // the third waited for the budget, not for a sequence
+  SchedulerOptions too_many;
+  too_many.max_sequences = 17;  // more than the 16 tokens per forward
+  EXPECT_THROW(Scheduler(*model.runner, too_many, nullptr), InputError);
+}
+
+TEST(Scheduler, DrainFinishesRunningCancelsWaitingThenRefuses) {
+  TinyModel model;
+  Gate gate;
+  RecordingRunner held(*model.runner);
+  held.before_forward = [&](int) { gate.wait(); };
+  SchedulerOptions o;
+  o.max_sequences = 1;
+  Scheduler scheduler(held, o, nullptr);
+  auto a = scheduler.submit(request(testing::some_ids(5, kVocab, 1), 5));
+  ASSERT_TRUE(wait_for_stats(scheduler, [](const SchedulerStats& s) { return s.running == 1; }));
+  auto b = scheduler.submit(request(testing::some_ids(5, kVocab, 2), 5));
+  std::thread drainer([&] { scheduler.drain(std::chrono::seconds(60)); });
+  EXPECT_EQ(read_all(*b).finish.reason, FinishReason::kCancelled);
+  gate.open();
+  const Finished fa = read_all(*a);
+  EXPECT_EQ(fa.finish.reason, FinishReason::kLength);
+  EXPECT_EQ(fa.tokens.size(), 5u);
+  drainer.join();
+  EXPECT_THROW(scheduler.submit(request(testing::some_ids(5, kVocab, 3), 5)), ShuttingDown);
+
+  // With no time left, running requests end cancelled.
+  RecordingRunner slow(*model.runner);
+  Gate second_step;
+  slow.before_forward = [&](int index) {
+    if (index == 1) second_step.wait();
+  };
+  Scheduler quick(slow, o, nullptr);
+  auto c = quick.submit(request(testing::some_ids(5, kVocab, 4), 240));
+  ASSERT_TRUE(c->next(std::chrono::seconds(60)).has_value());
+  std::thread quick_drainer([&] { quick.drain(std::chrono::milliseconds(0)); });
+  for (bool refused = false; !refused;) {  // until the drain began
+    try {
+      quick.submit(request({1}, 1))->cancel();
+    } catch (const ShuttingDown&) {
+      refused = true;
+    } catch (const QueueFull&) {
+    }
+  }
+  second_step.open();
+  quick_drainer.join();
+  const Finished fc = read_all(*c);
+  EXPECT_EQ(fc.finish.reason, FinishReason::kCancelled);
+  EXPECT_LE(fc.finish.completion_tokens, 2);  // the step under way, if any, and no more
+}
+
+TEST(Scheduler, LogprobsAreTheLogSoftmaxOfTheRawLogits) {
+  TinyModel model;
+  ServeRequest r = request(testing::some_ids(7, kVocab, 5), 2, /*greedy=*/true);
+  r.top_logprobs = 3;
+  ServeRequest sampled = request(testing::some_ids(7, kVocab, 5), 1, /*greedy=*/false, 3);
+  sampled.sampling.temperature = 5;  // logprobs stay those of the raw logits
+  sampled.top_logprobs = 0;
+  // The logits of the prompt's last token, alone.
+  const int slot = model.runner->open_sequence(16);
+  std::vector<std::int32_t> pos(r.prompt.size());
+  for (std::size_t i = 0; i < pos.size(); ++i) pos[i] = static_cast<std::int32_t>(i);
+  std::vector<int> seq(r.prompt.size(), slot);
+  const std::int64_t row = static_cast<std::int64_t>(r.prompt.size()) - 1;
+  std::vector<float> logits(kVocab);
+  model.runner->forward(SlotBatch{r.prompt, pos, seq}, std::span<const std::int64_t>(&row, 1), logits.data());
+  model.runner->close_sequence(slot);
+  double max = -1e30, sum = 0;
+  for (float v : logits) max = std::max(max, static_cast<double>(v));
+  for (float v : logits) sum += std::exp(static_cast<double>(v) - max);
+  const auto logprob = [&](std::int32_t id) { return static_cast<double>(logits[id]) - max - std::log(sum); };
+
+  Scheduler scheduler(*model.runner, {}, nullptr);
+  auto s1 = scheduler.submit(r);
+  auto s2 = scheduler.submit(sampled);
+  const Finished f = read_all(*s1);
+  const Finished g = read_all(*s2);
+  ASSERT_EQ(f.tokens.size(), 2u);
+  const TokenEvent& t = f.tokens[0];
+  EXPECT_EQ(t.id, argmax(logits.data(), kVocab));
+  ASSERT_TRUE(t.logprob.has_value());
+  EXPECT_NEAR(*t.logprob, -std::log(sum), 1e-5);  // the greedy token's logit is the max
+  ASSERT_EQ(t.top.size(), 3u);
+  EXPECT_EQ(t.top[0].first, t.id);
+  EXPECT_FLOAT_EQ(t.top[0].second, *t.logprob);
+  EXPECT_GE(t.top[0].second, t.top[1].second);
+  EXPECT_GE(t.top[1].second, t.top[2].second);
+  EXPECT_NEAR(t.top[2].second, logprob(t.top[2].first), 1e-5);
+  ASSERT_EQ(g.tokens.size(), 1u);
+  ASSERT_TRUE(g.tokens[0].logprob.has_value());
+  EXPECT_NEAR(*g.tokens[0].logprob, logprob(g.tokens[0].id), 1e-5);
+  EXPECT_TRUE(g.tokens[0].top.empty());
+}
+
+TEST(Scheduler, AFailedForwardFailsItsRequestsAndTheServerGoesOn) {
+  TinyModel model;
+  RecordingRunner failing(*model.runner);
+  failing.before_forward = [](int index) {
+    if (index == 2) throw RuntimeError("device lost");
+  };
+  Scheduler scheduler(failing, {}, nullptr);
+  const Finished f = read_all(*scheduler.submit(request(testing::some_ids(5, kVocab, 1), 10)));
+  EXPECT_EQ(f.finish.reason, FinishReason::kError);
+  EXPECT_NE(f.finish.error.find("device lost"), std::string::npos) << f.finish.error;
+  EXPECT_EQ(f.tokens.size(), 2u);
+  const Finished g = read_all(*scheduler.submit(request(testing::some_ids(5, kVocab, 2), 3)));
+  EXPECT_EQ(g.finish.reason, FinishReason::kLength);
+  EXPECT_EQ(scheduler.stats().failed, 1);
+  EXPECT_EQ(scheduler.stats().running, 0);
+}
+
+TEST(Scheduler, RequestsEnergyAddsUpToTheStepsEnergy) {
+  TinyModel model;
+  EnergyLedger ledger(testing::scripted({{80, false, false}}), 2);
+  SchedulerOptions o;
+  o.max_sequences = 3;
+  o.step_tokens = 8;
+  Scheduler scheduler(*model.runner, o, &ledger);
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  for (int i = 0; i < 3; ++i) streams.push_back(scheduler.submit(request(testing::some_ids(4 + 3 * i, kVocab, i), 4 + i)));
+  double sum = 0;
+  for (auto& s : streams) {
+    const Finished f = read_all(*s);
+    EXPECT_EQ(f.finish.reason, FinishReason::kLength);
+    ASSERT_TRUE(f.finish.energy_j.has_value());
+    EXPECT_GT(*f.finish.energy_j, 0);
+    sum += *f.finish.energy_j;
+  }
+  // Every step's energy is 80 W × its duration, all of it shared out.
+  EXPECT_NEAR(sum, 80 * scheduler.stats().busy_s, 1e-6);
+  EXPECT_NEAR(*ledger.attributed_j(), sum, 1e-9);
+}
+
+}  // namespace
+}  // namespace plexus
