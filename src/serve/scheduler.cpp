@@ -165,10 +165,6 @@ std::shared_ptr<RequestStream> Scheduler::submit(ServeRequest request) {
                                  : "the server's KV-cache budget of " + std::to_string(limit) + " tokens") +
                      ": shorten the prompt or lower max_tokens");
   }
-  if (request.top_logprobs > 20 && request.top_logprobs > m.vocab) {
-    throw InputError("top_logprobs " + std::to_string(request.top_logprobs) + " exceeds the vocabulary of " +
-                     std::to_string(m.vocab) + " ids");
-  }
   std::weak_ptr<Wake> weak = m.wake;
   auto active = std::make_unique<Active>(std::move(request), m.vocab, [weak] {
     if (const auto w = weak.lock()) {

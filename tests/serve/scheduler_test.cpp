@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdio>
 #include <random>
 #include <thread>
 
@@ -369,6 +370,26 @@ TEST(Scheduler, RequestsEnergyAddsUpToTheStepsEnergy) {
   // Every step's energy is 80 W × its duration, all of it shared out.
   EXPECT_NEAR(sum, 80 * scheduler.stats().busy_s, 1e-6);
   EXPECT_NEAR(*ledger.attributed_j(), sum, 1e-9);
+}
+
+// Not a check: prints the aggregate decode rate of 16 concurrent requests with 16 sequences in
+// the running batch against 1 (run with --gtest_also_run_disabled_tests --gtest_filter=*Throughput*).
+TEST(Scheduler, DISABLED_ThroughputOfSixteenConcurrentRequests) {
+  TinyModel model(256, 256);
+  for (const int max_sequences : {1, 16}) {
+    SchedulerOptions o;
+    o.max_sequences = max_sequences;
+    Scheduler scheduler(*model.runner, o, nullptr);
+    const auto start = std::chrono::steady_clock::now();
+    std::vector<std::shared_ptr<RequestStream>> streams;
+    for (int i = 0; i < 16; ++i) streams.push_back(scheduler.submit(request(testing::some_ids(16, kVocab, i), 64)));
+    std::int64_t tokens = 0;
+    for (auto& s : streams) tokens += read_all(*s).finish.completion_tokens;
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::printf("max_sequences %2d: %lld tokens in %.3f s = %.0f tokens/s (%lld steps)\n", max_sequences,
+                static_cast<long long>(tokens), wall, static_cast<double>(tokens) / wall,
+                static_cast<long long>(scheduler.stats().steps));
+  }
 }
 
 }  // namespace
