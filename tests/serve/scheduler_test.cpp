@@ -10,6 +10,7 @@
 #include <random>
 #include <thread>
 
+#include "model/make_model.h"
 #include "runtime/generate.h"
 #include "scripted_source.h"
 #include "serve/energy_ledger.h"
@@ -372,23 +373,36 @@ TEST(Scheduler, RequestsEnergyAddsUpToTheStepsEnergy) {
   EXPECT_NEAR(*ledger.attributed_j(), sum, 1e-9);
 }
 
-// Not a check: prints the aggregate decode rate of 16 concurrent requests with 16 sequences in
-// the running batch against 1 (run with --gtest_also_run_disabled_tests --gtest_filter=*Throughput*).
+// Not a check: prints the aggregate rate of 16 concurrent requests with 16 sequences in the
+// running batch against 1, on the tiny and the small random model (run with
+// --gtest_also_run_disabled_tests --gtest_filter=*Throughput*).
 TEST(Scheduler, DISABLED_ThroughputOfSixteenConcurrentRequests) {
-  TinyModel model(256, 256);
-  for (const int max_sequences : {1, 16}) {
-    SchedulerOptions o;
-    o.max_sequences = max_sequences;
-    Scheduler scheduler(*model.runner, o, nullptr);
-    const auto start = std::chrono::steady_clock::now();
-    std::vector<std::shared_ptr<RequestStream>> streams;
-    for (int i = 0; i < 16; ++i) streams.push_back(scheduler.submit(request(testing::some_ids(16, kVocab, i), 64)));
-    std::int64_t tokens = 0;
-    for (auto& s : streams) tokens += read_all(*s).finish.completion_tokens;
-    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::printf("max_sequences %2d: %lld tokens in %.3f s = %.0f tokens/s (%lld steps)\n", max_sequences,
-                static_cast<long long>(tokens), wall, static_cast<double>(tokens) / wall,
-                static_cast<long long>(scheduler.stats().steps));
+  for (const std::string preset : {"tiny", "small"}) {
+    testing::TempDir dir("serve_throughput");
+    MakeModelOptions mo;
+    mo.preset = preset;
+    mo.vocab_size = kVocab;
+    write_random_model(dir.path(), mo);
+    EngineOptions eo;
+    eo.threads = 1;
+    eo.max_context = 256;
+    Engine engine(dir.path(), eo);
+    EngineRunner runner(engine);
+    const std::int64_t max_tokens = preset == "tiny" ? 64 : 16;
+    for (const int max_sequences : {1, 16}) {
+      SchedulerOptions o;
+      o.max_sequences = max_sequences;
+      Scheduler scheduler(runner, o, nullptr);
+      const auto start = std::chrono::steady_clock::now();
+      std::vector<std::shared_ptr<RequestStream>> streams;
+      for (int i = 0; i < 16; ++i) streams.push_back(scheduler.submit(request(testing::some_ids(16, kVocab, i), max_tokens)));
+      std::int64_t tokens = 0;
+      for (auto& s : streams) tokens += read_all(*s).finish.completion_tokens;
+      const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      std::printf("%s, max_sequences %2d: %lld tokens in %.3f s = %.1f tokens/s (%lld steps)\n", preset.c_str(),
+                  max_sequences, static_cast<long long>(tokens), wall, static_cast<double>(tokens) / wall,
+                  static_cast<long long>(scheduler.stats().steps));
+    }
   }
 }
 
