@@ -246,6 +246,27 @@ TEST(Scheduler, QueueLimitKvBudgetAndBadInput) {
   EXPECT_THROW(Scheduler(*model.runner, too_many, nullptr), InputError);
 }
 
+TEST(Scheduler, OutOfMemoryWaitsForRunningRequestsOrFailsAlone) {
+  TinyModel model;
+  RecordingRunner tight(*model.runner);
+  tight.max_slots = 2;
+  SchedulerOptions o;
+  o.max_sequences = 4;
+  Scheduler scheduler(tight, o, nullptr);
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  for (int i = 0; i < 5; ++i) streams.push_back(scheduler.submit(request(testing::some_ids(5, kVocab, i), 6)));
+  for (auto& s : streams) EXPECT_EQ(read_all(*s).finish.reason, FinishReason::kLength);
+  EXPECT_EQ(tight.max_open(), 2);
+
+  RecordingRunner none(*model.runner);
+  none.max_slots = 0;
+  Scheduler hopeless(none, o, nullptr);
+  const Finished f = read_all(*hopeless.submit(request(testing::some_ids(5, kVocab, 1), 6)));
+  EXPECT_EQ(f.finish.reason, FinishReason::kError);
+  EXPECT_NE(f.finish.error.find("out of memory"), std::string::npos) << f.finish.error;
+  EXPECT_EQ(hopeless.stats().failed, 1);
+}
+
 TEST(Scheduler, DrainFinishesRunningCancelsWaitingThenRefuses) {
   TinyModel model;
   Gate gate;
