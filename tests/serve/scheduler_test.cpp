@@ -30,11 +30,9 @@ using testing::wait_for_stats;
 ServeRequest request(std::vector<std::int32_t> prompt, std::int64_t max_tokens, bool greedy = true,
                      std::uint64_t seed = 0) {
   ServeRequest r;
-  r.prompt = std::move(prompt);
+  r.sampling = SamplingOptions{.greedy = greedy, .temperature = 1.5, .top_k = 0, .top_p = 1.0, .seed = seed};
   r.max_tokens = max_tokens;
-  r.sampling.greedy = greedy;
-  r.sampling.temperature = 1.5;
-  r.sampling.seed = seed;
+  r.prompt = std::move(prompt);
   return r;
 }
 
