@@ -29,6 +29,11 @@ TEST(JinjaFiltersTest, Strings) {
   EXPECT_EQ(render("{{ 'a\\nb\\n\\nc' | indent(2) }}|{{ 'a\\nb' | indent(2, true) }}|{{ 'a\\nb' | indent('> ') }}"),
             "a\n  b\n\n  c|  a\n  b|a\n> b");
   EXPECT_EQ(render("{{ 'one two  three' | wordcount }}|{{ 'héllo' | length }}"), "3|5");
+  // Case changes of Latin, Greek and Cyrillic letters, as Python's.
+  EXPECT_EQ(render("{{ 'naïve café ÿ straße αβγ привет' | upper }}|{{ 'NAÏVE ΑΒΓ ПРИВЕТ' | lower }}|{{ 'éCOLE' | capitalize }}"),
+            "NAÏVE CAFÉ Ÿ STRASSE ΑΒΓ ПРИВЕТ|naïve αβγ привет|École");
+  EXPECT_EQ(render("{{ \"hello-world's (x) <y> ñu\" | title }}|{{ \"hello-world's ñu 3rd\".title() }}"),
+            "Hello-World's (X) <Y> Ñu|Hello-World'S Ñu 3Rd");
 }
 
 TEST(JinjaFiltersTest, Sequences) {

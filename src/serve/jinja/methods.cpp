@@ -92,7 +92,7 @@ Value m_lower(Evaluator& ev, const Value& s, CallArgs& a) {
 }
 Value m_title(Evaluator& ev, const Value& s, CallArgs& a) {
   check_args(ev, a, "title", 0);
-  return Value(title(s.as_string()));
+  return Value(python_title(s.as_string()));
 }
 Value m_capitalize(Evaluator& ev, const Value& s, CallArgs& a) {
   check_args(ev, a, "capitalize", 0);
