@@ -39,6 +39,8 @@ TEST(JinjaTest, Arithmetic) {
 TEST(JinjaTest, ComparisonsLogicAndMembership) {
   EXPECT_EQ(render("{{ 3 > 2.5 }}{{ 'a' < 'b' }}{{ [1,2] < [1,3] }}{{ 1 == 1.0 }}{{ true == 1 }}{{ none == none }}{{ 'a' != 'b' }}"),
             "TrueTrueTrueTrueTrueTrueTrue");
+  // Comparisons chain as Python's; ** is left-associative as jinja2's.
+  EXPECT_EQ(render("{{ 3 > 2 > 1 }}{{ 1 < 3 > 2 == 2 }}{{ 1 < 2 > 3 }}|{{ 2 ** 3 ** 2 }}"), "TrueTrueFalse|64");
   EXPECT_EQ(render("{{ true and 'x' }}|{{ false or 0 }}|{{ none or [] }}|{{ 0 and 1 }}|{{ not 0 }}"), "x|0|[]|0|True");
   const OJson vars = {{"s", "abc"}, {"lst", {3, 1, 2}}, {"d", {{"a", 1}}}};
   EXPECT_EQ(render("{{ 'a' in s }}{{ 'z' not in s }}{{ 1 in lst }}{{ 'a' in d }}{{ 'q' in d }}", vars),

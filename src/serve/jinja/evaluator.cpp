@@ -383,6 +383,15 @@ Value Evaluator::eval(const Expr& e) {
       return unary(*this, e.name, v);
     }
     case Expr::Kind::kBinary: return eval_binary(e);
+    case Expr::Kind::kCompare: {
+      Value left = eval(*e.children[0]);
+      for (std::size_t i = 1; i < e.children.size(); ++i) {
+        Value right = eval(*e.children[i]);
+        if (!binary(*this, e.arg_names[i - 1], left, right).truthy()) return Value(false);
+        left = std::move(right);
+      }
+      return Value(true);
+    }
     case Expr::Kind::kCond:
       if (eval(*e.children[1]).truthy()) return eval(*e.children[0]);
       return e.children[2] ? eval(*e.children[2]) : Value::undefined("the missing else branch is undefined");

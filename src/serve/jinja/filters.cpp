@@ -54,21 +54,11 @@ Value f_length(Evaluator& ev, const Value& v, CallArgs& a) {
   ev.fail("object of type '" + v.type_name() + "' has no len()");
 }
 
-Value f_upper(Evaluator& ev, const Value& v, CallArgs& a) {
-  check_args(ev, a, "upper", 0);
-  return Value(upper(text_of(ev, v)));
-}
-Value f_lower(Evaluator& ev, const Value& v, CallArgs& a) {
-  check_args(ev, a, "lower", 0);
-  return Value(lower(text_of(ev, v)));
-}
-Value f_title(Evaluator& ev, const Value& v, CallArgs& a) {
-  check_args(ev, a, "title", 0);
-  return Value(title(text_of(ev, v)));
-}
-Value f_capitalize(Evaluator& ev, const Value& v, CallArgs& a) {
-  check_args(ev, a, "capitalize", 0);
-  return Value(capitalize(text_of(ev, v)));
+// upper, lower, title, capitalize: a string function of the value's text.
+template <std::string (*F)(const std::string&)>
+Value f_text(Evaluator& ev, const Value& v, CallArgs& a) {
+  check_args(ev, a, "this filter", 0);
+  return Value(F(text_of(ev, v)));
 }
 
 // The attribute path "a.b" (or an integer index) of an item, as jinja2's make_attrgetter reads it.
@@ -413,7 +403,7 @@ Value f_batch(Evaluator& ev, const Value& v, CallArgs& a) {
 const std::map<std::string, Filter>& filters() {
   static const std::map<std::string, Filter> kFilters = {
       {"trim", f_trim},         {"tojson", f_tojson},         {"length", f_length},     {"count", f_length},
-      {"upper", f_upper},       {"lower", f_lower},           {"title", f_title},       {"capitalize", f_capitalize},
+      {"upper", f_text<upper>}, {"lower", f_text<lower>},     {"title", f_text<title>}, {"capitalize", f_text<capitalize>},
       {"join", f_join},         {"replace", f_replace},       {"default", f_default},   {"d", f_default},
       {"first", f_first},       {"last", f_last},             {"list", f_list},         {"string", f_string},
       {"int", f_int},           {"float", f_float},           {"abs", f_abs},           {"round", f_round},

@@ -82,21 +82,11 @@ Value affix(Evaluator& ev, const Value& s, CallArgs& a, bool start) {
 Value m_startswith(Evaluator& ev, const Value& s, CallArgs& a) { return affix(ev, s, a, true); }
 Value m_endswith(Evaluator& ev, const Value& s, CallArgs& a) { return affix(ev, s, a, false); }
 
-Value m_upper(Evaluator& ev, const Value& s, CallArgs& a) {
-  check_args(ev, a, "upper", 0);
-  return Value(upper(s.as_string()));
-}
-Value m_lower(Evaluator& ev, const Value& s, CallArgs& a) {
-  check_args(ev, a, "lower", 0);
-  return Value(lower(s.as_string()));
-}
-Value m_title(Evaluator& ev, const Value& s, CallArgs& a) {
-  check_args(ev, a, "title", 0);
-  return Value(python_title(s.as_string()));
-}
-Value m_capitalize(Evaluator& ev, const Value& s, CallArgs& a) {
-  check_args(ev, a, "capitalize", 0);
-  return Value(capitalize(s.as_string()));
+// upper, lower, title, capitalize: a string function of the string.
+template <std::string (*F)(const std::string&)>
+Value m_text(Evaluator& ev, const Value& s, CallArgs& a) {
+  check_args(ev, a, "this method", 0);
+  return Value(F(s.as_string()));
 }
 Value m_replace(Evaluator& ev, const Value& s, CallArgs& a) {
   check_args(ev, a, "replace", 3, {});
@@ -233,7 +223,8 @@ const std::map<std::string, Method>& string_methods() {
   static const std::map<std::string, Method> kMethods = {
       {"strip", m_strip},       {"lstrip", m_lstrip},     {"rstrip", m_rstrip},   {"split", m_split},
       {"splitlines", m_splitlines}, {"startswith", m_startswith}, {"endswith", m_endswith},
-      {"upper", m_upper},       {"lower", m_lower},       {"title", m_title},     {"capitalize", m_capitalize},
+      {"upper", m_text<upper>}, {"lower", m_text<lower>}, {"title", m_text<python_title>},
+      {"capitalize", m_text<capitalize>},
       {"replace", m_replace},   {"find", m_find},         {"rfind", m_rfind},     {"count", m_count},
       {"join", m_join},         {"format", m_format},     {"isdigit", m_isdigit}, {"isspace", m_isspace},
       {"isalpha", m_isalpha},   {"isalnum", m_isalnum},

@@ -1,6 +1,8 @@
 // Python's string operations (see string_ops.h); case changes touch ASCII letters only.
 #include "serve/jinja/string_ops.h"
 
+#include "tokenizer/utf8.h"
+
 namespace plexus::jinja {
 
 bool is_py_space(unsigned char c) { return c == ' ' || (c >= '\t' && c <= '\r') || (c >= 0x1c && c <= 0x1f); }
@@ -127,24 +129,6 @@ std::uint32_t next_cp(const std::string& s, std::size_t& i, std::size_t* len) {
   i += n;
   return c;
 }
-void put_cp(std::string& out, std::uint32_t c) {
-  if (c < 0x80) {
-    out.push_back(static_cast<char>(c));
-  } else if (c < 0x800) {
-    out.push_back(static_cast<char>(0xC0 | (c >> 6)));
-    out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
-  } else if (c < 0x10000) {
-    out.push_back(static_cast<char>(0xE0 | (c >> 12)));
-    out.push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
-  } else {
-    out.push_back(static_cast<char>(0xF0 | (c >> 18)));
-    out.push_back(static_cast<char>(0x80 | ((c >> 12) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
-  }
-}
-
 // Maps each character: `upper_at(index, previous character)` says whether to upper- or lower-case it.
 template <typename UpperAt>
 std::string map_case(const std::string& s, UpperAt upper_at) {
@@ -162,7 +146,7 @@ std::string map_case(const std::string& s, UpperAt upper_at) {
     } else if (want < 0 || (len == 1 && c >= 0x80)) {
       out.append(s, at, len);
     } else {
-      put_cp(out, want ? to_upper_cp(c) : to_lower_cp(c));
+      utf8::append(out, want ? to_upper_cp(c) : to_lower_cp(c));
     }
     prev = c;
   }
