@@ -247,6 +247,17 @@ bool is_mutating(const Value& obj, const std::string& name) {
   return (obj.is_list() && kList.count(name)) || (obj.is_dict() && kDict.count(name));
 }
 
+// namespace(...) and dict(...): the items of dicts given, then the keyword arguments.
+Dict dict_of_args(Evaluator& ev, const CallArgs& a, const char* what) {
+  Dict d;
+  for (const Value& p : a.positional) {
+    if (!p.is_dict()) ev.fail(std::string(what) + "() takes keyword arguments or a dict");
+    for (const auto& [k, v] : p.as_dict().items()) d.set(k, v);
+  }
+  for (const auto& [k, v] : a.keyword) d.set(k, v);
+  return d;
+}
+
 }  // namespace
 
 Value method(const Value& obj, const std::string& name) {
@@ -288,23 +299,11 @@ void add_builtin_globals(Dict& globals) {
     for (std::int64_t i = start; step > 0 ? i < stop : i > stop; i += step) out.emplace_back(i);
     return Value::list(std::move(out));
   }));
-  globals.set("namespace", Value::function("namespace", [](Evaluator& ev, CallArgs& a) -> Value {
-    Dict d;
-    for (const Value& p : a.positional) {
-      if (!p.is_dict()) ev.fail("namespace() takes keyword arguments or a dict");
-      for (const auto& [k, v] : p.as_dict().items()) d.set(k, v);
-    }
-    for (auto& [k, v] : a.keyword) d.set(k, v);
-    return Value::dict(std::move(d), true);
+  globals.set("namespace", Value::function("namespace", [](Evaluator& ev, CallArgs& a) {
+    return Value::dict(dict_of_args(ev, a, "namespace"), true);
   }));
-  globals.set("dict", Value::function("dict", [](Evaluator& ev, CallArgs& a) -> Value {
-    Dict d;
-    for (const Value& p : a.positional) {
-      if (!p.is_dict()) ev.fail("dict() takes keyword arguments or a dict");
-      for (const auto& [k, v] : p.as_dict().items()) d.set(k, v);
-    }
-    for (auto& [k, v] : a.keyword) d.set(k, v);
-    return Value::dict(std::move(d));
+  globals.set("dict", Value::function("dict", [](Evaluator& ev, CallArgs& a) {
+    return Value::dict(dict_of_args(ev, a, "dict"));
   }));
 }
 
