@@ -113,8 +113,12 @@ TEST(JinjaMethodsTest, DictAndListMethods) {
                    "|{{ d.get('z') }}|{{ lst.index(1) }}|{{ lst.count(3) }}",
                    kVars),
             "[('b', 2), ('a', 1)]|['b', 'a']|[2, 1]|1|9|None|1|1");
-  // A dict key wins over a method of the same name.
-  EXPECT_EQ(render("{{ m.items }}", {{"m", {{"items", "mine"}}}}), "mine");
+  // As jinja2: `.name` finds a method before a key of that name, `['name']` the key first.
+  EXPECT_EQ(render("{{ m.items is defined }}|{{ m['items'] }}|{{ m.foo }}|{{ m.items() | length }}",
+                   {{"m", {{"items", "mine"}, {"foo", 1}}}}),
+            "True|mine|1|2");
+  EXPECT_EQ(render("{{ m.pop is defined }}{{ lst.append is defined }}", {{"m", OJson::object()}, {"lst", OJson::array()}}),
+            "FalseFalse");
 }
 
 TEST(JinjaGlobalsTest, RangeNamespaceDict) {

@@ -14,7 +14,8 @@ Value apply_filter(Evaluator& ev, const std::string& name, const Value& value, C
 // `value is name(args)`; TemplateError for an unknown test.
 bool apply_test(Evaluator& ev, const std::string& name, const Value& value, CallArgs& args);
 bool has_test(const std::string& name);
-// The bound method `obj.name` of a string, list or dict; undefined when there is none.
+// The bound method `obj.name` of a string, list or dict; undefined when there is none (with an
+// empty name()), or when it would change a list or dict (name() says so).
 Value method(const Value& obj, const std::string& name);
 // range, namespace, dict: added to every render's globals.
 void add_builtin_globals(Dict& globals);

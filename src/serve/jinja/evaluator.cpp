@@ -278,18 +278,23 @@ Value Evaluator::call(const Value& fn, CallArgs& args) {
 
 Value Evaluator::attribute(const Value& obj, const std::string& name) {
   if (obj.is_undefined()) fail(obj.name() + " (reading its attribute '" + name + "')");
+  // As jinja2's getattr: a method of the object first (`d.items` is the method even when d has
+  // a key "items"), then a dict's key.
+  Value m = method(obj, name);
+  if (!m.is_undefined() || !m.name().empty()) return m;
   if (obj.is_dict())
     if (const Value* v = obj.as_dict().find(name)) return *v;
-  Value m = method(obj, name);
-  if (!m.is_undefined()) return m;
   return Value::undefined("'" + obj.type_name() + " object' has no attribute '" + name + "'");
 }
 
 Value Evaluator::item(const Value& obj, const Value& key) {
   if (obj.is_undefined()) fail(obj.name() + " (reading its item " + key.repr() + ")");
   if (obj.is_dict()) {
-    if (key.is_string())
+    if (key.is_string()) {
       if (const Value* v = obj.as_dict().find(key.as_string())) return *v;
+      Value m = method(obj, key.as_string());  // as jinja2's getitem: then an attribute
+      if (!m.is_undefined()) return m;
+    }
     return Value::undefined("'dict object' has no item " + key.repr());
   }
   if ((obj.is_list() || obj.is_string()) && (key.is_int() || key.is_bool())) {

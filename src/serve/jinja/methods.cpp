@@ -272,11 +272,10 @@ Value method(const Value& obj, const std::string& name) {
       return Value::function(name, [obj, m](Evaluator& ev, CallArgs& a) { return m(ev, obj, a); });
     }
   }
-  if (is_mutating(obj, name))
-    return Value::function(name, [name, type = obj.type_name()](Evaluator& ev, CallArgs&) -> Value {
-      ev.fail("'" + type + "." + name + "' is not allowed: templates cannot change lists or dicts (use a namespace)");
-    });
-  return Value();
+  if (is_mutating(obj, name))  // undefined, as the sandbox's: not `defined`, an error when called
+    return Value::undefined("'" + obj.type_name() + "." + name +
+                            "' is not allowed: templates cannot change lists or dicts (use a namespace)");
+  return Value::undefined();
 }
 
 void add_builtin_globals(Dict& globals) {
