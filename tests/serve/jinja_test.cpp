@@ -204,5 +204,33 @@ TEST(JinjaTest, HostileTemplatesHitLimitsNotTheStack) {
   EXPECT_EQ(render("{{ [1, 2, 3][::9223372036854775807] }}"), "[1]");
 }
 
+TEST(JinjaTest, HostileValuesStayAcyclicShallowAndSmall) {
+  // Namespace attributes are the one place values change: no cycles, no deep nesting.
+  EXPECT_EQ(render_error("{% set ns = namespace(x=1) %}{% set ns.x = ns %}"),
+            "template error at line 1, column 33: a namespace cannot hold itself");
+  EXPECT_EQ(render_error("{% set ns = namespace(x=1) %}{% set ns.x = [1, {'a': ns}] %}"),
+            "template error at line 1, column 33: a namespace cannot hold itself");
+  EXPECT_NE(render_error("{% set ns = namespace(x=1) %}{% for i in range(200000) %}{% set ns.x = [ns.x] %}{% endfor %}{{ ns.x }}")
+                .find("nests deeper than 600 levels"),
+            std::string::npos);
+  EXPECT_EQ(render("{% set ns = namespace(x=1) %}{% for i in range(500) %}{% set ns.x = [ns.x] %}{% endfor %}"
+                   "{{ ns.x | string | length }}"),
+            "1001");
+  // Shared sublists: printing and comparing them is bounded, not exponential.
+  const std::string dag = "{% set ns = namespace(x=1, y=1) %}{% for i in range(100) %}{% set ns.x = [ns.x, ns.x] %}"
+                          "{% set ns.y = [ns.y, ns.y] %}{% endfor %}";
+  EXPECT_NE(render_error(dag + "{{ ns.x }}").find("printing a value takes more than"), std::string::npos);
+  EXPECT_NE(render_error(dag + "{{ ns.x == ns.y }}").find("comparing values takes more than"), std::string::npos);
+  EXPECT_NE(render_error(dag + "{{ ns.x | tojson }}").find("grows past"), std::string::npos);
+  EXPECT_EQ(render(dag + "{{ ns.x == ns.x }}"), "True");
+  // Lists and the work of copying them are bounded too.
+  EXPECT_NE(render_error("{% set ns = namespace(x=[1]) %}{% for i in range(100) %}{% set ns.x = ns.x + ns.x %}{% endfor %}")
+                .find("a list grows past 1000000 items"),
+            std::string::npos);
+  EXPECT_NE(render_error("{% set ns = namespace(x=[]) %}{% for i in range(1000000) %}{% set ns.x = ns.x + [i] %}{% endfor %}")
+                .find("steps"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace plexus::testing
