@@ -36,6 +36,14 @@ TEST(JinjaFiltersTest, Strings) {
             "Hello-World's (X) <Y> Ñu|Hello-World'S Ñu 3Rd");
 }
 
+TEST(JinjaFiltersTest, PrintfFormatting) {
+  EXPECT_EQ(render("{{ \"%s - %s\" | format(\"a\", 1) }}|{{ \"%d items\" % 3 }}|{{ \"%5.2f|%-5s|%05d|%x|%r\" % (3.14159, 'ab', 42, 255, 'q') }}"
+                   "|{{ \"%(a)s=%(b)d\" % {'a': 'k', 'b': 2} }}|{{ \"100%%\" % () }}|{{ \"%s\" % [1, 2] }}|{{ \"%.2s\" % 'abcdef' }}"),
+            "a - 1|3 items| 3.14|ab   |00042|ff|'q'|k=2|100%|[1, 2]|ab");
+  EXPECT_NE(render_error("{{ \"%s %s\" % ('a',) }}").find("not enough arguments"), std::string::npos);
+  EXPECT_NE(render_error("{{ \"%d\" % 'x' }}").find("a real number is required"), std::string::npos);
+}
+
 TEST(JinjaFiltersTest, Sequences) {
   EXPECT_EQ(render("{{ lst | length }}|{{ lst | count }}|{{ lst | join(',') }}|{{ lst | join }}|{{ lst | first }}|{{ lst | last }}"
                    "|{{ 'ab' | list }}|{{ lst | sort }}|{{ lst | sort(reverse=true) }}|{{ lst | reverse | list }}|{{ lst | sum }}"

@@ -31,6 +31,9 @@ void check_args(Evaluator& ev, const CallArgs& args, const char* what, std::size
 std::string to_json_text(Evaluator& ev, const Value& v, int indent, const std::string& item_sep,
                          const std::string& key_sep, bool sort_keys);
 
+// Python's `fmt % args` (args a tuple, a dict for %(name)s, or one value).
+std::string printf_format(Evaluator& ev, const std::string& fmt, const Value& args);
+
 // Python int(x)/str(x) helpers shared by filters and methods.
 std::int64_t to_int(Evaluator& ev, const Value& v, const char* what);
 // Python's str.split / whitespace helpers and code point views of UTF-8 text.

@@ -379,6 +379,17 @@ Value f_wordcount(Evaluator& ev, const Value& v, CallArgs& a) {
   return Value(static_cast<std::int64_t>(split(v.str(), nullptr, -1).size()));
 }
 
+// "%s and %s" | format(a, b): printf-style, as jinja2's format filter.
+Value f_format(Evaluator& ev, const Value& v, CallArgs& a) {
+  if (!a.keyword.empty() && !a.positional.empty()) ev.fail("format takes positional or keyword arguments, not both");
+  if (!a.keyword.empty()) {
+    Dict d;
+    for (const auto& [k, x] : a.keyword) d.set(k, x);
+    return Value(printf_format(ev, v.str(), Value::dict(std::move(d))));
+  }
+  return Value(printf_format(ev, v.str(), Value::list(a.positional, true)));
+}
+
 Value f_batch(Evaluator& ev, const Value& v, CallArgs& a) {
   check_args(ev, a, "batch", 2, {"linecount", "fill_with"});
   const std::int64_t n = to_int(ev, arg(ev, a, 0, "linecount"), "batch size");
@@ -412,6 +423,7 @@ const std::map<std::string, Filter>& filters() {
       {"dictsort", f_dictsort}, {"sort", f_sort},             {"reverse", f_reverse},   {"sum", f_sum},
       {"max", f_max},           {"min", f_min},               {"safe", f_safe},         {"escape", f_escape},
       {"e", f_escape},          {"indent", f_indent},         {"wordcount", f_wordcount}, {"batch", f_batch},
+      {"format", f_format},
   };
   return kFilters;
 }

@@ -161,6 +161,7 @@ Value binary(Evaluator& ev, const std::string& op, const Value& a, const Value& 
     }
     if (a.is_string() && !b.is_undefined()) ev.fail("can only concatenate str (not \"" + b.type_name() + "\") to str");
   }
+  if (op == "%" && a.is_string()) return Value(printf_format(ev, a.as_string(), b));
   if (op == "*") {
     if ((a.is_string() || a.is_list()) && (b.is_int() || b.is_bool())) return repeat(ev, a, int_of(b));
     if ((b.is_string() || b.is_list()) && (a.is_int() || a.is_bool())) return repeat(ev, b, int_of(a));
