@@ -190,6 +190,7 @@ Value f_round(Evaluator& ev, const Value& v, CallArgs& a) {
 // select/reject/selectattr/rejectattr: keep the items whose test (or truth) is `keep`.
 Value select_items(Evaluator& ev, const Value& v, CallArgs& a, bool keep, bool by_attr) {
   List out;
+  if (!v.truthy()) return Value::list({});  // jinja2 iterates only a true value
   const std::size_t first_arg = by_attr ? 1 : 0;
   const Value attribute = by_attr ? arg(ev, a, 0, "attribute") : Value();
   if (by_attr && attribute.is_undefined()) ev.fail("selectattr/rejectattr need an attribute name");
@@ -214,6 +215,7 @@ Value f_rejectattr(Evaluator& ev, const Value& v, CallArgs& a) { return select_i
 
 Value f_map(Evaluator& ev, const Value& v, CallArgs& a) {
   List out;
+  if (!v.truthy()) return Value::list({});  // jinja2 iterates only a true value
   const Value attribute = arg(ev, a, 99, "attribute");
   if (!attribute.is_undefined()) {
     const Value fallback = arg(ev, a, 99, "default");
@@ -376,7 +378,15 @@ Value f_indent(Evaluator& ev, const Value& v, CallArgs& a) {
 
 Value f_wordcount(Evaluator& ev, const Value& v, CallArgs& a) {
   check_args(ev, a, "wordcount", 0);
-  return Value(static_cast<std::int64_t>(split(v.str(), nullptr, -1).size()));
+  // Runs of word characters (\w+), as jinja2 counts them; non-ASCII bytes count as letters.
+  std::int64_t words = 0;
+  bool in_word = false;
+  for (unsigned char c : v.str()) {
+    const bool w = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c >= 0x80;
+    words += w && !in_word;
+    in_word = w;
+  }
+  return Value(words);
 }
 
 // "%s and %s" | format(a, b): printf-style, as jinja2's format filter.

@@ -83,7 +83,8 @@ std::string printf_format(Evaluator& ev, const std::string& fmt, const Value& ar
     out += field;
     ev.check_size(out.size());
   }
-  if (!mapping && next < positional.size()) ev.fail("format: not all arguments converted during string formatting");
+  // Python checks only tuples and single values (a list or dict argument is taken as a mapping).
+  if (!mapping && (args.is_tuple() || !args.is_list()) && next < positional.size()) ev.fail("format: not all arguments converted during string formatting");
   return out;
 }
 
