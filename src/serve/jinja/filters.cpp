@@ -326,7 +326,8 @@ Value min_max(Evaluator& ev, const Value& v, CallArgs& a, bool want_max) {
   if (items.empty()) return Value::undefined("min/max of an empty sequence is undefined");
   const Value attribute = arg(ev, a, 1, "attribute");
   const Value* best = &items[0];
-  for (const Value& x : items) {
+  for (std::size_t i = 1; i < items.size(); ++i) {
+    const Value& x = items[i];
     const Value kx = attribute.is_undefined() ? x : attr_path(ev, x, attribute);
     const Value kb = attribute.is_undefined() ? *best : attr_path(ev, *best, attribute);
     if (want_max ? less(kb, kx) : less(kx, kb)) best = &x;
