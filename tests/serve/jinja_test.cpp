@@ -99,6 +99,10 @@ TEST(JinjaTest, Macros) {
             "Hello a! Hello b? Hello c.");
   EXPECT_EQ(render("{% macro f(n) %}{% if n > 0 %}{{ n }}{{ f(n - 1) }}{% endif %}{% endmacro %}{{ f(5) }}"), "54321");
   EXPECT_NE(render_error("{% macro f(a) %}{% endmacro %}{{ f(1, 2) }}").find("takes 1 arguments"), std::string::npos);
+  // A macro sees the scopes around its definition, as jinja2's closures do.
+  EXPECT_EQ(render("{% for i in [1, 2] %}{% macro m() %}{{ i }}{{ loop.first }}{% endmacro %}{{ m() }};{% endfor %}"),
+            "1True;2False;");
+  EXPECT_EQ(render("{% macro f() %}{{ x }}{% endmacro %}{% set x = 7 %}{{ f() }}"), "7");
 }
 
 TEST(JinjaTest, FilterAndGenerationBlocks) {

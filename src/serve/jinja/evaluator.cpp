@@ -256,14 +256,21 @@ void Evaluator::exec_set(const Stmt& s) {
 
 Value Evaluator::make_macro(const Stmt& s) {
   const Stmt* def = &s;
-  return Value::function(s.name, [def](Evaluator& ev, CallArgs& args) -> Value {
+  // A macro sees the scopes around its definition (a macro inside a loop sees `loop`), as jinja2's
+  // closures do, and a scope of its own for its arguments.
+  // Weak: the macro is stored in one of these scopes, and must not keep it alive (a cycle).
+  const std::vector<std::weak_ptr<Frame>> closure(frames_.begin(), frames_.end());
+  return Value::function(s.name, [def, closure](Evaluator& ev, CallArgs& args) -> Value {
     if (ev.call_depth_ >= ev.limits_.max_call_depth)
       ev.fail("macro '" + def->name + "' calls nest deeper than " + std::to_string(ev.limits_.max_call_depth) + " levels");
     if (args.positional.size() > def->params.size())
       ev.fail("macro '" + def->name + "' takes " + std::to_string(def->params.size()) + " arguments, got " +
               std::to_string(args.positional.size()));
     auto frame = std::make_shared<Frame>();
-    std::vector<std::shared_ptr<Frame>> frames{ev.frames_.front(), frame};
+    std::vector<std::shared_ptr<Frame>> frames;
+    for (const auto& weak : closure)
+      if (auto f = weak.lock()) frames.push_back(std::move(f));  // a loop's scope ends with the loop
+    frames.push_back(frame);
     frames.swap(ev.frames_);
     ++ev.call_depth_;
     struct Restore {
