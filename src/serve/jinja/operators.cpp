@@ -130,7 +130,8 @@ Value binary(Evaluator& ev, const std::string& op, const Value& a, const Value& 
   if (op == "==") return Value(equal(a, b));
   if (op == "!=") return Value(!equal(a, b));
   if (op == "<" || op == ">" || op == "<=" || op == ">=") {
-    const bool comparable = (numeric(a) && numeric(b)) || (a.kind() == b.kind() && (a.is_string() || a.is_list()));
+    const bool comparable = (numeric(a) && numeric(b)) || (a.kind() == b.kind() && a.is_string()) ||
+                            (a.is_list() && b.is_list() && a.is_tuple() == b.is_tuple());
     if (!comparable) {
       if (a.is_undefined() || b.is_undefined()) unsupported(ev, op, a, b);
       ev.fail("'" + op + "' not supported between instances of '" + a.type_name() + "' and '" + b.type_name() + "'");

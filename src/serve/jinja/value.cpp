@@ -315,6 +315,7 @@ bool equal_within(const Value& a, const Value& b, std::int64_t& budget) {
     case Value::Kind::kList: {
       const List &x = a.as_list(), &y = b.as_list();
       if (&x == &y) return true;  // the same list (Python compares identity first too)
+      if (a.is_tuple() != b.is_tuple()) return false;  // [1] != (1,)
       if (x.size() != y.size()) return false;
       for (std::size_t i = 0; i < x.size(); ++i)
         if (!equal_within(x[i], y[i], budget)) return false;
@@ -345,7 +346,7 @@ bool less_within(const Value& a, const Value& b, std::int64_t& budget) {
     return (a.is_bool() ? a.as_bool() : a.as_int()) < (b.is_bool() ? b.as_bool() : b.as_int());
   }
   if (a.is_string() && b.is_string()) return a.as_string() < b.as_string();
-  if (a.is_list() && b.is_list()) {
+  if (a.is_list() && b.is_list() && a.is_tuple() == b.is_tuple()) {
     const List &x = a.as_list(), &y = b.as_list();
     for (std::size_t i = 0; i < x.size() && i < y.size(); ++i) {
       if (less_within(x[i], y[i], budget)) return true;
