@@ -349,7 +349,7 @@ Value Evaluator::item(const Value& obj, const Value& key) {
   return Value::undefined("'" + obj.type_name() + " object' has no item " + key.repr());
 }
 
-Value Evaluator::eval_call_args(const Expr& e, CallArgs& args) {
+void Evaluator::eval_call_args(const Expr& e, CallArgs& args) {
   for (std::size_t i = 0; i < e.args.size(); ++i) {
     Value v = eval(*e.args[i]);
     if (e.arg_names[i].empty()) {
@@ -359,7 +359,6 @@ Value Evaluator::eval_call_args(const Expr& e, CallArgs& args) {
       args.keyword.emplace_back(e.arg_names[i], std::move(v));
     }
   }
-  return Value();
 }
 
 Value Evaluator::eval_filter(const Expr& e, const Value* hole) {

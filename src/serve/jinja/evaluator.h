@@ -51,7 +51,6 @@ class Evaluator {
 
  private:
   using Frame = std::unordered_map<std::string, Value>;
-  struct Scope;
   struct Guard;
   enum class Flow { kNormal, kBreak, kContinue };
 
@@ -65,7 +64,7 @@ class Evaluator {
 
   Value eval(const Expr& e);
   Value eval_binary(const Expr& e);
-  Value eval_call_args(const Expr& e, CallArgs& args);
+  void eval_call_args(const Expr& e, CallArgs& args);
   Value eval_filter(const Expr& e, const Value* hole);
   Value lookup(const std::string& name) const;
   void assign(const std::string& name, Value v);

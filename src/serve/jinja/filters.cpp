@@ -12,16 +12,11 @@ namespace {
 
 using Filter = Value (*)(Evaluator&, const Value&, CallArgs&);
 
-std::string text_of(Evaluator& ev, const Value& v) {
-  (void)ev;
-  return v.str();
-}
-
 Value f_trim(Evaluator& ev, const Value& v, CallArgs& a) {
   check_args(ev, a, "trim", 1, {"chars"});
   const Value chars = arg(ev, a, 0, "chars");
   const std::string c = chars.is_string() ? chars.as_string() : std::string();
-  return Value(strip(text_of(ev, v), chars.is_string() ? &c : nullptr, true, true));
+  return Value(strip(v.str(), chars.is_string() ? &c : nullptr, true, true));
 }
 
 Value f_tojson(Evaluator& ev, const Value& v, CallArgs& a) {
@@ -58,7 +53,7 @@ Value f_length(Evaluator& ev, const Value& v, CallArgs& a) {
 template <std::string (*F)(const std::string&)>
 Value f_text(Evaluator& ev, const Value& v, CallArgs& a) {
   check_args(ev, a, "this filter", 0);
-  return Value(F(text_of(ev, v)));
+  return Value(F(v.str()));
 }
 
 // The attribute path "a.b" (or an integer index) of an item, as jinja2's make_attrgetter reads it.
@@ -92,7 +87,7 @@ Value f_join(Evaluator& ev, const Value& v, CallArgs& a) {
 Value f_replace(Evaluator& ev, const Value& v, CallArgs& a) {
   check_args(ev, a, "replace", 3, {"old", "new", "count"});
   const Value count = arg(ev, a, 2, "count");
-  const std::string out = replace(text_of(ev, v), arg(ev, a, 0, "old").str(), arg(ev, a, 1, "new").str(),
+  const std::string out = replace(v.str(), arg(ev, a, 0, "old").str(), arg(ev, a, 1, "new").str(),
                                   count.is_undefined() || count.is_none() ? -1 : to_int(ev, count, "replace count"));
   ev.check_size(out.size());
   return Value(out);
