@@ -123,6 +123,7 @@ Value f_string(Evaluator& ev, const Value& v, CallArgs& a) {
 Value f_int(Evaluator& ev, const Value& v, CallArgs& a) {
   check_args(ev, a, "int", 2, {"default", "base"});
   const Value fallback = arg(ev, a, 0, "default", Value(0));
+  if (v.is_undefined()) ev.fail(v.name());
   if (v.is_int()) return v;
   if (v.is_bool()) return Value(static_cast<std::int64_t>(v.as_bool()));
   if (v.is_float()) {
@@ -146,6 +147,7 @@ Value f_int(Evaluator& ev, const Value& v, CallArgs& a) {
 Value f_float(Evaluator& ev, const Value& v, CallArgs& a) {
   check_args(ev, a, "float", 1, {"default"});
   const Value fallback = arg(ev, a, 0, "default", Value(0.0));
+  if (v.is_undefined()) ev.fail(v.name());
   if (v.is_number() || v.is_bool()) return Value(v.as_number());
   if (v.is_string()) {
     const std::string s = strip(v.as_string(), nullptr, true, true);
