@@ -123,6 +123,7 @@ int serve_run(const Args& args) {
   std::fprintf(stderr, "plexus serve: %s: finishing running requests (up to %.1f s)\n",
                InterruptGuard::signal_number() == SIGINT ? "SIGINT" : "SIGTERM", static_cast<double>(f.drain.count()) / 1000);
   std::fflush(stderr);
+  server.set_draining();
   scheduler.drain(f.drain);
   server.stop();
   std::fprintf(stderr, "plexus serve: stopped\n");

@@ -39,6 +39,7 @@ struct HttpServer::Impl {
   Metrics metrics;
   std::thread thread;
   std::atomic<const OpenAiApi*> api{nullptr};
+  std::atomic<bool> draining{false};
   std::mutex snapshot_mutex;
   std::function<MetricsSnapshot()> snapshot;
   int port = -1;
@@ -92,7 +93,9 @@ struct HttpServer::Impl {
 
   void routes() {
     server.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
-      if (api.load()) {
+      if (draining) {
+        send_json(res, 503, {{"status", "draining"}});
+      } else if (api.load()) {
         send_json(res, 200, {{"status", "ok"}});
       } else {
         send_json(res, 503, {{"status", "loading"}});
@@ -191,6 +194,8 @@ void HttpServer::set_ready(const OpenAiApi* api, std::function<MetricsSnapshot()
   }
   impl_->api.store(api);
 }
+
+void HttpServer::set_draining() { impl_->draining = true; }
 
 void HttpServer::stop() {
   impl_->server.stop();

@@ -96,6 +96,10 @@ TEST_F(ServerFixture, HealthIsLoadingUntilReady) {
   r = client->Get("/v1/models");
   EXPECT_EQ(r->status, 200);
   EXPECT_EQ(Json::parse(r->body)["data"][0]["id"], "tiny");
+  server->set_draining();
+  r = client->Get("/health");
+  EXPECT_EQ(r->status, 503);
+  EXPECT_EQ(Json::parse(r->body)["status"], "draining");
 }
 
 TEST_F(ServerFixture, CompletionAndErrorsThenStillServing) {
