@@ -104,6 +104,9 @@ struct HttpServer::Impl {
     server.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
       guarded(res, [&] { send_json(res, 200, ready_api().models()); });
     });
+    server.Get(R"(/v1/models/(.+))", [this](const httplib::Request& req, httplib::Response& res) {
+      guarded(res, [&] { send_json(res, 200, ready_api().model(req.matches[1].str())); });
+    });
     server.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
       guarded(res, [&] {
         MetricsSnapshot s;
@@ -150,7 +153,8 @@ struct HttpServer::Impl {
       return httplib::Server::HandlerResponse::Handled;
     }));
     server.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
-      metrics.count_request(kRoutes.count(req.path) ? req.path : "other", res.status);
+      const bool model_path = req.path.rfind("/v1/models/", 0) == 0;
+      metrics.count_request(kRoutes.count(req.path) ? req.path : model_path ? "/v1/models/{id}" : "other", res.status);
     });
   }
 };
