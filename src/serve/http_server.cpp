@@ -4,6 +4,7 @@
 #include <httplib.h>
 
 #include <atomic>
+#include <chrono>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -23,6 +24,7 @@ const std::map<std::string, std::string> kRoutes = {
 };
 
 constexpr const char* kJson = "application/json";
+constexpr std::chrono::seconds kKeepAliveComment{1};
 
 void send_json(httplib::Response& res, int status, const Json& j) {
   res.status = status;
@@ -78,9 +80,19 @@ struct HttpServer::Impl {
     res.set_chunked_content_provider(
         "text/event-stream",
         [&a, prepared, stream](std::size_t, httplib::DataSink& sink) {
-          const bool ok = a.stream(
-              *prepared, *stream, [&](const std::string& s) { return sink.write(s.data(), s.size()); },
-              [&] { return sink.is_writable(); });
+          // While nothing is sent (the request waits in the queue, a long prompt prefills), an SSE
+          // comment every second: clients skip it, and a client that left is noticed by its
+          // failed write.
+          auto last_write = std::chrono::steady_clock::now();
+          auto write = [&](const std::string& s) {
+            last_write = std::chrono::steady_clock::now();
+            return sink.write(s.data(), s.size());
+          };
+          auto alive = [&] {
+            if (std::chrono::steady_clock::now() - last_write < kKeepAliveComment) return sink.is_writable();
+            return write(": waiting\n\n");
+          };
+          const bool ok = a.stream(*prepared, *stream, write, alive);
           if (!ok) {
             stream->cancel();
             return false;
