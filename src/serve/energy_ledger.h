@@ -40,7 +40,7 @@ class EnergyLedger {
   // The energy shared to request `id` over all its steps, once its last step is recorded; waits
   // until the monitor has sampled past that step (one sampling interval, normally; with no sample
   // for two intervals + 0.5 s — a dead source — the energy is extrapolated with the last
-  // interval's power). 0 for an id in no step; nullopt when no device reports energy. Forgets the request.
+  // sample's power). 0 for an id in no step; nullopt when no device reports energy. Forgets the request.
   std::optional<double> take_request_energy(std::uint64_t id);
 
   // The /metrics side.
