@@ -100,6 +100,9 @@ TEST(JinjaTestsTest, BuiltinTests) {
                    "{{ 3 is equalto 4 }}{{ 3 is ne 3 }}{{ 3 is lt 4 }}{{ 3 is gt 4 }}{{ 3 is le 3 }}{{ 3 is ge 3 }}"
                    "{{ 2 is in [1, 2] }}{{ 3 is not none }}{{ 'a' is lower }}{{ 'A' is upper }}{{ none is sameas none }}"),
             "TrueTrueTrueFalseTrueFalseFalseTrueFalseTrueTrueTrueTrueTrueTrueTrue");
+  EXPECT_EQ(render("{{ 1.5 is odd }}{{ 1.5 is even }}{{ 3.0 is odd }}{{ -3 is odd }}{{ nope is sequence }}{{ nope is iterable }}"),
+            "FalseFalseTrueTrueTrueTrue");
+  EXPECT_NE(render_error("{{ nope | int }}").find("'nope' is undefined"), std::string::npos);
 }
 
 TEST(JinjaMethodsTest, StringMethods) {
