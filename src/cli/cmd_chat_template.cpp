@@ -1,11 +1,10 @@
 // `plexus chat-template`: render a model's chat template for each line of a JSON-lines file of
 // conversations and print one JSON line per input: {"rendered": ...} or {"error": ...}.
 #include <cstdio>
-#include <fstream>
-#include <iostream>
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/jsonl_lines.h"
 #include "core/args.h"
 #include "core/error.h"
 #include "core/json.h"
@@ -72,19 +71,8 @@ int cmd_chat_template(int argc, char** argv) {
   if (!tmpl)
     throw InputError(model + ": the model has no chat template (no \"chat_template\" in tokenizer_config.json, "
                              "no chat_template.jinja, no tokenizer.chat_template in the GGUF file)");
-  const std::string path = args.get("--jsonl");
-  std::ifstream file_in;
-  std::istream* in = &std::cin;
-  if (path != "-") {
-    file_in.open(path, std::ios::binary);
-    if (!file_in) throw InputError("--jsonl " + path + ": cannot open the file: check the path");
-    in = &file_in;
-  }
-  std::string line;
-  for (long long number = 1; std::getline(*in, line); ++number) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.find_first_not_of(" \t") == std::string::npos) continue;
-    const ChatInput input = read_input(line, path + ":" + std::to_string(number));
+  for_each_jsonl_line(args.get("--jsonl"), [&](const std::string& line, const std::string& where) {
+    const ChatInput input = read_input(line, where);
     std::string out;
     try {
       out = result_line("rendered", tmpl->render(input));
@@ -94,7 +82,7 @@ int cmd_chat_template(int argc, char** argv) {
       out = result_line("error", e.what());
     }
     write(out);
-  }
+  });
   std::fflush(stdout);
   return 0;
 }

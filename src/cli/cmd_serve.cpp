@@ -64,7 +64,8 @@ int serve_run(const Args& args) {
   HttpServer server(f.http);
   const int port = server.bind();
   server.start();
-  std::fprintf(stderr, "plexus serve: listening on http://%s:%d\n", f.http.host.c_str(), port);
+  const bool ipv6 = f.http.host.find(':') != std::string::npos;  // "::1" is written [::1] in a URL
+  std::fprintf(stderr, "plexus serve: listening on http://%s%s%s:%d\n", ipv6 ? "[" : "", f.http.host.c_str(), ipv6 ? "]" : "", port);
   std::fflush(stderr);
 
   // Loading: /health answers 503 meanwhile.
@@ -123,6 +124,7 @@ int serve_run(const Args& args) {
   std::fprintf(stderr, "plexus serve: %s: finishing running requests (up to %.1f s)\n",
                InterruptGuard::signal_number() == SIGINT ? "SIGINT" : "SIGTERM", static_cast<double>(f.drain.count()) / 1000);
   std::fflush(stderr);
+  server.set_draining();
   scheduler.drain(f.drain);
   server.stop();
   std::fprintf(stderr, "plexus serve: stopped\n");

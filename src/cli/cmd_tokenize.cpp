@@ -2,11 +2,10 @@
 // tokens and the decoded text as one JSON line per input.
 #include <charconv>
 #include <cstdio>
-#include <fstream>
-#include <iostream>
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/jsonl_lines.h"
 #include "core/args.h"
 #include "core/error.h"
 #include "core/json.h"
@@ -46,23 +45,12 @@ void write(const std::string& s) {
 }
 
 void run_jsonl(const Tokenizer& tok, const std::string& path, bool decode_special) {
-  std::ifstream file_in;
-  std::istream* in = &std::cin;
-  if (path != "-") {
-    file_in.open(path, std::ios::binary);
-    if (!file_in) throw InputError("--jsonl " + path + ": cannot open the file: check the path");
-    in = &file_in;
-  }
-  std::string line;
-  for (long long number = 1; std::getline(*in, line); ++number) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.find_first_not_of(" \t") == std::string::npos) continue;  // blank lines are not inputs
-    const std::string where = path + ":" + std::to_string(number);
+  for_each_jsonl_line(path, [&](const std::string& line, const std::string& where) {
     const Json obj = parse_json(line, where);
     if (!obj.is_object() || !obj.contains("text") || !obj["text"].is_string())
       throw InputError(where + ": each line must be a JSON object with a string field \"text\"");
     write(result_line(tok, obj["text"].get_ref<const std::string&>(), decode_special));
-  }
+  });
 }
 
 }  // namespace

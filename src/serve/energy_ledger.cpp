@@ -28,8 +28,7 @@ struct DeviceState {
   std::optional<double> power_w, energy_j;
 };
 
-// All devices' energy since the start at a sample, and the mean power of the interval before it
-// (for extrapolating past the last sample).
+// All devices' energy since the start at a sample, and the power to extrapolate past it with.
 struct Point {
   double t = 0, e = 0, p = 0;
 };
@@ -90,8 +89,15 @@ void EnergyLedger::Impl::add_sample(const Sample& s) {
     }
   }
   cumulative += joules;
+  // The power to extrapolate with: the devices' power readings now, else the interval's mean.
   Point p{s.t_s, cumulative, 0};
-  if (!points.empty() && s.t_s > points.back().t) p.p = joules / (s.t_s - points.back().t);
+  bool any_power = false;
+  for (const DeviceReading& r : s.readings) {
+    if (!r.power_w) continue;
+    p.p += *r.power_w;
+    any_power = true;
+  }
+  if (!any_power && !points.empty() && s.t_s > points.back().t) p.p = joules / (s.t_s - points.back().t);
   points.push_back(p);
 }
 

@@ -26,7 +26,8 @@ struct DeviceEnergy {
 
 class EnergyLedger {
  public:
-  // Opens the sources and starts sampling every `interval_ms`.
+  // Opens the sources (each with a time limit per call, TimedSource) and starts sampling every
+  // `interval_ms` (InputError outside 1 ms .. 60 s).
   EnergyLedger(std::vector<std::unique_ptr<MetricSource>> sources, double interval_ms = 100);
   ~EnergyLedger();
   EnergyLedger(const EnergyLedger&) = delete;
@@ -37,8 +38,9 @@ class EnergyLedger {
   // The scheduler's side: one step from t0 to t1 and the tokens each request (by id) had in it.
   void record_step(double t0, double t1, std::span<const std::pair<std::uint64_t, std::int64_t>> tokens);
   // The energy shared to request `id` over all its steps, once its last step is recorded; waits
-  // (one sampling interval at most) until the monitor has sampled past that step. nullopt when
-  // no device reports energy. Forgets the request.
+  // until the monitor has sampled past that step (one sampling interval, normally; with no sample
+  // for two intervals + 0.5 s — a dead source — the energy is extrapolated with the last
+  // sample's power). 0 for an id in no step; nullopt when no device reports energy. Forgets the request.
   std::optional<double> take_request_energy(std::uint64_t id);
 
   // The /metrics side.

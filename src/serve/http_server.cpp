@@ -4,6 +4,7 @@
 #include <httplib.h>
 
 #include <atomic>
+#include <chrono>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -23,6 +24,7 @@ const std::map<std::string, std::string> kRoutes = {
 };
 
 constexpr const char* kJson = "application/json";
+constexpr std::chrono::seconds kKeepAliveComment{1};
 
 void send_json(httplib::Response& res, int status, const Json& j) {
   res.status = status;
@@ -39,6 +41,7 @@ struct HttpServer::Impl {
   Metrics metrics;
   std::thread thread;
   std::atomic<const OpenAiApi*> api{nullptr};
+  std::atomic<bool> draining{false};
   std::mutex snapshot_mutex;
   std::function<MetricsSnapshot()> snapshot;
   int port = -1;
@@ -77,9 +80,19 @@ struct HttpServer::Impl {
     res.set_chunked_content_provider(
         "text/event-stream",
         [&a, prepared, stream](std::size_t, httplib::DataSink& sink) {
-          const bool ok = a.stream(
-              *prepared, *stream, [&](const std::string& s) { return sink.write(s.data(), s.size()); },
-              [&] { return sink.is_writable(); });
+          // While nothing is sent (the request waits in the queue, a long prompt prefills), an SSE
+          // comment every second: clients skip it, and a client that left is noticed by its
+          // failed write.
+          auto last_write = std::chrono::steady_clock::now();
+          auto write = [&](const std::string& s) {
+            last_write = std::chrono::steady_clock::now();
+            return sink.write(s.data(), s.size());
+          };
+          auto alive = [&] {
+            if (std::chrono::steady_clock::now() - last_write < kKeepAliveComment) return sink.is_writable();
+            return write(": waiting\n\n");
+          };
+          const bool ok = a.stream(*prepared, *stream, write, alive);
           if (!ok) {
             stream->cancel();
             return false;
@@ -92,7 +105,9 @@ struct HttpServer::Impl {
 
   void routes() {
     server.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
-      if (api.load()) {
+      if (draining) {
+        send_json(res, 503, {{"status", "draining"}});
+      } else if (api.load()) {
         send_json(res, 200, {{"status", "ok"}});
       } else {
         send_json(res, 503, {{"status", "loading"}});
@@ -100,6 +115,9 @@ struct HttpServer::Impl {
     });
     server.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
       guarded(res, [&] { send_json(res, 200, ready_api().models()); });
+    });
+    server.Get(R"(/v1/models/(.+))", [this](const httplib::Request& req, httplib::Response& res) {
+      guarded(res, [&] { send_json(res, 200, ready_api().model(req.matches[1].str())); });
     });
     server.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
       guarded(res, [&] {
@@ -147,7 +165,8 @@ struct HttpServer::Impl {
       return httplib::Server::HandlerResponse::Handled;
     }));
     server.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
-      metrics.count_request(kRoutes.count(req.path) ? req.path : "other", res.status);
+      const bool model_path = req.path.rfind("/v1/models/", 0) == 0;
+      metrics.count_request(kRoutes.count(req.path) ? req.path : model_path ? "/v1/models/{id}" : "other", res.status);
     });
   }
 };
@@ -191,6 +210,8 @@ void HttpServer::set_ready(const OpenAiApi* api, std::function<MetricsSnapshot()
   }
   impl_->api.store(api);
 }
+
+void HttpServer::set_draining() { impl_->draining = true; }
 
 void HttpServer::stop() {
   impl_->server.stop();

@@ -38,6 +38,8 @@ class HttpServer {
   // The model is loaded: `api` answers the API from now on; `snapshot` gives /metrics what it
   // shows beyond the request counts. Both must outlive the server (or stop()).
   void set_ready(const OpenAiApi* api, std::function<MetricsSnapshot()> snapshot);
+  // Shutting down: /health answers 503 {"status": "draining"} (requests still get their answers).
+  void set_draining();
   // Stops accepting connections and ends the serving thread (streams in progress are cut).
   void stop();
   Metrics& metrics();

@@ -195,14 +195,16 @@ bool OpenAiApi::stream(const PreparedRequest& request, RequestStream& stream,
   return write(kSseDone);
 }
 
-Json OpenAiApi::models() const {
-  const Json m = {{"id", model_.name},
-                  {"object", "model"},
-                  {"created", model_.created},
-                  {"owned_by", "plexus"},
-                  {"max_model_len", model_.max_model_len}};
-  return {{"object", "list"}, {"data", Json::array({m})}};
+Json OpenAiApi::model(const std::string& id) const {
+  check_model(id);  // the route gives a non-empty id
+  return {{"id", model_.name},
+          {"object", "model"},
+          {"created", model_.created},
+          {"owned_by", "plexus"},
+          {"max_model_len", model_.max_model_len}};
 }
+
+Json OpenAiApi::models() const { return {{"object", "list"}, {"data", Json::array({model(model_.name)})}}; }
 
 Json OpenAiApi::tokenize(const std::string& text) const {
   const Json body = parse_body(text);

@@ -60,6 +60,7 @@ class OpenAiApi {
               const std::function<bool()>& alive = {}) const;
 
   Json models() const;                        // GET /v1/models
+  Json model(const std::string& id) const;    // GET /v1/models/{id} (404 model_not_found for another id)
   Json tokenize(const std::string& body) const;  // POST /tokenize
   Json detokenize(const std::string& body) const;  // POST /detokenize
 

@@ -58,6 +58,19 @@ struct Ended {
   std::string error;
 };
 
+// Moves the requests cancelled by their client (all with `all`) from `list` to `ended`.
+template <typename List>
+void cancel_if(List& list, bool all, std::vector<Ended>& ended) {
+  for (auto it = list.begin(); it != list.end();) {
+    if (all || (*it)->stream->cancelled()) {
+      ended.push_back({std::move(*it), FinishReason::kCancelled, {}});
+      it = list.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
 }  // namespace
 
 struct Scheduler::Impl {
@@ -165,10 +178,6 @@ std::shared_ptr<RequestStream> Scheduler::submit(ServeRequest request) {
                                  : "the server's KV-cache budget of " + std::to_string(limit) + " tokens") +
                      ": shorten the prompt or lower max_tokens");
   }
-  if (request.top_logprobs > 20 && request.top_logprobs > m.vocab) {
-    throw InputError("top_logprobs " + std::to_string(request.top_logprobs) + " exceeds the vocabulary of " +
-                     std::to_string(m.vocab) + " ids");
-  }
   std::weak_ptr<Wake> weak = m.wake;
   auto active = std::make_unique<Active>(std::move(request), m.vocab, [weak] {
     if (const auto w = weak.lock()) {
@@ -225,23 +234,8 @@ void Scheduler::Impl::loop() {
       std::unique_lock<std::mutex> lock(wake->mutex);
       wake->cv.wait(lock, [&] { return wake->poked || draining || !waiting.empty() || !running.empty(); });
       wake->poked = false;
-      for (auto it = waiting.begin(); it != waiting.end();) {
-        if (draining || (*it)->stream->cancelled()) {
-          ended.push_back({std::move(*it), FinishReason::kCancelled, {}});
-          it = waiting.erase(it);
-        } else {
-          ++it;
-        }
-      }
-      const bool past_deadline = draining && Clock::now() >= drain_deadline;
-      for (auto it = running.begin(); it != running.end();) {
-        if (past_deadline || (*it)->stream->cancelled()) {
-          ended.push_back({std::move(*it), FinishReason::kCancelled, {}});
-          it = running.erase(it);
-        } else {
-          ++it;
-        }
-      }
+      cancel_if(waiting, draining, ended);
+      cancel_if(running, draining && Clock::now() >= drain_deadline, ended);
       admit(ended);
       stop = draining && running.empty() && waiting.empty();
     }

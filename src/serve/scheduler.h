@@ -21,7 +21,7 @@ namespace plexus {
 class EnergyLedger;
 
 struct SchedulerOptions {
-  int max_sequences = 8;            // requests in the running batch at most (--max-sequences)
+  int max_sequences = 8;            // requests in the running batch at most (--max-sequences); <= step_tokens
   int max_queue = 64;               // requests waiting at most; submit() beyond it: QueueFull (--max-queue)
   std::int64_t step_tokens = 0;     // tokens per forward at most; 0: the runner's max_batch_tokens()
   std::int64_t kv_budget_tokens = 0;  // KV-cache tokens of all running requests together (prompt + max_tokens
@@ -57,13 +57,15 @@ struct SchedulerStats {
   std::int64_t kv_used_tokens = 0, kv_budget_tokens = 0;  // reserved by running requests / in all
   std::int64_t steps = 0;
   std::int64_t prompt_tokens = 0, generated_tokens = 0;  // processed since start
-  std::int64_t finished = 0, cancelled = 0, failed = 0;
+  std::int64_t finished = 0, cancelled = 0, failed = 0;  // ended kStop or kLength / kCancelled / kError
   double busy_s = 0;  // time spent in forwards
 };
 
 class Scheduler {
  public:
   // `runner` and `ledger` (may be null: no energy) must outlive the scheduler. Starts its thread.
+  // InputError for options out of range (max_sequences or max_queue < 1, step_tokens above the
+  // runner's max_batch_tokens(), max_sequences above step_tokens).
   Scheduler(Runner& runner, const SchedulerOptions& options, EnergyLedger* ledger);
   ~Scheduler();  // drain(0) if still running
   Scheduler(const Scheduler&) = delete;

@@ -5,6 +5,7 @@
 
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "core/gguf_writer.h"
 #include "jinja_util.h"
@@ -82,6 +83,23 @@ void check_golden(const std::string& model, std::size_t expected_cases) {
 
 TEST(ChatTemplateGoldenTest, Llama3EveryCase) { check_golden("llama3", 40); }
 TEST(ChatTemplateGoldenTest, Qwen3EveryCase) { check_golden("qwen3", 50); }
+
+TEST(ChatTemplateTest, OneTemplateRendersOnManyThreads) {
+  std::optional<ChatTemplate> t = ChatTemplate::from_model(std::string(PLEXUS_GOLDEN_DIR) + "/tokenizers/qwen3");
+  ASSERT_TRUE(t);
+  std::vector<OJson> cases;
+  for (const OJson& c : golden_cases("qwen3"))
+    if (c.contains("rendered")) cases.push_back(c);
+  std::vector<int> wrong(4, 0);
+  std::vector<std::thread> threads;
+  for (int k = 0; k < 4; ++k)
+    threads.emplace_back([&, k] {
+      for (int round = 0; round < 5; ++round)
+        for (const OJson& c : cases) wrong[static_cast<std::size_t>(k)] += t->render(input_of(c)) != c["rendered"].get<std::string>();
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(wrong, std::vector<int>(4, 0));
+}
 
 TEST(ChatTemplateTest, GlobalsOfTransformers) {
   ChatTemplateTokens tokens;

@@ -27,22 +27,24 @@ double run_step(EnergyLedger& ledger, int ms, const Tokens& tokens) {
   return t1 - t0;
 }
 
-// `tolerance` (J per W): power readings make E(t) exactly linear; a counter is read a little
-// after the sample's time stamp, so its steps jitter.
+// `tolerance` (relative): power readings make E(t) exactly linear; a counter is read a little
+// after the sample's time stamp (later still on a loaded machine), so its steps jitter. The
+// sharing within a step is exact either way.
 void expect_shares(std::vector<ScriptedDevice> devices, double watts, double tolerance) {
   EnergyLedger ledger(scripted(std::move(devices)), 5);
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  const double d1 = run_step(ledger, 30, {{1, 3}, {2, 1}});
-  const double d2 = run_step(ledger, 20, {{2, 2}});
+  const double d1 = run_step(ledger, 200, {{1, 3}, {2, 1}});
+  const double d2 = run_step(ledger, 150, {{3, 2}});
   const auto e1 = ledger.take_request_energy(1);
   const auto e2 = ledger.take_request_energy(2);
-  ASSERT_TRUE(e1 && e2);
-  EXPECT_NEAR(*e1, watts * d1 * 3 / 4, tolerance * watts);
-  EXPECT_NEAR(*e2, watts * (d1 / 4 + d2), tolerance * watts);
-  EXPECT_NEAR(*e1 + *e2, watts * (d1 + d2), tolerance * watts);
+  const auto e3 = ledger.take_request_energy(3);
+  ASSERT_TRUE(e1 && e2 && e3);
+  EXPECT_NEAR(*e1, 3 * *e2, 1e-12 * watts);  // 3 tokens against 1 in the same step
+  EXPECT_NEAR(*e1 + *e2, watts * d1, tolerance * watts * d1);
+  EXPECT_NEAR(*e3, watts * d2, tolerance * watts * d2);
   // The shares add up to the steps' measured energy (up to rounding).
   ASSERT_TRUE(ledger.attributed_j().has_value());
-  EXPECT_NEAR(*ledger.attributed_j(), *e1 + *e2, 1e-12 * watts);
+  EXPECT_NEAR(*ledger.attributed_j(), *e1 + *e2 + *e3, 1e-12 * watts);
   ASSERT_TRUE(ledger.measured_j().has_value());
   EXPECT_GE(*ledger.measured_j(), *ledger.attributed_j());  // idle time between steps is not attributed
   EXPECT_EQ(ledger.take_request_energy(1), 0.0);  // forgotten
@@ -52,11 +54,13 @@ TEST(EnergyLedger, StepEnergySharedByTokensFromPower) {
   expect_shares({{100, false, false}, {50, false, false}}, 150, 1e-9);
 }
 
-TEST(EnergyLedger, StepEnergyFromTheEnergyCounter) { expect_shares({{200, true, false}}, 200, 2e-3); }
+TEST(EnergyLedger, StepEnergyFromTheEnergyCounter) { expect_shares({{200, true, false}}, 200, 0.5); }
 
 TEST(EnergyLedger, DevicesForMetrics) {
   EnergyLedger ledger(scripted({{100, false, false}, {0, false, true}}), 5);
-  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  for (int i = 0; i < 1000 && !(ledger.devices().size() == 2 && ledger.devices()[0].energy_j); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));  // until an interval is sampled
+  }
   const std::vector<DeviceEnergy> d = ledger.devices();
   ASSERT_EQ(d.size(), 2u);
   EXPECT_EQ(d[0].key, "0");
@@ -66,7 +70,7 @@ TEST(EnergyLedger, DevicesForMetrics) {
   EXPECT_GT(*d[0].energy_j, 0);
   EXPECT_FALSE(d[1].power_w.has_value());
   EXPECT_FALSE(d[1].energy_j.has_value());
-  EXPECT_NEAR(*ledger.measured_j(), *d[0].energy_j, 1e-9);
+  EXPECT_GE(*ledger.measured_j(), *d[0].energy_j);  // (a sample may come between the two reads)
 }
 
 TEST(EnergyLedger, NoEnergyAnywhereIsNullopt) {
@@ -83,19 +87,28 @@ TEST(EnergyLedger, NoEnergyAnywhereIsNullopt) {
 }
 
 TEST(EnergyLedger, SampleStoreStaysBoundedOverALongRun) {
+  // The store holds the samples since the start of the step before the latest (what steps still
+  // to resolve can need), not the run's: at most that window / interval + a few, however long it
+  // runs. A loaded machine stretches the 2 ms steps, so the window is measured, not assumed.
   const int before = ScriptedSource::samples().load();
-  EnergyLedger ledger(scripted({{100, false, false}}), 1);
+  constexpr double kIntervalS = 0.001;
+  EnergyLedger ledger(scripted({{100, false, false}}), kIntervalS * 1e3);
   std::size_t most = 0;
-  double total_s = 0, total_j = 0;
+  double total_s = 0, total_j = 0, widest = 0, previous_t0 = ledger.now_s();
   for (std::uint64_t id = 1; id <= 150; ++id) {
+    const double t0 = ledger.now_s();
     total_s += run_step(ledger, 2, {{id, 1}});
-    most = std::max(most, ledger.stored_samples());
+    const std::size_t stored = ledger.stored_samples();
+    widest = std::max(widest, ledger.now_s() - previous_t0);
+    most = std::max(most, stored);
+    previous_t0 = t0;
     if (id % 10 == 0) {  // requests end now and then
       for (std::uint64_t j = id - 9; j <= id; ++j) total_j += ledger.take_request_energy(j).value_or(-1e9);
     }
   }
-  EXPECT_GT(ScriptedSource::samples().load() - before, 100);
-  EXPECT_LE(most, 20u);
+  const int samples = ScriptedSource::samples().load() - before;
+  EXPECT_GT(samples, 100);
+  EXPECT_LE(static_cast<double>(most), widest / kIntervalS + 5) << samples << " samples taken";
   EXPECT_NEAR(total_j, 100 * total_s, 1e-6);
 }
 
@@ -110,7 +123,7 @@ TEST(EnergyLedger, AStalledSourceIsExtrapolatedNotWaitedOn) {
   const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ScriptedSource::hold(false);
   ASSERT_TRUE(e.has_value());
-  EXPECT_NEAR(*e, 100 * d, 1e-6);  // the last interval's power, carried forward
+  EXPECT_NEAR(*e, 100 * d, 1e-6);  // the last sample's power, carried forward
   EXPECT_LT(waited, 4.0);          // well under the driver call limit
 }
 

@@ -96,6 +96,14 @@ TEST_F(ServerFixture, HealthIsLoadingUntilReady) {
   r = client->Get("/v1/models");
   EXPECT_EQ(r->status, 200);
   EXPECT_EQ(Json::parse(r->body)["data"][0]["id"], "tiny");
+  r = client->Get("/v1/models/tiny");
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(Json::parse(r->body)["id"], "tiny");
+  expect_error(client->Get("/v1/models/other"), 404, "model_not_found");
+  server->set_draining();
+  r = client->Get("/health");
+  EXPECT_EQ(r->status, 503);
+  EXPECT_EQ(Json::parse(r->body)["status"], "draining");
 }
 
 TEST_F(ServerFixture, CompletionAndErrorsThenStillServing) {

@@ -29,6 +29,19 @@ TEST(JinjaFiltersTest, Strings) {
   EXPECT_EQ(render("{{ 'a\\nb\\n\\nc' | indent(2) }}|{{ 'a\\nb' | indent(2, true) }}|{{ 'a\\nb' | indent('> ') }}"),
             "a\n  b\n\n  c|  a\n  b|a\n> b");
   EXPECT_EQ(render("{{ 'one two  three' | wordcount }}|{{ 'héllo' | length }}"), "3|5");
+  // Case changes of Latin, Greek and Cyrillic letters, as Python's.
+  EXPECT_EQ(render("{{ 'naïve café ÿ straße αβγ привет' | upper }}|{{ 'NAÏVE ΑΒΓ ПРИВЕТ' | lower }}|{{ 'éCOLE' | capitalize }}"),
+            "NAÏVE CAFÉ Ÿ STRASSE ΑΒΓ ПРИВЕТ|naïve αβγ привет|École");
+  EXPECT_EQ(render("{{ \"hello-world's (x) <y> ñu\" | title }}|{{ \"hello-world's ñu 3rd\".title() }}"),
+            "Hello-World's (X) <Y> Ñu|Hello-World'S Ñu 3Rd");
+}
+
+TEST(JinjaFiltersTest, PrintfFormatting) {
+  EXPECT_EQ(render("{{ \"%s - %s\" | format(\"a\", 1) }}|{{ \"%d items\" % 3 }}|{{ \"%5.2f|%-5s|%05d|%x|%r\" % (3.14159, 'ab', 42, 255, 'q') }}"
+                   "|{{ \"%(a)s=%(b)d\" % {'a': 'k', 'b': 2} }}|{{ \"100%%\" % () }}|{{ \"%s\" % [1, 2] }}|{{ \"%.2s\" % 'abcdef' }}"),
+            "a - 1|3 items| 3.14|ab   |00042|ff|'q'|k=2|100%|[1, 2]|ab");
+  EXPECT_NE(render_error("{{ \"%s %s\" % ('a',) }}").find("not enough arguments"), std::string::npos);
+  EXPECT_NE(render_error("{{ \"%d\" % 'x' }}").find("a real number is required"), std::string::npos);
 }
 
 TEST(JinjaFiltersTest, Sequences) {
@@ -87,6 +100,9 @@ TEST(JinjaTestsTest, BuiltinTests) {
                    "{{ 3 is equalto 4 }}{{ 3 is ne 3 }}{{ 3 is lt 4 }}{{ 3 is gt 4 }}{{ 3 is le 3 }}{{ 3 is ge 3 }}"
                    "{{ 2 is in [1, 2] }}{{ 3 is not none }}{{ 'a' is lower }}{{ 'A' is upper }}{{ none is sameas none }}"),
             "TrueTrueTrueFalseTrueFalseFalseTrueFalseTrueTrueTrueTrueTrueTrueTrue");
+  EXPECT_EQ(render("{{ 1.5 is odd }}{{ 1.5 is even }}{{ 3.0 is odd }}{{ -3 is odd }}{{ nope is sequence }}{{ nope is iterable }}"),
+            "FalseFalseTrueTrueTrueTrue");
+  EXPECT_NE(render_error("{{ nope | int }}").find("'nope' is undefined"), std::string::npos);
 }
 
 TEST(JinjaMethodsTest, StringMethods) {
@@ -108,8 +124,12 @@ TEST(JinjaMethodsTest, DictAndListMethods) {
                    "|{{ d.get('z') }}|{{ lst.index(1) }}|{{ lst.count(3) }}",
                    kVars),
             "[('b', 2), ('a', 1)]|['b', 'a']|[2, 1]|1|9|None|1|1");
-  // A dict key wins over a method of the same name.
-  EXPECT_EQ(render("{{ m.items }}", {{"m", {{"items", "mine"}}}}), "mine");
+  // As jinja2: `.name` finds a method before a key of that name, `['name']` the key first.
+  EXPECT_EQ(render("{{ m.items is defined }}|{{ m['items'] }}|{{ m.foo }}|{{ m.items() | length }}",
+                   {{"m", {{"items", "mine"}, {"foo", 1}}}}),
+            "True|mine|1|2");
+  EXPECT_EQ(render("{{ m.pop is defined }}{{ lst.append is defined }}", {{"m", OJson::object()}, {"lst", OJson::array()}}),
+            "FalseFalse");
 }
 
 TEST(JinjaGlobalsTest, RangeNamespaceDict) {

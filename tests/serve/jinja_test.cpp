@@ -39,6 +39,8 @@ TEST(JinjaTest, Arithmetic) {
 TEST(JinjaTest, ComparisonsLogicAndMembership) {
   EXPECT_EQ(render("{{ 3 > 2.5 }}{{ 'a' < 'b' }}{{ [1,2] < [1,3] }}{{ 1 == 1.0 }}{{ true == 1 }}{{ none == none }}{{ 'a' != 'b' }}"),
             "TrueTrueTrueTrueTrueTrueTrue");
+  // Comparisons chain as Python's; ** is left-associative as jinja2's.
+  EXPECT_EQ(render("{{ 3 > 2 > 1 }}{{ 1 < 3 > 2 == 2 }}{{ 1 < 2 > 3 }}|{{ 2 ** 3 ** 2 }}"), "TrueTrueFalse|64");
   EXPECT_EQ(render("{{ true and 'x' }}|{{ false or 0 }}|{{ none or [] }}|{{ 0 and 1 }}|{{ not 0 }}"), "x|0|[]|0|True");
   const OJson vars = {{"s", "abc"}, {"lst", {3, 1, 2}}, {"d", {{"a", 1}}}};
   EXPECT_EQ(render("{{ 'a' in s }}{{ 'z' not in s }}{{ 1 in lst }}{{ 'a' in d }}{{ 'q' in d }}", vars),
@@ -97,6 +99,10 @@ TEST(JinjaTest, Macros) {
             "Hello a! Hello b? Hello c.");
   EXPECT_EQ(render("{% macro f(n) %}{% if n > 0 %}{{ n }}{{ f(n - 1) }}{% endif %}{% endmacro %}{{ f(5) }}"), "54321");
   EXPECT_NE(render_error("{% macro f(a) %}{% endmacro %}{{ f(1, 2) }}").find("takes 1 arguments"), std::string::npos);
+  // A macro sees the scopes around its definition, as jinja2's closures do.
+  EXPECT_EQ(render("{% for i in [1, 2] %}{% macro m() %}{{ i }}{{ loop.first }}{% endmacro %}{{ m() }};{% endfor %}"),
+            "1True;2False;");
+  EXPECT_EQ(render("{% macro f() %}{{ x }}{% endmacro %}{% set x = 7 %}{{ f() }}"), "7");
 }
 
 TEST(JinjaTest, FilterAndGenerationBlocks) {
@@ -200,6 +206,34 @@ TEST(JinjaTest, HostileTemplatesHitLimitsNotTheStack) {
   EXPECT_NE(render_error("{{ 2 ** 10**18 }}").find("integer overflow"), std::string::npos);
   EXPECT_NE(render_error("{{ 99999999999999999999999 }}").find("too large"), std::string::npos);
   EXPECT_EQ(render("{{ [1, 2, 3][::9223372036854775807] }}"), "[1]");
+}
+
+TEST(JinjaTest, HostileValuesStayAcyclicShallowAndSmall) {
+  // Namespace attributes are the one place values change: no cycles, no deep nesting.
+  EXPECT_EQ(render_error("{% set ns = namespace(x=1) %}{% set ns.x = ns %}"),
+            "template error at line 1, column 33: a namespace cannot hold itself");
+  EXPECT_EQ(render_error("{% set ns = namespace(x=1) %}{% set ns.x = [1, {'a': ns}] %}"),
+            "template error at line 1, column 33: a namespace cannot hold itself");
+  EXPECT_NE(render_error("{% set ns = namespace(x=1) %}{% for i in range(200000) %}{% set ns.x = [ns.x] %}{% endfor %}{{ ns.x }}")
+                .find("nests deeper than 600 levels"),
+            std::string::npos);
+  EXPECT_EQ(render("{% set ns = namespace(x=1) %}{% for i in range(500) %}{% set ns.x = [ns.x] %}{% endfor %}"
+                   "{{ ns.x | string | length }}"),
+            "1001");
+  // Shared sublists: printing and comparing them is bounded, not exponential.
+  const std::string dag = "{% set ns = namespace(x=1, y=1) %}{% for i in range(100) %}{% set ns.x = [ns.x, ns.x] %}"
+                          "{% set ns.y = [ns.y, ns.y] %}{% endfor %}";
+  EXPECT_NE(render_error(dag + "{{ ns.x }}").find("printing a value takes more than"), std::string::npos);
+  EXPECT_NE(render_error(dag + "{{ ns.x == ns.y }}").find("comparing values takes more than"), std::string::npos);
+  EXPECT_NE(render_error(dag + "{{ ns.x | tojson }}").find("grows past"), std::string::npos);
+  EXPECT_EQ(render(dag + "{{ ns.x == ns.x }}"), "True");
+  // Lists and the work of copying them are bounded too.
+  EXPECT_NE(render_error("{% set ns = namespace(x=[1]) %}{% for i in range(100) %}{% set ns.x = ns.x + ns.x %}{% endfor %}")
+                .find("a list grows past 1000000 items"),
+            std::string::npos);
+  EXPECT_NE(render_error("{% set ns = namespace(x=[]) %}{% for i in range(1000000) %}{% set ns.x = ns.x + [i] %}{% endfor %}")
+                .find("steps"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -6,9 +6,11 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdio>
 #include <random>
 #include <thread>
 
+#include "model/make_model.h"
 #include "runtime/generate.h"
 #include "scripted_source.h"
 #include "serve/energy_ledger.h"
@@ -28,11 +30,9 @@ using testing::wait_for_stats;
 ServeRequest request(std::vector<std::int32_t> prompt, std::int64_t max_tokens, bool greedy = true,
                      std::uint64_t seed = 0) {
   ServeRequest r;
-  r.prompt = std::move(prompt);
+  r.sampling = SamplingOptions{.greedy = greedy, .temperature = 1.5, .top_k = 0, .top_p = 1.0, .seed = seed};
   r.max_tokens = max_tokens;
-  r.sampling.greedy = greedy;
-  r.sampling.temperature = 1.5;
-  r.sampling.seed = seed;
+  r.prompt = std::move(prompt);
   return r;
 }
 
@@ -244,6 +244,27 @@ TEST(Scheduler, QueueLimitKvBudgetAndBadInput) {
   EXPECT_THROW(Scheduler(*model.runner, too_many, nullptr), InputError);
 }
 
+TEST(Scheduler, OutOfMemoryWaitsForRunningRequestsOrFailsAlone) {
+  TinyModel model;
+  RecordingRunner tight(*model.runner);
+  tight.max_slots = 2;
+  SchedulerOptions o;
+  o.max_sequences = 4;
+  Scheduler scheduler(tight, o, nullptr);
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  for (int i = 0; i < 5; ++i) streams.push_back(scheduler.submit(request(testing::some_ids(5, kVocab, i), 6)));
+  for (auto& s : streams) EXPECT_EQ(read_all(*s).finish.reason, FinishReason::kLength);
+  EXPECT_EQ(tight.max_open(), 2);
+
+  RecordingRunner none(*model.runner);
+  none.max_slots = 0;
+  Scheduler hopeless(none, o, nullptr);
+  const Finished f = read_all(*hopeless.submit(request(testing::some_ids(5, kVocab, 1), 6)));
+  EXPECT_EQ(f.finish.reason, FinishReason::kError);
+  EXPECT_NE(f.finish.error.find("out of memory"), std::string::npos) << f.finish.error;
+  EXPECT_EQ(hopeless.stats().failed, 1);
+}
+
 TEST(Scheduler, DrainFinishesRunningCancelsWaitingThenRefuses) {
   TinyModel model;
   Gate gate;
@@ -369,6 +390,39 @@ TEST(Scheduler, RequestsEnergyAddsUpToTheStepsEnergy) {
   // Every step's energy is 80 W × its duration, all of it shared out.
   EXPECT_NEAR(sum, 80 * scheduler.stats().busy_s, 1e-6);
   EXPECT_NEAR(*ledger.attributed_j(), sum, 1e-9);
+}
+
+// Not a check: prints the aggregate rate of 16 concurrent requests with 16 sequences in the
+// running batch against 1, on the tiny and the small random model (run with
+// --gtest_also_run_disabled_tests --gtest_filter=*Throughput*).
+TEST(Scheduler, DISABLED_ThroughputOfSixteenConcurrentRequests) {
+  for (const std::string preset : {"tiny", "small"}) {
+    testing::TempDir dir("serve_throughput");
+    MakeModelOptions mo;
+    mo.preset = preset;
+    mo.vocab_size = kVocab;
+    write_random_model(dir.path(), mo);
+    EngineOptions eo;
+    eo.threads = 1;
+    eo.max_context = 256;
+    Engine engine(dir.path(), eo);
+    EngineRunner runner(engine);
+    const std::int64_t max_tokens = preset == "tiny" ? 64 : 16;
+    for (const int max_sequences : {1, 16}) {
+      SchedulerOptions o;
+      o.max_sequences = max_sequences;
+      Scheduler scheduler(runner, o, nullptr);
+      const auto start = std::chrono::steady_clock::now();
+      std::vector<std::shared_ptr<RequestStream>> streams;
+      for (int i = 0; i < 16; ++i) streams.push_back(scheduler.submit(request(testing::some_ids(16, kVocab, i), max_tokens)));
+      std::int64_t tokens = 0;
+      for (auto& s : streams) tokens += read_all(*s).finish.completion_tokens;
+      const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      std::printf("%s, max_sequences %2d: %lld tokens in %.3f s = %.1f tokens/s (%lld steps)\n", preset.c_str(),
+                  max_sequences, static_cast<long long>(tokens), wall, static_cast<double>(tokens) / wall,
+                  static_cast<long long>(scheduler.stats().steps));
+    }
+  }
 }
 
 }  // namespace

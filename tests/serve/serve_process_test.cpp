@@ -344,6 +344,47 @@ TEST(ServeProcessAlone, SigtermFinishesTheRunningRequestThenExitsZero) {
   EXPECT_EQ(result.json()["choices"][0]["finish_reason"], "length");
 }
 
+// The value of metric line NAME in a /metrics body (-1 when absent).
+double metric_in(const std::string& body, const std::string& name) {
+  const std::size_t at = body.find("\n" + name + " ");
+  return at == std::string::npos ? -1 : std::atof(body.c_str() + at + name.size() + 2);
+}
+
+TEST(ServeProcessAlone, AStreamingClientThatLeavesTheQueueIsDroppedBeforeItRuns) {
+  TempDir dir("serve-queue");
+  ASSERT_EQ(run_plexus("make-model " + shell_quote(dir / "m") + " --tokenizer " + shell_quote(kTokenizer)).exit_code, 0);
+  ServerProcess server(shell_quote(dir / "m") + " --threads 2 --max-sequences 1", dir);
+  ASSERT_TRUE(server.ok());
+  // Four long requests one after another (one sequence at a time), then a streaming client
+  // queued behind them that gives up after 1.5 s.
+  std::vector<std::thread> long_clients;
+  for (int i = 0; i < 4; ++i) {
+    long_clients.emplace_back([&] {
+      curl("POST", server.url("/v1/completions"), R"({"prompt": "x", "max_tokens": 2000, "ignore_eos": true})", {}, 120);
+    });
+  }
+  bool queued = false;
+  for (int i = 0; i < 200 && !queued; ++i) {
+    queued = metric_in(curl("GET", server.url("/metrics")).body, "plexus_requests_waiting") == 3;
+    if (!queued) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_TRUE(queued);
+  const HttpResult gone = curl("POST", server.url("/v1/completions"), R"({"prompt": "y", "max_tokens": 5, "stream": true})", {}, 1.5);
+  EXPECT_NE(gone.body.find(": waiting"), std::string::npos) << gone.body;  // the SSE comment sent while it waits
+  EXPECT_EQ(gone.body.find("data: "), std::string::npos) << gone.body;
+  // Its request is cancelled while the long ones still wait: not only once its turn comes.
+  bool dropped_early = false;
+  for (int i = 0; i < 150 && !dropped_early; ++i) {
+    const std::string body = curl("GET", server.url("/metrics")).body;
+    dropped_early = metric_in(body, "plexus_requests_finished_total{reason=\"cancelled\"}") == 1 &&
+                    metric_in(body, "plexus_requests_waiting") >= 1;
+    if (!dropped_early) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_TRUE(dropped_early);
+  for (std::thread& t : long_clients) t.join();
+  EXPECT_EQ(server.stop(SIGTERM, 30), 0) << server.log();
+}
+
 TEST(ServeProcessAlone, BadFlagsExit2) {
   TempDir dir("serve-flags");
   const std::pair<const char*, const char*> cases[] = {{"--port 70000", "--port"},

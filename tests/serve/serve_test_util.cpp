@@ -6,6 +6,7 @@
 #include <chrono>
 #include <thread>
 
+#include "core/error.h"
 #include "model/make_model.h"
 
 namespace plexus::testing {
@@ -36,6 +37,10 @@ TinyModel::TinyModel(std::int64_t max_batch_tokens, std::int64_t max_context) {
 }
 
 int RecordingRunner::open_sequence(std::int64_t capacity) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (static_cast<int>(capacity_.size()) >= max_slots) throw RuntimeError("out of memory for the KV cache (test)");
+  }
   const int slot = inner_.open_sequence(capacity);
   std::lock_guard<std::mutex> lock(mutex_);
   capacity_[slot] = capacity;

@@ -49,6 +49,7 @@ class RecordingRunner : public Runner {
   std::vector<std::vector<ForwardToken>> forwards() const;
   int max_open() const;
   std::function<void(int forward_index)> before_forward;
+  int max_slots = 1 << 30;  // open_sequence beyond it: RuntimeError, as when KV memory runs out
 
  private:
   Runner& inner_;

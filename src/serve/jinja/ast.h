@@ -26,7 +26,8 @@ struct Expr {
     kFilter,   // children[0] | name(args); children[0] null inside a filter block
     kTest,     // children[0] is [not] name(args)
     kUnary,    // op children[0]: "-", "+", "not"
-    kBinary,   // children[0] op children[1]: + - * / // % ** ~ and or == != < > <= >= in "not in"
+    kBinary,   // children[0] op children[1]: + - * / // % ** ~ and or
+    kCompare,  // children[0] arg_names[0] children[1] arg_names[1] ...: == != < > <= >= in "not in"
     kCond,     // children[0] if children[1] else children[2] (null: undefined)
   };
   Kind kind = Kind::kLiteral;

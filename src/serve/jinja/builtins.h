@@ -14,7 +14,8 @@ Value apply_filter(Evaluator& ev, const std::string& name, const Value& value, C
 // `value is name(args)`; TemplateError for an unknown test.
 bool apply_test(Evaluator& ev, const std::string& name, const Value& value, CallArgs& args);
 bool has_test(const std::string& name);
-// The bound method `obj.name` of a string, list or dict; undefined when there is none.
+// The bound method `obj.name` of a string, list or dict; undefined when there is none (with an
+// empty name()), or when it would change a list or dict (name() says so).
 Value method(const Value& obj, const std::string& name);
 // range, namespace, dict: added to every render's globals.
 void add_builtin_globals(Dict& globals);
@@ -29,6 +30,9 @@ void check_args(Evaluator& ev, const CallArgs& args, const char* what, std::size
 // json.dumps(v, ensure_ascii=False, indent=indent (<0: none), separators, sort_keys).
 std::string to_json_text(Evaluator& ev, const Value& v, int indent, const std::string& item_sep,
                          const std::string& key_sep, bool sort_keys);
+
+// Python's `fmt % args` (args a tuple, a dict for %(name)s, or one value).
+std::string printf_format(Evaluator& ev, const std::string& fmt, const Value& args);
 
 // Python int(x)/str(x) helpers shared by filters and methods.
 std::int64_t to_int(Evaluator& ev, const Value& v, const char* what);

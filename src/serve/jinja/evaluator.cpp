@@ -2,6 +2,7 @@
 #include "serve/jinja/evaluator.h"
 
 #include <cmath>
+#include <exception>
 #include <limits>
 
 #include "serve/chat_template.h"
@@ -10,9 +11,13 @@
 
 namespace plexus::jinja {
 
+// The deepest nesting of lists and dicts a namespace attribute may hold (JSON input stops at 512).
+constexpr int kMaxValueDepth = 600;
+
 // Counts nesting on the way in and out of every evaluation, and notes where it is.
 struct Evaluator::Guard {
-  Guard(Evaluator& ev, int line, int column) : ev_(ev), line_(ev.line_), column_(ev.column_) {
+  Guard(Evaluator& ev, int line, int column)
+      : ev_(ev), line_(ev.line_), column_(ev.column_), unwinding_(std::uncaught_exceptions()) {
     ev.line_ = line;
     ev.column_ = column;
     if (++ev.depth_ > ev.limits_.max_depth)
@@ -20,11 +25,13 @@ struct Evaluator::Guard {
   }
   ~Guard() {
     --ev_.depth_;
+    if (std::uncaught_exceptions() > unwinding_) return;  // an error keeps the place it happened
     ev_.line_ = line_;
     ev_.column_ = column_;
   }
   Evaluator& ev_;
   int line_, column_;
+  int unwinding_;
 };
 
 Evaluator::Evaluator(const Dict& globals, RenderLimits limits) : globals_(globals), limits_(limits) {
@@ -42,6 +49,16 @@ void Evaluator::check_size(std::size_t size) const {
     fail("a value or the output grows past " + std::to_string(limits_.max_output) + " bytes");
 }
 
+Value Evaluator::charge(Value v) {
+  if (v.is_string()) count_steps(static_cast<std::int64_t>(v.as_string().size() / 256));
+  if (v.is_list()) count_steps(static_cast<std::int64_t>(v.as_list().size()));
+  return v;
+}
+
+void Evaluator::check_items(std::size_t items) const {
+  if (items > limits_.max_items) fail("a list grows past " + std::to_string(limits_.max_items) + " items");
+}
+
 void Evaluator::count_steps(std::int64_t n) {
   steps_ += n;
   if (steps_ > limits_.max_steps)
@@ -51,7 +68,15 @@ void Evaluator::count_steps(std::int64_t n) {
 std::string Evaluator::render(const Body& body) {
   std::string out;
   out_ = &out;
-  exec_body(body);
+  try {
+    exec_body(body);
+  } catch (const TemplateRaised&) {
+    throw;
+  } catch (const TemplateError& e) {
+    // Errors of values (printing, comparing, storing) learn where they happened here.
+    if (std::string(e.what()).rfind("template ", 0) == 0) throw;
+    fail(e.what());
+  }
   return out;
 }
 
@@ -127,13 +152,14 @@ Evaluator::Flow Evaluator::exec(const Stmt& s) {
 List Evaluator::iterate(const Value& v) {
   switch (v.kind()) {
     case Value::Kind::kUndefined: return {};
-    case Value::Kind::kList: return v.as_list();
+    case Value::Kind::kList: count_steps(static_cast<std::int64_t>(v.as_list().size())); return v.as_list();
     case Value::Kind::kDict: {
       List keys;
       for (const auto& [k, _] : v.as_dict().items()) keys.emplace_back(k);
       return keys;
     }
     case Value::Kind::kString: {
+      count_steps(static_cast<std::int64_t>(v.as_string().size()));
       List chars;
       for (auto& c : utf8_chars(v.as_string())) chars.emplace_back(std::move(c));
       return chars;
@@ -214,6 +240,7 @@ void Evaluator::exec_set(const Stmt& s) {
     Value target = lookup(s.targets[0]);
     if (!target.is_namespace())
       fail("cannot assign attribute '" + s.attr + "' of '" + s.targets[0] + "': only a namespace() takes attributes");
+    check_storable(v, target, kMaxValueDepth);
     target.mutable_dict().set(s.attr, std::move(v));
     return;
   }
@@ -229,14 +256,21 @@ void Evaluator::exec_set(const Stmt& s) {
 
 Value Evaluator::make_macro(const Stmt& s) {
   const Stmt* def = &s;
-  return Value::function(s.name, [def](Evaluator& ev, CallArgs& args) -> Value {
+  // A macro sees the scopes around its definition (a macro inside a loop sees `loop`), as jinja2's
+  // closures do, and a scope of its own for its arguments.
+  // Weak: the macro is stored in one of these scopes, and must not keep it alive (a cycle).
+  const std::vector<std::weak_ptr<Frame>> closure(frames_.begin(), frames_.end());
+  return Value::function(s.name, [def, closure](Evaluator& ev, CallArgs& args) -> Value {
     if (ev.call_depth_ >= ev.limits_.max_call_depth)
       ev.fail("macro '" + def->name + "' calls nest deeper than " + std::to_string(ev.limits_.max_call_depth) + " levels");
     if (args.positional.size() > def->params.size())
       ev.fail("macro '" + def->name + "' takes " + std::to_string(def->params.size()) + " arguments, got " +
               std::to_string(args.positional.size()));
     auto frame = std::make_shared<Frame>();
-    std::vector<std::shared_ptr<Frame>> frames{ev.frames_.front(), frame};
+    std::vector<std::shared_ptr<Frame>> frames;
+    for (const auto& weak : closure)
+      if (auto f = weak.lock()) frames.push_back(std::move(f));  // a loop's scope ends with the loop
+    frames.push_back(frame);
     frames.swap(ev.frames_);
     ++ev.call_depth_;
     struct Restore {
@@ -273,23 +307,28 @@ Value Evaluator::make_macro(const Stmt& s) {
 Value Evaluator::call(const Value& fn, CallArgs& args) {
   if (fn.is_undefined()) fail(fn.name() + " (it cannot be called)");
   if (!fn.is_function()) fail("'" + fn.type_name() + "' object is not callable");
-  return fn.as_function()(*this, args);
+  return charge(fn.as_function()(*this, args));
 }
 
 Value Evaluator::attribute(const Value& obj, const std::string& name) {
   if (obj.is_undefined()) fail(obj.name() + " (reading its attribute '" + name + "')");
+  // As jinja2's getattr: a method of the object first (`d.items` is the method even when d has
+  // a key "items"), then a dict's key.
+  Value m = method(obj, name);
+  if (!m.is_undefined() || !m.name().empty()) return m;
   if (obj.is_dict())
     if (const Value* v = obj.as_dict().find(name)) return *v;
-  Value m = method(obj, name);
-  if (!m.is_undefined()) return m;
   return Value::undefined("'" + obj.type_name() + " object' has no attribute '" + name + "'");
 }
 
 Value Evaluator::item(const Value& obj, const Value& key) {
   if (obj.is_undefined()) fail(obj.name() + " (reading its item " + key.repr() + ")");
   if (obj.is_dict()) {
-    if (key.is_string())
+    if (key.is_string()) {
       if (const Value* v = obj.as_dict().find(key.as_string())) return *v;
+      Value m = method(obj, key.as_string());  // as jinja2's getitem: then an attribute
+      if (!m.is_undefined()) return m;
+    }
     return Value::undefined("'dict object' has no item " + key.repr());
   }
   if ((obj.is_list() || obj.is_string()) && (key.is_int() || key.is_bool())) {
@@ -310,7 +349,7 @@ Value Evaluator::item(const Value& obj, const Value& key) {
   return Value::undefined("'" + obj.type_name() + " object' has no item " + key.repr());
 }
 
-Value Evaluator::eval_call_args(const Expr& e, CallArgs& args) {
+void Evaluator::eval_call_args(const Expr& e, CallArgs& args) {
   for (std::size_t i = 0; i < e.args.size(); ++i) {
     Value v = eval(*e.args[i]);
     if (e.arg_names[i].empty()) {
@@ -320,7 +359,6 @@ Value Evaluator::eval_call_args(const Expr& e, CallArgs& args) {
       args.keyword.emplace_back(e.arg_names[i], std::move(v));
     }
   }
-  return Value();
 }
 
 Value Evaluator::eval_filter(const Expr& e, const Value* hole) {
@@ -330,7 +368,7 @@ Value Evaluator::eval_filter(const Expr& e, const Value* hole) {
                                     : *hole;
   CallArgs args;
   eval_call_args(e, args);
-  return apply_filter(*this, e.name, input, args);
+  return charge(apply_filter(*this, e.name, input, args));
 }
 
 Value Evaluator::eval(const Expr& e) {
@@ -362,7 +400,7 @@ Value Evaluator::eval(const Expr& e) {
       Value parts[3];
       for (int k = 0; k < 3; ++k)
         if (e.children[static_cast<std::size_t>(k) + 1]) parts[k] = eval(*e.children[static_cast<std::size_t>(k) + 1]);
-      return slice(*this, obj, parts[0], parts[1], parts[2]);
+      return charge(slice(*this, obj, parts[0], parts[1], parts[2]));
     }
     case Expr::Kind::kCall: {
       const Value fn = eval(*e.children[0]);
@@ -383,6 +421,15 @@ Value Evaluator::eval(const Expr& e) {
       return unary(*this, e.name, v);
     }
     case Expr::Kind::kBinary: return eval_binary(e);
+    case Expr::Kind::kCompare: {
+      Value left = eval(*e.children[0]);
+      for (std::size_t i = 1; i < e.children.size(); ++i) {
+        Value right = eval(*e.children[i]);
+        if (!binary(*this, e.arg_names[i - 1], left, right).truthy()) return Value(false);
+        left = std::move(right);
+      }
+      return Value(true);
+    }
     case Expr::Kind::kCond:
       if (eval(*e.children[1]).truthy()) return eval(*e.children[0]);
       return e.children[2] ? eval(*e.children[2]) : Value::undefined("the missing else branch is undefined");

@@ -14,7 +14,8 @@
 namespace plexus::jinja {
 
 struct RenderLimits {
-  std::size_t max_output = std::size_t{64} << 20;  // bytes of output, and of any one string or list
+  std::size_t max_output = std::size_t{64} << 20;  // bytes of output, and of any one string
+  std::size_t max_items = 1'000'000;                // items of any one list made by the template
   int max_depth = 2000;                             // nested evaluation (expressions, blocks, calls)
   int max_call_depth = 100;                         // nested macro calls
   std::int64_t max_steps = 10'000'000;              // statements run and loop iterations
@@ -39,14 +40,17 @@ class Evaluator {
 
   // TemplateError "line L, column C: MESSAGE" at the expression or statement being run.
   [[noreturn]] void fail(const std::string& message) const;
-  // TemplateError unless a string or list of `size` fits the limits.
+  // TemplateError unless a string of `size` bytes fits the limits.
   void check_size(std::size_t size) const;
+  // TemplateError unless a list of `items` fits the limits.
+  void check_items(std::size_t items) const;
   void count_steps(std::int64_t n);
+  // Counts the work of having made `v` (a step per list item, per 256 bytes of a string); returns v.
+  Value charge(Value v);
   const RenderLimits& limits() const { return limits_; }
 
  private:
   using Frame = std::unordered_map<std::string, Value>;
-  struct Scope;
   struct Guard;
   enum class Flow { kNormal, kBreak, kContinue };
 
@@ -60,7 +64,7 @@ class Evaluator {
 
   Value eval(const Expr& e);
   Value eval_binary(const Expr& e);
-  Value eval_call_args(const Expr& e, CallArgs& args);
+  void eval_call_args(const Expr& e, CallArgs& args);
   Value eval_filter(const Expr& e, const Value* hole);
   Value lookup(const std::string& name) const;
   void assign(const std::string& name, Value v);

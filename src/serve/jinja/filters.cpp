@@ -12,16 +12,11 @@ namespace {
 
 using Filter = Value (*)(Evaluator&, const Value&, CallArgs&);
 
-std::string text_of(Evaluator& ev, const Value& v) {
-  (void)ev;
-  return v.str();
-}
-
 Value f_trim(Evaluator& ev, const Value& v, CallArgs& a) {
   check_args(ev, a, "trim", 1, {"chars"});
   const Value chars = arg(ev, a, 0, "chars");
   const std::string c = chars.is_string() ? chars.as_string() : std::string();
-  return Value(strip(text_of(ev, v), chars.is_string() ? &c : nullptr, true, true));
+  return Value(strip(v.str(), chars.is_string() ? &c : nullptr, true, true));
 }
 
 Value f_tojson(Evaluator& ev, const Value& v, CallArgs& a) {
@@ -54,21 +49,11 @@ Value f_length(Evaluator& ev, const Value& v, CallArgs& a) {
   ev.fail("object of type '" + v.type_name() + "' has no len()");
 }
 
-Value f_upper(Evaluator& ev, const Value& v, CallArgs& a) {
-  check_args(ev, a, "upper", 0);
-  return Value(upper(text_of(ev, v)));
-}
-Value f_lower(Evaluator& ev, const Value& v, CallArgs& a) {
-  check_args(ev, a, "lower", 0);
-  return Value(lower(text_of(ev, v)));
-}
-Value f_title(Evaluator& ev, const Value& v, CallArgs& a) {
-  check_args(ev, a, "title", 0);
-  return Value(title(text_of(ev, v)));
-}
-Value f_capitalize(Evaluator& ev, const Value& v, CallArgs& a) {
-  check_args(ev, a, "capitalize", 0);
-  return Value(capitalize(text_of(ev, v)));
+// upper, lower, title, capitalize: a string function of the value's text.
+template <std::string (*F)(const std::string&)>
+Value f_text(Evaluator& ev, const Value& v, CallArgs& a) {
+  check_args(ev, a, "this filter", 0);
+  return Value(F(v.str()));
 }
 
 // The attribute path "a.b" (or an integer index) of an item, as jinja2's make_attrgetter reads it.
@@ -102,7 +87,7 @@ Value f_join(Evaluator& ev, const Value& v, CallArgs& a) {
 Value f_replace(Evaluator& ev, const Value& v, CallArgs& a) {
   check_args(ev, a, "replace", 3, {"old", "new", "count"});
   const Value count = arg(ev, a, 2, "count");
-  const std::string out = replace(text_of(ev, v), arg(ev, a, 0, "old").str(), arg(ev, a, 1, "new").str(),
+  const std::string out = replace(v.str(), arg(ev, a, 0, "old").str(), arg(ev, a, 1, "new").str(),
                                   count.is_undefined() || count.is_none() ? -1 : to_int(ev, count, "replace count"));
   ev.check_size(out.size());
   return Value(out);
@@ -138,6 +123,7 @@ Value f_string(Evaluator& ev, const Value& v, CallArgs& a) {
 Value f_int(Evaluator& ev, const Value& v, CallArgs& a) {
   check_args(ev, a, "int", 2, {"default", "base"});
   const Value fallback = arg(ev, a, 0, "default", Value(0));
+  if (v.is_undefined()) ev.fail(v.name());
   if (v.is_int()) return v;
   if (v.is_bool()) return Value(static_cast<std::int64_t>(v.as_bool()));
   if (v.is_float()) {
@@ -161,6 +147,7 @@ Value f_int(Evaluator& ev, const Value& v, CallArgs& a) {
 Value f_float(Evaluator& ev, const Value& v, CallArgs& a) {
   check_args(ev, a, "float", 1, {"default"});
   const Value fallback = arg(ev, a, 0, "default", Value(0.0));
+  if (v.is_undefined()) ev.fail(v.name());
   if (v.is_number() || v.is_bool()) return Value(v.as_number());
   if (v.is_string()) {
     const std::string s = strip(v.as_string(), nullptr, true, true);
@@ -200,6 +187,7 @@ Value f_round(Evaluator& ev, const Value& v, CallArgs& a) {
 // select/reject/selectattr/rejectattr: keep the items whose test (or truth) is `keep`.
 Value select_items(Evaluator& ev, const Value& v, CallArgs& a, bool keep, bool by_attr) {
   List out;
+  if (!v.truthy()) return Value::list({});  // jinja2 iterates only a true value
   const std::size_t first_arg = by_attr ? 1 : 0;
   const Value attribute = by_attr ? arg(ev, a, 0, "attribute") : Value();
   if (by_attr && attribute.is_undefined()) ev.fail("selectattr/rejectattr need an attribute name");
@@ -224,6 +212,7 @@ Value f_rejectattr(Evaluator& ev, const Value& v, CallArgs& a) { return select_i
 
 Value f_map(Evaluator& ev, const Value& v, CallArgs& a) {
   List out;
+  if (!v.truthy()) return Value::list({});  // jinja2 iterates only a true value
   const Value attribute = arg(ev, a, 99, "attribute");
   if (!attribute.is_undefined()) {
     const Value fallback = arg(ev, a, 99, "default");
@@ -334,7 +323,8 @@ Value min_max(Evaluator& ev, const Value& v, CallArgs& a, bool want_max) {
   if (items.empty()) return Value::undefined("min/max of an empty sequence is undefined");
   const Value attribute = arg(ev, a, 1, "attribute");
   const Value* best = &items[0];
-  for (const Value& x : items) {
+  for (std::size_t i = 1; i < items.size(); ++i) {
+    const Value& x = items[i];
     const Value kx = attribute.is_undefined() ? x : attr_path(ev, x, attribute);
     const Value kb = attribute.is_undefined() ? *best : attr_path(ev, *best, attribute);
     if (want_max ? less(kb, kx) : less(kx, kb)) best = &x;
@@ -386,7 +376,26 @@ Value f_indent(Evaluator& ev, const Value& v, CallArgs& a) {
 
 Value f_wordcount(Evaluator& ev, const Value& v, CallArgs& a) {
   check_args(ev, a, "wordcount", 0);
-  return Value(static_cast<std::int64_t>(split(v.str(), nullptr, -1).size()));
+  // Runs of word characters (\w+), as jinja2 counts them; non-ASCII bytes count as letters.
+  std::int64_t words = 0;
+  bool in_word = false;
+  for (unsigned char c : v.str()) {
+    const bool w = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c >= 0x80;
+    words += w && !in_word;
+    in_word = w;
+  }
+  return Value(words);
+}
+
+// "%s and %s" | format(a, b): printf-style, as jinja2's format filter.
+Value f_format(Evaluator& ev, const Value& v, CallArgs& a) {
+  if (!a.keyword.empty() && !a.positional.empty()) ev.fail("format takes positional or keyword arguments, not both");
+  if (!a.keyword.empty()) {
+    Dict d;
+    for (const auto& [k, x] : a.keyword) d.set(k, x);
+    return Value(printf_format(ev, v.str(), Value::dict(std::move(d))));
+  }
+  return Value(printf_format(ev, v.str(), Value::list(a.positional, true)));
 }
 
 Value f_batch(Evaluator& ev, const Value& v, CallArgs& a) {
@@ -413,7 +422,7 @@ Value f_batch(Evaluator& ev, const Value& v, CallArgs& a) {
 const std::map<std::string, Filter>& filters() {
   static const std::map<std::string, Filter> kFilters = {
       {"trim", f_trim},         {"tojson", f_tojson},         {"length", f_length},     {"count", f_length},
-      {"upper", f_upper},       {"lower", f_lower},           {"title", f_title},       {"capitalize", f_capitalize},
+      {"upper", f_text<upper>}, {"lower", f_text<lower>},     {"title", f_text<title>}, {"capitalize", f_text<capitalize>},
       {"join", f_join},         {"replace", f_replace},       {"default", f_default},   {"d", f_default},
       {"first", f_first},       {"last", f_last},             {"list", f_list},         {"string", f_string},
       {"int", f_int},           {"float", f_float},           {"abs", f_abs},           {"round", f_round},
@@ -422,6 +431,7 @@ const std::map<std::string, Filter>& filters() {
       {"dictsort", f_dictsort}, {"sort", f_sort},             {"reverse", f_reverse},   {"sum", f_sum},
       {"max", f_max},           {"min", f_min},               {"safe", f_safe},         {"escape", f_escape},
       {"e", f_escape},          {"indent", f_indent},         {"wordcount", f_wordcount}, {"batch", f_batch},
+      {"format", f_format},
   };
   return kFilters;
 }

@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "serve/chat_template.h"
+#include "tokenizer/utf8.h"
 
 namespace plexus::jinja {
 namespace {
@@ -196,7 +197,7 @@ class Lexer {
           char* end = nullptr;
           const unsigned long cp = std::strtoul(hex.c_str(), &end, 16);
           if (end != hex.c_str() + n || cp > 0x10FFFF) fail(i, "bad \\" + std::string(1, e) + " escape");
-          append_utf8(out, static_cast<std::uint32_t>(cp));
+          utf8::append(out, static_cast<char32_t>(cp));
           i += n;
           break;
         }
@@ -208,24 +209,6 @@ class Lexer {
     if (i >= src_.size()) fail(pos, "unterminated string literal");
     push(TokenKind::kString, out, pos);
     return i + 1;
-  }
-
-  static void append_utf8(std::string& out, std::uint32_t cp) {
-    if (cp < 0x80) {
-      out.push_back(static_cast<char>(cp));
-    } else if (cp < 0x800) {
-      out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-      out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    } else if (cp < 0x10000) {
-      out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-      out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-      out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    } else {
-      out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-      out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-      out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-      out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    }
   }
 
   Token make(TokenKind kind, std::string text, std::size_t pos) const {

@@ -82,21 +82,11 @@ Value affix(Evaluator& ev, const Value& s, CallArgs& a, bool start) {
 Value m_startswith(Evaluator& ev, const Value& s, CallArgs& a) { return affix(ev, s, a, true); }
 Value m_endswith(Evaluator& ev, const Value& s, CallArgs& a) { return affix(ev, s, a, false); }
 
-Value m_upper(Evaluator& ev, const Value& s, CallArgs& a) {
-  check_args(ev, a, "upper", 0);
-  return Value(upper(s.as_string()));
-}
-Value m_lower(Evaluator& ev, const Value& s, CallArgs& a) {
-  check_args(ev, a, "lower", 0);
-  return Value(lower(s.as_string()));
-}
-Value m_title(Evaluator& ev, const Value& s, CallArgs& a) {
-  check_args(ev, a, "title", 0);
-  return Value(title(s.as_string()));
-}
-Value m_capitalize(Evaluator& ev, const Value& s, CallArgs& a) {
-  check_args(ev, a, "capitalize", 0);
-  return Value(capitalize(s.as_string()));
+// upper, lower, title, capitalize: a string function of the string.
+template <std::string (*F)(const std::string&)>
+Value m_text(Evaluator& ev, const Value& s, CallArgs& a) {
+  check_args(ev, a, "this method", 0);
+  return Value(F(s.as_string()));
 }
 Value m_replace(Evaluator& ev, const Value& s, CallArgs& a) {
   check_args(ev, a, "replace", 3, {});
@@ -233,7 +223,8 @@ const std::map<std::string, Method>& string_methods() {
   static const std::map<std::string, Method> kMethods = {
       {"strip", m_strip},       {"lstrip", m_lstrip},     {"rstrip", m_rstrip},   {"split", m_split},
       {"splitlines", m_splitlines}, {"startswith", m_startswith}, {"endswith", m_endswith},
-      {"upper", m_upper},       {"lower", m_lower},       {"title", m_title},     {"capitalize", m_capitalize},
+      {"upper", m_text<upper>}, {"lower", m_text<lower>}, {"title", m_text<python_title>},
+      {"capitalize", m_text<capitalize>},
       {"replace", m_replace},   {"find", m_find},         {"rfind", m_rfind},     {"count", m_count},
       {"join", m_join},         {"format", m_format},     {"isdigit", m_isdigit}, {"isspace", m_isspace},
       {"isalpha", m_isalpha},   {"isalnum", m_isalnum},
@@ -256,6 +247,17 @@ bool is_mutating(const Value& obj, const std::string& name) {
   return (obj.is_list() && kList.count(name)) || (obj.is_dict() && kDict.count(name));
 }
 
+// namespace(...) and dict(...): the items of dicts given, then the keyword arguments.
+Dict dict_of_args(Evaluator& ev, const CallArgs& a, const char* what) {
+  Dict d;
+  for (const Value& p : a.positional) {
+    if (!p.is_dict()) ev.fail(std::string(what) + "() takes keyword arguments or a dict");
+    for (const auto& [k, v] : p.as_dict().items()) d.set(k, v);
+  }
+  for (const auto& [k, v] : a.keyword) d.set(k, v);
+  return d;
+}
+
 }  // namespace
 
 Value method(const Value& obj, const std::string& name) {
@@ -270,11 +272,10 @@ Value method(const Value& obj, const std::string& name) {
       return Value::function(name, [obj, m](Evaluator& ev, CallArgs& a) { return m(ev, obj, a); });
     }
   }
-  if (is_mutating(obj, name))
-    return Value::function(name, [name, type = obj.type_name()](Evaluator& ev, CallArgs&) -> Value {
-      ev.fail("'" + type + "." + name + "' is not allowed: templates cannot change lists or dicts (use a namespace)");
-    });
-  return Value();
+  if (is_mutating(obj, name))  // undefined, as the sandbox's: not `defined`, an error when called
+    return Value::undefined("'" + obj.type_name() + "." + name +
+                            "' is not allowed: templates cannot change lists or dicts (use a namespace)");
+  return Value::undefined();
 }
 
 void add_builtin_globals(Dict& globals) {
@@ -297,23 +298,11 @@ void add_builtin_globals(Dict& globals) {
     for (std::int64_t i = start; step > 0 ? i < stop : i > stop; i += step) out.emplace_back(i);
     return Value::list(std::move(out));
   }));
-  globals.set("namespace", Value::function("namespace", [](Evaluator& ev, CallArgs& a) -> Value {
-    Dict d;
-    for (const Value& p : a.positional) {
-      if (!p.is_dict()) ev.fail("namespace() takes keyword arguments or a dict");
-      for (const auto& [k, v] : p.as_dict().items()) d.set(k, v);
-    }
-    for (auto& [k, v] : a.keyword) d.set(k, v);
-    return Value::dict(std::move(d), true);
+  globals.set("namespace", Value::function("namespace", [](Evaluator& ev, CallArgs& a) {
+    return Value::dict(dict_of_args(ev, a, "namespace"), true);
   }));
-  globals.set("dict", Value::function("dict", [](Evaluator& ev, CallArgs& a) -> Value {
-    Dict d;
-    for (const Value& p : a.positional) {
-      if (!p.is_dict()) ev.fail("dict() takes keyword arguments or a dict");
-      for (const auto& [k, v] : p.as_dict().items()) d.set(k, v);
-    }
-    for (auto& [k, v] : a.keyword) d.set(k, v);
-    return Value::dict(std::move(d));
+  globals.set("dict", Value::function("dict", [](Evaluator& ev, CallArgs& a) {
+    return Value::dict(dict_of_args(ev, a, "dict"));
   }));
 }
 

@@ -21,10 +21,23 @@ namespace {
 bool numeric(const Value& v) { return v.is_number() || v.is_bool(); }
 std::int64_t int_of(const Value& v) { return v.is_bool() ? v.as_bool() : v.as_int(); }
 
+// Charges the copy of a new string or list of `size` bytes or items (TemplateError past the limits).
+void charge(Evaluator& ev, std::size_t size, bool list) {
+  if (list) {
+    ev.check_items(size);
+    ev.count_steps(static_cast<std::int64_t>(size));
+  } else {
+    ev.check_size(size);
+    ev.count_steps(static_cast<std::int64_t>(size / 256));
+  }
+}
+
 Value repeat(Evaluator& ev, const Value& seq, std::int64_t n) {
   if (n <= 0) return seq.is_string() ? Value(std::string()) : Value::list({}, seq.is_tuple());
   const std::size_t unit = seq.is_string() ? seq.as_string().size() : seq.as_list().size();
-  if (unit > 0 && static_cast<std::uint64_t>(n) > ev.limits().max_output / unit) ev.check_size(ev.limits().max_output + 1);
+  const std::size_t cap = seq.is_string() ? ev.limits().max_output : ev.limits().max_items;
+  if (unit > 0 && static_cast<std::uint64_t>(n) > cap / unit) charge(ev, cap + 1, seq.is_list());
+  charge(ev, unit * static_cast<std::size_t>(n), seq.is_list());
   if (seq.is_string()) {
     std::string out;
     out.reserve(unit * static_cast<std::size_t>(n));
@@ -117,7 +130,8 @@ Value binary(Evaluator& ev, const std::string& op, const Value& a, const Value& 
   if (op == "==") return Value(equal(a, b));
   if (op == "!=") return Value(!equal(a, b));
   if (op == "<" || op == ">" || op == "<=" || op == ">=") {
-    const bool comparable = (numeric(a) && numeric(b)) || (a.kind() == b.kind() && (a.is_string() || a.is_list()));
+    const bool comparable = (numeric(a) && numeric(b)) || (a.kind() == b.kind() && a.is_string()) ||
+                            (a.is_list() && b.is_list() && a.is_tuple() == b.is_tuple());
     if (!comparable) {
       if (a.is_undefined() || b.is_undefined()) unsupported(ev, op, a, b);
       ev.fail("'" + op + "' not supported between instances of '" + a.type_name() + "' and '" + b.type_name() + "'");
@@ -131,22 +145,24 @@ Value binary(Evaluator& ev, const std::string& op, const Value& a, const Value& 
   if (op == "not in") return Value(!contains(ev, b, a));
   if (op == "~") {
     std::string s = a.str();
-    ev.check_size(s.size() + b.str().size());
-    return Value(s + b.str());
+    const std::string t = b.str();
+    charge(ev, s.size() + t.size(), false);
+    return Value(s + t);
   }
   if (op == "+") {
     if (a.is_string() && b.is_string()) {
-      ev.check_size(a.as_string().size() + b.as_string().size());
+      charge(ev, a.as_string().size() + b.as_string().size(), false);
       return Value(a.as_string() + b.as_string());
     }
     if (a.is_list() && b.is_list()) {
-      ev.check_size(a.as_list().size() + b.as_list().size());
+      charge(ev, a.as_list().size() + b.as_list().size(), true);
       List out = a.as_list();
       out.insert(out.end(), b.as_list().begin(), b.as_list().end());
       return Value::list(std::move(out), a.is_tuple());
     }
     if (a.is_string() && !b.is_undefined()) ev.fail("can only concatenate str (not \"" + b.type_name() + "\") to str");
   }
+  if (op == "%" && a.is_string()) return Value(printf_format(ev, a.as_string(), b));
   if (op == "*") {
     if ((a.is_string() || a.is_list()) && (b.is_int() || b.is_bool())) return repeat(ev, a, int_of(b));
     if ((b.is_string() || b.is_list()) && (a.is_int() || a.is_bool())) return repeat(ev, b, int_of(a));

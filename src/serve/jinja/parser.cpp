@@ -341,22 +341,20 @@ class Parser {
     return e;
   }
 
-  ExprPtr parse_or() {
-    ExprPtr e = parse_and();
-    while (is_name("or")) {
+  // One level of left-associative binary operators (`words`: keywords such as `and`).
+  ExprPtr parse_level(ExprPtr (Parser::*operand)(), std::initializer_list<const char*> ops, bool words = false) {
+    ExprPtr e = (this->*operand)();
+    while (true) {
+      const char* op = nullptr;
+      for (const char* o : ops)
+        if (words ? is_name(o) : is_op(o)) op = o;
+      if (!op) return e;
       const Token& at = next();
-      e = binary(at, "or", std::move(e), parse_and());
+      e = binary(at, op, std::move(e), (this->*operand)());
     }
-    return e;
   }
-  ExprPtr parse_and() {
-    ExprPtr e = parse_not();
-    while (is_name("and")) {
-      const Token& at = next();
-      e = binary(at, "and", std::move(e), parse_not());
-    }
-    return e;
-  }
+  ExprPtr parse_or() { return parse_level(&Parser::parse_and, {"or"}, true); }
+  ExprPtr parse_and() { return parse_level(&Parser::parse_not, {"and"}, true); }
   ExprPtr parse_not() {
     if (is_name("not")) {
       const Token& at = next();
@@ -368,8 +366,11 @@ class Parser {
     }
     return parse_compare();
   }
+  // a < b <= c ...: chained as Python chains them (a < b and b <= c).
   ExprPtr parse_compare() {
-    ExprPtr e = parse_math1();
+    const Token& start = peek();
+    ExprPtr first = parse_math1();
+    ExprPtr chain;
     while (true) {
       const Token& at = peek();
       std::string op;
@@ -381,44 +382,22 @@ class Parser {
       else if (is_name("not") && is_name("in", 1))
         op = "not in";
       else
-        return e;
+        return chain ? std::move(chain) : std::move(first);
       next();
       if (op == "not in") next();
-      e = binary(at, op, std::move(e), parse_math1());
+      if (!chain) {
+        chain = make(Expr::Kind::kCompare, start);
+        chain->children.push_back(std::move(first));
+      }
+      chain->arg_names.push_back(op);
+      chain->children.push_back(parse_math1());
     }
   }
-  ExprPtr parse_math1() {
-    ExprPtr e = parse_concat();
-    while (is_op("+") || is_op("-")) {
-      const Token& at = next();
-      e = binary(at, at.text, std::move(e), parse_concat());
-    }
-    return e;
-  }
-  ExprPtr parse_concat() {
-    ExprPtr e = parse_math2();
-    while (is_op("~")) {
-      const Token& at = next();
-      e = binary(at, "~", std::move(e), parse_math2());
-    }
-    return e;
-  }
-  ExprPtr parse_math2() {
-    ExprPtr e = parse_pow();
-    while (is_op("*") || is_op("/") || is_op("//") || is_op("%")) {
-      const Token& at = next();
-      e = binary(at, at.text, std::move(e), parse_pow());
-    }
-    return e;
-  }
-  ExprPtr parse_pow() {
-    ExprPtr e = parse_unary(true);
-    while (is_op("**")) {
-      const Token& at = next();
-      e = binary(at, "**", std::move(e), parse_unary(true));
-    }
-    return e;
-  }
+  ExprPtr parse_math1() { return parse_level(&Parser::parse_concat, {"+", "-"}); }
+  ExprPtr parse_concat() { return parse_level(&Parser::parse_math2, {"~"}); }
+  ExprPtr parse_math2() { return parse_level(&Parser::parse_pow, {"*", "/", "//", "%"}); }
+  ExprPtr parse_pow() { return parse_level(&Parser::parse_filtered_unary, {"**"}); }
+  ExprPtr parse_filtered_unary() { return parse_unary(true); }
   ExprPtr parse_unary(bool with_filter) {
     const Token& at = peek();
     Depth d(*this, at);

@@ -14,7 +14,9 @@ std::vector<std::string> split(const std::string& s, const std::string* sep, std
 std::string replace(const std::string& s, const std::string& from, const std::string& to, std::int64_t count);
 std::string upper(const std::string& s);
 std::string lower(const std::string& s);
-std::string title(const std::string& s);       // jinja2's title: each word's first letter upper
+// Case changes of Latin, Greek and Cyrillic letters (ß upper-cases to SS; other scripts kept).
+std::string title(const std::string& s);         // jinja2's title filter: words split at whitespace - ( { [ <
+std::string python_title(const std::string& s);  // str.title: words split at any uncased character
 std::string capitalize(const std::string& s);  // first letter upper, the rest lower
 bool is_py_space(unsigned char c);
 

@@ -1,4 +1,5 @@
 // jinja2's built-in tests (`x is defined`, `x is divisibleby(3)`, ...).
+#include <cmath>
 #include <map>
 
 #include "serve/jinja/builtins.h"
@@ -29,7 +30,7 @@ PLEXUS_SIMPLE_TEST(t_none, "none", v.is_none())
 PLEXUS_SIMPLE_TEST(t_string, "string", v.is_string())
 PLEXUS_SIMPLE_TEST(t_mapping, "mapping", v.is_dict())
 PLEXUS_SIMPLE_TEST(t_iterable, "iterable", v.is_list() || v.is_dict() || v.is_string() || v.is_undefined())
-PLEXUS_SIMPLE_TEST(t_sequence, "sequence", v.is_list() || v.is_dict() || v.is_string())
+PLEXUS_SIMPLE_TEST(t_sequence, "sequence", v.is_list() || v.is_dict() || v.is_string() || v.is_undefined())
 PLEXUS_SIMPLE_TEST(t_number, "number", v.is_number() || v.is_bool())
 PLEXUS_SIMPLE_TEST(t_integer, "integer", v.is_int())
 PLEXUS_SIMPLE_TEST(t_float, "float", v.is_float())
@@ -41,13 +42,22 @@ PLEXUS_SIMPLE_TEST(t_lower, "lower", v.is_string() && v.as_string().find_first_o
 PLEXUS_SIMPLE_TEST(t_upper, "upper", v.is_string() && v.as_string().find_first_of("abcdefghijklmnopqrstuvwxyz") == std::string::npos)
 #undef PLEXUS_SIMPLE_TEST
 
+// value % 2 with Python's modulo (floats too: 1.5 is neither even nor odd).
+double mod2(Evaluator& ev, const Value& v, const char* test) {
+  if (v.is_float()) {
+    const double m = std::fmod(v.as_number(), 2.0);
+    return m < 0 ? m + 2.0 : m;
+  }
+  const std::int64_t m = to_int(ev, v, test) % 2;
+  return static_cast<double>(m < 0 ? m + 2 : m);
+}
 bool t_even(Evaluator& ev, const Value& v, CallArgs& a) {
   none_args(ev, a, "even");
-  return to_int(ev, v, "the value of 'even'") % 2 == 0;
+  return mod2(ev, v, "the value of 'even'") == 0;
 }
 bool t_odd(Evaluator& ev, const Value& v, CallArgs& a) {
   none_args(ev, a, "odd");
-  return to_int(ev, v, "the value of 'odd'") % 2 != 0;
+  return mod2(ev, v, "the value of 'odd'") == 1;
 }
 bool t_divisibleby(Evaluator& ev, const Value& v, CallArgs& a) {
   const std::int64_t d = to_int(ev, other(ev, a, "divisibleby"), "divisibleby's argument");

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <algorithm>
+#include <unordered_map>
 
 #include "serve/chat_template.h"
 
@@ -98,29 +100,6 @@ Value Value::from_json(const nlohmann::ordered_json& j, int depth) {
   return none();
 }
 
-nlohmann::ordered_json Value::to_json() const {
-  switch (kind_) {
-    case Kind::kUndefined:
-    case Kind::kNone: return nullptr;
-    case Kind::kBool: return b_;
-    case Kind::kInt: return i_;
-    case Kind::kFloat: return f_;
-    case Kind::kString: return *s_;
-    case Kind::kList: {
-      auto a = nlohmann::ordered_json::array();
-      for (const auto& e : *list_) a.push_back(e.to_json());
-      return a;
-    }
-    case Kind::kDict: {
-      auto o = nlohmann::ordered_json::object();
-      for (const auto& [k, v] : dict_->items()) o[k] = v.to_json();
-      return o;
-    }
-    case Kind::kFunction: throw TemplateError("Object of type function is not JSON serializable");
-  }
-  return nullptr;
-}
-
 bool Value::truthy() const {
   switch (kind_) {
     case Kind::kUndefined:
@@ -200,36 +179,83 @@ std::string Value::str() const {
   }
 }
 
-std::string Value::repr() const {
-  switch (kind_) {
-    case Kind::kUndefined: return "";
-    case Kind::kNone: return "None";
-    case Kind::kBool: return b_ ? "True" : "False";
-    case Kind::kInt: return std::to_string(i_);
-    case Kind::kFloat: return python_float(f_);
-    case Kind::kString: return python_string_repr(*s_);
-    case Kind::kList: {
-      std::string out = is_tuple() ? "(" : "[";
-      for (std::size_t i = 0; i < list_->size(); ++i) {
+namespace {
+
+// repr() of shared sublists can be exponentially long: past this many bytes it stops.
+constexpr std::size_t kMaxReprBytes = std::size_t{64} << 20;
+
+void repr_into(const Value& v, std::string& out) {
+  if (out.size() > kMaxReprBytes)
+    throw TemplateError("printing a value takes more than " + std::to_string(kMaxReprBytes) + " bytes");
+  switch (v.kind()) {
+    case Value::Kind::kUndefined: return;
+    case Value::Kind::kNone: out += "None"; return;
+    case Value::Kind::kBool: out += v.as_bool() ? "True" : "False"; return;
+    case Value::Kind::kInt: out += std::to_string(v.as_int()); return;
+    case Value::Kind::kFloat: out += python_float(v.as_number()); return;
+    case Value::Kind::kString: out += python_string_repr(v.as_string()); return;
+    case Value::Kind::kList: {
+      const List& l = v.as_list();
+      out += v.is_tuple() ? "(" : "[";
+      for (std::size_t i = 0; i < l.size(); ++i) {
         if (i) out += ", ";
-        out += (*list_)[i].repr();
+        repr_into(l[i], out);
       }
-      if (is_tuple() && list_->size() == 1) out += ",";
-      return out + (is_tuple() ? ")" : "]");
+      if (v.is_tuple() && l.size() == 1) out += ",";
+      out += v.is_tuple() ? ")" : "]";
+      return;
     }
-    case Kind::kDict: {
-      std::string out = is_namespace() ? "<Namespace {" : "{";
+    case Value::Kind::kDict: {
+      out += v.is_namespace() ? "<Namespace {" : "{";
       bool first = true;
-      for (const auto& [k, v] : dict_->items()) {
+      for (const auto& [k, x] : v.as_dict().items()) {
         if (!first) out += ", ";
         first = false;
-        out += python_string_repr(k) + ": " + v.repr();
+        out += python_string_repr(k) + ": ";
+        repr_into(x, out);
       }
-      return out + (is_namespace() ? "}>" : "}");
+      out += v.is_namespace() ? "}>" : "}";
+      return;
     }
-    case Kind::kFunction: return "<function " + *s_ + ">";
+    case Value::Kind::kFunction: out += "<function " + v.name() + ">"; return;
   }
-  return "";
+}
+
+// Walks v once per shared list or dict: its nesting depth (past `limit`: limit + 1), and whether
+// it holds `target`.
+int walk_depth(const Value& v, const Dict* target, int limit, std::unordered_map<const void*, int>& seen, bool* holds) {
+  const void* key = v.is_list() ? static_cast<const void*>(&v.as_list()) : v.is_dict() ? static_cast<const void*>(&v.as_dict()) : nullptr;
+  if (!key) return 0;
+  if (key == target) *holds = true;
+  const auto it = seen.find(key);
+  if (it != seen.end()) return it->second;
+  int depth = 1;
+  if (limit > 0) {
+    if (v.is_list())
+      for (const Value& x : v.as_list()) depth = std::max(depth, 1 + walk_depth(x, target, limit - 1, seen, holds));
+    else
+      for (const auto& [k, x] : v.as_dict().items()) depth = std::max(depth, 1 + walk_depth(x, target, limit - 1, seen, holds));
+  } else {
+    depth = 2;  // past the limit
+  }
+  seen.emplace(key, depth);
+  return depth;
+}
+
+}  // namespace
+
+std::string Value::repr() const {
+  std::string out;
+  repr_into(*this, out);
+  return out;
+}
+
+void check_storable(const Value& v, const Value& ns, int max_depth) {
+  std::unordered_map<const void*, int> seen;
+  bool holds = false;
+  const int depth = walk_depth(v, &ns.as_dict(), max_depth, seen, &holds);
+  if (holds) throw TemplateError("a namespace cannot hold itself");
+  if (depth >= max_depth) throw TemplateError("a value nests deeper than " + std::to_string(max_depth) + " levels");
 }
 
 std::string Value::type_name() const {
@@ -247,7 +273,34 @@ std::string Value::type_name() const {
   return "";
 }
 
+namespace {
+
+// Comparisons of shared sublists can take exponential time: past this many steps they stop.
+constexpr std::int64_t kMaxCompareSteps = 10'000'000;
+
+void spend(std::int64_t& budget) {
+  if (--budget < 0) throw TemplateError("comparing values takes more than " + std::to_string(kMaxCompareSteps) + " steps");
+}
+
+bool equal_within(const Value& a, const Value& b, std::int64_t& budget);
+bool less_within(const Value& a, const Value& b, std::int64_t& budget);
+
+}  // namespace
+
 bool equal(const Value& a, const Value& b) {
+  std::int64_t budget = kMaxCompareSteps;
+  return equal_within(a, b, budget);
+}
+
+bool less(const Value& a, const Value& b) {
+  std::int64_t budget = kMaxCompareSteps;
+  return less_within(a, b, budget);
+}
+
+namespace {
+
+bool equal_within(const Value& a, const Value& b, std::int64_t& budget) {
+  spend(budget);
   if ((a.is_number() || a.is_bool()) && (b.is_number() || b.is_bool())) {
     if (a.is_float() || b.is_float()) return a.as_number() == b.as_number();
     const std::int64_t x = a.is_bool() ? a.as_bool() : a.as_int();
@@ -261,17 +314,20 @@ bool equal(const Value& a, const Value& b) {
     case Value::Kind::kString: return a.as_string() == b.as_string();
     case Value::Kind::kList: {
       const List &x = a.as_list(), &y = b.as_list();
+      if (&x == &y) return true;  // the same list (Python compares identity first too)
+      if (a.is_tuple() != b.is_tuple()) return false;  // [1] != (1,)
       if (x.size() != y.size()) return false;
       for (std::size_t i = 0; i < x.size(); ++i)
-        if (!equal(x[i], y[i])) return false;
+        if (!equal_within(x[i], y[i], budget)) return false;
       return true;
     }
     case Value::Kind::kDict: {
       const Dict &x = a.as_dict(), &y = b.as_dict();
+      if (&x == &y) return true;
       if (x.size() != y.size()) return false;
       for (const auto& [k, v] : x.items()) {
         const Value* w = y.find(k);
-        if (!w || !equal(v, *w)) return false;
+        if (!w || !equal_within(v, *w, budget)) return false;
       }
       return true;
     }
@@ -283,21 +339,24 @@ bool equal(const Value& a, const Value& b) {
   return false;
 }
 
-bool less(const Value& a, const Value& b) {
+bool less_within(const Value& a, const Value& b, std::int64_t& budget) {
+  spend(budget);
   if ((a.is_number() || a.is_bool()) && (b.is_number() || b.is_bool())) {
     if (a.is_float() || b.is_float()) return a.as_number() < b.as_number();
     return (a.is_bool() ? a.as_bool() : a.as_int()) < (b.is_bool() ? b.as_bool() : b.as_int());
   }
   if (a.is_string() && b.is_string()) return a.as_string() < b.as_string();
-  if (a.is_list() && b.is_list()) {
+  if (a.is_list() && b.is_list() && a.is_tuple() == b.is_tuple()) {
     const List &x = a.as_list(), &y = b.as_list();
     for (std::size_t i = 0; i < x.size() && i < y.size(); ++i) {
-      if (less(x[i], y[i])) return true;
-      if (less(y[i], x[i])) return false;
+      if (less_within(x[i], y[i], budget)) return true;
+      if (less_within(y[i], x[i], budget)) return false;
     }
     return x.size() < y.size();
   }
   throw TemplateError("'<' not supported between instances of '" + a.type_name() + "' and '" + b.type_name() + "'");
 }
+
+}  // namespace
 
 }  // namespace plexus::jinja

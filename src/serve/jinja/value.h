@@ -70,9 +70,8 @@ class Value {
 
   bool truthy() const;
   std::string str() const;    // Python str()
-  std::string repr() const;   // Python repr()
+  std::string repr() const;   // Python repr(); TemplateError past 64 MiB
   std::string type_name() const;  // Python's name of the type ("str", "NoneType", ...)
-  nlohmann::ordered_json to_json() const;
 
  private:
   Kind kind_ = Kind::kUndefined;
@@ -105,10 +104,15 @@ struct CallArgs {
   std::vector<std::pair<std::string, Value>> keyword;
 };
 
-// Python ==.
+// Python ==; TemplateError past 10 million steps (shared sublists).
 bool equal(const Value& a, const Value& b);
 // Python <, for numbers, strings and lists; TemplateError otherwise.
 bool less(const Value& a, const Value& b);
+
+// TemplateError unless `v` may be stored in the namespace `ns`: not holding `ns` (no cycles) and
+// nesting at most `max_depth` lists and dicts. With this check at the one place values change
+// (namespace attributes), every value stays acyclic and shallow enough to walk recursively.
+void check_storable(const Value& v, const Value& ns, int max_depth);
 
 // Python repr() of a float ("1.0", "0.1", "1e+16").
 std::string python_float(double f);
