@@ -86,10 +86,14 @@ async function streamChat(params) {
   return { text, finish, usage, role };
 }
 
-test('GET /v1/models lists the served model name', { timeout: 30_000 }, async () => {
+test('GET /v1/models lists the served model name; models.retrieve', { timeout: 30_000 }, async () => {
   const ids = [];
   for await (const m of client.models.list()) ids.push(m.id);
   assert.deepEqual(ids, [kName]);
+  const m = await client.models.retrieve(kName);
+  assert.equal(m.id, kName, 'models.retrieve');
+  const e = await client.models.retrieve('no-such-model').catch((x) => x);
+  assert.ok(e instanceof NotFoundError, `models.retrieve of an unknown model: ${e?.constructor?.name}`);
 });
 
 test('completions: non-streaming and streaming greedy give the same text and usage', { timeout: 60_000 }, async () => {
