@@ -11,8 +11,8 @@ import { env, makeModel, metricValue, readSse, scratchDir, startServer } from '.
 
 const kKey = 'sk-plexus-test';
 const kName = 'tiny-llama';
-const kRunningGauges = ['plexus_requests_running', 'plexus_running_requests', 'plexus_num_requests_running'];
-const kGeneratedCounters = ['plexus_generation_tokens_total', 'plexus_generated_tokens_total', 'plexus_completion_tokens_total'];
+const kRunningGauge = 'plexus_requests_running';        // docs/serve.md "Metrics"
+const kGeneratedCounter = 'plexus_generation_tokens_total';
 
 // The whole file ends within this, whatever hangs (ctest's own timeout is larger).
 setTimeout(() => { console.error('openai_client.test: overall limit of 240 s reached'); process.exit(1); }, 240_000).unref();
@@ -222,15 +222,18 @@ async function metrics() {
   assert.equal(r.status, 200, '/metrics');
   return r.text();
 }
-function pick(text, names, what) {
-  for (const n of names) { const v = metricValue(text, n); if (v !== null) return { name: n, value: v }; }
+function pick(text, name) {
+  const v = metricValue(text, name);
+  if (v !== null) return { name, value: v };
   const found = [...new Set(text.split('\n').filter((l) => l && !l.startsWith('#')).map((l) => l.split(/[{\s]/)[0]))];
-  assert.fail(`/metrics has no ${what} (looked for ${names.join(', ')}); it has: ${found.join(' ')}`);
+  assert.fail(`/metrics has no ${name}; it has: ${found.join(' ')}`);
 }
 
 test('a client that disconnects mid-stream frees its slot (running gauge back to 0)', { timeout: 60_000 }, async () => {
   const before = await metrics();
-  const generated0 = pick(before, kGeneratedCounters, 'generated tokens counter');
+  const generated0 = pick(before, kGeneratedCounter);
+  const cancelled0 = metricValue(before, 'plexus_requests_finished_total', 'reason="cancelled"');
+  assert.notEqual(cancelled0, null, '/metrics has no plexus_requests_finished_total{reason="cancelled"}');
   const maxTokens = 1500;
   const ac = new AbortController();
   const stream = await client.completions.create(
@@ -248,7 +251,7 @@ test('a client that disconnects mid-stream frees its slot (running gauge back to
   // The SDK ends the iteration quietly on its own abort (or throws APIUserAbortError, by version).
   assert.ok(ac.signal.aborted, `the stream ended after ${chunks} chunks, before the abort`);
   assert.ok(err === undefined || err instanceof APIUserAbortError || err?.name === 'AbortError', `abort surfaced as ${err?.constructor?.name}: ${err?.message}`);
-  const running = pick(await metrics(), kRunningGauges, 'running-requests gauge');
+  const running = pick(await metrics(), kRunningGauge);
   const deadline = Date.now() + 10_000;
   let now = running.value;
   let text = '';
@@ -261,6 +264,7 @@ test('a client that disconnects mid-stream frees its slot (running gauge back to
   text = await metrics();
   const generated = metricValue(text, generated0.name) - generated0.value;
   assert.ok(generated < maxTokens, `${generated} tokens generated for the aborted request: it ran to max_tokens (${maxTokens}) instead of being cancelled`);
+  assert.equal(metricValue(text, 'plexus_requests_finished_total', 'reason="cancelled"') - cancelled0, 1, 'requests cancelled by the abort');
   await stillServes();
 });
 

@@ -137,13 +137,14 @@ export async function startServer({ plexus, model, args = [], limitS = 600, read
   return fail(`/health did not answer 200 within ${readyS} s (last: ${last})`);
 }
 
-// The sum of a Prometheus metric's samples (every label set) in /metrics text; null when absent.
-export function metricValue(text, name) {
+// The sum of a Prometheus metric's samples in /metrics text — every label set, or those whose
+// labels include `label` (e.g. 'reason="cancelled"'); null when absent.
+export function metricValue(text, name, label) {
   let sum = null;
   for (const line of text.split('\n')) {
     if (line.startsWith('#')) continue;
     const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)/.exec(line);
-    if (m && m[1] === name) sum = (sum ?? 0) + Number(m[3]);
+    if (m && m[1] === name && (!label || (m[2] ?? '').includes(label))) sum = (sum ?? 0) + Number(m[3]);
   }
   return sum;
 }
