@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdio>
 #include <optional>
+#include <string>
 #include <thread>
 
 #include "cli/commands.h"
@@ -88,7 +89,10 @@ int serve_run(const Args& args) {
   std::unique_ptr<ModelRun> run = plexus::open_model_run(in, dir);
   if (!run->device_note.empty()) std::fprintf(stderr, "note: %s\n", run->device_note.c_str());
   Runner& runner = *run->runner;
-  EnergyLedger ledger(make_sources(source_options_for_run(device_options_from_env(), run->cuda_gpus)));
+  // Every 50 ms: a request's usage waits for the sample after its last step (when a device
+  // reports energy), so the interval bounds what energy accounting adds to its latency.
+  constexpr double kEnergyIntervalMs = 50;
+  EnergyLedger ledger(make_sources(source_options_for_run(device_options_from_env(), run->cuda_gpus)), kEnergyIntervalMs);
   Scheduler scheduler(runner, f.scheduler, &ledger);
 
   ServedModel model;
@@ -112,10 +116,14 @@ int serve_run(const Args& args) {
 
   if (!run->plan_text.empty()) std::fprintf(stderr, "%s", run->plan_text.c_str());
   const SchedulerStats st = scheduler.stats();
+  // Where it computes: the GPUs (CUDA's numbering), or the host's threads and instruction set.
+  std::string where;
+  for (int g : run->cuda_gpus) where += (where.empty() ? "GPU " : ",") + std::to_string(g);
+  if (where.empty()) where = std::to_string(run->threads) + " threads, " + run->isa;
   std::fprintf(stderr,
-               "plexus serve: model '%s' loaded in %.2f s (%d threads, %s); context %lld tokens, up to %d sequences, "
+               "plexus serve: model '%s' loaded in %.2f s (%s); context %lld tokens, up to %d sequences, "
                "KV budget %lld tokens, queue %d%s%s\n",
-               model.name.c_str(), load_timer.seconds(), run->threads, run->isa.c_str(), static_cast<long long>(model.max_model_len),
+               model.name.c_str(), load_timer.seconds(), where.c_str(), static_cast<long long>(model.max_model_len),
                f.scheduler.max_sequences, static_cast<long long>(st.kv_budget_tokens), f.scheduler.max_queue,
                chat_template ? "" : "; no chat template (chat requests get 400)", f.http.api_key.empty() ? "" : "; API key required");
   std::fflush(stderr);

@@ -210,9 +210,11 @@ std::optional<double> EnergyLedger::take_request_energy(std::uint64_t id) {
     const auto it = m.requests.find(id);
     return it == m.requests.end() || it->second.pending <= 0;
   };
-  // One interval (the next sample) and a margin for a slow source; then extrapolate.
+  // No device reports power or energy (the first sample, taken at the start, said so): nothing
+  // to wait for. Otherwise one interval (the next sample) and a margin for a slow source; then
+  // extrapolate.
   const auto limit = std::chrono::duration<double>(2 * m.interval_s + 0.5);
-  if (!m.cv.wait_for(lock, limit, settled)) m.resolve(true);
+  if (!m.any_energy || !m.cv.wait_for(lock, limit, settled)) m.resolve(true);
   const auto it = m.requests.find(id);
   const double j = it == m.requests.end() ? 0 : it->second.j;
   if (it != m.requests.end()) m.requests.erase(it);

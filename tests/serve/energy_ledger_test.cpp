@@ -3,6 +3,7 @@
 // sample store stays small however long it runs; a stalled source is extrapolated, not waited on.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <thread>
 
 #include "core/error.h"
@@ -84,6 +85,16 @@ TEST(EnergyLedger, NoEnergyAnywhereIsNullopt) {
   EXPECT_FALSE(none.take_request_energy(1).has_value());
   EXPECT_TRUE(none.devices().empty());
   EXPECT_THROW(EnergyLedger({}, 0), InputError);
+}
+
+TEST(EnergyLedger, NoEnergySourceMeansNoWaitForASample) {
+  // A minute between samples: a request's energy that waited for the next one would take two.
+  EnergyLedger silent(scripted({{0, false, true}}), 60000);
+  run_step(silent, 1, {{1, 3}});
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_FALSE(silent.take_request_energy(1).has_value());
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(30));
+  EXPECT_EQ(silent.stored_samples(), 1u);  // the first sample only: nothing was waited for
 }
 
 TEST(EnergyLedger, SampleStoreStaysBoundedOverALongRun) {
