@@ -129,6 +129,19 @@ for c in (1, 4, 16, 64):
     jt = (a["energy_j_sum"] / a["generated_tokens"]) if a and a.get("energy_j_sum") and a["generated_tokens"] else None
     ratio = f"{ta / tb:.2f}" if ta and tb else "-"
     print(f"{c:7d}  {ta if ta else '-':>8}  {tb if tb else '-':>15}  {ratio:>5}  {f'{jt:.4f}' if jt else '-'}")
+def metric(name, key):
+    try:
+        for l in open(os.path.join(r, name)):
+            f = l.split()
+            if f and f[0] == key:
+                return float(f[1])
+    except Exception:
+        return None
+a0, a1 = metric("metrics-before.txt", "plexus_energy_attributed_joules"), metric("metrics-after.txt", "plexus_energy_attributed_joules")
+sums = [load(f"load-cb-{c}") for c in (1, 4, 16, 64)]
+if a0 is not None and a1 is not None and all(x and x.get("energy_j_sum") is not None for x in sums):
+    total = sum(x["energy_j_sum"] for x in sums)
+    print(f"energy: the load's requests' usage.energy_j sum to {total:.2f} J; /metrics attributed {a1 - a0:.2f} J over the same load")
 PY
 if [ ${#FAILED[@]} -eq 0 ]; then echo "ALL OK" | tee -a "$RESULTS/summary.txt"; else printf 'FAILED: %s\n' "${FAILED[@]}" | tee -a "$RESULTS/summary.txt"; fi
 publish
