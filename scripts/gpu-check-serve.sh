@@ -33,9 +33,9 @@ gpu_check_start gpu-check-serve
 
 section "GPU"
 nvidia-smi --query-gpu=name,driver_version,memory.total,power.draw --format=csv,noheader | tee -a "$RESULTS/summary.txt" || true
-git rev-parse --short HEAD 2>/dev/null | sed 's/^/commit /' | tee -a "$RESULTS/summary.txt" || true
 section "prebuilt ($PREBUILT)"
 unpack_prebuilt "$PREBUILT"
+grep -E '^(commit|packed)=' "$PACK/manifest.txt" | tee -a "$RESULTS/summary.txt" || true
 PLEXUS=$PACK/bin/plexus
 
 section "model: Llama-3.2-1B shape, bf16, Llama 3 tokenizer"
