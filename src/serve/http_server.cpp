@@ -40,6 +40,7 @@ struct HttpServer::Impl {
   httplib::Server server;
   Metrics metrics;
   std::thread thread;
+  std::atomic<bool> listen_returned{false};
   std::atomic<const OpenAiApi*> api{nullptr};
   std::atomic<bool> draining{false};
   std::mutex snapshot_mutex;
@@ -180,6 +181,13 @@ HttpServer::HttpServer(HttpServerOptions options) : impl_(std::make_unique<Impl>
   impl_->server.set_keep_alive_max_count(1000);
   impl_->server.set_read_timeout(30, 0);
   impl_->server.set_write_timeout(30, 0);
+  // SO_REUSEADDR (a restart may bind while old connections linger in TIME_WAIT), but not
+  // cpp-httplib's default SO_REUSEPORT, with which a second server on a port in use binds too and
+  // the kernel splits the connections between the two: that must be "the port is in use".
+  impl_->server.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
   impl_->routes();
 }
 
@@ -200,7 +208,14 @@ int HttpServer::bind() {
 }
 
 void HttpServer::start() {
-  impl_->thread = std::thread([this] { impl_->server.listen_after_bind(); });
+  impl_->thread = std::thread([this] {
+    impl_->server.listen_after_bind();
+    impl_->listen_returned = true;
+  });
+  // cpp-httplib's stop() only stops a server that is already listening: wait until it is, so that
+  // a stop right after start (a model that fails to load at once) is not lost with the listener
+  // left waiting in accept() and the destructor in join().
+  while (!impl_->server.is_running() && !impl_->listen_returned) std::this_thread::sleep_for(std::chrono::milliseconds(1));
 }
 
 void HttpServer::set_ready(const OpenAiApi* api, std::function<MetricsSnapshot()> snapshot) {

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "fake_stream.h"
+#include "core/error.h"
 #include "serve/http_server.h"
 #include "serve/openai_api.h"
 
@@ -211,6 +212,35 @@ TEST_F(ServerFixture, ClientGoneMidStreamCancelsTheRequest) {
   auto r = client->Get("/health");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 200);
+}
+
+TEST(HttpServerPort, APortInUseIsRefusedNotShared) {
+  // A second server on a port another one listens on must fail to bind, not share the port
+  // (SO_REUSEPORT would let both listen and split the connections between them).
+  HttpServerOptions o;
+  o.host = "127.0.0.1";
+  o.port = 0;
+  HttpServer first(o);
+  const int port = first.bind();
+  ASSERT_GT(port, 0);
+  first.start();
+  o.port = port;
+  HttpServer second(o);
+  EXPECT_THROW(second.bind(), RuntimeError);
+  first.stop();
+}
+
+// A stop right after start is not lost: stop() returns (the listener ends) at once.
+TEST(HttpServerPort, StopRightAfterStartEndsTheListener) {
+  for (int i = 0; i < 20; ++i) {
+    HttpServerOptions o;
+    o.host = "127.0.0.1";
+    o.port = 0;
+    HttpServer server(o);
+    ASSERT_GT(server.bind(), 0);
+    server.start();
+    server.stop();
+  }
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <regex>
 #include <thread>
@@ -397,6 +398,20 @@ TEST(ServeProcessAlone, BadFlagsExit2) {
     const ProcessResult r = run_plexus("serve " + shell_quote(dir / "none") + " " + flags);
     EXPECT_EQ(r.exit_code, 2) << flags << ": " << r.err;
     EXPECT_NE(r.err.find(mention), std::string::npos) << flags << ": " << r.err;
+  }
+}
+
+TEST(ServeProcessAlone, AModelThatFailsToLoadEndsTheServerWithExit2) {
+  // The listener is up (and /health 503) before the model loads: a model that fails at once
+  // must still end the process, not leave it listening.
+  TempDir dir("serve-bad-model");
+  std::filesystem::create_directories(dir / "no-tokenizer");
+  for (const char* model : {"missing", "no-tokenizer"}) {
+    // Bounded: the bug this guards against is a process that never ends (then exit 124).
+    const ProcessResult r = run_command("timeout -k 5 60 env CUDA_VISIBLE_DEVICES= " + shell_quote(PLEXUS_BINARY) +
+                                        " serve " + shell_quote(dir / model) + " --port 0");
+    EXPECT_EQ(r.exit_code, 2) << model << ": " << r.err;
+    EXPECT_NE(r.err.find(model), std::string::npos) << r.err;
   }
 }
 
