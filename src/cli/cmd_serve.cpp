@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdio>
 #include <optional>
+#include <regex>
 #include <string>
 #include <thread>
 
@@ -40,13 +41,31 @@ ServeFlags serve_flags(const Args& args) {
   if (args.given("--api-key") && f.http.api_key.empty()) throw InputError("--api-key must not be empty");
   f.http.max_body = static_cast<std::size_t>(args.get_int_in("--max-body", 1024, 1LL << 30));
   f.scheduler.max_sequences = static_cast<int>(args.get_int_in("--max-sequences", 1, 4096));
-  f.scheduler.max_queue = static_cast<int>(args.get_int_in("--max-queue", 0, 1000000));
+  f.scheduler.max_queue = static_cast<int>(args.get_int_in("--max-queue", 1, 1000000));
   f.drain = std::chrono::milliseconds(static_cast<long long>(args.get_double_in("--drain-timeout", 0, 86400) * 1000));
   // Every running and waiting request's client holds a connection (streams for their whole
   // life), plus room for health checks, metrics and keep-alive connections between requests.
   f.http.threads = std::min(f.scheduler.max_sequences + f.scheduler.max_queue + 16, 8192);
   if (args.given("--batch")) throw InputError("plexus serve sizes its batch with --max-sequences N, not --batch");
   return f;
+}
+
+// open_model_run with its errors in serve's terms: the plan's batch is --max-sequences here
+// (`--batch` is refused), so a budget or batch error names that flag.
+std::unique_ptr<ModelRun> open_serve_run(const RunInputs& in, const std::string& dir) {
+  try {
+    return plexus::open_model_run(in, dir);
+  } catch (const Error& e) {
+    static const std::regex batch_flag("--batch(?![-A-Za-z])");
+    const std::string message = std::regex_replace(e.what(), batch_flag, "--max-sequences");
+    switch (e.code()) {
+      case ExitCode::kBadInput: throw InputError(message);
+      case ExitCode::kRuntime: throw RuntimeError(message);
+      case ExitCode::kOk:
+      case ExitCode::kInterrupted: throw;
+    }
+    throw;
+  }
 }
 
 int serve_run(const Args& args) {
@@ -86,7 +105,7 @@ int serve_run(const Args& args) {
   } else {
     chat_template = ChatTemplate::from_model(dir);
   }
-  std::unique_ptr<ModelRun> run = plexus::open_model_run(in, dir);
+  std::unique_ptr<ModelRun> run = open_serve_run(in, dir);
   if (!run->device_note.empty()) std::fprintf(stderr, "note: %s\n", run->device_note.c_str());
   Runner& runner = *run->runner;
   // Every 50 ms: a request's usage waits for the sample after its last step (when a device

@@ -127,7 +127,7 @@ SchedulerOptions resolve(const SchedulerOptions& in, const Runner& runner) {
     throw InputError("--max-sequences " + std::to_string(o.max_sequences) + " exceeds the " +
                      std::to_string(o.step_tokens) +
                      " tokens per step (each running request decodes one token per step): lower --max-sequences or "
-                     "raise the tokens per forward");
+                     "raise the tokens per forward (--batch-tokens)");
   }
   if (o.kv_budget_tokens == 0) o.kv_budget_tokens = static_cast<std::int64_t>(o.max_sequences) * runner.max_context();
   if (o.kv_budget_tokens < 1) throw InputError("the KV budget must be at least 1 token, got " + std::to_string(o.kv_budget_tokens));

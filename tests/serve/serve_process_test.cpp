@@ -393,12 +393,31 @@ TEST(ServeProcessAlone, BadFlagsExit2) {
                                                        {"--max-queue -1", "--max-queue"},
                                                        {"--drain-timeout -1", "--drain-timeout"},
                                                        {"--max-body 10", "--max-body"},
-                                                       {"--batch 4", "--max-sequences"}};
+                                                       {"--batch 4", "--max-sequences"},
+                                                       {"--max-queue 0", "--max-queue"}};
   for (const auto& [flags, mention] : cases) {
     const ProcessResult r = run_plexus("serve " + shell_quote(dir / "none") + " " + flags);
     EXPECT_EQ(r.exit_code, 2) << flags << ": " << r.err;
     EXPECT_NE(r.err.find(mention), std::string::npos) << flags << ": " << r.err;
   }
+}
+
+TEST(ServeProcessAlone, PlanErrorsNameMaxSequencesNotBatch) {
+  // The plan's batch is --max-sequences under serve: more sequences than tokens per forward.
+  TempDir dir("serve-plan-error");
+  ASSERT_EQ(run_plexus("make-model " + shell_quote(dir / "m") + " --tokenizer " + shell_quote(kTokenizer)).exit_code, 0);
+  const std::string serve = "timeout -k 5 60 env CUDA_VISIBLE_DEVICES= " + shell_quote(PLEXUS_BINARY) + " serve " +
+                            shell_quote(dir / "m") + " --port 0 ";
+  const ProcessResult r = run_command(serve + "--max-sequences 300 --batch-tokens 256");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--max-sequences 300"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--batch-tokens"), std::string::npos) << r.err;
+  // Budgets too small for the KV caches of 4 sequences: the planner's advice, in serve's flags.
+  const ProcessResult b = run_command(serve + "--max-sequences 4 --max-memory 0=12MiB,1=12MiB,cpu=1GiB");
+  EXPECT_NE(b.exit_code, 0) << b.err;
+  EXPECT_NE(b.err.find("--max-sequences (4)"), std::string::npos) << b.err;
+  for (const ProcessResult* x : {&r, &b}) EXPECT_EQ(x->err.find("--batch "), std::string::npos) << x->err;
+  EXPECT_EQ(b.err.find("--batch ("), std::string::npos) << b.err;
 }
 
 TEST(ServeProcessAlone, AModelThatFailsToLoadEndsTheServerWithExit2) {
