@@ -107,6 +107,7 @@ struct Scheduler::Impl {
   void loop();
   void admit(std::vector<Ended>& ended);
   void step();
+  void count_ended(const std::vector<Ended>& ended);
   void end(Ended e);
   void finish_loop();
   double clock_s() const { return ledger ? ledger->now_s() : seconds(Clock::now().time_since_epoch()); }
@@ -207,15 +208,17 @@ void Scheduler::drain(std::chrono::milliseconds limit) {
   Impl& m = *impl_;
   std::lock_guard<std::mutex> drain_lock(m.drain_mutex);
   if (m.joined) return;
-  std::deque<std::unique_ptr<Active>> waiting;
+  std::vector<Ended> ended;  // the waiting requests, cancelled now, not after a step
   {
     std::lock_guard<std::mutex> lock(m.wake->mutex);
     m.draining = true;
     m.drain_deadline = Clock::now() + limit;
-    waiting.swap(m.waiting);
+    for (auto& a : m.waiting) ended.push_back({std::move(a), FinishReason::kCancelled, {}});
+    m.waiting.clear();
+    m.count_ended(ended);
   }
   m.wake->cv.notify_all();
-  for (auto& a : waiting) m.end({std::move(a), FinishReason::kCancelled, {}});  // now, not after a step
+  for (Ended& e : ended) m.end(std::move(e));
   m.thread.join();
   {
     std::lock_guard<std::mutex> lock(m.finish_mutex);
@@ -237,6 +240,7 @@ void Scheduler::Impl::loop() {
       cancel_if(waiting, draining, ended);
       cancel_if(running, draining && Clock::now() >= drain_deadline, ended);
       admit(ended);
+      count_ended(ended);
       stop = draining && running.empty() && waiting.empty();
     }
     for (Ended& e : ended) end(std::move(e));
@@ -375,11 +379,25 @@ void Scheduler::Impl::step() {
     for (const auto& r : running) kv_used += r->reserve();
     counters.running = static_cast<int>(running.size());
     counters.kv_used_tokens = kv_used;
+    count_ended(ended);
   }
   for (Ended& e : ended) end(std::move(e));
 }
 
-// Frees the slot, counts, and sends the FinishEvent (through the finisher when energy is measured).
+// Under wake->mutex, where the requests leave `running` or `waiting`: stats() never shows a
+// request gone from the running count but not yet among the ended.
+void Scheduler::Impl::count_ended(const std::vector<Ended>& ended) {
+  for (const Ended& e : ended) {
+    switch (e.reason) {
+      case FinishReason::kStop:
+      case FinishReason::kLength: ++counters.finished; break;
+      case FinishReason::kCancelled: ++counters.cancelled; break;
+      case FinishReason::kError: ++counters.failed; break;
+    }
+  }
+}
+
+// Frees the slot and sends the FinishEvent (through the finisher when energy is measured).
 void Scheduler::Impl::end(Ended e) {
   Active& a = *e.active;
   if (a.slot >= 0) {
@@ -395,15 +413,6 @@ void Scheduler::Impl::end(Ended e) {
   f.time_s = seconds((a.has_token ? a.last_token : now) - a.submitted);
   f.ttft_s = a.has_token ? seconds(a.first_token - a.submitted) : 0;
   f.queue_s = seconds((a.was_admitted ? a.admitted : now) - a.submitted);
-  {
-    std::lock_guard<std::mutex> lock(wake->mutex);
-    switch (e.reason) {
-      case FinishReason::kStop:
-      case FinishReason::kLength: ++counters.finished; break;
-      case FinishReason::kCancelled: ++counters.cancelled; break;
-      case FinishReason::kError: ++counters.failed; break;
-    }
-  }
   if (!ledger) {
     a.stream->finish(std::move(f));
     return;
