@@ -9,6 +9,7 @@ packages=(
   openmpi-bin libopenmpi-dev
   libcpp-httplib-dev curl nodejs
   python3 python3-numpy
+  docker-compose slurm-wlm munge
 )
 missing=()
 for p in "${packages[@]}"; do

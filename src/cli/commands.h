@@ -20,5 +20,6 @@ int cmd_bench(int argc, char** argv);  // and `bench compare`
 int cmd_batch(int argc, char** argv);
 int cmd_quantize(int argc, char** argv);
 int cmd_serve(int argc, char** argv);
+int cmd_deploy(int argc, char** argv);
 
 }  // namespace plexus::cli

@@ -1,0 +1,24 @@
+// The server process a deployment runs, as argv: `plexus serve` with the plan's flags, or vLLM's
+// `vllm serve`, TGI's `text-generation-launcher`, TEI's `text-embeddings-router` with the flags
+// their documentation names (docs/deploy.md cites each), their numbers from the plan.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "deploy/deploy_spec.h"
+
+namespace plexus::deploy {
+
+// Full argv, program first. `model_path`: where the server reads the model (a container's
+// read-only mount, or the shared filesystem under Slurm). Listens on 0.0.0.0:spec.port.
+std::vector<std::string> server_command(const DeploySpec& spec, const std::string& model_path);
+
+// The path every engine answers health checks on (200 once the model is loaded).
+inline constexpr const char* kHealthPath = "/health";
+
+// One word for a POSIX shell: as is when it is safe ([A-Za-z0-9_./:=,@%+-]), else single-quoted.
+std::string shell_quote(const std::string& word);
+// Words shell-quoted and joined by spaces.
+std::string shell_join(const std::vector<std::string>& words);
+
+}  // namespace plexus::deploy
