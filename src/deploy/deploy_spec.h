@@ -51,6 +51,8 @@ struct PlanNumbers {
   std::int64_t model_bytes = 0;           // checkpoint bytes on disk: volume sizes
   std::int64_t shm_bytes = 0;             // /dev/shm: docker --shm-size, k8s memory emptyDir
   // Plan flags `plexus serve` / `plexus batch` take to run this plan (--dtype, --tp, --context, ...).
+  // No device flags: a container (or a Slurm task) sees exactly its GPUs and plexus uses them all;
+  // MPI worker ranks of `plexus batch` split a node's GPUs between them (docs/batch.md).
   std::vector<std::string> plexus_plan_args;
 };
 

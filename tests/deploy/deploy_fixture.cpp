@@ -26,7 +26,8 @@ DeploySpec example_spec(Target target, ApiType api_type) {
   s.cuda_architectures = {"90"};
   PlanNumbers& p = s.plan;
   p.summary = "stages over GPUs 0,1: 22 layers as 11 + 11, bfloat16, context 4096, 8 sequences";
-  p.tensor_parallel = 2;
+  // plexus runs its own plan (stages over both GPUs); vLLM and TGI shard every layer over both.
+  p.tensor_parallel = api_type == ApiType::kPlexus ? 1 : 2;
   p.pipeline_parallel = 1;
   p.context = 4096;
   p.max_sequences = 8;
@@ -35,7 +36,7 @@ DeploySpec example_spec(Target target, ApiType api_type) {
   p.host_memory_bytes = 4 * kGiB;
   p.model_bytes = 2 * kGiB + kGiB / 2;
   p.shm_bytes = 16 * kGiB;
-  p.plexus_plan_args = {"--dtype", "bfloat16", "--context", "4096", "--devices", "0,1"};
+  p.plexus_plan_args = {"--dtype", "bfloat16", "--context", "4096"};
   return s;
 }
 

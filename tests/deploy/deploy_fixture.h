@@ -6,7 +6,8 @@
 namespace plexus::deploy::testing {
 
 // tiny-llama at /srv/models/tiny-llama, 2 × NVIDIA H100 80GB HBM3 (GPUs 0 and 1, compute
-// capability 9.0), port 8080, env HF_HUB_OFFLINE=1, tp 2, context 4096, 8 sequences.
+// capability 9.0), port 8080, env HF_HUB_OFFLINE=1, context 4096, 8 sequences; plexus plans stages over
+// both GPUs (tp 1), vLLM and TGI shard over them (tp 2).
 DeploySpec example_spec(Target target, ApiType api_type);
 
 // The same model on CPUs only (no GPUs): the CPU build and run of each target.
