@@ -188,7 +188,7 @@ double vllm_utilization(std::int64_t per_gpu, const std::vector<SelectedGpu>& gp
   if (u < need) {
     char buf[160];
     std::snprintf(buf, sizeof buf, "vLLM needs %.2f of the smallest selected GPU's memory (the plan's %s with its margins) but at most %.2f is usable",
-                  need, gib(per_gpu).c_str(), u);
+                  std::ceil(need * 100.0) / 100.0, gib(per_gpu).c_str(), u);
     throw InputError(std::string(buf) + " (free, and vLLM's limit of 0.95): select more GPUs (--devices, --auto-select) or lower --context / --max-sequences");
   }
   return u;
