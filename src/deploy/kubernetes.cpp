@@ -14,9 +14,9 @@ namespace {
 
 constexpr std::int64_t kMiB = 1LL << 20;
 constexpr std::int64_t kGiB = 1LL << 30;
-// The user the containers run as (the plexus image's non-root user; other engines' images run
+// The user the containers run as (the plexus image's non-root user, docker.cpp; other engines' images run
 // any uid once $HOME is writable).
-constexpr int kUid = 1000;
+constexpr int kUid = 10001;
 constexpr const char* kHome = "/home/server";
 constexpr const char* kPortName = "http";
 // Loading a model (reading weights from a network volume, vLLM's compile and CUDA graphs) may take
