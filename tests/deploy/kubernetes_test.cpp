@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
+#include <fstream>
 #include <map>
+#include <sstream>
 #include <string>
 
 #include "core/error.h"
@@ -39,6 +41,17 @@ TEST(Kubernetes, GoldenPerApiType) {
 }
 
 TEST(Kubernetes, GoldenCpu) { testing::expect_golden(kubernetes_files(example_cpu_spec(Target::kKubernetes)), "kubernetes-cpu"); }
+
+// docs/deploy.md shows the plexus example's files as generated (update them with the golden files).
+TEST(Kubernetes, DocsShowTheGeneratedFiles) {
+  std::ifstream in(std::string(PLEXUS_SOURCE_DIR) + "/docs/deploy.md");
+  std::stringstream doc;
+  doc << in.rdbuf();
+  for (const GeneratedFile& f : kubernetes_files(example_spec(Target::kKubernetes, ApiType::kPlexus))) {
+    EXPECT_NE(doc.str().find("`" + f.path + "`\n```yaml\n" + f.content + "```\n"), std::string::npos)
+        << "docs/deploy.md does not show " << f.path << " as generated";
+  }
+}
 
 TEST(Kubernetes, Quantities) {
   EXPECT_EQ(k8s_bytes_quantity(0), "0");
