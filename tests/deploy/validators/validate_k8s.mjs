@@ -13,7 +13,14 @@ let checked = 0;
 function files(args) {
   const out = [];
   for (const a of args) {
-    if (statSync(a).isDirectory()) {
+    let st;
+    try {
+      st = statSync(a);
+    } catch (e) {
+      problems.push(`${a}: cannot read it (${e.code ?? e.message})`);
+      continue;
+    }
+    if (st.isDirectory()) {
       for (const f of readdirSync(a).sort()) if (/\.ya?ml$/.test(f)) out.push(join(a, f));
     } else {
       out.push(a);
