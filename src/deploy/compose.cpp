@@ -47,7 +47,9 @@ YamlDoc service(const DeploySpec& spec) {
     svc["deploy"]["resources"]["reservations"]["devices"] = YamlDoc::array({device});
   }
   YamlDoc health = YamlDoc::object();
-  health["test"] = YamlDoc::array({"CMD", "curl", "-fsS", health_url(spec)});
+  YamlDoc test = YamlDoc::array({"CMD"});
+  for (const std::string& w : health_probe(spec)) test.push_back(w);
+  health["test"] = test;
   health["interval"] = seconds(kHealthIntervalS);
   health["timeout"] = seconds(kHealthTimeoutS);
   health["retries"] = kHealthRetries;

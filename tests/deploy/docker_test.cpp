@@ -69,6 +69,19 @@ TEST(DockerTarget, RunLineNamesTheSelectedGpusShmMountAndPort) {
   EXPECT_TRUE(contains(run, "--entrypoint vllm")) << run;
   EXPECT_TRUE(contains(run, "serve /models/tiny-llama --host 0.0.0.0 --port 9000")) << run;
   EXPECT_TRUE(contains(run, "--tensor-parallel-size 2")) << run;
+  EXPECT_TRUE(contains(run, "--health-cmd 'curl -fsS http://localhost:9000/health || exit 1'")) << run;
+}
+
+TEST(DockerTarget, TeiProbesHealthWithoutCurl) {
+  // TEI's image has no curl: bash asks /health over /dev/tcp (validators/health_probes.mjs runs
+  // every probe against a real HTTP server); plexus's image installs curl and has its own HEALTHCHECK.
+  const DeploySpec tei = example_spec(Target::kDocker, ApiType::kTei);
+  const std::vector<std::string> probe = health_probe(tei);
+  ASSERT_EQ(probe.size(), 3u);
+  EXPECT_EQ(probe[0], "bash");
+  EXPECT_TRUE(contains(probe[2], "/dev/tcp/localhost/8080")) << probe[2];
+  EXPECT_TRUE(contains(probe[2], "GET /health HTTP/1.0")) << probe[2];
+  EXPECT_FALSE(contains(docker_run_command(example_spec(Target::kDocker, ApiType::kPlexus)), "--health-cmd"));
 }
 
 TEST(DockerTarget, CpuOnlyHasNoGpusAndBuildsOnDebian) {
