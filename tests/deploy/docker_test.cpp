@@ -2,6 +2,9 @@
 // only), and the parts users rely on checked directly (devices, mounts, health check, user).
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <sstream>
+
 #include "deploy/compose.h"
 #include "deploy/container_common.h"
 #include "deploy/docker.h"
@@ -124,6 +127,26 @@ TEST(ComposeTarget, CpuOnlyReservesNoDevices) {
   EXPECT_FALSE(contains(compose->content, "devices"));
   EXPECT_FALSE(contains(compose->content, "nvidia"));
   EXPECT_TRUE(contains(compose->content, "healthcheck:"));
+}
+
+}  // namespace
+}  // namespace plexus::deploy
+
+namespace plexus::deploy {
+namespace {
+
+// docs/deploy.md shows the generated files for the example: they must be the golden ones.
+TEST(DeployDocs, ShowTheGeneratedDockerAndComposeFiles) {
+  std::ifstream in(std::string(PLEXUS_SOURCE_DIR) + "/docs/deploy.md");
+  ASSERT_TRUE(in) << "docs/deploy.md is missing";
+  std::ostringstream text;
+  text << in.rdbuf();
+  for (const auto& [name, path] : std::vector<std::pair<std::string, std::string>>{
+           {"docker-plexus", "Dockerfile"}, {"docker-plexus", "run.sh"}, {"docker-vllm", "run.sh"},
+           {"compose-plexus", "compose.yaml"}}) {
+    EXPECT_TRUE(contains(text.str(), testing::golden_text(name, path)))
+        << "docs/deploy.md does not show tests/deploy/golden/" << name << "/" << path << " as generated";
+  }
 }
 
 }  // namespace
