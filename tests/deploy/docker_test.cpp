@@ -120,6 +120,15 @@ TEST(ContainerCommon, SizesAndStartPeriod) {
   EXPECT_EQ(health_start_period_s(spec), 760);
 }
 
+TEST(ComposeTarget, DollarsAreLiteral) {
+  DeploySpec spec = example_spec(Target::kCompose, ApiType::kPlexus);
+  spec.env = {{"TOKEN", "a$b${c}"}};
+  const auto files = compose_files(spec);
+  const GeneratedFile* compose = find_file(files, "compose.yaml");
+  ASSERT_NE(compose, nullptr);
+  EXPECT_TRUE(contains(compose->content, "TOKEN: a$$b$${c}")) << compose->content;
+}
+
 TEST(ComposeTarget, CpuOnlyReservesNoDevices) {
   const auto files = compose_files(example_cpu_spec(Target::kCompose));
   const GeneratedFile* compose = find_file(files, "compose.yaml");
