@@ -22,6 +22,19 @@ std::string health_url(const DeploySpec& spec) {
   return "http://localhost:" + std::to_string(spec.port) + kHealthPath;
 }
 
+std::vector<std::string> health_probe(const DeploySpec& spec) {
+  switch (spec.api_type) {
+    case ApiType::kPlexus:
+    case ApiType::kVllm:
+    case ApiType::kTgi: return {"curl", "-fsS", health_url(spec)};
+    case ApiType::kTei: break;
+  }
+  const std::string request = std::string("GET ") + kHealthPath + " HTTP/1.0\\r\\nHost: localhost\\r\\n\\r\\n";
+  return {"bash", "-c",
+          "exec 3<>/dev/tcp/localhost/" + std::to_string(spec.port) + " && printf \"" + request +
+              "\" >&3 && head -n 1 <&3 | grep -q \" 200 \""};
+}
+
 int health_start_period_s(const DeploySpec& spec) {
   const std::int64_t read_s = (spec.plan.model_bytes + 199'999'999) / 200'000'000;
   const std::int64_t total = 60 + read_s;

@@ -25,6 +25,11 @@ ContainerCommand container_command(const DeploySpec& spec);
 // http://localhost:PORT/health, as the health check inside the container asks it.
 std::string health_url(const DeploySpec& spec);
 
+// The health probe run inside the container, as argv: curl -fsS on health_url where the image has
+// curl (plexus's image installs it; vLLM's and TGI's images ship it); TEI's image has no curl, so
+// bash asks the same URL over /dev/tcp and passes on an HTTP 200 status line.
+std::vector<std::string> health_probe(const DeploySpec& spec);
+
 // Health check timing: every 30 s, 5 s to answer, 3 failures in a row = unhealthy; the start
 // period gives the server time to load the model (60 s plus the checkpoint read at 200 MB/s,
 // rounded up to 10 s) before failures count.

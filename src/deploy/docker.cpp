@@ -70,6 +70,13 @@ std::string docker_run_command(const DeploySpec& spec) {
   lines.push_back("--volume " + shell_quote(spec.model_path + ":" + spec.model_mount + ":ro"));
   lines.push_back("--publish " + std::to_string(spec.port) + ":" + std::to_string(spec.port));
   for (const auto& [k, v] : spec.env) lines.push_back("--env " + shell_quote(k + "=" + v));
+  if (spec.api_type != ApiType::kPlexus) {
+    // The engines' images have no HEALTHCHECK of their own (the plexus image's Dockerfile has one).
+    lines.push_back("--health-cmd " + shell_quote(shell_join(health_probe(spec)) + " || exit 1"));
+    lines.push_back("--health-interval " + std::to_string(kHealthIntervalS) + "s --health-timeout " +
+                    std::to_string(kHealthTimeoutS) + "s --health-retries " + std::to_string(kHealthRetries) +
+                    " --health-start-period " + std::to_string(health_start_period_s(spec)) + "s");
+  }
   const ContainerCommand cmd = container_command(spec);
   if (cmd.entrypoint) lines.push_back("--entrypoint " + shell_quote(*cmd.entrypoint));
   lines.push_back(shell_quote(spec.image));

@@ -2,6 +2,9 @@
 // only), and the parts users rely on checked directly (devices, mounts, health check, user).
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <sstream>
+
 #include "deploy/compose.h"
 #include "deploy/container_common.h"
 #include "deploy/docker.h"
@@ -69,6 +72,19 @@ TEST(DockerTarget, RunLineNamesTheSelectedGpusShmMountAndPort) {
   EXPECT_TRUE(contains(run, "--entrypoint vllm")) << run;
   EXPECT_TRUE(contains(run, "serve /models/tiny-llama --host 0.0.0.0 --port 9000")) << run;
   EXPECT_TRUE(contains(run, "--tensor-parallel-size 2")) << run;
+  EXPECT_TRUE(contains(run, "--health-cmd 'curl -fsS http://localhost:9000/health || exit 1'")) << run;
+}
+
+TEST(DockerTarget, TeiProbesHealthWithoutCurl) {
+  // TEI's image has no curl: bash asks /health over /dev/tcp (validators/health_probes.mjs runs
+  // every probe against a real HTTP server); plexus's image installs curl and has its own HEALTHCHECK.
+  const DeploySpec tei = example_spec(Target::kDocker, ApiType::kTei);
+  const std::vector<std::string> probe = health_probe(tei);
+  ASSERT_EQ(probe.size(), 3u);
+  EXPECT_EQ(probe[0], "bash");
+  EXPECT_TRUE(contains(probe[2], "/dev/tcp/localhost/8080")) << probe[2];
+  EXPECT_TRUE(contains(probe[2], "GET /health HTTP/1.0")) << probe[2];
+  EXPECT_FALSE(contains(docker_run_command(example_spec(Target::kDocker, ApiType::kPlexus)), "--health-cmd"));
 }
 
 TEST(DockerTarget, CpuOnlyHasNoGpusAndBuildsOnDebian) {
@@ -104,6 +120,15 @@ TEST(ContainerCommon, SizesAndStartPeriod) {
   EXPECT_EQ(health_start_period_s(spec), 760);
 }
 
+TEST(ComposeTarget, DollarsAreLiteral) {
+  DeploySpec spec = example_spec(Target::kCompose, ApiType::kPlexus);
+  spec.env = {{"TOKEN", "a$b${c}"}};
+  const auto files = compose_files(spec);
+  const GeneratedFile* compose = find_file(files, "compose.yaml");
+  ASSERT_NE(compose, nullptr);
+  EXPECT_TRUE(contains(compose->content, "TOKEN: a$$b$${c}")) << compose->content;
+}
+
 TEST(ComposeTarget, CpuOnlyReservesNoDevices) {
   const auto files = compose_files(example_cpu_spec(Target::kCompose));
   const GeneratedFile* compose = find_file(files, "compose.yaml");
@@ -111,6 +136,26 @@ TEST(ComposeTarget, CpuOnlyReservesNoDevices) {
   EXPECT_FALSE(contains(compose->content, "devices"));
   EXPECT_FALSE(contains(compose->content, "nvidia"));
   EXPECT_TRUE(contains(compose->content, "healthcheck:"));
+}
+
+}  // namespace
+}  // namespace plexus::deploy
+
+namespace plexus::deploy {
+namespace {
+
+// docs/deploy.md shows the generated files for the example: they must be the golden ones.
+TEST(DeployDocs, ShowTheGeneratedDockerAndComposeFiles) {
+  std::ifstream in(std::string(PLEXUS_SOURCE_DIR) + "/docs/deploy.md");
+  ASSERT_TRUE(in) << "docs/deploy.md is missing";
+  std::ostringstream text;
+  text << in.rdbuf();
+  for (const auto& [name, path] : std::vector<std::pair<std::string, std::string>>{
+           {"docker-plexus", "Dockerfile"}, {"docker-plexus", "run.sh"}, {"docker-vllm", "run.sh"},
+           {"compose-plexus", "compose.yaml"}}) {
+    EXPECT_TRUE(contains(text.str(), testing::golden_text(name, path)))
+        << "docs/deploy.md does not show tests/deploy/golden/" << name << "/" << path << " as generated";
+  }
 }
 
 }  // namespace

@@ -10,6 +10,8 @@ docker run --detach \
   --volume /srv/models/tiny-llama:/models/tiny-llama:ro \
   --publish 8080:8080 \
   --env HF_HUB_OFFLINE=1 \
+  --health-cmd 'bash -c '\''exec 3<>/dev/tcp/localhost/8080 && printf "GET /health HTTP/1.0\r\nHost: localhost\r\n\r\n" >&3 && head -n 1 <&3 | grep -q " 200 "'\'' || exit 1' \
+  --health-interval 30s --health-timeout 5s --health-retries 3 --health-start-period 80s \
   ghcr.io/huggingface/text-embeddings-inference:latest \
   --model-id /models/tiny-llama --hostname 0.0.0.0 --port 8080
 # Ready when healthy: docker inspect --format '{{.State.Health.Status}}' plexus-tiny-llama

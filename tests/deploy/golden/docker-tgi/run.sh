@@ -10,6 +10,8 @@ docker run --detach \
   --volume /srv/models/tiny-llama:/models/tiny-llama:ro \
   --publish 8080:8080 \
   --env HF_HUB_OFFLINE=1 \
+  --health-cmd 'curl -fsS http://localhost:8080/health || exit 1' \
+  --health-interval 30s --health-timeout 5s --health-retries 3 --health-start-period 80s \
   ghcr.io/huggingface/text-generation-inference:latest \
   --model-id /models/tiny-llama --hostname 0.0.0.0 --port 8080 --num-shard 2 --max-total-tokens 4096 --max-input-tokens 4095
 # Ready when healthy: docker inspect --format '{{.State.Health.Status}}' plexus-tiny-llama

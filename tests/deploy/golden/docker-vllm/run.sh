@@ -10,6 +10,8 @@ docker run --detach \
   --volume /srv/models/tiny-llama:/models/tiny-llama:ro \
   --publish 8080:8080 \
   --env HF_HUB_OFFLINE=1 \
+  --health-cmd 'curl -fsS http://localhost:8080/health || exit 1' \
+  --health-interval 30s --health-timeout 5s --health-retries 3 --health-start-period 80s \
   --entrypoint vllm \
   vllm/vllm-openai:latest \
   serve /models/tiny-llama --host 0.0.0.0 --port 8080 --served-model-name tiny-llama --tensor-parallel-size 2 --pipeline-parallel-size 1 --max-model-len 4096 --gpu-memory-utilization 0.90
