@@ -75,9 +75,9 @@ munged --force --socket="$T/munge/munge.socket" --key-file="$T/munge/munge.key" 
   fail "munged did not start"
 
 # --- slurm.conf: free ports, every path in the temporary directory -------------------------------
-read -r ctld_port slurmd_port < <(python3 -c '
+read -r ctld_port slurmd_port serve_port < <(python3 -c '
 import socket
-socks = [socket.socket() for _ in range(2)]
+socks = [socket.socket() for _ in range(3)]
 for s in socks: s.bind(("", 0))
 print(*[s.getsockname()[1] for s in socks])')
 # Enough CPUs for the jobs even on a small machine (config_overrides: Slurm takes the config's
@@ -129,8 +129,10 @@ if grep -qw pmix <<<"$mpi_list"; then expected_launcher="srun --mpi=pmix"; else 
 log "srun --mpi=list: $(tr '\n\t' '  ' <<<"$mpi_list")-> expect launcher: $expected_launcher"
 
 # --- the model, requests, the generated scripts ---------------------------------------------------
-"$PLEXUS_BIN" make-model "$T/model" >/dev/null 2>&1 || fail "make-model"
-# ids-only requests (the tiny model has no tokenizer); N requests, max_tokens from LO to LO+7.
+# The tiny random model with a real tokenizer (serve needs one; batch reads ids and writes text too).
+tokenizer="$(dirname "$(realpath "$0")")/../../data/golden/tokenizers/mistral"
+"$PLEXUS_BIN" make-model "$T/model" --tokenizer "$tokenizer" >/dev/null 2>&1 || fail "make-model"
+# Requests as token ids; N requests, max_tokens from LO to LO+7.
 write_requests() { # FILE N LO
   python3 - "$@" <<'EOF'
 import json, random, sys
@@ -168,7 +170,7 @@ EOF
 }
 result_lines() { if [ -f "$1" ]; then grep -c '"id"' "$1" || true; else echo 0; fi; }
 
-"$WRITER" "$T/deploy" "$T/model" 1 || fail "writing the slurm files"
+"$WRITER" "$T/deploy" "$T/model" 1 "$serve_port" || fail "writing the slurm files"
 bash -n "$T/deploy/batch.sbatch" || fail "bash -n batch.sbatch"
 bash -n "$T/deploy/serve.sbatch" || fail "bash -n serve.sbatch"
 grep -q -- '--ntasks=2$' "$T/deploy/batch.sbatch" || fail "batch.sbatch does not ask for 2 tasks"
@@ -189,8 +191,8 @@ compare_outputs "$T/small.out.jsonl" "$T/small.direct.jsonl" 20 || fail "job $jo
 log "test 1 passed: job $job (2 tasks, $expected_launcher) gave the direct run's 20 results"
 
 # --- 2: a longer job cancelled in mid-run and submitted again resumes without loss ---------------
-n_long=400
-write_requests "$T/long.jsonl" "$n_long" 96
+n_long=300
+write_requests "$T/long.jsonl" "$n_long" 64
 "$PLEXUS_BIN" batch "$T/model" --input "$T/long.jsonl" --output "$T/long.direct.jsonl" --dtype bfloat16 \
   --batch-size 1 2>/dev/null || fail "the direct run of the long job"
 job=$(sbatch --parsable "$T/deploy/batch.sbatch" "$T/long.jsonl" "$T/long.out.jsonl" --batch-size 1)
@@ -227,6 +229,23 @@ if command -v mpirun >/dev/null 2>&1; then
   grep -q "launcher: mpirun" "plexus-slurm-test-batch-$job.out" || fail "job $job did not use mpirun"
   compare_outputs "$T/small.mpirun.jsonl" "$T/small.direct.jsonl" 20 || fail "job $job's results (mpirun)"
   log "test 3 passed: job $job (mpirun inside the allocation) gave the direct run's 20 results"
+fi
+
+# --- 4: serve.sbatch: the server answers at the URL its log names, until scancel ------------------
+if command -v curl >/dev/null 2>&1; then
+  job=$(sbatch --parsable "$T/deploy/serve.sbatch")
+  url=
+  for i in $(seq 1 600); do
+    url=$(grep -o 'http://[^ ]*' "plexus-slurm-test-serve-$job.out" 2>/dev/null | head -n 1 || true)
+    if [ -n "$url" ] && curl -fsS "$url/health" >/dev/null 2>&1; then break; fi
+    [ -z "$(squeue -h -j "$job" 2>/dev/null)" ] && fail "the server job $job ended: $(cat "plexus-slurm-test-serve-$job.out")"
+    [ "$i" -eq 600 ] && fail "the server job $job did not answer on '$url/health' in 60 s"
+    sleep 0.1
+  done
+  [ "$url" = "http://$(hostname):$serve_port" ] || fail "job $job's log names $url, not http://$(hostname):$serve_port"
+  curl -fsS "$url/v1/models" | grep -q '"test-model"' || fail "$url/v1/models does not list test-model"
+  scancel "$job"
+  log "test 4 passed: serve.sbatch job $job answered at $url (/health, /v1/models)"
 fi
 
 log "all passed"
