@@ -68,12 +68,6 @@ Inventory load_inventory(const Args& args) {
   return detect_devices(device_options_from_env());
 }
 
-std::string gib(std::int64_t bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f GiB", static_cast<double>(bytes) / static_cast<double>(kGiB));
-  return buf;
-}
-
 }  // namespace
 
 int cmd_deploy(int argc, char** argv) {
@@ -169,9 +163,10 @@ int cmd_deploy(int argc, char** argv) {
       break;
     case ApiType::kTei: numbers = "TEI"; break;
   }
+  auto bytes = [](std::int64_t b) { return format_bytes(static_cast<std::uint64_t>(b)); };
   std::fprintf(stderr, "numbers: %s; GPU memory %s on the fullest GPU, host memory %s, /dev/shm %s, model %s on disk\n",
-               numbers.c_str(), gib(spec.plan.gpu_bytes_needed).c_str(), gib(spec.plan.host_memory_bytes).c_str(),
-               gib(spec.plan.shm_bytes).c_str(), format_bytes(static_cast<std::uint64_t>(spec.plan.model_bytes)).c_str());
+               numbers.c_str(), bytes(spec.plan.gpu_bytes_needed).c_str(), bytes(spec.plan.host_memory_bytes).c_str(),
+               bytes(spec.plan.shm_bytes).c_str(), bytes(spec.plan.model_bytes).c_str());
   std::fflush(stderr);
 
   const std::vector<GeneratedFile> files = generate_files(spec);

@@ -202,6 +202,13 @@ std::int64_t shm_bytes(int gpus, std::uint64_t host_total) {
 
 }  // namespace
 
+int cpus_for(int host_cores, int selected_gpus, int inventory_gpus) {
+  const int cores = std::max(1, host_cores);
+  const int share = selected_gpus > 0 && inventory_gpus > 0 ? cores * selected_gpus / inventory_gpus : cores;
+  const int reserve = std::max(1, cores / 16);
+  return std::max(1, std::min(share, cores - reserve));
+}
+
 int vllm_tensor_parallel(int gpus, std::int64_t heads, std::int64_t kv_heads) {
   for (int d = gpus; d > 1; --d) {
     if (gpus % d != 0 || heads % d != 0) continue;
@@ -213,7 +220,6 @@ int vllm_tensor_parallel(int gpus, std::int64_t heads, std::int64_t kv_heads) {
 DeployPlan plan_deployment(const DeployRequest& req, const Inventory& inv) {
   DeployPlan out;
   const int host_cores = std::max(1, inv.host.logical_cores);
-  out.cpus = host_cores;
   if (req.nodes < 1) throw InputError("--nodes must be at least 1, got " + std::to_string(req.nodes));
   if (req.nodes > 1 && req.target != Target::kSlurm) {
     throw InputError("--nodes " + std::to_string(req.nodes) + " spreads a job over nodes, which only --target slurm does (--target " +
@@ -362,9 +368,10 @@ DeployPlan plan_deployment(const DeployRequest& req, const Inventory& inv) {
                                                        : "";
         break;
       case ApiType::kVllm:
-        shape = "vLLM tensor-parallel " + std::to_string(p.tensor_parallel) + " × pipeline-parallel " + std::to_string(p.pipeline_parallel) + ", ";
+        shape = "vLLM tensor-parallel " + std::to_string(p.tensor_parallel) + " × pipeline-parallel " + std::to_string(p.pipeline_parallel) +
+                ", memory sized by plexus's ";
         break;
-      case ApiType::kTgi: shape = "TGI " + std::to_string(p.tensor_parallel) + " shard(s), "; break;
+      case ApiType::kTgi: shape = "TGI " + std::to_string(p.tensor_parallel) + " shard(s), memory sized by plexus's "; break;
       case ApiType::kTei: break;
     }
     p.summary = shape + std::string(strategy_name(plan.strategy)) + " over " +
@@ -376,6 +383,7 @@ DeployPlan plan_deployment(const DeployRequest& req, const Inventory& inv) {
   }
 
   const int k = static_cast<int>(out.devices.gpus.size());
+  out.cpus = cpus_for(host_cores, k, static_cast<int>(gpus.size()));
   if (k == 0) {
     if (req.gpus_per_node) throw InputError("--gpus-per-node " + std::to_string(*req.gpus_per_node) + ": the deployment has no GPU (CPU only)");
     out.gpus_per_node = 0;

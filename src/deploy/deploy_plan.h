@@ -53,6 +53,11 @@ inline constexpr std::int64_t kTeiBatchBytes = kGiB;           // TEI's batch bu
 // an embedding model for plexus / a causal LM for TEI, --nodes / --gpus-per-node out of place.
 DeployPlan plan_deployment(const DeployRequest& request, const Inventory& inventory);
 
+// CPU cores for the server (per task under slurm): the selected GPUs' share of the host's
+// logical cores (all of them for a CPU deployment), leaving cores/16 (at least 1) to the system
+// (Kubernetes' allocatable CPU is below the node's capacity), at least 1.
+int cpus_for(int host_cores, int selected_gpus, int inventory_gpus);
+
 // vLLM's tensor-parallel size for `gpus` GPUs of one node: the largest divisor of `gpus` that
 // divides the attention heads, and divides or is a multiple of the KV heads (vLLM replicates KV
 // heads when the TP size exceeds them).

@@ -206,7 +206,15 @@ TEST(DeployPlan, AutoSelectPicksTwoOfFourGpus) {
   EXPECT_EQ(p.numbers.plexus_plan_args, (std::vector<std::string>{"--context", "4096"}));
   EXPECT_EQ(p.numbers.shm_bytes, 16LL << 30);
   EXPECT_EQ(p.numbers.host_memory_bytes, 4LL << 30);  // nothing offloaded: the process and 1 GiB per GPU
-  EXPECT_EQ(p.cpus, 32);
+  EXPECT_EQ(p.cpus, 16);  // 2 of the 4 GPUs: half of the 32 cores
+}
+
+TEST(DeployPlan, CpusAreTheGpusShareLeavingSomeToTheSystem) {
+  EXPECT_EQ(cpus_for(64, 2, 2), 60);  // every GPU: all cores but 64/16
+  EXPECT_EQ(cpus_for(32, 2, 4), 16);
+  EXPECT_EQ(cpus_for(16, 0, 0), 15);  // CPU deployment
+  EXPECT_EQ(cpus_for(1, 0, 0), 1);
+  EXPECT_EQ(cpus_for(8, 1, 8), 1);
 }
 
 TEST(DeployPlan, ModelThatFitsNoSelectionIsAnInputError) {
@@ -293,7 +301,7 @@ TEST(DeployPlan, CpuDeploymentPlansOnHostMemory) {
   EXPECT_EQ(p.numbers.gpu_bytes_needed, 0);
   EXPECT_GT(p.numbers.host_memory_bytes, 16LL << 30);  // the weights (15 GiB) and KV cache live in host memory
   EXPECT_TRUE(p.cuda_architectures.empty());
-  EXPECT_EQ(p.cpus, 16);
+  EXPECT_EQ(p.cpus, 15);
 }
 
 TEST(DeployPlan, PlexusParallelShapeAndPlanArgs) {
