@@ -412,6 +412,13 @@ DeployPlan plan_deployment(const DeployRequest& req, const Inventory& inv) {
   } else {
     out.gpus_per_node = k;
   }
+  if (req.target == Target::kSlurm) {
+    // --cpus-per-task: batch.sbatch runs rank 0 and one worker rank per replica on a node
+    // (docs/deploy.md#slurm), so the node's share is split between them (serve.sbatch's one task
+    // gets the same).
+    const int replicas = k > 0 ? std::max(1, out.gpus_per_node / k) : 1;
+    out.cpus = std::max(1, cpus_for(host_cores, out.gpus_per_node, static_cast<int>(gpus.size())) / (replicas + 1));
+  }
   out.cuda_architectures = cuda_architectures(out.devices.gpus);
   return out;
 }
