@@ -52,6 +52,11 @@ Json to_json(const DeviceInfo& device);
 // {"devices": [...], "topology": [[...]], "p2p": [[...]], "host": {...}, "sources": {...}}
 Json to_json(const Inventory& inventory);
 
+// The inverse of to_json(Inventory): what `plexus detect --json` printed (here or on another
+// host). The "cpu" entry of "devices" is the host's (read from "host"); unknown keys are ignored.
+// InputError naming `where` (the file), the field and the device when something is malformed.
+Inventory inventory_from_json(const Json& j, const std::string& where);
+
 // Fills an (n, n) matrix with `fill` and "X" on the diagonal.
 std::vector<std::vector<std::string>> square_matrix(std::size_t n, const std::string& fill);
 

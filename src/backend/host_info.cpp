@@ -1,6 +1,8 @@
 // /proc/cpuinfo, /proc/meminfo and /sys/devices/system/node parsing.
 #include "backend/host_info.h"
 
+#include "core/error.h"
+
 #include <dirent.h>
 
 #include <array>
@@ -11,6 +13,7 @@
 #include <thread>
 #include <utility>
 
+#include "core/error.h"
 #include "core/mmap_file.h"
 
 namespace plexus {
@@ -154,6 +157,27 @@ Json to_json(const HostInfo& info) {
               {"memory_total_bytes", info.memory_total_bytes},
               {"memory_available_bytes", info.memory_available_bytes},
               {"isa", isa}};
+}
+
+HostInfo host_info_from_json(const Json& j, const std::string& where) {
+  if (!j.is_object()) throw InputError(where + ": field 'host' must be an object");
+  HostInfo info;
+  info.cpu_model = json_string_or(j, "cpu_model", info.cpu_model, where);
+  info.logical_cores = static_cast<int>(json_int_or(j, "logical_cores", 0, where));
+  info.physical_cores = static_cast<int>(json_int_or(j, "physical_cores", 0, where));
+  info.sockets = static_cast<int>(json_int_or(j, "sockets", 0, where));
+  info.numa_nodes = static_cast<int>(json_int_or(j, "numa_nodes", 1, where));
+  const long long total = json_int_or(j, "memory_total_bytes", 0, where);
+  const long long available = json_int_or(j, "memory_available_bytes", 0, where);
+  if (total < 0 || available < 0) throw InputError(where + ": host memory_total_bytes / memory_available_bytes must not be negative");
+  info.memory_total_bytes = static_cast<std::uint64_t>(total);
+  info.memory_available_bytes = static_cast<std::uint64_t>(available);
+  if (j.contains("isa")) {
+    const Json& isa = j["isa"];
+    if (!isa.is_object()) throw InputError(where + ": field 'host.isa' must be an object");
+    for (const auto& [name, field] : isa_fields()) info.isa.*field = json_bool_or(isa, name, false, where + ": host.isa");
+  }
+  return info;
 }
 
 }  // namespace plexus

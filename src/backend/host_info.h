@@ -47,6 +47,9 @@ void parse_meminfo(const std::string& text, HostInfo& info);
 // {"cpu_model", "logical_cores", "physical_cores", "sockets", "numa_nodes",
 //  "memory_total_bytes", "memory_available_bytes", "isa": {"avx2": true, ...}}
 Json to_json(const HostInfo& info);
+// The inverse of to_json (unknown keys ignored); InputError naming `where` and the field when a
+// field has the wrong type.
+HostInfo host_info_from_json(const Json& j, const std::string& where);
 // "avx2 avx512f avx512bw ... f16c fma" (the features present, in IsaFeatures' order), "none" when none.
 std::string isa_summary(const IsaFeatures& isa);
 

@@ -1,17 +1,30 @@
 // `plexus deploy MODEL --target docker|compose|kubernetes|slurm`: deployment files generated from
-// the plan. FOUNDATION: the flags are the interface (issue 20); the core helper fills in the rest.
+// the plan for the selected devices of the target host (docs/deploy.md).
 #include <cstdio>
+#include <filesystem>
 
+#include "backend/detect.h"
+#include "backend/device_options.h"
 #include "cli/commands.h"
 #include "cli/plan_options.h"
 #include "core/args.h"
 #include "core/error.h"
+#include "core/json.h"
+#include "core/units.h"
+#include "deploy/deploy_plan.h"
 #include "deploy/deploy_spec.h"
 #include "deploy/deployment.h"
+#include "deploy/docker.h"
+#include "deploy/engine_command.h"
+#include "deploy/model_facts.h"
+#include "model/config.h"
 
 namespace plexus::cli {
 
 namespace {
+
+namespace fs = std::filesystem;
+using namespace plexus::deploy;
 
 void add_deploy_options(Args& args) {
   args.positional("MODEL", "model directory (config.json + safetensors [+ tokenizer.json]) or a .gguf file, as the "
@@ -31,6 +44,28 @@ void add_deploy_options(Args& args) {
       .option("--max-sequences", "N", "sequences the server decodes together (the plan keeps KV cache for them)", "8")
       .flag("--dry-run", "print the files (and the docker run line) instead of writing them");
   add_plan_options(args);
+  args.option("--batch-tokens", "N", "tokens per forward pass the plan sizes activations for (as serve's --batch-tokens)", "256");
+}
+
+// The plan flags that describe budgets or devices of this machine: deploy takes the devices
+// from the inventory instead.
+void refuse_local_device_flags(const Args& args) {
+  for (const char* flag : {"--max-memory", "--virtual-devices", "--virtual-gpus", "--offload-disk"}) {
+    if (args.given(flag)) {
+      throw InputError(std::string(flag) + " describes devices of this machine; plexus deploy plans on the target's devices "
+                       "from --inventory (or detect here): leave " + flag + " out (select GPUs with --devices or --auto-select)");
+    }
+  }
+  if (args.given("--batch")) {
+    throw InputError("plexus deploy sizes the server's batch with --max-sequences N, not --batch");
+  }
+}
+
+Inventory load_inventory(const Args& args) {
+  if (const auto file = args.get_optional("--inventory")) {
+    return inventory_from_json(read_json_file(*file), "--inventory " + *file);
+  }
+  return detect_devices(device_options_from_env());
 }
 
 }  // namespace
@@ -40,8 +75,112 @@ int cmd_deploy(int argc, char** argv) {
                       "devices: a Dockerfile and docker run line, compose.yaml, Kubernetes manifests, or Slurm "
                       "sbatch scripts, for plexus serve / batch or for vLLM, TGI and TEI images.");
   add_deploy_options(args);
+  args.epilog(
+      "Targets:\n"
+      "  docker      Dockerfile (plexus: multi-stage CUDA build for the selected GPUs' architectures, non-root,\n"
+      "              HEALTHCHECK on /health) and run.sh with the `docker run` line (--gpus \"device=…\", --shm-size,\n"
+      "              the model mounted read-only, the port)\n"
+      "  compose     compose.yaml: GPU reservations (driver nvidia, device_ids), healthcheck, restart policy, volumes\n"
+      "  kubernetes  Deployment + Service + PersistentVolumeClaim: nvidia.com/gpu limits, /dev/shm emptyDir,\n"
+      "              readiness and liveness probes on /health, requests from the plan's host memory\n"
+      "  slurm       sbatch scripts for `plexus batch` (requeue resumes) and `plexus serve`\n"
+      "The devices are the target host's: --inventory FILE is `plexus detect --json` captured there (default:\n"
+      "detect on this machine). --devices (detect's numbering), --auto-select (the fewest GPUs, most free memory\n"
+      "first, that hold the plan) or all GPUs; none: a CPU deployment. The plan on their free memory decides the\n"
+      "engine's numbers (vLLM --tensor-parallel-size, --pipeline-parallel-size, --max-model-len,\n"
+      "--gpu-memory-utilization; TGI --num-shard, --max-total-tokens; plexus --tp/--pp, --context).\n"
+      "Bad input exits 2 and writes nothing. See docs/deploy.md.");
   if (!args.parse(argc, argv)) return 0;
-  throw RuntimeError("plexus deploy: not built yet");
+
+  // Everything checked before anything is planned or written.
+  DeployRequest req;
+  if (!args.has("--target")) throw InputError(std::string("--target is required: give ") + kTargetChoices);
+  req.target = parse_target(args.get("--target"));
+  req.api_type = parse_api_type(args.get("--api-type"));
+  refuse_local_device_flags(args);
+  const int port = static_cast<int>(args.get_int_in("--port", 1, 65535));
+  std::vector<std::pair<std::string, std::string>> env;
+  for (const std::string& e : args.get_all("--env")) env.push_back(parse_env_entry(e));
+  req.nodes = static_cast<int>(args.get_int_in("--nodes", 1, 4096));
+  if (args.given("--gpus-per-node")) req.gpus_per_node = static_cast<int>(args.get_int_in("--gpus-per-node", 1, 1024));
+  req.max_sequences = static_cast<int>(args.get_int_in("--max-sequences", 1, 4096));
+  req.auto_select = args.get_flag("--auto-select");
+  if (args.given("--devices") && req.auto_select) throw InputError("--devices and --auto-select both choose the GPUs: give one of them");
+  req.plan = plan_inputs_from(args);
+  if (req.plan.device_map_file) {
+    throw InputError("--device-map " + *req.plan.device_map_file + ": deploy plans with a strategy (the server re-plans in the "
+                     "container); give --strategy instead of a device map file");
+  }
+  req.devices = req.plan.devices;
+  req.plan.devices.reset();
+  req.plan.batch_tokens = args.get_int_in("--batch-tokens", 1, 65536);
+  const std::string image = args.get_optional("--image").value_or(default_image(req.api_type));
+  if (image.empty()) throw InputError("--image must not be empty");
+  const std::string out_dir = args.get_optional("--out").value_or("deploy-" + std::string(target_name(req.target)));
+  if (out_dir.empty()) throw InputError("--out must not be empty");
+
+  const std::string model = args.get("MODEL");
+  require_model_path(model);
+  req.model = model;
+  const Inventory inventory = load_inventory(args);
+  const DeployPlan plan = plan_deployment(req, inventory);
+
+  DeploySpec spec;
+  spec.target = req.target;
+  spec.api_type = req.api_type;
+  fs::path abs = fs::absolute(fs::path(model)).lexically_normal();
+  if (abs.has_parent_path() && abs.filename().empty()) abs = abs.parent_path();  // "dir/" -> "dir"
+  spec.model_path = abs.string();
+  spec.model_name = abs.filename().string();
+  spec.app_name = app_name_for(spec.model_name);
+  spec.model_mount = "/models/" + spec.model_name;
+  spec.image = image;
+  spec.port = port;
+  spec.env = env;
+  spec.devices = plan.devices;
+  spec.nodes = req.nodes;
+  spec.gpus_per_node = plan.gpus_per_node;
+  spec.cpus = plan.cpus;
+  spec.embedding_model = plan.embedding_model;
+  spec.cuda_architectures = plan.cuda_architectures;
+  spec.plan = plan.numbers;
+
+  std::fprintf(stderr, "devices: %s\n", spec.devices.reason.c_str());
+  std::fprintf(stderr, "plan: %s\n", spec.plan.summary.c_str());
+  std::string numbers;
+  switch (spec.api_type) {
+    case ApiType::kPlexus: numbers = "plexus " + shell_join(spec.plan.plexus_plan_args); break;
+    case ApiType::kVllm: {
+      char util[16];
+      std::snprintf(util, sizeof util, "%.2f", spec.plan.gpu_memory_utilization);
+      numbers = "vLLM --tensor-parallel-size " + std::to_string(spec.plan.tensor_parallel) + " --pipeline-parallel-size " +
+                std::to_string(spec.plan.pipeline_parallel) + " --max-model-len " + std::to_string(spec.plan.context) +
+                " --gpu-memory-utilization " + util;
+      break;
+    }
+    case ApiType::kTgi:
+      numbers = "TGI --num-shard " + std::to_string(spec.plan.tensor_parallel) + " --max-total-tokens " + std::to_string(spec.plan.context);
+      break;
+    case ApiType::kTei: numbers = "TEI"; break;
+  }
+  auto bytes = [](std::int64_t b) { return format_bytes(static_cast<std::uint64_t>(b)); };
+  std::fprintf(stderr, "numbers: %s; GPU memory %s on the fullest GPU, host memory %s, /dev/shm %s, model %s on disk\n",
+               numbers.c_str(), bytes(spec.plan.gpu_bytes_needed).c_str(), bytes(spec.plan.host_memory_bytes).c_str(),
+               bytes(spec.plan.shm_bytes).c_str(), bytes(spec.plan.model_bytes).c_str());
+  std::fflush(stderr);
+
+  const std::vector<GeneratedFile> files = generate_files(spec);
+  if (args.get_flag("--dry-run")) {
+    std::string text = dry_run_text(files);
+    if (spec.target == Target::kDocker) text += "\n==> docker run <==\n" + docker_run_command(spec) + "\n";
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    return 0;
+  }
+  write_deployment(files, out_dir);
+  std::printf("wrote %s (%s, %s):\n", out_dir.c_str(), std::string(target_name(spec.target)).c_str(),
+              std::string(api_type_name(spec.api_type)).c_str());
+  for (const GeneratedFile& f : files) std::printf("  %s/%s\n", out_dir.c_str(), f.path.c_str());
+  return 0;
 }
 
 }  // namespace plexus::cli
