@@ -115,7 +115,8 @@ std::string batch_script(const DeploySpec& spec) {
   s += "  if srun --mpi=list 2>&1 | grep -qw pmix; then mpi=pmix; else mpi=mpirun; fi\n";
   s += "fi\n";
   s += "case \"$mpi\" in\n";
-  s += "  pmix | pmi2) launcher=(srun --mpi=\"$mpi\" --kill-on-bad-exit=1) ;;\n";
+  // Slurm 22.05's srun does not take --cpus-per-task from the job (SRUN_CPUS_PER_TASK): say it.
+  s += "  pmix | pmi2) launcher=(srun --mpi=\"$mpi\" --cpus-per-task=" + std::to_string(cpus) + " --kill-on-bad-exit=1) ;;\n";
   s += "  mpirun) launcher=(mpirun --bind-to none -np \"$SLURM_NTASKS\") ;;\n";
   s += "  *)\n";
   s += "    echo \"batch.sbatch: PLEXUS_SLURM_MPI=$mpi: give pmix, pmi2 or mpirun\" >&2\n";
@@ -175,7 +176,7 @@ std::string serve_script(const DeploySpec& spec) {
   s += "echo \"serve.sbatch: job ${SLURM_JOB_ID:-?} on $node: http://$node:" + port + " (ready when http://$node:" + port +
        kHealthPath + " answers 200)\"\n";
   s += "\n";
-  s += "srun --ntasks=1 " + program + " " + shell_join(argv) + "\n";
+  s += "srun --ntasks=1 --cpus-per-task=" + std::to_string(cpus) + " " + program + " " + shell_join(argv) + "\n";
   return s;
 }
 

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <sstream>
 #include <string>
 
 #include "deploy/slurm.h"
@@ -96,6 +97,18 @@ TEST(SlurmTarget, EnvAndPathsAreQuotedForTheShell) {
     EXPECT_TRUE(f.executable) << f.path;
   }
   expect_bash_parses(files, "quoted");
+}
+
+// docs/deploy.md shows the scripts generated for the example: they must be the golden ones.
+TEST(SlurmTarget, DocsShowTheGeneratedScripts) {
+  std::ifstream in(std::string(PLEXUS_SOURCE_DIR) + "/docs/deploy.md");
+  ASSERT_TRUE(in) << "docs/deploy.md is missing";
+  std::ostringstream text;
+  text << in.rdbuf();
+  for (const char* path : {"batch.sbatch", "serve.sbatch"}) {
+    EXPECT_NE(text.str().find(testing::golden_text("slurm-plexus", path)), std::string::npos)
+        << "docs/deploy.md does not show tests/deploy/golden/slurm-plexus/" << path << " as generated";
+  }
 }
 
 }  // namespace

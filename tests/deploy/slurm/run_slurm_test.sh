@@ -1,11 +1,11 @@
 #!/bin/bash
 # A real single-node Slurm (Debian's slurm-wlm + munge) started in a temporary directory, with its
-# own munge key, config, ports and state, runs the generated batch.sbatch; stopped at the end.
-# Usage: run_slurm_test.sh PLEXUS WRITER   (WRITER: deploy_write_slurm_files). Exit 77: skipped.
+# own munge key, config, ports and state, runs the batch.sbatch and serve.sbatch that
+# `plexus deploy --target slurm` writes; everything is stopped at the end.
+# Usage: run_slurm_test.sh PLEXUS   Exit 77: skipped (slurm-wlm or munge not installed).
 set -euo pipefail
 
 PLEXUS_BIN=$(realpath "$1")
-WRITER=$(realpath "$2")
 export PATH="$PATH:/usr/sbin:/sbin"
 
 for tool in munged slurmctld slurmd sbatch srun sinfo squeue scancel python3; do
@@ -80,9 +80,9 @@ import socket
 socks = [socket.socket() for _ in range(3)]
 for s in socks: s.bind(("", 0))
 print(*[s.getsockname()[1] for s in socks])')
-# Enough CPUs for the jobs even on a small machine (config_overrides: Slurm takes the config's
-# numbers over the hardware's; the jobs here are small).
-cpus=$(nproc)
+# Enough CPUs for 2 tasks of the --cpus-per-task that deploy picks (at most the machine's cores)
+# even on a small machine (config_overrides: Slurm takes the config's numbers over the hardware's).
+cpus=$((2 * $(nproc)))
 [ "$cpus" -lt 4 ] && cpus=4
 cat >"$SLURM_CONF" <<EOF
 ClusterName=plexustest
@@ -131,7 +131,9 @@ log "srun --mpi=list: $(tr '\n\t' '  ' <<<"$mpi_list")-> expect launcher: $expec
 # --- the model, requests, the generated scripts ---------------------------------------------------
 # The tiny random model with a real tokenizer (serve needs one; batch reads ids and writes text too).
 tokenizer="$(dirname "$(realpath "$0")")/../../data/golden/tokenizers/mistral"
-"$PLEXUS_BIN" make-model "$T/model" --tokenizer "$tokenizer" >/dev/null 2>&1 || fail "make-model"
+model="$T/tiny-test"
+app=plexus-tiny-test # plexus deploy names the job and its logs after the model's directory
+"$PLEXUS_BIN" make-model "$model" --tokenizer "$tokenizer" >/dev/null 2>&1 || fail "make-model"
 # Requests as token ids; N requests, max_tokens from LO to LO+7.
 write_requests() { # FILE N LO
   python3 - "$@" <<'EOF'
@@ -170,30 +172,36 @@ EOF
 }
 result_lines() { if [ -f "$1" ]; then grep -c '"id"' "$1" || true; else echo 0; fi; }
 
-"$WRITER" "$T/deploy" "$T/model" 1 "$serve_port" || fail "writing the slurm files"
+"$PLEXUS_BIN" deploy "$model" --target slurm --out "$T/deploy" --port "$serve_port" --env PLEXUS_SLURM_TEST=1 \
+  >"$T/deploy.log" 2>&1 || fail "plexus deploy --target slurm: $(cat "$T/deploy.log")"
 bash -n "$T/deploy/batch.sbatch" || fail "bash -n batch.sbatch"
 bash -n "$T/deploy/serve.sbatch" || fail "bash -n serve.sbatch"
 grep -q -- '--ntasks=2$' "$T/deploy/batch.sbatch" || fail "batch.sbatch does not ask for 2 tasks"
+# The direct runs take the plan's flags from the script's plexus batch line.
+plan_flags=$(sed -n 's/.*--output "$output" \(.*\) "$@"$/\1/p' "$T/deploy/batch.sbatch")
+[ -n "$plan_flags" ] || fail "no plexus batch line in batch.sbatch"
+eval "plan=($plan_flags)"
+log "plexus deploy wrote batch.sbatch and serve.sbatch; plan flags: ${plan[*]}"
 cd "$T/jobs"
 export PLEXUS="$PLEXUS_BIN"
 
 # --- 1: a small job on 2 tasks (rank 0 + one replica) equals a direct run -------------------------
 write_requests "$T/small.jsonl" 20 4
-"$PLEXUS_BIN" batch "$T/model" --input "$T/small.jsonl" --output "$T/small.direct.jsonl" --dtype bfloat16 \
+"$PLEXUS_BIN" batch "$model" --input "$T/small.jsonl" --output "$T/small.direct.jsonl" "${plan[@]}" \
   2>/dev/null || fail "the direct run of the small job"
 sbatch --wait --parsable "$T/deploy/batch.sbatch" "$T/small.jsonl" "$T/small.out.jsonl" >"$T/job1.id" ||
   fail "job $(cat "$T/job1.id") (batch.sbatch on 20 requests) did not complete"
 job=$(cat "$T/job1.id")
-grep -q "launcher: $expected_launcher" "plexus-slurm-test-batch-$job.out" ||
-  fail "job $job did not use $expected_launcher: $(cat "plexus-slurm-test-batch-$job.out")"
-grep -q "2 tasks" "plexus-slurm-test-batch-$job.out" || fail "job $job did not run 2 tasks"
+grep -q "launcher: $expected_launcher" "$app-batch-$job.out" ||
+  fail "job $job did not use $expected_launcher: $(cat "$app-batch-$job.out")"
+grep -q "2 tasks" "$app-batch-$job.out" || fail "job $job did not run 2 tasks"
 compare_outputs "$T/small.out.jsonl" "$T/small.direct.jsonl" 20 || fail "job $job's results"
 log "test 1 passed: job $job (2 tasks, $expected_launcher) gave the direct run's 20 results"
 
 # --- 2: a longer job cancelled in mid-run and submitted again resumes without loss ---------------
 n_long=300
 write_requests "$T/long.jsonl" "$n_long" 64
-"$PLEXUS_BIN" batch "$T/model" --input "$T/long.jsonl" --output "$T/long.direct.jsonl" --dtype bfloat16 \
+"$PLEXUS_BIN" batch "$model" --input "$T/long.jsonl" --output "$T/long.direct.jsonl" "${plan[@]}" \
   --batch-size 1 2>/dev/null || fail "the direct run of the long job"
 job=$(sbatch --parsable "$T/deploy/batch.sbatch" "$T/long.jsonl" "$T/long.out.jsonl" --batch-size 1)
 for i in $(seq 1 1200); do
@@ -215,10 +223,43 @@ log "job $job cancelled with $partial of $n_long results written"
 sbatch --wait --parsable "$T/deploy/batch.sbatch" "$T/long.jsonl" "$T/long.out.jsonl" --batch-size 1 >"$T/job2.id" ||
   fail "the resubmitted job $(cat "$T/job2.id") did not complete"
 job2=$(cat "$T/job2.id")
-grep -q "[1-9][0-9]* resumed" "plexus-slurm-test-batch-$job2.err" ||
-  fail "job $job2 resumed nothing: $(cat "plexus-slurm-test-batch-$job2.err")"
+grep -q "[1-9][0-9]* resumed" "$app-batch-$job2.err" ||
+  fail "job $job2 resumed nothing: $(cat "$app-batch-$job2.err")"
 compare_outputs "$T/long.out.jsonl" "$T/long.direct.jsonl" "$n_long" || fail "the resumed job's results"
 log "test 2 passed: job $job cancelled after $partial results, job $job2 resumed: all $n_long, each once, equal the direct run"
+
+# --- 2b: the same job requeued in mid-run (scontrol requeue: what Slurm does after a node failure
+# or preemption, since batch.sbatch is --requeue) restarts as the same job and resumes ------------
+job=$(sbatch --parsable "$T/deploy/batch.sbatch" "$T/long.jsonl" "$T/requeue.out.jsonl" --batch-size 1)
+for i in $(seq 1 1200); do
+  [ "$(result_lines "$T/requeue.out.jsonl")" -ge 10 ] && break
+  [ -z "$(squeue -h -j "$job" 2>/dev/null)" ] && fail "job $job ended before it wrote 10 results"
+  [ "$i" -eq 1200 ] && fail "job $job wrote no 10 results in 120 s"
+  sleep 0.1
+done
+scontrol requeue "$job" || fail "scontrol requeue $job"
+partial=$(result_lines "$T/requeue.out.jsonl")
+# Slurm holds a requeued job back until a begin time in the future: start it now.
+for i in $(seq 1 300); do
+  state=$(squeue -h -j "$job" -o "%T %r" 2>/dev/null || true)
+  if [[ "$state" == PENDING* ]]; then
+    log "job $job requeued: $state"
+    scontrol update JobId="$job" StartTime=now || fail "scontrol update JobId=$job StartTime=now"
+    break
+  fi
+  [ "$i" -eq 300 ] && fail "the requeued job $job is not pending after 30 s: '$state'"
+  sleep 0.1
+done
+for i in $(seq 1 3000); do
+  [ -z "$(squeue -h -j "$job" 2>/dev/null)" ] && break
+  [ "$i" -eq 3000 ] && fail "the requeued job $job did not end in 300 s: $(squeue -j "$job")"
+  sleep 0.1
+done
+[ "$(grep -c "launcher:" "$app-batch-$job.out")" -eq 2 ] ||
+  fail "job $job's log does not hold both runs (--open-mode=append): $(cat "$app-batch-$job.out")"
+grep -q "(restart 1)" "$app-batch-$job.out" || fail "job $job was not restarted: $(cat "$app-batch-$job.out")"
+compare_outputs "$T/requeue.out.jsonl" "$T/long.direct.jsonl" "$n_long" || fail "the requeued job's results"
+log "test 2b passed: job $job requeued after about $partial results restarted, resumed, and its log holds both runs"
 
 # --- 3: the fallback launcher (Open MPI's mpirun inside the allocation) ---------------------------
 if command -v mpirun >/dev/null 2>&1; then
@@ -226,7 +267,7 @@ if command -v mpirun >/dev/null 2>&1; then
   PLEXUS_SLURM_MPI=mpirun sbatch --wait --parsable "$T/deploy/batch.sbatch" "$T/small.jsonl" "$T/small.mpirun.jsonl" \
     >"$T/job3.id" || fail "job $(cat "$T/job3.id") (PLEXUS_SLURM_MPI=mpirun) did not complete"
   job=$(cat "$T/job3.id")
-  grep -q "launcher: mpirun" "plexus-slurm-test-batch-$job.out" || fail "job $job did not use mpirun"
+  grep -q "launcher: mpirun" "$app-batch-$job.out" || fail "job $job did not use mpirun"
   compare_outputs "$T/small.mpirun.jsonl" "$T/small.direct.jsonl" 20 || fail "job $job's results (mpirun)"
   log "test 3 passed: job $job (mpirun inside the allocation) gave the direct run's 20 results"
 fi
@@ -236,14 +277,14 @@ if command -v curl >/dev/null 2>&1; then
   job=$(sbatch --parsable "$T/deploy/serve.sbatch")
   url=
   for i in $(seq 1 600); do
-    url=$(grep -o 'http://[^ ]*' "plexus-slurm-test-serve-$job.out" 2>/dev/null | head -n 1 || true)
+    url=$(grep -o 'http://[^ ]*' "$app-serve-$job.out" 2>/dev/null | head -n 1 || true)
     if [ -n "$url" ] && curl -fsS "$url/health" >/dev/null 2>&1; then break; fi
-    [ -z "$(squeue -h -j "$job" 2>/dev/null)" ] && fail "the server job $job ended: $(cat "plexus-slurm-test-serve-$job.out")"
+    [ -z "$(squeue -h -j "$job" 2>/dev/null)" ] && fail "the server job $job ended: $(cat "$app-serve-$job.out")"
     [ "$i" -eq 600 ] && fail "the server job $job did not answer on '$url/health' in 60 s"
     sleep 0.1
   done
   [ "$url" = "http://$(hostname):$serve_port" ] || fail "job $job's log names $url, not http://$(hostname):$serve_port"
-  curl -fsS "$url/v1/models" | grep -q '"test-model"' || fail "$url/v1/models does not list test-model"
+  curl -fsS "$url/v1/models" | grep -q '"tiny-test"' || fail "$url/v1/models does not list tiny-test"
   scancel "$job"
   log "test 4 passed: serve.sbatch job $job answered at $url (/health, /v1/models)"
 fi
