@@ -86,7 +86,9 @@ int cmd_deploy(int argc, char** argv) {
       "  slurm       sbatch scripts for `plexus batch` (requeue resumes) and `plexus serve`\n"
       "The devices are the target host's: --inventory FILE is `plexus detect --json` captured there (default:\n"
       "detect on this machine). --devices (detect's numbering), --auto-select (the fewest GPUs, most free memory\n"
-      "first, that hold the plan) or all GPUs; none: a CPU deployment. The plan on their free memory decides the\n"
+      "first, that hold the plan) or all GPUs; none: a CPU deployment. Of the plan flags above, --max-memory,\n"
+      "--virtual-devices, --virtual-gpus, --offload-disk, a --device-map file and --batch (use --max-sequences)\n"
+      "are refused: the inventory gives the devices. The plan on their free memory decides the\n"
       "engine's numbers (vLLM --tensor-parallel-size, --pipeline-parallel-size, --max-model-len,\n"
       "--gpu-memory-utilization; TGI --num-shard, --max-total-tokens; plexus --tp/--pp, --context).\n"
       "Bad input exits 2 and writes nothing. See docs/deploy.md.");

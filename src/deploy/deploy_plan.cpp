@@ -174,22 +174,33 @@ DeviceSelection select(const DeployRequest& req, const std::vector<SelectedGpu>&
 double vllm_utilization(std::int64_t per_gpu, const std::vector<SelectedGpu>& gpus) {
   std::uint64_t smallest_total = gpus.front().memory_total_bytes;
   double free_fraction = 1.0;
+  const SelectedGpu* fullest = &gpus.front();
   for (const SelectedGpu& g : gpus) {
     smallest_total = std::min(smallest_total, g.memory_total_bytes);
     if (g.memory_total_bytes > 0) {
-      free_fraction = std::min(free_fraction, static_cast<double>(g.memory_free_bytes) / static_cast<double>(g.memory_total_bytes));
+      const double f = static_cast<double>(g.memory_free_bytes) / static_cast<double>(g.memory_total_bytes);
+      if (f < free_fraction) {
+        free_fraction = f;
+        fullest = &g;
+      }
     }
   }
   if (smallest_total == 0) return kVllmDefaultUtilization;
   const double need = (static_cast<double>(per_gpu) * kVllmMargin + static_cast<double>(kVllmFixedMargin)) /
                       static_cast<double>(smallest_total);
-  double u = std::max(kVllmDefaultUtilization, std::ceil(need * 100.0) / 100.0);
-  u = std::min({u, kVllmMaxUtilization, std::floor(free_fraction * 100.0) / 100.0});
+  const double usable = std::min(kVllmMaxUtilization, std::floor(free_fraction * 100.0) / 100.0);
+  const double u = std::min(std::max(kVllmDefaultUtilization, std::ceil(need * 100.0) / 100.0), usable);
   if (u < need) {
-    char buf[160];
-    std::snprintf(buf, sizeof buf, "vLLM needs %.2f of the smallest selected GPU's memory (the plan's %s with its margins) but at most %.2f is usable",
-                  std::ceil(need * 100.0) / 100.0, gib(per_gpu).c_str(), u);
-    throw InputError(std::string(buf) + " (free, and vLLM's limit of 0.95): select more GPUs (--devices, --auto-select) or lower --context / --max-sequences");
+    char buf[256];
+    if (usable < kVllmMaxUtilization) {
+      std::snprintf(buf, sizeof buf, "--gpu-memory-utilization: vLLM needs %.2f of each GPU (the plan's %s with its margins), but GPU %d has only %s of its %s free",
+                    std::ceil(need * 100.0) / 100.0, gib(per_gpu).c_str(), fullest->index,
+                    gib(static_cast<std::int64_t>(fullest->memory_free_bytes)).c_str(), gib(static_cast<std::int64_t>(fullest->memory_total_bytes)).c_str());
+    } else {
+      std::snprintf(buf, sizeof buf, "--gpu-memory-utilization: vLLM needs %.2f of the smallest GPU (the plan's %s with its margins), above the 0.95 plexus allows",
+                    std::ceil(need * 100.0) / 100.0, gib(per_gpu).c_str());
+    }
+    throw InputError(std::string(buf) + ": select other or more GPUs (--devices, --auto-select) or lower --context / --max-sequences");
   }
   return u;
 }
@@ -400,6 +411,13 @@ DeployPlan plan_deployment(const DeployRequest& req, const Inventory& inv) {
     out.gpus_per_node = g;
   } else {
     out.gpus_per_node = k;
+  }
+  if (req.target == Target::kSlurm) {
+    // --cpus-per-task: batch.sbatch runs rank 0 and one worker rank per replica on a node
+    // (docs/deploy.md#slurm), so the node's share is split between them (serve.sbatch's one task
+    // gets the same).
+    const int replicas = k > 0 ? std::max(1, out.gpus_per_node / k) : 1;
+    out.cpus = std::max(1, cpus_for(host_cores, out.gpus_per_node, static_cast<int>(gpus.size())) / (replicas + 1));
   }
   out.cuda_architectures = cuda_architectures(out.devices.gpus);
   return out;

@@ -117,3 +117,43 @@ INSTANTIATE_TEST_SUITE_P(Targets, DeployCliGolden,
 
 }  // namespace
 }  // namespace plexus::deploy
+
+namespace plexus::deploy {
+namespace {
+
+// Without --inventory, deploy detects this machine's devices (here 4 fake H100s through the fake
+// NVML); `plexus detect --json` saved to a file and given as --inventory gives the same deployment.
+TEST(DeployCliDetect, DetectHereEqualsItsInventoryFile) {
+  TempDir dir("deploy_detect");
+  ASSERT_EQ(run_plexus("make-model " + shell_quote(dir / "m") + " --preset tiny --tokenizer " +
+                       shell_quote(std::string(PLEXUS_GOLDEN_DIR) + "/tokenizers/mistral"))
+                .exit_code,
+            0);
+  const std::string env = "env -u PLEXUS_VIRTUAL_DEVICES -u PLEXUS_VIRTUAL_GPUS CUDA_VISIBLE_DEVICES= PLEXUS_NVML_LIBRARY=" +
+                          shell_quote(FAKE_NVML_LIBRARY) + " PLEXUS_FAKE_NVML_SCRIPT=" +
+                          shell_quote(std::string(PLEXUS_SOURCE_DIR) + "/tests/backend/data/four_gpus.json") +
+                          " PLEXUS_ROCM_SMI_LIBRARY=/nonexistent/librocm_smi64.so " + shell_quote(PLEXUS_BINARY);
+  const ProcessResult detect = run_command(env + " detect --json");
+  ASSERT_EQ(detect.exit_code, 0) << detect.err;
+  std::ofstream(dir / "inv.json") << detect.out;
+  const std::string deploy = " deploy " + shell_quote(dir / "m") + " --target kubernetes --dry-run";
+  const ProcessResult here = run_command(env + deploy);
+  const ProcessResult file = run_command(env + deploy + " --inventory " + shell_quote(dir / "inv.json"));
+  ASSERT_EQ(here.exit_code, 0) << here.err;
+  ASSERT_EQ(file.exit_code, 0) << file.err;
+  EXPECT_NE(here.err.find("devices: GPUs 0,1,2,3"), std::string::npos) << here.err;
+  EXPECT_NE(here.out.find("nvidia.com/gpu: \"4\""), std::string::npos);
+  EXPECT_EQ(here.out, file.out);
+  EXPECT_EQ(here.err, file.err);
+  // GPU 3 of that script has 0.5 GiB of 80 free: vLLM (which wants its fraction free at start)
+  // cannot run there; --auto-select takes the GPU with the most free memory.
+  const ProcessResult vllm = run_command(env + deploy + " --api-type vllm");
+  EXPECT_EQ(vllm.exit_code, 2);
+  EXPECT_NE(vllm.err.find("GPU 3 has only 0.5 GiB of its 80.0 GiB free"), std::string::npos) << vllm.err;
+  const ProcessResult picked = run_command(env + deploy + " --api-type vllm --auto-select");
+  ASSERT_EQ(picked.exit_code, 0) << picked.err;
+  EXPECT_NE(picked.err.find("devices: GPU 0: "), std::string::npos) << picked.err;
+}
+
+}  // namespace
+}  // namespace plexus::deploy

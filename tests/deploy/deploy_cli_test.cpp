@@ -108,6 +108,12 @@ TEST_F(DeployCliBadInput, InventoryAndModelProblems) {
   expect_refused(shell_quote(dir_ / "no-such-model") + " --target docker" + inv(), "no-such-model");
 }
 
+TEST_F(DeployCliBadInput, OutHoldingAUsersFile) {
+  // Everything else is right: the plan fits and the files are generated, but --out holds a file
+  // plexus deploy did not write.
+  expect_refused(model() + " --target kubernetes --auto-select" + inv(), "notes.txt, which plexus deploy did not write");
+}
+
 TEST(DeployCli, HelpDescribesTheTargets) {
   const auto r = run_plexus("deploy --help");
   EXPECT_EQ(r.exit_code, 0);

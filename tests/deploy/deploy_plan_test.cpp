@@ -259,7 +259,7 @@ TEST(DeployPlan, VllmNumbers) {
   // Beyond 0.95 (or what is free) with the margins: refused, though the plan itself fits.
   big.plan.context = 131072;
   const std::string e = error_of([&] { plan_deployment(big, inventory("h100x2.json")); });
-  EXPECT_NE(e.find("vLLM needs 0.96"), std::string::npos) << e;
+  EXPECT_NE(e.find("vLLM needs 0.96 of the smallest GPU"), std::string::npos) << e;
 }
 
 TEST(DeployPlan, VllmTensorParallelDividesTheHeads) {
@@ -322,6 +322,10 @@ TEST(DeployPlan, NodesAndGpusPerNode) {
   r.nodes = 2;
   EXPECT_NE(error_of([&] { plan_deployment(r, inventory("h100x2.json")); }).find("--nodes 2"), std::string::npos);
   r.target = Target::kSlurm;
+  r.nodes = 1;
+  // batch.sbatch: rank 0 + 1 worker per node share the node's 60 usable cores.
+  EXPECT_EQ(plan_deployment(r, inventory("h100x2.json")).cpus, 30);
+  r.nodes = 2;
   r.gpus_per_node = 4;  // two replicas of the 2-GPU plan per node
   EXPECT_EQ(plan_deployment(r, inventory("h100x2.json")).gpus_per_node, 4);
   r.gpus_per_node = 3;
