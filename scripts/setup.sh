@@ -9,7 +9,7 @@ packages=(
   openmpi-bin libopenmpi-dev
   libcpp-httplib-dev curl nodejs
   python3 python3-numpy
-  docker-compose slurm-wlm munge
+  docker-compose slurm-wlm munge shellcheck
 )
 missing=()
 for p in "${packages[@]}"; do

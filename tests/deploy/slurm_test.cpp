@@ -25,15 +25,35 @@ const GeneratedFile* find_file(const std::vector<GeneratedFile>& files, const st
   return nullptr;
 }
 
-// `bash -n` on every file: the shell's own parser, not ours.
+bool have_shellcheck() { return plexus::testing::run_command("command -v shellcheck").exit_code == 0; }
+
+// `bash -n` on every file: the shell's own parser, not ours; and ShellCheck's linter (warnings and
+// errors) where it is installed (scripts/setup.sh installs it).
 void expect_bash_parses(const std::vector<GeneratedFile>& files, const std::string& tag) {
   plexus::testing::TempDir dir("slurm_bash_n_" + tag);
+  static const bool shellcheck = have_shellcheck();
   for (const GeneratedFile& f : files) {
     const std::string path = dir / f.path;
     std::ofstream(path) << f.content;
     const auto r = plexus::testing::run_command("bash -n " + plexus::testing::shell_quote(path));
     EXPECT_EQ(r.exit_code, 0) << tag << "/" << f.path << ": " << r.err;
+    if (shellcheck) {
+      const auto c = plexus::testing::run_command("shellcheck --severity=warning " + plexus::testing::shell_quote(path));
+      EXPECT_EQ(c.exit_code, 0) << tag << "/" << f.path << ":\n" << c.out << c.err;
+    }
   }
+}
+
+// The checks above are real: a script bash cannot parse, and one ShellCheck warns about, fail.
+TEST(SlurmTarget, TheShellChecksRejectBrokenScripts) {
+  plexus::testing::TempDir dir("slurm_bash_n_bad");
+  std::ofstream(dir / "bad.sbatch") << "#!/bin/bash\nif [ -e x ]; then\n  echo unterminated\n";
+  EXPECT_NE(plexus::testing::run_command("bash -n " + plexus::testing::shell_quote(dir / "bad.sbatch")).exit_code, 0);
+  if (!have_shellcheck()) GTEST_SKIP() << "shellcheck is not installed (scripts/setup.sh installs it)";
+  std::ofstream(dir / "warn.sbatch") << "#!/bin/bash\nfiles=(a b)\necho $files\n";
+  EXPECT_NE(plexus::testing::run_command("shellcheck --severity=warning " + plexus::testing::shell_quote(dir / "warn.sbatch"))
+                .exit_code,
+            0);
 }
 
 TEST(SlurmTarget, GoldenForEachEngine) {
