@@ -63,7 +63,9 @@ TEST_P(DeployCliGolden, DryRunMatchesGolden) {
   EXPECT_EQ(text.find(dir_->path()), std::string::npos);
   const std::string name = "cli-" + target + (extra.empty() ? "" : "-" + extra.substr(extra.rfind(' ') + 1));
   testing::expect_golden({{"dry-run.txt", text, false}}, name);
-  if (target == "docker") EXPECT_NE(r.out.find("==> docker run <==\ndocker run "), std::string::npos);
+  if (target == "docker") {
+    EXPECT_NE(r.out.find("==> docker run <==\ndocker run "), std::string::npos);
+  }
   EXPECT_FALSE(fs::exists(dir_->path() + "/deploy-" + target));  // --dry-run writes nothing
 }
 
