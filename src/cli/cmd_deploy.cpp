@@ -133,6 +133,12 @@ int cmd_deploy(int argc, char** argv) {
   fs::path abs = fs::absolute(fs::path(model)).lexically_normal();
   if (abs.has_parent_path() && abs.filename().empty()) abs = abs.parent_path();  // "dir/" -> "dir"
   spec.model_path = abs.string();
+  // Docker's --volume and compose's short volume syntax split SRC:DST:MODE at every ':'.
+  if ((req.target == Target::kDocker || req.target == Target::kCompose) &&
+      spec.model_path.find(':') != std::string::npos) {
+    throw InputError("MODEL " + spec.model_path + " has a ':' in its path, which --target " +
+                     std::string(target_name(req.target)) + " cannot mount (SRC:DST:ro): move or link the model to a path without ':'");
+  }
   spec.model_name = abs.filename().string();
   spec.app_name = app_name_for(spec.model_name);
   spec.model_mount = "/models/" + spec.model_name;

@@ -106,6 +106,10 @@ TEST_F(DeployCliBadInput, InventoryAndModelProblems) {
   before_ = entries(dir_.path());
   expect_refused(model() + " --target docker --inventory " + shell_quote(dir_ / "bad.json"), "memory_free_bytes");
   expect_refused(shell_quote(dir_ / "no-such-model") + " --target docker" + inv(), "no-such-model");
+  // A ':' in the model's path cannot be mounted by docker -v / compose's volume syntax.
+  fs::create_directory_symlink(kData + "/llama-8b-config", dir_ / "model:v2");
+  before_ = entries(dir_.path());
+  expect_refused(shell_quote(dir_ / "model:v2") + " --target compose" + inv(), "has a ':' in its path");
 }
 
 TEST_F(DeployCliBadInput, OutHoldingAUsersFile) {
