@@ -3,7 +3,6 @@
 #include <chrono>
 #include <cstdio>
 #include <optional>
-#include <regex>
 #include <string>
 #include <thread>
 
@@ -56,8 +55,7 @@ std::unique_ptr<ModelRun> open_serve_run(const RunInputs& in, const std::string&
   try {
     return plexus::open_model_run(in, dir);
   } catch (const Error& e) {
-    static const std::regex batch_flag("--batch(?![-A-Za-z])");
-    const std::string message = std::regex_replace(e.what(), batch_flag, "--max-sequences");
+    const std::string message = with_batch_flag_named(e.what(), "--max-sequences");
     switch (e.code()) {
       case ExitCode::kBadInput: throw InputError(message);
       case ExitCode::kRuntime: throw RuntimeError(message);

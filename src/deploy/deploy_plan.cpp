@@ -5,7 +5,6 @@
 #include <cmath>
 #include <cstdio>
 #include <optional>
-#include <regex>
 
 #include "comm/world_config.h"
 #include "core/error.h"
@@ -13,6 +12,7 @@
 #include "core/units.h"
 #include "deploy/device_selection.h"
 #include "deploy/model_facts.h"
+#include "exec/model_run.h"
 #include "model/config.h"
 #include "model/tensor_split.h"
 #include "planner/planner.h"
@@ -51,8 +51,7 @@ std::string api_label(ApiType a) {
 // The planner's advice after "; devices N allow ..." is about this machine's --max-memory and
 // offload, which a deployment does not take: cut, and deploy's own ways out said instead.
 std::string in_deploy_terms(const std::string& message) {
-  static const std::regex batch_flag("--batch(?![-A-Za-z])");
-  std::string m = std::regex_replace(message, batch_flag, "--max-sequences");
+  std::string m = with_batch_flag_named(message, "--max-sequences");
   const auto cut = m.find("; devices ");
   if (cut != std::string::npos) {
     m = m.substr(0, cut) + ": select more GPUs (--devices, --auto-select), lower --context or --max-sequences, or quantise "

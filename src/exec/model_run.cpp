@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <regex>
 #include <thread>
 
 #include "backend/cuda_availability.h"
@@ -43,6 +44,11 @@ std::uint64_t host_available_memory() {
     if (key == "MemAvailable:") return kib * 1024;
   }
   throw RuntimeError("cannot read MemAvailable from /proc/meminfo: pass budgets with --max-memory");
+}
+
+std::string with_batch_flag_named(const std::string& message, const std::string& flag) {
+  static const std::regex batch_flag("--batch(?![-A-Za-z])");
+  return std::regex_replace(message, batch_flag, flag);
 }
 
 void check_plan_inputs(const PlanInputs& in) {

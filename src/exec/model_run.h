@@ -54,6 +54,10 @@ inline constexpr const char* kStrategyChoices = "stages, sequential, balanced, b
 // The run commands call it whether or not they plan, so a bad value never passes silently.
 void check_plan_inputs(const PlanInputs& in);
 
+// The planner's and the run's errors name the plan's batch `--batch`; commands that take it
+// under another name (serve and deploy: --max-sequences) rewrite `message` with this.
+std::string with_batch_flag_named(const std::string& message, const std::string& flag);
+
 struct PlanOptions {
   PlanRequest request;
   bool fastest = false;  // --strategy fastest: request.strategy is a placeholder (exec/fastest.h chooses)
