@@ -155,22 +155,9 @@ int cmd_deploy(int argc, char** argv) {
 
   std::fprintf(stderr, "devices: %s\n", spec.devices.reason.c_str());
   std::fprintf(stderr, "plan: %s\n", spec.plan.summary.c_str());
-  std::string numbers;
-  switch (spec.api_type) {
-    case ApiType::kPlexus: numbers = "plexus " + shell_join(spec.plan.plexus_plan_args); break;
-    case ApiType::kVllm: {
-      char util[16];
-      std::snprintf(util, sizeof util, "%.2f", spec.plan.gpu_memory_utilization);
-      numbers = "vLLM --tensor-parallel-size " + std::to_string(spec.plan.tensor_parallel) + " --pipeline-parallel-size " +
-                std::to_string(spec.plan.pipeline_parallel) + " --max-model-len " + std::to_string(spec.plan.context) +
-                " --gpu-memory-utilization " + util;
-      break;
-    }
-    case ApiType::kTgi:
-      numbers = "TGI --num-shard " + std::to_string(spec.plan.tensor_parallel) + " --max-total-tokens " + std::to_string(spec.plan.context);
-      break;
-    case ApiType::kTei: numbers = "TEI"; break;
-  }
+  const std::vector<std::string> flags = plan_flags(spec);
+  std::string numbers(api_type_label(spec.api_type));
+  if (!flags.empty()) numbers += " " + shell_join(flags);
   auto bytes = [](std::int64_t b) { return format_bytes(static_cast<std::uint64_t>(b)); };
   std::fprintf(stderr, "numbers: %s; GPU memory %s on the fullest GPU, host memory %s, /dev/shm %s, model %s on disk\n",
                numbers.c_str(), bytes(spec.plan.gpu_bytes_needed).c_str(), bytes(spec.plan.host_memory_bytes).c_str(),

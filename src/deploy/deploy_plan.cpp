@@ -22,28 +22,12 @@ namespace plexus::deploy {
 
 namespace {
 
-std::string gib(std::int64_t bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f GiB", static_cast<double>(bytes) / static_cast<double>(kGiB));
-  return buf;
-}
-
 std::string free_list(const std::vector<SelectedGpu>& gpus) {
   std::string out;
   for (const SelectedGpu& g : gpus) {
-    out += (out.empty() ? "" : ", ") + gib(static_cast<std::int64_t>(g.memory_free_bytes)) + " free";
+    out += (out.empty() ? "" : ", ") + gib_text(g.memory_free_bytes) + " free";
   }
   return out;
-}
-
-std::string api_label(ApiType a) {
-  switch (a) {
-    case ApiType::kPlexus: return "plexus";
-    case ApiType::kVllm: return "vLLM";
-    case ApiType::kTgi: return "TGI";
-    case ApiType::kTei: return "TEI";
-  }
-  return "?";
 }
 
 // The planner's and the world's errors in deploy's terms: the plan's batch is --max-sequences,
@@ -193,11 +177,11 @@ double vllm_utilization(std::int64_t per_gpu, const std::vector<SelectedGpu>& gp
     char buf[256];
     if (usable < kVllmMaxUtilization) {
       std::snprintf(buf, sizeof buf, "--gpu-memory-utilization: vLLM needs %.2f of each GPU (the plan's %s with its margins), but GPU %d has only %s of its %s free",
-                    std::ceil(need * 100.0) / 100.0, gib(per_gpu).c_str(), fullest->index,
-                    gib(static_cast<std::int64_t>(fullest->memory_free_bytes)).c_str(), gib(static_cast<std::int64_t>(fullest->memory_total_bytes)).c_str());
+                    std::ceil(need * 100.0) / 100.0, gib_text(static_cast<std::uint64_t>(per_gpu)).c_str(), fullest->index,
+                    gib_text(fullest->memory_free_bytes).c_str(), gib_text(fullest->memory_total_bytes).c_str());
     } else {
       std::snprintf(buf, sizeof buf, "--gpu-memory-utilization: vLLM needs %.2f of the smallest GPU (the plan's %s with its margins), above the 0.95 plexus allows",
-                    std::ceil(need * 100.0) / 100.0, gib(per_gpu).c_str());
+                    std::ceil(need * 100.0) / 100.0, gib_text(static_cast<std::uint64_t>(per_gpu)).c_str());
     }
     throw InputError(std::string(buf) + ": select other or more GPUs (--devices, --auto-select) or lower --context / --max-sequences");
   }
@@ -236,7 +220,7 @@ DeployPlan plan_deployment(const DeployRequest& req, const Inventory& inv) {
                      std::string(target_name(req.target)) + " runs on one host)");
   }
   if (req.nodes > 1 && (req.api_type == ApiType::kTgi || req.api_type == ApiType::kTei)) {
-    throw InputError("--nodes " + std::to_string(req.nodes) + ": " + api_label(req.api_type) +
+    throw InputError("--nodes " + std::to_string(req.nodes) + ": " + std::string(api_type_label(req.api_type)) +
                      " serves from one node; use --nodes 1 (or --api-type plexus / vllm)");
   }
   if (req.max_sequences < 1) throw InputError("--max-sequences must be at least 1");
@@ -267,8 +251,8 @@ DeployPlan plan_deployment(const DeployRequest& req, const Inventory& inv) {
       FitResult f;
       f.fits = static_cast<std::int64_t>(pick.front().memory_free_bytes) >= need;
       f.per_gpu_bytes = need;
-      if (!f.fits) f.why = "the model needs " + gib(need) + " (checkpoint + TEI's batch buffers), GPU " +
-                           std::to_string(pick.front().index) + " has " + gib(static_cast<std::int64_t>(pick.front().memory_free_bytes)) + " free";
+      if (!f.fits) f.why = "the model needs " + gib_text(static_cast<std::uint64_t>(need)) + " (checkpoint + TEI's batch buffers), GPU " +
+                           std::to_string(pick.front().index) + " has " + gib_text(pick.front().memory_free_bytes) + " free";
       return f;
     };
     out.devices = select(req, gpus, inv, nullptr, fit);
@@ -320,7 +304,7 @@ DeployPlan plan_deployment(const DeployRequest& req, const Inventory& inv) {
     try {
       plan = planner.plan_on(out.devices.gpus);
     } catch (const InputError& e) {
-      const std::string where = out.devices.gpus.empty() ? "the host's " + gib(static_cast<std::int64_t>(inv.host.memory_available_bytes)) +
+      const std::string where = out.devices.gpus.empty() ? "the host's " + gib_text(inv.host.memory_available_bytes) +
                                                                " of available memory"
                                                          : std::string(out.devices.gpus.size() == 1 ? "GPU " : "GPUs ") +
                                                                gpu_list(out.devices.gpus) + " (" + free_list(out.devices.gpus) + ")";

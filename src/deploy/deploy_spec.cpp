@@ -25,6 +25,16 @@ std::string_view api_type_name(ApiType a) {
   return "?";
 }
 
+std::string_view api_type_label(ApiType a) {
+  switch (a) {
+    case ApiType::kPlexus: return "plexus";
+    case ApiType::kVllm: return "vLLM";
+    case ApiType::kTgi: return "TGI";
+    case ApiType::kTei: return "TEI";
+  }
+  return "?";
+}
+
 Target parse_target(std::string_view text) {
   for (Target t : {Target::kDocker, Target::kCompose, Target::kKubernetes, Target::kSlurm}) {
     if (text == target_name(t)) return t;

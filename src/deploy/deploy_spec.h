@@ -20,6 +20,8 @@ inline constexpr const char* kApiTypeChoices = "plexus, vllm, tgi or tei";
 
 std::string_view target_name(Target t);
 std::string_view api_type_name(ApiType a);
+// The engine as its project writes it: "plexus", "vLLM", "TGI", "TEI".
+std::string_view api_type_label(ApiType a);
 // InputError (exit 2) naming the flag (--target / --api-type), the value and the choices.
 Target parse_target(std::string_view text);
 ApiType parse_api_type(std::string_view text);

@@ -11,20 +11,20 @@
 
 namespace plexus::deploy {
 
-namespace {
-
-std::string gib(std::uint64_t bytes) {
+std::string gib_text(std::uint64_t bytes) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f GiB", static_cast<double>(bytes) / static_cast<double>(1ULL << 30));
   return buf;
 }
+
+namespace {
 
 std::string existing_gpus(const std::vector<SelectedGpu>& gpus) {
   if (gpus.empty()) return "none (the inventory has no GPU)";
   std::string out;
   for (const SelectedGpu& g : gpus) {
     if (!out.empty()) out += ", ";
-    out += std::to_string(g.index) + " (" + g.name + ", " + gib(g.memory_free_bytes) + " free)";
+    out += std::to_string(g.index) + " (" + g.name + ", " + gib_text(g.memory_free_bytes) + " free)";
   }
   return out;
 }
@@ -116,16 +116,16 @@ DeviceSelection auto_select(const std::vector<SelectedGpu>& gpus, const FitCheck
     }
     DeviceSelection s;
     s.gpus = pick;
-    const std::string need = gib(static_cast<std::uint64_t>(r.per_gpu_bytes));
+    const std::string need = gib_text(static_cast<std::uint64_t>(r.per_gpu_bytes));
     s.reason = std::string(k == 1 ? "GPU " : "GPUs ") + gpu_list(pick) + ": the plan needs " + need +
                (k == 1 ? " on one GPU" : " per GPU for " + std::to_string(k) + " GPUs");
     if (tried_below > 0) {
       s.reason += "; it does not fit " + std::to_string(tried_below) + " GPU" + (tried_below == 1 ? "" : "s") + " (GPU " +
-                  std::to_string(by_free.front().index) + ", the one with the most, has " + gib(by_free.front().memory_free_bytes) + " free)";
+                  std::to_string(by_free.front().index) + ", the one with the most, has " + gib_text(by_free.front().memory_free_bytes) + " free)";
     }
     if (k < static_cast<int>(by_free.size())) {
       const SelectedGpu& next = by_free[static_cast<std::size_t>(k)];
-      s.reason += "; GPU " + std::to_string(next.index) + ", the next, has " + gib(next.memory_free_bytes) + " free";
+      s.reason += "; GPU " + std::to_string(next.index) + ", the next, has " + gib_text(next.memory_free_bytes) + " free";
     }
     return s;
   }

@@ -11,6 +11,9 @@
 
 namespace plexus::deploy {
 
+// Bytes as deploy's messages give memory: "12.0 GiB" (one decimal).
+std::string gib_text(std::uint64_t bytes);
+
 // The inventory's GPUs (CUDA devices, detect's numbering). Virtual CPU devices are not GPUs;
 // an inventory of virtual GPUs (--virtual-gpus) or of ROCm GPUs is refused (InputError).
 std::vector<SelectedGpu> inventory_gpus(const Inventory& inventory, const std::string& where);

@@ -16,32 +16,43 @@ std::string fraction_text(double f) {
 
 }  // namespace
 
-std::vector<std::string> server_command(const DeploySpec& spec, const std::string& model_path) {
+std::vector<std::string> plan_flags(const DeploySpec& spec) {
   const PlanNumbers& p = spec.plan;
+  switch (spec.api_type) {
+    case ApiType::kPlexus: return p.plexus_plan_args;
+    case ApiType::kVllm:
+      return {"--tensor-parallel-size", std::to_string(p.tensor_parallel),
+              "--pipeline-parallel-size", std::to_string(p.pipeline_parallel),
+              "--max-model-len", std::to_string(p.context),
+              "--gpu-memory-utilization", fraction_text(p.gpu_memory_utilization)};
+    case ApiType::kTgi:
+      return {"--num-shard", std::to_string(p.tensor_parallel), "--max-total-tokens", std::to_string(p.context),
+              "--max-input-tokens", std::to_string(p.context > 1 ? p.context - 1 : 1)};
+    case ApiType::kTei: return {};
+  }
+  return {};
+}
+
+std::vector<std::string> server_command(const DeploySpec& spec, const std::string& model_path) {
   const std::string port = std::to_string(spec.port);
   std::vector<std::string> argv;
   switch (spec.api_type) {
     case ApiType::kPlexus:
       argv = {"plexus", "serve", model_path, "--host", "0.0.0.0", "--port", port, "--served-model-name", spec.model_name,
-              "--max-sequences", std::to_string(p.max_sequences)};
-      argv.insert(argv.end(), p.plexus_plan_args.begin(), p.plexus_plan_args.end());
+              "--max-sequences", std::to_string(spec.plan.max_sequences)};
       break;
     case ApiType::kVllm:
-      argv = {"vllm", "serve", model_path, "--host", "0.0.0.0", "--port", port, "--served-model-name", spec.model_name,
-              "--tensor-parallel-size", std::to_string(p.tensor_parallel),
-              "--pipeline-parallel-size", std::to_string(p.pipeline_parallel),
-              "--max-model-len", std::to_string(p.context),
-              "--gpu-memory-utilization", fraction_text(p.gpu_memory_utilization)};
+      argv = {"vllm", "serve", model_path, "--host", "0.0.0.0", "--port", port, "--served-model-name", spec.model_name};
       break;
     case ApiType::kTgi:
-      argv = {"text-generation-launcher", "--model-id", model_path, "--hostname", "0.0.0.0", "--port", port,
-              "--num-shard", std::to_string(p.tensor_parallel), "--max-total-tokens", std::to_string(p.context),
-              "--max-input-tokens", std::to_string(p.context > 1 ? p.context - 1 : 1)};
+      argv = {"text-generation-launcher", "--model-id", model_path, "--hostname", "0.0.0.0", "--port", port};
       break;
     case ApiType::kTei:
       argv = {"text-embeddings-router", "--model-id", model_path, "--hostname", "0.0.0.0", "--port", port};
       break;
   }
+  const std::vector<std::string> flags = plan_flags(spec);
+  argv.insert(argv.end(), flags.begin(), flags.end());
   return argv;
 }
 

@@ -9,6 +9,11 @@
 
 namespace plexus::deploy {
 
+// The flags whose values the plan decided, as the engine's command line carries them: plexus's
+// plan flags; vLLM's parallel sizes, --max-model-len, --gpu-memory-utilization; TGI's
+// --num-shard and token limits; none for TEI.
+std::vector<std::string> plan_flags(const DeploySpec& spec);
+
 // Full argv, program first. `model_path`: where the server reads the model (a container's
 // read-only mount, or the shared filesystem under Slurm). Listens on 0.0.0.0:spec.port.
 std::vector<std::string> server_command(const DeploySpec& spec, const std::string& model_path);
