@@ -1,0 +1,73 @@
+// The training step of the Llama family (Llama, Mistral, Qwen2, Qwen3: the architectures of
+// model/llama_family): the forward of a micro-batch keeping its activations, the mean next-token
+// cross-entropy, and the backward into the parameter gradients. Knows nothing of devices, ranks
+// or optimizers: it computes through a device's TrainOps (train/train_ops.h) on the weights and
+// gradients it is given, laid out by train/param_layout.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "model/compute_ops.h"
+#include "model/config.h"
+#include "train/param_layout.h"
+#include "train/train_ops.h"
+
+namespace plexus {
+
+// b sequences of T tokens each (host memory): the model predicts tokens (b, 1..T-1) from the
+// tokens before them, b·(T−1) predictions.
+struct MicroBatch {
+  std::span<const std::int32_t> tokens;  // (b, T)
+  std::int64_t b = 0, T = 0;
+};
+
+// What a micro-batch's forward keeps for its backward, and the scratch of both, for up to b
+// sequences of T tokens: allocated once, reused every micro-batch. bytes_for() is the exact size
+// of the allocation (the training memory estimate, train/training_memory, is built on it).
+class TrainActivations {
+ public:
+  TrainActivations(const ModelConfig& config, std::int64_t b, std::int64_t T);
+  TrainActivations(const TrainActivations&) = delete;
+  TrainActivations& operator=(const TrainActivations&) = delete;
+  static std::int64_t bytes_for(const ModelConfig& config, std::int64_t b, std::int64_t T);
+  std::int64_t max_b() const { return b_; }
+  std::int64_t T() const { return T_; }
+  float* data() { return memory_.data(); }
+
+ private:
+  std::int64_t b_, T_;
+  std::vector<float> memory_;
+};
+
+// Called when the gradients of a part of the model are final for this micro-batch: layer l
+// (L−1 down to 0), then -1 for everything outside the layers (embedding, final norm, lm_head:
+// ParamLayout::non_layer_ranges), last since a tied embedding gets its second part there. The
+// data-parallel step starts the all-reduce of that part while the backward goes on.
+using GradientsReady = std::function<void(int layer)>;
+
+class LlamaTrainModel {
+ public:
+  // InputError naming the feature for a model training does not support (interleaved rope of
+  // a GGUF file, rope frequency factors).
+  explicit LlamaTrainModel(const ModelConfig& config);
+  const ModelConfig& config() const { return config_; }
+  const ParamLayout& layout() const { return layout_; }
+
+  // Forward and backward of one micro-batch: returns the sum over its b·(T−1) predictions of the
+  // next-token cross-entropy (double), and adds ∂(that sum · grad_scale)/∂θ into `grads`
+  // (weights `w` unchanged). acts sized for at least mb.b sequences of exactly mb.T tokens.
+  double forward_backward(TrainOps& ops, const ModelTensors& w, const ModelTensors& grads, const MicroBatch& mb,
+                          float grad_scale, TrainActivations& acts, const GradientsReady& ready = {}) const;
+  // The forward alone: the same loss sum, no gradients.
+  double forward_loss(TrainOps& ops, const ModelTensors& w, const MicroBatch& mb, TrainActivations& acts) const;
+
+ private:
+  ModelConfig config_;
+  ParamLayout layout_;
+  std::vector<double> inv_freq_;  // (head_dim / 2), rope scaling applied
+  AttentionShape attention_;
+};
+
+}  // namespace plexus
