@@ -54,19 +54,22 @@ TrainingMemory training_memory(const ModelConfig& config, const TrainingShape& s
   m.activations = TrainActivations::bytes_for(config, shape.micro_batch, shape.seq_len);
   // The micro-batch's tokens (int32) and their targets.
   m.scratch = 2 * shape.micro_batch * shape.seq_len * 4;
+  // ReplicaTrainer::optimizer_state: both moments of the whole layout, on every replica.
+  m.checkpoint = 2 * layout.total() * kF32;
   return m;
 }
 
-std::int64_t ProcessMemory::total() const { return std::max(devices + group_scratch, load_peak); }
+std::int64_t ProcessMemory::total() const { return std::max(devices + group_scratch, load_peak) + data; }
 
 ProcessMemory process_memory(const ModelConfig& config, const TrainingShape& shape, int in_process_replicas,
-                             std::int64_t checkpoint_bytes) {
+                             std::int64_t checkpoint_bytes, std::int64_t data_bytes) {
   const ParamLayout layout = ParamLayout::of(config);
   const TrainingMemory m = training_memory(config, shape);
   ProcessMemory p;
   p.devices = m.device_total() * std::max(in_process_replicas, 1);
   if (in_process_replicas > 1) p.group_scratch = largest_bucket(layout, config.num_layers) * kF32;
   p.load_peak = checkpoint_bytes + layout.total() * kF32;
+  p.data = data_bytes;
   return p;
 }
 
@@ -83,6 +86,7 @@ std::string training_memory_table(const TrainingMemory& m, const TrainingShape& 
              shape.zero1 && shape.replicas > 1 ? "two moments, ZeRO-1 shard 1/" + std::to_string(shape.replicas)
                                                : "two moments");
   out += row("activations", m.activations, "kept for the backward + scratch of one micro-batch");
+  out += row("checkpoint", m.checkpoint, "both moments gathered while a checkpoint is written");
   out += row("other", m.scratch, "token buffers");
   out += row("total", m.device_total(), "");
   return out;
@@ -101,6 +105,7 @@ Json training_memory_json(const TrainingMemory& m, const TrainingShape& shape, s
   d["gradients_bytes"] = m.gradients;
   d["optimizer_bytes"] = m.optimizer;
   d["activations_bytes"] = m.activations;
+  d["checkpoint_bytes"] = m.checkpoint;
   d["other_bytes"] = m.scratch;
   d["total_bytes"] = m.device_total();
   j["per_device"] = d;

@@ -20,7 +20,8 @@ TEST(TrainingMemory, PartsFromTheLayout) {
   EXPECT_EQ(m.gradients, 4 * layout.total());
   EXPECT_EQ(m.optimizer, 8 * layout.total());
   EXPECT_EQ(m.activations, TrainActivations::bytes_for(c, 2, 16));
-  EXPECT_EQ(m.device_total(), m.weights + m.gradients + m.optimizer + m.activations + m.scratch);
+  EXPECT_EQ(m.checkpoint, 8 * layout.total());  // both moments, gathered for a checkpoint
+  EXPECT_EQ(m.device_total(), m.weights + m.gradients + m.optimizer + m.activations + m.scratch + m.checkpoint);
   // Activations grow with the micro-batch and the sequence; the rest does not.
   const TrainingMemory m4 = training_memory(c, {4, 16, 1, false, 1});
   EXPECT_GT(m4.activations, m.activations);
@@ -60,6 +61,7 @@ TEST(TrainingMemory, ProcessPeakIsTheLargerOfLoadAndSteps) {
   // A checkpoint mapping larger than the whole training state makes the load the peak.
   const ProcessMemory load = process_memory(c, shape, 1, 100 * m.device_total());
   EXPECT_EQ(load.total(), 100 * m.device_total() + 4 * total);
+  EXPECT_EQ(process_memory(c, shape, 1, 0, 1000).total(), m.device_total() + 1000);  // the data's tokens
 }
 
 TEST(TrainingMemory, TableAndJsonNameEveryPart) {
@@ -67,7 +69,7 @@ TEST(TrainingMemory, TableAndJsonNameEveryPart) {
   const TrainingShape shape{2, 16, 2, true, 1};
   const TrainingMemory m = training_memory(c, shape);
   const std::string table = training_memory_table(m, shape, 8);
-  for (const char* part : {"weights", "gradients", "optimizer", "activations", "total", "ZeRO-1", "global batch 8"}) {
+  for (const char* part : {"weights", "gradients", "optimizer", "activations", "checkpoint", "total", "ZeRO-1", "global batch 8"}) {
     EXPECT_NE(table.find(part), std::string::npos) << part << " in\n" << table;
   }
   const Json j = training_memory_json(m, shape, 8);
