@@ -15,13 +15,17 @@ constexpr std::int64_t kBlock = 1 << 16;  // elements per partial sum
 }  // namespace
 
 double grad_norm(const ParamLayout& layout, const float* grads, ThreadPool* pool) {
+  return grad_norm(layout.slots(), grads, pool);
+}
+
+double grad_norm(const std::vector<ParamSlot>& tensors, const float* grads, ThreadPool* pool) {
   // Every tensor cut into blocks of kBlock elements; block k sums its squares on some thread.
   struct Block {
     std::int64_t begin, end;
   };
   std::vector<Block> blocks;
   std::vector<std::size_t> first_block;  // (slots + 1) each tensor's first block
-  for (const ParamSlot& s : layout.slots()) {
+  for (const ParamSlot& s : tensors) {
     first_block.push_back(blocks.size());
     for (std::int64_t b = 0; b < s.count; b += kBlock) blocks.push_back({s.offset + b, s.offset + std::min(s.count, b + kBlock)});
   }

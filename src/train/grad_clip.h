@@ -3,6 +3,7 @@
 // Computed in double, in a fixed order: the same bits whatever the number of threads.
 #pragma once
 #include <cstdint>
+#include <vector>
 
 #include "train/param_layout.h"
 
@@ -14,6 +15,8 @@ class ThreadPool;
 // sum of squares is added in blocks of a fixed size, then the blocks in order. NaN or ±Inf when a
 // gradient is not finite. `pool` may be null.
 double grad_norm(const ParamLayout& layout, const float* grads, ThreadPool* pool = nullptr);
+// The same over the given tensors (offset and count of each) of `grads`.
+double grad_norm(const std::vector<ParamSlot>& tensors, const float* grads, ThreadPool* pool = nullptr);
 
 // clip_grad_norm_'s factor min(1, max_norm / (norm + 1e-6)); 1 when max_norm is 0 (no clipping).
 // torch multiplies by the factor clamped to 1 always; a factor of 1 leaves the bits as they are.
