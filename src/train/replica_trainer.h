@@ -17,6 +17,8 @@
 
 namespace plexus {
 
+class ThreadPool;
+
 struct StepResult {
   double loss = 0;          // mean next-token cross-entropy of the global batch
   double grad_norm = 0;     // global 2-norm of the summed gradients, before clipping
@@ -37,9 +39,11 @@ struct OptimizerState {
 class ReplicaTrainer {
  public:
   // `params` (layout.total()) the starting weights, equal on every rank. `comm` is this rank's
-  // handle of the replica group; `ops` computes on this rank's device.
+  // handle of the replica group (batch.replicas == comm.size()); `ops` computes on this rank's
+  // device; `pool` (may be null) runs the optimizer's elementwise work and the gradient norm.
+  // The trainer keeps references to model, comm, ops and pool.
   ReplicaTrainer(const LlamaTrainModel& model, std::vector<float> params, const OptimizerOptions& optimizer,
-                 const BatchLayout& batch, bool zero1, Collective& comm, TrainOps& ops);
+                 const BatchLayout& batch, bool zero1, Collective& comm, TrainOps& ops, ThreadPool* pool = nullptr);
   ~ReplicaTrainer();
   ReplicaTrainer(const ReplicaTrainer&) = delete;
   ReplicaTrainer& operator=(const ReplicaTrainer&) = delete;

@@ -1,0 +1,25 @@
+// The AdamW update exactly as torch.optim.AdamW's single-tensor path computes it (decoupled
+// weight decay, bias correction, constant learning rate), in f32 over an element range of the
+// flat parameter buffer: the whole layout, or one rank's ZeRO-1 shard of it.
+#pragma once
+#include <cstdint>
+
+#include "train/train_options.h"
+
+namespace plexus {
+
+class ThreadPool;
+
+// The `step`-th update (counting from 1, after torch's `step += 1`) of n elements: for each i,
+//   g = grads[i] · grad_coef                     (clip_grad_norm_'s in-place scaling, in f32)
+//   p *= 1 − lr·wd
+//   m = lerp(m, g, 1 − β1)                       (torch's lerp: m + w·(g − m) for w < 0.5)
+//   v = β2·v + (1 − β2)·g·g
+//   p += (−lr / (1 − β1^step)) · m / (sqrt(v) / sqrt(1 − β2^step) + eps)
+// with the scalars formed in double and rounded to f32 where torch rounds them, the element
+// arithmetic in f32. Elementwise, so any split of a buffer into ranges (threads, ZeRO shards)
+// gives the same bits. `pool` may be null (the calling thread alone).
+void adamw_update(const OptimizerOptions& o, std::int64_t step, float grad_coef, float* params, const float* grads,
+                  float* exp_avg, float* exp_avg_sq, std::int64_t n, ThreadPool* pool = nullptr);
+
+}  // namespace plexus
