@@ -1,23 +1,77 @@
 // `plexus estimate MODEL`: weight bytes per dtype, the largest unsplittable layer, memory to
-// train with Adam, and KV-cache bytes per token and for a few contexts × batch sizes.
+// train with Adam, and KV-cache bytes per token and for a few contexts × batch sizes; with
+// --training, the per-device memory of `plexus train` (train/training_memory).
 #include <cstdio>
 
 #include "cli/commands.h"
 #include "cli/plan_options.h"
 #include "core/args.h"
+#include "core/error.h"
 #include "model/quant_policy.h"
 #include "planner/plan_report.h"
+#include "train/training_memory.h"
 
 namespace plexus::cli {
 
+namespace {
+
+// --training: the shape of the run from --batch-size, --micro-batch, --seq-len, --replicas, --zero.
+int estimate_training(const Args& args, const ModelConfig& config) {
+  for (const char* flag : {"--quantize"}) {
+    if (args.given(flag)) throw InputError(std::string(flag) + " does not apply to --training: training keeps f32 weights");
+  }
+  const long long replicas = args.get_int_in("--replicas", 1, 4096);
+  const long long batch = args.get_int_in("--batch-size", 1, 1LL << 30);
+  if (batch % replicas != 0) {
+    throw InputError("--batch-size " + std::to_string(batch) + " is not a multiple of --replicas " +
+                     std::to_string(replicas) + ": the global batch is split evenly across replicas");
+  }
+  long long micro = batch / replicas;
+  if (args.given("--micro-batch")) {
+    micro = args.get_int_in("--micro-batch", 1, 1LL << 30);
+    if ((batch / replicas) % micro != 0) {
+      throw InputError("--micro-batch " + std::to_string(micro) + " does not divide the " +
+                       std::to_string(batch / replicas) + " sequences of each replica (--batch-size " +
+                       std::to_string(batch) + " over " + std::to_string(replicas) + " replicas)");
+    }
+  }
+  TrainingShape shape;
+  shape.micro_batch = micro;
+  shape.seq_len = args.get_int_in("--seq-len", 2, 1LL << 24);
+  shape.replicas = static_cast<int>(replicas);
+  shape.zero1 = args.get_int_in("--zero", 0, 1) == 1;
+  const TrainingMemory m = training_memory(config, shape);
+  if (args.get_flag("--json")) {
+    std::printf("%s\n", training_memory_json(m, shape, batch).dump(2).c_str());
+  } else {
+    std::printf("%s", training_memory_table(m, shape, batch).c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
 int cmd_estimate(int argc, char** argv) {
   Args args("estimate", "Memory a model needs, from config.json (or safetensors headers) alone: per dtype the total "
-                        "size, the largest layer, Adam training memory; KV cache per token and per context × batch.");
+                        "size, the largest layer, Adam training memory; KV cache per token and per context × batch. "
+                        "With --training: what `plexus train` holds on each device.");
   args.positional("MODEL", "model directory (config.json [+ safetensors]), a config.json file or a .gguf file");
   args.flag("--json", "print the estimate as JSON");
   args.option("--quantize", "TYPE", "add a row for the projections quantised on load: q8_0 | q4_0 | q4_k");
+  args.flag("--training", "per device: f32 weights, gradients, AdamW state and the activations of one micro-batch");
+  args.option("--batch-size", "B", "with --training: sequences per optimizer step (the global batch)", "1");
+  args.option("--micro-batch", "M", "with --training: sequences per forward/backward (default: B / replicas)");
+  args.option("--seq-len", "T", "with --training: tokens per sequence", "256");
+  args.option("--replicas", "R", "with --training: data-parallel replicas (devices)", "1");
+  args.option("--zero", "S", "with --training: 1 shards the optimizer state across replicas (ZeRO-1); 0 does not", "0");
   if (!args.parse(argc, argv)) return 0;
+  if (!args.get_flag("--training")) {
+    for (const char* flag : {"--batch-size", "--micro-batch", "--seq-len", "--replicas", "--zero"}) {
+      if (args.given(flag)) throw InputError(std::string(flag) + " applies to the training estimate: add --training");
+    }
+  }
   const ModuleTree tree = load_module_tree(args.get("MODEL"));
+  if (args.get_flag("--training")) return estimate_training(args, tree.config());
   std::optional<DType> quantize;
   if (auto q = args.get_optional("--quantize")) quantize = quantize_flag("--quantize", *q);
   const ModelEstimate e = estimate_model(tree, quantize);

@@ -1,0 +1,115 @@
+// Training memory arithmetic: the per-device state of a replica and the process's peak.
+#include "train/training_memory.h"
+
+#include <algorithm>
+
+#include "core/units.h"
+#include "train/llama_train.h"
+#include "train/param_layout.h"
+
+namespace plexus {
+
+namespace {
+
+constexpr std::int64_t kF32 = 4;
+
+// The largest gradient bucket the all-reduce moves at once: a layer, or everything outside the
+// layers (embedding, final norm, lm_head) — the in-process group's shared scratch is that big.
+std::int64_t largest_bucket(const ParamLayout& layout, int num_layers) {
+  std::int64_t most = 0;
+  for (int l = 0; l < num_layers; ++l) {
+    const auto [b, e] = layout.layer_range(l);
+    most = std::max(most, e - b);
+  }
+  std::int64_t outside = 0;
+  for (const auto& [b, e] : layout.non_layer_ranges()) outside += e - b;
+  return std::max(most, outside);
+}
+
+std::string row(const std::string& what, std::int64_t bytes, const std::string& note) {
+  std::string s = what;
+  s.resize(std::max<std::size_t>(s.size(), 14), ' ');
+  std::string b = format_bytes(static_cast<std::uint64_t>(std::max<std::int64_t>(bytes, 0)));
+  if (b.size() < 12) b.insert(0, 12 - b.size(), ' ');
+  return s + b + (note.empty() ? "" : "  " + note) + "\n";
+}
+
+}  // namespace
+
+TrainingMemory training_memory(const ModelConfig& config, const TrainingShape& shape) {
+  const ParamLayout layout = ParamLayout::of(config);
+  const std::int64_t replicas = std::max(shape.replicas, 1);
+  // The replica pads the layout to `replicas` equal shards of whole 64-byte lines (ZeRO-1's
+  // shards, the all-gather's rows); weights and gradients are that long, the moments one shard
+  // each under ZeRO-1 (plus the shard's all-gather input), the whole padded length otherwise.
+  const std::int64_t a = ParamLayout::kParamAlign;
+  const std::int64_t shard = ((layout.total() + replicas - 1) / replicas + a - 1) / a * a;
+  const std::int64_t padded = shard * replicas;
+  const bool zero1 = shape.zero1 && replicas > 1;
+  TrainingMemory m;
+  m.parameters = layout.parameters();
+  m.weights = padded * kF32;
+  m.gradients = padded * kF32;
+  m.optimizer = (zero1 ? 3 * shard : 2 * padded) * kF32;
+  m.activations = TrainActivations::bytes_for(config, shape.micro_batch, shape.seq_len);
+  // The micro-batch's tokens (int32) and their targets.
+  m.scratch = 2 * shape.micro_batch * shape.seq_len * 4;
+  // ReplicaTrainer::optimizer_state: both moments of the whole layout, on every replica.
+  m.checkpoint = 2 * layout.total() * kF32;
+  return m;
+}
+
+std::int64_t ProcessMemory::total() const { return std::max(devices + group_scratch, load_peak) + data; }
+
+ProcessMemory process_memory(const ModelConfig& config, const TrainingShape& shape, int in_process_replicas,
+                             std::int64_t checkpoint_bytes, std::int64_t data_bytes) {
+  const ParamLayout layout = ParamLayout::of(config);
+  const TrainingMemory m = training_memory(config, shape);
+  ProcessMemory p;
+  p.devices = m.device_total() * std::max(in_process_replicas, 1);
+  if (in_process_replicas > 1) p.group_scratch = largest_bucket(layout, config.num_layers) * kF32;
+  p.load_peak = checkpoint_bytes + layout.total() * kF32;
+  p.data = data_bytes;
+  return p;
+}
+
+std::string training_memory_table(const TrainingMemory& m, const TrainingShape& shape, std::int64_t global_batch) {
+  std::string out = "training memory per device (f32, AdamW): " + std::to_string(m.parameters) + " parameters, " +
+                    std::to_string(shape.replicas) + (shape.replicas == 1 ? " replica" : " replicas") +
+                    ", micro-batch " + std::to_string(shape.micro_batch) + " x " + std::to_string(shape.seq_len) +
+                    " tokens";
+  if (global_batch > 0) out += ", global batch " + std::to_string(global_batch);
+  out += "\n";
+  out += row("weights", m.weights, "");
+  out += row("gradients", m.gradients, "");
+  out += row("optimizer", m.optimizer,
+             shape.zero1 && shape.replicas > 1 ? "two moments, ZeRO-1 shard 1/" + std::to_string(shape.replicas)
+                                               : "two moments");
+  out += row("activations", m.activations, "kept for the backward + scratch of one micro-batch");
+  out += row("checkpoint", m.checkpoint, "both moments gathered while a checkpoint is written");
+  out += row("other", m.scratch, "token buffers");
+  out += row("total", m.device_total(), "");
+  return out;
+}
+
+Json training_memory_json(const TrainingMemory& m, const TrainingShape& shape, std::int64_t global_batch) {
+  Json j;
+  j["parameters"] = m.parameters;
+  j["replicas"] = shape.replicas;
+  j["zero"] = shape.zero1 ? 1 : 0;
+  j["micro_batch"] = shape.micro_batch;
+  j["seq_len"] = shape.seq_len;
+  if (global_batch > 0) j["global_batch"] = global_batch;
+  Json d;
+  d["weights_bytes"] = m.weights;
+  d["gradients_bytes"] = m.gradients;
+  d["optimizer_bytes"] = m.optimizer;
+  d["activations_bytes"] = m.activations;
+  d["checkpoint_bytes"] = m.checkpoint;
+  d["other_bytes"] = m.scratch;
+  d["total_bytes"] = m.device_total();
+  j["per_device"] = d;
+  return j;
+}
+
+}  // namespace plexus

@@ -1,0 +1,129 @@
+// --batch-size auto and --parallel auto: the largest micro-batch under a budget, the trial step
+// that shrinks it, the accumulation reaching a global batch, and the errors with their numbers.
+#include "train/batch_choice.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "core/error.h"
+#include "model/make_model.h"
+
+namespace plexus {
+namespace {
+
+ModelConfig tiny() { return preset_config("tiny", Arch::kLlama, 300); }
+
+std::int64_t need(std::int64_t m, std::int64_t T = 32, int replicas = 1, bool zero1 = false) {
+  return training_memory(tiny(), {m, T, replicas, zero1, 1}).device_total();
+}
+
+TEST(BatchChoice, LargestFittingMicroBatchIsExact) {
+  const ModelConfig c = tiny();
+  const TrainingShape shape{1, 32, 1, false, 1};
+  for (std::int64_t m : {1, 2, 3, 7, 16, 33}) {
+    // A budget exactly at m's need fits m and not m + 1; one byte less fits m − 1.
+    EXPECT_EQ(largest_fitting_micro_batch(c, shape, need(m), 1000), m);
+    EXPECT_EQ(largest_fitting_micro_batch(c, shape, need(m) - 1, 1000), m - 1);
+  }
+  EXPECT_EQ(largest_fitting_micro_batch(c, shape, need(50), 12), 12);  // the limit
+  EXPECT_EQ(largest_fitting_micro_batch(c, shape, need(1) - 1, 1000), 0);
+}
+
+TEST(BatchChoice, AutoWithoutGlobalBatchTakesTheLargestFit) {
+  AutoBatchRequest req;
+  req.seq_len = 32;
+  req.replicas = 2;
+  req.budget = need(5, 32, 2);
+  req.budget_source = "--max-memory";
+  const AutoBatchChoice c = choose_auto_batch(tiny(), req, {});
+  EXPECT_EQ(c.batch.micro_batch, 5);
+  EXPECT_EQ(c.batch.accumulation, 1);
+  EXPECT_EQ(c.batch.global_batch, 10);
+  EXPECT_EQ(c.batch.replicas, 2);
+  EXPECT_EQ(c.trials, 0);
+  EXPECT_NE(c.batch.why.find("micro-batch 5"), std::string::npos) << c.batch.why;
+  EXPECT_NE(c.batch.why.find("global batch 10"), std::string::npos) << c.batch.why;
+}
+
+TEST(BatchChoice, GlobalBatchByAccumulationOfADivisor) {
+  AutoBatchRequest req;
+  req.seq_len = 32;
+  req.replicas = 2;
+  req.global_batch = 28;  // 14 per replica; 5 fits: the largest divisor of 14 not above 5 is 2
+  req.budget = need(5, 32, 2);
+  const AutoBatchChoice c = choose_auto_batch(tiny(), req, {});
+  EXPECT_EQ(c.largest_fit, 5);
+  EXPECT_EQ(c.batch.micro_batch, 2);
+  EXPECT_EQ(c.batch.accumulation, 7);
+  EXPECT_EQ(c.batch.global_batch, 28);
+  EXPECT_EQ(c.batch.replicas * c.batch.accumulation * c.batch.micro_batch, 28);
+  // A share smaller than what fits: one micro-batch of the whole share.
+  req.global_batch = 6;
+  const AutoBatchChoice small = choose_auto_batch(tiny(), req, {});
+  EXPECT_EQ(small.batch.micro_batch, 3);
+  EXPECT_EQ(small.batch.accumulation, 1);
+  req.global_batch = 7;
+  EXPECT_THROW(choose_auto_batch(tiny(), req, {}), InputError);  // not a multiple of 2 replicas
+}
+
+TEST(BatchChoice, TrialStepShrinksUntilItFits) {
+  AutoBatchRequest req;
+  req.seq_len = 32;
+  req.budget = need(8);
+  req.budget_source = "host available memory";
+  // The trial measures 1.5 × the estimate's activations: 8 does not fit, something smaller does.
+  std::vector<std::int64_t> tried;
+  const TrialStep trial = [&](std::int64_t m) {
+    tried.push_back(m);
+    const TrainingMemory e = training_memory(tiny(), {m, 32, 1, false, 1});
+    return e.device_total() + e.activations / 2;
+  };
+  const AutoBatchChoice c = choose_auto_batch(tiny(), req, trial);
+  ASSERT_GE(tried.size(), 2u);
+  EXPECT_EQ(tried.front(), 8);
+  EXPECT_LT(c.batch.micro_batch, 8);
+  EXPECT_GE(c.batch.micro_batch, 1);
+  EXPECT_LE(c.measured, req.budget);
+  EXPECT_EQ(c.trials, static_cast<int>(tried.size()));
+  for (std::size_t i = 1; i < tried.size(); ++i) EXPECT_LT(tried[i], tried[i - 1]);
+  EXPECT_NE(c.batch.why.find("trial step measured"), std::string::npos) << c.batch.why;
+  // A trial that never fits ends in an InputError, not a loop.
+  EXPECT_THROW(choose_auto_batch(tiny(), req, [&](std::int64_t) { return req.budget + 1; }), InputError);
+}
+
+TEST(BatchChoice, OneSequenceThatDoesNotFitSaysTheNumbers) {
+  AutoBatchRequest req;
+  req.seq_len = 32;
+  req.budget = need(1) - 1;
+  req.budget_source = "--max-memory";
+  try {
+    choose_auto_batch(tiny(), req, {});
+    FAIL() << "no InputError";
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("--max-memory allows"), std::string::npos) << what;
+    EXPECT_NE(what.find("weights"), std::string::npos) << what;
+  }
+}
+
+TEST(BatchChoice, ParallelAutoReplicasOrStages) {
+  EXPECT_EQ(parse_parallel_mode("auto"), ParallelMode::kAuto);
+  EXPECT_EQ(parse_parallel_mode("replicas"), ParallelMode::kReplicas);
+  EXPECT_EQ(parse_parallel_mode("stages"), ParallelMode::kStages);
+  EXPECT_THROW(parse_parallel_mode("tensor"), InputError);
+  EXPECT_EQ(choose_parallel(ParallelMode::kAuto, 100, 100, "x"), ParallelMode::kReplicas);
+  EXPECT_EQ(choose_parallel(ParallelMode::kReplicas, 1000, 100, "x"), ParallelMode::kReplicas);
+  for (ParallelMode m : {ParallelMode::kAuto, ParallelMode::kStages}) {
+    try {
+      choose_parallel(m, 1000, m == ParallelMode::kAuto ? 100 : 10000, "--max-memory");
+      FAIL() << "no InputError";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("pipeline training of layer stages is not built yet"), std::string::npos)
+          << e.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace plexus

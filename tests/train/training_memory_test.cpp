@@ -1,0 +1,84 @@
+// The training memory estimate: each part's arithmetic from the layout, ZeRO-1's shard, the
+// activations from TrainActivations, and the process peak around it.
+#include "train/training_memory.h"
+
+#include <gtest/gtest.h>
+
+#include "model/make_model.h"
+#include "train/llama_train.h"
+#include "train/param_layout.h"
+
+namespace plexus {
+namespace {
+
+TEST(TrainingMemory, PartsFromTheLayout) {
+  const ModelConfig c = preset_config("tiny", Arch::kLlama, 300);
+  const ParamLayout layout = ParamLayout::of(c);
+  const TrainingMemory m = training_memory(c, {2, 16, 1, false, 1});
+  EXPECT_EQ(m.parameters, layout.parameters());
+  EXPECT_EQ(m.weights, 4 * layout.total());
+  EXPECT_EQ(m.gradients, 4 * layout.total());
+  EXPECT_EQ(m.optimizer, 8 * layout.total());
+  EXPECT_EQ(m.activations, TrainActivations::bytes_for(c, 2, 16));
+  EXPECT_EQ(m.checkpoint, 8 * layout.total());  // both moments, gathered for a checkpoint
+  EXPECT_EQ(m.device_total(), m.weights + m.gradients + m.optimizer + m.activations + m.scratch + m.checkpoint);
+  // Activations grow with the micro-batch and the sequence; the rest does not.
+  const TrainingMemory m4 = training_memory(c, {4, 16, 1, false, 1});
+  EXPECT_GT(m4.activations, m.activations);
+  EXPECT_EQ(m4.weights + m4.gradients + m4.optimizer, m.weights + m.gradients + m.optimizer);
+  EXPECT_GT(training_memory(c, {2, 32, 1, false, 1}).activations, m.activations);
+}
+
+TEST(TrainingMemory, ZeroOneShardsTheMoments) {
+  const ModelConfig c = preset_config("tiny", Arch::kLlama, 300);
+  const std::int64_t total = ParamLayout::of(c).total();
+  const TrainingMemory plain = training_memory(c, {1, 8, 3, false, 1});
+  const TrainingMemory zero = training_memory(c, {1, 8, 3, true, 1});
+  // Three shards of whole 16-element lines: the two moments and the all-gather's input.
+  const std::int64_t shard = ((total + 2) / 3 + 15) / 16 * 16;
+  EXPECT_EQ(zero.optimizer, 3 * 4 * shard);
+  EXPECT_EQ(plain.optimizer, 2 * 4 * 3 * shard);
+  EXPECT_EQ(plain.weights, 4 * 3 * shard);  // padded to the three shards
+  EXPECT_EQ(zero.weights, plain.weights);
+  EXPECT_EQ(zero.gradients, plain.gradients);
+  // One replica: ZeRO-1 has nothing to shard.
+  EXPECT_EQ(training_memory(c, {1, 8, 1, true, 1}).optimizer, 8 * total);
+}
+
+TEST(TrainingMemory, ProcessPeakIsTheLargerOfLoadAndSteps) {
+  const ModelConfig c = preset_config("tiny", Arch::kLlama, 300);
+  const std::int64_t total = ParamLayout::of(c).total();
+  const TrainingShape shape{1, 8, 2, false, 1};
+  const TrainingMemory m = training_memory(c, shape);
+  const ProcessMemory one = process_memory(c, shape, 1, 0);
+  EXPECT_EQ(one.devices, m.device_total());
+  EXPECT_EQ(one.group_scratch, 0);
+  EXPECT_EQ(one.total(), m.device_total());
+  const ProcessMemory two = process_memory(c, shape, 2, 0);
+  EXPECT_EQ(two.devices, 2 * m.device_total());
+  EXPECT_GT(two.group_scratch, 0);  // the largest gradient bucket, shared by the group
+  EXPECT_LE(two.group_scratch, 4 * total);
+  // A checkpoint mapping larger than the whole training state makes the load the peak.
+  const ProcessMemory load = process_memory(c, shape, 1, 100 * m.device_total());
+  EXPECT_EQ(load.total(), 100 * m.device_total() + 4 * total);
+  EXPECT_EQ(process_memory(c, shape, 1, 0, 1000).total(), m.device_total() + 1000);  // the data's tokens
+}
+
+TEST(TrainingMemory, TableAndJsonNameEveryPart) {
+  const ModelConfig c = preset_config("tiny", Arch::kLlama, 300);
+  const TrainingShape shape{2, 16, 2, true, 1};
+  const TrainingMemory m = training_memory(c, shape);
+  const std::string table = training_memory_table(m, shape, 8);
+  for (const char* part : {"weights", "gradients", "optimizer", "activations", "checkpoint", "total", "ZeRO-1", "global batch 8"}) {
+    EXPECT_NE(table.find(part), std::string::npos) << part << " in\n" << table;
+  }
+  const Json j = training_memory_json(m, shape, 8);
+  EXPECT_EQ(j["per_device"]["weights_bytes"].get<std::int64_t>(), m.weights);
+  EXPECT_EQ(j["per_device"]["optimizer_bytes"].get<std::int64_t>(), m.optimizer);
+  EXPECT_EQ(j["per_device"]["activations_bytes"].get<std::int64_t>(), m.activations);
+  EXPECT_EQ(j["per_device"]["total_bytes"].get<std::int64_t>(), m.device_total());
+  EXPECT_EQ(j["zero"].get<int>(), 1);
+}
+
+}  // namespace
+}  // namespace plexus
