@@ -41,7 +41,9 @@ TEST_F(TrainMultidevice, ReplicasVirtualDevicesAndZeroGiveTheLossesOfOneReplica)
   expect_close(losses(run_plexus(args("r2", "--replicas 2"))), one, "--replicas 2");
   const testing::ProcessResult vd = run_plexus(args("vd2", "--virtual-devices 2 --micro-batch 1"));
   expect_close(losses(vd), one, "--virtual-devices 2 --micro-batch 1");
-  if (vd.exit_code == 0) EXPECT_EQ(Json::parse(vd.out)["ranks"].size(), 2u);
+  if (vd.exit_code == 0) {
+    EXPECT_EQ(Json::parse(vd.out)["ranks"].size(), 2u);
+  }
   expect_close(losses(run_plexus(args("z1", "--replicas 2 --zero 1"))), one, "--replicas 2 --zero 1");
   expect_close(losses(run_plexus(args("acc", "--micro-batch 2"))), one, "--micro-batch 2");
 }
@@ -54,7 +56,9 @@ TEST_F(TrainMultidevice, MpirunRanksGiveTheLossesOfOneReplica) {
                              shell_quote(PLEXUS_BINARY) + " ";
   const testing::ProcessResult r = testing::run_command(mpirun + args("mpi", ""));
   expect_close(losses(r), one, "mpirun -np 2");
-  if (r.exit_code == 0) EXPECT_EQ(Json::parse(r.out)["ranks"].size(), 2u);
+  if (r.exit_code == 0) {
+    EXPECT_EQ(Json::parse(r.out)["ranks"].size(), 2u);
+  }
   // --replicas is refused under mpirun, and bad input ends every rank with exit 2.
   const testing::ProcessResult bad = testing::run_command(mpirun + args("mpi-bad", "--replicas 2"));
   EXPECT_EQ(bad.exit_code, 2) << bad.err;
