@@ -47,6 +47,8 @@ TEST_F(TrainMultidevice, ReplicasVirtualDevicesAndZeroGiveTheLossesOfOneReplica)
   }
   expect_close(losses(run_plexus(args("z1", "--replicas 2 --zero 1"))), one, "--replicas 2 --zero 1");
   expect_close(losses(run_plexus(args("acc", "--micro-batch 2"))), one, "--micro-batch 2");
+  // The thread count changes nothing, bit for bit.
+  EXPECT_EQ(losses(run_plexus(args("t3", "--threads 3"))), one);
 }
 
 TEST_F(TrainMultidevice, MpirunRanksGiveTheLossesOfOneReplica) {
