@@ -1,0 +1,352 @@
+// The Llama-family training step: forward keeping activations, chunked lm_head + cross-entropy,
+// and the backward through every layer, all through TrainOps. What is kept and what recomputed:
+// docs/train.md "The backward pass".
+#include "train/llama_train.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "core/error.h"
+#include "model/llama_family.h"
+#include "model/token_id.h"
+
+namespace plexus {
+
+namespace {
+
+constexpr std::int64_t kLine = 16;  // floats: every buffer starts on a 64-byte line
+std::int64_t line(std::int64_t n) { return (n + kLine - 1) / kLine * kLine; }
+
+// Rows of logits computed at a time: the lm_head and the cross-entropy run over the b·(T−1)
+// predictions in chunks of this many rows, so the (rows, vocab) buffer does not grow with the batch.
+constexpr std::int64_t kLogitRows = 1024;
+
+// A buffer of TrainActivations: `copies` regions of `stride` floats from `offset` (one per layer
+// for what the backward keeps, one for scratch).
+struct Buf {
+  std::int64_t offset = 0, stride = 0;
+  float* at(float* base, std::int64_t copy = 0) const { return base + offset + copy * stride; }
+};
+
+// Where each buffer lies in the one allocation, for up to b sequences of T tokens.
+struct ActPlan {
+  // Kept by the forward for the backward, per layer (x: num_layers + 1 copies).
+  Buf x;          // (n, H) the residual stream entering layer l; copy L enters the final norm
+  Buf x_mid;      // (n, H) the residual after layer l's attention
+  Buf q, k, v;    // (n, Q) (n, KV) (n, KV) projections (+ bias); q, k rotated unless qk_norm
+  Buf att;        // (n, Q) attention output, before o_proj
+  Buf lse;        // (b, n_heads, T) attention log-sum-exp
+  Buf gate, up;   // (n, I) MLP projections
+  // Scratch shared by the layers.
+  Buf cos, sin;      // (T, head_dim / 2)
+  Buf xn;            // (n, H) the normed residual (recomputed in the backward)
+  Buf rstd;          // (n · n_heads) with qk_norm, else (n)
+  Buf rstd_k;        // (n · n_kv_heads) with qk_norm, else empty
+  Buf q_rot, k_rot;  // (n, Q) (n, KV) normed + rotated q, k with qk_norm, else empty
+  Buf m;             // (n, I) silu(gate) · up, then its gradient
+  Buf dx, dh;        // (n, H) residual gradient; gradient of a normed input
+  Buf datt, dq;      // (n, Q)
+  Buf dk, dv;        // (n, KV)
+  Buf xf;            // (b·(T−1), H) final-normed rows that predict, then their gradient
+  Buf rstd_f;        // (b·(T−1))
+  Buf logits;        // (min(b·(T−1), kLogitRows), vocab), then their gradient
+  std::int64_t total = 0;  // floats
+};
+
+ActPlan plan_activations(const ModelConfig& c, std::int64_t b, std::int64_t T) {
+  const std::int64_t n = b * T, np = b * (T - 1), L = c.num_layers;
+  const std::int64_t H = c.hidden_size, Q = c.q_dim(), KV = c.kv_dim(), I = c.intermediate_size;
+  ActPlan p;
+  auto take = [&p](Buf& buf, std::int64_t count, std::int64_t copies) {
+    buf.offset = p.total;
+    buf.stride = line(count);
+    p.total += copies * buf.stride;
+  };
+  take(p.x, n * H, L + 1);
+  take(p.x_mid, n * H, L);
+  take(p.q, n * Q, L);
+  take(p.k, n * KV, L);
+  take(p.v, n * KV, L);
+  take(p.att, n * Q, L);
+  take(p.lse, b * c.num_heads * T, L);
+  take(p.gate, n * I, L);
+  take(p.up, n * I, L);
+  take(p.cos, T * (c.head_dim / 2), 1);
+  take(p.sin, T * (c.head_dim / 2), 1);
+  take(p.xn, n * H, 1);
+  take(p.rstd, n * (c.qk_norm ? c.num_heads : 1), 1);
+  take(p.rstd_k, c.qk_norm ? n * c.num_kv_heads : 0, 1);
+  take(p.q_rot, c.qk_norm ? n * Q : 0, 1);
+  take(p.k_rot, c.qk_norm ? n * KV : 0, 1);
+  take(p.m, n * I, 1);
+  take(p.dx, n * H, 1);
+  take(p.dh, n * H, 1);
+  take(p.datt, n * Q, 1);
+  take(p.dq, n * Q, 1);
+  take(p.dk, n * KV, 1);
+  take(p.dv, n * KV, 1);
+  take(p.xf, np * H, 1);
+  take(p.rstd_f, np, 1);
+  take(p.logits, std::min(np, kLogitRows) * c.vocab_size, 1);
+  return p;
+}
+
+// One micro-batch through the model: the forward, then (when grads is set) the backward.
+class Step {
+ public:
+  Step(const ModelConfig& c, std::span<const double> inv_freq, const AttentionShape& attention, TrainOps& ops,
+       const ModelTensors& w, const MicroBatch& mb, TrainActivations& acts)
+      : c_(c), inv_freq_(inv_freq), attention_(attention), ops_(ops), w_(w), mb_(mb),
+        p_(plan_activations(c, acts.max_b(), acts.T())), base_(acts.data()),
+        n_(mb.b * mb.T), np_(mb.b * (mb.T - 1)), eps_(static_cast<float>(c.rms_norm_eps)) {}
+
+  // Embedding and every layer: the residual stream x(L) enters the final norm.
+  void forward_layers() {
+    ops_.rope_table(inv_freq_, mb_.T, p_.cos.at(base_), p_.sin.at(base_));
+    ops_.embed(w_.embed, mb_.tokens, c_.hidden_size, p_.x.at(base_, 0));
+    for (int l = 0; l < c_.num_layers; ++l) layer_forward(l);
+  }
+
+  // The final norm of the predicting rows, then lm_head and the cross-entropy chunk by chunk;
+  // with grads, each chunk's logits gradient goes into the lm_head gradient and the rows' xf
+  // becomes their gradient. Returns the loss sum.
+  double head(const ModelTensors* grads, float grad_scale) {
+    const std::int64_t T = mb_.T, H = c_.hidden_size, V = c_.vocab_size;
+    float* xf = p_.xf.at(base_);
+    for (std::int64_t i = 0; i < mb_.b; ++i) {  // rows 0..T−2 of sequence i predict
+      ops_.rmsnorm(p_.x.at(base_, c_.num_layers) + i * T * H, w_.final_norm, T - 1, H, eps_, xf + i * (T - 1) * H,
+                   p_.rstd_f.at(base_) + i * (T - 1));
+    }
+    std::vector<std::int32_t> targets(static_cast<std::size_t>(np_));  // (b·(T−1))
+    for (std::int64_t i = 0; i < mb_.b; ++i) {
+      for (std::int64_t t = 0; t + 1 < T; ++t) {
+        targets[static_cast<std::size_t>(i * (T - 1) + t)] = mb_.tokens[static_cast<std::size_t>(i * T + t + 1)];
+      }
+    }
+    float* logits = p_.logits.at(base_);
+    double loss = 0;
+    for (std::int64_t r0 = 0; r0 < np_; r0 += kLogitRows) {
+      const std::int64_t rows = std::min(kLogitRows, np_ - r0);
+      ops_.linear(xf + r0 * H, w_.lm_head, nullptr, rows, H, V, logits);  // (rows, V)
+      loss += ops_.cross_entropy(logits, std::span(targets).subspan(static_cast<std::size_t>(r0),
+                                                                     static_cast<std::size_t>(rows)),
+                                 V, grad_scale);
+      if (grads != nullptr) {
+        ops_.linear_backward_weight(logits, xf + r0 * H, rows, H, V, grads->lm_head, nullptr);
+        ops_.linear_backward_input(logits, w_.lm_head, rows, H, V, xf + r0 * H, false);
+      }
+    }
+    return loss;
+  }
+
+  // From the gradient of xf (head with grads): every layer's backward, then the embedding's.
+  void backward(const ModelTensors& g, const GradientsReady& ready) {
+    const std::int64_t T = mb_.T, H = c_.hidden_size;
+    float* dx = p_.dx.at(base_);
+    ops_.zero(dx, n_ * H);  // the last position of each sequence predicts nothing: zero gradient
+    for (std::int64_t i = 0; i < mb_.b; ++i) {
+      ops_.rmsnorm_backward(p_.xf.at(base_) + i * (T - 1) * H, p_.x.at(base_, c_.num_layers) + i * T * H,
+                            w_.final_norm, p_.rstd_f.at(base_) + i * (T - 1), T - 1, H, dx + i * T * H,
+                            g.final_norm);
+    }
+    for (int l = c_.num_layers - 1; l >= 0; --l) {
+      layer_backward(l, g);
+      if (ready) ready(l);
+    }
+    ops_.embed_backward(dx, mb_.tokens, H, g.embed);
+    if (ready) ready(-1);
+  }
+
+ private:
+  const LayerTensors& lw(int l) const { return w_.layers[static_cast<std::size_t>(l)]; }
+
+  // q, k as attention reads them: with qk_norm, normed per head into q_rot / k_rot (rstd,
+  // rstd_k) from the kept pre-norm projections, then rotated; otherwise the kept q, k, rotated
+  // in place by the forward.
+  void attention_inputs(int l, const float** qa, const float** ka, bool rotate) {
+    const std::int64_t hd = c_.head_dim;
+    float* q = p_.q.at(base_, l);
+    float* k = p_.k.at(base_, l);
+    if (c_.qk_norm) {
+      ops_.rmsnorm(q, lw(l).q_norm, n_ * c_.num_heads, hd, eps_, p_.q_rot.at(base_), p_.rstd.at(base_));
+      ops_.rmsnorm(k, lw(l).k_norm, n_ * c_.num_kv_heads, hd, eps_, p_.k_rot.at(base_), p_.rstd_k.at(base_));
+      q = p_.q_rot.at(base_);
+      k = p_.k_rot.at(base_);
+      rotate = true;
+    }
+    if (rotate) {
+      ops_.rope(q, mb_.b, mb_.T, c_.num_heads, hd, p_.cos.at(base_), p_.sin.at(base_), false);
+      ops_.rope(k, mb_.b, mb_.T, c_.num_kv_heads, hd, p_.cos.at(base_), p_.sin.at(base_), false);
+    }
+    *qa = q;
+    *ka = k;
+  }
+
+  void layer_forward(int l) {
+    const std::int64_t n = n_, H = c_.hidden_size, Q = c_.q_dim(), KV = c_.kv_dim(), I = c_.intermediate_size;
+    const LayerTensors& w = lw(l);
+    float* x = p_.x.at(base_, l);
+    float* xm = p_.x_mid.at(base_, l);
+    float* xn = p_.xn.at(base_);
+    // Attention block: xm = x + o_proj(attention(rope(q), rope(k), v)) of norm(x).
+    ops_.rmsnorm(x, w.input_norm, n, H, eps_, xn, p_.rstd.at(base_));
+    ops_.linear(xn, w.q, w.q_bias, n, H, Q, p_.q.at(base_, l));
+    ops_.linear(xn, w.k, w.k_bias, n, H, KV, p_.k.at(base_, l));
+    ops_.linear(xn, w.v, w.v_bias, n, H, KV, p_.v.at(base_, l));
+    const float *qa = nullptr, *ka = nullptr;
+    attention_inputs(l, &qa, &ka, true);
+    ops_.attention(qa, ka, p_.v.at(base_, l), mb_.b, mb_.T, attention_, p_.att.at(base_, l), p_.lse.at(base_, l));
+    ops_.linear(p_.att.at(base_, l), w.o, w.o_bias, n, Q, H, xm);
+    ops_.add(xm, x, n * H);
+    // MLP block: x(l+1) = xm + down(silu(gate(h)) · up(h)), h = norm(xm).
+    ops_.rmsnorm(xm, w.post_attention_norm, n, H, eps_, xn, p_.rstd.at(base_));
+    ops_.linear(xn, w.gate, nullptr, n, H, I, p_.gate.at(base_, l));
+    ops_.linear(xn, w.up, nullptr, n, H, I, p_.up.at(base_, l));
+    ops_.silu_mul(p_.gate.at(base_, l), p_.up.at(base_, l), p_.m.at(base_), n * I);
+    float* x_next = p_.x.at(base_, l + 1);
+    ops_.linear(p_.m.at(base_), w.down, nullptr, n, I, H, x_next);
+    ops_.add(x_next, xm, n * H);
+  }
+
+  // dx holds ∂loss/∂x(l+1) on entry and ∂loss/∂x(l) on return; layer l's gradients are final.
+  void layer_backward(int l, const ModelTensors& grads) {
+    const std::int64_t n = n_, H = c_.hidden_size, Q = c_.q_dim(), KV = c_.kv_dim(), I = c_.intermediate_size;
+    const std::int64_t hd = c_.head_dim;
+    const LayerTensors& w = lw(l);
+    const LayerTensors& g = grads.layers[static_cast<std::size_t>(l)];
+    float* x = p_.x.at(base_, l);
+    float* xm = p_.x_mid.at(base_, l);
+    float* xn = p_.xn.at(base_);
+    float* rstd = p_.rstd.at(base_);
+    float* dx = p_.dx.at(base_);
+    float* dh = p_.dh.at(base_);
+    float* m = p_.m.at(base_);
+    float* gate = p_.gate.at(base_, l);
+    float* up = p_.up.at(base_, l);
+
+    // MLP: recompute h = norm(xm) and m = silu(gate) · up (bitwise the forward's).
+    ops_.rmsnorm(xm, w.post_attention_norm, n, H, eps_, xn, rstd);
+    ops_.silu_mul(gate, up, m, n * I);
+    ops_.linear_backward_weight(dx, m, n, I, H, g.down, nullptr);
+    ops_.linear_backward_input(dx, w.down, n, I, H, m, false);  // m = ∂/∂m
+    ops_.silu_mul_backward(m, gate, up, gate, up, n * I);      // gate, up = their gradients
+    ops_.linear_backward_weight(gate, xn, n, H, I, g.gate, nullptr);
+    ops_.linear_backward_weight(up, xn, n, H, I, g.up, nullptr);
+    ops_.linear_backward_input(gate, w.gate, n, H, I, dh, false);
+    ops_.linear_backward_input(up, w.up, n, H, I, dh, true);
+    ops_.rmsnorm_backward(dh, xm, w.post_attention_norm, rstd, n, H, dx, g.post_attention_norm);  // dx = ∂/∂xm
+
+    // Attention: o_proj, then attention over q, k as the forward rotated them.
+    float* datt = p_.datt.at(base_);
+    float* dq = p_.dq.at(base_);
+    float* dk = p_.dk.at(base_);
+    float* dv = p_.dv.at(base_);
+    ops_.linear_backward_weight(dx, p_.att.at(base_, l), n, Q, H, g.o, g.o_bias);
+    ops_.linear_backward_input(dx, w.o, n, Q, H, datt, false);
+    const float *qa = nullptr, *ka = nullptr;
+    attention_inputs(l, &qa, &ka, false);
+    ops_.attention_backward(datt, qa, ka, p_.v.at(base_, l), p_.att.at(base_, l), p_.lse.at(base_, l), mb_.b, mb_.T,
+                            attention_, dq, dk, dv);
+    ops_.rope(dq, mb_.b, mb_.T, c_.num_heads, hd, p_.cos.at(base_), p_.sin.at(base_), true);
+    ops_.rope(dk, mb_.b, mb_.T, c_.num_kv_heads, hd, p_.cos.at(base_), p_.sin.at(base_), true);
+    if (c_.qk_norm) {  // through the per-head norms: the projections' gradients into datt, k_rot
+      float* dq_pre = datt;
+      float* dk_pre = p_.k_rot.at(base_);
+      ops_.zero(dq_pre, n * Q);
+      ops_.rmsnorm_backward(dq, p_.q.at(base_, l), w.q_norm, rstd, n * c_.num_heads, hd, dq_pre, g.q_norm);
+      ops_.zero(dk_pre, n * KV);
+      ops_.rmsnorm_backward(dk, p_.k.at(base_, l), w.k_norm, p_.rstd_k.at(base_), n * c_.num_kv_heads, hd, dk_pre,
+                            g.k_norm);
+      dq = dq_pre;
+      dk = dk_pre;
+    }
+    // q, k, v projections of xn = norm(x) (recomputed).
+    ops_.rmsnorm(x, w.input_norm, n, H, eps_, xn, rstd);
+    ops_.linear_backward_weight(dq, xn, n, H, Q, g.q, g.q_bias);
+    ops_.linear_backward_weight(dk, xn, n, H, KV, g.k, g.k_bias);
+    ops_.linear_backward_weight(dv, xn, n, H, KV, g.v, g.v_bias);
+    ops_.linear_backward_input(dq, w.q, n, H, Q, dh, false);
+    ops_.linear_backward_input(dk, w.k, n, H, KV, dh, true);
+    ops_.linear_backward_input(dv, w.v, n, H, KV, dh, true);
+    ops_.rmsnorm_backward(dh, x, w.input_norm, rstd, n, H, dx, g.input_norm);  // dx = ∂/∂x(l)
+  }
+
+  const ModelConfig& c_;
+  std::span<const double> inv_freq_;
+  const AttentionShape& attention_;
+  TrainOps& ops_;
+  const ModelTensors& w_;
+  const MicroBatch& mb_;
+  ActPlan p_;
+  float* base_;
+  std::int64_t n_, np_;
+  float eps_;
+};
+
+void check_micro_batch(const ModelConfig& c, const MicroBatch& mb, const TrainActivations& acts) {
+  if (mb.b < 1 || mb.b > acts.max_b() || mb.T != acts.T() ||
+      static_cast<std::int64_t>(mb.tokens.size()) != mb.b * mb.T) {
+    throw RuntimeError("training micro-batch of " + std::to_string(mb.b) + " x " + std::to_string(mb.T) + " tokens (" +
+                       std::to_string(mb.tokens.size()) + " ids) does not fit activations for " +
+                       std::to_string(acts.max_b()) + " x " + std::to_string(acts.T()));
+  }
+  check_token_ids(mb.tokens, c.vocab_size, "training data");
+}
+
+}  // namespace
+
+std::int64_t TrainActivations::bytes_for(const ModelConfig& config, std::int64_t b, std::int64_t T) {
+  return plan_activations(config, b, T).total * static_cast<std::int64_t>(sizeof(float));
+}
+
+TrainActivations::TrainActivations(const ModelConfig& config, std::int64_t b, std::int64_t T)
+    : b_(b), T_(T) {
+  if (b < 1 || T < 2) {
+    throw InputError("training needs at least 1 sequence of 2 tokens per micro-batch; got " + std::to_string(b) +
+                     " of " + std::to_string(T));
+  }
+  memory_.resize(static_cast<std::size_t>(plan_activations(config, b, T).total));
+}
+
+LlamaTrainModel::LlamaTrainModel(const ModelConfig& config)
+    : config_(config),
+      layout_(ParamLayout::of(config)),
+      inv_freq_(rope_inv_freq(config)),
+      attention_{config.num_heads, config.num_kv_heads, config.head_dim, config.sliding_window,
+                 static_cast<float>(1.0 / std::sqrt(static_cast<double>(config.head_dim))), config.rope_interleaved} {
+  const std::string what = config.architecture.empty() ? std::string(arch_name(config.arch)) : config.architecture;
+  if (config.rope_interleaved) {
+    throw InputError(what + " model with interleaved rope (a GGUF file's permuted q/k rows): training reads "
+                            "Hugging Face checkpoints (config.json + safetensors); convert the model to one");
+  }
+  if (!config.rope_freq_factors.empty()) {
+    throw InputError(what + " model with rope frequency factors (a GGUF file's rope_freqs.weight): training reads "
+                            "Hugging Face checkpoints (config.json + safetensors); convert the model to one");
+  }
+  if (config.head_dim % 2 != 0) {
+    throw InputError(what + " model with odd head_dim " + std::to_string(config.head_dim) +
+                     ": rotary embeddings need an even head_dim");
+  }
+}
+
+double LlamaTrainModel::forward_backward(TrainOps& ops, const ModelTensors& w, const ModelTensors& grads,
+                                         const MicroBatch& mb, float grad_scale, TrainActivations& acts,
+                                         const GradientsReady& ready) const {
+  check_micro_batch(config_, mb, acts);
+  Step step(config_, inv_freq_, attention_, ops, w, mb, acts);
+  step.forward_layers();
+  const double loss = step.head(&grads, grad_scale);
+  step.backward(grads, ready);
+  return loss;
+}
+
+double LlamaTrainModel::forward_loss(TrainOps& ops, const ModelTensors& w, const MicroBatch& mb,
+                                     TrainActivations& acts) const {
+  check_micro_batch(config_, mb, acts);
+  Step step(config_, inv_freq_, attention_, ops, w, mb, acts);
+  step.forward_layers();
+  return step.head(nullptr, 1.0f);
+}
+
+}  // namespace plexus

@@ -1,0 +1,30 @@
+// Small Llama-family models for the training-step tests: configs made in code, random f32
+// parameters in a ParamLayout buffer, and the loss / gradients of one micro-batch.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "model/config.h"
+#include "train/llama_train.h"
+#include "train/param_layout.h"
+#include "train/train_ops.h"
+
+namespace plexus::testing {
+
+// hidden 16, 2 layers, 4 heads / 2 kv heads (head_dim 4), I 24, vocab 40; the architecture's
+// extras: Qwen2 q/k/v biases, Qwen3 q/k norms, Mistral a sliding window of 3 tokens.
+ModelConfig small_train_config(Arch arch, bool tied);
+
+// A model with its parameters (random: matrices N(0, 0.3²), norms 1 + N(0, 0.1²), biases
+// N(0, 0.1²)) and a gradient buffer, both laid out by model.layout().
+struct TrainFixture {
+  TrainFixture(const ModelConfig& config, std::uint64_t seed);
+  LlamaTrainModel model;
+  std::vector<float> weights, grads;  // (layout.total())
+  ModelTensors w, g;
+};
+
+// b sequences of T ids in [0, vocab), deterministic per salt.
+std::vector<std::int32_t> random_tokens(std::int64_t b, std::int64_t T, std::int64_t vocab, int salt);
+
+}  // namespace plexus::testing
