@@ -57,7 +57,7 @@ int run(int argc, char** argv) {
   args.option("--threads", "N", "compute threads (0: every hardware thread)", "0");
   args.flag("--profile", "also time every TrainOps operation and print the seconds of each");
   args.flag("--json", "print the result as JSON");
-  if (!args.parse(argc, argv)) return 0;
+  if (!args.parse(argc - 1, argv + 1)) return 0;
   const std::int64_t T = args.get_int_in("--seq-len", 2, 1 << 20);
   const std::int64_t B = args.get_int_in("--micro-batch", 1, 1 << 20);
   const int steps = static_cast<int>(args.get_int_in("--steps", 1, 1000));
@@ -83,7 +83,7 @@ int run(int argc, char** argv) {
   const std::int64_t n_params = model.layout().parameters();
 
   const std::unique_ptr<TrainOps> cpu = make_cpu_train_ops(pool);  // the fastest TrainOps of this build
-  TimingTrainOps timed(*cpu);
+  bench::TimingTrainOps timed(*cpu);
   TrainOps& ops = args.get_flag("--profile") ? static_cast<TrainOps&>(timed) : *cpu;
   InProcessGroup group(1);
   BatchLayout batch;
