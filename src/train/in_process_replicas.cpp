@@ -29,7 +29,7 @@ void run_in_process_replicas(int replicas, int threads, const std::function<void
   auto run_rank = [&](int r) {
     try {
       ThreadPool pool(replica_threads(threads, replicas, r), wait);
-      std::unique_ptr<TrainOps> ops = make_ops ? make_ops(pool) : make_cpu_train_ops(pool);
+      std::unique_ptr<TrainOps> ops = make_ops ? make_ops(r, pool) : make_cpu_train_ops(pool);
       ReplicaRank rank{r, replicas, group.rank(r), *ops, pool};
       fn(rank);
     } catch (const std::exception& e) {

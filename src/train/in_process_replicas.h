@@ -21,8 +21,8 @@ struct ReplicaRank {
   ThreadPool& pool;  // this rank's threads (the ops compute on them)
 };
 
-// A rank's TrainOps over its pool.
-using MakeTrainOps = std::function<std::unique_ptr<TrainOps>(ThreadPool& pool)>;
+// Rank r's TrainOps over its pool.
+using MakeTrainOps = std::function<std::unique_ptr<TrainOps>(int rank, ThreadPool& pool)>;
 // The CPU's fastest TrainOps of this build.
 std::unique_ptr<TrainOps> make_cpu_train_ops(ThreadPool& pool);
 
