@@ -21,5 +21,6 @@ int cmd_batch(int argc, char** argv);
 int cmd_quantize(int argc, char** argv);
 int cmd_serve(int argc, char** argv);
 int cmd_deploy(int argc, char** argv);
+int cmd_train(int argc, char** argv);
 
 }  // namespace plexus::cli

@@ -84,7 +84,7 @@ TrainReport train_rank(const TrainSetup& setup, TrainReplica& replica, Collectiv
     const bool poison = setup.faults.nan_first > 0 && number >= setup.faults.nan_first && number <= setup.faults.nan_last;
     std::vector<float> saved;
     if (poison) {  // test hook: a NaN in the final norm's weight makes every gradient non-finite
-      saved.assign(replica.params().begin(), replica.params().end());
+      saved.assign(replica.params().begin(), replica.params().begin() + setup.layout.total());
       std::vector<float> bad = saved;
       bad[static_cast<std::size_t>(setup.layout.at("model.norm.weight").offset)] = std::numeric_limits<float>::quiet_NaN();
       replica.restore(bad, replica.optimizer_state());
