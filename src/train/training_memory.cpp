@@ -59,15 +59,16 @@ TrainingMemory training_memory(const ModelConfig& config, const TrainingShape& s
   return m;
 }
 
-std::int64_t ProcessMemory::total() const { return std::max(devices + group_scratch, load_peak) + data; }
+std::int64_t ProcessMemory::total() const { return std::max(devices + start + group_scratch, load_peak) + data; }
 
 ProcessMemory process_memory(const ModelConfig& config, const TrainingShape& shape, int in_process_replicas,
-                             std::int64_t checkpoint_bytes, std::int64_t data_bytes) {
+                             std::int64_t checkpoint_bytes, std::int64_t data_bytes, bool resumed) {
   const ParamLayout layout = ParamLayout::of(config);
   const TrainingMemory m = training_memory(config, shape);
   ProcessMemory p;
   p.devices = m.device_total() * std::max(in_process_replicas, 1);
   if (in_process_replicas > 1) p.group_scratch = largest_bucket(layout, config.num_layers) * kF32;
+  p.start = (resumed ? 3 : 1) * layout.total() * kF32;
   p.load_peak = checkpoint_bytes + layout.total() * kF32;
   p.data = data_bytes;
   return p;

@@ -54,7 +54,9 @@ TEST(TrainingMemory, ProcessPeakIsTheLargerOfLoadAndSteps) {
   const ProcessMemory one = process_memory(c, shape, 1, 0);
   EXPECT_EQ(one.devices, m.device_total());
   EXPECT_EQ(one.group_scratch, 0);
-  EXPECT_EQ(one.total(), m.device_total());
+  EXPECT_EQ(one.start, 4 * total);  // the starting weights the run keeps
+  EXPECT_EQ(one.total(), m.device_total() + 4 * total);
+  EXPECT_EQ(process_memory(c, shape, 1, 0, 0, true).start, 12 * total);  // + a resumed AdamW state
   const ProcessMemory two = process_memory(c, shape, 2, 0);
   EXPECT_EQ(two.devices, 2 * m.device_total());
   EXPECT_GT(two.group_scratch, 0);  // the largest gradient bucket, shared by the group
@@ -62,7 +64,7 @@ TEST(TrainingMemory, ProcessPeakIsTheLargerOfLoadAndSteps) {
   // A checkpoint mapping larger than the whole training state makes the load the peak.
   const ProcessMemory load = process_memory(c, shape, 1, 100 * m.device_total());
   EXPECT_EQ(load.total(), 100 * m.device_total() + 4 * total);
-  EXPECT_EQ(process_memory(c, shape, 1, 0, 1000).total(), m.device_total() + 1000);  // the data's tokens
+  EXPECT_EQ(process_memory(c, shape, 1, 0, 1000).total(), m.device_total() + 4 * total + 1000);  // the data's tokens
 }
 
 TEST(TrainingMemory, TableAndJsonNameEveryPart) {
