@@ -4,7 +4,6 @@
 // make-model's `small` preset (SmolLM's 135M) at sequence length 256. --profile: seconds per
 // TrainOps operation (which kernel dominates).
 #include <algorithm>
-#include <memory>
 #include <cstdio>
 #include <random>
 #include <string>
@@ -20,7 +19,7 @@
 #include "model/checkpoint.h"
 #include "model/make_model.h"
 #include "timing_train_ops.h"
-#include "train/in_process_replicas.h"
+#include "train/cpu_train_ops.h"
 #include "train/replica_trainer.h"
 
 using namespace plexus;
@@ -82,9 +81,9 @@ int run(int argc, char** argv) {
   const LlamaTrainModel model(config);
   const std::int64_t n_params = model.layout().parameters();
 
-  const std::unique_ptr<TrainOps> cpu = make_cpu_train_ops(pool);  // the fastest TrainOps of this build
-  bench::TimingTrainOps timed(*cpu);
-  TrainOps& ops = args.get_flag("--profile") ? static_cast<TrainOps&>(timed) : *cpu;
+  CpuTrainOps cpu(pool);
+  bench::TimingTrainOps timed(cpu);
+  TrainOps& ops = args.get_flag("--profile") ? static_cast<TrainOps&>(timed) : cpu;
   InProcessGroup group(1);
   BatchLayout batch;
   batch.global_batch = B;

@@ -27,7 +27,7 @@ struct TrainingMemory {
   std::int64_t optimizer = 0;    // AdamW's two moments; under ZeRO-1 this replica's shard of each
                                  // and the shard's all-gather input
   std::int64_t activations = 0;  // TrainActivations::bytes_for(config, micro_batch, T)
-  std::int64_t scratch = 0;      // per-thread scratch of the kernels, the step's token buffers
+  std::int64_t scratch = 0;      // the kernels' scratch (CpuTrainOps), the micro-batch's token buffers
   std::int64_t checkpoint = 0;   // the whole AdamW state gathered while a checkpoint is written
                                  // (every replica gathers it; the end of a run writes one)
   std::int64_t device_total() const { return weights + gradients + optimizer + activations + scratch + checkpoint; }
