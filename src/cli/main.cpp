@@ -24,6 +24,7 @@ const Command kCommands[] = {
     {"batch", "generate for a JSON-lines file of requests with data-parallel replicas, resumably", plexus::cli::cmd_batch},
     {"serve", "serve a model over an OpenAI-compatible HTTP API (continuous batching, energy per request)", plexus::cli::cmd_serve},
     {"deploy", "write Docker, Compose, Kubernetes or Slurm deployment files from the plan (plexus, vLLM, TGI, TEI)", plexus::cli::cmd_deploy},
+    {"train", "fine-tune a model with data-parallel replicas on CPU devices (checkpoints, --resume, mpirun)", plexus::cli::cmd_train},
     {"perplexity", "per-token negative log-likelihood and perplexity of a text", plexus::cli::cmd_perplexity},
     {"quantize", "write a Hugging Face checkpoint as a GGUF file (q8_0, q4_0, q4_k) for llama.cpp", plexus::cli::cmd_quantize},
     {"make-model", "write a random-weight Hugging Face checkpoint for tests and demos", plexus::cli::cmd_make_model},

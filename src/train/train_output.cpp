@@ -121,7 +121,6 @@ void check_out_dir(const std::string& out, const ModelConfig& config, bool resum
       }
     }
   }
-  ensure_writable_dir(out, "--out");
 }
 
 void write_trained_model(const std::string& out, const std::string& model_dir, const ModelConfig& config,

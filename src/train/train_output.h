@@ -30,7 +30,7 @@ Json model_geometry(const ModelConfig& config);
 
 // Checks --out before any step: InputError naming OUT/config.json when it holds another model,
 // or OUT/checkpoints when it holds checkpoints and `resume` is false (pass --resume or choose
-// another --out: nothing is overwritten). Creates OUT when missing (InputError when it cannot).
+// another --out: nothing is overwritten). Writes nothing.
 void check_out_dir(const std::string& out, const ModelConfig& config, bool resume);
 
 // Writes the trained model into `out`: model.safetensors, the tokenizer files of `model_dir`

@@ -2,6 +2,7 @@
 // (in-process threads, or this process as one MPI rank).
 #include "train/train_run.h"
 
+#include "core/atomic_file.h"
 #include "core/error.h"
 #include "model/checkpoint.h"
 #include "train/in_process_replicas.h"
@@ -75,6 +76,7 @@ PreparedRun prepare_training(const TrainOptions& options, const std::string& mod
     run.params.resize(static_cast<std::size_t>(s.layout.total()));
     load_params(Checkpoint(model_dir), s.layout, run.params);
   }
+  ensure_writable_dir(options.out, "--out");  // the first thing written, once every input is checked
   return run;
 }
 

@@ -1,0 +1,313 @@
+// `plexus train`: data-parallel fine-tuning of a Llama-family model on CPU devices (in-process
+// replicas on threads or virtual devices, or one replica per rank under mpirun), with
+// checkpoints, --resume, skipped non-finite steps and the trained model written to --out.
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <thread>
+
+#include "backend/device_options.h"
+#include "cli/commands.h"
+#include "comm/mpi_collective.h"
+#include "comm/mpi_world.h"
+#include "core/args.h"
+#include "core/error.h"
+#include "core/json.h"
+#include "monitor/monitor_session.h"
+#include "planner/budgets.h"
+#include "train/in_process_replicas.h"
+#include "train/train_run.h"
+
+namespace plexus::cli {
+
+namespace {
+
+constexpr long long kDefaultMaxSkipped = 10;
+
+// Every flag of the command, declared in one place (train-memory's flags join here).
+void declare(Args& args) {
+  args.positional("MODEL", "model directory (config.json + safetensors, f32/bf16/f16; a Llama-family architecture)")
+      .option("--data", "FILE", "training data: one {\"ids\": [token ids]} per line (docs/train.md)")
+      .option("--out", "DIR", "where checkpoints (DIR/checkpoints) and the trained model (config.json, model.safetensors, tokenizer) go")
+      .option("--steps", "N", "optimizer steps to run (in total, counting those before a --resume)")
+      .option("--batch-size", "B", "sequences per optimizer step (the global batch, over every replica)")
+      .option("--micro-batch", "M", "sequences a replica runs through forward+backward at once; B/R/M micro-batches are accumulated (default: B/R)")
+      .option("--seq-len", "T", "cut every sequence to its first T tokens (default: the data's length, the same on every line)")
+      .option("--lr", "X", "AdamW learning rate (constant)", "1e-3")
+      .option("--beta1", "X", "AdamW beta1", "0.9")
+      .option("--beta2", "X", "AdamW beta2", "0.999")
+      .option("--eps", "X", "AdamW eps", "1e-8")
+      .option("--weight-decay", "X", "AdamW decoupled weight decay", "0")
+      .option("--max-grad-norm", "X", "clip the gradients' global 2-norm to X as torch's clip_grad_norm_ (0: no clipping)", "1.0")
+      .option("--replicas", "R", "data-parallel replicas in this process, one thread share each (default 1, or --virtual-devices)")
+      .option("--threads", "N", "CPU threads of this process, split over its replicas (0: one per hardware thread)", "0")
+      .option("--max-memory", "LIST", "memory budgets as accelerate writes them, e.g. \"0=2GiB,1=2GiB\" for virtual devices, \"cpu=8GiB\"")
+      .option("--zero", "STAGE", "1: shard the AdamW state across replicas (ZeRO stage 1); 0: every replica holds all of it", "0")
+      .option("--checkpoint-every", "K", "write a checkpoint every K steps (0: only at the end); the newest 2 are kept", "0")
+      .flag("--resume", "continue from the newest checkpoint in --out (the same options; ends bit-identical to an uninterrupted run)")
+      .option("--max-skipped", "K", "end the run (exit 1, after a checkpoint) when K steps in a row had a non-finite gradient norm (0: never)",
+              std::to_string(kDefaultMaxSkipped))
+      .flag("--json", "print {\"steps\": [...], \"skipped_steps\", \"monitor\", ...} on stdout");
+  add_device_options(args);
+  args.epilog(
+      "Step s (from 0) trains on data lines s·B … s·B+B−1 in file order, wrapping around; replica r of R takes\n"
+      "the r-th B/R of them. The loss is the mean next-token cross-entropy of the global batch; gradients are\n"
+      "averaged over the replicas, clipped by their global norm and applied with AdamW, all in f32. A step whose\n"
+      "gradient norm is not finite is skipped (weights unchanged) and counted. Training runs on CPU devices:\n"
+      "--virtual-devices N runs N replicas, one per virtual device. Under mpirun every rank runs one replica;\n"
+      "rank 0 reads the data and writes everything. See docs/train.md.");
+}
+
+struct TrainCommand {
+  TrainOptions options;
+  TrainDevices devices;
+  bool replicas_given = false;
+};
+
+long long positive(const Args& args, const char* name, long long hi = 1LL << 40) { return args.get_int_in(name, 1, hi); }
+
+// The flags as plain values, checked: InputError naming the flag. `mpi_ranks` > 0: the ranks of
+// an mpirun job (one replica each).
+TrainCommand train_command_from(const Args& args, int mpi_ranks) {
+  TrainCommand c;
+  TrainOptions& o = c.options;
+  o.model = args.get("MODEL");
+  for (const char* required : {"--data", "--out", "--steps", "--batch-size"}) {
+    if (!args.has(required)) throw InputError(std::string("give ") + required + " (plexus train --help lists the flags)");
+  }
+  o.data = args.get("--data");
+  o.out = args.get("--out");
+  o.steps = positive(args, "--steps");
+  o.seq_len = args.has("--seq-len") ? args.get_int_in("--seq-len", 2, 1 << 24) : 0;
+  o.optimizer.lr = args.get_double_in("--lr", 0, 1e3);
+  o.optimizer.beta1 = args.get_double_in("--beta1", 0, 1);
+  o.optimizer.beta2 = args.get_double_in("--beta2", 0, 1);
+  o.optimizer.eps = args.get_double_in("--eps", 0, 1);
+  o.optimizer.weight_decay = args.get_double_in("--weight-decay", 0, 1e3);
+  o.optimizer.max_grad_norm = args.get_double_in("--max-grad-norm", 0, 1e30);
+  o.zero1 = args.get_choice("--zero", {"0", "1"}) == "1";
+  o.checkpoint_every = args.get_int_in("--checkpoint-every", 0, 1LL << 40);
+  o.resume = args.get_flag("--resume");
+  o.max_skipped = args.get_int_in("--max-skipped", 0, 1LL << 40);
+  o.json = args.get_flag("--json");
+
+  const DeviceOptions d = device_options_from(args);
+  if (d.virtual_gpus > 0) {
+    throw InputError("--virtual-gpus / PLEXUS_VIRTUAL_GPUS: training runs on CPU devices; the GPU backward is not built yet "
+                     "(use --virtual-devices N or --replicas R)");
+  }
+  c.devices.virtual_devices = d.virtual_devices;
+  c.devices.threads = static_cast<int>(args.get_int_in("--threads", 0, 1024));
+  if (auto mm = args.get_optional("--max-memory")) {
+    const Budgets budgets = parse_max_memory(*mm);
+    for (const DeviceId& id : budgets.accelerators()) {
+      if (d.virtual_devices == 0) {
+        throw InputError("--max-memory " + *mm + " budgets accelerators: training runs on CPU devices; the GPU backward is "
+                         "not built yet (add --virtual-devices N to budget virtual CPU devices, or give cpu=SIZE)");
+      }
+      (void)id;
+    }
+    c.devices.max_memory = *mm;
+  }
+
+  int replicas = 1;
+  c.replicas_given = args.given("--replicas");
+  if (mpi_ranks > 0) {
+    if (c.replicas_given) throw InputError("--replicas: under mpirun every rank runs one replica; leave --replicas out");
+    if (d.virtual_devices > 0) {
+      throw InputError("--virtual-devices: under mpirun every rank runs one replica on its CPU; leave --virtual-devices out");
+    }
+    replicas = mpi_ranks;
+  } else {
+    if (c.replicas_given) replicas = static_cast<int>(positive(args, "--replicas", 1024));
+    if (d.virtual_devices > 0) {
+      if (c.replicas_given && replicas != d.virtual_devices) {
+        throw InputError("--replicas " + std::to_string(replicas) + " and --virtual-devices " + std::to_string(d.virtual_devices) +
+                         ": --virtual-devices N runs one replica per virtual device; give one of them");
+      }
+      replicas = d.virtual_devices;
+    }
+  }
+  BatchLayout& b = o.batch;
+  b.global_batch = positive(args, "--batch-size");
+  b.replicas = replicas;
+  const std::string over = mpi_ranks > 0 ? " mpirun ranks" : " replicas";
+  if (b.global_batch % replicas != 0) {
+    throw InputError("--batch-size " + std::to_string(b.global_batch) + " is not divisible by the " + std::to_string(replicas) +
+                     over + ": give a multiple of " + std::to_string(replicas));
+  }
+  const std::int64_t per_replica = b.global_batch / replicas;
+  b.micro_batch = args.has("--micro-batch") ? positive(args, "--micro-batch") : per_replica;
+  if (per_replica % b.micro_batch != 0) {
+    throw InputError("--batch-size " + std::to_string(b.global_batch) + " over " + std::to_string(replicas) + over + " is " +
+                     std::to_string(per_replica) + " sequences per replica, not divisible by --micro-batch " +
+                     std::to_string(b.micro_batch) + ": B must be a multiple of R·M");
+  }
+  b.accumulation = per_replica / b.micro_batch;
+  b.why = "--batch-size " + std::to_string(b.global_batch) + " = " + std::to_string(replicas) + over + " × " +
+          std::to_string(b.accumulation) + " micro-batches × " + std::to_string(b.micro_batch) + " sequences";
+  return c;
+}
+
+// Per-step lines on stderr (rank 0): a progress line on a terminal, plain lines otherwise.
+class StepPrinter {
+ public:
+  explicit StepPrinter(std::int64_t steps) : steps_(steps), tty_(::isatty(STDERR_FILENO) != 0) {}
+  ~StepPrinter() { finish(); }
+  void operator()(const StepRecord& s) {
+    char line[256];
+    if (s.skipped) {
+      ++in_a_row_;
+      std::snprintf(line, sizeof line, "step %lld/%lld skipped: gradient norm %g is not finite (weights unchanged, %lld in a row)",
+                    static_cast<long long>(s.step), static_cast<long long>(steps_), s.grad_norm, in_a_row_);
+    } else {
+      in_a_row_ = 0;
+      std::snprintf(line, sizeof line, "step %lld/%lld  loss %.6f  grad_norm %.4f  lr %.3g  %.0f tok/s",
+                    static_cast<long long>(s.step), static_cast<long long>(steps_), s.loss, s.grad_norm, s.lr, s.tokens_per_s);
+    }
+    if (tty_ && !s.skipped) {
+      std::fprintf(stderr, "\r\033[K%s", line);
+      open_ = true;
+    } else {
+      finish();
+      std::fprintf(stderr, "%s\n", line);
+    }
+    std::fflush(stderr);
+  }
+  void finish() {
+    if (open_) std::fprintf(stderr, "\n");
+    open_ = false;
+  }
+
+ private:
+  std::int64_t steps_;
+  bool tty_, open_ = false;
+  long long in_a_row_ = 0;
+};
+
+// Rank 0 (or the single process): the output of a finished run; exit 1 when --max-skipped ended it.
+int report(const TrainCommand& c, const PreparedRun& run, const TrainReport& r, MonitorSession& monitor, double seconds) {
+  const TrainOptions& o = c.options;
+  const MonitorSummary summary = monitor.stop();
+  double tokens = 0;
+  for (const StepRecord& s : r.steps) tokens += s.tokens_per_s * s.seconds;
+  std::fprintf(stderr, "trained steps %lld..%lld (%lld skipped in all) in %.1f s, %.0f tok/s; %s\n",
+               static_cast<long long>(run.setup.start.step + 1), static_cast<long long>(r.end.step),
+               static_cast<long long>(r.end.skipped_total), seconds, seconds > 0 ? tokens / seconds : 0.0, o.batch.why.c_str());
+  for (std::size_t i = 0; i < r.ranks.size(); ++i) {
+    const RankTotals& t = r.ranks[i];
+    std::fprintf(stderr, "  rank %zu: busy %.2f s, communication %.2f s (%.1f MiB)\n", i, t.compute_seconds, t.comm_seconds,
+                 t.comm_mib);
+  }
+  if (summary.aggregate.total_energy_j) std::fprintf(stderr, "  energy %.1f J\n", *summary.aggregate.total_energy_j);
+  if (!r.stopped_for_skips) std::fprintf(stderr, "model written to %s; checkpoint %s\n", o.out.c_str(), r.last_checkpoint.c_str());
+  if (o.json) {
+    Json j = train_report_to_json(r);
+    j["monitor"] = to_json(summary);
+    j["batch"] = {{"global", o.batch.global_batch},
+                  {"micro_batch", o.batch.micro_batch},
+                  {"accumulation", o.batch.accumulation},
+                  {"replicas", o.batch.replicas},
+                  {"seq_len", run.data->T}};
+    j["resumed_from"] = run.resumed_from.empty() ? Json(nullptr) : Json(run.resumed_from);
+    j["checkpoint"] = r.last_checkpoint;
+    j["out"] = o.out;
+    j["seconds"] = seconds;
+    std::printf("%s\n", j.dump().c_str());
+    std::fflush(stdout);
+  }
+  if (r.stopped_for_skips) {
+    throw RuntimeError("--max-skipped " + std::to_string(o.max_skipped) + ": steps " +
+                       std::to_string(r.end.step - r.end.skipped_consecutive + 1) + ".." + std::to_string(r.end.step) +
+                       " all had a non-finite gradient norm; the run stopped after writing " + r.last_checkpoint +
+                       " (lower --lr or --max-grad-norm, check the data, then --resume)");
+  }
+  return 0;
+}
+
+std::unique_ptr<MonitorSession> start_monitor() {
+  auto m = std::make_unique<MonitorSession>(make_sources(source_options_from(device_options_from_env())));
+  m->start(MonitorOptions{});
+  return m;
+}
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+int train_here(const Args& args, const TrainFaults& faults) {
+  const TrainCommand c = train_command_from(args, 0);
+  const PreparedRun run = prepare_training(c.options, c.options.model, faults);
+  if (!run.resumed_from.empty()) std::fprintf(stderr, "resuming from %s (step %lld)\n", run.resumed_from.c_str(),
+                                             static_cast<long long>(run.setup.start.step));
+  const std::unique_ptr<MonitorSession> monitor = start_monitor();
+  StepPrinter printer(c.options.steps);
+  const double t0 = now_s();
+  const TrainReport r = run_in_process(run, c.devices.threads, std::ref(printer));
+  printer.finish();
+  return report(c, run, r, *monitor, now_s() - t0);
+}
+
+// One rank of an mpirun job: rank 0 prepares and shares; every rank runs its replica.
+int train_mpi(const Args& args, const TrainFaults& faults, MpiWorld& world) {
+  MpiCollective inputs;  // shares the prepared run (its traffic is not the run's)
+  MpiCollective comm;
+  const TrainCommand c = train_command_from(args, world.size());
+  const bool root = world.rank() == 0;
+  PreparedRun run = root ? prepare_training(c.options, c.options.model, faults)
+                         : prepare_training_rank(c.options, c.options.model, faults);
+  share_prepared(run, inputs);
+  int threads = c.devices.threads;
+  if (threads == 0) {
+    const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    threads = std::max(1, hw / std::max(1, world.local_size()));
+  }
+  std::unique_ptr<MonitorSession> monitor;
+  if (root) monitor = start_monitor();
+  StepPrinter printer(c.options.steps);
+  const double t0 = now_s();
+  ThreadPool pool(threads);
+  const std::unique_ptr<TrainOps> ops = make_cpu_train_ops(pool);
+  const TrainReport r = run_rank(run, comm, *ops, pool, root ? StepCallback(std::ref(printer)) : StepCallback{});
+  printer.finish();
+  if (!root) return 0;
+  return report(c, run, r, *monitor, now_s() - t0);
+}
+
+}  // namespace
+
+int cmd_train(int argc, char** argv) {
+  Args args("train",
+            "Fine-tune a Llama-family model with data-parallel replicas on CPU devices: mean next-token\n"
+            "cross-entropy, clip_grad_norm_ and AdamW as PyTorch define them, f32 weights, gradients and\n"
+            "optimizer state. Checkpoints are atomic; --resume ends bit-identical to an uninterrupted run.");
+  declare(args);
+  if (!args.parse(argc, argv)) return 0;
+  const char* spec = std::getenv("PLEXUS_TRAIN_FAIL");
+  const TrainFaults faults = parse_train_faults(spec ? spec : "");
+  if (!launched_by_mpi()) return train_here(args, faults);
+  MpiWorld world(nullptr, nullptr);
+  if (world.size() == 1) return train_here(args, faults);
+  if (world.rank() != 0) world.silence_output();
+  int code = 1;
+  std::string message;
+  try {
+    return train_mpi(args, faults, world);
+  } catch (const Error& e) {
+    code = static_cast<int>(e.code());
+    message = e.what();
+  } catch (const std::exception& e) {
+    message = e.what();
+  }
+  if (world.rank() != 0 && code == static_cast<int>(ExitCode::kBadInput)) {
+    // Bad input is bad on every rank: rank 0 says so and ends the job.
+    std::this_thread::sleep_for(std::chrono::seconds(3));
+  }
+  report_error("plexus train: error (rank " + std::to_string(world.rank()) + " of " + std::to_string(world.size()) + "): " + message);
+  world.abort(code);
+}
+
+}  // namespace plexus::cli
