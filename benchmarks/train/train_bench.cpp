@@ -4,7 +4,6 @@
 // make-model's `small` preset (SmolLM's 135M) at sequence length 256. --profile: seconds per
 // TrainOps operation (which kernel dominates).
 #include <algorithm>
-#include <memory>
 #include <cstdio>
 #include <random>
 #include <string>
@@ -20,7 +19,7 @@
 #include "model/checkpoint.h"
 #include "model/make_model.h"
 #include "timing_train_ops.h"
-#include "train/in_process_replicas.h"
+#include "train/cpu_train_ops.h"
 #include "train/replica_trainer.h"
 
 using namespace plexus;
@@ -57,7 +56,7 @@ int run(int argc, char** argv) {
   args.option("--threads", "N", "compute threads (0: every hardware thread)", "0");
   args.flag("--profile", "also time every TrainOps operation and print the seconds of each");
   args.flag("--json", "print the result as JSON");
-  if (!args.parse(argc, argv)) return 0;
+  if (!args.parse(argc - 1, argv + 1)) return 0;
   const std::int64_t T = args.get_int_in("--seq-len", 2, 1 << 20);
   const std::int64_t B = args.get_int_in("--micro-batch", 1, 1 << 20);
   const int steps = static_cast<int>(args.get_int_in("--steps", 1, 1000));
@@ -82,9 +81,9 @@ int run(int argc, char** argv) {
   const LlamaTrainModel model(config);
   const std::int64_t n_params = model.layout().parameters();
 
-  const std::unique_ptr<TrainOps> cpu = make_cpu_train_ops(pool);  // the fastest TrainOps of this build
-  TimingTrainOps timed(*cpu);
-  TrainOps& ops = args.get_flag("--profile") ? static_cast<TrainOps&>(timed) : *cpu;
+  CpuTrainOps cpu(pool);
+  bench::TimingTrainOps timed(cpu);
+  TrainOps& ops = args.get_flag("--profile") ? static_cast<TrainOps&>(timed) : cpu;
   InProcessGroup group(1);
   BatchLayout batch;
   batch.global_batch = B;

@@ -24,7 +24,7 @@ std::int64_t measure_trial_step(const LlamaTrainModel& model, TrainOps& ops, std
   }
   const std::int64_t peak = peak_rss_bytes();
   if (!reset || before < 0 || peak < 0) return estimate.device_total();
-  return estimate.weights + estimate.optimizer + (peak - before);
+  return estimate.weights + estimate.optimizer + estimate.checkpoint + (peak - before);
 }
 
 }  // namespace plexus

@@ -12,9 +12,9 @@ namespace plexus {
 
 // Runs forward_backward of the first `micro_batch` sequences of `tokens` (≥ micro_batch, T) with
 // the weights `params` (layout.total(), held by the caller) into fresh gradients and activations,
-// and returns the device bytes it stands for: the weights and optimizer state the estimate says
-// (`estimate` of this micro-batch; the weights are resident already, the moments not yet) plus
-// the peak RSS the trial added (gradients, activations, kernel scratch). Falls back to the
+// and returns the device bytes it stands for: the weights, optimizer state and checkpoint copy
+// the estimate says (`estimate` of this micro-batch; the weights are resident already, the rest
+// comes later) plus the peak RSS the trial added (gradients, activations, kernel scratch). Falls back to the
 // estimate's device_total when the peak cannot be measured (no /proc).
 std::int64_t measure_trial_step(const LlamaTrainModel& model, TrainOps& ops, std::span<float> params,
                                 std::span<const std::int32_t> tokens, std::int64_t T, std::int64_t micro_batch,

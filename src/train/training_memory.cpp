@@ -26,6 +26,23 @@ std::int64_t largest_bucket(const ParamLayout& layout, int num_layers) {
   return std::max(most, outside);
 }
 
+// CpuTrainOps' own buffers (train/cpu_train_ops, kernels/cpu/train_gemm): the GEMM's packing of
+// A (up to 1536 rows) and B (up to 2048 columns) over up to 1024 of k, kept by the calling thread;
+// attention_backward's probabilities and their gradients of one kv head of one sequence
+// (2 · group · T², kept); the attention's per-thread rows of scores (16 queries × T, twice).
+std::int64_t kernel_scratch(const ModelConfig& c, const TrainingShape& shape) {
+  const std::int64_t rows = shape.micro_batch * shape.seq_len;
+  const std::int64_t q_dim = c.num_heads * c.head_dim;
+  const std::int64_t widest = std::max({rows, c.hidden_size, c.intermediate_size, q_dim, c.vocab_size});
+  const std::int64_t deepest = std::max({rows, c.hidden_size, c.intermediate_size, q_dim});
+  const std::int64_t k = std::min<std::int64_t>(deepest, 1024);
+  const std::int64_t gemm = (std::min<std::int64_t>(widest, 1536) + std::min<std::int64_t>(widest, 2048) + 128) * k;
+  const std::int64_t group = c.num_kv_heads > 0 ? c.num_heads / c.num_kv_heads : 1;
+  const std::int64_t attention = 2 * group * shape.seq_len * shape.seq_len;
+  const std::int64_t per_thread = 2 * 16 * shape.seq_len * std::max(shape.threads, 1);
+  return (gemm + attention + per_thread) * kF32;
+}
+
 std::string row(const std::string& what, std::int64_t bytes, const std::string& note) {
   std::string s = what;
   s.resize(std::max<std::size_t>(s.size(), 14), ' ');
@@ -52,22 +69,22 @@ TrainingMemory training_memory(const ModelConfig& config, const TrainingShape& s
   m.gradients = padded * kF32;
   m.optimizer = (zero1 ? 3 * shard : 2 * padded) * kF32;
   m.activations = TrainActivations::bytes_for(config, shape.micro_batch, shape.seq_len);
-  // The micro-batch's tokens (int32) and their targets.
-  m.scratch = 2 * shape.micro_batch * shape.seq_len * 4;
+  m.scratch = kernel_scratch(config, shape) + 2 * shape.micro_batch * shape.seq_len * 4;  // + tokens, targets
   // ReplicaTrainer::optimizer_state: both moments of the whole layout, on every replica.
   m.checkpoint = 2 * layout.total() * kF32;
   return m;
 }
 
-std::int64_t ProcessMemory::total() const { return std::max(devices + group_scratch, load_peak) + data; }
+std::int64_t ProcessMemory::total() const { return std::max(devices + start + group_scratch, load_peak) + data; }
 
 ProcessMemory process_memory(const ModelConfig& config, const TrainingShape& shape, int in_process_replicas,
-                             std::int64_t checkpoint_bytes, std::int64_t data_bytes) {
+                             std::int64_t checkpoint_bytes, std::int64_t data_bytes, bool resumed) {
   const ParamLayout layout = ParamLayout::of(config);
   const TrainingMemory m = training_memory(config, shape);
   ProcessMemory p;
   p.devices = m.device_total() * std::max(in_process_replicas, 1);
   if (in_process_replicas > 1) p.group_scratch = largest_bucket(layout, config.num_layers) * kF32;
+  p.start = (resumed ? 3 : 1) * layout.total() * kF32;
   p.load_peak = checkpoint_bytes + layout.total() * kF32;
   p.data = data_bytes;
   return p;
@@ -87,7 +104,7 @@ std::string training_memory_table(const TrainingMemory& m, const TrainingShape& 
                                                : "two moments");
   out += row("activations", m.activations, "kept for the backward + scratch of one micro-batch");
   out += row("checkpoint", m.checkpoint, "both moments gathered while a checkpoint is written");
-  out += row("other", m.scratch, "token buffers");
+  out += row("other", m.scratch, "kernel scratch, token buffers");
   out += row("total", m.device_total(), "");
   return out;
 }

@@ -136,6 +136,39 @@ TEST(LlamaTrain, ReadyOrderFinalGradientsAccumulateAndScale) {
   }
   EXPECT_GT(max_abs, 0.0);
   EXPECT_LE(max_diff, 1e-5 * max_abs);
+
+  // Activations sized for exactly b sequences give the same numbers as the larger ones.
+  TrainActivations exact(c, b, T);
+  std::vector<float> again(f.grads.size(), 0.0f);
+  EXPECT_EQ(f.model.forward_backward(ops, f.w, view_tensors(c, layout, again.data()), {tokens, b, T}, 1.0f, exact),
+            loss);
+  EXPECT_EQ(again, once);
+}
+
+// More predictions than one chunk of logits (1024 rows): the same loss and gradients as the
+// sequences one at a time (each a single chunk).
+TEST(LlamaTrain, HeadChunksOverManyRows) {
+  const ModelConfig c = small_train_config(Arch::kLlama, true);
+  TrainFixture f(c, 5);
+  const std::int64_t b = 2, T = 600;  // 1198 predictions
+  const std::vector<std::int32_t> tokens = random_tokens(b, T, c.vocab_size, 4);
+  RefTrainOps ops;
+  TrainActivations both(c, b, T), one(c, 1, T);
+  const double loss = f.model.forward_backward(ops, f.w, f.g, {tokens, b, T}, 1.0f, both);
+  std::vector<float> sum(f.grads.size(), 0.0f);
+  const ModelTensors gs = view_tensors(c, f.model.layout(), sum.data());
+  double loss_sum = 0;
+  for (std::int64_t i = 0; i < b; ++i) {
+    loss_sum += f.model.forward_backward(ops, f.w, gs, {std::span(tokens).subspan(i * T, T), 1, T}, 1.0f, one);
+  }
+  EXPECT_NEAR(loss, loss_sum, 1e-9 * loss);
+  double max_diff = 0, max_abs = 0;
+  for (std::size_t i = 0; i < sum.size(); ++i) {
+    max_diff = std::max(max_diff, static_cast<double>(std::abs(sum[i] - f.grads[i])));
+    max_abs = std::max(max_abs, static_cast<double>(std::abs(sum[i])));
+  }
+  EXPECT_GT(max_abs, 0.0);
+  EXPECT_LE(max_diff, 1e-5 * max_abs);
 }
 
 TEST(LlamaTrain, ActivationBytesAreTheAllocation) {

@@ -74,6 +74,25 @@ TEST(ReplicaTrainer, OneTwoAndFourReplicasGiveTheSameLosses) {
   }
 }
 
+// The launcher's default TrainOps (CpuTrainOps, whose results do not depend on its threads): one
+// replica on 2 threads and 2 replicas on one thread each agree as with the oracle, and with it.
+TEST(ReplicaTrainer, CpuTrainOpsReplicasAgreeWithEachOtherAndTheOracle) {
+  RunSpec spec;
+  const RunResult oracle = testing::run_replicas(tiny_model(), spec);
+  spec.make_ops = nullptr;
+  spec.threads = 2;
+  const RunResult one = testing::run_replicas(tiny_model(), spec);
+  spec.replicas = 2;
+  spec.zero1 = true;
+  const RunResult two = testing::run_replicas(tiny_model(), spec);
+  for (std::size_t s = 0; s < 3; ++s) {
+    EXPECT_NEAR(two.steps[s].loss, one.steps[s].loss, 1e-5) << "step " << s;
+    EXPECT_NEAR(one.steps[s].loss, oracle.steps[s].loss, 1e-5) << "step " << s;
+  }
+  EXPECT_LT(max_abs_diff(two.params[0], one.params[0]), 1e-5);
+  expect_ranks_agree(two);
+}
+
 TEST(ReplicaTrainer, ZeroOneGivesTheSameBitsAsWithout) {
   for (int replicas : {2, 3}) {
     RunSpec spec;

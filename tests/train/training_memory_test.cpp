@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "model/make_model.h"
+#include "test_util.h"
 #include "train/llama_train.h"
 #include "train/param_layout.h"
 
@@ -53,7 +54,9 @@ TEST(TrainingMemory, ProcessPeakIsTheLargerOfLoadAndSteps) {
   const ProcessMemory one = process_memory(c, shape, 1, 0);
   EXPECT_EQ(one.devices, m.device_total());
   EXPECT_EQ(one.group_scratch, 0);
-  EXPECT_EQ(one.total(), m.device_total());
+  EXPECT_EQ(one.start, 4 * total);  // the starting weights the run keeps
+  EXPECT_EQ(one.total(), m.device_total() + 4 * total);
+  EXPECT_EQ(process_memory(c, shape, 1, 0, 0, true).start, 12 * total);  // + a resumed AdamW state
   const ProcessMemory two = process_memory(c, shape, 2, 0);
   EXPECT_EQ(two.devices, 2 * m.device_total());
   EXPECT_GT(two.group_scratch, 0);  // the largest gradient bucket, shared by the group
@@ -61,7 +64,7 @@ TEST(TrainingMemory, ProcessPeakIsTheLargerOfLoadAndSteps) {
   // A checkpoint mapping larger than the whole training state makes the load the peak.
   const ProcessMemory load = process_memory(c, shape, 1, 100 * m.device_total());
   EXPECT_EQ(load.total(), 100 * m.device_total() + 4 * total);
-  EXPECT_EQ(process_memory(c, shape, 1, 0, 1000).total(), m.device_total() + 1000);  // the data's tokens
+  EXPECT_EQ(process_memory(c, shape, 1, 0, 1000).total(), m.device_total() + 4 * total + 1000);  // the data's tokens
 }
 
 TEST(TrainingMemory, TableAndJsonNameEveryPart) {
@@ -78,6 +81,31 @@ TEST(TrainingMemory, TableAndJsonNameEveryPart) {
   EXPECT_EQ(j["per_device"]["activations_bytes"].get<std::int64_t>(), m.activations);
   EXPECT_EQ(j["per_device"]["total_bytes"].get<std::int64_t>(), m.device_total());
   EXPECT_EQ(j["zero"].get<int>(), 1);
+}
+
+TEST(TrainingMemory, EstimateCommandReportsPerDevice) {
+  testing::TempDir dir("estimate_training");
+  const std::string model = dir / "m";
+  ASSERT_EQ(testing::run_plexus("make-model " + model + " --preset tiny --vocab 300 --dtype f32").exit_code, 0);
+  const testing::ProcessResult r = testing::run_plexus(
+      "estimate " + model + " --training --batch-size 8 --replicas 2 --zero 1 --micro-batch 2 --seq-len 32 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Json j = parse_json(r.out, "estimate --json");
+  const TrainingMemory m = training_memory(load_model_config(model), {2, 32, 2, true, 1});
+  EXPECT_EQ(j["per_device"]["total_bytes"].get<std::int64_t>(), m.device_total());
+  EXPECT_EQ(j["per_device"]["optimizer_bytes"].get<std::int64_t>(), m.optimizer);
+  EXPECT_EQ(j["global_batch"].get<std::int64_t>(), 8);
+  const testing::ProcessResult text = testing::run_plexus("estimate " + model + " --training --seq-len 32");
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("activations"), std::string::npos) << text.out;
+  // Bad shapes exit 2 naming the flag; the training flags need --training.
+  EXPECT_EQ(testing::run_plexus("estimate " + model + " --training --batch-size 5 --replicas 2").exit_code, 2);
+  EXPECT_EQ(testing::run_plexus("estimate " + model + " --training --batch-size 4 --micro-batch 3").exit_code, 2);
+  const testing::ProcessResult no_flag = testing::run_plexus("estimate " + model + " --seq-len 32");
+  EXPECT_EQ(no_flag.exit_code, 2);
+  EXPECT_NE(no_flag.err.find("--training"), std::string::npos) << no_flag.err;
+  // Without --training the estimate is the one it was.
+  EXPECT_NE(testing::run_plexus("estimate " + model).out.find("train w/ Adam"), std::string::npos);
 }
 
 }  // namespace

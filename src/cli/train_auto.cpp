@@ -1,0 +1,109 @@
+// --batch-size auto, --global-batch and --parallel for `plexus train` (see train_auto.h).
+#include "cli/train_auto.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "core/error.h"
+#include "core/units.h"
+#include "planner/budgets.h"
+#include "train/batch_trial.h"
+
+namespace plexus::cli {
+
+void add_train_auto_options(Args& args) {
+  args.option("--global-batch", "G", "with --batch-size auto: sequences per optimizer step, reached by gradient "
+                                     "accumulation (default: replicas x the chosen micro-batch)");
+  args.option("--parallel", "MODE", "auto | replicas | stages: auto trains data-parallel replicas when one device "
+                                    "holds the training state, layer stages otherwise (stages are not built yet)",
+              "auto");
+}
+
+ReplicaBudget replica_budget(const std::optional<std::string>& max_memory, std::optional<long long> virtual_devices,
+                             int in_process_replicas, std::uint64_t host_available) {
+  const std::int64_t replicas = std::max(in_process_replicas, 1);
+  ReplicaBudget b;
+  if (max_memory) {
+    const Budgets budgets = parse_max_memory(*max_memory);
+    const std::vector<DeviceId> acc = budgets.accelerators();
+    if (!acc.empty()) {
+      std::uint64_t least = *budgets.get(acc.front());
+      for (const DeviceId& d : acc) least = std::min(least, *budgets.get(d));
+      b.bytes = static_cast<std::int64_t>(least);
+      b.source = "--max-memory budget";
+      return b;
+    }
+    if (auto cpu = budgets.get(DeviceId::cpu())) {
+      b.bytes = static_cast<std::int64_t>(*cpu) / replicas;
+      b.source = replicas == 1 ? "--max-memory cpu budget" : "--max-memory cpu budget split over the replicas";
+      return b;
+    }
+  }
+  if (virtual_devices && *virtual_devices > 0) {
+    b.bytes = static_cast<std::int64_t>(host_available / static_cast<std::uint64_t>(*virtual_devices));
+    b.source = "virtual device's share (--virtual-devices " + std::to_string(*virtual_devices) + ")";
+    return b;
+  }
+  b.bytes = static_cast<std::int64_t>(host_available / 10 * 9) / replicas;
+  b.source = replicas == 1 ? "host's available memory (90%)" : "host's available memory (90%) split over the replicas";
+  return b;
+}
+
+TrainLayoutChoice decide_train_layout(const ModelConfig& config, const TrainLayoutInputs& in,
+                                      const LlamaTrainModel* model, TrainOps* ops, std::span<float> params,
+                                      const TrialTokens& tokens) {
+  const int replicas = std::max(in.replicas, 1);
+  TrainingShape one{1, in.seq_len, replicas, in.zero1, in.threads};
+  const ParallelMode mode = choose_parallel(parse_parallel_mode(in.parallel),
+                                            training_memory(config, one).device_total(), in.budget.bytes,
+                                            in.budget.source);
+  (void)mode;  // replicas: the only mode built
+  TrainLayoutChoice c;
+  c.json["parallel"] = "replicas";
+  if (!in.batch_auto) {
+    if (in.batch_size % replicas != 0) {
+      throw InputError("--batch-size " + std::to_string(in.batch_size) + " is not a multiple of the " +
+                       std::to_string(replicas) + " replicas: the global batch is split evenly across replicas");
+    }
+    c.batch.global_batch = in.batch_size;
+    c.batch.micro_batch = in.batch_size / replicas;
+    c.batch.accumulation = 1;
+    c.batch.replicas = replicas;
+    c.batch.why = "--batch-size " + std::to_string(in.batch_size) + " over " + std::to_string(replicas) +
+                  (replicas == 1 ? " replica" : " replicas");
+    return c;
+  }
+  AutoBatchRequest req;
+  req.global_batch = in.global_batch;
+  req.seq_len = in.seq_len;
+  req.replicas = replicas;
+  req.zero1 = in.zero1;
+  req.threads = in.threads;
+  req.budget = in.budget.bytes;
+  req.budget_source = in.budget.source;
+  TrialStep trial;
+  if (model != nullptr && ops != nullptr && !params.empty() && tokens) {
+    trial = [&](std::int64_t m) {
+      TrainingShape shape = one;
+      shape.micro_batch = m;
+      const std::vector<std::int32_t> ids = tokens(m);
+      return measure_trial_step(*model, *ops, params, ids, in.seq_len, m, training_memory(config, shape));
+    };
+  }
+  const AutoBatchChoice a = choose_auto_batch(config, req, trial);
+  c.batch = a.batch;
+  std::fprintf(stderr, "%s\n", a.batch.why.c_str());
+  c.json["micro_batch"] = a.batch.micro_batch;
+  c.json["accumulation"] = a.batch.accumulation;
+  c.json["global_batch"] = a.batch.global_batch;
+  c.json["replicas"] = a.batch.replicas;
+  c.json["budget_bytes"] = in.budget.bytes;
+  c.json["budget_source"] = in.budget.source;
+  c.json["estimate_bytes"] = a.estimate.device_total();
+  c.json["largest_fit"] = a.largest_fit;
+  c.json["trial_bytes"] = a.measured;
+  c.json["trials"] = a.trials;
+  return c;
+}
+
+}  // namespace plexus::cli

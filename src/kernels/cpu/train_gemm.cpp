@@ -1,0 +1,18 @@
+// train_gemm's dispatch to the kernels of one ISA.
+#include "kernels/cpu/train_gemm.h"
+
+namespace plexus {
+
+void train_gemm(Isa isa, ThreadPool& pool, const GemmArgs& g) {
+  switch (isa) {
+    case Isa::kGeneric:
+      return train_gemm_generic(pool, g);
+    case Isa::kAvx2:
+      return train_gemm_avx2(pool, g);
+    case Isa::kAvx512:
+    case Isa::kAvx512Bf16:
+      return train_gemm_avx512(pool, g);
+  }
+}
+
+}  // namespace plexus

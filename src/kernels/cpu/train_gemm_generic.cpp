@@ -1,0 +1,24 @@
+// train_gemm with a portable 4×16 register tile (plain loops the compiler may vectorise).
+#include "kernels/cpu/train_gemm_impl.h"
+
+namespace plexus {
+namespace {
+
+struct GenericTile {
+  static void tile(std::int64_t kc, const float* ap, const float* bp, float* c, std::int64_t ldc, bool add) {
+    float acc[4][16] = {};
+    for (std::int64_t p = 0; p < kc; ++p)
+      for (int r = 0; r < 4; ++r)
+        for (int q = 0; q < 16; ++q) acc[r][q] += ap[p * 4 + r] * bp[p * 16 + q];
+    for (int r = 0; r < 4; ++r)
+      for (int q = 0; q < 16; ++q) c[r * ldc + q] = add ? c[r * ldc + q] + acc[r][q] : acc[r][q];
+  }
+};
+
+}  // namespace
+
+void train_gemm_generic(ThreadPool& pool, const GemmArgs& g) {
+  train_gemm_detail::gemm<4, 16, GenericTile>(pool, g);
+}
+
+}  // namespace plexus
