@@ -102,6 +102,13 @@ TEST_F(TrainCli, OutputLoadsInGenerateAndPerplexityAndJsonHasTheKeys) {
   EXPECT_EQ(again.exit_code, 2);
   EXPECT_NE(again.err.find("pass --resume to continue it, or choose another --out"), std::string::npos) << again.err;
   EXPECT_EQ(file_bytes(out + "/model.safetensors"), model);
+  // --resume asking for fewer steps than the checkpoint has done, and --out naming the model.
+  const testing::ProcessResult fewer = run_plexus(train_args(dir_, out, 2, 4, "--resume"));
+  EXPECT_EQ(fewer.exit_code, 2);
+  EXPECT_NE(fewer.err.find("--steps 2 is below the 3 steps " + out + "/checkpoints/step-000003 has done"), std::string::npos) << fewer.err;
+  const testing::ProcessResult self = run_plexus(train_args(dir_, dir_ / "model", 2, 4));
+  EXPECT_EQ(self.exit_code, 2);
+  EXPECT_NE(self.err.find("is the model's own directory"), std::string::npos) << self.err;
   // --resume with other options the bits depend on: refused, naming the checkpoint.
   const testing::ProcessResult lr = run_plexus(train_args(dir_, out, 4, 4, "--resume --lr 2e-3"));
   EXPECT_EQ(lr.exit_code, 2);
