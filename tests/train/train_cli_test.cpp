@@ -133,6 +133,16 @@ TEST_F(TrainCli, KillHookThenResumeEndsBitIdentical) {
     EXPECT_EQ(file_bytes(out + "/checkpoints/step-000006/exp_avg_sq.safetensors"),
               file_bytes(full + "/checkpoints/step-000006/exp_avg_sq.safetensors"));
   }
+  // SIGINT (Ctrl-C) after step 3: a checkpoint of step 3, exit 130; --resume ends the same.
+  const std::string out = dir_ / "interrupted";
+  const testing::ProcessResult stopped = run_command("PLEXUS_TRAIN_FAIL=sigint_at_step=3 CUDA_VISIBLE_DEVICES= " +
+                                                     shell_quote(PLEXUS_BINARY) + " " + train_args(dir_, out, 6, 4, "--checkpoint-every 2 --json"));
+  EXPECT_EQ(stopped.exit_code, 130) << stopped.err;
+  EXPECT_NE(stopped.err.find("interrupted after step 3; " + out + "/checkpoints/step-000003 was written"), std::string::npos) << stopped.err;
+  EXPECT_TRUE(Json::parse(stopped.out)["interrupted"].get<bool>());
+  EXPECT_FALSE(fs::exists(out + "/model.safetensors"));
+  ASSERT_EQ(run_plexus(train_args(dir_, out, 6, 4, "--checkpoint-every 2 --resume")).exit_code, 0);
+  EXPECT_EQ(file_bytes(out + "/model.safetensors"), want);
 }
 
 TEST_F(TrainCli, RealKill9AtRandomMomentsThenResumeEndsBitIdentical) {
