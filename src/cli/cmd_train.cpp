@@ -228,7 +228,8 @@ int report(const TrainCommand& c, const PreparedRun& run, const TrainReport& r, 
     throw RuntimeError("--max-skipped " + std::to_string(o.max_skipped) + ": steps " +
                        std::to_string(r.end.step - r.end.skipped_consecutive + 1) + ".." + std::to_string(r.end.step) +
                        " all had a non-finite gradient norm; the run stopped after writing " + r.last_checkpoint +
-                       " (lower --lr or --max-grad-norm, check the data, then --resume)");
+                       " (a model every command loads: check the data, or start a new run from it with a lower --lr or "
+                       "--max-grad-norm and another --out)");
   }
   return 0;
 }

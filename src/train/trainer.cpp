@@ -63,6 +63,7 @@ TrainReport train_rank(const TrainSetup& setup, TrainReplica& replica, Collectiv
   TrainProgress p = setup.start;
   RankTotals mine;
   std::vector<std::int32_t> tokens;
+  const Json config_json = root ? trained_config_json(setup.model_dir, setup.config) : Json();
   std::int64_t checkpointed = o.resume ? setup.start.step : -1;  // a resumed run starts from its checkpoint
 
   const auto checkpoint = [&] {
@@ -73,7 +74,7 @@ TrainReport train_rank(const TrainSetup& setup, TrainReplica& replica, Collectiv
         if (setup.faults.kill_in_checkpoint == step) kill_self();
       };
       write_checkpoint(o.out, p, setup.model_fingerprint, setup.run_fingerprint, setup.layout, replica.params(), state,
-                       hook);
+                       config_json, hook);
       report.last_checkpoint = checkpoint_dir(o.out, p.step);
     }
     checkpointed = p.step;

@@ -186,6 +186,9 @@ TEST_F(TrainCli, NonFiniteStepIsSkippedAndMaxSkippedEndsWithExitOneAndACheckpoin
   EXPECT_TRUE(fs::exists(stop + "/checkpoints/step-000003/state.json"));
   EXPECT_FALSE(fs::exists(stop + "/model.safetensors"));
   EXPECT_EQ(Json::parse(s.out)["skipped_steps"], Json(2));
+  // The checkpoint is a model every command loads (a new run can start from it).
+  const testing::ProcessResult ppl = run_plexus("perplexity " + shell_quote(stop + "/checkpoints/step-000003") + " --ids 5,6,7,8");
+  EXPECT_EQ(ppl.exit_code, 0) << ppl.err;
 }
 
 }  // namespace
