@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 
 #include "train_cli_util.h"
 
@@ -67,6 +69,12 @@ TEST_F(TrainMultidevice, MpirunRanksGiveTheLossesOfOneReplica) {
   const testing::ProcessResult bad = testing::run_command(mpirun + args("mpi-bad", "--replicas 2"));
   EXPECT_EQ(bad.exit_code, 2) << bad.err;
   EXPECT_NE(bad.err.find("under mpirun every rank runs one replica"), std::string::npos) << bad.err;
+  // A bad data line, seen by rank 0 alone: every rank ends with exit 2 naming the line, nothing written.
+  std::ofstream(dir_ / "bad.jsonl") << "{\"ids\": [1, 2, 3]}\n{\"ids\": [1, 999, 3]}\n";
+  const testing::ProcessResult line = testing::run_command(mpirun + train_args(dir_, dir_ / "mpi-line", kSteps, 4, "", dir_ / "bad.jsonl"));
+  EXPECT_EQ(line.exit_code, 2) << line.err;
+  EXPECT_NE(line.err.find(dir_ / "bad.jsonl" + ":2: token id 999"), std::string::npos) << line.err;
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "mpi-line"));
 }
 
 }  // namespace
