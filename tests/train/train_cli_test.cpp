@@ -4,6 +4,7 @@
 // skipped and --max-skipped ends the run with exit 1 and a checkpoint.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <random>
 
@@ -145,24 +146,49 @@ TEST_F(TrainCli, KillHookThenResumeEndsBitIdentical) {
   EXPECT_EQ(file_bytes(out + "/model.safetensors"), want);
 }
 
+// Whether OUT/checkpoints holds a complete checkpoint (a step-* directory; a .tmp-* one is not).
+bool has_checkpoint(const std::string& out) {
+  std::error_code ec;
+  for (const fs::directory_entry& e : fs::directory_iterator(out + "/checkpoints", ec)) {
+    if (e.path().filename().string().rfind("step-", 0) == 0) return true;
+  }
+  return false;
+}
+
 TEST_F(TrainCli, RealKill9AtRandomMomentsThenResumeEndsBitIdentical) {
+  constexpr int kSteps = 20;
   const std::string full = dir_ / "full";
   const std::string args = " --checkpoint-every 1";
-  ASSERT_EQ(run_plexus(train_args(dir_, full, 8, 4, args)).exit_code, 0);
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_EQ(run_plexus(train_args(dir_, full, kSteps, 4, args)).exit_code, 0);
+  const int run_ms = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count());
   const std::string want = file_bytes(full + "/model.safetensors");
   const std::string out = dir_ / "killed";
+  // kill -9 at a random moment of a run's length (start-up, steps, checkpoint writes, the end),
+  // then resume; the last tries run to the end. The delays only decide where the kills land.
   std::mt19937 rng(std::random_device{}());
-  std::uniform_int_distribution<int> delay_ms(50, 600);
+  std::uniform_int_distribution<int> delay_ms(1, std::max(2, run_ms * 3 / 4));
   int kills = 0;
   // config.json is written last: its presence means the run ended.
-  for (int attempt = 0; attempt < 12 && !fs::exists(out + "/config.json"); ++attempt) {
-    const bool resume = fs::exists(out + "/checkpoints") && !fs::is_empty(out + "/checkpoints");
-    const std::string cmd = "CUDA_VISIBLE_DEVICES= " + shell_quote(PLEXUS_BINARY) + " " + train_args(dir_, out, 8, 4, args + (resume ? " --resume" : ""));
-    const int ms = attempt < 6 ? delay_ms(rng) : 100000;  // the last tries run to the end
-    const testing::ProcessResult r = run_command("(" + cmd + ") & pid=$!; sleep " + std::to_string(ms / 1000.0) +
-                                                 "; kill -9 $pid 2>/dev/null && echo killed; wait $pid; exit 0");
-    if (r.out.find("killed") != std::string::npos) ++kills;
+  for (int attempt = 0; attempt < 10 && !fs::exists(out + "/config.json"); ++attempt) {
+    const std::string cmd = "CUDA_VISIBLE_DEVICES= " + shell_quote(PLEXUS_BINARY) + " " +
+                            train_args(dir_, out, kSteps, 4, args + (has_checkpoint(out) ? " --resume" : ""));
+    if (attempt >= 6) {
+      const testing::ProcessResult r = run_command(cmd);
+      EXPECT_EQ(r.exit_code, 0) << r.err;
+      continue;
+    }
+    const std::string delay = std::to_string(delay_ms(rng) / 1000.0);
+    const testing::ProcessResult r = run_command("(" + cmd + ") & pid=$!; (sleep " + delay +
+                                                 "; kill -9 $pid 2>/dev/null) & killer=$!; wait $pid; "
+                                                 "code=$?; kill $killer 2>/dev/null; wait $killer; exit $code");
+    if (r.exit_code == 128 + 9) {
+      ++kills;
+    } else {
+      EXPECT_EQ(r.exit_code, 0) << r.err;  // not killed: it ran to the end
+    }
   }
+  std::printf("%d runs killed (a run takes ~%d ms)\n", kills, run_ms);
   ASSERT_TRUE(fs::exists(out + "/config.json")) << "did not finish";
   EXPECT_EQ(file_bytes(out + "/model.safetensors"), want) << kills << " kills";
 }
