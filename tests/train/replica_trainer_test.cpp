@@ -307,6 +307,40 @@ TEST(InProcessReplicas, AFailingRankEndsTheGroupWithItsOwnError) {
   EXPECT_EQ(steps_done, (std::vector<int>{1, 1, 1}));  // the others ended in step 2's collectives
 }
 
+// Rank 1's backward fails after it has handed its layers' buckets to the communication thread.
+class FailingOps : public RefTrainOps {
+ public:
+  explicit FailingOps(bool fail) : fail_(fail) {}
+  void embed_backward(const float* dx, std::span<const std::int32_t> ids, std::int64_t d, float* dtable) override {
+    if (fail_) throw RuntimeError("rank 1's backward failed");
+    RefTrainOps::embed_backward(dx, ids, d, dtable);
+  }
+
+ private:
+  bool fail_;
+};
+
+TEST(InProcessReplicas, ABackwardFailingWithBucketsInFlightEndsTheGroup) {
+  const ModelConfig config = load_model_config(tiny_model());
+  const LlamaTrainModel model(config);
+  const std::vector<float> start = testing::initial_params(tiny_model(), model.layout());
+  const std::int64_t B = 2, T = 9;
+  try {
+    run_in_process_replicas(
+        2, 2,
+        [&](ReplicaRank& r) {
+          ReplicaTrainer trainer(model, start, testing::test_optimizer(), testing::batch_layout(B, 2, 1), false, r.comm,
+                                 r.ops, &r.pool);
+          const std::vector<std::int32_t> batch = testing::global_batch(0, B, T, config.vocab_size);
+          trainer.step(testing::rank_slice(batch, B, T, r.rank, 2), T);
+        },
+        [](int rank, ThreadPool&) -> std::unique_ptr<TrainOps> { return std::make_unique<FailingOps>(rank == 1); });
+    ADD_FAILURE() << "no exception";
+  } catch (const RuntimeError& e) {
+    EXPECT_STREQ(e.what(), "rank 1's backward failed");
+  }
+}
+
 TEST(InProcessReplicas, ThreadsAreSplitAcrossRanks) {
   EXPECT_EQ(replica_threads(8, 2, 0), 4);
   EXPECT_EQ(replica_threads(8, 3, 0), 3);
