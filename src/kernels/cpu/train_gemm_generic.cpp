@@ -5,6 +5,10 @@ namespace plexus {
 namespace {
 
 struct GenericTile {
+  static void transpose(const float* src, std::int64_t ld_src, std::int64_t rows, std::int64_t kc, float* dst,
+                        std::int64_t ld_dst) {
+    train_gemm_detail::transpose_scalar(src, ld_src, rows, kc, dst, ld_dst);
+  }
   static void tile(std::int64_t kc, const float* ap, const float* bp, float* c, std::int64_t ldc, bool add) {
     float acc[4][16] = {};
     for (std::int64_t p = 0; p < kc; ++p)
