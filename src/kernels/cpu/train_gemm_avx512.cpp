@@ -50,7 +50,10 @@ struct Avx512Tile {
     }
     train_gemm_detail::transpose_scalar(src + kv, ld_src, rows, kc - kv, dst + kv * ld_dst, ld_dst);
   }
-  static void tile(std::int64_t kc, const float* ap, const float* bp, float* c, std::int64_t ldc, bool add) {
+  // A (r, p) = a[r * lda + p] (kRows: rows of a row-major matrix, read in place) or a[p * kMr + r].
+  template <bool kRows>
+  static void tile(std::int64_t kc, const float* a, std::int64_t lda, const float* bp, float* c, std::int64_t ldc,
+                   bool add) {
     __m512 acc[kMr][2];
     for (int r = 0; r < kMr; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
     // C's lines arrive while the products run (C is often out of cache: dw of a large weight).
@@ -60,12 +63,29 @@ struct Avx512Tile {
     }
     for (std::int64_t p = 0; p < kc; ++p) {
       const __m512 b0 = _mm512_loadu_ps(bp + p * 32), b1 = _mm512_loadu_ps(bp + p * 32 + 16);
-#pragma GCC unroll 12
-      for (int r = 0; r < kMr; ++r) {
-        const __m512 a = _mm512_set1_ps(ap[p * kMr + r]);
-        acc[r][0] = _mm512_fmadd_ps(a, b0, acc[r][0]);
-        acc[r][1] = _mm512_fmadd_ps(a, b1, acc[r][1]);
-      }
+      // Rows mode: two base pointers and lda, 3·lda in registers address all twelve rows.
+      const float* q0 = kRows ? a + p : a + p * kMr;
+      const float* q6 = kRows ? q0 + 6 * lda : q0 + 6;
+      const std::int64_t l1 = kRows ? lda : 1, l3 = 3 * l1;
+#define PLEXUS_TRAIN_GEMM_ROW(r, ptr)                         \
+  {                                                           \
+    const __m512 av = _mm512_set1_ps(*(ptr));                 \
+    acc[r][0] = _mm512_fmadd_ps(av, b0, acc[r][0]);           \
+    acc[r][1] = _mm512_fmadd_ps(av, b1, acc[r][1]);           \
+  }
+      PLEXUS_TRAIN_GEMM_ROW(0, q0)
+      PLEXUS_TRAIN_GEMM_ROW(1, q0 + l1)
+      PLEXUS_TRAIN_GEMM_ROW(2, q0 + 2 * l1)
+      PLEXUS_TRAIN_GEMM_ROW(3, q0 + l3)
+      PLEXUS_TRAIN_GEMM_ROW(4, q0 + 4 * l1)
+      PLEXUS_TRAIN_GEMM_ROW(5, q0 + l3 + 2 * l1)
+      PLEXUS_TRAIN_GEMM_ROW(6, q6)
+      PLEXUS_TRAIN_GEMM_ROW(7, q6 + l1)
+      PLEXUS_TRAIN_GEMM_ROW(8, q6 + 2 * l1)
+      PLEXUS_TRAIN_GEMM_ROW(9, q6 + l3)
+      PLEXUS_TRAIN_GEMM_ROW(10, q6 + 4 * l1)
+      PLEXUS_TRAIN_GEMM_ROW(11, q6 + l3 + 2 * l1)
+#undef PLEXUS_TRAIN_GEMM_ROW
     }
     for (int r = 0; r < kMr; ++r) {
       float* cr = c + r * ldc;

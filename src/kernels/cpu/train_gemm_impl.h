@@ -79,9 +79,10 @@ void pack_b(const GemmArgs& g, std::int64_t j0, std::int64_t k0, std::int64_t kc
   }
 }
 
-// Kernel: static void tile(std::int64_t kc, const float* ap, const float* bp, float* c,
-// std::int64_t ldc, bool add) — C (MR, NR) = or += ap (kc, MR) ᵀ· bp (kc, NR), summed in k order
-// from zero, then added to C (add) in one step; and static void transpose(...) as
+// Kernel: template <bool kRows> static void tile(std::int64_t kc, const float* a, std::int64_t lda,
+// const float* bp, float* c, std::int64_t ldc, bool add) — C (MR, NR) = or += A (MR, kc) · bp
+// (kc, NR), summed in k order from zero, then added to C (add) in one step; A (r, p) is a[r * lda
+// + p] (kRows) or a[p * MR + r] (packed); and static void transpose(...) as
 // transpose_scalar (the packing of row-major operands).
 template <int MR, int NR, class Kernel>
 void gemm(ThreadPool& pool, const GemmArgs& g) {
@@ -98,10 +99,16 @@ void gemm(ThreadPool& pool, const GemmArgs& g) {
     const std::int64_t a_panels = (mc + MR - 1) / MR;
     for (std::int64_t k0 = 0; k0 < g.k; k0 += kKChunk) {
       const std::int64_t kc = std::min(kKChunk, g.k - k0);
-      grow(s.a, a_panels * MR * kc);
-      float* pa = s.a.data();
-      auto pack_as = [&](std::int64_t i, int) { pack_a<MR, Kernel>(g, m0 + i * MR, k0, kc, pa + i * MR * kc); };
-      pool.run_chunks(a_panels, pack_as);
+      // Row-major A (y = x·wᵀ, dx = dy·w) is read in place, MR rows at a time; A with its k
+      // rows apart (dw = dyᵀ·x) is packed into panels.
+      const bool a_rows = g.a_cs == 1;
+      float* pa = nullptr;
+      if (!a_rows) {
+        grow(s.a, a_panels * MR * kc);
+        pa = s.a.data();
+        auto pack_as = [&](std::int64_t i, int) { pack_a<MR, Kernel>(g, m0 + i * MR, k0, kc, pa + i * MR * kc); };
+        pool.run_chunks(a_panels, pack_as);
+      }
       const bool add = g.accumulate || k0 > 0;
       for (std::int64_t n0 = 0; n0 < g.n; n0 += kNChunk) {
         const std::int64_t nc = std::min(kNChunk, g.n - n0);
@@ -115,24 +122,39 @@ void gemm(ThreadPool& pool, const GemmArgs& g) {
           const std::int64_t ti = t % tiles_m, tj = t / tiles_m;
           const std::int64_t ie = std::min(mc, (ti + 1) * kMu), je = std::min(nc, (tj + 1) * kNu);
           alignas(64) float part[MR * NR];
+          alignas(64) float edge[MR * kKc];  // a last, partial panel of row-major A, zero-padded
           for (std::int64_t p0 = 0; p0 < kc; p0 += kKc) {
             const std::int64_t pk = std::min(kKc, kc - p0);
             const bool add_block = add || p0 > 0;
             for (std::int64_t i = ti * kMu; i < ie; i += MR) {
-              const float* ap = pa + (i / MR) * MR * kc + p0 * MR;
               const std::int64_t rows = std::min<std::int64_t>(MR, ie - i);
+              const float* ap = nullptr;
+              std::int64_t lda = 0;
+              if (!a_rows) {
+                ap = pa + (i / MR) * MR * kc + p0 * MR;
+              } else if (rows == MR) {
+                ap = g.a + (m0 + i) * g.a_rs + k0 + p0, lda = g.a_rs;
+              } else {
+                for (std::int64_t r = 0; r < MR; ++r)
+                  for (std::int64_t p = 0; p < pk; ++p)
+                    edge[r * kKc + p] = r < rows ? g.a[(m0 + i + r) * g.a_rs + k0 + p0 + p] : 0.0f;
+                ap = edge, lda = kKc;
+              }
               for (std::int64_t j = tj * kNu; j < je; j += NR) {
                 const float* bp = pb + (j / NR) * NR * kc + p0 * NR;
                 const std::int64_t cols = std::min<std::int64_t>(NR, je - j);
                 float* c = g.c + (m0 + i) * g.ldc + n0 + j;
-                if (rows == MR && cols == NR) {
-                  Kernel::tile(pk, ap, bp, c, g.ldc, add_block);
-                } else {
-                  Kernel::tile(pk, ap, bp, part, NR, false);
+                const bool full = rows == MR && cols == NR;  // else through `part`
+                float* dst = full ? c : part;
+                const std::int64_t ldd = full ? g.ldc : NR;
+                if (a_rows)
+                  Kernel::template tile<true>(pk, ap, lda, bp, dst, ldd, full && add_block);
+                else
+                  Kernel::template tile<false>(pk, ap, 0, bp, dst, ldd, full && add_block);
+                if (!full)
                   for (std::int64_t r = 0; r < rows; ++r)
                     for (std::int64_t q = 0; q < cols; ++q)
                       c[r * g.ldc + q] = add_block ? c[r * g.ldc + q] + part[r * NR + q] : part[r * NR + q];
-                }
               }
             }
           }
