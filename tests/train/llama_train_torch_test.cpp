@@ -1,6 +1,7 @@
 // The training step against PyTorch autograd: loss sum and every parameter's gradient 2-norm of
-// one batch of tiny f32 checkpoints, from tests/train/tools/ref_grads.py (float64). Skips when
-// /usr/bin/python3 cannot import torch (Debian's python3-torch, scripts/setup.sh).
+// one batch of tiny f32 checkpoints, from tests/train/tools/ref_grads.py (float64), with RefTrainOps
+// and CpuTrainOps. Skips when /usr/bin/python3 cannot import torch (Debian's python3-torch,
+// scripts/setup.sh).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -12,6 +13,8 @@
 #include "model/checkpoint.h"
 #include "model/make_model.h"
 #include "test_util.h"
+#include "core/thread_pool.h"
+#include "train/cpu_train_ops.h"
 #include "train/llama_train.h"
 #include "train/ref_train_ops.h"
 #include "train_model_util.h"
@@ -50,14 +53,22 @@ TEST_P(AgainstTorch, LossAndGradientNormsMatchAutograd) {
   const ModelConfig c = load_model_config(dir.path());
   const LlamaTrainModel model(c);
   const ParamLayout& layout = model.layout();
-  std::vector<float> weights(static_cast<std::size_t>(layout.total())), grads(weights.size(), 0.0f);
+  std::vector<float> weights(static_cast<std::size_t>(layout.total()));
   load_params(Checkpoint(dir.path()), layout, weights);
   const std::int64_t b = 2, T = 10;
   const std::vector<std::int32_t> tokens = testing::random_tokens(b, T, c.vocab_size, 8);
-  RefTrainOps ops;
-  TrainActivations acts(c, b, T);
-  const double loss = model.forward_backward(ops, view_tensors(c, layout, weights.data()),
-                                             view_tensors(c, layout, grads.data()), {tokens, b, T}, 1.0f, acts);
+  // The oracle and the fast CPU ops, each against torch.
+  RefTrainOps ref;
+  ThreadPool pool(2);
+  CpuTrainOps cpu(pool);
+  std::vector<double> losses;
+  std::vector<std::vector<float>> all_grads;
+  for (TrainOps* ops : {static_cast<TrainOps*>(&ref), static_cast<TrainOps*>(&cpu)}) {
+    std::vector<float>& grads = all_grads.emplace_back(weights.size(), 0.0f);
+    TrainActivations acts(c, b, T);
+    losses.push_back(model.forward_backward(*ops, view_tensors(c, layout, weights.data()),
+                                            view_tensors(c, layout, grads.data()), {tokens, b, T}, 1.0f, acts));
+  }
 
   std::string batch;
   for (std::int64_t i = 0; i < b * T; ++i) {
@@ -67,18 +78,21 @@ TEST_P(AgainstTorch, LossAndGradientNormsMatchAutograd) {
       testing::run_command(std::string(kPython) + " " + testing::shell_quote(PLEXUS_SOURCE_DIR "/tests/train/tools/ref_grads.py") +
                            " " + testing::shell_quote(dir.path()) + " --batch '" + batch + "'");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const Json ref = parse_json(r.out, "ref_grads.py output");
-  const double ref_loss = ref.at("loss_sum").get<double>();
-  EXPECT_NEAR(loss, ref_loss, 1e-5 * ref_loss);
-  const Json& norms = ref.at("grad_norms");
+  const Json torch = parse_json(r.out, "ref_grads.py output");
+  const double torch_loss = torch.at("loss_sum").get<double>();
+  const Json& norms = torch.at("grad_norms");
   EXPECT_EQ(norms.size(), layout.slots().size());
-  for (const ParamSlot& s : layout.slots()) {
-    ASSERT_TRUE(norms.contains(s.name)) << s.name;
-    double sq = 0;
-    for (std::int64_t i = 0; i < s.count; ++i) sq += std::pow(grads[static_cast<std::size_t>(s.offset + i)], 2);
-    const double want = norms.at(s.name).get<double>();
-    EXPECT_GT(want, 0.0) << s.name;
-    EXPECT_NEAR(std::sqrt(sq), want, 1e-4 * want) << s.name;
+  for (std::size_t k = 0; k < losses.size(); ++k) {
+    const char* ops = k == 0 ? "RefTrainOps" : "CpuTrainOps";
+    EXPECT_NEAR(losses[k], torch_loss, 1e-5 * torch_loss) << ops;
+    for (const ParamSlot& s : layout.slots()) {
+      ASSERT_TRUE(norms.contains(s.name)) << s.name;
+      double sq = 0;
+      for (std::int64_t i = 0; i < s.count; ++i) sq += std::pow(all_grads[k][static_cast<std::size_t>(s.offset + i)], 2);
+      const double want = norms.at(s.name).get<double>();
+      EXPECT_GT(want, 0.0) << s.name;
+      EXPECT_NEAR(std::sqrt(sq), want, 1e-4 * want) << ops << " " << s.name;
+    }
   }
 }
 
