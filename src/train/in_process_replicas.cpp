@@ -9,11 +9,11 @@
 #include <vector>
 
 #include "comm/in_process_group.h"
-#include "train/ref_train_ops.h"
+#include "train/cpu_train_ops.h"
 
 namespace plexus {
 
-std::unique_ptr<TrainOps> make_cpu_train_ops(ThreadPool&) { return std::make_unique<RefTrainOps>(); }
+std::unique_ptr<TrainOps> make_cpu_train_ops(ThreadPool& pool) { return std::make_unique<CpuTrainOps>(pool); }
 
 int replica_threads(int threads, int replicas, int rank) {
   const int total = threads > 0 ? threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));

@@ -70,12 +70,14 @@ struct RunResult {
 
 struct RunSpec {
   int replicas = 1;
+  int threads = 0;  // the run's threads, split over the ranks; 0: one per replica
   std::int64_t B = 4, T = 9, micro = 0;  // micro 0: B / replicas (no accumulation)
   bool zero1 = false;
   int steps = 3;
   OptimizerOptions optimizer = test_optimizer();
   // Called before each step on every rank (steps from 0), e.g. to arm a fault.
   std::function<void(int rank, int step)> before_step;
+  // null: the launcher's default (make_cpu_train_ops, the fast CPU kernels)
   MakeTrainOps make_ops = [](int, ThreadPool&) -> std::unique_ptr<TrainOps> { return std::make_unique<RefTrainOps>(); };
 };
 
@@ -88,7 +90,7 @@ inline RunResult run_replicas(const std::string& model_dir, const RunSpec& spec)
   std::mutex mutex;
   const std::int64_t micro = spec.micro > 0 ? spec.micro : spec.B / spec.replicas;
   run_in_process_replicas(
-      spec.replicas, spec.replicas,
+      spec.replicas, spec.threads > 0 ? spec.threads : spec.replicas,
       [&](ReplicaRank& r) {
         ReplicaTrainer trainer(model, start, spec.optimizer, batch_layout(spec.B, spec.replicas, micro), spec.zero1,
                                r.comm, r.ops, &r.pool);

@@ -37,7 +37,7 @@ TEST_F(TrainCli, BadInputExitsTwoNamingTheLineOrPathWithNothingWritten) {
   const std::string data = dir_ / "data.jsonl";
   const auto with_line = [&](const std::string& line) {
     std::ofstream(dir_ / "bad.jsonl") << file_bytes(data) << line << "\n";
-    return run_plexus(train_args(dir_, out, 2, 4) + " --data " + shell_quote(dir_ / "bad.jsonl"));
+    return run_plexus(train_args(dir_, out, 2, 4, "", dir_ / "bad.jsonl"));
   };
   expect_bad(with_line("not json"), dir_ / "bad.jsonl" + ":13: invalid JSON", out);
   expect_bad(with_line("{\"text\": \"hi\"}"), dir_ / "bad.jsonl" + ":13: no \"ids\"", out);
@@ -45,7 +45,7 @@ TEST_F(TrainCli, BadInputExitsTwoNamingTheLineOrPathWithNothingWritten) {
              dir_ / "bad.jsonl" + ":13: token id 300", out);
   expect_bad(with_line("{\"ids\": [1, 2, 3]}"), dir_ / "bad.jsonl" + ":13: a sequence of 3 tokens, but line 1 has 17", out);
   // With --seq-len the longer lines are cut, a shorter one is named.
-  const testing::ProcessResult cut = run_plexus(train_args(dir_, out, 2, 4, "--seq-len 8") + " --data " + shell_quote(dir_ / "bad.jsonl"));
+  const testing::ProcessResult cut = run_plexus(train_args(dir_, out, 2, 4, "--seq-len 8", dir_ / "bad.jsonl"));
   expect_bad(cut, dir_ / "bad.jsonl" + ":13: a sequence of 3 tokens is shorter than --seq-len 8", out);
   expect_bad(run_plexus(train_args(dir_, out, 2, 3, "--replicas 2")), "--batch-size 3 is not divisible by the 2 replicas", out);
   expect_bad(run_plexus(train_args(dir_, out, 2, 4, "--virtual-devices 2 --micro-batch 3")), "not divisible by --micro-batch 3", out);

@@ -21,7 +21,8 @@ class TrainMultidevice : public ::testing::Test {
     EXPECT_EQ(r.exit_code, 0) << r.err;
     std::vector<double> out;
     if (r.exit_code != 0) return out;
-    for (const Json& s : Json::parse(r.out)["steps"]) out.push_back(s["loss"].get<double>());
+    const Json j = Json::parse(r.out);
+    for (const Json& s : j["steps"]) out.push_back(s["loss"].get<double>());
     return out;
   }
   std::string args(const std::string& name, const std::string& extra) {
@@ -51,6 +52,7 @@ TEST_F(TrainMultidevice, ReplicasVirtualDevicesAndZeroGiveTheLossesOfOneReplica)
 TEST_F(TrainMultidevice, MpirunRanksGiveTheLossesOfOneReplica) {
   if (std::system("command -v mpirun >/dev/null 2>&1") != 0) GTEST_SKIP() << "mpirun is not installed";
   const std::vector<double> one = losses(run_plexus(args("one", "")));
+  ASSERT_EQ(one.size(), static_cast<std::size_t>(kSteps));
   const std::string mpirun = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 CUDA_VISIBLE_DEVICES= "
                              "ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 timeout 300 mpirun -np 2 --oversubscribe " +
                              shell_quote(PLEXUS_BINARY) + " ";
