@@ -11,6 +11,7 @@
 
 #include "backend/device_options.h"
 #include "cli/commands.h"
+#include "cli/interrupt_guard.h"
 #include "cli/train_auto.h"
 #include "comm/mpi_collective.h"
 #include "comm/mpi_world.h"
@@ -210,7 +211,7 @@ int report(const TrainCommand& c, const PreparedRun& run, const TrainReport& r, 
                  t.comm_mib);
   }
   if (summary.aggregate.total_energy_j) std::fprintf(stderr, "  energy %.1f J\n", *summary.aggregate.total_energy_j);
-  if (!r.stopped_for_skips) std::fprintf(stderr, "model written to %s; checkpoint %s\n", o.out.c_str(), r.last_checkpoint.c_str());
+  if (!r.stopped_for_skips && !r.interrupted) std::fprintf(stderr, "model written to %s; checkpoint %s\n", o.out.c_str(), r.last_checkpoint.c_str());
   if (o.json) {
     Json j = train_report_to_json(r);
     j["monitor"] = to_json(summary);
@@ -227,11 +228,16 @@ int report(const TrainCommand& c, const PreparedRun& run, const TrainReport& r, 
     std::printf("%s\n", j.dump().c_str());
     std::fflush(stdout);
   }
+  if (r.interrupted) {
+    throw Interrupted("interrupted after step " + std::to_string(r.end.step) + "; " + r.last_checkpoint +
+                      " was written: run again with --resume to continue");
+  }
   if (r.stopped_for_skips) {
     throw RuntimeError("--max-skipped " + std::to_string(o.max_skipped) + ": steps " +
                        std::to_string(r.end.step - r.end.skipped_consecutive + 1) + ".." + std::to_string(r.end.step) +
                        " all had a non-finite gradient norm; the run stopped after writing " + r.last_checkpoint +
-                       " (lower --lr or --max-grad-norm, check the data, then --resume)");
+                       " (a model every command loads: check the data, or start a new run from it with a lower --lr or "
+                       "--max-grad-norm and another --out)");
   }
   return 0;
 }
@@ -246,12 +252,17 @@ double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+// SIGINT/SIGTERM end the run after the step in progress, with a checkpoint (exit 130).
+void stop_on_signals(PreparedRun& run) { run.setup.stop_requested = [] { return InterruptGuard::requested(); }; }
+
 int train_here(const Args& args, const TrainFaults& faults) {
   TrainCommand c = train_command_from(args, 0);
   const std::uint64_t available = host_available_memory();  // before the weights load
   PreparedRun run = prepare_training(c.options, c.options.model, faults);
   apply_train_auto(args, run, c.devices.threads, available);  // --parallel, --batch-size auto
   c.options.batch = run.setup.options.batch;
+  const InterruptGuard guard;
+  stop_on_signals(run);
   if (!run.resumed_from.empty()) std::fprintf(stderr, "resuming from %s (step %lld)\n", run.resumed_from.c_str(),
                                              static_cast<long long>(run.setup.start.step));
   const std::unique_ptr<MonitorSession> monitor = start_monitor();
@@ -271,6 +282,8 @@ int train_mpi(const Args& args, const TrainFaults& faults, MpiWorld& world) {
   PreparedRun run = root ? prepare_training(c.options, c.options.model, faults)
                          : prepare_training_rank(c.options, c.options.model, faults);
   share_prepared(run, inputs);
+  const InterruptGuard guard;
+  stop_on_signals(run);
   int threads = c.devices.threads;
   if (threads == 0) {
     const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));

@@ -1,5 +1,5 @@
 // Checkpoints of a training run: OUT/checkpoints/step-NNNNNN/ holds the weights
-// (model.safetensors, F32, HF names), the AdamW moments (exp_avg.safetensors: exp_avg.NAME,
+// (model.safetensors, F32, HF names, and config.json: a model every command loads), the AdamW moments (exp_avg.safetensors: exp_avg.NAME,
 // exp_avg_sq.safetensors: exp_avg_sq.NAME) and state.json (step, data position, skipped-step counters, the options the
 // bits depend on, the model fingerprint, the RNG state). Each is written into a temporary
 // directory, fsynced and renamed into place, so a step-* directory is always complete; the newest
@@ -37,10 +37,12 @@ Json run_fingerprint(const TrainOptions& options, const TrainData& data);
 std::string checkpoint_dir(const std::string& out, std::int64_t step);
 
 // Writes the checkpoint of `progress.step` and removes all but the newest kCheckpointsKept.
-// `between_files` (tests: the kill hook) runs after each file is written, before the rename.
+// `config` is the model's config.json (train_output.h: trained_config_json). `between_files`
+// (tests: the kill hook) runs after each file is written, before the rename.
 void write_checkpoint(const std::string& out, const TrainProgress& progress, const Json& model_fingerprint,
                       const Json& run_fingerprint, const ParamLayout& layout, std::span<const float> params,
-                      const OptimizerState& state, const std::function<void()>& between_files = {});
+                      const OptimizerState& state, const Json& config,
+                      const std::function<void()>& between_files = {});
 
 struct LoadedCheckpoint {
   std::string path;

@@ -139,14 +139,17 @@ void write_trained_model(const std::string& out, const std::string& model_dir, c
   }
   // A stale index of an earlier sharded model would shadow model.safetensors.
   fs::remove(out + "/model.safetensors.index.json", ec);
-  Json cfg;
-  if (dir && fs::is_regular_file(model_dir + "/config.json", ec)) {
-    cfg = read_json_file(model_dir + "/config.json");
+  write_file_atomically(out + "/config.json", trained_config_json(model_dir, config).dump(2) + "\n");
+}
+
+Json trained_config_json(const std::string& model_dir, const ModelConfig& config) {
+  std::error_code ec;
+  if (fs::is_directory(model_dir, ec) && fs::is_regular_file(model_dir + "/config.json", ec)) {
+    Json cfg = read_json_file(model_dir + "/config.json");
     cfg["torch_dtype"] = "float32";
-  } else {
-    cfg = config_to_json(config, DType::kF32);
+    return cfg;
   }
-  write_file_atomically(out + "/config.json", cfg.dump(2) + "\n");
+  return config_to_json(config, DType::kF32);
 }
 
 }  // namespace plexus

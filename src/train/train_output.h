@@ -33,6 +33,10 @@ Json model_geometry(const ModelConfig& config);
 // another --out: nothing is overwritten). Writes nothing.
 void check_out_dir(const std::string& out, const ModelConfig& config, bool resume);
 
+// config.json of the trained model: model_dir's with torch_dtype float32, or one made from
+// `config` (a GGUF model).
+Json trained_config_json(const std::string& model_dir, const ModelConfig& config);
+
 // Writes the trained model into `out`: model.safetensors, the tokenizer files of `model_dir`
 // that exist (tokenizer.json, tokenizer_config.json, special_tokens_map.json,
 // generation_config.json), then config.json (model_dir's with torch_dtype float32, or one made

@@ -2,6 +2,8 @@
 // (in-process threads, or this process as one MPI rank).
 #include "train/train_run.h"
 
+#include <filesystem>
+
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "model/checkpoint.h"
@@ -65,9 +67,18 @@ PreparedRun prepare_training(const TrainOptions& options, const std::string& mod
   TrainSetup& s = run.setup;
   *run.data = read_train_data(options.data, s.config.vocab_size, options.seq_len);
   s.run_fingerprint = run_fingerprint(options, *run.data);
+  std::error_code ec;
+  if (std::filesystem::exists(options.out, ec) && std::filesystem::equivalent(options.out, model_dir, ec)) {
+    throw InputError("--out " + options.out + " is the model's own directory: the trained model would overwrite " +
+                     model_dir + "; choose another --out");
+  }
   check_out_dir(options.out, s.config, options.resume);
   if (options.resume) {
     LoadedCheckpoint c = load_newest_checkpoint(options.out, s.model_fingerprint, s.run_fingerprint, s.layout);
+    if (c.progress.step > options.steps) {
+      throw InputError("--steps " + std::to_string(options.steps) + " is below the " + std::to_string(c.progress.step) +
+                       " steps " + c.path + " has done: give --steps " + std::to_string(c.progress.step) + " or more");
+    }
     s.start = c.progress;
     run.params = std::move(c.params);
     run.state = std::move(c.state);

@@ -29,6 +29,8 @@ TrainFaults parse_train_faults(const std::string& spec) {
     };
     if (key == "kill_at_step") {
       f.kill_at_step = number(value);
+    } else if (key == "sigint_at_step") {
+      f.sigint_at_step = number(value);
     } else if (key == "kill_in_checkpoint") {
       f.kill_in_checkpoint = number(value);
     } else if (key == "nan_steps") {
@@ -37,7 +39,7 @@ TrainFaults parse_train_faults(const std::string& spec) {
       f.nan_last = dash == std::string::npos ? f.nan_first : number(value.substr(dash + 1));
     } else {
       throw InputError("PLEXUS_TRAIN_FAIL: unknown item '" + item +
-                       "' (known: kill_at_step=N, kill_in_checkpoint=N, nan_steps=A-B)");
+                       "' (known: kill_at_step=N, kill_in_checkpoint=N, nan_steps=A-B, sigint_at_step=N)");
     }
   }
   return f;
@@ -61,6 +63,7 @@ TrainReport train_rank(const TrainSetup& setup, TrainReplica& replica, Collectiv
   TrainProgress p = setup.start;
   RankTotals mine;
   std::vector<std::int32_t> tokens;
+  const Json config_json = root ? trained_config_json(setup.model_dir, setup.config) : Json();
   std::int64_t checkpointed = o.resume ? setup.start.step : -1;  // a resumed run starts from its checkpoint
 
   const auto checkpoint = [&] {
@@ -71,7 +74,7 @@ TrainReport train_rank(const TrainSetup& setup, TrainReplica& replica, Collectiv
         if (setup.faults.kill_in_checkpoint == step) kill_self();
       };
       write_checkpoint(o.out, p, setup.model_fingerprint, setup.run_fingerprint, setup.layout, replica.params(), state,
-                       hook);
+                       config_json, hook);
       report.last_checkpoint = checkpoint_dir(o.out, p.step);
     }
     checkpointed = p.step;
@@ -112,14 +115,23 @@ TrainReport train_rank(const TrainSetup& setup, TrainReplica& replica, Collectiv
     report.steps.push_back(rec);
     if (root && on_step) on_step(rec);
     if (root && setup.faults.kill_at_step == number) kill_self();
+    if (root && setup.faults.sigint_at_step == number) std::raise(SIGINT);
     if (o.max_skipped > 0 && p.skipped_consecutive >= o.max_skipped) {
       report.stopped_for_skips = true;
       break;
     }
+    if (setup.stop_requested) {
+      std::uint8_t stop = root && setup.stop_requested() ? 1 : 0;
+      if (comm.size() > 1) comm.broadcast(&stop, 1, 0);  // every rank stops at the same step
+      if (stop != 0 && p.step < o.steps) {
+        report.interrupted = true;
+        break;
+      }
+    }
     if (o.checkpoint_every > 0 && p.step % o.checkpoint_every == 0 && p.step < o.steps) checkpoint();
   }
   if (checkpointed != p.step) checkpoint();
-  if (!report.stopped_for_skips && root) {
+  if (!report.stopped_for_skips && !report.interrupted && root) {
     write_trained_model(o.out, setup.model_dir, setup.config, setup.layout, replica.params());
   }
   report.end = p;
@@ -161,6 +173,7 @@ Json train_report_to_json(const TrainReport& report) {
   return {{"steps", steps},
           {"skipped_steps", report.end.skipped_total},
           {"stopped_for_skips", report.stopped_for_skips},
+          {"interrupted", report.interrupted},
           {"ranks", ranks}};
 }
 

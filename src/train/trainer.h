@@ -37,8 +37,10 @@ class TrainReplica {
 //   kill_in_checkpoint=N  SIGKILL while writing the checkpoint of step N (after its first file)
 //   nan_steps=A-B         steps A..B get a non-finite gradient (a NaN put into the final norm's
 //                         weight for the step, taken out after it)
+//   sigint_at_step=N      raise SIGINT once step N is done (as a Ctrl-C then)
 struct TrainFaults {
   std::int64_t kill_at_step = 0;
+  std::int64_t sigint_at_step = 0;
   std::int64_t kill_in_checkpoint = 0;
   std::int64_t nan_first = 0, nan_last = 0;
 };
@@ -55,6 +57,9 @@ struct TrainSetup {
   Json model_fingerprint, run_fingerprint;
   TrainProgress start;    // where the run starts (a resumed checkpoint's progress, or zero)
   TrainFaults faults;
+  // Polled on rank 0 after every step (null: never): true ends the run there, after a
+  // checkpoint (SIGINT/SIGTERM). Set it on every rank or on none (its answer is broadcast).
+  std::function<bool()> stop_requested;
 };
 
 // One step as reported (rank 0's view; the loss and norm are the global batch's).
@@ -74,13 +79,15 @@ struct TrainReport {
   std::vector<StepRecord> steps;  // the steps this run did (not those before a resume)
   TrainProgress end;
   bool stopped_for_skips = false;  // --max-skipped consecutive skips ended the run
+  bool interrupted = false;        // stop_requested ended the run
   std::vector<RankTotals> ranks;   // (ranks) on rank 0; this rank's alone elsewhere
   std::string last_checkpoint;
 };
 
 // Runs steps setup.start.step … options.steps−1 on this rank. Rank 0 calls on_step after each
 // step, writes the checkpoints (every options.checkpoint_every steps, at the end, and when
-// --max-skipped stops the run) and, at a normal end, the trained model into options.out.
+// --max-skipped or stop_requested stops the run) and, at a normal end, the trained model into
+// options.out.
 TrainReport train_rank(const TrainSetup& setup, TrainReplica& replica, Collective& comm,
                        const std::function<void(const StepRecord&)>& on_step = {});
 

@@ -102,6 +102,13 @@ TEST_F(TrainCli, OutputLoadsInGenerateAndPerplexityAndJsonHasTheKeys) {
   EXPECT_EQ(again.exit_code, 2);
   EXPECT_NE(again.err.find("pass --resume to continue it, or choose another --out"), std::string::npos) << again.err;
   EXPECT_EQ(file_bytes(out + "/model.safetensors"), model);
+  // --resume asking for fewer steps than the checkpoint has done, and --out naming the model.
+  const testing::ProcessResult fewer = run_plexus(train_args(dir_, out, 2, 4, "--resume"));
+  EXPECT_EQ(fewer.exit_code, 2);
+  EXPECT_NE(fewer.err.find("--steps 2 is below the 3 steps " + out + "/checkpoints/step-000003 has done"), std::string::npos) << fewer.err;
+  const testing::ProcessResult self = run_plexus(train_args(dir_, dir_ / "model", 2, 4));
+  EXPECT_EQ(self.exit_code, 2);
+  EXPECT_NE(self.err.find("is the model's own directory"), std::string::npos) << self.err;
   // --resume with other options the bits depend on: refused, naming the checkpoint.
   const testing::ProcessResult lr = run_plexus(train_args(dir_, out, 4, 4, "--resume --lr 2e-3"));
   EXPECT_EQ(lr.exit_code, 2);
@@ -126,6 +133,16 @@ TEST_F(TrainCli, KillHookThenResumeEndsBitIdentical) {
     EXPECT_EQ(file_bytes(out + "/checkpoints/step-000006/exp_avg_sq.safetensors"),
               file_bytes(full + "/checkpoints/step-000006/exp_avg_sq.safetensors"));
   }
+  // SIGINT (Ctrl-C) after step 3: a checkpoint of step 3, exit 130; --resume ends the same.
+  const std::string out = dir_ / "interrupted";
+  const testing::ProcessResult stopped = run_command("PLEXUS_TRAIN_FAIL=sigint_at_step=3 CUDA_VISIBLE_DEVICES= " +
+                                                     shell_quote(PLEXUS_BINARY) + " " + train_args(dir_, out, 6, 4, "--checkpoint-every 2 --json"));
+  EXPECT_EQ(stopped.exit_code, 130) << stopped.err;
+  EXPECT_NE(stopped.err.find("interrupted after step 3; " + out + "/checkpoints/step-000003 was written"), std::string::npos) << stopped.err;
+  EXPECT_TRUE(Json::parse(stopped.out)["interrupted"].get<bool>());
+  EXPECT_FALSE(fs::exists(out + "/model.safetensors"));
+  ASSERT_EQ(run_plexus(train_args(dir_, out, 6, 4, "--checkpoint-every 2 --resume")).exit_code, 0);
+  EXPECT_EQ(file_bytes(out + "/model.safetensors"), want);
 }
 
 TEST_F(TrainCli, RealKill9AtRandomMomentsThenResumeEndsBitIdentical) {
@@ -169,6 +186,9 @@ TEST_F(TrainCli, NonFiniteStepIsSkippedAndMaxSkippedEndsWithExitOneAndACheckpoin
   EXPECT_TRUE(fs::exists(stop + "/checkpoints/step-000003/state.json"));
   EXPECT_FALSE(fs::exists(stop + "/model.safetensors"));
   EXPECT_EQ(Json::parse(s.out)["skipped_steps"], Json(2));
+  // The checkpoint is a model every command loads (a new run can start from it).
+  const testing::ProcessResult ppl = run_plexus("perplexity " + shell_quote(stop + "/checkpoints/step-000003") + " --ids 5,6,7,8");
+  EXPECT_EQ(ppl.exit_code, 0) << ppl.err;
 }
 
 }  // namespace

@@ -25,12 +25,12 @@ inline void make_inputs(const testing::TempDir& dir, int lines = 12, int tokens 
 }
 
 // `plexus train MODEL --data DATA --out OUT --steps N --batch-size B EXTRA`, shell-quoted paths;
-// DATA is DIR/data.jsonl unless given.
+// DATA is DIR/data.jsonl unless given; --threads 1 unless EXTRA says.
 inline std::string train_args(const testing::TempDir& dir, const std::string& out, int steps, int batch,
                               const std::string& extra = "", const std::string& data = "") {
   return "train " + testing::shell_quote(dir / "model") + " --data " + testing::shell_quote(data.empty() ? dir / "data.jsonl" : data) + " --out " +
          testing::shell_quote(out) + " --steps " + std::to_string(steps) + " --batch-size " + std::to_string(batch) +
-         " --threads 1 " + extra;
+         (extra.find("--threads") == std::string::npos ? " --threads 1 " : " ") + extra;
 }
 
 inline std::string file_bytes(const std::string& path) {

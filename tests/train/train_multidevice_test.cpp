@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 
 #include "train_cli_util.h"
 
@@ -47,6 +49,8 @@ TEST_F(TrainMultidevice, ReplicasVirtualDevicesAndZeroGiveTheLossesOfOneReplica)
   }
   expect_close(losses(run_plexus(args("z1", "--replicas 2 --zero 1"))), one, "--replicas 2 --zero 1");
   expect_close(losses(run_plexus(args("acc", "--micro-batch 2"))), one, "--micro-batch 2");
+  // The thread count changes nothing, bit for bit.
+  EXPECT_EQ(losses(run_plexus(args("t3", "--threads 3"))), one);
 }
 
 TEST_F(TrainMultidevice, MpirunRanksGiveTheLossesOfOneReplica) {
@@ -65,6 +69,12 @@ TEST_F(TrainMultidevice, MpirunRanksGiveTheLossesOfOneReplica) {
   const testing::ProcessResult bad = testing::run_command(mpirun + args("mpi-bad", "--replicas 2"));
   EXPECT_EQ(bad.exit_code, 2) << bad.err;
   EXPECT_NE(bad.err.find("under mpirun every rank runs one replica"), std::string::npos) << bad.err;
+  // A bad data line, seen by rank 0 alone: every rank ends with exit 2 naming the line, nothing written.
+  std::ofstream(dir_ / "bad.jsonl") << "{\"ids\": [1, 2, 3]}\n{\"ids\": [1, 999, 3]}\n";
+  const testing::ProcessResult line = testing::run_command(mpirun + train_args(dir_, dir_ / "mpi-line", kSteps, 4, "", dir_ / "bad.jsonl"));
+  EXPECT_EQ(line.exit_code, 2) << line.err;
+  EXPECT_NE(line.err.find(dir_ / "bad.jsonl" + ":2: token id 999"), std::string::npos) << line.err;
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "mpi-line"));
 }
 
 }  // namespace
