@@ -99,6 +99,7 @@ int run(int argc, char** argv) {
   for (auto& t : tokens) t = static_cast<std::int32_t>(rng() % static_cast<std::uint32_t>(config.vocab_size));
 
   std::vector<double> rates, losses;
+  double timed_seconds = 0;
   for (int s = -warmup; s < steps; ++s) {
     if (s == 0) timed.clear();
     Timer t;
@@ -106,6 +107,7 @@ int run(int argc, char** argv) {
     const double sec = t.seconds();
     if (s >= 0) {
       rates.push_back(static_cast<double>(B * T) / sec);
+      timed_seconds += sec;
       losses.push_back(r.loss);
     }
   }
@@ -144,6 +146,8 @@ int run(int argc, char** argv) {
     for (const auto& [name, sec] : timed.totals()) {
       std::printf("    %-24s %8.3f s  %5.1f%%\n", name.c_str(), sec, 100 * sec / std::max(sum, 1e-12));
     }
+    std::printf("  outside TrainOps (AdamW, gradient norm and clipping, zeroing, buckets): %.3f s, %.1f%% of the steps\n",
+                timed_seconds - sum, 100 * (timed_seconds - sum) / std::max(timed_seconds, 1e-12));
   }
   return 0;
 }
