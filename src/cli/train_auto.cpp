@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "backend/device_options.h"
 #include "core/error.h"
 #include "core/units.h"
 #include "planner/budgets.h"
@@ -131,9 +132,14 @@ void apply_train_auto(const Args& args, PreparedRun& run, int threads, std::uint
   in.threads = replica_threads(threads, o.batch.replicas, 0);
   in.seq_len = run.data->T;
   in.max_micro_batch = (run.data->sequences + in.replicas - 1) / in.replicas;
+  const DeviceOptions d = device_options_from(args);
   std::optional<long long> virtual_devices;
-  if (args.given("--virtual-devices")) virtual_devices = args.get_int("--virtual-devices");
+  if (d.virtual_devices > 0) virtual_devices = d.virtual_devices;
   in.budget = replica_budget(args.get_optional("--max-memory"), virtual_devices, o.batch.replicas, host_available);
+  if (d.virtual_devices > 0 && d.virtual_device_memory > 0 && !args.has("--max-memory")) {
+    in.budget.bytes = static_cast<std::int64_t>(d.virtual_device_memory);
+    in.budget.source = "--virtual-device-memory budget";
+  }
   if (!is_auto) {
     // Only --parallel to check: the batch is the one the flags gave.
     decide_train_layout(run.setup.config, in, nullptr, nullptr, {}, {});
