@@ -12,11 +12,13 @@
 #include "backend/device_options.h"
 #include "cli/commands.h"
 #include "cli/interrupt_guard.h"
+#include "cli/train_auto.h"
 #include "comm/mpi_collective.h"
 #include "comm/mpi_world.h"
 #include "core/args.h"
 #include "core/error.h"
 #include "core/json.h"
+#include "exec/model_run.h"
 #include "monitor/monitor_session.h"
 #include "planner/budgets.h"
 #include "train/in_process_replicas.h"
@@ -34,7 +36,8 @@ void declare(Args& args) {
       .option("--data", "FILE", "training data: one {\"ids\": [token ids]} per line (docs/train.md)")
       .option("--out", "DIR", "where checkpoints (DIR/checkpoints) and the trained model (config.json, model.safetensors, tokenizer) go")
       .option("--steps", "N", "optimizer steps to run (in total, counting those before a --resume)")
-      .option("--batch-size", "B", "sequences per optimizer step (the global batch, over every replica)")
+      .option("--batch-size", "B", "sequences per optimizer step (the global batch, over every replica); auto: the largest "
+                                   "micro-batch that fits each device, confirmed by a trial step (docs/train.md)")
       .option("--micro-batch", "M", "sequences a replica runs through forward+backward at once; B/R/M micro-batches are accumulated (default: B/R)")
       .option("--seq-len", "T", "cut every sequence to its first T tokens (default: the data's length, the same on every line)")
       .option("--lr", "X", "AdamW learning rate (constant)", "1e-3")
@@ -53,6 +56,7 @@ void declare(Args& args) {
               std::to_string(kDefaultMaxSkipped))
       .flag("--json", "print {\"steps\": [...], \"skipped_steps\", \"monitor\", ...} on stdout");
   add_device_options(args);
+  add_train_auto_options(args);  // --global-batch, --parallel (cli/train_auto)
   args.epilog(
       "Step s (from 0) trains on data lines s·B … s·B+B−1 in file order, wrapping around; replica r of R takes\n"
       "the r-th B/R of them. The loss is the mean next-token cross-entropy of the global batch; gradients are\n"
@@ -133,7 +137,10 @@ TrainCommand train_command_from(const Args& args, int mpi_ranks) {
     }
   }
   BatchLayout& b = o.batch;
-  b.global_batch = positive(args, "--batch-size");
+  const bool auto_batch = batch_size_is_auto(args);  // chosen after loading (cli/train_auto); 1 per replica till then
+  if (auto_batch && mpi_ranks > 0) throw InputError("--batch-size auto is not built for mpirun yet: give --batch-size B");
+  if (auto_batch && args.has("--micro-batch")) throw InputError("--batch-size auto chooses the micro-batch: leave --micro-batch out");
+  b.global_batch = auto_batch ? replicas : positive(args, "--batch-size");
   b.replicas = replicas;
   const std::string over = mpi_ranks > 0 ? " mpirun ranks" : " replicas";
   if (b.global_batch % replicas != 0) {
@@ -208,7 +215,8 @@ int report(const TrainCommand& c, const PreparedRun& run, const TrainReport& r, 
   if (o.json) {
     Json j = train_report_to_json(r);
     j["monitor"] = to_json(summary);
-    j["batch"] = {{"global", o.batch.global_batch},
+    j["batch"] = {{"why", o.batch.why},
+                  {"global", o.batch.global_batch},
                   {"micro_batch", o.batch.micro_batch},
                   {"accumulation", o.batch.accumulation},
                   {"replicas", o.batch.replicas},
@@ -248,8 +256,11 @@ double now_s() {
 void stop_on_signals(PreparedRun& run) { run.setup.stop_requested = [] { return InterruptGuard::requested(); }; }
 
 int train_here(const Args& args, const TrainFaults& faults) {
-  const TrainCommand c = train_command_from(args, 0);
+  TrainCommand c = train_command_from(args, 0);
+  const std::uint64_t available = host_available_memory();  // before the weights load
   PreparedRun run = prepare_training(c.options, c.options.model, faults);
+  apply_train_auto(args, run, c.devices.threads, available);  // --parallel, --batch-size auto
+  c.options.batch = run.setup.options.batch;
   const InterruptGuard guard;
   stop_on_signals(run);
   if (!run.resumed_from.empty()) std::fprintf(stderr, "resuming from %s (step %lld)\n", run.resumed_from.c_str(),

@@ -4,10 +4,13 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "backend/device_options.h"
 #include "core/error.h"
 #include "core/units.h"
 #include "planner/budgets.h"
 #include "train/batch_trial.h"
+#include "train/in_process_replicas.h"
+#include "train/train_checkpoint.h"
 
 namespace plexus::cli {
 
@@ -76,6 +79,7 @@ TrainLayoutChoice decide_train_layout(const ModelConfig& config, const TrainLayo
   AutoBatchRequest req;
   req.global_batch = in.global_batch;
   req.seq_len = in.seq_len;
+  req.max_micro_batch = in.max_micro_batch;
   req.replicas = replicas;
   req.zero1 = in.zero1;
   req.threads = in.threads;
@@ -104,6 +108,55 @@ TrainLayoutChoice decide_train_layout(const ModelConfig& config, const TrainLayo
   c.json["trial_bytes"] = a.measured;
   c.json["trials"] = a.trials;
   return c;
+}
+
+bool batch_size_is_auto(const Args& args) { return args.has("--batch-size") && args.get("--batch-size") == "auto"; }
+
+void apply_train_auto(const Args& args, PreparedRun& run, int threads, std::uint64_t host_available) {
+  TrainOptions& o = run.setup.options;
+  const bool is_auto = batch_size_is_auto(args);
+  if (!is_auto && args.given("--global-batch")) {
+    throw InputError("--global-batch applies to --batch-size auto; with a fixed batch, --batch-size is the global batch");
+  }
+  if (is_auto && o.resume) {
+    throw InputError("--batch-size auto with --resume: give the batch the first run chose (--batch-size B "
+                     "--micro-batch M, printed on its stderr), so that the run continues as it began");
+  }
+  TrainLayoutInputs in;
+  in.batch_auto = is_auto;
+  in.batch_size = o.batch.global_batch;
+  if (args.given("--global-batch")) in.global_batch = args.get_int_in("--global-batch", 1, 1LL << 30);
+  in.parallel = args.get("--parallel");
+  in.replicas = o.batch.replicas;
+  in.zero1 = o.zero1;
+  in.threads = replica_threads(threads, o.batch.replicas, 0);
+  in.seq_len = run.data->T;
+  in.max_micro_batch = (run.data->sequences + in.replicas - 1) / in.replicas;
+  const DeviceOptions d = device_options_from(args);
+  std::optional<long long> virtual_devices;
+  if (d.virtual_devices > 0) virtual_devices = d.virtual_devices;
+  in.budget = replica_budget(args.get_optional("--max-memory"), virtual_devices, o.batch.replicas, host_available);
+  if (d.virtual_devices > 0 && d.virtual_device_memory > 0 && !args.has("--max-memory")) {
+    in.budget.bytes = static_cast<std::int64_t>(d.virtual_device_memory);
+    in.budget.source = "--virtual-device-memory budget";
+  }
+  if (!is_auto) {
+    // Only --parallel to check: the batch is the one the flags gave.
+    decide_train_layout(run.setup.config, in, nullptr, nullptr, {}, {});
+    return;
+  }
+  const LlamaTrainModel model(run.setup.config);
+  ThreadPool pool(in.threads);
+  const std::unique_ptr<TrainOps> ops = make_cpu_train_ops(pool);
+  const TrainData& data = *run.data;
+  const TrialTokens tokens = [&data](std::int64_t m) {
+    std::vector<std::int32_t> ids;
+    step_sequences(data, 0, m, 0, 1, ids);  // the first m sequences, wrapping around
+    return ids;
+  };
+  const TrainLayoutChoice c = decide_train_layout(run.setup.config, in, &model, ops.get(), run.params, tokens);
+  o.batch = c.batch;
+  run.setup.run_fingerprint = run_fingerprint(o, data);
 }
 
 }  // namespace plexus::cli

@@ -15,6 +15,7 @@
 #include "model/config.h"
 #include "train/batch_choice.h"
 #include "train/llama_train.h"
+#include "train/train_run.h"
 
 namespace plexus::cli {
 
@@ -41,6 +42,7 @@ struct TrainLayoutInputs {
   bool zero1 = false;
   int threads = 1;                  // compute threads of one replica
   std::int64_t seq_len = 0;         // T of the data
+  std::int64_t max_micro_batch = 0; // without --global-batch: the data's sequences per replica
   ReplicaBudget budget;
 };
 
@@ -60,5 +62,14 @@ using TrialTokens = std::function<std::vector<std::int32_t>(std::int64_t m)>;
 TrainLayoutChoice decide_train_layout(const ModelConfig& config, const TrainLayoutInputs& in,
                                       const LlamaTrainModel* model, TrainOps* ops, std::span<float> params,
                                       const TrialTokens& tokens);
+
+// --batch-size auto?
+bool batch_size_is_auto(const Args& args);
+
+// cmd_train's single-process run, after prepare_training (`run` prepared with a placeholder batch
+// when --batch-size is auto): applies --parallel and, with --batch-size auto, the chosen layout
+// to run.setup.options.batch (and the run's fingerprint). `host_available`: MemAvailable read
+// before the weights were loaded. InputError for --resume with auto (give the chosen batch).
+void apply_train_auto(const Args& args, PreparedRun& run, int threads, std::uint64_t host_available);
 
 }  // namespace plexus::cli

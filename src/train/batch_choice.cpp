@@ -52,8 +52,8 @@ AutoBatchChoice choose_auto_batch(const ModelConfig& config, const AutoBatchRequ
   }
   const std::int64_t share = req.global_batch > 0 ? req.global_batch / replicas : 0;
   TrainingShape shape{1, req.seq_len, replicas, req.zero1, req.threads};
-  // No micro-batch beyond the replica's share (with G), nor an absurd one without it.
-  const std::int64_t limit = share > 0 ? share : std::int64_t{1} << 20;
+  // No micro-batch beyond the replica's share (with G), or than the data holds (without it).
+  const std::int64_t limit = share > 0 ? share : req.max_micro_batch > 0 ? req.max_micro_batch : std::int64_t{1} << 20;
   AutoBatchChoice c;
   c.largest_fit = largest_fitting_micro_batch(config, shape, req.budget, limit);
   if (c.largest_fit == 0) {

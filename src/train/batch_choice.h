@@ -31,6 +31,7 @@ using TrialStep = std::function<std::int64_t(std::int64_t micro_batch)>;
 struct AutoBatchRequest {
   std::int64_t global_batch = 0;  // --global-batch G; 0: replicas × the chosen micro-batch
   std::int64_t seq_len = 0;
+  std::int64_t max_micro_batch = 0;  // without G, no micro-batch beyond this (the data's sequences per replica); 0: none
   int replicas = 1;
   bool zero1 = false;
   int threads = 1;

@@ -92,6 +92,18 @@ struct ReplicaTrainer::Impl {
     }
   };
 
+  // The backward failed after it had posted buckets: the communication thread may be inside a
+  // collective the other ranks will never join, so the group is aborted (under MPI that ends
+  // every rank with `why`) and the thread drained before the error goes on.
+  void abandon(const Buckets& buckets, const std::string& why) {
+    if (!reducer || std::none_of(buckets.posted.begin(), buckets.posted.end(), [](bool p) { return p; })) return;
+    comm.abort(why);
+    try {
+      reducer->wait();
+    } catch (...) {
+    }
+  }
+
   // The sum over the ranks of each rank's value, added in rank order in double.
   double sum_over_ranks(double x, double& comm_seconds) {
     if (ranks == 1) return x;
@@ -138,15 +150,11 @@ struct ReplicaTrainer::Impl {
         if (ranks > 1 && k == n_micro - 1) ready = [&](int layer) { buckets.post(layer); };
         loss_sum += model.forward_backward(ops, w, g, mb, grad_scale, *acts, ready);
       }
+    } catch (const std::exception& e) {
+      abandon(buckets, e.what());
+      throw;
     } catch (...) {
-      // The communication thread may be inside a collective the other ranks will never join.
-      if (reducer) {
-        comm.abort("a replica failed during its backward");
-        try {
-          reducer->wait();
-        } catch (...) {
-        }
-      }
+      abandon(buckets, "a replica failed during its backward");
       throw;
     }
     compute += t.seconds();

@@ -27,16 +27,25 @@ std::int64_t largest_bucket(const ParamLayout& layout, int num_layers) {
 }
 
 // CpuTrainOps' own buffers (train/cpu_train_ops, kernels/cpu/train_gemm): the GEMM's packing of
-// A (up to 1536 rows) and B (up to 2048 columns) over up to 1024 of k, kept by the calling thread;
-// attention_backward's probabilities and their gradients of one kv head of one sequence
-// (2 · group · T², kept); the attention's per-thread rows of scores (16 queries × T, twice).
+// A (up to 1536 rows) and B (up to 2048 columns) over up to 1024 of k, kept by the calling thread
+// at the size of the largest product (each linear's forward, input and weight gradients; the
+// lm_head in chunks of 1024 rows); attention_backward's probabilities and their gradients of one
+// kv head of one sequence (2 · group · T², kept); the attention's per-thread rows of scores.
 std::int64_t kernel_scratch(const ModelConfig& c, const TrainingShape& shape) {
   const std::int64_t rows = shape.micro_batch * shape.seq_len;
-  const std::int64_t q_dim = c.num_heads * c.head_dim;
-  const std::int64_t widest = std::max({rows, c.hidden_size, c.intermediate_size, q_dim, c.vocab_size});
-  const std::int64_t deepest = std::max({rows, c.hidden_size, c.intermediate_size, q_dim});
-  const std::int64_t k = std::min<std::int64_t>(deepest, 1024);
-  const std::int64_t gemm = (std::min<std::int64_t>(widest, 1536) + std::min<std::int64_t>(widest, 2048) + 128) * k;
+  const std::int64_t q_dim = c.num_heads * c.head_dim, kv_dim = c.num_kv_heads * c.head_dim;
+  auto pack = [](std::int64_t m, std::int64_t n, std::int64_t k) {
+    return (std::min<std::int64_t>(m, 1536) + 64) * std::min<std::int64_t>(k, 1024) +
+           (std::min<std::int64_t>(n, 2048) + 64) * std::min<std::int64_t>(k, 1024);
+  };
+  std::int64_t gemm = 0;
+  const std::int64_t linears[][3] = {{c.hidden_size, q_dim, rows},      {c.hidden_size, kv_dim, rows},
+                                     {q_dim, c.hidden_size, rows},      {c.hidden_size, c.intermediate_size, rows},
+                                     {c.intermediate_size, c.hidden_size, rows},
+                                     {c.hidden_size, c.vocab_size, std::min<std::int64_t>(rows, 1024)}};
+  for (const auto& [in, out, n] : linears) {
+    gemm = std::max({gemm, pack(n, out, in), pack(n, in, out), pack(out, in, n)});
+  }
   const std::int64_t group = c.num_kv_heads > 0 ? c.num_heads / c.num_kv_heads : 1;
   const std::int64_t attention = 2 * group * shape.seq_len * shape.seq_len;
   const std::int64_t per_thread = 2 * 16 * shape.seq_len * std::max(shape.threads, 1);

@@ -44,6 +44,9 @@ TEST(BatchChoice, AutoWithoutGlobalBatchTakesTheLargestFit) {
   EXPECT_EQ(c.trials, 0);
   EXPECT_NE(c.batch.why.find("micro-batch 5"), std::string::npos) << c.batch.why;
   EXPECT_NE(c.batch.why.find("global batch 10"), std::string::npos) << c.batch.why;
+  // No micro-batch beyond the data's sequences per replica.
+  req.max_micro_batch = 3;
+  EXPECT_EQ(choose_auto_batch(tiny(), req, {}).batch.micro_batch, 3);
 }
 
 TEST(BatchChoice, GlobalBatchByAccumulationOfADivisor) {

@@ -127,6 +127,45 @@ TEST(ReplicaTrainer, AccumulatedMicroBatchesMatchOneBatch) {
   EXPECT_LT(max_abs_diff(both.params[0], whole.params[0]), 1e-5);
 }
 
+// optimizer_state() then restore() into a fresh trainer (a resumed run) continues bit for bit.
+TEST(ReplicaTrainer, RestoredStateContinuesTheRunBitForBit) {
+  const ModelConfig config = load_model_config(tiny_model());
+  const LlamaTrainModel model(config);
+  const std::vector<float> start = testing::initial_params(tiny_model(), model.layout());
+  const std::int64_t B = 4, T = 9;
+  for (const bool zero1 : {false, true}) {
+    std::vector<float> straight, resumed;
+    std::mutex mutex;
+    run_in_process_replicas(
+        2, 2,
+        [&](ReplicaRank& r) {
+          auto make = [&] {
+            return std::make_unique<ReplicaTrainer>(model, start, testing::test_optimizer(),
+                                                    testing::batch_layout(B, 2, 2), zero1, r.comm, r.ops, &r.pool);
+          };
+          auto step = [&](ReplicaTrainer& t, int s) {
+            const std::vector<std::int32_t> batch = testing::global_batch(s, B, T, config.vocab_size);
+            t.step(testing::rank_slice(batch, B, T, r.rank, 2), T);
+          };
+          std::unique_ptr<ReplicaTrainer> a = make();
+          for (int s = 0; s < 3; ++s) step(*a, s);
+          std::unique_ptr<ReplicaTrainer> b = make();
+          for (int s = 0; s < 2; ++s) step(*b, s);
+          const std::vector<float> params(b->params().begin(), b->params().end());
+          const OptimizerState state = b->optimizer_state();
+          b = make();  // a new process: starting weights, no state
+          b->restore(params, state);
+          step(*b, 2);
+          if (r.rank != 0) return;
+          std::lock_guard lock(mutex);
+          straight.assign(a->params().begin(), a->params().end());
+          resumed.assign(b->params().begin(), b->params().end());
+        },
+        [](int, ThreadPool&) -> std::unique_ptr<TrainOps> { return std::make_unique<RefTrainOps>(); });
+    EXPECT_TRUE(testing::same_bits(straight, resumed)) << "zero1 " << zero1;
+  }
+}
+
 // RefTrainOps whose weight gradients get a poisoned element while `poison` is set.
 class PoisonOps : public RefTrainOps {
  public:
@@ -305,6 +344,40 @@ TEST(InProcessReplicas, AFailingRankEndsTheGroupWithItsOwnError) {
     EXPECT_STREQ(e.what(), "data.jsonl:7: rank 2 cannot go on");
   }
   EXPECT_EQ(steps_done, (std::vector<int>{1, 1, 1}));  // the others ended in step 2's collectives
+}
+
+// Rank 1's backward fails after it has handed its layers' buckets to the communication thread.
+class FailingOps : public RefTrainOps {
+ public:
+  explicit FailingOps(bool fail) : fail_(fail) {}
+  void embed_backward(const float* dx, std::span<const std::int32_t> ids, std::int64_t d, float* dtable) override {
+    if (fail_) throw RuntimeError("rank 1's backward failed");
+    RefTrainOps::embed_backward(dx, ids, d, dtable);
+  }
+
+ private:
+  bool fail_;
+};
+
+TEST(InProcessReplicas, ABackwardFailingWithBucketsInFlightEndsTheGroup) {
+  const ModelConfig config = load_model_config(tiny_model());
+  const LlamaTrainModel model(config);
+  const std::vector<float> start = testing::initial_params(tiny_model(), model.layout());
+  const std::int64_t B = 2, T = 9;
+  try {
+    run_in_process_replicas(
+        2, 2,
+        [&](ReplicaRank& r) {
+          ReplicaTrainer trainer(model, start, testing::test_optimizer(), testing::batch_layout(B, 2, 1), false, r.comm,
+                                 r.ops, &r.pool);
+          const std::vector<std::int32_t> batch = testing::global_batch(0, B, T, config.vocab_size);
+          trainer.step(testing::rank_slice(batch, B, T, r.rank, 2), T);
+        },
+        [](int rank, ThreadPool&) -> std::unique_ptr<TrainOps> { return std::make_unique<FailingOps>(rank == 1); });
+    ADD_FAILURE() << "no exception";
+  } catch (const RuntimeError& e) {
+    EXPECT_STREQ(e.what(), "rank 1's backward failed");
+  }
 }
 
 TEST(InProcessReplicas, ThreadsAreSplitAcrossRanks) {

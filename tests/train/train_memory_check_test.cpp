@@ -1,7 +1,7 @@
 // "Memory estimate within 10 % of the measured peak": real `plexus train` runs, their peak RSS
 // (the child's ru_maxrss from wait4) less the binary's own baseline (the peak of `plexus estimate`
 // on the same model: code, libraries, config), against train/training_memory's process estimate,
-// for an activation-heavy tiny model and the weight-heavy 135M shape. Label slow.
+// for an activation-heavy tiny model and the weight-heavy `small` shape. Label slow.
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -42,22 +42,22 @@ const std::string kPlexus = shell_quote(PLEXUS_BINARY);
 
 struct Case {
   std::string make_model;  // make-model flags after DIR
-  std::int64_t batch, seq_len, vocab;
+  std::int64_t batch, seq_len;
 };
 
 void check(const Case& c, const std::string& tag) {
   testing::TempDir dir(tag);
   const std::string model = dir / "model", data = dir / "data.jsonl";
   ASSERT_EQ(testing::run_plexus("make-model " + shell_quote(model) + " " + c.make_model).exit_code, 0);
+  const ModelConfig config = load_model_config(model);
   {
     std::ofstream f(data);
     for (int i = 0; i < 2 * c.batch; ++i) {
       Json line;
-      line["ids"] = testing::some_ids(static_cast<int>(c.seq_len), c.vocab, i);
+      line["ids"] = testing::some_ids(static_cast<int>(c.seq_len), config.vocab_size, i);
       f << line.dump() << "\n";
     }
   }
-  const ModelConfig config = load_model_config(model);
   TrainingShape shape;
   shape.micro_batch = c.batch;
   shape.seq_len = c.seq_len;
@@ -84,12 +84,12 @@ void check(const Case& c, const std::string& tag) {
 
 // Activations dominate: 16 sequences of 256 tokens through a 4-layer model of hidden 64.
 TEST(TrainMemoryCheck, TinyModelLargeBatch) {
-  check({"--preset tiny --dtype f32 --vocab 300", 16, 256, 300}, "train_memory_tiny");
+  check({"--preset tiny --dtype f32 --vocab 300", 16, 256}, "train_memory_tiny");
 }
 
-// Weights, gradients and AdamW dominate: the 135M shape, 2 sequences of 64 tokens.
-TEST(TrainMemoryCheck, SmallPreset135M) {
-  check({"--preset small --dtype f32", 2, 64, 49152}, "train_memory_small");
+// Weights, gradients and AdamW dominate: make-model's `small` shape (125M parameters), 2 sequences of 64 tokens.
+TEST(TrainMemoryCheck, SmallPreset125M) {
+  check({"--preset small --dtype f32", 2, 64}, "train_memory_small");
 }
 
 }  // namespace

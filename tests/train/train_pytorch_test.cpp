@@ -4,7 +4,9 @@
 // /usr/bin/python3 cannot import torch (Debian's python3-torch, installed by scripts/setup.sh).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <string>
 
@@ -59,12 +61,17 @@ Json compare(const Fixture& fx, const std::string& flags, const std::string& out
   const Json b = parse_json(ref.out, "ref_train.py")["steps"];
   EXPECT_EQ(a.size(), 5u);
   EXPECT_EQ(b.size(), 5u);
+  double worst_loss = 0, worst_norm = 0;
   for (std::size_t s = 0; s < std::min(a.size(), b.size()); ++s) {
     const double loss = a[s]["loss"].get<double>(), ref_loss = b[s]["loss"].get<double>();
     const double norm = a[s]["grad_norm"].get<double>(), ref_norm = b[s]["grad_norm"].get<double>();
     EXPECT_LE(std::fabs(loss - ref_loss), 1e-4 * std::fabs(ref_loss)) << "step " << s << " loss " << loss << " vs " << ref_loss;
     EXPECT_LE(std::fabs(norm - ref_norm), 1e-3 * std::fabs(ref_norm)) << "step " << s << " grad norm " << norm << " vs " << ref_norm;
+    worst_loss = std::max(worst_loss, std::fabs(loss - ref_loss) / std::fabs(ref_loss));
+    worst_norm = std::max(worst_norm, std::fabs(norm - ref_norm) / std::fabs(ref_norm));
   }
+  std::printf("%s: largest relative difference to torch over %zu steps: loss %.2e, grad norm %.2e\n", flags.c_str(),
+              a.size(), worst_loss, worst_norm);
   return a;
 }
 

@@ -8,7 +8,13 @@ namespace plexus {
 namespace {
 
 struct Avx2Tile {
-  static void tile(std::int64_t kc, const float* ap, const float* bp, float* c, std::int64_t ldc, bool add) {
+  static void transpose(const float* src, std::int64_t ld_src, std::int64_t rows, std::int64_t kc, float* dst,
+                        std::int64_t ld_dst) {
+    train_gemm_detail::transpose_scalar(src, ld_src, rows, kc, dst, ld_dst);
+  }
+  template <bool kRows>
+  static void tile(std::int64_t kc, const float* a, std::int64_t lda, const float* bp, float* c, std::int64_t ldc,
+                   bool add) {
     constexpr int kMr = 6;
     __m256 acc[kMr][2];
     for (int r = 0; r < kMr; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
@@ -16,9 +22,9 @@ struct Avx2Tile {
       const __m256 b0 = _mm256_loadu_ps(bp + p * 16), b1 = _mm256_loadu_ps(bp + p * 16 + 8);
 #pragma GCC unroll 6
       for (int r = 0; r < kMr; ++r) {
-        const __m256 a = _mm256_broadcast_ss(ap + p * kMr + r);
-        acc[r][0] = _mm256_fmadd_ps(a, b0, acc[r][0]);
-        acc[r][1] = _mm256_fmadd_ps(a, b1, acc[r][1]);
+        const __m256 av = _mm256_broadcast_ss(kRows ? a + r * lda + p : a + p * kMr + r);
+        acc[r][0] = _mm256_fmadd_ps(av, b0, acc[r][0]);
+        acc[r][1] = _mm256_fmadd_ps(av, b1, acc[r][1]);
       }
     }
     for (int r = 0; r < kMr; ++r) {

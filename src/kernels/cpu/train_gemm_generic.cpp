@@ -5,11 +5,19 @@ namespace plexus {
 namespace {
 
 struct GenericTile {
-  static void tile(std::int64_t kc, const float* ap, const float* bp, float* c, std::int64_t ldc, bool add) {
+  static void transpose(const float* src, std::int64_t ld_src, std::int64_t rows, std::int64_t kc, float* dst,
+                        std::int64_t ld_dst) {
+    train_gemm_detail::transpose_scalar(src, ld_src, rows, kc, dst, ld_dst);
+  }
+  template <bool kRows>
+  static void tile(std::int64_t kc, const float* a, std::int64_t lda, const float* bp, float* c, std::int64_t ldc,
+                   bool add) {
     float acc[4][16] = {};
     for (std::int64_t p = 0; p < kc; ++p)
-      for (int r = 0; r < 4; ++r)
-        for (int q = 0; q < 16; ++q) acc[r][q] += ap[p * 4 + r] * bp[p * 16 + q];
+      for (int r = 0; r < 4; ++r) {
+        const float av = kRows ? a[r * lda + p] : a[p * 4 + r];
+        for (int q = 0; q < 16; ++q) acc[r][q] += av * bp[p * 16 + q];
+      }
     for (int r = 0; r < 4; ++r)
       for (int q = 0; q < 16; ++q) c[r * ldc + q] = add ? c[r * ldc + q] + acc[r][q] : acc[r][q];
   }
