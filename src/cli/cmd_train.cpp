@@ -200,11 +200,17 @@ class StepPrinter {
 int report(const TrainCommand& c, const PreparedRun& run, const TrainReport& r, MonitorSession& monitor, double seconds) {
   const TrainOptions& o = c.options;
   const MonitorSummary summary = monitor.stop();
-  double tokens = 0;
-  for (const StepRecord& s : r.steps) tokens += s.tokens_per_s * s.seconds;
-  std::fprintf(stderr, "trained steps %lld..%lld (%lld skipped in all) in %.1f s, %.0f tok/s; %s\n",
+  double tokens = 0, step_seconds = 0;
+  for (const StepRecord& s : r.steps) {
+    tokens += s.tokens_per_s * s.seconds;
+    step_seconds += s.seconds;
+  }
+  std::fprintf(stderr,
+               "trained steps %lld..%lld (%lld skipped in all): %.1f s of steps, %.0f tok/s; %.1f s in all with "
+               "checkpoints and output; %s\n",
                static_cast<long long>(run.setup.start.step + 1), static_cast<long long>(r.end.step),
-               static_cast<long long>(r.end.skipped_total), seconds, seconds > 0 ? tokens / seconds : 0.0, o.batch.why.c_str());
+               static_cast<long long>(r.end.skipped_total), step_seconds, step_seconds > 0 ? tokens / step_seconds : 0.0,
+               seconds, o.batch.why.c_str());
   for (std::size_t i = 0; i < r.ranks.size(); ++i) {
     const RankTotals& t = r.ranks[i];
     std::fprintf(stderr, "  rank %zu: busy %.2f s, communication %.2f s (%.1f MiB)\n", i, t.compute_seconds, t.comm_seconds,
