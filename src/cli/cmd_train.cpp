@@ -48,6 +48,7 @@ void declare(Args& args) {
       .option("--max-grad-norm", "X", "clip the gradients' global 2-norm to X as torch's clip_grad_norm_ (0: no clipping)", "1.0")
       .option("--replicas", "R", "data-parallel replicas in this process, one thread share each (default 1, or --virtual-devices)")
       .option("--threads", "N", "CPU threads of this process, split over its replicas (0: one per hardware thread)", "0")
+      .option("--devices", "LIST", "accelerators to train on: refused for now (exit 2), training runs on CPU devices")
       .option("--max-memory", "LIST", "memory budgets as accelerate writes them, e.g. \"0=2GiB,1=2GiB\" for virtual devices, \"cpu=8GiB\"")
       .option("--zero", "STAGE", "1: shard the AdamW state across replicas (ZeRO stage 1); 0: every replica holds all of it", "0")
       .option("--checkpoint-every", "K", "write a checkpoint every K steps (0: only at the end); the newest 2 are kept", "0")
@@ -104,6 +105,10 @@ TrainCommand train_command_from(const Args& args, int mpi_ranks) {
     throw InputError("--virtual-gpus / PLEXUS_VIRTUAL_GPUS: training runs on CPU devices; the GPU backward is not built yet "
                      "(use --virtual-devices N or --replicas R)");
   }
+  if (auto list = args.get_optional("--devices")) {
+    throw InputError("--devices " + *list + ": training runs on CPU devices; the GPU backward is not built yet "
+                     "(use --virtual-devices N or --replicas R)");
+  }
   c.devices.virtual_devices = d.virtual_devices;
   c.devices.threads = static_cast<int>(args.get_int_in("--threads", 0, 1024));
   if (auto mm = args.get_optional("--max-memory")) {
@@ -113,7 +118,10 @@ TrainCommand train_command_from(const Args& args, int mpi_ranks) {
         throw InputError("--max-memory " + *mm + " budgets accelerators: training runs on CPU devices; the GPU backward is "
                          "not built yet (add --virtual-devices N to budget virtual CPU devices, or give cpu=SIZE)");
       }
-      (void)id;
+      if (id.ordinal() >= d.virtual_devices) {
+        throw InputError("--max-memory " + *mm + " budgets device " + std::to_string(id.ordinal()) + " but --virtual-devices " +
+                         std::to_string(d.virtual_devices) + " makes devices 0.." + std::to_string(d.virtual_devices - 1));
+      }
     }
     c.devices.max_memory = *mm;
   }

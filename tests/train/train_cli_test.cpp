@@ -52,6 +52,9 @@ TEST_F(TrainCli, BadInputExitsTwoNamingTheLineOrPathWithNothingWritten) {
   expect_bad(run_plexus(train_args(dir_, out, 2, 4, "--virtual-devices 2 --micro-batch 3")), "not divisible by --micro-batch 3", out);
   expect_bad(run_plexus(train_args(dir_, out, 2, 4, "--virtual-gpus 2")), "the GPU backward is not built yet", out);
   expect_bad(run_plexus(train_args(dir_, out, 2, 4, "--max-memory 0=1GiB")), "the GPU backward is not built yet", out);
+  expect_bad(run_plexus(train_args(dir_, out, 2, 4, "--devices 0")), "--devices 0: training runs on CPU devices", out);
+  expect_bad(run_plexus(train_args(dir_, out, 2, 4, "--virtual-devices 2 --max-memory 0=1GiB,2=1GiB")),
+             "budgets device 2 but --virtual-devices 2 makes devices 0..1", out);
   expect_bad(run_plexus(train_args(dir_, out, 2, 4, "--replicas 3 --virtual-devices 2")), "give one of them", out);
   expect_bad(run_plexus(train_args(dir_, out, 2, 4, "--resume")), "--resume: no checkpoint in " + out + "/checkpoints", out);
 
