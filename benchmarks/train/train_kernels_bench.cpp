@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "core/timer.h"
 #include "kernels/cpu/matmul.h"
+#include "kernels/cpu/train_gemm.h"
 #include "train/cpu_train_ops.h"
 
 using namespace plexus;
@@ -237,8 +238,11 @@ int main(int argc, char** argv) {
       std::vector<float> y(static_cast<std::size_t>(n * sh.out)), dx(static_cast<std::size_t>(n * sh.in)),
           dw(static_cast<std::size_t>(sh.out * sh.in));
       const double flop = 2.0 * static_cast<double>(n) * static_cast<double>(sh.in) * static_cast<double>(sh.out);
-      line("y = x.wT (train_gemm)", sh.name, flop,
-           [&] { ops.linear(x.data(), w.data(), nullptr, n, sh.in, sh.out, y.data()); });
+      // CpuTrainOps::linear takes matmul below 512 tokens and train_gemm from there.
+      GemmArgs g;
+      g.m = n, g.n = sh.out, g.k = sh.in, g.a = x.data(), g.a_rs = sh.in, g.a_cs = 1;
+      g.b = w.data(), g.b_rs = 1, g.b_cs = sh.in, g.c = y.data(), g.ldc = sh.out;
+      line("y = x.wT (train_gemm)", sh.name, flop, [&] { train_gemm(ops.isa(), pool, g); });
       const MatmulPart part{WeightMatrix{w.data(), DType::kF32, sh.out, sh.in}, y.data(), sh.out};
       line("y = x.wT (matmul)", sh.name, flop, [&] { matmul(k, pool, {&part, 1}, x.data(), n, sh.in); });
       line("dx = dy.w", sh.name, flop,
