@@ -42,7 +42,7 @@ void run_linears(TrainOps& ops, Outputs& o) {
   };
   std::mt19937 rng(11);
   for (const Shape s : {Shape{1, 1, 1}, Shape{3, 17, 65}, Shape{65, 3, 17}, Shape{17, 65, 3}, Shape{5, 1100, 2050},
-                        Shape{1540, 5, 3}, Shape{3, 7, 1540}, Shape{64, 96, 128}, Shape{515, 17, 33}}) {
+                        Shape{1540, 5, 3}, Shape{3, 7, 1540}, Shape{64, 96, 128}, Shape{515, 17, 33}, Shape{0, 5, 3}}) {
     const std::string tag = std::to_string(s.n) + "x" + std::to_string(s.in) + "x" + std::to_string(s.out);
     const auto x = random_vec(s.n * s.in, rng), w = random_vec(s.out * s.in, rng), bias = random_vec(s.out, rng);
     const auto dy = random_vec(s.n * s.out, rng);
