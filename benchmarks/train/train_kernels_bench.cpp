@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "core/timer.h"
 #include "kernels/cpu/matmul.h"
+#include "kernels/cpu/train_gemm.h"
 #include "train/cpu_train_ops.h"
 
 using namespace plexus;
@@ -102,6 +103,22 @@ struct Layer {
   std::vector<float> gq, gk, gv, go, gg, gu, gd, gn1, gn2;
   std::vector<float> x, xn, q, k, v, att, lse, x1, xn2, gate, up, act, x2, r1, r2, cos, sin;
   std::vector<float> dx2, dact, dgate, dup, dxn2, dx1, datt, dq, dk, dv, dxn, dx;
+  // Seconds per op name (thread CPU time: meaningful with one thread), while `profile` is set.
+  bool profile = false;
+  std::vector<std::pair<std::string, double>> op_seconds;
+  template <class F>
+  void timed(const char* name, F&& f) {
+    if (!profile) return f();
+    const double t0 = thread_cpu_seconds();
+    f();
+    const double s = thread_cpu_seconds() - t0;
+    for (auto& [n, v] : op_seconds)
+      if (n == name) {
+        v += s;
+        return;
+      }
+    op_seconds.emplace_back(name, s);
+  }
   Layer(std::int64_t tokens, std::int64_t seq) : n(tokens), b(tokens / seq), T(seq) {
     s.n_heads = kHeads, s.n_kv_heads = kKvHeads, s.head_dim = kHeadDim, s.scale = 0.125f;
     wq = filled(kHidden * kHidden, 0.1f), wk = filled(kKv * kHidden, 0.1f), wv = wk, wo = wq;
@@ -119,46 +136,46 @@ struct Layer {
     dx = buf(kHidden);
   }
   void forward(TrainOps& o) {
-    o.rmsnorm(x.data(), n1.data(), n, kHidden, 1e-5f, xn.data(), r1.data());
-    o.linear(xn.data(), wq.data(), nullptr, n, kHidden, kHidden, q.data());
-    o.linear(xn.data(), wk.data(), nullptr, n, kHidden, kKv, k.data());
-    o.linear(xn.data(), wv.data(), nullptr, n, kHidden, kKv, v.data());
-    o.rope(q.data(), b, T, kHeads, kHeadDim, cos.data(), sin.data(), false);
-    o.rope(k.data(), b, T, kKvHeads, kHeadDim, cos.data(), sin.data(), false);
-    o.attention(q.data(), k.data(), v.data(), b, T, s, att.data(), lse.data());
-    o.linear(att.data(), wo.data(), nullptr, n, kHidden, kHidden, x1.data());
-    o.add(x1.data(), x.data(), n * kHidden);
-    o.rmsnorm(x1.data(), n2.data(), n, kHidden, 1e-5f, xn2.data(), r2.data());
-    o.linear(xn2.data(), wg.data(), nullptr, n, kHidden, kInter, gate.data());
-    o.linear(xn2.data(), wu.data(), nullptr, n, kHidden, kInter, up.data());
-    o.silu_mul(gate.data(), up.data(), act.data(), n * kInter);
-    o.linear(act.data(), wd.data(), nullptr, n, kInter, kHidden, x2.data());
-    o.add(x2.data(), x1.data(), n * kHidden);
+    timed("rmsnorm", [&] { o.rmsnorm(x.data(), n1.data(), n, kHidden, 1e-5f, xn.data(), r1.data()); });
+    timed("linear", [&] { o.linear(xn.data(), wq.data(), nullptr, n, kHidden, kHidden, q.data()); });
+    timed("linear", [&] { o.linear(xn.data(), wk.data(), nullptr, n, kHidden, kKv, k.data()); });
+    timed("linear", [&] { o.linear(xn.data(), wv.data(), nullptr, n, kHidden, kKv, v.data()); });
+    timed("rope", [&] { o.rope(q.data(), b, T, kHeads, kHeadDim, cos.data(), sin.data(), false); });
+    timed("rope", [&] { o.rope(k.data(), b, T, kKvHeads, kHeadDim, cos.data(), sin.data(), false); });
+    timed("attention", [&] { o.attention(q.data(), k.data(), v.data(), b, T, s, att.data(), lse.data()); });
+    timed("linear", [&] { o.linear(att.data(), wo.data(), nullptr, n, kHidden, kHidden, x1.data()); });
+    timed("add", [&] { o.add(x1.data(), x.data(), n * kHidden); });
+    timed("rmsnorm", [&] { o.rmsnorm(x1.data(), n2.data(), n, kHidden, 1e-5f, xn2.data(), r2.data()); });
+    timed("linear", [&] { o.linear(xn2.data(), wg.data(), nullptr, n, kHidden, kInter, gate.data()); });
+    timed("linear", [&] { o.linear(xn2.data(), wu.data(), nullptr, n, kHidden, kInter, up.data()); });
+    timed("silu_mul", [&] { o.silu_mul(gate.data(), up.data(), act.data(), n * kInter); });
+    timed("linear", [&] { o.linear(act.data(), wd.data(), nullptr, n, kInter, kHidden, x2.data()); });
+    timed("add", [&] { o.add(x2.data(), x1.data(), n * kHidden); });
   }
   void backward(TrainOps& o) {
-    o.linear_backward_weight(dx2.data(), act.data(), n, kInter, kHidden, gd.data(), nullptr);
-    o.linear_backward_input(dx2.data(), wd.data(), n, kInter, kHidden, dact.data(), false);
-    o.silu_mul_backward(dact.data(), gate.data(), up.data(), dgate.data(), dup.data(), n * kInter);
-    o.linear_backward_weight(dgate.data(), xn2.data(), n, kHidden, kInter, gg.data(), nullptr);
-    o.linear_backward_weight(dup.data(), xn2.data(), n, kHidden, kInter, gu.data(), nullptr);
-    o.linear_backward_input(dgate.data(), wg.data(), n, kHidden, kInter, dxn2.data(), false);
-    o.linear_backward_input(dup.data(), wu.data(), n, kHidden, kInter, dxn2.data(), true);
+    timed("linear_backward_weight", [&] { o.linear_backward_weight(dx2.data(), act.data(), n, kInter, kHidden, gd.data(), nullptr); });
+    timed("linear_backward_input", [&] { o.linear_backward_input(dx2.data(), wd.data(), n, kInter, kHidden, dact.data(), false); });
+    timed("silu_mul_backward", [&] { o.silu_mul_backward(dact.data(), gate.data(), up.data(), dgate.data(), dup.data(), n * kInter); });
+    timed("linear_backward_weight", [&] { o.linear_backward_weight(dgate.data(), xn2.data(), n, kHidden, kInter, gg.data(), nullptr); });
+    timed("linear_backward_weight", [&] { o.linear_backward_weight(dup.data(), xn2.data(), n, kHidden, kInter, gu.data(), nullptr); });
+    timed("linear_backward_input", [&] { o.linear_backward_input(dgate.data(), wg.data(), n, kHidden, kInter, dxn2.data(), false); });
+    timed("linear_backward_input", [&] { o.linear_backward_input(dup.data(), wu.data(), n, kHidden, kInter, dxn2.data(), true); });
     dx1 = dx2;
-    o.rmsnorm_backward(dxn2.data(), x1.data(), n2.data(), r2.data(), n, kHidden, dx1.data(), gn2.data());
-    o.linear_backward_weight(dx1.data(), att.data(), n, kHidden, kHidden, go.data(), nullptr);
-    o.linear_backward_input(dx1.data(), wo.data(), n, kHidden, kHidden, datt.data(), false);
-    o.attention_backward(datt.data(), q.data(), k.data(), v.data(), att.data(), lse.data(), b, T, s, dq.data(),
-                         dk.data(), dv.data());
-    o.rope(dq.data(), b, T, kHeads, kHeadDim, cos.data(), sin.data(), true);
-    o.rope(dk.data(), b, T, kKvHeads, kHeadDim, cos.data(), sin.data(), true);
-    o.linear_backward_weight(dq.data(), xn.data(), n, kHidden, kHidden, gq.data(), nullptr);
-    o.linear_backward_weight(dk.data(), xn.data(), n, kHidden, kKv, gk.data(), nullptr);
-    o.linear_backward_weight(dv.data(), xn.data(), n, kHidden, kKv, gv.data(), nullptr);
-    o.linear_backward_input(dq.data(), wq.data(), n, kHidden, kHidden, dxn.data(), false);
-    o.linear_backward_input(dk.data(), wk.data(), n, kHidden, kKv, dxn.data(), true);
-    o.linear_backward_input(dv.data(), wv.data(), n, kHidden, kKv, dxn.data(), true);
+    timed("rmsnorm_backward", [&] { o.rmsnorm_backward(dxn2.data(), x1.data(), n2.data(), r2.data(), n, kHidden, dx1.data(), gn2.data()); });
+    timed("linear_backward_weight", [&] { o.linear_backward_weight(dx1.data(), att.data(), n, kHidden, kHidden, go.data(), nullptr); });
+    timed("linear_backward_input", [&] { o.linear_backward_input(dx1.data(), wo.data(), n, kHidden, kHidden, datt.data(), false); });
+    timed("attention_backward", [&] { o.attention_backward(datt.data(), q.data(), k.data(), v.data(), att.data(), lse.data(), b, T, s, dq.data(),
+                         dk.data(), dv.data()); });
+    timed("rope", [&] { o.rope(dq.data(), b, T, kHeads, kHeadDim, cos.data(), sin.data(), true); });
+    timed("rope", [&] { o.rope(dk.data(), b, T, kKvHeads, kHeadDim, cos.data(), sin.data(), true); });
+    timed("linear_backward_weight", [&] { o.linear_backward_weight(dq.data(), xn.data(), n, kHidden, kHidden, gq.data(), nullptr); });
+    timed("linear_backward_weight", [&] { o.linear_backward_weight(dk.data(), xn.data(), n, kHidden, kKv, gk.data(), nullptr); });
+    timed("linear_backward_weight", [&] { o.linear_backward_weight(dv.data(), xn.data(), n, kHidden, kKv, gv.data(), nullptr); });
+    timed("linear_backward_input", [&] { o.linear_backward_input(dq.data(), wq.data(), n, kHidden, kHidden, dxn.data(), false); });
+    timed("linear_backward_input", [&] { o.linear_backward_input(dk.data(), wk.data(), n, kHidden, kKv, dxn.data(), true); });
+    timed("linear_backward_input", [&] { o.linear_backward_input(dv.data(), wv.data(), n, kHidden, kKv, dxn.data(), true); });
     dx = dx1;
-    o.rmsnorm_backward(dxn.data(), x.data(), n1.data(), r1.data(), n, kHidden, dx.data(), gn1.data());
+    timed("rmsnorm_backward", [&] { o.rmsnorm_backward(dxn.data(), x.data(), n1.data(), r1.data(), n, kHidden, dx.data(), gn1.data()); });
   }
 };
 
@@ -221,8 +238,11 @@ int main(int argc, char** argv) {
       std::vector<float> y(static_cast<std::size_t>(n * sh.out)), dx(static_cast<std::size_t>(n * sh.in)),
           dw(static_cast<std::size_t>(sh.out * sh.in));
       const double flop = 2.0 * static_cast<double>(n) * static_cast<double>(sh.in) * static_cast<double>(sh.out);
-      line("y = x.wT (train_gemm)", sh.name, flop,
-           [&] { ops.linear(x.data(), w.data(), nullptr, n, sh.in, sh.out, y.data()); });
+      // CpuTrainOps::linear takes matmul below 512 tokens and train_gemm from there.
+      GemmArgs g;
+      g.m = n, g.n = sh.out, g.k = sh.in, g.a = x.data(), g.a_rs = sh.in, g.a_cs = 1;
+      g.b = w.data(), g.b_rs = 1, g.b_cs = sh.in, g.c = y.data(), g.ldc = sh.out;
+      line("y = x.wT (train_gemm)", sh.name, flop, [&] { train_gemm(ops.isa(), pool, g); });
       const MatmulPart part{WeightMatrix{w.data(), DType::kF32, sh.out, sh.in}, y.data(), sh.out};
       line("y = x.wT (matmul)", sh.name, flop, [&] { matmul(k, pool, {&part, 1}, x.data(), n, sh.in); });
       line("dx = dy.w", sh.name, flop,
@@ -236,6 +256,19 @@ int main(int argc, char** argv) {
                              [&] { layer.forward(ops); });
     const Measured tb = line("layer backward", "(4 FLOP/param/token)", 4 * layer_params * static_cast<double>(n),
                              [&] { layer.backward(ops); });
+    if (cpu_time) {  // where one layer's forward + backward spends its time, by op
+      layer.profile = true;
+      for (int i = 0; i < repeats; ++i) {
+        layer.forward(ops);
+        layer.backward(ops);
+      }
+      double total = 0;
+      for (const auto& [name, sec] : layer.op_seconds) total += sec;
+      std::printf("  layer time by op:");
+      for (const auto& [name, sec] : layer.op_seconds) std::printf(" %s %.1f%%", name.c_str(), 100 * sec / total);
+      std::printf("\n");
+      layer.profile = false;
+    }
     Head head(n);
     const Measured th = line("head fwd+bwd", "(6 FLOP/param/token)", 6.0 * kVocab * kHidden * static_cast<double>(n),
                              [&] { head.run(ops); });

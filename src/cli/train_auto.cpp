@@ -10,6 +10,7 @@
 #include "planner/budgets.h"
 #include "train/batch_trial.h"
 #include "train/in_process_replicas.h"
+#include "train/process_rss.h"
 #include "train/train_checkpoint.h"
 
 namespace plexus::cli {
@@ -87,11 +88,12 @@ TrainLayoutChoice decide_train_layout(const ModelConfig& config, const TrainLayo
   req.budget_source = in.budget.source;
   TrialStep trial;
   if (model != nullptr && ops != nullptr && !params.empty() && tokens) {
-    trial = [&](std::int64_t m) {
+    const std::int64_t baseline = current_rss_bytes();  // before the first trial
+    trial = [&, baseline](std::int64_t m) {
       TrainingShape shape = one;
       shape.micro_batch = m;
       const std::vector<std::int32_t> ids = tokens(m);
-      return measure_trial_step(*model, *ops, params, ids, in.seq_len, m, training_memory(config, shape));
+      return measure_trial_step(*model, *ops, params, ids, in.seq_len, m, training_memory(config, shape), baseline);
     };
   }
   const AutoBatchChoice a = choose_auto_batch(config, req, trial);

@@ -14,10 +14,10 @@ namespace plexus {
 // the weights `params` (layout.total(), held by the caller) into fresh gradients and activations,
 // and returns the device bytes it stands for: the weights, optimizer state and checkpoint copy
 // the estimate says (`estimate` of this micro-batch; the weights are resident already, the rest
-// comes later) plus the peak RSS the trial added (gradients, activations, kernel scratch). Falls back to the
-// estimate's device_total when the peak cannot be measured (no /proc).
+// comes later) plus the peak RSS above `baseline_rss` (the RSS before the first trial: what the
+// kernels keep between trials, their thread-local scratch, stays counted; -1: the RSS now).
 std::int64_t measure_trial_step(const LlamaTrainModel& model, TrainOps& ops, std::span<float> params,
                                 std::span<const std::int32_t> tokens, std::int64_t T, std::int64_t micro_batch,
-                                const TrainingMemory& estimate);
+                                const TrainingMemory& estimate, std::int64_t baseline_rss = -1);
 
 }  // namespace plexus

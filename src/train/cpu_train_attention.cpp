@@ -1,21 +1,26 @@
-// CpuTrainOps' causal GQA attention and its backward, built on the ISA table's tiled dot
-// products (dot_tile), exp_shift_sum and weighted_rows. Forward: threads take (sequence, head,
-// block of 16 queries). Backward, per (sequence, kv head): pass 1 by query blocks recomputes the
-// probabilities from lse, forms dS = P·(dP − Σ dout·out)·scale, writes dq and keeps P and dS;
-// pass 2 by key blocks sums dv = Pᵀ·dout and dk = dSᵀ·q over the group's heads and queries in
-// order. No sum is split across threads.
+// CpuTrainOps' causal GQA attention and its backward. Forward: threads take (sequence, head,
+// block of 16 queries): S = q·kᵀ by the ISA table's dot_tile, softmax rows (lse kept), out =
+// P·v by weighted_rows (measured faster than train_gemm at head_dim 64 and 256 tokens).
+// Backward, as blocked products on train_gemm's register tile (train_gemm_serial inside each
+// thread's block), per (sequence, kv head): pass 1 by (head of the group, query block)
+// recomputes P from lse, forms dS = P·(dP − Σ dout·out)·scale with dP = dout·vᵀ, writes dq =
+// dS·k and keeps P and dS; pass 2 by key blocks sums dv = Pᵀ·dout and dk = dSᵀ·q over the
+// group's heads in order. Entries outside a query's window are zeroed where a product reads
+// them. No sum is split across threads.
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
+#include "kernels/cpu/train_gemm.h"
 #include "train/cpu_train_ops.h"
 
 namespace plexus {
 
 namespace {
 
-constexpr std::int64_t kQueryBlock = 16;
-constexpr std::int64_t kKeyBlock = 16;
+constexpr std::int64_t kQueryBlock = 48;
+constexpr std::int64_t kForwardQueryBlock = 16;
+constexpr std::int64_t kKeyBlock = 48;
 
 std::int64_t first_key(std::int64_t t, std::int64_t window) {
   return window > 0 ? std::max<std::int64_t>(0, t - window + 1) : 0;
@@ -26,21 +31,38 @@ std::int64_t last_query_end(std::int64_t j, std::int64_t T, std::int64_t window)
   return window > 0 ? std::min(T, j + window) : T;
 }
 
+// C (m, n) = or += A · B on this thread; A (i, p) = a[i·a_rs + p·a_cs], B (p, j) = b[p·b_rs + j·b_cs].
+void product(Isa isa, std::int64_t m, std::int64_t n, std::int64_t k, const float* a, std::int64_t a_rs,
+             std::int64_t a_cs, const float* b, std::int64_t b_rs, std::int64_t b_cs, float* c, std::int64_t ldc,
+             bool accumulate) {
+  GemmArgs g;
+  g.m = m, g.n = n, g.k = k;
+  g.a = a, g.a_rs = a_rs, g.a_cs = a_cs;
+  g.b = b, g.b_rs = b_rs, g.b_cs = b_cs;
+  g.c = c, g.ldc = ldc;
+  g.accumulate = accumulate;
+  train_gemm_serial(isa, g);
+}
+
+void clear(float* begin, float* end) {
+  if (end > begin) std::fill(begin, end, 0.0f);
+}
+
 }  // namespace
 
 void CpuTrainOps::attention(const float* q, const float* k, const float* v, std::int64_t b, std::int64_t T,
                             const AttentionShape& s, float* out, float* lse) {
   const std::int64_t hd = s.head_dim, qw = s.n_heads * hd, kw = s.n_kv_heads * hd;
   const std::int64_t group = s.n_heads / s.n_kv_heads;
-  const std::int64_t blocks = (T + kQueryBlock - 1) / kQueryBlock;
+  const std::int64_t blocks = (T + kForwardQueryBlock - 1) / kForwardQueryBlock;
   std::vector<std::vector<float>> scores(static_cast<std::size_t>(pool_.size()));
   auto unit = [&](std::int64_t u, int thread) {
     const std::int64_t qb = u % blocks, h = (u / blocks) % s.n_heads, sq = u / (blocks * s.n_heads);
     const std::int64_t kh = h / group;
-    const std::int64_t t0 = qb * kQueryBlock, t1 = std::min(T, t0 + kQueryBlock);
+    const std::int64_t t0 = qb * kForwardQueryBlock, t1 = std::min(T, t0 + kForwardQueryBlock);
     const std::int64_t lo = first_key(t0, s.window), nk = t1 - lo;
     std::vector<float>& sc = scores[static_cast<std::size_t>(thread)];
-    if (static_cast<std::int64_t>(sc.size()) < kQueryBlock * nk) sc.resize(static_cast<std::size_t>(kQueryBlock * T));
+    if (static_cast<std::int64_t>(sc.size()) < kForwardQueryBlock * nk) sc.resize(static_cast<std::size_t>(kForwardQueryBlock * T));
     const float* kbase = k + (sq * T) * kw + kh * hd;
     const float* vbase = v + (sq * T) * kw + kh * hd;
     k_.dot_tile(DType::kF32, kbase + lo * kw, kw, q + (sq * T + t0) * qw + h * hd, qw, sc.data(), nk, t1 - t0, nk,
@@ -70,7 +92,7 @@ void CpuTrainOps::attention_backward(const float* dout, const float* q, const fl
   const std::int64_t square = T * T;
   if (static_cast<std::int64_t>(att_scratch_.size()) < 2 * group * square)
     att_scratch_.resize(static_cast<std::size_t>(2 * group * square));
-  float* P = att_scratch_.data();               // (group, T, T): row t, key j
+  float* P = att_scratch_.data();                    // (group, T, T): row t, key j
   float* dS = att_scratch_.data() + group * square;  // (group, T, T)
   std::vector<std::vector<float>> tmp(static_cast<std::size_t>(pool_.size()));
   for (std::int64_t sq = 0; sq < b; ++sq)
@@ -85,11 +107,10 @@ void CpuTrainOps::attention_backward(const float* dout, const float* q, const fl
         if (static_cast<std::int64_t>(dp.size()) < kQueryBlock * nk) dp.resize(static_cast<std::size_t>(kQueryBlock * T));
         float* Pg = P + g * square;
         float* dSg = dS + g * square;
-        // Scores into P's rows (from column lo), dP into dp.
-        const float* qrows = q + (sq * T + t0) * qw + h * hd;
-        const float* drows = dout + (sq * T + t0) * qw + h * hd;
-        k_.dot_tile(DType::kF32, kbase + lo * kw, kw, qrows, qw, Pg + t0 * T + lo, T, t1 - t0, nk, hd);
-        k_.dot_tile(DType::kF32, vbase + lo * kw, kw, drows, qw, dp.data(), nk, t1 - t0, nk, hd);
+        const std::int64_t row0 = (sq * T + t0) * qw + h * hd;
+        // S into P's rows t0..t1 (columns lo..t1), dP = dout rows · v rowsᵀ.
+        product(isa_, t1 - t0, nk, hd, q + row0, qw, 1, kbase + lo * kw, 1, kw, Pg + t0 * T + lo, T, false);
+        product(isa_, t1 - t0, nk, hd, dout + row0, qw, 1, vbase + lo * kw, 1, kw, dp.data(), nk, false);
         for (std::int64_t t = t0; t < t1; ++t) {
           const std::int64_t lt = first_key(t, s.window), len = t - lt + 1;
           float* p = Pg + t * T + lt;
@@ -100,42 +121,29 @@ void CpuTrainOps::attention_backward(const float* dout, const float* q, const fl
           const float D = k_.dot(dout + row, out + row, hd);
           float* ds = dSg + t * T + lt;
           for (std::int64_t j = 0; j < len; ++j) ds[j] = p[j] * (dpr[j] - D) * s.scale;
-          k_.weighted_rows(ds, len, kbase + lt * kw, kw, dq + row, hd);
+          // Zeros where dq's product (keys lo..t1) and pass 2 (whole key blocks) read.
+          const std::int64_t zlo = std::min(lo, lt / kKeyBlock * kKeyBlock);
+          const std::int64_t zhi = std::min(T, std::max(t1, (t / kKeyBlock + 1) * kKeyBlock));
+          for (float* m : {Pg, dSg}) {
+            clear(m + t * T + zlo, m + t * T + lt);
+            clear(m + t * T + t + 1, m + t * T + zhi);
+          }
         }
+        // dq rows = dS rows · k rows
+        product(isa_, t1 - t0, hd, nk, dSg + t0 * T + lo, T, 1, kbase + lo * kw, kw, 1, dq + row0, qw, false);
       };
       pool_.run_chunks(group * q_blocks, pass1);
-      auto pass2 = [&](std::int64_t kb, int thread) {
+      auto pass2 = [&](std::int64_t kb, int) {
         const std::int64_t j0 = kb * kKeyBlock, j1 = std::min(T, j0 + kKeyBlock);
-        const std::int64_t t_end = last_query_end(j1 - 1, T, s.window), span = t_end - j0;
-        std::vector<float>& w = tmp[static_cast<std::size_t>(thread)];
-        // Columns of P and dS for the block's keys: (2, kKeyBlock, span), then one output row.
-        const std::size_t need = static_cast<std::size_t>(2 * kKeyBlock * span + hd);
-        if (w.size() < need) w.resize(need);
-        float* wp = w.data();
-        float* wd = w.data() + kKeyBlock * span;
-        float* acc = w.data() + 2 * kKeyBlock * span;
+        const std::int64_t nq = last_query_end(j1 - 1, T, s.window) - j0;  // queries j0.. that read the block
+        float* dvb = dv + (sq * T + j0) * kw + kh * hd;
+        float* dkb = dk + (sq * T + j0) * kw + kh * hd;
         for (std::int64_t g = 0; g < group; ++g) {
           const std::int64_t h = kh * group + g;
-          const float* Pg = P + g * square;
-          const float* dSg = dS + g * square;
-          for (std::int64_t t = j0; t < t_end; ++t)
-            for (std::int64_t j = j0; j < j1; ++j) {
-              wp[(j - j0) * span + (t - j0)] = Pg[t * T + j];
-              wd[(j - j0) * span + (t - j0)] = dSg[t * T + j];
-            }
-          for (std::int64_t j = j0; j < j1; ++j) {
-            const std::int64_t tb = j, te = last_query_end(j, T, s.window), n = te - tb;
-            float* dvr = dv + (sq * T + j) * kw + kh * hd;
-            float* dkr = dk + (sq * T + j) * kw + kh * hd;
-            const float* pcol = wp + (j - j0) * span + (tb - j0);
-            const float* dcol = wd + (j - j0) * span + (tb - j0);
-            k_.weighted_rows(pcol, n, dout + (sq * T + tb) * qw + h * hd, qw, g == 0 ? dvr : acc, hd);
-            if (g > 0)
-              for (std::int64_t c = 0; c < hd; ++c) dvr[c] += acc[c];
-            k_.weighted_rows(dcol, n, q + (sq * T + tb) * qw + h * hd, qw, g == 0 ? dkr : acc, hd);
-            if (g > 0)
-              for (std::int64_t c = 0; c < hd; ++c) dkr[c] += acc[c];
-          }
+          const std::int64_t row0 = (sq * T + j0) * qw + h * hd;
+          // dv rows (j1 − j0, hd) += P[j0.., j0..j1]ᵀ · dout rows; dk likewise from dS and q.
+          product(isa_, j1 - j0, hd, nq, P + g * square + j0 * T + j0, 1, T, dout + row0, qw, 1, dvb, kw, g > 0);
+          product(isa_, j1 - j0, hd, nq, dS + g * square + j0 * T + j0, 1, T, q + row0, qw, 1, dkb, kw, g > 0);
         }
       };
       pool_.run_chunks(k_blocks, pass2);

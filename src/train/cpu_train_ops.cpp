@@ -7,11 +7,15 @@
 #include <cmath>
 #include <cstring>
 
+#include "kernels/cpu/matmul.h"
 #include "kernels/cpu/train_gemm.h"
 
 namespace plexus {
 
 namespace {
+
+// From this many tokens the forward product runs on train_gemm rather than matmul.
+constexpr std::int64_t kGemmForwardTokens = 512;
 
 Isa training_isa(Isa isa) { return isa == Isa::kAvx512Bf16 ? Isa::kAvx512 : isa; }
 
@@ -53,6 +57,18 @@ void CpuTrainOps::rmsnorm(const float* x, const float* w, std::int64_t rows, std
 
 void CpuTrainOps::linear(const float* x, const float* w, const float* bias, std::int64_t n, std::int64_t in,
                          std::int64_t out, float* y) {
+  if (n < kGemmForwardTokens) {
+    // The inference matmul (dot products of x and w rows, both read in place) is the faster one
+    // below a few hundred tokens, where train_gemm's transposed packing of w is amortised over
+    // too few rows (benchmarks/train).
+    const MatmulPart part{WeightMatrix{w, DType::kF32, out, in}, y, out};
+    matmul(k_, pool_, {&part, 1}, x, n, in);
+    if (bias)
+      for_rows(pool_, n, out, [&](std::int64_t t) {
+        for (std::int64_t o = 0; o < out; ++o) y[t * out + o] += bias[o];
+      });
+    return;
+  }
   if (bias)
     for_rows(pool_, n, out, [&](std::int64_t t) { std::memcpy(y + t * out, bias, sizeof(float) * static_cast<std::size_t>(out)); });
   GemmArgs g;

@@ -42,7 +42,7 @@ void run_linears(TrainOps& ops, Outputs& o) {
   };
   std::mt19937 rng(11);
   for (const Shape s : {Shape{1, 1, 1}, Shape{3, 17, 65}, Shape{65, 3, 17}, Shape{17, 65, 3}, Shape{5, 1100, 2050},
-                        Shape{1540, 5, 3}, Shape{3, 7, 1540}, Shape{64, 96, 128}}) {
+                        Shape{1540, 5, 3}, Shape{3, 7, 1540}, Shape{64, 96, 128}, Shape{515, 17, 33}, Shape{0, 5, 3}}) {
     const std::string tag = std::to_string(s.n) + "x" + std::to_string(s.in) + "x" + std::to_string(s.out);
     const auto x = random_vec(s.n * s.in, rng), w = random_vec(s.out * s.in, rng), bias = random_vec(s.out, rng);
     const auto dy = random_vec(s.n * s.out, rng);
@@ -136,7 +136,7 @@ void run_attention(TrainOps& ops, Outputs& o) {
     std::int64_t b, T, n_heads, n_kv_heads, hd, window;
   };
   for (const Case c : {Case{2, 1, 2, 1, 4, 0}, Case{2, 17, 4, 2, 8, 0}, Case{2, 17, 4, 2, 3, 5}, Case{1, 65, 6, 2, 16, 0},
-                       Case{2, 65, 4, 2, 8, 20}}) {
+                       Case{2, 65, 4, 2, 8, 20}, Case{2, 100, 6, 3, 8, 50}, Case{1, 150, 2, 2, 5, 0}}) {
     AttentionShape s;
     s.n_heads = c.n_heads, s.n_kv_heads = c.n_kv_heads, s.head_dim = c.hd, s.window = c.window;
     s.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.hd)));

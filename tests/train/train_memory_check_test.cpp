@@ -43,6 +43,7 @@ const std::string kPlexus = shell_quote(PLEXUS_BINARY);
 struct Case {
   std::string make_model;  // make-model flags after DIR
   std::int64_t batch, seq_len;
+  int replicas = 1;  // in-process replicas, with --zero 1 when more than one
 };
 
 void check(const Case& c, const std::string& tag) {
@@ -59,18 +60,21 @@ void check(const Case& c, const std::string& tag) {
     }
   }
   TrainingShape shape;
-  shape.micro_batch = c.batch;
+  shape.micro_batch = c.batch / c.replicas;
   shape.seq_len = c.seq_len;
+  shape.replicas = c.replicas;
+  shape.zero1 = c.replicas > 1;
   std::int64_t checkpoint_bytes = 0;
   for (const auto& e : std::filesystem::directory_iterator(model)) {
     if (e.path().extension() == ".safetensors") checkpoint_bytes += static_cast<std::int64_t>(e.file_size());
   }
-  const std::int64_t estimate = process_memory(config, shape, 1, checkpoint_bytes).total();
+  const std::int64_t estimate = process_memory(config, shape, c.replicas, checkpoint_bytes).total();
 
   const std::int64_t baseline = peak_rss_of(kPlexus + " estimate " + shell_quote(model) + " --training");
   const std::int64_t peak = peak_rss_of(kPlexus + " train " + shell_quote(model) + " --data " + shell_quote(data) +
                                         " --out " + shell_quote(dir / "out") + " --steps 2 --batch-size " +
-                                        std::to_string(c.batch) + " --seq-len " + std::to_string(c.seq_len));
+                                        std::to_string(c.batch) + " --seq-len " + std::to_string(c.seq_len) +
+                                        (c.replicas > 1 ? " --zero 1 --replicas " + std::to_string(c.replicas) : ""));
   ASSERT_GT(baseline, 0);
   ASSERT_GT(peak, 0);
   const double measured = static_cast<double>(peak - baseline);
@@ -85,6 +89,12 @@ void check(const Case& c, const std::string& tag) {
 // Activations dominate: 16 sequences of 256 tokens through a 4-layer model of hidden 64.
 TEST(TrainMemoryCheck, TinyModelLargeBatch) {
   check({"--preset tiny --dtype f32 --vocab 300", 16, 256}, "train_memory_tiny");
+}
+
+// Two in-process replicas with ZeRO-1: each its own weights, gradients, activations and moment
+// shards, the group's all-reduce scratch.
+TEST(TrainMemoryCheck, TinyModelTwoReplicasZero1) {
+  check({"--preset tiny --dtype f32 --vocab 300", 16, 256, 2}, "train_memory_tiny_r2");
 }
 
 // Weights, gradients and AdamW dominate: make-model's `small` shape (125M parameters), 2 sequences of 64 tokens.

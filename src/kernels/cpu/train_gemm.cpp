@@ -3,7 +3,9 @@
 
 namespace plexus {
 
-void train_gemm(Isa isa, ThreadPool& pool, const GemmArgs& g) {
+namespace {
+
+void run(Isa isa, ThreadPool* pool, const GemmArgs& g) {
   switch (isa) {
     case Isa::kGeneric:
       return train_gemm_generic(pool, g);
@@ -14,5 +16,11 @@ void train_gemm(Isa isa, ThreadPool& pool, const GemmArgs& g) {
       return train_gemm_avx512(pool, g);
   }
 }
+
+}  // namespace
+
+void train_gemm(Isa isa, ThreadPool& pool, const GemmArgs& g) { run(isa, &pool, g); }
+
+void train_gemm_serial(Isa isa, const GemmArgs& g) { run(isa, nullptr, g); }
 
 }  // namespace plexus

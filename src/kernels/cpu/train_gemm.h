@@ -24,10 +24,13 @@ struct GemmArgs {
 // Runs on `pool` with the kernels of `isa` (kAvx512Bf16 runs the avx512 ones); the caller's
 // thread keeps the packing scratch (thread_local), so pools on different threads may run at once.
 void train_gemm(Isa isa, ThreadPool& pool, const GemmArgs& g);
+// The same product (the same bits) on the calling thread alone: for work that is already split
+// across a pool's threads (attention's blocks).
+void train_gemm_serial(Isa isa, const GemmArgs& g);
 
-// The per-ISA implementations behind train_gemm (train_gemm_<isa>.cpp).
-void train_gemm_generic(ThreadPool& pool, const GemmArgs& g);
-void train_gemm_avx2(ThreadPool& pool, const GemmArgs& g);
-void train_gemm_avx512(ThreadPool& pool, const GemmArgs& g);
+// The per-ISA implementations behind train_gemm (train_gemm_<isa>.cpp); pool null: serial.
+void train_gemm_generic(ThreadPool* pool, const GemmArgs& g);
+void train_gemm_avx2(ThreadPool* pool, const GemmArgs& g);
+void train_gemm_avx512(ThreadPool* pool, const GemmArgs& g);
 
 }  // namespace plexus

@@ -101,7 +101,7 @@ struct Avx512Tile {
 
 }  // namespace
 
-void train_gemm_avx512(ThreadPool& pool, const GemmArgs& g) {
+void train_gemm_avx512(ThreadPool* pool, const GemmArgs& g) {
   train_gemm_detail::gemm<kMr, 32, Avx512Tile>(pool, g);
 }
 

@@ -88,8 +88,18 @@ void pack_b(const GemmArgs& g, std::int64_t j0, std::int64_t k0, std::int64_t kc
 // (kc, NR), summed in k order from zero, then added to C (add) in one step; A (r, p) is a[r * lda
 // + p] (kRows) or a[p * MR + r] (packed); and static void transpose(...) as
 // transpose_scalar (the packing of row-major operands).
+// fn(chunk, thread) for every chunk in [0, n): on the pool, or in order on this thread (pool null).
+template <class F>
+void run_chunks(ThreadPool* pool, std::int64_t n, F& fn) {
+  if (pool) {
+    pool->run_chunks(n, fn);
+  } else {
+    for (std::int64_t i = 0; i < n; ++i) fn(i, 0);
+  }
+}
+
 template <int MR, int NR, class Kernel>
-void gemm(ThreadPool& pool, const GemmArgs& g) {
+void gemm(ThreadPool* pool, const GemmArgs& g) {
   if (g.m <= 0 || g.n <= 0) return;
   if (g.k <= 0) {
     if (!g.accumulate)
@@ -110,7 +120,7 @@ void gemm(ThreadPool& pool, const GemmArgs& g) {
       if (!a_rows) {
         pa = grow(s.a, a_panels * MR * kc);
         auto pack_as = [&](std::int64_t i, int) { pack_a<MR, Kernel>(g, m0 + i * MR, k0, kc, pa + i * MR * kc); };
-        pool.run_chunks(a_panels, pack_as);
+        run_chunks(pool, a_panels, pack_as);
       }
       const bool add = g.accumulate || k0 > 0;
       for (std::int64_t n0 = 0; n0 < g.n; n0 += kNChunk) {
@@ -118,7 +128,7 @@ void gemm(ThreadPool& pool, const GemmArgs& g) {
         const std::int64_t b_panels = (nc + NR - 1) / NR;
         float* pb = grow(s.b, b_panels * NR * kc);
         auto pack_bs = [&](std::int64_t j, int) { pack_b<NR, Kernel>(g, n0 + j * NR, k0, kc, pb + j * NR * kc); };
-        pool.run_chunks(b_panels, pack_bs);
+        run_chunks(pool, b_panels, pack_bs);
         const std::int64_t tiles_m = (mc + kMu - 1) / kMu, tiles_n = (nc + kNu - 1) / kNu;
         auto run_tile = [&](std::int64_t t, int) {
           const std::int64_t ti = t % tiles_m, tj = t / tiles_m;
@@ -161,7 +171,7 @@ void gemm(ThreadPool& pool, const GemmArgs& g) {
             }
           }
         };
-        pool.run_chunks(tiles_m * tiles_n, run_tile);
+        run_chunks(pool, tiles_m * tiles_n, run_tile);
       }
     }
   }
