@@ -62,11 +62,11 @@ void CpuTrainOps::attention(const float* q, const float* k, const float* v, std:
     const std::int64_t t0 = qb * kForwardQueryBlock, t1 = std::min(T, t0 + kForwardQueryBlock);
     const std::int64_t lo = first_key(t0, s.window), nk = t1 - lo;
     std::vector<float>& sc = scores[static_cast<std::size_t>(thread)];
-    if (static_cast<std::int64_t>(sc.size()) < kForwardQueryBlock * nk) sc.resize(static_cast<std::size_t>(kForwardQueryBlock * T));
+    if (static_cast<std::int64_t>(sc.size()) < kForwardQueryBlock * nk)
+      sc.resize(static_cast<std::size_t>(kForwardQueryBlock * T));
     const float* kbase = k + (sq * T) * kw + kh * hd;
     const float* vbase = v + (sq * T) * kw + kh * hd;
-    k_.dot_tile(DType::kF32, kbase + lo * kw, kw, q + (sq * T + t0) * qw + h * hd, qw, sc.data(), nk, t1 - t0, nk,
-                hd);
+    k_.dot_tile(DType::kF32, kbase + lo * kw, kw, q + (sq * T + t0) * qw + h * hd, qw, sc.data(), nk, t1 - t0, nk, hd);
     for (std::int64_t t = t0; t < t1; ++t) {
       const std::int64_t lt = first_key(t, s.window), len = t - lt + 1;
       float* row = sc.data() + (t - t0) * nk + (lt - lo);
@@ -89,11 +89,13 @@ void CpuTrainOps::attention_backward(const float* dout, const float* q, const fl
   const std::int64_t group = s.n_heads / s.n_kv_heads;
   const std::int64_t q_blocks = (T + kQueryBlock - 1) / kQueryBlock;
   const std::int64_t k_blocks = (T + kKeyBlock - 1) / kKeyBlock;
-  const std::int64_t square = T * T;
+  // P and dS rows are ldp apart: T plus a line, so the columns pass 2 reads down a block do
+  // not all fall in the same cache sets (a stride of a multiple of 4 KiB would).
+  const std::int64_t ldp = T + 16, square = T * ldp;
   if (static_cast<std::int64_t>(att_scratch_.size()) < 2 * group * square)
     att_scratch_.resize(static_cast<std::size_t>(2 * group * square));
-  float* P = att_scratch_.data();                    // (group, T, T): row t, key j
-  float* dS = att_scratch_.data() + group * square;  // (group, T, T)
+  float* P = att_scratch_.data();                    // (group, T, ldp): row t, key j
+  float* dS = att_scratch_.data() + group * square;  // (group, T, ldp)
   std::vector<std::vector<float>> tmp(static_cast<std::size_t>(pool_.size()));
   for (std::int64_t sq = 0; sq < b; ++sq)
     for (std::int64_t kh = 0; kh < s.n_kv_heads; ++kh) {
@@ -104,33 +106,34 @@ void CpuTrainOps::attention_backward(const float* dout, const float* q, const fl
         const std::int64_t t0 = qb * kQueryBlock, t1 = std::min(T, t0 + kQueryBlock);
         const std::int64_t lo = first_key(t0, s.window), nk = t1 - lo;
         std::vector<float>& dp = tmp[static_cast<std::size_t>(thread)];
-        if (static_cast<std::int64_t>(dp.size()) < kQueryBlock * nk) dp.resize(static_cast<std::size_t>(kQueryBlock * T));
+        if (static_cast<std::int64_t>(dp.size()) < kQueryBlock * nk)
+          dp.resize(static_cast<std::size_t>(kQueryBlock * T));
         float* Pg = P + g * square;
         float* dSg = dS + g * square;
         const std::int64_t row0 = (sq * T + t0) * qw + h * hd;
         // S into P's rows t0..t1 (columns lo..t1), dP = dout rows · v rowsᵀ.
-        product(isa_, t1 - t0, nk, hd, q + row0, qw, 1, kbase + lo * kw, 1, kw, Pg + t0 * T + lo, T, false);
+        product(isa_, t1 - t0, nk, hd, q + row0, qw, 1, kbase + lo * kw, 1, kw, Pg + t0 * ldp + lo, ldp, false);
         product(isa_, t1 - t0, nk, hd, dout + row0, qw, 1, vbase + lo * kw, 1, kw, dp.data(), nk, false);
         for (std::int64_t t = t0; t < t1; ++t) {
           const std::int64_t lt = first_key(t, s.window), len = t - lt + 1;
-          float* p = Pg + t * T + lt;
+          float* p = Pg + t * ldp + lt;
           k_.scale(s.scale, p, len);
           k_.exp_shift_sum(p, lse[(sq * s.n_heads + h) * T + t], len);
           const float* dpr = dp.data() + (t - t0) * nk + (lt - lo);
           const std::int64_t row = (sq * T + t) * qw + h * hd;
           const float D = k_.dot(dout + row, out + row, hd);
-          float* ds = dSg + t * T + lt;
+          float* ds = dSg + t * ldp + lt;
           for (std::int64_t j = 0; j < len; ++j) ds[j] = p[j] * (dpr[j] - D) * s.scale;
           // Zeros where dq's product (keys lo..t1) and pass 2 (whole key blocks) read.
           const std::int64_t zlo = std::min(lo, lt / kKeyBlock * kKeyBlock);
           const std::int64_t zhi = std::min(T, std::max(t1, (t / kKeyBlock + 1) * kKeyBlock));
           for (float* m : {Pg, dSg}) {
-            clear(m + t * T + zlo, m + t * T + lt);
-            clear(m + t * T + t + 1, m + t * T + zhi);
+            clear(m + t * ldp + zlo, m + t * ldp + lt);
+            clear(m + t * ldp + t + 1, m + t * ldp + zhi);
           }
         }
         // dq rows = dS rows · k rows
-        product(isa_, t1 - t0, hd, nk, dSg + t0 * T + lo, T, 1, kbase + lo * kw, kw, 1, dq + row0, qw, false);
+        product(isa_, t1 - t0, hd, nk, dSg + t0 * ldp + lo, ldp, 1, kbase + lo * kw, kw, 1, dq + row0, qw, false);
       };
       pool_.run_chunks(group * q_blocks, pass1);
       auto pass2 = [&](std::int64_t kb, int) {
@@ -142,8 +145,8 @@ void CpuTrainOps::attention_backward(const float* dout, const float* q, const fl
           const std::int64_t h = kh * group + g;
           const std::int64_t row0 = (sq * T + j0) * qw + h * hd;
           // dv rows (j1 − j0, hd) += P[j0.., j0..j1]ᵀ · dout rows; dk likewise from dS and q.
-          product(isa_, j1 - j0, hd, nq, P + g * square + j0 * T + j0, 1, T, dout + row0, qw, 1, dvb, kw, g > 0);
-          product(isa_, j1 - j0, hd, nq, dS + g * square + j0 * T + j0, 1, T, q + row0, qw, 1, dkb, kw, g > 0);
+          product(isa_, j1 - j0, hd, nq, P + g * square + j0 * ldp + j0, 1, ldp, dout + row0, qw, 1, dvb, kw, g > 0);
+          product(isa_, j1 - j0, hd, nq, dS + g * square + j0 * ldp + j0, 1, ldp, q + row0, qw, 1, dkb, kw, g > 0);
         }
       };
       pool_.run_chunks(k_blocks, pass2);
