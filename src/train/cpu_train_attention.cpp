@@ -1,12 +1,11 @@
-// CpuTrainOps' causal GQA attention and its backward. Forward: threads take (sequence, head,
-// block of 16 queries): S = q·kᵀ by the ISA table's dot_tile, softmax rows (lse kept), out =
-// P·v by weighted_rows (measured faster than train_gemm at head_dim 64 and 256 tokens).
-// Backward, as blocked products on train_gemm's register tile (train_gemm_serial inside each
-// thread's block), per (sequence, kv head): pass 1 by (head of the group, query block)
-// recomputes P from lse, forms dS = P·(dP − Σ dout·out)·scale with dP = dout·vᵀ, writes dq =
-// dS·k and keeps P and dS; pass 2 by key blocks sums dv = Pᵀ·dout and dk = dSᵀ·q over the
-// group's heads in order. Entries outside a query's window are zeroed where a product reads
-// them. No sum is split across threads.
+// CpuTrainOps' causal GQA attention and its backward as blocked products on train_gemm's
+// register tile (train_gemm_serial inside each thread's block), the row-wise softmax on the ISA
+// table. Forward: threads take (sequence, head, block of 48 queries): S = q·kᵀ over the block's
+// keys, softmax rows (lse kept), out = P·v. Backward, per (sequence, kv head): pass 1 by (head
+// of the group, query block) recomputes P from lse, forms dS = P·(dP − Σ dout·out)·scale with
+// dP = dout·vᵀ, writes dq = dS·k and keeps P and dS; pass 2 by key blocks sums dv = Pᵀ·dout
+// and dk = dSᵀ·q over the group's heads in order. Entries outside a query's window are zeroed
+// where a product reads them. No sum is split across threads.
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -19,7 +18,6 @@ namespace plexus {
 namespace {
 
 constexpr std::int64_t kQueryBlock = 48;
-constexpr std::int64_t kForwardQueryBlock = 16;
 constexpr std::int64_t kKeyBlock = 48;
 
 std::int64_t first_key(std::int64_t t, std::int64_t window) {
@@ -54,30 +52,38 @@ void CpuTrainOps::attention(const float* q, const float* k, const float* v, std:
                             const AttentionShape& s, float* out, float* lse) {
   const std::int64_t hd = s.head_dim, qw = s.n_heads * hd, kw = s.n_kv_heads * hd;
   const std::int64_t group = s.n_heads / s.n_kv_heads;
-  const std::int64_t blocks = (T + kForwardQueryBlock - 1) / kForwardQueryBlock;
+  const std::int64_t blocks = (T + kQueryBlock - 1) / kQueryBlock;
   std::vector<std::vector<float>> scores(static_cast<std::size_t>(pool_.size()));
   auto unit = [&](std::int64_t u, int thread) {
     const std::int64_t qb = u % blocks, h = (u / blocks) % s.n_heads, sq = u / (blocks * s.n_heads);
     const std::int64_t kh = h / group;
-    const std::int64_t t0 = qb * kForwardQueryBlock, t1 = std::min(T, t0 + kForwardQueryBlock);
+    const std::int64_t t0 = qb * kQueryBlock, t1 = std::min(T, t0 + kQueryBlock);
     const std::int64_t lo = first_key(t0, s.window), nk = t1 - lo;
+    const std::int64_t ld = nk + 16;  // a line past nk: rows not 4 KiB apart
     std::vector<float>& sc = scores[static_cast<std::size_t>(thread)];
-    if (static_cast<std::int64_t>(sc.size()) < kForwardQueryBlock * nk)
-      sc.resize(static_cast<std::size_t>(kForwardQueryBlock * T));
-    const float* kbase = k + (sq * T) * kw + kh * hd;
-    const float* vbase = v + (sq * T) * kw + kh * hd;
-    k_.dot_tile(DType::kF32, kbase + lo * kw, kw, q + (sq * T + t0) * qw + h * hd, qw, sc.data(), nk, t1 - t0, nk, hd);
+    if (static_cast<std::int64_t>(sc.size()) < kQueryBlock * ld)
+      sc.resize(static_cast<std::size_t>(kQueryBlock * (T + 16)));
+    const float* kb = k + (sq * T + lo) * kw + kh * hd;
+    const float* vb = v + (sq * T + lo) * kw + kh * hd;
+    const std::int64_t row0 = (sq * T + t0) * qw + h * hd;
+    // S (t1 − t0, nk) = q rows · k rowsᵀ
+    product(isa_, t1 - t0, nk, hd, q + row0, qw, 1, kb, 1, kw, sc.data(), ld, false);
+    float inv_sum[kQueryBlock];
     for (std::int64_t t = t0; t < t1; ++t) {
       const std::int64_t lt = first_key(t, s.window), len = t - lt + 1;
-      float* row = sc.data() + (t - t0) * nk + (lt - lo);
+      float* srow = sc.data() + (t - t0) * ld;
+      float* row = srow + (lt - lo);
       k_.scale(s.scale, row, len);
       const float mx = *std::max_element(row, row + len);
       const float sum = k_.exp_shift_sum(row, mx, len);
       lse[(sq * s.n_heads + h) * T + t] = mx + std::log(sum);
-      float* o = out + (sq * T + t) * qw + h * hd;
-      k_.weighted_rows(row, len, vbase + lt * kw, kw, o, hd);
-      k_.scale(1.0f / sum, o, hd);
+      inv_sum[t - t0] = 1.0f / sum;
+      clear(srow, row);
+      clear(row + len, srow + nk);
     }
+    // out rows = P (unnormalised) · v rows, then / sum.
+    product(isa_, t1 - t0, hd, nk, sc.data(), ld, 1, vb, kw, 1, out + row0, qw, false);
+    for (std::int64_t t = t0; t < t1; ++t) k_.scale(inv_sum[t - t0], out + row0 + (t - t0) * qw, hd);
   };
   pool_.run_chunks(b * s.n_heads * blocks, unit);
 }
