@@ -1,6 +1,8 @@
 // The fast CPU TrainOps: multi-threaded on a ThreadPool, SIMD through the ISA tables
 // (kernels/cpu/isa.h) and train_gemm (kernels/cpu/train_gemm.h). Deterministic: threads split
 // outputs, never a sum, so results are bitwise independent of the thread count and timing.
+// One caller at a time (it keeps scratch: attention_backward's here, train_gemm's packing
+// buffers thread_local to the calling thread, up to ~14 MiB for the lm_head products).
 #pragma once
 #include <vector>
 
