@@ -85,8 +85,10 @@ struct Shape {
   const char* name;
   std::int64_t in, out;
 };
-constexpr Shape kShapes[] = {{"q/o 576x576", kHidden, kHidden},       {"k/v 576->192", kHidden, kKv},
-                             {"gate/up 576->1536", kHidden, kInter},  {"down 1536->576", kInter, kHidden},
+constexpr Shape kShapes[] = {{"q/o 576x576", kHidden, kHidden},
+                             {"k/v 576->192", kHidden, kKv},
+                             {"gate/up 576->1536", kHidden, kInter},
+                             {"down 1536->576", kInter, kHidden},
                              {"lm_head 576->32000", kHidden, kVocab}};
 
 // Parameters of the model the step figures count (tied embedding once).
@@ -153,29 +155,49 @@ struct Layer {
     timed("add", [&] { o.add(x2.data(), x1.data(), n * kHidden); });
   }
   void backward(TrainOps& o) {
-    timed("linear_backward_weight", [&] { o.linear_backward_weight(dx2.data(), act.data(), n, kInter, kHidden, gd.data(), nullptr); });
-    timed("linear_backward_input", [&] { o.linear_backward_input(dx2.data(), wd.data(), n, kInter, kHidden, dact.data(), false); });
-    timed("silu_mul_backward", [&] { o.silu_mul_backward(dact.data(), gate.data(), up.data(), dgate.data(), dup.data(), n * kInter); });
-    timed("linear_backward_weight", [&] { o.linear_backward_weight(dgate.data(), xn2.data(), n, kHidden, kInter, gg.data(), nullptr); });
-    timed("linear_backward_weight", [&] { o.linear_backward_weight(dup.data(), xn2.data(), n, kHidden, kInter, gu.data(), nullptr); });
-    timed("linear_backward_input", [&] { o.linear_backward_input(dgate.data(), wg.data(), n, kHidden, kInter, dxn2.data(), false); });
-    timed("linear_backward_input", [&] { o.linear_backward_input(dup.data(), wu.data(), n, kHidden, kInter, dxn2.data(), true); });
+    timed("linear_backward_weight",
+          [&] { o.linear_backward_weight(dx2.data(), act.data(), n, kInter, kHidden, gd.data(), nullptr); });
+    timed("linear_backward_input",
+          [&] { o.linear_backward_input(dx2.data(), wd.data(), n, kInter, kHidden, dact.data(), false); });
+    timed("silu_mul_backward",
+          [&] { o.silu_mul_backward(dact.data(), gate.data(), up.data(), dgate.data(), dup.data(), n * kInter); });
+    timed("linear_backward_weight",
+          [&] { o.linear_backward_weight(dgate.data(), xn2.data(), n, kHidden, kInter, gg.data(), nullptr); });
+    timed("linear_backward_weight",
+          [&] { o.linear_backward_weight(dup.data(), xn2.data(), n, kHidden, kInter, gu.data(), nullptr); });
+    timed("linear_backward_input",
+          [&] { o.linear_backward_input(dgate.data(), wg.data(), n, kHidden, kInter, dxn2.data(), false); });
+    timed("linear_backward_input",
+          [&] { o.linear_backward_input(dup.data(), wu.data(), n, kHidden, kInter, dxn2.data(), true); });
     dx1 = dx2;
-    timed("rmsnorm_backward", [&] { o.rmsnorm_backward(dxn2.data(), x1.data(), n2.data(), r2.data(), n, kHidden, dx1.data(), gn2.data()); });
-    timed("linear_backward_weight", [&] { o.linear_backward_weight(dx1.data(), att.data(), n, kHidden, kHidden, go.data(), nullptr); });
-    timed("linear_backward_input", [&] { o.linear_backward_input(dx1.data(), wo.data(), n, kHidden, kHidden, datt.data(), false); });
-    timed("attention_backward", [&] { o.attention_backward(datt.data(), q.data(), k.data(), v.data(), att.data(), lse.data(), b, T, s, dq.data(),
-                         dk.data(), dv.data()); });
+    timed("rmsnorm_backward", [&] {
+      o.rmsnorm_backward(dxn2.data(), x1.data(), n2.data(), r2.data(), n, kHidden, dx1.data(), gn2.data());
+    });
+    timed("linear_backward_weight",
+          [&] { o.linear_backward_weight(dx1.data(), att.data(), n, kHidden, kHidden, go.data(), nullptr); });
+    timed("linear_backward_input",
+          [&] { o.linear_backward_input(dx1.data(), wo.data(), n, kHidden, kHidden, datt.data(), false); });
+    timed("attention_backward", [&] {
+      o.attention_backward(datt.data(), q.data(), k.data(), v.data(), att.data(), lse.data(), b, T, s, dq.data(),
+                           dk.data(), dv.data());
+    });
     timed("rope", [&] { o.rope(dq.data(), b, T, kHeads, kHeadDim, cos.data(), sin.data(), true); });
     timed("rope", [&] { o.rope(dk.data(), b, T, kKvHeads, kHeadDim, cos.data(), sin.data(), true); });
-    timed("linear_backward_weight", [&] { o.linear_backward_weight(dq.data(), xn.data(), n, kHidden, kHidden, gq.data(), nullptr); });
-    timed("linear_backward_weight", [&] { o.linear_backward_weight(dk.data(), xn.data(), n, kHidden, kKv, gk.data(), nullptr); });
-    timed("linear_backward_weight", [&] { o.linear_backward_weight(dv.data(), xn.data(), n, kHidden, kKv, gv.data(), nullptr); });
-    timed("linear_backward_input", [&] { o.linear_backward_input(dq.data(), wq.data(), n, kHidden, kHidden, dxn.data(), false); });
-    timed("linear_backward_input", [&] { o.linear_backward_input(dk.data(), wk.data(), n, kHidden, kKv, dxn.data(), true); });
-    timed("linear_backward_input", [&] { o.linear_backward_input(dv.data(), wv.data(), n, kHidden, kKv, dxn.data(), true); });
+    timed("linear_backward_weight",
+          [&] { o.linear_backward_weight(dq.data(), xn.data(), n, kHidden, kHidden, gq.data(), nullptr); });
+    timed("linear_backward_weight",
+          [&] { o.linear_backward_weight(dk.data(), xn.data(), n, kHidden, kKv, gk.data(), nullptr); });
+    timed("linear_backward_weight",
+          [&] { o.linear_backward_weight(dv.data(), xn.data(), n, kHidden, kKv, gv.data(), nullptr); });
+    timed("linear_backward_input",
+          [&] { o.linear_backward_input(dq.data(), wq.data(), n, kHidden, kHidden, dxn.data(), false); });
+    timed("linear_backward_input",
+          [&] { o.linear_backward_input(dk.data(), wk.data(), n, kHidden, kKv, dxn.data(), true); });
+    timed("linear_backward_input",
+          [&] { o.linear_backward_input(dv.data(), wv.data(), n, kHidden, kKv, dxn.data(), true); });
     dx = dx1;
-    timed("rmsnorm_backward", [&] { o.rmsnorm_backward(dxn.data(), x.data(), n1.data(), r1.data(), n, kHidden, dx.data(), gn1.data()); });
+    timed("rmsnorm_backward",
+          [&] { o.rmsnorm_backward(dxn.data(), x.data(), n1.data(), r1.data(), n, kHidden, dx.data(), gn1.data()); });
   }
 };
 
@@ -223,10 +245,11 @@ int main(int argc, char** argv) {
     CpuTrainOps ops(pool);
     const IsaKernels& k = isa_kernels(ops.isa());
     const bool cpu_time = pool.size() == 1;
-    std::printf("train kernels: %s, %d threads, %lld tokens; ratios to the fp32 FMA peak (%s probe) measured "
-                "before each repeat, in %s\n",
-                std::string(isa_name(ops.isa())).c_str(), pool.size(), static_cast<long long>(n), bench::fma_peak_isa(),
-                cpu_time ? "the thread's CPU time" : "wall-clock time");
+    std::printf(
+        "train kernels: %s, %d threads, %lld tokens; ratios to the fp32 FMA peak (%s probe) measured "
+        "before each repeat, in %s\n",
+        std::string(isa_name(ops.isa())).c_str(), pool.size(), static_cast<long long>(n), bench::fma_peak_isa(),
+        cpu_time ? "the thread's CPU time" : "wall-clock time");
     auto line = [&](const char* what, const char* shape, double flop, auto&& f) {
       const Measured m = measure(pool, repeats, flop, cpu_time, f);
       std::printf("  %-24s %-20s %7.1f GFLOP/s  %5.1f%% of peak (%.0f GFLOP/s)\n", what, shape, m.flop_per_s / 1e9,
@@ -278,10 +301,11 @@ int main(int argc, char** argv) {
     const double at_peak = static_cast<double>(layers) * (tf.seconds * tf.ratio + tb.seconds * tb.ratio) +
                            th.seconds * th.ratio;  // seconds the same FLOP take at the peak
     const double flop = 6.0 * parameters(layers) * static_cast<double>(n);
-    std::printf("  step of %lld layers + head: %.3f s for %lld tokens, %.0f tokens/s, %.1f GFLOP/s = %.1f%% of peak "
-                "(6 FLOP/param/token, %.1fM params)\n",
-                static_cast<long long>(layers), step, static_cast<long long>(n), static_cast<double>(n) / step,
-                flop / step / 1e9, 100 * at_peak / step, parameters(layers) / 1e6);
+    std::printf(
+        "  step of %lld layers + head: %.3f s for %lld tokens, %.0f tokens/s, %.1f GFLOP/s = %.1f%% of peak "
+        "(6 FLOP/param/token, %.1fM params)\n",
+        static_cast<long long>(layers), step, static_cast<long long>(n), static_cast<double>(n) / step,
+        flop / step / 1e9, 100 * at_peak / step, parameters(layers) / 1e6);
     return 0;
   } catch (const InputError& e) {
     std::fprintf(stderr, "train_kernels_bench: %s\n", e.what());

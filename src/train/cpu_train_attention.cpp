@@ -1,12 +1,11 @@
-// CpuTrainOps' causal GQA attention and its backward. Forward: threads take (sequence, head,
-// block of 16 queries): S = q·kᵀ by the ISA table's dot_tile, softmax rows (lse kept), out =
-// P·v by weighted_rows (measured faster than train_gemm at head_dim 64 and 256 tokens).
-// Backward, as blocked products on train_gemm's register tile (train_gemm_serial inside each
-// thread's block), per (sequence, kv head): pass 1 by (head of the group, query block)
-// recomputes P from lse, forms dS = P·(dP − Σ dout·out)·scale with dP = dout·vᵀ, writes dq =
-// dS·k and keeps P and dS; pass 2 by key blocks sums dv = Pᵀ·dout and dk = dSᵀ·q over the
-// group's heads in order. Entries outside a query's window are zeroed where a product reads
-// them. No sum is split across threads.
+// CpuTrainOps' causal GQA attention and its backward as blocked products on train_gemm's
+// register tile (train_gemm_serial inside each thread's block), the row-wise softmax on the ISA
+// table. Forward: threads take (sequence, head, block of 48 queries): S = q·kᵀ over the block's
+// keys, softmax rows (lse kept), out = P·v. Backward, per (sequence, kv head): pass 1 by (head
+// of the group, query block) recomputes P from lse, forms dS = P·(dP − Σ dout·out)·scale with
+// dP = dout·vᵀ, writes dq = dS·k and keeps P and dS; pass 2 by key blocks sums dv = Pᵀ·dout
+// and dk = dSᵀ·q over the group's heads in order. Entries outside a query's window are zeroed
+// where a product reads them. No sum is split across threads.
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -19,7 +18,6 @@ namespace plexus {
 namespace {
 
 constexpr std::int64_t kQueryBlock = 48;
-constexpr std::int64_t kForwardQueryBlock = 16;
 constexpr std::int64_t kKeyBlock = 48;
 
 std::int64_t first_key(std::int64_t t, std::int64_t window) {
@@ -54,30 +52,38 @@ void CpuTrainOps::attention(const float* q, const float* k, const float* v, std:
                             const AttentionShape& s, float* out, float* lse) {
   const std::int64_t hd = s.head_dim, qw = s.n_heads * hd, kw = s.n_kv_heads * hd;
   const std::int64_t group = s.n_heads / s.n_kv_heads;
-  const std::int64_t blocks = (T + kForwardQueryBlock - 1) / kForwardQueryBlock;
+  const std::int64_t blocks = (T + kQueryBlock - 1) / kQueryBlock;
   std::vector<std::vector<float>> scores(static_cast<std::size_t>(pool_.size()));
   auto unit = [&](std::int64_t u, int thread) {
     const std::int64_t qb = u % blocks, h = (u / blocks) % s.n_heads, sq = u / (blocks * s.n_heads);
     const std::int64_t kh = h / group;
-    const std::int64_t t0 = qb * kForwardQueryBlock, t1 = std::min(T, t0 + kForwardQueryBlock);
+    const std::int64_t t0 = qb * kQueryBlock, t1 = std::min(T, t0 + kQueryBlock);
     const std::int64_t lo = first_key(t0, s.window), nk = t1 - lo;
+    const std::int64_t ld = nk + 16;  // a line past nk: rows not 4 KiB apart
     std::vector<float>& sc = scores[static_cast<std::size_t>(thread)];
-    if (static_cast<std::int64_t>(sc.size()) < kForwardQueryBlock * nk) sc.resize(static_cast<std::size_t>(kForwardQueryBlock * T));
-    const float* kbase = k + (sq * T) * kw + kh * hd;
-    const float* vbase = v + (sq * T) * kw + kh * hd;
-    k_.dot_tile(DType::kF32, kbase + lo * kw, kw, q + (sq * T + t0) * qw + h * hd, qw, sc.data(), nk, t1 - t0, nk,
-                hd);
+    if (static_cast<std::int64_t>(sc.size()) < kQueryBlock * ld)
+      sc.resize(static_cast<std::size_t>(kQueryBlock * (T + 16)));
+    const float* kb = k + (sq * T + lo) * kw + kh * hd;
+    const float* vb = v + (sq * T + lo) * kw + kh * hd;
+    const std::int64_t row0 = (sq * T + t0) * qw + h * hd;
+    // S (t1 − t0, nk) = q rows · k rowsᵀ
+    product(isa_, t1 - t0, nk, hd, q + row0, qw, 1, kb, 1, kw, sc.data(), ld, false);
+    float inv_sum[kQueryBlock];
     for (std::int64_t t = t0; t < t1; ++t) {
       const std::int64_t lt = first_key(t, s.window), len = t - lt + 1;
-      float* row = sc.data() + (t - t0) * nk + (lt - lo);
+      float* srow = sc.data() + (t - t0) * ld;
+      float* row = srow + (lt - lo);
       k_.scale(s.scale, row, len);
       const float mx = *std::max_element(row, row + len);
       const float sum = k_.exp_shift_sum(row, mx, len);
       lse[(sq * s.n_heads + h) * T + t] = mx + std::log(sum);
-      float* o = out + (sq * T + t) * qw + h * hd;
-      k_.weighted_rows(row, len, vbase + lt * kw, kw, o, hd);
-      k_.scale(1.0f / sum, o, hd);
+      inv_sum[t - t0] = 1.0f / sum;
+      clear(srow, row);
+      clear(row + len, srow + nk);
     }
+    // out rows = P (unnormalised) · v rows, then / sum.
+    product(isa_, t1 - t0, hd, nk, sc.data(), ld, 1, vb, kw, 1, out + row0, qw, false);
+    for (std::int64_t t = t0; t < t1; ++t) k_.scale(inv_sum[t - t0], out + row0 + (t - t0) * qw, hd);
   };
   pool_.run_chunks(b * s.n_heads * blocks, unit);
 }
@@ -89,11 +95,13 @@ void CpuTrainOps::attention_backward(const float* dout, const float* q, const fl
   const std::int64_t group = s.n_heads / s.n_kv_heads;
   const std::int64_t q_blocks = (T + kQueryBlock - 1) / kQueryBlock;
   const std::int64_t k_blocks = (T + kKeyBlock - 1) / kKeyBlock;
-  const std::int64_t square = T * T;
+  // P and dS rows are ldp apart: T plus a line, so the columns pass 2 reads down a block do
+  // not all fall in the same cache sets (a stride of a multiple of 4 KiB would).
+  const std::int64_t ldp = T + 16, square = T * ldp;
   if (static_cast<std::int64_t>(att_scratch_.size()) < 2 * group * square)
     att_scratch_.resize(static_cast<std::size_t>(2 * group * square));
-  float* P = att_scratch_.data();                    // (group, T, T): row t, key j
-  float* dS = att_scratch_.data() + group * square;  // (group, T, T)
+  float* P = att_scratch_.data();                    // (group, T, ldp): row t, key j
+  float* dS = att_scratch_.data() + group * square;  // (group, T, ldp)
   std::vector<std::vector<float>> tmp(static_cast<std::size_t>(pool_.size()));
   for (std::int64_t sq = 0; sq < b; ++sq)
     for (std::int64_t kh = 0; kh < s.n_kv_heads; ++kh) {
@@ -104,33 +112,34 @@ void CpuTrainOps::attention_backward(const float* dout, const float* q, const fl
         const std::int64_t t0 = qb * kQueryBlock, t1 = std::min(T, t0 + kQueryBlock);
         const std::int64_t lo = first_key(t0, s.window), nk = t1 - lo;
         std::vector<float>& dp = tmp[static_cast<std::size_t>(thread)];
-        if (static_cast<std::int64_t>(dp.size()) < kQueryBlock * nk) dp.resize(static_cast<std::size_t>(kQueryBlock * T));
+        if (static_cast<std::int64_t>(dp.size()) < kQueryBlock * nk)
+          dp.resize(static_cast<std::size_t>(kQueryBlock * T));
         float* Pg = P + g * square;
         float* dSg = dS + g * square;
         const std::int64_t row0 = (sq * T + t0) * qw + h * hd;
         // S into P's rows t0..t1 (columns lo..t1), dP = dout rows · v rowsᵀ.
-        product(isa_, t1 - t0, nk, hd, q + row0, qw, 1, kbase + lo * kw, 1, kw, Pg + t0 * T + lo, T, false);
+        product(isa_, t1 - t0, nk, hd, q + row0, qw, 1, kbase + lo * kw, 1, kw, Pg + t0 * ldp + lo, ldp, false);
         product(isa_, t1 - t0, nk, hd, dout + row0, qw, 1, vbase + lo * kw, 1, kw, dp.data(), nk, false);
         for (std::int64_t t = t0; t < t1; ++t) {
           const std::int64_t lt = first_key(t, s.window), len = t - lt + 1;
-          float* p = Pg + t * T + lt;
+          float* p = Pg + t * ldp + lt;
           k_.scale(s.scale, p, len);
           k_.exp_shift_sum(p, lse[(sq * s.n_heads + h) * T + t], len);
           const float* dpr = dp.data() + (t - t0) * nk + (lt - lo);
           const std::int64_t row = (sq * T + t) * qw + h * hd;
           const float D = k_.dot(dout + row, out + row, hd);
-          float* ds = dSg + t * T + lt;
+          float* ds = dSg + t * ldp + lt;
           for (std::int64_t j = 0; j < len; ++j) ds[j] = p[j] * (dpr[j] - D) * s.scale;
           // Zeros where dq's product (keys lo..t1) and pass 2 (whole key blocks) read.
           const std::int64_t zlo = std::min(lo, lt / kKeyBlock * kKeyBlock);
           const std::int64_t zhi = std::min(T, std::max(t1, (t / kKeyBlock + 1) * kKeyBlock));
           for (float* m : {Pg, dSg}) {
-            clear(m + t * T + zlo, m + t * T + lt);
-            clear(m + t * T + t + 1, m + t * T + zhi);
+            clear(m + t * ldp + zlo, m + t * ldp + lt);
+            clear(m + t * ldp + t + 1, m + t * ldp + zhi);
           }
         }
         // dq rows = dS rows · k rows
-        product(isa_, t1 - t0, hd, nk, dSg + t0 * T + lo, T, 1, kbase + lo * kw, kw, 1, dq + row0, qw, false);
+        product(isa_, t1 - t0, hd, nk, dSg + t0 * ldp + lo, ldp, 1, kbase + lo * kw, kw, 1, dq + row0, qw, false);
       };
       pool_.run_chunks(group * q_blocks, pass1);
       auto pass2 = [&](std::int64_t kb, int) {
@@ -142,8 +151,8 @@ void CpuTrainOps::attention_backward(const float* dout, const float* q, const fl
           const std::int64_t h = kh * group + g;
           const std::int64_t row0 = (sq * T + j0) * qw + h * hd;
           // dv rows (j1 − j0, hd) += P[j0.., j0..j1]ᵀ · dout rows; dk likewise from dS and q.
-          product(isa_, j1 - j0, hd, nq, P + g * square + j0 * T + j0, 1, T, dout + row0, qw, 1, dvb, kw, g > 0);
-          product(isa_, j1 - j0, hd, nq, dS + g * square + j0 * T + j0, 1, T, q + row0, qw, 1, dkb, kw, g > 0);
+          product(isa_, j1 - j0, hd, nq, P + g * square + j0 * ldp + j0, 1, ldp, dout + row0, qw, 1, dvb, kw, g > 0);
+          product(isa_, j1 - j0, hd, nq, dS + g * square + j0 * ldp + j0, 1, ldp, q + row0, qw, 1, dkb, kw, g > 0);
         }
       };
       pool_.run_chunks(k_blocks, pass2);

@@ -20,7 +20,9 @@ constexpr std::int64_t kGemmForwardTokens = 512;
 Isa training_isa(Isa isa) { return isa == Isa::kAvx512Bf16 ? Isa::kAvx512 : isa; }
 
 // Rows per chunk so that a chunk holds about `work` elements.
-std::int64_t rows_per_chunk(std::int64_t d, std::int64_t work = 16384) { return std::max<std::int64_t>(1, work / std::max<std::int64_t>(1, d)); }
+std::int64_t rows_per_chunk(std::int64_t d, std::int64_t work = 16384) {
+  return std::max<std::int64_t>(1, work / std::max<std::int64_t>(1, d));
+}
 
 // fn(r) for every row r in [0, rows), chunks of rows spread over the pool.
 template <typename F>
@@ -70,7 +72,8 @@ void CpuTrainOps::linear(const float* x, const float* w, const float* bias, std:
     return;
   }
   if (bias)
-    for_rows(pool_, n, out, [&](std::int64_t t) { std::memcpy(y + t * out, bias, sizeof(float) * static_cast<std::size_t>(out)); });
+    for_rows(pool_, n, out,
+             [&](std::int64_t t) { std::memcpy(y + t * out, bias, sizeof(float) * static_cast<std::size_t>(out)); });
   GemmArgs g;
   g.m = n, g.n = out, g.k = in;
   g.a = x, g.a_rs = in, g.a_cs = 1;

@@ -1,6 +1,8 @@
 // The fast CPU TrainOps: multi-threaded on a ThreadPool, SIMD through the ISA tables
 // (kernels/cpu/isa.h) and train_gemm (kernels/cpu/train_gemm.h). Deterministic: threads split
 // outputs, never a sum, so results are bitwise independent of the thread count and timing.
+// One caller at a time (it keeps scratch: attention_backward's here, train_gemm's packing
+// buffers thread_local to the calling thread, up to ~14 MiB for the lm_head products).
 #pragma once
 #include <vector>
 
@@ -36,8 +38,8 @@ class CpuTrainOps : public TrainOps {
                               float* dw, float* dbias) override;
   void rmsnorm_backward(const float* dy, const float* x, const float* w, const float* rstd, std::int64_t rows,
                         std::int64_t d, float* dx, float* dw) override;
-  // Keeps 2 · (n_heads / n_kv_heads) · T² floats of scratch (the probabilities and their
-  // gradients of one kv head of one sequence) while it runs.
+  // Keeps 2 · (n_heads / n_kv_heads) · T · (T + 16) floats of scratch (the probabilities and
+  // their gradients of one kv head of one sequence) while it runs.
   void attention_backward(const float* dout, const float* q, const float* k, const float* v, const float* out,
                           const float* lse, std::int64_t b, std::int64_t T, const AttentionShape& s, float* dq,
                           float* dk, float* dv) override;

@@ -64,7 +64,9 @@ void RefTrainOps::rope(float* x, std::int64_t b, std::int64_t T, std::int64_t he
 namespace {
 
 // The first key position query t may read.
-std::int64_t first_key(std::int64_t t, std::int64_t window) { return window > 0 ? std::max<std::int64_t>(0, t - window + 1) : 0; }
+std::int64_t first_key(std::int64_t t, std::int64_t window) {
+  return window > 0 ? std::max<std::int64_t>(0, t - window + 1) : 0;
+}
 
 }  // namespace
 

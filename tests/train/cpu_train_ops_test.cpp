@@ -90,7 +90,8 @@ void run_rowwise(TrainOps& ops, Outputs& o) {
     o.put("silu_mul dup " + std::to_string(n), u, 1);
   }
   for (std::int64_t vocab : {1, 17, 65, 1000}) {
-    const std::vector<std::int32_t> targets = {0, static_cast<std::int32_t>(vocab - 1), static_cast<std::int32_t>(vocab / 3)};
+    const std::vector<std::int32_t> targets = {0, static_cast<std::int32_t>(vocab - 1),
+                                               static_cast<std::int32_t>(vocab / 3)};
     auto logits = random_vec(3 * vocab, rng, -6, 6);
     o.losses.push_back(ops.cross_entropy(logits.data(), targets, vocab, 0.25f));
     o.put("cross_entropy grad " + std::to_string(vocab), logits, vocab);
@@ -135,12 +136,14 @@ void run_attention(TrainOps& ops, Outputs& o) {
   struct Case {
     std::int64_t b, T, n_heads, n_kv_heads, hd, window;
   };
-  for (const Case c : {Case{2, 1, 2, 1, 4, 0}, Case{2, 17, 4, 2, 8, 0}, Case{2, 17, 4, 2, 3, 5}, Case{1, 65, 6, 2, 16, 0},
-                       Case{2, 65, 4, 2, 8, 20}, Case{2, 100, 6, 3, 8, 50}, Case{1, 150, 2, 2, 5, 0}}) {
+  for (const Case c :
+       {Case{2, 1, 2, 1, 4, 0}, Case{2, 17, 4, 2, 8, 0}, Case{2, 17, 4, 2, 3, 5}, Case{1, 65, 6, 2, 16, 0},
+        Case{2, 65, 4, 2, 8, 20}, Case{2, 100, 6, 3, 8, 50}, Case{1, 150, 2, 2, 5, 0}}) {
     AttentionShape s;
     s.n_heads = c.n_heads, s.n_kv_heads = c.n_kv_heads, s.head_dim = c.hd, s.window = c.window;
     s.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.hd)));
-    const std::string tag = " T=" + std::to_string(c.T) + " hd=" + std::to_string(c.hd) + " window=" + std::to_string(c.window);
+    const std::string tag =
+        " T=" + std::to_string(c.T) + " hd=" + std::to_string(c.hd) + " window=" + std::to_string(c.window);
     const std::int64_t qn = c.b * c.T * c.n_heads * c.hd, kn = c.b * c.T * c.n_kv_heads * c.hd;
     const auto q = random_vec(qn, rng, -2, 2), k = random_vec(kn, rng, -2, 2), v = random_vec(kn, rng),
                dout = random_vec(qn, rng);

@@ -171,7 +171,8 @@ TEST(RefTrainOpsGrad, AttentionGqaWindowed) {
       };
       loss();
       // Query 0 of each sequence reads key 0 only: its output is v row 0 of its kv head.
-      for (std::int64_t c = 0; c < hd; ++c) EXPECT_NEAR(out[static_cast<std::size_t>(c)], v[static_cast<std::size_t>(c)], 1e-6);
+      for (std::int64_t c = 0; c < hd; ++c)
+        EXPECT_NEAR(out[static_cast<std::size_t>(c)], v[static_cast<std::size_t>(c)], 1e-6);
       std::vector<float> dq(q.size(), 9.0f), dk(k.size(), 9.0f), dv(v.size(), 9.0f);
       ops.attention_backward(r.data(), q.data(), k.data(), v.data(), out.data(), lse.data(), b, T, s, dq.data(),
                              dk.data(), dv.data());
@@ -208,7 +209,8 @@ TEST(RefTrainOpsGrad, CrossEntropyGradientOutput) {
   RefTrainOps ops;
   std::mt19937 rng(6);
   for (std::int64_t vocab : {1, 3, 17}) {
-    const std::vector<std::int32_t> targets = {0, static_cast<std::int32_t>(vocab - 1), static_cast<std::int32_t>(vocab / 2)};
+    const std::vector<std::int32_t> targets = {0, static_cast<std::int32_t>(vocab - 1),
+                                               static_cast<std::int32_t>(vocab / 2)};
     auto logits = random_vec(targets.size() * static_cast<std::size_t>(vocab), rng, -3, 3);
     auto loss = [&] {
       auto l = logits;

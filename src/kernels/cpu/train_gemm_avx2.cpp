@@ -41,8 +41,6 @@ struct Avx2Tile {
 
 }  // namespace
 
-void train_gemm_avx2(ThreadPool* pool, const GemmArgs& g) {
-  train_gemm_detail::gemm<6, 16, Avx2Tile>(pool, g);
-}
+void train_gemm_avx2(ThreadPool* pool, const GemmArgs& g) { train_gemm_detail::gemm<6, 16, Avx2Tile>(pool, g); }
 
 }  // namespace plexus

@@ -1,7 +1,6 @@
 // train_gemm with an AVX-512 12×32 register tile (24 zmm accumulators, two B vectors, one
 // broadcast). Compiled with -mavx512f; called only where the CPU has it.
 #include "kernels/cpu/avx512_intrinsics.h"
-
 #include "kernels/cpu/train_gemm_impl.h"
 
 namespace plexus {
@@ -67,11 +66,11 @@ struct Avx512Tile {
       const float* q0 = kRows ? a + p : a + p * kMr;
       const float* q6 = kRows ? q0 + 6 * lda : q0 + 6;
       const std::int64_t l1 = kRows ? lda : 1, l3 = 3 * l1;
-#define PLEXUS_TRAIN_GEMM_ROW(r, ptr)                         \
-  {                                                           \
-    const __m512 av = _mm512_set1_ps(*(ptr));                 \
-    acc[r][0] = _mm512_fmadd_ps(av, b0, acc[r][0]);           \
-    acc[r][1] = _mm512_fmadd_ps(av, b1, acc[r][1]);           \
+#define PLEXUS_TRAIN_GEMM_ROW(r, ptr)               \
+  {                                                 \
+    const __m512 av = _mm512_set1_ps(*(ptr));       \
+    acc[r][0] = _mm512_fmadd_ps(av, b0, acc[r][0]); \
+    acc[r][1] = _mm512_fmadd_ps(av, b1, acc[r][1]); \
   }
       PLEXUS_TRAIN_GEMM_ROW(0, q0)
       PLEXUS_TRAIN_GEMM_ROW(1, q0 + l1)
@@ -101,8 +100,6 @@ struct Avx512Tile {
 
 }  // namespace
 
-void train_gemm_avx512(ThreadPool* pool, const GemmArgs& g) {
-  train_gemm_detail::gemm<kMr, 32, Avx512Tile>(pool, g);
-}
+void train_gemm_avx512(ThreadPool* pool, const GemmArgs& g) { train_gemm_detail::gemm<kMr, 32, Avx512Tile>(pool, g); }
 
 }  // namespace plexus

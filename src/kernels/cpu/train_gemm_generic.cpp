@@ -25,8 +25,6 @@ struct GenericTile {
 
 }  // namespace
 
-void train_gemm_generic(ThreadPool* pool, const GemmArgs& g) {
-  train_gemm_detail::gemm<4, 16, GenericTile>(pool, g);
-}
+void train_gemm_generic(ThreadPool* pool, const GemmArgs& g) { train_gemm_detail::gemm<4, 16, GenericTile>(pool, g); }
 
 }  // namespace plexus

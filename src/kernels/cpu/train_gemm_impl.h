@@ -51,7 +51,9 @@ void pack_a(const GemmArgs& g, std::int64_t i0, std::int64_t k0, std::int64_t kc
   const std::int64_t rows = std::min<std::int64_t>(MR, g.m - i0);
   if (g.a_cs == 1) {
     Kernel::transpose(g.a + i0 * g.a_rs + k0, g.a_rs, rows, kc, dst, MR);
-  } else {  // a_rs == 1: MR values of one k side by side already
+  } else if (rows == MR) {  // a_rs == 1: MR values of one k side by side already
+    for (std::int64_t p = 0; p < kc; ++p) std::memcpy(dst + p * MR, g.a + (k0 + p) * g.a_cs + i0, sizeof(float) * MR);
+  } else {
     for (std::int64_t p = 0; p < kc; ++p) {
       const float* src = g.a + (k0 + p) * g.a_cs + i0;
       for (std::int64_t r = 0; r < rows; ++r) dst[p * MR + r] = src[r];
