@@ -3,9 +3,11 @@
 // checkpoints, --resume, skipped non-finite steps and the trained model written to --out.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 #include <thread>
 
@@ -22,6 +24,8 @@
 #include "monitor/monitor_session.h"
 #include "planner/budgets.h"
 #include "train/in_process_replicas.h"
+#include "train/process_rss.h"
+#include "train/training_memory.h"
 #include "train/train_run.h"
 
 namespace plexus::cli {
@@ -204,8 +208,40 @@ class StepPrinter {
   long long in_a_row_ = 0;
 };
 
+// The process's resident memory over the run, measured beside its estimate: the high-water mark
+// is reset when the run starts (after the binary's own start-up, whose libraries may have
+// touched more), so the peak counts what the run itself holds.
+struct MemoryWatch {
+  std::int64_t start_rss = -1;      // RSS when the run began; -1 when /proc cannot say
+  std::int64_t earlier_peak = -1;   // the peak before --batch-size auto's trial step reset the mark
+  void start() { start_rss = reset_peak_rss() ? current_rss_bytes() : -1; }
+  void before_trial() { earlier_peak = peak_rss_bytes(); }
+  std::int64_t measured_peak() const {
+    return start_rss < 0 ? -1 : std::max(earlier_peak, peak_rss_bytes()) - start_rss;
+  }
+};
+
+// train/training_memory's estimate of this process's peak: `in_process_replicas` replicas on
+// `threads` threads in all.
+std::int64_t estimated_peak(const TrainCommand& c, const PreparedRun& run, int in_process_replicas, int threads) {
+  const BatchLayout& b = c.options.batch;
+  const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  TrainingShape shape{b.micro_batch, run.data->T, b.replicas, c.options.zero1,
+                      replica_threads(threads > 0 ? threads : hw, in_process_replicas, 0)};
+  std::int64_t checkpoint_bytes = 0;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(run.setup.model_dir, ec)) {
+    if (e.path().extension() == ".safetensors") checkpoint_bytes += static_cast<std::int64_t>(e.file_size(ec));
+  }
+  const auto data_bytes = static_cast<std::int64_t>(run.data->tokens.size() * sizeof(std::int32_t));
+  return process_memory(run.setup.config, shape, in_process_replicas, checkpoint_bytes, data_bytes,
+                        !run.resumed_from.empty())
+      .total();
+}
+
 // Rank 0 (or the single process): the output of a finished run; exit 1 when --max-skipped ended it.
-int report(const TrainCommand& c, const PreparedRun& run, const TrainReport& r, MonitorSession& monitor, double seconds) {
+int report(const TrainCommand& c, const PreparedRun& run, const TrainReport& r, MonitorSession& monitor, double seconds,
+           const MemoryWatch& memory, std::int64_t estimate) {
   const TrainOptions& o = c.options;
   const MonitorSummary summary = monitor.stop();
   double tokens = 0, step_seconds = 0;
@@ -225,6 +261,11 @@ int report(const TrainCommand& c, const PreparedRun& run, const TrainReport& r, 
                  t.comm_mib);
   }
   if (summary.aggregate.total_energy_j) std::fprintf(stderr, "  energy %.1f J\n", *summary.aggregate.total_energy_j);
+  const std::int64_t measured = memory.measured_peak();
+  if (measured > 0) {
+    std::fprintf(stderr, "  memory: peak %.1f MiB above the start, estimated %.1f MiB (plexus estimate --training)\n",
+                 static_cast<double>(measured) / (1 << 20), static_cast<double>(estimate) / (1 << 20));
+  }
   if (!r.stopped_for_skips && !r.interrupted) std::fprintf(stderr, "model written to %s; checkpoint %s\n", o.out.c_str(), r.last_checkpoint.c_str());
   if (o.json) {
     Json j = train_report_to_json(r);
@@ -235,6 +276,8 @@ int report(const TrainCommand& c, const PreparedRun& run, const TrainReport& r, 
                   {"accumulation", o.batch.accumulation},
                   {"replicas", o.batch.replicas},
                   {"seq_len", run.data->T}};
+    j["memory"] = {{"estimated_peak_bytes", estimate},
+                   {"measured_peak_bytes", measured > 0 ? Json(measured) : Json(nullptr)}};
     j["resumed_from"] = run.resumed_from.empty() ? Json(nullptr) : Json(run.resumed_from);
     j["checkpoint"] = r.last_checkpoint;
     j["out"] = o.out;
@@ -272,7 +315,10 @@ void stop_on_signals(PreparedRun& run) { run.setup.stop_requested = [] { return 
 int train_here(const Args& args, const TrainFaults& faults) {
   TrainCommand c = train_command_from(args, 0);
   const std::uint64_t available = host_available_memory();  // before the weights load
+  MemoryWatch memory;
+  memory.start();
   PreparedRun run = prepare_training(c.options, c.options.model, faults);
+  memory.before_trial();
   apply_train_auto(args, run, c.devices.threads, available);  // --parallel, --batch-size auto
   c.options.batch = run.setup.options.batch;
   const InterruptGuard guard;
@@ -284,7 +330,8 @@ int train_here(const Args& args, const TrainFaults& faults) {
   const double t0 = now_s();
   const TrainReport r = run_in_process(run, c.devices.threads, std::ref(printer));
   printer.finish();
-  return report(c, run, r, *monitor, now_s() - t0);
+  return report(c, run, r, *monitor, now_s() - t0, memory,
+                estimated_peak(c, run, c.options.batch.replicas, c.devices.threads));
 }
 
 // One rank of an mpirun job: rank 0 prepares and shares; every rank runs its replica.
@@ -293,6 +340,8 @@ int train_mpi(const Args& args, const TrainFaults& faults, MpiWorld& world) {
   MpiCollective comm;
   const TrainCommand c = train_command_from(args, world.size());
   const bool root = world.rank() == 0;
+  MemoryWatch memory;
+  memory.start();
   PreparedRun run = root ? prepare_training(c.options, c.options.model, faults)
                          : prepare_training_rank(c.options, c.options.model, faults);
   share_prepared(run, inputs);
@@ -312,7 +361,7 @@ int train_mpi(const Args& args, const TrainFaults& faults, MpiWorld& world) {
   const TrainReport r = run_rank(run, comm, *ops, pool, root ? StepCallback(std::ref(printer)) : StepCallback{});
   printer.finish();
   if (!root) return 0;
-  return report(c, run, r, *monitor, now_s() - t0);
+  return report(c, run, r, *monitor, now_s() - t0, memory, estimated_peak(c, run, 1, threads));
 }
 
 }  // namespace
