@@ -23,7 +23,6 @@ class CpuTrainOps : public TrainOps {
                float* rstd) override;
   void linear(const float* x, const float* w, const float* bias, std::int64_t n, std::int64_t in, std::int64_t out,
               float* y) override;
-  void rope_table(std::span<const double> inv_freq, std::int64_t T, float* cos, float* sin) override;
   void rope(float* x, std::int64_t b, std::int64_t T, std::int64_t heads, std::int64_t head_dim, const float* cos,
             const float* sin, bool inverse) override;
   void attention(const float* q, const float* k, const float* v, std::int64_t b, std::int64_t T,

@@ -35,16 +35,6 @@ void RefTrainOps::linear(const float* x, const float* w, const float* bias, std:
     }
 }
 
-void RefTrainOps::rope_table(std::span<const double> inv_freq, std::int64_t T, float* cos, float* sin) {
-  const auto half = static_cast<std::int64_t>(inv_freq.size());
-  for (std::int64_t t = 0; t < T; ++t)
-    for (std::int64_t i = 0; i < half; ++i) {
-      const double a = static_cast<double>(t) * inv_freq[static_cast<std::size_t>(i)];
-      cos[t * half + i] = static_cast<float>(std::cos(a));
-      sin[t * half + i] = static_cast<float>(std::sin(a));
-    }
-}
-
 void RefTrainOps::rope(float* x, std::int64_t b, std::int64_t T, std::int64_t heads, std::int64_t head_dim,
                        const float* cos, const float* sin, bool inverse) {
   const std::int64_t half = head_dim / 2;

@@ -29,8 +29,9 @@ class TrainOps {
   virtual void linear(const float* x, const float* w, const float* bias, std::int64_t n, std::int64_t in,
                       std::int64_t out, float* y) = 0;
   // cos, sin (T, head_dim / 2) = cos, sin of position t · inv_freq[i] (host, head_dim / 2), the
-  // angles computed in double as the inference forward does.
-  virtual void rope_table(std::span<const double> inv_freq, std::int64_t T, float* cos, float* sin) = 0;
+  // angles computed in double as the inference forward does. By default written by the host
+  // (train_ops.cpp): a device whose memory the host cannot write overrides it.
+  virtual void rope_table(std::span<const double> inv_freq, std::int64_t T, float* cos, float* sin);
   // Rotates x (b·T, heads, head_dim) in place, rotate-half pairs (i, i + head_dim/2), token t of
   // each sequence at position t; `inverse` rotates by minus the angle (the backward of rope).
   virtual void rope(float* x, std::int64_t b, std::int64_t T, std::int64_t heads, std::int64_t head_dim,

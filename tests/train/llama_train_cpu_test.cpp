@@ -8,7 +8,6 @@
 
 #include "core/thread_pool.h"
 #include "model/checkpoint.h"
-#include "model/make_model.h"
 #include "test_util.h"
 #include "train/cpu_train_ops.h"
 #include "train/llama_train.h"
@@ -77,12 +76,7 @@ TEST(LlamaTrainCpu, SmallModelsMatchTheOracle) {
 TEST(LlamaTrainCpu, TinyCheckpointsMatchTheOracleAndIgnoreThreads) {
   for (Arch arch : {Arch::kLlama, Arch::kQwen3}) {
     testing::TempDir dir("llama_train_cpu");
-    MakeModelOptions mo;
-    mo.arch = arch;
-    mo.dtype = DType::kF32;
-    mo.vocab_size = 300;
-    mo.std = 0.1;
-    write_random_model(dir.path(), mo);
+    testing::write_tiny_f32_model(dir.path(), arch);
     const ModelConfig c = load_model_config(dir.path());
     const LlamaTrainModel model(c);
     std::vector<float> weights(static_cast<std::size_t>(model.layout().total()));

@@ -13,7 +13,6 @@
 
 #include "core/error.h"
 #include "model/checkpoint.h"
-#include "model/make_model.h"
 #include "runtime/engine.h"
 #include "runtime/generate.h"
 #include "test_util.h"
@@ -210,12 +209,7 @@ TEST(LlamaTrain, RefusesWhatTrainingDoesNotSupport) {
 TEST(LlamaTrain, ForwardLossMatchesTheInferenceEngine) {
   for (Arch arch : {Arch::kLlama, Arch::kQwen2, Arch::kQwen3, Arch::kMistral}) {
     testing::TempDir dir("llama_train_engine");
-    MakeModelOptions mo;
-    mo.arch = arch;
-    mo.dtype = DType::kF32;
-    mo.vocab_size = 300;
-    mo.std = 0.1;
-    write_random_model(dir.path(), mo);
+    testing::write_tiny_f32_model(dir.path(), arch);
     if (arch == Arch::kMistral) testing::patch_config(dir.path(), Json::object({{"sliding_window", 5}}));
     const ModelConfig c = load_model_config(dir.path());
     const LlamaTrainModel model(c);

@@ -4,6 +4,8 @@
 #include <random>
 #include <string>
 
+#include "model/make_model.h"
+
 namespace plexus::testing {
 
 ModelConfig small_train_config(Arch arch, bool tied) {
@@ -61,6 +63,15 @@ std::vector<std::int32_t> random_tokens(std::int64_t b, std::int64_t T, std::int
   std::vector<std::int32_t> ids(static_cast<std::size_t>(b * T));
   for (std::int32_t& id : ids) id = pick(rng);
   return ids;
+}
+
+void write_tiny_f32_model(const std::string& dir, Arch arch) {
+  MakeModelOptions mo;
+  mo.arch = arch;
+  mo.dtype = DType::kF32;
+  mo.vocab_size = 300;
+  mo.std = 0.1;
+  write_random_model(dir, mo);
 }
 
 }  // namespace plexus::testing

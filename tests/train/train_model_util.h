@@ -2,6 +2,7 @@
 // parameters in a ParamLayout buffer, and the loss / gradients of one micro-batch.
 #pragma once
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "model/config.h"
@@ -23,6 +24,10 @@ struct TrainFixture {
   std::vector<float> weights, grads;  // (layout.total())
   ModelTensors w, g;
 };
+
+// make-model's tiny checkpoint (hidden 64, 4 layers, head_dim 16, I 176) in f32 with vocab 300 and
+// matrices N(0, 0.1²), written into dir.
+void write_tiny_f32_model(const std::string& dir, Arch arch);
 
 // b sequences of T ids in [0, vocab), deterministic per salt.
 std::vector<std::int32_t> random_tokens(std::int64_t b, std::int64_t T, std::int64_t vocab, int salt);
