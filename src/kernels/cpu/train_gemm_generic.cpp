@@ -4,11 +4,7 @@
 namespace plexus {
 namespace {
 
-struct GenericTile {
-  static void transpose(const float* src, std::int64_t ld_src, std::int64_t rows, std::int64_t kc, float* dst,
-                        std::int64_t ld_dst) {
-    train_gemm_detail::transpose_scalar(src, ld_src, rows, kc, dst, ld_dst);
-  }
+struct GenericTile : train_gemm_detail::ScalarTranspose {
   template <bool kRows>
   static void tile(std::int64_t kc, const float* a, std::int64_t lda, const float* bp, float* c, std::int64_t ldc,
                    bool add) {

@@ -45,6 +45,14 @@ inline void transpose_scalar(const float* src, std::int64_t ld_src, std::int64_t
     for (std::int64_t p = 0; p < kc; ++p) dst[p * ld_dst + r] = src[r * ld_src + p];
 }
 
+// The transpose of a Kernel (below) that has no faster one of its own: inherit it.
+struct ScalarTranspose {
+  static void transpose(const float* src, std::int64_t ld_src, std::int64_t rows, std::int64_t kc, float* dst,
+                        std::int64_t ld_dst) {
+    transpose_scalar(src, ld_src, rows, kc, dst, ld_dst);
+  }
+};
+
 // dst (kc, MR) = A rows [i0, i0 + MR) × k [k0, k0 + kc), zero rows past m.
 template <int MR, class Kernel>
 void pack_a(const GemmArgs& g, std::int64_t i0, std::int64_t k0, std::int64_t kc, float* dst) {
