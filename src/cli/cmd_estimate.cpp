@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "model/quant_policy.h"
 #include "planner/plan_report.h"
+#include "train/batch_choice.h"
 #include "train/training_memory.h"
 
 namespace plexus::cli {
@@ -17,26 +18,13 @@ namespace {
 
 // --training: the shape of the run from --batch-size, --micro-batch, --seq-len, --replicas, --zero.
 int estimate_training(const Args& args, const ModelConfig& config) {
-  for (const char* flag : {"--quantize"}) {
-    if (args.given(flag)) throw InputError(std::string(flag) + " does not apply to --training: training keeps f32 weights");
-  }
+  if (args.given("--quantize")) throw InputError("--quantize does not apply to --training: training keeps f32 weights");
   const long long replicas = args.get_int_in("--replicas", 1, 4096);
   const long long batch = args.get_int_in("--batch-size", 1, 1LL << 30);
-  if (batch % replicas != 0) {
-    throw InputError("--batch-size " + std::to_string(batch) + " is not a multiple of --replicas " +
-                     std::to_string(replicas) + ": the global batch is split evenly across replicas");
-  }
-  long long micro = batch / replicas;
-  if (args.given("--micro-batch")) {
-    micro = args.get_int_in("--micro-batch", 1, 1LL << 30);
-    if ((batch / replicas) % micro != 0) {
-      throw InputError("--micro-batch " + std::to_string(micro) + " does not divide the " +
-                       std::to_string(batch / replicas) + " sequences of each replica (--batch-size " +
-                       std::to_string(batch) + " over " + std::to_string(replicas) + " replicas)");
-    }
-  }
+  const BatchLayout layout = fixed_batch_layout(
+      batch, static_cast<int>(replicas), args.given("--micro-batch") ? args.get_int_in("--micro-batch", 1, 1LL << 30) : 0);
   TrainingShape shape;
-  shape.micro_batch = micro;
+  shape.micro_batch = layout.micro_batch;
   shape.seq_len = args.get_int_in("--seq-len", 2, 1LL << 24);
   shape.replicas = static_cast<int>(replicas);
   shape.zero1 = args.get_int_in("--zero", 0, 1) == 1;

@@ -23,6 +23,7 @@
 #include "exec/model_run.h"
 #include "monitor/monitor_session.h"
 #include "planner/budgets.h"
+#include "train/batch_choice.h"
 #include "train/in_process_replicas.h"
 #include "train/process_rss.h"
 #include "train/training_memory.h"
@@ -148,27 +149,12 @@ TrainCommand train_command_from(const Args& args, int mpi_ranks) {
       replicas = d.virtual_devices;
     }
   }
-  BatchLayout& b = o.batch;
   const bool auto_batch = batch_size_is_auto(args);  // chosen after loading (cli/train_auto); 1 per replica till then
   if (auto_batch && mpi_ranks > 0) throw InputError("--batch-size auto is not built for mpirun yet: give --batch-size B");
   if (auto_batch && args.has("--micro-batch")) throw InputError("--batch-size auto chooses the micro-batch: leave --micro-batch out");
-  b.global_batch = auto_batch ? replicas : positive(args, "--batch-size");
-  b.replicas = replicas;
-  const std::string over = mpi_ranks > 0 ? " mpirun ranks" : " replicas";
-  if (b.global_batch % replicas != 0) {
-    throw InputError("--batch-size " + std::to_string(b.global_batch) + " is not divisible by the " + std::to_string(replicas) +
-                     over + ": give a multiple of " + std::to_string(replicas));
-  }
-  const std::int64_t per_replica = b.global_batch / replicas;
-  b.micro_batch = args.has("--micro-batch") ? positive(args, "--micro-batch") : per_replica;
-  if (per_replica % b.micro_batch != 0) {
-    throw InputError("--batch-size " + std::to_string(b.global_batch) + " over " + std::to_string(replicas) + over + " is " +
-                     std::to_string(per_replica) + " sequences per replica, not divisible by --micro-batch " +
-                     std::to_string(b.micro_batch) + ": B must be a multiple of R·M");
-  }
-  b.accumulation = per_replica / b.micro_batch;
-  b.why = "--batch-size " + std::to_string(b.global_batch) + " = " + std::to_string(replicas) + over + " × " +
-          std::to_string(b.accumulation) + " micro-batches × " + std::to_string(b.micro_batch) + " sequences";
+  o.batch = fixed_batch_layout(auto_batch ? replicas : positive(args, "--batch-size"), replicas,
+                               args.has("--micro-batch") ? positive(args, "--micro-batch") : 0,
+                               mpi_ranks > 0 ? "mpirun ranks" : "replicas");
   return c;
 }
 

@@ -9,6 +9,29 @@
 
 namespace plexus {
 
+BatchLayout fixed_batch_layout(std::int64_t global_batch, int replicas, std::int64_t micro_batch,
+                               const std::string& ranks_word) {
+  BatchLayout b;
+  b.global_batch = global_batch;
+  b.replicas = replicas;
+  if (global_batch % replicas != 0) {
+    throw InputError("--batch-size " + std::to_string(global_batch) + " is not divisible by the " +
+                     std::to_string(replicas) + " " + ranks_word + ": give a multiple of " + std::to_string(replicas));
+  }
+  const std::int64_t per_replica = global_batch / replicas;
+  b.micro_batch = micro_batch > 0 ? micro_batch : per_replica;
+  if (per_replica % b.micro_batch != 0) {
+    throw InputError("--batch-size " + std::to_string(global_batch) + " over " + std::to_string(replicas) + " " +
+                     ranks_word + " is " + std::to_string(per_replica) +
+                     " sequences per replica, not divisible by --micro-batch " + std::to_string(b.micro_batch) +
+                     ": B must be a multiple of R·M");
+  }
+  b.accumulation = per_replica / b.micro_batch;
+  b.why = "--batch-size " + std::to_string(global_batch) + " = " + std::to_string(replicas) + " " + ranks_word + " × " +
+          std::to_string(b.accumulation) + " micro-batches × " + std::to_string(b.micro_batch) + " sequences";
+  return b;
+}
+
 namespace {
 
 std::string gib(std::int64_t bytes) { return format_bytes(static_cast<std::uint64_t>(std::max<std::int64_t>(bytes, 0))); }

@@ -14,6 +14,12 @@
 
 namespace plexus {
 
+// A given batch: --batch-size B over `replicas` ranks (named `ranks_word` in errors: "replicas",
+// "mpirun ranks") in micro-batches of M (0: B / replicas, no accumulation). InputError naming the
+// numbers when B is not a multiple of the ranks or B / ranks of M.
+BatchLayout fixed_batch_layout(std::int64_t global_batch, int replicas, std::int64_t micro_batch,
+                               const std::string& ranks_word = "replicas");
+
 enum class ParallelMode { kAuto, kReplicas, kStages };
 // "auto" | "replicas" | "stages"; InputError naming --parallel and the choices otherwise.
 ParallelMode parse_parallel_mode(const std::string& text);

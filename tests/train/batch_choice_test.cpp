@@ -130,3 +130,23 @@ TEST(BatchChoice, ParallelAutoReplicasOrStages) {
 
 }  // namespace
 }  // namespace plexus
+
+namespace plexus {
+namespace {
+
+// A given batch: micro-batches default to B / R; B not a multiple of R, or B / R of M, is refused.
+TEST(FixedBatchLayout, SplitsTheGlobalBatchOrRefuses) {
+  const BatchLayout a = fixed_batch_layout(8, 2, 0);
+  EXPECT_EQ(a.micro_batch, 4);
+  EXPECT_EQ(a.accumulation, 1);
+  const BatchLayout b = fixed_batch_layout(12, 3, 2, "mpirun ranks");
+  EXPECT_EQ(b.micro_batch, 2);
+  EXPECT_EQ(b.accumulation, 2);
+  EXPECT_EQ(b.replicas, 3);
+  EXPECT_NE(b.why.find("3 mpirun ranks"), std::string::npos) << b.why;
+  EXPECT_THROW(fixed_batch_layout(7, 2, 0), InputError);
+  EXPECT_THROW(fixed_batch_layout(8, 2, 3), InputError);
+}
+
+}  // namespace
+}  // namespace plexus
