@@ -264,7 +264,7 @@ TEST_F(GpuModel, TensorParallelOverVirtualGpusGivesOneGpusNll) {
     for (std::size_t i = 0; i < one.nll.size(); ++i) EXPECT_NEAR(r.nll[i], one.nll[i], 1e-4) << "token " << i;
     const ExecStats stats = run->stats();
     EXPECT_GT(stats.comm.all_reduce.calls, 0);
-    EXPECT_EQ(stats.comm_ranks, tp);
+    EXPECT_EQ(stats.comm_ranks, tp * pp);  // a rank's device per pipeline stage (exec_stats.h)
     EXPECT_EQ(generate(*run->runner, prompt, g).ids, one_ids);
     // Every rank sums in rank order whatever the timing: a second run gives the same bits.
     EXPECT_EQ(perplexity(*gpu_run(dir.path(), p)->runner, c.ids).nll, r.nll);
