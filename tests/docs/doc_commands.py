@@ -196,13 +196,14 @@ class Runner:
     def shell(self, command, cwd, name, timeout=None):
         log = os.path.join(self.log_dir, f"{self.count:03d}-{name}.log")
         with open(log, "w") as f:
+            p = subprocess.Popen(["bash", "-o", "pipefail", "-c", command], cwd=cwd, env=self.env, stdout=f,
+                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
             try:
-                p = subprocess.run(["bash", "-o", "pipefail", "-c", command], cwd=cwd, env=self.env, stdout=f,
-                                   stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                   timeout=timeout or self.args.timeout, start_new_session=True)
-                rc = p.returncode
+                rc = p.wait(timeout or self.args.timeout)
             except subprocess.TimeoutExpired:
                 rc = "timeout"
+            finally:
+                kill_group(p)  # whatever the command left running (its own process group)
         return rc, open(log, errors="replace").read()
 
     def run_doc(self, rel, commands):
@@ -279,8 +280,7 @@ class Runner:
                 try:
                     p.wait(60)
                 except subprocess.TimeoutExpired:
-                    os.killpg(p.pid, signal.SIGKILL)
-                    p.wait()
+                    kill_group(p)
                     failures.append(f"{c.where()}: the server did not stop within 60 s of SIGTERM")
                     continue
             if p.returncode != 0:
@@ -289,6 +289,15 @@ class Runner:
                 print(f"  stopped {c.where()} (exit 0)", flush=True)
         self.servers = kept
         return failures
+
+
+def kill_group(p):
+    """SIGKILL to what is left of p's process group (p started a session of its own)."""
+    try:
+        os.killpg(p.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    p.wait()
 
 
 def short(text, n=110):
@@ -315,8 +324,9 @@ def main():
     ap.add_argument("docs", nargs="*", help="documents to run (default: README.md, docs/*.md, examples/README.md)")
     args = ap.parse_args()
     source = os.path.abspath(args.source)
-    docs = args.docs or (["README.md"] + sorted("docs/" + f for f in os.listdir(os.path.join(source, "docs"))
-                                                if f.endswith(".md")) + ["examples/README.md"])
+    docs = args.docs or [d for d in ["README.md"] + sorted("docs/" + f for f in os.listdir(os.path.join(source, "docs"))
+                                                           if f.endswith(".md")) + ["examples/README.md"]
+                         if os.path.isfile(os.path.join(source, d))]
     plan, problems = [], []
     try:
         for rel in docs:
@@ -337,12 +347,17 @@ def main():
         return 0
     runner = Runner(args)
     started = time.monotonic()
-    runner.setup()
+    # ctest's timeout sends SIGTERM: stop what runs (finally clauses) rather than leave it running.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     failures = []
-    for rel, commands in plan:
-        if commands:
-            print(f"{rel}: {len(commands)} commands", flush=True)
-            failures += runner.run_doc(rel, commands)
+    try:
+        runner.setup()
+        for rel, commands in plan:
+            if commands:
+                print(f"{rel}: {len(commands)} commands", flush=True)
+                failures += runner.run_doc(rel, commands)
+    finally:
+        runner.stop_servers()
     ran = runner.count - sum(len(v) for v in runner.skipped.values())
     print(f"\n{ran} commands ran in {time.monotonic() - started:.0f} s (with make run's outputs); "
           f"{len(failures)} failed")
