@@ -48,7 +48,7 @@ class Journal {
   void append_line(const std::string& json_text);
 
  private:
-  // The constructor's work once the file is open and locked: check, read, cut, write the header.
+  // The constructor's work once the file is open and locked: read, check, cut a torn tail.
   void open_locked(Mode mode, const JournalFormat* format, bool existed);
   // InputError unless `data` (the file, read at open) is a journal of `format`; drops the old
   // header from `found` (its complete lines, numbered by `found_line`).
