@@ -364,8 +364,10 @@ def main():
     for need, cs in sorted(runner.skipped.items()):
         print(f"skipped {len(cs)}, needing {NEEDS[need]}: " + ", ".join(c.where() for c in cs))
     if failures:
-        print("\nFAILED:\n" + "\n\n".join(failures), file=sys.stderr)
+        print(f"\nFAILED (the scratch copy stays in {runner.repo}, every command's output in {runner.log_dir}):\n" +
+              "\n\n".join(failures), file=sys.stderr)
         return 1
+    shutil.rmtree(runner.repo, ignore_errors=True)  # models of a GiB or so; the logs stay
     return 0
 
 
