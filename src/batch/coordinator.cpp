@@ -20,14 +20,17 @@ std::string errors_path(const std::string& output) {
 
 const JournalFormat& results_format() {
   static const JournalFormat format{
+      std::string("{\"object\":\"") + kResultObject + "\"",
+      [](const Json& line) {
+        // Marked (this format), or unmarked (outputs of plexus versions before the marker).
+        if (line.contains("object") && line["object"] != Json(kResultObject)) return false;
+        return line.contains("id") && (line["id"].is_string() || line["id"].is_number_integer()) && line.contains("ids") &&
+               line["ids"].is_array() && line.contains("finish_reason") && line["finish_reason"].is_string() &&
+               line.contains("completion_tokens");
+      },
       "{\"plexus_batch\":\"results\",\"format\":1}",
       "plexus_batch",
-      [](const Json& line) {
-        return line.is_object() && line.contains("id") && (line["id"].is_string() || line["id"].is_number_integer()) &&
-               line.contains("ids") && line["ids"].is_array() && line.contains("finish_reason") &&
-               line["finish_reason"].is_string() && line.contains("completion_tokens");
-      },
-      "plexus batch's result lines ({\"id\", \"ids\", \"finish_reason\", \"completion_tokens\", ...})"};
+      "plexus batch's result lines ({\"object\": \"plexus.batch.result\", \"id\", \"ids\", \"finish_reason\", ...})"};
   return format;
 }
 
@@ -121,6 +124,7 @@ void Coordinator::commit(const std::vector<Outcome>& outcomes) {
       const BatchRequest& req = requests_[o.index];
       // Keys in the documented order.
       nlohmann::ordered_json line;
+      line["object"] = kResultObject;  // first: results_format() knows a line (even a torn one) by it
       line["id"] = req.id;
       line["ids"] = o.ids;
       if (tokenizer_) line["text"] = tokenizer_->decode(o.ids);

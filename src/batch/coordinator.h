@@ -30,9 +30,11 @@ struct CoordinatorOptions {
 // "OUT.jsonl" -> "OUT.errors.jsonl" ("OUT" -> "OUT.errors.jsonl").
 std::string errors_path(const std::string& output);
 
-// The output's format: a first line {"plexus_batch": "results", "format": 1}, then one result per
-// line. A file without that line is resumed only when every line is a result (outputs written
-// before the header existed); anything else is refused untouched (docs/batch.md).
+// The output's format: one result per line, each starting {"object": "plexus.batch.result", ...}.
+// Resumed: files of such lines, of unmarked results (older outputs) and of results after the
+// {"plexus_batch": "results", "format": 1} line older versions began with; anything else is
+// refused untouched (docs/batch.md).
+inline constexpr const char* kResultObject = "plexus.batch.result";
 const JournalFormat& results_format();
 
 // InputError when OUT.jsonl or OUT.errors.jsonl is the input file (compared by device and inode,

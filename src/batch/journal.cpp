@@ -82,7 +82,6 @@ void Journal::open_locked(Mode mode, const JournalFormat* format, bool existed) 
   if (!existed) sync_parent(path_);
   if (mode == Mode::kTruncate) {
     if (::fdatasync(fd_) != 0) throw RuntimeError("cannot sync '" + path_ + "': " + errno_text());
-    if (format) append_line(format->header_line);
     return;
   }
   const std::string data = read_all(fd_, path_);
@@ -119,32 +118,7 @@ void Journal::open_locked(Mode mode, const JournalFormat* format, bool existed) 
     found_line.push_back(i + 1);
   }
   // Only a file this journal wrote is resumed (and cut): nothing is touched before this check.
-  bool add_header = false;
-  if (format) {
-    const bool headed = !found.empty() && found.front().contains(format->header_key);
-    if (headed) {
-      // Header lines are markers, never records (a copy pasted in twice included).
-      std::erase_if(found, [&](const Json& j) { return j.contains(format->header_key); });
-    } else if (found.empty()) {
-      // Empty, or a header torn by a crash while it was written; anything else (a one-line
-      // file that is not JSON, say) is not ours to cut.
-      const std::string first = format->header_line + "\n";
-      if (data.size() > first.size() || first.compare(0, data.size(), data) != 0) {
-        throw InputError(path_ + ": holds no plexus batch result and does not start with the {\"" + format->header_key +
-                         "\": ...} line that plexus writes first: this file was not written by plexus batch; nothing was "
-                         "changed; pass another --output");
-      }
-      add_header = true;
-    } else {
-      for (std::size_t i = 0; i < found.size(); ++i) {
-        if (format->legacy_line && format->legacy_line(found[i])) continue;
-        throw InputError(path_ + ":" + std::to_string(found_line[i]) + ": not one of " + format->what +
-                         ", and the file does not start with the {\"" + format->header_key +
-                         "\": ...} line that plexus writes first (" + found[i].dump().substr(0, 80) +
-                         "); this file was not written by plexus batch (is it the input?): nothing was changed; pass another --output");
-      }
-    }
-  }
+  if (format) check_format(*format, data, found, found_line);
   existing_ = std::move(found);
   if (keep < data.size()) {
     torn_bytes_ = data.size() - keep;
@@ -153,7 +127,31 @@ void Journal::open_locked(Mode mode, const JournalFormat* format, bool existed) 
     }
   }
   if (::lseek(fd_, 0, SEEK_END) < 0) throw RuntimeError("cannot seek in '" + path_ + "': " + errno_text());
-  if (add_header) append_line(format->header_line);
+}
+
+void Journal::check_format(const JournalFormat& format, const std::string& data, std::vector<Json>& found,
+                           const std::vector<std::size_t>& found_line) const {
+  const bool old_headed = !found.empty() && found.front().contains(format.old_header_key);
+  if (found.empty()) {
+    // No complete line: empty, or the first record (or an older version's header) torn by a crash
+    // while it was written. Anything else (one line of notes, one request) is not ours to cut.
+    const auto starts = [&](const std::string& known) {
+      const std::size_t n = std::min(known.size(), data.size());
+      return known.compare(0, n, data, 0, n) == 0;
+    };
+    if (data.empty() || starts(format.record_prefix) || starts(format.old_header_line + "\n")) return;
+    throw InputError(path_ + ": holds no complete line and does not start as " + format.what +
+                     " do: this file was not written by plexus batch; nothing was changed; pass another --output");
+  }
+  for (std::size_t i = 0; i < found.size(); ++i) {
+    // The old header (a copy pasted in twice included) marks the file, it is not a record.
+    if (old_headed && found[i].contains(format.old_header_key)) continue;
+    if (format.is_record(found[i])) continue;
+    throw InputError(path_ + ":" + std::to_string(found_line[i]) + ": not one of " + format.what + " (" +
+                     found[i].dump().substr(0, 80) +
+                     "); this file was not written by plexus batch (is it the input?): nothing was changed; pass another --output");
+  }
+  if (old_headed) std::erase_if(found, [&](const Json& j) { return j.contains(format.old_header_key); });
 }
 
 Journal::~Journal() {

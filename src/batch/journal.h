@@ -11,14 +11,16 @@
 
 namespace plexus::batch {
 
-// What makes a file this kind of journal: `header_line` is the first line of every new file (a
-// JSON object, without the newline; `header_key` is the key that marks it), and a file without it is resumed only when
-// every line passes `legacy_line` (files written before the header existed).
+// What makes a file this kind of journal: every record line starts with `record_prefix` (the
+// record's marker field, written first) and passes `is_record` (which may also accept the
+// unmarked records of older versions). Files an older version began with `old_header_line` (a
+// JSON object marked by `old_header_key`) are resumed with that line kept and skipped.
 struct JournalFormat {
-  std::string header_line;
-  std::string header_key;
-  std::function<bool(const Json&)> legacy_line;
-  std::string what;  // "plexus batch results", for errors
+  std::string record_prefix;
+  std::function<bool(const Json&)> is_record;
+  std::string old_header_line;
+  std::string old_header_key;
+  std::string what;  // "plexus batch's result lines (...)", for errors
 };
 
 class Journal {
@@ -28,9 +30,10 @@ class Journal {
   // last that is not a JSON object: not a journal plexus wrote), cuts a torn last line (no final
   // newline, or not JSON); kTruncate: starts empty. Creates the file (and syncs its directory).
   // Holds an exclusive flock while open: RuntimeError when another process holds it.
-  // With `format`: a new (or empty) file starts with its header line, and an existing one is
-  // refused (InputError, nothing touched) unless it starts with the header or is a legacy file;
-  // existing() never holds the header.
+  // With `format`: an existing file is refused (InputError, nothing touched) unless every
+  // complete line is a record (after an old header line), or it holds no complete line and what
+  // it holds is the start of a record or of the old header (a crash during the first write);
+  // existing() holds only records.
   Journal(std::string path, Mode mode, const JournalFormat* format = nullptr);
   ~Journal();
   Journal(const Journal&) = delete;
@@ -45,8 +48,12 @@ class Journal {
   void append_line(const std::string& json_text);
 
  private:
-  // The constructor's work once the file is open and locked: check, read, cut, write the header.
+  // The constructor's work once the file is open and locked: read, check, cut a torn tail.
   void open_locked(Mode mode, const JournalFormat* format, bool existed);
+  // InputError unless `data` (the file, read at open) is a journal of `format`; drops the old
+  // header from `found` (its complete lines, numbered by `found_line`).
+  void check_format(const JournalFormat& format, const std::string& data, std::vector<Json>& found,
+                    const std::vector<std::size_t>& found_line) const;
 
   std::string path_;
   int fd_ = -1;

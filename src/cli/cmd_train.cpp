@@ -273,7 +273,8 @@ int report(const TrainCommand& c, const PreparedRun& run, const TrainReport& r, 
   }
   if (r.interrupted) {
     throw Interrupted("interrupted after step " + std::to_string(r.end.step) + "; " + r.last_checkpoint +
-                      " was written: run again with --resume to continue");
+                      " was written (the model so far: every command loads it; the trained model goes to " + o.out +
+                      " at the end): run again with --resume to continue");
   }
   if (r.stopped_for_skips) {
     throw RuntimeError("--max-skipped " + std::to_string(o.max_skipped) + ": steps " +

@@ -70,7 +70,7 @@ std::string checkpoint_dir(const std::string& out, std::int64_t step) {
 
 void write_checkpoint(const std::string& out, const TrainProgress& progress, const Json& model_fp, const Json& run_fp,
                       const ParamLayout& layout, std::span<const float> params, const OptimizerState& state,
-                      const Json& config, const std::function<void()>& between_files) {
+                      const Json& config, const std::string& model_dir, const std::function<void()>& between_files) {
   const std::string root = out + "/checkpoints";
   const std::string final_dir = checkpoint_dir(out, progress.step);
   const std::string temp = root + "/.tmp-" + fs::path(final_dir).filename().string() + "-" + std::to_string(::getpid());
@@ -86,6 +86,7 @@ void write_checkpoint(const std::string& out, const TrainProgress& progress, con
   write_params_safetensors(temp + "/model.safetensors", layout, params);
   step_hook();
   write_file_atomically(temp + "/config.json", config.dump(2) + "\n");
+  copy_model_side_files(model_dir, temp);
   write_params_safetensors(temp + "/exp_avg.safetensors", layout, state.exp_avg, "exp_avg.");
   step_hook();
   write_params_safetensors(temp + "/exp_avg_sq.safetensors", layout, state.exp_avg_sq, "exp_avg_sq.");

@@ -37,11 +37,12 @@ Json run_fingerprint(const TrainOptions& options, const TrainData& data);
 std::string checkpoint_dir(const std::string& out, std::int64_t step);
 
 // Writes the checkpoint of `progress.step` and removes all but the newest kCheckpointsKept.
-// `config` is the model's config.json (train_output.h: trained_config_json). `between_files`
+// `config` is the model's config.json (train_output.h: trained_config_json); the tokenizer files of
+// `model_dir` go in too, so that a checkpoint is a model every command loads. `between_files`
 // (tests: the kill hook) runs after each file is written, before the rename.
 void write_checkpoint(const std::string& out, const TrainProgress& progress, const Json& model_fingerprint,
                       const Json& run_fingerprint, const ParamLayout& layout, std::span<const float> params,
-                      const OptimizerState& state, const Json& config,
+                      const OptimizerState& state, const Json& config, const std::string& model_dir,
                       const std::function<void()>& between_files = {});
 
 struct LoadedCheckpoint {

@@ -123,20 +123,25 @@ void check_out_dir(const std::string& out, const ModelConfig& config, bool resum
   }
 }
 
-void write_trained_model(const std::string& out, const std::string& model_dir, const ModelConfig& config,
-                         const ParamLayout& layout, std::span<const float> params) {
-  write_params_safetensors(out + "/model.safetensors", layout, params);
+void copy_model_side_files(const std::string& model_dir, const std::string& dir) {
   std::error_code ec;
-  const bool dir = fs::is_directory(model_dir, ec);
+  if (!fs::is_directory(model_dir, ec)) return;
   for (const char* name : {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "generation_config.json"}) {
     const std::string from = model_dir + "/" + name;
-    if (!dir || !fs::is_regular_file(from, ec)) continue;
+    if (!fs::is_regular_file(from, ec)) continue;
     std::ifstream in(from, std::ios::binary);
     std::stringstream text;
     text << in.rdbuf();
-    if (!in.good() && !in.eof()) throw RuntimeError("cannot read " + from + " to copy it into --out " + out);
-    write_file_atomically(out + "/" + name, text.str());
+    if (!in.good() && !in.eof()) throw RuntimeError("cannot read " + from + " to copy it into " + dir);
+    write_file_atomically(dir + "/" + name, text.str());
   }
+}
+
+void write_trained_model(const std::string& out, const std::string& model_dir, const ModelConfig& config,
+                         const ParamLayout& layout, std::span<const float> params) {
+  write_params_safetensors(out + "/model.safetensors", layout, params);
+  copy_model_side_files(model_dir, out);
+  std::error_code ec;
   // A stale index of an earlier sharded model would shadow model.safetensors.
   fs::remove(out + "/model.safetensors.index.json", ec);
   write_file_atomically(out + "/config.json", trained_config_json(model_dir, config).dump(2) + "\n");

@@ -37,6 +37,11 @@ void check_out_dir(const std::string& out, const ModelConfig& config, bool resum
 // `config` (a GGUF model).
 Json trained_config_json(const std::string& model_dir, const ModelConfig& config);
 
+// Copies the tokenizer files of `model_dir` that exist (tokenizer.json, tokenizer_config.json,
+// special_tokens_map.json, generation_config.json) into `dir`, each atomically; nothing for a
+// GGUF model.
+void copy_model_side_files(const std::string& model_dir, const std::string& dir);
+
 // Writes the trained model into `out`: model.safetensors, the tokenizer files of `model_dir`
 // that exist (tokenizer.json, tokenizer_config.json, special_tokens_map.json,
 // generation_config.json), then config.json (model_dir's with torch_dtype float32, or one made

@@ -74,7 +74,7 @@ TrainReport train_rank(const TrainSetup& setup, TrainReplica& replica, Collectiv
         if (setup.faults.kill_in_checkpoint == step) kill_self();
       };
       write_checkpoint(o.out, p, setup.model_fingerprint, setup.run_fingerprint, setup.layout, replica.params(), state,
-                       config_json, hook);
+                       config_json, setup.model_dir, hook);
       report.last_checkpoint = checkpoint_dir(o.out, p.step);
     }
     checkpointed = p.step;

@@ -4,6 +4,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
 
 #include "batch_test_util.h"
 #include "core/json.h"
@@ -125,12 +128,53 @@ TEST_F(BatchCli, TheInputIsNeverTakenForTheOutput) {
   EXPECT_EQ(read_text_file_or_empty(dir_ / "copy.jsonl"), requests);
 }
 
-TEST_F(BatchCli, NewOutputsStartWithTheirHeader) {
+TEST_F(BatchCli, EveryLineOfTheOutputIsOneResultForJq) {
+  // jq (and pandas.read_json(lines=True), ...) read one result per line: no line that is not one.
   const std::string out = dir_ / "out.jsonl";
   ASSERT_EQ(run_plexus(batch_args(out)).exit_code, 0);
+  const testing::ProcessResult jq = testing::run_command(
+      "jq -c 'if .object == \"plexus.batch.result\" and (.id | type) == \"string\" and (.ids | type) == \"array\" "
+      "then .id else error(\"not a result: \\(.)\") end' " + shell_quote(out));
+  ASSERT_EQ(jq.exit_code, 0) << jq.err;
+  std::stringstream ids(jq.out);
+  std::set<std::string> seen;
+  for (std::string id; std::getline(ids, id);) EXPECT_TRUE(seen.insert(id).second) << id << " twice";
+  EXPECT_EQ(seen.size(), 10u) << jq.out;
   const std::string text = read_text_file_or_empty(out);
-  EXPECT_EQ(text.substr(0, text.find('\n')), "{\"plexus_batch\":\"results\",\"format\":1}");
-  EXPECT_EQ(read_jsonl(out).size(), 10u);
+  EXPECT_EQ(text.rfind("{\"object\":\"plexus.batch.result\",\"id\":", 0), 0u) << text.substr(0, 200);
+}
+
+TEST_F(BatchCli, AnOutputOfTheFormerFormatIsResumed) {
+  // Outputs written while plexus began them with a {"plexus_batch": ...} line are resumed: their
+  // results are not run again and the new ones are appended after them.
+  const std::string base = dir_ / "base.jsonl", out = dir_ / "out.jsonl";
+  ASSERT_EQ(run_plexus(batch_args(base)).exit_code, 0);
+  std::stringstream lines(read_text_file_or_empty(base));
+  std::string old = "{\"plexus_batch\":\"results\",\"format\":1}\n";
+  std::string line;
+  for (int i = 0; i < 4 && std::getline(lines, line); ++i) {
+    Json j = Json::parse(line);
+    j.erase("object");  // the former format's result lines had no marker
+    old += j.dump() + "\n";
+  }
+  std::ofstream(out) << old;
+  const testing::ProcessResult r = run_plexus(batch_args(out, "--json"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(Json::parse(r.out)["resumed"], Json(4));
+  EXPECT_EQ(Json::parse(r.out)["done"], Json(6));
+  const std::string after = read_text_file_or_empty(out);
+  EXPECT_EQ(after.substr(0, old.size()), old);  // kept as it was
+  std::vector<Json> got = read_jsonl(out);
+  ASSERT_EQ(got.size(), 11u);
+  got.erase(got.begin());  // the former header
+  std::map<std::string, Json> by_id;
+  for (Json j : got) {
+    j.erase("object"), j.erase("replica"), j.erase("latency_ms");
+    by_id[j["id"].dump()] = j;
+  }
+  std::map<std::string, Json> want = results_by_id(base);
+  for (auto& [id, j] : want) j.erase("object");
+  EXPECT_EQ(by_id, want);
 }
 
 TEST_F(BatchCli, SkipSkipsEveryKindOfBadLine) {

@@ -79,19 +79,49 @@ TEST(BatchJournal, RefusesAFileItDidNotWrite) {
   EXPECT_EQ(read_text_file_or_empty(path), "id,text\n1,hello\n{\"id\":1}\n");  // untouched
 }
 
-TEST(BatchJournal, ANewOutputStartsWithTheHeaderWhichResumeSkips) {
+// A result line as the coordinator writes it: the marker first, then the result's fields.
+std::string result_line(const std::string& id) {
+  return "{\"object\":\"plexus.batch.result\",\"id\":\"" + id +
+         "\",\"ids\":[1],\"finish_reason\":\"length\",\"prompt_tokens\":2,\"completion_tokens\":1}";
+}
+
+TEST(BatchJournal, EveryLineOfAnOutputIsOneResult) {
   testing::TempDir dir("journal");
   const std::string path = dir / "out.jsonl";
   {
     Journal j(path, Journal::Mode::kResume, &results_format());
     EXPECT_TRUE(j.existing().empty());
-    j.append({{"id", "a"}, {"ids", {1}}, {"finish_reason", "length"}, {"completion_tokens", 1}});
+    j.append_line(result_line("a"));
   }
-  const std::string text = read_text_file_or_empty(path);
-  EXPECT_EQ(text.substr(0, text.find('\n')), "{\"plexus_batch\":\"results\",\"format\":1}");
-  Journal j(path, Journal::Mode::kResume, &results_format());
-  ASSERT_EQ(j.existing().size(), 1u);
-  EXPECT_EQ(j.existing()[0]["id"], Json("a"));
+  EXPECT_EQ(read_text_file_or_empty(path), result_line("a") + "\n");  // no line that is not a result
+  {
+    Journal j(path, Journal::Mode::kResume, &results_format());
+    ASSERT_EQ(j.existing().size(), 1u);
+    EXPECT_EQ(j.existing()[0]["id"], Json("a"));
+    j.append_line(result_line("b"));
+  }
+  EXPECT_EQ(read_text_file_or_empty(path), result_line("a") + "\n" + result_line("b") + "\n");
+}
+
+TEST(BatchJournal, OutputsWithTheFormat1HeaderAreStillResumed) {
+  // Written by plexus versions whose outputs started with a header line: resumed, header kept.
+  testing::TempDir dir("journal");
+  const std::string path = dir / "out.jsonl";
+  const std::string old = "{\"plexus_batch\":\"results\",\"format\":1}\n"
+                          "{\"id\":\"a\",\"ids\":[1],\"finish_reason\":\"stop\",\"completion_tokens\":1}\n";
+  std::ofstream(path) << old;
+  {
+    Journal j(path, Journal::Mode::kResume, &results_format());
+    ASSERT_EQ(j.existing().size(), 1u);
+    EXPECT_EQ(j.existing()[0]["id"], Json("a"));
+    j.append_line(result_line("b"));
+  }
+  EXPECT_EQ(read_text_file_or_empty(path), old + result_line("b") + "\n");
+  // ... but not a header followed by lines that are not results.
+  const std::string mixed = old + "{\"id\":\"c\",\"prompt\":\"hi\"}\n";
+  std::ofstream(path, std::ios::trunc) << mixed;
+  EXPECT_THROW(Journal(path, Journal::Mode::kResume, &results_format()), InputError);
+  EXPECT_EQ(read_text_file_or_empty(path), mixed);
 }
 
 TEST(BatchJournal, ResultsWrittenBeforeTheHeaderExistedAreStillResumed) {
@@ -127,13 +157,27 @@ TEST(BatchJournal, AOneLineFileThatIsNotOursIsNotCutAsTorn) {
   std::ofstream(path) << "my notes, not JSON";
   EXPECT_THROW(Journal(path, Journal::Mode::kResume, &results_format()), InputError);
   EXPECT_EQ(read_text_file_or_empty(path), "my notes, not JSON");
-  // A header torn by a crash while it was written is cut and written again.
+  // One request without its final newline (a request file given as the output) is not ours either.
+  const std::string request = "{\"id\":\"a\",\"ids\":[1,2],\"max_tokens\":4}";
+  std::ofstream(path, std::ios::trunc) << request;
+  EXPECT_THROW(Journal(path, Journal::Mode::kResume, &results_format()), InputError);
+  EXPECT_EQ(read_text_file_or_empty(path), request);
+  // The first result torn by a crash while it was written is cut (its request runs again) ...
+  const std::string first = result_line("a");
+  for (const std::size_t n : {std::size_t{5}, first.size() / 2, first.size()}) {
+    std::ofstream(path, std::ios::trunc) << first.substr(0, n);
+    Journal j(path, Journal::Mode::kResume, &results_format());
+    EXPECT_TRUE(j.existing().empty());
+    EXPECT_EQ(j.torn_bytes(), n);
+    EXPECT_EQ(read_text_file_or_empty(path), "");
+  }
+  // ... and so is the header of the older format, torn while it was written (nothing comes back).
   std::ofstream(path, std::ios::trunc) << "{\"plexus_batch\":\"resu";
   {
     Journal j(path, Journal::Mode::kResume, &results_format());
     EXPECT_TRUE(j.existing().empty());
   }
-  EXPECT_EQ(read_text_file_or_empty(path), results_format().header_line + "\n");
+  EXPECT_EQ(read_text_file_or_empty(path), "");
 }
 
 TEST(BatchJournal, OutputThatIsTheInputIsRefusedByInode) {

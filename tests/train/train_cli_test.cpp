@@ -119,6 +119,24 @@ TEST_F(TrainCli, OutputLoadsInGenerateAndPerplexityAndJsonHasTheKeys) {
   EXPECT_NE(lr.err.find(out + "/checkpoints/step-000003 was written with lr 0.001"), std::string::npos) << lr.err;
 }
 
+TEST_F(TrainCli, AnInterruptedRunsCheckpointIsAModelWithItsTokenizer) {
+  // Stopped (Ctrl-C) after 2 of 5 steps: --out has no trained model yet, its newest checkpoint is
+  // the model there is, and generate --prompt loads it (it needs the tokenizer).
+  const std::string model = dir_ / "chat", out = dir_ / "out";
+  ASSERT_EQ(run_plexus("make-model " + shell_quote(model) + " --preset tiny --dtype f32 --tokenizer " +
+                       shell_quote(std::string(PLEXUS_GOLDEN_DIR) + "/tokenizers/mistral")).exit_code, 0);
+  const testing::ProcessResult r = run_command(
+      "PLEXUS_TRAIN_FAIL=sigint_at_step=2 " + testing::shell_quote(PLEXUS_BINARY) + " train " + shell_quote(model) + " --data " +
+      shell_quote(dir_ / "data.jsonl") + " --out " + shell_quote(out) + " --steps 5 --batch-size 2 --threads 1");
+  EXPECT_EQ(r.exit_code, 130) << r.err;
+  EXPECT_FALSE(fs::exists(out + "/model.safetensors"));
+  const std::string checkpoint = out + "/checkpoints/step-000002";
+  EXPECT_TRUE(fs::exists(checkpoint + "/tokenizer.json") &&
+              file_bytes(checkpoint + "/tokenizer.json") == file_bytes(model + "/tokenizer.json"));
+  const testing::ProcessResult gen = run_plexus("generate " + shell_quote(checkpoint) + " --prompt Hello --max-tokens 2");
+  EXPECT_EQ(gen.exit_code, 0) << gen.err;
+}
+
 TEST_F(TrainCli, KillHookThenResumeEndsBitIdentical) {
   const std::string full = dir_ / "full";
   ASSERT_EQ(run_plexus(train_args(dir_, full, 6, 4, "--checkpoint-every 2")).exit_code, 0);
