@@ -3,12 +3,26 @@
 
 #include "deploy/compose.h"
 #include "deploy/docker.h"
+#include "deploy/escape.h"
+#include "deploy/image_reference.h"
 #include "deploy/kubernetes.h"
 #include "deploy/slurm.h"
 
 namespace plexus::deploy {
 
+void check_spec_strings(const DeploySpec& spec) {
+  check_image_reference(spec.image);
+  check_text(spec.model_path, "MODEL");
+  check_text(spec.model_name, "MODEL");
+  for (const auto& [key, value] : spec.env) {
+    check_text(key, "--env");
+    check_text(value, "--env " + key);
+  }
+  for (const SelectedGpu& g : spec.devices.gpus) check_text(g.name, "--inventory: GPU " + std::to_string(g.index) + "'s name");
+}
+
 std::vector<GeneratedFile> generate_files(const DeploySpec& spec) {
+  check_spec_strings(spec);
   switch (spec.target) {
     case Target::kDocker: return docker_files(spec);
     case Target::kCompose: return compose_files(spec);
