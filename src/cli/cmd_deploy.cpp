@@ -122,11 +122,11 @@ int cmd_deploy(int argc, char** argv) {
   if (out_dir.empty()) throw InputError("--out must not be empty");
 
   const std::string model = args.get("MODEL");
+  require_model_path(model);
   DeploySpec spec;
   spec.target = req.target;
   spec.api_type = req.api_type;
   set_model_names(spec, model);
-  require_model_path(model);
   req.model = model;
   const Inventory inventory = load_inventory(args);
   const DeployPlan plan = plan_deployment(req, inventory);

@@ -13,9 +13,10 @@ namespace plexus::deploy {
 // check_spec_strings.
 std::vector<GeneratedFile> generate_files(const DeploySpec& spec);
 
-// The strings of `spec` that reach the files, checked: an image reference (image_reference.h), and
-// the model's path and name, --env names and values, GPU names as UTF-8 without NUL (check_text);
-// InputError naming the flag otherwise. Every generator escapes whatever else they hold.
+// The strings of `spec` that reach the files, checked: an image reference (image_reference.h),
+// the app name a DNS-1123 label (app_name_for makes one), --env entries as parse_env_entry takes
+// them, the model's path and GPU names UTF-8 without NUL (check_text); InputError naming the flag
+// otherwise. Every generator escapes whatever else they hold.
 void check_spec_strings(const DeploySpec& spec);
 
 // Writes every file under `out_dir` at once: into a temporary directory beside it, then renamed
