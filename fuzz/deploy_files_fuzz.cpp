@@ -269,14 +269,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // The same deployment with placeholders where the strings were.
   DeploySpec want = spec;
   const bool dash = !spec.model_name.empty() && spec.model_name[0] == '-';
-  const std::string name_placeholder = dash ? "-PLXNAME" : "PLXNAME";
-  Strings strings = {{name_placeholder, spec.model_name}, {"PLXPATH", spec.model_path}, {"plximage", spec.image}};
+  // Placeholders no app name ([a-z0-9-]), --env name ([A-Za-z0-9_]) or generator text holds (the
+  // app name and --env names stay as they are in both deployments).
+  const std::string name_placeholder = dash ? "-{PLX:NAME}" : "{PLX:NAME}";
+  const std::string image_placeholder = "plx.placeholder/image";
+  Strings strings = {{name_placeholder, spec.model_name}, {"{PLX:PATH}", spec.model_path}, {image_placeholder, spec.image}};
   want.model_name = name_placeholder;
-  want.model_path = "PLXPATH";
+  want.model_path = "{PLX:PATH}";
   want.model_mount = "/models/" + name_placeholder;
-  want.image = "plximage";
+  want.image = image_placeholder;
   for (std::size_t i = 0; i < want.env.size(); ++i) {
-    const std::string p = "PLXVAL" + std::string(1, static_cast<char>('A' + i));
+    const std::string p = "{PLX:VAL" + std::string(1, static_cast<char>('A' + i)) + "}";
     strings.emplace_back(p, want.env[i].second);
     want.env[i].second = p;
   }

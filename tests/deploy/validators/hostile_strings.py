@@ -283,7 +283,10 @@ def read_yaml(out, label, s, name, path, api, target):
         else:
             normal = yaml.safe_load(r.stdout)
             got = undollar(next(iter(normal["services"].values())).get("environment", {}).get("FUZZ"))
-            if got != su:
+            # The YAML `config` prints comes from PyYAML's emitter, which writes U+0085, U+2028 and
+            # U+2029 raw inside single quotes, where its reader folds them into spaces: its printout
+            # (not what compose read, checked above with the same PyYAML) loses them.
+            if got != su and not any(c in su for c in "\x85\u2028\u2029"):
                 fail("%s: docker-compose config gives FUZZ=%r" % (label, got))
     if target == "kubernetes":
         for manifest in ("deployment.yaml", "service.yaml", "pvc.yaml", "model-copy-pod.yaml"):
