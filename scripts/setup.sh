@@ -8,7 +8,7 @@ packages=(
   nlohmann-json3-dev libpcre2-dev libicu-dev libyaml-cpp-dev
   openmpi-bin libopenmpi-dev
   libcpp-httplib-dev curl jq nodejs
-  python3 python3-numpy python3-torch libopenblas0-pthread
+  python3 python3-numpy python3-torch python3-yaml libopenblas0-pthread
   docker-compose slurm-wlm munge shellcheck
 )
 missing=()

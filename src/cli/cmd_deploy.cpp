@@ -1,7 +1,6 @@
 // `plexus deploy MODEL --target docker|compose|kubernetes|slurm`: deployment files generated from
 // the plan for the selected devices of the target host (docs/deploy.md).
 #include <cstdio>
-#include <filesystem>
 
 #include "backend/detect.h"
 #include "backend/device_options.h"
@@ -16,6 +15,8 @@
 #include "deploy/deployment.h"
 #include "deploy/docker.h"
 #include "deploy/engine_command.h"
+#include "deploy/escape.h"
+#include "deploy/image_reference.h"
 #include "deploy/model_facts.h"
 #include "model/config.h"
 
@@ -23,7 +24,6 @@ namespace plexus::cli {
 
 namespace {
 
-namespace fs = std::filesystem;
 using namespace plexus::deploy;
 
 void add_deploy_options(Args& args) {
@@ -117,31 +117,20 @@ int cmd_deploy(int argc, char** argv) {
   req.plan.devices.reset();
   req.plan.batch_tokens = args.get_int_in("--batch-tokens", 1, 65536);
   const std::string image = args.get_optional("--image").value_or(default_image(req.api_type));
-  if (image.empty()) throw InputError("--image must not be empty");
+  check_image_reference(image);
   const std::string out_dir = args.get_optional("--out").value_or("deploy-" + std::string(target_name(req.target)));
   if (out_dir.empty()) throw InputError("--out must not be empty");
 
   const std::string model = args.get("MODEL");
   require_model_path(model);
+  DeploySpec spec;
+  spec.target = req.target;
+  spec.api_type = req.api_type;
+  set_model_names(spec, model);
   req.model = model;
   const Inventory inventory = load_inventory(args);
   const DeployPlan plan = plan_deployment(req, inventory);
 
-  DeploySpec spec;
-  spec.target = req.target;
-  spec.api_type = req.api_type;
-  fs::path abs = fs::absolute(fs::path(model)).lexically_normal();
-  if (abs.has_parent_path() && abs.filename().empty()) abs = abs.parent_path();  // "dir/" -> "dir"
-  spec.model_path = abs.string();
-  // Docker's --volume and compose's short volume syntax split SRC:DST:MODE at every ':'.
-  if ((req.target == Target::kDocker || req.target == Target::kCompose) &&
-      spec.model_path.find(':') != std::string::npos) {
-    throw InputError("MODEL " + spec.model_path + " has a ':' in its path, which --target " +
-                     std::string(target_name(req.target)) + " cannot mount (SRC:DST:ro): move or link the model to a path without ':'");
-  }
-  spec.model_name = abs.filename().string();
-  spec.app_name = app_name_for(spec.model_name);
-  spec.model_mount = "/models/" + spec.model_name;
   spec.image = image;
   spec.port = port;
   spec.env = env;

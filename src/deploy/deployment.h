@@ -9,8 +9,15 @@
 
 namespace plexus::deploy {
 
-// The target's generator (docker_files, compose_files, kubernetes_files, slurm_files).
+// The target's generator (docker_files, compose_files, kubernetes_files, slurm_files), after
+// check_spec_strings.
 std::vector<GeneratedFile> generate_files(const DeploySpec& spec);
+
+// The strings of `spec` that reach the files, checked: an image reference (image_reference.h),
+// the app name a DNS-1123 label (app_name_for makes one), --env entries as parse_env_entry takes
+// them, the model's path and GPU names UTF-8 without NUL (check_text); InputError naming the flag
+// otherwise. Every generator escapes whatever else they hold.
+void check_spec_strings(const DeploySpec& spec);
 
 // Writes every file under `out_dir` at once: into a temporary directory beside it, then renamed
 // into place. An existing `out_dir` is replaced only when it holds nothing but files a deploy

@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/units.h"
+#include "deploy/escape.h"
 
 namespace plexus::deploy {
 
@@ -24,7 +25,7 @@ std::string existing_gpus(const std::vector<SelectedGpu>& gpus) {
   std::string out;
   for (const SelectedGpu& g : gpus) {
     if (!out.empty()) out += ", ";
-    out += std::to_string(g.index) + " (" + g.name + ", " + gib_text(g.memory_free_bytes) + " free)";
+    out += std::to_string(g.index) + " (" + one_line(g.name) + ", " + gib_text(g.memory_free_bytes) + " free)";
   }
   return out;
 }
@@ -53,13 +54,13 @@ std::vector<SelectedGpu> inventory_gpus(const Inventory& inventory, const std::s
       case DeviceKind::kCuda:
         out.push_back({d.index, d.name, d.memory_total_bytes.value_or(0), d.memory_free_bytes.value_or(0), d.compute_capability});
         if (!d.memory_total_bytes || !d.memory_free_bytes) {
-          throw InputError(where + ": GPU " + std::to_string(d.index) + " (" + d.name +
+          throw InputError(where + ": GPU " + std::to_string(d.index) + " (" + one_line(d.name) +
                            ") has no memory_total_bytes / memory_free_bytes; deploy plans on them: run `plexus detect --json` on the "
                            "target with its NVIDIA driver loaded");
         }
         break;
       case DeviceKind::kRocm:
-        throw InputError(where + ": device " + std::to_string(d.index) + " (" + d.name +
+        throw InputError(where + ": device " + std::to_string(d.index) + " (" + one_line(d.name) +
                          ") is a ROCm GPU; plexus deploy writes deployments for NVIDIA GPUs (CUDA images) or CPUs only");
       case DeviceKind::kCpu:
       case DeviceKind::kVirtual:
@@ -142,9 +143,11 @@ std::string cuda_architecture(const SelectedGpu& gpu) {
     const std::string& cc = *gpu.compute_capability;
     const auto dot = cc.find('.');
     std::string arch = dot == std::string::npos ? cc : cc.substr(0, dot) + cc.substr(dot + 1);
-    const bool digits = !arch.empty() && std::all_of(arch.begin(), arch.end(), [](char c) { return c >= '0' && c <= '9'; });
+    const bool digits = !arch.empty() && arch.size() <= 4 &&
+                        std::all_of(arch.begin(), arch.end(), [](char c) { return c >= '0' && c <= '9'; });
     if (!digits) {
-      throw InputError("--inventory: GPU " + std::to_string(gpu.index) + " has compute_capability '" + cc + "'; expected e.g. \"9.0\"");
+      throw InputError("--inventory: GPU " + std::to_string(gpu.index) + " has compute_capability '" + one_line(cc) +
+                       "'; expected e.g. \"9.0\"");
     }
     return arch;
   }
@@ -166,7 +169,7 @@ std::string cuda_architecture(const SelectedGpu& gpu) {
       if (start && stop) return arch;
     }
   }
-  throw InputError("--inventory: GPU " + std::to_string(gpu.index) + " (" + gpu.name +
+  throw InputError("--inventory: GPU " + std::to_string(gpu.index) + " (" + one_line(gpu.name) +
                    ") has no compute_capability and plexus does not know its CUDA architecture: give an inventory from "
                    "the target host (`plexus detect --json > inventory.json` there, with the NVIDIA driver loaded)");
 }

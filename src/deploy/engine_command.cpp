@@ -14,6 +14,13 @@ std::string fraction_text(double f) {
   return buf;
 }
 
+// A flag and its value as two words, or as one "--flag=VALUE" where the value starts with '-' (so
+// that argparse, vLLM's parser, does not read the value as a flag).
+std::vector<std::string> flag_value(const std::string& flag, const std::string& value) {
+  if (!value.empty() && value.front() == '-') return {flag + "=" + value};
+  return {flag, value};
+}
+
 }  // namespace
 
 std::vector<std::string> plan_flags(const DeploySpec& spec) {
@@ -38,11 +45,13 @@ std::vector<std::string> server_command(const DeploySpec& spec, const std::strin
   std::vector<std::string> argv;
   switch (spec.api_type) {
     case ApiType::kPlexus:
-      argv = {"plexus", "serve", model_path, "--host", "0.0.0.0", "--port", port, "--served-model-name", spec.model_name,
-              "--max-sequences", std::to_string(spec.plan.max_sequences)};
+      argv = {"plexus", "serve", model_path, "--host", "0.0.0.0", "--port", port};
+      for (std::string& w : flag_value("--served-model-name", spec.model_name)) argv.push_back(std::move(w));
+      argv.insert(argv.end(), {"--max-sequences", std::to_string(spec.plan.max_sequences)});
       break;
     case ApiType::kVllm:
-      argv = {"vllm", "serve", model_path, "--host", "0.0.0.0", "--port", port, "--served-model-name", spec.model_name};
+      argv = {"vllm", "serve", model_path, "--host", "0.0.0.0", "--port", port};
+      for (std::string& w : flag_value("--served-model-name", spec.model_name)) argv.push_back(std::move(w));
       break;
     case ApiType::kTgi:
       argv = {"text-generation-launcher", "--model-id", model_path, "--hostname", "0.0.0.0", "--port", port};
@@ -54,31 +63,6 @@ std::vector<std::string> server_command(const DeploySpec& spec, const std::strin
   const std::vector<std::string> flags = plan_flags(spec);
   argv.insert(argv.end(), flags.begin(), flags.end());
   return argv;
-}
-
-std::string shell_quote(const std::string& word) {
-  bool safe = !word.empty();
-  for (char c : word) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                    std::string_view("_./:=,@%+-").find(c) != std::string_view::npos;
-    if (!ok) safe = false;
-  }
-  if (safe) return word;
-  std::string out = "'";
-  for (char c : word) {
-    if (c == '\'') out += "'\\''";
-    else out += c;
-  }
-  return out + "'";
-}
-
-std::string shell_join(const std::vector<std::string>& words) {
-  std::string out;
-  for (const std::string& w : words) {
-    if (!out.empty()) out += ' ';
-    out += shell_quote(w);
-  }
-  return out;
 }
 
 }  // namespace plexus::deploy

@@ -21,9 +21,4 @@ std::vector<std::string> server_command(const DeploySpec& spec, const std::strin
 // The path every engine answers health checks on (200 once the model is loaded).
 inline constexpr const char* kHealthPath = "/health";
 
-// One word for a POSIX shell: as is when it is safe ([A-Za-z0-9_./:=,@%+-]), else single-quoted.
-std::string shell_quote(const std::string& word);
-// Words shell-quoted and joined by spaces.
-std::string shell_join(const std::vector<std::string>& words);
-
 }  // namespace plexus::deploy

@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "deploy/engine_command.h"
+#include "deploy/escape.h"
 #include "deploy/yaml_text.h"
 
 namespace plexus::deploy {
@@ -87,13 +88,8 @@ YamlDoc gpu_tolerations() {
   return YamlDoc::array({YamlDoc{{"key", "nvidia.com/gpu"}, {"operator", "Exists"}, {"effect", "NoSchedule"}}});
 }
 
-// Comment lines above a manifest (line breaks in paths or the plan summary become spaces).
+// Comment lines above a manifest (a line break or control in a name or path is escaped: one_line).
 std::string header(const std::string& what, const std::vector<std::string>& lines) {
-  auto one_line = [](std::string s) {
-    std::replace(s.begin(), s.end(), '\n', ' ');
-    std::replace(s.begin(), s.end(), '\r', ' ');
-    return s;
-  };
   std::string out = "# " + one_line(what) + "\n";
   for (const std::string& l : lines) out += "#   " + one_line(l) + "\n";
   return out;

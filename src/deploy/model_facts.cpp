@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "core/json.h"
+#include "deploy/escape.h"
 
 namespace plexus::deploy {
 
@@ -51,6 +52,21 @@ std::int64_t model_disk_bytes(const std::string& model) {
   return total;
 }
 
+void set_model_names(DeploySpec& spec, const std::string& model) {
+  fs::path abs = fs::absolute(fs::path(model)).lexically_normal();
+  if (abs.has_parent_path() && abs.filename().empty()) abs = abs.parent_path();  // "dir/" -> "dir"
+  spec.model_path = abs.string();
+  check_text(spec.model_path, "MODEL");
+  // Docker's --volume and compose's short volume syntax split SRC:DST:MODE at every ':'.
+  if ((spec.target == Target::kDocker || spec.target == Target::kCompose) && spec.model_path.find(':') != std::string::npos) {
+    throw InputError("MODEL " + one_line(spec.model_path) + " has a ':' in its path, which --target " +
+                     std::string(target_name(spec.target)) + " cannot mount (SRC:DST:ro): move or link the model to a path without ':'");
+  }
+  spec.model_name = abs.filename().string();
+  spec.app_name = app_name_for(spec.model_name);
+  spec.model_mount = "/models/" + spec.model_name;
+}
+
 std::string app_name_for(const std::string& model_name) {
   std::string label = "plexus-";
   for (char c : model_name) {
@@ -70,7 +86,7 @@ std::string app_name_for(const std::string& model_name) {
 std::pair<std::string, std::string> parse_env_entry(const std::string& text) {
   const auto eq = text.find('=');
   if (eq == std::string::npos) {
-    throw InputError("--env " + text + " has no '=': give NAME=VALUE (e.g. --env HF_HUB_OFFLINE=1)");
+    throw InputError("--env " + one_line(text) + " has no '=': give NAME=VALUE (e.g. --env HF_HUB_OFFLINE=1)");
   }
   const std::string name = text.substr(0, eq);
   bool ok = !name.empty() && !(name[0] >= '0' && name[0] <= '9');
@@ -78,9 +94,11 @@ std::pair<std::string, std::string> parse_env_entry(const std::string& text) {
     if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_')) ok = false;
   }
   if (!ok) {
-    throw InputError("--env " + text + ": '" + name + "' is not an environment variable name (letters, digits and _, not starting with a digit)");
+    throw InputError("--env " + one_line(text) + ": '" + one_line(name) + "' is not an environment variable name (letters, digits and _, not starting with a digit)");
   }
-  return {name, text.substr(eq + 1)};
+  std::string value = text.substr(eq + 1);
+  check_text(value, "--env " + name);
+  return {name, std::move(value)};
 }
 
 }  // namespace plexus::deploy

@@ -3,6 +3,11 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
+
+#include "core/error.h"
+#include "deploy/escape.h"
+#include "tokenizer/utf8.h"
 
 namespace plexus::deploy {
 
@@ -30,7 +35,7 @@ bool starts_like_number(const std::string& s) {
 std::string scalar_text(const YamlDoc& v) {
   if (v.is_string()) {
     const std::string& s = v.get_ref<const std::string&>();
-    return plain_yaml_safe(s) ? s : v.dump(-1, ' ', false);  // a JSON string is a YAML double-quoted scalar
+    return plain_yaml_safe(s) ? s : yaml_double_quoted(s);
   }
   if (v.is_object()) return "{}";
   if (v.is_array()) return "[]";
@@ -71,6 +76,37 @@ void emit(const YamlDoc& v, int indent, std::string& out) {
 }
 
 }  // namespace
+
+std::string yaml_double_quoted(const std::string& s) {
+  if (utf8::find_invalid(s) != std::string::npos) {
+    throw InputError("'" + one_line(s) + "' is not valid UTF-8, which a YAML file cannot hold");
+  }
+  std::string out = "\"";
+  std::size_t i = 0;
+  while (i < s.size()) {
+    const std::size_t start = i;
+    const char32_t cp = utf8::next(s, i);
+    char buf[16];
+    if (cp == '"' || cp == '\\') {
+      out += '\\';
+      out += static_cast<char>(cp);
+    } else if (printable_code_point(cp)) {
+      out.append(s, start, i - start);
+    } else if (cp == '\n') {
+      out += "\\n";
+    } else if (cp == '\t') {
+      out += "\\t";
+    } else if (cp == '\r') {
+      out += "\\r";
+    } else {
+      if (cp <= 0xFF) std::snprintf(buf, sizeof buf, "\\x%02X", static_cast<unsigned>(cp));
+      else if (cp <= 0xFFFF) std::snprintf(buf, sizeof buf, "\\u%04X", static_cast<unsigned>(cp));
+      else std::snprintf(buf, sizeof buf, "\\U%08X", static_cast<unsigned>(cp));
+      out += buf;
+    }
+  }
+  return out + "\"";
+}
 
 bool plain_yaml_safe(const std::string& s) {
   if (s.empty() || s.front() == ' ' || s.back() == ' ') return false;

@@ -115,7 +115,7 @@ TEST_F(DeployCliBadInput, InventoryAndModelProblems) {
 TEST_F(DeployCliBadInput, OutHoldingAUsersFile) {
   // Everything else is right: the plan fits and the files are generated, but --out holds a file
   // plexus deploy did not write.
-  expect_refused(model() + " --target kubernetes --auto-select" + inv(), "notes.txt, which plexus deploy did not write");
+  expect_refused(model() + " --target kubernetes --auto-select" + inv(), "not a directory plexus deploy wrote");
 }
 
 TEST(DeployCli, HelpDescribesTheTargets) {
@@ -146,6 +146,87 @@ TEST(WriteDeployment, ReplacesAnEarlierDeployAndRefusesForeignFiles) {
   // A file where the directory should be.
   std::ofstream(dir / "plain") << "x";
   EXPECT_THROW(write_deployment({{"a", "b", false}}, dir / "plain"), InputError);
+}
+
+}  // namespace
+}  // namespace plexus::deploy
+
+namespace plexus::deploy {
+namespace {
+
+// --out (issue 32, items 12 and 17): an existing directory is replaced only when it is empty or a
+// previous deploy's; anything else exits 2 with a message naming --out and the reason (the entry
+// at its top, never a file deep inside), and stays as it was.
+class DeployCliOut : public ::testing::Test {
+ protected:
+  plexus::testing::ProcessResult deploy(const std::string& out) {
+    return run_plexus("deploy " + shell_quote(kData + "/llama-8b-config") + " --target kubernetes --inventory " +
+                      shell_quote(kData + "/h100x2.json") + " --out " + shell_quote(out));
+  }
+  void expect_refused(const std::string& out, const std::vector<std::string>& words) {
+    const std::set<std::string> before = entries(dir_.path());
+    const auto r = deploy(out);
+    EXPECT_EQ(r.exit_code, 2) << out << "\n" << r.err;
+    EXPECT_NE(r.err.find("--out " + out), std::string::npos) << r.err;
+    for (const std::string& w : words) EXPECT_NE(r.err.find(w), std::string::npos) << w << "\n" << r.err;
+    EXPECT_EQ(r.err.find("filesystem error"), std::string::npos) << r.err;
+    EXPECT_EQ(entries(dir_.path()), before) << out;
+  }
+  TempDir dir_{"deploy_out"};
+};
+
+TEST_F(DeployCliOut, EmptySubdirectoriesAndLinksAreNotAnEarlierDeploy) {
+  fs::create_directories(dir_ / "subdirs/a/b");
+  expect_refused(dir_ / "subdirs", {"'a'", "is not empty"});
+
+  fs::create_directories(dir_ / "data");
+  std::ofstream(dir_ / "data/keep.txt") << "keep\n";
+  fs::create_directories(dir_ / "holds-link");
+  fs::create_directory_symlink(dir_ / "data", dir_ / "holds-link/link");
+  expect_refused(dir_ / "holds-link", {"'link'"});
+  EXPECT_EQ(read(dir_ / "holds-link/link/keep.txt"), "keep\n");
+
+  fs::create_directories(dir_ / "empty");
+  fs::create_directory_symlink(dir_ / "empty", dir_ / "is-link");
+  expect_refused(dir_ / "is-link", {"symbolic link"});
+  EXPECT_TRUE(fs::is_symlink(dir_ / "is-link"));
+
+  // An earlier deploy's directory is replaced, but not once it holds an empty directory or a link.
+  ASSERT_EQ(deploy(dir_ / "earlier").exit_code, 0);
+  ASSERT_EQ(deploy(dir_ / "earlier").exit_code, 0);
+  fs::create_directories(dir_ / "earlier/mine");
+  expect_refused(dir_ / "earlier", {"the directory 'mine'"});
+  fs::remove(dir_ / "earlier/mine");
+  fs::create_symlink(dir_ / "data/keep.txt", dir_ / "earlier/notes");
+  expect_refused(dir_ / "earlier", {"'notes'"});
+  fs::remove(dir_ / "earlier/notes");
+  EXPECT_EQ(deploy(dir_ / "earlier").exit_code, 0);
+
+  // An empty directory is written, keeping its permissions.
+  fs::permissions(dir_ / "empty", fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec | fs::perms::sticky_bit);
+  fs::remove(dir_ / "is-link");
+  ASSERT_EQ(deploy(dir_ / "empty").exit_code, 0);
+  EXPECT_TRUE(fs::exists(dir_ / "empty/deployment.yaml"));
+  EXPECT_EQ(fs::status(dir_ / "empty").permissions(),
+            fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec | fs::perms::sticky_bit);
+}
+
+TEST_F(DeployCliOut, ProcSelfAndBusyDirectoriesSayWhy) {
+  const auto proc = deploy("/proc/self");
+  EXPECT_EQ(proc.exit_code, 2) << proc.err;
+  EXPECT_NE(proc.err.find("--out /proc/self is a symbolic link"), std::string::npos) << proc.err;
+  // A directory holding other things: named by what its top holds, not by a file deep inside.
+  fs::create_directories(dir_ / "busy/a/b/c");
+  std::ofstream(dir_ / "busy/a/b/c/deep.txt") << "x";
+  std::ofstream(dir_ / "busy/z.txt") << "x";
+  expect_refused(dir_ / "busy", {"is not empty and is not a directory plexus deploy wrote", "2 entries", "'a'", "'z.txt'"});
+  const auto busy = deploy(dir_ / "busy");
+  EXPECT_EQ(busy.err.find("deep.txt"), std::string::npos) << busy.err;
+  if (!fs::is_empty("/tmp")) {
+    const auto tmp = deploy("/tmp");
+    EXPECT_EQ(tmp.exit_code, 2) << tmp.err;
+    EXPECT_NE(tmp.err.find("--out /tmp is not empty"), std::string::npos) << tmp.err;
+  }
 }
 
 }  // namespace
