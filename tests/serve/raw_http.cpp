@@ -128,7 +128,7 @@ bool RawClient::fill(double deadline_s) {
   }
 }
 
-RawResponse RawClient::read_response(double max_s) {
+RawResponse RawClient::read_response(double max_s, bool head) {
   const double t0 = now_s(), deadline = t0 + max_s;
   RawResponse r;
   std::size_t head_end;
@@ -142,7 +142,9 @@ RawResponse RawClient::read_response(double max_s) {
   std::size_t at = head_end + 4;
   const int status = std::atoi(r.head.c_str() + r.head.find(' ') + 1);
   const std::string length = header_of(r.head, "Content-Length");
-  if (lower(header_of(r.head, "Transfer-Encoding")) == "chunked") {
+  if (head || status < 200) {
+    // no body
+  } else if (lower(header_of(r.head, "Transfer-Encoding")) == "chunked") {
     for (;;) {
       std::size_t line_end;
       while ((line_end = buf_.find("\r\n", at)) == std::string::npos) {
@@ -163,7 +165,7 @@ RawResponse RawClient::read_response(double max_s) {
     }
     r.body = buf_.substr(at, n);
     at += n;
-  } else if (status >= 200 && status != 204 && status != 304) {
+  } else if (status != 204 && status != 304) {
     while (fill(deadline)) {
     }
     if (!eof_) return r;

@@ -30,8 +30,8 @@ class RawClient {
   // Sends all of `bytes`; false when the server closed or max_s passed with the socket full.
   bool send(std::string_view bytes, double max_s = 10);
   // Reads one response (status line, headers, body by Content-Length or chunked, or to the
-  // close), waiting at most max_s.
-  RawResponse read_response(double max_s);
+  // close; none when `head`: the answer to a HEAD request), waiting at most max_s.
+  RawResponse read_response(double max_s, bool head = false);
   // Whether the server closed the connection within max_s (what it sends is read and dropped).
   bool closed_within(double max_s);
   void close();
