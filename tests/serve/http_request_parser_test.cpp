@@ -86,9 +86,9 @@ TEST(HttpRequestParser, BodiesOverTheLimitAre413HoweverFramed) {
   EXPECT_EQ(one("POST /a HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n400\r\n" + std::string(1024, 'a') + "\r\n0\r\n\r\n").body.size(),
             1024u);
   RequestParser p(limits());
-  std::string in = "POST /a HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n200\r\n" + std::string(512, 'a') + "\r\n";
+  std::string in = "POST /a HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n200\r\n" + std::string(300, 'a');
   EXPECT_EQ(p.parse(in), RequestParser::State::kNeedMore);
-  EXPECT_EQ(p.body_bytes(), 512u);
+  EXPECT_EQ(p.body_bytes(), 300u);  // what arrived, not what was announced
 }
 
 // Issue 32, item 7: two Content-Lengths (the first won), a negative one (413 after 30 s).

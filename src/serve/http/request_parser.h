@@ -35,8 +35,8 @@ class RequestParser {
   bool started() const { return phase_ != Phase::kHead || head_started_; }
   // The headers are parsed and the body is being read: request() holds them.
   bool reading_body() const { return phase_ != Phase::kHead && phase_ != Phase::kDone; }
-  // The body bytes this request will hold at least: Content-Length, or the chunks so far.
-  std::size_t body_bytes() const { return body_known_; }
+  // The body bytes received so far (what the request holds in memory).
+  std::size_t body_bytes() const { return request_.body.size(); }
   const HttpRequest& request() const { return request_; }
   const HttpParseError& error() const { return error_; }
   // The complete request (after kComplete); the parser is ready for the next.
@@ -60,7 +60,7 @@ class RequestParser {
   std::size_t line_start_ = 0;  // kHead: the start of the line being scanned
   std::size_t head_bytes_ = 0;  // kTrailers: trailer bytes so far
   std::uint64_t body_left_ = 0;  // kBody / kChunkData: bytes still to come
-  std::size_t body_known_ = 0;
+  std::size_t body_known_ = 0;  // Content-Length, or the chunk sizes announced so far
 };
 
 // Every request in `bytes` parsed in order, as a connection that received them at once would
