@@ -217,8 +217,10 @@ Json OpenAiApi::models() const { return {{"object", "list"}, {"data", Json::arra
 Json OpenAiApi::tokenize(const std::string& text) const {
   const Json body = parse_body(text, max_body_values(model_.max_model_len));
   TokenizeRequest r = parse_tokenize_request(body);
-  if (r.chat) check_message_count(*r.chat);
-  if (r.chat) keep_key_order(*r.chat, text);
+  if (r.chat) {
+    check_message_count(*r.chat);
+    keep_key_order(*r.chat, text);
+  }
   if (body.contains("model") && body["model"].is_string()) check_model(body["model"].get<std::string>());
   const std::string prompt = r.prompt ? *r.prompt : render_chat(*r.chat);
   const std::vector<std::int32_t> ids = model_.tokenizer->encode(prompt, r.add_special_tokens);
