@@ -248,8 +248,9 @@ Json parse_body(const std::string& body, std::size_t max_values) {
     throw invalid_request(e.what());
   }
   if (const std::size_t values = count_json_values(body); values > max_values) {
-    throw invalid_request("the request body holds " + std::to_string(values) + " JSON values (counting every element of its lists and objects); " +
-                          "this server reads at most " + std::to_string(max_values) + " (4 per token of its context, and 16384)",
+    throw invalid_request("the request body holds " + std::to_string(values) +
+                              " JSON values (counting every element of its lists and objects); this server reads at most " +
+                              std::to_string(max_values) + " (4 per token of its context, and 16384)",
                           "", "too_many_values");
   }
   Json j;

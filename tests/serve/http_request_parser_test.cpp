@@ -53,7 +53,10 @@ TEST(HttpRequestParser, KeepAliveByVersionAndConnectionHeader) {
 
 TEST(HttpRequestParser, ContentLengthBodyAndPipelining) {
   const ParsedStream s = parse_requests(
-      "POST /a HTTP/1.1\r\nContent-Length: 5\r\n\r\nhelloPOST /b HTTP/1.1\r\ncontent-length: 3, 3\r\n\r\nxyzGET /c HTTP/1.1\r\n\r\nGET /d", limits());
+      "POST /a HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello"
+      "POST /b HTTP/1.1\r\ncontent-length: 3, 3\r\n\r\nxyz"
+      "GET /c HTTP/1.1\r\n\r\nGET /d",
+      limits());
   ASSERT_EQ(s.requests.size(), 3u);
   EXPECT_EQ(s.requests[0].body, "hello");
   EXPECT_TRUE(s.requests[0].framed);

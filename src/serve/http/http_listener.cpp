@@ -262,8 +262,10 @@ struct HttpListener::Impl {
     }
     if (!oldest) return false;
     if (oldest->state == Connection::State::kReading) {
-      const HttpResponse r = error_page(503, "the server is at its limit of " + std::to_string(max_connections) +
-                                                 " connections (--max-connections) and closed the slowest", oldest->parser.request().path);
+      const HttpResponse r = error_page(503,
+                                        "the server is at its limit of " + std::to_string(max_connections) +
+                                            " connections (--max-connections) and closed the slowest",
+                                        oldest->parser.request().path);
       send_some(oldest->fd, response_head(r.status, r.content_type, r.headers, r.body.size(), false, true) + r.body);
     }
     close_conn(oldest);
@@ -441,8 +443,8 @@ HttpListener::HttpListener(HttpListenerOptions options, HttpHandler handler, Htt
   impl_->options.workers = std::max(impl_->options.workers, 1);
   impl_->max_connections = std::max(impl_->options.max_connections, 1);
   const std::size_t max_body = impl_->options.limits.max_body;
-  impl_->body_budget = impl_->options.body_budget ? impl_->options.body_budget
-                                                  : std::max<std::size_t>(256u << 20, max_body > (SIZE_MAX / 4) ? SIZE_MAX : 4 * max_body);
+  const std::size_t four_bodies = max_body > SIZE_MAX / 4 ? SIZE_MAX : 4 * max_body;
+  impl_->body_budget = impl_->options.body_budget ? impl_->options.body_budget : std::max<std::size_t>(256u << 20, four_bodies);
 }
 
 HttpListener::~HttpListener() { stop(); }

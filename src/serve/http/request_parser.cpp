@@ -258,7 +258,9 @@ RequestParser::State RequestParser::resolve_framing() {
         if (!over) n = n * 10 + static_cast<std::uint64_t>(c - '0');
       }
       if (over) n = UINT64_MAX;
-      if (i > 0 && n != length) return fail(400, "two different Content-Length values (" + std::string(lengths[0]) + " and " + std::string(v) + ")");
+      if (i > 0 && n != length) {
+        return fail(400, "two different Content-Length values (" + std::string(lengths[0]) + " and " + std::string(v) + ")");
+      }
       length = n;
     }
     if (lengths.empty()) return fail(400, "an empty Content-Length");
@@ -287,6 +289,7 @@ RequestParser::State RequestParser::resolve_framing() {
 RequestParser::State RequestParser::parse_body(std::string& input) {
   const std::string too_large = "the request body is larger than the limit of " + std::to_string(limits_.max_body) +
                                 " bytes (plexus serve --max-body)";
+  const std::string long_line = "a chunk size line longer than " + std::to_string(kMaxChunkLine) + " bytes";
   for (;;) {
     switch (phase_) {
       case Phase::kBody:
@@ -302,10 +305,10 @@ RequestParser::State RequestParser::parse_body(std::string& input) {
       case Phase::kChunkSize: {
         const std::size_t nl = input.find('\n');
         if (nl == std::string::npos) {
-          if (input.size() > kMaxChunkLine) return fail(400, "a chunk size line longer than " + std::to_string(kMaxChunkLine) + " bytes");
+          if (input.size() > kMaxChunkLine) return fail(400, long_line);
           return State::kNeedMore;
         }
-        if (nl > kMaxChunkLine) return fail(400, "a chunk size line longer than " + std::to_string(kMaxChunkLine) + " bytes");
+        if (nl > kMaxChunkLine) return fail(400, long_line);
         std::string_view line(input.data(), nl);
         if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
         std::size_t digits = 0;
