@@ -79,9 +79,4 @@ bool peer_alive(int fd) {
   return n > 0 || (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR));
 }
 
-void set_abortive_close(int fd) {
-  linger l{1, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
-}
-
 }  // namespace plexus

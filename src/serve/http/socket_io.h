@@ -28,7 +28,4 @@ bool send_all(int fd, std::string_view data, std::chrono::milliseconds timeout);
 // False once the peer closed or reset the connection (bytes it sent stay unread).
 bool peer_alive(int fd);
 
-// Makes `fd` close with an RST instead of a FIN (SO_LINGER 0): for connections cut off.
-void set_abortive_close(int fd);
-
 }  // namespace plexus
