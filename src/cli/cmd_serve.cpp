@@ -1,7 +1,9 @@
 // `plexus serve`: an OpenAI-compatible HTTP server for one model on any plan it can run, with
 // continuous batching (serve/scheduler.h) and energy per request (serve/energy_ledger.h).
+#include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <optional>
 #include <string>
 #include <thread>
@@ -24,6 +26,9 @@ namespace plexus::cli {
 
 namespace {
 
+// How long past --drain-timeout the shutdown may take before the process exits regardless.
+constexpr std::chrono::seconds kStopGrace{3};
+
 struct ServeFlags {
   HttpServerOptions http;
   SchedulerOptions scheduler;
@@ -45,6 +50,9 @@ ServeFlags serve_flags(const Args& args) {
   // Every running and waiting request's client holds a connection (streams for their whole
   // life), plus room for health checks, metrics and keep-alive connections between requests.
   f.http.threads = std::min(f.scheduler.max_sequences + f.scheduler.max_queue + 16, 8192);
+  f.http.max_connections = args.given("--max-connections") ? static_cast<int>(args.get_int_in("--max-connections", 1, 1000000))
+                                                            : default_max_connections(f.http.threads);
+  f.http.request_timeout_s = args.get_double_in("--request-timeout", 0.001, 86400);
   if (args.given("--batch")) throw InputError("plexus serve sizes its batch with --max-sequences N, not --batch");
   return f;
 }
@@ -78,12 +86,16 @@ int serve_run(const Args& args) {
   std::string template_source;
   if (template_file) template_source = read_utf8_file(*template_file, "--chat-template");
 
-  InterruptGuard guard;  // SIGINT / SIGTERM: drain and exit 0
+  InterruptGuard guard;  // SIGINT / SIGTERM: drain and exit 0; a second one: exit 130 at once
   HttpServer server(f.http);
   const int port = server.bind();
   server.start();
   const bool ipv6 = f.http.host.find(':') != std::string::npos;  // "::1" is written [::1] in a URL
   std::fprintf(stderr, "plexus serve: listening on http://%s%s%s:%d\n", ipv6 ? "[" : "", f.http.host.c_str(), ipv6 ? "]" : "", port);
+  if (server.max_connections() < f.http.max_connections) {
+    std::fprintf(stderr, "note: --max-connections lowered from %d to %d: the open-file limit (ulimit -n) allows no more\n",
+                 f.http.max_connections, server.max_connections());
+  }
   std::fflush(stderr);
 
   // Loading: /health answers 503 meanwhile.
@@ -146,12 +158,33 @@ int serve_run(const Args& args) {
   std::fflush(stderr);
 
   while (!InterruptGuard::requested()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  std::fprintf(stderr, "plexus serve: %s: finishing running requests (up to %.1f s)\n",
+  std::fprintf(stderr, "plexus serve: %s: finishing running requests (up to %.1f s; a second signal exits at once)\n",
                InterruptGuard::signal_number() == SIGINT ? "SIGINT" : "SIGTERM", static_cast<double>(f.drain.count()) / 1000);
   std::fflush(stderr);
   server.set_draining();
-  scheduler.drain(f.drain);
-  server.stop();
+  // The drain, then every connection closed, on a thread of their own, so that a second signal —
+  // or a stop that overruns the drain by far (a handler that does not return) — ends the process
+  // here whatever they wait for.
+  std::atomic<bool> stopped{false};
+  std::thread stopping([&] {
+    scheduler.drain(f.drain);
+    server.stop();
+    stopped = true;
+  });
+  const auto give_up = std::chrono::steady_clock::now() + f.drain + kStopGrace;
+  while (!stopped) {
+    if (InterruptGuard::count() > 1) {
+      std::fprintf(stderr, "plexus serve: second signal: exiting now\n");
+      std::_Exit(130);
+    }
+    if (std::chrono::steady_clock::now() > give_up) {
+      std::fprintf(stderr, "plexus serve: not stopped %lld s after the drain timeout: exiting now\n",
+                   static_cast<long long>(std::chrono::duration_cast<std::chrono::seconds>(kStopGrace).count()));
+      std::_Exit(1);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  stopping.join();
   std::fprintf(stderr, "plexus serve: stopped\n");
   return 0;
 }
@@ -172,13 +205,18 @@ int cmd_serve(int argc, char** argv) {
       .option("--served-model-name", "NAME", "the model's name in the API (default: MODEL as given)")
       .option("--chat-template", "FILE", "a Jinja chat template to use instead of the model's")
       .option("--max-body", "BYTES", "largest request body; larger ones get 413", std::to_string(kDefaultMaxBody))
-      .option("--drain-timeout", "S", "on SIGINT / SIGTERM, seconds running requests may take to finish", "10");
+      .option("--drain-timeout", "S", "on SIGINT / SIGTERM, seconds running requests may take to finish", "10")
+      .option("--max-connections", "N",
+              "connections open at most; at the cap the oldest idle or unfinished one makes room (default: 1024, or\n"
+              "--max-sequences + --max-queue + 272 when larger)")
+      .option("--request-timeout", "S", "seconds a client has to send a whole request (headers and body) from its first byte; "
+              "slower: 408", "10");
   add_run_options(args);
   args.epilog(
       "Plan and device flags are those of `plexus generate` (--context N: tokens per sequence; the plan keeps\n"
       "KV-cache room for --max-sequences of them). The server binds first and answers /health with 503 while\n"
       "the model loads. SIGINT / SIGTERM: stop taking requests, let running ones finish (--drain-timeout),\n"
-      "exit 0. See docs/serve.md.");
+      "close every connection and exit 0; a second signal exits 130 at once. See docs/serve.md.");
   if (!args.parse(argc, argv)) return 0;
   return serve_run(args);
 }

@@ -5,11 +5,16 @@ namespace plexus::cli {
 
 namespace {
 volatile sig_atomic_t g_signal = 0;
-void on_signal(int sig) { g_signal = sig; }
+volatile sig_atomic_t g_count = 0;
+void on_signal(int sig) {
+  g_signal = sig;
+  g_count = g_count + 1;
+}
 }  // namespace
 
 InterruptGuard::InterruptGuard() {
   g_signal = 0;
+  g_count = 0;
   struct sigaction action = {};
   action.sa_handler = on_signal;
   sigemptyset(&action.sa_mask);
@@ -25,5 +30,7 @@ InterruptGuard::~InterruptGuard() {
 bool InterruptGuard::requested() { return g_signal != 0; }
 
 int InterruptGuard::signal_number() { return g_signal; }
+
+int InterruptGuard::count() { return g_count; }
 
 }  // namespace plexus::cli

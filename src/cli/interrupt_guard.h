@@ -17,6 +17,8 @@ class InterruptGuard {
   static bool requested();
   // Which one: SIGINT or SIGTERM (0 when none).
   static int signal_number();
+  // How many arrived since construction (a second one can mean "now").
+  static int count();
 
  private:
   struct sigaction old_int_ = {}, old_term_ = {};

@@ -25,14 +25,29 @@ ApiError error_for_status(int status) {
                               "/v1/completions, /v1/chat/completions, /tokenize, /detokenize",
                               "invalid_request_error", "", "unknown_url");
     case 405: return ApiError(405, "method not allowed on this endpoint", "invalid_request_error", "", "method_not_allowed");
+    case 408: return ApiError(408, "the request did not arrive in time (see plexus serve --request-timeout)",
+                              "invalid_request_error", "", "request_timeout");
+    case 411: return ApiError(411, "the request body needs a Content-Length", "invalid_request_error", "", "length_required");
     case 413: return ApiError(413, "request body too large (see plexus serve --max-body)", "invalid_request_error", "",
                               "request_too_large");
+    case 414: return ApiError(414, "the request target is too long", "invalid_request_error", "", "uri_too_long");
+    case 417: return ApiError(417, "unsupported Expect header", "invalid_request_error", "", "expectation_failed");
+    case 431: return ApiError(431, "the request's headers are too large", "invalid_request_error", "", "headers_too_large");
+    case 501: return ApiError(501, "not implemented", "invalid_request_error", "", "not_implemented");
+    case 505: return ApiError(505, "HTTP version not supported: use HTTP/1.1", "invalid_request_error", "",
+                              "http_version_not_supported");
     case 429: return ApiError(429, "too many requests waiting: try again later", "rate_limit_error", "", "queue_full");
     case 503: return ApiError(503, "the server is not serving requests now", "service_unavailable", "", "unavailable");
     default: break;
   }
   if (status >= 500) return ApiError(status, "internal server error", "server_error");
   return ApiError(status, "request failed", "invalid_request_error");
+}
+
+ApiError http_error(int status, const std::string& message) {
+  const ApiError e = error_for_status(status);
+  if (message.empty()) return e;
+  return ApiError(status, message, e.type(), e.param(), e.code());
 }
 
 }  // namespace plexus

@@ -33,5 +33,7 @@ Json error_json(const ApiError& e);
 
 // The error of a status the server answers without a handler's own body (404, 405, 413, 500...).
 ApiError error_for_status(int status);
+// error_for_status(status) with `message` (when not empty) saying what exactly was wrong.
+ApiError http_error(int status, const std::string& message);
 
 }  // namespace plexus

@@ -76,6 +76,13 @@ void OpenAiApi::check_model(const std::string& name) const {
                  "invalid_request_error", "model", "model_not_found");
 }
 
+void OpenAiApi::check_message_count(const ChatInput& input) const {
+  if (static_cast<std::int64_t>(input.messages.size()) <= model_.max_model_len) return;
+  throw invalid_request("'messages' holds " + std::to_string(input.messages.size()) + " messages: more than the " +
+                            std::to_string(model_.max_model_len) + " tokens of this model's context could hold",
+                        "messages", "context_length_exceeded");
+}
+
 std::string OpenAiApi::render_chat(const ChatInput& input) const {
   if (!model_.chat_template) {
     throw invalid_request("the model '" + model_.name +
@@ -97,6 +104,7 @@ PreparedRequest OpenAiApi::prepare(ApiRequest api) const {
   p.created = unix_time_now();
   ServeRequest& s = p.serve;
   if (api.chat) {
+    check_message_count(api.chat_input);
     s.prompt = model_.tokenizer->encode(render_chat(api.chat_input), /*add_special_tokens=*/false);
     if (s.prompt.empty()) throw invalid_request("the chat template rendered an empty prompt", "messages");
   } else if (api.prompt_text) {
@@ -130,7 +138,7 @@ PreparedRequest OpenAiApi::prepare(ApiRequest api) const {
 }
 
 PreparedRequest OpenAiApi::prepare(const std::string& text, bool chat) const {
-  const Json body = parse_body(text);
+  const Json body = parse_body(text, max_body_values(model_.max_model_len));
   ApiRequest r = chat ? parse_chat_request(body) : parse_completion_request(body);
   if (chat) keep_key_order(r.chat_input, text);
   return prepare(std::move(r));
@@ -207,9 +215,12 @@ Json OpenAiApi::model(const std::string& id) const {
 Json OpenAiApi::models() const { return {{"object", "list"}, {"data", Json::array({model(model_.name)})}}; }
 
 Json OpenAiApi::tokenize(const std::string& text) const {
-  const Json body = parse_body(text);
+  const Json body = parse_body(text, max_body_values(model_.max_model_len));
   TokenizeRequest r = parse_tokenize_request(body);
-  if (r.chat) keep_key_order(*r.chat, text);
+  if (r.chat) {
+    check_message_count(*r.chat);
+    keep_key_order(*r.chat, text);
+  }
   if (body.contains("model") && body["model"].is_string()) check_model(body["model"].get<std::string>());
   const std::string prompt = r.prompt ? *r.prompt : render_chat(*r.chat);
   const std::vector<std::int32_t> ids = model_.tokenizer->encode(prompt, r.add_special_tokens);
@@ -217,7 +228,7 @@ Json OpenAiApi::tokenize(const std::string& text) const {
 }
 
 Json OpenAiApi::detokenize(const std::string& text) const {
-  const std::vector<std::int32_t> ids = parse_detokenize_request(parse_body(text));
+  const std::vector<std::int32_t> ids = parse_detokenize_request(parse_body(text, max_body_values(model_.max_model_len)));
   if (!in_vocab(ids, model_.vocab_size)) {
     throw invalid_request("'tokens': token ids must be below the vocabulary size " + std::to_string(model_.vocab_size), "tokens");
   }

@@ -66,6 +66,8 @@ class OpenAiApi {
 
  private:
   std::string render_chat(const ChatInput& input) const;
+  // 400 for more messages than the context has tokens (before rendering them).
+  void check_message_count(const ChatInput& input) const;
   void check_model(const std::string& name) const;  // 404 model_not_found unless "" or the served name
   const ServedModel& model_;
   Metrics* metrics_;

@@ -1,6 +1,7 @@
 // Parsing and checking of OpenAI API request bodies (serve/openai_request.h).
 #include "serve/openai_request.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -87,6 +88,28 @@ std::vector<std::int32_t> token_ids(const Json& list, const std::string& name) {
     ids.push_back(static_cast<std::int32_t>(v.get<long long>()));
   }
   return ids;
+}
+
+// Values in a JSON text, counted from its structure without parsing: one, plus one per '[', '{'
+// and ',' outside strings (an upper bound for valid JSON).
+std::size_t count_json_values(std::string_view text) {
+  std::size_t n = 1;
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{' || c == ',') {
+      ++n;
+    }
+  }
+  return n;
 }
 
 void check_unsupported(const Json& body) {
@@ -214,11 +237,21 @@ ChatInput chat_input(const Json& body) {
 
 }  // namespace
 
-Json parse_body(const std::string& body) {
+std::size_t max_body_values(std::int64_t context) {
+  return static_cast<std::size_t>(std::max<std::int64_t>(context, 0)) * 4 + 16384;
+}
+
+Json parse_body(const std::string& body, std::size_t max_values) {
   try {
     check_json_depth(body, "request body");
   } catch (const InputError& e) {
     throw invalid_request(e.what());
+  }
+  if (const std::size_t values = count_json_values(body); values > max_values) {
+    throw invalid_request("the request body holds " + std::to_string(values) +
+                              " JSON values (counting every element of its lists and objects); this server reads at most " +
+                              std::to_string(max_values) + " (4 per token of its context, and 16384)",
+                          "", "too_many_values");
   }
   Json j;
   try {

@@ -2,6 +2,7 @@
 // /v1/chat/completions bodies parsed and checked field by field (ApiError 400 naming the field
 // and what it allows), before any tokenizing or templating.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -57,8 +58,16 @@ std::vector<std::int32_t> parse_detokenize_request(const Json& body);
 // as transformers does. Call after the request parsed.
 void keep_key_order(ChatInput& input, const std::string& body);
 
+// The JSON values a request body may hold for a context of `context` tokens: every value of a
+// prompt (a token id) or a conversation (a message's object, role, content) becomes a token or
+// more of the prompt, so 4 per token, and 16384 for the fields beside them. Counted before the
+// parse (brackets and commas, a linear scan), it bounds what parsing may allocate (~100-200 bytes
+// a value) by the context, not by --max-body.
+std::size_t max_body_values(std::int64_t context);
+
 // The body as a JSON object: ApiError 400 for malformed JSON (with the parser's message and
-// offset), a body nested too deep, or a value that is not an object.
-Json parse_body(const std::string& body);
+// offset), a body nested too deep or holding more than `max_values` values (before parsing), or
+// a value that is not an object.
+Json parse_body(const std::string& body, std::size_t max_values = SIZE_MAX);
 
 }  // namespace plexus

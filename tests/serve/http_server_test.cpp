@@ -1,6 +1,7 @@
 // The HTTP server in-process on a free loopback port, with a scripted model behind the API
 // (no scheduler): routes, statuses and OpenAI-shaped errors, the API key, body limit, streaming,
-// and a client that goes away mid-stream cancelling its request.
+// a client that goes away mid-stream cancelling its request, and the wire as raw sockets see it
+// (HEAD, keep-alive, pipelining, HTTP/1.0, 100-continue, deadlines, the connection cap).
 #include <gtest/gtest.h>
 #include <httplib.h>
 
@@ -8,6 +9,7 @@
 #include <thread>
 
 #include "fake_stream.h"
+#include "raw_http.h"
 #include "core/error.h"
 #include "serve/http_server.h"
 #include "serve/openai_api.h"
@@ -30,8 +32,10 @@ struct ServerFixture : ::testing::Test {
   std::atomic<bool> queue_full{false};
   std::chrono::milliseconds delay{0};
   std::string reply = "Hello world";
+  int port = 0;
 
-  void start(const std::string& api_key = "", std::size_t max_body = kDefaultMaxBody, bool ready = true) {
+  void start(const std::string& api_key = "", std::size_t max_body = kDefaultMaxBody, bool ready = true,
+             HttpServerOptions o = {}) {
     model.name = "tiny";
     model.max_model_len = 128;
     model.vocab_size = llama3().vocab_size();
@@ -43,13 +47,12 @@ struct ServerFixture : ::testing::Test {
       streams.push_back(s);
       return s;
     };
-    HttpServerOptions o;
     o.host = "127.0.0.1";
     o.port = 0;
     o.api_key = api_key;
     o.max_body = max_body;
     server = std::make_unique<HttpServer>(o);
-    const int port = server->bind();
+    port = server->bind();
     ASSERT_GT(port, 0);
     server->start();
     api = std::make_unique<OpenAiApi>(model, &server->metrics());
@@ -212,6 +215,129 @@ TEST_F(ServerFixture, ClientGoneMidStreamCancelsTheRequest) {
   auto r = client->Get("/health");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 200);
+}
+
+const std::string kCompletion = R"({"prompt": "Hi", "max_tokens": 2})";
+
+std::string post_request(const std::string& path, const std::string& body, const std::string& extra = "") {
+  return "POST " + path + " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
+         std::to_string(body.size()) + "\r\n" + extra + "\r\n" + body;
+}
+
+TEST_F(ServerFixture, HeadKeepAliveAndPipelining) {
+  start();
+  testing::RawClient c(port);
+  ASSERT_TRUE(c.send("HEAD /health HTTP/1.1\r\nHost: x\r\n\r\n"));
+  testing::RawResponse r = c.read_response(10, /*head=*/true);
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(testing::header_of(r.head, "Content-Length"), "15");  // {"status":"ok"}, not sent
+  // Three requests in one write: three answers in order, on the same connection.
+  ASSERT_TRUE(c.send("GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n" + post_request("/v1/completions", kCompletion) +
+                     "GET /health HTTP/1.1\r\nHost: x\r\n\r\n"));
+  r = c.read_response(10);
+  EXPECT_EQ(r.status, 200);
+  EXPECT_NE(r.body.find("\"object\":\"list\""), std::string::npos) << r.body;
+  r = c.read_response(10);
+  EXPECT_EQ(r.status, 200);
+  EXPECT_NE(r.body.find("Hello world"), std::string::npos) << r.body;
+  r = c.read_response(10);
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, R"({"status":"ok"})");
+  EXPECT_FALSE(r.closed);
+}
+
+TEST_F(ServerFixture, Http10ClosesAndStreamsToTheClose) {
+  start();
+  testing::RawClient c(port);
+  ASSERT_TRUE(c.send("GET /health HTTP/1.0\r\n\r\n"));
+  testing::RawResponse r = c.read_response(10);
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(testing::header_of(r.head, "Connection"), "close");
+  EXPECT_TRUE(r.closed);
+  testing::RawClient s(port);
+  const std::string body = R"({"prompt": "Hi", "stream": true})";
+  ASSERT_TRUE(s.send("POST /v1/completions HTTP/1.0\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body));
+  r = s.read_response(10);
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(testing::header_of(r.head, "Transfer-Encoding"), "");
+  EXPECT_EQ(r.body.substr(r.body.size() - 14), "data: [DONE]\n\n");
+}
+
+TEST_F(ServerFixture, ExpectContinueGetsAnInterimAnswer) {
+  start();
+  testing::RawClient c(port);
+  ASSERT_TRUE(c.send("POST /v1/completions HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: " +
+                     std::to_string(kCompletion.size()) + "\r\n\r\n"));
+  testing::RawResponse r = c.read_response(10);
+  EXPECT_EQ(r.status, 100);
+  ASSERT_TRUE(c.send(kCompletion));
+  r = c.read_response(10);
+  EXPECT_EQ(r.status, 200) << r.body;
+  // Over --max-body: 413 at once, the body never asked for.
+  testing::RawClient big(port);
+  ASSERT_TRUE(big.send("POST /v1/completions HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 99999999\r\n\r\n"));
+  r = big.read_response(10);
+  EXPECT_EQ(r.status, 413);
+  EXPECT_TRUE(r.closed);
+}
+
+TEST_F(ServerFixture, RefusalsAreOpenAiShapedAndCounted) {
+  start("", 4096);
+  const std::pair<std::string, int> cases[] = {
+      {"POST /v1/completions HTTP/1.1\r\nHost: x\r\n\r\n", 411},
+      {"POST /v1/completions HTTP/1.1\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n", 400},
+      {"POST /v1/completions HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n", 501},
+      {"GET /health HTTP/3.0\r\n\r\n", 505},
+      {"GET /" + std::string(10000, 'a') + " HTTP/1.1\r\n\r\n", 414},
+      {"GET /health HTTP/1.1\r\nX: " + std::string(70000, 'a') + "\r\n\r\n", 431},
+      {"PUT /v1/models HTTP/1.1\r\n\r\n", 405},
+      {"POST /v1/models/tiny HTTP/1.1\r\nContent-Length: 0\r\n\r\n", 405},
+      {"GET /v1/models/ti%6Ey HTTP/1.1\r\n\r\n", 200},
+  };
+  for (const auto& [request, status] : cases) {
+    testing::RawClient c(port);
+    ASSERT_TRUE(c.send(request));
+    const testing::RawResponse r = c.read_response(10);
+    EXPECT_EQ(r.status, status) << request.substr(0, 60) << " → " << r.head;
+    EXPECT_EQ(testing::header_of(r.head, "Content-Type"), "application/json") << r.head;
+    const Json j = Json::parse(r.body, nullptr, false);
+    if (status != 200) {
+      EXPECT_TRUE(j.contains("error") && j["error"]["message"].is_string()) << r.body;
+    }
+    if (status == 405) {
+      EXPECT_FALSE(testing::header_of(r.head, "Allow").empty()) << r.head;
+    }
+  }
+  auto m = client->Get("/metrics");
+  ASSERT_TRUE(m);
+  EXPECT_NE(m->body.find("plexus_requests_total{endpoint=\"/v1/completions\",status=\"411\"} 1"), std::string::npos) << m->body;
+  EXPECT_NE(m->body.find("plexus_requests_total{endpoint=\"/v1/completions\",status=\"501\"} 1"), std::string::npos) << m->body;
+  EXPECT_NE(m->body.find("plexus_requests_total{endpoint=\"other\",status=\"414\"} 1"), std::string::npos) << m->body;
+  EXPECT_NE(m->body.find("plexus_requests_total{endpoint=\"/v1/models/{id}\",status=\"200\"} 1"), std::string::npos) << m->body;
+}
+
+TEST_F(ServerFixture, SlowRequestsGet408AndTheCapMakesRoom) {
+  HttpServerOptions o;
+  o.request_timeout_s = 0.5;
+  o.max_connections = 4;
+  start("", kDefaultMaxBody, true, o);
+  std::vector<testing::RawClient> slow;
+  for (int i = 0; i < 4; ++i) {
+    slow.emplace_back(port);
+    ASSERT_TRUE(slow.back().send("GET /health HTTP/1.1\r\n"));
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));  // read in this order
+  }
+  // A fifth client: the oldest unfinished request makes room (503 to it), the new one is served.
+  testing::RawClient fresh(port);
+  ASSERT_TRUE(fresh.send("GET /health HTTP/1.1\r\n\r\n"));
+  EXPECT_EQ(fresh.read_response(10).status, 200);
+  EXPECT_EQ(slow[0].read_response(10).status, 503);
+  // The others time out: 408, and the connection closes.
+  for (int i = 1; i < 4; ++i) {
+    const testing::RawResponse r = slow[i].read_response(10);
+    EXPECT_EQ(r.status, 408) << r.head;
+    EXPECT_TRUE(r.closed);
+  }
 }
 
 TEST(HttpServerPort, APortInUseIsRefusedNotShared) {

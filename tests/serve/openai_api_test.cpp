@@ -496,6 +496,32 @@ TEST_F(ApiFixture, ModelLengthVocabularyAndTemplateErrors) {
   EXPECT_EQ(api.prepare(parse_completion_request(Json::parse(R"({"prompt": [1, 2, 3], "max_tokens": null})"))).serve.max_tokens, 16);
 }
 
+// Issue 32, item 4: an 8 MB body of 270k one-letter messages was parsed whole (hundreds of MB)
+// before its 400. The values are counted before parsing; messages beyond the context are refused
+// before the template renders them.
+TEST_F(ApiFixture, DocumentsTooLargeForTheContextAreRefusedBeforeTheWork) {
+  OpenAiApi api(model, nullptr);  // context 64: 4 x 64 + 16384 values
+  EXPECT_EQ(max_body_values(64), 16640u);
+  std::string ids = R"({"prompt": [1)";
+  for (int i = 0; i < 16640; ++i) ids += ",1";
+  ApiError e = error_of([&] { api.prepare(ids + "]}", false); });
+  EXPECT_EQ(e.status(), 400);
+  EXPECT_EQ(e.code(), "too_many_values");
+  e = error_of([&] { api.detokenize(R"({"tokens": [)" + ids.substr(12) + "]}"); });
+  EXPECT_EQ(e.code(), "too_many_values");
+  // Commas and brackets inside strings are text, not values.
+  EXPECT_NO_THROW(parse_body(R"({"prompt": ")" + std::string(20000, ',') + R"("})", 16));
+  EXPECT_EQ(error_of([] { parse_body("[" + std::string(20, ',') + "]", 16); }).code(), "too_many_values");
+  std::string chat = R"({"messages": [{"role": "user", "content": "a"})";
+  for (int i = 0; i < 64; ++i) chat += R"(, {"role": "user", "content": "a"})";
+  e = error_of([&] { api.prepare(chat + "]}", true); });
+  EXPECT_EQ(e.status(), 400);
+  EXPECT_EQ(e.code(), "context_length_exceeded");
+  EXPECT_NE(std::string(e.what()).find("65 messages"), std::string::npos) << e.what();
+  e = error_of([&] { api.tokenize(chat + "]}"); });
+  EXPECT_EQ(e.code(), "context_length_exceeded");
+}
+
 TEST_F(ApiFixture, SubmitErrorsMapToStatuses) {
   OpenAiApi api(model, nullptr);
   const PreparedRequest p = api.prepare(parse_completion_request(Json::parse(R"({"prompt": "x"})")));

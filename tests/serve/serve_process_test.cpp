@@ -399,7 +399,10 @@ TEST(ServeProcessAlone, BadFlagsExit2) {
                                                        {"--drain-timeout -1", "--drain-timeout"},
                                                        {"--max-body 10", "--max-body"},
                                                        {"--batch 4", "--max-sequences"},
-                                                       {"--max-queue 0", "--max-queue"}};
+                                                       {"--max-queue 0", "--max-queue"},
+                                                       {"--max-connections 0", "--max-connections"},
+                                                       {"--request-timeout 0", "--request-timeout"},
+                                                       {"--request-timeout x", "--request-timeout"}};
   for (const auto& [flags, mention] : cases) {
     const ProcessResult r = run_plexus("serve " + shell_quote(dir / "none") + " " + flags);
     EXPECT_EQ(r.exit_code, 2) << flags << ": " << r.err;

@@ -69,6 +69,10 @@ std::string ServerProcess::url(const std::string& path) const { return "http://1
 
 std::string ServerProcess::log() const { return read_all(log_path_); }
 
+void ServerProcess::signal(int signal) const {
+  if (pid_ > 0) kill(pid_, signal);
+}
+
 int ServerProcess::stop(int signal, double limit_s) {
   if (pid_ <= 0) return -1;
   kill(pid_, signal);

@@ -21,11 +21,14 @@ class ServerProcess {
 
   bool ok() const { return port_ > 0; }
   int port() const { return port_; }
+  pid_t pid() const { return pid_; }
   std::string url(const std::string& path) const;
   std::string log() const;  // its stderr so far
   // Sends `signal`; waits up to `limit_s` for the exit (then SIGKILL): the exit code, 128 + N
   // for death by signal N, -1 when it had to be killed.
   int stop(int signal, double limit_s);
+  // Sends `signal` and returns at once (a second one follows with stop()).
+  void signal(int signal) const;
 
  private:
   pid_t pid_ = -1;
