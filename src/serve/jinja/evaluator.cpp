@@ -149,8 +149,11 @@ List Evaluator::iterate(const Value& v) {
     case Value::Kind::kString: {
       // A list of one-character strings: a step and an item (with its string) per character.
       const std::string& t = v.as_string();
-      work_.steps(static_cast<std::int64_t>(t.size()));
-      work_.bytes(kItemBytes + sizeof(std::string), t.size(), "splitting a string into characters");
+      work_.bytes(kCharCost, t.size(), "counting characters");
+      const std::size_t n = count_chars(t);
+      work_.check_items(n);
+      work_.steps(static_cast<std::int64_t>(n));
+      work_.bytes(kItemBytes + sizeof(std::string), n, "splitting a string into characters");
       List chars;
       for (std::size_t i = 0; i < t.size(); i += char_len(t, i)) chars.emplace_back(t.substr(i, char_len(t, i)));
       return chars;
