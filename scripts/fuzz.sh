@@ -10,7 +10,7 @@ shift 2
 root=$(cd "$(dirname "$0")/.." && pwd)
 harnesses=("$@")
 if [ ${#harnesses[@]} -eq 0 ]; then
-  harnesses=(safetensors gguf config_json tokenizer_json device_map bench_yaml batch_request batch_resume)
+  harnesses=(safetensors gguf config_json tokenizer_json device_map bench_yaml batch_request batch_resume chat_template)
 fi
 status=0
 for name in "${harnesses[@]}"; do
