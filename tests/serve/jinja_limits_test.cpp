@@ -144,6 +144,14 @@ TEST(JinjaLimitsTest, OutputAndListSizesAreCheckedBeforeAllocating) {
     EXPECT_NE(error_within_bound(source).find("a list grows past 1000000 items"), std::string::npos) << source;
 }
 
+TEST(JinjaLimitsTest, RepeatingNothingAnyNumberOfTimesIsImmediate) {
+  // An empty string or list repeated 10^18 times looped 10^18 times (found auditing `*`).
+  const auto start = Clock::now();
+  EXPECT_EQ(render("{{ ('' * 1000000000000000000) | length }}|{{ ([] * 1000000000000000000) | length }}|{{ 'ab' * 3 }}"),
+            "0|0|ababab");
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - start).count(), 30.0);
+}
+
 TEST(JinjaLimitsTest, HugeStepRangesAreCountedNotIterated) {
   EXPECT_EQ(render("{{ range(0, 9223372036854775807, 4611686018427387904) | list }}"), "[0, 4611686018427387904]");
   EXPECT_EQ(render("{{ range(-9223372036854775807 - 1, 9223372036854775807, 4611686018427387904) | length }}"), "4");

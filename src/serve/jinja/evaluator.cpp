@@ -208,17 +208,22 @@ Evaluator::Flow Evaluator::exec_for(const Stmt& s) {
     if (a.positional.empty()) ev.fail("loop.cycle() needs at least one value");
     return a.positional[static_cast<std::size_t>(*index) % a.positional.size()];
   }));
+  constexpr std::size_t kFirstChanging = 4;  // after length, depth, depth0, cycle
+  for (const char* name : {"index", "index0", "revindex", "revindex0", "first", "last", "previtem", "nextitem"})
+    fields.set(name, Value());
   for (std::int64_t i = 0; i < n; ++i) {
     work_.steps(1);
     *index = i;
-    fields.set("index", Value(i + 1));
-    fields.set("index0", Value(i));
-    fields.set("revindex", Value(n - i));
-    fields.set("revindex0", Value(n - i - 1));
-    fields.set("first", Value(i == 0));
-    fields.set("last", Value(i == n - 1));
-    fields.set("previtem", i > 0 ? items[static_cast<std::size_t>(i - 1)] : Value::undefined("there is no loop.previtem"));
-    fields.set("nextitem", i + 1 < n ? items[static_cast<std::size_t>(i + 1)] : Value::undefined("there is no loop.nextitem"));
+    // The fields that change, in the order they were first set (by position: no lookups).
+    auto field = [&](std::size_t k) -> Value& { return fields.value_at(kFirstChanging + k); };
+    field(0) = Value(i + 1);
+    field(1) = Value(i);
+    field(2) = Value(n - i);
+    field(3) = Value(n - i - 1);
+    field(4) = Value(i == 0);
+    field(5) = Value(i == n - 1);
+    field(6) = i > 0 ? items[static_cast<std::size_t>(i - 1)] : Value::undefined("there is no loop.previtem");
+    field(7) = i + 1 < n ? items[static_cast<std::size_t>(i + 1)] : Value::undefined("there is no loop.nextitem");
     frames_.back()->clear();  // each iteration starts from the scope outside the loop (jinja2)
     bind(items[static_cast<std::size_t>(i)]);
     assign("loop", loop);

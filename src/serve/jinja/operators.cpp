@@ -41,13 +41,17 @@ Value repeat(Evaluator& ev, const Value& seq, std::int64_t n) {
   std::uint64_t total = 0;
   if (__builtin_mul_overflow(unit, static_cast<std::uint64_t>(n), &total)) total = UINT64_MAX;
   charge(ev, total, seq.is_list());
-  if (seq.is_string()) {
+  if (unit == 0) return seq.is_string() ? Value(std::string()) : Value::list({}, seq.is_tuple());  // any n: no loop
+  if (seq.is_string()) {  // doubling copies of what is made so far
+    const auto size = static_cast<std::size_t>(total);
     std::string out;
-    out.reserve(unit * static_cast<std::size_t>(n));
-    for (std::int64_t i = 0; i < n; ++i) out += seq.as_string();
+    out.reserve(size);
+    out = seq.as_string();
+    while (out.size() < size) out.append(out.data(), std::min(out.size(), size - out.size()));
     return Value(std::move(out));
   }
   List out;
+  out.reserve(static_cast<std::size_t>(total));
   for (std::int64_t i = 0; i < n; ++i) out.insert(out.end(), seq.as_list().begin(), seq.as_list().end());
   return Value::list(std::move(out), seq.is_tuple());
 }

@@ -97,6 +97,8 @@ class Dict {
   void set(const std::string& key, Value v);
   std::size_t size() const { return items_.size(); }
   const std::vector<std::pair<std::string, Value>>& items() const { return items_; }
+  // The value of the i-th key set (i < size()), to change it without a lookup.
+  Value& value_at(std::size_t i) { return items_[i].second; }
 
  private:
   std::vector<std::pair<std::string, Value>> items_;
