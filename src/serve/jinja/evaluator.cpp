@@ -21,8 +21,8 @@ struct Evaluator::Guard {
       : ev_(ev), line_(ev.line_), column_(ev.column_), unwinding_(std::uncaught_exceptions()) {
     ev.line_ = line;
     ev.column_ = column;
-    if (++ev.depth_ > ev.limits_.max_depth)
-      ev.fail("the template nests deeper than " + std::to_string(ev.limits_.max_depth) + " levels as it runs");
+    if (++ev.depth_ > ev.limits().max_depth)
+      ev.fail("the template nests deeper than " + std::to_string(ev.limits().max_depth) + " levels as it runs");
   }
   ~Guard() {
     --ev_.depth_;
@@ -35,7 +35,7 @@ struct Evaluator::Guard {
   int unwinding_;
 };
 
-Evaluator::Evaluator(const Dict& globals, RenderLimits limits) : globals_(globals), limits_(limits), work_(limits_) {
+Evaluator::Evaluator(const Dict& globals, RenderLimits limits) : globals_(globals), work_(limits) {
   frames_.push_back(std::make_shared<Frame>());
 }
 
@@ -259,8 +259,8 @@ Value Evaluator::make_macro(const Stmt& s) {
   // Weak: the macro is stored in one of these scopes, and must not keep it alive (a cycle).
   const std::vector<std::weak_ptr<Frame>> closure(frames_.begin(), frames_.end());
   return Value::function(s.name, [def, closure](Evaluator& ev, CallArgs& args) -> Value {
-    if (ev.call_depth_ >= ev.limits_.max_call_depth)
-      ev.fail("macro '" + def->name + "' calls nest deeper than " + std::to_string(ev.limits_.max_call_depth) + " levels");
+    if (ev.call_depth_ >= ev.limits().max_call_depth)
+      ev.fail("macro '" + def->name + "' calls nest deeper than " + std::to_string(ev.limits().max_call_depth) + " levels");
     if (args.positional.size() > def->params.size())
       ev.fail("macro '" + def->name + "' takes " + std::to_string(def->params.size()) + " arguments, got " +
               std::to_string(args.positional.size()));

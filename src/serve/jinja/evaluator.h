@@ -34,7 +34,7 @@ class Evaluator {
   [[noreturn]] void fail(const std::string& message) const;
   // The render's limits and the work counted against them (work.h).
   Work& work() { return work_; }
-  const RenderLimits& limits() const { return limits_; }
+  const RenderLimits& limits() const { return work_.limits(); }
 
  private:
   using Frame = std::unordered_map<std::string, Value>;
@@ -57,7 +57,6 @@ class Evaluator {
   void assign(const std::string& name, Value v);
 
   const Dict& globals_;
-  RenderLimits limits_;
   Work work_;
   std::vector<std::shared_ptr<Frame>> frames_;
   std::string* out_ = nullptr;

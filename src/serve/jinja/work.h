@@ -25,7 +25,7 @@ class Work {
 
   // Counts `n` steps; TemplateError "the template runs more than N steps" past the limit.
   void steps(std::int64_t n);
-  // Counts `n` bytes touched (saturating); TemplateError naming `what` and the limit past it.
+  // Counts `n` bytes touched; TemplateError naming `what` and the limit past it.
   void bytes(std::uint64_t n, const char* what);
   // bytes(per_item * items), without overflow.
   void bytes(std::uint64_t per_item, std::uint64_t items, const char* what);
