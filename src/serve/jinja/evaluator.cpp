@@ -346,7 +346,9 @@ Value Evaluator::item(const Value& obj, const Value& key) {
         i += static_cast<std::int64_t>(count_chars(t));
       }
       std::size_t at = 0;
-      for (std::int64_t c = 0; c < i && at < t.size(); ++c) at += char_len(t, at);
+      if (is_ascii(t)) at = i < 0 ? t.size() : static_cast<std::size_t>(std::min<std::int64_t>(i, static_cast<std::int64_t>(t.size())));
+      else
+        for (std::int64_t c = 0; c < i && at < t.size(); ++c) at += char_len(t, at);
       if (i >= 0 && at < t.size()) return Value(t.substr(at, char_len(t, at)));
     }
     return Value::undefined("index " + std::to_string(k) + " is out of range");

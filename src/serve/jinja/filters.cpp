@@ -367,6 +367,7 @@ Value f_reverse(Evaluator& ev, const Value& v, CallArgs& a) {
   if (v.is_string()) {  // by characters: each written at its mirrored place
     const std::string& t = v.as_string();
     ev.work().bytes(kCharCost, t.size(), "reversing a string");
+    if (is_ascii(t)) return Value(std::string(t.rbegin(), t.rend()));
     std::string out(t.size(), '\0');
     for (std::size_t i = 0; i < t.size();) {
       const std::size_t n = char_len(t, i);

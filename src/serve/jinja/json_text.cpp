@@ -7,27 +7,32 @@
 
 #include "serve/jinja/builtins.h"
 #include "serve/jinja/evaluator.h"
+#include "serve/jinja/string_ops.h"
 
 namespace plexus::jinja {
 namespace {
 
 constexpr char kHex[] = "0123456789abcdef";
 
+// The bytes JSON escapes (NUL too: next_special stops at it).
+constexpr char kJsonSpecial[] = "\"\\\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d\x0e\x0f\x10\x11\x12\x13\x14\x15\x16\x17\x18\x19\x1a\x1b\x1c\x1d\x1e\x1f";
+
 // The bytes `quote` writes for s.
-std::uint64_t quoted_size(std::string_view s) {
-  std::uint64_t n = 2;
-  for (unsigned char c : s)
-    n += c == '"' || c == '\\' || c == '\n' || c == '\r' || c == '\t' || c == '\b' || c == '\f' ? 2 : c < 0x20 ? 6 : 1;
+std::uint64_t quoted_size(const std::string& s) {
+  std::uint64_t n = 2 + s.size();
+  for (std::size_t i = next_special(s, 0, kJsonSpecial); i < s.size(); i = next_special(s, i + 1, kJsonSpecial)) {
+    const char c = s[i];
+    n += c == '"' || c == '\\' || c == '\n' || c == '\r' || c == '\t' || c == '\b' || c == '\f' ? 1 : 5;
+  }
   return n;
 }
 
-void quote(std::string& out, std::string_view s) {
+void quote(std::string& out, const std::string& s) {
   out.push_back('"');
   std::size_t run = 0;  // where the bytes copied as they are start
-  for (std::size_t i = 0; i < s.size(); ++i) {
+  for (std::size_t i = next_special(s, 0, kJsonSpecial); i < s.size(); i = next_special(s, i + 1, kJsonSpecial)) {
     const auto c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x20 && c != '"' && c != '\\') continue;
-    out.append(s.substr(run, i - run));
+    out.append(s, run, i - run);
     run = i + 1;
     switch (c) {
       case '"': out += "\\\""; break;
@@ -40,7 +45,7 @@ void quote(std::string& out, std::string_view s) {
       default: out += {'\\', 'u', '0', '0', kHex[c >> 4], kHex[c & 15]};
     }
   }
-  out.append(s.substr(run));
+  out.append(s, run, std::string::npos);
   out.push_back('"');
 }
 
@@ -60,7 +65,7 @@ struct Writer {
     reserve(s.size());
     out.append(s);
   }
-  void string(std::string_view s) {
+  void string(const std::string& s) {
     ev.work().bytes(kCharCost, s.size(), "writing JSON");  // the measuring scan and the escaping copy
     reserve(quoted_size(s));
     quote(out, s);

@@ -230,7 +230,9 @@ Value slice(Evaluator& ev, const Value& obj, const Value& start, const Value& st
   if (obj.is_string()) {
     const std::string& t = obj.as_string();
     std::string out;
-    if (size == t.size()) {  // one byte per character
+    if (size == t.size() && st == 1) {  // one byte per character, one run
+      out.assign(t, static_cast<std::size_t>(from), count);
+    } else if (size == t.size()) {  // one byte per character
       out.reserve(count);
       for (std::uint64_t k = 0; k < count; ++k) out.push_back(t[index(k)]);
     } else if (st == 1) {  // one run of characters

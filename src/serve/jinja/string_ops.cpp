@@ -2,6 +2,7 @@
 #include "serve/jinja/string_ops.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "serve/jinja/text_search.h"
 #include "tokenizer/utf8.h"
@@ -19,7 +20,23 @@ std::size_t char_len(std::string_view s, std::size_t i) {
   return n;
 }
 
+bool is_ascii(std::string_view s) {
+  std::size_t i = 0;
+  for (std::uint64_t word = 0; i + 8 <= s.size(); i += 8) {
+    std::memcpy(&word, s.data() + i, 8);
+    if (word & 0x8080808080808080ull) return false;
+  }
+  for (; i < s.size(); ++i)
+    if (static_cast<unsigned char>(s[i]) >= 0x80) return false;
+  return true;
+}
+
+std::size_t next_special(const std::string& s, std::size_t from, const char* set) {
+  return from >= s.size() ? s.size() : from + std::strcspn(s.c_str() + from, set);
+}
+
 std::size_t count_chars(std::string_view s) {
+  if (is_ascii(s)) return s.size();
   std::size_t n = 0;
   for (std::size_t i = 0; i < s.size(); i += char_len(s, i)) ++n;
   return n;

@@ -14,6 +14,11 @@ namespace plexus::jinja {
 std::size_t char_len(std::string_view s, std::size_t i);  // bytes of the character at s[i]
 std::size_t count_chars(std::string_view s);
 std::size_t prev_char_start(std::string_view s, std::size_t end);  // where the character before `end` starts
+// Whether every byte is ASCII (8 bytes at a time: the character loops' fast path).
+bool is_ascii(std::string_view s);
+// The first byte at or after `from` that is NUL or in `set` (s.size() when none): the C
+// library's strcspn, so escaping loops skip plain text at memchr's speed.
+std::size_t next_special(const std::string& s, std::size_t from, const char* set);
 
 // str.strip/lstrip/rstrip(chars); `chars` null: Python's whitespace.
 std::string strip(std::string_view s, const std::string* chars, bool left, bool right);

@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "serve/chat_template.h"
+#include "serve/jinja/string_ops.h"
 #include "serve/jinja/work.h"
 
 namespace plexus::jinja {
@@ -206,25 +207,27 @@ class ReprWriter {
 
   // Python's repr of a string: quoted with ' (or " when it holds ' and no "), escapes for
   // backslash, the quote and control characters. Its size is measured before it is written.
-  void string(std::string_view s) {
+  void string(const std::string& s) {
     if (!work_ && s.size() > cap_) {  // brief: the start is enough
       string(s.substr(0, cap_));
       return;
     }
     if (work_) work_->bytes(kCharCost, s.size(), "printing a string");  // the measuring scan and the escaping copy
     const char q = (s.find('\'') != std::string::npos && s.find('"') == std::string::npos) ? '"' : '\'';
-    std::size_t size = 2;
-    for (unsigned char c : s)
-      size += (c == '\\' || c == static_cast<unsigned char>(q) || c == '\n' || c == '\r' || c == '\t') ? 2
-              : (c < 0x20 || c == 0x7f)                                                             ? 4
-                                                                                                    : 1;
+    // The bytes escaped (NUL too: next_special stops at it); plain runs are skipped by strcspn.
+    char special[40] = "\\\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d\x0e\x0f\x10\x11\x12\x13\x14\x15\x16\x17\x18\x19\x1a\x1b\x1c\x1d\x1e\x1f\x7f";
+    special[std::strlen(special)] = q;
+    std::size_t size = 2 + s.size();
+    for (std::size_t i = next_special(s, 0, special); i < s.size(); i = next_special(s, i + 1, special)) {
+      const char c = s[i];
+      size += c == '\\' || c == q || c == '\n' || c == '\r' || c == '\t' ? 1 : 3;
+    }
     reserve(size);
     out_.push_back(q);
     std::size_t run = 0;  // where the bytes copied as they are start
-    for (std::size_t i = 0; i < s.size(); ++i) {
+    for (std::size_t i = next_special(s, 0, special); i < s.size(); i = next_special(s, i + 1, special)) {
       const auto c = static_cast<unsigned char>(s[i]);
-      if (c >= 0x20 && c != 0x7f && c != '\\' && c != static_cast<unsigned char>(q)) continue;
-      out_.append(s.substr(run, i - run));
+      out_.append(s, run, i - run);
       run = i + 1;
       if (c == '\n') out_ += "\\n";
       else if (c == '\r') out_ += "\\r";
@@ -232,7 +235,7 @@ class ReprWriter {
       else if (c == '\\' || c == static_cast<unsigned char>(q)) out_ += {'\\', static_cast<char>(c)};
       else out_ += {'\\', 'x', "0123456789abcdef"[c >> 4], "0123456789abcdef"[c & 15]};
     }
-    out_.append(s.substr(run));
+    out_.append(s, run, std::string::npos);
     out_.push_back(q);
   }
 
