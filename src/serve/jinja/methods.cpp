@@ -53,6 +53,7 @@ Value m_split(Evaluator& ev, const Value& s, CallArgs& a) {
   if (sep.is_undefined() || sep.is_none()) return string_list(ev, split(t, nullptr, n, ev.limits().max_items));
   if (!sep.is_string()) ev.fail("split() separator must be str or None, not " + sep.type_name());
   if (sep.as_string().empty()) ev.fail("split(): empty separator");
+  ev.work().bytes(kSearchCost - kCharCost, t.size(), "splitting a string");  // a search, not only a scan
   ev.work().bytes(sizeof(std::uint32_t) + 1, sep.as_string().size(), "splitting a string");
   return string_list(ev, split(t, &sep.as_string(), n, ev.limits().max_items));
 }
