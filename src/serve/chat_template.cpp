@@ -154,8 +154,8 @@ std::string ChatTemplate::render(const ChatInput& input) const {
     vars.set("tools", Value::from_json(input.tools));
     vars.set("documents", Value::none());
     vars.set("add_generation_prompt", Value(input.add_generation_prompt));
-    vars.set("raise_exception", Value::function("raise_exception", [](jinja::Evaluator&, jinja::CallArgs& a) -> Value {
-      throw TemplateRaised(a.positional.empty() ? std::string() : a.positional[0].str());
+    vars.set("raise_exception", Value::function("raise_exception", [](jinja::Evaluator& ev, jinja::CallArgs& a) -> Value {
+      throw TemplateRaised(a.positional.empty() ? std::string() : a.positional[0].str(ev.work()));
     }));
     const std::function<double()> now = impl_->now;
     vars.set("strftime_now", Value::function("strftime_now", [now](jinja::Evaluator& ev, jinja::CallArgs& a) -> Value {

@@ -1,11 +1,16 @@
 // `plexus chat-template` as a user runs it: the golden conversations of both models rendered
-// by the real binary match the goldens line for line; bad input exits 2 naming the file.
+// by the real binary match the goldens line for line; bad input exits 2 naming the file;
+// hostile templates (issue 32) get an error line quickly, in bounded memory.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <sstream>
 
 #include "core/json.h"
+#include "core/mmap_file.h"
 #include "test_util.h"
 
 namespace plexus::testing {
@@ -98,6 +103,83 @@ TEST(ChatTemplateCliTest, BadInputExitsTwo) {
   r = run_plexus("chat-template --help");
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_NE(r.out.find("--jsonl"), std::string::npos);
+}
+
+struct MeasuredRun {
+  int exit_code = -1;
+  std::string out, err;
+  long peak_rss_mb = 0;
+};
+
+// `plexus ARGS` killed after 120 s, with its peak resident memory (wait4's ru_maxrss covers
+// `timeout` and the plexus it waited for).
+MeasuredRun run_measured(const std::string& args) {
+  TempDir tmp("chat_template_measured");
+  const std::string command = "exec timeout -s KILL 120 env CUDA_VISIBLE_DEVICES= " + shell_quote(PLEXUS_BINARY) + " " +
+                              args + " >" + shell_quote(tmp / "out") + " 2>" + shell_quote(tmp / "err") + " </dev/null";
+  const pid_t pid = fork();
+  if (pid == 0) {
+    execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  MeasuredRun r;
+  int status = 0;
+  rusage usage{};
+  if (pid < 0 || wait4(pid, &status, 0, &usage) != pid) return r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = read_text_file_or_empty(tmp / "out");
+  r.err = read_text_file_or_empty(tmp / "err");
+  r.peak_rss_mb = usage.ru_maxrss / 1024;
+  return r;
+}
+
+// Renders `source` as a model's chat template for one empty conversation: the output line.
+OJson render_hostile(const TempDir& dir, const std::string& source, long* peak_rss_mb) {
+  write_text(dir / "chat_template.jinja", source);
+  write_text(dir / "in.jsonl", "{\"messages\": []}\n");
+  const MeasuredRun r = run_measured("chat-template " + shell_quote(dir.path()) + " --jsonl " + shell_quote(dir / "in.jsonl"));
+  EXPECT_EQ(r.exit_code, 0) << source << "\n" << r.err;
+  *peak_rss_mb = r.peak_rss_mb;
+  return r.exit_code == 0 ? OJson::parse(r.out) : OJson::object();
+}
+
+TEST(ChatTemplateCliTest, HostileTemplatesAnswerQuicklyInBoundedMemory) {
+  TempDir dir("chat_template_cli_hostile");
+  long base_mb = 0, peak_mb = 0;
+  EXPECT_EQ(render_hostile(dir, "{{ 'ok' }}", &base_mb), OJson({{"rendered", "ok"}}));
+  // Issue 32's templates, exactly: each ran past 60 s or allocated gigabytes. Now an error
+  // naming the limit (or jinja2's result), its memory within the work budget (512 MiB) and
+  // ASan's slack of the process that rendered 'ok'.
+  const std::string big = "{% set s = 'a' * 60000000 %}{% set t = 'a' * 59999999 ~ 'b' %}";
+  const std::pair<std::string, std::string> cases[] = {
+      {big + "{{ t in [s] * 1000000 }}", "touches more than 536870912 bytes"},
+      {big + "{{ ([s, t] * 500000) | sort | length }}", "touches more than 536870912 bytes"},
+      {big + "{{ ([s, t] * 500000) | unique | list | length }}", "touches more than 536870912 bytes"},
+      {big + "{{ ([s, t] * 500000) | max | length }}", "touches more than 536870912 bytes"},
+      {big + "{% set u = 'a' * 60000000 %}{{ [s] * 1000000 == [u] * 1000000 }}", "touches more than 536870912 bytes"},
+      {big + "{{ {'a': s, 'b': t, 'c': s, 'd': t, 'e': s, 'f': t, 'g': s, 'h': t} | dictsort(by='value') }}",
+       "touches more than 536870912 bytes"},
+      {big + "{{ ([{'k': s}, {'k': t}] * 500000) | sort(attribute='k') | length }}", "touches more than 536870912 bytes"},
+      {"{{ range(10) | batch(10**8, 'x') | list | length }}", "a list grows past 1000000 items"},
+      {"{{ ('a' * 60000000) | replace('a', 'a' * 1000) | length }}", "more than"},
+      {"{{ range(0, 2**63-1, 2**62) | list }}", "integer overflow in 2 ** 63 (past 64 bits)"},
+      {"{{ '%999999999d' % 1 }}", "makes a string past the 67108864-byte output limit"},
+      {"{{ (1e308*10) | int }}", "cannot convert float infinity to integer"},
+  };
+  for (const auto& [source, error] : cases) {
+    const OJson got = render_hostile(dir, source, &peak_mb);
+    EXPECT_NE(got.value("error", std::string()).find(error), std::string::npos) << source << ": " << got.dump();
+    EXPECT_LT(peak_mb - base_mb, 1536) << source;
+  }
+  const std::pair<std::string, std::string> results[] = {
+      {"{{ range(0, 9223372036854775807, 4611686018427387904) | list }}", "[0, 4611686018427387904]"},
+      {"{{ range(-9223372036854775807 - 1, 9223372036854775807, 4611686018427387904) | length }}", "4"},
+      {"{{ 'ff' | int(base=16) }}", "255"},
+  };
+  for (const auto& [source, rendered] : results) {
+    EXPECT_EQ(render_hostile(dir, source, &peak_mb), OJson({{"rendered", rendered}})) << source;
+    EXPECT_LT(peak_mb - base_mb, 256) << source;
+  }
 }
 
 }  // namespace

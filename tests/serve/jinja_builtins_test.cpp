@@ -137,5 +137,60 @@ TEST(JinjaGlobalsTest, RangeNamespaceDict) {
   EXPECT_EQ(render("{{ dict(a=1, b=2) }}|{{ namespace(a=1).a }}"), "{'a': 1, 'b': 2}|1");
 }
 
+// Issue 32: where the engine differed from jinja2 (expected outputs from jinja2 3.1 with
+// transformers' settings), or now fails with an error where jinja2's integers outgrow 64 bits.
+TEST(JinjaFiltersTest, IntAndFloatAsJinja2) {
+  EXPECT_EQ(render("{{ 'ff' | int(base=16) }}|{{ 'FF' | int(16) }}|{{ '0x1F' | int(base=16) }}|{{ '0x10' | int(base=0) }}"
+                   "|{{ '010' | int(base=0) }}|{{ '0b_101' | int(base=0) }}|{{ ' -12 ' | int }}|{{ '1_000' | int }}"
+                   "|{{ '1__0' | int }}|{{ '42.5' | int }}|{{ '42.5' | int(base=16) }}|{{ 'zz' | int(base=36) }}"
+                   "|{{ 'ff' | int(base=1) }}|{{ '12' | int(base='x') }}|{{ 'nan' | int }}|{{ 'inf' | int }}"
+                   "|{{ 'junk' | int(7) }}|{{ none | int }}|{{ [1] | int(3) }}|{{ -3.99 | int }}|{{ true | int }}"),
+            "255|16|31|16|10|5|-12|1000|0|42|42|1295|0|12|0|0|7|0|3|-3|1");
+  EXPECT_EQ(render("{{ x | int }}|{{ x | int(4) }}", {{"x", std::nan("")}}), "0|4");
+  // int() of an infinite float raises in jinja2 (its OverflowError is not caught).
+  EXPECT_NE(render_error("{{ (1e308 * 10) | int }}").find("cannot convert float infinity to integer"), std::string::npos);
+  EXPECT_NE(render_error("{{ '99999999999999999999' | int }}").find("past 64-bit integers"), std::string::npos);
+  EXPECT_NE(render_error("{{ 1e300 | int }}").find("past 64-bit integers"), std::string::npos);
+  EXPECT_EQ(render("{{ '0x10' | float }}|{{ '1_0.5e1_0' | float }}|{{ '.5' | float }}|{{ '5.' | float }}|{{ '1e' | float }}"
+                   "|{{ '-Infinity' | float }}|{{ 'nan' | float }}|{{ 'infinit' | float(2.5) }}|{{ ' 2 ' | float }}"),
+            "0.0|105000000000.0|0.5|5.0|0.0|-inf|nan|2.5|2.0");
+}
+
+TEST(JinjaFiltersTest, PrintfAsPython) {
+  EXPECT_EQ(render("{{ '%5s|%-5s|%05d|%+d|% d|%x|%X|%#x|%#o|%o|%e|%.3g|%010.2f|%c|%c|%.1s|%5.1s|' % ('é', 'ab', -42, 5, 5, "
+                   "255, 255, 255, 8, 8, 12345.678, 0.0001234, -3.14159, 65, 'é', 'éa', 'xy') }}"),
+            "    é|ab   |-0042|+5| 5|ff|FF|0xff|0o10|10|1.234568e+04|0.000123|-000003.14|A|é|é|    x|");
+  EXPECT_EQ(render("{{ '%x|%#08x|%-08d|%.5d|%*d|%i|%u|%+.2f|' % (-255, 255, 5, -3, 4, 1, 3.9, -2.5, 1e308 * 10) }}"),
+            "-ff|0x0000ff|5       |-00003|   1|3|-2|+inf|");
+  // Widths are honoured in full (jinja2 prints 999,999,999 characters): past the output limit, an error naming it.
+  EXPECT_EQ(render("{{ ('%300d' % 1) | length }}|{{ ('%.300d' % 1) | length }}"), "300|300");
+  EXPECT_NE(render_error("{{ '%999999999d' % 1 }}").find("width or precision of 999999999 makes a string past the 67108864-byte"),
+            std::string::npos);
+  EXPECT_NE(render_error("{{ '%.999999999f' % 1.5 }}").find("67108864-byte output limit"), std::string::npos);
+  EXPECT_NE(render_error("{{ '%x' % 3.0 }}").find("an integer is required, not float"), std::string::npos);
+  EXPECT_NE(render_error("{{ '%d' % (1e308 * 10) }}").find("cannot convert float infinity"), std::string::npos);
+}
+
+TEST(JinjaFiltersTest, SortingStrippingSplittingAsJinja2) {
+  // A reversed sort keeps equal items in their order (Python's sorted(reverse=True)); min, max and
+  // sort fold case unless case_sensitive; "a,b" sorts by both.
+  EXPECT_EQ(render("{{ [{'a':1,'n':'x'},{'a':1,'n':'y'},{'a':0,'n':'z'}] | sort(attribute='a', reverse=true) | map(attribute='n') | join }}"
+                   "|{{ [{'a':1,'b':2},{'a':1,'b':1},{'a':0,'b':5}] | sort(attribute='a,b') | map(attribute='b') | join }}"
+                   "|{{ ['B','a'] | max }}{{ ['B','a'] | min }}{{ ['B','a'] | max(case_sensitive=true) }}"
+                   "|{{ ['b','A','a','B'] | sort }}|{{ {'b':1,'A':2, 'a': 0} | dictsort }}"),
+            "xyz|512|Baa|['A', 'a', 'b', 'B']|[('A', 2), ('a', 0), ('b', 1)]");
+  EXPECT_EQ(render("{{ [1, 1.0, True, 'a', 'A', 'a'] | unique | list }}|{{ ['a', 'A'] | unique(case_sensitive=true) | list }}"
+                   "|{{ [(1, 2), (1, 2)] | unique | list }}"),
+            "[1, 'a']|['a', 'A']|[(1, 2)]");
+  EXPECT_NE(render_error("{{ [[1], [2]] | unique | list }}").find("unhashable type: 'list'"), std::string::npos);
+  // Characters are code points: strip, replace(''), slices and indexes of non-ASCII text.
+  EXPECT_EQ(render("{{ 'éaè'.strip('è') }}|{{ 'ééaé'.rstrip('é') }}|{{ 'é'.replace('', '-') }}|{{ 'abc'.replace('', '-', 2) }}"
+                   "|{{ 'héllo'[1:3] }}|{{ 'héllo'[::-2] }}|{{ 'héllo'[-4] }}|{{ 'héllo' | reverse }}|{{ 'héllo' | last }}"),
+            "éa|ééa|-é-|-a-bc|él|olh|é|olléh|o");
+  EXPECT_EQ(render("{{ 'a\\x0bb\\x0cc\\r\\nd\\x1ce'.splitlines() }}|{{ 'a\\n  \\nb' | indent(2) }}|{{ [1, [2]] | tojson(indent='-') }}"),
+            "['a', 'b', 'c', 'd', 'e']|a\n    \n  b|[\n-1,\n-[\n--2\n-]\n]");
+  EXPECT_NE(render_error("{{ 'a}b'.format() }}").find("single '}'"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace plexus::testing

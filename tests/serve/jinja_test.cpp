@@ -223,16 +223,16 @@ TEST(JinjaTest, HostileValuesStayAcyclicShallowAndSmall) {
   // Shared sublists: printing and comparing them is bounded, not exponential.
   const std::string dag = "{% set ns = namespace(x=1, y=1) %}{% for i in range(100) %}{% set ns.x = [ns.x, ns.x] %}"
                           "{% set ns.y = [ns.y, ns.y] %}{% endfor %}";
-  EXPECT_NE(render_error(dag + "{{ ns.x }}").find("printing a value takes more than"), std::string::npos);
-  EXPECT_NE(render_error(dag + "{{ ns.x == ns.y }}").find("comparing values takes more than"), std::string::npos);
-  EXPECT_NE(render_error(dag + "{{ ns.x | tojson }}").find("grows past"), std::string::npos);
+  EXPECT_NE(render_error(dag + "{{ ns.x }}").find("more than 10000000 steps"), std::string::npos);
+  EXPECT_NE(render_error(dag + "{{ ns.x == ns.y }}").find("more than 10000000 steps"), std::string::npos);
+  EXPECT_NE(render_error(dag + "{{ ns.x | tojson }}").find("more than 10000000 steps"), std::string::npos);
   EXPECT_EQ(render(dag + "{{ ns.x == ns.x }}"), "True");
   // Lists and the work of copying them are bounded too.
   EXPECT_NE(render_error("{% set ns = namespace(x=[1]) %}{% for i in range(100) %}{% set ns.x = ns.x + ns.x %}{% endfor %}")
                 .find("a list grows past 1000000 items"),
             std::string::npos);
   EXPECT_NE(render_error("{% set ns = namespace(x=[]) %}{% for i in range(1000000) %}{% set ns.x = ns.x + [i] %}{% endfor %}")
-                .find("steps"),
+                .find("copying lists: the template touches more than 536870912 bytes"),
             std::string::npos);
 }
 

@@ -1,9 +1,11 @@
-// Helpers of the built-ins: argument access, int conversion, UTF-8 characters.
-#include <cerrno>
-#include <cstdlib>
+// Helpers of the built-ins: argument access, integers, charged text search and replace,
+// attribute paths.
+#include <cmath>
 
 #include "serve/jinja/builtins.h"
 #include "serve/jinja/evaluator.h"
+#include "serve/jinja/string_ops.h"
+#include "serve/jinja/text_search.h"
 
 namespace plexus::jinja {
 
@@ -25,7 +27,7 @@ void check_args(Evaluator& ev, const CallArgs& args, const char* what, std::size
   for (const auto& [k, _] : args.keyword) {
     bool known = false;
     for (const char* name : names) known = known || k == name;
-    if (!known) ev.fail(std::string(what) + " has no argument '" + k + "'");
+    if (!known) ev.fail(std::string(what) + " has no argument " + Value(k.substr(0, 80)).brief());
   }
 }
 
@@ -34,22 +36,68 @@ std::int64_t to_int(Evaluator& ev, const Value& v, const char* what) {
   if (v.is_bool()) return v.as_bool();
   if (v.is_float() && std::isfinite(v.as_number()) && std::abs(v.as_number()) < 9.2e18)
     return static_cast<std::int64_t>(v.as_number());
-  ev.fail(std::string(what) + " must be an integer, got " + v.type_name() + " " + v.repr());
+  ev.fail(std::string(what) + " must be an integer, got " + v.type_name() + " " + v.brief());
 }
 
-std::vector<std::string> utf8_chars(const std::string& s) {
-  std::vector<std::string> out;
-  out.reserve(s.size());
-  for (std::size_t i = 0; i < s.size();) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    std::size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 1;
-    if (i + n > s.size()) n = 1;
-    for (std::size_t k = 1; k < n; ++k)
-      if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) n = 1;
-    out.push_back(s.substr(i, n));
-    i += n;
+std::string text_of(Evaluator& ev, const Value& v) { return v.str(ev.work()); }
+
+std::size_t find_text(Evaluator& ev, std::string_view text, std::string_view needle, std::size_t from) {
+  if (needle.empty()) return from <= text.size() ? from : std::string_view::npos;
+  if (from > text.size() || needle.size() > text.size() - from) return std::string_view::npos;
+  ev.work().bytes(kSearchCost, text.size() - from, "searching a string");
+  ev.work().bytes(sizeof(std::uint32_t) + 1, needle.size(), "searching a string");
+  return Searcher(needle).find(text, from);
+}
+
+std::string replace_text(Evaluator& ev, const std::string& s, const std::string& from, const std::string& to,
+                         std::int64_t count) {
+  Work& work = ev.work();
+  // Count first (a scan), so the result's size is checked before it is made.
+  const std::size_t n = count_text(ev, s, from, count < 0 ? SIZE_MAX : static_cast<std::uint64_t>(count));
+  std::uint64_t added = 0, size = 0;
+  if (__builtin_mul_overflow(std::uint64_t{n}, std::uint64_t{to.size()}, &added) ||
+      __builtin_add_overflow(std::uint64_t{s.size()} - std::uint64_t{n} * from.size(), added, &size))
+    size = UINT64_MAX;
+  work.check_size(size);
+  work.bytes(size + s.size(), "replacing in a string");
+  return replace(s, from, to, n);
+}
+
+std::size_t count_text(Evaluator& ev, std::string_view s, std::string_view sub, std::uint64_t max) {
+  Work& work = ev.work();
+  work.bytes(kSearchCost, s.size(), "searching a string");
+  work.bytes(sizeof(std::uint32_t) + 1, sub.size(), "searching a string");
+  // Each match costs a search's setup: counted up to what the budget affords, then charged.
+  const std::size_t n = count_occurrences(s, sub, std::min(max, work.affordable(kMatchCost) + 1));
+  work.bytes(kMatchCost, n, "searching a string");
+  return n;
+}
+
+AttrPath::AttrPath(Evaluator& ev, const Value& path) {
+  if (path.is_int()) {
+    parts_.push_back(path);
+    return;
   }
-  return out;
+  const std::string text = text_of(ev, path);
+  const std::string dot = ".";
+  ev.work().bytes(text.size(), "reading an attribute path");
+  const std::vector<std::string> parts = split(text, &dot, -1, ev.limits().max_items);
+  ev.work().check_items(parts.size());
+  for (const std::string& part : parts) {
+    // Digits index a list (jinja2's make_attrgetter); past 18 digits no list is that long.
+    const bool digits = !part.empty() && part.find_first_not_of("0123456789") == std::string::npos;
+    if (!digits) parts_.emplace_back(part);
+    else parts_.emplace_back(part.size() > 18 ? INT64_MAX : static_cast<std::int64_t>(std::stoll(part)));
+  }
+}
+
+Value AttrPath::of(Evaluator& ev, const Value& item) const {
+  Value v = item;
+  for (const Value& part : parts_) {
+    if (v.is_undefined()) return v;
+    v = ev.item(v, part);
+  }
+  return v;
 }
 
 }  // namespace plexus::jinja

@@ -1,7 +1,10 @@
 // jinja2's built-in filters, tests, global functions and the methods of strings, lists and
 // dicts that templates call (the ones Hugging Face chat templates use).
 #pragma once
+#include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "serve/jinja/value.h"
 
@@ -27,16 +30,44 @@ Value arg(Evaluator& ev, const CallArgs& args, std::size_t index, const char* na
 void check_args(Evaluator& ev, const CallArgs& args, const char* what, std::size_t n,
                 std::initializer_list<const char*> names = {});
 
-// json.dumps(v, ensure_ascii=False, indent=indent (<0: none), separators, sort_keys).
-std::string to_json_text(Evaluator& ev, const Value& v, int indent, const std::string& item_sep,
+// json.dumps(v, ensure_ascii=False, indent=indent (null: none; else each level's unit), separators,
+// sort_keys); sizes checked and bytes charged before each piece is written.
+std::string to_json_text(Evaluator& ev, const Value& v, const std::string* indent, const std::string& item_sep,
                          const std::string& key_sep, bool sort_keys);
 
 // Python's `fmt % args` (args a tuple, a dict for %(name)s, or one value).
-std::string printf_format(Evaluator& ev, const std::string& fmt, const Value& args);
+std::string printf_format(Evaluator& ev, std::string_view fmt, const Value& args);
 
-// Python int(x)/str(x) helpers shared by filters and methods.
+// The integer value of an int, bool or integral-enough float; TemplateError naming `what` otherwise.
 std::int64_t to_int(Evaluator& ev, const Value& v, const char* what);
-// Python's str.split / whitespace helpers and code point views of UTF-8 text.
-std::vector<std::string> utf8_chars(const std::string& s);
+// Python's int(text, base) (whitespace, sign, underscores, 0x/0o/0b prefixes; base 0 or 2..36)
+// and float(text) (decimal, exponent, underscores, inf, infinity, nan). nullopt when Python
+// raises ValueError; TemplateError for an integer past 64 bits (Python's are unbounded).
+std::optional<std::int64_t> parse_python_int(Evaluator& ev, std::string_view text, std::int64_t base);
+std::optional<double> parse_python_float(std::string_view text);
+// Python's int(f): TemplateError for infinity, NaN and values past 64 bits.
+std::int64_t int_of_float(Evaluator& ev, double f);
+
+// str(v), charged (a string's bytes copied; other values printed).
+std::string text_of(Evaluator& ev, const Value& v);
+// The first occurrence of `needle` in `text` at or after `from` (npos when none), in time
+// linear in both and charged so.
+std::size_t find_text(Evaluator& ev, std::string_view text, std::string_view needle, std::size_t from = 0);
+// Non-overlapping occurrences of `sub` in s (str.count), at most `max`, charged per byte and match.
+std::size_t count_text(Evaluator& ev, std::string_view s, std::string_view sub, std::uint64_t max);
+// str.replace(from, to, count) (count < 0: all), its size checked before it is made.
+std::string replace_text(Evaluator& ev, const std::string& s, const std::string& from, const std::string& to,
+                         std::int64_t count);
+
+// jinja2's attribute argument ("a.b", "items.0" or an integer index), read once and then
+// applied to each item (make_attrgetter); lookups charged.
+class AttrPath {
+ public:
+  AttrPath(Evaluator& ev, const Value& path);
+  Value of(Evaluator& ev, const Value& item) const;
+
+ private:
+  std::vector<Value> parts_;
+};
 
 }  // namespace plexus::jinja

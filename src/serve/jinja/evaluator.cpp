@@ -8,6 +8,7 @@
 #include "serve/chat_template.h"
 #include "serve/jinja/builtins.h"
 #include "serve/jinja/operators.h"
+#include "serve/jinja/string_ops.h"
 
 namespace plexus::jinja {
 
@@ -20,8 +21,8 @@ struct Evaluator::Guard {
       : ev_(ev), line_(ev.line_), column_(ev.column_), unwinding_(std::uncaught_exceptions()) {
     ev.line_ = line;
     ev.column_ = column;
-    if (++ev.depth_ > ev.limits_.max_depth)
-      ev.fail("the template nests deeper than " + std::to_string(ev.limits_.max_depth) + " levels as it runs");
+    if (++ev.depth_ > ev.limits().max_depth)
+      ev.fail("the template nests deeper than " + std::to_string(ev.limits().max_depth) + " levels as it runs");
   }
   ~Guard() {
     --ev_.depth_;
@@ -34,7 +35,7 @@ struct Evaluator::Guard {
   int unwinding_;
 };
 
-Evaluator::Evaluator(const Dict& globals, RenderLimits limits) : globals_(globals), limits_(limits) {
+Evaluator::Evaluator(const Dict& globals, RenderLimits limits) : globals_(globals), work_(limits) {
   frames_.push_back(std::make_shared<Frame>());
 }
 
@@ -42,27 +43,6 @@ void Evaluator::fail(const std::string& message) const {
   if (line_ == 0) throw TemplateError(message);
   throw TemplateError("template error at line " + std::to_string(line_) + ", column " + std::to_string(column_) +
                       ": " + message);
-}
-
-void Evaluator::check_size(std::size_t size) const {
-  if (size > limits_.max_output)
-    fail("a value or the output grows past " + std::to_string(limits_.max_output) + " bytes");
-}
-
-Value Evaluator::charge(Value v) {
-  if (v.is_string()) count_steps(static_cast<std::int64_t>(v.as_string().size() / 256));
-  if (v.is_list()) count_steps(static_cast<std::int64_t>(v.as_list().size()));
-  return v;
-}
-
-void Evaluator::check_items(std::size_t items) const {
-  if (items > limits_.max_items) fail("a list grows past " + std::to_string(limits_.max_items) + " items");
-}
-
-void Evaluator::count_steps(std::int64_t n) {
-  steps_ += n;
-  if (steps_ > limits_.max_steps)
-    fail("the template runs more than " + std::to_string(limits_.max_steps) + " steps (a loop too long?)");
 }
 
 std::string Evaluator::render(const Body& body) {
@@ -81,7 +61,8 @@ std::string Evaluator::render(const Body& body) {
 }
 
 void Evaluator::write(const std::string& s) {
-  check_size(out_->size() + s.size());
+  work_.check_size(out_->size() + s.size());
+  work_.bytes(s.size(), "writing the output");
   out_->append(s);
 }
 
@@ -120,10 +101,10 @@ Evaluator::Flow Evaluator::exec_body(const Body& body) {
 
 Evaluator::Flow Evaluator::exec(const Stmt& s) {
   Guard g(*this, s.line, s.column);
-  count_steps(1);
+  work_.steps(1);
   switch (s.kind) {
     case Stmt::Kind::kText: write(s.text); return Flow::kNormal;
-    case Stmt::Kind::kOutput: write(eval(*s.expr).str()); return Flow::kNormal;
+    case Stmt::Kind::kOutput: write(eval(*s.expr).str(work_)); return Flow::kNormal;
     case Stmt::Kind::kIf:
       for (std::size_t i = 0; i < s.conditions.size(); ++i)
         if (eval(*s.conditions[i]).truthy()) return exec_body(s.bodies[i]);
@@ -139,7 +120,7 @@ Evaluator::Flow Evaluator::exec(const Stmt& s) {
     case Stmt::Kind::kMacro: assign(s.name, make_macro(s)); return Flow::kNormal;
     case Stmt::Kind::kFilterBlock: {
       const Value body(capture(s.body));
-      write(eval_filter(*s.expr, &body).str());
+      write(eval_filter(*s.expr, &body).str(work_));
       return Flow::kNormal;
     }
     case Stmt::Kind::kBreak: return Flow::kBreak;
@@ -152,16 +133,29 @@ Evaluator::Flow Evaluator::exec(const Stmt& s) {
 List Evaluator::iterate(const Value& v) {
   switch (v.kind()) {
     case Value::Kind::kUndefined: return {};
-    case Value::Kind::kList: count_steps(static_cast<std::int64_t>(v.as_list().size())); return v.as_list();
+    case Value::Kind::kList:
+      work_.steps(static_cast<std::int64_t>(v.as_list().size()));
+      work_.bytes(kItemBytes, v.as_list().size(), "copying a list");
+      return v.as_list();
     case Value::Kind::kDict: {
+      work_.steps(static_cast<std::int64_t>(v.as_dict().size()));
       List keys;
-      for (const auto& [k, _] : v.as_dict().items()) keys.emplace_back(k);
+      for (const auto& [k, _] : v.as_dict().items()) {
+        work_.bytes(kItemBytes + k.size(), "listing a dict's keys");
+        keys.emplace_back(k);
+      }
       return keys;
     }
     case Value::Kind::kString: {
-      count_steps(static_cast<std::int64_t>(v.as_string().size()));
+      // A list of one-character strings: a step and an item (with its string) per character.
+      const std::string& t = v.as_string();
+      work_.bytes(kCharCost, t.size(), "counting characters");
+      const std::size_t n = count_chars(t);
+      work_.check_items(n);
+      work_.steps(static_cast<std::int64_t>(n));
+      work_.bytes(kItemBytes + sizeof(std::string), n, "splitting a string into characters");
       List chars;
-      for (auto& c : utf8_chars(v.as_string())) chars.emplace_back(std::move(c));
+      for (std::size_t i = 0; i < t.size(); i += char_len(t, i)) chars.emplace_back(t.substr(i, char_len(t, i)));
       return chars;
     }
     case Value::Kind::kNone:
@@ -174,7 +168,7 @@ List Evaluator::iterate(const Value& v) {
 }
 
 Evaluator::Flow Evaluator::exec_for(const Stmt& s) {
-  const List all = iterate(eval(*s.expr));
+  List items = iterate(eval(*s.expr));
   frames_.push_back(std::make_shared<Frame>());
   struct Pop {
     ~Pop() { frames.pop_back(); }
@@ -190,15 +184,14 @@ Evaluator::Flow Evaluator::exec_for(const Stmt& s) {
       fail("cannot unpack " + std::to_string(parts.size()) + " values into " + std::to_string(s.targets.size()) + " names");
     for (std::size_t i = 0; i < parts.size(); ++i) assign(s.targets[i], parts[i]);
   };
-  List items;
   if (s.filter) {
-    for (const Value& item : all) {
-      count_steps(1);
+    List kept;
+    for (const Value& item : items) {
+      work_.steps(1);
       bind(item);
-      if (eval(*s.filter).truthy()) items.push_back(item);
+      if (eval(*s.filter).truthy()) kept.push_back(item);
     }
-  } else {
-    items = all;
+    items = std::move(kept);
   }
   if (items.empty()) {
     return exec_body(s.else_body);
@@ -215,17 +208,22 @@ Evaluator::Flow Evaluator::exec_for(const Stmt& s) {
     if (a.positional.empty()) ev.fail("loop.cycle() needs at least one value");
     return a.positional[static_cast<std::size_t>(*index) % a.positional.size()];
   }));
+  constexpr std::size_t kFirstChanging = 4;  // after length, depth, depth0, cycle
+  for (const char* name : {"index", "index0", "revindex", "revindex0", "first", "last", "previtem", "nextitem"})
+    fields.set(name, Value());
   for (std::int64_t i = 0; i < n; ++i) {
-    count_steps(1);
+    work_.steps(1);
     *index = i;
-    fields.set("index", Value(i + 1));
-    fields.set("index0", Value(i));
-    fields.set("revindex", Value(n - i));
-    fields.set("revindex0", Value(n - i - 1));
-    fields.set("first", Value(i == 0));
-    fields.set("last", Value(i == n - 1));
-    fields.set("previtem", i > 0 ? items[static_cast<std::size_t>(i - 1)] : Value::undefined("there is no loop.previtem"));
-    fields.set("nextitem", i + 1 < n ? items[static_cast<std::size_t>(i + 1)] : Value::undefined("there is no loop.nextitem"));
+    // The fields that change, in the order they were first set (by position: no lookups).
+    auto field = [&](std::size_t k) -> Value& { return fields.value_at(kFirstChanging + k); };
+    field(0) = Value(i + 1);
+    field(1) = Value(i);
+    field(2) = Value(n - i);
+    field(3) = Value(n - i - 1);
+    field(4) = Value(i == 0);
+    field(5) = Value(i == n - 1);
+    field(6) = i > 0 ? items[static_cast<std::size_t>(i - 1)] : Value::undefined("there is no loop.previtem");
+    field(7) = i + 1 < n ? items[static_cast<std::size_t>(i + 1)] : Value::undefined("there is no loop.nextitem");
     frames_.back()->clear();  // each iteration starts from the scope outside the loop (jinja2)
     bind(items[static_cast<std::size_t>(i)]);
     assign("loop", loop);
@@ -240,7 +238,7 @@ void Evaluator::exec_set(const Stmt& s) {
     Value target = lookup(s.targets[0]);
     if (!target.is_namespace())
       fail("cannot assign attribute '" + s.attr + "' of '" + s.targets[0] + "': only a namespace() takes attributes");
-    check_storable(v, target, kMaxValueDepth);
+    check_storable(v, target, kMaxValueDepth, work_);
     target.mutable_dict().set(s.attr, std::move(v));
     return;
   }
@@ -261,8 +259,8 @@ Value Evaluator::make_macro(const Stmt& s) {
   // Weak: the macro is stored in one of these scopes, and must not keep it alive (a cycle).
   const std::vector<std::weak_ptr<Frame>> closure(frames_.begin(), frames_.end());
   return Value::function(s.name, [def, closure](Evaluator& ev, CallArgs& args) -> Value {
-    if (ev.call_depth_ >= ev.limits_.max_call_depth)
-      ev.fail("macro '" + def->name + "' calls nest deeper than " + std::to_string(ev.limits_.max_call_depth) + " levels");
+    if (ev.call_depth_ >= ev.limits().max_call_depth)
+      ev.fail("macro '" + def->name + "' calls nest deeper than " + std::to_string(ev.limits().max_call_depth) + " levels");
     if (args.positional.size() > def->params.size())
       ev.fail("macro '" + def->name + "' takes " + std::to_string(def->params.size()) + " arguments, got " +
               std::to_string(args.positional.size()));
@@ -307,7 +305,7 @@ Value Evaluator::make_macro(const Stmt& s) {
 Value Evaluator::call(const Value& fn, CallArgs& args) {
   if (fn.is_undefined()) fail(fn.name() + " (it cannot be called)");
   if (!fn.is_function()) fail("'" + fn.type_name() + "' object is not callable");
-  return charge(fn.as_function()(*this, args));
+  return fn.as_function()(*this, args);
 }
 
 Value Evaluator::attribute(const Value& obj, const std::string& name) {
@@ -318,18 +316,19 @@ Value Evaluator::attribute(const Value& obj, const std::string& name) {
   if (!m.is_undefined() || !m.name().empty()) return m;
   if (obj.is_dict())
     if (const Value* v = obj.as_dict().find(name)) return *v;
-  return Value::undefined("'" + obj.type_name() + " object' has no attribute '" + name + "'");
+  return Value::undefined("'" + obj.type_name() + " object' has no attribute " + Value(name.substr(0, 80)).brief());
 }
 
 Value Evaluator::item(const Value& obj, const Value& key) {
-  if (obj.is_undefined()) fail(obj.name() + " (reading its item " + key.repr() + ")");
+  if (obj.is_undefined()) fail(obj.name() + " (reading its item " + key.brief() + ")");
   if (obj.is_dict()) {
     if (key.is_string()) {
+      work_.bytes(key.as_string().size(), "looking up a key");
       if (const Value* v = obj.as_dict().find(key.as_string())) return *v;
       Value m = method(obj, key.as_string());  // as jinja2's getitem: then an attribute
       if (!m.is_undefined()) return m;
     }
-    return Value::undefined("'dict object' has no item " + key.repr());
+    return Value::undefined("'dict object' has no item " + key.brief());
   }
   if ((obj.is_list() || obj.is_string()) && (key.is_int() || key.is_bool())) {
     const std::int64_t k = key.is_bool() ? key.as_bool() : key.as_int();
@@ -338,15 +337,24 @@ Value Evaluator::item(const Value& obj, const Value& key) {
       const std::int64_t i = k < 0 ? k + n : k;
       if (i >= 0 && i < n) return obj.as_list()[static_cast<std::size_t>(i)];
     } else {
-      const auto chars = utf8_chars(obj.as_string());
-      const auto n = static_cast<std::int64_t>(chars.size());
-      const std::int64_t i = k < 0 ? k + n : k;
-      if (i >= 0 && i < n) return Value(chars[static_cast<std::size_t>(i)]);
+      // The k-th code point: a scan of the string (twice for a negative k, to count them).
+      const std::string& t = obj.as_string();
+      work_.bytes(kCharCost, t.size(), "indexing a string");
+      std::int64_t i = k;
+      if (k < 0) {
+        work_.bytes(kCharCost, t.size(), "indexing a string");
+        i += static_cast<std::int64_t>(count_chars(t));
+      }
+      std::size_t at = 0;
+      if (is_ascii(t)) at = i < 0 ? t.size() : static_cast<std::size_t>(std::min<std::int64_t>(i, static_cast<std::int64_t>(t.size())));
+      else
+        for (std::int64_t c = 0; c < i && at < t.size(); ++c) at += char_len(t, at);
+      if (i >= 0 && at < t.size()) return Value(t.substr(at, char_len(t, at)));
     }
     return Value::undefined("index " + std::to_string(k) + " is out of range");
   }
   if (key.is_string()) return attribute(obj, key.as_string());
-  return Value::undefined("'" + obj.type_name() + " object' has no item " + key.repr());
+  return Value::undefined("'" + obj.type_name() + " object' has no item " + key.brief());
 }
 
 void Evaluator::eval_call_args(const Expr& e, CallArgs& args) {
@@ -368,7 +376,7 @@ Value Evaluator::eval_filter(const Expr& e, const Value* hole) {
                                     : *hole;
   CallArgs args;
   eval_call_args(e, args);
-  return charge(apply_filter(*this, e.name, input, args));
+  return apply_filter(*this, e.name, input, args);
 }
 
 Value Evaluator::eval(const Expr& e) {
@@ -386,7 +394,9 @@ Value Evaluator::eval(const Expr& e) {
       Dict d;
       for (std::size_t i = 0; i + 1 < e.children.size(); i += 2) {
         const Value k = eval(*e.children[i]);
-        d.set(k.is_string() ? k.as_string() : k.str(), eval(*e.children[i + 1]));
+        const std::string key = k.is_string() ? k.as_string() : k.str(work_);
+        work_.bytes(3, key.size(), "making a dict");  // the key copied twice and hashed
+        d.set(key, eval(*e.children[i + 1]));
       }
       return Value::dict(std::move(d));
     }
@@ -400,7 +410,7 @@ Value Evaluator::eval(const Expr& e) {
       Value parts[3];
       for (int k = 0; k < 3; ++k)
         if (e.children[static_cast<std::size_t>(k) + 1]) parts[k] = eval(*e.children[static_cast<std::size_t>(k) + 1]);
-      return charge(slice(*this, obj, parts[0], parts[1], parts[2]));
+      return slice(*this, obj, parts[0], parts[1], parts[2]);
     }
     case Expr::Kind::kCall: {
       const Value fn = eval(*e.children[0]);

@@ -10,17 +10,9 @@
 
 #include "serve/jinja/ast.h"
 #include "serve/jinja/value.h"
+#include "serve/jinja/work.h"
 
 namespace plexus::jinja {
-
-struct RenderLimits {
-  std::size_t max_output = std::size_t{64} << 20;  // bytes of output, and of any one string
-  std::size_t max_items = 1'000'000;                // items of any one list made by the template
-  int max_depth = 2000;                             // nested evaluation (expressions, blocks, calls)
-  int max_call_depth = 100;                         // nested macro calls
-  std::int64_t max_steps = 10'000'000;              // statements run and loop iterations
-  std::int64_t max_range = 1'000'000;               // elements of one range()
-};
 
 class Evaluator {
  public:
@@ -40,14 +32,9 @@ class Evaluator {
 
   // TemplateError "line L, column C: MESSAGE" at the expression or statement being run.
   [[noreturn]] void fail(const std::string& message) const;
-  // TemplateError unless a string of `size` bytes fits the limits.
-  void check_size(std::size_t size) const;
-  // TemplateError unless a list of `items` fits the limits.
-  void check_items(std::size_t items) const;
-  void count_steps(std::int64_t n);
-  // Counts the work of having made `v` (a step per list item, per 256 bytes of a string); returns v.
-  Value charge(Value v);
-  const RenderLimits& limits() const { return limits_; }
+  // The render's limits and the work counted against them (work.h).
+  Work& work() { return work_; }
+  const RenderLimits& limits() const { return work_.limits(); }
 
  private:
   using Frame = std::unordered_map<std::string, Value>;
@@ -70,11 +57,10 @@ class Evaluator {
   void assign(const std::string& name, Value v);
 
   const Dict& globals_;
-  RenderLimits limits_;
+  Work work_;
   std::vector<std::shared_ptr<Frame>> frames_;
   std::string* out_ = nullptr;
   int depth_ = 0, call_depth_ = 0;
-  std::int64_t steps_ = 0;
   int line_ = 0, column_ = 0;  // where the current statement or expression starts
 };
 

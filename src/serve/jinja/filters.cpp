@@ -1,7 +1,11 @@
-// jinja2's built-in filters (the ones chat templates use), with transformers' `tojson`.
+// jinja2's built-in filters (the ones chat templates use), with transformers' `tojson`. Each
+// charges its work and checks the sizes it makes before making them (work.h).
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
+#include <unordered_map>
+#include <utility>
 
 #include "serve/jinja/builtins.h"
 #include "serve/jinja/evaluator.h"
@@ -12,31 +16,55 @@ namespace {
 
 using Filter = Value (*)(Evaluator&, const Value&, CallArgs&);
 
+// The text of a value: a string in place, anything else printed (charged) into `holder`.
+std::string_view text_view(Evaluator& ev, const Value& v, std::string& holder) {
+  if (v.is_string()) return v.as_string();
+  holder = text_of(ev, v);
+  return holder;
+}
+
+// jinja2's ignore_case: a string lower-cased (charged), other values as they are.
+Value fold_case(Evaluator& ev, const Value& v, bool case_sensitive) {
+  if (case_sensitive || !v.is_string()) return v;
+  ev.work().bytes(kCaseMapCost, v.as_string().size(), "lower-casing a string");
+  return Value(lower(v.as_string()));
+}
+
 Value f_trim(Evaluator& ev, const Value& v, CallArgs& a) {
   check_args(ev, a, "trim", 1, {"chars"});
   const Value chars = arg(ev, a, 0, "chars");
-  const std::string c = chars.is_string() ? chars.as_string() : std::string();
-  return Value(strip(v.str(), chars.is_string() ? &c : nullptr, true, true));
+  std::string holder;
+  const std::string_view s = text_view(ev, v, holder);
+  ev.work().bytes(kCharCost, std::uint64_t{s.size()} + (chars.is_string() ? chars.as_string().size() : 0), "stripping a string");
+  return Value(strip(s, chars.is_string() ? &chars.as_string() : nullptr, true, true));
 }
 
 Value f_tojson(Evaluator& ev, const Value& v, CallArgs& a) {
   check_args(ev, a, "tojson", 2, {"indent", "ensure_ascii", "separators", "sort_keys"});
   const Value indent = arg(ev, a, 0, "indent");
-  int n = -1;
-  if (indent.is_int()) n = static_cast<int>(std::clamp<std::int64_t>(indent.as_int(), 0, 64));
-  std::string item_sep = n >= 0 ? "," : ", ", key_sep = ": ";
+  // Python's json.dumps: an integer indent is that many spaces (none when negative), a string is itself.
+  std::string unit;
+  const bool indented = indent.is_int() || indent.is_string();
+  if (indent.is_string()) unit = indent.as_string();
+  if (indent.is_int() && indent.as_int() > 0) {
+    ev.work().check_size(static_cast<std::uint64_t>(indent.as_int()));
+    unit.assign(static_cast<std::size_t>(indent.as_int()), ' ');
+  }
+  std::string item_sep = indented ? "," : ", ", key_sep = ": ";
   const Value seps = arg(ev, a, 99, "separators");
   if (seps.is_list() && seps.as_list().size() == 2 && seps.as_list()[0].is_string() && seps.as_list()[1].is_string()) {
     item_sep = seps.as_list()[0].as_string();
     key_sep = seps.as_list()[1].as_string();
   }
-  return Value(to_json_text(ev, v, n, item_sep, key_sep, arg(ev, a, 99, "sort_keys").truthy()));
+  return Value(to_json_text(ev, v, indented ? &unit : nullptr, item_sep, key_sep, arg(ev, a, 99, "sort_keys").truthy()));
 }
 
 Value f_length(Evaluator& ev, const Value& v, CallArgs& a) {
   check_args(ev, a, "length", 0);
   switch (v.kind()) {
-    case Value::Kind::kString: return Value(static_cast<std::int64_t>(utf8_chars(v.as_string()).size()));
+    case Value::Kind::kString:
+      ev.work().bytes(kCharCost, v.as_string().size(), "counting characters");
+      return Value(static_cast<std::int64_t>(count_chars(v.as_string())));
     case Value::Kind::kList: return Value(static_cast<std::int64_t>(v.as_list().size()));
     case Value::Kind::kDict: return Value(static_cast<std::int64_t>(v.as_dict().size()));
     case Value::Kind::kUndefined: return Value(0);
@@ -49,37 +77,35 @@ Value f_length(Evaluator& ev, const Value& v, CallArgs& a) {
   ev.fail("object of type '" + v.type_name() + "' has no len()");
 }
 
-// upper, lower, title, capitalize: a string function of the value's text.
+// upper, lower, title, capitalize: a string function of the value's text (no longer than it).
 template <std::string (*F)(const std::string&)>
 Value f_text(Evaluator& ev, const Value& v, CallArgs& a) {
   check_args(ev, a, "this filter", 0);
-  return Value(F(v.str()));
-}
-
-// The attribute path "a.b" (or an integer index) of an item, as jinja2's make_attrgetter reads it.
-Value attr_path(Evaluator& ev, const Value& item, const Value& path) {
-  if (path.is_int()) return ev.item(item, path);
-  Value v = item;
-  std::string dot = ".";
-  for (const std::string& part : split(path.str(), &dot, -1)) {
-    if (v.is_undefined()) return v;
-    bool digits = !part.empty() && std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
-    v = digits ? ev.item(v, Value(static_cast<std::int64_t>(std::stoll(part.substr(0, 18))))) : ev.item(v, Value(part));
-  }
-  return v;
+  const std::string s = text_of(ev, v);
+  ev.work().check_size(s.size());
+  ev.work().bytes(kCaseMapCost, s.size(), "changing the case of a string");
+  return Value(F(s));
 }
 
 Value f_join(Evaluator& ev, const Value& v, CallArgs& a) {
   check_args(ev, a, "join", 2, {"d", "attribute"});
-  const std::string sep = arg(ev, a, 0, "d", Value("")).str();
+  std::string sep_holder;
+  const Value d = arg(ev, a, 0, "d", Value(""));
+  const std::string_view sep = text_view(ev, d, sep_holder);
   const Value attribute = arg(ev, a, 1, "attribute");
+  const std::optional<AttrPath> path = attribute.is_undefined() ? std::nullopt : std::optional<AttrPath>(AttrPath(ev, attribute));
   std::string out;
   bool first = true;
   for (const Value& item : ev.iterate(v)) {
+    const Value x = path ? path->of(ev, item) : item;
+    std::string holder;
+    const std::string_view piece = text_view(ev, x, holder);
+    const std::uint64_t add = (first ? 0 : sep.size()) + std::uint64_t{piece.size()};
+    ev.work().check_size(out.size() + add);
+    ev.work().bytes(add, "joining strings");
     if (!first) out += sep;
     first = false;
-    out += (attribute.is_undefined() ? item : attr_path(ev, item, attribute)).str();
-    ev.check_size(out.size());
+    out += piece;
   }
   return Value(std::move(out));
 }
@@ -87,10 +113,8 @@ Value f_join(Evaluator& ev, const Value& v, CallArgs& a) {
 Value f_replace(Evaluator& ev, const Value& v, CallArgs& a) {
   check_args(ev, a, "replace", 3, {"old", "new", "count"});
   const Value count = arg(ev, a, 2, "count");
-  const std::string out = replace(v.str(), arg(ev, a, 0, "old").str(), arg(ev, a, 1, "new").str(),
-                                  count.is_undefined() || count.is_none() ? -1 : to_int(ev, count, "replace count"));
-  ev.check_size(out.size());
-  return Value(out);
+  return Value(replace_text(ev, text_of(ev, v), text_of(ev, arg(ev, a, 0, "old")), text_of(ev, arg(ev, a, 1, "new")),
+                            count.is_undefined() || count.is_none() ? -1 : to_int(ev, count, "replace count")));
 }
 
 Value f_default(Evaluator& ev, const Value& v, CallArgs& a) {
@@ -101,15 +125,33 @@ Value f_default(Evaluator& ev, const Value& v, CallArgs& a) {
   return v;
 }
 
+// first and last: the end of a list, string (a character) or dict (a key), without copying it.
+Value end_item(Evaluator& ev, const Value& v, bool last) {
+  const char* what = last ? "last of an empty sequence is undefined" : "first of an empty sequence is undefined";
+  if (v.is_list()) {
+    const List& l = v.as_list();
+    return l.empty() ? Value::undefined(what) : last ? l.back() : l.front();
+  }
+  if (v.is_string()) {
+    const std::string& t = v.as_string();
+    if (t.empty()) return Value::undefined(what);
+    const std::size_t at = last ? prev_char_start(t, t.size()) : 0;
+    return Value(t.substr(at, char_len(t, at)));
+  }
+  if (v.is_dict()) {
+    const auto& items = v.as_dict().items();
+    return items.empty() ? Value::undefined(what) : Value(last ? items.back().first : items.front().first);
+  }
+  if (v.is_undefined()) return Value::undefined(what);
+  ev.fail("'" + v.type_name() + "' object is not iterable");
+}
 Value f_first(Evaluator& ev, const Value& v, CallArgs& a) {
   check_args(ev, a, "first", 0);
-  const List items = ev.iterate(v);
-  return items.empty() ? Value::undefined("first of an empty sequence is undefined") : items.front();
+  return end_item(ev, v, false);
 }
 Value f_last(Evaluator& ev, const Value& v, CallArgs& a) {
   check_args(ev, a, "last", 0);
-  const List items = ev.iterate(v);
-  return items.empty() ? Value::undefined("last of an empty sequence is undefined") : items.back();
+  return end_item(ev, v, true);
 }
 Value f_list(Evaluator& ev, const Value& v, CallArgs& a) {
   check_args(ev, a, "list", 0);
@@ -117,31 +159,26 @@ Value f_list(Evaluator& ev, const Value& v, CallArgs& a) {
 }
 Value f_string(Evaluator& ev, const Value& v, CallArgs& a) {
   check_args(ev, a, "string", 0);
-  return Value(v.str());
+  return Value(text_of(ev, v));
 }
 
+// jinja2's int: int(value) (a string: int(value, base)); on a ValueError or TypeError,
+// int(float(value)) ("42.5" gives 42); when that fails too, the default. int() of an infinite
+// float raises (jinja2 lets OverflowError through); NaN gives the default.
 Value f_int(Evaluator& ev, const Value& v, CallArgs& a) {
   check_args(ev, a, "int", 2, {"default", "base"});
   const Value fallback = arg(ev, a, 0, "default", Value(0));
+  const Value base = arg(ev, a, 1, "base", Value(10));
   if (v.is_undefined()) ev.fail(v.name());
   if (v.is_int()) return v;
   if (v.is_bool()) return Value(static_cast<std::int64_t>(v.as_bool()));
-  if (v.is_float()) {
-    const double f = v.as_number();
-    return std::isfinite(f) && std::abs(f) < 9.2e18 ? Value(static_cast<std::int64_t>(f)) : fallback;
-  }
-  if (v.is_string()) {
-    const std::string s = strip(v.as_string(), nullptr, true, true);
-    try {
-      std::size_t used = 0;
-      const long long i = std::stoll(s, &used, 10);
-      if (used == s.size()) return Value(static_cast<std::int64_t>(i));
-      const double f = std::stod(s, &used);
-      if (used == s.size() && std::isfinite(f) && std::abs(f) < 9.2e18) return Value(static_cast<std::int64_t>(f));
-    } catch (const std::exception&) {
-    }
-  }
-  return fallback;
+  if (v.is_float()) return std::isnan(v.as_number()) ? fallback : Value(int_of_float(ev, v.as_number()));
+  if (!v.is_string()) return fallback;
+  if (base.is_int() || base.is_bool())
+    if (const auto i = parse_python_int(ev, v.as_string(), base.is_bool() ? base.as_bool() : base.as_int())) return Value(*i);
+  const auto f = parse_python_float(v.as_string());
+  if (!f || !std::isfinite(*f)) return fallback;
+  return Value(int_of_float(ev, *f));
 }
 
 Value f_float(Evaluator& ev, const Value& v, CallArgs& a) {
@@ -149,16 +186,10 @@ Value f_float(Evaluator& ev, const Value& v, CallArgs& a) {
   const Value fallback = arg(ev, a, 0, "default", Value(0.0));
   if (v.is_undefined()) ev.fail(v.name());
   if (v.is_number() || v.is_bool()) return Value(v.as_number());
-  if (v.is_string()) {
-    const std::string s = strip(v.as_string(), nullptr, true, true);
-    try {
-      std::size_t used = 0;
-      const double f = std::stod(s, &used);
-      if (used == s.size()) return Value(f);
-    } catch (const std::exception&) {
-    }
-  }
-  return fallback;
+  if (!v.is_string()) return fallback;
+  ev.work().bytes(v.as_string().size(), "reading a number");
+  const auto f = parse_python_float(v.as_string());
+  return f ? Value(*f) : fallback;
 }
 
 Value f_abs(Evaluator& ev, const Value& v, CallArgs& a) {
@@ -172,7 +203,8 @@ Value f_abs(Evaluator& ev, const Value& v, CallArgs& a) {
 Value f_round(Evaluator& ev, const Value& v, CallArgs& a) {
   check_args(ev, a, "round", 2, {"precision", "method"});
   const std::int64_t precision = std::clamp<std::int64_t>(to_int(ev, arg(ev, a, 0, "precision", Value(0)), "round precision"), -300, 300);
-  const std::string method = arg(ev, a, 1, "method", Value("common")).str();
+  const Value method_value = arg(ev, a, 1, "method", Value("common"));
+  const std::string method = method_value.is_string() ? method_value.as_string() : method_value.brief();
   if (!v.is_number() && !v.is_bool()) ev.fail("round needs a number, got " + v.type_name());
   const double scale = std::pow(10.0, static_cast<double>(precision));
   const double x = v.as_number() * scale;
@@ -180,7 +212,7 @@ Value f_round(Evaluator& ev, const Value& v, CallArgs& a) {
   if (method == "common") r = std::nearbyint(x);  // Python's round: halves to even
   else if (method == "ceil") r = std::ceil(x);
   else if (method == "floor") r = std::floor(x);
-  else ev.fail("round method must be 'common', 'ceil' or 'floor', got '" + method + "'");
+  else ev.fail("round method must be 'common', 'ceil' or 'floor', got " + Value(method.substr(0, 80)).brief());
   return Value(r / scale);
 }
 
@@ -191,14 +223,16 @@ Value select_items(Evaluator& ev, const Value& v, CallArgs& a, bool keep, bool b
   const std::size_t first_arg = by_attr ? 1 : 0;
   const Value attribute = by_attr ? arg(ev, a, 0, "attribute") : Value();
   if (by_attr && attribute.is_undefined()) ev.fail("selectattr/rejectattr need an attribute name");
+  const std::optional<AttrPath> path = by_attr ? std::optional<AttrPath>(AttrPath(ev, attribute)) : std::nullopt;
   std::string test;
   CallArgs test_args;
   if (a.positional.size() > first_arg) {
-    test = a.positional[first_arg].str();
+    const Value& name = a.positional[first_arg];
+    test = name.is_string() ? name.as_string() : name.brief();
     test_args.positional.assign(a.positional.begin() + static_cast<std::ptrdiff_t>(first_arg) + 1, a.positional.end());
   }
   for (const Value& item : ev.iterate(v)) {
-    const Value subject = by_attr ? attr_path(ev, item, attribute) : item;
+    const Value subject = path ? path->of(ev, item) : item;
     CallArgs call = test_args;
     const bool ok = test.empty() ? subject.truthy() : apply_test(ev, test, subject, call);
     if (ok == keep) out.push_back(item);
@@ -215,15 +249,16 @@ Value f_map(Evaluator& ev, const Value& v, CallArgs& a) {
   if (!v.truthy()) return Value::list({});  // jinja2 iterates only a true value
   const Value attribute = arg(ev, a, 99, "attribute");
   if (!attribute.is_undefined()) {
+    const AttrPath path(ev, attribute);
     const Value fallback = arg(ev, a, 99, "default");
     for (const Value& item : ev.iterate(v)) {
-      Value x = attr_path(ev, item, attribute);
+      Value x = path.of(ev, item);
       out.push_back(x.is_undefined() && !fallback.is_undefined() ? fallback : x);
     }
     return Value::list(std::move(out));
   }
   if (a.positional.empty()) ev.fail("map needs a filter name or attribute=");
-  const std::string name = a.positional[0].str();
+  const std::string name = a.positional[0].is_string() ? a.positional[0].as_string() : a.positional[0].brief();
   CallArgs rest;
   rest.positional.assign(a.positional.begin() + 1, a.positional.end());
   rest.keyword = a.keyword;
@@ -234,20 +269,31 @@ Value f_map(Evaluator& ev, const Value& v, CallArgs& a) {
   return Value::list(std::move(out));
 }
 
+// The key of each item: `attribute` of it (or itself), case folded; the bytes charged.
+std::vector<Value> keys_of(Evaluator& ev, const List& items, const Value& attribute, bool case_sensitive) {
+  const std::optional<AttrPath> path = attribute.is_undefined() ? std::nullopt : std::optional<AttrPath>(AttrPath(ev, attribute));
+  ev.work().bytes(kItemBytes, items.size(), "making sort keys");
+  std::vector<Value> keys;
+  keys.reserve(items.size());
+  for (const Value& item : items) keys.push_back(fold_case(ev, path ? path->of(ev, item) : item, case_sensitive));
+  return keys;
+}
+
 Value f_unique(Evaluator& ev, const Value& v, CallArgs& a) {
   check_args(ev, a, "unique", 2, {"case_sensitive", "attribute"});
+  // As jinja2: a set of the keys seen (hashes, then equality among equal hashes).
+  const List items = ev.iterate(v);
+  const std::vector<Value> keys = keys_of(ev, items, arg(ev, a, 1, "attribute"), arg(ev, a, 0, "case_sensitive", Value(false)).truthy());
+  std::unordered_multimap<std::size_t, std::size_t> seen;  // hash -> index of a kept key
   List out;
-  const Value attribute = arg(ev, a, 1, "attribute");
-  for (const Value& item : ev.iterate(v)) {
-    const Value key = attribute.is_undefined() ? item : attr_path(ev, item, attribute);
-    bool seen = false;
-    for (const Value& o : out) {
-      const Value ok = attribute.is_undefined() ? o : attr_path(ev, o, attribute);
-      seen = seen || (key.is_string() && ok.is_string() && !arg(ev, a, 0, "case_sensitive", Value(false)).truthy()
-                          ? lower(key.as_string()) == lower(ok.as_string())
-                          : equal(key, ok));
-    }
-    if (!seen) out.push_back(item);
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    const std::size_t h = hash_key(keys[i], ev.work());
+    bool found = false;
+    for (auto [it, end] = seen.equal_range(h); it != end && !found; ++it) found = equal(keys[it->second], keys[i], ev.work());
+    if (found) continue;
+    ev.work().bytes(kItemBytes, 1, "remembering the items seen");  // a node of the set
+    seen.emplace(h, i);
+    out.push_back(items[i]);
   }
   return Value::list(std::move(out));
 }
@@ -256,48 +302,79 @@ Value f_items(Evaluator& ev, const Value& v, CallArgs& a) {
   check_args(ev, a, "items", 0);
   if (v.is_undefined()) return Value::list({});
   if (!v.is_dict()) ev.fail("items needs a mapping, got " + v.type_name());
+  CallArgs none;
+  return method(v, "items").as_function()(ev, none);
+}
+
+// Python's sorted(items, key=keys[i], reverse=reverse): stable; a reversed sort keeps equal
+// items in their order too.
+Value sorted_by(Evaluator& ev, const List& items, const std::vector<Value>& keys, bool reverse) {
+  ev.work().bytes(kItemBytes, items.size(), "sorting");  // the order and the sorted list
+  std::vector<std::size_t> order(items.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  Work& work = ev.work();
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) {
+    return reverse ? less(keys[y], keys[x], work) : less(keys[x], keys[y], work);
+  });
   List out;
-  for (const auto& [k, x] : v.as_dict().items()) out.push_back(Value::list({Value(k), x}, true));
+  out.reserve(items.size());
+  for (std::size_t i : order) out.push_back(items[i]);
   return Value::list(std::move(out));
 }
 
 Value f_dictsort(Evaluator& ev, const Value& v, CallArgs& a) {
   check_args(ev, a, "dictsort", 3, {"case_sensitive", "by", "reverse"});
   if (!v.is_dict()) ev.fail("dictsort needs a mapping, got " + v.type_name());
-  const bool by_value = arg(ev, a, 1, "by", Value("key")).str() == "value";
+  const Value by = arg(ev, a, 1, "by", Value("key"));
+  if (!by.is_string() || (by.as_string() != "key" && by.as_string() != "value"))
+    ev.fail("dictsort: you can only sort by either \"key\" or \"value\"");
+  CallArgs none;
+  const Value pairs = method(v, "items").as_function()(ev, none);
   const bool cs = arg(ev, a, 0, "case_sensitive", Value(false)).truthy();
-  List out;
-  for (const auto& [k, x] : v.as_dict().items()) out.push_back(Value::list({Value(k), x}, true));
-  auto key = [&](const Value& pair) {
-    const Value& k = pair.as_list()[by_value ? 1 : 0];
-    return k.is_string() && !cs ? Value(lower(k.as_string())) : k;
-  };
-  std::stable_sort(out.begin(), out.end(), [&](const Value& x, const Value& y) { return less(key(x), key(y)); });
-  if (arg(ev, a, 2, "reverse", Value(false)).truthy()) std::reverse(out.begin(), out.end());
-  return Value::list(std::move(out));
+  ev.work().bytes(kItemBytes, pairs.as_list().size(), "making sort keys");
+  std::vector<Value> keys;
+  for (const Value& pair : pairs.as_list()) keys.push_back(fold_case(ev, pair.as_list()[by.as_string() == "value" ? 1 : 0], cs));
+  return sorted_by(ev, pairs.as_list(), keys, arg(ev, a, 2, "reverse", Value(false)).truthy());
 }
 
 Value f_sort(Evaluator& ev, const Value& v, CallArgs& a) {
   check_args(ev, a, "sort", 3, {"reverse", "case_sensitive", "attribute"});
-  List out = ev.iterate(v);
+  const List items = ev.iterate(v);
   const bool cs = arg(ev, a, 1, "case_sensitive", Value(false)).truthy();
   const Value attribute = arg(ev, a, 2, "attribute");
-  auto key = [&](const Value& item) {
-    const Value k = attribute.is_undefined() ? item : attr_path(ev, item, attribute);
-    return k.is_string() && !cs ? Value(lower(k.as_string())) : k;
-  };
-  std::stable_sort(out.begin(), out.end(), [&](const Value& x, const Value& y) { return less(key(x), key(y)); });
-  if (arg(ev, a, 0, "reverse", Value(false)).truthy()) std::reverse(out.begin(), out.end());
-  return Value::list(std::move(out));
+  std::vector<Value> keys;
+  if (attribute.is_string() && attribute.as_string().find(',') != std::string::npos) {
+    // jinja2's make_multi_attrgetter: "a,b" sorts by the list of both.
+    const std::string comma = ",";
+    ev.work().bytes(attribute.as_string().size(), "reading an attribute path");
+    std::vector<std::vector<Value>> columns;
+    for (const std::string& part : split(attribute.as_string(), &comma, -1, ev.limits().max_items))
+      columns.push_back(keys_of(ev, items, Value(part), cs));
+    ev.work().bytes(kItemBytes, std::uint64_t{items.size()} * columns.size(), "sorting");
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      List row;
+      for (const auto& column : columns) row.push_back(column[i]);
+      keys.push_back(Value::list(std::move(row)));
+    }
+  } else {
+    keys = keys_of(ev, items, attribute, cs);
+  }
+  return sorted_by(ev, items, keys, arg(ev, a, 0, "reverse", Value(false)).truthy());
 }
 
 Value f_reverse(Evaluator& ev, const Value& v, CallArgs& a) {
   check_args(ev, a, "reverse", 0);
-  if (v.is_string()) {
-    auto chars = utf8_chars(v.as_string());
-    std::string out;
-    for (auto it = chars.rbegin(); it != chars.rend(); ++it) out += *it;
-    return Value(out);
+  if (v.is_string()) {  // by characters: each written at its mirrored place
+    const std::string& t = v.as_string();
+    ev.work().bytes(kCharCost, t.size(), "reversing a string");
+    if (is_ascii(t)) return Value(std::string(t.rbegin(), t.rend()));
+    std::string out(t.size(), '\0');
+    for (std::size_t i = 0; i < t.size();) {
+      const std::size_t n = char_len(t, i);
+      for (std::size_t k = 0; k < n; ++k) out[t.size() - i - n + k] = t[i + k];
+      i += n;
+    }
+    return Value(std::move(out));
   }
   List out = ev.iterate(v);
   std::reverse(out.begin(), out.end());
@@ -307,29 +384,34 @@ Value f_reverse(Evaluator& ev, const Value& v, CallArgs& a) {
 Value f_sum(Evaluator& ev, const Value& v, CallArgs& a) {
   check_args(ev, a, "sum", 2, {"attribute", "start"});
   const Value attribute = arg(ev, a, 0, "attribute");
+  const std::optional<AttrPath> path = attribute.is_undefined() ? std::nullopt : std::optional<AttrPath>(AttrPath(ev, attribute));
   Value total = arg(ev, a, 1, "start", Value(0));
+  if (!total.is_number() && !total.is_bool()) ev.fail("sum needs a number to start from, got " + total.type_name());
   for (const Value& item : ev.iterate(v)) {
-    const Value x = attribute.is_undefined() ? item : attr_path(ev, item, attribute);
+    const Value x = path ? path->of(ev, item) : item;
     if (!x.is_number() && !x.is_bool()) ev.fail("sum needs numbers, got " + x.type_name());
-    total = total.is_float() || x.is_float() ? Value(total.as_number() + x.as_number())
-                                             : Value(total.as_int() + (x.is_bool() ? x.as_bool() : x.as_int()));
+    if (total.is_float() || x.is_float()) {
+      total = Value(total.as_number() + x.as_number());
+      continue;
+    }
+    std::int64_t r = 0;
+    if (__builtin_add_overflow(total.is_bool() ? total.as_bool() : total.as_int(), x.is_bool() ? x.as_bool() : x.as_int(), &r))
+      ev.fail("integer overflow in sum (past 64 bits)");
+    total = Value(r);
   }
   return total;
 }
 
+// jinja2's min/max: the first smallest (largest) item by its key (case folded unless case_sensitive).
 Value min_max(Evaluator& ev, const Value& v, CallArgs& a, bool want_max) {
   check_args(ev, a, want_max ? "max" : "min", 2, {"case_sensitive", "attribute"});
   const List items = ev.iterate(v);
   if (items.empty()) return Value::undefined("min/max of an empty sequence is undefined");
-  const Value attribute = arg(ev, a, 1, "attribute");
-  const Value* best = &items[0];
-  for (std::size_t i = 1; i < items.size(); ++i) {
-    const Value& x = items[i];
-    const Value kx = attribute.is_undefined() ? x : attr_path(ev, x, attribute);
-    const Value kb = attribute.is_undefined() ? *best : attr_path(ev, *best, attribute);
-    if (want_max ? less(kb, kx) : less(kx, kb)) best = &x;
-  }
-  return *best;
+  const std::vector<Value> keys = keys_of(ev, items, arg(ev, a, 1, "attribute"), arg(ev, a, 0, "case_sensitive", Value(false)).truthy());
+  std::size_t best = 0;
+  for (std::size_t i = 1; i < items.size(); ++i)
+    if (want_max ? less(keys[best], keys[i], ev.work()) : less(keys[i], keys[best], ev.work())) best = i;
+  return items[best];
 }
 Value f_max(Evaluator& ev, const Value& v, CallArgs& a) { return min_max(ev, v, a, true); }
 Value f_min(Evaluator& ev, const Value& v, CallArgs& a) { return min_max(ev, v, a, false); }
@@ -341,45 +423,76 @@ Value f_safe(Evaluator& ev, const Value& v, CallArgs& a) {
 
 Value f_escape(Evaluator& ev, const Value& v, CallArgs& a) {
   check_args(ev, a, "escape", 0);
-  std::string out;
-  for (char c : v.str()) {
+  std::string holder;
+  const std::string_view s = text_view(ev, v, holder);
+  auto escaped = [](char c) -> const char* {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&#34;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out.push_back(c);
+      case '&': return "&amp;";
+      case '<': return "&lt;";
+      case '>': return "&gt;";
+      case '"': return "&#34;";
+      case '\'': return "&#39;";
+      default: return nullptr;
     }
+  };
+  std::uint64_t size = 0;
+  for (char c : s) size += escaped(c) ? std::char_traits<char>::length(escaped(c)) : 1;
+  ev.work().check_size(size);
+  ev.work().bytes(size + s.size(), "escaping a string");
+  std::string out;
+  out.reserve(size);
+  for (char c : s) {
+    if (const char* e = escaped(c)) out += e;
+    else out.push_back(c);
   }
-  return Value(out);
+  return Value(std::move(out));
 }
 
+// jinja2's indent: each line after the first (and the first with first=true) gets the width's
+// spaces (or the width's string); lines of nothing stay as they are unless blank=true.
 Value f_indent(Evaluator& ev, const Value& v, CallArgs& a) {
   check_args(ev, a, "indent", 3, {"width", "first", "blank"});
   const Value w = arg(ev, a, 0, "width", Value(4));
-  const std::string pad = w.is_string() ? w.as_string() : std::string(static_cast<std::size_t>(std::clamp<std::int64_t>(to_int(ev, w, "indent width"), 0, 1024)), ' ');
+  std::string pad;
+  if (w.is_string()) {
+    pad = w.as_string();
+  } else {
+    const std::int64_t n = to_int(ev, w, "indent width");
+    ev.work().check_size(static_cast<std::uint64_t>(std::max<std::int64_t>(n, 0)));
+    pad.assign(static_cast<std::size_t>(std::max<std::int64_t>(n, 0)), ' ');
+  }
   const bool first = arg(ev, a, 1, "first", Value(false)).truthy();
   const bool blank = arg(ev, a, 2, "blank", Value(false)).truthy();
-  const std::string nl = "\n";
-  const auto lines = split(v.str(), &nl, -1);
-  std::string out;
+  std::string holder;
+  const std::string s = std::string(text_view(ev, v, holder)) + "\n";  // jinja2's quirk for splitlines
+  ev.work().bytes(kCharCost, s.size(), "indenting a string");
+  const std::vector<std::string> lines = splitlines(s, false, ev.limits().max_items);
+  ev.work().check_items(lines.size());
+  std::uint64_t size = first ? pad.size() : 0;
+  for (std::size_t i = 0; i < lines.size(); ++i)
+    size += lines[i].size() + (i > 0 ? 1 + ((blank || !lines[i].empty()) ? pad.size() : 0) : 0);
+  ev.work().check_size(size);
+  ev.work().bytes(size, "indenting a string");
+  std::string out = first ? pad : std::string();
   for (std::size_t i = 0; i < lines.size(); ++i) {
-    if (i) out += "\n";
-    const bool empty = strip(lines[i], nullptr, true, true).empty();
-    if ((i > 0 || first) && (blank || !empty)) out += pad;
+    if (i > 0) {
+      out += '\n';
+      if (blank || !lines[i].empty()) out += pad;
+    }
     out += lines[i];
-    ev.check_size(out.size());
   }
-  return Value(out);
+  return Value(std::move(out));
 }
 
 Value f_wordcount(Evaluator& ev, const Value& v, CallArgs& a) {
   check_args(ev, a, "wordcount", 0);
+  std::string holder;
+  const std::string_view s = text_view(ev, v, holder);
+  ev.work().bytes(s.size(), "counting words");
   // Runs of word characters (\w+), as jinja2 counts them; non-ASCII bytes count as letters.
   std::int64_t words = 0;
   bool in_word = false;
-  for (unsigned char c : v.str()) {
+  for (unsigned char c : s) {
     const bool w = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c >= 0x80;
     words += w && !in_word;
     in_word = w;
@@ -390,30 +503,37 @@ Value f_wordcount(Evaluator& ev, const Value& v, CallArgs& a) {
 // "%s and %s" | format(a, b): printf-style, as jinja2's format filter.
 Value f_format(Evaluator& ev, const Value& v, CallArgs& a) {
   if (!a.keyword.empty() && !a.positional.empty()) ev.fail("format takes positional or keyword arguments, not both");
+  std::string holder;
+  const std::string_view fmt = text_view(ev, v, holder);
   if (!a.keyword.empty()) {
     Dict d;
     for (const auto& [k, x] : a.keyword) d.set(k, x);
-    return Value(printf_format(ev, v.str(), Value::dict(std::move(d))));
+    return Value(printf_format(ev, fmt, Value::dict(std::move(d))));
   }
-  return Value(printf_format(ev, v.str(), Value::list(a.positional, true)));
+  return Value(printf_format(ev, fmt, Value::list(a.positional, true)));
 }
 
+// jinja2's batch: lists of `linecount` items, the last one filled up with fill_with (unless none).
 Value f_batch(Evaluator& ev, const Value& v, CallArgs& a) {
   check_args(ev, a, "batch", 2, {"linecount", "fill_with"});
   const std::int64_t n = to_int(ev, arg(ev, a, 0, "linecount"), "batch size");
   if (n <= 0) ev.fail("batch size must be positive");
   const Value fill = arg(ev, a, 1, "fill_with");
+  const List items = ev.iterate(v);
+  const auto size = static_cast<std::uint64_t>(n);
+  const std::uint64_t rest = items.size() % size;
+  if (rest != 0 && !fill.is_undefined() && !fill.is_none()) {
+    ev.work().check_items(size);  // the last batch is filled up to n items
+    ev.work().steps(static_cast<std::int64_t>(size - rest));
+    ev.work().bytes(kItemBytes, size - rest, "filling a batch");
+  }
   List out, cur;
-  for (const Value& x : ev.iterate(v)) {
+  for (const Value& x : items) {
     cur.push_back(x);
-    if (static_cast<std::int64_t>(cur.size()) == n) {
-      out.push_back(Value::list(std::move(cur)));
-      cur.clear();
-    }
+    if (cur.size() == size) out.push_back(Value::list(std::exchange(cur, {})));
   }
   if (!cur.empty()) {
-    if (!fill.is_undefined())
-      while (static_cast<std::int64_t>(cur.size()) < n) cur.push_back(fill);
+    if (!fill.is_undefined() && !fill.is_none()) cur.resize(static_cast<std::size_t>(size), fill);
     out.push_back(Value::list(std::move(cur)));
   }
   return Value::list(std::move(out));
@@ -441,7 +561,7 @@ const std::map<std::string, Filter>& filters() {
 Value apply_filter(Evaluator& ev, const std::string& name, const Value& value, CallArgs& args) {
   const auto& all = filters();
   const auto it = all.find(name);
-  if (it == all.end()) ev.fail("no filter named '" + name + "'");
+  if (it == all.end()) ev.fail("no filter named " + Value(name.substr(0, 80)).brief());
   return it->second(ev, value, args);
 }
 

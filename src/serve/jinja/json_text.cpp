@@ -7,13 +7,33 @@
 
 #include "serve/jinja/builtins.h"
 #include "serve/jinja/evaluator.h"
+#include "serve/jinja/string_ops.h"
 
 namespace plexus::jinja {
 namespace {
 
+constexpr char kHex[] = "0123456789abcdef";
+
+// The bytes JSON escapes (NUL too: next_special stops at it).
+constexpr char kJsonSpecial[] = "\"\\\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d\x0e\x0f\x10\x11\x12\x13\x14\x15\x16\x17\x18\x19\x1a\x1b\x1c\x1d\x1e\x1f";
+
+// The bytes `quote` writes for s.
+std::uint64_t quoted_size(const std::string& s) {
+  std::uint64_t n = 2 + s.size();
+  for (std::size_t i = next_special(s, 0, kJsonSpecial); i < s.size(); i = next_special(s, i + 1, kJsonSpecial)) {
+    const char c = s[i];
+    n += c == '"' || c == '\\' || c == '\n' || c == '\r' || c == '\t' || c == '\b' || c == '\f' ? 1 : 5;
+  }
+  return n;
+}
+
 void quote(std::string& out, const std::string& s) {
   out.push_back('"');
-  for (unsigned char c : s) {
+  std::size_t run = 0;  // where the bytes copied as they are start
+  for (std::size_t i = next_special(s, 0, kJsonSpecial); i < s.size(); i = next_special(s, i + 1, kJsonSpecial)) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    out.append(s, run, i - run);
+    run = i + 1;
     switch (c) {
       case '"': out += "\\\""; break;
       case '\\': out += "\\\\"; break;
@@ -22,81 +42,95 @@ void quote(std::string& out, const std::string& s) {
       case '\t': out += "\\t"; break;
       case '\b': out += "\\b"; break;
       case '\f': out += "\\f"; break;
-      default:
-        if (c < 0x20) {
-          char b[8];
-          std::snprintf(b, sizeof b, "\\u%04x", c);
-          out += b;
-        } else {
-          out.push_back(static_cast<char>(c));
-        }
+      default: out += {'\\', 'u', '0', '0', kHex[c >> 4], kHex[c & 15]};
     }
   }
+  out.append(s, run, std::string::npos);
   out.push_back('"');
 }
 
 struct Writer {
   Evaluator& ev;
-  int indent;
+  const std::string* indent;
   std::string item_sep, key_sep;
   bool sort_keys;
   std::string out;
 
+  // Checks and charges `n` more bytes of output before they are written.
+  void reserve(std::uint64_t n) {
+    ev.work().check_size(out.size() + n);
+    ev.work().bytes(n, "writing JSON");
+  }
+  void put(std::string_view s) {
+    reserve(s.size());
+    out.append(s);
+  }
+  void string(const std::string& s) {
+    ev.work().bytes(kCharCost, s.size(), "writing JSON");  // the measuring scan and the escaping copy
+    reserve(quoted_size(s));
+    quote(out, s);
+  }
   void newline(int level) {
+    reserve(1 + std::uint64_t{indent->size()} * static_cast<std::uint64_t>(level));
     out.push_back('\n');
-    out.append(static_cast<std::size_t>(indent) * static_cast<std::size_t>(level), ' ');
+    for (int i = 0; i < level; ++i) out += *indent;
   }
 
   void write(const Value& v, int level) {
-    ev.check_size(out.size());
     if (level > ev.limits().max_depth) ev.fail("tojson: the value nests too deep");
+    ev.work().steps(1);
     switch (v.kind()) {
-      case Value::Kind::kNone: out += "null"; return;
-      case Value::Kind::kBool: out += v.as_bool() ? "true" : "false"; return;
-      case Value::Kind::kInt: out += std::to_string(v.as_int()); return;
+      case Value::Kind::kNone: put("null"); return;
+      case Value::Kind::kBool: put(v.as_bool() ? "true" : "false"); return;
+      case Value::Kind::kInt: put(std::to_string(v.as_int())); return;
       case Value::Kind::kFloat: {
         const double f = v.as_number();
-        if (std::isnan(f)) out += "NaN";
-        else if (std::isinf(f)) out += f < 0 ? "-Infinity" : "Infinity";
-        else out += python_float(f);
+        if (std::isnan(f)) put("NaN");
+        else if (std::isinf(f)) put(f < 0 ? "-Infinity" : "Infinity");
+        else put(python_float(f));
         return;
       }
-      case Value::Kind::kString: quote(out, v.as_string()); return;
+      case Value::Kind::kString: string(v.as_string()); return;
       case Value::Kind::kList: {
         const List& l = v.as_list();
         if (l.empty()) {
-          out += "[]";
+          put("[]");
           return;
         }
-        out.push_back('[');
+        put("[");
         for (std::size_t i = 0; i < l.size(); ++i) {
-          if (i) out += item_sep;
-          if (indent >= 0) newline(level + 1);
+          if (i) put(item_sep);
+          if (indent) newline(level + 1);
           write(l[i], level + 1);
         }
-        if (indent >= 0) newline(level);
-        out.push_back(']');
+        if (indent) newline(level);
+        put("]");
         return;
       }
       case Value::Kind::kDict: {
         std::vector<const std::pair<std::string, Value>*> items;
+        ev.work().steps(static_cast<std::int64_t>(v.as_dict().size()));
         for (const auto& kv : v.as_dict().items()) items.push_back(&kv);
         if (items.empty()) {
-          out += "{}";
+          put("{}");
           return;
         }
-        if (sort_keys)
-          std::stable_sort(items.begin(), items.end(), [](auto* a, auto* b) { return a->first < b->first; });
-        out.push_back('{');
+        if (sort_keys) {
+          Work& work = ev.work();
+          std::stable_sort(items.begin(), items.end(), [&work](auto* a, auto* b) {
+            return compare_text(a->first, b->first, work) < 0;
+          });
+        }
+        put("{");
         for (std::size_t i = 0; i < items.size(); ++i) {
-          if (i) out += item_sep;
-          if (indent >= 0) newline(level + 1);
-          quote(out, items[i]->first);
-          out += key_sep;
+          if (i) put(item_sep);
+          if (indent) newline(level + 1);
+          string(items[i]->first);
+          put(key_sep);
           write(items[i]->second, level + 1);
         }
-        if (indent >= 0) newline(level);
-        out.push_back('}');
+        if (indent) newline(level);
+        put("}");
         return;
       }
       case Value::Kind::kUndefined: ev.fail(v.name() + " (tojson of an undefined value)");
@@ -107,7 +141,7 @@ struct Writer {
 
 }  // namespace
 
-std::string to_json_text(Evaluator& ev, const Value& v, int indent, const std::string& item_sep,
+std::string to_json_text(Evaluator& ev, const Value& v, const std::string* indent, const std::string& item_sep,
                          const std::string& key_sep, bool sort_keys) {
   Writer w{ev, indent, item_sep, key_sep, sort_keys, {}};
   w.write(v, 0);

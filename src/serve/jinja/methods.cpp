@@ -7,6 +7,7 @@
 #include "serve/jinja/builtins.h"
 #include "serve/jinja/evaluator.h"
 #include "serve/jinja/string_ops.h"
+#include "serve/jinja/text_search.h"
 
 namespace plexus::jinja {
 namespace {
@@ -19,13 +20,25 @@ std::string str_arg(Evaluator& ev, const CallArgs& a, std::size_t i, const char*
   return v.as_string();
 }
 
+// A list of strings made by a method, its size checked (the parts were cut at limit + 1).
+Value string_list(Evaluator& ev, std::vector<std::string> parts) {
+  ev.work().check_items(parts.size());
+  ev.work().steps(static_cast<std::int64_t>(parts.size()));
+  ev.work().bytes(kItemBytes, parts.size(), "splitting a string");
+  List out;
+  out.reserve(parts.size());
+  for (auto& p : parts) out.emplace_back(std::move(p));
+  return Value::list(std::move(out));
+}
+
 // strip/lstrip/rstrip(chars=None)
 Value do_strip(Evaluator& ev, const Value& s, CallArgs& a, const char* name, bool left, bool right) {
   check_args(ev, a, name, 1, {});
   const Value chars = arg(ev, a, 0, "chars");
-  if (chars.is_undefined() || chars.is_none()) return Value(strip(s.as_string(), nullptr, left, right));
-  if (!chars.is_string()) ev.fail(std::string(name) + " arg must be None or str");
-  return Value(strip(s.as_string(), &chars.as_string(), left, right));
+  if (!chars.is_undefined() && !chars.is_none() && !chars.is_string()) ev.fail(std::string(name) + " arg must be None or str");
+  const std::string* set = chars.is_string() ? &chars.as_string() : nullptr;
+  ev.work().bytes(kCharCost, std::uint64_t{s.as_string().size()} + (set ? set->size() : 0), "stripping a string");
+  return Value(strip(s.as_string(), set, left, right));
 }
 Value m_strip(Evaluator& ev, const Value& s, CallArgs& a) { return do_strip(ev, s, a, "strip", true, true); }
 Value m_lstrip(Evaluator& ev, const Value& s, CallArgs& a) { return do_strip(ev, s, a, "lstrip", true, false); }
@@ -35,122 +48,124 @@ Value m_split(Evaluator& ev, const Value& s, CallArgs& a) {
   check_args(ev, a, "split", 2, {"sep", "maxsplit"});
   const Value sep = arg(ev, a, 0, "sep"), maxsplit = arg(ev, a, 1, "maxsplit", Value(-1));
   const std::int64_t n = to_int(ev, maxsplit, "split's maxsplit");
-  std::vector<std::string> parts;
-  if (sep.is_undefined() || sep.is_none()) {
-    parts = split(s.as_string(), nullptr, n);
-  } else {
-    if (!sep.is_string()) ev.fail("split() separator must be str or None, not " + sep.type_name());
-    if (sep.as_string().empty()) ev.fail("split(): empty separator");
-    parts = split(s.as_string(), &sep.as_string(), n);
-  }
-  List out;
-  for (auto& p : parts) out.emplace_back(std::move(p));
-  return Value::list(std::move(out));
+  const std::string& t = s.as_string();
+  ev.work().bytes(kCharCost, t.size(), "splitting a string");
+  if (sep.is_undefined() || sep.is_none()) return string_list(ev, split(t, nullptr, n, ev.limits().max_items));
+  if (!sep.is_string()) ev.fail("split() separator must be str or None, not " + sep.type_name());
+  if (sep.as_string().empty()) ev.fail("split(): empty separator");
+  ev.work().bytes(kSearchCost - kCharCost, t.size(), "splitting a string");  // a search, not only a scan
+  ev.work().bytes(sizeof(std::uint32_t) + 1, sep.as_string().size(), "splitting a string");
+  return string_list(ev, split(t, &sep.as_string(), n, ev.limits().max_items));
 }
 
 Value m_splitlines(Evaluator& ev, const Value& s, CallArgs& a) {
   check_args(ev, a, "splitlines", 1, {"keepends"});
-  const bool keep = arg(ev, a, 0, "keepends", Value(false)).truthy();
-  List out;
-  const std::string& t = s.as_string();
-  std::size_t start = 0;
-  for (std::size_t i = 0; i < t.size(); ++i) {
-    if (t[i] != '\n' && t[i] != '\r') continue;
-    std::size_t end = i;
-    if (t[i] == '\r' && i + 1 < t.size() && t[i + 1] == '\n') ++i;
-    out.emplace_back(t.substr(start, (keep ? i + 1 : end) - start));
-    start = i + 1;
-  }
-  if (start < t.size()) out.emplace_back(t.substr(start));
-  return Value::list(std::move(out));
+  ev.work().bytes(kCharCost, s.as_string().size(), "splitting a string");
+  return string_list(ev, splitlines(s.as_string(), arg(ev, a, 0, "keepends", Value(false)).truthy(), ev.limits().max_items));
 }
 
 // startswith/endswith(prefix or tuple of prefixes)
 Value affix(Evaluator& ev, const Value& s, CallArgs& a, bool start) {
   check_args(ev, a, start ? "startswith" : "endswith", 1, {});
   const Value p = arg(ev, a, 0, "prefix");
-  List options = p.is_list() ? p.as_list() : List{p};
+  const List options = p.is_list() ? p.as_list() : List{p};
   const std::string& t = s.as_string();
   for (const Value& o : options) {
     if (!o.is_string()) ev.fail(std::string(start ? "startswith" : "endswith") + " first arg must be str or a tuple of str, not " + o.type_name());
     const std::string& x = o.as_string();
-    if (x.size() <= t.size() && (start ? t.compare(0, x.size(), x) : t.compare(t.size() - x.size(), x.size(), x)) == 0)
-      return Value(true);
+    ev.work().steps(1);
+    if (x.size() > t.size()) continue;
+    if (compare_text(x, std::string_view(t).substr(start ? 0 : t.size() - x.size(), x.size()), ev.work()) == 0) return Value(true);
   }
   return Value(false);
 }
 Value m_startswith(Evaluator& ev, const Value& s, CallArgs& a) { return affix(ev, s, a, true); }
 Value m_endswith(Evaluator& ev, const Value& s, CallArgs& a) { return affix(ev, s, a, false); }
 
-// upper, lower, title, capitalize: a string function of the string.
+// upper, lower, title, capitalize: a string function of the string (no longer than it).
 template <std::string (*F)(const std::string&)>
 Value m_text(Evaluator& ev, const Value& s, CallArgs& a) {
   check_args(ev, a, "this method", 0);
+  ev.work().check_size(s.as_string().size());
+  ev.work().bytes(kCaseMapCost, s.as_string().size(), "changing the case of a string");
   return Value(F(s.as_string()));
 }
 Value m_replace(Evaluator& ev, const Value& s, CallArgs& a) {
   check_args(ev, a, "replace", 3, {});
   const Value count = arg(ev, a, 2, "count", Value(-1));
-  const std::string out = replace(s.as_string(), str_arg(ev, a, 0, "old", "replace"), str_arg(ev, a, 1, "new", "replace"),
-                                  to_int(ev, count, "replace's count"));
-  ev.check_size(out.size());
-  return Value(out);
+  return Value(replace_text(ev, s.as_string(), str_arg(ev, a, 0, "old", "replace"), str_arg(ev, a, 1, "new", "replace"),
+                            to_int(ev, count, "replace's count")));
 }
 
 // The code point index of byte offset `pos` in s (find returns code point indices, as Python).
-std::int64_t char_index(const std::string& s, std::size_t pos) {
-  std::int64_t n = 0;
-  for (std::size_t i = 0; i < pos; ++i) n += (static_cast<unsigned char>(s[i]) & 0xC0) != 0x80;
-  return n;
+std::int64_t char_index(Evaluator& ev, const std::string& s, std::size_t pos) {
+  ev.work().bytes(kCharCost, pos, "counting characters");
+  return static_cast<std::int64_t>(count_chars(std::string_view(s).substr(0, pos)));
 }
 Value m_find(Evaluator& ev, const Value& s, CallArgs& a) {
   check_args(ev, a, "find", 1, {});
-  const std::size_t f = s.as_string().find(str_arg(ev, a, 0, "sub", "find"));
-  return Value(f == std::string::npos ? std::int64_t{-1} : char_index(s.as_string(), f));
+  const std::size_t f = find_text(ev, s.as_string(), str_arg(ev, a, 0, "sub", "find"));
+  return Value(f == std::string::npos ? std::int64_t{-1} : char_index(ev, s.as_string(), f));
 }
 Value m_rfind(Evaluator& ev, const Value& s, CallArgs& a) {
   check_args(ev, a, "rfind", 1, {});
-  const std::size_t f = s.as_string().rfind(str_arg(ev, a, 0, "sub", "rfind"));
-  return Value(f == std::string::npos ? std::int64_t{-1} : char_index(s.as_string(), f));
+  const std::string sub = str_arg(ev, a, 0, "sub", "rfind");
+  const std::string& t = s.as_string();
+  if (sub.empty()) return Value(char_index(ev, t, t.size()));
+  if (sub.size() > t.size()) return Value(std::int64_t{-1});
+  ev.work().bytes(kSearchCost, t.size(), "searching a string");
+  ev.work().bytes(sizeof(std::uint32_t) + 1, sub.size(), "searching a string");
+  const std::size_t f = Searcher(sub).rfind(t);
+  return Value(f == std::string::npos ? std::int64_t{-1} : char_index(ev, t, f));
 }
 Value m_count(Evaluator& ev, const Value& s, CallArgs& a) {
   check_args(ev, a, "count", 1, {});
   if (s.is_list()) {
+    const Value x = arg(ev, a, 0, "value");
     std::int64_t n = 0;
-    for (const Value& x : s.as_list()) n += equal(x, a.positional.empty() ? Value() : a.positional[0]);
+    for (const Value& y : s.as_list()) n += equal(y, x, ev.work());
     return Value(n);
   }
-  const std::string sub = str_arg(ev, a, 0, "sub", "count");
-  if (sub.empty()) return Value(char_index(s.as_string(), s.as_string().size()) + 1);
-  std::int64_t n = 0;
-  for (std::size_t p = s.as_string().find(sub); p != std::string::npos; p = s.as_string().find(sub, p + sub.size())) ++n;
-  return Value(n);
+  return Value(static_cast<std::int64_t>(count_text(ev, s.as_string(), str_arg(ev, a, 0, "sub", "count"), UINT64_MAX)));
 }
 Value m_join(Evaluator& ev, const Value& s, CallArgs& a) {
   check_args(ev, a, "join", 1, {});
+  const std::string& sep = s.as_string();
   std::string out;
   bool first = true;
   for (const Value& x : ev.iterate(arg(ev, a, 0, "iterable"))) {
     if (!x.is_string()) ev.fail("join: expected str instance, " + x.type_name() + " found");
-    if (!first) out += s.as_string();
+    const std::uint64_t add = (first ? 0 : sep.size()) + std::uint64_t{x.as_string().size()};
+    ev.work().check_size(out.size() + add);
+    ev.work().bytes(add, "joining strings");
+    if (!first) out += sep;
     first = false;
     out += x.as_string();
-    ev.check_size(out.size());
   }
-  return Value(out);
+  return Value(std::move(out));
 }
 // str.format with positional "{}" / "{0}" and keyword "{name}" fields (no format specs).
 Value m_format(Evaluator& ev, const Value& s, CallArgs& a) {
   const std::string& t = s.as_string();
+  ev.work().bytes(t.size(), "formatting a string");
   std::string out;
+  auto put = [&](std::string_view piece) {
+    ev.work().check_size(out.size() + piece.size());
+    ev.work().bytes(piece.size(), "formatting a string");
+    out += piece;
+  };
   std::size_t next = 0;
   for (std::size_t i = 0; i < t.size(); ++i) {
     if ((t[i] == '{' || t[i] == '}') && i + 1 < t.size() && t[i + 1] == t[i]) {
-      out.push_back(t[i++]);
+      put(std::string_view(&t[i++], 1));
       continue;
     }
+    if (t[i] == '}') ev.fail("format: single '}' encountered in the format string");
     if (t[i] != '{') {
-      out.push_back(t[i]);
+      const std::size_t stop = t.find_first_of("{}", i);
+      const std::size_t end = stop == std::string::npos ? t.size() : stop;
+      put(std::string_view(t).substr(i, end - i));
+      i = end - 1;
       continue;
     }
     const std::size_t close = t.find('}', i);
@@ -160,21 +175,22 @@ Value m_format(Evaluator& ev, const Value& s, CallArgs& a) {
     if (field.empty()) {
       v = arg(ev, a, next++, "");
     } else if (field.find_first_not_of("0123456789") == std::string::npos) {
-      v = arg(ev, a, static_cast<std::size_t>(std::stoul(field.substr(0, 9))), "");
+      v = arg(ev, a, field.size() > 9 ? SIZE_MAX : static_cast<std::size_t>(std::stoul(field)), "");
     } else {
       v = arg(ev, a, SIZE_MAX, field.c_str());
     }
-    if (v.is_undefined()) ev.fail("format: no argument for the field '{" + field + "}'");
-    out += v.str();
-    ev.check_size(out.size());
+    if (v.is_undefined()) ev.fail("format: no argument for the field " + Value("{" + field.substr(0, 80) + "}").brief());
+    if (v.is_string()) put(v.as_string());
+    else put(v.str(ev.work()));
     i = close;
   }
-  return Value(out);
+  return Value(std::move(out));
 }
 #define PLEXUS_STRING_PREDICATE(fn, cond)                                           \
   Value fn(Evaluator& ev, const Value& s, CallArgs& a) {                            \
     check_args(ev, a, #fn, 0);                                                      \
     const std::string& t = s.as_string();                                           \
+    ev.work().bytes(t.size(), "testing a string");                                  \
     if (t.empty()) return Value(false);                                             \
     for (unsigned char c : t)                                                       \
       if (!(cond)) return Value(false);                                             \
@@ -186,37 +202,38 @@ PLEXUS_STRING_PREDICATE(m_isalpha, (c >= 'a' && c <= 'z') || (c >= 'A' && c <= '
 PLEXUS_STRING_PREDICATE(m_isalnum, (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c >= 0x80)
 #undef PLEXUS_STRING_PREDICATE
 
-Value m_items(Evaluator& ev, const Value& d, CallArgs& a) {
-  check_args(ev, a, "items", 0);
+// items, keys, values: lists made from a dict (its keys copied).
+Value dict_list(Evaluator& ev, const Value& d, CallArgs& a, const char* name, int part) {
+  check_args(ev, a, name, 0);
+  ev.work().steps(static_cast<std::int64_t>(d.as_dict().size()));
   List out;
-  for (const auto& [k, v] : d.as_dict().items()) out.push_back(Value::list({Value(k), v}, true));
+  out.reserve(d.as_dict().size());
+  for (const auto& [k, v] : d.as_dict().items()) {
+    ev.work().bytes(kItemBytes * 3 + (part == 1 ? 0 : k.size()), "listing a dict");
+    if (part == 0) out.push_back(Value::list({Value(k), v}, true));
+    else if (part == 1) out.push_back(v);
+    else out.emplace_back(k);
+  }
   return Value::list(std::move(out));
 }
-Value m_keys(Evaluator& ev, const Value& d, CallArgs& a) {
-  check_args(ev, a, "keys", 0);
-  List out;
-  for (const auto& [k, v] : d.as_dict().items()) out.emplace_back(k);
-  return Value::list(std::move(out));
-}
-Value m_values(Evaluator& ev, const Value& d, CallArgs& a) {
-  check_args(ev, a, "values", 0);
-  List out;
-  for (const auto& [k, v] : d.as_dict().items()) out.push_back(v);
-  return Value::list(std::move(out));
-}
+Value m_items(Evaluator& ev, const Value& d, CallArgs& a) { return dict_list(ev, d, a, "items", 0); }
+Value m_values(Evaluator& ev, const Value& d, CallArgs& a) { return dict_list(ev, d, a, "values", 1); }
+Value m_keys(Evaluator& ev, const Value& d, CallArgs& a) { return dict_list(ev, d, a, "keys", 2); }
 Value m_get(Evaluator& ev, const Value& d, CallArgs& a) {
   check_args(ev, a, "get", 2, {});
   const Value key = arg(ev, a, 0, "key");
-  if (key.is_string())
+  if (key.is_string()) {
+    ev.work().bytes(key.as_string().size(), "looking up a key");
     if (const Value* v = d.as_dict().find(key.as_string())) return *v;
+  }
   return arg(ev, a, 1, "default", Value::none());
 }
 Value m_index(Evaluator& ev, const Value& l, CallArgs& a) {
   check_args(ev, a, "index", 1, {});
   const Value x = arg(ev, a, 0, "value");
   for (std::size_t i = 0; i < l.as_list().size(); ++i)
-    if (equal(l.as_list()[i], x)) return Value(static_cast<std::int64_t>(i));
-  ev.fail(x.repr() + " is not in list");
+    if (equal(l.as_list()[i], x, ev.work())) return Value(static_cast<std::int64_t>(i));
+  ev.fail(x.brief() + " is not in list");
 }
 
 const std::map<std::string, Method>& string_methods() {
@@ -252,7 +269,11 @@ Dict dict_of_args(Evaluator& ev, const CallArgs& a, const char* what) {
   Dict d;
   for (const Value& p : a.positional) {
     if (!p.is_dict()) ev.fail(std::string(what) + "() takes keyword arguments or a dict");
-    for (const auto& [k, v] : p.as_dict().items()) d.set(k, v);
+    ev.work().steps(static_cast<std::int64_t>(p.as_dict().size()));
+    for (const auto& [k, v] : p.as_dict().items()) {
+      ev.work().bytes(kItemBytes + 3 * std::uint64_t{k.size()}, "copying a dict");  // the key copied twice and hashed
+      d.set(k, v);
+    }
   }
   for (const auto& [k, v] : a.keyword) d.set(k, v);
   return d;
@@ -291,11 +312,19 @@ void add_builtin_globals(Dict& globals) {
       if (a.positional.size() == 3) step = to_int(ev, a.positional[2], "range's step");
     }
     if (step == 0) ev.fail("range() arg 3 must not be zero");
-    const long double count = step > 0 ? (static_cast<long double>(stop) - start) / step : (static_cast<long double>(start) - stop) / -step;
-    if (count > static_cast<long double>(ev.limits().max_range))
+    // Python's length, counted in 128 bits (start, stop and step may be any 64-bit integers).
+    const __int128 span = step > 0 ? static_cast<__int128>(stop) - start : static_cast<__int128>(start) - stop;
+    const __int128 by = step > 0 ? static_cast<__int128>(step) : -static_cast<__int128>(step);
+    const __int128 count = span <= 0 ? 0 : (span - 1) / by + 1;
+    if (count > ev.limits().max_range)
       ev.fail("range() of more than " + std::to_string(ev.limits().max_range) + " items is not allowed");
+    const auto n = static_cast<std::int64_t>(count);
+    ev.work().check_items(static_cast<std::uint64_t>(n));
+    ev.work().steps(n);
+    ev.work().bytes(kItemBytes, static_cast<std::uint64_t>(n), "making a range");
     List out;
-    for (std::int64_t i = start; step > 0 ? i < stop : i > stop; i += step) out.emplace_back(i);
+    out.reserve(static_cast<std::size_t>(n));
+    for (std::int64_t k = 0; k < n; ++k) out.emplace_back(static_cast<std::int64_t>(start + static_cast<__int128>(k) * step));
     return Value::list(std::move(out));
   }));
   globals.set("namespace", Value::function("namespace", [](Evaluator& ev, CallArgs& a) {

@@ -1,90 +1,206 @@
 // Python's printf-style string formatting (`"%s: %d" % (a, b)` and jinja2's `format` filter):
-// flags "-+ 0#", width, precision, %(name)s with a dict, and the conversions s r d i u f F e E
-// g G x X o %.
-#include <algorithm>
+// %(name)s with a mapping, flags "-+ 0#", width and precision (numbers or *), the length
+// modifiers h l L (ignored), and the conversions s r a c d i u x X o e E f F g G %, with
+// Python's results (widths and precisions in full: past the output limit they are an error).
+#include <cmath>
 #include <cstdio>
+#include <cstring>
 
 #include "serve/jinja/builtins.h"
 #include "serve/jinja/evaluator.h"
+#include "serve/jinja/string_ops.h"
 
 namespace plexus::jinja {
 namespace {
 
-int read_number(const std::string& fmt, std::size_t& i) {
-  int n = 0;
-  while (i < fmt.size() && fmt[i] >= '0' && fmt[i] <= '9') n = std::min(n * 10 + (fmt[i++] - '0'), 4000);
-  return n;
+struct Spec {
+  bool left = false, plus = false, space = false, zero = false, alt = false;
+  std::uint64_t width = 0;
+  std::optional<std::uint64_t> precision;
+  char conv = 0;
+};
+
+// Digits of |n| in base 10, 16 or 8, zero-padded to `precision` digits.
+std::string integer_digits(std::uint64_t magnitude, char conv, std::uint64_t precision) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, conv == 'x' ? "%llx" : conv == 'X' ? "%llX" : conv == 'o' ? "%llo" : "%llu",
+                static_cast<unsigned long long>(magnitude));
+  const std::size_t n = std::strlen(buf);
+  return (precision > n ? std::string(precision - n, '0') : std::string()) + buf;
+}
+
+// A float's text without width: C's printf agrees with Python except for NaN's sign.
+std::string float_text(Evaluator& ev, double f, const Spec& spec) {
+  const char lower = static_cast<char>(spec.conv | 0x20);
+  if (std::isnan(f)) {
+    const std::string nan = lower == spec.conv ? "nan" : "NAN";
+    return (spec.plus ? "+" : spec.space ? " " : "") + nan;
+  }
+  std::string c_spec = "%";
+  if (spec.plus) c_spec += '+';
+  if (spec.space) c_spec += ' ';
+  if (spec.alt) c_spec += '#';
+  c_spec += "." + std::to_string(spec.precision.value_or(6)) + spec.conv;
+  const int n = std::snprintf(nullptr, 0, c_spec.c_str(), f);
+  if (n < 0) ev.fail("format: cannot format " + python_float(f));
+  ev.work().check_size(static_cast<std::uint64_t>(n));
+  ev.work().bytes(static_cast<std::uint64_t>(n), "formatting a number");
+  std::string out(static_cast<std::size_t>(n) + 1, '\0');
+  std::snprintf(out.data(), out.size(), c_spec.c_str(), f);
+  out.pop_back();
+  return out;
+}
+
+// The field of one conversion of `v`, before its width is applied; `chars` is its length in
+// characters (the width counts characters).
+std::string convert(Evaluator& ev, const Value& v, const Spec& spec) {
+  Work& work = ev.work();
+  const char conv = spec.conv;
+  const std::string what = std::string("format: %") + conv + " format: ";
+  if (conv == 's' || conv == 'r' || conv == 'a') {
+    std::string text = conv == 's' ? v.str(work) : v.repr(work);
+    if (spec.precision && *spec.precision < text.size()) {  // the first `precision` characters
+      std::size_t at = 0;
+      for (std::uint64_t k = 0; k < *spec.precision && at < text.size(); ++k) at += char_len(text, at);
+      text.resize(at);
+    }
+    return text;
+  }
+  if (conv == 'c') {
+    if (v.is_string() && !v.as_string().empty() && char_len(v.as_string(), 0) == v.as_string().size()) return v.as_string();
+    if (!v.is_int() && !v.is_bool()) ev.fail(what + "%c requires an int or a single character, not " + v.type_name());
+    const std::int64_t cp = v.is_bool() ? v.as_bool() : v.as_int();
+    if (cp < 0 || cp > 0x10FFFF) ev.fail(what + "%c arg not in range(0x110000)");
+    std::string out;
+    std::size_t len = cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
+    static const unsigned char kLead[] = {0, 0, 0xC0, 0xE0, 0xF0};
+    out.resize(len);
+    auto c = static_cast<std::uint32_t>(cp);
+    for (std::size_t k = len - 1; k > 0; --k, c >>= 6) out[k] = static_cast<char>(0x80 | (c & 0x3F));
+    out[0] = static_cast<char>(len == 1 ? c : (kLead[len] | c));
+    return out;
+  }
+  const bool integer_conv = std::strchr("diuxXo", conv) != nullptr;
+  if (integer_conv) {
+    std::int64_t n = 0;
+    if (v.is_int() || v.is_bool()) n = v.is_bool() ? v.as_bool() : v.as_int();
+    else if (v.is_float() && std::strchr("diu", conv)) n = int_of_float(ev, v.as_number());
+    else ev.fail(what + (std::strchr("diu", conv) ? "a real number is required, not " : "an integer is required, not ") + v.type_name());
+    const std::uint64_t magnitude = n < 0 ? 0 - static_cast<std::uint64_t>(n) : static_cast<std::uint64_t>(n);
+    const std::uint64_t precision = spec.precision.value_or(0);
+    work.check_size(precision);
+    work.bytes(precision, "formatting a number");
+    const char base = conv == 'x' || conv == 'X' || conv == 'o' ? conv : 'd';
+    std::string sign = n < 0 ? "-" : spec.plus ? "+" : spec.space ? " " : "";
+    if (spec.alt && base != 'd') sign += base == 'o' ? "0o" : base == 'x' ? "0x" : "0X";
+    return sign + integer_digits(magnitude, base, precision);
+  }
+  if (std::strchr("eEfFgG", conv)) {
+    if (!v.is_number() && !v.is_bool()) ev.fail(what + "must be real number, not " + v.type_name());
+    return float_text(ev, v.as_number(), spec);
+  }
+  ev.fail(std::string("format: unsupported format character ") + Value(std::string(1, conv)).brief());
 }
 
 }  // namespace
 
-std::string printf_format(Evaluator& ev, const std::string& fmt, const Value& args) {
+std::string printf_format(Evaluator& ev, std::string_view fmt, const Value& args) {
+  Work& work = ev.work();
+  const std::uint64_t max = ev.limits().max_output;
+  work.bytes(fmt.size(), "formatting a string");
   const bool mapping = args.is_dict();
-  const List positional = args.is_tuple() ? args.as_list() : List{args};
+  const std::size_t count = args.is_tuple() ? args.as_list().size() : 1;
   std::size_t next = 0;
+  auto next_arg = [&]() -> Value {
+    if (next >= count) ev.fail("format: not enough arguments for format string");
+    return args.is_tuple() ? args.as_list()[next++] : (++next, args);
+  };
   std::string out;
-  for (std::size_t i = 0; i < fmt.size(); ++i) {
-    if (fmt[i] != '%') {
-      out.push_back(fmt[i]);
-      continue;
+  auto put = [&](std::string_view piece) {
+    work.check_size(out.size() + piece.size());
+    work.bytes(piece.size(), "formatting a string");
+    out.append(piece);
+  };
+  // A width or precision: digits (saturating at 10^18) or * (the next argument).
+  auto number = [&](std::size_t& i) -> std::uint64_t {
+    if (i < fmt.size() && fmt[i] == '*') {
+      ++i;
+      const std::int64_t n = to_int(ev, next_arg(), "format: * width or precision");
+      return n < 0 ? 0 : static_cast<std::uint64_t>(n);
     }
-    if (++i >= fmt.size()) ev.fail("format: incomplete format");
+    std::uint64_t n = 0;
+    for (; i < fmt.size() && fmt[i] >= '0' && fmt[i] <= '9'; ++i)
+      n = std::min<std::uint64_t>(n * 10 + static_cast<std::uint64_t>(fmt[i] - '0'), 1'000'000'000'000'000'000);
+    return n;
+  };
+  for (std::size_t i = 0; i < fmt.size(); ++i) {
+    const std::size_t pct = fmt.find('%', i);
+    put(fmt.substr(i, pct == std::string_view::npos ? std::string_view::npos : pct - i));
+    if (pct == std::string_view::npos) break;
+    i = pct + 1;
+    if (i >= fmt.size()) ev.fail("format: incomplete format");
     Value v;
     bool have = false;
     if (fmt[i] == '(') {
       const std::size_t close = fmt.find(')', i);
-      if (close == std::string::npos || !mapping) ev.fail("format: a %(name) field needs a mapping");
-      const std::string key = fmt.substr(i + 1, close - i - 1);
+      if (close == std::string_view::npos || !mapping) ev.fail("format: a %(name) field needs a mapping");
+      const std::string key(fmt.substr(i + 1, close - i - 1));
+      work.bytes(key.size(), "looking up a key");
       const Value* found = args.as_dict().find(key);
-      if (!found) ev.fail("format: no key '" + key + "'");
+      if (!found) ev.fail("format: no key " + Value(key.substr(0, 80)).brief());
       v = *found;
       have = true;
       i = close + 1;
     }
-    std::string flags;
-    while (i < fmt.size() && std::string("-+ 0#").find(fmt[i]) != std::string::npos) flags.push_back(fmt[i++]);
-    const int width = read_number(fmt, i);
-    int precision = -1;
-    if (i < fmt.size() && fmt[i] == '.') precision = read_number(fmt, ++i);
+    Spec spec;
+    for (; i < fmt.size() && std::strchr("-+ 0#", fmt[i]) && fmt[i] != '\0'; ++i) {
+      spec.left = spec.left || fmt[i] == '-';
+      spec.plus = spec.plus || fmt[i] == '+';
+      spec.space = spec.space || fmt[i] == ' ';
+      spec.zero = spec.zero || fmt[i] == '0';
+      spec.alt = spec.alt || fmt[i] == '#';
+    }
+    spec.width = number(i);
+    if (i < fmt.size() && fmt[i] == '.') spec.precision = number(++i);
+    while (i < fmt.size() && (fmt[i] == 'h' || fmt[i] == 'l' || fmt[i] == 'L')) ++i;
     if (i >= fmt.size()) ev.fail("format: incomplete format");
-    const char conv = fmt[i];
-    if (conv == '%') {
-      out.push_back('%');
+    spec.conv = fmt[i];
+    if (spec.conv == '\0') ev.fail("format: unsupported format character '\\x00'");
+    if (spec.width > max || spec.precision.value_or(0) > max)
+      ev.fail("format: a width or precision of " + std::to_string(std::max(spec.width, spec.precision.value_or(0))) +
+              " makes a string past the " + std::to_string(max) + "-byte output limit");
+    if (spec.conv == '%') {
+      put("%");
       continue;
     }
-    if (!have) {
-      if (next >= positional.size()) ev.fail("format: not enough arguments for format string");
-      v = positional[next++];
-    }
-    std::string field;
-    if (conv == 's' || conv == 'r') {
-      field = conv == 's' ? v.str() : v.repr();
-      if (precision >= 0 && static_cast<std::size_t>(precision) < field.size()) field.resize(static_cast<std::size_t>(precision));
-      if (static_cast<std::size_t>(width) > field.size()) {
-        const std::string fill(static_cast<std::size_t>(width) - field.size(), ' ');
-        field = flags.find('-') != std::string::npos ? field + fill : fill + field;
-      }
+    if (!have) v = next_arg();
+    const std::string field = convert(ev, v, spec);
+    // Python's width counts characters; numbers pad with zeros after their sign and prefix.
+    const std::uint64_t chars = spec.conv == 's' || spec.conv == 'r' || spec.conv == 'a' || spec.conv == 'c'
+                                    ? (work.bytes(kCharCost, field.size(), "formatting a string"), count_chars(field))
+                                    : field.size();
+    const std::uint64_t pad = spec.width > chars ? spec.width - chars : 0;
+    work.check_size(out.size() + field.size() + pad);
+    if (pad == 0) {
+      put(field);
+    } else if (spec.left) {
+      put(field);
+      put(std::string(pad, ' '));
+    } else if (spec.zero && std::strchr("diuxXoeEfFgG", spec.conv)) {
+      std::size_t head = field.find_first_not_of("+- ");
+      if (head == std::string::npos) head = 0;
+      if (spec.alt && field.size() > head + 1 && field[head] == '0' && std::strchr("xXo", field[head + 1])) head += 2;
+      put(std::string_view(field).substr(0, head));
+      put(std::string(pad, '0'));
+      put(std::string_view(field).substr(head));
     } else {
-      if (!v.is_number() && !v.is_bool())
-        ev.fail("format: %" + std::string(1, conv) + " format: a real number is required, not " + v.type_name());
-      std::string spec = "%" + flags + (width ? std::to_string(width) : "") + (precision >= 0 ? "." + std::to_string(precision) : "");
-      std::vector<char> buf(static_cast<std::size_t>(width + precision) + 400);
-      if (std::string("diuxXo").find(conv) != std::string::npos) {
-        const long long n = v.is_float() ? static_cast<long long>(v.as_number()) : (v.is_bool() ? v.as_bool() : v.as_int());
-        const char c = conv == 'i' || conv == 'u' ? 'd' : conv;
-        std::snprintf(buf.data(), buf.size(), (spec + "ll" + c).c_str(), n);
-      } else if (std::string("fFeEgG").find(conv) != std::string::npos) {
-        std::snprintf(buf.data(), buf.size(), (spec + conv).c_str(), v.as_number());
-      } else {
-        ev.fail("format: unsupported format character '" + std::string(1, conv) + "'");
-      }
-      field = buf.data();
+      put(std::string(pad, ' '));
+      put(field);
     }
-    out += field;
-    ev.check_size(out.size());
   }
   // Python checks only tuples and single values (a list or dict argument is taken as a mapping).
-  if (!mapping && (args.is_tuple() || !args.is_list()) && next < positional.size()) ev.fail("format: not all arguments converted during string formatting");
+  if (!mapping && (args.is_tuple() || !args.is_list()) && next < count)
+    ev.fail("format: not all arguments converted during string formatting");
   return out;
 }
 

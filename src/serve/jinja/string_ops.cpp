@@ -1,75 +1,196 @@
-// Python's string operations (see string_ops.h); case changes touch ASCII letters only.
+// Python's string operations (see string_ops.h); case changes touch Latin, Greek and Cyrillic.
 #include "serve/jinja/string_ops.h"
 
+#include <algorithm>
+#include <cstring>
+
+#include "serve/jinja/text_search.h"
 #include "tokenizer/utf8.h"
 
 namespace plexus::jinja {
 
 bool is_py_space(unsigned char c) { return c == ' ' || (c >= '\t' && c <= '\r') || (c >= 0x1c && c <= 0x1f); }
 
-std::string strip(const std::string& s, const std::string* chars, bool left, bool right) {
-  auto drop = [&](unsigned char c) { return chars ? chars->find(static_cast<char>(c)) != std::string::npos : is_py_space(c); };
-  std::size_t a = 0, b = s.size();
-  if (left)
-    while (a < b && drop(static_cast<unsigned char>(s[a]))) ++a;
-  if (right)
-    while (b > a && drop(static_cast<unsigned char>(s[b - 1]))) --b;
-  return s.substr(a, b - a);
+std::size_t char_len(std::string_view s, std::size_t i) {
+  const auto c = static_cast<unsigned char>(s[i]);
+  std::size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 1;
+  if (i + n > s.size()) return 1;
+  for (std::size_t k = 1; k < n; ++k)
+    if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return 1;
+  return n;
 }
 
-std::vector<std::string> split(const std::string& s, const std::string* sep, std::int64_t maxsplit) {
+bool is_ascii(std::string_view s) {
+  std::size_t i = 0;
+  for (std::uint64_t word = 0; i + 8 <= s.size(); i += 8) {
+    std::memcpy(&word, s.data() + i, 8);
+    if (word & 0x8080808080808080ull) return false;
+  }
+  for (; i < s.size(); ++i)
+    if (static_cast<unsigned char>(s[i]) >= 0x80) return false;
+  return true;
+}
+
+std::size_t next_special(const std::string& s, std::size_t from, const char* set) {
+  return from >= s.size() ? s.size() : from + std::strcspn(s.c_str() + from, set);
+}
+
+std::size_t count_chars(std::string_view s) {
+  if (is_ascii(s)) return s.size();
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < s.size(); i += char_len(s, i)) ++n;
+  return n;
+}
+
+std::size_t prev_char_start(std::string_view s, std::size_t end) {
+  // The character walk from the start lands on any valid sequence's lead byte (continuation
+  // bytes are never leads), so the longest valid sequence ending at `end` is the character.
+  for (std::size_t k = 4; k >= 2; --k)
+    if (end >= k && char_len(s, end - k) == k) return end - k;
+  return end - 1;
+}
+
+namespace {
+
+// The code point of the character at s[i] of `len` bytes; a stray byte b stands for 0x110000 + b.
+std::uint32_t code_point(std::string_view s, std::size_t i, std::size_t len) {
+  const auto b = static_cast<unsigned char>(s[i]);
+  if (len == 1) return b < 0x80 ? b : 0x110000 + b;
+  std::uint32_t c = b & (0xFF >> (len + 1));
+  for (std::size_t k = 1; k < len; ++k) c = (c << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
+  return c;
+}
+
+}  // namespace
+
+std::string strip(std::string_view s, const std::string* chars, bool left, bool right) {
+  // Python strips code points: ASCII in a table, others in a sorted list (a bitmap when many).
+  bool ascii[128] = {};
+  std::vector<std::uint32_t> wide;
+  std::vector<bool> bitmap;
+  if (chars) {
+    for (std::size_t i = 0; i < chars->size();) {
+      const std::size_t n = char_len(*chars, i);
+      const std::uint32_t c = code_point(*chars, i, n);
+      if (c < 0x80) ascii[c] = true;
+      else wide.push_back(c);
+      i += n;
+    }
+    std::sort(wide.begin(), wide.end());
+    if (wide.size() > 16) {
+      bitmap.resize(0x110100);
+      for (std::uint32_t c : wide) bitmap[c] = true;
+    }
+  }
+  auto drop = [&](std::size_t i, std::size_t n) {
+    if (!chars) return n == 1 && is_py_space(static_cast<unsigned char>(s[i]));
+    const std::uint32_t c = code_point(s, i, n);
+    if (c < 0x80) return ascii[c];
+    return bitmap.empty() ? std::binary_search(wide.begin(), wide.end(), c) : static_cast<bool>(bitmap[c]);
+  };
+  std::size_t a = 0, b = s.size();
+  if (left)
+    while (a < b && drop(a, char_len(s, a))) a += char_len(s, a);
+  if (right)
+    while (b > a) {
+      const std::size_t p = std::max(a, prev_char_start(s, b));
+      if (!drop(p, b - p)) break;
+      b = p;
+    }
+  return std::string(s.substr(a, b - a));
+}
+
+std::vector<std::string> split(std::string_view s, const std::string* sep, std::int64_t maxsplit, std::size_t limit) {
   std::vector<std::string> out;
   if (sep) {
+    const Searcher searcher(*sep);
     std::size_t pos = 0;
-    while (maxsplit < 0 || static_cast<std::int64_t>(out.size()) < maxsplit) {
-      const std::size_t f = s.find(*sep, pos);
+    while ((maxsplit < 0 || static_cast<std::int64_t>(out.size()) < maxsplit) && out.size() <= limit) {
+      const std::size_t f = searcher.find(s, pos);
       if (f == std::string::npos) break;
-      out.push_back(s.substr(pos, f - pos));
+      out.emplace_back(s.substr(pos, f - pos));
       pos = f + sep->size();
     }
-    out.push_back(s.substr(pos));
+    out.emplace_back(s.substr(pos));
     return out;
   }
   std::size_t i = 0;
-  while (true) {
+  while (out.size() <= limit) {
     while (i < s.size() && is_py_space(static_cast<unsigned char>(s[i]))) ++i;
     if (i >= s.size()) break;
     if (maxsplit >= 0 && static_cast<std::int64_t>(out.size()) >= maxsplit) {
-      out.push_back(s.substr(i));  // the rest, trailing whitespace kept (as Python)
+      out.emplace_back(s.substr(i));  // the rest, trailing whitespace kept (as Python)
       break;
     }
     std::size_t j = i;
     while (j < s.size() && !is_py_space(static_cast<unsigned char>(s[j]))) ++j;
-    out.push_back(s.substr(i, j - i));
+    out.emplace_back(s.substr(i, j - i));
     i = j;
   }
   return out;
 }
 
-std::string replace(const std::string& s, const std::string& from, const std::string& to, std::int64_t count) {
-  std::string out;
-  std::int64_t done = 0;
-  if (from.empty()) {
-    // Python inserts `to` before every character and at the end.
-    for (std::size_t i = 0; i <= s.size(); ++i) {
-      if (count < 0 || done < count) {
-        out += to;
-        ++done;
-      }
-      if (i < s.size()) out.push_back(s[i]);
+std::vector<std::string> splitlines(std::string_view s, bool keepends, std::size_t limit) {
+  // Python's line boundaries: \n \r \r\n \v \f \x1c \x1d \x1e, U+0085, U+2028, U+2029.
+  auto boundary = [&](std::size_t i) -> std::size_t {  // its length at i, 0 when none
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c == '\r') return i + 1 < s.size() && s[i + 1] == '\n' ? 2 : 1;
+    if (c == '\n' || c == 0x0b || c == 0x0c || (c >= 0x1c && c <= 0x1e)) return 1;
+    if (c == 0xC2 && i + 1 < s.size() && static_cast<unsigned char>(s[i + 1]) == 0x85) return 2;
+    if (c == 0xE2 && i + 2 < s.size() && static_cast<unsigned char>(s[i + 1]) == 0x80 &&
+        (static_cast<unsigned char>(s[i + 2]) == 0xA8 || static_cast<unsigned char>(s[i + 2]) == 0xA9))
+      return 3;
+    return 0;
+  };
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  for (std::size_t i = 0; i < s.size() && out.size() <= limit;) {
+    const std::size_t n = boundary(i);
+    if (n == 0) {
+      i += char_len(s, i);
+      continue;
     }
+    out.emplace_back(s.substr(start, (keepends ? i + n : i) - start));
+    i += n;
+    start = i;
+  }
+  if (start < s.size() && out.size() <= limit) out.emplace_back(s.substr(start));
+  return out;
+}
+
+std::size_t count_occurrences(std::string_view s, std::string_view sub, std::size_t max) {
+  if (sub.empty()) return std::min(count_chars(s) + 1, max);  // before every character and at the end
+  const Searcher searcher(sub);
+  std::size_t n = 0;
+  for (std::size_t p = searcher.find(s); p != std::string::npos && n < max; p = searcher.find(s, p + sub.size())) ++n;
+  return n;
+}
+
+std::string replace(std::string_view s, std::string_view from, std::string_view to, std::size_t n) {
+  std::string out;
+  out.reserve(s.size() + n * to.size() - std::min(s.size(), n * from.size()));
+  if (from.empty()) {
+    std::size_t i = 0;
+    for (std::size_t done = 0; done < n; ++done) {
+      out.append(to);
+      if (i >= s.size()) break;
+      const std::size_t len = char_len(s, i);
+      out.append(s.substr(i, len));
+      i += len;
+    }
+    out.append(s.substr(std::min(i, s.size())));
     return out;
   }
+  const Searcher searcher(from);
   std::size_t pos = 0;
-  while (count < 0 || done < count) {
-    const std::size_t f = s.find(from, pos);
+  for (std::size_t done = 0; done < n; ++done) {
+    const std::size_t f = searcher.find(s, pos);
     if (f == std::string::npos) break;
-    out.append(s, pos, f - pos);
-    out += to;
+    out.append(s.substr(pos, f - pos));
+    out.append(to);
     pos = f + from.size();
-    ++done;
   }
-  out.append(s, pos, std::string::npos);
+  out.append(s.substr(pos));
   return out;
 }
 
@@ -137,6 +258,16 @@ std::string map_case(const std::string& s, UpperAt upper_at) {
   std::uint32_t prev = ' ';
   std::size_t index = 0;
   for (std::size_t i = 0; i < s.size(); ++index) {
+    const auto b = static_cast<unsigned char>(s[i]);
+    if (b < 0x80) {  // ASCII: mapped in place, without decoding
+      const int want = upper_at(index, prev);
+      out.push_back(static_cast<char>(want == 1 && b >= 'a' && b <= 'z'   ? b - 32
+                                      : want == 0 && b >= 'A' && b <= 'Z' ? b + 32
+                                                                          : b));
+      prev = b;
+      ++i;
+      continue;
+    }
     const std::size_t at = i;
     std::size_t len = 0;
     const std::uint32_t c = next_cp(s, i, &len);
@@ -145,8 +276,11 @@ std::string map_case(const std::string& s, UpperAt upper_at) {
       out += "SS";
     } else if (want < 0 || (len == 1 && c >= 0x80)) {
       out.append(s, at, len);
+    } else if (const std::uint32_t m = want ? to_upper_cp(c) : to_lower_cp(c); m >= 0x80 && m < 0x800) {
+      out.push_back(static_cast<char>(0xC0 | (m >> 6)));  // two bytes, the common case
+      out.push_back(static_cast<char>(0x80 | (m & 0x3F)));
     } else {
-      utf8::append(out, want ? to_upper_cp(c) : to_lower_cp(c));
+      utf8::append(out, m);
     }
     prev = c;
   }

@@ -1,17 +1,38 @@
-// Python's string operations the filters and methods share: strip with a character set,
-// split (with and without a separator), case changes.
+// Python's string operations the filters and methods share: UTF-8 characters as code points,
+// strip with a character set, split (with and without a separator), splitlines, replace, case
+// changes. None allocates more than its result; the callers charge the work and check sizes.
 #pragma once
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace plexus::jinja {
 
+// UTF-8 text as Python's code points: a character is a valid sequence; a stray or truncated
+// byte stands for itself.
+std::size_t char_len(std::string_view s, std::size_t i);  // bytes of the character at s[i]
+std::size_t count_chars(std::string_view s);
+std::size_t prev_char_start(std::string_view s, std::size_t end);  // where the character before `end` starts
+// Whether every byte is ASCII (8 bytes at a time: the character loops' fast path).
+bool is_ascii(std::string_view s);
+// The first byte at or after `from` that is NUL or in `set` (s.size() when none): the C
+// library's strcspn, so escaping loops skip plain text at memchr's speed.
+std::size_t next_special(const std::string& s, std::size_t from, const char* set);
+
 // str.strip/lstrip/rstrip(chars); `chars` null: Python's whitespace.
-std::string strip(const std::string& s, const std::string* chars, bool left, bool right);
+std::string strip(std::string_view s, const std::string* chars, bool left, bool right);
 // str.split(sep, maxsplit); `sep` null: runs of whitespace, no empty parts. maxsplit < 0: all.
-std::vector<std::string> split(const std::string& s, const std::string* sep, std::int64_t maxsplit);
-std::string replace(const std::string& s, const std::string& from, const std::string& to, std::int64_t count);
+// Stops past `limit` parts (the caller refuses more than `limit`).
+std::vector<std::string> split(std::string_view s, const std::string* sep, std::int64_t maxsplit, std::size_t limit);
+// str.splitlines(keepends), Python's line boundaries; stops past `limit` parts.
+std::vector<std::string> splitlines(std::string_view s, bool keepends, std::size_t limit);
+// Non-overlapping occurrences of `sub` in s, at most `max` (an empty sub: one per character + 1).
+std::size_t count_occurrences(std::string_view s, std::string_view sub, std::size_t max);
+// str.replace making the first `n` replacements (n from count_occurrences, so the size is known).
+std::string replace(std::string_view s, std::string_view from, std::string_view to, std::size_t n);
+// Bytes of work charged per byte of a case change (each character is decoded and encoded).
+inline constexpr std::uint64_t kCaseMapCost = 8;
 std::string upper(const std::string& s);
 std::string lower(const std::string& s);
 // Case changes of Latin, Greek and Cyrillic letters (ß upper-cases to SS; other scripts kept).

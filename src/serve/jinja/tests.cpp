@@ -38,9 +38,17 @@ PLEXUS_SIMPLE_TEST(t_boolean, "boolean", v.is_bool())
 PLEXUS_SIMPLE_TEST(t_true, "true", v.is_bool() && v.as_bool())
 PLEXUS_SIMPLE_TEST(t_false, "false", v.is_bool() && !v.as_bool())
 PLEXUS_SIMPLE_TEST(t_callable, "callable", v.is_function())
-PLEXUS_SIMPLE_TEST(t_lower, "lower", v.is_string() && v.as_string().find_first_of("ABCDEFGHIJKLMNOPQRSTUVWXYZ") == std::string::npos)
-PLEXUS_SIMPLE_TEST(t_upper, "upper", v.is_string() && v.as_string().find_first_of("abcdefghijklmnopqrstuvwxyz") == std::string::npos)
 #undef PLEXUS_SIMPLE_TEST
+
+// lower/upper: a string with no letter of the other case (a scan of it, charged).
+bool case_test(Evaluator& ev, const Value& v, CallArgs& a, const char* name, const char* other_case) {
+  none_args(ev, a, name);
+  if (!v.is_string()) return false;
+  ev.work().bytes(v.as_string().size(), "testing a string");
+  return v.as_string().find_first_of(other_case) == std::string::npos;
+}
+bool t_lower(Evaluator& ev, const Value& v, CallArgs& a) { return case_test(ev, v, a, "lower", "ABCDEFGHIJKLMNOPQRSTUVWXYZ"); }
+bool t_upper(Evaluator& ev, const Value& v, CallArgs& a) { return case_test(ev, v, a, "upper", "abcdefghijklmnopqrstuvwxyz"); }
 
 // value % 2 with Python's modulo (floats too: 1.5 is neither even nor odd).
 double mod2(Evaluator& ev, const Value& v, const char* test) {
@@ -65,8 +73,8 @@ bool t_divisibleby(Evaluator& ev, const Value& v, CallArgs& a) {
   if (d == -1) return true;
   return to_int(ev, v, "the value of 'divisibleby'") % d == 0;
 }
-bool t_eq(Evaluator& ev, const Value& v, CallArgs& a) { return equal(v, other(ev, a, "eq")); }
-bool t_ne(Evaluator& ev, const Value& v, CallArgs& a) { return !equal(v, other(ev, a, "ne")); }
+bool t_eq(Evaluator& ev, const Value& v, CallArgs& a) { return equal(v, other(ev, a, "eq"), ev.work()); }
+bool t_ne(Evaluator& ev, const Value& v, CallArgs& a) { return !equal(v, other(ev, a, "ne"), ev.work()); }
 bool t_lt(Evaluator& ev, const Value& v, CallArgs& a) { return binary(ev, "<", v, other(ev, a, "lt")).as_bool(); }
 bool t_le(Evaluator& ev, const Value& v, CallArgs& a) { return binary(ev, "<=", v, other(ev, a, "le")).as_bool(); }
 bool t_gt(Evaluator& ev, const Value& v, CallArgs& a) { return binary(ev, ">", v, other(ev, a, "gt")).as_bool(); }
@@ -75,7 +83,7 @@ bool t_in(Evaluator& ev, const Value& v, CallArgs& a) { return contains(ev, othe
 bool t_sameas(Evaluator& ev, const Value& v, CallArgs& a) {
   const Value& o = other(ev, a, "sameas");
   if (v.kind() != o.kind()) return false;
-  return v.is_none() || v.is_undefined() || ((v.is_bool() || v.is_int()) && equal(v, o));
+  return v.is_none() || v.is_undefined() || ((v.is_bool() || v.is_int()) && equal(v, o, ev.work()));
 }
 
 const std::map<std::string, Test>& tests() {
@@ -101,7 +109,7 @@ bool has_test(const std::string& name) { return tests().count(name) > 0; }
 bool apply_test(Evaluator& ev, const std::string& name, const Value& value, CallArgs& args) {
   const auto& all = tests();
   const auto it = all.find(name);
-  if (it == all.end()) ev.fail("no test named '" + name + "'");
+  if (it == all.end()) ev.fail("no test named " + Value(name.substr(0, 80)).brief());
   return it->second(ev, value, args);
 }
 

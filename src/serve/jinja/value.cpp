@@ -4,12 +4,18 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <algorithm>
+#include <string_view>
 #include <unordered_map>
 
 #include "serve/chat_template.h"
+#include "serve/jinja/string_ops.h"
+#include "serve/jinja/work.h"
 
 namespace plexus::jinja {
+
+static_assert(sizeof(Value) <= kItemBytes, "kItemBytes is the cost of a list item");
 
 const Value* Dict::find(const std::string& key) const {
   auto it = index_.find(key);
@@ -152,78 +158,146 @@ std::string python_float(double f) {
   return neg ? "-" + out : out;
 }
 
-std::string python_string_repr(const std::string& s) {
-  const char q = (s.find('\'') != std::string::npos && s.find('"') == std::string::npos) ? '"' : '\'';
-  std::string out(1, q);
-  for (unsigned char c : s) {
-    if (c == '\\') out += "\\\\";
-    else if (c == q) out += std::string("\\") + static_cast<char>(c);
-    else if (c == '\n') out += "\\n";
-    else if (c == '\r') out += "\\r";
-    else if (c == '\t') out += "\\t";
-    else if (c < 0x20 || c == 0x7f) {
-      char b[8];
-      std::snprintf(b, sizeof b, "\\x%02x", c);
-      out += b;
-    } else out.push_back(static_cast<char>(c));
-  }
-  out.push_back(q);
-  return out;
-}
+namespace {
 
-std::string Value::str() const {
+// Python repr() of strings, numbers, lists and dicts into `out`: charged to `work` and checked
+// against its max_output before each piece is appended; or, with no work, cut past `cap` bytes.
+class ReprWriter {
+ public:
+  ReprWriter(Work* work, std::size_t cap) : work_(work), cap_(cap) {}
+
+  void value(const Value& v) {
+    if (full()) return;
+    if (work_) work_->steps(1);
+    switch (v.kind()) {
+      case Value::Kind::kUndefined: return;
+      case Value::Kind::kNone: put("None"); return;
+      case Value::Kind::kBool: put(v.as_bool() ? "True" : "False"); return;
+      case Value::Kind::kInt: put(std::to_string(v.as_int())); return;
+      case Value::Kind::kFloat: put(python_float(v.as_number())); return;
+      case Value::Kind::kString: string(v.as_string()); return;
+      case Value::Kind::kList: {
+        const List& l = v.as_list();
+        put(v.is_tuple() ? "(" : "[");
+        for (std::size_t i = 0; i < l.size() && !full(); ++i) {
+          if (i) put(", ");
+          value(l[i]);
+        }
+        if (v.is_tuple() && l.size() == 1) put(",");
+        put(v.is_tuple() ? ")" : "]");
+        return;
+      }
+      case Value::Kind::kDict: {
+        put(v.is_namespace() ? "<Namespace {" : "{");
+        bool first = true;
+        for (const auto& [k, x] : v.as_dict().items()) {
+          if (full()) return;
+          if (!first) put(", ");
+          first = false;
+          string(k);
+          put(": ");
+          value(x);
+        }
+        put(v.is_namespace() ? "}>" : "}");
+        return;
+      }
+      case Value::Kind::kFunction: put("<function " + v.name() + ">"); return;
+    }
+  }
+
+  // Python's repr of a string: quoted with ' (or " when it holds ' and no "), escapes for
+  // backslash, the quote and control characters. Its size is measured before it is written.
+  void string(const std::string& s) {
+    if (!work_ && s.size() > cap_) {  // brief: the start is enough
+      string(s.substr(0, cap_));
+      return;
+    }
+    if (work_) work_->bytes(kCharCost, s.size(), "printing a string");  // the measuring scan and the escaping copy
+    const char q = (s.find('\'') != std::string::npos && s.find('"') == std::string::npos) ? '"' : '\'';
+    // The bytes escaped (NUL too: next_special stops at it); plain runs are skipped by strcspn.
+    char special[40] = "\\\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d\x0e\x0f\x10\x11\x12\x13\x14\x15\x16\x17\x18\x19\x1a\x1b\x1c\x1d\x1e\x1f\x7f";
+    special[std::strlen(special)] = q;
+    std::size_t size = 2 + s.size();
+    for (std::size_t i = next_special(s, 0, special); i < s.size(); i = next_special(s, i + 1, special)) {
+      const char c = s[i];
+      size += c == '\\' || c == q || c == '\n' || c == '\r' || c == '\t' ? 1 : 3;
+    }
+    reserve(size);
+    out_.push_back(q);
+    std::size_t run = 0;  // where the bytes copied as they are start
+    for (std::size_t i = next_special(s, 0, special); i < s.size(); i = next_special(s, i + 1, special)) {
+      const auto c = static_cast<unsigned char>(s[i]);
+      out_.append(s, run, i - run);
+      run = i + 1;
+      if (c == '\n') out_ += "\\n";
+      else if (c == '\r') out_ += "\\r";
+      else if (c == '\t') out_ += "\\t";
+      else if (c == '\\' || c == static_cast<unsigned char>(q)) out_ += {'\\', static_cast<char>(c)};
+      else out_ += {'\\', 'x', "0123456789abcdef"[c >> 4], "0123456789abcdef"[c & 15]};
+    }
+    out_.append(s, run, std::string::npos);
+    out_.push_back(q);
+  }
+
+  std::string take() {
+    if (!work_ && out_.size() > cap_) {
+      out_.resize(cap_);
+      out_ += "...";
+    }
+    return std::move(out_);
+  }
+
+ private:
+  bool full() const { return !work_ && out_.size() > cap_; }
+  // Checks (and charges) `n` more bytes before they are appended.
+  void reserve(std::size_t n) {
+    if (!work_) return;
+    work_->check_size(out_.size() + n);
+    work_->bytes(n, "printing a value");
+  }
+  void put(std::string_view s) {
+    reserve(s.size());
+    out_.append(s);
+  }
+
+  Work* work_;
+  std::size_t cap_;
+  std::string out_;
+};
+
+// The bytes of a value's brief repr in error messages.
+constexpr std::size_t kBriefBytes = 60;
+
+}  // namespace
+
+std::string Value::str(Work& work) const {
   switch (kind_) {
     case Kind::kUndefined: return "";
-    case Kind::kString: return *s_;
-    default: return repr();
+    case Kind::kString:
+      work.bytes(s_->size(), "copying a string");
+      return *s_;
+    default: return repr(work);
   }
+}
+
+std::string Value::repr(Work& work) const {
+  ReprWriter w(&work, 0);
+  w.value(*this);
+  return w.take();
+}
+
+std::string Value::brief() const {
+  ReprWriter w(nullptr, kBriefBytes);
+  w.value(*this);
+  return w.take();
 }
 
 namespace {
 
-// repr() of shared sublists can be exponentially long: past this many bytes it stops.
-constexpr std::size_t kMaxReprBytes = std::size_t{64} << 20;
-
-void repr_into(const Value& v, std::string& out) {
-  if (out.size() > kMaxReprBytes)
-    throw TemplateError("printing a value takes more than " + std::to_string(kMaxReprBytes) + " bytes");
-  switch (v.kind()) {
-    case Value::Kind::kUndefined: return;
-    case Value::Kind::kNone: out += "None"; return;
-    case Value::Kind::kBool: out += v.as_bool() ? "True" : "False"; return;
-    case Value::Kind::kInt: out += std::to_string(v.as_int()); return;
-    case Value::Kind::kFloat: out += python_float(v.as_number()); return;
-    case Value::Kind::kString: out += python_string_repr(v.as_string()); return;
-    case Value::Kind::kList: {
-      const List& l = v.as_list();
-      out += v.is_tuple() ? "(" : "[";
-      for (std::size_t i = 0; i < l.size(); ++i) {
-        if (i) out += ", ";
-        repr_into(l[i], out);
-      }
-      if (v.is_tuple() && l.size() == 1) out += ",";
-      out += v.is_tuple() ? ")" : "]";
-      return;
-    }
-    case Value::Kind::kDict: {
-      out += v.is_namespace() ? "<Namespace {" : "{";
-      bool first = true;
-      for (const auto& [k, x] : v.as_dict().items()) {
-        if (!first) out += ", ";
-        first = false;
-        out += python_string_repr(k) + ": ";
-        repr_into(x, out);
-      }
-      out += v.is_namespace() ? "}>" : "}";
-      return;
-    }
-    case Value::Kind::kFunction: out += "<function " + v.name() + ">"; return;
-  }
-}
-
 // Walks v once per shared list or dict: its nesting depth (past `limit`: limit + 1), and whether
 // it holds `target`.
-int walk_depth(const Value& v, const Dict* target, int limit, std::unordered_map<const void*, int>& seen, bool* holds) {
+int walk_depth(const Value& v, const Dict* target, int limit, std::unordered_map<const void*, int>& seen, bool* holds,
+               Work& work) {
   const void* key = v.is_list() ? static_cast<const void*>(&v.as_list()) : v.is_dict() ? static_cast<const void*>(&v.as_dict()) : nullptr;
   if (!key) return 0;
   if (key == target) *holds = true;
@@ -231,10 +305,14 @@ int walk_depth(const Value& v, const Dict* target, int limit, std::unordered_map
   if (it != seen.end()) return it->second;
   int depth = 1;
   if (limit > 0) {
-    if (v.is_list())
-      for (const Value& x : v.as_list()) depth = std::max(depth, 1 + walk_depth(x, target, limit - 1, seen, holds));
-    else
-      for (const auto& [k, x] : v.as_dict().items()) depth = std::max(depth, 1 + walk_depth(x, target, limit - 1, seen, holds));
+    if (v.is_list()) {
+      work.steps(static_cast<std::int64_t>(v.as_list().size()));
+      for (const Value& x : v.as_list()) depth = std::max(depth, 1 + walk_depth(x, target, limit - 1, seen, holds, work));
+    } else {
+      work.steps(static_cast<std::int64_t>(v.as_dict().size()));
+      for (const auto& [k, x] : v.as_dict().items())
+        depth = std::max(depth, 1 + walk_depth(x, target, limit - 1, seen, holds, work));
+    }
   } else {
     depth = 2;  // past the limit
   }
@@ -244,16 +322,10 @@ int walk_depth(const Value& v, const Dict* target, int limit, std::unordered_map
 
 }  // namespace
 
-std::string Value::repr() const {
-  std::string out;
-  repr_into(*this, out);
-  return out;
-}
-
-void check_storable(const Value& v, const Value& ns, int max_depth) {
+void check_storable(const Value& v, const Value& ns, int max_depth, Work& work) {
   std::unordered_map<const void*, int> seen;
   bool holds = false;
-  const int depth = walk_depth(v, &ns.as_dict(), max_depth, seen, &holds);
+  const int depth = walk_depth(v, &ns.as_dict(), max_depth, seen, &holds, work);
   if (holds) throw TemplateError("a namespace cannot hold itself");
   if (depth >= max_depth) throw TemplateError("a value nests deeper than " + std::to_string(max_depth) + " levels");
 }
@@ -273,52 +345,43 @@ std::string Value::type_name() const {
   return "";
 }
 
-namespace {
-
-// Comparisons of shared sublists can take exponential time: past this many steps they stop.
-constexpr std::int64_t kMaxCompareSteps = 10'000'000;
-
-void spend(std::int64_t& budget) {
-  if (--budget < 0) throw TemplateError("comparing values takes more than " + std::to_string(kMaxCompareSteps) + " steps");
+int compare_text(std::string_view a, std::string_view b, Work& work) {
+  const std::size_t n = std::min(a.size(), b.size());
+  for (std::size_t at = 0, chunk = 64; at < n; at += chunk, chunk *= 2) {
+    const std::size_t len = std::min(chunk, n - at);
+    work.bytes(len, "comparing strings");
+    if (const int c = std::memcmp(a.data() + at, b.data() + at, len)) return c;
+  }
+  return a.size() < b.size() ? -1 : a.size() > b.size() ? 1 : 0;
 }
 
-bool equal_within(const Value& a, const Value& b, std::int64_t& budget);
-bool less_within(const Value& a, const Value& b, std::int64_t& budget);
+namespace {
+
+bool numeric(const Value& v) { return v.is_number() || v.is_bool(); }
+std::int64_t int_of(const Value& v) { return v.is_bool() ? v.as_bool() : v.as_int(); }
 
 }  // namespace
 
-bool equal(const Value& a, const Value& b) {
-  std::int64_t budget = kMaxCompareSteps;
-  return equal_within(a, b, budget);
-}
-
-bool less(const Value& a, const Value& b) {
-  std::int64_t budget = kMaxCompareSteps;
-  return less_within(a, b, budget);
-}
-
-namespace {
-
-bool equal_within(const Value& a, const Value& b, std::int64_t& budget) {
-  spend(budget);
-  if ((a.is_number() || a.is_bool()) && (b.is_number() || b.is_bool())) {
+bool equal(const Value& a, const Value& b, Work& work) {
+  work.steps(1);
+  if (numeric(a) && numeric(b)) {
     if (a.is_float() || b.is_float()) return a.as_number() == b.as_number();
-    const std::int64_t x = a.is_bool() ? a.as_bool() : a.as_int();
-    const std::int64_t y = b.is_bool() ? b.as_bool() : b.as_int();
-    return x == y;
+    return int_of(a) == int_of(b);
   }
   if (a.kind() != b.kind()) return false;
   switch (a.kind()) {
     case Value::Kind::kUndefined:
     case Value::Kind::kNone: return true;
-    case Value::Kind::kString: return a.as_string() == b.as_string();
+    case Value::Kind::kString:
+      if (&a.as_string() == &b.as_string()) return true;  // the same string (Python checks identity first)
+      return a.as_string().size() == b.as_string().size() && compare_text(a.as_string(), b.as_string(), work) == 0;
     case Value::Kind::kList: {
       const List &x = a.as_list(), &y = b.as_list();
-      if (&x == &y) return true;  // the same list (Python compares identity first too)
+      if (&x == &y) return true;  // the same list
       if (a.is_tuple() != b.is_tuple()) return false;  // [1] != (1,)
       if (x.size() != y.size()) return false;
       for (std::size_t i = 0; i < x.size(); ++i)
-        if (!equal_within(x[i], y[i], budget)) return false;
+        if (!equal(x[i], y[i], work)) return false;
       return true;
     }
     case Value::Kind::kDict: {
@@ -326,8 +389,9 @@ bool equal_within(const Value& a, const Value& b, std::int64_t& budget) {
       if (&x == &y) return true;
       if (x.size() != y.size()) return false;
       for (const auto& [k, v] : x.items()) {
+        work.bytes(k.size(), "looking up a key");
         const Value* w = y.find(k);
-        if (!w || !equal_within(v, *w, budget)) return false;
+        if (!w || !equal(v, *w, work)) return false;
       }
       return true;
     }
@@ -339,24 +403,50 @@ bool equal_within(const Value& a, const Value& b, std::int64_t& budget) {
   return false;
 }
 
-bool less_within(const Value& a, const Value& b, std::int64_t& budget) {
-  spend(budget);
-  if ((a.is_number() || a.is_bool()) && (b.is_number() || b.is_bool())) {
+bool less(const Value& a, const Value& b, Work& work) {
+  work.steps(1);
+  if (numeric(a) && numeric(b)) {
     if (a.is_float() || b.is_float()) return a.as_number() < b.as_number();
-    return (a.is_bool() ? a.as_bool() : a.as_int()) < (b.is_bool() ? b.as_bool() : b.as_int());
+    return int_of(a) < int_of(b);
   }
-  if (a.is_string() && b.is_string()) return a.as_string() < b.as_string();
+  if (a.is_string() && b.is_string())
+    return &a.as_string() != &b.as_string() && compare_text(a.as_string(), b.as_string(), work) < 0;
   if (a.is_list() && b.is_list() && a.is_tuple() == b.is_tuple()) {
     const List &x = a.as_list(), &y = b.as_list();
     for (std::size_t i = 0; i < x.size() && i < y.size(); ++i) {
-      if (less_within(x[i], y[i], budget)) return true;
-      if (less_within(y[i], x[i], budget)) return false;
+      if (equal(x[i], y[i], work)) continue;  // Python: the first unequal items decide
+      return less(x[i], y[i], work);
     }
     return x.size() < y.size();
   }
   throw TemplateError("'<' not supported between instances of '" + a.type_name() + "' and '" + b.type_name() + "'");
 }
 
-}  // namespace
+std::size_t hash_key(const Value& v, Work& work) {
+  work.steps(1);
+  switch (v.kind()) {
+    case Value::Kind::kUndefined:
+    case Value::Kind::kNone: return 0x5bd1e995;
+    case Value::Kind::kBool:
+    case Value::Kind::kInt: return std::hash<std::int64_t>()(int_of(v));
+    case Value::Kind::kFloat: {
+      const double f = v.as_number();
+      if (f == std::trunc(f) && std::abs(f) < 9.2e18) return std::hash<std::int64_t>()(static_cast<std::int64_t>(f));
+      return std::hash<double>()(f);
+    }
+    case Value::Kind::kString:
+      work.bytes(v.as_string().size(), "hashing strings");
+      return std::hash<std::string_view>()(v.as_string());
+    case Value::Kind::kList: {
+      if (!v.is_tuple()) break;
+      std::size_t h = 0x345678;
+      for (const Value& x : v.as_list()) h = h * 1000003 ^ hash_key(x, work);
+      return h;
+    }
+    case Value::Kind::kDict: break;
+    case Value::Kind::kFunction: return std::hash<const void*>()(&v.as_function());
+  }
+  throw TemplateError("unhashable type: '" + v.type_name() + "'");
+}
 
 }  // namespace plexus::jinja

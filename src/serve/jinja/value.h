@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -16,6 +17,7 @@ namespace plexus::jinja {
 
 class Value;
 class Evaluator;
+class Work;
 
 using List = std::vector<Value>;
 
@@ -69,8 +71,11 @@ class Value {
   const std::string& name() const;
 
   bool truthy() const;
-  std::string str() const;    // Python str()
-  std::string repr() const;   // Python repr(); TemplateError past 64 MiB
+  // Python str() and repr(), their bytes charged to `work`; TemplateError past its max_output.
+  std::string str(Work& work) const;
+  std::string repr(Work& work) const;
+  // repr() cut to about 60 bytes, for error messages (cheap whatever the value's size).
+  std::string brief() const;
   std::string type_name() const;  // Python's name of the type ("str", "NoneType", ...)
 
  private:
@@ -92,6 +97,8 @@ class Dict {
   void set(const std::string& key, Value v);
   std::size_t size() const { return items_.size(); }
   const std::vector<std::pair<std::string, Value>>& items() const { return items_; }
+  // The value of the i-th key set (i < size()), to change it without a lookup.
+  Value& value_at(std::size_t i) { return items_[i].second; }
 
  private:
   std::vector<std::pair<std::string, Value>> items_;
@@ -104,19 +111,25 @@ struct CallArgs {
   std::vector<std::pair<std::string, Value>> keyword;
 };
 
-// Python ==; TemplateError past 10 million steps (shared sublists).
-bool equal(const Value& a, const Value& b);
-// Python <, for numbers, strings and lists; TemplateError otherwise.
-bool less(const Value& a, const Value& b);
+// Python == (a step per item compared, the bytes of strings compared up to their first
+// difference; the same string object is equal at once, as Python's identity check).
+bool equal(const Value& a, const Value& b, Work& work);
+// Three-way comparison of strings' bytes (UTF-8 byte order is code point order), charging the
+// bytes compared in chunks that double: about the common prefix's length, not the strings'.
+int compare_text(std::string_view a, std::string_view b, Work& work);
+// Python <, for numbers, strings and lists (charged as equal); TemplateError otherwise.
+bool less(const Value& a, const Value& b, Work& work);
+// Python's hash() of a set's key, consistent with equal (1, 1.0 and True hash alike); the bytes
+// of strings charged; TemplateError "unhashable type" for lists and dicts, as Python's.
+std::size_t hash_key(const Value& v, Work& work);
 
 // TemplateError unless `v` may be stored in the namespace `ns`: not holding `ns` (no cycles) and
 // nesting at most `max_depth` lists and dicts. With this check at the one place values change
 // (namespace attributes), every value stays acyclic and shallow enough to walk recursively.
-void check_storable(const Value& v, const Value& ns, int max_depth);
+// A step per list item and dict entry walked.
+void check_storable(const Value& v, const Value& ns, int max_depth, Work& work);
 
 // Python repr() of a float ("1.0", "0.1", "1e+16").
 std::string python_float(double f);
-// Python repr() of a string ('a', "it's").
-std::string python_string_repr(const std::string& s);
 
 }  // namespace plexus::jinja

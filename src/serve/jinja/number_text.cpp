@@ -1,0 +1,136 @@
+// Python's int(text, base) and float(text) on strings, and int(float), for the int and float
+// filters: jinja2's results where 64-bit integers hold them, a TemplateError where they do not.
+#include <cmath>
+#include <cstdlib>
+
+#include "serve/jinja/builtins.h"
+#include "serve/jinja/evaluator.h"
+#include "serve/jinja/string_ops.h"
+
+namespace plexus::jinja {
+namespace {
+
+std::string_view trim_space(std::string_view s) {
+  while (!s.empty() && is_py_space(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && is_py_space(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return s;
+}
+
+int digit_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'z') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'Z') return c - 'A' + 10;
+  return 99;
+}
+
+// Python's digitpart (digits, single underscores between them) at the start of s: appended to
+// `out` without underscores; false when s does not start with one.
+bool read_digits(std::string_view& s, std::string& out) {
+  std::size_t i = 0;
+  bool digit_last = false;
+  for (; i < s.size(); ++i) {
+    if (s[i] >= '0' && s[i] <= '9') {
+      out.push_back(s[i]);
+      digit_last = true;
+    } else if (s[i] == '_' && digit_last && i + 1 < s.size() && s[i + 1] >= '0' && s[i + 1] <= '9') {
+      digit_last = false;
+    } else {
+      break;
+    }
+  }
+  s.remove_prefix(i);
+  return i > 0;
+}
+
+}  // namespace
+
+std::optional<std::int64_t> parse_python_int(Evaluator& ev, std::string_view text, std::int64_t base) {
+  ev.work().bytes(text.size(), "reading a number");
+  if (base != 0 && (base < 2 || base > 36)) return std::nullopt;  // Python: ValueError
+  std::string_view s = trim_space(text);
+  bool negative = false;
+  if (!s.empty() && (s[0] == '+' || s[0] == '-')) {
+    negative = s[0] == '-';
+    s.remove_prefix(1);
+  }
+  bool prefixed = false;
+  if (s.size() >= 2 && s[0] == '0') {
+    const char p = static_cast<char>(s[1] | 0x20);
+    const std::int64_t prefix_base = p == 'x' ? 16 : p == 'o' ? 8 : p == 'b' ? 2 : 0;
+    if (prefix_base != 0 && (base == 0 || base == prefix_base)) {
+      base = prefix_base;
+      prefixed = true;
+      s.remove_prefix(2);
+      if (!s.empty() && s[0] == '_') s.remove_prefix(1);  // Python allows one after the prefix
+    }
+  }
+  const bool base_zero_decimal = base == 0;
+  if (base == 0) base = 10;
+  if (s.empty()) return std::nullopt;
+  // Digits with single underscores between them; the magnitude up to 2^63 (then "too large").
+  std::uint64_t magnitude = 0;
+  bool too_large = false, digit_last = false, nonzero = false;
+  for (const char c : s) {
+    if (c == '_') {
+      if (!digit_last) return std::nullopt;
+      digit_last = false;
+      continue;
+    }
+    const int d = digit_value(c);
+    if (d >= base) return std::nullopt;
+    digit_last = true;
+    nonzero = nonzero || d != 0;
+    if (__builtin_mul_overflow(magnitude, static_cast<std::uint64_t>(base), &magnitude) ||
+        __builtin_add_overflow(magnitude, static_cast<std::uint64_t>(d), &magnitude) || magnitude > (std::uint64_t{1} << 63))
+      too_large = true;
+  }
+  if (!digit_last) return std::nullopt;
+  if (base_zero_decimal && !prefixed && s[0] == '0' && nonzero) return std::nullopt;  // int('010', 0)
+  if (too_large || (!negative && magnitude == (std::uint64_t{1} << 63)))
+    ev.fail("int(" + Value(std::string(text.substr(0, 40))).brief() + ") is past 64-bit integers (plexus's limit)");
+  return negative ? static_cast<std::int64_t>(0 - magnitude) : static_cast<std::int64_t>(magnitude);
+}
+
+std::optional<double> parse_python_float(std::string_view text) {
+  std::string_view s = trim_space(text);
+  std::string clean;  // the number without underscores, for strtod
+  if (!s.empty() && (s[0] == '+' || s[0] == '-')) {
+    clean.push_back(s[0]);
+    s.remove_prefix(1);
+  }
+  std::string lower_word;
+  for (const char c : s.substr(0, 9)) lower_word.push_back(static_cast<char>(c | 0x20));
+  if (s.size() <= 8 && (lower_word == "inf" || lower_word == "infinity" || lower_word == "nan")) {
+    const double v = lower_word == "nan" ? NAN : INFINITY;
+    return clean == "-" ? -v : v;
+  }
+  const bool whole = read_digits(s, clean);
+  bool fraction = false;
+  if (!s.empty() && s[0] == '.') {
+    clean.push_back('.');
+    s.remove_prefix(1);
+    fraction = read_digits(s, clean);
+  }
+  if (!whole && !fraction) return std::nullopt;
+  if (!s.empty() && (s[0] == 'e' || s[0] == 'E')) {
+    clean.push_back('e');
+    s.remove_prefix(1);
+    if (!s.empty() && (s[0] == '+' || s[0] == '-')) {
+      clean.push_back(s[0]);
+      s.remove_prefix(1);
+    }
+    if (!read_digits(s, clean)) return std::nullopt;
+  }
+  if (!s.empty()) return std::nullopt;
+  return std::strtod(clean.c_str(), nullptr);
+}
+
+std::int64_t int_of_float(Evaluator& ev, double f) {
+  if (std::isnan(f)) ev.fail("cannot convert float NaN to integer");
+  if (std::isinf(f)) ev.fail("cannot convert float infinity to integer");
+  if (!(std::abs(f) < 9223372036854775808.0))
+    ev.fail("int(" + python_float(f) + ") is past 64-bit integers (plexus's limit)");
+  return static_cast<std::int64_t>(f);
+}
+
+}  // namespace plexus::jinja
