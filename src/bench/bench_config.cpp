@@ -257,6 +257,7 @@ void read_backend(const Reader& r, const YAML::Node& n, BackendConfig& b) {
       if (!parse_wait_policy(b.wait)) r.fail(v, p, "unknown wait policy '" + b.wait + "' (use " + std::string(kWaitPolicyChoices) + ")");
     } else if (k == "context") {
       b.context = r.integer(v, p, 0, 1LL << 24);
+      b.context_given = true;
     } else if (k == "micro_batches") {
       b.micro_batches = r.integer(v, p, 0, 4096);
     } else if (k == "tensor_parallel") {
@@ -367,7 +368,7 @@ std::string where_in_file(const BenchConfig& c, const std::string& file, const s
 BenchConfig config_from_yaml(const YAML::Node& root, const ConfigSource& source) {
   const Reader r(source);
   if (!root.IsMap()) r.fail(root, "(top level)", "expected a mapping with name, model, backend, scenario, ...");
-  r.check_keys(root, "", {"name", "model", "model_make", "backend", "scenario", "monitor", "output", "sweep"});
+  r.check_keys(root, "", {"name", "model", "revision", "model_make", "backend", "scenario", "monitor", "output", "sweep"});
   BenchConfig c;
   for (auto it = root.begin(); it != root.end(); ++it) {
     if (it->second.IsNull() && it->first.Scalar() == "scenario") {
@@ -384,6 +385,9 @@ BenchConfig config_from_yaml(const YAML::Node& root, const ConfigSource& source)
     } else if (k == "model") {
       c.model = r.string(v, k);
       if (c.model.empty()) r.fail(v, k, "the model directory is empty");
+    } else if (k == "revision") {
+      c.revision = r.string(v, k);
+      if (c.revision->empty()) r.fail(v, k, "is empty: give a branch, tag or commit of the Hugging Face id in model");
     } else if (k == "model_make") {
       c.model_make.emplace();
       read_model_make(r, v, *c.model_make);
@@ -410,6 +414,7 @@ Json config_to_json(const BenchConfig& c) {
   Json j;
   j["name"] = c.name;
   j["model"] = c.model;
+  if (c.revision) j["revision"] = *c.revision;
   if (c.model_make) {
     j["model_make"] = {{"preset", c.model_make->preset}, {"arch", c.model_make->arch}, {"dtype", c.model_make->dtype},
                        {"seed", c.model_make->seed}, {"tokenizer", c.model_make->tokenizer}};

@@ -35,6 +35,7 @@ struct BackendConfig {
   long long threads = 0;              // 0: every hardware thread
   std::string wait = "auto";          // the CPU pool's wait policy: spin | passive | auto
   long long context = 4096;           // KV cache the plan keeps room for
+  bool context_given = false;         // in the file (or --set): beyond the model's positions, noted
   long long micro_batches = 0;        // 0: one per stage
   long long tensor_parallel = 1;      // every layer split over this many devices (--tp)
   long long pipeline_parallel = 1;    // the layers in this many stages of such groups (--pp)
@@ -71,7 +72,8 @@ struct OutputConfig {
 
 struct BenchConfig {
   std::string name;
-  std::string model;
+  std::string model;                    // a directory, a .gguf file or a Hugging Face id in the local cache
+  std::optional<std::string> revision;  // of a Hugging Face id (default main)
   std::optional<ModelMakeConfig> model_make;
   BackendConfig backend;
   ScenarioConfig scenario;

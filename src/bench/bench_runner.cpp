@@ -13,6 +13,7 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "exec/model_run.h"
+#include "model/model_location.h"
 #include "monitor/monitor_session.h"
 #include "runtime/generate.h"
 
@@ -30,6 +31,7 @@ RunInputs run_inputs(const BenchConfig& c) {
   p.dtype = c.backend.dtype;
   p.quantize = c.backend.quantize;
   p.context = c.backend.context;
+  p.context_given = c.backend.context_given;
   p.batch = c.scenario.batch_size;
   if (!c.backend.max_memory.empty()) {
     std::string text;
@@ -81,6 +83,7 @@ std::string utc_timestamp() {
 bool ensure_model(const BenchConfig& c, const std::string& config_file, const Log& log, const StopRequested& stop) {
   namespace fs = std::filesystem;
   if (fs::exists(fs::path(c.model) / "config.json") || fs::is_regular_file(c.model)) return false;
+  if (!c.model_make && !fs::exists(c.model) && looks_like_hub_id(c.model)) return false;  // run_point looks in the cache
   if (!c.model_make) {
     throw InputError(where_in_file(c, config_file, "model") + "model: '" + c.model +
                      "' holds no model (no config.json): make one with `plexus make-model`, or add model_make: {preset: tiny} "
@@ -122,10 +125,16 @@ Json run_point(const BenchPoint& point, const std::string& config_file, const Lo
   auto stopping = [&] { return stop && stop(); };
   const ScenarioConfig& sc = c.scenario;
   ensure_model(c, config_file, log, stop);
+  std::string model;
+  try {
+    model = locate_model(c.model, c.revision, ModelNeeds::kWeights);
+  } catch (const InputError& e) {
+    throw InputError(where_in_file(c, config_file, "model") + "model: " + e.what());
+  }
 
   std::unique_ptr<ModelRun> run;
   try {
-    run = open_model_run(run_inputs(c), c.model);
+    run = open_model_run(run_inputs(c), model);
   } catch (const InputError& e) {
     // The planner speaks in command-line flags; name the configuration's keys instead.
     std::string m = e.what();
@@ -147,10 +156,10 @@ Json run_point(const BenchPoint& point, const std::string& config_file, const Lo
   if (stopping()) throw Interrupted("interrupted while opening the model, before any sample was measured");
   Runner& runner = *run->runner;
   std::unique_ptr<Tokenizer> tok;
-  if (Tokenizer::exists_in(c.model)) tok = Tokenizer::load(c.model);
+  if (Tokenizer::exists_in(model)) tok = Tokenizer::load(model);
   std::vector<std::vector<std::int32_t>> prompts;
   try {
-    prompts = scenario_prompts(sc, tok.get(), runner.vocab_size(), c.model);
+    prompts = scenario_prompts(sc, tok.get(), runner.vocab_size(), model);
   } catch (const InputError& e) {
     // "scenario.prompts_ids[0]: ..." gets the key's line; dataset errors already name DATASET:LINE.
     const std::string m = e.what();
@@ -248,7 +257,7 @@ Json run_point(const BenchPoint& point, const std::string& config_file, const Lo
     double prompt = 0;
     for (const auto& p : measured) prompt += static_cast<double>(p.size());
     prompt /= static_cast<double>(std::max<std::size_t>(1, measured.size()));
-    result["predicted"] = predict_run(*run, c.model, prompt, prompt + static_cast<double>(sc.max_new_tokens) / 2, sc.batch_size);
+    result["predicted"] = predict_run(*run, model, prompt, prompt + static_cast<double>(sc.max_new_tokens) / 2, sc.batch_size);
   }
   result["gpu_stats"] = gpu_stats_json(summary);
   result["host_stats"] = host_stats_json(summary);

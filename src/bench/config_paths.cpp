@@ -7,7 +7,7 @@ namespace plexus::bench {
 
 const std::vector<std::string>& known_config_paths() {
   static const std::vector<std::string> kPaths = {
-      "name", "model",
+      "name", "model", "revision",
       "model_make", "model_make.preset", "model_make.arch", "model_make.dtype", "model_make.seed", "model_make.tokenizer",
       "backend", "backend.type", "backend.device_ids", "backend.virtual_devices", "backend.device_map",
       "backend.max_memory", "backend.max_memory.*", "backend.dtype", "backend.quantize", "backend.threads", "backend.wait", "backend.context",

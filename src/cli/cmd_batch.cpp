@@ -14,6 +14,7 @@
 #include "batch/request.h"
 #include "cli/commands.h"
 #include "cli/generation_options.h"
+#include "cli/model_argument.h"
 #include "cli/model_options.h"
 #include "core/error.h"
 #include "core/json.h"
@@ -26,8 +27,8 @@ namespace {
 constexpr int kMaxBadLinesShown = 20;
 
 void declare(Args& args) {
-  args.positional("MODEL", "model directory (config.json + safetensors [+ tokenizer.json]) or a .gguf file")
-      .option("--input", "FILE", "requests, one JSON object per line: {\"id\", \"prompt\" | \"ids\", \"max_tokens\"?, \"temperature\"?, \"seed\"?}")
+  add_model_argument(args, "MODEL", "model directory (config.json + safetensors [+ tokenizer.json]) or a .gguf file");
+  args.option("--input", "FILE", "requests, one JSON object per line: {\"id\", \"prompt\" | \"ids\", \"max_tokens\"?, \"temperature\"?, \"seed\"?}")
       .option("--output", "FILE", "results, one JSON line per request (appended durably; an existing file is resumed)")
       .option("--replicas", "N", "model replicas in this process, each on its own thread share and device group", "1")
       .option("--batch-size", "N", "requests a replica takes from the queue and generates together at most", "8")
@@ -189,7 +190,7 @@ int cmd_batch(int argc, char** argv) {
     declare(args);
     args.parse(again);
   }
-  const std::string dir = args.get("MODEL");
+  const std::string dir = model_argument(args, ModelNeeds::kWeights);
   if (!args.has("--input") || !args.has("--output")) throw InputError("give --input FILE and --output FILE");
   const char* spec = std::getenv("PLEXUS_BATCH_FAIL");
   const batch::FaultInjection faults = batch::parse_fault_injection(spec ? spec : "");

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "cli/commands.h"
+#include "cli/model_argument.h"
 #include "cli/plan_options.h"
 #include "core/args.h"
 #include "core/error.h"
@@ -43,7 +44,7 @@ int cmd_estimate(int argc, char** argv) {
   Args args("estimate", "Memory a model needs, from config.json (or safetensors headers) alone: per dtype the total "
                         "size, the largest layer, Adam training memory; KV cache per token and per context × batch. "
                         "With --training: what `plexus train` holds on each device.");
-  args.positional("MODEL", "model directory (config.json [+ safetensors]), a config.json file or a .gguf file");
+  add_model_argument(args, "MODEL", "model directory (config.json [+ safetensors]), a config.json file or a .gguf file");
   args.flag("--json", "print the estimate as JSON");
   args.option("--quantize", "TYPE", "add a row for the projections quantised on load: q8_0 | q4_0 | q4_k");
   args.flag("--training", "per device: f32 weights, gradients, AdamW state and the activations of one micro-batch");
@@ -58,7 +59,7 @@ int cmd_estimate(int argc, char** argv) {
       if (args.given(flag)) throw InputError(std::string(flag) + " applies to the training estimate: add --training");
     }
   }
-  const ModuleTree tree = load_module_tree(args.get("MODEL"));
+  const ModuleTree tree = load_module_tree(model_argument(args, ModelNeeds::kConfig));
   if (args.get_flag("--training")) return estimate_training(args, tree.config());
   std::optional<DType> quantize;
   if (auto q = args.get_optional("--quantize")) quantize = quantize_flag("--quantize", *q);

@@ -6,6 +6,7 @@
 #include "cli/commands.h"
 #include "cli/generation_options.h"
 #include "cli/interrupt_guard.h"
+#include "cli/model_argument.h"
 #include "cli/model_options.h"
 #include "cli/mpi_tensor.h"
 #include "core/error.h"
@@ -95,7 +96,7 @@ int generate_run(const Args& args, MpiTensorGroup* mpi) {
   // (Under mpirun the ranks must stop together: mpirun's own signal handling ends the job.)
   std::optional<InterruptGuard> guard;
   if (args.get_flag("--json") && !(mpi && mpi->parallel())) guard.emplace();
-  const std::string dir = args.get("MODEL");
+  const std::string dir = model_argument(args, ModelNeeds::kWeights);
   if (args.has("--prompt") == args.has("--ids")) throw InputError("give exactly one of --prompt TEXT or --ids LIST");
   GenerateOptions o = generation_options(args);
 
@@ -202,8 +203,8 @@ int cmd_generate(int argc, char** argv) {
             "Continue a prompt with a model. Greedy by default; --temperature switches to sampling\n"
             "(temperature, then top-k, then top-p, seeded by --seed). Text is printed as it is\n"
             "generated, timings go to stderr; --json prints one JSON object at the end instead.");
-  args.positional("MODEL", "model directory (config.json + safetensors [+ tokenizer.json]) or a .gguf file")
-      .option("--prompt", "TEXT", "prompt text (needs the model's tokenizer.json)")
+  add_model_argument(args, "MODEL", "model directory (config.json + safetensors [+ tokenizer.json]) or a .gguf file");
+  args.option("--prompt", "TEXT", "prompt text (needs the model's tokenizer.json)")
       .option("--ids", "LIST", "prompt as comma-separated token ids, e.g. 1,2,3")
       .flag("--json", "print {ids, text, prefill_tokens_per_s, decode_tokens_per_s, ttft_ms, ...}");
   add_generation_options(args);

@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "cli/generation_options.h"
 #include "cli/interrupt_guard.h"
+#include "cli/model_argument.h"
 #include "cli/model_options.h"
 #include "core/error.h"
 #include "core/timer.h"
@@ -67,9 +68,9 @@ std::unique_ptr<ModelRun> open_serve_run(const RunInputs& in, const std::string&
 }
 
 int serve_run(const Args& args) {
-  const std::string dir = args.get("MODEL");
   ServeFlags f = serve_flags(args);
-  f.model_name = args.get_optional("--served-model-name").value_or(dir);
+  const std::string dir = model_argument(args, ModelNeeds::kWeights);
+  f.model_name = args.get_optional("--served-model-name").value_or(args.get("MODEL"));
   if (f.model_name.empty()) throw InputError("--served-model-name must not be empty");
   RunInputs in = run_inputs_from(args);
   in.plan.batch = f.scheduler.max_sequences;  // the plan keeps KV-cache room for every running sequence
@@ -78,21 +79,24 @@ int serve_run(const Args& args) {
   std::string template_source;
   if (template_file) template_source = read_utf8_file(*template_file, "--chat-template");
 
+  if (!Tokenizer::exists_in(dir)) {
+    throw InputError("plexus serve needs the model's tokenizer, but '" + dir +
+                     "' has no tokenizer.json (make test models with --tokenizer DIR)");
+  }
+
   InterruptGuard guard;  // SIGINT / SIGTERM: drain and exit 0
   HttpServer server(f.http);
   const int port = server.bind();
   server.start();
   const bool ipv6 = f.http.host.find(':') != std::string::npos;  // "::1" is written [::1] in a URL
-  std::fprintf(stderr, "plexus serve: listening on http://%s%s%s:%d\n", ipv6 ? "[" : "", f.http.host.c_str(), ipv6 ? "]" : "", port);
+  char url[300];
+  std::snprintf(url, sizeof url, "http://%s%s%s:%d", ipv6 ? "[" : "", f.http.host.c_str(), ipv6 ? "]" : "", port);
+  std::fprintf(stderr, "plexus serve: loading '%s'; %s/health answers 503 until it is ready\n", f.model_name.c_str(), url);
   std::fflush(stderr);
 
   // Loading: /health answers 503 meanwhile.
   Timer load_timer;
   std::unique_ptr<Tokenizer> tok = load_tokenizer_if_any(dir);
-  if (!tok) {
-    throw InputError("plexus serve needs the model's tokenizer, but '" + dir +
-                     "' has no tokenizer.json (make test models with --tokenizer DIR)");
-  }
   std::optional<ChatTemplate> chat_template;
   if (template_file) {
     // The model's special tokens, as its own template would see them.
@@ -143,6 +147,7 @@ int serve_run(const Args& args) {
                model.name.c_str(), load_timer.seconds(), where.c_str(), static_cast<long long>(model.max_model_len),
                f.scheduler.max_sequences, static_cast<long long>(st.kv_budget_tokens), f.scheduler.max_queue,
                chat_template ? "" : "; no chat template (chat requests get 400)", f.http.api_key.empty() ? "" : "; API key required");
+  std::fprintf(stderr, "plexus serve: listening on %s\n", url);  // only now: /health answers 200
   std::fflush(stderr);
 
   while (!InterruptGuard::requested()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -163,8 +168,8 @@ int cmd_serve(int argc, char** argv) {
             "Serve a model over an OpenAI-compatible HTTP API: /v1/completions, /v1/chat/completions (streaming\n"
             "too), /v1/models, /tokenize, /detokenize, /health and Prometheus /metrics. Requests share the\n"
             "model through continuous batching; every response's usage carries its time_s and energy_j.");
-  args.positional("MODEL", "model directory (config.json + safetensors + tokenizer.json) or a .gguf file")
-      .option("--host", "ADDR", "address to listen on (0.0.0.0: every interface)", "127.0.0.1")
+  add_model_argument(args, "MODEL", "model directory (config.json + safetensors + tokenizer.json) or a .gguf file");
+  args.option("--host", "ADDR", "address to listen on (0.0.0.0: every interface)", "127.0.0.1")
       .option("--port", "N", "TCP port (0: any free port, printed on stderr)", "8080")
       .option("--max-sequences", "N", "requests generating together at most (the plan's batch: KV cache for each)", "8")
       .option("--max-queue", "N", "requests waiting at most; beyond, 429", "64")

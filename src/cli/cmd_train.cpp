@@ -14,6 +14,7 @@
 #include "backend/device_options.h"
 #include "cli/commands.h"
 #include "cli/interrupt_guard.h"
+#include "cli/model_argument.h"
 #include "cli/train_auto.h"
 #include "comm/mpi_collective.h"
 #include "comm/mpi_world.h"
@@ -37,8 +38,8 @@ constexpr long long kDefaultMaxSkipped = 10;
 
 // Every flag of the command, declared in one place (train-memory's flags join here).
 void declare(Args& args) {
-  args.positional("MODEL", "model directory (config.json + safetensors, f32/bf16/f16; a Llama-family architecture)")
-      .option("--data", "FILE", "training data: one {\"ids\": [token ids]} per line (docs/train.md)")
+  add_model_argument(args, "MODEL", "model directory (config.json + safetensors, f32/bf16/f16; a Llama-family architecture)");
+  args.option("--data", "FILE", "training data: one {\"ids\": [token ids]} per line (docs/train.md)")
       .option("--out", "DIR", "where checkpoints (DIR/checkpoints) and the trained model (config.json, model.safetensors, tokenizer) go")
       .option("--steps", "N", "optimizer steps to run (in total, counting those before a --resume)")
       .option("--batch-size", "B", "sequences per optimizer step (the global batch, over every replica); auto: the largest "
@@ -85,7 +86,7 @@ long long positive(const Args& args, const char* name, long long hi = 1LL << 40)
 TrainCommand train_command_from(const Args& args, int mpi_ranks) {
   TrainCommand c;
   TrainOptions& o = c.options;
-  o.model = args.get("MODEL");
+  o.model = model_argument(args, ModelNeeds::kWeights);
   for (const char* required : {"--data", "--out", "--steps", "--batch-size"}) {
     if (!args.has(required)) throw InputError(std::string("give ") + required + " (plexus train --help lists the flags)");
   }

@@ -36,7 +36,7 @@ void add_run_options(Args& args) {
               "how idle CPU threads wait: spin (lowest latency on an idle machine), passive (sleep at once: a busy "
               "machine), auto (spin briefly; not at all while the cores are seen contended)",
               "auto");
-  add_plan_options(args);
+  add_plan_options(args, {.runs = true});
   args.option("--micro-batches", "N", "micro-batches per forward pass on several devices (0: one per stage, 1 when weights stream)", "0")
       .flag("--verbose", "print the plan in use and per-device busy time, peak memory and streaming to stderr");
 }

@@ -11,7 +11,13 @@ using plexus::host_available_memory;
 using plexus::load_module_tree;
 using plexus::PlanOptions;
 
-void add_plan_options(Args& args);
+// What differs between the commands that take the planning flags.
+struct PlanFlagChoices {
+  // A command that runs the model (generate, perplexity, batch, serve): --dtype offers only the
+  // dtypes a run computes in (the checkpoint's own); plan, estimate and deploy size int8/int4 too.
+  bool runs = false;
+};
+void add_plan_options(Args& args, const PlanFlagChoices& choices = {});
 
 // The flags as plain values, checked (check_plan_inputs) whether or not the command will plan.
 // --device-map naming a strategy (accelerate's "auto", ...) sets the strategy.

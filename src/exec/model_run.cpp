@@ -111,7 +111,7 @@ PlanOptions plan_options_from(const PlanInputs& in, const ModelConfig& config) {
                      "--batch-tokens " + std::to_string(in.batch_tokens) + " allows fewer tokens per pass: raise "
                      "--batch-tokens or lower --batch");
   }
-  r.runtime.context = in.context;
+  r.runtime.context = in.context_given ? in.context : std::min<long long>(in.context, config.max_position_embeddings);
   r.runtime.batch = in.batch;
   r.runtime.prefill_chunk = in.batch_tokens;
   r.runtime.threads = in.threads > 0 ? in.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -189,7 +189,6 @@ PlanOptions plan_options_from(const PlanInputs& in, const ModelConfig& config) {
       o.device_note = "CUDA " + inventory.cuda_status + ": the " + std::to_string(inventory.devices.size()) +
                       " detected GPU(s) run as virtual CPU devices with their budgets";
     }
-    if (have.empty() && o.device_note.empty()) o.device_note = cpu_fallback_note(probe_cuda(CudaFreeMemory::kNone));
     existing = have.empty() ? "cpu only (no GPU detected; CUDA " + inventory.cuda_status + ")" : have;
     r.budgets.set(DeviceId::cpu(), host_available_memory());
     o.budgets_source = r.budgets.accelerators().empty()
@@ -557,7 +556,7 @@ std::unique_ptr<ModelRun> open_model_run(const RunInputs& in, const std::string&
       const ModuleTree tree = load_module_tree(model_dir, quantize);  // checks the projections' shapes
       check_run_dtype(in.plan, checkpoint_weight_dtype(tree, WeightDType::kBF16));
     }
-    run->device_note = cpu_fallback_note(cuda);
+    // No note: nobody asked for a GPU (detect and doctor say why CUDA is unusable).
     // One stage on the host device with every thread, the weights read in place.
     run->devices = make_host_run_devices(eo.threads, eo.wait);
     ExecutorOptions xo = single_host_stage(eo);

@@ -31,6 +31,9 @@ struct PlanInputs {
   std::optional<long long> virtual_gpus;       // N CUDA devices sharing GPU 0 (--virtual-gpus / PLEXUS_VIRTUAL_GPUS)
   std::optional<std::vector<long long>> devices;  // accelerator ordinals kept
   long long context = 4096;
+  // The context was asked for (--context, backend.context): beyond the model's positions it is
+  // clamped with a note. A default is clamped silently.
+  bool context_given = true;
   long long batch = 1;
   long long batch_tokens = 256;  // tokens per forward pass (--batch-tokens): sizes activations and logits
   int threads = 0;               // threads of the run (--threads; 0: one per hardware thread)
