@@ -25,6 +25,7 @@ RunInputs run_inputs(const BenchConfig& c) {
   RunInputs in;
   in.engine.threads = static_cast<int>(c.backend.threads);
   in.engine.wait = parse_wait_policy(c.backend.wait).value_or(WaitPolicy::kAuto);  // checked when read
+  in.micro_batch = static_cast<int>(c.backend.micro_batch);
   in.micro_batches = static_cast<int>(c.backend.micro_batches);
   PlanInputs& p = in.plan;
   p.strategy = c.backend.strategy;
@@ -138,11 +139,13 @@ Json run_point(const BenchPoint& point, const std::string& config_file, const Lo
   } catch (const InputError& e) {
     // The planner speaks in command-line flags; name the configuration's keys instead.
     std::string m = e.what();
+    const std::string sequences_key = key_as_written(c, "scenario.max_sequences", "scenario.batch_size");
     for (const auto& [flag, key] : {std::pair<std::string, std::string>{"--devices", "backend.device_ids"},
                                     {"--max-memory", "backend.max_memory"}, {"--virtual-devices N", "backend.virtual_devices"},
                                     {"--virtual-devices", "backend.virtual_devices"}, {"--dtype", "backend.dtype"}, {"--quantize", "backend.quantize"},
                                     {"--device-map", "backend.device_map"}, {"--context", "backend.context"},
-                                    {"--micro-batches", "backend.micro_batches"}, {"--batch-tokens", "backend.batch_tokens"},
+                                    {"--micro-batches", "backend.micro_batches"}, {"--micro-batch", "backend.micro_batch"},
+                                    {"--max-sequences", sequences_key}, {"--batch-tokens", "backend.batch_tokens"},
                                     {"--tensor-parallel", "backend.tensor_parallel"}, {"--pipeline-parallel", "backend.pipeline_parallel"},
                                     {"--tp/--pp", "backend.tensor_parallel/pipeline_parallel"}, {"--tp", "backend.tensor_parallel"},
                                     {"--pp", "backend.pipeline_parallel"}}) {
@@ -150,7 +153,7 @@ Json run_point(const BenchPoint& point, const std::string& config_file, const Lo
     }
     // "backend.device_ids: ..." or "backend.tensor_parallel 3 cannot ..." → "FILE:LINE: backend....".
     const std::string key = m.substr(0, m.find_first_of(" :"));
-    const bool names_key = key.rfind("backend.", 0) == 0;
+    const bool names_key = key.rfind("backend.", 0) == 0 || key.rfind("scenario.", 0) == 0;
     throw InputError((names_key ? where_in_file(c, config_file, key) : where_in_file(c, config_file, "backend")) + m);
   }
   if (stopping()) throw Interrupted("interrupted while opening the model, before any sample was measured");
@@ -168,13 +171,15 @@ Json run_point(const BenchPoint& point, const std::string& config_file, const Lo
   }
   for (const auto& p : prompts) {
     if (static_cast<std::int64_t>(p.size()) + sc.max_new_tokens > runner.max_context()) {
-      throw InputError(where_in_file(c, config_file, "scenario.max_new_tokens") + "scenario.max_new_tokens: a prompt of " + std::to_string(p.size()) + " tokens + " +
+      const std::string key = key_as_written(c, "scenario.max_tokens", "scenario.max_new_tokens");
+      throw InputError(where_in_file(c, config_file, key) + key + ": a prompt of " + std::to_string(p.size()) + " tokens + " +
                        std::to_string(sc.max_new_tokens) + " new tokens exceeds the model's context of " +
                        std::to_string(runner.max_context()));
     }
   }
   if (sc.batch_size > runner.max_batch_tokens()) {
-    throw InputError(where_in_file(c, config_file, "scenario.batch_size") + "scenario.batch_size: " + std::to_string(sc.batch_size) +
+    const std::string key = key_as_written(c, "scenario.max_sequences", "scenario.batch_size");
+    throw InputError(where_in_file(c, config_file, key) + key + ": " + std::to_string(sc.batch_size) +
                      " sequences decode together but a forward pass holds " + std::to_string(runner.max_batch_tokens()) + " tokens");
   }
   const std::int64_t n = sc.num_samples > 0 ? sc.num_samples : static_cast<std::int64_t>(prompts.size());

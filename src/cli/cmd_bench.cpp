@@ -109,7 +109,7 @@ int cmd_bench(int argc, char** argv) {
             "sweep goes on (exit 1 at the end); SIGINT/SIGTERM keep what is complete, marked interrupted (exit 130).");
   args.positional("CONFIG.yaml", "the benchmark configuration (schema: docs/benchmarks.md)")
       .option("--output-dir", "DIR", "where reports go (overrides output.dir; default bench-results)")
-      .repeatable_option("--set", "KEY=VALUE", "override a key, e.g. --set scenario.batch_size=4 or --set backend.device_ids=[0,1]")
+      .repeatable_option("--set", "KEY=VALUE", "override a key, e.g. --set scenario.max_sequences=4 or --set backend.device_ids=[0,1]")
       .flag("--allow-cpu-devices", "a configuration naming GPUs (backend.device_ids) on a host where CUDA sees none runs "
                                    "on virtual CPU devices with its budgets, after a warning, instead of exiting 2")
       .flag("--quiet", "no progress lines on stderr");

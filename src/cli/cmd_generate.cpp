@@ -43,7 +43,7 @@ class TextStreamer {
   std::size_t printed_ = 0;
 };
 
-// --batch N: every sequence's ids (and text), then the totals. `monitor` is set for --json.
+// --max-sequences N: every sequence's ids (and text), then the totals. `monitor` is set for --json.
 int print_batch(const ModelRun& run, const BatchGenerateResult& r, const Tokenizer* tok, MonitorSession* monitor,
                 bool verbose, bool interrupted, double load_seconds) {
   if (monitor) {
@@ -120,7 +120,7 @@ int generate_run(const Args& args, MpiTensorGroup* mpi) {
   const bool verbose = args.get_flag("--verbose");
   if (verbose) std::fprintf(stderr, "[model loaded in %.3f s]\n", load_seconds);
   if (verbose && !run->plan_text.empty()) std::fprintf(stderr, "%s", run->plan_text.c_str());
-  const long long batch = args.get_int("--batch");
+  const long long batch = args.get_int("--max-sequences");
   check_token_ids(prompt, runner.vocab_size(), "--ids");
   if (root) o.stop_ids = stop_ids(args, runner.config(), tok.get());
   if (mpi) mpi->share(o.stop_ids);
@@ -136,7 +136,7 @@ int generate_run(const Args& args, MpiTensorGroup* mpi) {
   }
   if (batch > 1) {
     const BatchGenerateResult br = generate_batch(runner, std::vector(static_cast<std::size_t>(batch), prompt), o);
-    const bool interrupted = json && InterruptGuard::requested();  // --batch stops only after the batch
+    const bool interrupted = json && InterruptGuard::requested();  // N sequences stop only after them all
     const int code = print_batch(*run, br, tok.get(), monitor.get(), verbose, interrupted, load_seconds);
     return interrupted ? static_cast<int>(ExitCode::kInterrupted) : code;
   }
@@ -208,12 +208,13 @@ int cmd_generate(int argc, char** argv) {
       .option("--ids", "LIST", "prompt as comma-separated token ids, e.g. 1,2,3")
       .flag("--json", "print {ids, text, prefill_tokens_per_s, decode_tokens_per_s, ttft_ms, ...}");
   add_generation_options(args);
-  add_run_options(args);
+  add_run_options(args, {.max_sequences_help = "sequences in flight: generate N copies of the prompt together, the plan "
+                                               "keeping KV-cache room for each"});
   args.epilog(
       "With --virtual-devices N, --virtual-gpus N, --max-memory LIST, --devices LIST or --device-map FILE the\n"
       "model is planned as `plexus plan` would (same flags) and run across those devices (CUDA GPUs when the\n"
-      "CUDA runtime sees them), offloaded modules streaming in; --batch N then generates N copies of the\n"
-      "prompt together, pipelined in micro-batches. Without device flags the run takes every GPU CUDA sees\n"
+      "CUDA runtime sees them), offloaded modules streaming in; --max-sequences N then generates N copies of\n"
+      "the prompt together, pipelined in micro-batches (--micro-batch). Without device flags the run takes every GPU CUDA sees\n"
       "(CUDA_VISIBLE_DEVICES= keeps it on the CPU), else the CPU. See docs/execution.md.\n"
       "Under mpirun (`mpirun -np N plexus generate MODEL --tp N ...`) every process is one tensor-parallel rank\n"
       "on its host's CPU; rank 0 reads the prompt and prints. See docs/parallel.md.");

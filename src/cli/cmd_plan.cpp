@@ -30,14 +30,14 @@ int cmd_plan(int argc, char** argv) {
   add_engine_options(args);  // --threads and --batch-tokens size the run buffers as the run will
   args.option("--gpu", "NAME", "predict the accelerators as this GPU (a100-40gb, a100-80gb, h100-sxm, h100-pcie, h200, "
                               "l40s, rtx-4090, mi300x); default: this host's virtual devices (plexus calibrate)");
-  args.option("--objective", "O", "with --strategy fastest: throughput (decode tokens/s at --batch, default) | latency "
+  args.option("--objective", "O", "with --strategy fastest: throughput (decode tokens/s at --max-sequences, default) | latency "
                                   "(one sequence's decode tokens/s) | energy (joules per token)");
   args.flag("--json", "print {strategy, dtype, device_map, placement, devices} as JSON");
   args.epilog(
       "Strategies sequential, balanced, balanced_low_0 and auto reproduce Hugging Face accelerate's\n"
       "device_map=… placement exactly (auto = balanced). stages, plexus's own, cuts the layers into\n"
       "contiguous stages over every accelerator, minimising the largest per-device load with room kept\n"
-      "for the run buffers. Run buffers (KV cache for --context × --batch, workspace, activations,\n"
+      "for the run buffers. Run buffers (KV cache for --context × --max-sequences, workspace, activations,\n"
       "logits, weight-streaming slots) are sized as `generate`/`perplexity` with the same flags allocate\n"
       "them: within each budget for stages and custom maps; on top of max_memory (which limits the\n"
       "weights, as in accelerate) for accelerate's strategies. See docs/planner.md.\n"

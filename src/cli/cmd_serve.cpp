@@ -46,25 +46,7 @@ ServeFlags serve_flags(const Args& args) {
   // Every running and waiting request's client holds a connection (streams for their whole
   // life), plus room for health checks, metrics and keep-alive connections between requests.
   f.http.threads = std::min(f.scheduler.max_sequences + f.scheduler.max_queue + 16, 8192);
-  if (args.given("--batch")) throw InputError("plexus serve sizes its batch with --max-sequences N, not --batch");
   return f;
-}
-
-// open_model_run with its errors in serve's terms: the plan's batch is --max-sequences here
-// (`--batch` is refused), so a budget or batch error names that flag.
-std::unique_ptr<ModelRun> open_serve_run(const RunInputs& in, const std::string& dir) {
-  try {
-    return plexus::open_model_run(in, dir);
-  } catch (const Error& e) {
-    const std::string message = with_batch_flag_named(e.what(), "--max-sequences");
-    switch (e.code()) {
-      case ExitCode::kBadInput: throw InputError(message);
-      case ExitCode::kRuntime: throw RuntimeError(message);
-      case ExitCode::kOk:
-      case ExitCode::kInterrupted: throw;
-    }
-    throw;
-  }
 }
 
 int serve_run(const Args& args) {
@@ -107,7 +89,7 @@ int serve_run(const Args& args) {
   } else {
     chat_template = ChatTemplate::from_model(dir);
   }
-  std::unique_ptr<ModelRun> run = open_serve_run(in, dir);
+  std::unique_ptr<ModelRun> run = plexus::open_model_run(in, dir);
   if (!run->device_note.empty()) std::fprintf(stderr, "note: %s\n", run->device_note.c_str());
   Runner& runner = *run->runner;
   // Every 50 ms: a request's usage waits for the sample after its last step (when a device
@@ -171,14 +153,14 @@ int cmd_serve(int argc, char** argv) {
   add_model_argument(args, "MODEL", "model directory (config.json + safetensors + tokenizer.json) or a .gguf file");
   args.option("--host", "ADDR", "address to listen on (0.0.0.0: every interface)", "127.0.0.1")
       .option("--port", "N", "TCP port (0: any free port, printed on stderr)", "8080")
-      .option("--max-sequences", "N", "requests generating together at most (the plan's batch: KV cache for each)", "8")
       .option("--max-queue", "N", "requests waiting at most; beyond, 429", "64")
       .option("--api-key", "KEY", "require 'Authorization: Bearer KEY' on every endpoint but /health")
       .option("--served-model-name", "NAME", "the model's name in the API (default: MODEL as given)")
       .option("--chat-template", "FILE", "a Jinja chat template to use instead of the model's")
       .option("--max-body", "BYTES", "largest request body; larger ones get 413", std::to_string(kDefaultMaxBody))
       .option("--drain-timeout", "S", "on SIGINT / SIGTERM, seconds running requests may take to finish", "10");
-  add_run_options(args);
+  add_run_options(args, {.max_sequences = "8",
+                         .max_sequences_help = "requests generating together at most (the plan keeps KV cache for each)"});
   args.epilog(
       "Plan and device flags are those of `plexus generate` (--context N: tokens per sequence; the plan keeps\n"
       "KV-cache room for --max-sequences of them). The server binds first and answers /health with 503 while\n"

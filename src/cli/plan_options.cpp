@@ -28,8 +28,9 @@ void add_plan_options(Args& args, const PlanFlagChoices& choices) {
   add_virtual_gpus_option(args);
   args
       .option("--context", "N", "tokens of KV cache to keep room for per sequence (0: weights only)", "4096")
-      .option("--batch", "N", "sequences decoded together (KV cache and activations scale with it)", "1")
-      .flag("--offload-disk", "allow the stages strategy to offload weights to disk when cpu is full")
+      .option("--max-sequences", "N", choices.max_sequences_help, choices.max_sequences);
+  for (const std::string& old : choices.max_sequences_old_names) args.old_name(old);
+  args.flag("--offload-disk", "allow the stages strategy to offload weights to disk when cpu is full")
       .option("--device-map", "FILE|STRATEGY", "check and report a custom device map (JSON: module prefix -> device); a strategy "
                                         "name (auto, balanced, ...) is taken as --strategy, as accelerate's device_map=\"auto\"");
 }
@@ -41,7 +42,7 @@ PlanInputs plan_inputs_from(const Args& args) {
   in.quantize = args.get_optional("--quantize");
   in.context = args.get_int("--context");
   in.context_given = args.given("--context");
-  in.batch = args.get_int("--batch");
+  in.batch = args.get_int("--max-sequences");
   in.max_memory = args.get_optional("--max-memory");
   if (args.get_optional("--virtual-devices")) in.virtual_devices = args.get_int("--virtual-devices");
   // --virtual-gpus, else PLEXUS_VIRTUAL_GPUS (which --virtual-devices on the command line overrides).

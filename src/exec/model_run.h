@@ -51,15 +51,11 @@ struct PlanInputs {
 // The strategies, as --strategy, --device-map and backend.device_map name them.
 inline constexpr const char* kStrategyChoices = "stages, sequential, balanced, balanced_low_0 or auto";
 
-// Checks every input that needs no model: strategy and dtype names, --context, --batch,
+// Checks every input that needs no model: strategy and dtype names, --context, --max-sequences,
 // --virtual-devices and --devices ranges (no device twice), --max-memory syntax, budgets given
 // two ways, a --device-map file that is not there. InputError naming the flag and what it allows.
 // The run commands call it whether or not they plan, so a bad value never passes silently.
 void check_plan_inputs(const PlanInputs& in);
-
-// The planner's and the run's errors name the plan's batch `--batch`; commands that take it
-// under another name (serve and deploy: --max-sequences) rewrite `message` with this.
-std::string with_batch_flag_named(const std::string& message, const std::string& flag);
 
 struct PlanOptions {
   PlanRequest request;
@@ -116,7 +112,8 @@ void check_thread_share(int threads, int count);
 struct RunInputs {
   EngineOptions engine;
   PlanInputs plan;
-  int micro_batches = 0;  // 0: one per stage (1 when weights stream)
+  int micro_batch = 0;    // sequences per micro-batch (--micro-batch); 0: as micro_batches says
+  int micro_batches = 0;  // micro-batches per forward (--micro-batches); 0: one per stage (1 when weights stream)
   ReplicaShare replica;
   // With plan.quantize: stops quantise-on-load when it returns true (a caught SIGINT).
   std::function<bool()> stop_requested;

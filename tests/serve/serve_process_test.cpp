@@ -398,7 +398,7 @@ TEST(ServeProcessAlone, BadFlagsExit2) {
                                                        {"--max-queue -1", "--max-queue"},
                                                        {"--drain-timeout -1", "--drain-timeout"},
                                                        {"--max-body 10", "--max-body"},
-                                                       {"--batch 4", "--max-sequences"},
+                                                       {"--batch 0", "--max-sequences"},  // its old spelling
                                                        {"--max-queue 0", "--max-queue"}};
   for (const auto& [flags, mention] : cases) {
     const ProcessResult r = run_plexus("serve " + shell_quote(dir / "none") + " " + flags);
