@@ -73,7 +73,7 @@ int serve_run(const Args& args) {
   const bool ipv6 = f.http.host.find(':') != std::string::npos;  // "::1" is written [::1] in a URL
   char url[300];
   std::snprintf(url, sizeof url, "http://%s%s%s:%d", ipv6 ? "[" : "", f.http.host.c_str(), ipv6 ? "]" : "", port);
-  std::fprintf(stderr, "plexus serve: loading '%s'; %s/health answers 503 until it is ready\n", f.model_name.c_str(), url);
+  std::fprintf(stderr, "plexus serve: loading '%s'; %s/health answers 503 until it is ready\n", args.get("MODEL").c_str(), url);
   std::fflush(stderr);
 
   // Loading: /health answers 503 meanwhile.

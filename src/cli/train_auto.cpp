@@ -117,15 +117,18 @@ TrainLayoutChoice decide_train_layout(const ModelConfig& config, const TrainLayo
 }
 
 TrainBatchFlags train_batch_flags(const Args& args) {
-  if (args.given("--global-batch") && args.given("--batch-size")) {
+  // The old --batch-size: B is the global batch, auto the micro-batch chosen (beside --global-batch G).
+  const bool old_given = args.given("--batch-size");
+  const bool old_auto = old_given && args.get("--batch-size") == "auto";
+  if (old_given && !old_auto && args.given("--global-batch")) {
     throw InputError("--global-batch and --batch-size (its old spelling) both give the global batch: give --global-batch");
   }
-  const char* global_flag = args.given("--batch-size") ? "--batch-size" : "--global-batch";
-  TrainBatchFlags f;
+  const char* global_flag = old_given && !old_auto ? "--batch-size" : "--global-batch";
   const bool global_auto = args.given(global_flag) && args.get(global_flag) == "auto";
-  f.micro_auto = global_auto || (args.given("--micro-batch") && args.get("--micro-batch") == "auto");
-  if (global_auto && args.given("--micro-batch")) {
-    throw InputError(std::string(global_flag) + " auto chooses the micro-batch: leave --micro-batch out");
+  TrainBatchFlags f;
+  f.micro_auto = old_auto || global_auto || (args.given("--micro-batch") && args.get("--micro-batch") == "auto");
+  if ((old_auto || global_auto) && args.given("--micro-batch")) {
+    throw InputError(std::string(old_auto ? "--batch-size" : global_flag) + " auto chooses the micro-batch: leave --micro-batch out");
   }
   if (args.given(global_flag) && !global_auto) f.global = args.get_int_in(global_flag, 1, 1LL << 30);
   if (args.given("--micro-batch") && !f.micro_auto) f.micro = args.get_int_in("--micro-batch", 1, 1LL << 30);

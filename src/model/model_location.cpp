@@ -139,6 +139,9 @@ bool looks_like_hub_id(const std::string& text) {
   if (slash == std::string::npos || text.find('/', slash + 1) != std::string::npos) return false;
   const std::string org = text.substr(0, slash);
   if (!hub_name_part(org) || !hub_name_part(text.substr(slash + 1))) return false;
+  for (const char* file : {".gguf", ".json", ".safetensors"}) {
+    if (ends_with(text, file)) return false;  // a file's name, not a repository's
+  }
   std::error_code ec;
   return !fs::is_directory(org, ec);  // models/x is a path when ./models is a directory
 }

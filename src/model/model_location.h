@@ -18,7 +18,8 @@ HubCache hub_cache();
 
 // "org/name" as the Hub spells a repository id: two parts of letters, digits, '.', '_', '-', not
 // starting with '.' or '-', without "--" or "..". A path-looking argument (starting with '/', '.'
-// or '~', ending with '/', or whose first part is a local directory, like models/x) never is one.
+// or '~', ending with '/', naming a file (.gguf, .json, .safetensors), or whose first part is a
+// local directory, like models/x) never is one.
 bool looks_like_hub_id(const std::string& text);
 
 // What a command needs in the model directory.

@@ -110,6 +110,13 @@ TEST_F(BatchingVocabulary, TrainingGlobalAndMicroBatches) {
   const std::vector<double> a = losses(micro_only), b = losses(now);  // the same global batch of 4, in micro-batches of 2
   ASSERT_EQ(a.size(), b.size());
   for (std::size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-5 * std::abs(b[i])) << "step " << i;
+  // auto: the largest micro-batch that fits, accumulated to the global batch; the old spelling alike.
+  for (const char* flags : {" --micro-batch auto --global-batch 4", " --batch-size auto --global-batch 4"}) {
+    const ProcessResult r = run_no_gpu(train + shell_quote(dir_ / (flags[3] == 'm' ? "auto-now" : "auto-old")) + " --threads 1" + flags);
+    ASSERT_EQ(r.exit_code, 0) << flags << "\n" << r.err;
+    EXPECT_EQ(Json::parse(r.out)["batch"]["global"], 4) << flags;
+    EXPECT_NE(r.err.find("--micro-batch auto: micro-batch "), std::string::npos) << r.err;
+  }
   expect_usage_error(run_no_gpu(train + shell_quote(dir_ / "d") + " --global-batch 4 --batch-size 4"), "both",
                      {"--global-batch and --batch-size"});
   expect_usage_error(run_no_gpu(train + shell_quote(dir_ / "e")), "none", {"give --global-batch G"});

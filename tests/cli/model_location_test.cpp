@@ -73,6 +73,10 @@ TEST_F(ModelLocation, AMissingDirectoryIsNamedAsSuchNeverAsAMissingTokenizer) {
   }
   expect_usage_error(run("perplexity nowhere/at/all --text hi"), "deep", {"model 'nowhere/at/all' not found", "'nowhere/at' does not exist"});
   expect_usage_error(run("plan ./models/smal"), "plan", {"no such directory", "did you mean './models/small'?"});
+  // A file's name is a path too, wherever its folder is.
+  const ProcessResult gguf = run("generate elsewhere/model.gguf --ids 1");
+  expect_usage_error(gguf, "gguf", {"model 'elsewhere/model.gguf' not found: no such GGUF file"});
+  EXPECT_EQ(gguf.err.find("hf download"), std::string::npos) << gguf.err;
 }
 
 TEST_F(ModelLocation, AConfigWithoutWeightsIsNamed) {

@@ -105,7 +105,7 @@ TEST(CliErrors, ModelPathNotFound) {
   }
   const testing::ProcessResult hub = run_plexus("generate no-such-org/No-Such-Model-7B --ids 1");
   EXPECT_EQ(hub.exit_code, 2) << hub.err;
-  EXPECT_NE(hub.err.find("not in the Hugging Face cache"), std::string::npos) << hub.err;
+  EXPECT_NE(hub.err.find("nor in the Hugging Face cache"), std::string::npos) << hub.err;
   EXPECT_NE(hub.err.find("hf download no-such-org/No-Such-Model-7B"), std::string::npos) << hub.err;
   // An existing directory without a model says what it lacks.
   TempDir empty("empty");
