@@ -147,7 +147,11 @@ bool looks_like_hub_id(const std::string& text) {
 }
 
 void throw_model_not_found(const std::string& model) {
-  if (looks_like_hub_id(model)) hub_snapshot(model, std::nullopt);  // throws unless the cache holds it
+  if (looks_like_hub_id(model)) {
+    const std::string snapshot = hub_snapshot(model, std::nullopt);  // throws unless the cache holds it
+    throw InputError("model '" + model + "' is in the Hugging Face cache, but this command reads a local path only: pass " +
+                     snapshot);
+  }
   const fs::path path(model);
   fs::path parent = path.parent_path();
   const std::string shown_parent = parent.empty() ? "." : parent.string();

@@ -38,7 +38,8 @@ enum class ModelNeeds {
 std::string locate_model(const std::string& model, const std::optional<std::string>& revision, ModelNeeds needs);
 
 // The InputError for a MODEL path that does not exist: "no such directory" naming its nearest
-// sibling for a path, the Hugging Face cache for an id.
+// sibling for a path, the Hugging Face cache for an id (where the id's snapshot is, when a caller
+// that reads local paths only, such as deploy, is given one the cache holds).
 [[noreturn]] void throw_model_not_found(const std::string& model);
 
 }  // namespace plexus

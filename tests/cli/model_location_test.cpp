@@ -111,6 +111,10 @@ TEST_F(ModelLocation, AHubIdResolvesToTheCacheInEveryModelCommand) {
   const ProcessResult chat = run("chat-template acme/tiny --jsonl chat.jsonl", cache_env());
   EXPECT_EQ(chat.exit_code, 0) << chat.err;
   EXPECT_NE(chat.out.find("\"rendered\""), std::string::npos) << chat.out;
+  // deploy writes files that name a local path: it says where the id's snapshot is.
+  expect_usage_error(run("deploy acme/tiny --target docker --dry-run", cache_env()), "deploy",
+                     {"model 'acme/tiny' is in the Hugging Face cache, but this command reads a local path only: pass " + hub_ +
+                      "/models--acme--tiny/snapshots/" + kCommit});
   // quantize reads the cached weights (the tiny shapes do not fit its blocks: that is the error).
   const ProcessResult q = run("quantize acme/tiny tiny.gguf", cache_env());
   EXPECT_NE(q.err.find("cannot quantise 'model.layers.0."), std::string::npos) << q.err;
