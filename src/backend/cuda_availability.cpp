@@ -15,11 +15,6 @@ std::string CudaAvailability::status() const {
   return "unavailable: " + reason;
 }
 
-std::string cpu_fallback_note(const CudaAvailability& cuda) {
-  if (cuda.why != CudaUnavailable::kNoDriver && cuda.why != CudaUnavailable::kDriverTooOld) return "";
-  return "CUDA unavailable: " + cuda.reason + "; running on the CPU";
-}
-
 std::string describe_cuda_unavailable(CudaUnavailable why, const std::string& error_text, int driver_version,
                                       int runtime_version) {
   const std::string detail = error_text.empty() ? std::string() : " (" + error_text + ")";

@@ -49,11 +49,6 @@ enum class CudaFreeMemory { kNone, kGpu0, kAll };
 // throws; a failing query becomes the reason.
 CudaAvailability probe_cuda(CudaFreeMemory free_memory = CudaFreeMemory::kAll);
 
-// The note a run on the CPU prints when the CUDA runtime cannot start for want of a (new enough)
-// driver: "CUDA unavailable: no CUDA driver (...): ...; running on the CPU". Empty when CUDA is
-// usable, left out of the build, or simply sees no GPU (a CPU machine needs no note).
-std::string cpu_fallback_note(const CudaAvailability& cuda);
-
 // The one-line reason for a failed runtime initialisation, from the runtime's own error name
 // and message and the versions (pure, so it is tested without a GPU).
 std::string describe_cuda_unavailable(CudaUnavailable why, const std::string& error_text, int driver_version,

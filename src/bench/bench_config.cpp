@@ -215,7 +215,7 @@ void read_model_make(const Reader& r, const YAML::Node& n, ModelMakeConfig& m) {
 
 void read_backend(const Reader& r, const YAML::Node& n, BackendConfig& b) {
   r.check_keys(n, "backend", {"type", "device_ids", "virtual_devices", "device_map", "max_memory", "dtype", "quantize", "threads", "wait",
-                              "context", "micro_batches", "tensor_parallel", "pipeline_parallel"});
+                              "context", "micro_batch", "micro_batches", "tensor_parallel", "pipeline_parallel"});
   each(n, "backend", [&](const std::string& k, const YAML::Node& v, const std::string& p) {
     if (k == "type") {
       b.type = r.string(v, p);
@@ -257,6 +257,9 @@ void read_backend(const Reader& r, const YAML::Node& n, BackendConfig& b) {
       if (!parse_wait_policy(b.wait)) r.fail(v, p, "unknown wait policy '" + b.wait + "' (use " + std::string(kWaitPolicyChoices) + ")");
     } else if (k == "context") {
       b.context = r.integer(v, p, 0, 1LL << 24);
+      b.context_given = true;
+    } else if (k == "micro_batch") {
+      b.micro_batch = r.integer(v, p, 0, 65536);
     } else if (k == "micro_batches") {
       b.micro_batches = r.integer(v, p, 0, 4096);
     } else if (k == "tensor_parallel") {
@@ -265,14 +268,24 @@ void read_backend(const Reader& r, const YAML::Node& n, BackendConfig& b) {
       b.pipeline_parallel = r.integer(v, p, 1, 4096);
     }
   });
+  if (n["micro_batch"] && n["micro_batches"]) {
+    r.fail(n["micro_batches"], "backend.micro_batches", "and backend.micro_batch say the same thing (sequences per micro-batch, "
+                                                        "or their number: the old key): give micro_batch");
+  }
   if (b.virtual_devices > 0 && !b.max_memory.empty()) {
     r.fail(n["virtual_devices"], "backend.virtual_devices", "virtual_devices and max_memory both set budgets: give one of them");
   }
 }
 
 void read_scenario(const Reader& r, const YAML::Node& n, ScenarioConfig& s) {
-  r.check_keys(n, "scenario", {"dataset", "prompts", "prompts_ids", "num_samples", "batch_size", "max_new_tokens",
-                               "warmup_samples", "seed", "temperature", "ignore_eos"});
+  r.check_keys(n, "scenario", {"dataset", "prompts", "prompts_ids", "num_samples", "max_sequences", "batch_size", "max_tokens",
+                               "max_new_tokens", "warmup_samples", "seed", "temperature", "ignore_eos"});
+  for (const auto& [name, old] : {std::pair<const char*, const char*>{"max_sequences", "batch_size"}, {"max_tokens", "max_new_tokens"}}) {
+    if (n[name] && n[old]) {
+      r.fail(n[old], std::string("scenario.") + old,
+             std::string("is the old name of scenario.") + name + ", which is given too: give " + name);
+    }
+  }
   int sources = 0;
   each(n, "scenario", [&](const std::string& k, const YAML::Node& v, const std::string& p) {
     if (v.IsNull() && (k == "dataset" || k == "prompts" || k == "prompts_ids")) return;  // `key: null` = not given
@@ -296,9 +309,9 @@ void read_scenario(const Reader& r, const YAML::Node& n, ScenarioConfig& s) {
       ++sources;
     } else if (k == "num_samples") {
       s.num_samples = r.integer(v, p, 1, 1000000);
-    } else if (k == "batch_size") {
+    } else if (k == "max_sequences" || k == "batch_size") {
       s.batch_size = r.integer(v, p, 1, 256);
-    } else if (k == "max_new_tokens") {
+    } else if (k == "max_tokens" || k == "max_new_tokens") {
       s.max_new_tokens = r.integer(v, p, 1, kMaxNewTokens);
     } else if (k == "warmup_samples") {
       s.warmup_samples = r.integer(v, p, 0, 1000000);
@@ -355,6 +368,10 @@ void record_lines(const YAML::Node& map, const std::string& prefix, std::map<std
 
 }  // namespace
 
+std::string key_as_written(const BenchConfig& c, const std::string& name, const std::string& old) {
+  return c.lines.count(old) ? old : name;
+}
+
 std::string where_in_file(const BenchConfig& c, const std::string& file, const std::string& path) {
   for (std::string p = path;;) {
     if (const auto it = c.lines.find(p); it != c.lines.end()) return file + ":" + std::to_string(it->second) + ": ";
@@ -367,7 +384,7 @@ std::string where_in_file(const BenchConfig& c, const std::string& file, const s
 BenchConfig config_from_yaml(const YAML::Node& root, const ConfigSource& source) {
   const Reader r(source);
   if (!root.IsMap()) r.fail(root, "(top level)", "expected a mapping with name, model, backend, scenario, ...");
-  r.check_keys(root, "", {"name", "model", "model_make", "backend", "scenario", "monitor", "output", "sweep"});
+  r.check_keys(root, "", {"name", "model", "revision", "model_make", "backend", "scenario", "monitor", "output", "sweep"});
   BenchConfig c;
   for (auto it = root.begin(); it != root.end(); ++it) {
     if (it->second.IsNull() && it->first.Scalar() == "scenario") {
@@ -384,6 +401,9 @@ BenchConfig config_from_yaml(const YAML::Node& root, const ConfigSource& source)
     } else if (k == "model") {
       c.model = r.string(v, k);
       if (c.model.empty()) r.fail(v, k, "the model directory is empty");
+    } else if (k == "revision") {
+      c.revision = r.string(v, k);
+      if (c.revision->empty()) r.fail(v, k, "is empty: give a branch, tag or commit of the Hugging Face id in model");
     } else if (k == "model_make") {
       c.model_make.emplace();
       read_model_make(r, v, *c.model_make);
@@ -410,6 +430,7 @@ Json config_to_json(const BenchConfig& c) {
   Json j;
   j["name"] = c.name;
   j["model"] = c.model;
+  if (c.revision) j["revision"] = *c.revision;
   if (c.model_make) {
     j["model_make"] = {{"preset", c.model_make->preset}, {"arch", c.model_make->arch}, {"dtype", c.model_make->dtype},
                        {"seed", c.model_make->seed}, {"tokenizer", c.model_make->tokenizer}};
@@ -432,6 +453,7 @@ Json config_to_json(const BenchConfig& c) {
                   {"micro_batches", b.micro_batches},
                   {"tensor_parallel", b.tensor_parallel},
                   {"pipeline_parallel", b.pipeline_parallel}};
+  if (b.micro_batch > 0) j["backend"]["micro_batch"] = b.micro_batch;  // (only when set: the CSV's columns stay)
   const ScenarioConfig& s = c.scenario;
   j["scenario"] = {{"dataset", s.dataset.empty() ? Json(nullptr) : Json(s.dataset)},
                    {"prompts", s.prompts},

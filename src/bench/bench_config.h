@@ -35,7 +35,9 @@ struct BackendConfig {
   long long threads = 0;              // 0: every hardware thread
   std::string wait = "auto";          // the CPU pool's wait policy: spin | passive | auto
   long long context = 4096;           // KV cache the plan keeps room for
-  long long micro_batches = 0;        // 0: one per stage
+  bool context_given = false;         // in the file (or --set): beyond the model's positions, noted
+  long long micro_batch = 0;          // sequences per micro-batch on several devices (--micro-batch); 0: micro_batches
+  long long micro_batches = 0;        // their number, the old key (--micro-batches); 0: one per stage
   long long tensor_parallel = 1;      // every layer split over this many devices (--tp)
   long long pipeline_parallel = 1;    // the layers in this many stages of such groups (--pp)
   // Devices are named, or implied by tensor/pipeline parallelism: the run is planned and executed
@@ -51,8 +53,8 @@ struct ScenarioConfig {
   std::vector<std::string> prompts;
   std::vector<std::vector<std::int32_t>> prompts_ids;
   long long num_samples = 0;                       // 0: one per prompt
-  long long batch_size = 1;
-  long long max_new_tokens = 32;
+  long long batch_size = 1;        // max_sequences (old name batch_size): sequences in flight
+  long long max_new_tokens = 32;   // max_tokens (old name max_new_tokens): tokens to generate per sample
   long long warmup_samples = 1;
   std::uint64_t seed = 0;
   double temperature = 0;                          // 0: greedy
@@ -71,7 +73,8 @@ struct OutputConfig {
 
 struct BenchConfig {
   std::string name;
-  std::string model;
+  std::string model;                    // a directory, a .gguf file or a Hugging Face id in the local cache
+  std::optional<std::string> revision;  // of a Hugging Face id (default main)
   std::optional<ModelMakeConfig> model_make;
   BackendConfig backend;
   ScenarioConfig scenario;
@@ -94,7 +97,12 @@ BenchConfig config_from_yaml(const YAML::Node& root, const ConfigSource& source)
 // else "FILE: ".
 std::string where_in_file(const BenchConfig& config, const std::string& file, const std::string& path);
 
-// The configuration as JSON, every key present (null where unset).
+// A renamed key's path as the configuration spelled it: `old` ("scenario.batch_size") when the
+// file used the old name, else `name` ("scenario.max_sequences").
+std::string key_as_written(const BenchConfig& config, const std::string& name, const std::string& old);
+
+// The configuration as JSON, every key present (null where unset). Result files keep the names
+// they always had (scenario.batch_size, scenario.max_new_tokens), so older results compare.
 Json config_to_json(const BenchConfig& config);
 
 }  // namespace plexus::bench

@@ -13,6 +13,7 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "exec/model_run.h"
+#include "model/model_location.h"
 #include "monitor/monitor_session.h"
 #include "runtime/generate.h"
 
@@ -24,12 +25,14 @@ RunInputs run_inputs(const BenchConfig& c) {
   RunInputs in;
   in.engine.threads = static_cast<int>(c.backend.threads);
   in.engine.wait = parse_wait_policy(c.backend.wait).value_or(WaitPolicy::kAuto);  // checked when read
+  in.micro_batch = static_cast<int>(c.backend.micro_batch);
   in.micro_batches = static_cast<int>(c.backend.micro_batches);
   PlanInputs& p = in.plan;
   p.strategy = c.backend.strategy;
   p.dtype = c.backend.dtype;
   p.quantize = c.backend.quantize;
   p.context = c.backend.context;
+  p.context_given = c.backend.context_given;
   p.batch = c.scenario.batch_size;
   if (!c.backend.max_memory.empty()) {
     std::string text;
@@ -81,6 +84,7 @@ std::string utc_timestamp() {
 bool ensure_model(const BenchConfig& c, const std::string& config_file, const Log& log, const StopRequested& stop) {
   namespace fs = std::filesystem;
   if (fs::exists(fs::path(c.model) / "config.json") || fs::is_regular_file(c.model)) return false;
+  if (!c.model_make && !fs::exists(c.model) && looks_like_hub_id(c.model)) return false;  // run_point looks in the cache
   if (!c.model_make) {
     throw InputError(where_in_file(c, config_file, "model") + "model: '" + c.model +
                      "' holds no model (no config.json): make one with `plexus make-model`, or add model_make: {preset: tiny} "
@@ -122,18 +126,26 @@ Json run_point(const BenchPoint& point, const std::string& config_file, const Lo
   auto stopping = [&] { return stop && stop(); };
   const ScenarioConfig& sc = c.scenario;
   ensure_model(c, config_file, log, stop);
+  std::string model;
+  try {
+    model = locate_model(c.model, c.revision, ModelNeeds::kWeights);
+  } catch (const InputError& e) {
+    throw InputError(where_in_file(c, config_file, "model") + "model: " + e.what());
+  }
 
   std::unique_ptr<ModelRun> run;
   try {
-    run = open_model_run(run_inputs(c), c.model);
+    run = open_model_run(run_inputs(c), model);
   } catch (const InputError& e) {
     // The planner speaks in command-line flags; name the configuration's keys instead.
     std::string m = e.what();
+    const std::string sequences_key = key_as_written(c, "scenario.max_sequences", "scenario.batch_size");
     for (const auto& [flag, key] : {std::pair<std::string, std::string>{"--devices", "backend.device_ids"},
                                     {"--max-memory", "backend.max_memory"}, {"--virtual-devices N", "backend.virtual_devices"},
                                     {"--virtual-devices", "backend.virtual_devices"}, {"--dtype", "backend.dtype"}, {"--quantize", "backend.quantize"},
                                     {"--device-map", "backend.device_map"}, {"--context", "backend.context"},
-                                    {"--micro-batches", "backend.micro_batches"}, {"--batch-tokens", "backend.batch_tokens"},
+                                    {"--micro-batches", "backend.micro_batches"}, {"--micro-batch", "backend.micro_batch"},
+                                    {"--max-sequences", sequences_key}, {"--batch-tokens", "backend.batch_tokens"},
                                     {"--tensor-parallel", "backend.tensor_parallel"}, {"--pipeline-parallel", "backend.pipeline_parallel"},
                                     {"--tp/--pp", "backend.tensor_parallel/pipeline_parallel"}, {"--tp", "backend.tensor_parallel"},
                                     {"--pp", "backend.pipeline_parallel"}}) {
@@ -141,16 +153,16 @@ Json run_point(const BenchPoint& point, const std::string& config_file, const Lo
     }
     // "backend.device_ids: ..." or "backend.tensor_parallel 3 cannot ..." → "FILE:LINE: backend....".
     const std::string key = m.substr(0, m.find_first_of(" :"));
-    const bool names_key = key.rfind("backend.", 0) == 0;
+    const bool names_key = key.rfind("backend.", 0) == 0 || key.rfind("scenario.", 0) == 0;
     throw InputError((names_key ? where_in_file(c, config_file, key) : where_in_file(c, config_file, "backend")) + m);
   }
   if (stopping()) throw Interrupted("interrupted while opening the model, before any sample was measured");
   Runner& runner = *run->runner;
   std::unique_ptr<Tokenizer> tok;
-  if (Tokenizer::exists_in(c.model)) tok = Tokenizer::load(c.model);
+  if (Tokenizer::exists_in(model)) tok = Tokenizer::load(model);
   std::vector<std::vector<std::int32_t>> prompts;
   try {
-    prompts = scenario_prompts(sc, tok.get(), runner.vocab_size(), c.model);
+    prompts = scenario_prompts(sc, tok.get(), runner.vocab_size(), model);
   } catch (const InputError& e) {
     // "scenario.prompts_ids[0]: ..." gets the key's line; dataset errors already name DATASET:LINE.
     const std::string m = e.what();
@@ -159,13 +171,15 @@ Json run_point(const BenchPoint& point, const std::string& config_file, const Lo
   }
   for (const auto& p : prompts) {
     if (static_cast<std::int64_t>(p.size()) + sc.max_new_tokens > runner.max_context()) {
-      throw InputError(where_in_file(c, config_file, "scenario.max_new_tokens") + "scenario.max_new_tokens: a prompt of " + std::to_string(p.size()) + " tokens + " +
+      const std::string key = key_as_written(c, "scenario.max_tokens", "scenario.max_new_tokens");
+      throw InputError(where_in_file(c, config_file, key) + key + ": a prompt of " + std::to_string(p.size()) + " tokens + " +
                        std::to_string(sc.max_new_tokens) + " new tokens exceeds the model's context of " +
                        std::to_string(runner.max_context()));
     }
   }
   if (sc.batch_size > runner.max_batch_tokens()) {
-    throw InputError(where_in_file(c, config_file, "scenario.batch_size") + "scenario.batch_size: " + std::to_string(sc.batch_size) +
+    const std::string key = key_as_written(c, "scenario.max_sequences", "scenario.batch_size");
+    throw InputError(where_in_file(c, config_file, key) + key + ": " + std::to_string(sc.batch_size) +
                      " sequences decode together but a forward pass holds " + std::to_string(runner.max_batch_tokens()) + " tokens");
   }
   const std::int64_t n = sc.num_samples > 0 ? sc.num_samples : static_cast<std::int64_t>(prompts.size());
@@ -248,7 +262,7 @@ Json run_point(const BenchPoint& point, const std::string& config_file, const Lo
     double prompt = 0;
     for (const auto& p : measured) prompt += static_cast<double>(p.size());
     prompt /= static_cast<double>(std::max<std::size_t>(1, measured.size()));
-    result["predicted"] = predict_run(*run, c.model, prompt, prompt + static_cast<double>(sc.max_new_tokens) / 2, sc.batch_size);
+    result["predicted"] = predict_run(*run, model, prompt, prompt + static_cast<double>(sc.max_new_tokens) / 2, sc.batch_size);
   }
   result["gpu_stats"] = gpu_stats_json(summary);
   result["host_stats"] = host_stats_json(summary);

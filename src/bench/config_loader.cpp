@@ -118,13 +118,15 @@ void set_path(YAML::Node root, const std::string& path, const YAML::Node& value,
     cur.reset(next);
   }
   cur[parts.back()] = value;
+  const std::string other = other_spelling(path);
+  if (!other.empty()) cur.remove(other.substr(other.rfind('.') + 1));  // the value given replaces the file's other spelling
 }
 
 std::vector<Override> parse_sets(const std::vector<std::string>& sets) {
   std::vector<Override> out;
   for (const std::string& s : sets) {
     const std::size_t eq = s.find('=');
-    if (eq == std::string::npos || eq == 0) throw InputError("--set '" + s + "': expected key.path=value, e.g. scenario.batch_size=4");
+    if (eq == std::string::npos || eq == 0) throw InputError("--set '" + s + "': expected key.path=value, e.g. scenario.max_sequences=4");
     Override o;
     o.path = s.substr(0, eq);
     // "sweep.KEY.PATH=[values]" adds (or replaces) one axis of the grid.
@@ -209,14 +211,14 @@ LoadedConfig load_bench_config(const std::string& file, const std::vector<std::s
       return n.Mark().is_null() ? file + ": " : file + ":" + std::to_string(n.Mark().line + 1) + ": ";
     };
     if (!sweep.IsMap() || sweep.size() == 0) {
-      throw InputError(line(sweep) + "sweep: expected a mapping of key.path to a list of values, e.g. {scenario.batch_size: [1, 4]}");
+      throw InputError(line(sweep) + "sweep: expected a mapping of key.path to a list of values, e.g. {scenario.max_sequences: [1, 4]}");
     }
     out.sweep = Json::object();
     for (auto it = sweep.begin(); it != sweep.end(); ++it) {
       const std::string key = it->first.Scalar();
       if (!is_known_config_path(key) || key == "name" || key.find('.') == std::string::npos) {
         throw InputError(line(it->first) + "sweep." + key + ": " +
-                         (is_known_config_path(key) ? "sweep a key inside a section (e.g. scenario.batch_size), not a whole section or the name"
+                         (is_known_config_path(key) ? "sweep a key inside a section (e.g. scenario.max_sequences), not a whole section or the name"
                                                     : unknown_path_message(key)));
       }
       if (!it->second.IsSequence() || it->second.size() == 0) {

@@ -1,23 +1,37 @@
 // The settable key paths of a benchmark configuration and "did you mean" by edit distance.
 #include "bench/config_paths.h"
 
+#include <utility>
+
 #include "core/nearest_name.h"
 
 namespace plexus::bench {
 
 const std::vector<std::string>& known_config_paths() {
   static const std::vector<std::string> kPaths = {
-      "name", "model",
+      "name", "model", "revision",
       "model_make", "model_make.preset", "model_make.arch", "model_make.dtype", "model_make.seed", "model_make.tokenizer",
       "backend", "backend.type", "backend.device_ids", "backend.virtual_devices", "backend.device_map",
       "backend.max_memory", "backend.max_memory.*", "backend.dtype", "backend.quantize", "backend.threads", "backend.wait", "backend.context",
-      "backend.micro_batches", "backend.tensor_parallel", "backend.pipeline_parallel",
+      "backend.micro_batch", "backend.micro_batches", "backend.tensor_parallel", "backend.pipeline_parallel",
       "scenario", "scenario.dataset", "scenario.prompts", "scenario.prompts_ids", "scenario.num_samples",
-      "scenario.batch_size", "scenario.max_new_tokens", "scenario.warmup_samples", "scenario.seed",
+      "scenario.max_sequences", "scenario.batch_size", "scenario.max_tokens", "scenario.max_new_tokens",
+      "scenario.warmup_samples", "scenario.seed",
       "scenario.temperature", "scenario.ignore_eos",
       "monitor", "monitor.interval_ms", "monitor.idle_baseline_s",
       "output", "output.dir", "output.formats"};
   return kPaths;
+}
+
+std::string other_spelling(const std::string& path) {
+  static const std::pair<const char*, const char*> kRenamed[] = {{"scenario.max_sequences", "scenario.batch_size"},
+                                                                 {"scenario.max_tokens", "scenario.max_new_tokens"},
+                                                                 {"backend.micro_batch", "backend.micro_batches"}};
+  for (const auto& [name, old] : kRenamed) {
+    if (path == name) return old;
+    if (path == old) return name;
+  }
+  return "";
 }
 
 bool is_known_config_path(const std::string& path) {

@@ -10,6 +10,11 @@ namespace plexus::bench {
 // Every settable path; "backend.max_memory.*" takes any device name after it.
 const std::vector<std::string>& known_config_paths();
 
+// The other spelling of a renamed key ("scenario.batch_size" for "scenario.max_sequences" and back;
+// backend.micro_batch and backend.micro_batches), or "" for a key with one name. --set and sweep
+// values replace the other spelling where the file used it.
+std::string other_spelling(const std::string& path);
+
 // Whether `path` names a settable key (a leaf, or a whole section such as "backend").
 bool is_known_config_path(const std::string& path);
 

@@ -14,6 +14,7 @@
 #include "batch/request.h"
 #include "cli/commands.h"
 #include "cli/generation_options.h"
+#include "cli/model_argument.h"
 #include "cli/model_options.h"
 #include "core/error.h"
 #include "core/json.h"
@@ -26,18 +27,20 @@ namespace {
 constexpr int kMaxBadLinesShown = 20;
 
 void declare(Args& args) {
-  args.positional("MODEL", "model directory (config.json + safetensors [+ tokenizer.json]) or a .gguf file")
-      .option("--input", "FILE", "requests, one JSON object per line: {\"id\", \"prompt\" | \"ids\", \"max_tokens\"?, \"temperature\"?, \"seed\"?}")
+  add_model_argument(args, "MODEL", "model directory (config.json + safetensors [+ tokenizer.json]) or a .gguf file");
+  args.option("--input", "FILE", "requests, one JSON object per line: {\"id\", \"prompt\" | \"ids\", \"max_tokens\"?, \"temperature\"?, \"seed\"?}")
       .option("--output", "FILE", "results, one JSON line per request (appended durably; an existing file is resumed)")
       .option("--replicas", "N", "model replicas in this process, each on its own thread share and device group", "1")
-      .option("--batch-size", "N", "requests a replica takes from the queue and generates together at most", "8")
       .option("--max-retries", "N", "tries of a failed request on other replicas after the first", "2")
       .option("--on-bad-line", "MODE", "a bad input line: fail (exit 2 before any work) | skip (report it and go on)", "fail")
       .flag("--json", "print the summary as one JSON object on stdout");
   add_generation_options(args, {.max_tokens = "tokens to generate per request unless it says \"max_tokens\"",
                                 .temperature = "sample with this temperature unless a request says \"temperature\" (0: greedy)",
                                 .seed = "seed of requests without \"seed\""});
-  add_run_options(args);
+  add_run_options(args, {.max_sequences = "8",
+                         .max_sequences_help = "requests a replica takes from the queue and generates together at most "
+                                               "(the plan keeps KV-cache room for each)",
+                         .max_sequences_old_names = {"--batch", "--batch-size"}});
   args.epilog(
       "Output lines: {\"id\", \"ids\", \"text\" (with a tokenizer), \"finish_reason\", \"prompt_tokens\",\n"
       "\"completion_tokens\", \"replica\", \"latency_ms\"}. Running the same command again resumes: ids already\n"
@@ -98,14 +101,13 @@ void print_summary(const Args& args, const batch::BatchSummary& s) {
   std::fflush(stdout);
 }
 
-// A replica decodes up to --batch-size requests together: plan their KV caches. `run_context` > 0:
+// A replica decodes up to --max-sequences requests together: plan their KV caches. `run_context` > 0:
 // the longest request (prompt + max_tokens) sizes the scratch; 0: the model's context (MPI
 // workers do not see the requests).
 std::shared_ptr<Runner> open_runner(const Args& args, const std::string& dir, const ReplicaShare& share,
                                     std::int64_t run_context = 0) {
   RunInputs in = run_inputs_from(args);
   in.replica = share;
-  in.plan.batch = std::max<long long>(in.plan.batch, args.get_int("--batch-size"));
   if (run_context > 0) in.engine.max_context = run_context;
   std::shared_ptr<ModelRun> run = plexus::open_model_run(in, dir);
   if (!run->device_note.empty() && share.index == 0) std::fprintf(stderr, "note: %s\n", run->device_note.c_str());
@@ -123,9 +125,9 @@ int coordinate(const Args& args, const std::string& dir, const batch::FaultInjec
   const std::vector<std::int64_t> stops = stop_ids(args, config, tok.get());
   const int replicas = world ? world->size() - 1 : static_cast<int>(int_in(args, "--replicas", 1, 1024));
   if (!world) check_thread_share(engine_options(args).threads, replicas);
-  const std::size_t batch_size = static_cast<std::size_t>(int_in(args, "--batch-size", 1, 65536));
+  const std::size_t batch_size = static_cast<std::size_t>(int_in(args, "--max-sequences", 1, 65536));
   if (static_cast<std::int64_t>(batch_size) > engine_options(args).max_batch_tokens) {
-    throw InputError("--batch-size " + std::to_string(batch_size) + " is above --batch-tokens " +
+    throw InputError("--max-sequences " + std::to_string(batch_size) + " is above --batch-tokens " +
                      std::to_string(engine_options(args).max_batch_tokens) + ": a decode step holds one token per request");
   }
   batch::CoordinatorOptions co;
@@ -189,7 +191,7 @@ int cmd_batch(int argc, char** argv) {
     declare(args);
     args.parse(again);
   }
-  const std::string dir = args.get("MODEL");
+  const std::string dir = model_argument(args, ModelNeeds::kWeights);
   if (!args.has("--input") || !args.has("--output")) throw InputError("give --input FILE and --output FILE");
   const char* spec = std::getenv("PLEXUS_BATCH_FAIL");
   const batch::FaultInjection faults = batch::parse_fault_injection(spec ? spec : "");

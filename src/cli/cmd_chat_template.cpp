@@ -5,6 +5,7 @@
 
 #include "cli/commands.h"
 #include "cli/jsonl_lines.h"
+#include "cli/model_argument.h"
 #include "core/args.h"
 #include "core/error.h"
 #include "core/json.h"
@@ -56,8 +57,8 @@ ChatInput read_input(const std::string& line, const std::string& where) {
 
 int cmd_chat_template(int argc, char** argv) {
   Args args("chat-template", "Render a model's chat template (Jinja, as Hugging Face transformers renders it) for conversations.");
-  args.positional("MODEL", "a model directory with tokenizer_config.json (or chat_template.jinja), or a .gguf file")
-      .option("--jsonl", "FILE",
+  add_model_argument(args, "MODEL", "a model directory with tokenizer_config.json (or chat_template.jinja), or a .gguf file");
+  args.option("--jsonl", "FILE",
               "render each line of FILE ('-' for stdin): {\"messages\": [...], \"tools\"?: [...], "
               "\"add_generation_prompt\"?: bool, \"kwargs\"?: {...}}")
       .epilog("Output, one line per input: {\"rendered\": \"...\"}, or {\"error\": \"...\"} when the template raises\n"
@@ -66,7 +67,7 @@ int cmd_chat_template(int argc, char** argv) {
               "Exit 2 on a missing file, a line that is not valid JSON (named FILE:LINE) or a model with no chat template.");
   if (!args.parse(argc, argv)) return 0;
   if (!args.has("--jsonl")) throw InputError("give --jsonl FILE: the conversations to render");
-  const std::string model = args.get("MODEL");
+  const std::string model = model_argument(args, ModelNeeds::kFiles);
   std::optional<ChatTemplate> tmpl = ChatTemplate::from_model(model);
   if (!tmpl)
     throw InputError(model + ": the model has no chat template (no \"chat_template\" in tokenizer_config.json, "

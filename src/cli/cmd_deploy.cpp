@@ -41,9 +41,9 @@ void add_deploy_options(Args& args) {
       .repeatable_option("--env", "K=V", "environment variable for the server (repeatable)")
       .option("--nodes", "N", "slurm: nodes of the batch job", "1")
       .option("--gpus-per-node", "G", "GPUs each node gives the job (default: the selected GPUs)")
-      .option("--max-sequences", "N", "sequences the server decodes together (the plan keeps KV cache for them)", "8")
       .flag("--dry-run", "print the files (and the docker run line) instead of writing them");
-  add_plan_options(args);
+  add_plan_options(args, {.max_sequences = "8",
+                          .max_sequences_help = "sequences the server decodes together (the plan keeps KV cache for them)"});
   args.option("--batch-tokens", "N", "tokens per forward pass the plan sizes activations for (as serve's --batch-tokens)", "256");
 }
 
@@ -55,9 +55,6 @@ void refuse_local_device_flags(const Args& args) {
       throw InputError(std::string(flag) + " describes devices of this machine; plexus deploy plans on the target's devices "
                        "from --inventory (or detect here): leave " + flag + " out (select GPUs with --devices or --auto-select)");
     }
-  }
-  if (args.given("--batch")) {
-    throw InputError("plexus deploy sizes the server's batch with --max-sequences N, not --batch");
   }
 }
 
@@ -87,7 +84,7 @@ int cmd_deploy(int argc, char** argv) {
       "The devices are the target host's: --inventory FILE is `plexus detect --json` captured there (default:\n"
       "detect on this machine). --devices (detect's numbering), --auto-select (the fewest GPUs, most free memory\n"
       "first, that hold the plan) or all GPUs; none: a CPU deployment. Of the plan flags above, --max-memory,\n"
-      "--virtual-devices, --virtual-gpus, --offload-disk, a --device-map file and --batch (use --max-sequences)\n"
+      "--virtual-devices, --virtual-gpus, --offload-disk and a --device-map file\n"
       "are refused: the inventory gives the devices. The plan on their free memory decides the\n"
       "engine's numbers (vLLM --tensor-parallel-size, --pipeline-parallel-size, --max-model-len,\n"
       "--gpu-memory-utilization; TGI --num-shard, --max-total-tokens; plexus --tp/--pp, --context).\n"

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "cli/commands.h"
+#include "cli/model_argument.h"
 #include "cli/plan_options.h"
 #include "core/args.h"
 #include "core/error.h"
@@ -16,11 +17,11 @@ namespace plexus::cli {
 
 namespace {
 
-// --training: the shape of the run from --batch-size, --micro-batch, --seq-len, --replicas, --zero.
+// --training: the shape of the run from --global-batch, --micro-batch, --seq-len, --replicas, --zero.
 int estimate_training(const Args& args, const ModelConfig& config) {
   if (args.given("--quantize")) throw InputError("--quantize does not apply to --training: training keeps f32 weights");
   const long long replicas = args.get_int_in("--replicas", 1, 4096);
-  const long long batch = args.get_int_in("--batch-size", 1, 1LL << 30);
+  const long long batch = args.get_int_in("--global-batch", 1, 1LL << 30);
   const BatchLayout layout = fixed_batch_layout(
       batch, static_cast<int>(replicas), args.given("--micro-batch") ? args.get_int_in("--micro-batch", 1, 1LL << 30) : 0);
   TrainingShape shape;
@@ -43,22 +44,22 @@ int cmd_estimate(int argc, char** argv) {
   Args args("estimate", "Memory a model needs, from config.json (or safetensors headers) alone: per dtype the total "
                         "size, the largest layer, Adam training memory; KV cache per token and per context × batch. "
                         "With --training: what `plexus train` holds on each device.");
-  args.positional("MODEL", "model directory (config.json [+ safetensors]), a config.json file or a .gguf file");
+  add_model_argument(args, "MODEL", "model directory (config.json [+ safetensors]), a config.json file or a .gguf file");
   args.flag("--json", "print the estimate as JSON");
   args.option("--quantize", "TYPE", "add a row for the projections quantised on load: q8_0 | q4_0 | q4_k");
   args.flag("--training", "per device: f32 weights, gradients, AdamW state and the activations of one micro-batch");
-  args.option("--batch-size", "B", "with --training: sequences per optimizer step (the global batch)", "1");
-  args.option("--micro-batch", "M", "with --training: sequences per forward/backward (default: B / replicas)");
+  args.option("--global-batch", "G", "with --training: sequences per optimizer step, over every replica", "1").old_name("--batch-size");
+  args.option("--micro-batch", "M", "with --training: sequences per forward/backward (default: G / replicas)");
   args.option("--seq-len", "T", "with --training: tokens per sequence", "256");
   args.option("--replicas", "R", "with --training: data-parallel replicas (devices)", "1");
   args.option("--zero", "S", "with --training: 1 shards the optimizer state across replicas (ZeRO-1); 0 does not", "0");
   if (!args.parse(argc, argv)) return 0;
   if (!args.get_flag("--training")) {
-    for (const char* flag : {"--batch-size", "--micro-batch", "--seq-len", "--replicas", "--zero"}) {
+    for (const char* flag : {"--global-batch", "--micro-batch", "--seq-len", "--replicas", "--zero"}) {
       if (args.given(flag)) throw InputError(std::string(flag) + " applies to the training estimate: add --training");
     }
   }
-  const ModuleTree tree = load_module_tree(args.get("MODEL"));
+  const ModuleTree tree = load_module_tree(model_argument(args, ModelNeeds::kConfig));
   if (args.get_flag("--training")) return estimate_training(args, tree.config());
   std::optional<DType> quantize;
   if (auto q = args.get_optional("--quantize")) quantize = quantize_flag("--quantize", *q);

@@ -6,6 +6,7 @@
 #include "cli/commands.h"
 #include "cli/generation_options.h"
 #include "cli/interrupt_guard.h"
+#include "cli/model_argument.h"
 #include "cli/model_options.h"
 #include "cli/mpi_tensor.h"
 #include "core/error.h"
@@ -42,7 +43,7 @@ class TextStreamer {
   std::size_t printed_ = 0;
 };
 
-// --batch N: every sequence's ids (and text), then the totals. `monitor` is set for --json.
+// --max-sequences N: every sequence's ids (and text), then the totals. `monitor` is set for --json.
 int print_batch(const ModelRun& run, const BatchGenerateResult& r, const Tokenizer* tok, MonitorSession* monitor,
                 bool verbose, bool interrupted, double load_seconds) {
   if (monitor) {
@@ -95,7 +96,7 @@ int generate_run(const Args& args, MpiTensorGroup* mpi) {
   // (Under mpirun the ranks must stop together: mpirun's own signal handling ends the job.)
   std::optional<InterruptGuard> guard;
   if (args.get_flag("--json") && !(mpi && mpi->parallel())) guard.emplace();
-  const std::string dir = args.get("MODEL");
+  const std::string dir = model_argument(args, ModelNeeds::kWeights);
   if (args.has("--prompt") == args.has("--ids")) throw InputError("give exactly one of --prompt TEXT or --ids LIST");
   GenerateOptions o = generation_options(args);
 
@@ -119,7 +120,7 @@ int generate_run(const Args& args, MpiTensorGroup* mpi) {
   const bool verbose = args.get_flag("--verbose");
   if (verbose) std::fprintf(stderr, "[model loaded in %.3f s]\n", load_seconds);
   if (verbose && !run->plan_text.empty()) std::fprintf(stderr, "%s", run->plan_text.c_str());
-  const long long batch = args.get_int("--batch");
+  const long long batch = args.get_int("--max-sequences");
   check_token_ids(prompt, runner.vocab_size(), "--ids");
   if (root) o.stop_ids = stop_ids(args, runner.config(), tok.get());
   if (mpi) mpi->share(o.stop_ids);
@@ -135,7 +136,7 @@ int generate_run(const Args& args, MpiTensorGroup* mpi) {
   }
   if (batch > 1) {
     const BatchGenerateResult br = generate_batch(runner, std::vector(static_cast<std::size_t>(batch), prompt), o);
-    const bool interrupted = json && InterruptGuard::requested();  // --batch stops only after the batch
+    const bool interrupted = json && InterruptGuard::requested();  // N sequences stop only after them all
     const int code = print_batch(*run, br, tok.get(), monitor.get(), verbose, interrupted, load_seconds);
     return interrupted ? static_cast<int>(ExitCode::kInterrupted) : code;
   }
@@ -202,17 +203,18 @@ int cmd_generate(int argc, char** argv) {
             "Continue a prompt with a model. Greedy by default; --temperature switches to sampling\n"
             "(temperature, then top-k, then top-p, seeded by --seed). Text is printed as it is\n"
             "generated, timings go to stderr; --json prints one JSON object at the end instead.");
-  args.positional("MODEL", "model directory (config.json + safetensors [+ tokenizer.json]) or a .gguf file")
-      .option("--prompt", "TEXT", "prompt text (needs the model's tokenizer.json)")
+  add_model_argument(args, "MODEL", "model directory (config.json + safetensors [+ tokenizer.json]) or a .gguf file");
+  args.option("--prompt", "TEXT", "prompt text (needs the model's tokenizer.json)")
       .option("--ids", "LIST", "prompt as comma-separated token ids, e.g. 1,2,3")
       .flag("--json", "print {ids, text, prefill_tokens_per_s, decode_tokens_per_s, ttft_ms, ...}");
   add_generation_options(args);
-  add_run_options(args);
+  add_run_options(args, {.max_sequences_help = "sequences in flight: generate N copies of the prompt together, the plan "
+                                               "keeping KV-cache room for each"});
   args.epilog(
       "With --virtual-devices N, --virtual-gpus N, --max-memory LIST, --devices LIST or --device-map FILE the\n"
       "model is planned as `plexus plan` would (same flags) and run across those devices (CUDA GPUs when the\n"
-      "CUDA runtime sees them), offloaded modules streaming in; --batch N then generates N copies of the\n"
-      "prompt together, pipelined in micro-batches. Without device flags the run takes every GPU CUDA sees\n"
+      "CUDA runtime sees them), offloaded modules streaming in; --max-sequences N then generates N copies of\n"
+      "the prompt together, pipelined in micro-batches (--micro-batch). Without device flags the run takes every GPU CUDA sees\n"
       "(CUDA_VISIBLE_DEVICES= keeps it on the CPU), else the CPU. See docs/execution.md.\n"
       "Under mpirun (`mpirun -np N plexus generate MODEL --tp N ...`) every process is one tensor-parallel rank\n"
       "on its host's CPU; rank 0 reads the prompt and prints. See docs/parallel.md.");

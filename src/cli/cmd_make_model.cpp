@@ -1,4 +1,6 @@
 // `plexus make-model`: a random-weight checkpoint in Hugging Face's format.
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -69,8 +71,31 @@ int cmd_make_model(int argc, char** argv) {
   const InterruptGuard guard;
   o.stop_requested = [] { return InterruptGuard::requested(); };
   const auto start = std::chrono::steady_clock::now();
-  const std::int64_t n = make_model_with_tokenizer(out, o, tok_dir);
-  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  // On a terminal, a progress line on stderr (the small presets take seconds, the real shapes
+  // minutes); otherwise only the final line.
+  const bool tty = ::isatty(STDERR_FILENO) != 0;
+  double shown = -1;
+  if (tty) {
+    o.progress = [&](std::int64_t done, std::int64_t total) {
+      const double now = seconds();
+      if (now - shown < 0.1 && done < total) return;
+      shown = now;
+      std::fprintf(stderr, "\r\033[Kmake-model: %3.0f%% (%.1fM of %.1fM parameters, %.1f s)",
+                   total > 0 ? 100.0 * static_cast<double>(done) / static_cast<double>(total) : 100.0,
+                   static_cast<double>(done) / 1e6, static_cast<double>(total) / 1e6, now);
+      std::fflush(stderr);
+    };
+  }
+  std::int64_t n = 0;
+  try {
+    n = make_model_with_tokenizer(out, o, tok_dir);
+  } catch (...) {
+    if (tty && shown >= 0) std::fprintf(stderr, "\r\033[K");
+    throw;
+  }
+  if (tty && shown >= 0) std::fprintf(stderr, "\r\033[K");
+  const double s = seconds();
   const double gb = static_cast<double>(n) * static_cast<double>(dtype_size(o.dtype)) / 1e9;
   std::printf("wrote %s: %s %s %s, %.1fM parameters, seed %llu%s; %.2f GB in %.1f s (%.2f GB/s)\n", out.c_str(),
               o.preset.c_str(), arch.c_str(), dt.c_str(), static_cast<double>(n) / 1e6,

@@ -2,6 +2,7 @@
 #include <cstdio>
 
 #include "cli/commands.h"
+#include "cli/model_argument.h"
 #include "cli/model_options.h"
 #include "cli/mpi_tensor.h"
 #include "core/error.h"
@@ -17,7 +18,7 @@ namespace {
 // `mpi`: this process is one rank of a tensor-parallel group across processes; rank 0 reads the
 // text and its ids are everyone's.
 int score(const Args& args, MpiTensorGroup* mpi) {
-  const std::string dir = args.get("MODEL");
+  const std::string dir = model_argument(args, ModelNeeds::kWeights);
   const int sources = args.has("--ids") + args.has("--text") + args.has("--file");
   if (sources != 1) throw InputError("give exactly one of --ids LIST, --text TEXT or --file PATH");
   const bool reads = !mpi || mpi->root();
@@ -60,8 +61,8 @@ int cmd_perplexity(int argc, char** argv) {
   Args args("perplexity",
             "Score a text: the natural-log negative log-likelihood of every token given the ones before\n"
             "it, and the perplexity exp(mean NLL). Text is tokenized with special tokens added.");
-  args.positional("MODEL", "model directory or .gguf file")
-      .option("--ids", "LIST", "token ids, e.g. 1,2,3")
+  add_model_argument(args, "MODEL", "model directory or .gguf file");
+  args.option("--ids", "LIST", "token ids, e.g. 1,2,3")
       .option("--text", "TEXT", "text (needs the model's tokenizer.json)")
       .option("--file", "PATH", "read the text from a file")
       .flag("--json", "print {nll, ppl, n_tokens, tokens_per_s} (+ execution stats on several devices)");

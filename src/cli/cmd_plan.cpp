@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "cli/commands.h"
+#include "cli/model_argument.h"
 #include "cli/model_options.h"
 #include "cli/plan_options.h"
 #include "backend/detect.h"
@@ -24,19 +25,19 @@ namespace plexus::cli {
 int cmd_plan(int argc, char** argv) {
   Args args("plan", "Place a model's weights on devices without loading them: a device map (module prefix -> "
                     "0, 1, …, \"cpu\", \"disk\") and a per-device table of layers, weights, KV cache and budget.");
-  args.positional("MODEL", "model directory (config.json [+ safetensors]), a config.json file or a .gguf file");
+  add_model_argument(args, "MODEL", "model directory (config.json [+ safetensors]), a config.json file or a .gguf file");
   add_plan_options(args);
   add_engine_options(args);  // --threads and --batch-tokens size the run buffers as the run will
   args.option("--gpu", "NAME", "predict the accelerators as this GPU (a100-40gb, a100-80gb, h100-sxm, h100-pcie, h200, "
                               "l40s, rtx-4090, mi300x); default: this host's virtual devices (plexus calibrate)");
-  args.option("--objective", "O", "with --strategy fastest: throughput (decode tokens/s at --batch, default) | latency "
+  args.option("--objective", "O", "with --strategy fastest: throughput (decode tokens/s at --max-sequences, default) | latency "
                                   "(one sequence's decode tokens/s) | energy (joules per token)");
   args.flag("--json", "print {strategy, dtype, device_map, placement, devices} as JSON");
   args.epilog(
       "Strategies sequential, balanced, balanced_low_0 and auto reproduce Hugging Face accelerate's\n"
       "device_map=… placement exactly (auto = balanced). stages, plexus's own, cuts the layers into\n"
       "contiguous stages over every accelerator, minimising the largest per-device load with room kept\n"
-      "for the run buffers. Run buffers (KV cache for --context × --batch, workspace, activations,\n"
+      "for the run buffers. Run buffers (KV cache for --context × --max-sequences, workspace, activations,\n"
       "logits, weight-streaming slots) are sized as `generate`/`perplexity` with the same flags allocate\n"
       "them: within each budget for stages and custom maps; on top of max_memory (which limits the\n"
       "weights, as in accelerate) for accelerate's strategies. See docs/planner.md.\n"
@@ -45,7 +46,7 @@ int cmd_plan(int argc, char** argv) {
       "(docs/parallel.md).");
   if (!args.parse(argc, argv)) return 0;
   PlanInputs in = plan_inputs_from(args);
-  const ModuleTree full_tree = load_module_tree(args.get("MODEL"), quantize_type(in));
+  const ModuleTree full_tree = load_module_tree(model_argument(args, ModelNeeds::kConfig), quantize_type(in));
   const WorldConfig world = make_world_config(in.tensor_parallel, in.pipeline_parallel, 1);
   // --tp N: planned as a run plans it, on one rank's shard (InputError naming the heads and the
   // sizes that work when N cannot split the model, before any budget is looked at).

@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "cli/interrupt_guard.h"
+#include "cli/model_argument.h"
 #include "core/args.h"
 #include "core/error.h"
 #include "model/gguf_export.h"
@@ -38,20 +39,22 @@ int cmd_quantize(int argc, char** argv) {
             "to --type; the embedding and lm_head keep the checkpoint's dtype, norms and biases are F32.\n"
             "Tensor names, metadata keys and (for llama) the q/k row order are llama.cpp's. The file appears\n"
             "only when complete; SIGINT/SIGTERM stop between tensors and leave nothing (exit 130).");
-  args.positional("IN_DIR", "Hugging Face model directory")
-      .positional("OUT", "the GGUF file to write, e.g. model-q8_0.gguf")
+  add_model_argument(args, "IN_DIR", "Hugging Face model directory");
+  args.positional("OUT", "the GGUF file to write, e.g. model-q8_0.gguf")
       .option("--type", "TYPE", "q8_0 | q4_0 | q4_k: the projections' block format", "q8_0")
       .option("--name", "NAME", "general.name (default: IN_DIR's directory name)")
       .option("--threads", "N", "quantising threads (0: one per hardware thread)", "0")
       .flag("--force", "replace OUT when it exists");
   if (!args.parse(argc, argv)) return 0;
-  const std::string in = args.get("IN_DIR"), out = args.get("OUT");
+  const std::string out = args.get("OUT");
   GgufExportOptions o;
   const std::string type = args.get("--type");
   if (!parse_quant_type(type, &o.type)) throw InputError("--type: unknown type '" + type + "' (use q8_0, q4_0 or q4_k)");
   o.threads = static_cast<int>(args.get_int_in("--threads", 0, 1024));
   if (args.has("--name")) o.name = args.get("--name");
-  require_model_path(in);
+  const std::string in = model_argument(args, ModelNeeds::kWeights, "IN_DIR");
+  const std::string given = args.get("IN_DIR");
+  if (!args.has("--name") && in != given) o.name = given.substr(given.find('/') + 1);  // an id's name, not its snapshot's
   check_output(out, args.get_flag("--force"));
 
   const bool tty = ::isatty(STDERR_FILENO) != 0;

@@ -11,6 +11,7 @@
 #include "cli/commands.h"
 #include "cli/generation_options.h"
 #include "cli/interrupt_guard.h"
+#include "cli/model_argument.h"
 #include "cli/model_options.h"
 #include "core/error.h"
 #include "core/timer.h"
@@ -53,31 +54,13 @@ ServeFlags serve_flags(const Args& args) {
   f.http.max_connections = args.given("--max-connections") ? static_cast<int>(args.get_int_in("--max-connections", 1, 1000000))
                                                             : default_max_connections(f.http.threads);
   f.http.request_timeout_s = args.get_double_in("--request-timeout", 0.001, 86400);
-  if (args.given("--batch")) throw InputError("plexus serve sizes its batch with --max-sequences N, not --batch");
   return f;
 }
 
-// open_model_run with its errors in serve's terms: the plan's batch is --max-sequences here
-// (`--batch` is refused), so a budget or batch error names that flag.
-std::unique_ptr<ModelRun> open_serve_run(const RunInputs& in, const std::string& dir) {
-  try {
-    return plexus::open_model_run(in, dir);
-  } catch (const Error& e) {
-    const std::string message = with_batch_flag_named(e.what(), "--max-sequences");
-    switch (e.code()) {
-      case ExitCode::kBadInput: throw InputError(message);
-      case ExitCode::kRuntime: throw RuntimeError(message);
-      case ExitCode::kOk:
-      case ExitCode::kInterrupted: throw;
-    }
-    throw;
-  }
-}
-
 int serve_run(const Args& args) {
-  const std::string dir = args.get("MODEL");
   ServeFlags f = serve_flags(args);
-  f.model_name = args.get_optional("--served-model-name").value_or(dir);
+  const std::string dir = model_argument(args, ModelNeeds::kWeights);
+  f.model_name = args.get_optional("--served-model-name").value_or(args.get("MODEL"));
   if (f.model_name.empty()) throw InputError("--served-model-name must not be empty");
   RunInputs in = run_inputs_from(args);
   in.plan.batch = f.scheduler.max_sequences;  // the plan keeps KV-cache room for every running sequence
@@ -86,12 +69,19 @@ int serve_run(const Args& args) {
   std::string template_source;
   if (template_file) template_source = read_utf8_file(*template_file, "--chat-template");
 
+  if (!Tokenizer::exists_in(dir)) {
+    throw InputError("plexus serve needs the model's tokenizer, but '" + dir +
+                     "' has no tokenizer.json (make test models with --tokenizer DIR)");
+  }
+
   InterruptGuard guard;  // SIGINT / SIGTERM: drain and exit 0; a second one: exit 130 at once
   HttpServer server(f.http);
   const int port = server.bind();
   server.start();
   const bool ipv6 = f.http.host.find(':') != std::string::npos;  // "::1" is written [::1] in a URL
-  std::fprintf(stderr, "plexus serve: listening on http://%s%s%s:%d\n", ipv6 ? "[" : "", f.http.host.c_str(), ipv6 ? "]" : "", port);
+  char url[300];
+  std::snprintf(url, sizeof url, "http://%s%s%s:%d", ipv6 ? "[" : "", f.http.host.c_str(), ipv6 ? "]" : "", port);
+  std::fprintf(stderr, "plexus serve: loading '%s'; %s/health answers 503 until it is ready\n", args.get("MODEL").c_str(), url);
   if (server.max_connections() < f.http.max_connections) {
     std::fprintf(stderr, "note: --max-connections lowered from %d to %d: the open-file limit (ulimit -n) allows no more\n",
                  f.http.max_connections, server.max_connections());
@@ -101,10 +91,6 @@ int serve_run(const Args& args) {
   // Loading: /health answers 503 meanwhile.
   Timer load_timer;
   std::unique_ptr<Tokenizer> tok = load_tokenizer_if_any(dir);
-  if (!tok) {
-    throw InputError("plexus serve needs the model's tokenizer, but '" + dir +
-                     "' has no tokenizer.json (make test models with --tokenizer DIR)");
-  }
   std::optional<ChatTemplate> chat_template;
   if (template_file) {
     // The model's special tokens, as its own template would see them.
@@ -115,7 +101,7 @@ int serve_run(const Args& args) {
   } else {
     chat_template = ChatTemplate::from_model(dir);
   }
-  std::unique_ptr<ModelRun> run = open_serve_run(in, dir);
+  std::unique_ptr<ModelRun> run = plexus::open_model_run(in, dir);
   if (!run->device_note.empty()) std::fprintf(stderr, "note: %s\n", run->device_note.c_str());
   Runner& runner = *run->runner;
   // Every 50 ms: a request's usage waits for the sample after its last step (when a device
@@ -155,6 +141,7 @@ int serve_run(const Args& args) {
                model.name.c_str(), load_timer.seconds(), where.c_str(), static_cast<long long>(model.max_model_len),
                f.scheduler.max_sequences, static_cast<long long>(st.kv_budget_tokens), f.scheduler.max_queue,
                chat_template ? "" : "; no chat template (chat requests get 400)", f.http.api_key.empty() ? "" : "; API key required");
+  std::fprintf(stderr, "plexus serve: listening on %s\n", url);  // only now: /health answers 200
   std::fflush(stderr);
 
   while (!InterruptGuard::requested()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -196,10 +183,9 @@ int cmd_serve(int argc, char** argv) {
             "Serve a model over an OpenAI-compatible HTTP API: /v1/completions, /v1/chat/completions (streaming\n"
             "too), /v1/models, /tokenize, /detokenize, /health and Prometheus /metrics. Requests share the\n"
             "model through continuous batching; every response's usage carries its time_s and energy_j.");
-  args.positional("MODEL", "model directory (config.json + safetensors + tokenizer.json) or a .gguf file")
-      .option("--host", "ADDR", "address to listen on (0.0.0.0: every interface)", "127.0.0.1")
+  add_model_argument(args, "MODEL", "model directory (config.json + safetensors + tokenizer.json) or a .gguf file");
+  args.option("--host", "ADDR", "address to listen on (0.0.0.0: every interface)", "127.0.0.1")
       .option("--port", "N", "TCP port (0: any free port, printed on stderr)", "8080")
-      .option("--max-sequences", "N", "requests generating together at most (the plan's batch: KV cache for each)", "8")
       .option("--max-queue", "N", "requests waiting at most; beyond, 429", "64")
       .option("--api-key", "KEY", "require 'Authorization: Bearer KEY' on every endpoint but /health")
       .option("--served-model-name", "NAME", "the model's name in the API (default: MODEL as given)")
@@ -207,11 +193,12 @@ int cmd_serve(int argc, char** argv) {
       .option("--max-body", "BYTES", "largest request body; larger ones get 413", std::to_string(kDefaultMaxBody))
       .option("--drain-timeout", "S", "on SIGINT / SIGTERM, seconds running requests may take to finish", "10")
       .option("--max-connections", "N",
-              "connections open at most; at the cap the oldest idle or unfinished one makes room (default: 1024, or\n"
+              "connections open at most; at the cap the oldest idle or unfinished one makes room (default: 1024, or "
               "--max-sequences + --max-queue + 272 when larger)")
       .option("--request-timeout", "S", "seconds a client has to send a whole request (headers and body) from its first byte; "
               "slower: 408", "10");
-  add_run_options(args);
+  add_run_options(args, {.max_sequences = "8",
+                         .max_sequences_help = "requests generating together at most (the plan keeps KV cache for each)"});
   args.epilog(
       "Plan and device flags are those of `plexus generate` (--context N: tokens per sequence; the plan keeps\n"
       "KV-cache room for --max-sequences of them). The server binds first and answers /health with 503 while\n"

@@ -6,6 +6,7 @@
 
 #include "cli/commands.h"
 #include "cli/jsonl_lines.h"
+#include "cli/model_argument.h"
 #include "core/args.h"
 #include "core/error.h"
 #include "core/json.h"
@@ -58,7 +59,8 @@ void run_jsonl(const Tokenizer& tok, const std::string& path, bool decode_specia
 int cmd_tokenize(int argc, char** argv) {
   Args args("tokenize",
             "Encode text with a Hugging Face tokenizer or a GGUF file's vocabulary and print the token ids as JSON lines.");
-  args.positional("TOKENIZER", "a tokenizer.json file, a model directory holding one, or a .gguf file")
+  add_model_argument(args, "TOKENIZER", "a tokenizer.json file, a model directory holding one, or a .gguf file");
+  args
       .option("--text", "TEXT", "encode this text")
       .option("--jsonl", "FILE", "encode the \"text\" field of each line of FILE ('-' for stdin)")
       .flag("--special", "make \"decoded\" the decode of ids_with_special instead of ids")
@@ -67,7 +69,7 @@ int cmd_tokenize(int argc, char** argv) {
   if (!args.parse(argc, argv)) return 0;
   const bool has_text = args.has("--text"), has_jsonl = args.has("--jsonl");
   if (has_text == has_jsonl) throw InputError("give exactly one of --text TEXT or --jsonl FILE");
-  const std::unique_ptr<Tokenizer> tok = Tokenizer::load(args.get("TOKENIZER"));
+  const std::unique_ptr<Tokenizer> tok = Tokenizer::load(model_argument(args, ModelNeeds::kFiles, "TOKENIZER"));
   const bool decode_special = args.get_flag("--special");
   if (has_text) {
     const std::string text = args.get("--text");

@@ -14,6 +14,7 @@
 #include "backend/device_options.h"
 #include "cli/commands.h"
 #include "cli/interrupt_guard.h"
+#include "cli/model_argument.h"
 #include "cli/train_auto.h"
 #include "comm/mpi_collective.h"
 #include "comm/mpi_world.h"
@@ -37,13 +38,10 @@ constexpr long long kDefaultMaxSkipped = 10;
 
 // Every flag of the command, declared in one place (train-memory's flags join here).
 void declare(Args& args) {
-  args.positional("MODEL", "model directory (config.json + safetensors, f32/bf16/f16; a Llama-family architecture)")
-      .option("--data", "FILE", "training data: one {\"ids\": [token ids]} per line (docs/train.md)")
+  add_model_argument(args, "MODEL", "model directory (config.json + safetensors, f32/bf16/f16; a Llama-family architecture)");
+  args.option("--data", "FILE", "training data: one {\"ids\": [token ids]} per line (docs/train.md)")
       .option("--out", "DIR", "where checkpoints (DIR/checkpoints) and the trained model (config.json, model.safetensors, tokenizer) go")
       .option("--steps", "N", "optimizer steps to run (in total, counting those before a --resume)")
-      .option("--batch-size", "B", "sequences per optimizer step (the global batch, over every replica); auto: the largest "
-                                   "micro-batch that fits each device, confirmed by a trial step (docs/train.md)")
-      .option("--micro-batch", "M", "sequences a replica runs through forward+backward at once; B/R/M micro-batches are accumulated (default: B/R)")
       .option("--seq-len", "T", "cut every sequence to its first T tokens (default: the data's length, the same on every line)")
       .option("--lr", "X", "AdamW learning rate (constant)", "1e-3")
       .option("--beta1", "X", "AdamW beta1", "0.9")
@@ -62,10 +60,10 @@ void declare(Args& args) {
               std::to_string(kDefaultMaxSkipped))
       .flag("--json", "print {\"steps\": [...], \"skipped_steps\", \"monitor\", ...} on stdout");
   add_device_options(args);
-  add_train_auto_options(args);  // --global-batch, --parallel (cli/train_auto)
+  add_train_auto_options(args);  // --global-batch, --micro-batch, --parallel (cli/train_auto)
   args.epilog(
-      "Step s (from 0) trains on data lines s·B … s·B+B−1 in file order, wrapping around; replica r of R takes\n"
-      "the r-th B/R of them. The loss is the mean next-token cross-entropy of the global batch; gradients are\n"
+      "Step s (from 0) trains on data lines s·G … s·G+G−1 in file order, wrapping around; replica r of R takes\n"
+      "the r-th G/R of them. The loss is the mean next-token cross-entropy of the global batch; gradients are\n"
       "averaged over the replicas, clipped by their global norm and applied with AdamW, all in f32. A step whose\n"
       "gradient norm is not finite is skipped (weights unchanged) and counted. Training runs on CPU devices:\n"
       "--virtual-devices N runs N replicas, one per virtual device. Under mpirun every rank runs one replica;\n"
@@ -85,8 +83,8 @@ long long positive(const Args& args, const char* name, long long hi = 1LL << 40)
 TrainCommand train_command_from(const Args& args, int mpi_ranks) {
   TrainCommand c;
   TrainOptions& o = c.options;
-  o.model = args.get("MODEL");
-  for (const char* required : {"--data", "--out", "--steps", "--batch-size"}) {
+  o.model = model_argument(args, ModelNeeds::kWeights);
+  for (const char* required : {"--data", "--out", "--steps"}) {
     if (!args.has(required)) throw InputError(std::string("give ") + required + " (plexus train --help lists the flags)");
   }
   o.data = args.get("--data");
@@ -149,12 +147,10 @@ TrainCommand train_command_from(const Args& args, int mpi_ranks) {
       replicas = d.virtual_devices;
     }
   }
-  const bool auto_batch = batch_size_is_auto(args);  // chosen after loading (cli/train_auto); 1 per replica till then
-  if (auto_batch && mpi_ranks > 0) throw InputError("--batch-size auto is not built for mpirun yet: give --batch-size B");
-  if (auto_batch && args.has("--micro-batch")) throw InputError("--batch-size auto chooses the micro-batch: leave --micro-batch out");
-  o.batch = fixed_batch_layout(auto_batch ? replicas : positive(args, "--batch-size"), replicas,
-                               args.has("--micro-batch") ? positive(args, "--micro-batch") : 0,
-                               mpi_ranks > 0 ? "mpirun ranks" : "replicas");
+  const TrainBatchFlags b = train_batch_flags(args);  // auto: chosen after loading (cli/train_auto); 1 per replica till then
+  if (b.micro_auto && mpi_ranks > 0) throw InputError("--micro-batch auto is not built for mpirun yet: give --global-batch G");
+  o.batch = fixed_batch_layout(b.micro_auto ? replicas : b.global > 0 ? b.global : b.micro * replicas, replicas,
+                               b.micro_auto ? 0 : b.micro, mpi_ranks > 0 ? "mpirun ranks" : "replicas");
   return c;
 }
 
@@ -199,7 +195,7 @@ class StepPrinter {
 // touched more), so the peak counts what the run itself holds.
 struct MemoryWatch {
   std::int64_t start_rss = -1;      // RSS when the run began; -1 when /proc cannot say
-  std::int64_t earlier_peak = -1;   // the peak before --batch-size auto's trial step reset the mark
+  std::int64_t earlier_peak = -1;   // the peak before --micro-batch auto's trial step reset the mark
   void start() { start_rss = reset_peak_rss() ? current_rss_bytes() : -1; }
   void before_trial() { earlier_peak = peak_rss_bytes(); }
   std::int64_t measured_peak() const {
@@ -306,7 +302,7 @@ int train_here(const Args& args, const TrainFaults& faults) {
   memory.start();
   PreparedRun run = prepare_training(c.options, c.options.model, faults);
   memory.before_trial();
-  apply_train_auto(args, run, c.devices.threads, available);  // --parallel, --batch-size auto
+  apply_train_auto(args, run, c.devices.threads, available);  // --parallel, --micro-batch auto
   c.options.batch = run.setup.options.batch;
   const InterruptGuard guard;
   stop_on_signals(run);

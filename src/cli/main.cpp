@@ -1,4 +1,5 @@
 // plexus: plan, run and measure large language models across devices. Dispatches subcommands.
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -6,6 +7,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "core/args.h"
 #include "core/error.h"
 #include "core/nearest_name.h"
 #include "core/version.h"
@@ -45,7 +47,14 @@ void print_usage(std::FILE* out) {
                "plexus %s — plan, run and measure large language models across devices\n\n"
                "usage: plexus <command> [arguments] [--help]\n\ncommands:\n",
                PLEXUS_VERSION);
-  for (const Command& c : kCommands) std::fprintf(out, "  %-12s %s\n", c.name, c.summary);
+  // The summaries in one column after the longest name, wrapped under themselves.
+  int width = 0;
+  for (const Command& c : kCommands) width = std::max(width, static_cast<int>(std::strlen(c.name)));
+  for (const Command& c : kCommands) {
+    char name[64];
+    std::snprintf(name, sizeof name, "  %-*s  ", width, c.name);
+    std::fprintf(out, "%s\n", plexus::wrap_text(name + std::string(c.summary)).c_str());
+  }
   std::fprintf(out, "\n'plexus <command> --help' describes each command.\n"
                     "exit codes: 0 ok, 1 runtime failure, 2 bad usage or bad input, 130 interrupted (SIGINT/SIGTERM)\n");
 }

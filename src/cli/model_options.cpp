@@ -30,14 +30,17 @@ EngineOptions engine_options(const Args& args) {
   return o;
 }
 
-void add_run_options(Args& args) {
+void add_run_options(Args& args, PlanFlagChoices choices) {
   add_engine_options(args);
   args.option("--wait", "POLICY",
               "how idle CPU threads wait: spin (lowest latency on an idle machine), passive (sleep at once: a busy "
               "machine), auto (spin briefly; not at all while the cores are seen contended)",
               "auto");
-  add_plan_options(args);
-  args.option("--micro-batches", "N", "micro-batches per forward pass on several devices (0: one per stage, 1 when weights stream)", "0")
+  choices.runs = true;
+  add_plan_options(args, choices);
+  args.option("--micro-batch", "M", "on several devices: sequences per micro-batch, the forward pass of --max-sequences N moving "
+                                    "through the stages in N/M parts (0: one part per stage, 1 when weights stream)", "0")
+      .option("--micro-batches", "K", "the old spelling: the number of parts").hidden()
       .flag("--verbose", "print the plan in use and per-device busy time, peak memory and streaming to stderr");
 }
 
@@ -46,9 +49,12 @@ RunInputs run_inputs_from(const Args& args) {
   in.engine = engine_options(args);
   in.engine.wait = wait_policy_flag(args.get("--wait"));
   in.plan = plan_inputs_from(args);
-  const long long micro = args.get_int("--micro-batches");
-  if (micro < 0 || micro > 4096) throw InputError("--micro-batches must be between 0 and 4096, got " + std::to_string(micro));
-  in.micro_batches = static_cast<int>(micro);
+  if (args.given("--micro-batch") && args.given("--micro-batches")) {
+    throw InputError("--micro-batch (sequences per micro-batch) and --micro-batches (their number, its old spelling) say the "
+                     "same thing: give --micro-batch");
+  }
+  in.micro_batch = static_cast<int>(args.get_int_in("--micro-batch", 0, 65536));
+  if (args.given("--micro-batches")) in.micro_batches = static_cast<int>(args.get_int_in("--micro-batches", 0, 4096));
   in.stop_requested = [] { return InterruptGuard::requested(); };
   return in;
 }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "backend/device_registry.h"
+#include "cli/plan_options.h"
 #include "core/args.h"
 #include "exec/model_run.h"
 #include "runtime/engine.h"
@@ -19,8 +20,9 @@ void add_engine_options(Args& args);
 EngineOptions engine_options(const Args& args);
 
 // Adds the engine options, the planning options of `plexus plan` (devices, budgets, strategy,
-// device map), --wait, --micro-batches and --verbose: the run commands' option group.
-void add_run_options(Args& args);
+// device map; `choices.runs` is set here), --wait, --micro-batch and --verbose: the run commands'
+// option group.
+void add_run_options(Args& args, PlanFlagChoices choices = {});
 
 // What runs the model (exec/model_run.h), from the run options: without device options
 // (--virtual-devices, --max-memory, --devices, --device-map) an Executor of one stage on the

@@ -6,9 +6,14 @@
 
 namespace plexus::cli {
 
-void add_plan_options(Args& args) {
-  args.option("--strategy", "S", "stages (plexus) | sequential | balanced | balanced_low_0 | auto (accelerate)", "stages")
-      .option("--dtype", "D", "float32 | bfloat16 | float16 | int8 (q8_0 projections) | int4 (q4_k projections) (default: the config's torch_dtype, else bfloat16)")
+void add_plan_options(Args& args, const PlanFlagChoices& choices) {
+  args.option("--strategy", "S", "stages (plexus) | fastest (of every strategy and device subset, the plan predicted "
+                                 "fastest) | sequential | balanced | balanced_low_0 | auto (accelerate)", "stages")
+      .option("--dtype", "D", choices.runs
+                                  ? "float32 | bfloat16 | float16: must be the checkpoint's own dtype, which a run computes in "
+                                    "(--quantize quantises the projections; `plexus plan --dtype int8|int4` sizes them)"
+                                  : "float32 | bfloat16 | float16 | int8 (q8_0 projections) | int4 (q4_k projections) "
+                                    "(default: the config's torch_dtype, else bfloat16)")
       .option("--quantize", "TYPE", "quantise the projections (q/k/v/o, gate/up/down) on load: q8_0 | q4_0 | q4_k; "
                                     "embeddings, lm_head, norms and biases keep the checkpoint's dtype")
       .option("--max-memory", "LIST", "budgets as accelerate writes them, e.g. \"0=10GiB,1=10GiB,cpu=64GiB\"; devices may be hypothetical")
@@ -23,8 +28,9 @@ void add_plan_options(Args& args) {
   add_virtual_gpus_option(args);
   args
       .option("--context", "N", "tokens of KV cache to keep room for per sequence (0: weights only)", "4096")
-      .option("--batch", "N", "sequences decoded together (KV cache and activations scale with it)", "1")
-      .flag("--offload-disk", "allow the stages strategy to offload weights to disk when cpu is full")
+      .option("--max-sequences", "N", choices.max_sequences_help, choices.max_sequences);
+  for (const std::string& old : choices.max_sequences_old_names) args.old_name(old);
+  args.flag("--offload-disk", "allow the stages strategy to offload weights to disk when cpu is full")
       .option("--device-map", "FILE|STRATEGY", "check and report a custom device map (JSON: module prefix -> device); a strategy "
                                         "name (auto, balanced, ...) is taken as --strategy, as accelerate's device_map=\"auto\"");
 }
@@ -35,7 +41,8 @@ PlanInputs plan_inputs_from(const Args& args) {
   in.dtype = args.get_optional("--dtype");
   in.quantize = args.get_optional("--quantize");
   in.context = args.get_int("--context");
-  in.batch = args.get_int("--batch");
+  in.context_given = args.given("--context");
+  in.batch = args.get_int("--max-sequences");
   in.max_memory = args.get_optional("--max-memory");
   if (args.get_optional("--virtual-devices")) in.virtual_devices = args.get_int("--virtual-devices");
   // --virtual-gpus, else PLEXUS_VIRTUAL_GPUS (which --virtual-devices on the command line overrides).

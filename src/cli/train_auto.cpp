@@ -1,4 +1,4 @@
-// --batch-size auto, --global-batch and --parallel for `plexus train` (see train_auto.h).
+// --global-batch, --micro-batch [auto] and --parallel for `plexus train` (see train_auto.h).
 #include "cli/train_auto.h"
 
 #include <algorithm>
@@ -16,8 +16,12 @@
 namespace plexus::cli {
 
 void add_train_auto_options(Args& args) {
-  args.option("--global-batch", "G", "with --batch-size auto: sequences per optimizer step, reached by gradient "
-                                     "accumulation (default: replicas x the chosen micro-batch)");
+  args.option("--global-batch", "G", "sequences per optimizer step, over every replica; with --micro-batch auto reached by "
+                                     "gradient accumulation (default: replicas x the micro-batch)")
+      .option("--micro-batch", "M", "sequences a replica runs through forward+backward at once, G/R/M micro-batches accumulated "
+                                    "(default: G/R); auto: the largest that fits each device, confirmed by a trial step "
+                                    "(docs/train.md)")
+      .option("--batch-size", "B", "the old spelling: B is --global-batch B, auto is --micro-batch auto").hidden();
   args.option("--parallel", "MODE", "auto | replicas | stages: auto trains data-parallel replicas when one device "
                                     "holds the training state, layer stages otherwise (stages are not built yet)",
               "auto");
@@ -66,14 +70,14 @@ TrainLayoutChoice decide_train_layout(const ModelConfig& config, const TrainLayo
   c.json["parallel"] = "replicas";
   if (!in.batch_auto) {
     if (in.batch_size % replicas != 0) {
-      throw InputError("--batch-size " + std::to_string(in.batch_size) + " is not a multiple of the " +
+      throw InputError("--global-batch " + std::to_string(in.batch_size) + " is not a multiple of the " +
                        std::to_string(replicas) + " replicas: the global batch is split evenly across replicas");
     }
     c.batch.global_batch = in.batch_size;
     c.batch.micro_batch = in.batch_size / replicas;
     c.batch.accumulation = 1;
     c.batch.replicas = replicas;
-    c.batch.why = "--batch-size " + std::to_string(in.batch_size) + " over " + std::to_string(replicas) +
+    c.batch.why = "--global-batch " + std::to_string(in.batch_size) + " over " + std::to_string(replicas) +
                   (replicas == 1 ? " replica" : " replicas");
     return c;
   }
@@ -112,22 +116,41 @@ TrainLayoutChoice decide_train_layout(const ModelConfig& config, const TrainLayo
   return c;
 }
 
-bool batch_size_is_auto(const Args& args) { return args.has("--batch-size") && args.get("--batch-size") == "auto"; }
+TrainBatchFlags train_batch_flags(const Args& args) {
+  // The old --batch-size: B is the global batch, auto the micro-batch chosen (beside --global-batch G).
+  const bool old_given = args.given("--batch-size");
+  const bool old_auto = old_given && args.get("--batch-size") == "auto";
+  if (old_given && !old_auto && args.given("--global-batch")) {
+    throw InputError("--global-batch and --batch-size (its old spelling) both give the global batch: give --global-batch");
+  }
+  const char* global_flag = old_given && !old_auto ? "--batch-size" : "--global-batch";
+  const bool global_auto = args.given(global_flag) && args.get(global_flag) == "auto";
+  TrainBatchFlags f;
+  f.micro_auto = old_auto || global_auto || (args.given("--micro-batch") && args.get("--micro-batch") == "auto");
+  if ((old_auto || global_auto) && args.given("--micro-batch")) {
+    throw InputError(std::string(old_auto ? "--batch-size" : global_flag) + " auto chooses the micro-batch: leave --micro-batch out");
+  }
+  if (args.given(global_flag) && !global_auto) f.global = args.get_int_in(global_flag, 1, 1LL << 30);
+  if (args.given("--micro-batch") && !f.micro_auto) f.micro = args.get_int_in("--micro-batch", 1, 1LL << 30);
+  if (!f.micro_auto && f.global == 0 && f.micro == 0) {
+    throw InputError("give --global-batch G (sequences per optimizer step), --micro-batch M or --micro-batch auto "
+                     "(plexus train --help lists the flags)");
+  }
+  return f;
+}
 
 void apply_train_auto(const Args& args, PreparedRun& run, int threads, std::uint64_t host_available) {
   TrainOptions& o = run.setup.options;
-  const bool is_auto = batch_size_is_auto(args);
-  if (!is_auto && args.given("--global-batch")) {
-    throw InputError("--global-batch applies to --batch-size auto; with a fixed batch, --batch-size is the global batch");
-  }
+  const TrainBatchFlags flags = train_batch_flags(args);
+  const bool is_auto = flags.micro_auto;
   if (is_auto && o.resume) {
-    throw InputError("--batch-size auto with --resume: give the batch the first run chose (--batch-size B "
+    throw InputError("--micro-batch auto with --resume: give the batch the first run chose (--global-batch G "
                      "--micro-batch M, printed on its stderr), so that the run continues as it began");
   }
   TrainLayoutInputs in;
   in.batch_auto = is_auto;
   in.batch_size = o.batch.global_batch;
-  if (args.given("--global-batch")) in.global_batch = args.get_int_in("--global-batch", 1, 1LL << 30);
+  if (is_auto) in.global_batch = flags.global;
   in.parallel = args.get("--parallel");
   in.replicas = o.batch.replicas;
   in.zero1 = o.zero1;

@@ -1,4 +1,5 @@
-// `plexus train`'s choices from memory: --batch-size auto [--global-batch G] and --parallel
+// `plexus train`'s batch flags (--global-batch G, --micro-batch M|auto, the old --batch-size) and
+// its choices from memory: --micro-batch auto [--global-batch G] and --parallel
 // auto|replicas|stages, on each replica's device budget (--max-memory, --virtual-devices, or the
 // host's available memory). cmd_train calls decide_train_layout before the first step; the
 // logic is train/batch_choice, this file reads the flags and measures the trial step.
@@ -19,8 +20,20 @@
 
 namespace plexus::cli {
 
-// Adds --global-batch and --parallel (--batch-size, --max-memory, --virtual-devices are cmd_train's).
+// Adds --global-batch, --micro-batch, the old --batch-size (hidden) and --parallel (--max-memory,
+// --virtual-devices are cmd_train's).
 void add_train_auto_options(Args& args);
+
+// The batch flags, read once: --global-batch G (sequences per optimizer step), --micro-batch M
+// (sequences a replica runs forward+backward at once) or `auto` (the largest that fits), and the
+// old spelling --batch-size B|auto (B: the global batch, auto: --micro-batch auto). InputError
+// when neither is given, when two of them give the global batch, or with auto and a fixed M.
+struct TrainBatchFlags {
+  bool micro_auto = false;
+  std::int64_t global = 0;  // 0: not given (replicas × the micro-batch)
+  std::int64_t micro = 0;   // 0: not given (global / replicas, or chosen)
+};
+TrainBatchFlags train_batch_flags(const Args& args);
 
 struct ReplicaBudget {
   std::int64_t bytes = 0;
@@ -34,8 +47,8 @@ ReplicaBudget replica_budget(const std::optional<std::string>& max_memory, std::
                              int in_process_replicas, std::uint64_t host_available);
 
 struct TrainLayoutInputs {
-  bool batch_auto = false;          // --batch-size auto
-  std::int64_t batch_size = 0;      // --batch-size B otherwise
+  bool batch_auto = false;          // --micro-batch auto
+  std::int64_t batch_size = 0;      // the global batch otherwise
   std::int64_t global_batch = 0;    // --global-batch G (auto only; 0: replicas × micro-batch)
   std::string parallel = "auto";    // --parallel
   int replicas = 1;
@@ -55,7 +68,7 @@ struct TrainLayoutChoice {
 // The trial's tokens: `m` sequences of the data's T tokens (the first m of the file, wrapping).
 using TrialTokens = std::function<std::vector<std::int32_t>(std::int64_t m)>;
 
-// --parallel and the batch layout. With --batch-size auto it picks the micro-batch, runs trial
+// --parallel and the batch layout. With --micro-batch auto it picks the micro-batch, runs trial
 // steps (forward/backward of `model` on `params` through `ops`, measured by the process's peak
 // RSS) and prints the choice on stderr. InputError: stages asked for or needed, B not divisible by
 // the replicas, nothing fits.
@@ -63,11 +76,8 @@ TrainLayoutChoice decide_train_layout(const ModelConfig& config, const TrainLayo
                                       const LlamaTrainModel* model, TrainOps* ops, std::span<float> params,
                                       const TrialTokens& tokens);
 
-// --batch-size auto?
-bool batch_size_is_auto(const Args& args);
-
 // cmd_train's single-process run, after prepare_training (`run` prepared with a placeholder batch
-// when --batch-size is auto): applies --parallel and, with --batch-size auto, the chosen layout
+// with --micro-batch auto): applies --parallel and, with --micro-batch auto, the chosen layout
 // to run.setup.options.batch (and the run's fingerprint). `host_available`: MemAvailable read
 // before the weights were loaded. InputError for --resume with auto (give the chosen batch).
 void apply_train_auto(const Args& args, PreparedRun& run, int threads, std::uint64_t host_available);

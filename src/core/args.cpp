@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
+#include <string_view>
 
 #include "core/error.h"
 #include "core/nearest_name.h"
@@ -47,9 +48,20 @@ Args& Args::alias(const std::string& short_name) {
   return *this;
 }
 
+Args& Args::old_name(const std::string& name) {
+  options_.back().old_names.push_back(name);
+  return *this;
+}
+
+Args& Args::hidden() {
+  options_.back().hidden = true;
+  return *this;
+}
+
 const Args::Spec* Args::find_option(const std::string& name) const {
   for (const Spec& s : options_) {
     if (s.name == name || (!s.alias.empty() && s.alias == name)) return &s;
+    if (std::find(s.old_names.begin(), s.old_names.end(), name) != s.old_names.end()) return &s;
   }
   return nullptr;
 }
@@ -81,10 +93,13 @@ bool Args::parse(const std::vector<std::string>& args) {
       const Spec* spec = find_option(name);
       if (!spec) {
         std::vector<std::string> names{"--help"};
-        for (const Spec& s : options_) names.push_back(s.name);
+        for (const Spec& s : options_) {
+          if (!s.hidden) names.push_back(s.name);
+        }
         throw InputError("unknown option '" + name + "' for '" + command_ + "'" + did_you_mean(name, names) + usage_hint);
       }
-      name = spec->name;  // an alias is read under the option's own name
+      const std::string spelled = name;
+      name = spec->name;  // an alias or old spelling is read under the option's own name
       if (spec->is_flag) {
         if (inline_value) throw InputError("option '" + name + "' takes no value" + usage_hint);
         flags_set_[name]++;
@@ -97,10 +112,14 @@ bool Args::parse(const std::vector<std::string>& args) {
         value = args[++i];
       }
       if (!spec->repeatable && given_.count(name)) {
-        throw InputError("option '" + name + "' given twice ('" + values_[name].back() + "', then '" + value +
+        const std::string& before = spelled_[name];
+        const std::string as = before == spelled ? "'" + name + "'"
+                                                 : "'" + name + "' (as " + before + ", then as " + spelled + ")";
+        throw InputError("option " + as + " given twice ('" + values_[name].back() + "', then '" + value +
                          "'): give it once" + usage_hint);
       }
       given_.insert(name);
+      spelled_[name] = spelled;
       values_[name].push_back(value);
       continue;
     }
@@ -202,29 +221,142 @@ std::string Args::get_choice(const std::string& name, const std::vector<std::str
   throw InputError(name + " must be " + join_choices(choices) + ", got '" + v + "'" + did_you_mean(v, choices));
 }
 
+namespace {
+std::string reflow_text(const std::string& text);
+}  // namespace
+
 std::string Args::help() const {
   std::ostringstream o;
   o << "usage: plexus " << command_;
   for (const Spec& p : positionals_) o << (p.required ? " " : " [") << p.name << (p.required ? "" : "]");
   if (!options_.empty()) o << " [options]";
-  o << "\n\n" << summary_ << "\n";
+  o << "\n\n" << reflow_text(summary_) << "\n";
   if (!positionals_.empty()) {
     o << "\narguments:\n";
-    for (const Spec& p : positionals_) o << "  " << p.name << "\n      " << p.help << "\n";
+    for (const Spec& p : positionals_) o << "  " << p.name << "\n" << wrap_text("      " + p.help) << "\n";
   }
   o << "\noptions:\n";
   for (const Spec& s : options_) {
+    if (s.hidden) continue;
     o << "  " << s.name;
     if (!s.is_flag) o << " " << s.metavar;
     if (!s.alias.empty()) o << ", " << s.alias << (s.is_flag ? "" : " " + s.metavar);
-    o << "\n      " << s.help;
-    if (s.default_value) o << " (default: " << *s.default_value << ")";
-    if (s.repeatable) o << " (repeatable)";
-    o << "\n";
+    std::string text = "      " + s.help;
+    if (s.default_value) text += " (default: " + *s.default_value + ")";
+    if (s.repeatable) text += " (repeatable)";
+    o << "\n" << wrap_text(text) << "\n";
   }
   o << "  --help\n      show this help and exit\n";
-  if (!epilog_.empty()) o << "\n" << epilog_ << "\n";
+  if (!epilog_.empty()) o << "\n" << reflow_text(epilog_) << "\n";
   return o.str();
+}
+
+namespace {
+
+// Columns of a UTF-8 string: its characters (continuation bytes do not count).
+std::size_t columns(std::string_view s) {
+  std::size_t n = 0;
+  for (char c : s) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  return n;
+}
+
+// The column where a table row's text starts after a gap of two spaces or more near the start
+// ("  docker      Dockerfile ..."), or npos when `line` is not such a row.
+std::size_t row_text_column(const std::string& line) {
+  constexpr std::size_t kLabelColumns = 32;
+  const std::size_t first = line.find_first_not_of(' ');
+  const std::size_t gap = first == std::string::npos ? std::string::npos : line.find("  ", first);
+  if (gap == std::string::npos || gap >= kLabelColumns) return std::string::npos;
+  const std::size_t text = line.find_first_not_of(' ', gap);
+  return text == std::string::npos ? std::string::npos : columns(std::string_view(line).substr(0, text));
+}
+
+// Where a broken line's continuation starts: under a table row's text, else under the first
+// word plus `extra`.
+std::size_t hanging_indent(const std::string& line, std::size_t extra) {
+  const std::size_t row = row_text_column(line);
+  return row != std::string::npos ? row : line.find_first_not_of(' ') + extra;
+}
+
+// `line` broken at spaces into pieces of at most `width` columns (a longer word stays whole).
+std::string wrap_line(std::string line, std::size_t width, std::size_t extra_indent) {
+  if (columns(line) <= width) return line;
+  const std::size_t first = line.find_first_not_of(' ');
+  if (first == std::string::npos) return line;
+  const std::string indent(std::min(hanging_indent(line, extra_indent), width / 2), ' ');
+  std::string out;
+  std::size_t start = first;  // where the current line's text begins: a break never comes before it
+  while (columns(line) > width) {
+    // The last space within `width` columns after the text began, else the first one after.
+    std::size_t cut = std::string::npos, col = 0;
+    for (std::size_t i = 0; i < line.size(); ++i) {
+      if ((static_cast<unsigned char>(line[i]) & 0xC0) == 0x80) continue;
+      if (col > width) break;
+      if (line[i] == ' ' && i > start) cut = i;
+      ++col;
+    }
+    if (cut == std::string::npos) cut = line.find(' ', start);
+    if (cut == std::string::npos) break;
+    std::size_t end = cut;
+    while (end > 0 && line[end - 1] == ' ') --end;
+    out += line.substr(0, end) + "\n";
+    const std::size_t next = line.find_first_not_of(' ', cut);
+    if (next == std::string::npos) return out.substr(0, out.size() - 1);
+    line = indent + line.substr(next);
+    start = indent.size();
+  }
+  return out + line;
+}
+
+// Prose (lines from column 0, up to a blank or indented line) joined into one paragraph, and a
+// table row's continuation lines (indented to where the row's text starts) joined to the row;
+// then every paragraph and row wrapped at kHelpWidth. Hand-broken help text reads the same at
+// any width this way.
+std::string reflow_text(const std::string& text) {
+  std::string out, block;
+  bool block_is_row = false;
+  auto flush = [&] {
+    if (!block.empty()) out += wrap_line(block, kHelpWidth, block_is_row ? 2 : 0) + "\n";
+    block.clear();
+  };
+  std::size_t at = 0;
+  while (at <= text.size()) {
+    const std::size_t end = std::min(text.find('\n', at), text.size());
+    const std::string line = text.substr(at, end - at);
+    at = end + 1;
+    const std::size_t first = line.find_first_not_of(' ');
+    if (first == std::string::npos) {
+      flush();
+      if (end != text.size()) out += "\n";
+    } else if (first == 0 && !block.empty() && !block_is_row) {
+      block += " " + line;
+    } else if (first > 0 && !block.empty() && block_is_row && first == row_text_column(block)) {
+      block += " " + line.substr(first);
+    } else {
+      flush();
+      block = line;
+      block_is_row = first > 0;
+    }
+    if (end == text.size()) break;
+  }
+  flush();
+  if (!out.empty() && out.back() == '\n') out.pop_back();
+  return out;
+}
+
+}  // namespace
+
+std::string wrap_text(const std::string& text, std::size_t width, std::size_t extra_indent) {
+  std::string out;
+  std::size_t at = 0;
+  while (at <= text.size()) {
+    const std::size_t end = std::min(text.find('\n', at), text.size());
+    out += wrap_line(text.substr(at, end - at), width, extra_indent);
+    if (end == text.size()) break;
+    out += '\n';
+    at = end + 1;
+  }
+  return out;
 }
 
 std::vector<long long> parse_int_list(const std::string& text, const std::string& what) {

@@ -1,6 +1,7 @@
 // A small command-line parser for subcommands: positionals, --options with values, flags,
-// generated --help, and errors that name the offending argument (exit 2): unknown options (with
-// "did you mean"), options given twice, values out of range, not finite or not among the choices.
+// generated --help (wrapped at kHelpWidth columns), silent old spellings of options, and errors
+// that name the offending argument (exit 2): unknown options (with "did you mean"), options given
+// twice, values out of range, not finite or not among the choices.
 #pragma once
 #include <map>
 #include <optional>
@@ -24,8 +25,14 @@ class Args {
   Args& flag(const std::string& name, const std::string& help);
   Args& epilog(const std::string& text);
   // A short name for the option declared last (`--tp` for `--tensor-parallel`): the same option,
-  // read under its long name.
+  // read under its long name, and shown in --help.
   Args& alias(const std::string& short_name);
+  // An old spelling of the option declared last (`--batch` for `--max-sequences`): accepted
+  // silently and read under the option's name, but not shown in --help (docs/cli.md lists them).
+  Args& old_name(const std::string& name);
+  // The option declared last is accepted but not shown in --help (an old spelling whose value
+  // the command translates itself).
+  Args& hidden();
 
   // Parses argv after the subcommand name. Returns false when --help was asked for (help has
   // been printed to stdout); throws InputError on bad usage.
@@ -58,6 +65,8 @@ class Args {
     bool required = false;
     bool repeatable = false;
     std::string alias = {};  // another name for the option ("" for none)
+    std::vector<std::string> old_names = {};  // silent old spellings
+    bool hidden = false;
   };
   const Spec* find_option(const std::string& name) const;
 
@@ -66,7 +75,15 @@ class Args {
   std::map<std::string, std::vector<std::string>> values_;
   std::map<std::string, int> flags_set_;
   std::set<std::string> given_;  // options given on the command line (defaults are not)
+  std::map<std::string, std::string> spelled_;  // option name -> how the command line spelled it
 };
+
+// --help and the command list are wrapped to this many columns.
+inline constexpr std::size_t kHelpWidth = 100;
+
+// `text` with every line longer than `width` columns (UTF-8 characters) broken at spaces; a
+// broken line's continuation is indented as far as its first word, plus `extra_indent`.
+std::string wrap_text(const std::string& text, std::size_t width = kHelpWidth, std::size_t extra_indent = 0);
 
 // "1,2,3" -> {1,2,3}; throws InputError naming `what` on anything else.
 std::vector<long long> parse_int_list(const std::string& text, const std::string& what);

@@ -35,7 +35,7 @@ std::string free_list(const std::vector<SelectedGpu>& gpus) {
 // The planner's advice after "; devices N allow ..." is about this machine's --max-memory and
 // offload, which a deployment does not take: cut, and deploy's own ways out said instead.
 std::string in_deploy_terms(const std::string& message) {
-  std::string m = with_batch_flag_named(message, "--max-sequences");
+  std::string m = message;
   const auto cut = m.find("; devices ");
   if (cut != std::string::npos) {
     m = m.substr(0, cut) + ": select more GPUs (--devices, --auto-select), lower --context or --max-sequences, or quantise "

@@ -63,7 +63,7 @@ Objective parse_objective(const std::string& text) {
   for (Objective o : {Objective::kThroughput, Objective::kLatency, Objective::kEnergy}) {
     if (text == objective_name(o)) return o;
   }
-  throw InputError("--objective: unknown objective '" + text + "'; use throughput (decode tokens/s at --batch), latency "
+  throw InputError("--objective: unknown objective '" + text + "'; use throughput (decode tokens/s at --max-sequences), latency "
                    "(one sequence's decode tokens/s) or energy (joules per token)");
 }
 

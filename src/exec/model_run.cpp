@@ -5,7 +5,6 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
-#include <regex>
 #include <thread>
 
 #include "backend/cuda_availability.h"
@@ -46,11 +45,6 @@ std::uint64_t host_available_memory() {
   throw RuntimeError("cannot read MemAvailable from /proc/meminfo: pass budgets with --max-memory");
 }
 
-std::string with_batch_flag_named(const std::string& message, const std::string& flag) {
-  static const std::regex batch_flag("--batch(?![-A-Za-z])");
-  return std::regex_replace(message, batch_flag, flag);
-}
-
 void check_plan_inputs(const PlanInputs& in) {
   if (in.strategy != "fastest") parse_strategy_or_throw(in.strategy);
   if (in.dtype) parse_weight_dtype_or_throw(*in.dtype, "--dtype");
@@ -64,7 +58,7 @@ void check_plan_inputs(const PlanInputs& in) {
   if (in.context < 0 || in.context > (1LL << 24)) {
     throw InputError("--context must be between 0 and 16777216, got " + std::to_string(in.context));
   }
-  if (in.batch < 1 || in.batch > 65536) throw InputError("--batch must be between 1 and 65536, got " + std::to_string(in.batch));
+  if (in.batch < 1 || in.batch > 65536) throw InputError("--max-sequences must be between 1 and 65536, got " + std::to_string(in.batch));
   if (in.max_memory && in.virtual_devices) {
     throw InputError("--max-memory and --virtual-devices both set budgets: pass one of them (the devices --max-memory "
                      "names are what a run splits the CPU into when there are no GPUs)");
@@ -107,11 +101,11 @@ PlanOptions plan_options_from(const PlanInputs& in, const ModelConfig& config) {
     throw InputError("--batch-tokens must be between 1 and 65536, got " + std::to_string(in.batch_tokens));
   }
   if (in.batch > in.batch_tokens) {
-    throw InputError("--batch " + std::to_string(in.batch) + " sequences decode one token each per forward pass, but "
+    throw InputError("--max-sequences " + std::to_string(in.batch) + " sequences decode one token each per forward pass, but "
                      "--batch-tokens " + std::to_string(in.batch_tokens) + " allows fewer tokens per pass: raise "
-                     "--batch-tokens or lower --batch");
+                     "--batch-tokens or lower --max-sequences");
   }
-  r.runtime.context = in.context;
+  r.runtime.context = in.context_given ? in.context : std::min<long long>(in.context, config.max_position_embeddings);
   r.runtime.batch = in.batch;
   r.runtime.prefill_chunk = in.batch_tokens;
   r.runtime.threads = in.threads > 0 ? in.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -189,7 +183,6 @@ PlanOptions plan_options_from(const PlanInputs& in, const ModelConfig& config) {
       o.device_note = "CUDA " + inventory.cuda_status + ": the " + std::to_string(inventory.devices.size()) +
                       " detected GPU(s) run as virtual CPU devices with their budgets";
     }
-    if (have.empty() && o.device_note.empty()) o.device_note = cpu_fallback_note(probe_cuda(CudaFreeMemory::kNone));
     existing = have.empty() ? "cpu only (no GPU detected; CUDA " + inventory.cuda_status + ")" : have;
     r.budgets.set(DeviceId::cpu(), host_available_memory());
     o.budgets_source = r.budgets.accelerators().empty()
@@ -384,13 +377,16 @@ std::unique_ptr<RankGroup> make_rank_group(std::vector<DeviceRegistry>& devices,
   return std::make_unique<InProcessGroup>(tp);
 }
 
-// What an executor of `plan` is told: the plan's context and sequences, the run's batch tokens.
-ExecutorOptions planned_executor_options(const EngineOptions& eo, const Plan& plan, int micro_batches) {
+// What an executor of `plan` is told: the plan's context and sequences, the run's batch tokens,
+// and the micro-batches a forward pass is cut into: --micro-batch M sequences each (of the plan's
+// sequences in flight), or the number --micro-batches gave.
+ExecutorOptions planned_executor_options(const EngineOptions& eo, const Plan& plan, const RunInputs& in) {
   ExecutorOptions xo;
   xo.max_batch_tokens = eo.max_batch_tokens;
   xo.max_context = plan.runtime.context;
   xo.sequences = plan.runtime.batch;
-  xo.micro_batches = micro_batches;
+  xo.micro_batches = in.micro_batch > 0 ? static_cast<int>((plan.runtime.batch + in.micro_batch - 1) / in.micro_batch)
+                                        : in.micro_batches;
   return xo;
 }
 
@@ -432,7 +428,7 @@ std::unique_ptr<ModelRun> open_tensor_parallel(std::unique_ptr<ModelRun> run, co
     groups.push_back(parts.groups.back().get());
   }
   for (int r = 0; r < world.tp; ++r) {
-    ExecutorOptions xo = planned_executor_options(eo, plan, in.micro_batches);
+    ExecutorOptions xo = planned_executor_options(eo, plan, in);
     quantize_options(xo);
     xo.tensor = ExecutorOptions::TensorRank{TensorSplit{r, world.tp}, [groups, r, n_devices](int d) -> Collective& {
                                               return groups[static_cast<std::size_t>(d < 0 ? n_devices : d)]->rank(r);
@@ -557,7 +553,7 @@ std::unique_ptr<ModelRun> open_model_run(const RunInputs& in, const std::string&
       const ModuleTree tree = load_module_tree(model_dir, quantize);  // checks the projections' shapes
       check_run_dtype(in.plan, checkpoint_weight_dtype(tree, WeightDType::kBF16));
     }
-    run->device_note = cpu_fallback_note(cuda);
+    // No note: nobody asked for a GPU (detect and doctor say why CUDA is unusable).
     // One stage on the host device with every thread, the weights read in place.
     run->devices = make_host_run_devices(eo.threads, eo.wait);
     ExecutorOptions xo = single_host_stage(eo);
@@ -571,6 +567,9 @@ std::unique_ptr<ModelRun> open_model_run(const RunInputs& in, const std::string&
   }
   if (in.micro_batches < 0 || in.micro_batches > 4096) {
     throw InputError("--micro-batches must be between 0 and 4096, got " + std::to_string(in.micro_batches));
+  }
+  if (in.micro_batch < 0 || in.micro_batch > 65536) {
+    throw InputError("--micro-batch must be between 0 and 65536, got " + std::to_string(in.micro_batch));
   }
   const ModuleTree tree = load_module_tree(model_dir, quantize);
   // The split is checked before any weight is read: InputError naming the heads and the sizes that work.
@@ -641,7 +640,7 @@ std::unique_ptr<ModelRun> open_model_run(const RunInputs& in, const std::string&
   run->devices = make_run_devices(run_capacities(plan), po.request.runtime.threads, host_available_memory(), po.accelerators,
                                    eo.wait);
   if (!po.device_note.empty()) run->device_note = po.device_note;
-  ExecutorOptions xo = planned_executor_options(eo, plan, in.micro_batches);
+  ExecutorOptions xo = planned_executor_options(eo, plan, in);
   quantize_options(xo);
   run->executor = std::make_unique<Executor>(model_dir, plan.device_map, run->devices, xo);
   run->runner = run->executor.get();

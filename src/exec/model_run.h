@@ -31,6 +31,9 @@ struct PlanInputs {
   std::optional<long long> virtual_gpus;       // N CUDA devices sharing GPU 0 (--virtual-gpus / PLEXUS_VIRTUAL_GPUS)
   std::optional<std::vector<long long>> devices;  // accelerator ordinals kept
   long long context = 4096;
+  // The context was asked for (--context, backend.context): beyond the model's positions it is
+  // clamped with a note. A default is clamped silently.
+  bool context_given = true;
   long long batch = 1;
   long long batch_tokens = 256;  // tokens per forward pass (--batch-tokens): sizes activations and logits
   int threads = 0;               // threads of the run (--threads; 0: one per hardware thread)
@@ -48,15 +51,11 @@ struct PlanInputs {
 // The strategies, as --strategy, --device-map and backend.device_map name them.
 inline constexpr const char* kStrategyChoices = "stages, sequential, balanced, balanced_low_0 or auto";
 
-// Checks every input that needs no model: strategy and dtype names, --context, --batch,
+// Checks every input that needs no model: strategy and dtype names, --context, --max-sequences,
 // --virtual-devices and --devices ranges (no device twice), --max-memory syntax, budgets given
 // two ways, a --device-map file that is not there. InputError naming the flag and what it allows.
 // The run commands call it whether or not they plan, so a bad value never passes silently.
 void check_plan_inputs(const PlanInputs& in);
-
-// The planner's and the run's errors name the plan's batch `--batch`; commands that take it
-// under another name (serve and deploy: --max-sequences) rewrite `message` with this.
-std::string with_batch_flag_named(const std::string& message, const std::string& flag);
 
 struct PlanOptions {
   PlanRequest request;
@@ -113,7 +112,8 @@ void check_thread_share(int threads, int count);
 struct RunInputs {
   EngineOptions engine;
   PlanInputs plan;
-  int micro_batches = 0;  // 0: one per stage (1 when weights stream)
+  int micro_batch = 0;    // sequences per micro-batch (--micro-batch); 0: as micro_batches says
+  int micro_batches = 0;  // micro-batches per forward (--micro-batches); 0: one per stage (1 when weights stream)
   ReplicaShare replica;
   // With plan.quantize: stops quantise-on-load when it returns true (a caught SIGINT).
   std::function<bool()> stop_requested;

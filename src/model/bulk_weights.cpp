@@ -198,6 +198,7 @@ std::uint64_t write_bulk_safetensors(const std::string& path, const std::vector<
         written = k + 1;
       }
       cv.notify_all();
+      if (o.progress) o.progress(blocks[k].count);
     }
   } catch (...) {
     stop_pool();

@@ -27,6 +27,7 @@ struct BulkOptions {
   int threads = 0;                          // generating threads; 0: one per hardware thread
   std::int64_t block_elements = 1LL << 24;  // per buffer, rounded up to whole runs of 65536
   std::function<bool()> stop_requested;     // polled between blocks: true throws Interrupted
+  std::function<void(std::int64_t)> progress;  // after each block is written: its elements
 };
 
 // Writes one safetensors file to `path` atomically (core/atomic_file.h); returns the bytes written.

@@ -186,23 +186,6 @@ ModelConfig parse_model_config(const Json& j, const std::string& where) {
   return c;
 }
 
-void require_model_path(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) == 0) return;
-  // "org/name" is how a model is named on a model hub; plexus reads only local files.
-  const std::size_t slash = path.find('/');
-  const bool gguf = path.size() > 5 && path.compare(path.size() - 5, 5, ".gguf") == 0;
-  if (gguf) throw InputError("model '" + path + "' not found (no such GGUF file)");
-  const bool hub_id = slash != std::string::npos && slash > 0 && slash + 1 < path.size() &&
-                      path.find('/', slash + 1) == std::string::npos && path[0] != '.' &&
-                      path.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-/") == std::string::npos;
-  if (hub_id) {
-    throw InputError("model '" + path + "' not found: plexus loads local directories; download it first (e.g. `huggingface-cli download " +
-                     path + " --local-dir models/" + path.substr(slash + 1) + "`) and pass that directory");
-  }
-  throw InputError("model '" + path + "' not found (expected a directory with config.json and *.safetensors, or a .gguf file)");
-}
-
 ModelConfig load_model_config(const std::string& path) {
   require_model_path(path);
   if (is_gguf_model_path(path)) return gguf_model_config(GgufFile(path));

@@ -58,8 +58,8 @@ struct ModelConfig {
 // Reads and validates MODEL_DIR/config.json (or the file itself; a .gguf file: its metadata). Throws InputError naming the
 // file and field: missing fields, unknown architectures, inconsistent head counts.
 ModelConfig load_model_config(const std::string& path);
-// Throws InputError "model 'PATH' not found" when PATH does not exist (for an "org/name" id:
-// plexus loads local directories, download it first).
+// Throws InputError "model 'PATH' not found" when PATH does not exist, naming the nearest
+// sibling, or for an "org/name" id the Hugging Face cache (model/model_location.h).
 void require_model_path(const std::string& path);
 ModelConfig parse_model_config(const Json& j, const std::string& where);
 

@@ -240,6 +240,11 @@ std::int64_t write_random_model(const std::string& out_dir, const MakeModelOptio
   }
   auto is_norm = [](const ParamInfo& p) { return p.shape.size() == 1 && p.name.find("norm") != std::string::npos; };
   const bool bulk = is_bulk_preset(o.preset);
+  std::int64_t done = 0;
+  auto advance = [&](std::int64_t n) {
+    done += n;
+    if (o.progress) o.progress(done, n_params);
+  };
   NormalRng rng(o.seed);  // one sequence through every shard, in tensor order
   // Writes params[begin, end) as `file`.
   auto write_shard = [&](const std::string& file, std::size_t begin, std::size_t end) {
@@ -249,6 +254,7 @@ std::int64_t write_random_model(const std::string& out_dir, const MakeModelOptio
       for (std::size_t i = begin; i < end; ++i) part.push_back({params[i]->name, params[i]->shape, is_norm(*params[i]), i});
       BulkOptions b;
       b.dtype = o.dtype, b.seed = o.seed, b.std = o.std, b.threads = o.threads, b.stop_requested = o.stop_requested;
+      b.progress = advance;
       write_bulk_safetensors(path, part, b);
       return;
     }
@@ -263,6 +269,7 @@ std::int64_t write_random_model(const std::string& out_dir, const MakeModelOptio
         append_value(bytes, o.dtype, static_cast<float>(is_norm(p) ? 1.0 + 0.1 * z : o.std * z));
       }
       tensors.emplace_back(&p, std::move(bytes));
+      advance(p.numel());
     }
     write_safetensors(path, tensors, o.dtype, o);
   };

@@ -26,6 +26,9 @@ struct MakeModelOptions {
   // Polled between tensors: true stops with Interrupted (files already complete stay, no
   // temporary file is left). Empty: never.
   std::function<bool()> stop_requested;
+  // Called after each tensor (the real-shape presets: each block) is made: parameters done so far
+  // and in all, for a progress line. Empty: none.
+  std::function<void(std::int64_t done, std::int64_t total)> progress;
 };
 
 // The presets: tiny and small (made-up shapes, weights from one Box-Muller sequence, bit for bit

@@ -35,13 +35,13 @@ std::int64_t logits_bytes(const ModelConfig& c, std::int64_t batch) {
 
 void check_plan_sizes(const ModelConfig& c, WeightDType dtype, std::int64_t weights_bytes, std::int64_t context,
                       std::int64_t batch, std::int64_t chunk) {
-  const std::string kv_what = "the KV cache (--context " + std::to_string(context) + " x --batch " + std::to_string(batch) + ")";
+  const std::string kv_what = "the KV cache (--context " + std::to_string(context) + " x --max-sequences " + std::to_string(batch) + ")";
   const std::int64_t kv = context > 0 ? checked_mul(checked_mul(kv_bytes_per_token(c, dtype), context, kv_what), batch, kv_what) : 0;
   const std::int64_t act = context > 0 ? activation_bytes(c, batch, chunk, context) : 0;
   const std::int64_t logits = context > 0 ? logits_bytes(c, batch) : 0;
   const auto refuse = [](const std::string& what, std::int64_t bytes) {
     if (bytes > kMaxPlanPartBytes) {
-      throw InputError(what + " needs " + std::to_string(bytes) + " bytes, more than the 1 EiB plexus plans for: lower --context/--batch");
+      throw InputError(what + " needs " + std::to_string(bytes) + " bytes, more than the 1 EiB plexus plans for: lower --context/--max-sequences");
     }
   };
   refuse("the weights with " + kv_what, checked_add(weights_bytes, kv, "the weights with " + kv_what));

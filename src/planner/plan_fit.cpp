@@ -160,7 +160,7 @@ std::optional<Plan> spread_layer_segments(const ModuleTree& tree, const SizedTre
     first = false;
   }
   msg += ". " + smallest_budgets_text(tree, sized, r) + "; raise the budgets, or lower --context (" +
-         std::to_string(plan.runtime.context) + "), --batch (" + std::to_string(r.runtime.batch) + ") or --batch-tokens (" +
+         std::to_string(plan.runtime.context) + "), --max-sequences (" + std::to_string(r.runtime.batch) + ") or --batch-tokens (" +
          std::to_string(r.runtime.prefill_chunk) + ")";
   throw InputError(msg);
 }

@@ -58,7 +58,7 @@ std::string device_list(const std::vector<DeviceId>& ds) {
     msg += ", or plan for a quantized checkpoint with `plexus plan --dtype " + std::string(weight_dtype_name(smaller)) + "` (" +
            format_bytes(static_cast<std::uint64_t>(s)) + " of weights; plexus runs a checkpoint in its own dtype)";
   }
-  if (r.runtime.context > 0) msg += ", or lower --context/--batch";
+  if (r.runtime.context > 0) msg += ", or lower --context/--max-sequences";
   if (r.strategy == Strategy::kStages) msg += ". " + smallest_budgets_text(tree, sized, r);
   throw InputError(msg);
 }

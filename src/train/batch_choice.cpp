@@ -1,4 +1,4 @@
-// --batch-size auto and --parallel auto: the micro-batch from the memory estimate and a trial
+// --micro-batch auto and --parallel auto: the micro-batch from the memory estimate and a trial
 // step, the accumulation that reaches the global batch, replicas or stages.
 #include "train/batch_choice.h"
 
@@ -15,19 +15,19 @@ BatchLayout fixed_batch_layout(std::int64_t global_batch, int replicas, std::int
   b.global_batch = global_batch;
   b.replicas = replicas;
   if (global_batch % replicas != 0) {
-    throw InputError("--batch-size " + std::to_string(global_batch) + " is not divisible by the " +
+    throw InputError("--global-batch " + std::to_string(global_batch) + " is not divisible by the " +
                      std::to_string(replicas) + " " + ranks_word + ": give a multiple of " + std::to_string(replicas));
   }
   const std::int64_t per_replica = global_batch / replicas;
   b.micro_batch = micro_batch > 0 ? micro_batch : per_replica;
   if (per_replica % b.micro_batch != 0) {
-    throw InputError("--batch-size " + std::to_string(global_batch) + " over " + std::to_string(replicas) + " " +
+    throw InputError("--global-batch " + std::to_string(global_batch) + " over " + std::to_string(replicas) + " " +
                      ranks_word + " is " + std::to_string(per_replica) +
                      " sequences per replica, not divisible by --micro-batch " + std::to_string(b.micro_batch) +
-                     ": B must be a multiple of R·M");
+                     ": G must be a multiple of R·M");
   }
   b.accumulation = per_replica / b.micro_batch;
-  b.why = "--batch-size " + std::to_string(global_batch) + " = " + std::to_string(replicas) + " " + ranks_word + " × " +
+  b.why = "--global-batch " + std::to_string(global_batch) + " = " + std::to_string(replicas) + " " + ranks_word + " × " +
           std::to_string(b.accumulation) + " micro-batches × " + std::to_string(b.micro_batch) + " sequences";
   return b;
 }
@@ -82,7 +82,7 @@ AutoBatchChoice choose_auto_batch(const ModelConfig& config, const AutoBatchRequ
   if (c.largest_fit == 0) {
     shape.micro_batch = 1;
     const TrainingMemory one = training_memory(config, shape);
-    throw InputError("--batch-size auto: one sequence of " + std::to_string(req.seq_len) + " tokens needs " +
+    throw InputError("--micro-batch auto: one sequence of " + std::to_string(req.seq_len) + " tokens needs " +
                      gib(one.device_total()) + " per device (weights " + gib(one.weights) + ", gradients " +
                      gib(one.gradients) + ", optimizer " + gib(one.optimizer) + ", activations " +
                      gib(one.activations) + ") but the " + req.budget_source + " allows " + gib(req.budget) +
@@ -105,7 +105,7 @@ AutoBatchChoice choose_auto_batch(const ModelConfig& config, const AutoBatchRequ
       m = fit_share(std::clamp<std::int64_t>(static_cast<std::int64_t>(static_cast<double>(m) * ratio), 1, m - 1));
     }
     if (c.measured > req.budget) {
-      throw InputError("--batch-size auto: a trial step of one sequence of " + std::to_string(req.seq_len) +
+      throw InputError("--micro-batch auto: a trial step of one sequence of " + std::to_string(req.seq_len) +
                        " tokens used " + gib(c.measured) + " but the " + req.budget_source + " allows " +
                        gib(req.budget) + ": lower --seq-len or raise the budget");
     }
@@ -117,7 +117,7 @@ AutoBatchChoice choose_auto_batch(const ModelConfig& config, const AutoBatchRequ
   b.replicas = replicas;
   b.global_batch = share > 0 ? req.global_batch : m * replicas;
   b.accumulation = b.global_batch / (m * replicas);
-  b.why = "--batch-size auto: micro-batch " + std::to_string(m) + " (estimate " + gib(c.estimate.device_total()) +
+  b.why = "--micro-batch auto: micro-batch " + std::to_string(m) + " (estimate " + gib(c.estimate.device_total()) +
           " per device of the " + req.budget_source + "'s " + gib(req.budget) + "; largest by the estimate " +
           std::to_string(c.largest_fit) + ")";
   if (c.trials > 0) b.why += ", trial step measured " + gib(c.measured);

@@ -1,4 +1,4 @@
-// How `plexus train` lays out its batch when asked to choose: `--batch-size auto` takes the
+// How `plexus train` lays out its batch when asked to choose: `--micro-batch auto` takes the
 // largest micro-batch whose training memory (train/training_memory) fits every device's budget,
 // confirmed by a trial step, and reaches the global batch with gradient accumulation;
 // `--parallel auto` trains data-parallel replicas when one device holds the whole training state,
@@ -14,9 +14,9 @@
 
 namespace plexus {
 
-// A given batch: --batch-size B over `replicas` ranks (named `ranks_word` in errors: "replicas",
-// "mpirun ranks") in micro-batches of M (0: B / replicas, no accumulation). InputError naming the
-// numbers when B is not a multiple of the ranks or B / ranks of M.
+// A given batch: --global-batch G over `replicas` ranks (named `ranks_word` in errors: "replicas",
+// "mpirun ranks") in micro-batches of M (0: G / replicas, no accumulation). InputError naming the
+// numbers when G is not a multiple of the ranks or G / ranks of M.
 BatchLayout fixed_batch_layout(std::int64_t global_batch, int replicas, std::int64_t micro_batch,
                                const std::string& ranks_word = "replicas");
 

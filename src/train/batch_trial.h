@@ -1,4 +1,4 @@
-// The trial step of `--batch-size auto`: one forward/backward of a micro-batch on this process's
+// The trial step of `--micro-batch auto`: one forward/backward of a micro-batch on this process's
 // CPU, measuring how much memory it really added (the process's peak RSS), so that a micro-batch
 // the estimate accepts is confirmed before training starts.
 #pragma once

@@ -149,8 +149,8 @@ LoadedCheckpoint load_newest_checkpoint(const std::string& out, const Json& mode
   for (auto it = run_fp.begin(); it != run_fp.end(); ++it) {
     if (!have.contains(it.key()) || have[it.key()] != it.value()) {
       const std::string was = have.contains(it.key()) ? have[it.key()].dump() : "absent";
-      std::string flag = it.key() == "data" ? "--data (its bytes)" : "--" + it.key();
-      std::replace(flag.begin(), flag.end(), '_', '-');  // batch_size: --batch-size
+      std::string flag = it.key() == "data" ? "--data (its bytes)" : it.key() == "batch_size" ? "--global-batch" : "--" + it.key();
+      std::replace(flag.begin(), flag.end(), '_', '-');  // micro_batch: --micro-batch
       throw InputError("--resume: " + c.path + " was written with " + it.key() + " " + was + ", this run has " +
                        it.value().dump() + ": resume with the same " + flag + " (the results depend on it)");
     }

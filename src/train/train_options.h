@@ -25,7 +25,7 @@ struct BatchLayout {
   std::int64_t micro_batch = 0;
   std::int64_t accumulation = 1;
   int replicas = 1;
-  std::string why;  // how it was chosen, for the run's report ("--batch-size 8 over 2 replicas")
+  std::string why;  // how it was chosen, for the run's report ("--global-batch 8 over 2 replicas")
 };
 
 struct TrainOptions {

@@ -1,7 +1,7 @@
 // The memory a training run holds on each device (weights, gradients, AdamW moments, the
 // micro-batch's activations, thread scratch) and in the process around it (the checkpoint mapped
 // while it is upcast, the data's tokens): what `plexus estimate --training` reports and what
-// `plexus train --batch-size auto` sizes the micro-batch with.
+// `plexus train --micro-batch auto` sizes the micro-batch with.
 #pragma once
 #include <cstdint>
 #include <string>

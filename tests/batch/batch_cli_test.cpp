@@ -275,7 +275,7 @@ TEST_F(BatchCli, UsageErrors) {
   EXPECT_NE(missing.err.find("nope.jsonl"), std::string::npos);
   const testing::ProcessResult help = run_plexus("batch --help");
   EXPECT_EQ(help.exit_code, 0);
-  for (const char* flag : {"--input", "--output", "--replicas", "--batch-size", "--max-retries", "--on-bad-line", "--virtual-devices"}) {
+  for (const char* flag : {"--input", "--output", "--replicas", "--max-sequences", "--max-retries", "--on-bad-line", "--virtual-devices"}) {
     EXPECT_NE(help.out.find(flag), std::string::npos) << flag;
   }
 }

@@ -145,7 +145,8 @@ TEST_F(BenchCli, GpuStatsFromTheFakeNvml) {
                                                  "\nbackend: {device_ids: [0, 1]}\n"
                                                  "scenario: {prompts_ids: [[1, 415, 5565]], num_samples: 2, max_new_tokens: 3}\n"
                                                  "monitor: {interval_ms: 10}\noutput: {dir: " + out() + ", formats: [json, csv]}\n");
-  const auto r = run_plexus("bench " + shell_quote(cfg));
+  // NVML shows two GPUs, the CUDA runtime (without a GPU here) none: they run as virtual CPU devices.
+  const auto r = run_plexus("bench " + shell_quote(cfg) + " --allow-cpu-devices");
   ::setenv("PLEXUS_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1", 1);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const Json j = read_json_file(out() + "/gpu.json");
@@ -172,6 +173,37 @@ TEST_F(BenchCli, GpuStatsFromTheFakeNvml) {
     EXPECT_NE(header.find(col), std::string::npos) << col;
   }
   EXPECT_FALSE(fs::exists(out() + "/gpu.html"));  // not among the formats
+}
+
+// A configuration naming GPUs on a host where CUDA sees none does not quietly run on the CPU: exit 2
+// at the key's line, naming what was found, before anything runs or is written; --allow-cpu-devices
+// runs it on virtual CPU devices after a warning.
+TEST_F(BenchCli, GpusAskedForWhereThereAreNoneExitTwo) {
+  ::setenv("CUDA_VISIBLE_DEVICES", "", 1);
+  const std::string yaml = "name: gpus\nmodel: " + model_ +
+                           "\nbackend:\n  device_ids: [0, 1]\n  max_memory: {0: 1GiB, 1: 1GiB, cpu: 4GiB}\n"
+                           "scenario: {prompts_ids: [[1, 415]], num_samples: 1, max_new_tokens: 2, warmup_samples: 0}\n"
+                           "output: {dir: " + out() + "}\n";
+  const std::string cfg = config("gpus.yaml", yaml);
+  const auto strict = run_plexus("bench " + shell_quote(cfg));
+  EXPECT_EQ(strict.exit_code, 2) << strict.err;
+  for (const char* s : {"gpus.yaml:4: backend.device_ids [0, 1] asks for GPUs, but this host has no GPU and CUDA is unavailable",
+                        "--allow-cpu-devices", "backend.virtual_devices"}) {
+    EXPECT_NE(strict.err.find(s), std::string::npos) << s << "\n" << strict.err;
+  }
+  EXPECT_FALSE(fs::exists(out())) << "nothing is written";
+  // The repository's own GPU example says the same on this host.
+  const auto example = testing::run_command("cd " + shell_quote(PLEXUS_SOURCE_DIR) + " && " + shell_quote(PLEXUS_BINARY) +
+                                            " bench configs/gpu.yaml --output-dir " + shell_quote(out()));
+  EXPECT_EQ(example.exit_code, 2) << example.err;
+  EXPECT_NE(example.err.find("configs/gpu.yaml:11: backend.device_ids [0, 1] asks for GPUs"), std::string::npos) << example.err;
+  EXPECT_FALSE(fs::exists(out())) << "nothing is written";
+  // Allowed: a warning, then the run.
+  const auto allowed = run_plexus("bench " + shell_quote(cfg) + " --allow-cpu-devices");
+  ::unsetenv("CUDA_VISIBLE_DEVICES");
+  EXPECT_EQ(allowed.exit_code, 0) << allowed.err;
+  EXPECT_NE(allowed.err.find("plexus bench: warning: backend.device_ids [0, 1] asks for GPUs"), std::string::npos) << allowed.err;
+  EXPECT_NE(allowed.err.find("running on 2 virtual CPU devices"), std::string::npos) << allowed.err;
 }
 
 TEST_F(BenchCli, SweepWritesOneResultPerPointAndCompareReadsThem) {

@@ -100,7 +100,10 @@ TEST_F(Advice, DoctorFlagsAndYamlForGpusAreAcceptedAsPrinted) {
     EXPECT_EQ(r.exit_code, 0) << "doctor printed: " << flags << "\n" << c << "\n" << r.err;
   }
   const std::string yaml = block_after(doctor.out, "benchmark YAML:");
-  const ProcessResult bench = run_four_gpus("bench --quiet " + bench_file("gpus", yaml));
+  // The fake's GPUs have no CUDA runtime behind them: bench refuses GPUs it cannot compute on
+  // unless told to run their budgets on virtual CPU devices.
+  EXPECT_EQ(run_four_gpus("bench --quiet " + bench_file("gpus", yaml)).exit_code, 2);
+  const ProcessResult bench = run_four_gpus("bench --quiet --allow-cpu-devices " + bench_file("gpus", yaml));
   EXPECT_EQ(bench.exit_code, 0) << "doctor printed:\n" << yaml << bench.err;
 }
 

@@ -130,7 +130,9 @@ TEST_F(FlagValidation, UnknownOptionsAndCommandsSuggestTheNearest) {
 
 TEST_F(FlagValidation, PlanningRangesAndContradictions) {
   for (const std::string& c : run_commands("--context -1")) expect_usage_error(run_no_gpu(c), c, {"--context", "between 0 and"});
-  for (const std::string& c : run_commands("--batch 0")) expect_usage_error(run_no_gpu(c), c, {"--batch", "between 1 and"});
+  for (const std::string& c : run_commands("--max-sequences 0")) expect_usage_error(run_no_gpu(c), c, {"--max-sequences", "between 1 and"});
+  // The old spelling is the same option.
+  for (const std::string& c : run_commands("--batch 0")) expect_usage_error(run_no_gpu(c), c, {"--max-sequences", "between 1 and"});
   for (const std::string& c : run_commands("--virtual-devices 2 --max-memory 0=1GiB")) {
     expect_usage_error(run_no_gpu(c), c, {"--max-memory and --virtual-devices"});
   }

@@ -76,6 +76,38 @@ TEST(Args, OptionGivenTwiceIsAnErrorUnlessRepeatable) {
   EXPECT_NE(a.help().find("(repeatable)"), std::string::npos);
 }
 
+// An old spelling is the option itself, read under its name, never shown in --help nor suggested.
+TEST(Args, OldSpellingsAreSilentAliases) {
+  auto make = [] {
+    Args a("demo", "");
+    a.option("--max-sequences", "N", "sequences in flight", "1").old_name("--batch").old_name("--batch-size");
+    a.option("--legacy", "X", "an old flag the command translates").hidden();
+    return a;
+  };
+  Args a = make();
+  ASSERT_TRUE(a.parse(std::vector<std::string>{"--batch-size", "4", "--legacy", "y"}));
+  EXPECT_EQ(a.get_int("--max-sequences"), 4);
+  EXPECT_TRUE(a.given("--max-sequences"));
+  EXPECT_EQ(a.get("--legacy"), "y");
+  const std::string help = a.help();
+  EXPECT_NE(help.find("--max-sequences N"), std::string::npos) << help;
+  for (const char* absent : {"--batch", "--legacy"}) EXPECT_EQ(help.find(absent), std::string::npos) << absent << "\n" << help;
+  const std::string twice = usage_error(make(), {"--batch", "2", "--max-sequences", "3"});
+  EXPECT_NE(twice.find("'--max-sequences' (as --batch, then as --max-sequences) given twice ('2', then '3')"), std::string::npos) << twice;
+  EXPECT_EQ(usage_error(make(), {"--legaci", "1"}).find("did you mean"), std::string::npos);
+}
+
+TEST(WrapText, BreaksLongLinesAtSpacesWithAHangingIndent) {
+  EXPECT_EQ(wrap_text("short line", 20), "short line");
+  EXPECT_EQ(wrap_text("      one two three four five six", 20), "      one two three\n      four five six");
+  // A table row continues under its text; a word longer than the width stays whole.
+  EXPECT_EQ(wrap_text("  name    alpha beta gamma delta", 24), "  name    alpha beta\n          gamma delta");
+  EXPECT_EQ(wrap_text("abcdefghijklmnopqrstuvwxyz end", 10), "abcdefghijklmnopqrstuvwxyz\nend");
+  // Columns are characters, not bytes; explicit line breaks stay.
+  EXPECT_EQ(wrap_text("×××× ×××× ××××\nnext", 10), "×××× ××××\n××××\nnext");
+  EXPECT_EQ(wrap_text("a b c d e", 5, 2), "a b c\n  d e");
+}
+
 TEST(Args, UnknownOptionSuggestsTheNearest) {
   const std::string typo = usage_error(make_args(), {"m", "--max-tokns", "3"});
   EXPECT_NE(typo.find("did you mean '--max-tokens'?"), std::string::npos) << typo;

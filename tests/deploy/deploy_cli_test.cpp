@@ -88,7 +88,7 @@ TEST_F(DeployCliBadInput, PortEnvAndNodes) {
 }
 
 TEST_F(DeployCliBadInput, FlagsOfThisMachineAndServesBatch) {
-  expect_refused(model() + " --target docker --batch 4" + inv(), "--max-sequences");
+  expect_refused(model() + " --target docker --batch 0" + inv(), "--max-sequences");  // --batch: its old spelling
   expect_refused(model() + " --target docker --max-memory 0=10GiB" + inv(), "--max-memory");
   expect_refused(model() + " --target docker --virtual-devices 2" + inv(), "--virtual-devices");
   expect_refused(model() + " --target docker --strategy fastest" + inv(), "--strategy fastest");

@@ -166,9 +166,9 @@ TEST_F(ExecCli, PlanAcceptedRunsAndPlanRefusedDoesNotStart) {
 
 // Flags that contradict each other stop the command before it runs, naming both.
 TEST_F(ExecCli, ContradictoryFlagsNameBoth) {
-  const testing::ProcessResult b = run_plexus("plan " + model() + " --virtual-devices 2 --batch 8 --batch-tokens 4");
+  const testing::ProcessResult b = run_plexus("plan " + model() + " --virtual-devices 2 --max-sequences 8 --batch-tokens 4");
   EXPECT_EQ(b.exit_code, 2) << b.err;
-  EXPECT_NE(b.err.find("--batch 8"), std::string::npos) << b.err;
+  EXPECT_NE(b.err.find("--max-sequences 8"), std::string::npos) << b.err;
   EXPECT_NE(b.err.find("--batch-tokens 4"), std::string::npos) << b.err;
   const testing::ProcessResult c = run_plexus("generate " + model() + " --ids 1,2 --max-tokens 40 --context 16 --virtual-devices 2");
   EXPECT_EQ(c.exit_code, 2) << c.err;

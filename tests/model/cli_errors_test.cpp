@@ -94,7 +94,7 @@ TEST(CliErrors, ScratchFollowsTheRunNotMaxPositionEmbeddings) {
 }
 
 // A missing path is "not found" (not "holds no weights"), in every command that takes a model; a
-// hub id says that plexus reads local directories.
+// hub id not in the Hugging Face cache says how to download it (tests/cli/model_location_test.cpp).
 TEST(CliErrors, ModelPathNotFound) {
   for (const std::string cmd : {"generate /no/such/dir --ids 1", "perplexity /no/such/dir --ids 1,2", "plan /no/such/dir",
                                 "estimate /no/such/dir"}) {
@@ -105,10 +105,11 @@ TEST(CliErrors, ModelPathNotFound) {
   }
   const testing::ProcessResult hub = run_plexus("generate no-such-org/No-Such-Model-7B --ids 1");
   EXPECT_EQ(hub.exit_code, 2) << hub.err;
-  EXPECT_NE(hub.err.find("plexus loads local directories; download it first"), std::string::npos) << hub.err;
-  // An existing directory without weights says what it lacks.
+  EXPECT_NE(hub.err.find("nor in the Hugging Face cache"), std::string::npos) << hub.err;
+  EXPECT_NE(hub.err.find("hf download no-such-org/No-Such-Model-7B"), std::string::npos) << hub.err;
+  // An existing directory without a model says what it lacks.
   TempDir empty("empty");
-  expect_bad_input("generate " + shell_quote(empty.path()) + " --ids 1", "holds no weights");
+  expect_bad_input("generate " + shell_quote(empty.path()) + " --ids 1", "it has no config.json");
 }
 
 // config.json is checked against the checkpoint and the vocabulary: a config of another model is

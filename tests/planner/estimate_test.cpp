@@ -107,7 +107,7 @@ TEST(Estimate, PlansOfTheLargestConfigNeverOverflow) {
       (void)plan_model(t, r);
       FAIL() << "planned 2^66 bytes of KV cache";
     } catch (const InputError& e) {
-      EXPECT_NE(std::string(e.what()).find("the KV cache (--context 1048576 x --batch 4096) overflows"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("the KV cache (--context 1048576 x --max-sequences 4096) overflows"), std::string::npos) << e.what();
     }
     r.runtime.batch = 64;  // 2^60 bytes of KV cache: fits 64 bits, but not with the weights under 1 EiB
     try {

@@ -398,7 +398,7 @@ TEST(ServeProcessAlone, BadFlagsExit2) {
                                                        {"--max-queue -1", "--max-queue"},
                                                        {"--drain-timeout -1", "--drain-timeout"},
                                                        {"--max-body 10", "--max-body"},
-                                                       {"--batch 4", "--max-sequences"},
+                                                       {"--batch 0", "--max-sequences"},  // its old spelling
                                                        {"--max-queue 0", "--max-queue"},
                                                        {"--max-connections 0", "--max-connections"},
                                                        {"--request-timeout 0", "--request-timeout"},
@@ -440,6 +440,36 @@ TEST(ServeProcessAlone, AModelThatFailsToLoadEndsTheServerWithExit2) {
     EXPECT_EQ(r.exit_code, 2) << model << ": " << r.err;
     EXPECT_NE(r.err.find(model), std::string::npos) << r.err;
   }
+}
+
+// "listening on" means ready: a model that fails while loading never printed it; one that loads
+// prints the "loading" line at once and "listening" only after its "loaded" line.
+TEST(ServeProcessAlone, ListeningIsPrintedOnlyOnceTheModelIsReady) {
+  TempDir dir("serve-startup");
+  const std::string bad = dir / "bad-weights";
+  const ProcessResult made = run_plexus("make-model " + shell_quote(bad) + " --tokenizer " + shell_quote(kTokenizer));
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  write_text(bad + "/model.safetensors", "not a safetensors file");
+  const ProcessResult r = run_command("timeout -k 5 60 env CUDA_VISIBLE_DEVICES= " + shell_quote(PLEXUS_BINARY) + " serve " +
+                                      shell_quote(bad) + " --port 0");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("plexus serve: loading '" + bad + "'; http://127.0.0.1:"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("listening on"), std::string::npos) << r.err;
+
+  const std::string good = dir / "good";
+  ASSERT_EQ(run_plexus("make-model " + shell_quote(good) + " --tokenizer " + shell_quote(kTokenizer)).exit_code, 0);
+  ServerProcess server(shell_quote(good) + " --threads 1", dir);
+  ASSERT_GT(server.port(), 0);
+  const std::string log = server.log();
+  const std::size_t loading = log.find("plexus serve: loading '" + good + "'; http://127.0.0.1:" + std::to_string(server.port()) +
+                                       "/health answers 503 until it is ready\n");
+  const std::size_t loaded = log.find("loaded in");
+  const std::size_t listening = log.find("plexus serve: listening on http://127.0.0.1:" + std::to_string(server.port()) + "\n");
+  ASSERT_NE(loading, std::string::npos) << log;
+  ASSERT_NE(loaded, std::string::npos) << log;
+  ASSERT_NE(listening, std::string::npos) << log;
+  EXPECT_LT(loading, loaded) << log;
+  EXPECT_LT(loaded, listening) << log;
 }
 
 }  // namespace

@@ -49,7 +49,7 @@ TEST(TrainAuto, LargestMicroBatchUnderTheBudget) {
   EXPECT_EQ(batch["accumulation"].get<std::int64_t>(), 1);
   EXPECT_EQ(batch["global"].get<std::int64_t>(), 5);
   EXPECT_NE(batch["why"].get<std::string>().find("trial step measured"), std::string::npos) << batch.dump();
-  EXPECT_NE(r.err.find("--batch-size auto: micro-batch 5"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--micro-batch auto: micro-batch 5"), std::string::npos) << r.err;
 }
 
 TEST(TrainAuto, GlobalBatchByAccumulation) {

@@ -48,7 +48,7 @@ TEST_F(TrainCli, BadInputExitsTwoNamingTheLineOrPathWithNothingWritten) {
   // With --seq-len the longer lines are cut, a shorter one is named.
   const testing::ProcessResult cut = run_plexus(train_args(dir_, out, 2, 4, "--seq-len 8", dir_ / "bad.jsonl"));
   expect_bad(cut, dir_ / "bad.jsonl" + ":13: a sequence of 3 tokens is shorter than --seq-len 8", out);
-  expect_bad(run_plexus(train_args(dir_, out, 2, 3, "--replicas 2")), "--batch-size 3 is not divisible by the 2 replicas", out);
+  expect_bad(run_plexus(train_args(dir_, out, 2, 3, "--replicas 2")), "--global-batch 3 is not divisible by the 2 replicas", out);
   expect_bad(run_plexus(train_args(dir_, out, 2, 4, "--virtual-devices 2 --micro-batch 3")), "not divisible by --micro-batch 3", out);
   expect_bad(run_plexus(train_args(dir_, out, 2, 4, "--virtual-gpus 2")), "the GPU backward is not built yet", out);
   expect_bad(run_plexus(train_args(dir_, out, 2, 4, "--max-memory 0=1GiB")), "the GPU backward is not built yet", out);

@@ -121,7 +121,7 @@ Buffer CudaDevice::allocate(std::size_t bytes) {
                          (known ? format_bytes(free_bytes) + " free of " + format_bytes(total_bytes) : std::string("unknown free memory")) +
                          ", this device's budget is " + format_bytes(budget_) + " with " + format_bytes(used_.load() - bytes) +
                          " in use: give device " + std::to_string(ordinal_) + " a smaller budget (--max-memory \"" +
-                         std::to_string(ordinal_) + "=SIZE\") so the plan offloads layers to cpu, or run fewer sequences (--batch) "
+                         std::to_string(ordinal_) + "=SIZE\") so the plan offloads layers to cpu, or run fewer sequences (--max-sequences) "
                          "or a shorter --context");
     }
   } catch (...) {
