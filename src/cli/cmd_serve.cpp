@@ -29,6 +29,8 @@ namespace {
 
 // How long past --drain-timeout the shutdown may take before the process exits regardless.
 constexpr std::chrono::seconds kStopGrace{3};
+// After the drain: how long the answers of the requests it finished may take to be written.
+constexpr std::chrono::milliseconds kAnswerGrace{1000};
 
 struct ServeFlags {
   HttpServerOptions http;
@@ -155,7 +157,7 @@ int serve_run(const Args& args) {
   std::atomic<bool> stopped{false};
   std::thread stopping([&] {
     scheduler.drain(f.drain);
-    server.stop();
+    server.stop(kAnswerGrace);  // the drained requests' answers are written, then all closes
     stopped = true;
   });
   const auto give_up = std::chrono::steady_clock::now() + f.drain + kStopGrace;

@@ -59,8 +59,8 @@ void HttpServer::set_ready(const OpenAiApi* api, std::function<MetricsSnapshot()
 
 void HttpServer::set_draining() { impl_->router.set_draining(); }
 
-void HttpServer::stop() {
-  impl_->listener.stop();
+void HttpServer::stop(std::chrono::milliseconds grace) {
+  impl_->listener.stop(grace);
   impl_->router.clear_api();
 }
 

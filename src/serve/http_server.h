@@ -4,6 +4,7 @@
 // It binds and answers /health (503, "loading") before the model is loaded; set_ready() then
 // opens the API.
 #pragma once
+#include <chrono>
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -47,9 +48,11 @@ class HttpServer {
   void set_ready(const OpenAiApi* api, std::function<MetricsSnapshot()> snapshot);
   // Shutting down: /health answers 503 {"status": "draining"} (requests still get their answers).
   void set_draining();
-  // Closes the listener and every connection at once, whatever the clients do (streams in
-  // progress are cut), and ends the serving threads.
-  void stop();
+  // Closes the listener and the connections waiting for or sending a request at once; answers
+  // under way may be written for `grace` (the drain has ended their requests), then every
+  // connection closes, whatever the clients do (streams still going are cut), and the serving
+  // threads end.
+  void stop(std::chrono::milliseconds grace = std::chrono::milliseconds(0));
   Metrics& metrics();
   // The connection cap in force (lower than asked where the open-file limit is).
   int max_connections() const;

@@ -82,6 +82,7 @@ struct HttpListener::Impl {
   std::vector<std::thread> workers;
   std::atomic<bool> stopping{false};
   bool stopped = false;
+  Clock::time_point grace_end;  // stopping: answers under way may be written until then
 
   // Complete requests for the workers.
   struct Work {
@@ -169,7 +170,7 @@ struct HttpListener::Impl {
     }
     c->out.clear();
     c->out_at = 0;
-    if (c->close_after) return linger(c);
+    if (c->close_after || stopping) return linger(c);
     become_idle(*c, options.keep_alive);
     process_input(c);  // a pipelined request may wait in c->in
   }
@@ -321,7 +322,8 @@ struct HttpListener::Impl {
       --busy;
       const std::shared_ptr<Connection>& c = r.conn;
       release_budget(*c);
-      if (stopping) {
+      if (c->fd < 0) continue;  // closed by shut_everything
+      if (stopping && Clock::now() >= grace_end) {
         close_conn(c);
         continue;
       }
@@ -350,11 +352,33 @@ struct HttpListener::Impl {
     }
   }
 
-  // Stopping: the listener and every connection not in a worker close now; those in a worker are
-  // shut down (their writes fail) and close when the worker gives them back.
-  void shut_everything() {
+  // Stopping, first: no new connections; those waiting for or reading a request close now. The
+  // answers under way (in a worker or being written) go on until the grace ends.
+  void stop_taking_requests() {
     set_accepting(false);
     ::close(listen_fd);
+    listen_fd = -1;
+    std::vector<std::shared_ptr<Connection>> idle;
+    for (const auto& [fd, c] : conns) {
+      if (c->state != Connection::State::kBusy && c->state != Connection::State::kWriting) idle.push_back(c);
+    }
+    for (const auto& c : idle) close_conn(c);
+  }
+
+  // Whether every answer under way is written.
+  bool answers_written() const {
+    if (busy > 0) return false;
+    for (const auto& [fd, c] : conns) {
+      if (c->state == Connection::State::kWriting) return false;
+    }
+    return true;
+  }
+
+  // Stopping, last: the listener and every connection not in a worker close now; those in a
+  // worker are shut down (their writes fail) and close when the worker gives them back.
+  void shut_everything() {
+    set_accepting(false);
+    if (listen_fd >= 0) ::close(listen_fd);
     listen_fd = -1;
     std::vector<std::shared_ptr<Connection>> all;
     for (const auto& [fd, c] : conns) all.push_back(c);
@@ -370,7 +394,7 @@ struct HttpListener::Impl {
   void loop() {
     std::vector<epoll_event> events(256);
     auto next_sweep = Clock::now() + kSweepEvery;
-    bool shut = false;
+    bool finishing = false, shut = false;
     for (;;) {
       const int n = ::epoll_wait(epoll_fd, events.data(), static_cast<int>(events.size()), static_cast<int>(kSweepEvery.count()));
       for (int i = 0; i < n; ++i) {
@@ -385,7 +409,11 @@ struct HttpListener::Impl {
         }
       }
       take_returned();
-      if (stopping && !shut) {
+      if (stopping && !finishing) {
+        stop_taking_requests();
+        finishing = true;
+      }
+      if (finishing && !shut && (answers_written() || Clock::now() >= grace_end)) {
         shut_everything();
         shut = true;
       }
@@ -482,10 +510,11 @@ void HttpListener::start() {
   m.loop_thread = std::thread([&m] { m.loop(); });
 }
 
-void HttpListener::stop() {
+void HttpListener::stop(std::chrono::milliseconds grace) {
   Impl& m = *impl_;
   if (m.stopped) return;
   m.stopped = true;
+  m.grace_end = Clock::now() + grace;
   m.stopping = true;
   if (m.loop_thread.joinable()) {
     m.wake();

@@ -3,7 +3,7 @@
 // a cap (the oldest idle or unfinished one makes room for a new client) and the request bodies
 // held to a memory budget; complete requests go to a pool of worker threads. Whole responses go
 // back to the loop to be written; streams are written by their worker under a write timeout.
-// stop() closes every connection at once, whatever the clients do. After a request with a large
+// stop() closes every connection within its grace, whatever the clients do. After a request with a large
 // body the heap's free memory goes back to the system (malloc_trim), so a burst leaves no peak.
 #pragma once
 #include <chrono>
@@ -40,7 +40,7 @@ using HttpErrorPage = std::function<HttpResponse(int status, const std::string& 
 class HttpListener {
  public:
   HttpListener(HttpListenerOptions options, HttpHandler handler, HttpErrorPage error_page);
-  ~HttpListener();  // stop()
+  ~HttpListener();  // stop() without grace
   HttpListener(const HttpListener&) = delete;
   HttpListener& operator=(const HttpListener&) = delete;
 
@@ -50,9 +50,11 @@ class HttpListener {
   int bind();
   // Starts the loop and the workers (after bind).
   void start();
-  // Closes the listener and every connection (streams and writes under way fail at once), waits
-  // for the handlers still running, ends the threads. Idempotent.
-  void stop();
+  // Closes the listener and the connections that wait for or send a request at once; answers
+  // already under way (a handler running, a response being written) may finish within `grace`,
+  // then every connection closes (streams and writes still under way fail), the handlers still
+  // running are waited for and the threads end. Idempotent.
+  void stop(std::chrono::milliseconds grace = std::chrono::milliseconds(0));
   // The connection cap in force: the one asked, lowered where the open-file limit is smaller.
   int max_connections() const;
 
