@@ -7,7 +7,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libpcre2-dev libicu-dev libyaml-cpp-dev
   openmpi-bin libopenmpi-dev
-  libcpp-httplib-dev curl nodejs
+  libcpp-httplib-dev curl nodejs chromium
   python3 python3-numpy python3-torch libopenblas0-pthread
   docker-compose slurm-wlm munge shellcheck
 )

@@ -100,8 +100,8 @@ int cmd_plan(int argc, char** argv) {
     for (const DeviceId& d : o.request.budgets.accelerators()) n_acc = std::max(n_acc, d.ordinal() + 1);
     // Every rank of a stage is a device of its own: the threads split over all of them, and the
     // plan's device s (a stage) is predicted as the run's device s·tp (its rank 0).
-    const PlanFacts facts = plan_facts(args.get_optional("--gpu"), o.request.runtime.threads, n_acc * world.tp,
-                                       detected ? &*detected : nullptr);
+    const PlanFacts facts = plan_facts(HostMeasurements(o.request.runtime.threads), args.get_optional("--gpu"),
+                                       o.request.runtime.threads, n_acc * world.tp, detected ? &*detected : nullptr);
     PredictShape shape;
     shape.concurrency = facts.concurrency;
     shape.tensor_parallel = world.tp;

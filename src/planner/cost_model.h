@@ -27,7 +27,8 @@ struct Prediction {
   double prefill_tokens_per_s = 0;        // a --context-token prompt in --batch-tokens chunks
   double decode_tokens_per_s_1 = 0;       // one sequence
   double decode_tokens_per_s_batch = 0;   // --batch sequences decoded together
-  double seconds_to_first_token = 0;      // prefill of a --context-token prompt
+  double seconds_to_first_token = 0;      // prefill of a prompt_tokens-token prompt
+  double prompt_tokens = 0;               // the prompt predicted (PredictShape::prompt_tokens, else --context)
   std::optional<double> joules_per_token; // decode at --batch; none without power facts
   Bottleneck bottleneck;                  // of decode at --batch
   // Tensor parallelism (tensor_parallel > 1): the collectives' share of a decode step at --batch
@@ -44,7 +45,6 @@ struct Prediction {
 struct PredictShape {
   double prompt_tokens = 0;
   double decode_positions = 0;
-  bool host_in_place = false;  // a run on the host alone: "cpu" weights are read where they are, not streamed (ExecutorOptions::host_in_place)
   int micro_batches = 0;       // --micro-batches; 0: the executor's default (one per stage, one when weights stream)
   // Virtual devices of one host: how many could compute at once (host threads / each one's).
   // Set, the stages are predicted one after the other (no pipelining) and copies overlap the
@@ -68,5 +68,9 @@ Prediction predict_plan(const ModuleTree& tree, const Plan& plan, const FactsOf&
 Json prediction_to_json(const Prediction& p);
 // Two lines for the text report.
 std::string prediction_to_text(const Prediction& p);
+// "decode 65.2 tok/s (batch 4), 18.5 tok/s (batch 1)" (batch 1 once); "first token after
+// 86.18 ms (a 14-token prompt)": the pieces of the text report, for the runner-ups too.
+std::string decode_text(const Prediction& p);
+std::string first_token_text(const Prediction& p);
 
 }  // namespace plexus
