@@ -38,13 +38,14 @@ std::string point_label(const Json& r, std::size_t i) {
 
 // Each device's series `key` of a timeline ({"t_s": [...], "devices": {name: {key: [...]}}}),
 // values × scale; devices without a number in it are left out.
-std::vector<Series> timeline_series(const Json& timeline, const char* key, double scale, const std::string& suffix = "") {
+std::vector<Series> timeline_series(const Json& timeline, const char* key, double scale, const std::string& suffix = "",
+                                    bool per_interval = false) {
   std::vector<Series> out;
   if (!timeline.is_object() || !timeline.contains("t_s") || !timeline.contains("devices")) return out;
   std::vector<double> t;
   for (const Json& v : timeline["t_s"]) t.push_back(v.is_number() ? v.get<double>() : 0.0);
   for (auto it = timeline["devices"].begin(); it != timeline["devices"].end(); ++it) {
-    Series s{it.key() + suffix, t, {}};
+    Series s{it.key() + suffix, t, {}, per_interval};
     bool any = false;
     for (const Json& v : it.value().value(key, Json::array())) {  // a device may lack a metric
       s.values.push_back(v.is_number() ? std::optional<double>(v.get<double>() * scale) : std::nullopt);
@@ -69,8 +70,9 @@ std::string timeline_charts(const Json& r) {
   const Json& tl = r.value("timeline", Json());
   const Json& dt = r.value("device_timeline", Json());
   const double t_end = std::max(last_time(tl), last_time(dt));
-  std::vector<Series> util = timeline_series(tl, "utilization_percent", 1.0);
-  for (Series& s : timeline_series(dt, "busy_fraction", 100.0, " busy")) util.push_back(std::move(s));
+  // Both are shares of the time since the previous sample: levels over each interval.
+  std::vector<Series> util = timeline_series(tl, "utilization_percent", 1.0, "", true);
+  for (Series& s : timeline_series(dt, "busy_fraction", 100.0, " busy", true)) util.push_back(std::move(s));
   if (util.empty()) return "<p>No monitor samples.</p>";
   std::string out = line_chart("Utilisation per device (host CPU: /proc/stat; devices: share of time computing)", "%", t_end, util, 100.0);
   const std::vector<Series> power = timeline_series(tl, "power_w", 1.0);
@@ -148,7 +150,7 @@ std::string predicted_table(const Json& r) {
   return "<h3>Predicted beside measured</h3><table><tr><th></th><th>predicted</th><th>measured</th></tr><tr><td>decode tok/s (batch " +
          num(batch, 0) + ")</td><td>" + num(pred, 1) + "</td><td>" + num(measured, 1) + "</td></tr><tr><td>TTFT ms</td><td>" +
          num(pttft, 1) + "</td><td>" + num(ttft, 1) + "</td></tr></table><p class=\"note\">bottleneck: device " +
-         html_escape(b.value("device", Json("-")).dump()) + ", " + html_escape(b.value("resource", std::string("-"))) +
+         html_escape(b.value("device", Json("-")).is_string() ? b["device"].get<std::string>() : b.value("device", Json("-")).dump()) + ", " + html_escape(b.value("resource", std::string("-"))) +
          "; facts: " + html_escape(p.value("facts_source", std::string())) + "</p>\n";
 }
 

@@ -26,11 +26,12 @@ std::string num(double v, int digits = 1) {
   return buf;
 }
 
-// The smallest of 1, 2, 2.5, 5 × 10^k at or above v (> 0): an axis maximum with round ticks.
+// The smallest of 1, 2, 4, 6, 8 × 10^k at or above v (> 0): an axis maximum whose quarters are
+// round numbers.
 double nice_ceiling(double v) {
   if (!(v > 0)) return 1;
   const double p = std::pow(10.0, std::floor(std::log10(v)));
-  for (double m : {1.0, 2.0, 2.5, 5.0, 10.0})
+  for (double m : {1.0, 2.0, 4.0, 6.0, 8.0, 10.0})
     if (m * p >= v * (1 - 1e-9)) return m * p;
   return 10 * p;
 }
@@ -100,9 +101,11 @@ std::string line_chart(const std::string& title, const std::string& unit, double
     const std::string color = cyclic(kColors, s);
     std::string points, dots;
     std::size_t n = 0;
+    auto x_of = [&](double t) { return l + pw * std::clamp(t / t_max, 0.0, 1.0); };
     for (std::size_t i = 0; i < se.values.size() && i < se.t.size(); ++i) {
       if (!se.values[i]) continue;
-      const double x = l + pw * std::clamp(se.t[i] / t_max, 0.0, 1.0), y = top + ph - ph * std::clamp(*se.values[i] / ymax, 0.0, 1.0);
+      const double x = x_of(se.t[i]), y = top + ph - ph * std::clamp(*se.values[i] / ymax, 0.0, 1.0);
+      if (se.per_interval && i > 0) points += num(x_of(se.t[i - 1])) + "," + num(y) + " ";  // the interval's start
       points += num(x) + "," + num(y) + " ";
       dots += "<circle cx=\"" + num(x) + "\" cy=\"" + num(y) + "\" r=\"2.2\" fill=\"" + color + "\"/>";
       ++n;

@@ -9,11 +9,13 @@
 namespace plexus::bench {
 
 // One line: its own sample times (seconds from the start of the measured run) and values; a
-// missing value leaves a gap in the line.
+// missing value is skipped. `per_interval`: values[i] is an average over (t[i-1], t[i]] (a
+// utilisation), drawn as a level over that interval rather than a point at its end.
 struct Series {
   std::string name;
   std::vector<double> t;
   std::vector<std::optional<double>> values;
+  bool per_interval = false;
 };
 
 // Lines over 0..t_end seconds (the whole run, whatever the series cover), y from 0 to the largest

@@ -89,4 +89,18 @@ PlanFacts plan_facts(const HostMeasurements& host, const std::optional<std::stri
   return out;
 }
 
+PlanPrediction predict_for_plan(const ModuleTree& tree, const Plan& plan, const Budgets& budgets, int tp,
+                                const std::optional<std::string>& gpu, const Inventory* detected) {
+  int n_acc = 0;
+  for (const DeviceId& d : budgets.accelerators()) n_acc = std::max(n_acc, d.ordinal() + 1);
+  const int threads = plan.runtime.threads;
+  const PlanFacts facts = plan_facts(HostMeasurements(threads), gpu, threads, n_acc * tp, detected);
+  PredictShape shape;
+  shape.concurrency = facts.concurrency;
+  shape.tensor_parallel = tp;
+  const FactsOf of = facts.facts;
+  const FactsOf rank0 = [of, tp](int d) { return of(d == kHostDevice ? d : d * tp); };
+  return {predict_plan(tree, plan, tp > 1 ? rank0 : of, facts.shared_host, shape), facts.note};
+}
+
 }  // namespace plexus

@@ -48,4 +48,15 @@ struct PlanFacts {
 PlanFacts plan_facts(const HostMeasurements& host, const std::optional<std::string>& gpu, int threads, int n_accelerators,
                      const Inventory* detected = nullptr);
 
+// `plexus plan`'s prediction of `plan`, made on `budgets` (its accelerators split the plan's
+// threads as the run splits them) with tensor parallelism `tp` (a plan device s is predicted as
+// the run's device s·tp, its rank 0): the facts plan_facts chooses, the workload the plan's own
+// (a --context-token prompt, decode at half of it). `note`: where the facts come from.
+struct PlanPrediction {
+  Prediction predicted;
+  std::string note;
+};
+PlanPrediction predict_for_plan(const ModuleTree& tree, const Plan& plan, const Budgets& budgets, int tp,
+                                const std::optional<std::string>& gpu, const Inventory* detected = nullptr);
+
 }  // namespace plexus
