@@ -100,9 +100,12 @@ async function layout(page) {
       const cls = typeof e.className === 'string' ? e.className : e.className.baseVal;
       if (r.right > window.innerWidth + 0.5) overflow.push(`${e.tagName.toLowerCase()}${cls ? '.' + cls : ''} right ${r.right.toFixed(0)}`);
     }
-    const charts = [...document.querySelectorAll('svg.chart.line')].map((svg) => {
+    const charts = [...document.querySelectorAll('svg')].filter((svg) => svg.querySelector('line.grid')).map((svg) => {
+      // The plot area: its <rect class="plot">, else (a report without one) the grid lines' extent.
       const plot = svg.querySelector('rect.plot');
-      const x0 = plot.x.baseVal.value, w = plot.width.baseVal.value;
+      const grid = svg.querySelector('line.grid');
+      const x0 = plot ? plot.x.baseVal.value : grid.x1.baseVal.value;
+      const w = plot ? plot.width.baseVal.value : grid.x2.baseVal.value - x0;
       const lines = [...svg.querySelectorAll('polyline')].map((p) => {
         const xs = [...p.points].map((pt) => (pt.x - x0) / w);
         return { series: p.dataset.series, points: xs.length, first: Math.min(...xs), last: Math.max(...xs),
@@ -155,9 +158,9 @@ test('the tour: 4 virtual devices, 8 requests in batches of 4', async () => {
   const page = await open('tour');
   const l = await layout(page);
   await screenshotSections(page, 'tour', l.sections);
-  assert.deepEqual(l.sections, ['summary', 'run-0']);
   checkLayout(l, 'tour');
   checkTimeCharts(l, 'tour');
+  assert.deepEqual(l.sections, ['summary', 'run-0']);
   const json = JSON.parse(readFileSync(reports.tour.replace(/\.html$/, '.json'), 'utf8'));
   const util = l.charts.find((c) => c.title.startsWith('Utilisation per device'));
   assert.ok(util, 'tour: no utilisation chart');
@@ -179,9 +182,9 @@ test('a sweep: one engine on the host, then 2 virtual devices', async () => {
   const page = await open('sweep');
   const l = await layout(page);
   await screenshotSections(page, 'sweep', l.sections);
-  assert.deepEqual(l.sections, ['summary', 'sweep', 'run-0', 'run-1']);
   checkLayout(l, 'sweep');
   checkTimeCharts(l, 'sweep');
+  assert.deepEqual(l.sections, ['summary', 'sweep', 'run-0', 'run-1']);
   assert.doesNotMatch(l.text, /dtype n\/a/, 'sweep: the dtype that ran, with and without devices');
   await page.close();
 });
