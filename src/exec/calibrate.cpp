@@ -164,7 +164,8 @@ HostCalibration calibrate_host(const CalibrateOptions& o) {
       const MatmulPart dp[] = {{w, y.data(), w.rows}};
       matmul(k, pool, dp, x.data(), tk, cols);
     };
-    h.memory_bandwidth = static_cast<double>(decode_w.bytes()) * rate(o.seconds_per_test, [&] { decode(1); });
+    // One token, the decode case itself: the longest window (also the weight rate at 1 token).
+    h.memory_bandwidth = static_cast<double>(decode_w.bytes()) * rate(2 * o.seconds_per_test, [&] { decode(1); });
     const MatmulPart p16[] = {{gemm16, y.data(), n}};
     const double flops = 2.0 * tokens * n * n;
     h.flops_16bit = flops * rate(o.seconds_per_test, [&] { matmul(k, pool, p16, x.data(), tokens, cols); });
@@ -173,7 +174,8 @@ HostCalibration calibrate_host(const CalibrateOptions& o) {
     // A forward's weight rate at a few token counts (the decode matrices: beyond the caches).
     // From 16 tokens on the FMAs bound it, not the reads: a quarter of each matrix (16 MiB, still
     // past the L2) measures the same rate in a quarter of the time.
-    for (const std::int64_t tk : {1, 2, 4, 8, 16, 64}) {
+    h.weight_rate_by_tokens.emplace_back(1.0, h.memory_bandwidth);
+    for (const std::int64_t tk : {2, 4, 8, 16, 64}) {
       const std::int64_t part = tk >= 16 ? 4 : 1;
       const double per_s = rate(o.seconds_per_test / 2, [&] { decode(tk, part); });
       h.weight_rate_by_tokens.emplace_back(static_cast<double>(tk), static_cast<double>(decode_w.bytes() / part) * per_s);

@@ -82,12 +82,12 @@ Time device_time(const DeviceWork& w, const DeviceFacts& f, const ModelConfig& c
   if (!f.weight_rate_by_tokens.empty()) {
     // A calibrated host: the matmul kernels' measured rate for this many tokens (reads, bf16
     // conversion and FMAs together), the KV cache at memory bandwidth, attention at FLOP/s, and
-    // six pool launches per layer (q/k/v, attention, o, gate/up, silu, down) plus the head's.
+    // five pool launches per layer (q/k/v, attention, o, gate/up with silu, down) plus the head's.
     const double per_byte = seconds_per_weight_byte(f, tokens);
     const double kernels = w.resident_bytes * per_byte +
                            (w.host_bytes + w.disk_bytes) * seconds_per_streamed_weight_byte(f, per_byte);
     const double rest = kv_bytes / f.memory_bandwidth + tokens * attention / flops_per_s +
-                        (6.0 * w.layers + (w.head ? 1 : 0)) * f.launch_overhead_s;
+                        (5.0 * w.layers + (w.head ? 1 : 0)) * f.launch_overhead_s;
     const bool bound_by_reads = tokens < 4;  // fewer tokens than the kernels' row-block path takes
     (bound_by_reads ? t.memory : t.compute) = kernels + rest;
     // Each streamed module's copy ends in a hand-off: the queue waiting for it wakes (or the copy
@@ -222,14 +222,14 @@ Prediction predict_plan(const ModuleTree& tree, const Plan& plan, const FactsOf&
       }
     }
     // Hand-offs between threads that sleep in between: the forward's start and end (caller and
-    // device queue), each stage waiting for the previous one on the first micro-batch, and the
-    // last stage waiting for each later one. None when the host alone computes everything in
-    // place: the executor calls that work on the caller's thread.
+    // device queue) and each stage waiting for the previous one (on the first micro-batch; later
+    // ones mostly find theirs done). None when the host alone computes everything in place: the
+    // executor calls that work on the caller's thread.
     double handoff = 0;
     for (const DeviceFacts& x : f) handoff = std::max(handoff, x.handoff_s);
     if (direct) handoff = 0;
     const double pipeline = first + (m - 1) * slowest;
-    s.seconds = std::max(pipeline, on_host) + s.hops + (static_cast<double>(layout.stages.size()) + m) * handoff;
+    s.seconds = std::max(pipeline, on_host) + s.hops + (static_cast<double>(layout.stages.size()) + 1) * handoff;
     return s;
   };
 
@@ -238,7 +238,9 @@ Prediction predict_plan(const ModuleTree& tree, const Plan& plan, const FactsOf&
   const double ctx = shape.prompt_tokens > 0 ? shape.prompt_tokens : static_cast<double>(plan.runtime.context);
   const double half = shape.decode_positions > 0 ? shape.decode_positions : static_cast<double>(plan.runtime.context) / 2;
   const double b = static_cast<double>(plan.runtime.batch);
+  p.decode_positions = half;
   p.decode_tokens_per_s_1 = 1.0 / step(1, half, true).seconds;
+  p.decode_tokens_per_s_1_at_start = 1.0 / step(1, 0, true).seconds;
   const Step sb = step(b, half, true);
   p.decode_tokens_per_s_batch = b / sb.seconds;
   // Prefill of a context-long prompt, --batch-tokens at a time (weights read once per chunk).
@@ -305,6 +307,8 @@ Json prediction_to_json(const Prediction& p) {
   decode["batch_" + std::to_string(p.batch)] = p.decode_tokens_per_s_batch;
   Json j = {{"prefill_tokens_per_s", p.prefill_tokens_per_s},
             {"decode_tokens_per_s", decode},
+            {"decode_positions", p.decode_positions},
+            {"decode_tokens_per_s_at_start", {{"batch_1", p.decode_tokens_per_s_1_at_start}}},
             {"seconds_to_first_token", p.seconds_to_first_token},
             {"prompt_tokens", p.prompt_tokens},
             {"joules_per_token", p.joules_per_token ? Json(*p.joules_per_token) : Json(nullptr)},
@@ -330,7 +334,7 @@ std::string seconds_text(double s) {
 }  // namespace
 
 std::string decode_text(const Prediction& p) {
-  char buf[160];
+  char buf[256];
   if (p.batch == 1) {
     std::snprintf(buf, sizeof buf, "decode %.1f tok/s (batch 1)", p.decode_tokens_per_s_1);
   } else {
@@ -347,7 +351,10 @@ std::string first_token_text(const Prediction& p) {
 
 std::string prediction_to_text(const Prediction& p) {
   char buf[512];
-  std::snprintf(buf, sizeof buf, "; prefill %.0f tok/s; ", p.prefill_tokens_per_s);
+  // The KV cache read per token grows with the positions: say where the figures are, and the start.
+  std::snprintf(buf, sizeof buf, " %lld tokens into a sequence, %.1f tok/s (batch 1) at its start; prefill %.0f tok/s; ",
+                static_cast<long long>(std::llround(p.decode_positions)), p.decode_tokens_per_s_1_at_start,
+                p.prefill_tokens_per_s);
   std::string s = "predicted: " + decode_text(p) + buf + first_token_text(p) + "; ";
   if (p.joules_per_token) {
     std::snprintf(buf, sizeof buf, "%.3f J/token; ", *p.joules_per_token);

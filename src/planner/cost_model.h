@@ -26,6 +26,8 @@ struct Prediction {
   std::int64_t batch = 1;                 // the plan's --batch
   double prefill_tokens_per_s = 0;        // a --context-token prompt in --batch-tokens chunks
   double decode_tokens_per_s_1 = 0;       // one sequence
+  double decode_positions = 0;            // the decode figures are at this many tokens of context (KV read per token)
+  double decode_tokens_per_s_1_at_start = 0;  // one sequence at its first position (no KV cache to read yet)
   double decode_tokens_per_s_batch = 0;   // --batch sequences decoded together
   double seconds_to_first_token = 0;      // prefill of a prompt_tokens-token prompt
   double prompt_tokens = 0;               // the prompt predicted (PredictShape::prompt_tokens, else --context)
@@ -68,8 +70,8 @@ Prediction predict_plan(const ModuleTree& tree, const Plan& plan, const FactsOf&
 Json prediction_to_json(const Prediction& p);
 // Two lines for the text report.
 std::string prediction_to_text(const Prediction& p);
-// "decode 65.2 tok/s (batch 4), 18.5 tok/s (batch 1)" (batch 1 once); "first token after
-// 86.18 ms (a 14-token prompt)": the pieces of the text report, for the runner-ups too.
+// "decode 65.2 tok/s (batch 4), 18.5 tok/s (batch 1)" (batch 1 once); "first token after 86.18
+// ms (a 14-token prompt)": pieces of the text report, for the runner-ups too.
 std::string decode_text(const Prediction& p);
 std::string first_token_text(const Prediction& p);
 

@@ -175,7 +175,9 @@ TEST_F(PlanCli, WithoutAcceleratorsPlansForTheHost) {
   EXPECT_EQ(r.out.find("did not fit"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("no accelerators: the host computes the whole model (embedding, 30 layers, head)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("bottleneck: device cpu, memory_bandwidth"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("tok/s (batch 1); prefill"), std::string::npos) << r.out;  // once
+  // One decode figure per batch and position, saying where: 256 tokens into a sequence and at its start.
+  EXPECT_NE(r.out.find("tok/s (batch 1) 256 tokens into a sequence, "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("tok/s (batch 1) at its start; prefill"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("(a 512-token prompt)"), std::string::npos) << r.out;
   const plexus::testing::ProcessResult j = plexus::testing::run_command(env + "plan " + model() + " --context 512 --json");
   ASSERT_EQ(j.exit_code, 0) << j.err;
@@ -183,6 +185,9 @@ TEST_F(PlanCli, WithoutAcceleratorsPlansForTheHost) {
   EXPECT_EQ(p["devices"][0]["device"], "cpu");
   EXPECT_EQ(p["devices"][0]["streaming_bytes"], 0);
   EXPECT_EQ(p["predicted"]["bottleneck"]["resource"], "memory_bandwidth");
+  EXPECT_EQ(p["predicted"]["decode_positions"], 256);
+  EXPECT_GT(p["predicted"]["decode_tokens_per_s_at_start"]["batch_1"].get<double>(),
+            p["predicted"]["decode_tokens_per_s"]["batch_1"].get<double>());  // no KV cache to read yet
 }
 
 // Plans predicted alike (the same figures on interchangeable virtual devices) share one runner-up line.
