@@ -12,11 +12,7 @@ namespace plexus::bench {
 
 namespace {
 
-std::string num(double v, int digits = 1) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-  return buf;
-}
+std::string num(double v, int digits = 1) { return fixed(v, digits); }
 
 std::string cell(const Json& j, const std::string& path, int digits = 1) {
   const auto v = json_number_at(j, path);
@@ -140,12 +136,7 @@ std::string predicted_table(const Json& r) {
   const double pred = json_number_at(p, "decode_tokens_per_s.batch_" + std::to_string(static_cast<long long>(batch))).value_or(nan);
   const double pttft = json_number_at(p, "seconds_to_first_token").value_or(nan) * 1e3;
   const double measured = tpot > 0 ? batch * 1000.0 / tpot : nan;
-  auto num = [](double v, int digits) {
-    if (std::isnan(v)) return std::string("-");
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-    return std::string(buf);
-  };
+  auto num = [](double v, int digits) { return std::isnan(v) ? std::string("-") : fixed(v, digits); };
   const Json& b = p.value("bottleneck", Json::object());
   return "<h3>Predicted beside measured</h3><table><tr><th></th><th>predicted</th><th>measured</th></tr><tr><td>decode tok/s (batch " +
          num(batch, 0) + ")</td><td>" + num(pred, 1) + "</td><td>" + num(measured, 1) + "</td></tr><tr><td>TTFT ms</td><td>" +

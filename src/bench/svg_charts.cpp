@@ -20,12 +20,6 @@ const T& cyclic(const T (&a)[N], std::size_t i) {
   return a[i % N];
 }
 
-std::string num(double v, int digits = 1) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-  return buf;
-}
-
 // The smallest of 1, 2, 4, 6, 8 × 10^k at or above v (> 0): an axis maximum whose quarters are
 // round numbers.
 double nice_ceiling(double v) {
@@ -40,12 +34,12 @@ double nice_ceiling(double v) {
 int digits_for(double step) { return step >= 10 ? 0 : step >= 1 ? 1 : step >= 0.1 ? 2 : 3; }
 
 std::string svg_open(const std::string& cls, double w, double h, const std::string& title) {
-  return "<svg class=\"chart " + cls + "\" role=\"img\" width=\"" + num(w, 0) + "\" height=\"" + num(h, 0) + "\" viewBox=\"0 0 " +
-         num(w, 0) + " " + num(h, 0) + "\"><title>" + html_escape(title) + "</title>";
+  return "<svg class=\"chart " + cls + "\" role=\"img\" width=\"" + fixed(w, 0) + "\" height=\"" + fixed(h, 0) + "\" viewBox=\"0 0 " +
+         fixed(w, 0) + " " + fixed(h, 0) + "\"><title>" + html_escape(title) + "</title>";
 }
 
 std::string text(double x, double y, const std::string& cls, const std::string& body, const std::string& extra = "") {
-  return "<text x=\"" + num(x) + "\" y=\"" + num(y) + "\" class=\"" + cls + "\"" + extra + ">" + body + "</text>";
+  return "<text x=\"" + fixed(x) + "\" y=\"" + fixed(y) + "\" class=\"" + cls + "\"" + extra + ">" + body + "</text>";
 }
 
 // Whether two series hold the same samples (within 0.5% of the chart's height).
@@ -59,6 +53,12 @@ bool same_line(const Series& a, const Series& b, double ymax) {
 }
 
 }  // namespace
+
+std::string fixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
 
 std::string html_escape(const std::string& text) {
   std::string out;
@@ -86,16 +86,16 @@ std::string line_chart(const std::string& title, const std::string& unit, double
       if (v) ymax = std::max(ymax, *v);
   ymax = y_max ? std::max(ymax, *y_max) : nice_ceiling(ymax);
   std::string svg = svg_open("line", w, h, title) + text(l, 16, "ct", html_escape(title));
-  svg += "<rect class=\"plot\" x=\"" + num(l) + "\" y=\"" + num(top) + "\" width=\"" + num(pw) + "\" height=\"" + num(ph) +
+  svg += "<rect class=\"plot\" x=\"" + fixed(l) + "\" y=\"" + fixed(top) + "\" width=\"" + fixed(pw) + "\" height=\"" + fixed(ph) +
          "\" fill=\"none\"/>";
   for (int k = 0; k <= 4; ++k) {  // grid and y labels
     const double y = top + ph - ph * k / 4.0;
-    svg += "<line x1=\"" + num(l) + "\" y1=\"" + num(y) + "\" x2=\"" + num(l + pw) + "\" y2=\"" + num(y) + "\" class=\"grid\"/>";
-    svg += text(l - 6, y + 4, "yl", num(ymax * k / 4.0, digits_for(ymax / 4)));
+    svg += "<line x1=\"" + fixed(l) + "\" y1=\"" + fixed(y) + "\" x2=\"" + fixed(l + pw) + "\" y2=\"" + fixed(y) + "\" class=\"grid\"/>";
+    svg += text(l - 6, y + 4, "yl", fixed(ymax * k / 4.0, digits_for(ymax / 4)));
   }
-  for (int k = 0; k <= 4; ++k) svg += text(l + pw * k / 4.0, top + ph + 16, "xl", num(t_max * k / 4.0, digits_for(t_max / 4)));
+  for (int k = 0; k <= 4; ++k) svg += text(l + pw * k / 4.0, top + ph + 16, "xl", fixed(t_max * k / 4.0, digits_for(t_max / 4)));
   svg += text(l + pw / 2, h - 4, "xl", "time since the measured run started (s)");
-  svg += text(12, top + ph / 2, "yl", html_escape(unit), " transform=\"rotate(-90 12 " + num(top + ph / 2) + ")\"");
+  svg += text(12, top + ph / 2, "yl", html_escape(unit), " transform=\"rotate(-90 12 " + fixed(top + ph / 2) + ")\"");
   for (std::size_t s = 0; s < series.size(); ++s) {
     const Series& se = series[s];
     const std::string color = cyclic(kColors, s);
@@ -105,15 +105,15 @@ std::string line_chart(const std::string& title, const std::string& unit, double
     for (std::size_t i = 0; i < se.values.size() && i < se.t.size(); ++i) {
       if (!se.values[i]) continue;
       const double x = x_of(se.t[i]), y = top + ph - ph * std::clamp(*se.values[i] / ymax, 0.0, 1.0);
-      if (se.per_interval && i > 0) points += num(x_of(se.t[i - 1])) + "," + num(y) + " ";  // the interval's start
-      points += num(x) + "," + num(y) + " ";
-      dots += "<circle cx=\"" + num(x) + "\" cy=\"" + num(y) + "\" r=\"2.2\" fill=\"" + color + "\"/>";
+      if (se.per_interval && i > 0) points += fixed(x_of(se.t[i - 1])) + "," + fixed(y) + " ";  // the interval's start
+      points += fixed(x) + "," + fixed(y) + " ";
+      dots += "<circle cx=\"" + fixed(x) + "\" cy=\"" + fixed(y) + "\" r=\"2.2\" fill=\"" + color + "\"/>";
       ++n;
     }
     if (n > 0) {
       const std::string dash = cyclic(kDashes, s);
       svg += "<polyline data-series=\"" + html_escape(se.name) + "\" fill=\"none\" stroke=\"" + color + "\" stroke-width=\"" +
-             num(cyclic(kWidths, s)) + "\"" + (dash.empty() ? "" : " stroke-dasharray=\"" + dash + "\"") + " points=\"" + points + "\"/>";
+             fixed(cyclic(kWidths, s)) + "\"" + (dash.empty() ? "" : " stroke-dasharray=\"" + dash + "\"") + " points=\"" + points + "\"/>";
       if (n <= 40) svg += dots;  // few samples: each one visible
     }
     std::string label = se.name;
@@ -126,7 +126,7 @@ std::string line_chart(const std::string& title, const std::string& unit, double
     if (n == 0) label += ": no data";
     const double ly = top + 8 + 16.0 * static_cast<double>(s);
     const std::string dash = cyclic(kDashes, s);
-    svg += "<line x1=\"" + num(l + pw + 8) + "\" y1=\"" + num(ly - 4) + "\" x2=\"" + num(l + pw + 26) + "\" y2=\"" + num(ly - 4) +
+    svg += "<line x1=\"" + fixed(l + pw + 8) + "\" y1=\"" + fixed(ly - 4) + "\" x2=\"" + fixed(l + pw + 26) + "\" y2=\"" + fixed(ly - 4) +
            "\" stroke=\"" + color + "\" stroke-width=\"2.4\"" + (dash.empty() ? "" : " stroke-dasharray=\"" + dash + "\"") + "/>";
     svg += text(l + pw + 30, ly, "lg", html_escape(label));
   }
@@ -151,9 +151,9 @@ std::string bar_chart(const std::string& title, const std::string& unit, const s
       continue;
     }
     const double bw = std::max(1.0, pw * *values[i] / vmax);
-    svg += "<rect x=\"" + num(l) + "\" y=\"" + num(y) + "\" width=\"" + num(bw) + "\" height=\"" + num(bar) + "\" fill=\"" +
+    svg += "<rect x=\"" + fixed(l) + "\" y=\"" + fixed(y) + "\" width=\"" + fixed(bw) + "\" height=\"" + fixed(bar) + "\" fill=\"" +
            kColors[0] + "\"/>";
-    svg += text(l + bw + 6, y + bar / 2 + 4, "lg", num(*values[i], *values[i] < 10 ? 3 : 1));
+    svg += text(l + bw + 6, y + bar / 2 + 4, "lg", fixed(*values[i], *values[i] < 10 ? 3 : 1));
   }
   return svg + "</svg>";
 }
@@ -184,7 +184,7 @@ std::string spread_chart(const std::string& title, const std::string& unit, cons
     }
     ph = std::max(40.0, levels * step + 8);
     for (const auto& [x, level] : placed) {
-      body += "<circle class=\"dot\" cx=\"" + num(x) + "\" cy=\"" + num(top + ph - dot - 2 - level * step) + "\" r=\"" + num(dot) +
+      body += "<circle class=\"dot\" cx=\"" + fixed(x) + "\" cy=\"" + fixed(top + ph - dot - 2 - level * step) + "\" r=\"" + fixed(dot) +
               "\" fill=\"" + kColors[0] + "\" fill-opacity=\"0.75\"/>";
     }
   } else {
@@ -198,8 +198,8 @@ std::string spread_chart(const std::string& title, const std::string& unit, cons
     for (int b = 0; b < bins; ++b) {
       const int c = count[static_cast<std::size_t>(b)];
       const double bh = ph * c / std::max(1, cmax);
-      body += "<rect x=\"" + num(l + bw * b + 0.5) + "\" y=\"" + num(top + ph - bh) + "\" width=\"" + num(std::max(1.0, bw - 1)) +
-              "\" height=\"" + num(bh) + "\" fill=\"" + kColors[0] + "\"><title>" + num(width * b, 2) + "–" + num(width * (b + 1), 2) +
+      body += "<rect x=\"" + fixed(l + bw * b + 0.5) + "\" y=\"" + fixed(top + ph - bh) + "\" width=\"" + fixed(std::max(1.0, bw - 1)) +
+              "\" height=\"" + fixed(bh) + "\" fill=\"" + kColors[0] + "\"><title>" + fixed(width * b, 2) + "–" + fixed(width * (b + 1), 2) +
               " " + html_escape(unit) + ": " + std::to_string(c) + "</title></rect>";
     }
     body += text(l - 6, top + 4, "yl", std::to_string(cmax)) + text(l - 6, top + ph + 4, "yl", "0");
@@ -207,14 +207,14 @@ std::string spread_chart(const std::string& title, const std::string& unit, cons
   const double h = top + ph + bottom;
   std::string svg = svg_open("spread", w, h, title) +
                     text(l, 16, "ct", html_escape(title) + " (" + std::to_string(v.size()) + " requests, median " +
-                                          num(median, median < 10 ? 2 : 1) + " " + html_escape(unit) + ")");
-  svg += "<rect class=\"plot\" x=\"" + num(l) + "\" y=\"" + num(top) + "\" width=\"" + num(pw) + "\" height=\"" + num(ph) +
+                                          fixed(median, median < 10 ? 2 : 1) + " " + html_escape(unit) + ")");
+  svg += "<rect class=\"plot\" x=\"" + fixed(l) + "\" y=\"" + fixed(top) + "\" width=\"" + fixed(pw) + "\" height=\"" + fixed(ph) +
          "\" fill=\"none\"/>";
-  svg += "<line x1=\"" + num(l) + "\" y1=\"" + num(top + ph) + "\" x2=\"" + num(l + pw) + "\" y2=\"" + num(top + ph) + "\" class=\"axis\"/>";
+  svg += "<line x1=\"" + fixed(l) + "\" y1=\"" + fixed(top + ph) + "\" x2=\"" + fixed(l + pw) + "\" y2=\"" + fixed(top + ph) + "\" class=\"axis\"/>";
   svg += body;
-  svg += "<line x1=\"" + num(x_of(median)) + "\" y1=\"" + num(top) + "\" x2=\"" + num(x_of(median)) + "\" y2=\"" + num(top + ph) +
+  svg += "<line x1=\"" + fixed(x_of(median)) + "\" y1=\"" + fixed(top) + "\" x2=\"" + fixed(x_of(median)) + "\" y2=\"" + fixed(top + ph) +
          "\" class=\"median\"/>";
-  for (int k = 0; k <= 4; ++k) svg += text(l + pw * k / 4.0, top + ph + 16, "xl", num(xmax * k / 4.0, digits_for(xmax / 4)));
+  for (int k = 0; k <= 4; ++k) svg += text(l + pw * k / 4.0, top + ph + 16, "xl", fixed(xmax * k / 4.0, digits_for(xmax / 4)));
   svg += text(l + pw / 2, h - 4, "xl", html_escape(unit) + (v.size() <= kDotsUpTo ? " (one dot per request)" : " (requests per bin)"));
   return svg + "</svg>";
 }

@@ -34,5 +34,7 @@ std::string spread_chart(const std::string& title, const std::string& unit, cons
 
 // Text safe inside HTML/SVG elements and attribute values.
 std::string html_escape(const std::string& text);
+// `v` with `digits` decimals ("%.*f").
+std::string fixed(double v, int digits = 1);
 
 }  // namespace plexus::bench
