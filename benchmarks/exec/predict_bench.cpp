@@ -27,7 +27,6 @@
 #include "bench/bench_runner.h"
 #include "bench/config_loader.h"
 #include "core/error.h"
-#include "core/units.h"
 #include "exec/calibrate.h"
 #include "exec/model_run.h"
 #include "exec/plan_facts.h"

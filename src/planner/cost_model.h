@@ -1,9 +1,11 @@
 // Predicting a plan's speed and energy: a roofline over device facts (pure). Per computing
-// device, each forward takes max(bytes read / memory bandwidth, FLOPs / FLOP/s) — and the
-// offloaded weights' copy, overlapped with it when two streaming slots exist, added when one —
-// pipelined over the stages in micro-batches as the executor runs them, plus the activations'
-// hops between devices and, on a calibrated host, the hand-offs between threads that sleep in
-// between (a forward's start and end, each stage, each streamed module's copy). Tensor
+// device, each forward takes max(bytes read / memory bandwidth, FLOPs / FLOP/s) (on a calibrated
+// host: the measured weight rate for its token count) — and the offloaded weights' copy,
+// overlapped with it when two streaming slots exist, added when one — pipelined over the stages
+// in micro-batches as the executor runs them (virtual devices of one host also bound by the host
+// doing all their work with all its threads), plus the activations' hops between devices and, on
+// a calibrated host, the hand-offs between threads that sleep in between (a forward's start and
+// end, each stage, each streamed module's copy; none when the host alone computes in place). Tensor
 // parallelism: each rank computes its shard (the tree given is one rank's), and every layer adds
 // two all-reduces of the tokens' hidden states, each latency + 2(N−1)/N · bytes / link bandwidth.
 #pragma once
