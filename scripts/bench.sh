@@ -20,9 +20,15 @@ step "engine: decode vs memory bandwidth, prefill vs fp32 FMA peak ($BUILD/bench
 step "exec: tokens/s and busy fractions on 1, 2, 4 virtual devices, resident vs offloaded ($BUILD/benchmarks/exec_bench $MODEL)"
 "$BUILD/benchmarks/exec_bench" "$MODEL"
 
-step "prediction: the cost model's decode tokens/s vs measured on 1, 2, 4 virtual devices, resident/offloaded, batch 1 and 8 ($BUILD/benchmarks/predict_bench $MODEL)"
+# The README's model (with its tokenizer: configs/demo.yaml's prompts are text).
+README_MODEL=models/small
+if [ ! -f "$README_MODEL/tokenizer.json" ]; then
+  step "making $README_MODEL (the README's: small preset with the Mistral tokenizer)"
+  "$PLEXUS" make-model "$README_MODEL" --preset small --arch llama --dtype bf16 --seed 1 --tokenizer tests/data/golden/tokenizers/mistral
+fi
+step "prediction: the README's plan and bench (calibrated and not), then 1, 2, 4 virtual devices, resident/offloaded, batch 1 and 8 ($BUILD/benchmarks/predict_bench $README_MODEL)"
 "$PLEXUS" calibrate
-"$BUILD/benchmarks/predict_bench" "$MODEL"
+"$BUILD/benchmarks/predict_bench" "$README_MODEL"
 
 step "collectives: in-process all-reduce latency and bandwidth, 2 and 4 ranks, 4 KiB - 64 MiB, beside one thread's memcpy ($BUILD/benchmarks/comm_bench)"
 "$BUILD/benchmarks/comm_bench"

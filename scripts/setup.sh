@@ -7,7 +7,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libpcre2-dev libicu-dev libyaml-cpp-dev
   openmpi-bin libopenmpi-dev
-  libcpp-httplib-dev curl jq nodejs
+  libcpp-httplib-dev curl jq nodejs chromium
   python3 python3-numpy python3-torch python3-yaml libopenblas0-pthread
   docker-compose slurm-wlm munge shellcheck
 )

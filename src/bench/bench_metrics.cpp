@@ -2,6 +2,7 @@
 // benchmark reports.
 #include "bench/bench_metrics.h"
 
+#include <filesystem>
 #include <map>
 
 #include "bench/percentiles.h"
@@ -91,6 +92,18 @@ Json energy_json(const MonitorSummary& s, std::int64_t output_tokens) {
           {"j_per_token_above_idle", opt(ratio(above, tokens))},
           {"tokens_per_j_above_idle", opt(ratio(tokens, above))},
           {"devices", devices}};
+}
+
+std::string energy_unavailable_note(const std::vector<std::string>& unavailable, const std::string& powercap_root) {
+  std::string gpus;
+  for (const std::string& u : unavailable) gpus += (gpus.empty() ? "" : "; ") + u;
+  std::error_code ec;
+  const std::string host = std::filesystem::exists(powercap_root, ec)
+                               ? "the host's RAPL package counter under " + powercap_root + " is not readable (root only on recent kernels)"
+                               : "the host has no RAPL counter (" + powercap_root + " does not exist: usual in a virtual machine)";
+  return "Energy unavailable: no power source on this host — " +
+         (gpus.empty() ? std::string("no GPU reports power") : "no GPU power (" + gpus + ")") + ", and " + host +
+         ". Energy is never estimated; docs/benchmarks.md says which sources plexus reads.";
 }
 
 Json gpu_stats_json(const MonitorSummary& s) {

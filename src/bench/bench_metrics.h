@@ -2,6 +2,7 @@
 // percentiles, energy, per-GPU and host statistics from the monitor, and the sample timeline.
 #pragma once
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "core/json.h"
@@ -34,6 +35,10 @@ Json latency_json(const RunTimings& t);
 //  "idle_baseline_s", "idle_power_w", "above_idle_j", "j_per_token_above_idle",
 //  "tokens_per_j_above_idle", "devices": {"gpu_0": {...}, "cpu": {...}}}; null where unmeasured.
 Json energy_json(const MonitorSummary& s, std::int64_t output_tokens);
+// Why no device reported energy (energy.note of a run whose method is "unavailable"): the GPU
+// power sources that did not open (`unavailable`, as MonitorSession::unavailable() lists them)
+// and the host's RAPL package counter (`powercap_root` missing, or present but unreadable).
+std::string energy_unavailable_note(const std::vector<std::string>& unavailable, const std::string& powercap_root);
 // {"gpu_0": {"name", "utilization_percent", "memory_used_mb", "memory_total_mb", "memory_percent",
 //  "temperature_c", "power_draw_w", "max_…", "energy_j"}, ...}; {} without GPUs.
 Json gpu_stats_json(const MonitorSummary& s);

@@ -47,9 +47,17 @@ RunInputs run_inputs(const BenchConfig& c) {
   return in;
 }
 
+// The dtype a run of one host stage computes in: its checkpoint's (the head's weights, kept as
+// stored even when the projections are quantised on load), else config.json's torch_dtype.
+Json host_run_dtype(const ModelRun& run) {
+  if (run.executor) return std::string(dtype_torch_name(run.executor->model().lm_head().dtype));
+  const auto& t = run.runner->config().torch_dtype;
+  return t ? Json(std::string(dtype_torch_name(*t))) : Json(nullptr);
+}
+
 Json single_engine_plan(const ModelRun& run) {
   return {{"strategy", nullptr},
-          {"dtype", run.runner->config().torch_dtype ? Json(std::string(dtype_torch_name(*run.runner->config().torch_dtype))) : Json(nullptr)},
+          {"dtype", host_run_dtype(run)},
           {"device_map", {{"", "cpu"}}},
           {"devices", Json::array({{{"device", "cpu"}}})},
           {"notes", Json::array({"no devices named in backend: one engine on the host"})},
@@ -193,6 +201,9 @@ Json run_point(const BenchPoint& point, const std::string& config_file, const Lo
   if (!sc.ignore_eos) go.stop_ids = end_of_sequence_ids(runner.config(), tok ? tok->eos_id() : std::nullopt);
   const std::size_t bs = static_cast<std::size_t>(sc.batch_size);
   DeviceTimeline device_timeline;
+  // A planned run's executor counters, between forward passes as often as the monitor samples.
+  SampledRunner sampled(runner, [&run] { return run->stats(); }, device_timeline, c.monitor.interval_ms / 1000.0);
+  Runner& measured_runner = run->planned() ? static_cast<Runner&>(sampled) : runner;
   // Runs `list` in batches of batch_size; sample i samples with seed + i. Returns false when
   // stopped early.
   auto run_all = [&](const std::vector<std::vector<std::int32_t>>& list, RunTimings* timings) {
@@ -202,12 +213,11 @@ Json run_point(const BenchPoint& point, const std::string& config_file, const Lo
                                                          list.begin() + static_cast<std::ptrdiff_t>(std::min(list.size(), b + bs)));
       GenerateOptions o = go;
       o.sampling.seed = sc.seed + b;
-      const BatchGenerateResult r = generate_batch(runner, batch, o);
+      const BatchGenerateResult r = generate_batch(measured_runner, batch, o);
       if (!timings) continue;
       for (const GenerateResult& g : r.sequences) {
         timings->samples.push_back({g.prompt_tokens, static_cast<std::int64_t>(g.ids.size()), g.ttft_ms, g.e2e_ms});
       }
-      if (run->planned()) device_timeline.add(run->stats());
     }
     return true;
   };
@@ -231,6 +241,8 @@ Json run_point(const BenchPoint& point, const std::string& config_file, const Lo
   const auto t0 = std::chrono::steady_clock::now();
   if (run->planned()) device_timeline.start(run->stats());
   const bool complete = run_all(measured, &timings);
+  // The end of the run, unless a point was just taken (a sliver of an interval says nothing).
+  if (run->planned() && device_timeline.due(c.monitor.interval_ms / 2000.0)) device_timeline.add(run->stats());
   timings.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const MonitorSummary summary = session.stop();
   if (!complete && timings.samples.empty()) throw Interrupted("interrupted before any sample was measured");
@@ -258,6 +270,9 @@ Json run_point(const BenchPoint& point, const std::string& config_file, const Lo
   result["throughput"] = throughput_json(timings);
   result["latency"] = latency_json(timings);
   result["energy"] = energy_json(summary, output_tokens);
+  if (result["energy"]["method"] == "unavailable") {
+    result["energy"]["note"] = energy_unavailable_note(session.unavailable(), "/sys/class/powercap");
+  }
   {  // The cost model's prediction for this run, beside what was measured (docs/planner.md).
     double prompt = 0;
     for (const auto& p : measured) prompt += static_cast<double>(p.size());

@@ -16,6 +16,16 @@ void DeviceTimeline::add(const ExecStats& stats) {
   points_.push_back({std::chrono::duration<double>(std::chrono::steady_clock::now() - *t0_).count(), stats});
 }
 
+bool DeviceTimeline::due(double interval_s) const {
+  if (!t0_ || points_.empty()) return false;
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - *t0_).count() - points_.back().t_s >= interval_s;
+}
+
+void SampledRunner::forward(const SlotBatch& batch, std::span<const std::int64_t> rows, float* logits) {
+  inner_.forward(batch, rows, logits);
+  if (timeline_.due(interval_s_)) timeline_.add(stats_());
+}
+
 Json DeviceTimeline::to_json() const {
   if (points_.empty()) return nullptr;
   Json t = Json::array();
@@ -23,6 +33,7 @@ Json DeviceTimeline::to_json() const {
   Json devices = Json::object();
   const std::vector<DeviceRunStats>& layout = points_.front().stats.devices;
   for (std::size_t d = 0; d < layout.size(); ++d) {
+    if (layout[d].holds.empty()) continue;  // computes and keeps nothing (the host beside devices that hold everything)
     Json busy = Json::array(), in_use = Json::array(), peak = Json::array();
     for (std::size_t i = 0; i < points_.size(); ++i) {
       const std::vector<DeviceRunStats>& now = points_[i].stats.devices;

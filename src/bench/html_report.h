@@ -1,7 +1,8 @@
 // The HTML report: one self-contained file (inline CSS and SVG, no scripts, no network) with a
-// summary table (TTFT/TPOT/E2E percentiles, energy, status), each run's scenario (batch size,
-// samples, tokens, strategy, threads, devices), per-device utilisation, power, memory and busy
-// time over the run, a latency histogram, and for sweeps throughput and energy per point.
+// summary table (TTFT/TPOT/E2E percentiles, energy and why it is unavailable, status), each
+// run's scenario (batch size, samples, tokens, strategy, dtype, threads, devices), utilisation
+// (host and devices), power and memory per device over the run, per-request latencies, plan and
+// prediction, and for sweeps throughput and energy per point. One <section> per part.
 #pragma once
 #include <cstddef>
 #include <string>
@@ -16,8 +17,5 @@ namespace plexus::bench {
 // `interrupted` says the set ended early.
 std::string html_report(const std::string& name, const std::vector<Json>& results, const Json& sweep, std::size_t points = 0,
                         bool interrupted = false);
-
-// Text safe inside HTML elements and attribute values.
-std::string html_escape(const std::string& text);
 
 }  // namespace plexus::bench

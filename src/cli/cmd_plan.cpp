@@ -97,20 +97,10 @@ int cmd_plan(int argc, char** argv) {
     predicted = fastest->ranked.front().predicted;
     facts_note = fastest->facts_note;
   } else if (plan.runtime.context > 0) {
-    int n_acc = 0;
-    for (const DeviceId& d : o.request.budgets.accelerators()) n_acc = std::max(n_acc, d.ordinal() + 1);
-    // Every rank of a stage is a device of its own: the threads split over all of them, and the
-    // plan's device s (a stage) is predicted as the run's device s·tp (its rank 0).
-    const PlanFacts facts = plan_facts(args.get_optional("--gpu"), o.request.runtime.threads, n_acc * world.tp,
-                                       detected ? &*detected : nullptr);
-    PredictShape shape;
-    shape.concurrency = facts.concurrency;
-    shape.tensor_parallel = world.tp;
-    const int tp = world.tp;
-    const FactsOf of = facts.facts;
-    const FactsOf rank0 = [of, tp](int d) { return of(d == kHostDevice ? d : d * tp); };
-    predicted = predict_plan(tree, plan, tp > 1 ? rank0 : of, facts.shared_host, shape);
-    facts_note = facts.note;
+    const PlanPrediction p = predict_for_plan(tree, plan, o.request.budgets, world.tp, args.get_optional("--gpu"),
+                                              detected ? &*detected : nullptr);
+    predicted = p.predicted;
+    facts_note = p.note;
   }
   if (args.get_flag("--json")) {
     Json j = plan_to_json(plan);

@@ -21,8 +21,16 @@ struct CalibrateOptions {
   int max_threads = 0;           // 0: hardware threads; measured at 1, 2, 4, … and max
   double seconds_per_test = 0.25;
   std::string scratch_dir;       // where the mmap read test writes its file (the cache directory)
+  // No file written: the mmap read of cached pages is taken as memcpy's bandwidth (what it
+  // measures on a warm page cache), and fewer hand-off samples.
+  bool no_files = false;
 };
 // Runs the measurements (a few seconds).
 HostCalibration calibrate_host(const CalibrateOptions& options);
+
+// The same measurements, each for a few tens of milliseconds, at 1, 2, 4, … `threads` threads
+// (0: every hardware thread) and without writing a file: this host's facts for a prediction when
+// there is no calibration file (a fraction of a second; noisier than `plexus calibrate`).
+HostCalibration quick_host_calibration(int threads);
 
 }  // namespace plexus

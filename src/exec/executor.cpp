@@ -61,19 +61,6 @@ RunMemory make_run_memory(DeviceRegistry& devices) {
   return RunMemory{std::move(accelerators), DeviceMemory(devices.host())};
 }
 
-// With host_in_place, modules kept in host memory ("cpu") and computed by the host device are
-// resident on their computing device: read in place, not streamed.
-StageLayout host_in_place(StageLayout layout, bool in_place) {
-  if (!in_place) return layout;
-  auto resident = [](ModulePlace& p) {
-    if (p.device == kHostDevice && p.residence == Residence::kHost) p.residence = Residence::kDevice;
-  };
-  resident(layout.embed);
-  resident(layout.head);
-  for (ModulePlace& p : layout.layers) resident(p);
-  return layout;
-}
-
 // The checkpoint, its projections quantised first when the options ask.
 const Checkpoint& quantized(Checkpoint& c, const ExecutorOptions& o) {
   if (o.quantize) {
@@ -96,7 +83,6 @@ ExecutorOptions single_host_stage(const EngineOptions& engine) {
   x.max_context = engine.max_context;
   x.sequences = 1;
   x.micro_batches = 1;
-  x.host_in_place = true;
   return x;
 }
 
@@ -109,7 +95,7 @@ Executor::Executor(const std::string& model_dir, const DeviceMap& map, DeviceReg
                            : ModuleTree::from_checkpoint(full_.config(), checkpoint_)),
       devices_(devices),
       kernels_(isa_kernels(best_isa())),
-      layout_(host_in_place(make_stage_layout(tree_, map, devices.accelerator_count()), options.host_in_place)),
+      layout_(make_stage_layout(tree_, map, devices.accelerator_count())),
       max_tokens_(std::max<std::int64_t>(1, options.max_batch_tokens)),
       max_context_(options.max_context > 0 ? std::min(options.max_context, full_.config().max_position_embeddings)
                                             : full_.config().max_position_embeddings),

@@ -3,8 +3,9 @@
 // activations hop between devices in order with events; offloaded weights stream in
 // double-buffered; a forward pass is cut into micro-batches that flow through the stages as a
 // pipeline. A run on one CPU (no devices named) is the same executor with one stage on the host
-// device, its weights read in place from the mmapped checkpoint (ExecutorOptions::host_in_place)
-// and its work called on the calling thread (no queue hop: nothing to overlap).
+// device, its weights read in place from the mmapped checkpoint (make_stage_layout: without
+// accelerators "cpu" is the host's own memory) and its work called on the calling thread (no
+// queue hop: nothing to overlap).
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -45,11 +46,6 @@ struct ExecutorOptions {
   std::int64_t max_context = 0;         // tokens per sequence; 0: the model's max_position_embeddings
   std::int64_t sequences = 1;           // sequences open at once: their KV cache must fit beside the rest
   int micro_batches = 0;                // per forward(); 0: one per stage when nothing streams, else 1
-  // Modules mapped to "cpu" and computed by the host device (a run without accelerators) are
-  // read where they are: their matrices are views of the checkpoint, neither copied nor streamed
-  // (the small f32 vectors are still placed). Plain runs on the host use it; a plan's cpu-only
-  // runs (budgets naming only cpu) keep the planner's meaning of "cpu": host copies, streamed.
-  bool host_in_place = false;
   // Quantise on load (Checkpoint::quantize): the projections become this block format before the
   // model is placed; `quantize_progress` reports (and may stop) the work.
   std::optional<DType> quantize;

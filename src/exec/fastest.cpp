@@ -73,6 +73,7 @@ FastestChoice choose_fastest(const ModuleTree& tree, const PlanRequest& base, Ob
   FastestChoice out;
   out.objective = objective;
   std::vector<std::pair<Json, std::string>> seen;  // (device map, subset) already ranked
+  const HostMeasurements host(base.runtime.threads);  // measured at most once for every subset
   for (const std::vector<DeviceId>& subset : subsets(base.budgets.accelerators())) {
     PlanRequest r = base;
     Budgets b;
@@ -82,7 +83,7 @@ FastestChoice choose_fastest(const ModuleTree& tree, const PlanRequest& base, Ob
     r.budgets = b;
     int n_acc = 0;
     for (const DeviceId& d : subset) n_acc = std::max(n_acc, d.ordinal() + 1);
-    const PlanFacts facts = plan_facts(gpu, r.runtime.threads, n_acc, detected);
+    const PlanFacts facts = plan_facts(host, gpu, r.runtime.threads, n_acc, detected);
     out.facts_note = facts.note;
     for (Strategy s : kAll) {
       r.strategy = s;
@@ -140,23 +141,40 @@ Json fastest_to_json(const FastestChoice& c) {
 }
 
 std::string runner_ups_to_text(const FastestChoice& c, std::size_t max_lines) {
+  // The figures a line shows: plans whose figures print alike share one line.
+  auto figures = [](const Prediction& p) {
+    std::string f = decode_text(p) + ", " + first_token_text(p);
+    if (p.joules_per_token) {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, ", %.3f J/token", *p.joules_per_token);
+      f += buf;
+    }
+    return f;
+  };
+  struct Line {
+    std::size_t rank;
+    std::string figures;
+    std::vector<std::string> plans;
+  };
+  std::vector<Line> lines;
+  for (std::size_t i = 1; i < c.ranked.size(); ++i) {
+    const std::string f = figures(c.ranked[i].predicted);
+    if (lines.empty() || lines.back().figures != f) lines.push_back({i + 1, f, {}});
+    lines.back().plans.push_back(c.ranked[i].label);
+  }
   std::string out = "fastest by " + std::string(objective_name(c.objective)) + ": " + c.ranked.front().label + " (of " +
                     std::to_string(c.ranked.size()) + " distinct plans";
   if (!c.refused.empty()) out += ", " + std::to_string(c.refused.size()) + " refused";
-  out += "); runner-ups:\n";
-  for (std::size_t i = 1; i < c.ranked.size() && i <= max_lines; ++i) {
-    const Prediction& p = c.ranked[i].predicted;
-    char buf[256];
-    std::snprintf(buf, sizeof buf, "  %zu. %-28s decode %8.1f tok/s (batch %lld), %8.1f (batch 1), first token %.2f ms", i + 1,
-                  c.ranked[i].label.c_str(), p.decode_tokens_per_s_batch, static_cast<long long>(p.batch),
-                  p.decode_tokens_per_s_1, p.seconds_to_first_token * 1e3);
-    out += buf;
-    if (p.joules_per_token) {
-      std::snprintf(buf, sizeof buf, ", %.3f J/token", *p.joules_per_token);
-      out += buf;
-    }
-    out += "\n";
+  out += lines.empty() ? ")\n" : "); runner-ups:\n";
+  constexpr std::size_t kPlansPerLine = 3;
+  for (std::size_t k = 0; k < lines.size() && k < max_lines; ++k) {
+    const Line& l = lines[k];
+    std::string plans;
+    for (std::size_t j = 0; j < l.plans.size() && j < kPlansPerLine; ++j) plans += (j ? "; " : "") + l.plans[j];
+    if (l.plans.size() > kPlansPerLine) plans += " and " + std::to_string(l.plans.size() - kPlansPerLine) + " more alike";
+    out += "  " + std::to_string(l.rank) + ". " + plans + ": " + l.figures + "\n";
   }
+  if (lines.size() > max_lines) out += "  … " + std::to_string(lines.size() - max_lines) + " slower (--json lists every plan)\n";
   return out;
 }
 

@@ -38,7 +38,8 @@ FastestChoice choose_fastest(const ModuleTree& tree, const PlanRequest& base, Ob
                              const std::optional<std::string>& gpu, const Inventory* detected = nullptr);
 
 Json fastest_to_json(const FastestChoice& c);
-// The runner-ups, one line each, for the text report.
+// The runner-ups for the text report: plans predicted alike share a line (ranked, at most
+// `max_lines` lines).
 std::string runner_ups_to_text(const FastestChoice& c, std::size_t max_lines = 6);
 
 }  // namespace plexus

@@ -701,15 +701,15 @@ Json predict_run(const ModelRun& run, const std::string& model_dir, double promp
   plan.runtime.batch = std::max<std::int64_t>(1, batch);
   // The run's threads as the plan split them (the host's), or the host run's.
   const int threads = run.plan ? plan.runtime.threads : run.threads;
-  const PlanFacts facts = plan_facts(std::nullopt, std::max(1, threads), n_acc);
+  const PlanFacts facts = plan_facts(HostMeasurements(std::max(1, threads)), std::nullopt, std::max(1, threads), n_acc);
   Prediction p;
   try {
     PredictShape shape;
     shape.prompt_tokens = prompt_tokens;
     shape.decode_positions = decode_positions;
-    shape.host_in_place = !run.plan;
     shape.concurrency = facts.concurrency;
     shape.tensor_parallel = tp;
+    if (run.executor) shape.micro_batches = run.executor->micro_batches();  // as the run splits its batches
     p = predict_plan(tree, plan, facts.facts, facts.shared_host, shape);
   } catch (const InputError&) {
     return nullptr;

@@ -10,22 +10,33 @@
 
 namespace plexus {
 
-PlanFacts plan_facts(const std::optional<std::string>& gpu, int threads, int n_accelerators, const Inventory* detected) {
-  PlanFacts out;
-  std::optional<HostCalibration> cal;
-  std::string source;
+HostMeasurements::HostMeasurements(int threads) : state_(std::make_shared<State>()) {
+  state_->threads = threads;
   try {
     const std::string path = calibration_path();
-    cal = load_calibration(path);
-    source = "calibrated (" + path + ")";
-    if (!cal) out.note = "no calibration at " + path + ": predictions use a modest default CPU; run plexus calibrate";
+    state_->calibration = load_calibration(path);
+    if (state_->calibration) {
+      state_->source = "calibrated (" + path + ")";
+      return;
+    }
+    state_->note = "no calibration at " + path + ": this host was measured briefly for this prediction; `plexus calibrate` "
+                   "measures it more thoroughly, once";
   } catch (const RuntimeError& e) {
-    out.note = std::string(e.what()) + "; predictions use a modest default CPU";
+    state_->note = std::string(e.what()) + "; this host was measured briefly for this prediction";
   }
-  if (!cal) {
-    cal = default_host_calibration(threads);
-    source = "default (uncalibrated)";
-  }
+  state_->source = "measured briefly now (no calibration file)";
+}
+
+const HostCalibration& HostMeasurements::get() const {
+  if (!state_->calibration) state_->calibration = quick_host_calibration(state_->threads);
+  return *state_->calibration;
+}
+
+PlanFacts plan_facts(const HostMeasurements& host, const std::optional<std::string>& gpu, int threads, int n_accelerators,
+                     const Inventory* detected) {
+  PlanFacts out;
+  const std::string source = host.source();
+  out.note = host.note();
   const int per_accelerator = threads_per_accelerator(threads, n_accelerators);
   if (gpu) {
     const std::optional<DeviceFacts> g = builtin_gpu_facts(*gpu);
@@ -35,8 +46,8 @@ PlanFacts plan_facts(const std::optional<std::string>& gpu, int threads, int n_a
       throw InputError("--gpu: no facts for '" + *gpu + "'; known GPUs: " + names);
     }
     out.shared_host = false;
-    out.facts = [g = *g, cal = *cal, source, threads](int device) {
-      return device == kHostDevice ? host_facts(cal, threads, source) : g;
+    out.facts = [g = *g, host, source, threads](int device) {
+      return device == kHostDevice ? host_facts(host.get(), threads, source) : g;
     };
     out.note = "accelerators predicted as " + g->name + " (datasheet figures)";
     return out;
@@ -46,9 +57,9 @@ PlanFacts plan_facts(const std::optional<std::string>& gpu, int threads, int n_a
     std::string unknown;
     for (std::size_t i = 0; i < detected->devices.size(); ++i) {
       const DeviceInfo& d = detected->devices[i];
-      if (d.kind != DeviceKind::kCuda && d.kind != DeviceKind::kRocm) return plan_facts(gpu, threads, n_accelerators);
+      if (d.kind != DeviceKind::kCuda && d.kind != DeviceKind::kRocm) return plan_facts(host, gpu, threads, n_accelerators);
       const std::optional<std::string> key = builtin_gpu_key_for(d.name, d.memory_total_bytes);
-      DeviceFacts f = key ? *builtin_gpu_facts(*key) : virtual_device_facts(*cal, per_accelerator, source);
+      DeviceFacts f = key ? *builtin_gpu_facts(*key) : virtual_device_facts(host.get(), per_accelerator, source);
       if (!key) unknown += (unknown.empty() ? "" : ", ") + d.name;
       bool fast_link = false;
       for (std::size_t j = 0; i < detected->topology.size() && j < detected->topology[i].size(); ++j) {
@@ -65,17 +76,31 @@ PlanFacts plan_facts(const std::optional<std::string>& gpu, int threads, int n_a
     out.shared_host = false;
     out.note = unknown.empty() ? "detected GPUs predicted from their datasheet figures"
                                : "no datasheet facts for " + unknown + " (predicted as this host; pass --gpu NAME)";
-    out.facts = [each, cal = *cal, source, threads](int device) {
-      if (device == kHostDevice || device >= static_cast<int>(each.size())) return host_facts(cal, threads, source);
+    out.facts = [each, host, source, threads](int device) {
+      if (device == kHostDevice || device >= static_cast<int>(each.size())) return host_facts(host.get(), threads, source);
       return each[static_cast<std::size_t>(device)];
     };
     return out;
   }
   out.concurrency = static_cast<double>(std::max(1, threads)) / per_accelerator;
-  out.facts = [cal = *cal, source, threads, per_accelerator](int device) {
-    return device == kHostDevice ? host_facts(cal, threads, source) : virtual_device_facts(cal, per_accelerator, source);
+  out.facts = [host, source, threads, per_accelerator](int device) {
+    return device == kHostDevice ? host_facts(host.get(), threads, source) : virtual_device_facts(host.get(), per_accelerator, source);
   };
   return out;
+}
+
+PlanPrediction predict_for_plan(const ModuleTree& tree, const Plan& plan, const Budgets& budgets, int tp,
+                                const std::optional<std::string>& gpu, const Inventory* detected) {
+  int n_acc = 0;
+  for (const DeviceId& d : budgets.accelerators()) n_acc = std::max(n_acc, d.ordinal() + 1);
+  const int threads = plan.runtime.threads;
+  const PlanFacts facts = plan_facts(HostMeasurements(threads), gpu, threads, n_acc * tp, detected);
+  PredictShape shape;
+  shape.concurrency = facts.concurrency;
+  shape.tensor_parallel = tp;
+  const FactsOf of = facts.facts;
+  const FactsOf rank0 = [of, tp](int d) { return of(d == kHostDevice ? d : d * tp); };
+  return {predict_plan(tree, plan, tp > 1 ? rank0 : of, facts.shared_host, shape), facts.note};
 }
 
 }  // namespace plexus

@@ -46,7 +46,7 @@ DeviceRegistry make_rank_devices(const Budgets& budgets, int threads, std::uint6
 // `threads` (0: the hardware threads) with no budget of its own (like the mmapped weights it
 // reads in place, its buffers are the operating system's to refuse).
 DeviceRegistry make_host_run_devices(int threads, WaitPolicy wait = WaitPolicy::kAuto);
-// The device map of such a run: every module on "cpu" (run with ExecutorOptions::host_in_place).
+// The device map of such a run: every module on "cpu" (read in place: the host computes it).
 DeviceMap whole_model_on_host();
 
 }  // namespace plexus

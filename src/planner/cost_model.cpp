@@ -82,12 +82,12 @@ Time device_time(const DeviceWork& w, const DeviceFacts& f, const ModelConfig& c
   if (!f.weight_rate_by_tokens.empty()) {
     // A calibrated host: the matmul kernels' measured rate for this many tokens (reads, bf16
     // conversion and FMAs together), the KV cache at memory bandwidth, attention at FLOP/s, and
-    // six pool launches per layer (q/k/v, attention, o, gate/up, silu, down) plus the head's.
+    // five pool launches per layer (q/k/v, attention, o, gate/up with silu, down) plus the head's.
     const double per_byte = seconds_per_weight_byte(f, tokens);
     const double kernels = w.resident_bytes * per_byte +
                            (w.host_bytes + w.disk_bytes) * seconds_per_streamed_weight_byte(f, per_byte);
     const double rest = kv_bytes / f.memory_bandwidth + tokens * attention / flops_per_s +
-                        (6.0 * w.layers + (w.head ? 1 : 0)) * f.launch_overhead_s;
+                        (5.0 * w.layers + (w.head ? 1 : 0)) * f.launch_overhead_s;
     const bool bound_by_reads = tokens < 4;  // fewer tokens than the kernels' row-block path takes
     (bound_by_reads ? t.memory : t.compute) = kernels + rest;
     // Each streamed module's copy ends in a hand-off: the queue waiting for it wakes (or the copy
@@ -154,8 +154,7 @@ Prediction predict_plan(const ModuleTree& tree, const Plan& plan, const FactsOf&
     work.back().device = device;
     return work.back();
   };
-  auto add = [&shape](DeviceWork& w, Residence r, double bytes) {
-    if (shape.host_in_place && w.device == kHostDevice && r == Residence::kHost) r = Residence::kDevice;
+  auto add = [](DeviceWork& w, Residence r, double bytes) {
     (r == Residence::kDevice ? w.resident_bytes : r == Residence::kHost ? w.host_bytes : w.disk_bytes) += bytes;
     if (r != Residence::kDevice) ++w.streamed;
   };
@@ -181,15 +180,17 @@ Prediction predict_plan(const ModuleTree& tree, const Plan& plan, const FactsOf&
   for (const DeviceWork& w : work) f.push_back(facts(w.device));
 
   const double H = static_cast<double>(c.hidden_size);
-  // The executor's micro-batches: one per stage unless weights stream (then one). On separate
-  // devices each runs every micro-batch (re-reading its weights) and the stages pipeline them: a
-  // step takes the first micro-batch's way through all devices plus (m - 1) of the slowest
-  // device's turns. Virtual devices share the host's cores and memory, where a pipeline gains
-  // little: the whole batch is predicted to go through the stages one after the other.
+  // The executor's micro-batches: one per stage unless weights stream (then one), never more than
+  // the tokens. Each device runs every micro-batch (re-reading its weights each time) and the
+  // stages pipeline them: a step takes the first micro-batch's way through all devices plus
+  // (m - 1) of the slowest device's turns. Virtual devices also share the host's cores and
+  // memory: together they go no faster than the host computing all of their work with all of its
+  // threads, a second bound on the step.
   const bool shared = shape.concurrency > 0;
-  const double micro = shared ? 1.0
-                       : shape.micro_batches > 0 ? shape.micro_batches
-                                                 : (layout.streams() ? 1.0 : static_cast<double>(layout.stages.size()));
+  const bool direct = layout.stages.size() == 1 && layout.stages.front().device == kHostDevice && !layout.streams();
+  const double micro = shape.micro_batches > 0 ? shape.micro_batches
+                                               : (layout.streams() ? 1.0 : static_cast<double>(layout.stages.size()));
+  const DeviceFacts host = shared ? facts(kHostDevice) : DeviceFacts{};
   // Copies hide behind compute on a shared host only when cores are left over for them.
   const bool copies_overlap = !shared_host || shape.concurrency > 1;
   // A group's ranks on virtual devices of one host that cannot all compute at once take turns
@@ -198,7 +199,7 @@ Prediction predict_plan(const ModuleTree& tree, const Plan& plan, const FactsOf&
   auto step = [&](double tokens, double kv_tokens, bool decode) {
     Step s;
     const double m = std::max(1.0, std::min(micro, tokens));
-    double first = 0, slowest = 0;
+    double first = 0, slowest = 0, on_host = 0;
     for (std::size_t i = 0; i < work.size(); ++i) {
       Time t = device_time(work[i], f[i], c, flops_for(f[i], plan.dtype), tokens / m, kv_tokens, decode, !copies_overlap);
       if (tp > 1) {
@@ -206,6 +207,8 @@ Prediction predict_plan(const ModuleTree& tree, const Plan& plan, const FactsOf&
         // Oversubscribed, a collective also waits for the ranks that are not running.
         t.comm = turns * collective_seconds(f[i], tp, work[i].layers, work[i].head, tokens / m, H, vocab_rows);
         t.total += t.comm;
+      } else if (shared) {
+        on_host += m * device_time(work[i], host, c, flops_for(host, plan.dtype), tokens / m, kv_tokens, decode, !copies_overlap).total;
       }
       first += t.total;
       slowest = std::max(slowest, t.total);
@@ -219,10 +222,14 @@ Prediction predict_plan(const ModuleTree& tree, const Plan& plan, const FactsOf&
       }
     }
     // Hand-offs between threads that sleep in between: the forward's start and end (caller and
-    // device queue) and each stage waiting for the previous one.
+    // device queue) and each stage waiting for the previous one (on the first micro-batch; later
+    // ones mostly find theirs done). None when the host alone computes everything in place: the
+    // executor calls that work on the caller's thread.
     double handoff = 0;
     for (const DeviceFacts& x : f) handoff = std::max(handoff, x.handoff_s);
-    s.seconds = first + (m - 1) * slowest + s.hops + (static_cast<double>(layout.stages.size()) + 1) * handoff;
+    if (direct) handoff = 0;
+    const double pipeline = first + (m - 1) * slowest;
+    s.seconds = std::max(pipeline, on_host) + s.hops + (static_cast<double>(layout.stages.size()) + 1) * handoff;
     return s;
   };
 
@@ -231,7 +238,9 @@ Prediction predict_plan(const ModuleTree& tree, const Plan& plan, const FactsOf&
   const double ctx = shape.prompt_tokens > 0 ? shape.prompt_tokens : static_cast<double>(plan.runtime.context);
   const double half = shape.decode_positions > 0 ? shape.decode_positions : static_cast<double>(plan.runtime.context) / 2;
   const double b = static_cast<double>(plan.runtime.batch);
+  p.decode_positions = half;
   p.decode_tokens_per_s_1 = 1.0 / step(1, half, true).seconds;
+  p.decode_tokens_per_s_1_at_start = 1.0 / step(1, 0, true).seconds;
   const Step sb = step(b, half, true);
   p.decode_tokens_per_s_batch = b / sb.seconds;
   // Prefill of a context-long prompt, --batch-tokens at a time (weights read once per chunk).
@@ -240,6 +249,7 @@ Prediction predict_plan(const ModuleTree& tree, const Plan& plan, const FactsOf&
   const double prefill_s = chunks * step(chunk, half, false).seconds;
   p.prefill_tokens_per_s = ctx / prefill_s;
   p.seconds_to_first_token = prefill_s;
+  p.prompt_tokens = ctx;
 
   // Bottleneck of decode at --batch: the slowest device, and what bounds it.
   std::size_t worst = 0;
@@ -297,7 +307,10 @@ Json prediction_to_json(const Prediction& p) {
   decode["batch_" + std::to_string(p.batch)] = p.decode_tokens_per_s_batch;
   Json j = {{"prefill_tokens_per_s", p.prefill_tokens_per_s},
             {"decode_tokens_per_s", decode},
+            {"decode_positions", p.decode_positions},
+            {"decode_tokens_per_s_at_start", {{"batch_1", p.decode_tokens_per_s_1_at_start}}},
             {"seconds_to_first_token", p.seconds_to_first_token},
+            {"prompt_tokens", p.prompt_tokens},
             {"joules_per_token", p.joules_per_token ? Json(*p.joules_per_token) : Json(nullptr)},
             {"bottleneck", {{"device", p.bottleneck.device.to_json()}, {"resource", p.bottleneck.resource}}},
             {"facts", facts}};
@@ -309,14 +322,40 @@ Json prediction_to_json(const Prediction& p) {
   return j;
 }
 
+namespace {
+
+std::string seconds_text(double s) {
+  char buf[64];
+  if (s < 1) std::snprintf(buf, sizeof buf, "%.2f ms", s * 1e3);
+  else std::snprintf(buf, sizeof buf, "%.2f s", s);
+  return buf;
+}
+
+}  // namespace
+
+std::string decode_text(const Prediction& p) {
+  char buf[256];
+  if (p.batch == 1) {
+    std::snprintf(buf, sizeof buf, "decode %.1f tok/s (batch 1)", p.decode_tokens_per_s_1);
+  } else {
+    std::snprintf(buf, sizeof buf, "decode %.1f tok/s (batch %lld), %.1f tok/s (batch 1)", p.decode_tokens_per_s_batch,
+                  static_cast<long long>(p.batch), p.decode_tokens_per_s_1);
+  }
+  return buf;
+}
+
+std::string first_token_text(const Prediction& p) {
+  return "first token after " + seconds_text(p.seconds_to_first_token) + " (a " +
+         std::to_string(static_cast<long long>(std::llround(p.prompt_tokens))) + "-token prompt)";
+}
+
 std::string prediction_to_text(const Prediction& p) {
   char buf[512];
-  std::snprintf(buf, sizeof buf,
-                "predicted: decode %.1f tok/s (batch 1), %.1f tok/s (batch %lld); prefill %.0f tok/s; first token after "
-                "%.2f ms; ",
-                p.decode_tokens_per_s_1, p.decode_tokens_per_s_batch, static_cast<long long>(p.batch),
-                p.prefill_tokens_per_s, p.seconds_to_first_token * 1e3);
-  std::string s = buf;
+  // The KV cache read per token grows with the positions: say where the figures are, and the start.
+  std::snprintf(buf, sizeof buf, " %lld tokens into a sequence, %.1f tok/s (batch 1) at its start; prefill %.0f tok/s; ",
+                static_cast<long long>(std::llround(p.decode_positions)), p.decode_tokens_per_s_1_at_start,
+                p.prefill_tokens_per_s);
+  std::string s = "predicted: " + decode_text(p) + buf + first_token_text(p) + "; ";
   if (p.joules_per_token) {
     std::snprintf(buf, sizeof buf, "%.3f J/token; ", *p.joules_per_token);
     s += buf;

@@ -1,9 +1,11 @@
 // Predicting a plan's speed and energy: a roofline over device facts (pure). Per computing
-// device, each forward takes max(bytes read / memory bandwidth, FLOPs / FLOP/s) — and the
-// offloaded weights' copy, overlapped with it when two streaming slots exist, added when one —
-// pipelined over the stages in micro-batches as the executor runs them, plus the activations'
-// hops between devices and, on a calibrated host, the hand-offs between threads that sleep in
-// between (a forward's start and end, each stage, each streamed module's copy). Tensor
+// device, each forward takes max(bytes read / memory bandwidth, FLOPs / FLOP/s) (on a calibrated
+// host: the measured weight rate for its token count) — and the offloaded weights' copy,
+// overlapped with it when two streaming slots exist, added when one — pipelined over the stages
+// in micro-batches as the executor runs them (virtual devices of one host also bound by the host
+// doing all their work with all its threads), plus the activations' hops between devices and, on
+// a calibrated host, the hand-offs between threads that sleep in between (a forward's start and
+// end, each stage, each streamed module's copy; none when the host alone computes in place). Tensor
 // parallelism: each rank computes its shard (the tree given is one rank's), and every layer adds
 // two all-reduces of the tokens' hidden states, each latency + 2(N−1)/N · bytes / link bandwidth.
 #pragma once
@@ -26,8 +28,11 @@ struct Prediction {
   std::int64_t batch = 1;                 // the plan's --batch
   double prefill_tokens_per_s = 0;        // a --context-token prompt in --batch-tokens chunks
   double decode_tokens_per_s_1 = 0;       // one sequence
+  double decode_positions = 0;            // the decode figures are at this many tokens of context (KV read per token)
+  double decode_tokens_per_s_1_at_start = 0;  // one sequence at its first position (no KV cache to read yet)
   double decode_tokens_per_s_batch = 0;   // --batch sequences decoded together
-  double seconds_to_first_token = 0;      // prefill of a --context-token prompt
+  double seconds_to_first_token = 0;      // prefill of a prompt_tokens-token prompt
+  double prompt_tokens = 0;               // the prompt predicted (PredictShape::prompt_tokens, else --context)
   std::optional<double> joules_per_token; // decode at --batch; none without power facts
   Bottleneck bottleneck;                  // of decode at --batch
   // Tensor parallelism (tensor_parallel > 1): the collectives' share of a decode step at --batch
@@ -44,7 +49,6 @@ struct Prediction {
 struct PredictShape {
   double prompt_tokens = 0;
   double decode_positions = 0;
-  bool host_in_place = false;  // a run on the host alone: "cpu" weights are read where they are, not streamed (ExecutorOptions::host_in_place)
   int micro_batches = 0;       // --micro-batches; 0: the executor's default (one per stage, one when weights stream)
   // Virtual devices of one host: how many could compute at once (host threads / each one's).
   // Set, the stages are predicted one after the other (no pipelining) and copies overlap the
@@ -68,5 +72,9 @@ Prediction predict_plan(const ModuleTree& tree, const Plan& plan, const FactsOf&
 Json prediction_to_json(const Prediction& p);
 // Two lines for the text report.
 std::string prediction_to_text(const Prediction& p);
+// "decode 65.2 tok/s (batch 4), 18.5 tok/s (batch 1)" (batch 1 once); "first token after 86.18
+// ms (a 14-token prompt)": pieces of the text report, for the runner-ups too.
+std::string decode_text(const Prediction& p);
+std::string first_token_text(const Prediction& p);
 
 }  // namespace plexus

@@ -186,25 +186,6 @@ DeviceFacts host_facts(const HostCalibration& c, int threads, const std::string&
   return f;
 }
 
-HostCalibration default_host_calibration(int threads) {
-  HostCalibration c;
-  c.cpu = "uncalibrated";
-  const int n = std::max(1, threads);
-  auto add = [&c](int threads, double bw, double f32, double f16) {
-    HostThroughput h;
-    h.threads = threads;
-    h.memory_bandwidth = bw;
-    h.flops_f32 = f32;
-    h.flops_16bit = f16;
-    c.by_threads.push_back(h);
-  };
-  add(1, 5 * kG, 8 * kG, 6 * kG);
-  if (n > 1) add(n, std::min(20.0, 5.0 * n) * kG, 8 * kG * n, 6 * kG * n);
-  c.copy_bandwidth = 8 * kG;
-  c.disk_read_bandwidth = 2 * kG;
-  return c;
-}
-
 std::optional<DeviceFacts> builtin_gpu_facts(const std::string& name) {
   const std::string key = normalise(name);
   for (const GpuRow& g : kGpus) {

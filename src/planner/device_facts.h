@@ -14,7 +14,7 @@ namespace plexus {
 
 struct DeviceFacts {
   std::string name;                 // "H100 SXM", "host, 1 thread"
-  std::string source;               // "datasheet", "calibrated (PATH)", "default (uncalibrated)"
+  std::string source;               // "datasheet", "calibrated (PATH)", "measured briefly now (no calibration file)"
   double memory_bandwidth = 0;      // bytes/s the decode kernels read weights at
   double flops_f32 = 0;             // dense FLOP/s
   double flops_16bit = 0;           // bf16 / f16 dense FLOP/s
@@ -36,14 +36,14 @@ struct DeviceFacts {
   double handoff_s = 0;
   // Fixed cost of one collective between tensor-parallel ranks (all-reduce, all-gather), besides
   // its bytes over link_bandwidth. Virtual devices of one host: one wake-up of a sleeping thread
-  // (handoff_s, or kDefaultHandoffS uncalibrated): an in-process all-reduce meets three times
+  // (handoff_s, or kDefaultHandoffS from a calibration file without it): an in-process all-reduce meets three times
   // (post, chunks summed, copies taken), but ranks arriving together mostly overlap the waits
   // (measured on a 2-core host: 21 µs per all-reduce, handoff_s 29 µs). GPUs: NCCL's
   // small-message latency (assumed, not measured here: 10 µs over NVLink / xGMI, 25 µs over PCIe).
   double collective_latency_s = 0;
 };
 
-// A thread's wake-up on an event when the host is not calibrated (µs-scale on Linux).
+// A thread's wake-up on an event when the calibration file does not say (µs-scale on Linux).
 inline constexpr double kDefaultHandoffS = 10e-6;
 
 Json device_facts_to_json(const DeviceFacts& f);
@@ -81,8 +81,6 @@ DeviceFacts virtual_device_facts(const HostCalibration& c, int threads, const st
 // The host itself (cpu offload source, or computing when no accelerators are budgeted).
 DeviceFacts host_facts(const HostCalibration& c, int threads, const std::string& source);
 
-// A modest CPU for plans made before `plexus calibrate` ran (10 GB/s, 50 GFLOP/s per 8 threads).
-HostCalibration default_host_calibration(int threads);
 
 // Built-in datasheet facts: a100-40gb, a100-80gb, h100-sxm, h100-pcie, h200, l40s, rtx-4090,
 // mi300x (case-insensitive; "_" and " " accepted for "-"). None when unknown.

@@ -83,6 +83,9 @@ StageLayout make_stage_layout(const ModuleTree& tree, const DeviceMap& map, int 
       if (resident[j] != kHostDevice) d = resident[j];
     if (d == kHostDevice && n_accelerators > 0) d = 0;
     places[i].device = d;
+    // Without accelerators the host computes, and host memory is its own: "cpu" modules are
+    // read where they are (the mmapped checkpoint), as accelerate runs device_map {"": "cpu"}.
+    if (d == kHostDevice && places[i].residence == Residence::kHost) places[i].residence = Residence::kDevice;
   }
   StageLayout layout;
   layout.embed = places.front();

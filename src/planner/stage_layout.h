@@ -38,8 +38,9 @@ struct StageLayout {
 
 // Modules mapped to an accelerator are computed there; modules mapped to "cpu" or "disk" are
 // computed by the nearest accelerator before them in model order (else the nearest after,
-// else accelerator 0, else the host device when n_accelerators is 0). InputError when the map
-// names an accelerator >= n_accelerators or splits a decoder layer across devices.
+// else accelerator 0). With no accelerators the host device computes every module, those on
+// "cpu" resident (read in place in host memory), those on "disk" streamed. InputError when the
+// map names an accelerator >= n_accelerators or splits a decoder layer across devices.
 StageLayout make_stage_layout(const ModuleTree& tree, const DeviceMap& map, int n_accelerators);
 
 // "stage 0  device 0: embedding, layers 0-3 (2-3 streamed from cpu)" — one line per stage.

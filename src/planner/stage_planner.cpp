@@ -104,15 +104,16 @@ struct Solution {
 // Places `units`: all on the accelerators, balanced, when they fit; otherwise the embedding goes
 // to the host first, then the longest prefix that fits stays on the accelerators (balanced) and
 // the rest goes to cpu, then disk.
+// `host_only`: the budgets name no accelerator, so the host computes everything.
 Solution solve(const std::vector<Unit>& units, const std::vector<DeviceId>& accels, const std::vector<std::int64_t>& cap,
-               std::int64_t cpu_left, std::int64_t tied_bytes) {
+               std::int64_t cpu_left, std::int64_t tied_bytes, bool host_only) {
   Solution out;
   Fill fill = balance(units, cap, tied_bytes);
   std::vector<DeviceId> where(units.size(), DeviceId::disk());
   std::size_t first = 0;  // first unit of the accelerator sequence
   if (!fill.ok) {
     // The embedding is a row lookup per token: the cheapest module to serve from the host.
-    if (!units.empty() && units.front().is_embedding) {
+    if (!units.empty() && units.front().is_embedding && !host_only) {
       if (units.front().mem <= cpu_left) {
         where[0] = DeviceId::cpu();
         cpu_left -= units.front().mem;
@@ -146,7 +147,7 @@ Solution solve(const std::vector<Unit>& units, const std::vector<DeviceId>& acce
       cpu_left = 0;  // keep order: once something spills to disk, the rest follows
     }
   }
-  if (first + fill.placed < units.size()) {
+  if (!host_only && first + fill.placed < units.size()) {
     out.notes.push_back(std::to_string(units.size() - first - fill.placed) +
                         " module(s) did not fit the accelerators and are offloaded to cpu/disk");
   }
@@ -214,7 +215,8 @@ StagePlan plan_stages(const SizedTree& t, const ModelConfig& c, const Budgets& b
   const auto cpu_budget = budgets.get(DeviceId::cpu());
   const std::int64_t cpu_total = cpu_budget ? static_cast<std::int64_t>(*cpu_budget) : 0;
 
-  Solution best = solve(units, accels, cap, cpu_total, tied_bytes);
+  const bool host_only = budgets.accelerators().empty();
+  Solution best = solve(units, accels, cap, cpu_total, tied_bytes, host_only);
   // A tied head can also ride with the embedding (no second copy of the shared matrix; the last
   // stage hands its hidden state back to the first device): keep whichever is better.
   if (tied_bytes > 0 && units.size() >= 2 && units.front().is_embedding && units.back().is_tied_head) {
@@ -222,7 +224,7 @@ StagePlan plan_stages(const SizedTree& t, const ModelConfig& c, const Budgets& b
     folded.front().mem += units.back().mem;
     folded.front().load += units.back().load;
     folded.front().is_embedding = false;  // it now computes the logits: no longer a cheap lookup
-    Solution alt = solve(folded, accels, cap, cpu_total, 0);
+    Solution alt = solve(folded, accels, cap, cpu_total, 0, host_only);
     alt.where.push_back(alt.where.front());
     if (alt.on_accelerators > best.on_accelerators ||
         (alt.on_accelerators == best.on_accelerators && alt.max_load <= best.max_load)) {
@@ -235,6 +237,13 @@ StagePlan plan_stages(const SizedTree& t, const ModelConfig& c, const Budgets& b
     }
   }
   out.notes.insert(out.notes.end(), best.notes.begin(), best.notes.end());
+  if (host_only) {  // a plan for the host: it computes every module from its own memory
+    const std::size_t on_disk = static_cast<std::size_t>(std::count(best.where.begin(), best.where.end(), DeviceId::disk()));
+    out.notes.push_back("no accelerators: the host computes the whole model (embedding, " + std::to_string(c.num_layers) +
+                        " layers, head) from its own memory" +
+                        (on_disk ? ", " + std::to_string(on_disk) + " module(s) beyond the cpu budget read from disk"
+                                 : std::string(", the weights read in place")));
+  }
   for (std::size_t i = 0; i < units.size(); ++i) out.map.set(t.node(units[i].node).name, best.where[i]);
   return out;
 }

@@ -42,6 +42,8 @@ TEST(HtmlReport, SelfContainedWithChartsAndEscapedText) {
   EXPECT_NE(h.find("Summary"), std::string::npos);
   EXPECT_NE(h.find("Busy fraction per device"), std::string::npos);
   EXPECT_EQ(h.find("Sweep"), std::string::npos);
+  EXPECT_NE(h.find("<section id=\"summary\">"), std::string::npos);
+  EXPECT_NE(h.find("<section id=\"run-0\">"), std::string::npos);
 }
 
 TEST(HtmlReport, SweepsChartThroughputAndEnergyPerPoint) {
@@ -76,11 +78,60 @@ TEST(HtmlReport, EchoesTheScenarioAndPlotsDevicesAndLatency) {
                                        {"virtual:1", {{"busy_fraction", {nullptr, 0.25, 0.5}}, {"memory_in_use_mb", {12, 22, 17}}}}}}};
   const std::string h = html_report("scn", {r}, nullptr);
   for (const char* s : {"batch size <b>4</b>", "samples <b>8</b>", "new tokens <b>16</b>", "strategy <b>stages</b>",
-                        "threads <b>3</b>", "devices <b>0,1</b>", "TPOT p99 ms", "7.25", "Busy time per device",
+                        "dtype <b>bf16</b>", "threads <b>3</b>", "devices <b>0,1</b>", "TPOT ms<br>p50 / p99", "2.0 / 7.25",
                         "Memory in use per device", "Memory used per device", "End-to-end latency per request",
                         "Time to first token per request", "virtual:1"}) {
     EXPECT_NE(h.find(s), std::string::npos) << s;
   }
+}
+
+// The devices' busy share is drawn with the host's utilisation, sampled over the whole run.
+TEST(HtmlReport, UtilisationShowsTheHostAndEveryDevice) {
+  Json r = run(100, Json::object());
+  r["device_timeline"] = {{"t_s", {0.0, 0.1, 0.2}},
+                          {"devices", {{"virtual:0", {{"busy_fraction", {nullptr, 0.5, 0.75}}, {"memory_in_use_mb", {10, 10, 10}}}},
+                                       {"virtual:1", {{"busy_fraction", {nullptr, 0.25, 0.5}}, {"memory_in_use_mb", {10, 10, 10}}}}}}};
+  const std::string h = html_report("u", {r}, nullptr);
+  const std::size_t util = h.find("Utilisation per device"), next = h.find("</svg>", util);
+  ASSERT_NE(util, std::string::npos);
+  const std::string chart = h.substr(util, next - util);
+  for (const char* s : {"data-series=\"cpu\"", "data-series=\"virtual:0 busy\"", "data-series=\"virtual:1 busy\""}) {
+    EXPECT_NE(chart.find(s), std::string::npos) << s << " in " << chart;
+  }
+  // Equal memory lines: the second is named as equal to the first and drawn dashed over it.
+  EXPECT_NE(h.find("virtual:1 (= virtual:0)"), std::string::npos) << h;
+}
+
+TEST(HtmlReport, UnavailableEnergySaysWhy) {
+  Json r = run(100, Json::object());
+  r["energy"] = {{"total_j", nullptr}, {"j_per_token", nullptr}, {"method", "unavailable"},
+                 {"note", "Energy unavailable: no power source on this host — no GPU power (nvml: not found)"}};
+  const std::string h = html_report("e", {r, r}, nullptr);
+  EXPECT_NE(h.find("unavailable<sup>1</sup>"), std::string::npos) << h;
+  const std::size_t note = h.find("<sup>1</sup> Energy unavailable: no power source on this host");
+  EXPECT_NE(note, std::string::npos) << h;
+  EXPECT_EQ(h.find("<sup>1</sup> Energy", note + 1), std::string::npos) << "each reason once";
+}
+
+TEST(HtmlReport, ShowsTheDtypeThatRanWhenTheConfigNamesNone) {
+  Json r = run(100, Json::object());
+  r["config"]["backend"] = {{"device_map", "stages"}};
+  r["plan"] = {{"dtype", "bfloat16"}};
+  const std::string h = html_report("d", {r}, nullptr);
+  EXPECT_NE(h.find("dtype <b>bfloat16</b>"), std::string::npos) << h;
+  EXPECT_EQ(h.find("dtype <b>n/a</b>"), std::string::npos);
+}
+
+// Few requests: a dot each on an axis from 0, not a few wide bins.
+TEST(HtmlReport, FewRequestsAreDrawnOneDotEach) {
+  Json r = run(100, Json::object());
+  r["requests"] = Json::array();
+  for (int i = 0; i < 8; ++i) r["requests"].push_back({{"ttft_ms", i < 4 ? 20.0 : 40.0}, {"e2e_ms", i < 4 ? 300.0 : 310.0}});
+  const std::string h = html_report("l", {r}, nullptr);
+  std::size_t dots = 0;
+  for (std::size_t at = h.find("class=\"dot\""); at != std::string::npos; at = h.find("class=\"dot\"", at + 1)) ++dots;
+  EXPECT_EQ(dots, 16u);  // 8 requests × (end-to-end, first token)
+  EXPECT_NE(h.find("8 requests, median 305.0 ms"), std::string::npos) << h;
 }
 
 TEST(HtmlReport, TensorParallelRunsSayTheirCommunicationPerToken) {

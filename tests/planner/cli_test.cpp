@@ -100,7 +100,9 @@ TEST_F(PlanCli, CalibrateThenPredict) {
                           plexus::testing::shell_quote(PLEXUS_BINARY) + " ";
   const plexus::testing::ProcessResult uncal = plexus::testing::run_command(env + "plan " + model() + " --virtual-devices 2 --context 512 --json");
   ASSERT_EQ(uncal.exit_code, 0) << uncal.err;
-  EXPECT_EQ(plexus::Json::parse(uncal.out)["predicted"]["facts"][0]["source"], "default (uncalibrated)");
+  // Without a calibration file the host is measured briefly for the prediction, and the report says so.
+  EXPECT_EQ(plexus::Json::parse(uncal.out)["predicted"]["facts"][0]["source"], "measured briefly now (no calibration file)");
+  EXPECT_NE(plexus::Json::parse(uncal.out)["predicted"]["note"].get<std::string>().find("plexus calibrate"), std::string::npos) << uncal.out;
   const plexus::testing::ProcessResult half = plexus::testing::run_command(env + "calibrate --idle-w 10");
   EXPECT_EQ(half.exit_code, 2);
   EXPECT_NE(half.err.find("--busy-w"), std::string::npos) << half.err;
@@ -159,6 +161,54 @@ TEST_F(PlanCli, FastestPicksTheBestPredictionAndShowsRunnerUps) {
   EXPECT_NE(both.out.find("--objective energy"), std::string::npos) << both.out;
   EXPECT_NE(both.out.find("--strategy"), std::string::npos) << both.out;
   EXPECT_EQ(run("plan " + model() + " --max-memory 0=80GB --strategy fastest --objective speed").code, 2);
+}
+
+// On a machine without GPUs a plain `plan` plans for the host: it computes the whole model from its
+// own memory (nothing "did not fit the accelerators", nothing streams, the bottleneck is its memory
+// bandwidth), and the text says each decode figure once, with the prompt its first token is for.
+TEST_F(PlanCli, WithoutAcceleratorsPlansForTheHost) {
+  const std::string env = "PLEXUS_NVML_LIBRARY=/nonexistent PLEXUS_ROCM_SMI_LIBRARY=/nonexistent PLEXUS_VIRTUAL_DEVICES= "
+                          "CUDA_VISIBLE_DEVICES= XDG_CACHE_HOME=" + plexus::testing::shell_quote((dir_ / "cache").string()) + " " +
+                          plexus::testing::shell_quote(PLEXUS_BINARY) + " ";
+  const plexus::testing::ProcessResult r = plexus::testing::run_command(env + "plan " + model() + " --context 512");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.find("did not fit"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("no accelerators: the host computes the whole model (embedding, 30 layers, head)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("bottleneck: device cpu, memory_bandwidth"), std::string::npos) << r.out;
+  // One decode figure per batch and position, saying where: 256 tokens into a sequence and at its start.
+  EXPECT_NE(r.out.find("tok/s (batch 1) 256 tokens into a sequence, "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("tok/s (batch 1) at its start; prefill"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(a 512-token prompt)"), std::string::npos) << r.out;
+  const plexus::testing::ProcessResult j = plexus::testing::run_command(env + "plan " + model() + " --context 512 --json");
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  const plexus::Json p = plexus::Json::parse(j.out);
+  EXPECT_EQ(p["devices"][0]["device"], "cpu");
+  EXPECT_EQ(p["devices"][0]["streaming_bytes"], 0);
+  EXPECT_EQ(p["predicted"]["bottleneck"]["resource"], "memory_bandwidth");
+  EXPECT_EQ(p["predicted"]["decode_positions"], 256);
+  EXPECT_GT(p["predicted"]["decode_tokens_per_s_at_start"]["batch_1"].get<double>(),
+            p["predicted"]["decode_tokens_per_s"]["batch_1"].get<double>());  // no KV cache to read yet
+}
+
+// Plans predicted alike (the same figures on interchangeable virtual devices) share one runner-up line.
+TEST_F(PlanCli, FastestGroupsRunnerUpsPredictedAlike) {
+  const ProcResult r = run("plan " + model() + " --virtual-devices 4 --context 256 --strategy fastest");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const plexus::Json j = plexus::Json::parse(run("plan " + model() + " --virtual-devices 4 --context 256 --strategy fastest --json").out);
+  const std::size_t candidates = j["fastest"]["candidates"].size();
+  std::size_t lines = 0;
+  std::string seen;
+  for (std::size_t at = r.out.find("\n  "); at != std::string::npos; at = r.out.find("\n  ", at + 1)) {
+    const std::size_t end = r.out.find('\n', at + 1);
+    const std::string line = r.out.substr(at + 1, end - at - 1);
+    const std::string figures = line.substr(line.find(": decode") == std::string::npos ? 0 : line.find(": decode"));
+    EXPECT_EQ(seen.find(figures + "\n"), std::string::npos) << "two lines alike: " << line << "\n" << r.out;
+    seen += figures + "\n";
+    ++lines;
+  }
+  EXPECT_GE(candidates, 10u);
+  EXPECT_LT(lines, 7u) << r.out;
+  EXPECT_NE(r.out.find("more alike"), std::string::npos) << r.out;
 }
 
 // Budgets from detected GPUs (the fake NVML's four H100s): predicted from their datasheet entry.

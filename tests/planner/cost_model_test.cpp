@@ -161,6 +161,53 @@ TEST(CostModel, EachStageAndStreamedModuleCostsAHandOff) {
               1e-12);
 }
 
+// Flat weight rates (per thread count) and nothing else costing: the step is its weight reads.
+HostCalibration flat_calibration() {
+  HostCalibration c;
+  c.by_threads = {measured(1, 1e15, 1e15, 1e15), measured(2, 1e15, 1e15, 1e15)};
+  c.by_threads[0].weight_rate_by_tokens = {{1, 10e9}, {64, 10e9}};
+  c.by_threads[1].weight_rate_by_tokens = {{1, 20e9}, {64, 20e9}};
+  c.copy_bandwidth = 1e15;
+  c.disk_read_bandwidth = 1e15;
+  return c;
+}
+
+// The executor cuts a batch into one micro-batch per stage, so 4 virtual devices at batch 4 read
+// their weights once per sequence, and 4 devices of one thread on 2 cores go no faster than the
+// host computing everything with both threads: at most the host's throughput at batch 1 (a bit
+// less here: device 0 also computes the tied head, and the pipeline waits for it).
+TEST(CostModel, VirtualDevicesRunTheExecutorsMicroBatchesOnTheHostsCores) {
+  const ModuleTree t = smollm_135m();
+  const HostCalibration c = flat_calibration();
+  const FactsOf facts = [c](int d) { return d == kHostDevice ? host_facts(c, 2, "t") : virtual_device_facts(c, 1, "t"); };
+  PredictShape shared;
+  shared.concurrency = 2;  // 2 host threads, one per device
+  const Plan four = plan_for(t, "0=1GiB,1=1GiB,2=1GiB,3=1GiB,cpu=4GiB", Strategy::kStages, 4);
+  ASSERT_GE(make_stage_layout(t, four.device_map, 4).stages.size(), 4u);  // 5: the tied head rides with the embedding
+  const Prediction x = predict_plan(t, four, facts, true, shared);
+  const Prediction host = predict_plan(t, plan_for(t, "cpu=4GiB"), facts, true);
+  EXPECT_LE(x.decode_tokens_per_s_batch, host.decode_tokens_per_s_1 * (1 + 1e-9));
+  EXPECT_GT(x.decode_tokens_per_s_batch, host.decode_tokens_per_s_1 * 0.9);
+  // One sequence: one micro-batch through the stages, one device (one thread) at a time.
+  EXPECT_NEAR(x.decode_tokens_per_s_1 / host.decode_tokens_per_s_1, 0.5, 0.01);
+}
+
+// Without accelerators the host computes the whole model from its own memory: nothing streams,
+// and the work runs on the caller's thread (no hand-offs), however slowly threads wake here.
+TEST(CostModel, TheHostAloneReadsInPlaceWithoutHandOffs) {
+  const ModuleTree t = smollm_135m();
+  HostCalibration c = flat_calibration();
+  const Plan p = plan_for(t, "cpu=4GiB");
+  auto predict = [&](double handoff) {
+    c.handoff_s = handoff;
+    return predict_plan(t, p, [c](int) { return host_facts(c, 2, "t"); }, true);
+  };
+  const Prediction slow = predict(1e-3), fast = predict(0);
+  EXPECT_EQ(slow.decode_tokens_per_s_1, fast.decode_tokens_per_s_1);
+  EXPECT_EQ(slow.bottleneck.resource, "memory_bandwidth");
+  EXPECT_EQ(slow.bottleneck.device, DeviceId::cpu());
+}
+
 TEST(CostModel, NeedsAContextAndKnowsItsGpus) {
   const ModuleTree t = tiny_llama();
   PlanRequest r;

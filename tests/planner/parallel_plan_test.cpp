@@ -228,7 +228,14 @@ TEST(CostModelTensorParallel, DefaultLinkFacts) {
   // NVLink GPUs: 10 µs a collective; PCIe ones 25 µs; virtual devices one thread hand-off.
   EXPECT_DOUBLE_EQ(builtin_gpu_facts("h100-sxm")->collective_latency_s, 10e-6);
   EXPECT_DOUBLE_EQ(builtin_gpu_facts("l40s")->collective_latency_s, 25e-6);
-  HostCalibration c = default_host_calibration(4);
+  HostCalibration c;  // a calibration file without hand-off measurements
+  HostThroughput t;
+  t.threads = 4;
+  t.memory_bandwidth = 20e9;
+  t.flops_f32 = t.flops_16bit = 100e9;
+  c.by_threads.push_back(t);
+  c.copy_bandwidth = 8e9;
+  c.disk_read_bandwidth = 2e9;
   EXPECT_DOUBLE_EQ(virtual_device_facts(c, 2, "t").collective_latency_s, kDefaultHandoffS);
   c.handoff_s = 30e-6;
   EXPECT_DOUBLE_EQ(virtual_device_facts(c, 2, "t").collective_latency_s, 30e-6);

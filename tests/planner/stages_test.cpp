@@ -132,12 +132,20 @@ TEST(Stages, ModelThatFitsNowhereGetsNumbersAndWayOut) {
   }
 }
 
+// No accelerators: a plan for the host, which computes every module where it lies (no streaming
+// slots, nothing said to have missed an accelerator).
 TEST(Stages, HostOnlyPlansOnCpu) {
   const ModuleTree t = tiny_llama();
   const Plan p = plan_model(t, request(Strategy::kStages, WeightDType::kF32, "cpu=1GiB", 128));
   EXPECT_EQ(p.device_map.to_json(), (Json{{"", "cpu"}}));
   ASSERT_EQ(p.devices.size(), 1u);
   EXPECT_EQ(p.devices[0].layers.size(), 4u);
+  EXPECT_EQ(p.devices[0].streaming_bytes, 0);
+  EXPECT_GT(p.devices[0].kv_cache_bytes, 0);
+  std::string notes;
+  for (const std::string& n : p.notes) notes += n + "\n";
+  EXPECT_EQ(notes.find("did not fit"), std::string::npos) << notes;
+  EXPECT_NE(notes.find("no accelerators: the host computes the whole model (embedding, 4 layers, head)"), std::string::npos) << notes;
 }
 
 TEST(Stages, IsDeterministicAndHandlesHypotheticalDevices) {
