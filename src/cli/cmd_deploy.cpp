@@ -1,6 +1,7 @@
 // `plexus deploy MODEL --target docker|compose|kubernetes|slurm`: deployment files generated from
 // the plan for the selected devices of the target host (docs/deploy.md).
 #include <cstdio>
+#include <filesystem>
 
 #include "backend/detect.h"
 #include "backend/device_options.h"
@@ -41,6 +42,8 @@ void add_deploy_options(Args& args) {
       .repeatable_option("--env", "K=V", "environment variable for the server (repeatable)")
       .option("--nodes", "N", "slurm: nodes of the batch job", "1")
       .option("--gpus-per-node", "G", "GPUs each node gives the job (default: the selected GPUs)")
+      .option("--gpu-type", "TYPE", "slurm: the GPU type of --gres=gpu:TYPE:N, as the cluster's gres.conf names it (default: from "
+                                    "the inventory's GPU name, e.g. a100, h100; none: no type)")
       .option("--max-sequences", "N", "sequences the server decodes together (the plan keeps KV cache for them)", "8")
       .flag("--dry-run", "print the files (and the docker run line) instead of writing them");
   add_plan_options(args);
@@ -63,6 +66,11 @@ void refuse_local_device_flags(const Args& args) {
 
 Inventory load_inventory(const Args& args) {
   if (const auto file = args.get_optional("--inventory")) {
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(*file, ec) && std::filesystem::file_size(*file, ec) == 0 && !ec) {
+      throw InputError("--inventory " + one_line(*file) + " is empty: it holds what `plexus detect --json > FILE` printed on the "
+                       "target host (did detect fail there?)");
+    }
     return inventory_from_json(read_json_file(*file), "--inventory " + *file);
   }
   return detect_devices(device_options_from_env());
@@ -128,6 +136,8 @@ int cmd_deploy(int argc, char** argv) {
   spec.api_type = req.api_type;
   set_model_names(spec, model);
   req.model = model;
+  req.inventory_file = args.get_optional("--inventory").value_or("");
+  req.gpu_type = args.get_optional("--gpu-type");
   const Inventory inventory = load_inventory(args);
   const DeployPlan plan = plan_deployment(req, inventory);
 
@@ -140,10 +150,13 @@ int cmd_deploy(int argc, char** argv) {
   spec.cpus = plan.cpus;
   spec.embedding_model = plan.embedding_model;
   spec.cuda_architectures = plan.cuda_architectures;
+  spec.gpu_type = plan.gpu_type;
   spec.plan = plan.numbers;
 
   std::fprintf(stderr, "devices: %s\n", spec.devices.reason.c_str());
+  if (!plan.sizing.empty()) std::fprintf(stderr, "sizing: %s\n", plan.sizing.c_str());
   std::fprintf(stderr, "plan: %s\n", spec.plan.summary.c_str());
+  if (!plan.gpu_type_reason.empty()) std::fprintf(stderr, "slurm: %s\n", plan.gpu_type_reason.c_str());
   const std::vector<std::string> flags = plan_flags(spec);
   std::string numbers(api_type_label(spec.api_type));
   if (!flags.empty()) numbers += " " + shell_join(flags);
