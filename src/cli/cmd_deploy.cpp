@@ -91,14 +91,16 @@ int cmd_deploy(int argc, char** argv) {
       "  compose     compose.yaml: GPU reservations (driver nvidia, device_ids), healthcheck, restart policy, volumes\n"
       "  kubernetes  Deployment + Service + PersistentVolumeClaim: nvidia.com/gpu limits, /dev/shm emptyDir,\n"
       "              readiness and liveness probes on /health, requests from the plan's host memory\n"
-      "  slurm       sbatch scripts for `plexus batch` (requeue resumes) and `plexus serve`\n"
+      "  slurm       sbatch scripts for `plexus batch` (requeue resumes) and `plexus serve`, with --gres=gpu:TYPE:N\n"
+      "              and --mem from the plan\n"
       "The devices are the target host's: --inventory FILE is `plexus detect --json` captured there (default:\n"
-      "detect on this machine). --devices (detect's numbering), --auto-select (the fewest GPUs, most free memory\n"
-      "first, that hold the plan) or all GPUs; none: a CPU deployment. Of the plan flags above, --max-memory,\n"
-      "--virtual-devices, --virtual-gpus, --offload-disk, a --device-map file and --batch (use --max-sequences)\n"
-      "are refused: the inventory gives the devices. The plan on their free memory decides the\n"
-      "engine's numbers (vLLM --tensor-parallel-size, --pipeline-parallel-size, --max-model-len,\n"
-      "--gpu-memory-utilization; TGI --num-shard, --max-total-tokens; plexus --tp/--pp, --context).\n"
+      "detect on this machine). --devices (detect's numbering; an inventory without GPUs exits 2 saying what to\n"
+      "add), --auto-select (the fewest GPUs, most free memory first, that hold the plan) or all GPUs; none: a CPU\n"
+      "deployment. Of the plan flags above, --max-memory, --virtual-devices, --virtual-gpus, --offload-disk, a\n"
+      "--device-map file and --batch (use --max-sequences) are refused: the inventory gives the devices.\n"
+      "plexus serve is sized by plexus's plan (--tp/--pp, --context); vLLM, TGI and TEI by config.json and the\n"
+      "safetensors headers alone, for any architecture they serve (vLLM --tensor-parallel-size,\n"
+      "--pipeline-parallel-size, --max-model-len, --gpu-memory-utilization; TGI --num-shard, --max-total-tokens).\n"
       "Bad input exits 2 and writes nothing. See docs/deploy.md.");
   if (!args.parse(argc, argv)) return 0;
 
