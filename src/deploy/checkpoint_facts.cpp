@@ -18,6 +18,7 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr std::uint64_t kMaxHeaderBytes = 100u << 20;  // as the loader (model/safetensors.cpp)
+constexpr std::int64_t kMaxTotalSize = 1LL << 60;       // 1 EiB: a larger metadata.total_size is no checkpoint's
 
 // The tensors' bytes of one safetensors file, from its header alone (8 bytes of length, the JSON).
 std::int64_t header_bytes(const std::string& path, std::size_t* tensors) {
@@ -106,7 +107,7 @@ WeightBytes read_weight_bytes(const std::string& model_dir) {
     const Json* total = index.contains("metadata") && index["metadata"].is_object() && index["metadata"].contains("total_size")
                             ? &index["metadata"]["total_size"]
                             : nullptr;
-    if (total && total->is_number_integer() && total->get<std::int64_t>() > 0) {
+    if (total && total->is_number_integer() && total->get<std::int64_t>() > 0 && total->get<std::int64_t>() <= kMaxTotalSize) {
       WeightBytes w;
       w.bytes = total->get<std::int64_t>();
       w.source = "metadata.total_size of model.safetensors.index.json (" +
@@ -114,7 +115,7 @@ WeightBytes read_weight_bytes(const std::string& model_dir) {
       return w;
     }
     throw InputError(one_line(index_path) + (shards.empty() ? std::string(" names no shard") : " names shard " + one_line(missing) + ", which is not there,") +
-                     " and has no metadata.total_size: deploy sizes the weights from the shards' headers or that total");
+                     " and has no metadata.total_size (a positive number of bytes): deploy sizes the weights from the shards' headers or that total");
   }
   if (fs::is_regular_file(model_dir + "/model.safetensors", ec)) return headers_of(model_dir, {"model.safetensors"}, "model.safetensors");
   std::vector<std::string> files;

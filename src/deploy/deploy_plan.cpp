@@ -2,14 +2,11 @@
 #include "deploy/deploy_plan.h"
 
 #include <algorithm>
-#include <cmath>
-#include <cstdio>
 #include <optional>
 #include <regex>
 
 #include "comm/world_config.h"
 #include "core/error.h"
-#include "core/json.h"
 #include "core/units.h"
 #include "deploy/device_selection.h"
 #include "deploy/engine_plan.h"

@@ -18,6 +18,7 @@ namespace {
 constexpr std::int64_t kLogitBytesPerToken = 4;   // × vocab: one float32 logit per token of the vocabulary
 constexpr std::int64_t kHiddenBytesPerToken = 32;  // × hidden: 16 hidden-sized 2-byte buffers (residual, q/k/v/o, MLP, ...)
 constexpr std::int64_t kTeiDefaultPositions = 512;
+constexpr double kMaxSizedBytes = 1152921504606846976.0;  // 1 EiB: beyond it, the config's numbers are wrong
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
@@ -210,6 +211,15 @@ void plan_generator(const DeployRequest& req, const Inventory& inv, const std::v
 
 EngineMemory engine_memory(std::int64_t weight_bytes, const AttentionShape& a, int tp, int pp, std::int64_t context, int sequences,
                            std::int64_t batch_tokens) {
+  // config.json's numbers are the user's: their product is checked before it is formed exactly.
+  const double kv = 2.0 * static_cast<double>(a.layers.value) * static_cast<double>(a.kv_heads.value) *
+                    static_cast<double>(a.head_dim.value) * kKvElementBytes * static_cast<double>(context) * sequences;
+  const double act = static_cast<double>(batch_tokens) *
+                     (kLogitBytesPerToken * static_cast<double>(a.vocab.value) + kHiddenBytesPerToken * static_cast<double>(a.hidden.value));
+  if (kv + act + static_cast<double>(weight_bytes) > kMaxSizedBytes) {
+    throw InputError("config.json's numbers (" + a.text() + ", " + a.vocab.key + " " + std::to_string(a.vocab.value) +
+                     ") give more than 1 EiB of memory: check them");
+  }
   EngineMemory m;
   m.weights = ceil_div(weight_bytes, static_cast<std::int64_t>(tp) * pp);
   m.kv_cache = 2 * ceil_div(a.layers.value, pp) * ceil_div(a.kv_heads.value, tp) * a.head_dim.value * kKvElementBytes * context * sequences;

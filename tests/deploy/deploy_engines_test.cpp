@@ -134,6 +134,14 @@ TEST_F(DeployEngines, ConfigWithoutANumberIsRefusedNamingTheKeys) {
     EXPECT_NE(r.err.find(model + "/config.json " + c.expect), std::string::npos) << r.err;
     EXPECT_FALSE(fs::exists(out));
   }
+  // Numbers no model has: refused, not overflowed.
+  const std::string huge = copy_without("gpt2", "", "gpt2-huge");
+  Json config = read_json_file(*dir_ / (huge + "/config.json"));
+  config["n_layer"] = 1000000000000000LL;
+  std::ofstream(*dir_ / (huge + "/config.json")) << config.dump(2);
+  const ProcessResult big = deploy(huge, "--target docker --api-type vllm --dry-run");
+  EXPECT_EQ(big.exit_code, 2);
+  EXPECT_NE(big.err.find("give more than 1 EiB of memory: check them"), std::string::npos) << big.err;
   // No weights to read: a config alone, a GGUF file.
   const std::string bare = copy_without("gpt2", "", "gpt2-no-weights");
   fs::remove(*dir_ / (bare + "/model.safetensors"));
