@@ -66,14 +66,16 @@ VllmFraction vllm_fraction(std::int64_t per_gpu, const std::vector<SelectedGpu>&
   out.utilization = std::min(std::max(kVllmDefaultUtilization, std::ceil(need * 100.0) / 100.0), usable);
   out.fits = out.utilization >= need;
   if (!out.fits) {
-    char buf[256];
+    const std::string per_gpu_text = gib_text(static_cast<std::uint64_t>(per_gpu));
+    const std::string margins_text = gib_text(static_cast<std::uint64_t>(with_margins(per_gpu)));
+    char buf[320];
     if (usable < kVllmMaxUtilization) {
-      std::snprintf(buf, sizeof buf, "--gpu-memory-utilization: vLLM needs %.2f of each GPU (%s per GPU with its margins), but GPU %d has only %s of its %s free",
-                    std::ceil(need * 100.0) / 100.0, gib_text(static_cast<std::uint64_t>(per_gpu)).c_str(), fullest->index,
+      std::snprintf(buf, sizeof buf, "--gpu-memory-utilization: vLLM needs %.2f of each GPU (%s per GPU, %s with the margins), but GPU %d has only %s of its %s free",
+                    std::ceil(need * 100.0) / 100.0, per_gpu_text.c_str(), margins_text.c_str(), fullest->index,
                     gib_text(fullest->memory_free_bytes).c_str(), gib_text(fullest->memory_total_bytes).c_str());
     } else {
-      std::snprintf(buf, sizeof buf, "--gpu-memory-utilization: vLLM needs %.2f of the smallest GPU (%s per GPU with its margins), above the 0.95 plexus allows",
-                    std::ceil(need * 100.0) / 100.0, gib_text(static_cast<std::uint64_t>(per_gpu)).c_str());
+      std::snprintf(buf, sizeof buf, "--gpu-memory-utilization: vLLM needs %.2f of the smallest GPU (%s per GPU, %s with the margins), above the 0.95 plexus allows",
+                    std::ceil(need * 100.0) / 100.0, per_gpu_text.c_str(), margins_text.c_str());
     }
     out.why = buf;
   }
