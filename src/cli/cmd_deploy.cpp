@@ -1,6 +1,7 @@
 // `plexus deploy MODEL --target docker|compose|kubernetes|slurm`: deployment files generated from
 // the plan for the selected devices of the target host (docs/deploy.md).
 #include <cstdio>
+#include <filesystem>
 
 #include "backend/detect.h"
 #include "backend/device_options.h"
@@ -41,6 +42,8 @@ void add_deploy_options(Args& args) {
       .repeatable_option("--env", "K=V", "environment variable for the server (repeatable)")
       .option("--nodes", "N", "slurm: nodes of the batch job", "1")
       .option("--gpus-per-node", "G", "GPUs each node gives the job (default: the selected GPUs)")
+      .option("--gpu-type", "TYPE", "slurm: the GPU type of --gres=gpu:TYPE:N, as the cluster's gres.conf names it (default: from "
+                                    "the inventory's GPU name, e.g. a100, h100; none: no type)")
       .flag("--dry-run", "print the files (and the docker run line) instead of writing them");
   add_plan_options(args, {.max_sequences = "8",
                           .max_sequences_help = "sequences the server decodes together (the plan keeps KV cache for them)"});
@@ -60,6 +63,11 @@ void refuse_local_device_flags(const Args& args) {
 
 Inventory load_inventory(const Args& args) {
   if (const auto file = args.get_optional("--inventory")) {
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(*file, ec) && std::filesystem::file_size(*file, ec) == 0 && !ec) {
+      throw InputError("--inventory " + one_line(*file) + " is empty: it holds what `plexus detect --json > FILE` printed on the "
+                       "target host (did detect fail there?)");
+    }
     return inventory_from_json(read_json_file(*file), "--inventory " + *file);
   }
   return detect_devices(device_options_from_env());
@@ -80,14 +88,16 @@ int cmd_deploy(int argc, char** argv) {
       "  compose     compose.yaml: GPU reservations (driver nvidia, device_ids), healthcheck, restart policy, volumes\n"
       "  kubernetes  Deployment + Service + PersistentVolumeClaim: nvidia.com/gpu limits, /dev/shm emptyDir,\n"
       "              readiness and liveness probes on /health, requests from the plan's host memory\n"
-      "  slurm       sbatch scripts for `plexus batch` (requeue resumes) and `plexus serve`\n"
+      "  slurm       sbatch scripts for `plexus batch` (requeue resumes) and `plexus serve`, with --gres=gpu:TYPE:N\n"
+      "              and --mem from the plan\n"
       "The devices are the target host's: --inventory FILE is `plexus detect --json` captured there (default:\n"
-      "detect on this machine). --devices (detect's numbering), --auto-select (the fewest GPUs, most free memory\n"
-      "first, that hold the plan) or all GPUs; none: a CPU deployment. Of the plan flags above, --max-memory,\n"
-      "--virtual-devices, --virtual-gpus, --offload-disk and a --device-map file\n"
-      "are refused: the inventory gives the devices. The plan on their free memory decides the\n"
-      "engine's numbers (vLLM --tensor-parallel-size, --pipeline-parallel-size, --max-model-len,\n"
-      "--gpu-memory-utilization; TGI --num-shard, --max-total-tokens; plexus --tp/--pp, --context).\n"
+      "detect on this machine). --devices (detect's numbering; an inventory without GPUs exits 2 saying what to\n"
+      "add), --auto-select (the fewest GPUs, most free memory first, that hold the plan) or all GPUs; none: a CPU\n"
+      "deployment. Of the plan flags above, --max-memory, --virtual-devices, --virtual-gpus, --offload-disk, a\n"
+      "--device-map file are refused: the inventory gives the devices.\n"
+      "plexus serve is sized by plexus's plan (--tp/--pp, --context); vLLM, TGI and TEI by config.json and the\n"
+      "safetensors headers alone, for any architecture they serve (vLLM --tensor-parallel-size,\n"
+      "--pipeline-parallel-size, --max-model-len, --gpu-memory-utilization; TGI --num-shard, --max-total-tokens).\n"
       "Bad input exits 2 and writes nothing. See docs/deploy.md.");
   if (!args.parse(argc, argv)) return 0;
 
@@ -125,6 +135,8 @@ int cmd_deploy(int argc, char** argv) {
   spec.api_type = req.api_type;
   set_model_names(spec, model);
   req.model = model;
+  req.inventory_file = args.get_optional("--inventory").value_or("");
+  req.gpu_type = args.get_optional("--gpu-type");
   const Inventory inventory = load_inventory(args);
   const DeployPlan plan = plan_deployment(req, inventory);
 
@@ -137,10 +149,13 @@ int cmd_deploy(int argc, char** argv) {
   spec.cpus = plan.cpus;
   spec.embedding_model = plan.embedding_model;
   spec.cuda_architectures = plan.cuda_architectures;
+  spec.gpu_type = plan.gpu_type;
   spec.plan = plan.numbers;
 
   std::fprintf(stderr, "devices: %s\n", spec.devices.reason.c_str());
+  if (!plan.sizing.empty()) std::fprintf(stderr, "sizing: %s\n", plan.sizing.c_str());
   std::fprintf(stderr, "plan: %s\n", spec.plan.summary.c_str());
+  if (!plan.gpu_type_reason.empty()) std::fprintf(stderr, "slurm: %s\n", plan.gpu_type_reason.c_str());
   const std::vector<std::string> flags = plan_flags(spec);
   std::string numbers(api_type_label(spec.api_type));
   if (!flags.empty()) numbers += " " + shell_join(flags);

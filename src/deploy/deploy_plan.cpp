@@ -2,15 +2,16 @@
 #include "deploy/deploy_plan.h"
 
 #include <algorithm>
-#include <cmath>
-#include <cstdio>
 #include <optional>
+#include <regex>
 
 #include "comm/world_config.h"
 #include "core/error.h"
-#include "core/json.h"
 #include "core/units.h"
 #include "deploy/device_selection.h"
+#include "deploy/engine_plan.h"
+#include "deploy/escape.h"
+#include "deploy/gpu_models.h"
 #include "deploy/model_facts.h"
 #include "exec/model_run.h"
 #include "model/config.h"
@@ -31,17 +32,20 @@ std::string free_list(const std::vector<SelectedGpu>& gpus) {
 }
 
 // The planner's and the world's errors in deploy's terms: the plan's batch is --max-sequences,
-// the budgets are the selected devices' free memory (not a --max-memory the user gave).
-// The planner's advice after "; devices N allow ..." is about this machine's --max-memory and
-// offload, which a deployment does not take: cut, and deploy's own ways out said instead.
-std::string in_deploy_terms(const std::string& message) {
-  std::string m = message;
-  const auto cut = m.find("; devices ");
-  if (cut != std::string::npos) {
-    m = m.substr(0, cut) + ": select more GPUs (--devices, --auto-select), lower --context or --max-sequences, or quantise "
-                           "(--quantize q8_0, --dtype int8)";
-  }
-  return m;
+// the budgets are the selected devices' free memory (not a --max-memory the user gave). The
+// planner's advice after "; devices N allow ..." (or "; no accelerators are budgeted", or "The
+// smallest budgets ...") is about this machine's --max-memory and --offload-disk, which a deployment
+// does not take: cut, and deploy's own ways out said instead, for GPUs or for a CPU deployment.
+std::string in_deploy_terms(const std::string& message, bool on_gpus) {
+  static const std::regex batch_words(" tokens × batch ([0-9]+)");
+  std::string m = std::regex_replace(message, batch_words, " tokens × $1 sequences");
+  std::size_t cut = std::string::npos;
+  for (const char* advice : {"; devices ", "; no accelerators are budgeted", ". The smallest budgets"}) cut = std::min(cut, m.find(advice));
+  if (cut == std::string::npos) return m;
+  return m.substr(0, cut) + (on_gpus ? ": select more GPUs (--devices, --auto-select), lower --context or --max-sequences, or quantise "
+                                       "(--quantize q8_0)"
+                                     : ": deploy to a host with more memory or with GPUs (--inventory of it), lower --context or "
+                                       "--max-sequences, or quantise (--quantize q8_0)");
 }
 
 std::string layer_ranges(const std::vector<int>& layers) {
@@ -85,7 +89,7 @@ struct Planner {
       f.per_gpu_bytes = per_gpu_bytes(plan_on(gpus));
       f.fits = true;
     } catch (const InputError& e) {
-      f.why = in_deploy_terms(e.what());
+      f.why = in_deploy_terms(e.what(), !gpus.empty());
     }
     return f;
   }
@@ -100,21 +104,21 @@ struct Planner {
 };
 
 // The GPU counts an engine can run the model on (auto-select tries only these).
-bool count_allowed(const DeployRequest& req, const ModelConfig* config, int k) {
+bool count_allowed(const DeployRequest& req, std::int64_t heads, std::int64_t kv_heads, int k) {
   switch (req.api_type) {
     case ApiType::kPlexus: {
       const long long shape = req.plan.tensor_parallel * req.plan.pipeline_parallel;
       return shape <= 1 || k == shape;
     }
     case ApiType::kVllm: return true;
-    case ApiType::kTgi: return config && config->num_heads % k == 0 && config->num_kv_heads % k == 0;
+    case ApiType::kTgi: return heads % k == 0 && kv_heads % k == 0;
     case ApiType::kTei: return k == 1;
   }
   return false;
 }
 
-void check_gpu_count(const DeployRequest& req, const ModelConfig* config, int k) {
-  if (k == 0 || count_allowed(req, config, k)) return;
+void check_gpu_count(const DeployRequest& req, std::int64_t heads, std::int64_t kv_heads, int k) {
+  if (k == 0 || count_allowed(req, heads, kv_heads, k)) return;
   switch (req.api_type) {
     case ApiType::kPlexus:
       throw InputError("--tp " + std::to_string(req.plan.tensor_parallel) + " × --pp " + std::to_string(req.plan.pipeline_parallel) +
@@ -123,8 +127,8 @@ void check_gpu_count(const DeployRequest& req, const ModelConfig* config, int k)
     case ApiType::kVllm: return;
     case ApiType::kTgi:
       throw InputError("--api-type tgi shards every layer over all " + std::to_string(k) + " selected GPUs (--num-shard " +
-                       std::to_string(k) + "), but the model's " + std::to_string(config->num_heads) + " attention heads / " +
-                       std::to_string(config->num_kv_heads) + " KV heads do not divide by " + std::to_string(k) +
+                       std::to_string(k) + "), but the model's " + std::to_string(heads) + " attention heads / " +
+                       std::to_string(kv_heads) + " KV heads do not divide by " + std::to_string(k) +
                        ": select a count of GPUs that divides them with --devices, or use --auto-select");
     case ApiType::kTei:
       throw InputError("--api-type tei serves a model on one GPU, but " + std::to_string(k) +
@@ -132,66 +136,155 @@ void check_gpu_count(const DeployRequest& req, const ModelConfig* config, int k)
   }
 }
 
-DeviceSelection select(const DeployRequest& req, const std::vector<SelectedGpu>& gpus, const Inventory& inv,
-                       const ModelConfig* config, const FitCheck& fit) {
+// ": its devices 0,1 are virtual CPU devices ..." when the inventory's devices are (detect under
+// PLEXUS_VIRTUAL_DEVICES / --virtual-devices), said beside "no GPU".
+std::string virtual_devices_note(const Inventory& inv) {
+  std::string ids;
+  for (const DeviceInfo& d : inv.devices) {
+    if (d.kind == DeviceKind::kVirtual) ids += (ids.empty() ? "" : ",") + std::to_string(d.index);
+  }
+  if (ids.empty()) return "";
+  return ": its devices " + ids + " are virtual CPU devices (the host split by PLEXUS_VIRTUAL_DEVICES / --virtual-devices), not GPUs";
+}
+
+// --devices on an inventory without GPUs: what to add.
+[[noreturn]] void throw_no_gpu_to_name(const DeployRequest& req, const Inventory& inv) {
+  std::string named;
+  for (long long i : *req.devices) named += (named.empty() ? "" : ",") + std::to_string(i);
+  const bool here = req.inventory_file.empty();
+  throw InputError("--devices " + named + ": " + (here ? "this machine has no GPU" : "--inventory " + one_line(req.inventory_file) + " lists no GPU") +
+                   virtual_devices_note(inv) + ". " +
+                   (here ? "Without --inventory, deploy takes the devices from `plexus detect` here, but they are the target host's: "
+                         : "") +
+                   "add --inventory FILE with what `plexus detect --json` printed on the GPU host (examples/gpu-host.json is one with "
+                   "two H100s), or leave --devices out for a CPU deployment");
+}
+
+}  // namespace
+
+DeviceSelection select_devices(const DeployRequest& req, const std::vector<SelectedGpu>& gpus, const Inventory& inv,
+                               std::int64_t heads, std::int64_t kv_heads, const FitCheck& fit) {
   if (req.devices && req.auto_select) throw InputError("--devices and --auto-select both choose the GPUs: give one of them");
   DeviceSelection s;
-  if (req.devices) {
+  if (req.devices && gpus.empty()) {
+    throw_no_gpu_to_name(req, inv);
+  } else if (req.devices) {
     s = select_named(gpus, *req.devices);
+  } else if (req.auto_select && gpus.empty()) {
+    s = select_all(gpus, inv.host.logical_cores);
+    s.reason = "--auto-select: no GPU in the inventory to pick from" + virtual_devices_note(inv) + "; the deployment computes on the "
+               "host's CPUs (" + std::to_string(inv.host.logical_cores) + " threads)";
   } else if (req.auto_select) {
-    s = auto_select(gpus, fit, [&](int k) { return count_allowed(req, config, k); });
+    s = auto_select(gpus, fit, [&](int k) { return count_allowed(req, heads, kv_heads, k); });
   } else if (req.api_type == ApiType::kTei && gpus.size() > 1) {
     // TEI serves on one GPU: the one with the most free memory.
     s = auto_select(gpus, fit, [](int k) { return k == 1; });
     s.reason += " (TEI serves on one GPU)";
   } else {
     s = select_all(gpus, inv.host.logical_cores);
+    if (gpus.empty()) s.reason = "no GPU in the inventory" + virtual_devices_note(inv) + "; the deployment computes on the host's CPUs (" +
+                                 std::to_string(inv.host.logical_cores) + " threads)";
   }
-  check_gpu_count(req, config, static_cast<int>(s.gpus.size()));
+  check_gpu_count(req, heads, kv_heads, static_cast<int>(s.gpus.size()));
   return s;
-}
-
-// vLLM's fraction of each GPU's total memory: the plan's bytes with the margins, at least vLLM's
-// default 0.90, at most 0.95 and at most what is free on the fullest GPU (vLLM refuses to start
-// when less is free than the fraction asks).
-double vllm_utilization(std::int64_t per_gpu, const std::vector<SelectedGpu>& gpus) {
-  std::uint64_t smallest_total = gpus.front().memory_total_bytes;
-  double free_fraction = 1.0;
-  const SelectedGpu* fullest = &gpus.front();
-  for (const SelectedGpu& g : gpus) {
-    smallest_total = std::min(smallest_total, g.memory_total_bytes);
-    if (g.memory_total_bytes > 0) {
-      const double f = static_cast<double>(g.memory_free_bytes) / static_cast<double>(g.memory_total_bytes);
-      if (f < free_fraction) {
-        free_fraction = f;
-        fullest = &g;
-      }
-    }
-  }
-  if (smallest_total == 0) return kVllmDefaultUtilization;
-  const double need = (static_cast<double>(per_gpu) * kVllmMargin + static_cast<double>(kVllmFixedMargin)) /
-                      static_cast<double>(smallest_total);
-  const double usable = std::min(kVllmMaxUtilization, std::floor(free_fraction * 100.0) / 100.0);
-  const double u = std::min(std::max(kVllmDefaultUtilization, std::ceil(need * 100.0) / 100.0), usable);
-  if (u < need) {
-    char buf[256];
-    if (usable < kVllmMaxUtilization) {
-      std::snprintf(buf, sizeof buf, "--gpu-memory-utilization: vLLM needs %.2f of each GPU (the plan's %s with its margins), but GPU %d has only %s of its %s free",
-                    std::ceil(need * 100.0) / 100.0, gib_text(static_cast<std::uint64_t>(per_gpu)).c_str(), fullest->index,
-                    gib_text(fullest->memory_free_bytes).c_str(), gib_text(fullest->memory_total_bytes).c_str());
-    } else {
-      std::snprintf(buf, sizeof buf, "--gpu-memory-utilization: vLLM needs %.2f of the smallest GPU (the plan's %s with its margins), above the 0.95 plexus allows",
-                    std::ceil(need * 100.0) / 100.0, gib_text(static_cast<std::uint64_t>(per_gpu)).c_str());
-    }
-    throw InputError(std::string(buf) + ": select other or more GPUs (--devices, --auto-select) or lower --context / --max-sequences");
-  }
-  return u;
 }
 
 std::int64_t shm_bytes(int gpus, std::uint64_t host_total) {
   std::int64_t shm = gpus > 1 ? kShmPerGpu * gpus : kShmSingle;
   if (host_total > 0) shm = std::min<std::int64_t>(shm, static_cast<std::int64_t>(host_total / 2));
   return shm;
+}
+
+namespace {
+
+// plexus serve / batch: the plan plexus's own loader and planner make (the container re-plans the
+// same way on the GPUs it sees).
+void plan_for_plexus(const DeployRequest& req, const Inventory& inv, const std::vector<SelectedGpu>& gpus, DeployPlan& out) {
+  PlanNumbers& p = out.numbers;
+  const int host_cores = std::max(1, inv.host.logical_cores);
+  if (req.plan.strategy == "fastest") {
+    throw InputError("--strategy fastest ranks plans on this host's measured speed; deploy plans for the target: give " +
+                     std::string(kStrategyChoices));
+  }
+  std::optional<ModuleTree> loaded;
+  try {
+    loaded.emplace(load_module_tree(req.model, quantize_type(req.plan)));
+  } catch (const InputError& e) {
+    // plexus serve runs what plexus loads; the other engines are sized without its loader.
+    const std::string m = e.what();
+    if (m.find("unknown architecture") == std::string::npos) throw;
+    throw InputError(m + ". --api-type plexus deploys what plexus serve runs; vLLM or TGI serve more architectures, and "
+                     "deploy sizes theirs from config.json and the safetensors headers: --api-type vllm or tgi");
+  }
+  const ModuleTree& full = *loaded;
+  const ModelConfig& config = full.config();
+  Planner planner{req, inv, nullptr, make_world_config(req.plan.tensor_parallel, req.plan.pipeline_parallel, 1), {}};
+  std::optional<ModuleTree> sharded;  // one rank's shard under --tp (InputError when --tp cannot split the heads)
+  if (planner.world.tp > 1) sharded.emplace(shard_module_tree(full, TensorSplit{0, planner.world.tp}));
+  planner.tree = sharded ? &*sharded : &full;
+  PlanRequest& r = planner.base;
+  r.strategy = parse_strategy_or_throw(req.plan.strategy);
+  if (req.plan.dtype) {
+    r.dtype = parse_weight_dtype_or_throw(*req.plan.dtype, "--dtype");
+  } else if (config.torch_dtype) {
+    parse_weight_dtype(dtype_torch_name(*config.torch_dtype), &r.dtype);
+  }
+  r.budgets_from_user = false;  // the devices' free memory, as `plexus serve` plans in the container
+  r.allow_disk = false;
+  r.runtime.context = req.plan.context;
+  r.runtime.batch = req.max_sequences;
+  r.runtime.prefill_chunk = req.plan.batch_tokens;
+  r.runtime.threads = host_cores;
+  if (req.max_sequences > req.plan.batch_tokens) {
+    throw InputError("--max-sequences " + std::to_string(req.max_sequences) + " is above the " + std::to_string(req.plan.batch_tokens) +
+                     " tokens of a forward pass: lower --max-sequences");
+  }
+  const FitCheck fit = [&](const std::vector<SelectedGpu>& pick) { return planner.fit(pick); };
+  out.devices = select_devices(req, gpus, inv, config.num_heads, config.num_kv_heads, fit);
+  Plan plan;
+  try {
+    plan = planner.plan_on(out.devices.gpus);
+  } catch (const InputError& e) {
+    const std::string where = out.devices.gpus.empty() ? "the host's " + gib_text(inv.host.memory_available_bytes) +
+                                                             " of available memory"
+                                                       : std::string(out.devices.gpus.size() == 1 ? "GPU " : "GPUs ") +
+                                                             gpu_list(out.devices.gpus) + " (" + free_list(out.devices.gpus) + ")";
+    throw InputError("the plan does not fit " + where + ": " + in_deploy_terms(e.what(), !out.devices.gpus.empty()));
+  }
+  const int k = static_cast<int>(out.devices.gpus.size());
+  p.context = plan.runtime.context;  // clamped to max_position_embeddings
+  p.gpu_bytes_needed = k ? Planner::per_gpu_bytes(plan) : 0;
+  std::int64_t host_held = 0;
+  for (const DeviceReport& d : plan.devices) {
+    if (d.device.kind() == TargetKind::kCpu) host_held += d.total_bytes;
+  }
+  p.host_memory_bytes = host_held + kProcessBytes + kProcessBytesPerGpu * k;
+  p.tensor_parallel = planner.world.tp;
+  p.pipeline_parallel = planner.world.pp;
+  p.weights_bytes = plan.model_bytes;
+  // The flags that make `plexus serve` / `plexus batch` run this plan in the container.
+  if (req.plan.strategy != "stages") p.plexus_plan_args.insert(p.plexus_plan_args.end(), {"--strategy", req.plan.strategy});
+  if (req.plan.dtype) p.plexus_plan_args.insert(p.plexus_plan_args.end(), {"--dtype", *req.plan.dtype});
+  if (req.plan.quantize) p.plexus_plan_args.insert(p.plexus_plan_args.end(), {"--quantize", *req.plan.quantize});
+  if (planner.world.tp > 1) p.plexus_plan_args.insert(p.plexus_plan_args.end(), {"--tp", std::to_string(planner.world.tp)});
+  if (planner.world.pp > 1) p.plexus_plan_args.insert(p.plexus_plan_args.end(), {"--pp", std::to_string(planner.world.pp)});
+  p.plexus_plan_args.insert(p.plexus_plan_args.end(), {"--context", std::to_string(p.context)});
+
+  std::string layers;
+  for (const DeviceReport& d : plan.devices) {
+    if (d.layers.empty()) continue;
+    if (!layers.empty()) layers += " | ";
+    layers += d.device.to_string() + ": " + layer_ranges(d.layers);
+  }
+  const std::string shape = planner.world.tp * planner.world.pp > 1
+                                ? "plexus tp " + std::to_string(planner.world.tp) + " × pp " + std::to_string(planner.world.pp) + ", "
+                                : "";
+  p.summary = shape + std::string(strategy_name(plan.strategy)) + " over " +
+              (k ? std::string(k == 1 ? "GPU " : "GPUs ") + gpu_list(out.devices.gpus) : std::string("the CPU")) + " (" +
+              std::to_string(config.num_layers) + " layers, " + layers + "), " + std::string(weight_dtype_name(plan.dtype)) +
+              ", context " + std::to_string(p.context) + ", " + std::to_string(req.max_sequences) + " sequences, " +
+              (k ? format_bytes(static_cast<std::uint64_t>(p.gpu_bytes_needed)) + " on the fullest GPU"
+                 : format_bytes(static_cast<std::uint64_t>(host_held)) + " of host memory");
 }
 
 }  // namespace
@@ -201,14 +294,6 @@ int cpus_for(int host_cores, int selected_gpus, int inventory_gpus) {
   const int share = selected_gpus > 0 && inventory_gpus > 0 ? cores * selected_gpus / inventory_gpus : cores;
   const int reserve = std::max(1, cores / 16);
   return std::max(1, std::min(share, cores - reserve));
-}
-
-int vllm_tensor_parallel(int gpus, std::int64_t heads, std::int64_t kv_heads) {
-  for (int d = gpus; d > 1; --d) {
-    if (gpus % d != 0 || heads % d != 0) continue;
-    if (kv_heads % d == 0 || d % kv_heads == 0) return d;
-  }
-  return 1;
 }
 
 DeployPlan plan_deployment(const DeployRequest& req, const Inventory& inv) {
@@ -241,140 +326,12 @@ DeployPlan plan_deployment(const DeployRequest& req, const Inventory& inv) {
   PlanNumbers& p = out.numbers;
   p.model_bytes = model_disk_bytes(req.model);
   p.max_sequences = req.max_sequences;
-
-  if (req.api_type == ApiType::kTei) {
-    // TEI: no plexus plan (plexus does not load encoders); the weights as the checkpoint holds
-    // them plus TEI's batch buffers must fit one GPU.
-    const Json config = read_json_file(req.model + "/config.json");
-    const std::int64_t need = p.model_bytes + kTeiBatchBytes;
-    const FitCheck fit = [&](const std::vector<SelectedGpu>& pick) {
-      FitResult f;
-      f.fits = static_cast<std::int64_t>(pick.front().memory_free_bytes) >= need;
-      f.per_gpu_bytes = need;
-      if (!f.fits) f.why = "the model needs " + gib_text(static_cast<std::uint64_t>(need)) + " (checkpoint + TEI's batch buffers), GPU " +
-                           std::to_string(pick.front().index) + " has " + gib_text(pick.front().memory_free_bytes) + " free";
-      return f;
-    };
-    out.devices = select(req, gpus, inv, nullptr, fit);
-    if (!out.devices.gpus.empty() && !fit(out.devices.gpus).fits) {
-      throw InputError("the plan does not fit GPU " + gpu_list(out.devices.gpus) + ": " + fit(out.devices.gpus).why);
-    }
-    p.context = std::min<std::int64_t>(req.plan.context, json_int_or(config, "max_position_embeddings", 512, req.model + "/config.json"));
-    p.gpu_bytes_needed = out.devices.gpus.empty() ? 0 : need;
-    const int k = static_cast<int>(out.devices.gpus.size());
-    p.host_memory_bytes = kProcessBytes + kProcessBytesPerGpu * k + (k == 0 ? p.model_bytes : 0);
-    p.shm_bytes = shm_bytes(k, inv.host.memory_total_bytes);
-    p.summary = std::string("TEI on ") + (k ? "GPU " + gpu_list(out.devices.gpus) : std::string("the CPU")) + ": " + arch + ", " +
-                format_bytes(static_cast<std::uint64_t>(p.model_bytes)) + " of weights, up to " + std::to_string(p.context) + " tokens";
+  if (req.api_type == ApiType::kPlexus) {
+    plan_for_plexus(req, inv, gpus, out);
   } else {
-    if (req.plan.strategy == "fastest") {
-      throw InputError("--strategy fastest ranks plans on this host's measured speed; deploy plans for the target: give " +
-                       std::string(kStrategyChoices));
-    }
-    const ModuleTree full = load_module_tree(req.model, quantize_type(req.plan));
-    const ModelConfig& config = full.config();
-    Planner planner{req, inv, nullptr, make_world_config(req.plan.tensor_parallel, req.plan.pipeline_parallel, 1), {}};
-    if (req.api_type != ApiType::kPlexus && planner.world.tp * planner.world.pp > 1) {
-      throw InputError("--tp / --pp choose plexus's own parallel shape; for --api-type " + std::string(api_type_name(req.api_type)) +
-                       " deploy derives the engine's from the selected GPUs: leave them out");
-    }
-    std::optional<ModuleTree> sharded;  // one rank's shard under --tp (InputError when --tp cannot split the heads)
-    if (planner.world.tp > 1) sharded.emplace(shard_module_tree(full, TensorSplit{0, planner.world.tp}));
-    planner.tree = sharded ? &*sharded : &full;
-    PlanRequest& r = planner.base;
-    r.strategy = parse_strategy_or_throw(req.plan.strategy);
-    if (req.plan.dtype) {
-      r.dtype = parse_weight_dtype_or_throw(*req.plan.dtype, "--dtype");
-    } else if (config.torch_dtype) {
-      parse_weight_dtype(dtype_torch_name(*config.torch_dtype), &r.dtype);
-    }
-    r.budgets_from_user = false;  // the devices' free memory, as `plexus serve` plans in the container
-    r.allow_disk = false;
-    r.runtime.context = req.plan.context;
-    r.runtime.batch = req.max_sequences;
-    r.runtime.prefill_chunk = req.plan.batch_tokens;
-    r.runtime.threads = host_cores;
-    if (req.max_sequences > req.plan.batch_tokens) {
-      throw InputError("--max-sequences " + std::to_string(req.max_sequences) + " is above the " + std::to_string(req.plan.batch_tokens) +
-                       " tokens of a forward pass: lower --max-sequences");
-    }
-    const FitCheck fit = [&](const std::vector<SelectedGpu>& pick) { return planner.fit(pick); };
-    out.devices = select(req, gpus, inv, &config, fit);
-    Plan plan;
-    try {
-      plan = planner.plan_on(out.devices.gpus);
-    } catch (const InputError& e) {
-      const std::string where = out.devices.gpus.empty() ? "the host's " + gib_text(inv.host.memory_available_bytes) +
-                                                               " of available memory"
-                                                         : std::string(out.devices.gpus.size() == 1 ? "GPU " : "GPUs ") +
-                                                               gpu_list(out.devices.gpus) + " (" + free_list(out.devices.gpus) + ")";
-      throw InputError("the plan does not fit " + where + ": " + in_deploy_terms(e.what()));
-    }
-    const int k = static_cast<int>(out.devices.gpus.size());
-    p.context = plan.runtime.context;  // clamped to max_position_embeddings
-    p.gpu_bytes_needed = k ? Planner::per_gpu_bytes(plan) : 0;
-    std::int64_t host_held = 0;
-    for (const DeviceReport& d : plan.devices) {
-      if (d.device.kind() == TargetKind::kCpu) host_held += d.total_bytes;
-    }
-    p.host_memory_bytes = host_held + kProcessBytes + kProcessBytesPerGpu * k;
-    p.shm_bytes = shm_bytes(k, inv.host.memory_total_bytes);
-    const int per_node = req.gpus_per_node.value_or(k);
-    switch (req.api_type) {
-      case ApiType::kPlexus:
-        p.tensor_parallel = planner.world.tp;
-        p.pipeline_parallel = planner.world.pp;
-        break;
-      case ApiType::kVllm:
-        if (k > 0) {
-          // Within a node a tensor-parallel group; across nodes (slurm) and for what does not
-          // divide the heads, pipeline stages (vLLM's docs: TP = GPUs per node, PP = nodes).
-          const int node_gpus = req.nodes > 1 ? per_node : k;
-          p.tensor_parallel = vllm_tensor_parallel(node_gpus, config.num_heads, config.num_kv_heads);
-          p.pipeline_parallel = node_gpus / p.tensor_parallel * req.nodes;
-          p.gpu_memory_utilization = vllm_utilization(p.gpu_bytes_needed, out.devices.gpus);
-        }
-        break;
-      case ApiType::kTgi:
-        p.tensor_parallel = std::max(1, k);
-        break;
-      case ApiType::kTei: break;
-    }
-    // The flags that make `plexus serve` / `plexus batch` run this plan in the container.
-    if (req.plan.strategy != "stages") p.plexus_plan_args.insert(p.plexus_plan_args.end(), {"--strategy", req.plan.strategy});
-    if (req.plan.dtype) p.plexus_plan_args.insert(p.plexus_plan_args.end(), {"--dtype", *req.plan.dtype});
-    if (req.plan.quantize) p.plexus_plan_args.insert(p.plexus_plan_args.end(), {"--quantize", *req.plan.quantize});
-    if (planner.world.tp > 1) p.plexus_plan_args.insert(p.plexus_plan_args.end(), {"--tp", std::to_string(planner.world.tp)});
-    if (planner.world.pp > 1) p.plexus_plan_args.insert(p.plexus_plan_args.end(), {"--pp", std::to_string(planner.world.pp)});
-    p.plexus_plan_args.insert(p.plexus_plan_args.end(), {"--context", std::to_string(p.context)});
-
-    std::string layers;
-    for (const DeviceReport& d : plan.devices) {
-      if (d.layers.empty()) continue;
-      if (!layers.empty()) layers += " | ";
-      layers += d.device.to_string() + ": " + layer_ranges(d.layers);
-    }
-    std::string shape;
-    switch (req.api_type) {
-      case ApiType::kPlexus:
-        shape = planner.world.tp * planner.world.pp > 1 ? "plexus tp " + std::to_string(planner.world.tp) + " × pp " +
-                                                             std::to_string(planner.world.pp) + ", "
-                                                       : "";
-        break;
-      case ApiType::kVllm:
-        shape = "vLLM tensor-parallel " + std::to_string(p.tensor_parallel) + " × pipeline-parallel " + std::to_string(p.pipeline_parallel) +
-                ", memory sized by plexus's ";
-        break;
-      case ApiType::kTgi: shape = "TGI " + std::to_string(p.tensor_parallel) + " shard(s), memory sized by plexus's "; break;
-      case ApiType::kTei: break;
-    }
-    p.summary = shape + std::string(strategy_name(plan.strategy)) + " over " +
-                (k ? std::string(k == 1 ? "GPU " : "GPUs ") + gpu_list(out.devices.gpus) : std::string("the CPU")) + " (" +
-                std::to_string(config.num_layers) + " layers, " + layers + "), " + std::string(weight_dtype_name(plan.dtype)) +
-                ", context " + std::to_string(p.context) + ", " + std::to_string(req.max_sequences) + " sequences, " +
-                (k ? format_bytes(static_cast<std::uint64_t>(p.gpu_bytes_needed)) + " on the fullest GPU"
-                   : format_bytes(static_cast<std::uint64_t>(host_held)) + " of host memory");
+    plan_for_engine(req, inv, gpus, out);
   }
+  p.shm_bytes = shm_bytes(static_cast<int>(out.devices.gpus.size()), inv.host.memory_total_bytes);
 
   const int k = static_cast<int>(out.devices.gpus.size());
   out.cpus = cpus_for(host_cores, k, static_cast<int>(gpus.size()));
@@ -403,6 +360,14 @@ DeployPlan plan_deployment(const DeployRequest& req, const Inventory& inv) {
     out.cpus = std::max(1, cpus_for(host_cores, out.gpus_per_node, static_cast<int>(gpus.size())) / (replicas + 1));
   }
   out.cuda_architectures = cuda_architectures(out.devices.gpus);
+  if (req.gpu_type && req.target != Target::kSlurm) {
+    throw InputError("--gpu-type names the GPU type of Slurm's --gres request: only --target slurm takes it");
+  }
+  if (req.target == Target::kSlurm) {
+    const SlurmGpuType t = slurm_gpu_type(out.devices.gpus, req.gpu_type);
+    out.gpu_type = t.type;
+    out.gpu_type_reason = t.reason;
+  }
   return out;
 }
 

@@ -9,6 +9,7 @@
 
 #include "backend/device_info.h"
 #include "deploy/deploy_spec.h"
+#include "deploy/device_selection.h"
 #include "exec/model_run.h"
 
 namespace plexus::deploy {
@@ -25,6 +26,8 @@ struct DeployRequest {
   int max_sequences = 8;
   int nodes = 1;
   std::optional<int> gpus_per_node;  // --gpus-per-node
+  std::string inventory_file;        // --inventory FILE; empty: the devices were detected on this machine
+  std::optional<std::string> gpu_type;  // --gpu-type (slurm's GPU type; "none": no type)
 };
 
 struct DeployPlan {
@@ -34,6 +37,10 @@ struct DeployPlan {
   int cpus = 1;
   bool embedding_model = false;
   std::vector<std::string> cuda_architectures;
+  // vLLM, TGI, TEI: what the sizing read from config.json and the safetensors headers, with the keys.
+  std::string sizing;
+  std::string gpu_type;         // slurm: the --gres GPU type ("" for none)
+  std::string gpu_type_reason;  // slurm: where it came from, or why there is none
 };
 
 // The margins of the numbers (documented in docs/deploy.md).
@@ -52,6 +59,15 @@ inline constexpr std::int64_t kTeiBatchBytes = kGiB;           // TEI's batch bu
 // that do not exist, a plan that does not fit, an engine that cannot split the model that way,
 // an embedding model for plexus / a causal LM for TEI, --nodes / --gpus-per-node out of place.
 DeployPlan plan_deployment(const DeployRequest& request, const Inventory& inventory);
+
+// Shared by plexus's plan (deploy_plan.cpp) and the other engines' sizing (engine_plan.cpp): the
+// GPUs --devices names, --auto-select picks (by `fit`, among the counts the engine takes for a model
+// of `heads` / `kv_heads`), or all; none: a CPU deployment. InputError for --devices on an inventory
+// without GPUs, saying what to add.
+DeviceSelection select_devices(const DeployRequest& request, const std::vector<SelectedGpu>& gpus, const Inventory& inventory,
+                               std::int64_t heads, std::int64_t kv_heads, const FitCheck& fit);
+// /dev/shm: 2 GiB for one device, 8 GiB per GPU with several, at most half the host's memory.
+std::int64_t shm_bytes(int gpus, std::uint64_t host_total);
 
 // CPU cores for the server (per task under slurm): the selected GPUs' share of the host's
 // logical cores (all of them for a CPU deployment), leaving cores/16 (at least 1) to the system

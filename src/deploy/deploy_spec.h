@@ -50,6 +50,7 @@ struct PlanNumbers {
   double gpu_memory_utilization = 0.9;    // vllm: fraction of each GPU for weights + KV cache
   std::int64_t gpu_bytes_needed = 0;      // the most any one GPU holds under the plan (weights + run buffers)
   std::int64_t host_memory_bytes = 0;     // host memory the run needs (offloaded weights + process): k8s requests
+  std::int64_t weights_bytes = 0;         // the weights one replica loads (staged through host memory): slurm --mem
   std::int64_t model_bytes = 0;           // checkpoint bytes on disk: volume sizes
   std::int64_t shm_bytes = 0;             // /dev/shm: docker --shm-size, k8s memory emptyDir
   // Plan flags `plexus serve` / `plexus batch` take to run this plan (--dtype, --tp, --context, ...).
@@ -74,6 +75,7 @@ struct DeploySpec {
   int cpus = 1;                // CPU cores for the server (per task under slurm)
   bool embedding_model = false;              // the config names an embedding architecture (TEI serves these)
   std::vector<std::string> cuda_architectures;  // "90", from the selected GPUs' compute capabilities
+  std::string gpu_type;        // slurm: the GPU type of --gres=gpu:TYPE:N ("": none, --gres=gpu:N)
   PlanNumbers plan;
 };
 

@@ -2,13 +2,13 @@
 #include "deploy/device_selection.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cstdio>
 #include <set>
 
 #include "core/error.h"
 #include "core/units.h"
 #include "deploy/escape.h"
+#include "deploy/gpu_models.h"
 
 namespace plexus::deploy {
 
@@ -28,11 +28,6 @@ std::string existing_gpus(const std::vector<SelectedGpu>& gpus) {
     out += std::to_string(g.index) + " (" + one_line(g.name) + ", " + gib_text(g.memory_free_bytes) + " free)";
   }
   return out;
-}
-
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
 }
 
 }  // namespace
@@ -151,24 +146,7 @@ std::string cuda_architecture(const SelectedGpu& gpu) {
     }
     return arch;
   }
-  // Compute capabilities from NVIDIA's CUDA GPUs table (developer.nvidia.com/cuda-gpus); the
-  // longer names first so "a100" does not take "a10".
-  static const std::vector<std::pair<const char*, const char*>> kByName = {
-      {"gh200", "90"},    {"h200", "90"},     {"h100", "90"},     {"h800", "90"},     {"b200", "100"},
-      {"gb200", "100"},   {"a100", "80"},     {"a800", "80"},     {"a30", "80"},      {"a40", "86"},
-      {"a10", "86"},      {"l40s", "89"},     {"l40", "89"},      {"l4", "89"},       {"rtx 4090", "89"},
-      {"rtx 6000 ada", "89"}, {"rtx 3090", "86"}, {"rtx a6000", "86"}, {"v100", "70"}, {"t4", "75"}};
-  const std::string name = lower(gpu.name);
-  for (const auto& [key, arch] : kByName) {
-    const std::string k(key);
-    // A whole word of the name ("nvidia l4", not the "l4" of "l40s").
-    for (std::size_t at = name.find(k); at != std::string::npos; at = name.find(k, at + 1)) {
-      const bool start = at == 0 || !std::isalnum(static_cast<unsigned char>(name[at - 1]));
-      const std::size_t end = at + k.size();
-      const bool stop = end == name.size() || !std::isalnum(static_cast<unsigned char>(name[end]));
-      if (start && stop) return arch;
-    }
-  }
+  if (const GpuModel* m = gpu_model_of(gpu.name)) return m->cuda_arch;
   throw InputError("--inventory: GPU " + std::to_string(gpu.index) + " (" + one_line(gpu.name) +
                    ") has no compute_capability and plexus does not know its CUDA architecture: give an inventory from "
                    "the target host (`plexus detect --json > inventory.json` there, with the NVIDIA driver loaded)");

@@ -36,7 +36,9 @@ bool is_embedding_architecture(const std::string& a) {
   if (a.empty()) return false;
   if (ends_with(a, "ForSequenceClassification")) return true;
   // "BertModel", "XLMRobertaModel", "NomicBertModel", "MistralModel" (e5-mistral), "Qwen2Model"
-  // (gte-Qwen2): the base model, no head that generates.
+  // (gte-Qwen2): the base model, no head that generates. "GPT2LMHeadModel", "OpenAIGPTLMHeadModel",
+  // "GPT2DoubleHeadsModel" end in "Model" too, but carry a language-model head.
+  if (a.find("LMHead") != std::string::npos || a.find("HeadsModel") != std::string::npos) return false;
   return ends_with(a, "Model") && a.find("For") == std::string::npos;
 }
 

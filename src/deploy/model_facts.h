@@ -17,7 +17,7 @@ std::string model_architecture(const std::string& model);
 
 // An encoder / embedding architecture TEI serves: a base model without an LM head (BertModel,
 // XLMRobertaModel, NomicBertModel, MistralModel, ... any "...Model") or a classifier
-// ("...ForSequenceClassification", rerankers).
+// ("...ForSequenceClassification", rerankers); not a "...LMHeadModel" (GPT-2), which generates.
 bool is_embedding_architecture(const std::string& architecture);
 
 // Bytes of the model on disk: every regular file under the directory (or the .gguf file).

@@ -4,8 +4,11 @@
 #include "deploy/slurm.h"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
+#include "core/units.h"
+#include "deploy/deploy_plan.h"
 #include "deploy/engine_command.h"
 #include "deploy/escape.h"
 
@@ -42,6 +45,22 @@ std::string model_check(const std::string& model) {
          "fi\n";
 }
 
+// The resource lines: --gres=gpu[:TYPE]:N (none on CPUs), --mem, with comments saying both.
+std::string resource_lines(const DeploySpec& spec, int gpus_per_node, int replicas, bool coordinator) {
+  auto bytes = [](std::int64_t b) { return format_bytes(static_cast<std::uint64_t>(b)); };
+  std::string s = "# --mem: " + std::to_string(replicas) + (replicas == 1 ? " copy" : " copies") + " of the plan × (" +
+                  bytes(spec.plan.host_memory_bytes) + " of host memory" +
+                  (spec.devices.gpus.empty() ? "" : " + " + bytes(spec.plan.weights_bytes) + " of weights staged while loading") + ")" +
+                  (coordinator ? " + rank 0's " + bytes(kProcessBytes) : "") + ", +10 % (docs/deploy.md#slurm)\n";
+  if (gpus_per_node > 0) {
+    s += "# --gres: " + (spec.gpu_type.empty() ? std::string("no GPU type") : "GPU type " + one_line(spec.gpu_type)) +
+         " (your cluster's types: sinfo -o \"%N %G\"; plexus deploy --gpu-type TYPE or none changes it)\n";
+    s += "#SBATCH --gres=gpu:" + (spec.gpu_type.empty() ? "" : spec.gpu_type + ":") + std::to_string(gpus_per_node) + "\n";
+  }
+  s += "#SBATCH --mem=" + std::to_string(slurm_memory_gib(spec, replicas, coordinator)) + "G\n";
+  return s;
+}
+
 std::string batch_script(const DeploySpec& spec) {
   const int replicas = replicas_per_node(spec);
   const int nodes = std::max(1, spec.nodes);
@@ -76,11 +95,9 @@ std::string batch_script(const DeploySpec& spec) {
   // first node, the other nodes run R workers each.
   s += "#SBATCH --ntasks=" + std::to_string(nodes * replicas + 1) + "\n";
   s += "#SBATCH --ntasks-per-node=" + std::to_string(replicas + 1) + "\n";
-  if (gpus) {
-    const int per_node = spec.gpus_per_node > 0 ? spec.gpus_per_node : static_cast<int>(spec.devices.gpus.size());
-    s += "#SBATCH --gpus-per-node=" + std::to_string(per_node) + "\n";
-  }
   s += "#SBATCH --cpus-per-task=" + std::to_string(cpus) + "\n";
+  s += resource_lines(spec, gpus ? (spec.gpus_per_node > 0 ? spec.gpus_per_node : static_cast<int>(spec.devices.gpus.size())) : 0,
+                      replicas, true);
   s += "#SBATCH --output=" + app + "-batch-%j.out\n";
   s += "#SBATCH --error=" + app + "-batch-%j.err\n";
   s += "#SBATCH --open-mode=append\n";
@@ -164,8 +181,8 @@ std::string serve_script(const DeploySpec& spec) {
   s += "#SBATCH --job-name=" + app + "-serve\n";
   s += "#SBATCH --nodes=1\n";
   s += "#SBATCH --ntasks=1\n";
-  if (gpus > 0) s += "#SBATCH --gpus-per-node=" + std::to_string(gpus) + "\n";
   s += "#SBATCH --cpus-per-task=" + std::to_string(cpus) + "\n";
+  s += resource_lines(spec, gpus, 1, false);
   s += "#SBATCH --output=" + app + "-serve-%j.out\n";
   s += "#SBATCH --open-mode=append\n";
   s += "set -euo pipefail\n";
@@ -182,6 +199,13 @@ std::string serve_script(const DeploySpec& spec) {
 }
 
 }  // namespace
+
+std::int64_t slurm_memory_gib(const DeploySpec& spec, int replicas, bool coordinator) {
+  const std::int64_t per_copy = spec.plan.host_memory_bytes + (spec.devices.gpus.empty() ? 0 : spec.plan.weights_bytes);
+  const double bytes = (static_cast<double>(per_copy) * std::max(1, replicas) + (coordinator ? static_cast<double>(kProcessBytes) : 0.0)) *
+                       kSlurmMemoryHeadroom;
+  return std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(bytes / static_cast<double>(kGiB))));
+}
 
 std::vector<GeneratedFile> slurm_files(const DeploySpec& spec) {
   std::vector<GeneratedFile> files;

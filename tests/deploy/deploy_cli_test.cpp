@@ -97,7 +97,7 @@ TEST_F(DeployCliBadInput, FlagsOfThisMachineAndServesBatch) {
 TEST_F(DeployCliBadInput, EngineAndModelMismatch) {
   expect_refused(model() + " --target docker --api-type tei" + inv(), "--api-type tei serves embedding models");
   expect_refused(model("bert-config") + " --target docker" + inv(), "use --api-type tei");
-  expect_refused(model() + " --target docker --api-type tgi --devices 0,1,2" + inv(), "--num-shard 3");
+  expect_refused(model("llama-8b-hub") + " --target docker --api-type tgi --devices 0,1,2" + inv(), "--num-shard 3");
 }
 
 TEST_F(DeployCliBadInput, InventoryAndModelProblems) {

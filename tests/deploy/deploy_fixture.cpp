@@ -24,6 +24,7 @@ DeploySpec example_spec(Target target, ApiType api_type) {
   s.gpus_per_node = 2;
   s.cpus = 16;
   s.cuda_architectures = {"90"};
+  s.gpu_type = "h100";
   PlanNumbers& p = s.plan;
   p.summary = "stages over GPUs 0,1: 22 layers as 11 + 11, bfloat16, context 4096, 8 sequences";
   // plexus runs its own plan (stages over both GPUs); vLLM and TGI shard every layer over both.
@@ -34,6 +35,7 @@ DeploySpec example_spec(Target target, ApiType api_type) {
   p.gpu_memory_utilization = 0.9;
   p.gpu_bytes_needed = 3 * kGiB;
   p.host_memory_bytes = 4 * kGiB;
+  p.weights_bytes = 2 * kGiB;
   p.model_bytes = 2 * kGiB + kGiB / 2;
   p.shm_bytes = 16 * kGiB;
   p.plexus_plan_args = {"--dtype", "bfloat16", "--context", "4096"};
@@ -46,6 +48,7 @@ DeploySpec example_cpu_spec(Target target) {
   s.devices.reason = "no GPU: computes on the host's CPUs";
   s.gpus_per_node = 0;
   s.cuda_architectures.clear();
+  s.gpu_type.clear();
   s.plan.summary = "one CPU device: 22 layers, bfloat16, context 4096, 8 sequences";
   s.plan.tensor_parallel = 1;
   s.plan.gpu_bytes_needed = 0;

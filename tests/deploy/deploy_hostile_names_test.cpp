@@ -110,7 +110,10 @@ class HostileNames : public ::testing::Test {
     const fs::path parent = dir_ / ("m" + std::to_string(++models_));
     fs::create_directories(parent);
     model_ = (parent / name).string();
-    fs::create_directory_symlink(kData + "/llama-8b-config", model_);
+    // plexus plans from config.json alone; the other engines are sized from the weights' headers
+    // (here the index's metadata.total_size).
+    const bool other_engine = extra.find("--api-type") != std::string::npos && extra.find("--api-type plexus") == std::string::npos;
+    fs::create_directory_symlink(kData + (other_engine ? "/llama-8b-hub" : "/llama-8b-config"), model_);
     out_ = dir_ / ("out" + std::to_string(models_));
     return run_plexus("deploy " + shell_quote(model_) + " --target " + target + " --inventory " +
                       shell_quote(kData + "/h100x2.json") + " --out " + shell_quote(out_) + " " + extra);

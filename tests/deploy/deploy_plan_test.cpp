@@ -10,6 +10,7 @@
 #include "core/json.h"
 #include "deploy/deploy_plan.h"
 #include "deploy/device_selection.h"
+#include "deploy/gpu_models.h"
 #include "deploy/model_facts.h"
 
 namespace plexus::deploy {
@@ -171,6 +172,29 @@ TEST(DeviceSelection, AutoSelectTakesTheFewestWithTheMostFreeMemory) {
   EXPECT_NE(e.find("the model needs 200 GiB"), std::string::npos) << e;
 }
 
+// The GPU model table: a whole word of the name, the longer keys first.
+TEST(DeviceSelection, GpuModelsGiveSlurmTypes) {
+  auto type = [](const std::string& name) {
+    const GpuModel* m = gpu_model_of(name);
+    return m ? std::string(m->gres_type) : std::string("(none)");
+  };
+  EXPECT_EQ(type("NVIDIA A100-SXM4-80GB"), "a100");
+  EXPECT_EQ(type("NVIDIA A10"), "a10");
+  EXPECT_EQ(type("NVIDIA H100 80GB HBM3"), "h100");
+  EXPECT_EQ(type("NVIDIA GH200 480GB"), "gh200");
+  EXPECT_EQ(type("NVIDIA L40S"), "l40s");
+  EXPECT_EQ(type("NVIDIA L4"), "l4");
+  EXPECT_EQ(type("Tesla V100-SXM2-16GB"), "v100");
+  EXPECT_EQ(type("NVIDIA GeForce RTX 4090"), "rtx_4090");
+  EXPECT_EQ(type("NVIDIA Graphics Device"), "(none)");
+  const SlurmGpuType two = slurm_gpu_type({{0, "NVIDIA A100-SXM4-80GB", 0, 0, {}}, {1, "NVIDIA A100-SXM4-80GB", 0, 0, {}}}, {});
+  EXPECT_EQ(two.type, "a100");
+  const SlurmGpuType mixed = slurm_gpu_type({{0, "NVIDIA A100-SXM4-80GB", 0, 0, {}}, {1, "NVIDIA H100 80GB HBM3", 0, 0, {}}}, {});
+  EXPECT_EQ(mixed.type, "");
+  EXPECT_NE(mixed.reason.find("different models (a100, h100)"), std::string::npos) << mixed.reason;
+  EXPECT_EQ(slurm_gpu_type({{0, "NVIDIA A100", 0, 0, {}}}, std::string("none")).type, "");
+}
+
 TEST(DeviceSelection, CudaArchitectures) {
   auto arch = [](const std::string& name, std::optional<std::string> cc) { return cuda_architecture({0, name, 0, 0, cc}); };
   EXPECT_EQ(arch("anything", "9.0"), "90");
@@ -232,31 +256,41 @@ TEST(DeployPlan, ModelThatFitsNoSelectionIsAnInputError) {
   EXPECT_NE(error_of([&] { plan_deployment(r, inventory("l4x4.json")); }).find("--devices and --auto-select"), std::string::npos);
 }
 
+// vLLM and TGI are sized from config.json and the safetensors headers (here the index's
+// metadata.total_size: Llama 3.1 8B's 16060522496 bytes), not plexus's plan.
 TEST(DeployPlan, VllmNumbers) {
-  DeployRequest r = request("llama-8b-config", Target::kDocker, ApiType::kVllm);
+  DeployRequest r = request("llama-8b-hub", Target::kDocker, ApiType::kVllm);
   r.plan.context = 200000;  // above the model's 131072 positions: clamped
   r.max_sequences = 1;
   const DeployPlan p = plan_deployment(r, inventory("h100x2.json"));
   EXPECT_EQ(p.numbers.tensor_parallel, 2);
   EXPECT_EQ(p.numbers.pipeline_parallel, 1);
   EXPECT_EQ(p.numbers.context, 131072);
+  // Per GPU: half the weights; K and V of 32 layers × 4 of the 8 KV heads × 128 × 2 bytes for
+  // 131072 tokens; 256 tokens × (4 × 128256 + 32 × 4096) of activations.
+  EXPECT_EQ(p.numbers.gpu_bytes_needed, 16060522496LL / 2 + 2LL * 32 * 4 * 128 * 2 * 131072 + 256LL * (4 * 128256 + 32 * 4096));
+  EXPECT_EQ(p.numbers.weights_bytes, 16060522496LL);
   EXPECT_DOUBLE_EQ(p.numbers.gpu_memory_utilization, 0.90);  // vLLM's default suffices
   EXPECT_EQ(p.cuda_architectures, std::vector<std::string>{"90"});
+  EXPECT_NE(p.sizing.find("metadata.total_size of model.safetensors.index.json"), std::string::npos) << p.sizing;
+  EXPECT_NE(p.sizing.find("num_hidden_layers 32 × num_key_value_heads 8 × head_dim 128 (hidden_size 4096 / num_attention_heads 32)"),
+            std::string::npos)
+      << p.sizing;
   // Two nodes under slurm: TP within a node, PP across nodes.
   r.target = Target::kSlurm;
   r.nodes = 2;
   const DeployPlan s = plan_deployment(r, inventory("h100x2.json"));
   EXPECT_EQ(s.numbers.tensor_parallel, 2);
   EXPECT_EQ(s.numbers.pipeline_parallel, 2);
-  // A plan that needs more than 90 % of the GPU raises the fraction (capped by what is free).
-  DeployRequest big = request("llama-8b-config", Target::kDocker, ApiType::kVllm);
+  // Sizing that needs more than 90 % of the GPU raises the fraction (capped by what is free).
+  DeployRequest big = request("llama-8b-hub", Target::kDocker, ApiType::kVllm);
   big.plan.context = 125000;
-  big.max_sequences = 4;
+  big.max_sequences = 8;
   big.devices = std::vector<long long>{0, 1};
   const DeployPlan b = plan_deployment(big, inventory("h100x2.json"));
-  // ~68.6 GiB on a GPU of 80: (68.6 × 1.05 + 1) / 80 = 0.913, rounded up.
+  // 68.7 GiB on a GPU of 80: (68.7 × 1.05 + 1) / 80 = 0.914, rounded up.
   EXPECT_NEAR(b.numbers.gpu_memory_utilization, 0.92, 1e-9);
-  // Beyond 0.95 (or what is free) with the margins: refused, though the plan itself fits.
+  // Beyond 0.95 (or what is free) with the margins: refused.
   big.plan.context = 131072;
   const std::string e = error_of([&] { plan_deployment(big, inventory("h100x2.json")); });
   EXPECT_NE(e.find("vLLM needs 0.96 of the smallest GPU"), std::string::npos) << e;
@@ -271,7 +305,7 @@ TEST(DeployPlan, VllmTensorParallelDividesTheHeads) {
 }
 
 TEST(DeployPlan, TgiShardsMustDivideTheHeads) {
-  DeployRequest r = request("llama-8b-config", Target::kDocker, ApiType::kTgi);
+  DeployRequest r = request("llama-8b-hub", Target::kDocker, ApiType::kTgi);
   const DeployPlan p = plan_deployment(r, inventory("h100x2.json"));
   EXPECT_EQ(p.numbers.tensor_parallel, 2);
   r.devices = std::vector<long long>{0, 1, 3};
@@ -287,6 +321,7 @@ TEST(DeployPlan, TeiIsForEmbeddingModelsOnly) {
   ASSERT_EQ(p.devices.gpus.size(), 1u);
   EXPECT_EQ(p.devices.gpus[0].index, 1);  // the most free memory
   EXPECT_EQ(p.numbers.context, 512);      // max_position_embeddings
+  EXPECT_EQ(p.numbers.gpu_bytes_needed, 133440000 + kTeiBatchBytes);  // the index's total_size + TEI's buffers
   DeployRequest causal = request("llama-8b-config", Target::kDocker, ApiType::kTei);
   EXPECT_NE(error_of([&] { plan_deployment(causal, inventory("l4x4.json")); }).find("LlamaForCausalLM (a causal LM)"), std::string::npos);
   DeployRequest plexus = request("bert-config");

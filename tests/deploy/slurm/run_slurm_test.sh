@@ -84,6 +84,9 @@ print(*[s.getsockname()[1] for s in socks])')
 # even on a small machine (config_overrides: Slurm takes the config's numbers over the hardware's).
 cpus=$((2 * $(nproc)))
 [ "$cpus" -lt 4 ] && cpus=4
+# The node's memory as Slurm counts it (MB), a consumable resource (CR_Core_Memory), so the
+# scripts' --mem is checked against it and allocated as on a cluster.
+mem_mb=$(($(awk '/^MemTotal:/ {print $2}' /proc/meminfo) / 1024))
 cat >"$SLURM_CONF" <<EOF
 ClusterName=plexustest
 SlurmctldHost=$host
@@ -104,13 +107,13 @@ SlurmdParameters=config_overrides
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 SelectType=select/cons_tres
-SelectTypeParameters=CR_Core
+SelectTypeParameters=CR_Core_Memory
 MpiDefault=none
 ReturnToService=2
 SchedulerType=sched/backfill
 AccountingStorageType=accounting_storage/none
 JobCompType=jobcomp/none
-NodeName=$host CPUs=$cpus RealMemory=1024 State=UNKNOWN
+NodeName=$host CPUs=$cpus RealMemory=$mem_mb State=UNKNOWN
 PartitionName=plexustest Nodes=$host Default=YES MaxTime=INFINITE State=UP
 EOF
 
@@ -177,6 +180,9 @@ result_lines() { if [ -f "$1" ]; then grep -c '"id"' "$1" || true; else echo 0; 
 bash -n "$T/deploy/batch.sbatch" || fail "bash -n batch.sbatch"
 bash -n "$T/deploy/serve.sbatch" || fail "bash -n serve.sbatch"
 grep -q -- '--ntasks=2$' "$T/deploy/batch.sbatch" || fail "batch.sbatch does not ask for 2 tasks"
+for script in batch serve; do
+  grep -Eq -- '^#SBATCH --mem=[0-9]+G$' "$T/deploy/$script.sbatch" || fail "$script.sbatch asks for no --mem"
+done
 # The direct runs take the plan's flags from the script's plexus batch line.
 plan_flags=$(sed -n 's/.*--output "$output" \(.*\) "$@"$/\1/p' "$T/deploy/batch.sbatch")
 [ -n "$plan_flags" ] || fail "no plexus batch line in batch.sbatch"

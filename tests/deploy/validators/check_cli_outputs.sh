@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # What the `plexus deploy` CLI writes (not the fixture's specs): a model made by make-model,
 # deployed for every target and api type on the 2 x H100 inventory, on 2 of the 4 L4s by
-# --auto-select, and on a CPU-only host; every file then checked by the independent validators:
+# --auto-select, and on a CPU-only host; and architectures plexus does not load (OPT, GPT-2, T5 for
+# vLLM and TGI, BERT for TEI: tests/deploy/foreign_models.py) for every target; every file then
+# checked by the independent validators:
 # Kubernetes manifests against the OpenAPI schemas (validate_k8s.mjs), compose.yaml by
 # `docker-compose config`, Dockerfiles by dockerfile-utils' linter, run.sh and sbatch by `bash -n`.
 # usage: check_cli_outputs.sh PLEXUS VALIDATORS_DIR DATA_DIR TOKENIZER_DIR
@@ -17,15 +19,23 @@ trap 'rm -rf "$work"' EXIT
 export CUDA_VISIBLE_DEVICES=
 
 "$plexus" make-model "$work/tiny-llama" --preset tiny --tokenizer "$tokenizer" >/dev/null || { echo "FAIL: make-model"; exit 1; }
-deploy() {  # deploy NAME ARGS...: writes $work/out/NAME
-  local name="$1"
-  shift
-  "$plexus" deploy "$work/tiny-llama" --out "$work/out/$name" "$@" >/dev/null 2>"$work/err" || { cat "$work/err"; problem "plexus deploy $*"; }
+python3 "$(dirname "$0")/../foreign_models.py" "$work/foreign" >/dev/null || { echo "FAIL: foreign_models.py"; exit 1; }
+deploy_model() {  # deploy_model MODEL NAME ARGS...: writes $work/out/NAME
+  local model="$1" name="$2"
+  shift 2
+  "$plexus" deploy "$model" --out "$work/out/$name" "$@" >/dev/null 2>"$work/err" || { cat "$work/err"; problem "plexus deploy $model $*"; }
 }
+deploy() { deploy_model "$work/tiny-llama" "$@"; }
 for target in docker compose kubernetes slurm; do
   for api in plexus vllm tgi; do deploy "$target-$api" --target "$target" --api-type "$api" --inventory "$data/h100x2.json"; done
   deploy "$target-auto" --target "$target" --auto-select --inventory "$data/l4x4.json" --env HF_HUB_OFFLINE=1 --port 9000
   deploy "$target-cpu" --target "$target" --inventory "$data/cpu_only.json"
+  for model in opt gpt2 t5; do
+    for api in vllm tgi; do
+      deploy_model "$work/foreign/$model" "$target-$model-$api" --target "$target" --api-type "$api" --inventory "$data/h100x2.json"
+    done
+  done
+  deploy_model "$work/foreign/bert" "$target-bert-tei" --target "$target" --api-type tei --inventory "$data/l4x4.json"
 done
 
 k8s=("$work"/out/kubernetes-*)

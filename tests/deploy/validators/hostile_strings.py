@@ -37,6 +37,8 @@ import yaml
 PLEXUS, VALIDATORS, DATA = sys.argv[1], sys.argv[2], sys.argv[3]
 MODE = sys.argv[4]
 MODEL = os.path.join(DATA, "llama-8b-config")
+# The same model with its weights' index (metadata.total_size): vLLM is sized from the weights.
+HUB_MODEL = os.path.join(DATA, "llama-8b-hub")
 INVENTORY = os.path.join(DATA, "h100x2.json")
 TARGETS = ["docker", "compose", "kubernetes", "slurm"]
 K8S_KEYS = {"apiVersion", "kind", "metadata", "spec"}
@@ -333,7 +335,7 @@ def deploy_string(work, s, i):
         parent = os.path.join(case.encode(), name)
         os.makedirs(parent)
         path = os.path.join(parent, name)
-        os.symlink(MODEL.encode(), path)
+        os.symlink((MODEL if api == "plexus" else HUB_MODEL).encode(), path)
         out = os.path.join(case, "out")
         label = "%s/%s %s" % (target, api, show(s))
         r = plexus([path, "--target", target, "--api-type", api, "--inventory", inventory, "--out", out,
