@@ -156,11 +156,14 @@ std::string runner_ups_to_text(const FastestChoice& c, std::size_t max_lines) {
     std::string figures;
     std::vector<std::string> plans;
   };
+  // Alike anywhere in the ranking (figures that differ past what is printed may rank between
+  // them): each line at its best plan's rank.
   std::vector<Line> lines;
   for (std::size_t i = 1; i < c.ranked.size(); ++i) {
     const std::string f = figures(c.ranked[i].predicted);
-    if (lines.empty() || lines.back().figures != f) lines.push_back({i + 1, f, {}});
-    lines.back().plans.push_back(c.ranked[i].label);
+    auto same = std::find_if(lines.begin(), lines.end(), [&](const Line& l) { return l.figures == f; });
+    if (same == lines.end()) same = lines.insert(lines.end(), {i + 1, f, {}});
+    same->plans.push_back(c.ranked[i].label);
   }
   std::string out = "fastest by " + std::string(objective_name(c.objective)) + ": " + c.ranked.front().label + " (of " +
                     std::to_string(c.ranked.size()) + " distinct plans";
