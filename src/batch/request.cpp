@@ -77,9 +77,7 @@ BatchRequest parse_request_line(const std::string& text, const ParseContext& con
     if (!t.is_number() || t.get<double>() < 0 || t.get<double>() > kMaxTemperature) {
       throw InputError("\"temperature\" must be a number in [0, 100], got " + t.dump());
     }
-    // 0 means greedy, as in OpenAI-style APIs.
-    r.seq.sampling.greedy = t.get<double>() == 0;
-    if (!r.seq.sampling.greedy) r.seq.sampling.temperature = t.get<double>();
+    set_temperature(r.seq.sampling, t.get<double>());  // 0 (or below 1e-5) means greedy, as in OpenAI-style APIs
   }
   if (obj.contains("seed")) {
     r.seq.sampling.seed = static_cast<std::uint64_t>(integer_field(obj, "seed", 0, std::numeric_limits<std::int64_t>::max()));
