@@ -22,4 +22,11 @@ class ThreadPool;
 void adamw_update(const OptimizerOptions& o, std::int64_t step, float grad_coef, float* params, const float* grads,
                   float* exp_avg, float* exp_avg_sq, std::int64_t n, ThreadPool* pool = nullptr);
 
+// Whether adamw_update with the same arguments would leave every weight and both moments finite
+// (it writes nothing; the same arithmetic, so the same bits). A step whose update would not is
+// skipped like a step with a non-finite gradient (train/replica_trainer).
+bool adamw_update_stays_finite(const OptimizerOptions& o, std::int64_t step, float grad_coef, const float* params,
+                               const float* grads, const float* exp_avg, const float* exp_avg_sq, std::int64_t n,
+                               ThreadPool* pool = nullptr);
+
 }  // namespace plexus

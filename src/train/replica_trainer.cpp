@@ -169,10 +169,21 @@ struct ReplicaTrainer::Impl {
     t.reset();
     r.grad_norm = grad_norm(layout, grads.data(), pool);
     r.skipped = !std::isfinite(r.grad_norm);
+    const float coef = r.skipped ? 1.0f : static_cast<float>(clip_coefficient(r.grad_norm, opt.max_grad_norm));
+    const std::int64_t begin = state_begin();
+    if (!r.skipped) {
+      // An update that would make a weight or a moment non-finite (an overflow with finite
+      // gradients) skips the step too; under ZeRO-1 every rank checks its shard and all skip
+      // if one would.
+      double bad = adamw_update_stays_finite(opt, step + 1, coef, params.data() + begin, grads.data() + begin, exp_avg.data(),
+                                             exp_avg_sq.data(), state_count(), pool)
+                       ? 0.0
+                       : 1.0;
+      if (zero1 && ranks > 1) bad = sum_over_ranks(bad, waited);
+      r.skipped = bad > 0;
+    }
     if (!r.skipped) {
       ++step;
-      const float coef = static_cast<float>(clip_coefficient(r.grad_norm, opt.max_grad_norm));
-      const std::int64_t begin = state_begin();
       adamw_update(opt, step, coef, params.data() + begin, grads.data() + begin, exp_avg.data(), exp_avg_sq.data(),
                    state_count(), pool);
       compute += t.seconds();

@@ -69,6 +69,31 @@ TEST_F(TrainCli, BadInputExitsTwoNamingTheLineOrPathWithNothingWritten) {
   EXPECT_FALSE(fs::exists(other + "/checkpoints"));
 }
 
+// Issue 32 item 15: AdamW's hyper-parameters outside torch.optim.AdamW's ranges (and eps 0, or
+// one that is 0 in f32) exit 2 naming the flag and its value, before anything is written; they
+// used to run and write a model whose every weight was NaN.
+TEST_F(TrainCli, AdamWHyperParametersOutsideTheirRangesExitTwo) {
+  const std::string out = dir_ / "out";
+  for (const auto& [flags, mention] : std::vector<std::pair<std::string, std::string>>{
+           {"--beta1 1", "--beta1 must be at least 0 and less than 1"},
+           {"--beta2 1", "--beta2 must be at least 0 and less than 1"},
+           {"--beta1 1.5", "got 1.5"},
+           {"--beta2 -0.1", "--beta2"},
+           {"--beta1 nan", "--beta1"},
+           {"--eps 0", "--eps must be more than 0"},
+           {"--eps -1e-8", "--eps"},
+           {"--eps 1e-50", "rounds to 0 in f32"},
+           {"--lr -0.001", "--lr must be between 0 and 1000"},
+           {"--lr inf", "--lr"},
+           {"--weight-decay -0.1", "--weight-decay"},
+           {"--max-grad-norm -1", "--max-grad-norm"}}) {
+    expect_bad(run_plexus(train_args(dir_, out, 2, 4, flags)), mention, out);
+  }
+  // The edges that are in range run.
+  const testing::ProcessResult ok = run_plexus(train_args(dir_, out, 1, 4, "--beta1 0 --beta2 0.9999999 --eps 1e-45 --lr 0"));
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+}
+
 TEST_F(TrainCli, OutputLoadsInGenerateAndPerplexityAndJsonHasTheKeys) {
   const std::string out = dir_ / "out";
   const testing::ProcessResult r = run_plexus(train_args(dir_, out, 3, 4, "--json --checkpoint-every 1"));
