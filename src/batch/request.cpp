@@ -59,9 +59,7 @@ BatchRequest parse_request_line(const std::string& text, const ParseContext& con
     if (!ids.is_array()) throw InputError("\"ids\" must be an array of token ids");
     for (const Json& v : ids) {
       if (!v.is_number_integer()) throw InputError("\"ids\" holds " + v.dump() + ", not a token id");
-      const std::int64_t id = v.get<std::int64_t>();
-      check_token_id(id, context.vocab_size);
-      r.seq.prompt.push_back(static_cast<std::int32_t>(id));
+      r.seq.prompt.push_back(json_token_id(v, context.vocab_size));
     }
   }
   if (r.seq.prompt.empty()) throw InputError("the prompt is empty");

@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "core/error.h"
+#include "core/mmap_file.h"
 #include "model/gguf_model.h"
 
 namespace plexus {
@@ -55,12 +56,12 @@ std::int64_t positive(const Json& j, const std::string& key, const std::string& 
 // A special token id of config.json: an integer inside the vocabulary.
 std::int64_t special_token_id(const Json& v, const std::string& field, std::int64_t vocab_size, const std::string& where) {
   if (!v.is_number_integer()) throw InputError(where + ": field '" + field + "' must be an integer token id, got " + v.dump());
-  const std::int64_t id = v.get<std::int64_t>();
-  if (id < 0 || id >= vocab_size) {
-    throw InputError(where + ": field '" + field + "' is " + std::to_string(id) + ", outside the vocabulary (vocab_size " +
+  const std::optional<std::int64_t> id = json_int64(v);
+  if (!id || *id < 0 || *id >= vocab_size) {
+    throw InputError(where + ": field '" + field + "' is " + v.dump() + ", outside the vocabulary (vocab_size " +
                      std::to_string(vocab_size) + ": ids 0.." + std::to_string(vocab_size - 1) + ")");
   }
-  return id;
+  return *id;
 }
 
 // "1e-06", "nan", "-inf": the value as a message shows it.
@@ -288,7 +289,12 @@ ModelConfig load_model_config(const std::string& path) {
       throw InputError("'" + path + "' is not a model directory: it has no config.json");
     }
   }
-  return parse_model_config(read_json_file(file), file);
+  const std::string text = read_text_file(file);
+  if (file == path) {  // a file named on the command line: say what it is not
+    require_json_object_text(text, file, "a config.json",
+                             "pass a model directory (config.json and *.safetensors), its config.json, or a .gguf file");
+  }
+  return parse_model_config(parse_json(text, file), file);
 }
 
 }  // namespace plexus

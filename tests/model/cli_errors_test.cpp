@@ -61,6 +61,11 @@ TEST(CliErrors, MissingAndMalformedModels) {
     std::ofstream(m + "/config.json", std::ios::app) << "garbage";
   }
   expect_bad_input("generate " + q + " --ids 1", "config.json");
+  // A model path that is a file of another kind (full of '[' bytes) says what it is not, not
+  // "JSON nested deeper than 256 levels" (issue 32 item 17).
+  std::ofstream(dir / "weights.bin", std::ios::binary) << std::string("\x7f" "ELF") + std::string(3000, '[');
+  expect_bad_input("generate " + shell_quote(dir / "weights.bin") + " --ids 1",
+                   "weights.bin is neither a GGUF file nor a config.json (a JSON object): it starts with the bytes 7f 45 4c 46 5b");
 }
 
 // Sizes no model has, and counts near 2^63: exit 2 naming the field, never a wrapped number.
@@ -211,6 +216,26 @@ TEST(CliErrors, NonsenseHyperParametersExitTwoNamingKeyAndValue) {
     expect_bad_input("perplexity " + shell_quote(gguf) + " --ids 1,2,3", "patched.gguf: " + key + " is " + shown);
   }
   EXPECT_EQ(run_plexus("perplexity " + shell_quote(gguf_with_f32(dir, "llama.rope.freq_base", 10000.0f)) + " --ids 1,2,3").exit_code, 0);
+}
+
+// Issue 32 item 17: ids a tokenizer makes of --prompt / --text that the model's vocabulary lacks
+// are reported under the flag the user gave, not as "--ids".
+TEST(CliErrors, PromptIdsOutsideTheVocabularyNameThePromptFlag) {
+  TempDir dir("prompt-vocab");
+  const std::string m = tiny_model(dir);  // vocab 300; the Mistral tokenizer's ids go to 32000
+  std::filesystem::copy_file(std::string(PLEXUS_GOLDEN_DIR) + "/tokenizers/mistral/tokenizer.json", m + "/tokenizer.json");
+  const std::string q = shell_quote(m);
+  for (const auto& [args, flag] : std::vector<std::pair<std::string, std::string>>{
+           {"generate " + q + " --prompt 'Hello world'", "--prompt"},
+           {"perplexity " + q + " --text 'Hello world'", "--text"}}) {
+    const testing::ProcessResult r = run_plexus(args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.err;
+    EXPECT_NE(r.err.find(flag + " (as the tokenizer encodes it): token id 22557 is outside the vocabulary [0, 300)"), std::string::npos)
+        << args << "\n" << r.err;
+    EXPECT_EQ(r.err.find("--ids"), std::string::npos) << r.err;
+  }
+  expect_bad_input("generate " + q + " --ids 1,300", "--ids: token id 300 is outside the vocabulary [0, 300)");
+  expect_bad_input("perplexity " + q + " --ids 1,300", "--ids: token id 300 is outside the vocabulary [0, 300)");
 }
 
 TEST(CliErrors, CorruptSafetensors) {

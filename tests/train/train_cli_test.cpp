@@ -44,6 +44,9 @@ TEST_F(TrainCli, BadInputExitsTwoNamingTheLineOrPathWithNothingWritten) {
   expect_bad(with_line("{\"text\": \"hi\"}"), dir_ / "bad.jsonl" + ":13: no \"ids\"", out);
   expect_bad(with_line("{\"ids\": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 300]}"),
              dir_ / "bad.jsonl" + ":13: token id 300", out);
+  // Issue 32 item 17: 2^64 - 1 is named as written, not as "token id -1".
+  expect_bad(with_line("{\"ids\": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 18446744073709551615]}"),
+             dir_ / "bad.jsonl" + ":13: token id 18446744073709551615 (\"ids\"[16]) is outside", out);
   expect_bad(with_line("{\"ids\": [1, 2, 3]}"), dir_ / "bad.jsonl" + ":13: a sequence of 3 tokens, but line 1 has 17", out);
   // With --seq-len the longer lines are cut, a shorter one is named.
   const testing::ProcessResult cut = run_plexus(train_args(dir_, out, 2, 4, "--seq-len 8", dir_ / "bad.jsonl"));
