@@ -64,7 +64,7 @@ TEST(CliErrors, MissingAndMalformedModels) {
   // A model path that is a file of another kind (full of '[' bytes) says what it is not, not
   // "JSON nested deeper than 256 levels" (issue 32 item 17).
   std::ofstream(dir / "weights.bin", std::ios::binary) << std::string("\x7f" "ELF") + std::string(3000, '[');
-  expect_bad_input("generate " + shell_quote(dir / "weights.bin") + " --ids 1",
+  expect_bad_input("estimate " + shell_quote(dir / "weights.bin"),
                    "weights.bin is neither a GGUF file nor a config.json (a JSON object): it starts with the bytes 7f 45 4c 46 5b");
 }
 
