@@ -298,7 +298,8 @@ int report(const TrainCommand& c, const PreparedRun& run, const TrainReport& r, 
   if (r.stopped_for_skips) {
     throw RuntimeError("--max-skipped " + std::to_string(o.max_skipped) + ": steps " +
                        std::to_string(r.end.step - r.end.skipped_consecutive + 1) + ".." + std::to_string(r.end.step) +
-                       " were all skipped (a non-finite gradient norm, or an update that would make weights non-finite); the run stopped after writing " + r.last_checkpoint +
+                       " were all skipped (a non-finite gradient norm, or an update that would make weights non-finite); "
+                       "the run stopped after writing " + r.last_checkpoint +
                        " (a model every command loads: check the data, or start a new run from it with a lower --lr or "
                        "--max-grad-norm and another --out)");
   }

@@ -21,8 +21,9 @@ void add_generation_options(Args& args, const GenerationHelp& help = {});
 
 // max_tokens and sampling from the flags (stop_ids left empty: see stop_ids()). InputError naming
 // the flag and its range for --max-tokens outside 1..2^24, --temperature outside 0..100 (or not
-// finite; below kGreedyBelowTemperature it is greedy, runtime/sampler.h), --top-k outside 0..2^31-1, --top-p outside (0, 1], a negative --seed, or --greedy with
-// --temperature; top-k and top-p are checked even when decoding is greedy.
+// finite), --top-k outside 0..2^31-1, --top-p outside (0, 1], a negative --seed, or --greedy with
+// --temperature; top-k and top-p are checked even when decoding is greedy. A temperature below
+// kGreedyBelowTemperature is greedy (runtime/sampler.h set_temperature).
 GenerateOptions generation_options(const Args& args);
 
 // End-of-sequence ids (config.json's and the tokenizer's), or none with --ignore-eos.

@@ -41,7 +41,9 @@ pid_t temp_writer_pid(const std::string& name) {
   if (!is_atomic_temp_name(name)) return -1;
   const std::string tail = name.substr(name.rfind(".tmp-") + 5);  // "PID-N"
   const std::size_t dash = tail.find('-');
-  const auto digits = [](const std::string& t) { return !t.empty() && t.size() <= 12 && t.find_first_not_of("0123456789") == std::string::npos; };
+  const auto digits = [](const std::string& t) {
+    return !t.empty() && t.size() <= 12 && t.find_first_not_of("0123456789") == std::string::npos;
+  };
   if (dash == std::string::npos || !digits(tail.substr(0, dash)) || !digits(tail.substr(dash + 1))) return -1;
   return static_cast<pid_t>(std::stoll(tail.substr(0, dash)));
 }
@@ -62,9 +64,12 @@ int remove_stale_temporaries(const std::string& dir) {
     const int fd = ::open(e.path().c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) continue;
     struct stat st {};
-    // Every live AtomicFile holds an exclusive lock on its temporary file (across pid namespaces
-    // too): a file nobody holds is a dead writer's.
-    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && ::flock(fd, LOCK_EX | LOCK_NB) == 0 && ::unlink(e.path().c_str()) == 0) ++removed;
+    // An AtomicFile holds an exclusive lock on its temporary file while it writes it (seen
+    // across pid namespaces too, where the pid test above cannot tell): a file nobody holds is a
+    // dead writer's.
+    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && ::flock(fd, LOCK_EX | LOCK_NB) == 0 &&
+        ::unlink(e.path().c_str()) == 0)
+      ++removed;
     ::close(fd);
   }
   return removed;
@@ -87,7 +92,7 @@ AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
     const int err = errno;
     throw RuntimeError("cannot write '" + path_ + "': " + reason(err));
   }
-  ::flock(fd_, LOCK_EX);  // held until the rename (remove_stale_temporaries leaves a locked file alone)
+  ::flock(fd_, LOCK_EX);  // held while it is written (remove_stale_temporaries leaves a locked file alone)
 }
 
 AtomicFile::~AtomicFile() {
@@ -117,11 +122,13 @@ void AtomicFile::write(std::string_view bytes) {
 void AtomicFile::commit() {
   if (fd_ < 0) throw RuntimeError("'" + path_ + "': committed twice");
   if (::fsync(fd_) != 0 && errno != EINVAL) fail("writing", errno);
-  // Renamed while still open and locked, so no other process takes it for a dead writer's;
-  // the data is on disk (fsync), so close has nothing left to report.
-  if (std::rename(temp_.c_str(), path_.c_str()) != 0) fail("renaming the finished file onto", errno);
-  ::close(fd_);
+  const int fd = fd_;
   fd_ = -1;
+  if (::close(fd) != 0) {  // the lock goes with it; this process, alive, still keeps the file its own
+    const int err = errno;
+    fail("writing", err);
+  }
+  if (std::rename(temp_.c_str(), path_.c_str()) != 0) fail("renaming the finished file onto", errno);
   committed_ = true;
   sync_directory(directory_of(path_));
 }

@@ -39,10 +39,10 @@ void write_file_atomically(const std::string& path, std::string_view text);
 bool is_atomic_temp_name(const std::string& file_name);
 
 // Removes from `dir` the temporary files of AtomicFile writers that were killed (SIGKILL, power
-// loss): ".NAME.tmp-PID-N" regular files whose process PID no longer exists and that no open
-// AtomicFile holds locked (each holds an flock on its own until the rename). Every AtomicFile calls it for its directory before
-// it creates its own, so a killed `plexus quantize` leaves nothing once the next writer runs
-// there. Returns how many it removed.
+// loss): ".NAME.tmp-PID-N" regular files whose process PID no longer exists and that no
+// AtomicFile holds locked (each holds an flock on its own while writing it). Every AtomicFile
+// calls it for its directory before it creates its own, so a killed `plexus quantize` leaves
+// nothing once the next writer runs there. Returns how many it removed.
 int remove_stale_temporaries(const std::string& dir);
 
 // Makes `dir` (and parents) and proves it writable by creating and removing a probe file, so a

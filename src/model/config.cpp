@@ -92,7 +92,9 @@ constexpr FloatRange kFloatRanges[] = {
 // Reads the optional number `key` of `obj` (or `fallback`) and checks its range; `shown` names it
 // in errors ("rope_scaling.factor").
 double float_field(const Json& obj, const std::string& key, double fallback, const std::string& where, const std::string& shown) {
-  return check_float_hyper_parameter(key, json_number_or(obj, key, fallback, where), where, shown);
+  if (!obj.contains(key) || obj[key].is_null()) return check_float_hyper_parameter(key, fallback, where, shown);
+  if (!obj[key].is_number()) throw InputError(where + ": " + shown + " must be a number, got " + obj[key].dump());
+  return check_float_hyper_parameter(key, obj[key].get<double>(), where, shown);
 }
 
 }  // namespace
