@@ -59,9 +59,7 @@ BatchRequest parse_request_line(const std::string& text, const ParseContext& con
     if (!ids.is_array()) throw InputError("\"ids\" must be an array of token ids");
     for (const Json& v : ids) {
       if (!v.is_number_integer()) throw InputError("\"ids\" holds " + v.dump() + ", not a token id");
-      const std::int64_t id = v.get<std::int64_t>();
-      check_token_id(id, context.vocab_size);
-      r.seq.prompt.push_back(static_cast<std::int32_t>(id));
+      r.seq.prompt.push_back(json_token_id(v, context.vocab_size));
     }
   }
   if (r.seq.prompt.empty()) throw InputError("the prompt is empty");
@@ -77,9 +75,7 @@ BatchRequest parse_request_line(const std::string& text, const ParseContext& con
     if (!t.is_number() || t.get<double>() < 0 || t.get<double>() > kMaxTemperature) {
       throw InputError("\"temperature\" must be a number in [0, 100], got " + t.dump());
     }
-    // 0 means greedy, as in OpenAI-style APIs.
-    r.seq.sampling.greedy = t.get<double>() == 0;
-    if (!r.seq.sampling.greedy) r.seq.sampling.temperature = t.get<double>();
+    set_temperature(r.seq.sampling, t.get<double>());  // 0 (or below 1e-5) means greedy, as in OpenAI-style APIs
   }
   if (obj.contains("seed")) {
     r.seq.sampling.seed = static_cast<std::uint64_t>(integer_field(obj, "seed", 0, std::numeric_limits<std::int64_t>::max()));

@@ -196,8 +196,7 @@ Json run_point(const BenchPoint& point, const std::string& config_file, const Lo
 
   GenerateOptions go;
   go.max_tokens = sc.max_new_tokens;
-  go.sampling.greedy = sc.temperature <= 0;
-  if (!go.sampling.greedy) go.sampling.temperature = sc.temperature;
+  set_temperature(go.sampling, sc.temperature);
   if (!sc.ignore_eos) go.stop_ids = end_of_sequence_ids(runner.config(), tok ? tok->eos_id() : std::nullopt);
   const std::size_t bs = static_cast<std::size_t>(sc.batch_size);
   DeviceTimeline device_timeline;

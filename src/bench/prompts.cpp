@@ -44,9 +44,8 @@ std::vector<std::vector<std::int32_t>> scenario_prompts(const ScenarioConfig& s,
         std::vector<std::int32_t> ids;
         for (const Json& v : j["ids"]) {
           if (!v.is_number_integer()) throw InputError(where + ": \"ids\" must hold integers");
-          ids.push_back(v.get<std::int32_t>());
+          ids.push_back(json_token_id(v, vocab, where));  // 2^32 + 5 is no id 5
         }
-        check_token_ids(ids, vocab, where);
         out.push_back(std::move(ids));
       } else {
         throw InputError(where + ": expected a string \"prompt\" or a non-empty \"ids\" list");

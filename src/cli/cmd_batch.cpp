@@ -35,7 +35,7 @@ void declare(Args& args) {
       .option("--on-bad-line", "MODE", "a bad input line: fail (exit 2 before any work) | skip (report it and go on)", "fail")
       .flag("--json", "print the summary as one JSON object on stdout");
   add_generation_options(args, {.max_tokens = "tokens to generate per request unless it says \"max_tokens\"",
-                                .temperature = "sample with this temperature unless a request says \"temperature\" (0: greedy)",
+                                .temperature = "sample with this temperature unless a request says \"temperature\" (0, or below 1e-5: greedy)",
                                 .seed = "seed of requests without \"seed\""});
   add_run_options(args, {.max_sequences = "8",
                          .max_sequences_help = "requests a replica takes from the queue and generates together at most "

@@ -121,7 +121,7 @@ int generate_run(const Args& args, MpiTensorGroup* mpi) {
   if (verbose) std::fprintf(stderr, "[model loaded in %.3f s]\n", load_seconds);
   if (verbose && !run->plan_text.empty()) std::fprintf(stderr, "%s", run->plan_text.c_str());
   const long long batch = args.get_int("--max-sequences");
-  check_token_ids(prompt, runner.vocab_size(), "--ids");
+  check_token_ids(prompt, runner.vocab_size(), args.has("--ids") ? "--ids" : "--prompt (as the tokenizer encodes it)");
   if (root) o.stop_ids = stop_ids(args, runner.config(), tok.get());
   if (mpi) mpi->share(o.stop_ids);
 

@@ -36,7 +36,9 @@ int score(const Args& args, MpiTensorGroup* mpi) {
     else ids = ids_from_text(tok.get(), read_utf8_file(args.get("--file"), "--file"), dir, "--file");
   }
   if (mpi) mpi->share(ids);
-  check_token_ids(ids, runner.vocab_size());
+  check_token_ids(ids, runner.vocab_size(), args.has("--ids")    ? "--ids"
+                                            : args.has("--text") ? "--text (as the tokenizer encodes it)"
+                                                                 : "--file (as the tokenizer encodes it)");
   const PerplexityResult r = perplexity(runner, ids);
   // Execution statistics: a plan's devices, or (across processes) rank 0's.
   const bool execution = run->planned() || run->tensor;

@@ -1,5 +1,6 @@
 // `plexus quantize`: a Hugging Face checkpoint written as a GGUF v3 file for llama.cpp (and plexus),
 // the linear projections quantised to Q8_0, Q4_0 or Q4_K.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -16,14 +17,55 @@
 namespace plexus::cli {
 namespace {
 
-// OUT must be a file name in an existing, writable directory (checked before any work).
-void check_output(const std::string& out, bool force) {
+// What kind of file `mode` (st_mode) is, for messages.
+std::string file_kind(mode_t mode) {
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISLNK(mode)) return "a symbolic link to nothing";
+  return "not a regular file";
+}
+
+// The file of IN_DIR that is the same file as `out` (device and inode, symbolic and hard links
+// followed), or "" when none is.
+std::string input_file_named_by(const std::string& in, const struct stat& out) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  if (fs::is_directory(out, ec)) throw InputError("OUT '" + out + "' is a directory; give a file name such as model-q8_0.gguf");
-  if (fs::exists(out, ec) && !force) throw InputError("OUT '" + out + "' already exists; pass --force to replace it");
+  for (const fs::directory_entry& e : fs::directory_iterator(in, ec)) {
+    struct stat st {};
+    if (::stat(e.path().c_str(), &st) == 0 && st.st_dev == out.st_dev && st.st_ino == out.st_ino) return e.path().string();
+  }
+  return "";
+}
+
+// OUT must be a new file or, with --force, a regular file that is none of IN_DIR's (whatever
+// names it: the same path, a symbolic or a hard link), in an existing, writable directory; all
+// checked before any work. A device, FIFO or socket is never replaced, --force or not.
+void check_output(const std::string& in, const std::string& out, bool force) {
+  namespace fs = std::filesystem;
+  struct stat st {};
+  const bool exists = ::stat(out.c_str(), &st) == 0;
+  struct stat link {};
+  if (!exists && ::lstat(out.c_str(), &link) == 0) {
+    throw InputError("OUT '" + out + "' is " + file_kind(link.st_mode) + "; give the name of a new file such as model-q8_0.gguf");
+  }
+  if (exists && S_ISDIR(st.st_mode)) throw InputError("OUT '" + out + "' is a directory; give a file name such as model-q8_0.gguf");
+  if (exists && !S_ISREG(st.st_mode)) {
+    throw InputError("OUT '" + out + "' is " + file_kind(st.st_mode) +
+                     ", not a regular file: plexus quantize never replaces it (--force or not); give the name of a new file");
+  }
+  if (exists) {
+    const std::string same = input_file_named_by(in, st);
+    if (!same.empty()) {
+      throw InputError("OUT '" + out + "' is the input's own file '" + same +
+                       "': writing it would destroy the model being quantised (--force or not); give another name");
+    }
+    if (!force) throw InputError("OUT '" + out + "' already exists; pass --force to replace it");
+  }
   const fs::path parent = fs::path(out).parent_path();
   const std::string dir = parent.empty() ? std::string(".") : parent.string();
+  std::error_code ec;
   if (!fs::is_directory(dir, ec)) throw InputError("OUT '" + out + "': directory '" + dir + "' does not exist; create it first");
   if (::access(dir.c_str(), W_OK) != 0) {
     throw InputError("OUT '" + out + "': directory '" + dir + "' is not writable; choose another place");
@@ -55,7 +97,11 @@ int cmd_quantize(int argc, char** argv) {
   const std::string in = model_argument(args, ModelNeeds::kWeights, "IN_DIR");
   const std::string given = args.get("IN_DIR");
   if (!args.has("--name") && in != given) o.name = given.substr(given.find('/') + 1);  // an id's name, not its snapshot's
-  check_output(out, args.get_flag("--force"));
+  if (!std::filesystem::is_directory(in)) {
+    throw InputError("IN_DIR '" + in + "' is a file, not a model directory: plexus quantize reads a Hugging Face model directory "
+                     "(config.json, *.safetensors, tokenizer.json)");
+  }
+  check_output(in, out, args.get_flag("--force"));
 
   const bool tty = ::isatty(STDERR_FILENO) != 0;
   const InterruptGuard guard;

@@ -43,11 +43,11 @@ void declare(Args& args) {
       .option("--out", "DIR", "where checkpoints (DIR/checkpoints) and the trained model (config.json, model.safetensors, tokenizer) go")
       .option("--steps", "N", "optimizer steps to run (in total, counting those before a --resume)")
       .option("--seq-len", "T", "cut every sequence to its first T tokens (default: the data's length, the same on every line)")
-      .option("--lr", "X", "AdamW learning rate (constant)", "1e-3")
-      .option("--beta1", "X", "AdamW beta1", "0.9")
-      .option("--beta2", "X", "AdamW beta2", "0.999")
-      .option("--eps", "X", "AdamW eps", "1e-8")
-      .option("--weight-decay", "X", "AdamW decoupled weight decay", "0")
+      .option("--lr", "X", "AdamW learning rate (constant), 0..1000", "1e-3")
+      .option("--beta1", "X", "AdamW beta1, at least 0 and less than 1", "0.9")
+      .option("--beta2", "X", "AdamW beta2, at least 0 and less than 1", "0.999")
+      .option("--eps", "X", "AdamW eps, more than 0 (and at least 1e-45, f32's smallest) and at most 1", "1e-8")
+      .option("--weight-decay", "X", "AdamW decoupled weight decay, 0..1000", "0")
       .option("--max-grad-norm", "X", "clip the gradients' global 2-norm to X as torch's clip_grad_norm_ (0: no clipping)", "1.0")
       .option("--replicas", "R", "data-parallel replicas in this process, one thread share each (default 1, or --virtual-devices)")
       .option("--threads", "N", "CPU threads of this process, split over its replicas (0: one per hardware thread)", "0")
@@ -56,7 +56,7 @@ void declare(Args& args) {
       .option("--zero", "STAGE", "1: shard the AdamW state across replicas (ZeRO stage 1); 0: every replica holds all of it", "0")
       .option("--checkpoint-every", "K", "write a checkpoint every K steps (0: only at the end); the newest 2 are kept", "0")
       .flag("--resume", "continue from the newest checkpoint in --out (the same options; ends bit-identical to an uninterrupted run)")
-      .option("--max-skipped", "K", "end the run (exit 1, after a checkpoint) when K steps in a row had a non-finite gradient norm (0: never)",
+      .option("--max-skipped", "K", "end the run (exit 1, after a checkpoint) when K steps in a row were skipped: a non-finite gradient norm or update (0: never)",
               std::to_string(kDefaultMaxSkipped))
       .flag("--json", "print {\"steps\": [...], \"skipped_steps\", \"monitor\", ...} on stdout");
   add_device_options(args);
@@ -65,7 +65,8 @@ void declare(Args& args) {
       "Step s (from 0) trains on data lines s·G … s·G+G−1 in file order, wrapping around; replica r of R takes\n"
       "the r-th G/R of them. The loss is the mean next-token cross-entropy of the global batch; gradients are\n"
       "averaged over the replicas, clipped by their global norm and applied with AdamW, all in f32. A step whose\n"
-      "gradient norm is not finite is skipped (weights unchanged) and counted. Training runs on CPU devices:\n"
+      "gradient norm is not finite, or whose update would make a weight non-finite, is skipped (weights\n"
+      "unchanged) and counted. Training runs on CPU devices:\n"
       "--virtual-devices N runs N replicas, one per virtual device. Under mpirun every rank runs one replica;\n"
       "rank 0 reads the data and writes everything. See docs/train.md.");
 }
@@ -77,6 +78,16 @@ struct TrainCommand {
 };
 
 long long positive(const Args& args, const char* name, long long hi = 1LL << 40) { return args.get_int_in(name, 1, hi); }
+
+// An AdamW beta: at least 0 and less than 1, as torch.optim.AdamW checks it.
+double adam_beta(const Args& args, const char* name) {
+  const double v = args.get_double(name);
+  if (!(v >= 0 && v < 1)) {
+    throw InputError(std::string(name) + " must be at least 0 and less than 1 (torch.optim.AdamW's range), got " + args.get(name) +
+                     ": with 1 the bias correction 1 - beta^t is 0 and step 1 makes every weight NaN");
+  }
+  return v;
+}
 
 // The flags as plain values, checked: InputError naming the flag. `mpi_ranks` > 0: the ranks of
 // an mpirun job (one replica each).
@@ -91,10 +102,19 @@ TrainCommand train_command_from(const Args& args, int mpi_ranks) {
   o.out = args.get("--out");
   o.steps = positive(args, "--steps");
   o.seq_len = args.has("--seq-len") ? args.get_int_in("--seq-len", 2, 1 << 24) : 0;
+  // torch.optim.AdamW's own checks (0 <= lr, 0 <= beta < 1, 0 <= weight_decay; non-finite values
+  // refused) with a stricter eps: with eps 0 (or one that rounds to 0 in f32) an element whose
+  // gradient and moments are 0 divides 0 by 0, and step 1 made every such weight NaN; beta 1
+  // divides by 1 - 1^t = 0 in the bias corrections.
   o.optimizer.lr = args.get_double_in("--lr", 0, 1e3);
-  o.optimizer.beta1 = args.get_double_in("--beta1", 0, 1);
-  o.optimizer.beta2 = args.get_double_in("--beta2", 0, 1);
-  o.optimizer.eps = args.get_double_in("--eps", 0, 1);
+  o.optimizer.beta1 = adam_beta(args, "--beta1");
+  o.optimizer.beta2 = adam_beta(args, "--beta2");
+  o.optimizer.eps = args.get_double("--eps");
+  if (!(static_cast<float>(o.optimizer.eps) > 0 && o.optimizer.eps <= 1)) {
+    throw InputError("--eps must be more than 0 and at most 1, got " + args.get("--eps") +
+                     (o.optimizer.eps > 0 ? " (it rounds to 0 in f32, the precision AdamW runs in)" : "") +
+                     ": with eps 0 a weight whose gradient and moments are 0 becomes NaN (0 / 0); the usual value is 1e-8");
+  }
   o.optimizer.weight_decay = args.get_double_in("--weight-decay", 0, 1e3);
   o.optimizer.max_grad_norm = args.get_double_in("--max-grad-norm", 0, 1e30);
   o.zero1 = args.get_choice("--zero", {"0", "1"}) == "1";
@@ -275,7 +295,8 @@ int report(const TrainCommand& c, const PreparedRun& run, const TrainReport& r, 
   if (r.stopped_for_skips) {
     throw RuntimeError("--max-skipped " + std::to_string(o.max_skipped) + ": steps " +
                        std::to_string(r.end.step - r.end.skipped_consecutive + 1) + ".." + std::to_string(r.end.step) +
-                       " all had a non-finite gradient norm; the run stopped after writing " + r.last_checkpoint +
+                       " were all skipped (a non-finite gradient norm, or an update that would make weights non-finite); "
+                       "the run stopped after writing " + r.last_checkpoint +
                        " (a model every command loads: check the data, or start a new run from it with a lower --lr or "
                        "--max-grad-norm and another --out)");
   }

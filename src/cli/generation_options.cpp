@@ -21,11 +21,7 @@ GenerateOptions generation_options(const Args& args) {
   GenerateOptions o;
   o.max_tokens = args.get_int_in("--max-tokens", 1, kMaxNewTokens);
   if (args.get_flag("--greedy") && args.has("--temperature")) throw InputError("--greedy and --temperature exclude each other");
-  o.sampling.greedy = !args.has("--temperature");
-  if (!o.sampling.greedy) {
-    o.sampling.temperature = args.get_double_in("--temperature", 0, kMaxTemperature);
-    o.sampling.greedy = o.sampling.temperature == 0;
-  }
+  if (args.has("--temperature")) set_temperature(o.sampling, args.get_double_in("--temperature", 0, kMaxTemperature));
   // Checked whether or not they are used (greedy decoding ignores them), so a typo never passes.
   o.sampling.top_k = args.get_int_in("--top-k", 0, kMaxTopK);
   o.sampling.top_p = args.get_double("--top-p");

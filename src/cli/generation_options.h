@@ -14,7 +14,7 @@ namespace plexus::cli {
 // The help lines that differ between commands (batch requests may override these per line).
 struct GenerationHelp {
   const char* max_tokens = "tokens to generate at most";
-  const char* temperature = "sample with this temperature (0: greedy)";
+  const char* temperature = "sample with this temperature (0, or anything below 1e-5: greedy)";
   const char* seed = "random seed for sampling";
 };
 void add_generation_options(Args& args, const GenerationHelp& help = {});
@@ -22,7 +22,8 @@ void add_generation_options(Args& args, const GenerationHelp& help = {});
 // max_tokens and sampling from the flags (stop_ids left empty: see stop_ids()). InputError naming
 // the flag and its range for --max-tokens outside 1..2^24, --temperature outside 0..100 (or not
 // finite), --top-k outside 0..2^31-1, --top-p outside (0, 1], a negative --seed, or --greedy with
-// --temperature; top-k and top-p are checked even when decoding is greedy.
+// --temperature; top-k and top-p are checked even when decoding is greedy. A temperature below
+// kGreedyBelowTemperature is greedy (runtime/sampler.h set_temperature).
 GenerateOptions generation_options(const Args& args);
 
 // End-of-sequence ids (config.json's and the tokenizer's), or none with --ignore-eos.

@@ -183,7 +183,9 @@ double Args::get_double(const std::string& name) const {
   errno = 0;
   char* end = nullptr;
   const double x = std::strtod(v.c_str(), &end);
-  if (v.empty() || *end != '\0' || errno != 0 || !std::isfinite(x)) {
+  // ERANGE on underflow (5e-324, 1e-400) still gives the nearest double, a finite one; only an
+  // overflow (1e999) is not finite.
+  if (v.empty() || *end != '\0' || (errno != 0 && errno != ERANGE) || !std::isfinite(x)) {
     throw InputError("option " + name + " expects a finite number, got '" + v + "'");
   }
   return x;

@@ -2,6 +2,9 @@
 #include "core/atomic_file.h"
 
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -33,19 +36,63 @@ void sync_directory(const std::string& dir) {
   ::close(fd);
 }
 
+// The writer's pid in an AtomicFile temporary name ".NAME.tmp-PID-N", or -1 for other names.
+pid_t temp_writer_pid(const std::string& name) {
+  if (!is_atomic_temp_name(name)) return -1;
+  const std::string tail = name.substr(name.rfind(".tmp-") + 5);  // "PID-N"
+  const std::size_t dash = tail.find('-');
+  const auto digits = [](const std::string& t) {
+    return !t.empty() && t.size() <= 12 && t.find_first_not_of("0123456789") == std::string::npos;
+  };
+  if (dash == std::string::npos || !digits(tail.substr(0, dash)) || !digits(tail.substr(dash + 1))) return -1;
+  return static_cast<pid_t>(std::stoll(tail.substr(0, dash)));
+}
+
 }  // namespace
+
+int remove_stale_temporaries(const std::string& dir) {
+  int removed = 0;
+  std::error_code ec;
+  for (const std::filesystem::directory_entry& e : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    const pid_t pid = temp_writer_pid(name);
+    if (pid <= 0) continue;
+    // Only a pid with no process at all is dead: a live one (EPERM included) may still be
+    // writing, and this process's own are its live writers' (its counter never repeats a name;
+    // one left by an earlier process of the same pid is taken over by the constructor).
+    if (pid == ::getpid() || !(::kill(pid, 0) != 0 && errno == ESRCH)) continue;
+    const int fd = ::open(e.path().c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) continue;
+    struct stat st {};
+    // An AtomicFile holds an exclusive lock on its temporary file while it writes it (seen
+    // across pid namespaces too, where the pid test above cannot tell): a file nobody holds is a
+    // dead writer's.
+    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && ::flock(fd, LOCK_EX | LOCK_NB) == 0 &&
+        ::unlink(e.path().c_str()) == 0)
+      ++removed;
+    ::close(fd);
+  }
+  return removed;
+}
 
 AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
   static std::atomic<unsigned> counter{0};
   const std::filesystem::path p(path_);
+  remove_stale_temporaries(directory_of(path_));
   temp_ = (p.parent_path() / ("." + p.filename().string() + ".tmp-" + std::to_string(::getpid()) + "-" +
                               std::to_string(counter++)))
               .string();
   fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd_ < 0 && errno == EEXIST) {
+    // Left by a killed process that had this pid before: this process's counter never made it.
+    ::unlink(temp_.c_str());
+    fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  }
   if (fd_ < 0) {
     const int err = errno;
     throw RuntimeError("cannot write '" + path_ + "': " + reason(err));
   }
+  ::flock(fd_, LOCK_EX);  // held while it is written (remove_stale_temporaries leaves a locked file alone)
 }
 
 AtomicFile::~AtomicFile() {
@@ -77,7 +124,7 @@ void AtomicFile::commit() {
   if (::fsync(fd_) != 0 && errno != EINVAL) fail("writing", errno);
   const int fd = fd_;
   fd_ = -1;
-  if (::close(fd) != 0) {
+  if (::close(fd) != 0) {  // the lock goes with it; this process, alive, still keeps the file its own
     const int err = errno;
     fail("writing", err);
   }

@@ -1,5 +1,6 @@
 // Files that appear whole or not at all: written to a temporary name in the same directory,
-// flushed to disk (fsync) and renamed into place; a failure removes the temporary file.
+// flushed to disk (fsync) and renamed into place; a failure removes the temporary file, and the
+// next writer in the directory removes those of killed processes.
 #pragma once
 #include <string>
 #include <string_view>
@@ -36,6 +37,13 @@ void write_file_atomically(const std::string& path, std::string_view text);
 
 // True for names AtomicFile uses for its temporary files (".NAME.tmp-...").
 bool is_atomic_temp_name(const std::string& file_name);
+
+// Removes from `dir` the temporary files of AtomicFile writers that were killed (SIGKILL, power
+// loss): ".NAME.tmp-PID-N" regular files whose process PID no longer exists and that no
+// AtomicFile holds locked (each holds an flock on its own while writing it). Every AtomicFile
+// calls it for its directory before it creates its own, so a killed `plexus quantize` leaves
+// nothing once the next writer runs there. Returns how many it removed.
+int remove_stale_temporaries(const std::string& dir);
 
 // Makes `dir` (and parents) and proves it writable by creating and removing a probe file, so a
 // run finds a bad output directory before it measures anything. InputError naming `dir` and

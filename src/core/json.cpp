@@ -2,16 +2,36 @@
 #include "core/json.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <limits>
 
 #include "core/error.h"
 #include "core/mmap_file.h"
 
 namespace plexus {
 
+namespace {
+
+// Whether `c` may appear in a JSON text outside strings: whitespace, structure, numbers, and the
+// letters of true, false and null.
+bool json_outside_string_char(char c) {
+  static constexpr std::string_view kAllowed = " \t\r\n[]{},:\"-+.0123456789eEtrufalsn";
+  return kAllowed.find(c) != std::string_view::npos;
+}
+
+std::string_view skip_bom_and_space(std::string_view text) {
+  if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);
+  while (!text.empty() && (text[0] == ' ' || text[0] == '\t' || text[0] == '\r' || text[0] == '\n')) text.remove_prefix(1);
+  return text;
+}
+
+}  // namespace
+
 void check_json_depth(std::string_view text, const std::string& where, int max_depth) {
   int depth = 0;
   bool in_string = false;
-  for (std::size_t i = 0; i < text.size(); ++i) {
+  const std::size_t bom = text.substr(0, 3) == "\xEF\xBB\xBF" ? 3 : 0;
+  for (std::size_t i = bom; i < text.size(); ++i) {
     const char c = text[i];
     if (in_string) {
       if (c == '\\') {
@@ -21,6 +41,10 @@ void check_json_depth(std::string_view text, const std::string& where, int max_d
       }
       continue;
     }
+    // A byte that cannot stand outside a string ends the scan: the parser stops at it (or
+    // earlier) with a syntax error, so nothing past it is nested (a binary file full of '[' is
+    // "invalid JSON at byte 0", not "nested deeper than 256 levels").
+    if (!json_outside_string_char(c)) return;
     if (c == '"') {
       in_string = true;
     } else if (c == '[' || c == '{') {
@@ -48,11 +72,36 @@ Json parse_json(const std::string& text, const std::string& where) {
 
 Json read_json_file(const std::string& path) { return parse_json(read_text_file(path), path); }
 
+void require_json_object_text(std::string_view text, const std::string& path, const std::string& what, const std::string& hint) {
+  const std::string_view start = skip_bom_and_space(text);
+  if (!start.empty() && start[0] == '{') return;
+  std::string bytes;
+  char hex[4];
+  for (std::size_t i = 0; i < std::min<std::size_t>(text.size(), 8); ++i) {
+    std::snprintf(hex, sizeof hex, "%s%02x", i ? " " : "", static_cast<unsigned char>(text[i]));
+    bytes += hex;
+  }
+  throw InputError(path + " is neither a GGUF file nor " + what + " (a JSON object): " +
+                   (text.empty() ? std::string("it is empty") : "it starts with the bytes " + bytes) + "; " + hint);
+}
+
+std::optional<std::int64_t> json_int64(const Json& v) {
+  if (v.is_number_unsigned()) {
+    const auto u = v.get<std::uint64_t>();
+    if (u > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) return std::nullopt;
+    return static_cast<std::int64_t>(u);
+  }
+  if (v.is_number_integer()) return v.get<std::int64_t>();
+  return std::nullopt;
+}
+
 long long json_int(const Json& obj, const std::string& key, const std::string& where) {
   if (!obj.is_object() || !obj.contains(key)) throw InputError(where + ": missing field '" + key + "'");
   const Json& v = obj.at(key);
   if (!v.is_number_integer()) throw InputError(where + ": field '" + key + "' must be an integer, got " + v.dump());
-  return v.get<long long>();
+  const std::optional<std::int64_t> x = json_int64(v);
+  if (!x) throw InputError(where + ": field '" + key + "' is " + v.dump() + ", too large for a 64-bit integer");
+  return *x;
 }
 
 long long json_int_or(const Json& obj, const std::string& key, long long fallback, const std::string& where) {

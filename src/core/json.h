@@ -1,5 +1,6 @@
 // JSON via nlohmann::json, with reads that name the file and the field when they fail.
 #pragma once
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -23,6 +24,16 @@ void check_json_depth(std::string_view text, const std::string& where, int max_d
 Json read_json_file(const std::string& path);
 // Parses text; `where` names the source in errors. Every JSON plexus reads goes through here.
 Json parse_json(const std::string& text, const std::string& where);
+
+// For commands that take a GGUF file or a JSON document (a tokenizer.json, a config.json): returns
+// when `text` (the file's contents, not GGUF) starts with '{' after a BOM and whitespace, else
+// InputError "PATH is neither a GGUF file nor WHAT (a JSON object): it starts with the bytes
+// 7f 45 4c 46 ...; HINT" (rather than whatever the parser makes of a binary file).
+void require_json_object_text(std::string_view text, const std::string& path, const std::string& what, const std::string& hint);
+
+// `v` as a 64-bit integer when it is an integer that fits; nullopt otherwise (a float, a string,
+// an unsigned number above 2^63 - 1, which get<long long>() would wrap: 2^64 - 1 to -1).
+std::optional<std::int64_t> json_int64(const Json& v);
 
 // Typed field access with errors naming `where` and the key ("config.json: field
 // 'hidden_size' must be a positive integer").

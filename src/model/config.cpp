@@ -3,7 +3,13 @@
 
 #include <sys/stat.h>
 
+#include <cassert>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
 #include "core/error.h"
+#include "core/mmap_file.h"
 #include "model/gguf_model.h"
 
 namespace plexus {
@@ -50,15 +56,66 @@ std::int64_t positive(const Json& j, const std::string& key, const std::string& 
 // A special token id of config.json: an integer inside the vocabulary.
 std::int64_t special_token_id(const Json& v, const std::string& field, std::int64_t vocab_size, const std::string& where) {
   if (!v.is_number_integer()) throw InputError(where + ": field '" + field + "' must be an integer token id, got " + v.dump());
-  const std::int64_t id = v.get<std::int64_t>();
-  if (id < 0 || id >= vocab_size) {
-    throw InputError(where + ": field '" + field + "' is " + std::to_string(id) + ", outside the vocabulary (vocab_size " +
+  const std::optional<std::int64_t> id = json_int64(v);
+  if (!id || *id < 0 || *id >= vocab_size) {
+    throw InputError(where + ": field '" + field + "' is " + v.dump() + ", outside the vocabulary (vocab_size " +
                      std::to_string(vocab_size) + ": ids 0.." + std::to_string(vocab_size - 1) + ")");
   }
-  return id;
+  return *id;
+}
+
+// "1e-06", "nan", "-inf": the value as a message shows it.
+std::string number_text(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+// The float hyper-parameters' ranges (config.json keys; rope_scaling's fields by their own name).
+struct FloatRange {
+  std::string_view key;
+  double lo;
+  bool lo_inclusive;
+  double hi;  // inclusive; infinity: no upper bound (the value must still be finite)
+  const char* what;
+};
+constexpr double kNoBound = std::numeric_limits<double>::infinity();
+constexpr FloatRange kFloatRanges[] = {
+    {"rms_norm_eps", 0, true, 1, "RMSNorm's epsilon: a finite number from 0 to 1"},
+    {"rope_theta", 0, false, kNoBound, "RoPE's base: a finite number more than 0 (models use 1e4 to 1e7)"},
+    {"factor", 0, false, kNoBound, "rope_scaling's factor: a finite number more than 0"},
+    {"low_freq_factor", 0, false, kNoBound, "a finite number more than 0"},
+    {"high_freq_factor", 0, false, kNoBound, "a finite number more than 0, and more than low_freq_factor"},
+    {"partial_rotary_factor", 0, false, 1, "the rotated fraction of each head: more than 0 and at most 1"},
+};
+
+// Reads the optional number `key` of `obj` (or `fallback`) and checks its range; `shown` names it
+// in errors ("rope_scaling.factor").
+double float_field(const Json& obj, const std::string& key, double fallback, const std::string& where, const std::string& shown) {
+  if (!obj.contains(key) || obj[key].is_null()) return check_float_hyper_parameter(key, fallback, where, shown);
+  if (!obj[key].is_number()) throw InputError(where + ": " + shown + " must be a number, got " + obj[key].dump());
+  return check_float_hyper_parameter(key, obj[key].get<double>(), where, shown);
 }
 
 }  // namespace
+
+double check_float_hyper_parameter(std::string_view key, double value, const std::string& where, const std::string& shown) {
+  for (const FloatRange& r : kFloatRanges) {
+    if (r.key != key) continue;
+    const bool above = r.lo_inclusive ? value >= r.lo : value > r.lo;
+    if (!(above && value <= r.hi && std::isfinite(value))) {
+      throw InputError(where + ": " + shown + " is " + number_text(value) + "; it must be " + r.what);
+    }
+    // Every rotary frequency theta^(-2i/d) lies between 1 and 1/theta: it must be a float.
+    if (key == "rope_theta" && !std::isfinite(static_cast<float>(1.0 / value))) {
+      throw InputError(where + ": " + shown + " is " + number_text(value) +
+                       "; so small that its rotary frequencies (up to 1/" + shown + ") overflow");
+    }
+    return value;
+  }
+  assert(false && "no range for this key");
+  return value;
+}
 
 ModelConfig parse_model_config(const Json& j, const std::string& where) {
   if (!j.is_object()) throw InputError(where + ": expected a JSON object");
@@ -114,8 +171,13 @@ ModelConfig parse_model_config(const Json& j, const std::string& where) {
   c.max_position_embeddings = j.contains("max_position_embeddings") && !j["max_position_embeddings"].is_null()
                                   ? positive(j, "max_position_embeddings", where, kMaxPositions)
                                   : 2048;
-  c.rms_norm_eps = json_number_or(j, "rms_norm_eps", 1e-6, where);
-  c.rope_theta = json_number_or(j, "rope_theta", 10000.0, where);
+  c.rms_norm_eps = float_field(j, "rms_norm_eps", 1e-6, where, "rms_norm_eps");
+  c.rope_theta = float_field(j, "rope_theta", 10000.0, where, "rope_theta");
+  // Hugging Face rotates only this fraction of each head (plexus rotates all of it).
+  if (float_field(j, "partial_rotary_factor", 1.0, where, "partial_rotary_factor") != 1.0) {
+    throw InputError(where + ": partial_rotary_factor " + number_text(j["partial_rotary_factor"].get<double>()) +
+                     " is not supported (plexus rotates whole heads: 1)");
+  }
   c.tie_word_embeddings = json_bool_or(j, "tie_word_embeddings", false, where);
   const std::string act = json_string_or(j, "hidden_act", "silu", where);
   if (act != "silu") throw InputError(where + ": hidden_act '" + act + "' is not supported (only silu)");
@@ -136,10 +198,17 @@ ModelConfig parse_model_config(const Json& j, const std::string& where) {
   }
   if (c.arch == Arch::kMistral) {
     c.sliding_window = json_int_or(j, "sliding_window", 0, where);
+    if (c.sliding_window < 0) {
+      throw InputError(where + ": sliding_window is " + std::to_string(c.sliding_window) +
+                       "; it must be a positive number of positions, or null for full attention");
+    }
   } else if (json_bool_or(j, "use_sliding_window", false, where)) {
     throw InputError(where + ": use_sliding_window=true is not supported for " + arch);
   }
 
+  if (j.contains("rope_scaling") && !j["rope_scaling"].is_null() && !j["rope_scaling"].is_object()) {
+    throw InputError(where + ": rope_scaling must be an object or null, got " + j["rope_scaling"].dump());
+  }
   if (j.contains("rope_scaling") && j["rope_scaling"].is_object()) {
     const Json& rs = j["rope_scaling"];
     const std::string w = where + ": rope_scaling";
@@ -147,13 +216,22 @@ ModelConfig parse_model_config(const Json& j, const std::string& where) {
     if (type.empty()) type = json_string_or(rs, "type", "", w);
     if (type == "llama3") {
       c.rope_scaling = RopeScaling::kLlama3;
-      c.rope_factor = json_number_or(rs, "factor", 8.0, w);
-      c.rope_low_freq_factor = json_number_or(rs, "low_freq_factor", 1.0, w);
-      c.rope_high_freq_factor = json_number_or(rs, "high_freq_factor", 4.0, w);
+      c.rope_factor = float_field(rs, "factor", 8.0, where, "rope_scaling.factor");
+      c.rope_low_freq_factor = float_field(rs, "low_freq_factor", 1.0, where, "rope_scaling.low_freq_factor");
+      c.rope_high_freq_factor = float_field(rs, "high_freq_factor", 4.0, where, "rope_scaling.high_freq_factor");
+      if (!(c.rope_high_freq_factor > c.rope_low_freq_factor)) {
+        throw InputError(where + ": rope_scaling.high_freq_factor (" + number_text(c.rope_high_freq_factor) +
+                         ") must be more than low_freq_factor (" + number_text(c.rope_low_freq_factor) +
+                         "): llama3 scaling blends between them");
+      }
       c.rope_original_max_position = json_int_or(rs, "original_max_position_embeddings", 8192, w);
+      if (c.rope_original_max_position <= 0 || c.rope_original_max_position > kMaxPositions) {
+        throw InputError(where + ": rope_scaling.original_max_position_embeddings is " + std::to_string(c.rope_original_max_position) +
+                         "; it must be a positive number of positions");
+      }
     } else if (type == "linear") {
       c.rope_scaling = RopeScaling::kLinear;
-      c.rope_factor = json_number_or(rs, "factor", 1.0, w);
+      c.rope_factor = float_field(rs, "factor", 1.0, where, "rope_scaling.factor");
     } else if (type == "default" || type.empty()) {
       c.rope_scaling = RopeScaling::kNone;
     } else {
@@ -196,7 +274,12 @@ ModelConfig load_model_config(const std::string& path) {
       throw InputError("'" + path + "' is not a model directory: it has no config.json");
     }
   }
-  return parse_model_config(read_json_file(file), file);
+  const std::string text = read_text_file(file);
+  if (file == path) {  // a file named on the command line: say what it is not
+    require_json_object_text(text, file, "a config.json",
+                             "pass a model directory (config.json and *.safetensors), its config.json, or a .gguf file");
+  }
+  return parse_model_config(parse_json(text, file), file);
 }
 
 }  // namespace plexus

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/dtype.h"
@@ -62,6 +63,13 @@ ModelConfig load_model_config(const std::string& path);
 // sibling, or for an "org/name" id the Hugging Face cache (model/model_location.h).
 void require_model_path(const std::string& path);
 ModelConfig parse_model_config(const Json& j, const std::string& where);
+
+// The range of each float hyper-parameter, one rule whether it comes from config.json or from
+// GGUF metadata: `key` is its config.json name (rms_norm_eps, rope_theta, partial_rotary_factor,
+// and rope_scaling's factor, low_freq_factor, high_freq_factor). Returns `value`, or throws
+// InputError "WHERE: SHOWN is VALUE; it must be ..." naming `shown` (the key as the file spells
+// it: "rope_scaling.factor", "qwen3.rope.freq_base") for NaN, infinities and values out of range.
+double check_float_hyper_parameter(std::string_view key, double value, const std::string& where, const std::string& shown);
 
 std::string_view arch_name(Arch a);  // "LlamaForCausalLM", ...
 

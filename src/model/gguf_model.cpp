@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <optional>
 
 #include "core/error.h"
 #include "core/json.h"
@@ -66,16 +67,26 @@ ModelConfig gguf_model_config(const GgufFile& f) {
   else throw InputError(path + ": no vocabulary size: no token_embd.weight, tokenizer.ggml.tokens or " + p + "vocab_size");
   j["vocab_size"] = vocab;
   if (auto ctx = f.get_int(p + "context_length")) j["max_position_embeddings"] = *ctx;
-  if (auto eps = f.get_float(p + "attention.layer_norm_rms_epsilon")) j["rms_norm_eps"] = *eps;
-  if (auto theta = f.get_float(p + "rope.freq_base")) j["rope_theta"] = *theta;
+  // Float values are checked here, under their GGUF keys, by config.json's rules (a NaN epsilon
+  // ran with NaN perplexity; a rope base of 0 or NaN ran a different model).
+  const auto checked_float = [&](const char* config_key, const std::string& gguf_key) -> std::optional<double> {
+    const std::optional<double> v = f.get_float(gguf_key);
+    if (v) check_float_hyper_parameter(config_key, *v, path, gguf_key);
+    return v;
+  };
+  if (auto eps = checked_float("rms_norm_eps", p + "attention.layer_norm_rms_epsilon")) j["rms_norm_eps"] = *eps;
+  if (auto theta = checked_float("rope_theta", p + "rope.freq_base")) j["rope_theta"] = *theta;
   j["tie_word_embeddings"] = f.find_tensor("output.weight") == nullptr;
-  if (auto type = f.get_string(p + "rope.scaling.type"); type && *type != "none") {
-    if (*type != "linear")
-      throw InputError(path + ": " + p + "rope.scaling.type is '" + *type + "'; plexus supports none and linear for GGUF files");
-    Json rs = Json::object();
-    rs["type"] = "linear";
-    if (auto factor = f.get_float(p + "rope.scaling.factor")) rs["factor"] = *factor;
-    j["rope_scaling"] = rs;
+  // Rope scaling as llama.cpp reads it: the type defaults to linear; the factor is
+  // rope.scaling.factor, or the older rope.scale_linear; a factor of 0 (or type none) is none.
+  const std::string type = f.get_string(p + "rope.scaling.type").value_or("linear");
+  if (type != "none" && type != "linear")
+    throw InputError(path + ": " + p + "rope.scaling.type is '" + type + "'; plexus supports none and linear for GGUF files");
+  const std::string factor_key = f.find(p + "rope.scaling.factor") || !f.find(p + "rope.scale_linear") ? p + "rope.scaling.factor"
+                                                                                                         : p + "rope.scale_linear";
+  const std::optional<double> factor = f.get_float(factor_key);
+  if (type == "linear" && factor && *factor != 0) {
+    j["rope_scaling"] = {{"type", "linear"}, {"factor", check_float_hyper_parameter("factor", *factor, path, factor_key)}};
   }
   if (auto bos = f.get_int("tokenizer.ggml.bos_token_id")) j["bos_token_id"] = *bos;
   if (auto eos = f.get_int("tokenizer.ggml.eos_token_id")) j["eos_token_id"] = *eos;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <string>
 
 #include "core/error.h"
 
@@ -17,10 +18,19 @@ std::int32_t argmax(const float* logits, std::int64_t n) {
   return static_cast<std::int32_t>(best);
 }
 
+void set_temperature(SamplingOptions& s, double t) {
+  s.greedy = t < kGreedyBelowTemperature;
+  if (!s.greedy) s.temperature = t;
+}
+
 Sampler::Sampler(const SamplingOptions& options, std::int64_t vocab_size)
     : options_(options), rng_(options.seed), order_(static_cast<std::size_t>(vocab_size)), probs_(order_.size()) {
   if (!options.greedy) {
-    if (!(options.temperature > 0)) throw InputError("--temperature must be > 0 (use --greedy for temperature 0)");
+    if (!(options.temperature >= 0 && options.temperature <= kMaxTemperature)) {
+      throw InputError("temperature must be between 0 and " + std::to_string(static_cast<int>(kMaxTemperature)) + ", got " +
+                       std::to_string(options.temperature));
+    }
+    set_temperature(options_, options.temperature);  // a tiny one is greedy here too
     if (options.top_k < 0) throw InputError("--top-k must be >= 0");
     if (!(options.top_p > 0 && options.top_p <= 1)) throw InputError("--top-p must be in (0, 1]");
   }

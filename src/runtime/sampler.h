@@ -9,6 +9,10 @@ namespace plexus {
 
 // The ranges every command accepts (generate's flags, batch request lines, bench scenarios).
 inline constexpr double kMaxTemperature = 100;
+// A temperature below this one means greedy decoding (0 included): the limit of
+// softmax(logits / T) as T -> 0, and vLLM's threshold. Far smaller ones overflow logits / T
+// (1e-310 made every token the vocabulary's last id). docs/cli.md and docs/serve.md say so.
+inline constexpr double kGreedyBelowTemperature = 1e-5;
 inline constexpr long long kMaxTopK = 2147483647;
 inline constexpr long long kMaxNewTokens = 1LL << 24;
 
@@ -19,6 +23,11 @@ struct SamplingOptions {
   double top_p = 1.0;       // 1: no limit
   std::uint64_t seed = 0;
 };
+
+// The one temperature rule of generate, batch, bench and serve: `t` (finite, in
+// [0, kMaxTemperature], checked by the caller with its own flag or field name) below
+// kGreedyBelowTemperature makes `s` greedy, otherwise sampling at temperature t.
+void set_temperature(SamplingOptions& s, double t);
 
 class Sampler {
  public:

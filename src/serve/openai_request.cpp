@@ -131,8 +131,7 @@ void parse_common(const Json& body, ApiRequest& r) {
   check_unsupported(body);
   r.model = string_field(body, "model").value_or("");
   const std::optional<double> temperature = number_in(body, "temperature", 0, kMaxTemperature);
-  r.sampling.greedy = temperature && *temperature == 0;
-  r.sampling.temperature = temperature.value_or(1.0);
+  set_temperature(r.sampling, temperature.value_or(1.0));  // below 1e-5 (0 included): greedy
   r.sampling.top_p = number_in(body, "top_p", 0, 1, /*lo_open=*/true).value_or(1.0);
   if (const Json* k = field(body, "top_k"); k && k->is_number_integer() && k->get<long long>() == -1) {
     r.sampling.top_k = 0;  // vLLM's "no limit"

@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "core/gguf_file.h"
+#include "tokenizer/gguf_special_tokens.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/tokenizer_parts.h"
 
@@ -165,6 +166,18 @@ std::unique_ptr<Tokenizer> Tokenizer::from_gguf_metadata(const std::map<std::str
   std::vector<GgufTokenType> types(n, GgufTokenType::kNormal);
   if (const auto* tv = r.array("tokenizer.ggml.token_type", GgufValue::Type::kInt, n))
     for (std::size_t i = 0; i < n; ++i) types[i] = token_type_of((*tv)[i].i);
+  // llama.cpp's corrections by text: a NORMAL "</s>" or "<|im_end|>" is a control token there.
+  const auto named = [&](const char* key, const char* old_key = nullptr) {
+    std::optional<std::int32_t> id = r.token_id(key, n);
+    if (!id && old_key) id = r.token_id(old_key, n);
+    return id;
+  };
+  apply_llama_cpp_token_types(tokens, types,
+                              GgufFimIds{named("tokenizer.ggml.fim_pre_token_id", "tokenizer.ggml.prefix_token_id"),
+                                         named("tokenizer.ggml.fim_suf_token_id", "tokenizer.ggml.suffix_token_id"),
+                                         named("tokenizer.ggml.fim_mid_token_id", "tokenizer.ggml.middle_token_id"),
+                                         named("tokenizer.ggml.fim_pad_token_id"), named("tokenizer.ggml.fim_rep_token_id"),
+                                         named("tokenizer.ggml.fim_sep_token_id")});
 
   auto parts = std::make_unique<TokenizerParts>();
   parts->vocab_size = static_cast<std::int32_t>(n);

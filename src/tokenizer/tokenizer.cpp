@@ -71,7 +71,12 @@ std::unique_ptr<Tokenizer> Tokenizer::load(const std::string& path) {
     throw InputError(path + " does not exist: pass a Hugging Face model directory or a tokenizer.json file");
   }
   const std::string file = json_path.string();
-  const Json j = read_json_file(file);
+  const std::string text = read_text_file(file);
+  if (file == path) {  // a file named on the command line: say what it is not
+    require_json_object_text(text, file, "a tokenizer.json",
+                             "pass a Hugging Face model directory, its tokenizer.json, or a .gguf file holding a vocabulary");
+  }
+  const Json j = parse_json(text, file);
   if (!j.is_object()) throw InputError(file + ": must hold a JSON object (a Hugging Face tokenizer.json)");
 
   if (!j.contains("model"))

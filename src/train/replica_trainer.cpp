@@ -34,6 +34,7 @@ struct ReplicaTrainer::Impl {
   std::vector<float> exp_avg, exp_avg_sq;  // (shard) under ZeRO-1, else (padded)
   std::vector<float> gathered;             // (shard) the updated shard, the all-gather's input
   std::int64_t step = 0;
+  AdamwBounds bounds;  // of this rank's range of weights and moments: most steps need no overflow check
   ModelTensors w, g;
   std::unique_ptr<TrainActivations> acts;
   std::optional<BucketAllReduce> reducer;  // with more than one rank
@@ -64,6 +65,11 @@ struct ReplicaTrainer::Impl {
     w = view_tensors(model.config(), layout, params.data());
     g = view_tensors(model.config(), layout, grads.data());
     if (ranks > 1) reducer.emplace(comm);
+    refresh_bounds();
+  }
+
+  void refresh_bounds() {
+    bounds = adamw_bounds(params.data() + state_begin(), exp_avg.data(), exp_avg_sq.data(), state_count(), pool);
   }
 
   // The buffer range this rank's optimizer state covers.
@@ -169,12 +175,24 @@ struct ReplicaTrainer::Impl {
     t.reset();
     r.grad_norm = grad_norm(layout, grads.data(), pool);
     r.skipped = !std::isfinite(r.grad_norm);
+    const float coef = r.skipped ? 1.0f : static_cast<float>(clip_coefficient(r.grad_norm, opt.max_grad_norm));
+    const std::int64_t begin = state_begin();
+    if (!r.skipped) {
+      // An update that would make a weight or a moment non-finite (an overflow with finite
+      // gradients) skips the step too: the bounds rule it out without a pass over the data, or
+      // the update's arithmetic is run once without writing. Under ZeRO-1 every rank decides for
+      // its shard and all skip if one would.
+      const bool finite = adamw_update_surely_finite(opt, step + 1, coef, r.grad_norm, bounds) ||
+                          adamw_update_stays_finite(opt, step + 1, coef, params.data() + begin, grads.data() + begin,
+                                                    exp_avg.data(), exp_avg_sq.data(), state_count(), pool);
+      double bad = finite ? 0.0 : 1.0;
+      if (zero1 && ranks > 1) bad = sum_over_ranks(bad, waited);
+      r.skipped = bad > 0;
+    }
     if (!r.skipped) {
       ++step;
-      const float coef = static_cast<float>(clip_coefficient(r.grad_norm, opt.max_grad_norm));
-      const std::int64_t begin = state_begin();
-      adamw_update(opt, step, coef, params.data() + begin, grads.data() + begin, exp_avg.data(), exp_avg_sq.data(),
-                   state_count(), pool);
+      bounds = adamw_update(opt, step, coef, params.data() + begin, grads.data() + begin, exp_avg.data(), exp_avg_sq.data(),
+                            state_count(), pool);
       compute += t.seconds();
       if (zero1 && ranks > 1) {
         Timer gather;
@@ -242,6 +260,7 @@ void ReplicaTrainer::restore(std::span<const float> params, const OptimizerState
     t.exp_avg_sq[static_cast<std::size_t>(i)] = at < t.total ? state.exp_avg_sq[static_cast<std::size_t>(at)] : 0.0f;
   }
   t.step = state.step;
+  t.refresh_bounds();
 }
 
 CommStats ReplicaTrainer::comm_stats() const { return impl_->comm.stats(); }

@@ -4,7 +4,8 @@
 // processes (comm/mpi_collective), one replica each. A step runs the rank's micro-batches, sums
 // the gradients over the ranks with all-reduces of layer buckets started as the backward
 // finishes each layer, clips by the global norm and applies AdamW — or skips the update when the
-// norm is not finite. Every rank ends a step with the same weights, bit for bit.
+// norm is not finite, or when the update would make a weight or moment non-finite. Every rank
+// ends a step with the same weights, bit for bit.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -22,7 +23,7 @@ class ThreadPool;
 struct StepResult {
   double loss = 0;          // mean next-token cross-entropy of the global batch
   double grad_norm = 0;     // global 2-norm of the summed gradients, before clipping
-  bool skipped = false;     // the norm was not finite: weights and optimizer state unchanged
+  bool skipped = false;     // the norm, or the update, was not finite: weights and optimizer state unchanged
   std::int64_t tokens = 0;  // tokens of the global batch (B·T)
   double seconds = 0;          // the whole step on this rank
   double compute_seconds = 0;  // forward + backward + optimizer on this rank

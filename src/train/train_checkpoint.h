@@ -25,7 +25,7 @@ inline constexpr int kCheckpointsKept = 2;
 // What a checkpoint records beside the tensors.
 struct TrainProgress {
   std::int64_t step = 0;                 // optimizer steps done (skipped ones included)
-  std::int64_t skipped_total = 0;        // steps skipped for a non-finite gradient norm
+  std::int64_t skipped_total = 0;        // steps skipped (a non-finite gradient norm or update)
   std::int64_t skipped_consecutive = 0;  // skipped in a row up to `step`
 };
 

@@ -49,12 +49,12 @@ std::vector<std::int32_t> line_ids(const std::string& line, const std::string& w
       throw InputError(where + ": \"ids\"[" + std::to_string(i) + "] is " + v.dump().substr(0, 40) +
                        ": \"ids\" must be a list of integers");
     }
-    const long long id = v.get<long long>();
-    if (id < 0 || id >= vocab) {
-      throw InputError(where + ": token id " + std::to_string(id) + " (\"ids\"[" + std::to_string(i) +
+    const std::optional<std::int64_t> id = json_int64(v);  // 2^64 - 1 is no id, not -1
+    if (!id || *id < 0 || *id >= vocab) {
+      throw InputError(where + ": token id " + v.dump() + " (\"ids\"[" + std::to_string(i) +
                        "]) is outside the model's vocabulary [0, " + std::to_string(vocab) + ")");
     }
-    out.push_back(static_cast<std::int32_t>(id));
+    out.push_back(static_cast<std::int32_t>(*id));
   }
   if (out.size() < 2) {
     throw InputError(where + ": a sequence of " + std::to_string(out.size()) +

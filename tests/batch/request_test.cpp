@@ -58,6 +58,7 @@ TEST(BatchRequest, BadLinesSayWhy) {
   EXPECT_NE(reason(R"({"id": 1, "prompt": "hi"})").find("needs a tokenizer"), std::string::npos);
   EXPECT_NE(reason(R"({"id": 1, "ids": [1, 100]})").find("token id 100 is outside the vocabulary [0, 100)"), std::string::npos);
   EXPECT_NE(reason(R"({"id": 1, "ids": [-1]})").find("outside the vocabulary"), std::string::npos);
+  EXPECT_NE(reason(R"({"id": 1, "ids": [18446744073709551615]})").find("token id 18446744073709551615 is outside"), std::string::npos);
   EXPECT_NE(reason(R"({"id": 1, "ids": ["x"]})").find("not a token id"), std::string::npos);
   EXPECT_NE(reason(R"({"id": 1, "ids": []})").find("empty"), std::string::npos);
   EXPECT_NE(reason(R"({"id": 1, "ids": [1], "max_tokens": 0})").find("\"max_tokens\" must be an integer"), std::string::npos);

@@ -56,6 +56,39 @@ TEST_F(FlagValidation, SamplingFlagsHaveRangesAndFiniteValues) {
   EXPECT_FALSE(testing::run_command("test -e " + shell_quote(dir_ / "out.jsonl")).exit_code == 0) << "batch wrote output";
 }
 
+// Issue 32 item 6: a temperature below 1e-5 (runtime/sampler.h kGreedyBelowTemperature) is
+// greedy in generate and in batch (flag and request lines): 1e-310 used to make every token the
+// vocabulary's last id in batch, and the CLI refused 5e-324 as "not finite".
+TEST_F(FlagValidation, TemperaturesBelowTheThresholdAreGreedy) {
+  const testing::ProcessResult greedy = run_no_gpu("generate " + model_ + " --ids 1,2 --max-tokens 6 --json --greedy");
+  ASSERT_EQ(greedy.exit_code, 0) << greedy.err;
+  const Json want = Json::parse(greedy.out)["ids"];
+  ASSERT_EQ(want.size(), 6u);
+  EXPECT_NE(want, Json({299, 299, 299, 299, 299, 299}));
+  for (const std::string t : {"1e-310", "5e-324", "4e-324", "1e-400", "9.9e-6", "0"}) {
+    const testing::ProcessResult r = run_no_gpu("generate " + model_ + " --ids 1,2 --max-tokens 6 --json --temperature " + t);
+    ASSERT_EQ(r.exit_code, 0) << t << "\n" << r.err;
+    EXPECT_EQ(Json::parse(r.out)["ids"], want) << "--temperature " << t;
+  }
+  testing::write_file(dir_ / "tiny_t.jsonl",
+                      "{\"id\": 1, \"ids\": [1, 2], \"temperature\": 1e-310}\n{\"id\": 2, \"ids\": [1, 2], \"temperature\": 5e-324}\n"
+                      "{\"id\": 3, \"ids\": [1, 2]}\n");
+  const std::string out = dir_ / "tiny_t_out.jsonl";
+  const testing::ProcessResult b = run_no_gpu("batch " + model_ + " --input " + shell_quote(dir_ / "tiny_t.jsonl") + " --output " +
+                                              shell_quote(out) + " --max-tokens 6 --temperature 5e-324");
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  const testing::ProcessResult lines = testing::run_command("tail -n +2 " + shell_quote(out));
+  int n = 0;
+  for (std::size_t at = 0, end; (end = lines.out.find('\n', at)) != std::string::npos; at = end + 1, ++n) {
+    EXPECT_EQ(Json::parse(lines.out.substr(at, end - at))["ids"], want) << lines.out.substr(at, end - at);
+  }
+  EXPECT_EQ(n, 3) << lines.out;
+  // Top-p as small as a double gets is a valid top-p (the most likely token), not "not finite".
+  const testing::ProcessResult p = run_no_gpu("generate " + model_ + " --ids 1,2 --max-tokens 6 --json --temperature 1 --top-p 5e-324");
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  EXPECT_EQ(Json::parse(p.out)["ids"], want);
+}
+
 TEST_F(FlagValidation, ThreadsAreHonouredOnEveryDeviceCount) {
   for (const std::string devices : {"", "--virtual-devices 2", "--virtual-devices 4"}) {
     const testing::ProcessResult r = run_no_gpu("generate " + model_ + " --ids 1,2 --max-tokens 2 --json --threads 1 " + devices);

@@ -3,8 +3,10 @@
 #include "core/atomic_file.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -70,6 +72,36 @@ TEST(AtomicFile, UnwritableDirectoryNamesThePath) {
     EXPECT_NE(std::string(e.what()).find(dir + "/no/such/dir/r.json"), std::string::npos) << e.what();
   }
   fs::remove_all(dir);
+}
+
+// A pid that no process has: a child that has exited and been reaped.
+pid_t dead_pid() {
+  const pid_t pid = ::fork();
+  if (pid == 0) ::_exit(0);
+  ::waitpid(pid, nullptr, 0);
+  return pid;
+}
+
+TEST(AtomicFile, StaleTemporariesOfDeadWritersAreRemovedOnlyThose) {
+  const std::string dir = fresh_dir("stale");
+  const std::string dead = ".a.gguf.tmp-" + std::to_string(dead_pid()) + "-0";
+  const std::string alive = ".b.gguf.tmp-" + std::to_string(::getppid()) + "-3";  // our parent lives
+  const std::string not_ours = ".c.tmp-notapid-1";
+  for (const std::string& n : {dead, alive, not_ours}) std::ofstream(dir + "/" + n) << "x";
+  fs::create_directory(dir + "/.d.tmp-" + std::to_string(dead_pid()) + "-0");  // a directory: never ours
+  {
+    AtomicFile writing(dir + "/e.json");  // its own temporary is locked while it lives
+    EXPECT_EQ(remove_stale_temporaries(dir), 0);
+    writing.write("{}");
+    writing.commit();
+  }
+  std::vector<std::string> left = names(dir);
+  std::sort(left.begin(), left.end());
+  std::vector<std::string> want = {".b.gguf.tmp-" + std::to_string(::getppid()) + "-3", ".c.tmp-notapid-1", "e.json"};
+  for (const std::string& n : left)
+    if (n.rfind(".d.tmp-", 0) == 0) want.push_back(n);
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(left, want);  // the dead writer's file went when e.json's AtomicFile started
 }
 
 TEST(EnsureWritableDir, CreatesParentsAndLeavesNoProbe) {

@@ -37,6 +37,18 @@ TEST(Json, NestingDeeperThanTheLimitIsAnInputErrorNotACrash) {
   EXPECT_NE(error_of(std::string(257, '[') + std::string(257, ']')).find("deeper than 256"), std::string::npos);
 }
 
+// The depth scan stops at the first byte no JSON text holds outside a string: the parser fails
+// there (or before), so a binary file of '[' bytes is "invalid JSON", not "nested too deep".
+TEST(Json, BinaryIsInvalidJsonNotTooDeep) {
+  const std::string m = error_of(std::string("\x7f" "ELF") + std::string(5000, '['));
+  EXPECT_NE(m.find("doc.json: invalid JSON at byte"), std::string::npos) << m.substr(0, 200);
+  EXPECT_EQ(m.find("nested deeper"), std::string::npos) << m.substr(0, 200);
+  // Deep nesting before the first such byte is still refused; a UTF-8 BOM is no such byte.
+  EXPECT_NE(error_of(std::string(300, '[') + "\x01").find("nested deeper than 256"), std::string::npos);
+  EXPECT_NE(error_of("\xEF\xBB\xBF" + std::string(300, '[')).find("nested deeper than 256"), std::string::npos);
+  EXPECT_EQ(parse_json("\xEF\xBB\xBF{\"a\": [true, false, null, -1.5e+3]}", "bom")["a"].size(), 4u);
+}
+
 TEST(Json, NumbersNoDoubleHoldsAreInputErrors) {
   const std::string m = error_of("{\"ids\": [1e400]}");
   EXPECT_NE(m.find("doc.json: invalid JSON"), std::string::npos) << m;

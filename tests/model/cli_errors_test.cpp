@@ -1,8 +1,11 @@
 // The real plexus binary on bad input: a clear message naming the file or field, exit 2, no crash.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
+#include <tuple>
 
 #include "model/make_model.h"
 #include "test_util.h"
@@ -58,6 +61,11 @@ TEST(CliErrors, MissingAndMalformedModels) {
     std::ofstream(m + "/config.json", std::ios::app) << "garbage";
   }
   expect_bad_input("generate " + q + " --ids 1", "config.json");
+  // A model path that is a file of another kind (full of '[' bytes) says what it is not, not
+  // "JSON nested deeper than 256 levels" (issue 32 item 17).
+  std::ofstream(dir / "weights.bin", std::ios::binary) << std::string("\x7f" "ELF") + std::string(3000, '[');
+  expect_bad_input("estimate " + shell_quote(dir / "weights.bin"),
+                   "weights.bin is neither a GGUF file nor a config.json (a JSON object): it starts with the bytes 7f 45 4c 46 5b");
 }
 
 // Sizes no model has, and counts near 2^63: exit 2 naming the field, never a wrapped number.
@@ -146,6 +154,89 @@ TEST(CliErrors, ConfigCrossCheckedAgainstCheckpoint) {
   std::ofstream(m + "/tokenizer_config.json") << R"({"eos_token": "\u2581Hello"})";
   expect_bad_input("generate " + q + " --ids 1", "end-of-sequence token id 22557");
   EXPECT_EQ(run_plexus("generate " + q + " --ids 1 --max-tokens 1 --ignore-eos").exit_code, 0);
+}
+
+// A copy of a golden GGUF file with the f32 value of metadata key `key` set to `v` (the bytes
+// after the key: type 6, then the value).
+std::string gguf_with_f32(const TempDir& dir, const std::string& key, float v) {
+  std::ifstream in(std::string(PLEXUS_SOURCE_DIR) + "/tests/data/gguf/gs-llama-q8_0.gguf", std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::size_t at = bytes.find(key);
+  EXPECT_NE(at, std::string::npos) << key;
+  EXPECT_EQ(bytes[at + key.size()], 6) << key << " is not an f32";
+  std::memcpy(bytes.data() + at + key.size() + 4, &v, 4);
+  const std::string path = dir / "patched.gguf";
+  std::ofstream(path, std::ios::binary) << bytes;
+  return path;
+}
+
+// Issue 32 item 16: nonsense float hyper-parameters exit 2 naming the key and the value, from
+// config.json and from GGUF metadata (a NaN epsilon gave NaN perplexity with exit 0; a rope
+// theta of 0 or NaN, a negative epsilon, a silently different model).
+TEST(CliErrors, NonsenseHyperParametersExitTwoNamingKeyAndValue) {
+  TempDir dir("hparams");
+  const std::string m = tiny_model(dir);
+  const std::string q = shell_quote(m);
+  const Json good = {{"rope_theta", 10000.0}, {"rms_norm_eps", 1e-6}};
+  const std::vector<std::pair<Json, std::string>> cases = {
+      {{{"rope_theta", 0}}, "rope_theta is 0"},
+      {{{"rope_theta", -10000}}, "rope_theta is -10000"},
+      {{{"rope_theta", 1e-300}}, "rope_theta is 1e-300"},
+      {{{"rms_norm_eps", -1e-6}}, "rms_norm_eps is -1e-06"},
+      {{{"rms_norm_eps", 2}}, "rms_norm_eps is 2"},
+      {{{"partial_rotary_factor", 0.5}}, "partial_rotary_factor 0.5 is not supported"},
+      {{{"partial_rotary_factor", 0}}, "partial_rotary_factor is 0"},
+      {{{"rope_scaling", {{"rope_type", "linear"}, {"factor", 0}}}}, "rope_scaling.factor is 0"},
+      {{{"rope_scaling", {{"rope_type", "llama3"}, {"factor", -8}}}}, "rope_scaling.factor is -8"},
+      {{{"rope_scaling", {{"rope_type", "llama3"}, {"factor", 8}, {"low_freq_factor", 4}, {"high_freq_factor", 4}}}},
+       "high_freq_factor (4) must be more than low_freq_factor (4)"},
+      {{{"rope_scaling", {{"rope_type", "llama3"}, {"factor", 8}, {"original_max_position_embeddings", 0}}}},
+       "original_max_position_embeddings is 0"},
+      {{{"rope_scaling", 8}}, "rope_scaling must be an object or null, got 8"},
+  };
+  for (const auto& [fields, mention] : cases) {
+    testing::patch_config(m, fields);
+    expect_bad_input("perplexity " + q + " --ids 1,2,3", mention);
+    expect_bad_input("estimate " + q, mention);
+    testing::patch_config(m, good);
+    testing::patch_config(m, Json{{"partial_rotary_factor", nullptr}, {"rope_scaling", nullptr}});
+  }
+  testing::patch_config(m, Json{{"architectures", {"MistralForCausalLM"}}, {"model_type", "mistral"}, {"sliding_window", -1}});
+  expect_bad_input("perplexity " + q + " --ids 1,2,3", "sliding_window is -1");
+  testing::patch_config(m, Json{{"sliding_window", nullptr}, {"partial_rotary_factor", 1.0}});
+  EXPECT_EQ(run_plexus("perplexity " + q + " --ids 1,2,3").exit_code, 0);
+
+  // GGUF metadata: the key as the file spells it.
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (const auto& [key, v, shown] : std::vector<std::tuple<std::string, float, std::string>>{
+           {"llama.attention.layer_norm_rms_epsilon", nan, "nan"},
+           {"llama.attention.layer_norm_rms_epsilon", -1e-5f, "-1e-05"},
+           {"llama.rope.freq_base", 0.0f, "0"},
+           {"llama.rope.freq_base", nan, "nan"}}) {
+    const std::string gguf = gguf_with_f32(dir, key, v);
+    expect_bad_input("perplexity " + shell_quote(gguf) + " --ids 1,2,3", "patched.gguf: " + key + " is " + shown);
+  }
+  EXPECT_EQ(run_plexus("perplexity " + shell_quote(gguf_with_f32(dir, "llama.rope.freq_base", 10000.0f)) + " --ids 1,2,3").exit_code, 0);
+}
+
+// Issue 32 item 17: ids a tokenizer makes of --prompt / --text that the model's vocabulary lacks
+// are reported under the flag the user gave, not as "--ids".
+TEST(CliErrors, PromptIdsOutsideTheVocabularyNameThePromptFlag) {
+  TempDir dir("prompt-vocab");
+  const std::string m = tiny_model(dir);  // vocab 300; the Mistral tokenizer's ids go to 32000
+  std::filesystem::copy_file(std::string(PLEXUS_GOLDEN_DIR) + "/tokenizers/mistral/tokenizer.json", m + "/tokenizer.json");
+  const std::string q = shell_quote(m);
+  for (const auto& [args, flag] : std::vector<std::pair<std::string, std::string>>{
+           {"generate " + q + " --prompt 'Hello world'", "--prompt"},
+           {"perplexity " + q + " --text 'Hello world'", "--text"}}) {
+    const testing::ProcessResult r = run_plexus(args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.err;
+    EXPECT_NE(r.err.find(flag + " (as the tokenizer encodes it): token id 22557 is outside the vocabulary [0, 300)"), std::string::npos)
+        << args << "\n" << r.err;
+    EXPECT_EQ(r.err.find("--ids"), std::string::npos) << r.err;
+  }
+  expect_bad_input("generate " + q + " --ids 1,300", "--ids: token id 300 is outside the vocabulary [0, 300)");
+  expect_bad_input("perplexity " + q + " --ids 1,300", "--ids: token id 300 is outside the vocabulary [0, 300)");
 }
 
 TEST(CliErrors, CorruptSafetensors) {

@@ -4,6 +4,11 @@
 // input exits 2 leaving nothing behind.
 #include <gtest/gtest.h>
 
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -314,6 +319,72 @@ TEST(Quantize, BadInputExitsTwoAndLeavesNothing) {
   for (const auto& e : fs::directory_iterator(dir.path())) {
     EXPECT_EQ(e.path().filename().string().find(".tmp-"), std::string::npos) << "left " << e.path();
   }
+}
+
+// Issue 32 item 13: OUT that is one of the input's files (by any name: the path, a symbolic or
+// a hard link) or no regular file (a device, a FIFO) is refused, --force or not; the input
+// stays byte for byte and still loads. (--force used to turn model.safetensors into GGUF.)
+TEST(Quantize, NeverOverwritesItsInputOrADevice) {
+  REQUIRE_NUMPY();
+  const TempDir dir("quantize-own");
+  const std::string src = make_source(dir, "llama");
+  const std::string weights = read_text(src + "/model.safetensors"), config = read_text(src + "/config.json");
+  fs::create_symlink(src + "/model.safetensors", dir / "link.gguf");
+  fs::create_hard_link(src + "/config.json", dir / "hard.gguf");
+  for (const std::string& out : {src + "/model.safetensors", src + "/config.json", dir / "src/../src/config.json",
+                                 dir / "link.gguf", dir / "hard.gguf"}) {
+    const ProcessResult r = run_plexus("quantize " + shell_quote(src) + " " + shell_quote(out) + " --force");
+    EXPECT_EQ(r.exit_code, 2) << out << "\n" << r.err;
+    EXPECT_NE(r.err.find("is the input's own file"), std::string::npos) << out << ": " << r.err;
+  }
+  EXPECT_TRUE(read_text(src + "/model.safetensors") == weights);
+  EXPECT_EQ(read_text(src + "/config.json"), config);
+  EXPECT_TRUE(fs::is_symlink(dir / "link.gguf"));
+  EXPECT_EQ(run_plexus("perplexity " + shell_quote(src) + " --ids 1,2,3").exit_code, 0);
+  // A FIFO, and a character device where this user may make one (the audit lost /dev/null).
+  ASSERT_EQ(::mkfifo((dir / "fifo").c_str(), 0644), 0);
+  std::vector<std::string> specials = {dir / "fifo"};
+  if (::mknod((dir / "null").c_str(), S_IFCHR | 0666, makedev(1, 3)) == 0) specials.push_back(dir / "null");
+  for (const std::string& out : specials) {
+    for (const char* force : {"", " --force"}) {
+      const ProcessResult r = run_plexus("quantize " + shell_quote(src) + " " + shell_quote(out) + force);
+      EXPECT_EQ(r.exit_code, 2) << out << force << "\n" << r.err;
+      EXPECT_NE(r.err.find("not a regular file"), std::string::npos) << out << ": " << r.err;
+      EXPECT_FALSE(fs::is_regular_file(out)) << out << force << " was replaced";
+    }
+  }
+  // IN_DIR itself must be a model directory, not a file of some other kind.
+  const ProcessResult file_in = run_plexus("quantize " + shell_quote(src + "/model.safetensors") + " " + shell_quote(dir / "x.gguf"));
+  EXPECT_EQ(file_in.exit_code, 2) << file_in.err;
+  EXPECT_NE(file_in.err.find("not a model directory"), std::string::npos) << file_in.err;
+  EXPECT_EQ(file_in.err.find("nested deeper"), std::string::npos) << file_in.err;
+}
+
+// Issue 32 item 14: a quantize killed mid-write (here by SIGXFSZ at a 2 MiB file-size limit,
+// deterministically; SIGKILL leaves the same) leaves its hidden temporary file; the next run in
+// that directory removes it, as it removes any dead writer's, and leaves a live writer's alone.
+TEST(Quantize, AKilledRunsTemporaryIsRemovedByTheNext) {
+  REQUIRE_NUMPY();
+  const TempDir dir("quantize-killed");
+  const std::string src = make_source(dir, "llama");
+  const auto temporaries = [&] {
+    std::vector<std::string> names;
+    for (const auto& e : fs::directory_iterator(dir.path()))
+      if (e.path().filename().string().find(".tmp-") != std::string::npos) names.push_back(e.path().filename().string());
+    return names;
+  };
+  const std::string quantize_args = "quantize " + shell_quote(src) + " " + shell_quote(dir / "q.gguf");
+  const ProcessResult killed = run_command("ulimit -c 0; ulimit -f 2048; exec env CUDA_VISIBLE_DEVICES= " + shell_quote(PLEXUS_BINARY) + " " + quantize_args);
+  ASSERT_EQ(killed.exit_code, 128 + SIGXFSZ) << killed.err;
+  ASSERT_EQ(temporaries().size(), 1u) << "the killed run left no temporary file to clean";
+  EXPECT_FALSE(fs::exists(dir / "q.gguf"));
+  // A temporary whose writer is alive (this test process, holding no lock) stays.
+  const std::string live = dir / (".other.gguf.tmp-" + std::to_string(::getpid()) + "-0");
+  write_text(live, "x");
+  const ProcessResult next = run_plexus(quantize_args);
+  ASSERT_EQ(next.exit_code, 0) << next.err;
+  EXPECT_EQ(temporaries(), std::vector<std::string>{fs::path(live).filename().string()});
+  EXPECT_TRUE(GgufFile::is_gguf(dir / "q.gguf"));
 }
 
 }  // namespace

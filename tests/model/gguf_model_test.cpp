@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <limits>
 
 #include "core/error.h"
 #include "core/gguf_file.h"
@@ -89,12 +90,14 @@ TEST(GgufModel, CheckpointViewsTheTensorsInPlaceUnderHfNames) {
 // A GGUF file of the given metadata and tensors (each F32, zero-filled) in memory.
 std::vector<std::uint8_t> mini(const std::string& arch, const std::vector<std::pair<std::string, std::uint32_t>>& ints,
                                const std::vector<std::pair<std::string, std::vector<std::uint64_t>>>& tensors,
-                               const std::vector<float>& rope_freqs = {}) {
+                               const std::vector<float>& rope_freqs = {},
+                               const std::vector<std::pair<std::string, float>>& floats = {},
+                               const std::vector<std::pair<std::string, std::string>>& strings = {}) {
   GgufBytes m;
   m.put<std::uint32_t>(0x46554747);
   m.put<std::uint32_t>(3);
   m.put<std::uint64_t>(tensors.size() + (rope_freqs.empty() ? 0 : 1));
-  m.put<std::uint64_t>(ints.size() + 1);
+  m.put<std::uint64_t>(ints.size() + floats.size() + strings.size() + 1);
   m.str("general.architecture");
   m.put<std::uint32_t>(8);
   m.str(arch);
@@ -103,6 +106,8 @@ std::vector<std::uint8_t> mini(const std::string& arch, const std::vector<std::p
     m.put<std::uint32_t>(4);
     m.put<std::uint32_t>(v);
   }
+  for (const auto& [k, v] : floats) m.kv_f32(k, v);
+  for (const auto& [k, v] : strings) m.kv_str(k, v);
   std::uint64_t off = 0;
   std::vector<std::uint64_t> sizes;
   auto info = [&](const std::string& name, const std::vector<std::uint64_t>& dims) {
@@ -172,6 +177,48 @@ TEST(GgufModel, ArchitecturesAndTheirFlags) {
   }
   EXPECT_THROW(gguf_model_config(GgufFile("r.gguf", mini("llama", sizes("llama"), {{"token_embd.weight", {64, 100}}}, {1, 2, 3}))),
                InputError);  // rope_freqs of the wrong length
+}
+
+// Issue 32 item 16: float metadata goes through config.json's ranges, errors naming the GGUF key
+// and the value; rope scaling is read as llama.cpp reads it (type linear unless "none", the
+// factor under rope.scaling.factor or the older rope.scale_linear, 0 meaning none).
+TEST(GgufModel, FloatMetadataIsCheckedAndRopeScalingReadAsLlamaCpp) {
+  const auto config = [](const std::vector<std::pair<std::string, float>>& floats,
+                         const std::vector<std::pair<std::string, std::string>>& strings = {}) {
+    return gguf_model_config(GgufFile("f.gguf", mini("qwen3", sizes("qwen3"), {{"token_embd.weight", {64, 100}}}, {}, floats, strings)));
+  };
+  const auto error = [&](const std::vector<std::pair<std::string, float>>& floats,
+                         const std::vector<std::pair<std::string, std::string>>& strings = {}) -> std::string {
+    try {
+      config(floats, strings);
+    } catch (const InputError& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  EXPECT_NE(error({{"qwen3.attention.layer_norm_rms_epsilon", nan}}).find("f.gguf: qwen3.attention.layer_norm_rms_epsilon is nan"),
+            std::string::npos);
+  EXPECT_NE(error({{"qwen3.attention.layer_norm_rms_epsilon", -1e-6f}}).find("layer_norm_rms_epsilon is -1e-06"), std::string::npos);
+  EXPECT_NE(error({{"qwen3.rope.freq_base", 0}}).find("f.gguf: qwen3.rope.freq_base is 0"), std::string::npos);
+  EXPECT_NE(error({{"qwen3.rope.freq_base", nan}}).find("qwen3.rope.freq_base is nan"), std::string::npos);
+  EXPECT_NE(error({{"qwen3.rope.freq_base", inf}}).find("qwen3.rope.freq_base is inf"), std::string::npos);
+  EXPECT_NE(error({{"qwen3.rope.scaling.factor", -2}}).find("qwen3.rope.scaling.factor is -2"), std::string::npos);
+  EXPECT_NE(error({{"qwen3.rope.scale_linear", nan}}).find("qwen3.rope.scale_linear is nan"), std::string::npos);
+  EXPECT_NE(error({}, {{"qwen3.rope.scaling.type", "yarn"}}).find("'yarn'"), std::string::npos);
+
+  EXPECT_EQ(config({}).rope_scaling, RopeScaling::kNone);
+  ModelConfig c = config({{"qwen3.rope.scaling.factor", 4}});  // no type: linear, as llama.cpp
+  EXPECT_EQ(c.rope_scaling, RopeScaling::kLinear);
+  EXPECT_EQ(c.rope_factor, 4.0);
+  c = config({{"qwen3.rope.scale_linear", 2}});
+  EXPECT_EQ(c.rope_scaling, RopeScaling::kLinear);
+  EXPECT_EQ(c.rope_factor, 2.0);
+  EXPECT_EQ(config({{"qwen3.rope.scaling.factor", 0}}).rope_scaling, RopeScaling::kNone);
+  EXPECT_EQ(config({{"qwen3.rope.scaling.factor", 4}}, {{"qwen3.rope.scaling.type", "none"}}).rope_scaling, RopeScaling::kNone);
+  c = config({{"qwen3.attention.layer_norm_rms_epsilon", 1e-5f}, {"qwen3.rope.freq_base", 1e6f}});
+  EXPECT_FLOAT_EQ(static_cast<float>(c.rms_norm_eps), 1e-5f);
+  EXPECT_EQ(c.rope_theta, 1e6);
 }
 
 }  // namespace

@@ -113,6 +113,20 @@ TEST_F(ServeProcess, GreedyCompletionEqualsGenerate) {
   EXPECT_EQ(r.json()["choices"][0]["text"], Json::parse(ids.out)["text"]);
 }
 
+// Issue 32 item 6: a temperature below 1e-5 is greedy (runtime/sampler.h), as in generate and
+// batch; 1e-310 and 5e-324 used to make every token the vocabulary's last id.
+TEST_F(ServeProcess, TemperatureBelowTheThresholdIsGreedy) {
+  const std::string greedy_body = R"({"prompt": [1, 2, 3], "max_tokens": 6, "temperature": 0})";
+  const HttpResult greedy = curl("POST", url("/v1/completions"), greedy_body);
+  ASSERT_EQ(greedy.status, 200) << greedy.body;
+  const Json want = greedy.json()["choices"][0]["text"];
+  for (const std::string t : {"1e-310", "5e-324", "9e-6"}) {
+    const HttpResult r = curl("POST", url("/v1/completions"), R"({"prompt": [1, 2, 3], "max_tokens": 6, "temperature": )" + t + "}");
+    ASSERT_EQ(r.status, 200) << t << " " << r.body;
+    EXPECT_EQ(r.json()["choices"][0]["text"], want) << "temperature " << t;
+  }
+}
+
 TEST_F(ServeProcess, ConcurrentRequestsGetTheirOwnResults) {
   // Each prompt alone first, then all at once (streaming and not, greedy and seeded): the same
   // results, none mixed up.

@@ -7,7 +7,10 @@
 #include <fstream>
 #include <unistd.h>
 
+#include "core/gguf_file.h"
+#include "core/gguf_writer.h"
 #include "test_util.h"
+#include "tokenizer/gguf_vocab_export.h"
 #include "tokenizer_test_util.h"
 
 namespace plexus {
@@ -73,6 +76,36 @@ TEST(TokenizeCli, GgufFile) {
                    "\"decoded\":\"Hello, world!\"}\n");
 }
 
+// Issue 32 item 17: on a Qwen3 GGUF file (the Qwen3 tokenizer.json as plexus quantize writes it)
+// "</s>" is one token, as llama.cpp gives it: its loader makes a token spelled "</s>" a control
+// token whatever the file's token_type says (tokenizer/gguf_special_tokens.h). The tokenizer.json
+// itself keeps Hugging Face's three pieces.
+TEST(TokenizeCli, QwenGgufTakesControlLookingTokensWhole) {
+  const std::string gguf = std::filesystem::temp_directory_path() / ("plexus_tok_qwen3_" + std::to_string(::getpid()) + ".gguf");
+  GgufWriter w;
+  w.add("general.architecture", gguf_string("qwen3"));
+  for (auto& [k, v] : gguf_tokenizer_metadata(test::golden_dir("qwen3"))) w.add(k, std::move(v));
+  w.write(gguf);
+  const GgufFile file(gguf);
+  ASSERT_EQ(file.find("tokenizer.ggml.tokens")->arr[128247].s, "</s>");
+  EXPECT_EQ(file.find("tokenizer.ggml.token_type")->arr[128247].i, 1);  // NORMAL in the file
+  const auto ids = [](const CliRun& r) { return lines(r.out).at(0)["ids"].get<std::vector<std::int32_t>>(); };
+  const CliRun a = tokenize(test::golden_dir("qwen3") + " --text a"), b = tokenize(test::golden_dir("qwen3") + " --text b");
+  ASSERT_EQ(a.code, 0) << a.out;
+  ASSERT_EQ(b.code, 0) << b.out;
+  std::vector<std::int32_t> want = ids(a);
+  want.push_back(128247);
+  for (std::int32_t id : ids(b)) want.push_back(id);
+  const CliRun r = tokenize(gguf + " --text 'a</s>b'");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(ids(r), want) << r.out;
+  EXPECT_EQ(lines(r.out).at(0)["decoded"], "a</s>b");
+  const CliRun hf = tokenize(test::golden_dir("qwen3") + " --text '</s>'");
+  ASSERT_EQ(hf.code, 0) << hf.out;
+  EXPECT_EQ(ids(hf).size(), 3u) << hf.out;  // Hugging Face: "</", "s", ">"
+  std::filesystem::remove(gguf);
+}
+
 TEST(TokenizeCli, BadUsageAndInputExitTwo) {
   const std::string dir = test::golden_dir("mistral");
   CliRun r = tokenize(dir);
@@ -82,6 +115,16 @@ TEST(TokenizeCli, BadUsageAndInputExitTwo) {
   r = tokenize("/nonexistent/model --text a");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.out.find("/nonexistent/model does not exist"), std::string::npos) << r.out;
+  // Issue 32 item 17: a file that is neither GGUF nor JSON (full of '[' bytes) says so, not
+  // "JSON nested deeper than 256 levels".
+  const std::string binary = std::filesystem::temp_directory_path() / ("plexus_tok_bin_" + std::to_string(::getpid()) + ".gguf");
+  std::ofstream(binary, std::ios::binary) << std::string("\x7f" "ELF\x02\x01") + std::string(5000, '[') + std::string(100, '\0');
+  r = tokenize(binary + " --text a");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find(binary + " is neither a GGUF file nor a tokenizer.json (a JSON object): it starts with the bytes 7f 45 4c 46"),
+            std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("nested deeper"), std::string::npos) << r.out;
+  std::filesystem::remove(binary);
   r = tokenize(dir + " --text \"$(printf '\\377')\"");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.out.find("not valid UTF-8"), std::string::npos) << r.out;

@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/gguf_file.h"
+#include "tokenizer/gguf_special_tokens.h"
 #include "tokenizer/gguf_vocab_export.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/unicode.h"
@@ -224,6 +225,33 @@ TEST(GgufVocab, ExportChoosesModelPreAndTypes) {
   EXPECT_EQ(m.at("tokenizer.ggml.token_type").arr[1].i, 3);   // <s>
   EXPECT_EQ(m.at("tokenizer.ggml.token_type").arr[3].i, 6);   // <0x00>
   EXPECT_EQ(m.at("tokenizer.ggml.scores").arr[272].f, -13.0);  // "▁the": the last of merges 11..13
+}
+
+// llama.cpp's loader types tokens by their text (tokenizer/gguf_special_tokens.h): end-of-
+// generation and fill-in-the-middle spellings become CONTROL unless the file names that role's
+// id; gpt-oss's become USER_DEFINED; <|end|> and </s> step back beside their families' tokens.
+TEST(GgufVocab, LlamaCppTypesControlLookingTokensByTheirText) {
+  using T = GgufTokenType;
+  const std::vector<std::string> tokens = {"</s>", "<|im_end|>", "<|fim_prefix|>", "<PRE>", "<|channel|>", "hello",
+                                           "<tool_call>", "<|end|>", "<unk>"};
+  std::vector<T> types = {T::kNormal, T::kNormal, T::kNormal, T::kNormal, T::kControl, T::kNormal,
+                          T::kUserDefined, T::kNormal, T::kUnknown};
+  std::vector<T> got = types;
+  apply_llama_cpp_token_types(tokens, got, {});
+  EXPECT_EQ(got, (std::vector<T>{T::kControl, T::kControl, T::kControl, T::kControl, T::kUserDefined, T::kNormal,
+                                 T::kUserDefined, T::kControl, T::kUnknown}));
+  got = types;
+  GgufFimIds named;
+  named.pre = 5;  // the file names the prefix token: no spelling of that role is looked for
+  apply_llama_cpp_token_types(tokens, got, named);
+  EXPECT_EQ(got[2], T::kNormal);
+  EXPECT_EQ(got[3], T::kNormal);
+  // o200k_harmony: with <|return|> and <|call|>, <|end|> is user-defined; gemma4's
+  // <|tool_response> makes </s> normal text again.
+  const std::vector<std::string> harmony = {"<|end|>", "<|return|>", "<|call|>", "</s>", "<|tool_response>"};
+  got.assign(harmony.size(), T::kControl);
+  apply_llama_cpp_token_types(harmony, got, {});
+  EXPECT_EQ(got, (std::vector<T>{T::kUserDefined, T::kControl, T::kControl, T::kNormal, T::kControl}));
 }
 
 TEST(GgufVocab, BadMetadataIsAnInputErrorNamingTheKey) {

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -111,6 +112,65 @@ std::vector<ParamSlot> two_tensors() {
   t[1].offset = 48;
   t[1].count = 50;
   return t;
+}
+
+// The bound that spares most steps the overflow check (adamw_update_surely_finite) is never
+// wrong: whenever it says "finite", the update computed element by element is finite, over
+// ranges whose magnitudes span f32's exponents and over extreme hyper-parameters; on ordinary
+// training values it does say "finite", so the check's pass is not run.
+TEST(AdamW, TheOverflowBoundNeverClearsAnOverflowingUpdate) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> exponent(-40, 38.5), unit(0, 1);
+  const auto magnitude = [&] { return static_cast<float>((unit(rng) < 0.5 ? -1 : 1) * std::pow(10.0, exponent(rng))); };
+  int cleared = 0, overflowing = 0;
+  for (int trial = 0; trial < 3000; ++trial) {
+    const std::size_t n = 1 + rng() % 8;
+    std::vector<float> p(n), g(n), m(n), v(n);
+    const double scale = std::pow(10.0, exponent(rng) / 2);  // each trial its own order of magnitude
+    for (std::size_t i = 0; i < n; ++i) {
+      p[i] = unit(rng) < 0.2 ? magnitude() : static_cast<float>(scale * (unit(rng) - 0.5));
+      g[i] = unit(rng) < 0.2 ? magnitude() : static_cast<float>(scale * (unit(rng) - 0.5));
+      m[i] = unit(rng) < 0.2 ? magnitude() : static_cast<float>(scale * (unit(rng) - 0.5));
+      v[i] = std::fabs(unit(rng) < 0.2 ? magnitude() : static_cast<float>(scale * scale * unit(rng)));
+    }
+    OptimizerOptions o;
+    o.lr = std::pow(10.0, -6 + 9 * unit(rng));
+    o.weight_decay = unit(rng) < 0.5 ? 0 : std::pow(10.0, -4 + 7 * unit(rng));
+    o.beta1 = unit(rng) < 0.2 ? 0 : 1 - std::pow(10.0, -8 * unit(rng));
+    o.beta2 = unit(rng) < 0.2 ? 0 : 1 - std::pow(10.0, -15 * unit(rng));
+    o.eps = std::pow(10.0, -44 + 44 * unit(rng));
+    const std::int64_t step = 1 + static_cast<std::int64_t>(rng() % 1000);
+    const float coef = static_cast<float>(unit(rng) < 0.5 ? 1.0 : std::pow(10.0, -30 * unit(rng)));
+    double sq = 0;
+    for (float x : g) sq += static_cast<double>(x) * x;
+    const double norm = std::sqrt(sq);
+    const bool sure = adamw_update_surely_finite(o, step, coef, norm, adamw_bounds(p.data(), m.data(), v.data(), static_cast<std::int64_t>(n)));
+    const bool exact = adamw_update_stays_finite(o, step, coef, p.data(), g.data(), m.data(), v.data(), static_cast<std::int64_t>(n));
+    std::vector<float> p2 = p, m2 = m, v2 = v;
+    adamw_update(o, step, coef, p2.data(), g.data(), m2.data(), v2.data(), static_cast<std::int64_t>(n));
+    bool finite = true;
+    for (std::size_t i = 0; i < n; ++i) finite = finite && std::isfinite(p2[i]) && std::isfinite(m2[i]) && std::isfinite(v2[i]);
+    EXPECT_EQ(exact, finite) << "trial " << trial;
+    EXPECT_TRUE(!sure || finite) << "trial " << trial << ": the bound cleared an update that overflows";
+    cleared += sure;
+    overflowing += !finite;
+  }
+  EXPECT_GT(cleared, 300);      // the bound is not vacuous...
+  EXPECT_GT(overflowing, 100);  // ...and the trials do overflow
+  // Ordinary training: weights ~0.02, moments from gradients of norm ~1, default AdamW.
+  std::vector<float> p = random_values(4096, 1, 0.02f), g = random_values(4096, 2, 0.015f), m(4096, 0.0f), v(4096, 0.0f);
+  AdamwBounds b = adamw_bounds(p.data(), m.data(), v.data(), 4096);
+  const OptimizerOptions o;
+  for (int step = 1; step <= 20; ++step) {
+    ASSERT_TRUE(adamw_update_surely_finite(o, step, 1.0f, 1.0, b)) << "step " << step;
+    b = adamw_update(o, step, 1.0f, p.data(), g.data(), m.data(), v.data(), 4096);
+  }
+  // A NaN or a negative second moment in the state (a corrupt checkpoint) clears nothing.
+  v[7] = -1.0f;
+  EXPECT_FALSE(adamw_update_surely_finite(o, 21, 1.0f, 1.0, adamw_bounds(p.data(), m.data(), v.data(), 4096)));
+  v[7] = 0.0f;
+  m[9] = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_FALSE(adamw_update_surely_finite(o, 21, 1.0f, 1.0, adamw_bounds(p.data(), m.data(), v.data(), 4096)));
 }
 
 TEST(GradClip, NormOfTensorNormsAndTheFactor) {

@@ -232,6 +232,57 @@ TEST(ReplicaTrainer, NonFiniteGradientSkipsTheStepLeavingEverythingAsItWas) {
   }
 }
 
+// Issue 32 item 15: finite gradients whose update would overflow a weight (here a first moment
+// near f32's maximum over a zero second moment, divided by eps) skip the step like a non-finite
+// gradient: weights, moments and AdamW's step count stay bit for bit, every rank agreeing even
+// when only rank 0's ZeRO-1 shard overflows.
+TEST(ReplicaTrainer, AnUpdateThatWouldOverflowSkipsTheStep) {
+  for (const bool zero1 : {false, true}) {
+    const ModelConfig config = load_model_config(tiny_model());
+    const LlamaTrainModel model(config);
+    const std::vector<float> start = testing::initial_params(tiny_model(), model.layout());
+    const std::int64_t B = 4, T = 9;
+    std::mutex mutex;
+    std::vector<std::string> failures;
+    run_in_process_replicas(2, 2, [&](ReplicaRank& r) {
+      ReplicaTrainer trainer(model, start, testing::test_optimizer(), testing::batch_layout(B, 2, 2), zero1, r.comm, r.ops, &r.pool);
+      auto step = [&](int s) {
+        const std::vector<std::int32_t> batch = testing::global_batch(s, B, T, config.vocab_size);
+        return trainer.step(testing::rank_slice(batch, B, T, r.rank, 2), T);
+      };
+      auto check = [&](bool ok, const std::string& what) {
+        if (ok) return;
+        std::lock_guard lock(mutex);
+        failures.push_back("rank " + std::to_string(r.rank) + ": " + what);
+      };
+      check(!step(0).skipped, "step 0 skipped");
+      // Token 0's embedding row (in rank 0's ZeRO-1 shard; token 0 is not in step 1's batch, so its
+      // gradient is exactly 0): m = FLT_MAX, v = 0, so the update m / eps overflows.
+      const auto at = static_cast<std::size_t>(model.layout().at("model.embed_tokens.weight").offset);
+      OptimizerState bad = trainer.optimizer_state();
+      bad.exp_avg[at] = std::numeric_limits<float>::max();
+      bad.exp_avg_sq[at] = 0;
+      const std::vector<float> weights(trainer.params().begin(), trainer.params().end());
+      trainer.restore(weights, bad);
+      const StepResult s = step(1);
+      check(s.skipped, "the overflowing update was applied");
+      check(std::isfinite(s.grad_norm), "the gradient itself was not finite");
+      check(testing::same_bits(trainer.params(), weights), "weights changed by a skipped step");
+      const OptimizerState after = trainer.optimizer_state();
+      check(after.step == 1, "the step count moved: " + std::to_string(after.step));
+      check(testing::same_bits(after.exp_avg, bad.exp_avg) && testing::same_bits(after.exp_avg_sq, bad.exp_avg_sq),
+            "moments changed by a skipped step");
+      for (float w : trainer.params()) {
+        if (!std::isfinite(w)) {
+          check(false, "a weight is not finite");
+          break;
+        }
+      }
+    });
+    for (const std::string& f : failures) ADD_FAILURE() << f << " (zero1 " << zero1 << ")";
+  }
+}
+
 // What the ranks did, in the order they did it.
 struct EventLog {
   std::mutex mutex;

@@ -44,6 +44,9 @@ TEST_F(TrainCli, BadInputExitsTwoNamingTheLineOrPathWithNothingWritten) {
   expect_bad(with_line("{\"text\": \"hi\"}"), dir_ / "bad.jsonl" + ":13: no \"ids\"", out);
   expect_bad(with_line("{\"ids\": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 300]}"),
              dir_ / "bad.jsonl" + ":13: token id 300", out);
+  // Issue 32 item 17: 2^64 - 1 is named as written, not as "token id -1".
+  expect_bad(with_line("{\"ids\": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 18446744073709551615]}"),
+             dir_ / "bad.jsonl" + ":13: token id 18446744073709551615 (\"ids\"[16]) is outside", out);
   expect_bad(with_line("{\"ids\": [1, 2, 3]}"), dir_ / "bad.jsonl" + ":13: a sequence of 3 tokens, but line 1 has 17", out);
   // With --seq-len the longer lines are cut, a shorter one is named.
   const testing::ProcessResult cut = run_plexus(train_args(dir_, out, 2, 4, "--seq-len 8", dir_ / "bad.jsonl"));
@@ -67,6 +70,31 @@ TEST_F(TrainCli, BadInputExitsTwoNamingTheLineOrPathWithNothingWritten) {
   EXPECT_NE(r.err.find(other + "/config.json: vocab_size 301 instead of 300"), std::string::npos) << r.err;
   EXPECT_EQ(file_bytes(other + "/model.safetensors"), before);
   EXPECT_FALSE(fs::exists(other + "/checkpoints"));
+}
+
+// Issue 32 item 15: AdamW's hyper-parameters outside torch.optim.AdamW's ranges (and eps 0, or
+// one that is 0 in f32) exit 2 naming the flag and its value, before anything is written; they
+// used to run and write a model whose every weight was NaN.
+TEST_F(TrainCli, AdamWHyperParametersOutsideTheirRangesExitTwo) {
+  const std::string out = dir_ / "out";
+  for (const auto& [flags, mention] : std::vector<std::pair<std::string, std::string>>{
+           {"--beta1 1", "--beta1 must be at least 0 and less than 1"},
+           {"--beta2 1", "--beta2 must be at least 0 and less than 1"},
+           {"--beta1 1.5", "got 1.5"},
+           {"--beta2 -0.1", "--beta2"},
+           {"--beta1 nan", "--beta1"},
+           {"--eps 0", "--eps must be more than 0"},
+           {"--eps -1e-8", "--eps"},
+           {"--eps 1e-50", "rounds to 0 in f32"},
+           {"--lr -0.001", "--lr must be between 0 and 1000"},
+           {"--lr inf", "--lr"},
+           {"--weight-decay -0.1", "--weight-decay"},
+           {"--max-grad-norm -1", "--max-grad-norm"}}) {
+    expect_bad(run_plexus(train_args(dir_, out, 2, 4, flags)), mention, out);
+  }
+  // The edges that are in range run.
+  const testing::ProcessResult ok = run_plexus(train_args(dir_, out, 1, 4, "--beta1 0 --beta2 0.9999999 --eps 1e-45 --lr 0"));
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
 }
 
 TEST_F(TrainCli, OutputLoadsInGenerateAndPerplexityAndJsonHasTheKeys) {

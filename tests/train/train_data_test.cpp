@@ -57,6 +57,11 @@ TEST(TrainData, BadLinesNameFileAndLine) {
   EXPECT_NE(error_of("{\"ids\": [1, 100]}\n").find("FILE:1: token id 100 (\"ids\"[1]) is outside the model's vocabulary [0, 100)"),
             std::string::npos);
   EXPECT_NE(error_of("{\"ids\": [-1, 2]}\n").find("FILE:1: token id -1"), std::string::npos);
+  // 2^64 - 1 and 2^63 are named as written (a 64-bit cast made the first "token id -1").
+  EXPECT_NE(error_of("{\"ids\": [1, 18446744073709551615]}\n").find("FILE:1: token id 18446744073709551615 (\"ids\"[1])"),
+            std::string::npos);
+  EXPECT_NE(error_of("{\"ids\": [9223372036854775808, 1]}\n").find("FILE:1: token id 9223372036854775808 (\"ids\"[0])"),
+            std::string::npos);
   EXPECT_NE(error_of("{\"ids\": [1, 2]}\n{\"ids\": [3]}\n").find("FILE:2: a sequence of 1 token(s)"), std::string::npos);
   const std::string lengths = error_of("{\"ids\": [1, 2]}\n{\"ids\": [3, 4, 5]}\n");
   EXPECT_NE(lengths.find("FILE:2: a sequence of 3 tokens, but line 1 has 2: give --seq-len"), std::string::npos) << lengths;
