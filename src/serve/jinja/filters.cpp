@@ -49,7 +49,7 @@ Value f_tojson(Evaluator& ev, const Value& v, CallArgs& a) {
   if (indent.is_string()) unit = indent.as_string();
   if (indent.is_int() && clamped_int(indent) > 0) {
     ev.work().check_size(static_cast<std::uint64_t>(clamped_int(indent)));
-    unit.assign(static_cast<std::size_t>(indent.as_int()), ' ');
+    unit.assign(static_cast<std::size_t>(clamped_int(indent)), ' ');
   }
   std::string item_sep = indented ? "," : ", ", key_sep = ": ";
   const Value seps = arg(ev, a, 99, "separators");
