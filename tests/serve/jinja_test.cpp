@@ -202,9 +202,9 @@ TEST(JinjaTest, HostileTemplatesHitLimitsNotTheStack) {
   EXPECT_NE(render_error("{% set ns = namespace(s='ab') %}{% for i in range(100) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}")
                 .find("grows past"),
             std::string::npos);
-  EXPECT_NE(render_error("{{ 9223372036854775807 + 1 }}").find("integer overflow"), std::string::npos);
-  EXPECT_NE(render_error("{{ 2 ** 10**18 }}").find("integer overflow"), std::string::npos);
-  EXPECT_NE(render_error("{{ 99999999999999999999999 }}").find("too large"), std::string::npos);
+  // Integers are Python's up to 4096 bits (jinja_integers_test.cpp); past them an error.
+  EXPECT_NE(render_error("{{ 2 ** 5000 }}").find("integer overflow in 2 ** 5000 (past 4096 bits"), std::string::npos);
+  EXPECT_NE(render_error("{{ 9" + std::string(1300, '9') + " }}").find("too large"), std::string::npos);
   EXPECT_EQ(render("{{ [1, 2, 3][::9223372036854775807] }}"), "[1]");
 }
 

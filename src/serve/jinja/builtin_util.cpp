@@ -32,6 +32,7 @@ void check_args(Evaluator& ev, const CallArgs& args, const char* what, std::size
 }
 
 std::int64_t to_int(Evaluator& ev, const Value& v, const char* what) {
+  if (v.big()) ev.fail(std::string(what) + " " + v.brief() + " is too large (past 64 bits)");
   if (v.is_int()) return v.as_int();
   if (v.is_bool()) return v.as_bool();
   if (v.is_float() && std::isfinite(v.as_number()) && std::abs(v.as_number()) < 9.2e18)

@@ -38,15 +38,14 @@ std::string to_json_text(Evaluator& ev, const Value& v, const std::string* inden
 // Python's `fmt % args` (args a tuple, a dict for %(name)s, or one value).
 std::string printf_format(Evaluator& ev, std::string_view fmt, const Value& args);
 
-// The integer value of an int, bool or integral-enough float; TemplateError naming `what` otherwise.
+// The 64-bit value of an int, bool or integral-enough float (a size, count or width);
+// TemplateError naming `what` otherwise, and for an int past 64 bits (Python's OverflowError).
 std::int64_t to_int(Evaluator& ev, const Value& v, const char* what);
 // Python's int(text, base) (whitespace, sign, underscores, 0x/0o/0b prefixes; base 0 or 2..36)
 // and float(text) (decimal, exponent, underscores, inf, infinity, nan). nullopt when Python
-// raises ValueError; TemplateError for an integer past 64 bits (Python's are unbounded).
-std::optional<std::int64_t> parse_python_int(Evaluator& ev, std::string_view text, std::int64_t base);
+// raises ValueError; TemplateError for an integer past kMaxIntBits (integers.h).
+std::optional<Value> parse_python_int(Evaluator& ev, std::string_view text, std::int64_t base);
 std::optional<double> parse_python_float(std::string_view text);
-// Python's int(f): TemplateError for infinity, NaN and values past 64 bits.
-std::int64_t int_of_float(Evaluator& ev, double f);
 
 // str(v), charged (a string's bytes copied; other values printed).
 std::string text_of(Evaluator& ev, const Value& v);

@@ -331,6 +331,8 @@ Value Evaluator::item(const Value& obj, const Value& key) {
     return Value::undefined("'dict object' has no item " + key.brief());
   }
   if ((obj.is_list() || obj.is_string()) && (key.is_int() || key.is_bool())) {
+    // Past 64 bits no index is in range (jinja2: Python's IndexError, so undefined).
+    if (key.big()) return Value::undefined("index " + key.brief() + " is out of range");
     const std::int64_t k = key.is_bool() ? key.as_bool() : key.as_int();
     if (obj.is_list()) {
       const auto n = static_cast<std::int64_t>(obj.as_list().size());

@@ -9,6 +9,7 @@
 
 #include "serve/jinja/builtins.h"
 #include "serve/jinja/evaluator.h"
+#include "serve/jinja/integers.h"
 #include "serve/jinja/string_ops.h"
 
 namespace plexus::jinja {
@@ -46,9 +47,9 @@ Value f_tojson(Evaluator& ev, const Value& v, CallArgs& a) {
   std::string unit;
   const bool indented = indent.is_int() || indent.is_string();
   if (indent.is_string()) unit = indent.as_string();
-  if (indent.is_int() && indent.as_int() > 0) {
-    ev.work().check_size(static_cast<std::uint64_t>(indent.as_int()));
-    unit.assign(static_cast<std::size_t>(indent.as_int()), ' ');
+  if (indent.is_int() && clamped_int(indent) > 0) {
+    ev.work().check_size(static_cast<std::uint64_t>(clamped_int(indent)));
+    unit.assign(static_cast<std::size_t>(clamped_int(indent)), ' ');
   }
   std::string item_sep = indented ? "," : ", ", key_sep = ": ";
   const Value seps = arg(ev, a, 99, "separators");
@@ -172,20 +173,20 @@ Value f_int(Evaluator& ev, const Value& v, CallArgs& a) {
   if (v.is_undefined()) ev.fail(v.name());
   if (v.is_int()) return v;
   if (v.is_bool()) return Value(static_cast<std::int64_t>(v.as_bool()));
-  if (v.is_float()) return std::isnan(v.as_number()) ? fallback : Value(int_of_float(ev, v.as_number()));
+  if (v.is_float()) return std::isnan(v.as_number()) ? fallback : int_of_float(ev, v.as_number());
   if (!v.is_string()) return fallback;
-  if (base.is_int() || base.is_bool())
-    if (const auto i = parse_python_int(ev, v.as_string(), base.is_bool() ? base.as_bool() : base.as_int())) return Value(*i);
+  if (base.is_int() || base.is_bool())  // a base past 64 bits is no base: Python's ValueError
+    if (const auto i = parse_python_int(ev, v.as_string(), clamped_int(base))) return *i;
   const auto f = parse_python_float(v.as_string());
   if (!f || !std::isfinite(*f)) return fallback;
-  return Value(int_of_float(ev, *f));
+  return int_of_float(ev, *f);
 }
 
 Value f_float(Evaluator& ev, const Value& v, CallArgs& a) {
   check_args(ev, a, "float", 1, {"default"});
   const Value fallback = arg(ev, a, 0, "default", Value(0.0));
   if (v.is_undefined()) ev.fail(v.name());
-  if (v.is_number() || v.is_bool()) return Value(v.as_number());
+  if (v.is_number() || v.is_bool()) return Value(float_of(ev, v));
   if (!v.is_string()) return fallback;
   ev.work().bytes(v.as_string().size(), "reading a number");
   const auto f = parse_python_float(v.as_string());
@@ -195,20 +196,26 @@ Value f_float(Evaluator& ev, const Value& v, CallArgs& a) {
 Value f_abs(Evaluator& ev, const Value& v, CallArgs& a) {
   check_args(ev, a, "abs", 0);
   if (v.is_float()) return Value(std::abs(v.as_number()));
-  const std::int64_t i = to_int(ev, v, "abs");
-  if (i == INT64_MIN) ev.fail("integer overflow in abs");
-  return Value(i < 0 ? -i : i);
+  if (!v.is_int() && !v.is_bool()) ev.fail("bad operand type for abs(): '" + v.type_name() + "'");
+  return int_abs(ev, v);
 }
 
 Value f_round(Evaluator& ev, const Value& v, CallArgs& a) {
   check_args(ev, a, "round", 2, {"precision", "method"});
-  const std::int64_t precision = std::clamp<std::int64_t>(to_int(ev, arg(ev, a, 0, "precision", Value(0)), "round precision"), -300, 300);
+  const Value digits = arg(ev, a, 0, "precision", Value(0));
+  // An int precision past 64 bits rounds as the nearest 64-bit one does.
+  const std::int64_t ndigits = digits.is_int() ? clamped_int(digits) : to_int(ev, digits, "round precision");
   const Value method_value = arg(ev, a, 1, "method", Value("common"));
   const std::string method = method_value.is_string() ? method_value.as_string() : method_value.brief();
   if (!v.is_number() && !v.is_bool()) ev.fail("round needs a number, got " + v.type_name());
+  // Python's round() of an int is an int; jinja2's ceil and floor divide by 10**precision, a float.
+  if (method == "common" && !v.is_float()) return round_int(ev, v, ndigits);
+  // Past 300 digits either way a double rounds as at 300.
+  const std::int64_t precision = std::clamp<std::int64_t>(ndigits, -300, 300);
   const double scale = std::pow(10.0, static_cast<double>(precision));
-  const double x = v.as_number() * scale;
+  const double x = float_of(ev, v) * scale;
   double r = 0;
+  if (method == "common" && std::isinf(x) && precision > 0) return Value(v.as_number());  // no digit that far: v itself
   if (method == "common") r = std::nearbyint(x);  // Python's round: halves to even
   else if (method == "ceil") r = std::ceil(x);
   else if (method == "floor") r = std::floor(x);
@@ -391,13 +398,10 @@ Value f_sum(Evaluator& ev, const Value& v, CallArgs& a) {
     const Value x = path ? path->of(ev, item) : item;
     if (!x.is_number() && !x.is_bool()) ev.fail("sum needs numbers, got " + x.type_name());
     if (total.is_float() || x.is_float()) {
-      total = Value(total.as_number() + x.as_number());
+      total = Value(float_of(ev, total) + float_of(ev, x));
       continue;
     }
-    std::int64_t r = 0;
-    if (__builtin_add_overflow(total.is_bool() ? total.as_bool() : total.as_int(), x.is_bool() ? x.as_bool() : x.as_int(), &r))
-      ev.fail("integer overflow in sum (past 64 bits)");
-    total = Value(r);
+    total = int_arithmetic(ev, "+", total, x);
   }
   return total;
 }
@@ -516,7 +520,9 @@ Value f_format(Evaluator& ev, const Value& v, CallArgs& a) {
 // jinja2's batch: lists of `linecount` items, the last one filled up with fill_with (unless none).
 Value f_batch(Evaluator& ev, const Value& v, CallArgs& a) {
   check_args(ev, a, "batch", 2, {"linecount", "fill_with"});
-  const std::int64_t n = to_int(ev, arg(ev, a, 0, "linecount"), "batch size");
+  const Value count = arg(ev, a, 0, "linecount");
+  // Past 64 bits a batch holds every item all the same (filling it up is then an error).
+  const std::int64_t n = count.is_int() ? clamped_int(count) : to_int(ev, count, "batch size");
   if (n <= 0) ev.fail("batch size must be positive");
   const Value fill = arg(ev, a, 1, "fill_with");
   const List items = ev.iterate(v);

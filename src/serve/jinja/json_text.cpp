@@ -7,6 +7,7 @@
 
 #include "serve/jinja/builtins.h"
 #include "serve/jinja/evaluator.h"
+#include "serve/jinja/integers.h"
 #include "serve/jinja/string_ops.h"
 
 namespace plexus::jinja {
@@ -82,7 +83,7 @@ struct Writer {
     switch (v.kind()) {
       case Value::Kind::kNone: put("null"); return;
       case Value::Kind::kBool: put(v.as_bool() ? "true" : "false"); return;
-      case Value::Kind::kInt: put(std::to_string(v.as_int())); return;
+      case Value::Kind::kInt: put(int_text(v, &ev.work())); return;
       case Value::Kind::kFloat: {
         const double f = v.as_number();
         if (std::isnan(f)) put("NaN");

@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "serve/chat_template.h"
+#include "serve/jinja/integers.h"
 #include "tokenizer/utf8.h"
 
 namespace plexus::jinja {
@@ -159,7 +160,11 @@ class Lexer {
       t.float_value = std::strtod(digits.c_str(), nullptr);
     } else {
       t.int_value = std::strtoll(digits.c_str(), nullptr, 10);
-      if (errno == ERANGE) fail(pos, "integer literal " + digits + " is too large (the limit is 64 bits)");
+      t.big_int = errno == ERANGE;
+      if (t.big_int && (digits.size() - digits.find_first_not_of('0') > 1234 ||
+                        BigInt::from_digits(digits, 10).bit_length() > kMaxIntBits))
+        fail(pos, "integer literal " + digits.substr(0, 40) + (digits.size() > 40 ? "..." : "") + " is too large (the limit is " +
+                      std::to_string(kMaxIntBits) + " bits)");
     }
     tokens_.push_back(std::move(t));
     return e;

@@ -14,6 +14,7 @@ struct Token {
   TokenKind kind = TokenKind::kEof;
   std::string text;  // text, name, operator, or the string literal's value
   std::int64_t int_value = 0;
+  bool big_int = false;  // an integer literal past 64 bits: its value is BigInt::from_digits(text, 10)
   double float_value = 0;
   int line = 1, column = 1;
 };

@@ -1,11 +1,13 @@
 // The methods templates call on strings, lists and dicts (Python's), bound to their object.
 // Lists and dicts are immutable, as in transformers' ImmutableSandboxedEnvironment: append,
 // pop, update and the like fail with a TemplateError.
+#include <algorithm>
 #include <map>
 #include <set>
 
 #include "serve/jinja/builtins.h"
 #include "serve/jinja/evaluator.h"
+#include "serve/jinja/integers.h"
 #include "serve/jinja/string_ops.h"
 #include "serve/jinja/text_search.h"
 
@@ -303,28 +305,40 @@ void add_builtin_globals(Dict& globals) {
   globals.set("range", Value::function("range", [](Evaluator& ev, CallArgs& a) -> Value {
     check_args(ev, a, "range", 3);
     if (a.positional.empty()) ev.fail("range expected at least 1 argument, got 0");
-    std::int64_t start = 0, stop = 0, step = 1;
-    if (a.positional.size() == 1) {
-      stop = to_int(ev, a.positional[0], "range's argument");
-    } else {
-      start = to_int(ev, a.positional[0], "range's start");
-      stop = to_int(ev, a.positional[1], "range's stop");
-      if (a.positional.size() == 3) step = to_int(ev, a.positional[2], "range's step");
+    // Python's range over its unbounded integers (any two may be past 64 bits and the items
+    // still few): the count first, checked before any item is made.
+    auto bound = [&](std::size_t i, const char* what) {
+      const Value& v = a.positional[i];
+      return v.is_int() || v.is_bool() ? big_of(v) : BigInt(to_int(ev, v, what));
+    };
+    const bool one = a.positional.size() == 1;
+    const BigInt start = one ? BigInt(0) : bound(0, "range's start");
+    const BigInt stop = one ? bound(0, "range's argument") : bound(1, "range's stop");
+    const BigInt step = a.positional.size() == 3 ? bound(2, "range's step") : BigInt(1);
+    if (step.is_zero()) ev.fail("range() arg 3 must not be zero");
+    const BigInt span = step.negative() ? start - stop : stop - start;
+    std::int64_t n = 0;  // ceil(span / |step|)
+    if (!span.negative() && !span.is_zero()) {
+      const Value count = int_arithmetic(ev, "//", Value(span - BigInt(1)), Value(step.abs()));
+      if (count.big() || count.as_int() >= ev.limits().max_range)
+        ev.fail("range() of more than " + std::to_string(ev.limits().max_range) + " items is not allowed");
+      n = count.as_int() + 1;
     }
-    if (step == 0) ev.fail("range() arg 3 must not be zero");
-    // Python's length, counted in 128 bits (start, stop and step may be any 64-bit integers).
-    const __int128 span = step > 0 ? static_cast<__int128>(stop) - start : static_cast<__int128>(start) - stop;
-    const __int128 by = step > 0 ? static_cast<__int128>(step) : -static_cast<__int128>(step);
-    const __int128 count = span <= 0 ? 0 : (span - 1) / by + 1;
-    if (count > ev.limits().max_range)
-      ev.fail("range() of more than " + std::to_string(ev.limits().max_range) + " items is not allowed");
-    const auto n = static_cast<std::int64_t>(count);
     ev.work().check_items(static_cast<std::uint64_t>(n));
     ev.work().steps(n);
     ev.work().bytes(kItemBytes, static_cast<std::uint64_t>(n), "making a range");
+    const auto small_start = start.to_int64(), small_step = step.to_int64();
+    if (!small_start || !small_step)  // items past 64 bits: their limbs too
+      ev.work().bytes(4 * (std::max(start.limb_count(), stop.limb_count()) + 1), static_cast<std::uint64_t>(n), "making a range");
     List out;
     out.reserve(static_cast<std::size_t>(n));
-    for (std::int64_t k = 0; k < n; ++k) out.emplace_back(static_cast<std::int64_t>(start + static_cast<__int128>(k) * step));
+    for (std::int64_t k = 0; k < n; ++k) {
+      std::int64_t x = 0;  // in 64 bits while the items fit them
+      if (small_start && small_step && !__builtin_mul_overflow(k, *small_step, &x) && !__builtin_add_overflow(x, *small_start, &x))
+        out.emplace_back(x);
+      else
+        out.emplace_back(start + BigInt(k) * step);
+    }
     return Value::list(std::move(out));
   }));
   globals.set("namespace", Value::function("namespace", [](Evaluator& ev, CallArgs& a) {

@@ -1,10 +1,11 @@
-// Python's int(text, base) and float(text) on strings, and int(float), for the int and float
-// filters: jinja2's results where 64-bit integers hold them, a TemplateError where they do not.
+// Python's int(text, base) and float(text) on strings, for the int and float filters: jinja2's
+// results (integers up to kMaxIntBits; past them a TemplateError).
 #include <cmath>
 #include <cstdlib>
 
 #include "serve/jinja/builtins.h"
 #include "serve/jinja/evaluator.h"
+#include "serve/jinja/integers.h"
 #include "serve/jinja/string_ops.h"
 
 namespace plexus::jinja {
@@ -44,7 +45,7 @@ bool read_digits(std::string_view& s, std::string& out) {
 
 }  // namespace
 
-std::optional<std::int64_t> parse_python_int(Evaluator& ev, std::string_view text, std::int64_t base) {
+std::optional<Value> parse_python_int(Evaluator& ev, std::string_view text, std::int64_t base) {
   ev.work().bytes(text.size(), "reading a number");
   if (base != 0 && (base < 2 || base > 36)) return std::nullopt;  // Python: ValueError
   std::string_view s = trim_space(text);
@@ -67,9 +68,9 @@ std::optional<std::int64_t> parse_python_int(Evaluator& ev, std::string_view tex
   const bool base_zero_decimal = base == 0;
   if (base == 0) base = 10;
   if (s.empty()) return std::nullopt;
-  // Digits with single underscores between them; the magnitude up to 2^63 (then "too large").
-  std::uint64_t magnitude = 0;
-  bool too_large = false, digit_last = false, nonzero = false;
+  // Digits with single underscores between them, kept without the underscores and leading zeros.
+  std::string digits;
+  bool digit_last = false, nonzero = false;
   for (const char c : s) {
     if (c == '_') {
       if (!digit_last) return std::nullopt;
@@ -80,15 +81,19 @@ std::optional<std::int64_t> parse_python_int(Evaluator& ev, std::string_view tex
     if (d >= base) return std::nullopt;
     digit_last = true;
     nonzero = nonzero || d != 0;
-    if (__builtin_mul_overflow(magnitude, static_cast<std::uint64_t>(base), &magnitude) ||
-        __builtin_add_overflow(magnitude, static_cast<std::uint64_t>(d), &magnitude) || magnitude > (std::uint64_t{1} << 63))
-      too_large = true;
+    if (nonzero) digits.push_back(c);
   }
   if (!digit_last) return std::nullopt;
   if (base_zero_decimal && !prefixed && s[0] == '0' && nonzero) return std::nullopt;  // int('010', 0)
-  if (too_large || (!negative && magnitude == (std::uint64_t{1} << 63)))
-    ev.fail("int(" + Value(std::string(text.substr(0, 40))).brief() + ") is past 64-bit integers (plexus's limit)");
-  return negative ? static_cast<std::int64_t>(0 - magnitude) : static_cast<std::int64_t>(magnitude);
+  // Each digit adds at least a bit: past kMaxIntBits digits the text is refused unread. The
+  // conversion multiplies the limbs so far (at most 6 bits a digit) per digit.
+  const bool too_long = digits.size() > kMaxIntBits;
+  if (!too_long) ev.work().bytes(digits.size(), digits.size() * 6 / 32 + 2, "reading a number");
+  const BigInt magnitude = too_long ? BigInt() : BigInt::from_digits(digits, static_cast<int>(base));
+  if (too_long || magnitude.bit_length() > kMaxIntBits)
+    ev.fail("int(" + Value(std::string(text.substr(0, 40))).brief() + ") is past " + std::to_string(kMaxIntBits) +
+            "-bit integers (plexus's limit)");
+  return Value(negative ? -magnitude : magnitude);
 }
 
 std::optional<double> parse_python_float(std::string_view text) {
@@ -123,14 +128,6 @@ std::optional<double> parse_python_float(std::string_view text) {
   }
   if (!s.empty()) return std::nullopt;
   return std::strtod(clean.c_str(), nullptr);
-}
-
-std::int64_t int_of_float(Evaluator& ev, double f) {
-  if (std::isnan(f)) ev.fail("cannot convert float NaN to integer");
-  if (std::isinf(f)) ev.fail("cannot convert float infinity to integer");
-  if (!(std::abs(f) < 9223372036854775808.0))
-    ev.fail("int(" + python_float(f) + ") is past 64-bit integers (plexus's limit)");
-  return static_cast<std::int64_t>(f);
 }
 
 }  // namespace plexus::jinja

@@ -3,11 +3,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <optional>
 
 #include "serve/jinja/builtins.h"
 #include "serve/jinja/evaluator.h"
+#include "serve/jinja/integers.h"
 #include "serve/jinja/string_ops.h"
 
 namespace plexus::jinja {
@@ -20,6 +20,7 @@ namespace {
 }
 
 bool numeric(const Value& v) { return v.is_number() || v.is_bool(); }
+// A bool or an int within 64 bits.
 std::int64_t int_of(const Value& v) { return v.is_bool() ? v.as_bool() : v.as_int(); }
 
 // Checks and charges a new string of `size` bytes or list of `size` items before it is made.
@@ -35,7 +36,9 @@ void charge(Evaluator& ev, std::uint64_t size, bool list) {
   }
 }
 
-Value repeat(Evaluator& ev, const Value& seq, std::int64_t n) {
+Value repeat(Evaluator& ev, const Value& seq, const Value& count) {
+  if (count.big()) ev.fail("cannot fit 'int' into an index-sized integer (" + count.brief() + " repeats)");
+  const std::int64_t n = int_of(count);
   if (n <= 0) return seq.is_string() ? Value(std::string()) : Value::list({}, seq.is_tuple());
   const std::uint64_t unit = seq.is_string() ? seq.as_string().size() : seq.as_list().size();
   std::uint64_t total = 0;
@@ -60,44 +63,11 @@ Value arithmetic(Evaluator& ev, const std::string& op, const Value& a, const Val
   if (!numeric(a) || !numeric(b)) unsupported(ev, op, a, b);
   const bool ints = !a.is_float() && !b.is_float();
   if (op == "/") {
-    if (b.as_number() == 0) ev.fail("division by zero");
-    return Value(a.as_number() / b.as_number());
+    if (ints ? (!b.big() && int_of(b) == 0) : b.as_number() == 0) ev.fail("division by zero");
+    return Value(ints ? int_true_divide(ev, a, b) : float_of(ev, a) / float_of(ev, b));
   }
-  if (ints) {
-    const std::int64_t x = int_of(a), y = int_of(b);
-    std::int64_t r = 0;
-    bool overflow = false;
-    if (op == "+") overflow = __builtin_add_overflow(x, y, &r);
-    else if (op == "-") overflow = __builtin_sub_overflow(x, y, &r);
-    else if (op == "*") overflow = __builtin_mul_overflow(x, y, &r);
-    else if (op == "//" || op == "%") {
-      if (y == 0) ev.fail(op == "//" ? "integer division by zero" : "integer modulo by zero");
-      if (x == std::numeric_limits<std::int64_t>::min() && y == -1) {
-        overflow = op == "//";
-      } else {
-        std::int64_t q = x / y, m = x % y;
-        if (m != 0 && ((m < 0) != (y < 0))) {
-          --q;
-          m += y;
-        }
-        r = op == "//" ? q : m;
-      }
-    } else if (op == "**") {
-      if (y < 0) return Value(std::pow(static_cast<double>(x), static_cast<double>(y)));
-      r = 1;
-      for (std::int64_t i = 0; i < y && !overflow; ++i) {
-        overflow = __builtin_mul_overflow(r, x, &r);
-        if (r == 0 || r == 1) break;
-        if (r == -1) {
-          r = (y % 2 == 0) ? 1 : -1;
-          break;
-        }
-      }
-    }
-    if (overflow) ev.fail("integer overflow in " + a.brief() + " " + op + " " + b.brief() + " (past 64 bits)");
-    return Value(r);
-  }
-  const double x = a.as_number(), y = b.as_number();
+  if (ints) return int_arithmetic(ev, op, a, b);
+  const double x = float_of(ev, a), y = float_of(ev, b);
   if (op == "+") return Value(x + y);
   if (op == "-") return Value(x - y);
   if (op == "*") return Value(x * y);
@@ -177,8 +147,8 @@ Value binary(Evaluator& ev, const std::string& op, const Value& a, const Value& 
   }
   if (op == "%" && a.is_string()) return Value(printf_format(ev, a.as_string(), b));
   if (op == "*") {
-    if ((a.is_string() || a.is_list()) && (b.is_int() || b.is_bool())) return repeat(ev, a, int_of(b));
-    if ((b.is_string() || b.is_list()) && (a.is_int() || a.is_bool())) return repeat(ev, b, int_of(a));
+    if ((a.is_string() || a.is_list()) && (b.is_int() || b.is_bool())) return repeat(ev, a, b);
+    if ((b.is_string() || b.is_list()) && (a.is_int() || a.is_bool())) return repeat(ev, b, a);
   }
   return arithmetic(ev, op, a, b);
 }
@@ -187,15 +157,14 @@ Value unary(Evaluator& ev, const std::string& op, const Value& v) {
   if (!numeric(v)) ev.fail(v.is_undefined() ? v.name() : "bad operand type for unary " + op + ": '" + v.type_name() + "'");
   if (op == "+") return v.is_bool() ? Value(int_of(v)) : v;
   if (v.is_float()) return Value(-v.as_number());
-  if (int_of(v) == std::numeric_limits<std::int64_t>::min()) ev.fail("integer overflow in -" + v.brief());
-  return Value(-int_of(v));
+  return int_negate(ev, v);
 }
 
 Value slice(Evaluator& ev, const Value& obj, const Value& start, const Value& stop, const Value& step) {
   auto part = [&](const Value& v, const char* what) -> std::optional<std::int64_t> {
     if (v.is_undefined() || v.is_none()) return std::nullopt;
     if (!v.is_int() && !v.is_bool()) ev.fail(std::string("slice ") + what + " must be an integer or none, got " + v.type_name());
-    return int_of(v);
+    return clamped_int(v);  // as Python clamps, past 64 bits
   };
   const auto a = part(start, "start"), b = part(stop, "stop"), c = part(step, "step");
   const std::int64_t st = c.value_or(1);

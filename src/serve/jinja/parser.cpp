@@ -9,6 +9,9 @@
 namespace plexus::jinja {
 namespace {
 
+// An integer literal's value (past 64 bits, read from its digits).
+Value int_literal(const Token& t) { return t.big_int ? Value(BigInt::from_digits(t.text, 10)) : Value(t.int_value); }
+
 // As jinja2 reads a template (str.splitlines, joined with "\n", keep_trailing_newline off):
 // every line break (\r\n, \r, \v, \f, \x1c-\x1e, U+0085, U+2028, U+2029) becomes "\n", and one
 // newline at the very end goes.
@@ -440,7 +443,7 @@ class Parser {
       case TokenKind::kInt: {
         next();
         auto e = make(Expr::Kind::kLiteral, t);
-        e->value = Value(t.int_value);
+        e->value = int_literal(t);
         return e;
       }
       case TokenKind::kFloat: {
@@ -523,7 +526,7 @@ class Parser {
         if (peek().kind == TokenKind::kInt) {  // x.0 is x[0]
           a->kind = Expr::Kind::kItem;
           auto idx = make(Expr::Kind::kLiteral, peek());
-          idx->value = Value(next().int_value);
+          idx->value = int_literal(next());
           a->children.push_back(std::move(e));
           a->children.push_back(std::move(idx));
         } else {

@@ -2,12 +2,14 @@
 // %(name)s with a mapping, flags "-+ 0#", width and precision (numbers or *), the length
 // modifiers h l L (ignored), and the conversions s r a c d i u x X o e E f F g G %, with
 // Python's results (widths and precisions in full: past the output limit they are an error).
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 
 #include "serve/jinja/builtins.h"
 #include "serve/jinja/evaluator.h"
+#include "serve/jinja/integers.h"
 #include "serve/jinja/string_ops.h"
 
 namespace plexus::jinja {
@@ -20,13 +22,12 @@ struct Spec {
   char conv = 0;
 };
 
-// Digits of |n| in base 10, 16 or 8, zero-padded to `precision` digits.
-std::string integer_digits(std::uint64_t magnitude, char conv, std::uint64_t precision) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, conv == 'x' ? "%llx" : conv == 'X' ? "%llX" : conv == 'o' ? "%llo" : "%llu",
-                static_cast<unsigned long long>(magnitude));
-  const std::size_t n = std::strlen(buf);
-  return (precision > n ? std::string(precision - n, '0') : std::string()) + buf;
+// Digits of |n| in base 10, 16 or 8 (conv 'd', 'x', 'X' or 'o'), zero-padded to `precision` digits.
+std::string integer_digits(Evaluator& ev, const Value& n, char conv, std::uint64_t precision) {
+  std::string digits = int_text(int_abs(ev, n), &ev.work(), conv == 'd' ? 10 : conv == 'o' ? 8 : 16);
+  if (conv == 'X')
+    for (char& c : digits) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return (precision > digits.size() ? std::string(precision - digits.size(), '0') : std::string()) + digits;
 }
 
 // A float's text without width: C's printf agrees with Python except for NaN's sign.
@@ -69,7 +70,7 @@ std::string convert(Evaluator& ev, const Value& v, const Spec& spec) {
   if (conv == 'c') {
     if (v.is_string() && !v.as_string().empty() && char_len(v.as_string(), 0) == v.as_string().size()) return v.as_string();
     if (!v.is_int() && !v.is_bool()) ev.fail(what + "%c requires an int or a single character, not " + v.type_name());
-    const std::int64_t cp = v.is_bool() ? v.as_bool() : v.as_int();
+    const std::int64_t cp = clamped_int(v);
     if (cp < 0 || cp > 0x10FFFF) ev.fail(what + "%c arg not in range(0x110000)");
     std::string out;
     std::size_t len = cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
@@ -82,22 +83,22 @@ std::string convert(Evaluator& ev, const Value& v, const Spec& spec) {
   }
   const bool integer_conv = std::strchr("diuxXo", conv) != nullptr;
   if (integer_conv) {
-    std::int64_t n = 0;
-    if (v.is_int() || v.is_bool()) n = v.is_bool() ? v.as_bool() : v.as_int();
+    Value n;
+    if (v.is_int() || v.is_bool()) n = v;
     else if (v.is_float() && std::strchr("diu", conv)) n = int_of_float(ev, v.as_number());
     else ev.fail(what + (std::strchr("diu", conv) ? "a real number is required, not " : "an integer is required, not ") + v.type_name());
-    const std::uint64_t magnitude = n < 0 ? 0 - static_cast<std::uint64_t>(n) : static_cast<std::uint64_t>(n);
+    const bool negative = compare_numbers(n, Value(0)) < 0;
     const std::uint64_t precision = spec.precision.value_or(0);
     work.check_size(precision);
     work.bytes(precision, "formatting a number");
     const char base = conv == 'x' || conv == 'X' || conv == 'o' ? conv : 'd';
-    std::string sign = n < 0 ? "-" : spec.plus ? "+" : spec.space ? " " : "";
+    std::string sign = negative ? "-" : spec.plus ? "+" : spec.space ? " " : "";
     if (spec.alt && base != 'd') sign += base == 'o' ? "0o" : base == 'x' ? "0x" : "0X";
-    return sign + integer_digits(magnitude, base, precision);
+    return sign + integer_digits(ev, n, base, precision);
   }
   if (std::strchr("eEfFgG", conv)) {
     if (!v.is_number() && !v.is_bool()) ev.fail(what + "must be real number, not " + v.type_name());
-    return float_text(ev, v.as_number(), spec);
+    return float_text(ev, float_of(ev, v), spec);
   }
   ev.fail(std::string("format: unsupported format character ") + Value(std::string(1, conv)).brief());
 }

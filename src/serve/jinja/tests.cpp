@@ -56,6 +56,7 @@ double mod2(Evaluator& ev, const Value& v, const char* test) {
     const double m = std::fmod(v.as_number(), 2.0);
     return m < 0 ? m + 2.0 : m;
   }
+  if (v.big()) return v.big()->is_odd();
   const std::int64_t m = to_int(ev, v, test) % 2;
   return static_cast<double>(m < 0 ? m + 2 : m);
 }
@@ -68,10 +69,11 @@ bool t_odd(Evaluator& ev, const Value& v, CallArgs& a) {
   return mod2(ev, v, "the value of 'odd'") == 1;
 }
 bool t_divisibleby(Evaluator& ev, const Value& v, CallArgs& a) {
-  const std::int64_t d = to_int(ev, other(ev, a, "divisibleby"), "divisibleby's argument");
-  if (d == 0) ev.fail("divisibleby(0): division by zero");
-  if (d == -1) return true;
-  return to_int(ev, v, "the value of 'divisibleby'") % d == 0;
+  const Value& d = other(ev, a, "divisibleby");  // jinja2: value % num == 0
+  if (!(v.is_number() || v.is_bool()) || !(d.is_number() || d.is_bool()))
+    ev.fail("divisibleby needs numbers, got " + v.type_name() + " and " + d.type_name());
+  if (d.as_number() == 0) ev.fail("divisibleby(0): division by zero");
+  return equal(binary(ev, "%", v, d), Value(0), ev.work());
 }
 bool t_eq(Evaluator& ev, const Value& v, CallArgs& a) { return equal(v, other(ev, a, "eq"), ev.work()); }
 bool t_ne(Evaluator& ev, const Value& v, CallArgs& a) { return !equal(v, other(ev, a, "ne"), ev.work()); }

@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "serve/chat_template.h"
+#include "serve/jinja/integers.h"
 #include "serve/jinja/string_ops.h"
 #include "serve/jinja/work.h"
 
@@ -50,6 +51,19 @@ Value Value::none() {
 Value::Value(bool b) : kind_(Kind::kBool), b_(b) {}
 Value::Value(std::int64_t i) : kind_(Kind::kInt), i_(i) {}
 Value::Value(double f) : kind_(Kind::kFloat), f_(f) {}
+Value::Value(const BigInt& i) : kind_(Kind::kInt) {
+  if (const auto small = i.to_int64()) i_ = *small;
+  else big_ = std::make_shared<const BigInt>(i);
+}
+
+double Value::as_number() const {
+  switch (kind_) {
+    case Kind::kFloat: return f_;
+    case Kind::kBool: return b_;
+    case Kind::kInt: return big_ ? big_->to_double() : static_cast<double>(i_);
+    default: return 0;
+  }
+}
 Value::Value(std::string s) : kind_(Kind::kString), s_(std::make_shared<const std::string>(std::move(s))) {}
 
 Value Value::list(List items, bool tuple) {
@@ -84,7 +98,7 @@ Value Value::from_json(const nlohmann::ordered_json& j, int depth) {
     case nlohmann::ordered_json::value_t::number_integer: return Value(j.get<std::int64_t>());
     case nlohmann::ordered_json::value_t::number_unsigned: {
       const auto u = j.get<std::uint64_t>();
-      if (u > static_cast<std::uint64_t>(INT64_MAX)) return Value(static_cast<double>(u));
+      if (u > static_cast<std::uint64_t>(INT64_MAX)) return Value(BigInt::from_digits(std::to_string(u), 10));
       return Value(static_cast<std::int64_t>(u));
     }
     case nlohmann::ordered_json::value_t::number_float: return Value(j.get<double>());
@@ -111,7 +125,7 @@ bool Value::truthy() const {
     case Kind::kUndefined:
     case Kind::kNone: return false;
     case Kind::kBool: return b_;
-    case Kind::kInt: return i_ != 0;
+    case Kind::kInt: return big_ || i_ != 0;
     case Kind::kFloat: return f_ != 0;
     case Kind::kString: return !s_->empty();
     case Kind::kList: return !list_->empty();
@@ -173,7 +187,7 @@ class ReprWriter {
       case Value::Kind::kUndefined: return;
       case Value::Kind::kNone: put("None"); return;
       case Value::Kind::kBool: put(v.as_bool() ? "True" : "False"); return;
-      case Value::Kind::kInt: put(std::to_string(v.as_int())); return;
+      case Value::Kind::kInt: put(int_text(v, work_)); return;
       case Value::Kind::kFloat: put(python_float(v.as_number())); return;
       case Value::Kind::kString: string(v.as_string()); return;
       case Value::Kind::kList: {
@@ -358,16 +372,12 @@ int compare_text(std::string_view a, std::string_view b, Work& work) {
 namespace {
 
 bool numeric(const Value& v) { return v.is_number() || v.is_bool(); }
-std::int64_t int_of(const Value& v) { return v.is_bool() ? v.as_bool() : v.as_int(); }
 
 }  // namespace
 
 bool equal(const Value& a, const Value& b, Work& work) {
   work.steps(1);
-  if (numeric(a) && numeric(b)) {
-    if (a.is_float() || b.is_float()) return a.as_number() == b.as_number();
-    return int_of(a) == int_of(b);
-  }
+  if (numeric(a) && numeric(b)) return compare_numbers(a, b) == 0;
   if (a.kind() != b.kind()) return false;
   switch (a.kind()) {
     case Value::Kind::kUndefined:
@@ -405,10 +415,7 @@ bool equal(const Value& a, const Value& b, Work& work) {
 
 bool less(const Value& a, const Value& b, Work& work) {
   work.steps(1);
-  if (numeric(a) && numeric(b)) {
-    if (a.is_float() || b.is_float()) return a.as_number() < b.as_number();
-    return int_of(a) < int_of(b);
-  }
+  if (numeric(a) && numeric(b)) return compare_numbers(a, b) == -1;
   if (a.is_string() && b.is_string())
     return &a.as_string() != &b.as_string() && compare_text(a.as_string(), b.as_string(), work) < 0;
   if (a.is_list() && b.is_list() && a.is_tuple() == b.is_tuple()) {
@@ -428,12 +435,8 @@ std::size_t hash_key(const Value& v, Work& work) {
     case Value::Kind::kUndefined:
     case Value::Kind::kNone: return 0x5bd1e995;
     case Value::Kind::kBool:
-    case Value::Kind::kInt: return std::hash<std::int64_t>()(int_of(v));
-    case Value::Kind::kFloat: {
-      const double f = v.as_number();
-      if (f == std::trunc(f) && std::abs(f) < 9.2e18) return std::hash<std::int64_t>()(static_cast<std::int64_t>(f));
-      return std::hash<double>()(f);
-    }
+    case Value::Kind::kInt:
+    case Value::Kind::kFloat: return hash_number(v);
     case Value::Kind::kString:
       work.bytes(v.as_string().size(), "hashing strings");
       return std::hash<std::string_view>()(v.as_string());

@@ -1,6 +1,6 @@
-// The values a Jinja template computes with: undefined, none, booleans, integers, floats,
-// strings, lists (and tuples), ordered dicts (and namespaces) and callables, with Python's
-// truthiness, equality, ordering and str()/repr() as jinja2 prints them.
+// The values a Jinja template computes with: undefined, none, booleans, integers (Python's:
+// 64-bit ones inline, larger ones a BigInt), floats, strings, lists (and tuples), ordered dicts
+// (and namespaces) and callables, with Python's truthiness, equality, ordering and str()/repr().
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -12,6 +12,8 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "serve/jinja/big_int.h"
 
 namespace plexus::jinja {
 
@@ -35,6 +37,7 @@ class Value {
   Value(bool b);
   Value(std::int64_t i);
   Value(int i) : Value(static_cast<std::int64_t>(i)) {}
+  explicit Value(const BigInt& i);  // an int (inline when it fits 64 bits)
   Value(double f);
   Value(std::string s);
   Value(const char* s) : Value(std::string(s)) {}
@@ -59,8 +62,13 @@ class Value {
   bool is_function() const { return kind_ == Kind::kFunction; }
 
   bool as_bool() const { return b_; }
+  // An int past 64 bits: its value (as_int() is then meaningless); nullptr otherwise.
+  const BigInt* big() const { return big_.get(); }
+  // An int within 64 bits (!big()).
   std::int64_t as_int() const { return i_; }
-  double as_number() const { return kind_ == Kind::kFloat ? f_ : static_cast<double>(kind_ == Kind::kBool ? b_ : i_); }
+  // A number's nearest double (+-infinity for an int past the double range; float_of in
+  // integers.h raises there, as Python does).
+  double as_number() const;
   const std::string& as_string() const { return *s_; }
   const List& as_list() const { return *list_; }
   List& mutable_list() { return *list_; }
@@ -82,8 +90,11 @@ class Value {
   Kind kind_ = Kind::kUndefined;
   bool flag_ = false;  // list: a tuple; dict: a namespace
   bool b_ = false;
-  std::int64_t i_ = 0;
-  double f_ = 0;
+  union {
+    std::int64_t i_ = 0;  // an int within 64 bits
+    double f_;            // a float
+  };
+  std::shared_ptr<const BigInt> big_;  // an int past 64 bits
   std::shared_ptr<const std::string> s_;
   std::shared_ptr<List> list_;
   std::shared_ptr<Dict> dict_;
