@@ -201,13 +201,14 @@ TEST_F(PlanCli, FastestGroupsRunnerUpsPredictedAlike) {
   for (std::size_t at = r.out.find("\n  "); at != std::string::npos; at = r.out.find("\n  ", at + 1)) {
     const std::size_t end = r.out.find('\n', at + 1);
     const std::string line = r.out.substr(at + 1, end - at - 1);
+    if (line.rfind("  …", 0) == 0) continue;  // "… N slower": not a runner-up line
     const std::string figures = line.substr(line.find(": decode") == std::string::npos ? 0 : line.find(": decode"));
     EXPECT_EQ(seen.find(figures + "\n"), std::string::npos) << "two lines alike: " << line << "\n" << r.out;
     seen += figures + "\n";
     ++lines;
   }
   EXPECT_GE(candidates, 10u);
-  EXPECT_LT(lines, 7u) << r.out;
+  EXPECT_LE(lines, 6u) << r.out;  // at most six runner-up lines
   EXPECT_NE(r.out.find("more alike"), std::string::npos) << r.out;
 }
 
