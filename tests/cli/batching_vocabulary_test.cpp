@@ -22,6 +22,14 @@ class BatchingVocabulary : public ::testing::Test {
     for (int i = 0; i < 8; ++i) data << "{\"ids\": [" << 1 + i << ", 5, 9, 13, " << 20 + i << ", 7, 3, 11]}\n";
     std::ofstream(dir_ / "in.jsonl") << "{\"id\": 1, \"ids\": [1, 2]}\n{\"id\": 2, \"ids\": [3, 4, 5]}\n{\"id\": 3, \"ids\": [6]}\n";
   }
+  // A plan's JSON without its prediction, which rests on a brief measurement of the host made
+  // anew by every run without a calibration file; any other output as it is.
+  static std::string without_measurements(const std::string& out) {
+    if (out.empty() || out[0] != '{') return out;
+    Json j = Json::parse(out);
+    j.erase("predicted");
+    return j.dump(2);
+  }
   // The same command under two spellings: the same exit 0, stdout and stderr (timings aside,
   // `compare_out` false), and nothing said about the spelling.
   void expect_same(const std::string& now, const std::string& old, bool compare_out = true) {
@@ -29,7 +37,7 @@ class BatchingVocabulary : public ::testing::Test {
     ASSERT_EQ(a.exit_code, 0) << now << "\n" << a.err;
     ASSERT_EQ(b.exit_code, 0) << old << "\n" << b.err;
     if (compare_out) {
-      EXPECT_EQ(a.out, b.out) << now << "\n" << old;
+      EXPECT_EQ(without_measurements(a.out), without_measurements(b.out)) << now << "\n" << old;
       EXPECT_EQ(a.err, b.err) << now << "\n" << old;
     }
     for (const char* word : {"deprecated", "old spelling", "warning", "renamed"}) EXPECT_EQ(b.err.find(word), std::string::npos) << old << "\n" << b.err;

@@ -356,7 +356,7 @@ TEST(Quantize, NeverOverwritesItsInputOrADevice) {
   // IN_DIR itself must be a model directory, not a file of some other kind.
   const ProcessResult file_in = run_plexus("quantize " + shell_quote(src + "/model.safetensors") + " " + shell_quote(dir / "x.gguf"));
   EXPECT_EQ(file_in.exit_code, 2) << file_in.err;
-  EXPECT_NE(file_in.err.find("not a model directory"), std::string::npos) << file_in.err;
+  EXPECT_NE(file_in.err.find("give a model directory"), std::string::npos) << file_in.err;
   EXPECT_EQ(file_in.err.find("nested deeper"), std::string::npos) << file_in.err;
 }
 

@@ -114,7 +114,7 @@ TEST(TokenizeCli, BadUsageAndInputExitTwo) {
   EXPECT_EQ(tokenize(dir + " --text a --jsonl x").code, 2);
   r = tokenize("/nonexistent/model --text a");
   EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.out.find("/nonexistent/model does not exist"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("'/nonexistent/model' not found: no such directory"), std::string::npos) << r.out;
   // Issue 32 item 17: a file that is neither GGUF nor JSON (full of '[' bytes) says so, not
   // "JSON nested deeper than 256 levels".
   const std::string binary = std::filesystem::temp_directory_path() / ("plexus_tok_bin_" + std::to_string(::getpid()) + ".gguf");
