@@ -23,6 +23,7 @@ ModuleTree ModuleTree::from_params(const ModelConfig& config, std::vector<ParamI
   ModuleTree t;
   t.config_ = config;
   t.params_ = std::move(params);
+  t.index_names();
   return t;
 }
 
@@ -57,6 +58,7 @@ ModuleTree ModuleTree::from_config(const ModelConfig& c) {
   add("model.norm", "weight", {H}, -1);
   add("lm_head", "weight", {c.vocab_size, H}, -1);
   if (c.tie_word_embeddings) t.params_.back().tied_to = "model.embed_tokens.weight";
+  t.index_names();
   return t;
 }
 
@@ -152,11 +154,15 @@ bool ModuleTree::quantized() const {
   return false;
 }
 
+void ModuleTree::index_names() {
+  by_name_.clear();
+  by_name_.reserve(params_.size());
+  for (std::size_t i = 0; i < params_.size(); ++i) by_name_.emplace(params_[i].name, i);  // the first of a repeated name
+}
+
 const ParamInfo* ModuleTree::find(const std::string& name) const {
-  for (const ParamInfo& p : params_) {
-    if (p.name == name) return &p;
-  }
-  return nullptr;
+  const auto it = by_name_.find(name);
+  return it == by_name_.end() ? nullptr : &params_[it->second];
 }
 
 }  // namespace plexus

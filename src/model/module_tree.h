@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "core/dtype.h"
@@ -38,7 +39,7 @@ class ModuleTree {
 
   const ModelConfig& config() const { return config_; }
   const std::vector<ParamInfo>& params() const { return params_; }
-  const ParamInfo* find(const std::string& name) const;
+  const ParamInfo* find(const std::string& name) const;  // by name, in constant time
   // Quantise on load, as sizes: the projections the policy names (model/quant_policy.h) take
   // dtype `t` (a block format). InputError for a projection already in a block format or whose
   // columns are not a multiple of the block — the checks Checkpoint::quantize makes.
@@ -50,8 +51,11 @@ class ModuleTree {
   static std::string layer_prefix(int layer);  // "model.layers.N"
 
  private:
+  void index_names();  // fills by_name_ once params_ holds every name
+
   ModelConfig config_;
   std::vector<ParamInfo> params_;
+  std::unordered_map<std::string, std::size_t> by_name_;  // name -> index in params_
 };
 
 }  // namespace plexus

@@ -104,7 +104,8 @@ TEST_F(BatchingVocabulary, TrainingGlobalAndMicroBatches) {
   const std::string train = "train " + model_ + " --data " + shell_quote(dir_ / "train.jsonl") + " --steps 2 --json --out ";
   auto losses = [](const ProcessResult& r) {
     std::vector<double> out;
-    for (const Json& s : Json::parse(r.out)["steps"]) out.push_back(s["loss"].get<double>());
+    const Json report = Json::parse(r.out);  // kept alive: a range-for over a temporary's member dangles
+    for (const Json& s : report["steps"]) out.push_back(s["loss"].get<double>());
     return out;
   };
   const ProcessResult now = run_no_gpu(train + shell_quote(dir_ / "a") + " --threads 1 --global-batch 4 --micro-batch 2");
