@@ -263,13 +263,14 @@ std::int64_t write_random_model(const std::string& out_dir, const MakeModelOptio
       const ParamInfo& p = *params[i];
       check_stop(o, out_dir);
       std::string bytes;
-      bytes.reserve(static_cast<std::size_t>(p.numel()) * dtype_size(o.dtype));
-      for (std::int64_t e = 0; e < p.numel(); ++e) {
+      const std::int64_t n = p.numel();
+      bytes.reserve(static_cast<std::size_t>(n) * dtype_size(o.dtype));
+      for (std::int64_t e = 0; e < n; ++e) {
         const double z = rng.next();
         append_value(bytes, o.dtype, static_cast<float>(is_norm(p) ? 1.0 + 0.1 * z : o.std * z));
       }
       tensors.emplace_back(&p, std::move(bytes));
-      advance(p.numel());
+      advance(n);
     }
     write_safetensors(path, tensors, o.dtype, o);
   };

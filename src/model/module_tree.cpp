@@ -13,7 +13,9 @@ namespace plexus {
 
 std::int64_t ParamInfo::numel() const {
   std::int64_t n = 1;
-  for (std::int64_t d : shape) n = checked_mul(n, d, "the element count of '" + name + "'");
+  for (std::int64_t d : shape) {
+    if (__builtin_mul_overflow(n, d, &n)) throw_overflow("the element count of '" + name + "'");  // the message only when needed
+  }
   return n;
 }
 
