@@ -28,10 +28,11 @@ run: $(BUILD)/build.ninja
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 900
 
-# Unit tests built with AddressSanitizer + UndefinedBehaviorSanitizer.
+# Unit tests built with AddressSanitizer + UndefinedBehaviorSanitizer. Without the CUDA backend
+# (its tests skip without a GPU; `make test` builds it) and the benchmarks (no test runs them).
 test-asan:
 	@bash scripts/setup.sh
-	cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DPLEXUS_SANITIZE=ON
+	cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DPLEXUS_SANITIZE=ON -DPLEXUS_CUDA=OFF -DPLEXUS_BENCHMARKS=OFF
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS) -L unit --timeout 900
 
