@@ -29,10 +29,11 @@ test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 900
 
 # Unit tests built with AddressSanitizer + UndefinedBehaviorSanitizer. Without the CUDA backend
-# (its tests skip without a GPU; `make test` builds it) and the benchmarks (no test runs them).
+# (its tests skip without a GPU; `make test` builds it), the benchmarks and the test executables
+# holding no unit tests (no test here runs them).
 test-asan:
 	@bash scripts/setup.sh
-	cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DPLEXUS_SANITIZE=ON -DPLEXUS_CUDA=OFF -DPLEXUS_BENCHMARKS=OFF
+	cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DPLEXUS_SANITIZE=ON -DPLEXUS_CUDA=OFF -DPLEXUS_BENCHMARKS=OFF -DPLEXUS_UNIT_TESTS_ONLY=ON
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS) -L unit --timeout 900
 
