@@ -371,6 +371,7 @@ TEST_F(ServeHostile, AResponseNotReadMakesRoomAtTheCap) {
   while (prompt.size() < 4'000'000) prompt += " a";
   RawClient stuck(server->port());
   ASSERT_TRUE(stuck.send(post("/tokenize", R"({"prompt": ")" + prompt + R"("})")));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));  // read whole (else it is the one that makes room)
   // While /tokenize runs, the one connection is in a worker: a new client is turned away (503).
   // Once its answer (megabytes the client does not read) waits to be written, it makes room.
   RawResponse r;
