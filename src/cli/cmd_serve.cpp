@@ -195,10 +195,11 @@ int cmd_serve(int argc, char** argv) {
       .option("--max-body", "BYTES", "largest request body; larger ones get 413", std::to_string(kDefaultMaxBody))
       .option("--drain-timeout", "S", "on SIGINT / SIGTERM, seconds running requests may take to finish", "10")
       .option("--max-connections", "N",
-              "connections open at most; at the cap the oldest idle or unfinished one makes room (default: 1024, or "
-              "--max-sequences + --max-queue + 272 when larger)")
+              "connections open at most; at the cap the oldest idle, unfinished, finished or slowly read one makes room "
+              "(default: 1024, or the worker threads + 256 when larger; workers: --max-sequences + --max-queue + 16, "
+              "at most 8192)")
       .option("--request-timeout", "S", "seconds a client has to send a whole request (headers and body) from its first byte; "
-              "slower: 408", "10");
+              "slower: 408", std::to_string(kDefaultRequestTimeout));
   add_run_options(args, {.max_sequences = "8",
                          .max_sequences_help = "requests generating together at most (the plan keeps KV cache for each)"});
   args.epilog(

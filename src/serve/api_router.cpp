@@ -20,7 +20,6 @@ const std::map<std::string, std::string, std::less<>> kRoutes = {
 constexpr std::string_view kModelPrefix = "/v1/models/";
 
 constexpr std::chrono::seconds kKeepAliveComment{1};
-constexpr std::size_t kLargeBody = 1u << 20;
 constexpr int kLargeBodiesAtOnce = 2;
 
 std::string endpoint_label(const std::string& path) {
@@ -130,6 +129,14 @@ void ApiRouter::handle(HttpExchange& exchange) {
 
 void ApiRouter::route(HttpExchange& exchange, Answer& answer) {
   const HttpRequest& req = exchange.request();
+  if (req.method == "POST" && !req.framed) {
+    // HTTP/1.1 has a request without Content-Length or chunked coding end at its headers; a
+    // client that sent a body anyway must not have it read as the next request: 411 and close,
+    // before any other answer (401, 404, 405 would keep the connection).
+    HttpResponse r = error_response(http_error(411, "POST " + req.path + " needs its JSON body with a Content-Length (or chunked)"));
+    r.close = true;
+    return answer.respond(std::move(r));
+  }
   if (!api_key_.empty() && req.path != "/health") {
     const std::string* auth = req.header("authorization");
     if (!auth || *auth != "Bearer " + api_key_) return answer.error(error_for_status(401));
@@ -143,13 +150,6 @@ void ApiRouter::route(HttpExchange& exchange, Answer& answer) {
     HttpResponse r = error_response(ApiError(405, "method " + req.method + " not allowed on " + req.path + ": use " + allowed,
                                              "invalid_request_error", "", "method_not_allowed"));
     r.headers.emplace_back("Allow", allowed);
-    return answer.respond(std::move(r));
-  }
-  if (allowed == "POST" && !req.framed) {
-    // HTTP/1.1 has a request without Content-Length or chunked coding end at its headers; a
-    // client that sent a body anyway must not have it read as the next request: 411, close.
-    HttpResponse r = error_response(http_error(411, "POST " + req.path + " needs its JSON body with a Content-Length (or chunked)"));
-    r.close = true;
     return answer.respond(std::move(r));
   }
   if (model_path) return answer.json(200, ready_api().model(req.path.substr(kModelPrefix.size())));

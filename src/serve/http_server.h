@@ -16,7 +16,7 @@
 namespace plexus {
 
 inline constexpr std::size_t kDefaultMaxBody = 8u << 20;  // 8 MiB
-inline constexpr double kDefaultRequestTimeout = 10;     // seconds
+inline constexpr int kDefaultRequestTimeout = 10;        // seconds
 
 struct HttpServerOptions {
   std::string host = "127.0.0.1";
@@ -49,7 +49,8 @@ class HttpServer {
   // Shutting down: /health answers 503 {"status": "draining"} (requests still get their answers).
   void set_draining();
   // Closes the listener and the connections waiting for or sending a request at once; answers
-  // under way may be written for `grace` (the drain has ended their requests), then every
+  // under way may be written for `grace` (the drain has ended their requests; those still waiting
+  // for a worker get 503), then every
   // connection closes, whatever the clients do (streams still going are cut), and the serving
   // threads end.
   void stop(std::chrono::milliseconds grace = std::chrono::milliseconds(0));

@@ -6,6 +6,7 @@
 #include <httplib.h>
 
 #include <atomic>
+#include <map>
 #include <thread>
 
 #include "fake_stream.h"
@@ -338,6 +339,34 @@ TEST_F(ServerFixture, SlowRequestsGet408AndTheCapMakesRoom) {
     EXPECT_EQ(r.status, 408) << r.head;
     EXPECT_TRUE(r.closed);
   }
+}
+
+// Requests still waiting for a worker thread when the server stops are answered 503; they were
+// closed without an answer.
+TEST_F(ServerFixture, RequestsWaitingForAWorkerAtStopGet503) {
+  HttpServerOptions o;
+  o.threads = 2;
+  delay = std::chrono::milliseconds(400);  // per token: each completion holds its worker ~1 s
+  start("", kDefaultMaxBody, true, o);
+  std::vector<testing::RawClient> clients;
+  for (int i = 0; i < 4; ++i) {
+    clients.emplace_back(port);
+    ASSERT_TRUE(clients.back().send(post_request("/v1/completions", kCompletion)));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // two in the workers, two waiting
+  std::thread stopper([&] { server->stop(std::chrono::milliseconds(8000)); });
+  std::map<int, int> statuses;
+  for (testing::RawClient& c : clients) {
+    const testing::RawResponse r = c.read_response(10);
+    ++statuses[r.status];
+    if (r.status == 503) {
+      EXPECT_NE(r.body.find("stopping"), std::string::npos) << r.body;
+      EXPECT_TRUE(r.closed);
+    }
+  }
+  stopper.join();
+  EXPECT_EQ(statuses[200], 2);
+  EXPECT_EQ(statuses[503], 2) << "a request waiting at the stop got no answer (status 0: " << statuses[0] << ")";
 }
 
 TEST(HttpServerPort, APortInUseIsRefusedNotShared) {

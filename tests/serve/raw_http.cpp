@@ -65,7 +65,8 @@ RawClient::RawClient(int port, bool blocking) {
   if (blocking) ::fcntl(fd_, F_SETFL, ::fcntl(fd_, F_GETFL) | O_NONBLOCK);
 }
 
-RawClient::RawClient(RawClient&& other) noexcept : fd_(other.fd_), buf_(std::move(other.buf_)), eof_(other.eof_) {
+RawClient::RawClient(RawClient&& other) noexcept
+    : fd_(other.fd_), buf_(std::move(other.buf_)), eof_(other.eof_), reset_(other.reset_) {
   other.fd_ = -1;
 }
 
@@ -121,6 +122,7 @@ bool RawClient::fill(double deadline_s) {
     if (errno == EINTR) continue;
     if (errno != EAGAIN && errno != EWOULDBLOCK) {
       eof_ = true;  // reset by the server counts as closed
+      reset_ = errno == ECONNRESET;
       return false;
     }
     pollfd p{fd_, POLLIN, 0};

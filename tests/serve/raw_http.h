@@ -34,6 +34,9 @@ class RawClient {
   RawResponse read_response(double max_s, bool head = false);
   // Whether the server closed the connection within max_s (what it sends is read and dropped).
   bool closed_within(double max_s);
+  // Whether the server ended the connection with a reset (not a clean close): bytes it had not
+  // read when it closed, where an answer before them may be lost.
+  bool reset() const { return reset_; }
   void close();
 
  private:
@@ -42,6 +45,7 @@ class RawClient {
   int fd_ = -1;
   std::string buf_;
   bool eof_ = false;
+  bool reset_ = false;
 };
 
 // The value of header `name` (case-insensitive) in a response head ("" when absent).

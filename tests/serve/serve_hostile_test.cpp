@@ -1,16 +1,20 @@
 // The real `plexus serve` against hostile and careless clients (issue 32): slow clients that
 // send headers a byte at a time, SIGTERM while they hang on, chunked bodies over --max-body,
 // bodies that parse into huge documents, connection bursts against the listen backlog, and
-// bodies with no, two or negative Content-Lengths. Each loop is bounded; raw sockets send what
-// curl will not.
+// bodies with no, two or negative Content-Lengths; and a review's findings (announced lengths,
+// unread answers at the cap, unframed POSTs, 503s that came with a reset, HTTP/1.0 keep-alive).
+// Each loop is bounded; raw sockets send what curl will not.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/resource.h>
 
 #include <atomic>
 #include <chrono>
 #include <fstream>
 #include <memory>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "raw_http.h"
 #include "server_process.h"
@@ -308,6 +312,138 @@ TEST_F(ServeHostile, ListenBacklogHoldsABurst) {
   EXPECT_EQ(connected, 200);
   burst.clear();
   EXPECT_EQ(good_request(*server, 20).status, 200);
+}
+
+
+// A request with a JSON body, framed by its Content-Length.
+std::string post(const std::string& path, const std::string& body) {
+  return "POST " + path + " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
+         std::to_string(body.size()) + "\r\n\r\n" + body;
+}
+
+// Review of the HTTP server, item 1: the parser reserved a body's announced Content-Length as soon
+// as the headers arrived, while the body budget counts bytes received: 32 clients announcing
+// 1 GB each took 32 GB of address space (1024 could exhaust memory and end the process).
+TEST_F(ServeHostile, AnnouncedBodyLengthsTakeNoMemoryBeforeTheBytesCome) {
+  auto server = serve("--context 256 --max-body 1073741824");
+  ASSERT_TRUE(server->ok());
+  const double before = proc_memory(server->pid(), "VmSize");
+  std::vector<RawClient> clients;
+  for (int i = 0; i < 32; ++i) {
+    clients.emplace_back(server->port());
+    ASSERT_TRUE(clients.back().send("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000000\r\n\r\n{\"prompt\""));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));  // the server reads them all
+  const double after = proc_memory(server->pid(), "VmSize");
+  EXPECT_LT(after - before, 2.0 * (1 << 30)) << "address space grew by " << (after - before) / (1 << 20) << " MiB";
+  EXPECT_EQ(good_request(*server, 20).status, 200);
+}
+
+// Item 1, the loop's failures: out of memory while reading a request (here the process's address
+// space limited under it) ended the whole process (std::terminate on the loop's thread); it must
+// end that connection alone, with a 500, and the server go on.
+TEST_F(ServeHostile, RunningOutOfMemoryOnARequestEndsThatConnectionAlone) {
+  auto server = serve("--context 256 --max-body 1073741824");
+  ASSERT_TRUE(server->ok());
+  rlimit old{};
+  ASSERT_EQ(prlimit(server->pid(), RLIMIT_AS, nullptr, &old), 0);
+  rlimit tight = old;
+  tight.rlim_cur = static_cast<rlim_t>(proc_memory(server->pid(), "VmSize")) + (192u << 20);
+  ASSERT_EQ(prlimit(server->pid(), RLIMIT_AS, &tight, nullptr), 0);
+  RawClient c(server->port());
+  ASSERT_TRUE(c.send("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 536870912\r\n\r\n"));
+  const std::string chunk(1 << 20, 'a');
+  for (int i = 0; i < 512 && c.send(chunk, 2); ++i) {
+  }
+  const RawResponse r = c.read_response(10);
+  ASSERT_EQ(prlimit(server->pid(), RLIMIT_AS, &old, nullptr), 0) << "the server is gone: " << server->log();
+  EXPECT_EQ(r.status, 500) << r.head << r.body;
+  EXPECT_EQ(good_request(*server, 20).status, 200);
+}
+
+// Item 3: a response being written was never chosen to make room at the connection cap (and its
+// deadline was renewed by every byte the client took): a client that asked for a large answer and
+// reads none of it held the only connection, and every new client got 503.
+TEST_F(ServeHostile, AResponseNotReadMakesRoomAtTheCap) {
+  auto server = serve("--context 256 --max-connections 1");
+  ASSERT_TRUE(server->ok());
+  std::string prompt;
+  while (prompt.size() < 4'000'000) prompt += " a";
+  RawClient stuck(server->port());
+  ASSERT_TRUE(stuck.send(post("/tokenize", R"({"prompt": ")" + prompt + R"("})")));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));  // read whole (else it is the one that makes room)
+  // While /tokenize runs, the one connection is in a worker: a new client is turned away (503).
+  // Once its answer (megabytes the client does not read) waits to be written, it makes room.
+  RawResponse r;
+  const auto t0 = std::chrono::steady_clock::now();
+  while (seconds_since(t0) < 8) {
+    RawClient c(server->port());
+    ASSERT_TRUE(c.send("GET /health HTTP/1.1\r\nHost: x\r\n\r\n"));
+    r = c.read_response(5);
+    if (r.status == 200) break;
+    EXPECT_EQ(r.status, 503) << r.head << r.body;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(r.status, 200) << "the unread answer never made room: " << r.head << r.body;
+  EXPECT_TRUE(stuck.closed_within(5));
+}
+
+// Item 4: the 411 for a POST without Content-Length or chunked coding came after the key, path
+// and method checks, whose answers (401, 404, 405) kept the connection: the body sent anyway was
+// read as the next request (here one that must never run).
+TEST_F(ServeHostile, UnframedPostsGet411AndCloseWhateverElseIsWrong) {
+  auto server = serve("--context 256 --api-key k");
+  ASSERT_TRUE(server->ok());
+  const std::string smuggled = "GET /v1/models HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer k\r\n\r\n";
+  const std::string heads[] = {
+      "POST /nowhere HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer k\r\n",    // else 404
+      "POST /v1/completions HTTP/1.1\r\nHost: x\r\n",                       // else 401
+      "POST /v1/models HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer k\r\n",  // else 405
+  };
+  for (const std::string& head : heads) {
+    RawClient c(server->port());
+    ASSERT_TRUE(c.send(head + "\r\n" + smuggled));
+    const RawResponse r = c.read_response(5);
+    EXPECT_EQ(r.status, 411) << head << "→ " << r.head << r.body;
+    EXPECT_TRUE(r.closed) << head;
+  }
+}
+
+// Item 5: a client turned away at the cap (every connection busy) got its 503 and a close at
+// once while its request lay unread: the kernel answered with a reset, which can overtake the
+// 503. It must get the 503 and a clean close.
+TEST_F(ServeHostile, ClientsTurnedAwayAtTheCapGetTheir503WithoutAReset) {
+  auto server = serve("--context 4096 --max-connections 1");
+  ASSERT_TRUE(server->ok());
+  RawClient busy(server->port());  // a long generation holds the one connection in a worker
+  ASSERT_TRUE(busy.send(post("/v1/completions", R"({"prompt": "x", "max_tokens": 4000, "ignore_eos": true})")));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  // The late client's request is there before the server accepts it.
+  ASSERT_EQ(kill(server->pid(), SIGSTOP), 0);
+  RawClient late(server->port());
+  const bool sent = late.send("GET /health HTTP/1.1\r\nHost: x\r\n\r\n");
+  kill(server->pid(), SIGCONT);
+  ASSERT_TRUE(sent);
+  const RawResponse r = late.read_response(5);
+  EXPECT_EQ(r.status, 503) << r.head << r.body;
+  EXPECT_NE(r.body.find("--max-connections"), std::string::npos) << r.body;
+  EXPECT_TRUE(r.closed);
+  EXPECT_FALSE(late.reset()) << "the 503 came with a reset";
+}
+
+// Item 7: HTTP/1.0 with Connection: keep-alive kept the connection, but the answers did not say
+// so, and HTTP/1.0 clients closed it.
+TEST_F(ServeHostile, Http10KeepAliveIsAnsweredKeepAlive) {
+  auto server = serve("--context 256");
+  ASSERT_TRUE(server->ok());
+  RawClient c(server->port());
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_TRUE(c.send("GET /health HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"));
+    const RawResponse r = c.read_response(5);
+    EXPECT_EQ(r.status, 200) << r.head;
+    EXPECT_EQ(header_of(r.head, "Connection"), "keep-alive") << r.head;
+    EXPECT_FALSE(r.closed);
+  }
 }
 
 }  // namespace

@@ -36,7 +36,8 @@ constexpr std::chrono::milliseconds kLinger{1000};       // reading after a refu
 constexpr std::size_t kLingerBytes = 1u << 20;           // ... and at most this much
 constexpr std::chrono::milliseconds kAcceptPause{100};   // out of file descriptors: wait, then accept again
 constexpr int kFdReserve = 64;  // descriptors beyond the connections: listener, epoll, model files, logs
-constexpr std::size_t kLargeBody = 1u << 20;  // a request body this large: malloc_trim after it
+constexpr int kOverCapMax = kFdReserve / 2;  // connections turned away (503) lingering past the cap at once
+constexpr std::size_t kMinBodyBudget = 256u << 20;  // request body bytes held at once, at least
 constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
 
 std::string seconds_text(std::chrono::milliseconds ms) {
@@ -66,6 +67,7 @@ struct Connection {
   std::size_t out_at = 0;
   bool close_after = false;
   bool continue_sent = false;
+  bool over_cap = false;  // turned away for want of room: lingers outside the connection cap
   Clock::time_point since, deadline;  // when the state began; when it times out
   std::size_t reserved = 0;  // of the body budget
   std::size_t lingered = 0;
@@ -77,7 +79,8 @@ struct HttpListener::Impl {
   HttpErrorPage error_page;
   int listen_fd = -1, epoll_fd = -1, wake_fd = -1;
   int max_connections = 0;
-  std::size_t body_budget = 0;
+  std::size_t body_budget = 0;  // max(kMinBodyBudget, 4 x max_body)
+  std::chrono::milliseconds response_time{0};  // a whole response written by the loop: max(request, write timeout)
   std::thread loop_thread;
   std::vector<std::thread> workers;
   std::atomic<bool> stopping{false};
@@ -106,6 +109,7 @@ struct HttpListener::Impl {
   // The loop's own state.
   std::unordered_map<int, std::shared_ptr<Connection>> conns;
   int busy = 0;
+  int over_cap = 0;  // connections with over_cap set
   std::size_t body_held = 0;
   bool accepting = false;
   Clock::time_point accept_again;
@@ -137,17 +141,30 @@ struct HttpListener::Impl {
     accepting = on;
   }
 
-  void release_budget(Connection& c) {
+  void release_budget(Connection& c) noexcept {
     body_held -= c.reserved;
     c.reserved = 0;
   }
 
-  void close_conn(const std::shared_ptr<Connection>& c) {
+  void close_conn(const std::shared_ptr<Connection>& c) noexcept {
+    if (c->fd < 0) return;
     release_budget(*c);
+    if (c->over_cap) --over_cap;
+    c->over_cap = false;
     unwatch(*c);
     conns.erase(c->fd);
     ::close(c->fd);
     c->fd = -1;
+  }
+
+  // An error page as the bytes of a whole response after which the connection closes.
+  std::string error_bytes(int status, const std::string& message, const std::string& path) const {
+    const HttpResponse r = error_page(status, message, path);
+    return response_head(r.status, r.content_type, r.headers, r.body.size(), false, true) + r.body;
+  }
+
+  std::string cap_message(const std::string& what) const {
+    return "the server is at its limit of " + std::to_string(max_connections) + " connections (--max-connections)" + what;
   }
 
   void become_idle(Connection& c, std::chrono::milliseconds wait) {
@@ -159,14 +176,14 @@ struct HttpListener::Impl {
     watch(c, EPOLLIN | EPOLLRDHUP);
   }
 
-  // Writes what the socket takes of c.out; then lingers, or waits for the next request.
+  // Writes what the socket takes of c.out; then lingers, or waits for the next request. The
+  // deadline stays the one the response got when it became ready: progress does not renew it.
   void flush(const std::shared_ptr<Connection>& c) {
     while (c->out_at < c->out.size()) {
       const long n = send_some(c->fd, std::string_view(c->out).substr(c->out_at));
       if (n < 0) return close_conn(c);
       if (n == 0) return;  // EPOLLOUT brings it back
       c->out_at += static_cast<std::size_t>(n);
-      c->deadline = Clock::now() + options.write_timeout;
     }
     c->out.clear();
     c->out_at = 0;
@@ -175,9 +192,11 @@ struct HttpListener::Impl {
     process_input(c);  // a pipelined request may wait in c->in
   }
 
+  // The response is ready: the client has response_time to take it whole.
   void start_writing(const std::shared_ptr<Connection>& c) {
     c->state = Connection::State::kWriting;
-    c->deadline = Clock::now() + options.write_timeout;
+    c->since = Clock::now();
+    c->deadline = c->since + response_time;
     watch(*c, EPOLLOUT);
     flush(c);
   }
@@ -188,19 +207,54 @@ struct HttpListener::Impl {
     release_budget(*c);
     ::shutdown(c->fd, SHUT_WR);
     c->state = Connection::State::kLingering;
-    c->deadline = Clock::now() + kLinger;
+    c->since = Clock::now();
+    c->deadline = c->since + kLinger;
     c->lingered = 0;
     watch(*c, EPOLLIN | EPOLLRDHUP);
   }
 
   // Answers a request the loop refuses, and closes the connection after it.
   void refuse(const std::shared_ptr<Connection>& c, int status, const std::string& message) {
-    const HttpResponse r = error_page(status, message, c->parser.request().path);
-    c->out = response_head(r.status, r.content_type, r.headers, r.body.size(), false, true) + r.body;
+    c->out = error_bytes(status, message, c->parser.request().path);
     c->out_at = 0;
     c->close_after = true;
     release_budget(*c);
     start_writing(c);
+  }
+
+  // Answers 503 to a connection there is no room for: written and lingered on like any refusal,
+  // outside the cap (kOverCapMax such at once); beyond those, sent as far as the socket takes it
+  // at once and closed.
+  void turn_away(const std::shared_ptr<Connection>& c, const std::string& message) {
+    if (over_cap >= kOverCapMax) {
+      send_some(c->fd, error_bytes(503, message, c->parser.request().path));
+      return close_conn(c);
+    }
+    c->over_cap = true;
+    ++over_cap;
+    refuse(c, 503, message);
+  }
+
+  // The loop's work on one connection failed (out of memory): that connection alone ends, with a
+  // 500 when no answer to it was begun. Never one a worker has.
+  void fail(const std::shared_ptr<Connection>& c) noexcept {
+    if (c->fd < 0 || c->state == Connection::State::kBusy) return;
+    if (c->state == Connection::State::kIdle || c->state == Connection::State::kReading) {
+      try {
+        return refuse(c, 500, "the server could not go on with this request (out of memory?)");
+      } catch (...) {
+      }
+    }
+    close_conn(c);
+  }
+
+  template <class Step>
+  void guarded(const std::shared_ptr<Connection>& c, Step&& step) noexcept {
+    try {
+      step();
+    } catch (...) {
+      fail(c);
+    }
   }
 
   // Parses what arrived; hands a complete request to the workers.
@@ -224,18 +278,22 @@ struct HttpListener::Impl {
         c->deadline = c->since + options.request_timeout;
       }
       if (c->parser.reading_body() && c->parser.request().expect_continue && !c->continue_sent) {
-        c->continue_sent = send_some(c->fd, kContinue) >= 0;
+        // A part of it would leave the rest to come in the middle of the answer: the connection
+        // ends. None sent (the socket is full): tried again when more bytes arrive.
+        const long n = send_some(c->fd, kContinue);
+        if (n < 0 || (n > 0 && static_cast<std::size_t>(n) < kContinue.size())) return close_conn(c);
+        c->continue_sent = n > 0;
       }
       return;
+    }
+    {
+      std::lock_guard lock(work_mutex);
+      work.push_back({c, c->parser.take()});
     }
     c->continue_sent = false;
     c->state = Connection::State::kBusy;
     unwatch(*c);
     ++busy;
-    {
-      std::lock_guard lock(work_mutex);
-      work.push_back({c, c->parser.take()});
-    }
     work_cv.notify_one();
   }
 
@@ -252,25 +310,38 @@ struct HttpListener::Impl {
     process_input(c);
   }
 
-  // At the cap: the oldest idle connection, else the oldest unfinished request, makes room.
+  // Connections counted against the cap.
+  int counted() const { return static_cast<int>(conns.size()) - over_cap; }
+
+  // At the cap, the oldest connection of the first kind found makes room: idle; an unfinished
+  // request (it gets 503); lingering after its answer; a response being written (its client
+  // takes it too slowly). Never one a worker has.
   bool make_room() {
     std::shared_ptr<Connection> oldest;
-    for (const auto state : {Connection::State::kIdle, Connection::State::kReading}) {
+    for (const auto state : {Connection::State::kIdle, Connection::State::kReading, Connection::State::kLingering,
+                             Connection::State::kWriting}) {
       for (const auto& [fd, c] : conns) {
-        if (c->state == state && (!oldest || c->since < oldest->since)) oldest = c;
+        if (!c->over_cap && c->state == state && (!oldest || c->since < oldest->since)) oldest = c;
       }
       if (oldest) break;
     }
     if (!oldest) return false;
     if (oldest->state == Connection::State::kReading) {
-      const HttpResponse r = error_page(503,
-                                        "the server is at its limit of " + std::to_string(max_connections) +
-                                            " connections (--max-connections) and closed the slowest",
-                                        oldest->parser.request().path);
-      send_some(oldest->fd, response_head(r.status, r.content_type, r.headers, r.body.size(), false, true) + r.body);
+      turn_away(oldest, cap_message(" and closed the slowest"));
+    } else {
+      close_conn(oldest);
     }
-    close_conn(oldest);
     return true;
+  }
+
+  // A new connection: waits for its request, or is turned away when every connection in the
+  // cap has a request in a worker.
+  void admit(int fd) {
+    const bool room = counted() < max_connections || make_room();
+    auto c = std::make_shared<Connection>(fd, options.limits);
+    conns[fd] = c;
+    become_idle(*c, options.request_timeout);
+    if (!room) turn_away(c, cap_message(", all busy: try again"));
   }
 
   void accept_all() {
@@ -286,17 +357,15 @@ struct HttpListener::Impl {
       }
       const int yes = 1;
       ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof yes);
-      if (static_cast<int>(conns.size()) >= max_connections && !make_room()) {
-        // Every connection has a request in a worker: no room.
-        const HttpResponse r = error_page(503, "the server is at its limit of " + std::to_string(max_connections) +
-                                                   " connections (--max-connections), all busy: try again", "");
-        send_some(fd, response_head(r.status, r.content_type, r.headers, r.body.size(), false, true) + r.body);
-        ::close(fd);
-        continue;
+      try {
+        admit(fd);
+      } catch (...) {
+        if (const auto it = conns.find(fd); it != conns.end()) {
+          fail(std::shared_ptr<Connection>(it->second));
+        } else {
+          ::close(fd);
+        }
       }
-      auto c = std::make_shared<Connection>(fd, options.limits);
-      conns[fd] = c;
-      become_idle(*c, options.request_timeout);
     }
   }
 
@@ -322,7 +391,6 @@ struct HttpListener::Impl {
       --busy;
       const std::shared_ptr<Connection>& c = r.conn;
       release_budget(*c);
-      if (c->fd < 0) continue;  // closed by shut_everything
       if (stopping && Clock::now() >= grace_end) {
         close_conn(c);
         continue;
@@ -330,7 +398,8 @@ struct HttpListener::Impl {
       c->out = std::move(r.out);
       c->out_at = 0;
       c->close_after = r.close;
-      start_writing(c);
+      c->state = Connection::State::kWriting;  // the loop's again
+      guarded(c, [&] { start_writing(c); });
     }
   }
 
@@ -344,10 +413,12 @@ struct HttpListener::Impl {
     for (const auto& c : due) {
       if (c->fd < 0) continue;
       if (c->state == Connection::State::kReading) {
-        refuse(c, 408, "the request did not arrive whole within " + seconds_text(options.request_timeout) +
-                           " s (plexus serve --request-timeout)");
+        guarded(c, [&] {
+          refuse(c, 408, "the request did not arrive whole within " + seconds_text(options.request_timeout) +
+                             " s (plexus serve --request-timeout)");
+        });
       } else {
-        close_conn(c);  // idle past keep-alive, a write with no progress, lingering done
+        close_conn(c);  // idle past keep-alive, a response not taken in time, lingering done
       }
     }
   }
@@ -391,38 +462,81 @@ struct HttpListener::Impl {
     }
   }
 
+  // One turn: the events, the workers' answers, the stop's steps, the deadlines. Whether the
+  // loop is done.
+  bool turn(std::vector<epoll_event>& events, Clock::time_point& next_sweep, bool& finishing, bool& shut) {
+    const int n = ::epoll_wait(epoll_fd, events.data(), static_cast<int>(events.size()), static_cast<int>(kSweepEvery.count()));
+    for (int i = 0; i < n; ++i) {
+      const int fd = events[i].data.fd;
+      if (fd == wake_fd) {
+        std::uint64_t count;
+        [[maybe_unused]] const ssize_t r = ::read(wake_fd, &count, sizeof count);
+      } else if (fd == listen_fd) {
+        if (!stopping) accept_all();
+      } else if (auto it = conns.find(fd); it != conns.end()) {
+        const std::shared_ptr<Connection> c = it->second;
+        guarded(c, [&] { on_event(c, events[i].events); });
+      }
+    }
+    take_returned();
+    if (stopping && !finishing) {
+      stop_taking_requests();
+      finishing = true;
+    }
+    if (finishing && !shut && (answers_written() || Clock::now() >= grace_end)) {
+      shut_everything();
+      shut = true;
+    }
+    if (shut && busy == 0) return true;
+    if (Clock::now() >= next_sweep) {
+      sweep();
+      next_sweep = Clock::now() + kSweepEvery;
+    }
+    return false;
+  }
+
+  // The loop's thread. A failure on one connection ends that connection (guarded); one beyond
+  // (out of memory between connections) ends the turn, and the next turn goes on.
   void loop() {
     std::vector<epoll_event> events(256);
     auto next_sweep = Clock::now() + kSweepEvery;
     bool finishing = false, shut = false;
     for (;;) {
-      const int n = ::epoll_wait(epoll_fd, events.data(), static_cast<int>(events.size()), static_cast<int>(kSweepEvery.count()));
-      for (int i = 0; i < n; ++i) {
-        const int fd = events[i].data.fd;
-        if (fd == wake_fd) {
-          std::uint64_t count;
-          [[maybe_unused]] const ssize_t r = ::read(wake_fd, &count, sizeof count);
-        } else if (fd == listen_fd) {
-          if (!stopping) accept_all();
-        } else if (auto it = conns.find(fd); it != conns.end()) {
-          on_event(std::shared_ptr<Connection>(it->second), events[i].events);
-        }
-      }
-      take_returned();
-      if (stopping && !finishing) {
-        stop_taking_requests();
-        finishing = true;
-      }
-      if (finishing && !shut && (answers_written() || Clock::now() >= grace_end)) {
-        shut_everything();
-        shut = true;
-      }
-      if (shut && busy == 0) return;
-      if (Clock::now() >= next_sweep) {
-        sweep();
-        next_sweep = Clock::now() + kSweepEvery;
+      try {
+        if (turn(events, next_sweep, finishing, shut)) return;
+      } catch (...) {
       }
     }
+  }
+
+  // A worker's answer to one request: the handler's, or 503 once the server stops (a request
+  // still waiting for a worker then), or 500 when the handler fails or gives none. Never throws:
+  // when even that answer cannot be made, the connection closes without one.
+  Returned answer(Work& w) noexcept {
+    Returned r{w.conn, "", true};
+    try {
+      const std::string path = w.request.path;
+      SocketExchange ex(w.conn->fd, std::move(w.request), options.write_timeout);
+      if (stopping) {
+        HttpResponse page = error_page(503, "the server is stopping: try again", path);
+        page.close = true;
+        ex.respond(std::move(page));
+      }
+      try {
+        if (!ex.answered()) handler(ex);
+      } catch (const std::exception& e) {
+        if (!ex.answered()) ex.respond(error_page(500, e.what(), path));
+      } catch (...) {
+        if (!ex.answered()) ex.respond(error_page(500, "internal server error", path));
+      }
+      if (!ex.answered()) ex.respond(error_page(500, "the server gave no answer", path));
+      r.out = ex.finish();
+      r.close = ex.close_after();
+    } catch (...) {
+      r.out.clear();
+      r.close = true;
+    }
+    return r;
   }
 
   void worker() {
@@ -435,22 +549,8 @@ struct HttpListener::Impl {
         w = std::move(work.front());
         work.pop_front();
       }
-      Returned r{w.conn, "", true};
       const bool large = w.request.body.size() >= kLargeBody;
-      if (!stopping) {
-        const std::string path = w.request.path;
-        SocketExchange ex(w.conn->fd, std::move(w.request), options.write_timeout);
-        try {
-          handler(ex);
-        } catch (const std::exception& e) {
-          if (!ex.answered()) ex.respond(error_page(500, e.what(), path));
-        } catch (...) {
-          if (!ex.answered()) ex.respond(error_page(500, "internal server error", path));
-        }
-        if (!ex.answered()) ex.respond(error_page(500, "the server gave no answer", path));
-        r.out = ex.finish();
-        r.close = ex.close_after();
-      }
+      Returned r = answer(w);
       // What parsing a large body took is free now: give it back to the system, or the heap
       // keeps the peak of every burst.
       if (large) ::malloc_trim(0);
@@ -472,7 +572,8 @@ HttpListener::HttpListener(HttpListenerOptions options, HttpHandler handler, Htt
   impl_->max_connections = std::max(impl_->options.max_connections, 1);
   const std::size_t max_body = impl_->options.limits.max_body;
   const std::size_t four_bodies = max_body > SIZE_MAX / 4 ? SIZE_MAX : 4 * max_body;
-  impl_->body_budget = impl_->options.body_budget ? impl_->options.body_budget : std::max<std::size_t>(256u << 20, four_bodies);
+  impl_->body_budget = std::max(kMinBodyBudget, four_bodies);
+  impl_->response_time = std::max(impl_->options.request_timeout, impl_->options.write_timeout);
 }
 
 HttpListener::~HttpListener() { stop(); }

@@ -1,10 +1,11 @@
 // plexus serve's HTTP/1.1 server loop. One thread accepts and reads every connection without
 // blocking (epoll) and holds each request to a deadline (head and body), the open connections to
-// a cap (the oldest idle or unfinished one makes room for a new client) and the request bodies
-// held to a memory budget; complete requests go to a pool of worker threads. Whole responses go
-// back to the loop to be written; streams are written by their worker under a write timeout.
-// stop() closes every connection within its grace, whatever the clients do. After a request with a large
-// body the heap's free memory goes back to the system (malloc_trim), so a burst leaves no peak.
+// a cap (an idle, unfinished, finished or slowly read one makes room for a new client) and the
+// request bodies held to a memory budget; complete requests go to a pool of worker threads. Whole
+// responses go back to the loop to be written within a deadline; streams are written by their
+// worker under a write timeout. stop() closes every connection within its grace, whatever the
+// clients do. After a request with a large body the heap's free memory goes back to the system
+// (malloc_trim), so a burst leaves no peak.
 #pragma once
 #include <chrono>
 #include <cstddef>
@@ -26,8 +27,9 @@ struct HttpListenerOptions {
   int max_connections = 1024;  // connections open at once
   std::chrono::milliseconds request_timeout{10000};  // a request's head and body, from its first byte
   std::chrono::milliseconds keep_alive{5000};        // an idle connection between requests
-  std::chrono::milliseconds write_timeout{30000};    // a response's write without progress
-  std::size_t body_budget = 0;  // request body bytes held at once; 0: max(256 MiB, 4 x max_body)
+  // A stream's write without progress; a whole response must be taken within the larger of
+  // this and request_timeout from when it is ready, however the client trickles it out.
+  std::chrono::milliseconds write_timeout{30000};
 };
 
 // Handles a complete request on a worker thread.
@@ -51,8 +53,8 @@ class HttpListener {
   // Starts the loop and the workers (after bind).
   void start();
   // Closes the listener and the connections that wait for or send a request at once; answers
-  // already under way (a handler running, a response being written) may finish within `grace`,
-  // then every connection closes (streams and writes still under way fail), the handlers still
+  // already under way (a handler running, a response being written) may finish within `grace`
+  // (requests still waiting for a worker get 503), then every connection closes (streams and writes still under way fail), the handlers still
   // running are waited for and the threads end. Idempotent.
   void stop(std::chrono::milliseconds grace = std::chrono::milliseconds(0));
   // The connection cap in force: the one asked, lowered where the open-file limit is smaller.

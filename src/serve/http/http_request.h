@@ -16,6 +16,10 @@ struct HttpLimits {
   std::size_t max_body = 8u << 20;           // the body however it is framed; larger: 413
 };
 
+// A request body this large is parsed two at a time at most (the router), and the heap's free
+// memory goes back to the system after it (the listener's malloc_trim).
+inline constexpr std::size_t kLargeBody = 1u << 20;
+
 struct HttpRequest {
   std::string method;  // as sent ("GET", "POST", ...)
   std::string target;  // as sent

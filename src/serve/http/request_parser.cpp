@@ -96,6 +96,23 @@ RequestParser::State RequestParser::fail(int status, std::string message) {
   return State::kError;
 }
 
+RequestParser::State RequestParser::fail_request_line_too_long() {
+  return fail(414, "the request line is longer than " + std::to_string(limits_.max_request_line) + " bytes");
+}
+
+RequestParser::State RequestParser::fail_head_too_large() {
+  return fail(431, "the request's headers are larger than " + std::to_string(limits_.max_header_bytes) + " bytes");
+}
+
+RequestParser::State RequestParser::fail_body_too_large() {
+  return fail(413, "the request body is larger than the limit of " + std::to_string(limits_.max_body) +
+                       " bytes (plexus serve --max-body)");
+}
+
+RequestParser::State RequestParser::fail_chunk_line_too_long() {
+  return fail(400, "a chunk size line longer than " + std::to_string(kMaxChunkLine) + " bytes");
+}
+
 RequestParser::State RequestParser::parse(std::string& input) {
   if (phase_ == Phase::kError) return State::kError;
   if (phase_ == Phase::kHead) {
@@ -138,21 +155,21 @@ RequestParser::State RequestParser::parse_head(std::string& input) {
       break;
     }
     if (line_start_ == 0 && len > limits_.max_request_line) {
-      return fail(414, "the request line is longer than " + std::to_string(limits_.max_request_line) + " bytes");
+      return fail_request_line_too_long();
     }
     line_start_ = scan_ = nl + 1;
   }
   if (head_end == std::string::npos) {
     if (line_start_ == 0 && input.size() > limits_.max_request_line) {
-      return fail(414, "the request line is longer than " + std::to_string(limits_.max_request_line) + " bytes");
+      return fail_request_line_too_long();
     }
     if (input.size() > limits_.max_header_bytes) {
-      return fail(431, "the request's headers are larger than " + std::to_string(limits_.max_header_bytes) + " bytes");
+      return fail_head_too_large();
     }
     return State::kNeedMore;
   }
   if (head_end > limits_.max_header_bytes) {
-    return fail(431, "the request's headers are larger than " + std::to_string(limits_.max_header_bytes) + " bytes");
+    return fail_head_too_large();
   }
   const std::string_view head(input.data(), head_end);
   std::size_t at = 0;
@@ -233,8 +250,6 @@ RequestParser::State RequestParser::resolve_framing() {
   const std::vector<std::string_view> lengths = header_list(r, "content-length");
   const bool has_length_header = r.header("content-length") != nullptr;
   const bool has_coding_header = r.header("transfer-encoding") != nullptr;
-  const std::string too_large = "the request body is larger than the limit of " + std::to_string(limits_.max_body) +
-                                " bytes (plexus serve --max-body)";
   if (has_coding_header) {
     if (r.minor_version == 0) return fail(400, "Transfer-Encoding in an HTTP/1.0 request");
     if (has_length_header) return fail(400, "both Content-Length and Transfer-Encoding: send one");
@@ -264,11 +279,10 @@ RequestParser::State RequestParser::resolve_framing() {
       length = n;
     }
     if (lengths.empty()) return fail(400, "an empty Content-Length");
-    if (length > limits_.max_body) return fail(413, too_large);
+    if (length > limits_.max_body) return fail_body_too_large();
     r.framed = true;
     body_left_ = length;
     body_known_ = static_cast<std::size_t>(length);
-    r.body.reserve(body_known_);
     phase_ = length ? Phase::kBody : Phase::kDone;
   } else {
     phase_ = Phase::kDone;
@@ -287,15 +301,16 @@ RequestParser::State RequestParser::resolve_framing() {
 }
 
 RequestParser::State RequestParser::parse_body(std::string& input) {
-  const std::string too_large = "the request body is larger than the limit of " + std::to_string(limits_.max_body) +
-                                " bytes (plexus serve --max-body)";
-  const std::string long_line = "a chunk size line longer than " + std::to_string(kMaxChunkLine) + " bytes";
   for (;;) {
     switch (phase_) {
       case Phase::kBody:
       case Phase::kChunkData: {
         const std::size_t take = static_cast<std::size_t>(std::min<std::uint64_t>(body_left_, input.size()));
-        request_.body.append(input, 0, take);
+        // Room grows with what arrives (doubling), never past what was announced: a length
+        // announced is not memory taken until its bytes come.
+        std::string& body = request_.body;
+        if (body.size() + take > body.capacity()) body.reserve(std::min(body_known_, std::max(body.size() + take, 2 * body.capacity())));
+        body.append(input, 0, take);
         input.erase(0, take);
         body_left_ -= take;
         if (body_left_ > 0) return State::kNeedMore;
@@ -305,23 +320,23 @@ RequestParser::State RequestParser::parse_body(std::string& input) {
       case Phase::kChunkSize: {
         const std::size_t nl = input.find('\n');
         if (nl == std::string::npos) {
-          if (input.size() > kMaxChunkLine) return fail(400, long_line);
+          if (input.size() > kMaxChunkLine) return fail_chunk_line_too_long();
           return State::kNeedMore;
         }
-        if (nl > kMaxChunkLine) return fail(400, long_line);
+        if (nl > kMaxChunkLine) return fail_chunk_line_too_long();
         std::string_view line(input.data(), nl);
         if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
         std::size_t digits = 0;
         std::uint64_t size = 0;
         while (digits < line.size() && hex_value(line[digits]) >= 0) {
           size = size * 16 + static_cast<std::uint64_t>(hex_value(line[digits]));
-          if (size > limits_.max_body) return fail(413, too_large);
+          if (size > limits_.max_body) return fail_body_too_large();
           ++digits;
         }
         const std::string_view rest = trim(line.substr(digits));
         if (digits == 0 || (!rest.empty() && rest[0] != ';')) return fail(400, "malformed chunk size " + shown(line));
         if (rest.find_first_of(std::string_view("\r\0", 2)) != std::string_view::npos) return fail(400, "malformed chunk extension");
-        if (body_known_ + size > limits_.max_body) return fail(413, too_large);
+        if (body_known_ + size > limits_.max_body) return fail_body_too_large();
         input.erase(0, nl + 1);
         if (size == 0) {
           phase_ = Phase::kTrailers;

@@ -45,6 +45,10 @@ class RequestParser {
  private:
   enum class Phase { kHead, kBody, kChunkSize, kChunkData, kChunkDataEnd, kTrailers, kDone, kError };
   State fail(int status, std::string message);
+  State fail_request_line_too_long();  // 414
+  State fail_head_too_large();         // 431
+  State fail_body_too_large();         // 413 (--max-body)
+  State fail_chunk_line_too_long();    // 400
   State parse_head(std::string& input);
   State parse_request_line(std::string_view line);
   State parse_header_line(std::string_view line);

@@ -9,6 +9,8 @@ void SocketExchange::respond(HttpResponse response) {
   if (answered_) return;
   answered_ = true;
   close_ = response.close || !request_.keep_alive;
+  // HTTP/1.0 keeps the connection only when the response says so.
+  if (!close_ && request_.minor_version == 0) response.headers.emplace_back("Connection", "keep-alive");
   out_ = response_head(response.status, response.content_type, response.headers, response.body.size(), false, close_);
   if (request_.method != "HEAD") out_ += response.body;
 }

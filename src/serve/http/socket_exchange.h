@@ -22,7 +22,6 @@ class SocketExchange : public HttpExchange {
   bool client_alive() override;
 
   bool answered() const { return answered_; }
-  bool streamed() const { return streaming_; }
   // After the handler: ends a stream (its last chunk), and gives the bytes the loop is to write
   // (empty after a stream) and whether the connection closes after them.
   std::string finish();
