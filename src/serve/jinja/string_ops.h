@@ -14,6 +14,10 @@ namespace plexus::jinja {
 std::size_t char_len(std::string_view s, std::size_t i);  // bytes of the character at s[i]
 std::size_t count_chars(std::string_view s);
 std::size_t prev_char_start(std::string_view s, std::size_t end);  // where the character before `end` starts
+// The code point of the character of `len` bytes (char_len) at s[i]. Four-byte sequences reach
+// 0x1FFFFF; a stray byte b is kStrayByte + b, apart from every character.
+inline constexpr std::uint32_t kStrayByte = 0x200000;
+std::uint32_t code_point(std::string_view s, std::size_t i, std::size_t len);
 // Whether every byte is ASCII (8 bytes at a time: the character loops' fast path).
 bool is_ascii(std::string_view s);
 // The first byte at or after `from` that is NUL or in `set` (s.size() when none): the C
@@ -39,6 +43,9 @@ std::string lower(const std::string& s);
 std::string title(const std::string& s);         // jinja2's title filter: words split at whitespace - ( { [ <
 std::string python_title(const std::string& s);  // str.title: words split at any uncased character
 std::string capitalize(const std::string& s);  // first letter upper, the rest lower
+// str.islower / str.isupper: a cased character and none of the other case (by the same tables).
+bool is_lower(std::string_view s);
+bool is_upper(std::string_view s);
 bool is_py_space(unsigned char c);
 
 }  // namespace plexus::jinja
