@@ -39,17 +39,9 @@ void append_unit(std::string& out, std::uint32_t u) {
 // past U+10FFFF).
 std::uint64_t quote(std::string* out, const std::string& s, bool ensure_ascii) {
   const char* special = ensure_ascii ? ascii_special().c_str() : kJsonSpecial;
-  std::uint64_t size = 2;
-  std::string piece;
-  std::size_t run = 0;  // where the bytes copied as they are start
-  if (out) out->push_back('"');
-  for (std::size_t i = next_special(s, 0, special); i < s.size(); i = next_special(s, run, special)) {
+  return quote_text(out, s, '"', special, [&s](std::size_t i, std::string& piece) {
     const auto c = static_cast<unsigned char>(s[i]);
-    size += i - run;
-    if (out) out->append(s, run, i - run);
     const std::size_t len = c < 0x80 ? 1 : char_len(s, i);
-    run = i + len;
-    piece.clear();
     switch (c) {
       case '"': piece = "\\\""; break;
       case '\\': piece = "\\\\"; break;
@@ -72,15 +64,8 @@ std::uint64_t quote(std::string* out, const std::string& s, bool ensure_ascii) {
         }
       }
     }
-    size += piece.size();
-    if (out) out->append(piece);
-  }
-  size += s.size() - std::min(run, s.size());
-  if (out) {
-    out->append(s, std::min(run, s.size()), std::string::npos);
-    out->push_back('"');
-  }
-  return size;
+    return len;
+  });
 }
 
 struct Writer {

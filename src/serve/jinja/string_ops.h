@@ -24,6 +24,32 @@ bool is_ascii(std::string_view s);
 // library's strcspn, so escaping loops skip plain text at memchr's speed.
 std::size_t next_special(const std::string& s, std::size_t from, const char* set);
 
+// Writes s between quotes q into *out, or with `out` null only measures it; returns its bytes.
+// A byte in `special` (or NUL) starts an escape: escape(i, piece) appends the escape of the
+// character at s[i] to `piece` and returns the character's length; other bytes are copied in
+// runs (repr and JSON strings: measured first, then written once their size is checked).
+template <typename Escape>
+std::uint64_t quote_text(std::string* out, const std::string& s, char q, const char* special, Escape escape) {
+  std::uint64_t size = 2;
+  std::string piece;
+  std::size_t run = 0;  // where the bytes copied as they are start
+  if (out) out->push_back(q);
+  for (std::size_t i = next_special(s, 0, special); i < s.size(); i = next_special(s, run, special)) {
+    size += i - run;
+    if (out) out->append(s, run, i - run);
+    piece.clear();
+    run = i + escape(i, piece);
+    size += piece.size();
+    if (out) out->append(piece);
+  }
+  size += s.size() - run;
+  if (out) {
+    out->append(s, run, std::string::npos);
+    out->push_back(q);
+  }
+  return size;
+}
+
 // str.strip/lstrip/rstrip(chars); `chars` null: Python's whitespace.
 std::string strip(std::string_view s, const std::string* chars, bool left, bool right);
 // str.split(sep, maxsplit); `sep` null: runs of whitespace, no empty parts. maxsplit < 0: all.

@@ -272,50 +272,25 @@ class ReprWriter {
   }
   // Writes s quoted with q into *out, or with `out` null only measures it; returns its bytes.
   std::uint64_t quote(std::string* out, const std::string& s, char q) const {
-    static constexpr char kHex[] = "0123456789abcdef";
-    const char* special = repr_special(q, ascii_);
-    std::uint64_t size = 2;
-    char piece[10 * 4];
-    std::size_t run = 0;  // where the bytes copied as they are start
-    if (out) out->push_back(q);
-    for (std::size_t i = next_special(s, 0, special); i < s.size(); i = next_special(s, run, special)) {
+    return quote_text(out, s, q, repr_special(q, ascii_), [&s, q](std::size_t i, std::string& piece) {
+      static constexpr char kHex[] = "0123456789abcdef";
       const auto c = static_cast<unsigned char>(s[i]);
-      size += i - run;
-      if (out) out->append(s, run, i - run);
       const std::size_t len = c < 0x80 ? 1 : char_len(s, i);
-      run = i + len;
-      std::size_t n = 0;
-      auto hex = [&](char kind, std::uint32_t x, int digits) {
-        piece[n++] = '\\';
-        piece[n++] = kind;
-        for (int d = digits - 1; d >= 0; --d) piece[n++] = kHex[(x >> (4 * d)) & 15];
+      auto hex = [&piece](char kind, std::uint32_t x, int digits) {
+        piece += {'\\', kind};
+        for (int d = digits - 1; d >= 0; --d) piece.push_back(kHex[(x >> (4 * d)) & 15]);
       };
       std::uint32_t cp = c < 0x80 ? c : code_point(s, i, len);
       if (cp >= kStrayByte) cp -= kStrayByte;
-      if (c == '\n' || c == '\r' || c == '\t') {
-        piece[n++] = '\\';
-        piece[n++] = c == '\n' ? 'n' : c == '\r' ? 'r' : 't';
-      } else if (c == '\\' || c == static_cast<unsigned char>(q)) {
-        piece[n++] = '\\';
-        piece[n++] = static_cast<char>(c);
-      } else if (cp < 0x100) {
-        hex('x', cp, 2);
-      } else if (cp < 0x10000) {
-        hex('u', cp, 4);
-      } else if (cp <= 0x10FFFF) {
-        hex('U', cp, 8);
-      } else {  // no character: its bytes, each as a stray byte
+      if (c == '\n' || c == '\r' || c == '\t') piece += {'\\', c == '\n' ? 'n' : c == '\r' ? 'r' : 't'};
+      else if (c == '\\' || c == static_cast<unsigned char>(q)) piece += {'\\', static_cast<char>(c)};
+      else if (cp < 0x100) hex('x', cp, 2);
+      else if (cp < 0x10000) hex('u', cp, 4);
+      else if (cp <= 0x10FFFF) hex('U', cp, 8);
+      else  // no character: its bytes, each as a stray byte
         for (std::size_t k = 0; k < len; ++k) hex('x', static_cast<unsigned char>(s[i + k]), 2);
-      }
-      size += n;
-      if (out) out->append(piece, n);
-    }
-    size += s.size() - run;
-    if (out) {
-      out->append(s, run, std::string::npos);
-      out->push_back(q);
-    }
-    return size;
+      return len;
+    });
   }
 
   Work* work_;
