@@ -188,5 +188,29 @@ TEST(ChatTemplateCliTest, HostileTemplatesAnswerQuicklyInBoundedMemory) {
   }
 }
 
+TEST(ChatTemplateCliTest, ReviewedTemplatesRenderOrFailNeverCrash) {
+  // Found in review of serve/jinja: templates (raw bytes, as a GGUF or chat_template.jinja gives
+  // them) that crashed the process or gave a result other than Python's.
+  TempDir dir("chat_template_cli_reviewed");
+  long peak_mb = 0;
+  std::string set;  // 20 four-byte sequences past U+10FFFF (lead byte F7): once indexes past a bitmap
+  for (int k = 0; k < 20; ++k) set += std::string("\xf7\xbf\xbf") + static_cast<char>(0x80 + k);
+  const std::string ns = "{% set ns = namespace() %}";
+  const std::pair<std::string, std::string> results[] = {
+      {"{{ ('\xf7\xbf\xbf\x80' ~ 'a' ~ '\xf7\xbf\xbf\x93').strip('" + set + "') }}", "a"},
+      {"{{ ('\x80' ~ 'a').strip('\xf4\x90\x82\x80' ~ '\xce\xb1\xce\xb2\xce\xb3\xce\xb4\xce\xb5\xce\xb6\xce\xb7\xce\xb8\xce\xb9"
+       "\xce\xba\xce\xbb\xce\xbc\xce\xbd\xce\xbe\xce\xbf\xcf\x80\xcf\x81') | length }}",
+       "2"},
+      {ns + "{% for x in [ns, 1] %}{% if loop.first %}{% set ns.l = loop %}{% endif %}{% endfor %}{{ ns.l.index }}"
+            "{{ (ns | string)[:15] }}",
+       "1<Namespace {'l'"},
+      {"{{ (-2**63)**2 }}", "85070591730234615865843651857942052864"},
+  };
+  for (const auto& [source, rendered] : results)
+    EXPECT_EQ(render_hostile(dir, source, &peak_mb), OJson({{"rendered", rendered}})) << source;
+  const OJson got = render_hostile(dir, ns + "{% for x in [1, ns] %}{% set ns.l = loop %}{% endfor %}{{ ns }}", &peak_mb);
+  EXPECT_NE(got.value("error", std::string()).find("a namespace cannot hold itself"), std::string::npos) << got.dump();
+}
+
 }  // namespace
 }  // namespace plexus::testing

@@ -119,6 +119,22 @@ TEST(ChatTemplateTest, GlobalsOfTransformers) {
   EXPECT_EQ(t.render(in), "<s>user:hi</s>2026-11-26 04:30 26 Nov 2026|False|False|on");
 }
 
+TEST(ChatTemplateTest, StrftimeNowChargesItsBuffer) {
+  // Found in review: each call made a buffer of 16 bytes per format character uncharged, so
+  // 100,000 calls of a 998-character format zeroed 1.6 GB (a million, 16 GB). Now the work limit
+  // stops them.
+  const ChatTemplate t("{% for i in range(100000) %}{% set x = strftime_now('%c' * 499) %}{% endfor %}ok", {},
+                       [] { return kGoldenNow; });
+  ChatInput in;
+  in.messages = OJson::array();
+  try {
+    t.render(in);
+    FAIL() << "rendered";
+  } catch (const TemplateError& e) {
+    EXPECT_NE(std::string(e.what()).find("formatting the time: the template touches more than"), std::string::npos) << e.what();
+  }
+}
+
 TEST(ChatTemplateTest, RaiseExceptionMessageIsExact) {
   const ChatTemplate t("{% if messages[0].role != 'user' %}{{ raise_exception('Roles must be user first: ' ~ messages[0].role) }}{% endif %}ok",
                        {});

@@ -25,6 +25,13 @@ TEST(JinjaIntegersTest, Issue32HugeStepRangesGiveJinja2Results) {
   EXPECT_EQ(render("{{ range(2**64, 0, -(2**63)) | list }}"), "[18446744073709551616, 9223372036854775808]");
 }
 
+TEST(JinjaIntegersTest, PowersOfTheSmallestInt64AsPython) {
+  // (-2)**63 is INT64_MIN, whose absolute value no int64 holds (found in review: std::abs of it).
+  EXPECT_EQ(render("{{ (-2**63)**2 }}|{{ (-2**63)**3 }}|{{ (-2**63)**0 }}|{{ (-2**63)**1 }}"),
+            "85070591730234615865843651857942052864|-784637716923335095479473677900958302012794430558004314112|1"
+            "|-9223372036854775808");
+}
+
 TEST(JinjaIntegersTest, PrintsAndComputesPast64BitsAsPython) {
   EXPECT_EQ(render("{{ 2**63-1 }}|{{ -2**63 }}|{{ 2**64 // 2 }}|{{ 2**100 }}|{{ 9223372036854775807 + 1 }}"),
             "9223372036854775807|-9223372036854775808|9223372036854775808|1267650600228229401496703205376|9223372036854775808");

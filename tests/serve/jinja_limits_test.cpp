@@ -4,7 +4,11 @@
 // legitimate 8 MiB conversation still renders through the real chat templates.
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <chrono>
+#include <fstream>
 
 #include "jinja_util.h"
 #include "test_util.h"
@@ -142,6 +146,71 @@ TEST(JinjaLimitsTest, OutputAndListSizesAreCheckedBeforeAllocating) {
   for (const char* source : {"{{ ('a' * 6000000).split('a') | length }}", "{{ ('a\\n' * 2000000).splitlines() | length }}",
                              "{{ ('ab' * 600000) | list | length }}"})
     EXPECT_NE(error_within_bound(source).find("a list grows past 1000000 items"), std::string::npos) << source;
+}
+
+// The address space this process maps now (bytes).
+std::uint64_t mapped_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  std::uint64_t pages = 0;
+  statm >> pages;
+  return pages * static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE));
+}
+
+TEST(JinjaLimitsTest, FloatPrecisionIsChargedBeforeItIsFormatted) {
+  // '%.60000000f' is 60 MB of digits (under the 64 MiB output limit): its size is bounded from
+  // the precision, checked and charged before printf formats it. Under an address-space limit
+  // of 128 MiB above the present mapping, the C library's formatting (it allocates 4 bytes per
+  // digit) fails, so the work limit's error shows that nothing was formatted before the charge.
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "ASan maps its shadow memory as it goes";
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+  GTEST_SKIP() << "ASan maps its shadow memory as it goes";
+#endif
+#endif
+  jinja::RenderLimits limits;
+  limits.max_bytes = 1 << 20;
+  rlimit saved{};
+  ASSERT_EQ(getrlimit(RLIMIT_AS, &saved), 0);
+  const rlimit tight{mapped_bytes() + (std::uint64_t{128} << 20), saved.rlim_max};
+  if (saved.rlim_cur != RLIM_INFINITY && saved.rlim_cur < tight.rlim_cur) GTEST_SKIP() << "the address space is limited already";
+  ASSERT_EQ(setrlimit(RLIMIT_AS, &tight), 0);
+  const std::string e = render_error("{{ '%.60000000f' % 1.5 }}", OJson::object(), limits);
+  ASSERT_EQ(setrlimit(RLIMIT_AS, &saved), 0);
+  EXPECT_NE(e.find("formatting a number: the template touches more than 1048576 bytes"), std::string::npos) << e;
+  // Formatting itself: widths and precisions as Python's.
+  EXPECT_EQ(render("{{ ('%.400f' % 1e308) | length }}|{{ '%.3e' % 12345.678 }}|{{ '%#.3g' % 1 }}|{{ '%.0f' % 9.5 }}"
+                   "|{{ '%g' % 1e-5 }}|{{ ('%.1000e' % 5e-324)[:6] }}|{{ '%+.2f' % -0.001 }}"),
+            "710|1.235e+04|1.00|10|1e-05|4.9406|-0.00");
+}
+
+TEST(JinjaLimitsTest, EscapingChargesItsCharacterLoop) {
+  // escape scans its text (a character loop, 4 bytes a byte) before it charges the result: a
+  // 1000-byte string costs 5000 bytes (it cost 2000, less than the docs say).
+  jinja::RenderLimits limits;
+  limits.max_bytes = 3500;
+  const OJson vars = {{"s", std::string(1000, 'a')}};
+  EXPECT_NE(render_error("{% set x = s | escape %}", vars, limits).find("escaping a string: the template touches more than 3500"),
+            std::string::npos);
+  limits.max_bytes = 6000;
+  EXPECT_EQ(render("{% set x = s | escape %}{{ '<&>' | e }}", vars, limits), "&lt;&amp;&gt;");
+}
+
+TEST(JinjaLimitsTest, StrippingBySetsOfInvalidUtf8IsDefined) {
+  // Lead bytes F5-F7 make four-byte sequences past U+10FFFF (to 0x1FFFFF). A set of more than 16
+  // non-ASCII characters was a bitmap of 0x110100 entries indexed by code point: these wrote and
+  // read past it. Now any code point is searched for, and a stray byte b (0x110000 + b then)
+  // no longer matches the sequence of the same number (F4 90 82 80 is 0x110080).
+  std::string set;
+  for (int k = 0; k < 20; ++k) set += std::string("\xf7\xbf\xbf") + static_cast<char>(0x80 + k);
+  const std::string text = std::string("\xf7\xbf\xbf\x80") + "a\xf7\xbf\xbf\x93";
+  EXPECT_EQ(render("{{ s.strip(t) }}|{{ s | trim(t) }}|{{ s.lstrip(t) | length }}|{{ s.rstrip(t) | length }}",
+                   {{"s", text}, {"t", set}}),
+            "a|a|2|2");
+  const std::string greek = "αβγδεζηθικλμνξοπρ";  // 17: past the old bitmap's threshold
+  EXPECT_EQ(render("{{ s.strip(t) }}|{{ s.strip(t ~ g) }}|{{ s.strip('\xf4\x90\x82\x80' ~ g ~ '\x80') }}",
+                   {{"s", "\x80" "a\x80"}, {"t", "\xf4\x90\x82\x80"}, {"g", greek}}),
+            "\x80" "a\x80|\x80" "a\x80|a");
 }
 
 TEST(JinjaLimitsTest, RepeatingNothingAnyNumberOfTimesIsImmediate) {

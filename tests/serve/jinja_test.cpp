@@ -220,6 +220,26 @@ TEST(JinjaTest, HostileValuesStayAcyclicShallowAndSmall) {
   EXPECT_EQ(render("{% set ns = namespace(x=1) %}{% for i in range(500) %}{% set ns.x = [ns.x] %}{% endfor %}"
                    "{{ ns.x | string | length }}"),
             "1001");
+  // A loop stored in a namespace keeps the fields it had then (found in review: the loop object
+  // changed in place after the check, so ns -> l -> previtem -> ns was a cycle that crashed printing).
+  const std::string ns = "{% set ns = namespace() %}";
+  EXPECT_EQ(render(ns + "{% for x in [ns, 1] %}{% if loop.first %}{% set ns.l = loop %}{% endif %}{% endfor %}"
+                        "{{ ns.l.index }}{{ ns.l.previtem is defined }}{{ ns.l.nextitem }}{{ ns.l.last }}"),
+            "1False1False");
+  EXPECT_EQ(render(ns + "{% for x in [ns, 1] %}{% if loop.first %}{% set ns.l = loop %}{% endif %}{% endfor %}{{ ns }}")
+                .rfind("<Namespace {'l': {'length': 2, ", 0),
+            0u);
+  EXPECT_EQ(render(ns + "{% for x in [ns, 1, 2] %}{% if loop.first %}{% set ns.l = [loop] %}{% endif %}{% endfor %}"
+                        "{{ ns == ns }}{{ ns.l[0].index }}{{ (ns | string | length) > 0 }}"),
+            "True1True");
+  for (const char* source : {"{% for x in [1, ns] %}{% if loop.first %}{% set ns.l = loop %}{% endif %}{% endfor %}{{ ns }}",
+                             "{% for x in [ns, 1] %}{% if loop.last %}{% set ns.l = loop %}{% endif %}{% endfor %}{{ ns }}",
+                             "{% for x in [ns, 1] %}{% set ns.l = [loop] %}{% endfor %}{{ ns }}"})
+    EXPECT_NE(render_error(ns + source).find("a namespace cannot hold itself"), std::string::npos) << source;
+  // Through a second namespace: b keeps a loop stored before previtem was a, so a may hold b.
+  EXPECT_EQ(render("{% set a = namespace() %}{% set b = namespace() %}{% for x in [a, 1] %}{% if loop.first %}"
+                   "{% set b.l = loop %}{% endif %}{% endfor %}{% set a.b = b %}{{ a.b.l.index }}{{ a | string | length > 0 }}"),
+            "1True");
   // Shared sublists: printing and comparing them is bounded, not exponential.
   const std::string dag = "{% set ns = namespace(x=1, y=1) %}{% for i in range(100) %}{% set ns.x = [ns.x, ns.x] %}"
                           "{% set ns.y = [ns.y, ns.y] %}{% endfor %}";

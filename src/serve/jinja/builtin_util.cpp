@@ -1,5 +1,6 @@
 // Helpers of the built-ins: argument access, integers, charged text search and replace,
 // attribute paths.
+#include <bit>
 #include <cmath>
 
 #include "serve/jinja/builtins.h"
@@ -42,11 +43,31 @@ std::int64_t to_int(Evaluator& ev, const Value& v, const char* what) {
 
 std::string text_of(Evaluator& ev, const Value& v) { return v.str(ev.work()); }
 
+std::string change_case(Evaluator& ev, const std::string& s, std::string (*f)(const std::string&)) {
+  ev.work().check_size(s.size());
+  ev.work().bytes(kCaseMapCost, s.size(), "changing the case of a string");
+  return f(s);
+}
+
+std::string strip_text(Evaluator& ev, std::string_view s, const std::string* chars, bool left, bool right) {
+  Work& work = ev.work();
+  const std::uint64_t bytes = std::uint64_t{s.size()} + (chars ? chars->size() : 0);
+  work.bytes(kCharCost, bytes, "stripping a string");  // the character loops over both
+  // Non-ASCII characters to strip are sorted, then binary-searched: a comparison per halving.
+  if (chars && !is_ascii(*chars))
+    work.bytes(kCharCost * static_cast<std::uint64_t>(std::bit_width(chars->size())), bytes, "stripping a string");
+  return strip(s, chars, left, right);
+}
+
+void charge_search(Evaluator& ev, std::uint64_t text, std::uint64_t pattern, const char* what) {
+  ev.work().bytes(kSearchCost, text, what);
+  ev.work().bytes(sizeof(std::uint32_t) + 1, pattern, what);  // the pattern's prefix table
+}
+
 std::size_t find_text(Evaluator& ev, std::string_view text, std::string_view needle, std::size_t from) {
   if (needle.empty()) return from <= text.size() ? from : std::string_view::npos;
   if (from > text.size() || needle.size() > text.size() - from) return std::string_view::npos;
-  ev.work().bytes(kSearchCost, text.size() - from, "searching a string");
-  ev.work().bytes(sizeof(std::uint32_t) + 1, needle.size(), "searching a string");
+  charge_search(ev, text.size() - from, needle.size(), "searching a string");
   return Searcher(needle).find(text, from);
 }
 
@@ -66,8 +87,7 @@ std::string replace_text(Evaluator& ev, const std::string& s, const std::string&
 
 std::size_t count_text(Evaluator& ev, std::string_view s, std::string_view sub, std::uint64_t max) {
   Work& work = ev.work();
-  work.bytes(kSearchCost, s.size(), "searching a string");
-  work.bytes(sizeof(std::uint32_t) + 1, sub.size(), "searching a string");
+  charge_search(ev, s.size(), sub.size(), "searching a string");
   // Each match costs a search's setup: counted up to what the budget affords, then charged.
   const std::size_t n = count_occurrences(s, sub, std::min(max, work.affordable(kMatchCost) + 1));
   work.bytes(kMatchCost, n, "searching a string");

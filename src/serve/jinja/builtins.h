@@ -30,10 +30,10 @@ Value arg(Evaluator& ev, const CallArgs& args, std::size_t index, const char* na
 void check_args(Evaluator& ev, const CallArgs& args, const char* what, std::size_t n,
                 std::initializer_list<const char*> names = {});
 
-// json.dumps(v, ensure_ascii=False, indent=indent (null: none; else each level's unit), separators,
+// json.dumps(v, ensure_ascii, indent=indent (null: none; else each level's unit), separators,
 // sort_keys); sizes checked and bytes charged before each piece is written.
 std::string to_json_text(Evaluator& ev, const Value& v, const std::string* indent, const std::string& item_sep,
-                         const std::string& key_sep, bool sort_keys);
+                         const std::string& key_sep, bool sort_keys, bool ensure_ascii = false);
 
 // Python's `fmt % args` (args a tuple, a dict for %(name)s, or one value).
 std::string printf_format(Evaluator& ev, std::string_view fmt, const Value& args);
@@ -46,9 +46,19 @@ std::int64_t to_int(Evaluator& ev, const Value& v, const char* what);
 // raises ValueError; TemplateError for an integer past kMaxIntBits (integers.h).
 std::optional<Value> parse_python_int(Evaluator& ev, std::string_view text, std::int64_t base);
 std::optional<double> parse_python_float(std::string_view text);
+// Python's round(x, ndigits) of a float: its exact value rounded to ndigits decimals, halves to
+// even; nullopt where Python's OverflowError is ("rounded value too large to represent").
+std::optional<double> python_round(double x, std::int64_t ndigits);
 
 // str(v), charged (a string's bytes copied; other values printed).
 std::string text_of(Evaluator& ev, const Value& v);
+// A case change of s (upper, lower, title, ... of string_ops.h: no longer than s), its size
+// checked and its work charged first.
+std::string change_case(Evaluator& ev, const std::string& s, std::string (*f)(const std::string&));
+// str.strip/lstrip/rstrip(chars) (string_ops.h), its character loops and searches charged.
+std::string strip_text(Evaluator& ev, std::string_view s, const std::string* chars, bool left, bool right);
+// Charges a linear search of `text` bytes for a pattern of `pattern` bytes (with its prefix table).
+void charge_search(Evaluator& ev, std::uint64_t text, std::uint64_t pattern, const char* what);
 // The first occurrence of `needle` in `text` at or after `from` (npos when none), in time
 // linear in both and charged so.
 std::size_t find_text(Evaluator& ev, std::string_view text, std::string_view needle, std::size_t from = 0);

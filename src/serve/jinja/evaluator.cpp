@@ -7,6 +7,7 @@
 
 #include "serve/chat_template.h"
 #include "serve/jinja/builtins.h"
+#include "serve/jinja/integers.h"
 #include "serve/jinja/operators.h"
 #include "serve/jinja/string_ops.h"
 
@@ -60,11 +61,7 @@ std::string Evaluator::render(const Body& body) {
   return out;
 }
 
-void Evaluator::write(const std::string& s) {
-  work_.check_size(out_->size() + s.size());
-  work_.bytes(s.size(), "writing the output");
-  out_->append(s);
-}
+void Evaluator::write(const std::string& s) { work_.append(*out_, s, "writing the output"); }
 
 std::string Evaluator::capture(const Body& body) {
   std::string buf;
@@ -179,7 +176,9 @@ Evaluator::Flow Evaluator::exec_for(const Stmt& s) {
       assign(s.targets[0], item);
       return;
     }
-    const List parts = item.is_list() ? item.as_list() : iterate(item);
+    // A list's items are read in place; anything else is iterated (charged).
+    const List iterated = item.is_list() ? List() : iterate(item);
+    const List& parts = item.is_list() ? item.as_list() : iterated;
     if (parts.size() != s.targets.size())
       fail("cannot unpack " + std::to_string(parts.size()) + " values into " + std::to_string(s.targets.size()) + " names");
     for (std::size_t i = 0; i < parts.size(); ++i) assign(s.targets[i], parts[i]);
@@ -197,24 +196,34 @@ Evaluator::Flow Evaluator::exec_for(const Stmt& s) {
     return exec_body(s.else_body);
   }
   const auto n = static_cast<std::int64_t>(items.size());
-  // One `loop` object, updated in place each iteration (as jinja2's LoopContext).
+  // One `loop` object, updated in place each iteration (as jinja2's LoopContext) while nothing
+  // else holds it. Once stored (in a namespace, a list kept there) it keeps the fields it had
+  // and the loop goes on in a copy: a stored value never changes, so none becomes a cycle.
   auto index = std::make_shared<std::int64_t>(0);
   Value loop = Value::dict();
-  Dict& fields = loop.mutable_dict();
-  fields.set("length", Value(n));
-  fields.set("depth", Value(1));
-  fields.set("depth0", Value(0));
-  fields.set("cycle", Value::function("loop.cycle", [index](Evaluator& ev, CallArgs& a) -> Value {
-    if (a.positional.empty()) ev.fail("loop.cycle() needs at least one value");
-    return a.positional[static_cast<std::size_t>(*index) % a.positional.size()];
-  }));
+  {
+    Dict& fields = loop.mutable_dict();
+    fields.set("length", Value(n));
+    fields.set("depth", Value(1));
+    fields.set("depth0", Value(0));
+    fields.set("cycle", Value::function("loop.cycle", [index](Evaluator& ev, CallArgs& a) -> Value {
+      if (a.positional.empty()) ev.fail("loop.cycle() needs at least one value");
+      return a.positional[static_cast<std::size_t>(*index) % a.positional.size()];
+    }));
+    for (const char* name : {"index", "index0", "revindex", "revindex0", "first", "last", "previtem", "nextitem"})
+      fields.set(name, Value());
+  }
   constexpr std::size_t kFirstChanging = 4;  // after length, depth, depth0, cycle
-  for (const char* name : {"index", "index0", "revindex", "revindex0", "first", "last", "previtem", "nextitem"})
-    fields.set(name, Value());
   for (std::int64_t i = 0; i < n; ++i) {
     work_.steps(1);
     *index = i;
+    frames_.back()->clear();  // each iteration starts from the scope outside the loop (jinja2)
+    if (loop.dict_shared()) {
+      work_.bytes(kItemBytes, loop.as_dict().size(), "copying the loop object");
+      loop = Value::dict(loop.as_dict());
+    }
     // The fields that change, in the order they were first set (by position: no lookups).
+    Dict& fields = loop.mutable_dict();
     auto field = [&](std::size_t k) -> Value& { return fields.value_at(kFirstChanging + k); };
     field(0) = Value(i + 1);
     field(1) = Value(i);
@@ -224,7 +233,6 @@ Evaluator::Flow Evaluator::exec_for(const Stmt& s) {
     field(5) = Value(i == n - 1);
     field(6) = i > 0 ? items[static_cast<std::size_t>(i - 1)] : Value::undefined("there is no loop.previtem");
     field(7) = i + 1 < n ? items[static_cast<std::size_t>(i + 1)] : Value::undefined("there is no loop.nextitem");
-    frames_.back()->clear();  // each iteration starts from the scope outside the loop (jinja2)
     bind(items[static_cast<std::size_t>(i)]);
     assign("loop", loop);
     if (exec_body(s.body) == Flow::kBreak) break;
@@ -333,7 +341,7 @@ Value Evaluator::item(const Value& obj, const Value& key) {
   if ((obj.is_list() || obj.is_string()) && (key.is_int() || key.is_bool())) {
     // Past 64 bits no index is in range (jinja2: Python's IndexError, so undefined).
     if (key.big()) return Value::undefined("index " + key.brief() + " is out of range");
-    const std::int64_t k = key.is_bool() ? key.as_bool() : key.as_int();
+    const std::int64_t k = clamped_int(key);
     if (obj.is_list()) {
       const auto n = static_cast<std::int64_t>(obj.as_list().size());
       const std::int64_t i = k < 0 ? k + n : k;

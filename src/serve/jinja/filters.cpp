@@ -36,8 +36,7 @@ Value f_trim(Evaluator& ev, const Value& v, CallArgs& a) {
   const Value chars = arg(ev, a, 0, "chars");
   std::string holder;
   const std::string_view s = text_view(ev, v, holder);
-  ev.work().bytes(kCharCost, std::uint64_t{s.size()} + (chars.is_string() ? chars.as_string().size() : 0), "stripping a string");
-  return Value(strip(s, chars.is_string() ? &chars.as_string() : nullptr, true, true));
+  return Value(strip_text(ev, s, chars.is_string() ? &chars.as_string() : nullptr, true, true));
 }
 
 Value f_tojson(Evaluator& ev, const Value& v, CallArgs& a) {
@@ -57,7 +56,8 @@ Value f_tojson(Evaluator& ev, const Value& v, CallArgs& a) {
     item_sep = seps.as_list()[0].as_string();
     key_sep = seps.as_list()[1].as_string();
   }
-  return Value(to_json_text(ev, v, indented ? &unit : nullptr, item_sep, key_sep, arg(ev, a, 99, "sort_keys").truthy()));
+  return Value(to_json_text(ev, v, indented ? &unit : nullptr, item_sep, key_sep, arg(ev, a, 99, "sort_keys").truthy(),
+                            arg(ev, a, 99, "ensure_ascii", Value(false)).truthy()));
 }
 
 Value f_length(Evaluator& ev, const Value& v, CallArgs& a) {
@@ -82,10 +82,7 @@ Value f_length(Evaluator& ev, const Value& v, CallArgs& a) {
 template <std::string (*F)(const std::string&)>
 Value f_text(Evaluator& ev, const Value& v, CallArgs& a) {
   check_args(ev, a, "this filter", 0);
-  const std::string s = text_of(ev, v);
-  ev.work().check_size(s.size());
-  ev.work().bytes(kCaseMapCost, s.size(), "changing the case of a string");
-  return Value(F(s));
+  return Value(change_case(ev, text_of(ev, v), F));
 }
 
 Value f_join(Evaluator& ev, const Value& v, CallArgs& a) {
@@ -101,12 +98,9 @@ Value f_join(Evaluator& ev, const Value& v, CallArgs& a) {
     const Value x = path ? path->of(ev, item) : item;
     std::string holder;
     const std::string_view piece = text_view(ev, x, holder);
-    const std::uint64_t add = (first ? 0 : sep.size()) + std::uint64_t{piece.size()};
-    ev.work().check_size(out.size() + add);
-    ev.work().bytes(add, "joining strings");
-    if (!first) out += sep;
+    if (!first) ev.work().append(out, sep, "joining strings");
     first = false;
-    out += piece;
+    ev.work().append(out, piece, "joining strings");
   }
   return Value(std::move(out));
 }
@@ -165,7 +159,8 @@ Value f_string(Evaluator& ev, const Value& v, CallArgs& a) {
 
 // jinja2's int: int(value) (a string: int(value, base)); on a ValueError or TypeError,
 // int(float(value)) ("42.5" gives 42); when that fails too, the default. int() of an infinite
-// float raises (jinja2 lets OverflowError through); NaN gives the default.
+// float ('inf' too) raises (jinja2 lets OverflowError through); of NaN ('nan' too) it is a
+// ValueError, so the default.
 Value f_int(Evaluator& ev, const Value& v, CallArgs& a) {
   check_args(ev, a, "int", 2, {"default", "base"});
   const Value fallback = arg(ev, a, 0, "default", Value(0));
@@ -177,8 +172,9 @@ Value f_int(Evaluator& ev, const Value& v, CallArgs& a) {
   if (!v.is_string()) return fallback;
   if (base.is_int() || base.is_bool())  // a base past 64 bits is no base: Python's ValueError
     if (const auto i = parse_python_int(ev, v.as_string(), clamped_int(base))) return *i;
+  ev.work().bytes(v.as_string().size(), "reading a number");
   const auto f = parse_python_float(v.as_string());
-  if (!f || !std::isfinite(*f)) return fallback;
+  if (!f || std::isnan(*f)) return fallback;
   return int_of_float(ev, *f);
 }
 
@@ -208,19 +204,26 @@ Value f_round(Evaluator& ev, const Value& v, CallArgs& a) {
   const Value method_value = arg(ev, a, 1, "method", Value("common"));
   const std::string method = method_value.is_string() ? method_value.as_string() : method_value.brief();
   if (!v.is_number() && !v.is_bool()) ev.fail("round needs a number, got " + v.type_name());
-  // Python's round() of an int is an int; jinja2's ceil and floor divide by 10**precision, a float.
+  // Python's round() of an int is an int, of a float a float rounded by its exact decimal value.
   if (method == "common" && !v.is_float()) return round_int(ev, v, ndigits);
-  // Past 300 digits either way a double rounds as at 300.
-  const std::int64_t precision = std::clamp<std::int64_t>(ndigits, -300, 300);
-  const double scale = std::pow(10.0, static_cast<double>(precision));
+  if (method == "common") {
+    ev.work().bytes(1024, "rounding a number");  // its exact decimal digits, written and read
+    const auto r = python_round(v.as_number(), ndigits);
+    if (!r) ev.fail("rounded value too large to represent");
+    return Value(*r);
+  }
+  if (method != "ceil" && method != "floor")
+    ev.fail("round method must be 'common', 'ceil' or 'floor', got " + Value(method.substr(0, 80)).brief());
+  // jinja2's ceil and floor: math.ceil(value * 10**precision) / 10**precision, in doubles. Python
+  // fails past 10**308 (int too large to convert to float) and on an infinite product; below
+  // 10**-323 the scale is 0.0, and dividing by it fails.
+  if (ndigits > 308) ev.fail("int too large to convert to float");
+  if (ndigits < -323) ev.fail("float division by zero");
+  const double scale = std::pow(10.0, static_cast<double>(ndigits));
   const double x = float_of(ev, v) * scale;
-  double r = 0;
-  if (method == "common" && std::isinf(x) && precision > 0) return Value(v.as_number());  // no digit that far: v itself
-  if (method == "common") r = std::nearbyint(x);  // Python's round: halves to even
-  else if (method == "ceil") r = std::ceil(x);
-  else if (method == "floor") r = std::floor(x);
-  else ev.fail("round method must be 'common', 'ceil' or 'floor', got " + Value(method.substr(0, 80)).brief());
-  return Value(r / scale);
+  if (std::isinf(x)) ev.fail("cannot convert float infinity to integer");
+  if (std::isnan(x)) ev.fail("cannot convert float NaN to integer");
+  return Value((method == "ceil" ? std::ceil(x) : std::floor(x)) / scale);
 }
 
 // select/reject/selectattr/rejectattr: keep the items whose test (or truth) is `keep`.
@@ -439,10 +442,12 @@ Value f_escape(Evaluator& ev, const Value& v, CallArgs& a) {
       default: return nullptr;
     }
   };
+  // A character loop (charged as one) measures the result, checked and charged before it is made.
+  ev.work().bytes(kCharCost, s.size(), "escaping a string");
   std::uint64_t size = 0;
   for (char c : s) size += escaped(c) ? std::char_traits<char>::length(escaped(c)) : 1;
   ev.work().check_size(size);
-  ev.work().bytes(size + s.size(), "escaping a string");
+  ev.work().bytes(size, "escaping a string");
   std::string out;
   out.reserve(size);
   for (char c : s) {
@@ -468,8 +473,10 @@ Value f_indent(Evaluator& ev, const Value& v, CallArgs& a) {
   const bool first = arg(ev, a, 1, "first", Value(false)).truthy();
   const bool blank = arg(ev, a, 2, "blank", Value(false)).truthy();
   std::string holder;
-  const std::string s = std::string(text_view(ev, v, holder)) + "\n";  // jinja2's quirk for splitlines
-  ev.work().bytes(kCharCost, s.size(), "indenting a string");
+  const std::string_view text = text_view(ev, v, holder);
+  ev.work().check_size(std::uint64_t{text.size()} + 1);
+  ev.work().bytes(kCharCost, std::uint64_t{text.size()} + 1, "indenting a string");  // the copy and its lines
+  const std::string s = std::string(text) + "\n";  // jinja2's quirk for splitlines
   const std::vector<std::string> lines = splitlines(s, false, ev.limits().max_items);
   ev.work().check_items(lines.size());
   std::uint64_t size = first ? pad.size() : 0;

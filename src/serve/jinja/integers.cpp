@@ -47,7 +47,7 @@ Value power(Evaluator& ev, const Value& a, const Value& b) {
     if (!a.big() && small_of(a) == 0) ev.fail("0.0 cannot be raised to a negative power");
     return Value(std::pow(float_of(ev, a), float_of(ev, b)));
   }
-  if (!a.big() && std::abs(small_of(a)) <= 1) {  // 0, 1 and -1 stay small whatever the exponent
+  if (!a.big() && small_of(a) >= -1 && small_of(a) <= 1) {  // 0, 1 and -1 stay small whatever the exponent
     const std::int64_t x = small_of(a);
     const bool zero_exponent = !b.big() && small_of(b) == 0;
     const bool odd_exponent = b.big() ? b.big()->is_odd() : (small_of(b) & 1) != 0;

@@ -14,7 +14,7 @@ namespace plexus::jinja {
 class Evaluator;
 class Work;
 
-// The integers a template makes have at most this many bits (1,233 decimal digits; Python's
+// The integers a template makes have at most this many bits (1,234 decimal digits; Python's
 // are unbounded, and it prints at most 4,300 digits); past it a TemplateError names the operation.
 inline constexpr std::size_t kMaxIntBits = 4096;
 

@@ -1,6 +1,7 @@
 // The `tojson` filter's text: Python's json.dumps with ensure_ascii=False (as Hugging Face
-// transformers calls it): ", " and ": " separators, key order kept, non-ASCII kept, floats as
-// Python prints them, `indent` putting each item on its own line.
+// transformers calls it; ensure_ascii=True escapes non-ASCII characters): ", " and ": "
+// separators, key order kept, floats as Python prints them, `indent` putting each item on its
+// own line.
 #include <cmath>
 #include <cstdio>
 #include <algorithm>
@@ -15,46 +16,63 @@ namespace {
 
 constexpr char kHex[] = "0123456789abcdef";
 
-// The bytes JSON escapes (NUL too: next_special stops at it).
+// The bytes JSON escapes (NUL too: next_special stops at it); with ensure_ascii, DEL and every
+// byte of a non-ASCII character too.
 constexpr char kJsonSpecial[] = "\"\\\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d\x0e\x0f\x10\x11\x12\x13\x14\x15\x16\x17\x18\x19\x1a\x1b\x1c\x1d\x1e\x1f";
-
-// The bytes `quote` writes for s.
-std::uint64_t quoted_size(const std::string& s) {
-  std::uint64_t n = 2 + s.size();
-  for (std::size_t i = next_special(s, 0, kJsonSpecial); i < s.size(); i = next_special(s, i + 1, kJsonSpecial)) {
-    const char c = s[i];
-    n += c == '"' || c == '\\' || c == '\n' || c == '\r' || c == '\t' || c == '\b' || c == '\f' ? 1 : 5;
-  }
-  return n;
+const std::string& ascii_special() {
+  static const std::string kSet = [] {
+    std::string set = kJsonSpecial;
+    for (int c = 0x7f; c <= 0xff; ++c) set.push_back(static_cast<char>(c));
+    return set;
+  }();
+  return kSet;
 }
 
-void quote(std::string& out, const std::string& s) {
-  out.push_back('"');
-  std::size_t run = 0;  // where the bytes copied as they are start
-  for (std::size_t i = next_special(s, 0, kJsonSpecial); i < s.size(); i = next_special(s, i + 1, kJsonSpecial)) {
+// Appends \uXXXX of a UTF-16 code unit.
+void append_unit(std::string& out, std::uint32_t u) {
+  out += {'\\', 'u', kHex[(u >> 12) & 15], kHex[(u >> 8) & 15], kHex[(u >> 4) & 15], kHex[u & 15]};
+}
+
+// Writes s as a JSON string into *out, or with `out` null only measures it; returns its bytes.
+// With ensure_ascii (Python's json.dumps default) every non-ASCII character is \uXXXX (a
+// surrogate pair past U+FFFF) and a stray byte b is \u00bb (as are the bytes of a sequence
+// past U+10FFFF).
+std::uint64_t quote(std::string* out, const std::string& s, bool ensure_ascii) {
+  const char* special = ensure_ascii ? ascii_special().c_str() : kJsonSpecial;
+  return quote_text(out, s, '"', special, [&s](std::size_t i, std::string& piece) {
     const auto c = static_cast<unsigned char>(s[i]);
-    out.append(s, run, i - run);
-    run = i + 1;
+    const std::size_t len = c < 0x80 ? 1 : char_len(s, i);
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      default: out += {'\\', 'u', '0', '0', kHex[c >> 4], kHex[c & 15]};
+      case '"': piece = "\\\""; break;
+      case '\\': piece = "\\\\"; break;
+      case '\n': piece = "\\n"; break;
+      case '\r': piece = "\\r"; break;
+      case '\t': piece = "\\t"; break;
+      case '\b': piece = "\\b"; break;
+      case '\f': piece = "\\f"; break;
+      default: {
+        std::uint32_t cp = code_point(s, i, len);
+        if (cp >= kStrayByte) cp -= kStrayByte;
+        if (cp > 0x10FFFF) {  // no character: its bytes, each as a stray byte
+          for (std::size_t k = 0; k < len; ++k) append_unit(piece, static_cast<unsigned char>(s[i + k]));
+        } else if (cp < 0x10000) {
+          append_unit(piece, cp);
+        } else {
+          cp -= 0x10000;
+          append_unit(piece, 0xD800 + ((cp >> 10) & 0x3FF));
+          append_unit(piece, 0xDC00 + (cp & 0x3FF));
+        }
+      }
     }
-  }
-  out.append(s, run, std::string::npos);
-  out.push_back('"');
+    return len;
+  });
 }
 
 struct Writer {
   Evaluator& ev;
   const std::string* indent;
   std::string item_sep, key_sep;
-  bool sort_keys;
+  bool sort_keys, ensure_ascii;
   std::string out;
 
   // Checks and charges `n` more bytes of output before they are written.
@@ -62,14 +80,11 @@ struct Writer {
     ev.work().check_size(out.size() + n);
     ev.work().bytes(n, "writing JSON");
   }
-  void put(std::string_view s) {
-    reserve(s.size());
-    out.append(s);
-  }
+  void put(std::string_view s) { ev.work().append(out, s, "writing JSON"); }
   void string(const std::string& s) {
     ev.work().bytes(kCharCost, s.size(), "writing JSON");  // the measuring scan and the escaping copy
-    reserve(quoted_size(s));
-    quote(out, s);
+    reserve(quote(nullptr, s, ensure_ascii));
+    quote(&out, s, ensure_ascii);
   }
   void newline(int level) {
     reserve(1 + std::uint64_t{indent->size()} * static_cast<std::uint64_t>(level));
@@ -143,8 +158,8 @@ struct Writer {
 }  // namespace
 
 std::string to_json_text(Evaluator& ev, const Value& v, const std::string* indent, const std::string& item_sep,
-                         const std::string& key_sep, bool sort_keys) {
-  Writer w{ev, indent, item_sep, key_sep, sort_keys, {}};
+                         const std::string& key_sep, bool sort_keys, bool ensure_ascii) {
+  Writer w{ev, indent, item_sep, key_sep, sort_keys, ensure_ascii, {}};
   w.write(v, 0);
   return std::move(w.out);
 }

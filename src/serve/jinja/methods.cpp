@@ -39,8 +39,7 @@ Value do_strip(Evaluator& ev, const Value& s, CallArgs& a, const char* name, boo
   const Value chars = arg(ev, a, 0, "chars");
   if (!chars.is_undefined() && !chars.is_none() && !chars.is_string()) ev.fail(std::string(name) + " arg must be None or str");
   const std::string* set = chars.is_string() ? &chars.as_string() : nullptr;
-  ev.work().bytes(kCharCost, std::uint64_t{s.as_string().size()} + (set ? set->size() : 0), "stripping a string");
-  return Value(strip(s.as_string(), set, left, right));
+  return Value(strip_text(ev, s.as_string(), set, left, right));
 }
 Value m_strip(Evaluator& ev, const Value& s, CallArgs& a) { return do_strip(ev, s, a, "strip", true, true); }
 Value m_lstrip(Evaluator& ev, const Value& s, CallArgs& a) { return do_strip(ev, s, a, "lstrip", true, false); }
@@ -51,12 +50,13 @@ Value m_split(Evaluator& ev, const Value& s, CallArgs& a) {
   const Value sep = arg(ev, a, 0, "sep"), maxsplit = arg(ev, a, 1, "maxsplit", Value(-1));
   const std::int64_t n = to_int(ev, maxsplit, "split's maxsplit");
   const std::string& t = s.as_string();
-  ev.work().bytes(kCharCost, t.size(), "splitting a string");
-  if (sep.is_undefined() || sep.is_none()) return string_list(ev, split(t, nullptr, n, ev.limits().max_items));
+  if (sep.is_undefined() || sep.is_none()) {
+    ev.work().bytes(kCharCost, t.size(), "splitting a string");
+    return string_list(ev, split(t, nullptr, n, ev.limits().max_items));
+  }
   if (!sep.is_string()) ev.fail("split() separator must be str or None, not " + sep.type_name());
   if (sep.as_string().empty()) ev.fail("split(): empty separator");
-  ev.work().bytes(kSearchCost - kCharCost, t.size(), "splitting a string");  // a search, not only a scan
-  ev.work().bytes(sizeof(std::uint32_t) + 1, sep.as_string().size(), "splitting a string");
+  charge_search(ev, t.size(), sep.as_string().size(), "splitting a string");
   return string_list(ev, split(t, &sep.as_string(), n, ev.limits().max_items));
 }
 
@@ -88,9 +88,7 @@ Value m_endswith(Evaluator& ev, const Value& s, CallArgs& a) { return affix(ev, 
 template <std::string (*F)(const std::string&)>
 Value m_text(Evaluator& ev, const Value& s, CallArgs& a) {
   check_args(ev, a, "this method", 0);
-  ev.work().check_size(s.as_string().size());
-  ev.work().bytes(kCaseMapCost, s.as_string().size(), "changing the case of a string");
-  return Value(F(s.as_string()));
+  return Value(change_case(ev, s.as_string(), F));
 }
 Value m_replace(Evaluator& ev, const Value& s, CallArgs& a) {
   check_args(ev, a, "replace", 3, {});
@@ -115,8 +113,7 @@ Value m_rfind(Evaluator& ev, const Value& s, CallArgs& a) {
   const std::string& t = s.as_string();
   if (sub.empty()) return Value(char_index(ev, t, t.size()));
   if (sub.size() > t.size()) return Value(std::int64_t{-1});
-  ev.work().bytes(kSearchCost, t.size(), "searching a string");
-  ev.work().bytes(sizeof(std::uint32_t) + 1, sub.size(), "searching a string");
+  charge_search(ev, t.size(), sub.size(), "searching a string");
   const std::size_t f = Searcher(sub).rfind(t);
   return Value(f == std::string::npos ? std::int64_t{-1} : char_index(ev, t, f));
 }
@@ -137,12 +134,9 @@ Value m_join(Evaluator& ev, const Value& s, CallArgs& a) {
   bool first = true;
   for (const Value& x : ev.iterate(arg(ev, a, 0, "iterable"))) {
     if (!x.is_string()) ev.fail("join: expected str instance, " + x.type_name() + " found");
-    const std::uint64_t add = (first ? 0 : sep.size()) + std::uint64_t{x.as_string().size()};
-    ev.work().check_size(out.size() + add);
-    ev.work().bytes(add, "joining strings");
-    if (!first) out += sep;
+    if (!first) ev.work().append(out, sep, "joining strings");
     first = false;
-    out += x.as_string();
+    ev.work().append(out, x.as_string(), "joining strings");
   }
   return Value(std::move(out));
 }
@@ -151,11 +145,7 @@ Value m_format(Evaluator& ev, const Value& s, CallArgs& a) {
   const std::string& t = s.as_string();
   ev.work().bytes(t.size(), "formatting a string");
   std::string out;
-  auto put = [&](std::string_view piece) {
-    ev.work().check_size(out.size() + piece.size());
-    ev.work().bytes(piece.size(), "formatting a string");
-    out += piece;
-  };
+  auto put = [&](std::string_view piece) { ev.work().append(out, piece, "formatting a string"); };
   std::size_t next = 0;
   for (std::size_t i = 0; i < t.size(); ++i) {
     if ((t[i] == '{' || t[i] == '}') && i + 1 < t.size() && t[i + 1] == t[i]) {

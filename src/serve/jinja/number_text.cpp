@@ -1,7 +1,10 @@
 // Python's int(text, base) and float(text) on strings, for the int and float filters: jinja2's
-// results (integers up to kMaxIntBits; past them a TemplateError).
+// results (integers up to kMaxIntBits; past them a TemplateError); round(float, ndigits) by its
+// decimal digits.
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 #include "serve/jinja/builtins.h"
 #include "serve/jinja/evaluator.h"
@@ -128,6 +131,37 @@ std::optional<double> parse_python_float(std::string_view text) {
   }
   if (!s.empty()) return std::nullopt;
   return std::strtod(clean.c_str(), nullptr);
+}
+
+std::optional<double> python_round(double x, std::int64_t ndigits) {
+  // Python's bounds: past 323 digits no double changes; past -308 every one rounds to zero.
+  if (!std::isfinite(x) || x == 0 || ndigits > 323) return x;
+  if (ndigits < -308) return 0.0 * x;
+  // The exact decimal value of |x| (at most 767 significant digits): d.ddd...e±X.
+  char buf[800];
+  std::snprintf(buf, sizeof buf, "%.780e", std::abs(x));
+  const char* e = std::strchr(buf, 'e');
+  const long exponent = std::strtol(e + 1, nullptr, 10);
+  std::string digits(1, buf[0]);
+  digits.append(buf + 2, static_cast<std::size_t>(e - (buf + 2)));
+  // digits[k] is worth 10^(exponent - k): keep those worth at least 10^-ndigits, halves to even.
+  const std::int64_t keep = exponent + ndigits + 1;
+  if (keep >= static_cast<std::int64_t>(digits.size())) return x;
+  if (keep < 0) return 0.0 * x;  // below half of 10^-ndigits
+  const auto k = static_cast<std::size_t>(keep);
+  bool up = digits[k] > '5';
+  if (digits[k] == '5')
+    up = digits.find_first_not_of('0', k + 1) != std::string::npos || (k > 0 && (digits[k - 1] - '0') % 2 == 1);
+  std::string kept = k > 0 ? digits.substr(0, k) : "0";
+  if (up) {
+    std::size_t i = kept.size();
+    while (i > 0 && kept[i - 1] == '9') kept[--i] = '0';
+    if (i == 0) kept.insert(kept.begin(), '1');
+    else ++kept[i - 1];
+  }
+  const double r = std::strtod((kept + "e" + std::to_string(exponent - keep + 1)).c_str(), nullptr);
+  if (std::isinf(r)) return std::nullopt;
+  return std::copysign(r, x);
 }
 
 }  // namespace plexus::jinja

@@ -20,8 +20,6 @@ namespace {
 }
 
 bool numeric(const Value& v) { return v.is_number() || v.is_bool(); }
-// A bool or an int within 64 bits.
-std::int64_t int_of(const Value& v) { return v.is_bool() ? v.as_bool() : v.as_int(); }
 
 // Checks and charges a new string of `size` bytes or list of `size` items before it is made.
 void charge(Evaluator& ev, std::uint64_t size, bool list) {
@@ -38,7 +36,7 @@ void charge(Evaluator& ev, std::uint64_t size, bool list) {
 
 Value repeat(Evaluator& ev, const Value& seq, const Value& count) {
   if (count.big()) ev.fail("cannot fit 'int' into an index-sized integer (" + count.brief() + " repeats)");
-  const std::int64_t n = int_of(count);
+  const std::int64_t n = clamped_int(count);
   if (n <= 0) return seq.is_string() ? Value(std::string()) : Value::list({}, seq.is_tuple());
   const std::uint64_t unit = seq.is_string() ? seq.as_string().size() : seq.as_list().size();
   std::uint64_t total = 0;
@@ -63,7 +61,7 @@ Value arithmetic(Evaluator& ev, const std::string& op, const Value& a, const Val
   if (!numeric(a) || !numeric(b)) unsupported(ev, op, a, b);
   const bool ints = !a.is_float() && !b.is_float();
   if (op == "/") {
-    if (ints ? (!b.big() && int_of(b) == 0) : b.as_number() == 0) ev.fail("division by zero");
+    if (ints ? (!b.big() && clamped_int(b) == 0) : b.as_number() == 0) ev.fail("division by zero");
     return Value(ints ? int_true_divide(ev, a, b) : float_of(ev, a) / float_of(ev, b));
   }
   if (ints) return int_arithmetic(ev, op, a, b);
@@ -155,7 +153,7 @@ Value binary(Evaluator& ev, const std::string& op, const Value& a, const Value& 
 
 Value unary(Evaluator& ev, const std::string& op, const Value& v) {
   if (!numeric(v)) ev.fail(v.is_undefined() ? v.name() : "bad operand type for unary " + op + ": '" + v.type_name() + "'");
-  if (op == "+") return v.is_bool() ? Value(int_of(v)) : v;
+  if (op == "+") return v.is_bool() ? Value(clamped_int(v)) : v;
   if (v.is_float()) return Value(-v.as_number());
   return int_negate(ev, v);
 }

@@ -30,7 +30,8 @@ std::string integer_digits(Evaluator& ev, const Value& n, char conv, std::uint64
   return (precision > digits.size() ? std::string(precision - digits.size(), '0') : std::string()) + digits;
 }
 
-// A float's text without width: C's printf agrees with Python except for NaN's sign.
+// A float's text without width: C's printf agrees with Python except for NaN's sign. Its
+// size is bounded from the precision and the exponent, checked and charged, then formatted once.
 std::string float_text(Evaluator& ev, double f, const Spec& spec) {
   const char lower = static_cast<char>(spec.conv | 0x20);
   if (std::isnan(f)) {
@@ -41,25 +42,32 @@ std::string float_text(Evaluator& ev, double f, const Spec& spec) {
   if (spec.plus) c_spec += '+';
   if (spec.space) c_spec += ' ';
   if (spec.alt) c_spec += '#';
-  c_spec += "." + std::to_string(spec.precision.value_or(6)) + spec.conv;
-  const int n = std::snprintf(nullptr, 0, c_spec.c_str(), f);
-  if (n < 0) ev.fail("format: cannot format " + python_float(f));
-  ev.work().check_size(static_cast<std::uint64_t>(n));
-  ev.work().bytes(static_cast<std::uint64_t>(n), "formatting a number");
-  std::string out(static_cast<std::size_t>(n) + 1, '\0');
-  std::snprintf(out.data(), out.size(), c_spec.c_str(), f);
-  out.pop_back();
+  const std::uint64_t precision = spec.precision.value_or(6);
+  c_spec += "." + std::to_string(precision) + spec.conv;
+  // Sign, point and exponent ("e+308") take at most 8 bytes; %f adds the integer digits (at most
+  // 309 for a finite double), %g at most 4 leading zeros ("0.0000123"), %e one digit.
+  const double magnitude = std::abs(f);
+  const std::uint64_t whole_digits = lower == 'f' && std::isfinite(magnitude) && magnitude >= 1
+                                           ? static_cast<std::uint64_t>(std::log10(magnitude)) + 2
+                                           : 5;
+  const std::uint64_t bound = 8 + whole_digits + precision;
+  ev.work().check_size(bound);
+  ev.work().bytes(bound, "formatting a number");
+  std::string out(bound + 1, '\0');
+  const int n = std::snprintf(out.data(), out.size(), c_spec.c_str(), f);
+  if (n < 0 || static_cast<std::uint64_t>(n) > bound) ev.fail("format: cannot format " + python_float(f));
+  out.resize(static_cast<std::size_t>(n));
   return out;
 }
 
-// The field of one conversion of `v`, before its width is applied; `chars` is its length in
-// characters (the width counts characters).
+// The field of one conversion of `v`, before its width is applied (the caller counts its
+// characters: the width counts characters).
 std::string convert(Evaluator& ev, const Value& v, const Spec& spec) {
   Work& work = ev.work();
   const char conv = spec.conv;
   const std::string what = std::string("format: %") + conv + " format: ";
   if (conv == 's' || conv == 'r' || conv == 'a') {
-    std::string text = conv == 's' ? v.str(work) : v.repr(work);
+    std::string text = conv == 's' ? v.str(work) : v.repr(work, conv == 'a');
     if (spec.precision && *spec.precision < text.size()) {  // the first `precision` characters
       std::size_t at = 0;
       for (std::uint64_t k = 0; k < *spec.precision && at < text.size(); ++k) at += char_len(text, at);
@@ -117,17 +125,17 @@ std::string printf_format(Evaluator& ev, std::string_view fmt, const Value& args
     return args.is_tuple() ? args.as_list()[next++] : (++next, args);
   };
   std::string out;
-  auto put = [&](std::string_view piece) {
-    work.check_size(out.size() + piece.size());
-    work.bytes(piece.size(), "formatting a string");
-    out.append(piece);
-  };
-  // A width or precision: digits (saturating at 10^18) or * (the next argument).
-  auto number = [&](std::size_t& i) -> std::uint64_t {
+  auto put = [&](std::string_view piece) { work.append(out, piece, "formatting a string"); };
+  // A width or precision: digits (saturating at 10^18) or * (the next argument). As Python's,
+  // a negative * width left-justifies by its absolute value (`left`); a negative precision is 0.
+  auto number = [&](std::size_t& i, bool* left) -> std::uint64_t {
     if (i < fmt.size() && fmt[i] == '*') {
       ++i;
       const std::int64_t n = to_int(ev, next_arg(), "format: * width or precision");
-      return n < 0 ? 0 : static_cast<std::uint64_t>(n);
+      if (n >= 0) return static_cast<std::uint64_t>(n);
+      if (!left) return 0;
+      *left = true;
+      return static_cast<std::uint64_t>(-(n + 1)) + 1;
     }
     std::uint64_t n = 0;
     for (; i < fmt.size() && fmt[i] >= '0' && fmt[i] <= '9'; ++i)
@@ -161,8 +169,8 @@ std::string printf_format(Evaluator& ev, std::string_view fmt, const Value& args
       spec.zero = spec.zero || fmt[i] == '0';
       spec.alt = spec.alt || fmt[i] == '#';
     }
-    spec.width = number(i);
-    if (i < fmt.size() && fmt[i] == '.') spec.precision = number(++i);
+    spec.width = number(i, &spec.left);
+    if (i < fmt.size() && fmt[i] == '.') spec.precision = number(++i, nullptr);
     while (i < fmt.size() && (fmt[i] == 'h' || fmt[i] == 'l' || fmt[i] == 'L')) ++i;
     if (i >= fmt.size()) ev.fail("format: incomplete format");
     spec.conv = fmt[i];

@@ -50,24 +50,19 @@ std::size_t prev_char_start(std::string_view s, std::size_t end) {
   return end - 1;
 }
 
-namespace {
-
-// The code point of the character at s[i] of `len` bytes; a stray byte b stands for 0x110000 + b.
 std::uint32_t code_point(std::string_view s, std::size_t i, std::size_t len) {
   const auto b = static_cast<unsigned char>(s[i]);
-  if (len == 1) return b < 0x80 ? b : 0x110000 + b;
+  if (len == 1) return b < 0x80 ? b : kStrayByte + b;
   std::uint32_t c = b & (0xFF >> (len + 1));
   for (std::size_t k = 1; k < len; ++k) c = (c << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
   return c;
 }
 
-}  // namespace
-
 std::string strip(std::string_view s, const std::string* chars, bool left, bool right) {
-  // Python strips code points: ASCII in a table, others in a sorted list (a bitmap when many).
+  // Python strips code points: ASCII ones in a table, others found in a sorted list (any
+  // code point, a stray byte's too, is a value to search for, never an index).
   bool ascii[128] = {};
   std::vector<std::uint32_t> wide;
-  std::vector<bool> bitmap;
   if (chars) {
     for (std::size_t i = 0; i < chars->size();) {
       const std::size_t n = char_len(*chars, i);
@@ -77,16 +72,11 @@ std::string strip(std::string_view s, const std::string* chars, bool left, bool 
       i += n;
     }
     std::sort(wide.begin(), wide.end());
-    if (wide.size() > 16) {
-      bitmap.resize(0x110100);
-      for (std::uint32_t c : wide) bitmap[c] = true;
-    }
   }
   auto drop = [&](std::size_t i, std::size_t n) {
     if (!chars) return n == 1 && is_py_space(static_cast<unsigned char>(s[i]));
     const std::uint32_t c = code_point(s, i, n);
-    if (c < 0x80) return ascii[c];
-    return bitmap.empty() ? std::binary_search(wide.begin(), wide.end(), c) : static_cast<bool>(bitmap[c]);
+    return c < 0x80 ? ascii[c] : std::binary_search(wide.begin(), wide.end(), c);
   };
   std::size_t a = 0, b = s.size();
   if (left)
@@ -288,6 +278,28 @@ std::string map_case(const std::string& s, UpperAt upper_at) {
 }
 
 }  // namespace
+
+namespace {
+
+// Python's str.isupper (`upper`) or str.islower: a cased character, and none of the other case.
+bool all_cased_in_case(std::string_view s, bool upper) {
+  bool cased = false;
+  for (std::size_t i = 0; i < s.size();) {
+    const std::size_t n = char_len(s, i);
+    const std::uint32_t c = code_point(s, i, n);
+    i += n;
+    const bool is_upper = to_lower_cp(c) != c;
+    const bool is_lower = to_upper_cp(c) != c || c == 0xDF;
+    if (upper ? is_lower : is_upper) return false;
+    cased = cased || is_upper || is_lower;
+  }
+  return cased;
+}
+
+}  // namespace
+
+bool is_lower(std::string_view s) { return all_cased_in_case(s, false); }
+bool is_upper(std::string_view s) { return all_cased_in_case(s, true); }
 
 std::string upper(const std::string& s) { return map_case(s, [](std::size_t, std::uint32_t) { return 1; }); }
 std::string lower(const std::string& s) { return map_case(s, [](std::size_t, std::uint32_t) { return 0; }); }

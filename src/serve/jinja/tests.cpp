@@ -5,6 +5,7 @@
 #include "serve/jinja/builtins.h"
 #include "serve/jinja/evaluator.h"
 #include "serve/jinja/operators.h"
+#include "serve/jinja/string_ops.h"
 
 namespace plexus::jinja {
 namespace {
@@ -40,15 +41,16 @@ PLEXUS_SIMPLE_TEST(t_false, "false", v.is_bool() && !v.as_bool())
 PLEXUS_SIMPLE_TEST(t_callable, "callable", v.is_function())
 #undef PLEXUS_SIMPLE_TEST
 
-// lower/upper: a string with no letter of the other case (a scan of it, charged).
-bool case_test(Evaluator& ev, const Value& v, CallArgs& a, const char* name, const char* other_case) {
+// lower/upper: jinja2's str(value).islower() / isupper() (a character loop, charged).
+bool case_test(Evaluator& ev, const Value& v, CallArgs& a, const char* name, bool upper) {
   none_args(ev, a, name);
-  if (!v.is_string()) return false;
-  ev.work().bytes(v.as_string().size(), "testing a string");
-  return v.as_string().find_first_of(other_case) == std::string::npos;
+  const std::string holder = v.is_string() ? std::string() : text_of(ev, v);
+  const std::string_view s = v.is_string() ? std::string_view(v.as_string()) : std::string_view(holder);
+  ev.work().bytes(kCharCost, s.size(), "testing a string");
+  return upper ? is_upper(s) : is_lower(s);
 }
-bool t_lower(Evaluator& ev, const Value& v, CallArgs& a) { return case_test(ev, v, a, "lower", "ABCDEFGHIJKLMNOPQRSTUVWXYZ"); }
-bool t_upper(Evaluator& ev, const Value& v, CallArgs& a) { return case_test(ev, v, a, "upper", "abcdefghijklmnopqrstuvwxyz"); }
+bool t_lower(Evaluator& ev, const Value& v, CallArgs& a) { return case_test(ev, v, a, "lower", false); }
+bool t_upper(Evaluator& ev, const Value& v, CallArgs& a) { return case_test(ev, v, a, "upper", true); }
 
 // value % 2 with Python's modulo (floats too: 1.5 is neither even nor odd).
 double mod2(Evaluator& ev, const Value& v, const char* test) {

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <algorithm>
+#include <array>
 #include <string_view>
 #include <unordered_map>
 
@@ -174,11 +175,27 @@ std::string python_float(double f) {
 
 namespace {
 
-// Python repr() of strings, numbers, lists and dicts into `out`: charged to `work` and checked
-// against its max_output before each piece is appended; or, with no work, cut past `cap` bytes.
+// The bytes a string's repr escapes when quoted with q (NUL too: next_special stops at it),
+// with ascii() every byte of a non-ASCII character too.
+const char* repr_special(char q, bool ascii) {
+  static const std::array<std::string, 4> kSets = [] {
+    std::array<std::string, 4> sets;
+    for (int k = 0; k < 4; ++k) {
+      sets[k] = "\\\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d\x0e\x0f\x10\x11\x12\x13\x14\x15\x16\x17\x18\x19\x1a\x1b\x1c\x1d\x1e\x1f\x7f";
+      sets[k].push_back(k & 1 ? '"' : '\'');
+      for (int c = 0x80; (k & 2) && c <= 0xff; ++c) sets[k].push_back(static_cast<char>(c));
+    }
+    return sets;
+  }();
+  return kSets[(q == '"' ? 1 : 0) + (ascii ? 2 : 0)].c_str();
+}
+
+// Python repr() (or ascii(): non-ASCII characters escaped) of strings, numbers, lists and dicts
+// into `out`: charged to `work` and checked against its max_output before each piece is
+// appended; or, with no work, cut past `cap` bytes.
 class ReprWriter {
  public:
-  ReprWriter(Work* work, std::size_t cap) : work_(work), cap_(cap) {}
+  ReprWriter(Work* work, std::size_t cap, bool ascii = false) : work_(work), cap_(cap), ascii_(ascii) {}
 
   void value(const Value& v) {
     if (full()) return;
@@ -220,7 +237,8 @@ class ReprWriter {
   }
 
   // Python's repr of a string: quoted with ' (or " when it holds ' and no "), escapes for
-  // backslash, the quote and control characters. Its size is measured before it is written.
+  // backslash, the quote and control characters (and with ascii(), non-ASCII characters). Its
+  // size is measured before it is written.
   void string(const std::string& s) {
     if (!work_ && s.size() > cap_) {  // brief: the start is enough
       string(s.substr(0, cap_));
@@ -228,29 +246,8 @@ class ReprWriter {
     }
     if (work_) work_->bytes(kCharCost, s.size(), "printing a string");  // the measuring scan and the escaping copy
     const char q = (s.find('\'') != std::string::npos && s.find('"') == std::string::npos) ? '"' : '\'';
-    // The bytes escaped (NUL too: next_special stops at it); plain runs are skipped by strcspn.
-    char special[40] = "\\\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d\x0e\x0f\x10\x11\x12\x13\x14\x15\x16\x17\x18\x19\x1a\x1b\x1c\x1d\x1e\x1f\x7f";
-    special[std::strlen(special)] = q;
-    std::size_t size = 2 + s.size();
-    for (std::size_t i = next_special(s, 0, special); i < s.size(); i = next_special(s, i + 1, special)) {
-      const char c = s[i];
-      size += c == '\\' || c == q || c == '\n' || c == '\r' || c == '\t' ? 1 : 3;
-    }
-    reserve(size);
-    out_.push_back(q);
-    std::size_t run = 0;  // where the bytes copied as they are start
-    for (std::size_t i = next_special(s, 0, special); i < s.size(); i = next_special(s, i + 1, special)) {
-      const auto c = static_cast<unsigned char>(s[i]);
-      out_.append(s, run, i - run);
-      run = i + 1;
-      if (c == '\n') out_ += "\\n";
-      else if (c == '\r') out_ += "\\r";
-      else if (c == '\t') out_ += "\\t";
-      else if (c == '\\' || c == static_cast<unsigned char>(q)) out_ += {'\\', static_cast<char>(c)};
-      else out_ += {'\\', 'x', "0123456789abcdef"[c >> 4], "0123456789abcdef"[c & 15]};
-    }
-    out_.append(s, run, std::string::npos);
-    out_.push_back(q);
+    reserve(quote(nullptr, s, q));
+    quote(&out_, s, q);
   }
 
   std::string take() {
@@ -270,12 +267,35 @@ class ReprWriter {
     work_->bytes(n, "printing a value");
   }
   void put(std::string_view s) {
-    reserve(s.size());
-    out_.append(s);
+    if (work_) work_->append(out_, s, "printing a value");
+    else out_.append(s);
+  }
+  // Writes s quoted with q into *out, or with `out` null only measures it; returns its bytes.
+  std::uint64_t quote(std::string* out, const std::string& s, char q) const {
+    return quote_text(out, s, q, repr_special(q, ascii_), [&s, q](std::size_t i, std::string& piece) {
+      static constexpr char kHex[] = "0123456789abcdef";
+      const auto c = static_cast<unsigned char>(s[i]);
+      const std::size_t len = c < 0x80 ? 1 : char_len(s, i);
+      auto hex = [&piece](char kind, std::uint32_t x, int digits) {
+        piece += {'\\', kind};
+        for (int d = digits - 1; d >= 0; --d) piece.push_back(kHex[(x >> (4 * d)) & 15]);
+      };
+      std::uint32_t cp = c < 0x80 ? c : code_point(s, i, len);
+      if (cp >= kStrayByte) cp -= kStrayByte;
+      if (c == '\n' || c == '\r' || c == '\t') piece += {'\\', c == '\n' ? 'n' : c == '\r' ? 'r' : 't'};
+      else if (c == '\\' || c == static_cast<unsigned char>(q)) piece += {'\\', static_cast<char>(c)};
+      else if (cp < 0x100) hex('x', cp, 2);
+      else if (cp < 0x10000) hex('u', cp, 4);
+      else if (cp <= 0x10FFFF) hex('U', cp, 8);
+      else  // no character: its bytes, each as a stray byte
+        for (std::size_t k = 0; k < len; ++k) hex('x', static_cast<unsigned char>(s[i + k]), 2);
+      return len;
+    });
   }
 
   Work* work_;
   std::size_t cap_;
+  bool ascii_;
   std::string out_;
 };
 
@@ -294,8 +314,8 @@ std::string Value::str(Work& work) const {
   }
 }
 
-std::string Value::repr(Work& work) const {
-  ReprWriter w(&work, 0);
+std::string Value::repr(Work& work, bool ascii) const {
+  ReprWriter w(&work, 0, ascii);
   w.value(*this);
   return w.take();
 }

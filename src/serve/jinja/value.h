@@ -71,17 +71,20 @@ class Value {
   double as_number() const;
   const std::string& as_string() const { return *s_; }
   const List& as_list() const { return *list_; }
-  List& mutable_list() { return *list_; }
   const Dict& as_dict() const { return *dict_; }
+  // A namespace's attributes, or the `loop` dict its for loop updates while nothing else holds it.
   Dict& mutable_dict() { return *dict_; }
+  // Whether another value holds this dict too (then it must not change: copy it first).
+  bool dict_shared() const { return dict_.use_count() > 1; }
   const Function& as_function() const { return *fn_; }
   // Undefined: why it is ("'x' is undefined"); function: its name.
   const std::string& name() const;
 
   bool truthy() const;
-  // Python str() and repr(), their bytes charged to `work`; TemplateError past its max_output.
+  // Python str() and repr() (ascii(): non-ASCII characters escaped), their bytes charged to
+  // `work`; TemplateError past its max_output.
   std::string str(Work& work) const;
-  std::string repr(Work& work) const;
+  std::string repr(Work& work, bool ascii = false) const;
   // repr() cut to about 60 bytes, for error messages (cheap whatever the value's size).
   std::string brief() const;
   std::string type_name() const;  // Python's name of the type ("str", "NoneType", ...)
@@ -135,8 +138,10 @@ bool less(const Value& a, const Value& b, Work& work);
 std::size_t hash_key(const Value& v, Work& work);
 
 // TemplateError unless `v` may be stored in the namespace `ns`: not holding `ns` (no cycles) and
-// nesting at most `max_depth` lists and dicts. With this check at the one place values change
-// (namespace attributes), every value stays acyclic and shallow enough to walk recursively.
+// nesting at most `max_depth` lists and dicts. Values change in two places only: namespace
+// attributes, checked here, and a for loop's `loop`, copied when anything else holds it (so a
+// stored loop never changes after this check). Every value so stays acyclic and shallow enough
+// to walk recursively.
 // A step per list item and dict entry walked.
 void check_storable(const Value& v, const Value& ns, int max_depth, Work& work);
 

@@ -29,6 +29,12 @@ void Work::check_size(std::uint64_t size) const {
     throw TemplateError("a value or the output grows past " + std::to_string(limits_.max_output) + " bytes");
 }
 
+void Work::append(std::string& out, std::string_view piece, const char* what) {
+  check_size(std::uint64_t{out.size()} + piece.size());
+  bytes(piece.size(), what);
+  out.append(piece);
+}
+
 void Work::check_items(std::uint64_t items) const {
   if (items > limits_.max_items) throw TemplateError("a list grows past " + std::to_string(limits_.max_items) + " items");
 }

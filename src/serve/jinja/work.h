@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace plexus::jinja {
 
@@ -33,6 +34,8 @@ class Work {
   std::uint64_t affordable(std::uint64_t per_item) const { return (limits_.max_bytes - bytes_) / per_item; }
   // TemplateError unless a string of `size` bytes fits max_output (checked before making it).
   void check_size(std::uint64_t size) const;
+  // Appends `piece` to `out`: the size checked and the bytes charged (as `what`) first.
+  void append(std::string& out, std::string_view piece, const char* what);
   // TemplateError unless a list of `items` fits max_items (checked before making it).
   void check_items(std::uint64_t items) const;
   const RenderLimits& limits() const { return limits_; }
