@@ -142,6 +142,18 @@ TEST_F(DeployEngines, ConfigWithoutANumberIsRefusedNamingTheKeys) {
   const ProcessResult big = deploy(huge, "--target docker --api-type vllm --dry-run");
   EXPECT_EQ(big.exit_code, 2);
   EXPECT_NE(big.err.find("give more than 1 EiB of memory: check them"), std::string::npos) << big.err;
+  // Heads × head_dim beyond 64 bits where config.json gives no hidden size: refused naming the
+  // keys (it was multiplied unchecked: undefined behaviour).
+  const std::string wide = copy_without("gpt2", "n_embd", "gpt2-wide-heads");
+  config = read_json_file(*dir_ / (wide + "/config.json"));
+  config["n_head"] = 1LL << 62;
+  config["head_dim"] = 4;
+  std::ofstream(*dir_ / (wide + "/config.json")) << config.dump(2);
+  const ProcessResult overflow = deploy(wide, "--target docker --api-type vllm --dry-run");
+  EXPECT_EQ(overflow.exit_code, 2) << overflow.err;
+  EXPECT_NE(overflow.err.find(wide + "/config.json: the hidden size n_head 4611686018427387904 × head_dim 4 overflows a 64-bit integer"),
+            std::string::npos)
+      << overflow.err;
   // No weights to read: a config alone, a GGUF file.
   const std::string bare = copy_without("gpt2", "", "gpt2-no-weights");
   fs::remove(*dir_ / (bare + "/model.safetensors"));
