@@ -110,8 +110,10 @@ bool count_allowed(const DeployRequest& req, std::int64_t heads, std::int64_t kv
       const long long shape = req.plan.tensor_parallel * req.plan.pipeline_parallel;
       return shape <= 1 || k == shape;
     }
-    case ApiType::kVllm: return true;
-    case ApiType::kTgi: return heads % k == 0 && kv_heads % k == 0;
+    case ApiType::kVllm: return true;  // its tensor-parallel size is chosen among k's divisors (vllm_tensor_parallel)
+    // TGI shards the query heads over all k GPUs and the KV heads too, except a multi-query
+    // model's single KV head, which every shard keeps whole (StarCoder, SantaCoder: multi_query).
+    case ApiType::kTgi: return heads % k == 0 && (kv_heads == 1 || kv_heads % k == 0);
     case ApiType::kTei: return k == 1;
   }
   return false;
@@ -128,7 +130,7 @@ void check_gpu_count(const DeployRequest& req, std::int64_t heads, std::int64_t 
     case ApiType::kTgi:
       throw InputError("--api-type tgi shards every layer over all " + std::to_string(k) + " selected GPUs (--num-shard " +
                        std::to_string(k) + "), but the model's " + std::to_string(heads) + " attention heads / " +
-                       std::to_string(kv_heads) + " KV heads do not divide by " + std::to_string(k) +
+                       std::to_string(kv_heads) + " KV heads do not divide by " + std::to_string(k) + " (one KV head would be kept whole)" +
                        ": select a count of GPUs that divides them with --devices, or use --auto-select");
     case ApiType::kTei:
       throw InputError("--api-type tei serves a model on one GPU, but " + std::to_string(k) +
