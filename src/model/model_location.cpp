@@ -35,6 +35,11 @@ bool ends_with(const std::string& s, const std::string& tail) {
   return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
 }
 
+// One path component: not empty, not "." or "..", no '/' (nor NUL).
+bool is_path_name(const std::string& name) {
+  return !name.empty() && name != "." && name != ".." && name.find_first_of(std::string("/\0", 2)) == std::string::npos;
+}
+
 bool hub_name_part(const std::string& part) {
   if (part.empty() || part.size() > 96 || part[0] == '.' || part[0] == '-') return false;
   if (part.find("--") != std::string::npos || part.find("..") != std::string::npos) return false;
@@ -75,8 +80,15 @@ std::string hub_snapshot(const std::string& id, const std::optional<std::string>
   const HubCache cache = hub_cache();
   const fs::path repo = fs::path(cache.dir) / ("models--" + id.substr(0, id.find('/')) + "--" + id.substr(id.find('/') + 1));
   const std::string rev = revision.value_or("main");
-  if (rev.empty() || rev[0] == '/' || rev.find("..") != std::string::npos) {
-    throw InputError("--revision '" + rev + "': a branch, tag or commit of " + id + " (e.g. main, or a 40-digit commit hash)");
+  // A branch or tag is a file under refs/ (one with '/', such as refs/pr/1, in folders), a commit
+  // a folder of snapshots/: never "." or "..", which would name refs/ or snapshots/ itself or
+  // leave the repository.
+  std::size_t start = 0;
+  for (std::size_t slash = 0; slash != std::string::npos; start = slash + 1) {
+    slash = rev.find('/', start);
+    if (!is_path_name(rev.substr(start, slash == std::string::npos ? std::string::npos : slash - start))) {
+      throw InputError("--revision '" + rev + "': a branch, tag or commit of " + id + " (e.g. main, or a 40-digit commit hash)");
+    }
   }
   std::error_code ec;
   if (!fs::is_directory(repo, ec)) {
@@ -89,14 +101,19 @@ std::string hub_snapshot(const std::string& id, const std::optional<std::string>
     std::string commit;
     in >> commit;
     const fs::path snapshot = repo / "snapshots" / commit;
-    if (commit.empty() || commit.find('/') != std::string::npos || !fs::is_directory(snapshot, ec)) {
+    if (!is_path_name(commit)) {
+      throw InputError(ref.string() + " names commit '" + commit + "', which is not a commit (a folder name of " +
+                       (repo / "snapshots").string() + "): the Hugging Face cache of " + id + " is damaged; " +
+                       download_command(id, revision));
+    }
+    if (!fs::is_directory(snapshot, ec)) {
       throw InputError(ref.string() + " names commit '" + commit + "', but " + snapshot.string() +
                        " is missing: the Hugging Face cache of " + id + " is incomplete; " + download_command(id, revision));
     }
     return snapshot.string();
   }
   const fs::path snapshot = repo / "snapshots" / rev;
-  if (fs::is_directory(snapshot, ec)) return snapshot.string();  // a commit hash given as the revision
+  if (rev.find('/') == std::string::npos && fs::is_directory(snapshot, ec)) return snapshot.string();  // a commit hash given as the revision
   throw InputError("model '" + id + "' has no revision '" + rev + "' in " + where_the_cache_is(cache) + ": " +
                    (repo / "refs").string() + " holds " + names_under(repo / "refs", true) + ", " + (repo / "snapshots").string() +
                    " holds " + names_under(repo / "snapshots", false) + "; " + download_command(id, revision));
