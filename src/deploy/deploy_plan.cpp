@@ -191,13 +191,14 @@ DeviceSelection select_devices(const DeployRequest& req, const std::vector<Selec
   return s;
 }
 
+namespace {
+
+// /dev/shm: 2 GiB for one device, 8 GiB per GPU with several, at most half the host's memory.
 std::int64_t shm_bytes(int gpus, std::uint64_t host_total) {
   std::int64_t shm = gpus > 1 ? kShmPerGpu * gpus : kShmSingle;
   if (host_total > 0) shm = std::min<std::int64_t>(shm, static_cast<std::int64_t>(host_total / 2));
   return shm;
 }
-
-namespace {
 
 // plexus serve / batch: the plan plexus's own loader and planner make (the container re-plans the
 // same way on the GPUs it sees).
