@@ -238,10 +238,7 @@ void plan_for_plexus(const DeployRequest& req, const Inventory& inv, const std::
   r.runtime.batch = req.max_sequences;
   r.runtime.prefill_chunk = req.plan.batch_tokens;
   r.runtime.threads = host_cores;
-  if (req.max_sequences > req.plan.batch_tokens) {
-    throw InputError("--max-sequences " + std::to_string(req.max_sequences) + " is above the " + std::to_string(req.plan.batch_tokens) +
-                     " tokens of a forward pass: lower --max-sequences");
-  }
+  check_sequences_per_pass(req.max_sequences, req.plan.batch_tokens);
   const FitCheck fit = [&](const std::vector<SelectedGpu>& pick) { return planner.fit(pick); };
   out.devices = select_devices(req, gpus, inv, config.num_heads, config.num_kv_heads, fit);
   Plan plan;

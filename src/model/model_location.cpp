@@ -31,10 +31,6 @@ std::string expand_home(const std::string& path) {
   return env("HOME").value_or("") + path.substr(1);
 }
 
-bool ends_with(const std::string& s, const std::string& tail) {
-  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-}
-
 // One path component: not empty, not "." or "..", no '/' (nor NUL).
 bool is_path_name(const std::string& name) {
   return !name.empty() && name != "." && name != ".." && name.find_first_of(std::string("/\0", 2)) == std::string::npos;
@@ -124,7 +120,7 @@ void check_model_files(const std::string& path, ModelNeeds needs) {
   if (needs == ModelNeeds::kFiles) return;
   std::error_code ec;
   if (!fs::is_directory(path, ec)) {
-    if (needs == ModelNeeds::kWeights && !ends_with(path, ".gguf") && !GgufFile::is_gguf(path)) {
+    if (needs == ModelNeeds::kWeights && !path.ends_with(".gguf") && !GgufFile::is_gguf(path)) {
       throw InputError("model '" + path + "' is a file but not a GGUF file: give a model directory (config.json + "
                        "model.safetensors) or a .gguf file");
     }
@@ -157,7 +153,7 @@ bool looks_like_hub_id(const std::string& text) {
   const std::string org = text.substr(0, slash);
   if (!hub_name_part(org) || !hub_name_part(text.substr(slash + 1))) return false;
   for (const char* file : {".gguf", ".json", ".safetensors"}) {
-    if (ends_with(text, file)) return false;  // a file's name, not a repository's
+    if (text.ends_with(file)) return false;  // a file's name, not a repository's
   }
   std::error_code ec;
   return !fs::is_directory(org, ec);  // models/x is a path when ./models is a directory
@@ -173,7 +169,7 @@ void throw_model_not_found(const std::string& model) {
   fs::path parent = path.parent_path();
   const std::string shown_parent = parent.empty() ? "." : parent.string();
   if (parent.empty()) parent = ".";
-  const std::string what = ends_with(model, ".gguf") ? "no such GGUF file" : "no such directory";
+  const std::string what = model.ends_with(".gguf") ? "no such GGUF file" : "no such directory";
   std::error_code ec;
   if (!fs::is_directory(parent, ec)) {
     throw InputError("model '" + model + "' not found: " + what + " ('" + shown_parent + "' does not exist either); expected a " +
