@@ -48,7 +48,7 @@ std::vector<std::string> check_gpus_asked(std::vector<BenchPoint>& points, const
       budgets = "with the detected GPUs' free memory as budgets";
     } else {
       b.virtual_devices = *std::max_element(b.device_ids.begin(), b.device_ids.end()) + 1;
-      budgets = "sharing the host's available memory as backend.virtual_devices: " + std::to_string(b.virtual_devices) + " would";
+      budgets = "that share the host's available memory (backend.virtual_devices: " + std::to_string(b.virtual_devices) + ")";
     }
     const std::string warning = what + ": --allow-cpu-devices: running on " + std::to_string(b.device_ids.size()) +
                                 " virtual CPU devices " + budgets + " instead (the GPU figures are what the GPUs did meanwhile)";

@@ -130,7 +130,8 @@ void check_gpu_count(const DeployRequest& req, std::int64_t heads, std::int64_t 
     case ApiType::kTgi:
       throw InputError("--api-type tgi shards every layer over all " + std::to_string(k) + " selected GPUs (--num-shard " +
                        std::to_string(k) + "), but the model's " + std::to_string(heads) + " attention heads / " +
-                       std::to_string(kv_heads) + " KV heads do not divide by " + std::to_string(k) + " (one KV head would be kept whole)" +
+                       std::to_string(kv_heads) + " KV heads do not divide by " + std::to_string(k) +
+                       " (TGI splits both, except a single KV head, which each shard keeps whole)" +
                        ": select a count of GPUs that divides them with --devices, or use --auto-select");
     case ApiType::kTei:
       throw InputError("--api-type tei serves a model on one GPU, but " + std::to_string(k) +

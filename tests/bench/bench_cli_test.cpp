@@ -244,7 +244,7 @@ TEST_F(BenchCli, AllowCpuDevicesWithoutBudgetsRunsOnVirtualDevices) {
   const std::string warning = "plexus bench: warning: backend.device_ids [0, 1] asks for GPUs, but this host has no GPU";
   ASSERT_NE(r.err.find(warning), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find(warning, r.err.find(warning) + 1), std::string::npos) << "one warning for the two points\n" << r.err;
-  EXPECT_NE(r.err.find("running on 2 virtual CPU devices sharing the host's available memory as backend.virtual_devices: 2 would"),
+  EXPECT_NE(r.err.find("running on 2 virtual CPU devices that share the host's available memory (backend.virtual_devices: 2) instead"),
             std::string::npos)
       << r.err;
   const Json j = read_json_file(out() + "/nobudget.json");
