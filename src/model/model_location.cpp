@@ -79,12 +79,13 @@ std::string hub_snapshot(const std::string& id, const std::optional<std::string>
   // A branch or tag is a file under refs/ (one with '/', such as refs/pr/1, in folders), a commit
   // a folder of snapshots/: never "." or "..", which would name refs/ or snapshots/ itself or
   // leave the repository.
-  std::size_t start = 0;
-  for (std::size_t slash = 0; slash != std::string::npos; start = slash + 1) {
-    slash = rev.find('/', start);
+  for (std::size_t start = 0;;) {
+    const std::size_t slash = rev.find('/', start);
     if (!is_path_name(rev.substr(start, slash == std::string::npos ? std::string::npos : slash - start))) {
       throw InputError("--revision '" + rev + "': a branch, tag or commit of " + id + " (e.g. main, or a 40-digit commit hash)");
     }
+    if (slash == std::string::npos) break;
+    start = slash + 1;
   }
   std::error_code ec;
   if (!fs::is_directory(repo, ec)) {
