@@ -141,6 +141,15 @@ std::vector<Override> parse_sets(const std::vector<std::string>& sets) {
     }
     std::size_t nodes = 0;
     check_yaml_size(o.value, "--set " + o.path, 0, nodes);
+    // One key under its two names (scenario.batch_size and scenario.max_sequences) would keep
+    // whichever came last: refused, as the file refuses it.
+    const std::string other = other_spelling(key);
+    for (const Override& before : out) {
+      if (!other.empty() && before.path == (sweep ? "sweep." + other : other)) {
+        throw InputError("--set " + before.path + " and --set " + o.path + " set one key under its two names (" + other + ", " + key +
+                         "): give one of them");
+      }
+    }
     out.push_back(o);
   }
   return out;
@@ -195,7 +204,9 @@ LoadedConfig load_bench_config(const std::string& file, const std::vector<std::s
       if (o.path.rfind("sweep.", 0) == 0) {
         if (!root["sweep"] || root["sweep"].IsNull()) root["sweep"] = YAML::Node(YAML::NodeType::Map);
         if (!root["sweep"].IsMap()) throw InputError("--set " + o.path + ": the file's sweep is not a mapping");
-        root["sweep"][o.path.substr(6)] = YAML::Clone(o.value);
+        const std::string key = o.path.substr(6);
+        root["sweep"][key] = YAML::Clone(o.value);
+        if (const std::string other = other_spelling(key); !other.empty()) root["sweep"].remove(other);  // replaces the file's axis under either name
       } else {
         set_path(root, o.path, YAML::Clone(o.value), "--set ");
       }
@@ -223,6 +234,10 @@ LoadedConfig load_bench_config(const std::string& file, const std::vector<std::s
       }
       if (!it->second.IsSequence() || it->second.size() == 0) {
         throw InputError(line(it->second) + "sweep." + key + ": expected a non-empty list of values, e.g. [1, 4]");
+      }
+      if (const std::string other = other_spelling(key); !other.empty() && sweep[other]) {
+        // Both axes would set the one key: every point would run with the later one's value.
+        throw InputError(line(it->first) + "sweep." + key + " and sweep." + other + " are one key under its two names: sweep one of them");
       }
       axes.emplace_back(key, it->second);
       out.sweep[key] = yaml_to_json(it->second);

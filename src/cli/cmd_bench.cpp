@@ -111,7 +111,7 @@ int cmd_bench(int argc, char** argv) {
       .option("--output-dir", "DIR", "where reports go (overrides output.dir; default bench-results)")
       .repeatable_option("--set", "KEY=VALUE", "override a key, e.g. --set scenario.max_sequences=4 or --set backend.device_ids=[0,1]")
       .flag("--allow-cpu-devices", "a configuration naming GPUs (backend.device_ids) on a host where CUDA sees none runs "
-                                   "on virtual CPU devices with its budgets, after a warning, instead of exiting 2")
+                                   "on virtual CPU devices (its budgets, else the host's memory shared), after a warning, instead of exiting 2")
       .flag("--quiet", "no progress lines on stderr");
   args.epilog("`plexus bench compare A.json B.json ...` compares results. See docs/benchmarks.md.");
   if (!args.parse(argc, argv)) return 0;
@@ -119,14 +119,11 @@ int cmd_bench(int argc, char** argv) {
   // complete is written.
   const InterruptGuard guard;
   const std::string file = args.get("CONFIG.yaml");
-  const bench::LoadedConfig loaded = bench::load_bench_config(file, args.get_all("--set"));
+  bench::LoadedConfig loaded = bench::load_bench_config(file, args.get_all("--set"));
   const bool quiet = args.get_flag("--quiet");
   // GPUs asked for where there are none: refused before anything runs or is written.
-  std::string warned;
-  for (const bench::BenchPoint& p : loaded.points) {
-    const std::string warning = bench::check_gpus_asked(p.config, file, args.get_flag("--allow-cpu-devices"));
-    if (!warning.empty() && warning != warned) std::fprintf(stderr, "plexus bench: warning: %s\n", warning.c_str());
-    if (!warning.empty()) warned = warning;
+  for (const std::string& warning : bench::check_gpus_asked(loaded.points, file, args.get_flag("--allow-cpu-devices"))) {
+    std::fprintf(stderr, "plexus bench: warning: %s\n", warning.c_str());
   }
   const bench::BenchConfig& first = loaded.points.front().config;
   const std::optional<std::string> dir_flag = args.get_optional("--output-dir");

@@ -1,12 +1,11 @@
 // `plexus make-model`: a random-weight checkpoint in Hugging Face's format.
-#include <unistd.h>
-
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 
 #include "cli/commands.h"
 #include "cli/interrupt_guard.h"
+#include "cli/progress_line.h"
 #include "core/args.h"
 #include "core/error.h"
 #include "core/mmap_file.h"
@@ -74,27 +73,22 @@ int cmd_make_model(int argc, char** argv) {
   auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
   // On a terminal, a progress line on stderr (the small presets take seconds, the real shapes
   // minutes); otherwise only the final line.
-  const bool tty = ::isatty(STDERR_FILENO) != 0;
+  ProgressLine progress;
   double shown = -1;
-  if (tty) {
+  if (progress.on_terminal()) {
     o.progress = [&](std::int64_t done, std::int64_t total) {
       const double now = seconds();
       if (now - shown < 0.1 && done < total) return;
       shown = now;
-      std::fprintf(stderr, "\r\033[Kmake-model: %3.0f%% (%.1fM of %.1fM parameters, %.1f s)",
-                   total > 0 ? 100.0 * static_cast<double>(done) / static_cast<double>(total) : 100.0,
-                   static_cast<double>(done) / 1e6, static_cast<double>(total) / 1e6, now);
-      std::fflush(stderr);
+      char line[160];
+      std::snprintf(line, sizeof line, "make-model: %3.0f%% (%.1fM of %.1fM parameters, %.1f s)",
+                    total > 0 ? 100.0 * static_cast<double>(done) / static_cast<double>(total) : 100.0,
+                    static_cast<double>(done) / 1e6, static_cast<double>(total) / 1e6, now);
+      progress.show(line);
     };
   }
-  std::int64_t n = 0;
-  try {
-    n = make_model_with_tokenizer(out, o, tok_dir);
-  } catch (...) {
-    if (tty && shown >= 0) std::fprintf(stderr, "\r\033[K");
-    throw;
-  }
-  if (tty && shown >= 0) std::fprintf(stderr, "\r\033[K");
+  const std::int64_t n = make_model_with_tokenizer(out, o, tok_dir);
+  progress.clear();
   const double s = seconds();
   const double gb = static_cast<double>(n) * static_cast<double>(dtype_size(o.dtype)) / 1e9;
   std::printf("wrote %s: %s %s %s, %.1fM parameters, seed %llu%s; %.2f GB in %.1f s (%.2f GB/s)\n", out.c_str(),

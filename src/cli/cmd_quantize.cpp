@@ -9,6 +9,7 @@
 
 #include "cli/commands.h"
 #include "cli/interrupt_guard.h"
+#include "cli/progress_line.h"
 #include "cli/model_argument.h"
 #include "core/args.h"
 #include "core/error.h"
@@ -103,21 +104,15 @@ int cmd_quantize(int argc, char** argv) {
   }
   check_output(in, out, args.get_flag("--force"));
 
-  const bool tty = ::isatty(STDERR_FILENO) != 0;
+  ProgressLine progress;
   const InterruptGuard guard;
-  o.progress = [tty](std::size_t i, std::size_t n, const std::string& name) {
+  o.progress = [&progress](std::size_t i, std::size_t n, const std::string& name) {
     if (InterruptGuard::requested()) throw Interrupted("interrupted: nothing was written");
-    if (tty) std::fprintf(stderr, "\r\033[K[%zu/%zu] %s", i + 1, n, name.c_str());
+    progress.show("[" + std::to_string(i + 1) + "/" + std::to_string(n) + "] " + name);
   };
   const auto start = std::chrono::steady_clock::now();
-  GgufExportResult r;
-  try {
-    r = export_gguf(in, out, o);
-  } catch (...) {
-    if (tty) std::fprintf(stderr, "\r\033[K");
-    throw;
-  }
-  if (tty) std::fprintf(stderr, "\r\033[K");
+  const GgufExportResult r = export_gguf(in, out, o);
+  progress.clear();
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   for (const std::string& w : r.warnings) std::fprintf(stderr, "plexus quantize: warning: %s\n", w.c_str());
   std::printf("wrote %s: %zu tensors (%zu projections %s), %.1f MB in %.1f s\n", out.c_str(), r.tensors, r.quantised,

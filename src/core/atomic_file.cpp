@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -18,6 +19,9 @@
 namespace plexus {
 
 namespace {
+
+// A temporary file of a dead pid and unlocked is removed only once it is this old.
+constexpr long kStaleAfterSeconds = 10;
 
 std::string reason(int err) {
   if (err == ENOSPC || err == EDQUOT) return std::string(std::strerror(err)) + " (disk full: free space or choose another directory)";
@@ -48,6 +52,37 @@ pid_t temp_writer_pid(const std::string& name) {
   return static_cast<pid_t>(std::stoll(tail.substr(0, dash)));
 }
 
+// Whether a temporary file was last written long enough ago to be a dead writer's (a clock that
+// went back, or a time in the future, counts as fresh).
+bool old_enough(const struct stat& st) {
+  struct timespec now {};
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  return now.tv_sec - st.st_mtim.tv_sec >= kStaleAfterSeconds;
+}
+
+// `temp` created and flock'ed, as one step where the kernel allows: an unnamed file (O_TMPFILE)
+// is locked, then linked under its name, so the name never appears unlocked. Elsewhere (a file
+// system without O_TMPFILE, no /proc) created, then locked at once: the age rule of
+// remove_stale_temporaries covers that instant. -1 with errno set on failure; EEXIST when the
+// name is taken.
+int create_locked(const std::string& temp) {
+  const std::string dir = directory_of(temp);
+  const int fd = ::open(dir.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
+  if (fd >= 0) {
+    const std::string self = "/proc/self/fd/" + std::to_string(fd);
+    if (::flock(fd, LOCK_EX) == 0 && ::linkat(AT_FDCWD, self.c_str(), AT_FDCWD, temp.c_str(), AT_SYMLINK_FOLLOW) == 0) return fd;
+    const int err = errno;
+    ::close(fd);
+    if (err == EEXIST) {
+      errno = EEXIST;
+      return -1;
+    }
+  }
+  const int plain = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (plain >= 0) ::flock(plain, LOCK_EX);
+  return plain;
+}
+
 }  // namespace
 
 int remove_stale_temporaries(const std::string& dir) {
@@ -63,11 +98,14 @@ int remove_stale_temporaries(const std::string& dir) {
     if (pid == ::getpid() || !(::kill(pid, 0) != 0 && errno == ESRCH)) continue;
     const int fd = ::open(e.path().c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) continue;
+    // An AtomicFile holds an exclusive lock on its temporary file from its creation until it is
+    // renamed (seen across pid namespaces too, where the pid test above cannot tell): a file
+    // nobody holds is a dead writer's, once it is old enough that no writer can be between
+    // creating it and locking it (where the name cannot appear locked).
     struct stat st {};
-    // An AtomicFile holds an exclusive lock on its temporary file while it writes it (seen
-    // across pid namespaces too, where the pid test above cannot tell): a file nobody holds is a
-    // dead writer's.
-    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && ::flock(fd, LOCK_EX | LOCK_NB) == 0 &&
+    struct stat now_named {};
+    if (::flock(fd, LOCK_EX | LOCK_NB) == 0 && ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && old_enough(st) &&
+        ::lstat(e.path().c_str(), &now_named) == 0 && now_named.st_dev == st.st_dev && now_named.st_ino == st.st_ino &&
         ::unlink(e.path().c_str()) == 0)
       ++removed;
     ::close(fd);
@@ -82,17 +120,17 @@ AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
   temp_ = (p.parent_path() / ("." + p.filename().string() + ".tmp-" + std::to_string(::getpid()) + "-" +
                               std::to_string(counter++)))
               .string();
-  fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  // Locked from its creation to its rename (remove_stale_temporaries leaves a locked file alone).
+  fd_ = create_locked(temp_);
   if (fd_ < 0 && errno == EEXIST) {
     // Left by a killed process that had this pid before: this process's counter never made it.
     ::unlink(temp_.c_str());
-    fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    fd_ = create_locked(temp_);
   }
   if (fd_ < 0) {
     const int err = errno;
     throw RuntimeError("cannot write '" + path_ + "': " + reason(err));
   }
-  ::flock(fd_, LOCK_EX);  // held while it is written (remove_stale_temporaries leaves a locked file alone)
 }
 
 AtomicFile::~AtomicFile() {
@@ -122,14 +160,12 @@ void AtomicFile::write(std::string_view bytes) {
 void AtomicFile::commit() {
   if (fd_ < 0) throw RuntimeError("'" + path_ + "': committed twice");
   if (::fsync(fd_) != 0 && errno != EINVAL) fail("writing", errno);
-  const int fd = fd_;
-  fd_ = -1;
-  if (::close(fd) != 0) {  // the lock goes with it; this process, alive, still keeps the file its own
-    const int err = errno;
-    fail("writing", err);
-  }
+  // Renamed while still locked: until it has its final name, another writer's
+  // remove_stale_temporaries must see it held (its pid may be in another pid namespace).
   if (std::rename(temp_.c_str(), path_.c_str()) != 0) fail("renaming the finished file onto", errno);
   committed_ = true;
+  ::close(fd_);  // the bytes are on disk (fsync above): nothing left for close to report
+  fd_ = -1;
   sync_directory(directory_of(path_));
 }
 

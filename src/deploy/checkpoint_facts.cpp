@@ -7,6 +7,7 @@
 #include <set>
 #include <vector>
 
+#include "core/checked.h"
 #include "core/error.h"
 #include "deploy/escape.h"
 #include "model/safetensors.h"
@@ -192,7 +193,10 @@ AttentionShape read_attention_shape(const Json& config, const std::string& where
                      "d_model) to divide by the heads; deploy sizes the engine's KV cache from it");
   }
   a.hidden = hidden ? *hidden
-                    : ConfigNumber{a.heads.value * a.head_dim.value, a.heads.key + " × " + a.head_dim.key};
+                    : ConfigNumber{checked_mul(a.heads.value, a.head_dim.value,
+                                               where + ": the hidden size " + a.heads.key + " " + std::to_string(a.heads.value) +
+                                                   " × " + a.head_dim.key + " " + std::to_string(a.head_dim.value)),
+                                   a.heads.key + " × " + a.head_dim.key};
   a.vocab = require(config, {"vocab_size", "n_vocab", "padded_vocab_size"}, "vocabulary size", where);
   return a;
 }

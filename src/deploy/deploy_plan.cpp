@@ -110,8 +110,10 @@ bool count_allowed(const DeployRequest& req, std::int64_t heads, std::int64_t kv
       const long long shape = req.plan.tensor_parallel * req.plan.pipeline_parallel;
       return shape <= 1 || k == shape;
     }
-    case ApiType::kVllm: return true;
-    case ApiType::kTgi: return heads % k == 0 && kv_heads % k == 0;
+    case ApiType::kVllm: return true;  // its tensor-parallel size is chosen among k's divisors (vllm_tensor_parallel)
+    // TGI shards the query heads over all k GPUs and the KV heads too, except a multi-query
+    // model's single KV head, which every shard keeps whole (StarCoder, SantaCoder: multi_query).
+    case ApiType::kTgi: return heads % k == 0 && (kv_heads == 1 || kv_heads % k == 0);
     case ApiType::kTei: return k == 1;
   }
   return false;
@@ -129,6 +131,7 @@ void check_gpu_count(const DeployRequest& req, std::int64_t heads, std::int64_t 
       throw InputError("--api-type tgi shards every layer over all " + std::to_string(k) + " selected GPUs (--num-shard " +
                        std::to_string(k) + "), but the model's " + std::to_string(heads) + " attention heads / " +
                        std::to_string(kv_heads) + " KV heads do not divide by " + std::to_string(k) +
+                       " (TGI splits both, except a single KV head, which each shard keeps whole)" +
                        ": select a count of GPUs that divides them with --devices, or use --auto-select");
     case ApiType::kTei:
       throw InputError("--api-type tei serves a model on one GPU, but " + std::to_string(k) +
@@ -189,13 +192,14 @@ DeviceSelection select_devices(const DeployRequest& req, const std::vector<Selec
   return s;
 }
 
+namespace {
+
+// /dev/shm: 2 GiB for one device, 8 GiB per GPU with several, at most half the host's memory.
 std::int64_t shm_bytes(int gpus, std::uint64_t host_total) {
   std::int64_t shm = gpus > 1 ? kShmPerGpu * gpus : kShmSingle;
   if (host_total > 0) shm = std::min<std::int64_t>(shm, static_cast<std::int64_t>(host_total / 2));
   return shm;
 }
-
-namespace {
 
 // plexus serve / batch: the plan plexus's own loader and planner make (the container re-plans the
 // same way on the GPUs it sees).
@@ -235,10 +239,7 @@ void plan_for_plexus(const DeployRequest& req, const Inventory& inv, const std::
   r.runtime.batch = req.max_sequences;
   r.runtime.prefill_chunk = req.plan.batch_tokens;
   r.runtime.threads = host_cores;
-  if (req.max_sequences > req.plan.batch_tokens) {
-    throw InputError("--max-sequences " + std::to_string(req.max_sequences) + " is above the " + std::to_string(req.plan.batch_tokens) +
-                     " tokens of a forward pass: lower --max-sequences");
-  }
+  check_sequences_per_pass(req.max_sequences, req.plan.batch_tokens);
   const FitCheck fit = [&](const std::vector<SelectedGpu>& pick) { return planner.fit(pick); };
   out.devices = select_devices(req, gpus, inv, config.num_heads, config.num_kv_heads, fit);
   Plan plan;

@@ -66,8 +66,6 @@ DeployPlan plan_deployment(const DeployRequest& request, const Inventory& invent
 // without GPUs, saying what to add.
 DeviceSelection select_devices(const DeployRequest& request, const std::vector<SelectedGpu>& gpus, const Inventory& inventory,
                                std::int64_t heads, std::int64_t kv_heads, const FitCheck& fit);
-// /dev/shm: 2 GiB for one device, 8 GiB per GPU with several, at most half the host's memory.
-std::int64_t shm_bytes(int gpus, std::uint64_t host_total);
 
 // CPU cores for the server (per task under slurm): the selected GPUs' share of the host's
 // logical cores (all of them for a CPU deployment), leaving cores/16 (at least 1) to the system

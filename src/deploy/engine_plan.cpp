@@ -10,6 +10,7 @@
 #include "deploy/device_selection.h"
 #include "deploy/escape.h"
 #include "deploy/model_facts.h"
+#include "exec/model_run.h"
 
 namespace plexus::deploy {
 
@@ -170,10 +171,7 @@ void plan_generator(const DeployRequest& req, const Inventory& inv, const std::v
   const WeightBytes w = read_weight_bytes(req.model);
   const std::optional<ConfigNumber> positions = max_positions(config);
   p.context = positions ? std::min<std::int64_t>(req.plan.context, positions->value) : req.plan.context;
-  if (req.max_sequences > req.plan.batch_tokens) {
-    throw InputError("--max-sequences " + std::to_string(req.max_sequences) + " is above the " + std::to_string(req.plan.batch_tokens) +
-                     " tokens of a forward pass: lower --max-sequences");
-  }
+  check_sequences_per_pass(req.max_sequences, req.plan.batch_tokens);
   const FitCheck fit = [&](const std::vector<SelectedGpu>& pick) { return generator_fit(req, inv, w.bytes, a, p.context, pick); };
   out.devices = select_devices(req, gpus, inv, a.heads.value, a.kv_heads.value, fit);
   const int k = static_cast<int>(out.devices.gpus.size());

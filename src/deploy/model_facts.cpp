@@ -11,14 +11,6 @@ namespace plexus::deploy {
 
 namespace fs = std::filesystem;
 
-namespace {
-
-bool ends_with(const std::string& s, const std::string& tail) {
-  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-}
-
-}  // namespace
-
 std::string model_architecture(const std::string& model) {
   std::error_code ec;
   if (!fs::is_directory(model, ec)) return "";
@@ -34,12 +26,12 @@ std::string model_architecture(const std::string& model) {
 
 bool is_embedding_architecture(const std::string& a) {
   if (a.empty()) return false;
-  if (ends_with(a, "ForSequenceClassification")) return true;
+  if (a.ends_with("ForSequenceClassification")) return true;
   // "BertModel", "XLMRobertaModel", "NomicBertModel", "MistralModel" (e5-mistral), "Qwen2Model"
   // (gte-Qwen2): the base model, no head that generates. "GPT2LMHeadModel", "OpenAIGPTLMHeadModel",
   // "GPT2DoubleHeadsModel" end in "Model" too, but carry a language-model head.
   if (a.find("LMHead") != std::string::npos || a.find("HeadsModel") != std::string::npos) return false;
-  return ends_with(a, "Model") && a.find("For") == std::string::npos;
+  return a.ends_with("Model") && a.find("For") == std::string::npos;
 }
 
 std::int64_t model_disk_bytes(const std::string& model) {

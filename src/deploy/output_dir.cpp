@@ -161,8 +161,15 @@ void write_deployment(const std::vector<GeneratedFile>& files, const std::string
   fs::rename(staging.path, target, ec);
   if (ec) {
     old.keep = true;  // the old files go back under their name, never lost
-    if (!old.path.empty()) fs::rename(old.path, target, ec);
-    throw RuntimeError("deploy: cannot rename the new files into " + target.string());
+    std::string old_files;
+    if (!old.path.empty()) {
+      std::error_code back;
+      fs::rename(old.path, target, back);
+      old_files = back ? "; putting the old files back failed too (" + back.message() + "): they are in " + old.path.string() +
+                             ": move that directory back to " + target.string()
+                       : "; the old files are back in place";
+    }
+    throw RuntimeError("deploy: cannot rename the new files into " + target.string() + ": " + ec.message() + old_files);
   }
   staging.keep = true;
 }

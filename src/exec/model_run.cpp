@@ -82,6 +82,13 @@ void check_plan_inputs(const PlanInputs& in) {
   }
 }
 
+void check_sequences_per_pass(long long max_sequences, long long batch_tokens) {
+  if (max_sequences <= batch_tokens) return;
+  throw InputError("--max-sequences " + std::to_string(max_sequences) + " sequences decode one token each per forward pass, but "
+                   "--batch-tokens " + std::to_string(batch_tokens) + " allows fewer tokens per pass: raise "
+                   "--batch-tokens or lower --max-sequences");
+}
+
 PlanOptions plan_options_from(const PlanInputs& in, const ModelConfig& config) {
   check_plan_inputs(in);
   PlanOptions o;
@@ -100,11 +107,7 @@ PlanOptions plan_options_from(const PlanInputs& in, const ModelConfig& config) {
   if (in.batch_tokens < 1 || in.batch_tokens > 65536) {
     throw InputError("--batch-tokens must be between 1 and 65536, got " + std::to_string(in.batch_tokens));
   }
-  if (in.batch > in.batch_tokens) {
-    throw InputError("--max-sequences " + std::to_string(in.batch) + " sequences decode one token each per forward pass, but "
-                     "--batch-tokens " + std::to_string(in.batch_tokens) + " allows fewer tokens per pass: raise "
-                     "--batch-tokens or lower --max-sequences");
-  }
+  check_sequences_per_pass(in.batch, in.batch_tokens);
   r.runtime.context = in.context_given ? in.context : std::min<long long>(in.context, config.max_position_embeddings);
   r.runtime.batch = in.batch;
   r.runtime.prefill_chunk = in.batch_tokens;

@@ -57,6 +57,11 @@ inline constexpr const char* kStrategyChoices = "stages, sequential, balanced, b
 // The run commands call it whether or not they plan, so a bad value never passes silently.
 void check_plan_inputs(const PlanInputs& in);
 
+// InputError when `max_sequences` sequences, each decoding one token per forward pass, cannot
+// share a pass of `batch_tokens` tokens (--max-sequences above --batch-tokens): every command
+// that takes both flags (the runs, plan, deploy).
+void check_sequences_per_pass(long long max_sequences, long long batch_tokens);
+
 struct PlanOptions {
   PlanRequest request;
   bool fastest = false;  // --strategy fastest: request.strategy is a placeholder (exec/fastest.h chooses)

@@ -31,8 +31,9 @@ std::string expand_home(const std::string& path) {
   return env("HOME").value_or("") + path.substr(1);
 }
 
-bool ends_with(const std::string& s, const std::string& tail) {
-  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+// One path component: not empty, not "." or "..", no '/' (nor NUL).
+bool is_path_name(const std::string& name) {
+  return !name.empty() && name != "." && name != ".." && name.find_first_of(std::string("/\0", 2)) == std::string::npos;
 }
 
 bool hub_name_part(const std::string& part) {
@@ -75,8 +76,16 @@ std::string hub_snapshot(const std::string& id, const std::optional<std::string>
   const HubCache cache = hub_cache();
   const fs::path repo = fs::path(cache.dir) / ("models--" + id.substr(0, id.find('/')) + "--" + id.substr(id.find('/') + 1));
   const std::string rev = revision.value_or("main");
-  if (rev.empty() || rev[0] == '/' || rev.find("..") != std::string::npos) {
-    throw InputError("--revision '" + rev + "': a branch, tag or commit of " + id + " (e.g. main, or a 40-digit commit hash)");
+  // A branch or tag is a file under refs/ (one with '/', such as refs/pr/1, in folders), a commit
+  // a folder of snapshots/: never "." or "..", which would name refs/ or snapshots/ itself or
+  // leave the repository.
+  for (std::size_t start = 0;;) {
+    const std::size_t slash = rev.find('/', start);
+    if (!is_path_name(rev.substr(start, slash == std::string::npos ? std::string::npos : slash - start))) {
+      throw InputError("--revision '" + rev + "': a branch, tag or commit of " + id + " (e.g. main, or a 40-digit commit hash)");
+    }
+    if (slash == std::string::npos) break;
+    start = slash + 1;
   }
   std::error_code ec;
   if (!fs::is_directory(repo, ec)) {
@@ -89,14 +98,19 @@ std::string hub_snapshot(const std::string& id, const std::optional<std::string>
     std::string commit;
     in >> commit;
     const fs::path snapshot = repo / "snapshots" / commit;
-    if (commit.empty() || commit.find('/') != std::string::npos || !fs::is_directory(snapshot, ec)) {
+    if (!is_path_name(commit)) {
+      throw InputError(ref.string() + " names commit '" + commit + "', which is not a commit (a folder name of " +
+                       (repo / "snapshots").string() + "): the Hugging Face cache of " + id + " is damaged; " +
+                       download_command(id, revision));
+    }
+    if (!fs::is_directory(snapshot, ec)) {
       throw InputError(ref.string() + " names commit '" + commit + "', but " + snapshot.string() +
                        " is missing: the Hugging Face cache of " + id + " is incomplete; " + download_command(id, revision));
     }
     return snapshot.string();
   }
   const fs::path snapshot = repo / "snapshots" / rev;
-  if (fs::is_directory(snapshot, ec)) return snapshot.string();  // a commit hash given as the revision
+  if (rev.find('/') == std::string::npos && fs::is_directory(snapshot, ec)) return snapshot.string();  // a commit hash given as the revision
   throw InputError("model '" + id + "' has no revision '" + rev + "' in " + where_the_cache_is(cache) + ": " +
                    (repo / "refs").string() + " holds " + names_under(repo / "refs", true) + ", " + (repo / "snapshots").string() +
                    " holds " + names_under(repo / "snapshots", false) + "; " + download_command(id, revision));
@@ -107,7 +121,7 @@ void check_model_files(const std::string& path, ModelNeeds needs) {
   if (needs == ModelNeeds::kFiles) return;
   std::error_code ec;
   if (!fs::is_directory(path, ec)) {
-    if (needs == ModelNeeds::kWeights && !ends_with(path, ".gguf") && !GgufFile::is_gguf(path)) {
+    if (needs == ModelNeeds::kWeights && !path.ends_with(".gguf") && !GgufFile::is_gguf(path)) {
       throw InputError("model '" + path + "' is a file but not a GGUF file: give a model directory (config.json + "
                        "model.safetensors) or a .gguf file");
     }
@@ -140,7 +154,7 @@ bool looks_like_hub_id(const std::string& text) {
   const std::string org = text.substr(0, slash);
   if (!hub_name_part(org) || !hub_name_part(text.substr(slash + 1))) return false;
   for (const char* file : {".gguf", ".json", ".safetensors"}) {
-    if (ends_with(text, file)) return false;  // a file's name, not a repository's
+    if (text.ends_with(file)) return false;  // a file's name, not a repository's
   }
   std::error_code ec;
   return !fs::is_directory(org, ec);  // models/x is a path when ./models is a directory
@@ -156,7 +170,7 @@ void throw_model_not_found(const std::string& model) {
   fs::path parent = path.parent_path();
   const std::string shown_parent = parent.empty() ? "." : parent.string();
   if (parent.empty()) parent = ".";
-  const std::string what = ends_with(model, ".gguf") ? "no such GGUF file" : "no such directory";
+  const std::string what = model.ends_with(".gguf") ? "no such GGUF file" : "no such directory";
   std::error_code ec;
   if (!fs::is_directory(parent, ec)) {
     throw InputError("model '" + model + "' not found: " + what + " ('" + shown_parent + "' does not exist either); expected a " +

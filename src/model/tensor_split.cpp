@@ -17,10 +17,6 @@ bool splits(const ModelConfig& c, int n) {
          c.intermediate_size % n == 0;
 }
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 WeightMatrix row_slice(WeightMatrix m, std::int64_t first, std::int64_t count) {
   assert(first >= 0 && first + count <= m.rows);
   m.data = m.row(first);
@@ -88,17 +84,17 @@ ModuleTree shard_module_tree(const ModuleTree& full, TensorSplit s) {
   std::vector<ParamInfo> params = full.params();
   for (ParamInfo& p : params) {
     const std::string& n = p.name;
-    if (ends_with(n, ".q_proj.weight") || ends_with(n, ".q_proj.bias")) {
+    if (n.ends_with(".q_proj.weight") || n.ends_with(".q_proj.bias")) {
       p.shape[0] = Q;
-    } else if (ends_with(n, ".k_proj.weight") || ends_with(n, ".k_proj.bias") || ends_with(n, ".v_proj.weight") ||
-               ends_with(n, ".v_proj.bias")) {
+    } else if (n.ends_with(".k_proj.weight") || n.ends_with(".k_proj.bias") || n.ends_with(".v_proj.weight") ||
+               n.ends_with(".v_proj.bias")) {
       p.shape[0] = KV;
-    } else if (ends_with(n, ".gate_proj.weight") || ends_with(n, ".up_proj.weight")) {
+    } else if (n.ends_with(".gate_proj.weight") || n.ends_with(".up_proj.weight")) {
       p.shape[0] = I;
-    } else if (ends_with(n, ".o_proj.weight")) {
+    } else if (n.ends_with(".o_proj.weight")) {
       p.shape[1] = Q;
       if (p.dtype) check_block_columns(*p.dtype, Q, s.size, n);
-    } else if (ends_with(n, ".down_proj.weight")) {
+    } else if (n.ends_with(".down_proj.weight")) {
       p.shape[1] = I;
       if (p.dtype) check_block_columns(*p.dtype, I, s.size, n);
     } else if (n == "lm_head.weight") {

@@ -25,17 +25,17 @@ struct Bottleneck {
 };
 
 struct Prediction {
-  std::int64_t batch = 1;                 // the plan's --batch
+  std::int64_t batch = 1;                 // the plan's --max-sequences
   double prefill_tokens_per_s = 0;        // a --context-token prompt in --batch-tokens chunks
   double decode_tokens_per_s_1 = 0;       // one sequence
   double decode_positions = 0;            // the decode figures are at this many tokens of context (KV read per token)
   double decode_tokens_per_s_1_at_start = 0;  // one sequence at its first position (no KV cache to read yet)
-  double decode_tokens_per_s_batch = 0;   // --batch sequences decoded together
+  double decode_tokens_per_s_batch = 0;   // --max-sequences sequences decoded together
   double seconds_to_first_token = 0;      // prefill of a prompt_tokens-token prompt
   double prompt_tokens = 0;               // the prompt predicted (PredictShape::prompt_tokens, else --context)
-  std::optional<double> joules_per_token; // decode at --batch; none without power facts
-  Bottleneck bottleneck;                  // of decode at --batch
-  // Tensor parallelism (tensor_parallel > 1): the collectives' share of a decode step at --batch
+  std::optional<double> joules_per_token; // decode at --max-sequences; none without power facts
+  Bottleneck bottleneck;                  // of decode at --max-sequences
+  // Tensor parallelism (tensor_parallel > 1): the collectives' share of a decode step at --max-sequences
   // (all-reduces and the logits' all-gather), and the all-reduces' bytes per token of one rank
   // (2 × layers × hidden × 4: what ExecStats' communication counts for an in-process group).
   int tensor_parallel = 1;
@@ -51,8 +51,9 @@ struct PredictShape {
   double decode_positions = 0;
   int micro_batches = 0;       // --micro-batches; 0: the executor's default (one per stage, one when weights stream)
   // Virtual devices of one host: how many could compute at once (host threads / each one's).
-  // Set, the stages are predicted one after the other (no pipelining) and copies overlap the
-  // compute only when it is above 1. 0: separate devices.
+  // Set, the stages still pipeline their micro-batches, but a step takes no less than the host
+  // computing all of their work with all its threads (the larger of the two), and copies overlap
+  // the compute only when it is above 1. 0: separate devices.
   double concurrency = 0;
   // Ranks of a tensor-parallel group (--tp): the tree is one rank's shard and each plan device is
   // a stage of this many devices computing together. Per layer and forward of n tokens, two

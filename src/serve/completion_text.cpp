@@ -9,10 +9,6 @@ namespace {
 
 constexpr std::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD: how decode shows a broken character
 
-bool ends_with(const std::string& s, std::string_view tail) {
-  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-}
-
 }  // namespace
 
 std::size_t stop_prefix_suffix(const std::string& text, const std::vector<std::string>& stop) {
@@ -37,7 +33,7 @@ std::string CompletionText::push(std::int32_t id) {
   ids_.push_back(id);
   std::string text = tokenizer_.decode(ids_);
   // An incomplete character at the end decodes as U+FFFD: wait for the token that completes it.
-  if (ends_with(text, kReplacement)) return "";
+  if (text.ends_with(kReplacement)) return "";
   // Text already final never changes; should a decode disagree with it, keep what was final.
   if (text.size() < decoded_.size() || text.compare(0, decoded_.size(), decoded_) != 0) return "";
   pending_ += text.substr(decoded_.size());

@@ -228,6 +228,33 @@ TEST_F(BenchCli, GpusAskedForWhereThereAreNoneExitTwo) {
   EXPECT_NE(allowed.err.find("running on 2 virtual CPU devices"), std::string::npos) << allowed.err;
 }
 
+// Without backend.max_memory and without a GPU the driver's library reports, --allow-cpu-devices
+// used to warn "running on 2 virtual CPU devices" and then fail ("--devices: device 0 does not
+// exist"): the devices share the host's available memory, as backend.virtual_devices would.
+TEST_F(BenchCli, AllowCpuDevicesWithoutBudgetsRunsOnVirtualDevices) {
+  ::setenv("CUDA_VISIBLE_DEVICES", "", 1);
+  const std::string cfg = config("nobudget.yaml", "name: nobudget\nmodel: " + model_ +
+                                                      "\nbackend: {device_ids: [0, 1]}\n"
+                                                      "scenario: {prompts_ids: [[1, 415]], num_samples: 1, max_new_tokens: 2, warmup_samples: 0}\n"
+                                                      "sweep: {scenario.max_tokens: [1, 2]}\n"
+                                                      "output: {dir: " + out() + ", formats: [json]}\n");
+  const auto r = run_plexus("bench " + shell_quote(cfg) + " --allow-cpu-devices --quiet");
+  ::unsetenv("CUDA_VISIBLE_DEVICES");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string warning = "plexus bench: warning: backend.device_ids [0, 1] asks for GPUs, but this host has no GPU";
+  ASSERT_NE(r.err.find(warning), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find(warning, r.err.find(warning) + 1), std::string::npos) << "one warning for the two points\n" << r.err;
+  EXPECT_NE(r.err.find("running on 2 virtual CPU devices that share the host's available memory (backend.virtual_devices: 2) instead"),
+            std::string::npos)
+      << r.err;
+  const Json j = read_json_file(out() + "/nobudget.json");
+  ASSERT_EQ(j["runs"].size(), 2u) << j.dump();
+  for (const Json& run : j["runs"]) {
+    EXPECT_EQ(run["status"], "ok") << run.dump();
+    EXPECT_EQ(run["config"]["backend"]["virtual_devices"], 2) << run["config"].dump();
+  }
+}
+
 TEST_F(BenchCli, SweepWritesOneResultPerPointAndCompareReadsThem) {
   const std::string cfg = config("sw.yaml", "name: sw\nmodel: " + model_ +
                                                 "\nbackend: {virtual_devices: 2}\n"

@@ -284,6 +284,30 @@ TEST(BenchConfig, SetCanAddASweepAxis) {
   EXPECT_NE(error_of(kGood, {"sweep.scenario.bs=[1]"}).find("--set sweep.scenario.bs: unknown key"), std::string::npos);
 }
 
+// One key under its two names (scenario.batch_size, scenario.max_sequences) as two sweep axes ran
+// every point with the later axis's value while the results were labelled with the other's; two
+// --sets kept the last. Both refused, naming both, as the file refuses both names in a section.
+TEST(BenchConfig, OneKeyUnderBothNamesInASweepOrTwoSetsIsRefused) {
+  const std::string grid = error_of(std::string(kGood) + "sweep: {scenario.batch_size: [1, 2], scenario.max_sequences: [4]}\n");
+  EXPECT_NE(grid.find("b.yaml:20: sweep.scenario.batch_size and sweep.scenario.max_sequences are one key under its two names"),
+            std::string::npos)
+      << grid;
+  const std::string sets = error_of(kGood, {"scenario.batch_size=1", "scenario.max_sequences=2"});
+  EXPECT_NE(sets.find("--set scenario.batch_size and --set scenario.max_sequences set one key under its two names"), std::string::npos)
+      << sets;
+  const std::string axes = error_of(kGood, {"sweep.backend.micro_batch=[1]", "sweep.backend.micro_batches=[2]"});
+  EXPECT_NE(axes.find("--set sweep.backend.micro_batch and --set sweep.backend.micro_batches set one key"), std::string::npos) << axes;
+  // A --set axis replaces the file's axis under the other name, as a --set value replaces the
+  // file's key (kGood's scenario.batch_size 4).
+  testing::TempDir dir("bench-config");
+  const LoadedConfig l = load_bench_config(write(dir, std::string(kGood) + "sweep: {scenario.batch_size: [1, 2]}\n"),
+                                           {"sweep.scenario.max_sequences=[3]"});
+  ASSERT_EQ(l.points.size(), 1u);
+  EXPECT_EQ(l.points[0].config.scenario.batch_size, 3);
+  EXPECT_EQ(l.points[0].sweep_point, (Json{{"scenario.max_sequences", 3}}));
+  EXPECT_EQ(load_bench_config(write(dir, kGood), {"scenario.max_sequences=2"}).points[0].config.scenario.batch_size, 2);
+}
+
 TEST(BenchConfig, KnownPathsAndNearestKey) {
   EXPECT_TRUE(is_known_config_path("backend.device_ids"));
   EXPECT_TRUE(is_known_config_path("backend.max_memory.cpu"));

@@ -152,6 +152,16 @@ TEST_F(ModelLocation, RevisionsAreBranchesTagsOrCommits) {
   expect_usage_error(run("generate models/small --ids 1 --revision v1", cache_env()), "local", {"--revision v1", "local directory"});
 }
 
+// "." named snapshots/ itself (and "refs/." refs/): a revision is refused unless each of its
+// parts is a name, and a refs file must name one snapshot folder.
+TEST_F(ModelLocation, DotRevisionsAreRefused) {
+  for (const std::string rev : {".", "..", "./main", "v1/..", "v1//x"}) {
+    expect_usage_error(run("plan acme/tiny --revision " + rev, cache_env()), rev, {"--revision '" + rev + "': a branch, tag or commit"});
+  }
+  write_file(fs::path(hub_) / "models--acme--tiny" / "refs" / "dot", ".");
+  expect_usage_error(run("plan acme/tiny --revision dot", cache_env()), "dot", {"refs/dot names commit '.', which is not a commit"});
+}
+
 TEST_F(ModelLocation, AnIdNotInTheCacheNamesWhereAndHowToDownload) {
   const ProcessResult r = run("generate acme/other --ids 1", cache_env());
   expect_usage_error(r, "acme/other", {"neither a local directory nor in the Hugging Face cache " + hub_,

@@ -2,11 +2,14 @@
 // writable-directory probe that runs before anything is measured.
 #include "core/atomic_file.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -82,12 +85,18 @@ pid_t dead_pid() {
   return pid;
 }
 
+// Sets `path`'s modification time a minute back: a temporary file no writer touched lately.
+void age(const std::string& path) { fs::last_write_time(path, fs::last_write_time(path) - std::chrono::minutes(1)); }
+
 TEST(AtomicFile, StaleTemporariesOfDeadWritersAreRemovedOnlyThose) {
   const std::string dir = fresh_dir("stale");
   const std::string dead = ".a.gguf.tmp-" + std::to_string(dead_pid()) + "-0";
   const std::string alive = ".b.gguf.tmp-" + std::to_string(::getppid()) + "-3";  // our parent lives
   const std::string not_ours = ".c.tmp-notapid-1";
-  for (const std::string& n : {dead, alive, not_ours}) std::ofstream(dir + "/" + n) << "x";
+  for (const std::string& n : {dead, alive, not_ours}) {
+    std::ofstream(dir + "/" + n) << "x";
+    age(dir + "/" + n);
+  }
   fs::create_directory(dir + "/.d.tmp-" + std::to_string(dead_pid()) + "-0");  // a directory: never ours
   {
     AtomicFile writing(dir + "/e.json");  // its own temporary is locked while it lives
@@ -102,6 +111,49 @@ TEST(AtomicFile, StaleTemporariesOfDeadWritersAreRemovedOnlyThose) {
     if (n.rfind(".d.tmp-", 0) == 0) want.push_back(n);
   std::sort(want.begin(), want.end());
   EXPECT_EQ(left, want);  // the dead writer's file went when e.json's AtomicFile started
+}
+
+// A writer whose pid this process cannot see (another pid namespace: kill() says ESRCH) holds its
+// temporary file locked from the moment the name exists; a fresh unlocked one may be a writer
+// between creating and locking it (where the file system has no O_TMPFILE), so only an old one
+// goes.
+TEST(AtomicFile, AnUnlockedTemporaryIsRemovedOnlyWhenOld) {
+  const std::string dir = fresh_dir("fresh");
+  const std::string fresh = dir + "/.a.json.tmp-" + std::to_string(dead_pid()) + "-0";
+  const std::string old = dir + "/.b.json.tmp-" + std::to_string(dead_pid()) + "-0";
+  std::ofstream(fresh) << "{";
+  std::ofstream(old) << "{";
+  age(old);
+  EXPECT_EQ(remove_stale_temporaries(dir), 1);
+  EXPECT_TRUE(fs::exists(fresh)) << "a fresh temporary file was taken for a dead writer's";
+  EXPECT_FALSE(fs::exists(old));
+  // Aged, it goes too.
+  age(fresh);
+  EXPECT_EQ(remove_stale_temporaries(dir), 1);
+  EXPECT_TRUE(names(dir).empty());
+  fs::remove_all(dir);
+}
+
+// The temporary file is locked as soon as its name exists, however old it looks, until commit()
+// has renamed it: a cleaner never takes a live writer's file.
+TEST(AtomicFile, ALiveWritersTemporaryIsLockedUntilItsRename) {
+  const std::string dir = fresh_dir("locked");
+  AtomicFile f(dir + "/r.json");
+  f.write("{}");
+  age(f.temp_path());
+  // Seen from a child: its own pid test skips this process's files, the lock must hold them.
+  const std::string temp = f.temp_path();
+  const pid_t child = ::fork();
+  if (child == 0) {
+    const int fd = ::open(temp.c_str(), O_RDONLY | O_CLOEXEC);
+    ::_exit(fd >= 0 && ::flock(fd, LOCK_EX | LOCK_NB) != 0 ? 0 : 1);
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the temporary file was not locked";
+  f.commit();
+  EXPECT_EQ(slurp(dir + "/r.json"), "{}");
+  fs::remove_all(dir);
 }
 
 TEST(EnsureWritableDir, CreatesParentsAndLeavesNoProbe) {

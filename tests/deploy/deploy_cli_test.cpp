@@ -211,6 +211,31 @@ TEST_F(DeployCliOut, EmptySubdirectoriesAndLinksAreNotAnEarlierDeploy) {
             fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec | fs::perms::sticky_bit);
 }
 
+// Replacing an earlier deploy where the new directory cannot be renamed into place and the old
+// one cannot be put back either (rename() failing with EIO through an LD_PRELOAD library): exit 1
+// with the first failure's reason, naming where the old files are; they are all there.
+TEST_F(DeployCliOut, WhenTheOldFilesCannotGoBackTheErrorSaysWhereTheyAre) {
+  const std::string out = dir_ / "earlier";
+  ASSERT_EQ(deploy(out).exit_code, 0);
+  const std::set<std::string> files = entries(out);
+  const auto r = plexus::testing::run_command(
+      "env CUDA_VISIBLE_DEVICES= LD_PRELOAD=" + shell_quote(RENAME_FAULT_LIBRARY) +
+      " ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 " + shell_quote(PLEXUS_BINARY) + " deploy " +
+      shell_quote(kData + "/llama-8b-config") + " --target kubernetes --inventory " + shell_quote(kData + "/h100x2.json") +
+      " --out " + shell_quote(out));
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("cannot rename the new files into " + out + ": Input/output error"), std::string::npos) << r.err;
+  std::string aside;
+  for (const auto& e : fs::directory_iterator(dir_.path())) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind(".earlier.deploy-", 0) == 0 && name.size() > 4 && name.compare(name.size() - 4, 4, "-old") == 0) aside = e.path();
+  }
+  ASSERT_FALSE(aside.empty()) << "the old files are not set aside";
+  EXPECT_NE(r.err.find("putting the old files back failed too (Input/output error): they are in " + aside), std::string::npos) << r.err;
+  EXPECT_EQ(entries(aside), files);
+  EXPECT_FALSE(fs::exists(out));
+}
+
 TEST_F(DeployCliOut, ProcSelfAndBusyDirectoriesSayWhy) {
   const auto proc = deploy("/proc/self");
   EXPECT_EQ(proc.exit_code, 2) << proc.err;

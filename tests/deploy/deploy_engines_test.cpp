@@ -91,6 +91,28 @@ TEST_F(DeployEngines, VllmAndTgiSizeArchitecturesPlexusDoesNotLoad) {
   }
 }
 
+// A multi-query model (one KV head: StarCoder, SantaCoder) shards over 2 GPUs in TGI, which keeps
+// the single KV head whole on each shard, as in vLLM, which replicates it (it was refused for TGI
+// because 1 KV head does not divide by 2). Its KV cache is one head's on each GPU.
+TEST_F(DeployEngines, AMultiQueryModelShardsOverSeveralGpus) {
+  const std::string mqa = copy_without("gpt2", "", "gpt2-multi-query");
+  Json config = read_json_file(*dir_ / (mqa + "/config.json"));
+  config["multi_query"] = true;
+  std::ofstream(*dir_ / (mqa + "/config.json")) << config.dump(2);
+  const ProcessResult tgi = deploy(mqa, "--target docker --api-type tgi --dry-run");
+  ASSERT_EQ(tgi.exit_code, 0) << tgi.err;
+  EXPECT_NE(tgi.out.find("--num-shard 2"), std::string::npos) << tgi.out;
+  EXPECT_NE(tgi.err.find("KV heads 1 (multi_query true: one KV head)"), std::string::npos) << tgi.err;
+  const ProcessResult vllm = deploy(mqa, "--target docker --api-type vllm --dry-run");
+  ASSERT_EQ(vllm.exit_code, 0) << vllm.err;
+  EXPECT_NE(vllm.out.find("--tensor-parallel-size 2"), std::string::npos) << vllm.out;
+  // Several KV heads that do not divide by the GPUs are still refused for TGI (gpt2: 4 heads, 3 GPUs).
+  const ProcessResult three = run_plexus("deploy " + shell_quote(*dir_ / "gpt2") + " --inventory " + shell_quote(kData + "/l4x4.json") +
+                                         " --devices 0,1,2 --target docker --api-type tgi --dry-run");
+  EXPECT_EQ(three.exit_code, 2) << three.err;
+  EXPECT_NE(three.err.find("4 attention heads / 4 KV heads do not divide by 3"), std::string::npos) << three.err;
+}
+
 // Every target writes its files for such a model (the validators check them: check_cli_outputs.sh).
 TEST_F(DeployEngines, EveryTargetWritesTheFiles) {
   for (const std::string target : {"docker", "compose", "kubernetes", "slurm"}) {
@@ -142,6 +164,18 @@ TEST_F(DeployEngines, ConfigWithoutANumberIsRefusedNamingTheKeys) {
   const ProcessResult big = deploy(huge, "--target docker --api-type vllm --dry-run");
   EXPECT_EQ(big.exit_code, 2);
   EXPECT_NE(big.err.find("give more than 1 EiB of memory: check them"), std::string::npos) << big.err;
+  // Heads × head_dim beyond 64 bits where config.json gives no hidden size: refused naming the
+  // keys (it was multiplied unchecked: undefined behaviour).
+  const std::string wide = copy_without("gpt2", "n_embd", "gpt2-wide-heads");
+  config = read_json_file(*dir_ / (wide + "/config.json"));
+  config["n_head"] = 1LL << 62;
+  config["head_dim"] = 4;
+  std::ofstream(*dir_ / (wide + "/config.json")) << config.dump(2);
+  const ProcessResult overflow = deploy(wide, "--target docker --api-type vllm --dry-run");
+  EXPECT_EQ(overflow.exit_code, 2) << overflow.err;
+  EXPECT_NE(overflow.err.find(wide + "/config.json: the hidden size n_head 4611686018427387904 × head_dim 4 overflows a 64-bit integer"),
+            std::string::npos)
+      << overflow.err;
   // No weights to read: a config alone, a GGUF file.
   const std::string bare = copy_without("gpt2", "", "gpt2-no-weights");
   fs::remove(*dir_ / (bare + "/model.safetensors"));

@@ -9,6 +9,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -362,7 +363,8 @@ TEST(Quantize, NeverOverwritesItsInputOrADevice) {
 
 // Issue 32 item 14: a quantize killed mid-write (here by SIGXFSZ at a 2 MiB file-size limit,
 // deterministically; SIGKILL leaves the same) leaves its hidden temporary file; the next run in
-// that directory removes it, as it removes any dead writer's, and leaves a live writer's alone.
+// that directory removes it (once it is a few seconds old), as it removes any dead writer's, and
+// leaves a live writer's alone.
 TEST(Quantize, AKilledRunsTemporaryIsRemovedByTheNext) {
   REQUIRE_NUMPY();
   const TempDir dir("quantize-killed");
@@ -378,6 +380,10 @@ TEST(Quantize, AKilledRunsTemporaryIsRemovedByTheNext) {
   ASSERT_EQ(killed.exit_code, 128 + SIGXFSZ) << killed.err;
   ASSERT_EQ(temporaries().size(), 1u) << "the killed run left no temporary file to clean";
   EXPECT_FALSE(fs::exists(dir / "q.gguf"));
+  // Removed once it is a few seconds old (a fresh unlocked one may be a writer about to lock it):
+  // aged here instead of waiting.
+  const fs::path killed_temp = dir / temporaries().front();
+  fs::last_write_time(killed_temp, fs::last_write_time(killed_temp) - std::chrono::minutes(1));
   // A temporary whose writer is alive (this test process, holding no lock) stays.
   const std::string live = dir / (".other.gguf.tmp-" + std::to_string(::getpid()) + "-0");
   write_text(live, "x");
