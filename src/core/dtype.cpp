@@ -19,9 +19,17 @@ std::int64_t dtype_block_elems(DType t) {
     case DType::kBF16:
     case DType::kF16: return 1;
     case DType::kQ8_0:
-    case DType::kQ4_0: return 32;
+    case DType::kQ4_0:
+    case DType::kQ4_1:
+    case DType::kQ5_0:
+    case DType::kQ5_1:
+    case DType::kIQ4_NL: return 32;
+    case DType::kQ2_K:
+    case DType::kQ3_K:
     case DType::kQ4_K:
-    case DType::kQ6_K: return 256;
+    case DType::kQ5_K:
+    case DType::kQ6_K:
+    case DType::kIQ4_XS: return 256;
   }
   return 1;
 }
@@ -35,6 +43,14 @@ std::int64_t dtype_block_bytes(DType t) {
     case DType::kQ4_0: return 18;   // f16 scale + 32 nibbles
     case DType::kQ4_K: return 144;  // f16 d, f16 dmin, 12 bytes of 6-bit scales/mins, 128 bytes of nibbles
     case DType::kQ6_K: return 210;  // 128 low nibbles, 64 bytes of high 2 bits, 16 int8 scales, f16 d
+    case DType::kQ4_1: return 20;   // f16 scale, f16 min + 32 nibbles
+    case DType::kQ5_0: return 22;   // f16 scale, 32 high bits + 32 nibbles
+    case DType::kQ5_1: return 24;   // f16 scale, f16 min, 32 high bits + 32 nibbles
+    case DType::kIQ4_NL: return 18; // f16 scale + 32 nibbles indexing a 16-value table
+    case DType::kQ2_K: return 84;   // 16 bytes of 4-bit scales/mins, 64 bytes of 2-bit values, f16 d, dmin
+    case DType::kQ3_K: return 110;  // 32 bytes of high bits, 64 of 2-bit values, 12 of 6-bit scales, f16 d
+    case DType::kQ5_K: return 176;  // f16 d, dmin, 12 bytes of 6-bit scales/mins, 32 of high bits, 128 of nibbles
+    case DType::kIQ4_XS: return 136;  // f16 d, 2 + 4 bytes of 6-bit scales, 128 bytes of table nibbles
   }
   return 0;
 }
@@ -54,6 +70,14 @@ std::string_view dtype_name(DType t) {
     case DType::kQ4_0: return "Q4_0";
     case DType::kQ4_K: return "Q4_K";
     case DType::kQ6_K: return "Q6_K";
+    case DType::kQ4_1: return "Q4_1";
+    case DType::kQ5_0: return "Q5_0";
+    case DType::kQ5_1: return "Q5_1";
+    case DType::kQ2_K: return "Q2_K";
+    case DType::kQ3_K: return "Q3_K";
+    case DType::kQ5_K: return "Q5_K";
+    case DType::kIQ4_NL: return "IQ4_NL";
+    case DType::kIQ4_XS: return "IQ4_XS";
   }
   return "?";
 }
@@ -67,6 +91,14 @@ std::string_view dtype_torch_name(DType t) {
     case DType::kQ4_0: return "q4_0";
     case DType::kQ4_K: return "q4_k";
     case DType::kQ6_K: return "q6_k";
+    case DType::kQ4_1: return "q4_1";
+    case DType::kQ5_0: return "q5_0";
+    case DType::kQ5_1: return "q5_1";
+    case DType::kQ2_K: return "q2_k";
+    case DType::kQ3_K: return "q3_k";
+    case DType::kQ5_K: return "q5_k";
+    case DType::kIQ4_NL: return "iq4_nl";
+    case DType::kIQ4_XS: return "iq4_xs";
   }
   return "?";
 }

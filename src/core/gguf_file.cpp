@@ -403,6 +403,14 @@ std::uint32_t ggml_type_of(DType t) {
     case DType::kQ4_K: return 12;
     case DType::kQ6_K: return 14;
     case DType::kBF16: return 30;
+    case DType::kQ4_1: return 3;
+    case DType::kQ5_0: return 6;
+    case DType::kQ5_1: return 7;
+    case DType::kQ2_K: return 10;
+    case DType::kQ3_K: return 11;
+    case DType::kQ5_K: return 13;
+    case DType::kIQ4_NL: return 20;
+    case DType::kIQ4_XS: return 23;
   }
   return 0;
 }
@@ -416,6 +424,14 @@ bool dtype_of_ggml_type(std::uint32_t ggml_type, DType* out) {
     case 12: *out = DType::kQ4_K; return true;
     case 14: *out = DType::kQ6_K; return true;
     case 30: *out = DType::kBF16; return true;
+    case 3: *out = DType::kQ4_1; return true;
+    case 6: *out = DType::kQ5_0; return true;
+    case 7: *out = DType::kQ5_1; return true;
+    case 10: *out = DType::kQ2_K; return true;
+    case 11: *out = DType::kQ3_K; return true;
+    case 13: *out = DType::kQ5_K; return true;
+    case 20: *out = DType::kIQ4_NL; return true;
+    case 23: *out = DType::kIQ4_XS; return true;
     default: return false;
   }
 }

@@ -51,4 +51,88 @@ struct BlockQ6_K {
 };
 static_assert(sizeof(BlockQ6_K) == 210);
 
+// Q4_1: 32 weights, w[i] = d · q[i] + m with q[i] in 0..15, nibbles as in Q4_0.
+struct BlockQ4_1 {
+  std::uint16_t d;      // f16 scale
+  std::uint16_t m;      // f16 offset
+  std::uint8_t qs[16];
+};
+static_assert(sizeof(BlockQ4_1) == 20);
+
+// Q5_0: 32 weights, w[i] = d · (q[i] − 16) with q[i] in 0..31: the low 4 bits as Q4_0's nibbles,
+// bit 4 of q[i] is bit i of the little-endian 32-bit word qh.
+struct BlockQ5_0 {
+  std::uint16_t d;      // f16 scale
+  std::uint8_t qh[4];
+  std::uint8_t qs[16];
+};
+static_assert(sizeof(BlockQ5_0) == 22);
+
+// Q5_1: 32 weights, w[i] = d · q[i] + m with q[i] in 0..31 packed as in Q5_0.
+struct BlockQ5_1 {
+  std::uint16_t d;      // f16 scale
+  std::uint16_t m;      // f16 offset
+  std::uint8_t qh[4];
+  std::uint8_t qs[16];
+};
+static_assert(sizeof(BlockQ5_1) == 24);
+
+// The 16 values a 4-bit IQ4 code stands for (IQ4_NL and IQ4_XS): a non-uniform grid, denser
+// near zero, as GGUF defines it.
+inline constexpr std::int8_t kIq4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+
+// IQ4_NL: 32 weights, w[i] = d · kIq4Values[q[i]], the 4-bit codes q packed as Q4_0's nibbles.
+struct BlockIQ4_NL {
+  std::uint16_t d;      // f16 scale
+  std::uint8_t qs[16];
+};
+static_assert(sizeof(BlockIQ4_NL) == 18);
+
+// Q2_K: a super-block of 256 weights in 16 sub-blocks of 16 (in element order), w = d · sc[s] · q
+// − dmin · m[s] with q in 0..3, sc[s] = scales[s] & 15 and m[s] = scales[s] >> 4. Weight
+// 128h + 32j + l (h < 2, j < 4, l < 32) has q = (qs[32h + l] >> 2j) & 3.
+struct BlockQ2_K {
+  std::uint8_t scales[16];
+  std::uint8_t qs[64];
+  std::uint16_t d;        // f16 super-block scale of the scales
+  std::uint16_t dmin;     // f16 super-block scale of the mins
+};
+static_assert(sizeof(BlockQ2_K) == 84);
+
+// Q3_K: a super-block of 256 weights in 16 sub-blocks of 16, w = d · (sc[s] − 32) · q with q in
+// −4..3. Weight 128h + 32j + l (h < 2, j < 4, l < 32) has q = ((qs[32h + l] >> 2j) & 3) − 4 when
+// bit 4h + j of hmask[l] is 0 (unchanged when it is 1). The 6-bit sc[s]: low 4 bits are
+// scales[s] & 15 for s < 8 and scales[s − 8] >> 4 for s >= 8; high 2 bits are
+// (scales[8 + s % 4] >> 2 (s / 4)) & 3.
+struct BlockQ3_K {
+  std::uint8_t hmask[32];
+  std::uint8_t qs[64];
+  std::uint8_t scales[12];
+  std::uint16_t d;        // f16 super-block scale
+};
+static_assert(sizeof(BlockQ3_K) == 110);
+
+// Q5_K: Q4_K with a fifth bit: sub-block j's weights are d · sc[j] · q − dmin · m[j] with q in
+// 0..31; its low 4 bits are Q4_K's nibbles, bit 4 of weight 32j + l is bit j of qh[l]. Scales and
+// mins packed as Q4_K's.
+struct BlockQ5_K {
+  std::uint16_t d;
+  std::uint16_t dmin;
+  std::uint8_t scales[12];
+  std::uint8_t qh[32];
+  std::uint8_t qs[128];
+};
+static_assert(sizeof(BlockQ5_K) == 176);
+
+// IQ4_XS: a super-block of 256 weights in 8 sub-blocks of 32, w = d · (ls[j] − 32) ·
+// kIq4Values[q] where the 6-bit ls[j] = ((scales_l[j / 2] >> 4 (j % 2)) & 15) | (((scales_h >> 2j)
+// & 3) << 4). Sub-block j's codes are 16 bytes at qs + 16j, packed as Q4_0's nibbles.
+struct BlockIQ4_XS {
+  std::uint16_t d;
+  std::uint16_t scales_h;
+  std::uint8_t scales_l[4];
+  std::uint8_t qs[128];
+};
+static_assert(sizeof(BlockIQ4_XS) == 136);
+
 }  // namespace plexus

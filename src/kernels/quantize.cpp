@@ -10,73 +10,6 @@
 namespace plexus {
 namespace {
 
-void dequantize_q8_0(const BlockQ8_0* b, float* y, std::int64_t nb) {
-  for (std::int64_t i = 0; i < nb; ++i, y += 32) {
-    const float d = f16_to_f32(b[i].d);
-    for (int j = 0; j < 32; ++j) y[j] = d * static_cast<float>(b[i].qs[j]);
-  }
-}
-
-void dequantize_q4_0(const BlockQ4_0* b, float* y, std::int64_t nb) {
-  for (std::int64_t i = 0; i < nb; ++i, y += 32) {
-    const float d = f16_to_f32(b[i].d);
-    for (int j = 0; j < 16; ++j) {
-      y[j] = d * static_cast<float>((b[i].qs[j] & 15) - 8);
-      y[j + 16] = d * static_cast<float>((b[i].qs[j] >> 4) - 8);
-    }
-  }
-}
-
-// Sub-block j's 6-bit scale and min of a Q4_K block (block_formats.h).
-void q4_k_scale_min(const std::uint8_t* s, int j, int* sc, int* m) {
-  if (j < 4) {
-    *sc = s[j] & 63;
-    *m = s[j + 4] & 63;
-  } else {
-    *sc = (s[j + 4] & 15) | ((s[j - 4] >> 6) << 4);
-    *m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
-  }
-}
-
-void dequantize_q4_k(const BlockQ4_K* b, float* y, std::int64_t nb) {
-  for (std::int64_t i = 0; i < nb; ++i) {
-    const float d = f16_to_f32(b[i].d), dmin = f16_to_f32(b[i].dmin);
-    for (int c = 0; c < 4; ++c) {  // 64 weights: sub-blocks 2c (low nibbles) and 2c + 1 (high)
-      const std::uint8_t* q = b[i].qs + 32 * c;
-      int sc, m;
-      q4_k_scale_min(b[i].scales, 2 * c, &sc, &m);
-      const float d1 = d * static_cast<float>(sc), m1 = dmin * static_cast<float>(m);
-      q4_k_scale_min(b[i].scales, 2 * c + 1, &sc, &m);
-      const float d2 = d * static_cast<float>(sc), m2 = dmin * static_cast<float>(m);
-      for (int l = 0; l < 32; ++l) y[l] = d1 * static_cast<float>(q[l] & 15) - m1;
-      for (int l = 0; l < 32; ++l) y[32 + l] = d2 * static_cast<float>(q[l] >> 4) - m2;
-      y += 64;
-    }
-  }
-}
-
-void dequantize_q6_k(const BlockQ6_K* b, float* y, std::int64_t nb) {
-  for (std::int64_t i = 0; i < nb; ++i) {
-    const float d = f16_to_f32(b[i].d);
-    for (int h = 0; h < 2; ++h, y += 128) {
-      const std::uint8_t* ql = b[i].ql + 64 * h;
-      const std::uint8_t* qh = b[i].qh + 32 * h;
-      const std::int8_t* sc = b[i].scales + 8 * h;
-      for (int l = 0; l < 32; ++l) {
-        const int is = l / 16;
-        const int q1 = ((ql[l] & 15) | (((qh[l] >> 0) & 3) << 4)) - 32;
-        const int q2 = ((ql[l + 32] & 15) | (((qh[l] >> 2) & 3) << 4)) - 32;
-        const int q3 = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
-        const int q4 = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
-        y[l] = d * static_cast<float>(sc[is]) * static_cast<float>(q1);
-        y[l + 32] = d * static_cast<float>(sc[is + 2]) * static_cast<float>(q2);
-        y[l + 64] = d * static_cast<float>(sc[is + 4]) * static_cast<float>(q3);
-        y[l + 96] = d * static_cast<float>(sc[is + 6]) * static_cast<float>(q4);
-      }
-    }
-  }
-}
-
 void quantize_q8_0(const float* x, BlockQ8_0* b, std::int64_t nb) {
   for (std::int64_t i = 0; i < nb; ++i, x += 32) {
     float amax = 0;
@@ -312,21 +245,6 @@ void quantize_q6_k(const float* x, BlockQ6_K* b, std::int64_t nb) {
 
 }  // namespace
 
-void dequantize_row(DType t, const void* src, float* dst, std::int64_t n) {
-  const std::int64_t nb = n / dtype_block_elems(t);
-  assert(n % dtype_block_elems(t) == 0);
-  switch (t) {
-    case DType::kQ8_0: dequantize_q8_0(static_cast<const BlockQ8_0*>(src), dst, nb); return;
-    case DType::kQ4_0: dequantize_q4_0(static_cast<const BlockQ4_0*>(src), dst, nb); return;
-    case DType::kQ4_K: dequantize_q4_k(static_cast<const BlockQ4_K*>(src), dst, nb); return;
-    case DType::kQ6_K: dequantize_q6_k(static_cast<const BlockQ6_K*>(src), dst, nb); return;
-    case DType::kF32:
-    case DType::kBF16:
-    case DType::kF16: break;
-  }
-  assert(false && "dequantize_row takes a block format");
-}
-
 void quantize_row(DType t, const float* src, void* dst, std::int64_t n) {
   const std::int64_t nb = n / dtype_block_elems(t);
   assert(n % dtype_block_elems(t) == 0);
@@ -335,6 +253,14 @@ void quantize_row(DType t, const float* src, void* dst, std::int64_t n) {
     case DType::kQ4_0: quantize_q4_0(src, static_cast<BlockQ4_0*>(dst), nb); return;
     case DType::kQ4_K: quantize_q4_k(src, static_cast<BlockQ4_K*>(dst), nb); return;
     case DType::kQ6_K: quantize_q6_k(src, static_cast<BlockQ6_K*>(dst), nb); return;
+    case DType::kQ4_1:
+    case DType::kQ5_0:
+    case DType::kQ5_1:
+    case DType::kIQ4_NL:
+    case DType::kQ2_K:
+    case DType::kQ3_K:
+    case DType::kQ5_K:
+    case DType::kIQ4_XS:
     case DType::kF32:
     case DType::kBF16:
     case DType::kF16: break;

@@ -1,16 +1,12 @@
-// Quantisation of f32 rows into the GGUF block formats (kernels/block_formats.h) and back: plain
-// scalar code that follows the specification's definitions. Used to quantise checkpoints (on
-// load and by `plexus quantize`), to dequantise rows (embedding gathers, prefill tiles), and as
-// the oracle the SIMD kernels are tested against.
+// Quantisation of f32 rows into the GGUF block formats (kernels/block_formats.h): plain scalar
+// code, used to quantise checkpoints (on load and by `plexus quantize`). The way back is the
+// oracle kernels/ref/dequantize.h.
 #pragma once
 #include <cstdint>
 
 #include "core/dtype.h"
 
 namespace plexus {
-
-// dst (n) = the values of n elements of block format `t` at src; n a multiple of t's block.
-void dequantize_row(DType t, const void* src, float* dst, std::int64_t n);
 
 // dst (dtype_row_bytes(t, n) bytes) = src (n) quantised to block format `t`; n a multiple of t's
 // block. Q8_0 and Q4_0 follow the specification's round-to-nearest rules, so they are bit-identical

@@ -39,6 +39,14 @@ void row_to_f32(DType t, const void* src, float* dst, std::int64_t n) {
     case DType::kQ8_0:
     case DType::kQ4_0:
     case DType::kQ4_K:
+    case DType::kQ4_1:
+    case DType::kQ5_0:
+    case DType::kQ5_1:
+    case DType::kQ2_K:
+    case DType::kQ3_K:
+    case DType::kQ5_K:
+    case DType::kIQ4_NL:
+    case DType::kIQ4_XS:
     case DType::kQ6_K: break;
   }
   throw InputError("a checkpoint tensor in block format " + std::string(dtype_name(t)) + " cannot be re-quantised");

@@ -219,25 +219,27 @@ TEST(GgufFile, NamesTheFieldOfEachMalformation) {
   // A type plexus cannot run still validates; it is marked unsupported.
   {
     Bytes b = header(1, 0);
-    tensor_info(b, {"q", {32}, 3, 0});  // Q4_1: 20 bytes a block
+    tensor_info(b, {"q", {256}, 16, 0});  // IQ2_XXS: 66 bytes a block
     b.pad_to(32);
-    b.b.resize(b.b.size() + 20);
+    b.b.resize(b.b.size() + 66);
     GgufFile f("t.gguf", b.b);
     EXPECT_FALSE(f.tensors()[0].supported);
-    EXPECT_EQ(f.tensors()[0].bytes, 20u);
-    EXPECT_EQ(ggml_type_name(f.tensors()[0].ggml_type), "Q4_1");
+    EXPECT_EQ(f.tensors()[0].bytes, 66u);
+    EXPECT_EQ(ggml_type_name(f.tensors()[0].ggml_type), "IQ2_XXS");
   }
 }
 
 TEST(GgufFile, GgmlTypeCodesRoundTrip) {
-  for (DType t : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K}) {
+  std::vector<DType> all{DType::kF32, DType::kF16, DType::kBF16};
+  all.insert(all.end(), std::begin(kBlockFormats), std::end(kBlockFormats));
+  for (DType t : all) {
     DType back = DType::kF32;
     ASSERT_TRUE(dtype_of_ggml_type(ggml_type_of(t), &back));
     EXPECT_EQ(back, t);
     EXPECT_EQ(ggml_type_name(ggml_type_of(t)), dtype_name(t));
   }
   DType out;
-  EXPECT_FALSE(dtype_of_ggml_type(3, &out));
+  EXPECT_FALSE(dtype_of_ggml_type(16, &out));  // IQ2_XXS: read-only types needing a grid table
   EXPECT_EQ(ggml_type_name(1000), "type 1000");
 }
 

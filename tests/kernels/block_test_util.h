@@ -10,6 +10,7 @@
 #include "core/dtype.h"
 #include "kernels/block_formats.h"
 #include "kernels/quantize.h"
+#include "kernels/ref/dequantize.h"
 
 namespace plexus::testing_blocks {
 

@@ -20,6 +20,7 @@
 #include "kernels/cuda/matmul.h"
 #include "kernels/cuda/workspace_view.h"
 #include "kernels/quantize.h"
+#include "kernels/ref/dequantize.h"
 #include "kernels/ref/ref_kernels.h"
 #include "model/config.h"
 #include "model/kv_cache.h"

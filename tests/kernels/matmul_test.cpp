@@ -32,6 +32,14 @@ Weights random_weights(DType t, std::int64_t rows, std::int64_t cols, std::mt199
       case DType::kQ8_0:
       case DType::kQ4_0:
       case DType::kQ4_K:
+      case DType::kQ4_1:
+      case DType::kQ5_0:
+      case DType::kQ5_1:
+      case DType::kQ2_K:
+      case DType::kQ3_K:
+      case DType::kQ5_K:
+      case DType::kIQ4_NL:
+      case DType::kIQ4_XS:
       case DType::kQ6_K: break;  // quant_matmul_test.cpp
     }
   }

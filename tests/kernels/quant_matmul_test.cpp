@@ -13,7 +13,7 @@
 #include "kernels/block_formats.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/quant_x.h"
-#include "kernels/quantize.h"
+#include "kernels/ref/dequantize.h"
 #include "kernels/ref/ref_kernels.h"
 
 namespace plexus {

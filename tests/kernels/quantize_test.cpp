@@ -13,6 +13,7 @@
 
 #include "kernels/block_formats.h"
 #include "kernels/quantize.h"
+#include "kernels/ref/dequantize.h"
 
 namespace plexus {
 namespace {

@@ -8,7 +8,7 @@
 
 #include "kernels/cpu/exp_poly.h"
 #include "kernels/cpu/isa.h"
-#include "kernels/quantize.h"
+#include "kernels/ref/dequantize.h"
 #include "kernels/cpu/quant_kernels.h"
 
 namespace plexus {
@@ -146,6 +146,14 @@ void dot_tile(DType wt, const void* w, std::int64_t ldw, const float* x, std::in
     case DType::kQ8_0:
     case DType::kQ4_0:
     case DType::kQ4_K:
+    case DType::kQ4_1:
+    case DType::kQ5_0:
+    case DType::kQ5_1:
+    case DType::kQ2_K:
+    case DType::kQ3_K:
+    case DType::kQ5_K:
+    case DType::kIQ4_NL:
+    case DType::kIQ4_XS:
     case DType::kQ6_K: break;  // dot_tile_q's
   }
 }
@@ -165,6 +173,14 @@ void to_f32(DType t, const void* src, float* dst, std::int64_t n) {
     case DType::kQ8_0:
     case DType::kQ4_0:
     case DType::kQ4_K:
+    case DType::kQ4_1:
+    case DType::kQ5_0:
+    case DType::kQ5_1:
+    case DType::kQ2_K:
+    case DType::kQ3_K:
+    case DType::kQ5_K:
+    case DType::kIQ4_NL:
+    case DType::kIQ4_XS:
     case DType::kQ6_K: dequantize_row(t, src, dst, n); break;  // n a multiple of the block
   }
 }

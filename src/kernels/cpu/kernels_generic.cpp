@@ -5,7 +5,7 @@
 
 #include "kernels/cpu/exp_poly.h"
 #include "kernels/cpu/isa.h"
-#include "kernels/quantize.h"
+#include "kernels/ref/dequantize.h"
 #include "kernels/cpu/quant_kernels.h"
 
 namespace plexus {
@@ -19,6 +19,14 @@ inline float load_w(DType t, const void* w, std::int64_t i) {
     case DType::kQ8_0:
     case DType::kQ4_0:
     case DType::kQ4_K:
+    case DType::kQ4_1:
+    case DType::kQ5_0:
+    case DType::kQ5_1:
+    case DType::kQ2_K:
+    case DType::kQ3_K:
+    case DType::kQ5_K:
+    case DType::kIQ4_NL:
+    case DType::kIQ4_XS:
     case DType::kQ6_K: break;  // dot_tile_q's; to_f32 dequantises
   }
   return 0;

@@ -351,6 +351,14 @@ void q_dispatch(DType wt, const void* w, std::int64_t ldw, const void* xq, std::
 #endif
       q_dot_tile<Q6_KK, 4, 2, 4>(w, ldw, xq, ldxq, y, ldy, nt, nr, nb);
       break;
+    case DType::kQ4_1:
+    case DType::kQ5_0:
+    case DType::kQ5_1:
+    case DType::kIQ4_NL:
+    case DType::kQ2_K:
+    case DType::kQ3_K:
+    case DType::kQ5_K:
+    case DType::kIQ4_XS: dot_tile_q_generic(wt, w, ldw, xq, ldxq, y, ldy, nt, nr, k); break;
     case DType::kF32:
     case DType::kBF16:
     case DType::kF16: break;

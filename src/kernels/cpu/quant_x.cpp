@@ -23,7 +23,7 @@ float quantize_block(const float* x, std::int64_t len, std::int8_t* q) {
 
 }  // namespace
 
-std::int64_t qx_block_elems(DType wt) { return wt == DType::kQ4_K || wt == DType::kQ6_K ? 256 : 32; }
+std::int64_t qx_block_elems(DType wt) { return dtype_block_elems(wt); }
 
 std::int64_t qx_row_bytes(DType wt, std::int64_t cols) {
   const std::int64_t b = qx_block_elems(wt);
@@ -47,6 +47,11 @@ void quantize_x(DType wt, const float* x, std::int64_t ldx, std::int64_t n, std:
           int s = 0;
           for (int l = 0; l < 32; ++l) s += b[i].q[32 * j + l];
           b[i].sums[j] = static_cast<std::int16_t>(s);
+        }
+        for (int j = 0; j < 16; ++j) {
+          int s = 0;
+          for (int l = 0; l < 16; ++l) s += b[i].q[16 * j + l];
+          b[i].sums16[j] = static_cast<std::int16_t>(s);
         }
       }
     }

@@ -296,6 +296,14 @@ void launch_gemv(DType dtype, const MatmulTarget* targets, int count, std::int64
       case DType::kQ8_0:
       case DType::kQ4_0:
       case DType::kQ4_K:
+      case DType::kQ4_1:
+      case DType::kQ5_0:
+      case DType::kQ5_1:
+      case DType::kQ2_K:
+      case DType::kQ3_K:
+      case DType::kQ5_K:
+      case DType::kIQ4_NL:
+      case DType::kIQ4_XS:
       case DType::kQ6_K: break;  // launch_block_gemv, above
     }
   }

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "kernels/cpu/quant_x.h"
-#include "kernels/quantize.h"
+#include "kernels/ref/dequantize.h"
 
 namespace plexus::ref {
 
@@ -19,6 +19,14 @@ float weight_at(const WeightMatrix& w, std::int64_t r, std::int64_t c) {
     case DType::kQ8_0:
     case DType::kQ4_0:
     case DType::kQ4_K:
+    case DType::kQ4_1:
+    case DType::kQ5_0:
+    case DType::kQ5_1:
+    case DType::kQ2_K:
+    case DType::kQ3_K:
+    case DType::kQ5_K:
+    case DType::kIQ4_NL:
+    case DType::kIQ4_XS:
     case DType::kQ6_K: {
       const std::int64_t be = dtype_block_elems(w.dtype);
       std::vector<float> block(static_cast<std::size_t>(be));
