@@ -8,12 +8,13 @@
 # order alternating, so a busy spell on the shared machine hits both engines; medians reported.
 # When `plexus quantize` exists, plexus also runs its own Q8_0 / Q4_K files (extra rows).
 # Results: a table on stdout, bench-results/llama_cpp_quant-TIME.{json,csv} (git-ignored).
-# usage: benchmarks/llama_cpp/run_quant.sh [BUILD_DIR] [--quick] [--repeats N] [--preset P]
+# usage: benchmarks/llama_cpp/run_quant.sh [BUILD_DIR] [--quick] [--repeats N] [--preset P] [--qtypes 'T ...']
 #   --preset: the make-model preset (default llama-3.2-1b: 1.24B parameters, Q8_0 1.3 GB, Q4_K_M
 #   0.8 GB, far beyond the L3 cache; `small` for a quick look). --quick: 2 threads, decode and
 #   prefill 128 only. --repeats N: rounds (default 3). --threads 'N ...': thread counts (default
 #   '1 2'); --prefill 'N ...': prompt lengths (default '128 512'; '' for decode only); --decode N:
-#   decoded tokens per repetition (default 32).
+#   decoded tokens per repetition (default 32); --qtypes: llama-quantize's type names (default
+#   'Q8_0 Q4_K_M Q5_K_M Q3_K_M IQ4_XS'; plexus quantize takes the same names).
 # env: PLEXUS_WAIT (plexus's --wait, default auto); LLAMA_POLICIES: the OMP_WAIT_POLICY values
 #      llama.cpp runs under, the better median counts (default PASSIVE: on a shared machine
 #      ACTIVE spins at its barriers and ran 10-60x slower beside other work).
@@ -21,7 +22,8 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
 build=build quick=0 repeats=3 preset=llama-3.2-1b threads_opt="" prefills_opt="-" decode_steps=32
-usage="usage: run_quant.sh [BUILD_DIR] [--quick] [--repeats N] [--preset P] [--threads 'N ...'] [--prefill 'N ...'] [--decode N]"
+qtypes_opt="Q8_0 Q4_K_M Q5_K_M Q3_K_M IQ4_XS"
+usage="usage: run_quant.sh [BUILD_DIR] [--quick] [--repeats N] [--preset P] [--threads 'N ...'] [--prefill 'N ...'] [--decode N] [--qtypes 'T ...']"
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1 ;;
@@ -30,6 +32,7 @@ while [ $# -gt 0 ]; do
     --threads) threads_opt="$2"; shift ;;
     --prefill) prefills_opt="$2"; shift ;;
     --decode) decode_steps="$2"; shift ;;
+    --qtypes) qtypes_opt="$2"; shift ;;
     -*) echo "run_quant.sh: unknown option $1 ($usage)" >&2; exit 2 ;;
     *) build="$1" ;;
   esac
@@ -53,7 +56,7 @@ else
 fi
 [ -n "$threads_opt" ] && read -ra threads_list <<< "$threads_opt"
 [ "$prefills_opt" != - ] && read -ra prefills <<< "$prefills_opt"
-qtypes=(Q8_0 Q4_K_M)
+read -ra qtypes <<< "$qtypes_opt"
 
 out="$build/benchmarks/llama_cpp/quant"
 raw="$out/raw-$(date +%Y%m%d-%H%M%S)"
@@ -83,8 +86,8 @@ for q in "${qtypes[@]}"; do
 done
 if "$plexus" quantize --help > /dev/null 2>&1; then
   for q in "${qtypes[@]}"; do
-    case "$q" in Q8_0) t=q8_0 ;; Q4_K_M) t=q4_k ;; esac
-    own[$q]="$out/$preset-plexus-$t.gguf"
+    t="$q"
+    own[$q]="$out/$preset-plexus-${t,,}.gguf"
     if [ ! -f "${own[$q]}" ] || [ "$model/model.safetensors" -nt "${own[$q]}" ]; then
       echo "run_quant.sh: plexus quantize --type $t" >&2
       "$plexus" quantize "$model" "${own[$q]}" --type "$t" --force > "$raw/plexus-quantize-$t.log" 2>&1 ||
