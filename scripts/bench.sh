@@ -58,7 +58,7 @@ if bash benchmarks/llama_cpp/setup_peer.sh > /dev/null; then
   step "llama.cpp side by side: prefill, decode at depth, batched decode; bf16/f32, 1/2 threads, quiet/busy (benchmarks/llama_cpp/run.sh)"
   bash benchmarks/llama_cpp/run.sh "$BUILD"
 
-  step "llama.cpp side by side on quantised GGUF files: Q8_0 / Q4_K_M, decode and prefill, read bandwidth, peak memory (benchmarks/llama_cpp/run_quant.sh)"
+  step "llama.cpp side by side on quantised GGUF files: Q8_0, Q4_K_M, Q5_K_M, Q3_K_M, IQ4_XS, decode and prefill, read bandwidth, peak memory (benchmarks/llama_cpp/run_quant.sh)"
   bash benchmarks/llama_cpp/run_quant.sh "$BUILD"
 else
   step "llama.cpp side by side: skipped, the llama.cpp peer could not be built (benchmarks/llama_cpp/setup_peer.sh, its reason above)"
