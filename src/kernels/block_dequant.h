@@ -1,7 +1,7 @@
 // Eight consecutive weights of a block-format span dequantised at once: the index math of the
 // CUDA block kernels (GEMV from shared-memory tiles, the embedding gather, the prefill
 // dequantisation), written once for host and device so the CPU tests check it against
-// quantize.cpp's dequantize_row. Layouts: block_formats.h. Plain C++ (compiles with g++ and nvcc).
+// the oracle dequantize_row (kernels/ref). Layouts: block_formats.h. Plain C++ (g++ and nvcc).
 #pragma once
 #include <cstdint>
 #include <cstring>
