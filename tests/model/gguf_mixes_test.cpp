@@ -1,7 +1,6 @@
-// llama.cpp's named mixes (tests/data/gguf/mixes, made by benchmarks/llama_cpp/make_mix_cases.py
-// with llama.cpp's own llama-quantize): plexus's NLLs against the float64 forward of the weights
-// as llama.cpp's gguf-py dequantises them, the oracle's values against gguf-py's tensor by tensor,
-// the CLI on such files, and files that name a type plexus does not read or lack tensor bytes.
+// llama.cpp's named mixes (tests/data/gguf/mixes, benchmarks/llama_cpp/make_mix_cases.py): NLLs
+// against the float64 forward of gguf-py's dequantisation, the oracle against gguf-py per tensor,
+// the CLI on such files, and files naming a type plexus does not read or lacking tensor bytes.
 #include <gtest/gtest.h>
 
 #include <cmath>
