@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
-# Issue 17's GPU check of the block-format (Q8_0, Q4_0, Q4_K, Q6_K) CUDA kernels, on a machine
+# Issues 17 and 40's GPU check of the block-format CUDA kernels (every format: Q8_0, Q5_0, Q5_1,
+# Q4_0, Q4_1, IQ4_NL, Q6_K, Q5_K, Q4_K, IQ4_XS, Q3_K, Q2_K), on a machine
 # with an NVIDIA GPU, in one go: an estimated 4-5 minutes to the end of step 3 on an H100, build
 # included; every step has a time limit and the whole run stops by --budget seconds (8 minutes):
 #   1. build (CUDA on, this GPU's architecture only, -j 16): cuda_kernels_tests, kernels_tests;
 #   2. tests: the CPU index-math tests (BlockDequant.*), then every test of cuda_kernels_tests
-#      (the block-format GEMV / cuBLAS / embed tests, interleaved rope, the CudaOps layer with
-#      Q8_0 / Q4_0 weights and CUDA graphs, and every older kernel test) but the timing ones;
+#      (the block-format GEMV / cuBLAS / embed tests of every format, interleaved rope, the CudaOps
+#      layer with Q8_0 / Q4_0 / Q5_0 / Q5_1 / Q4_1 / IQ4_NL weights and CUDA graphs, and every older
+#      kernel test) but the timing ones;
 #   3. GEMV bandwidth per format on 8192x8192, 4096x14336 and 14336x4096 (1-3 tokens) against the
 #      device copy ceiling, and the dequantise-then-cuBLAS path at 512 tokens;
 #   4. plexus, gpu_bench and gpu_model_tests (built in the background during 2 and 3): the
-#      quantised GGUF files on the GPU against the CPU engine, and the decode tokens/s of a
-#      generated Llama-3.2-1B-shaped model, bf16 and with `--quantize q8_0` and `--quantize q4_k`
-#      (when this build's plexus has --quantize; skipped otherwise).
+#      quantised GGUF files (tests/data/gguf and llama.cpp's mixes in its mixes/) on the GPU
+#      against the CPU engine, and the decode tokens/s of a generated Llama-3.2-1B-shaped model,
+#      bf16 and with `--quantize q8_0` and `--quantize q4_k` (when this build's plexus has
+#      --quantize; skipped otherwise).
 # Ends with a summary (tests passed/failed, the GB/s table, decode rates). Results: when $OUT is
 # set (the device tool), $OUT/summary.txt and $OUT/gpu-check-quant-logs.tar.gz; else
 # results/gpu-check-quant-DATE.
@@ -36,7 +39,7 @@ while [ $# -gt 0 ]; do
     --build-dir) BUILD=$2; shift 2 ;;
     --arch) ARCH=$2; shift 2 ;;
     --prebuilt) PREBUILT=$2; shift 2 ;;
-    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
     *) echo "gpu-check-quant.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -83,7 +86,7 @@ fi
 # --- 2. tests -------------------------------------------------------------------------------
 section "tests"
 [ -n "$KT" ] && run cpu-index-tests 60 "$KT" --gtest_filter='BlockDequant.*' --gtest_color=no
-run gpu-tests 170 "$CKT" --gtest_filter='-CudaPerf.*' --gtest_color=no
+run gpu-tests 240 "$CKT" --gtest_filter='-CudaPerf.*' --gtest_color=no
 grep -E '^\[  (PASSED  |FAILED  )\]' "$RESULTS/gpu-tests.log" | tee -a "$RESULTS/summary.txt" || true
 # On a GPU nothing skips: a skip means the tests did not see the GPU.
 skipped=$(grep -cE '^\[  SKIPPED \] [A-Za-z]' "$RESULTS/gpu-tests.log" || true)
@@ -94,7 +97,7 @@ fi
 
 # --- 3. GEMV bandwidth ----------------------------------------------------------------------
 section "block GEMV bandwidth (GB/s of weight bytes; ratio to the copy ceiling)"
-run gemv-perf 90 "$CKT" --gtest_filter='CudaPerf.BlockGemvBandwidthAgainstACopy' --gtest_color=no
+run gemv-perf 150 "$CKT" --gtest_filter='CudaPerf.BlockGemvBandwidthAgainstACopy' --gtest_color=no
 grep '^BLOCK-' "$RESULTS/gemv-perf.log" | tee -a "$RESULTS/summary.txt" || true
 
 # --- 4. whole models: the GPU model tests, decode tokens/s -----------------------------------
@@ -105,8 +108,9 @@ if [ -n "$BG" ]; then
   grep -q "ninja exit 0" "$RESULTS/build-run.log" || FAILED+=("build-run: see build-run.log")
 fi
 if [ "$SKIP_DECODE" = 0 ] && [ -x "$GMT" ]; then
-  # The quantised GGUF files (Q8_0, Q4_0, Q4_K_M) on the GPU against the CPU engine.
-  run gpu-model-tests 90 "$GMT" --gtest_filter='GpuModel.QuantisedGgufFilesMatchTheCpuEngine' --gtest_color=no
+  # The quantised GGUF files (Q8_0, Q4_0, Q4_K_M; llama.cpp's mixes in tests/data/gguf/mixes) on
+  # the GPU against the CPU engine.
+  run gpu-model-tests 120 "$GMT" --gtest_filter='GpuModel.QuantisedGgufFilesMatchTheCpuEngine:GpuModel.LlamaCppMixesMatchTheCpuEngine' --gtest_color=no
   grep -E 'on the GPU: mean|^\[  (PASSED  |FAILED  )\]' "$RESULTS/gpu-model-tests.log" | tee -a "$RESULTS/summary.txt" || true
 fi
 if [ "$SKIP_DECODE" = 1 ]; then

@@ -162,11 +162,11 @@ fi
 # --- GPU tests ----------------------------------------------------------------------------
 if [ "$SKIP_TESTS" = 0 ]; then
   if [ -n "$PREBUILT" ]; then
-    step gpu-tests 150 bash -c "rc=0; n=0; while IFS=\$'\t' read -r exe filter; do n=\$((n+1));
+    step gpu-tests 240 bash -c "rc=0; n=0; while IFS=\$'\t' read -r exe filter; do n=\$((n+1));
         echo \"## \$exe --gtest_filter=\$filter\"; (cd $RESULTS && $BIN/\$exe --gtest_filter=\"\$filter\" --gtest_color=no) || rc=1;
       done < $PACK/gpu-tests.txt; [ \$n -gt 0 ] || { echo 'no GPU test binaries were packed'; rc=1; }; exit \$rc"
   else
-    step gpu-tests 150 bash -c "cd $BUILD && ctest -L gpu --timeout 120 --output-on-failure"
+    step gpu-tests 240 bash -c "cd $BUILD && ctest -L gpu --timeout 120 --output-on-failure"
   fi
   [ "$DRY" = 0 ] && python3 - "$RESULTS" <<'EOF'
 import json, re, sys

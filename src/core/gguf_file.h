@@ -33,7 +33,7 @@ struct GgufTensor {
   std::vector<std::int64_t> dims;   // GGUF order: dims[0] is the innermost (contiguous) one
   std::uint32_t ggml_type = 0;      // the type code in the file
   DType dtype = DType::kF32;        // when `supported`
-  bool supported = false;           // F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K
+  bool supported = false;           // F32, F16, BF16 and the block formats (kBlockFormats)
   std::uint64_t offset = 0;         // from the start of the data section
   std::uint64_t bytes = 0;
   std::int64_t numel() const;

@@ -1,7 +1,7 @@
 // Eight consecutive weights of a block-format span dequantised at once: the index math of the
 // CUDA block kernels (GEMV from shared-memory tiles, the embedding gather, the prefill
 // dequantisation), written once for host and device so the CPU tests check it against
-// quantize.cpp's dequantize_row. Layouts: block_formats.h. Plain C++ (compiles with g++ and nvcc).
+// the oracle dequantize_row (kernels/ref). Layouts: block_formats.h. Plain C++ (g++ and nvcc).
 #pragma once
 #include <cstdint>
 #include <cstring>
@@ -77,19 +77,65 @@ PLEXUS_HD float bits_float(std::uint32_t b) {
 PLEXUS_HD float one_plus(std::uint32_t placed) { return bits_float(0x3F800000u | placed); }
 
 // Format tags: bytes and weights per block, blocks per GEMV tile (a whole number of 16-byte
-// vectors, about 2 KiB), and dequant8(s, e, out): weights e..e+7 (e % 8 == 0) of the span of
-// whole blocks starting at s (2-byte aligned) into out. affine8(s, e, raw, a, b): the same weights
-// as a * raw[k] + b, raw[k] = 1 + u_k / 2^bits exactly (u_k the weight's unsigned bits-bit code;
-// each a shift and a mask, no conversion), so a dot product takes a * sum(raw x) + b * sum(x): the
-// GEMV's cheap form (one FMA a weight and token after two integer operations a weight).
+// vectors, about 2 KiB; half a tile too, for the GEMV's several-rows shape), and
+// dequant8(s, e, out): weights e..e+7 (e % 8 == 0) of the span of whole blocks starting at s
+// (2-byte aligned) into out, the oracle's f32 expression of each (kernels/ref/dequantize.cpp).
+// affine8(s, e, raw, a, b): the same weights as a * raw[k] + b exactly (in real arithmetic),
+// raw[k] = 1 + u_k / 2^bits with u_k the weight's unsigned bits-bit code placed in 1.0's mantissa
+// (a shift, a mask, an OR: no conversion), so a dot product takes a * sum(raw x) + b * sum(x): the
+// GEMV's cheap form (one FMA a weight and token after a few integer operations a weight). u_k per
+// format: Q8_0 the int8 + 128 (8 bits); Q4_0 / Q4_1 / Q4_K the nibble (4); Q5_0 / Q5_1 / Q5_K the
+// 5-bit code; Q6_K the 6-bit code; Q3_K the 2 low bits with the hmask bit as bit 2 (3: q + 4);
+// Q2_K the 2-bit code; IQ4_NL / IQ4_XS the grid value kIq4Values[code] + 128 (8 bits, 1..241).
+
+// The 8 nibbles at bit `shift` (0 or 4) of bytes p[0..8) (p 2-byte aligned), each at bits
+// [pos, pos + 4) of u[k] (12 <= pos <= 19).
+PLEXUS_HD void place_nibbles8(const std::uint8_t* p, int shift, int pos, std::uint32_t* u) {
+PLEXUS_UNROLL
+  for (int k = 0; k < 4; ++k) {  // the nibble at bit 8 j + shift of the word -> bits [pos, pos + 4)
+    const std::uint32_t v = load_u16(p + 2 * k);
+    u[2 * k] = (v << (pos - shift)) & (15u << pos);
+    u[2 * k + 1] = (v << (pos - 8 - shift)) & (15u << pos);
+  }
+}
+
 // raw[k] = 1 + u_k / 16, u_k the nibble at bit `shift` (0 or 4) of byte k at p (p 2-byte aligned).
 PLEXUS_HD void nibbles8(const std::uint8_t* p, int shift, float* raw) {
+  std::uint32_t u[8];
+  place_nibbles8(p, shift, 19, u);
 PLEXUS_UNROLL
-  for (int k = 0; k < 4; ++k) {  // the nibble at bit 8 j + shift of the word -> bits [19, 23)
-    const std::uint32_t v = load_u16(p + 2 * k);
-    raw[2 * k] = one_plus((v << (19 - shift)) & 0x00780000u);
-    raw[2 * k + 1] = one_plus((v << (11 - shift)) & 0x00780000u);
-  }
+  for (int k = 0; k < 8; ++k) raw[k] = one_plus(u[k]);
+}
+
+// The codes of weights i..i+7 (i % 8 == 0) of a 32-weight block whose 16 bytes at qs hold
+// weight l < 16 in the low nibble of qs[l] and weight l + 16 in the high one (Q4_0's packing).
+PLEXUS_HD void block_nibbles8(const std::uint8_t* qs, int i, std::uint32_t* q) {
+  load8(qs + (i & 15), q);
+  const int shift = i >= 16 ? 4 : 0;
+PLEXUS_UNROLL
+  for (int k = 0; k < 8; ++k) q[k] = (q[k] >> shift) & 15u;
+}
+
+// The 4 bytes at p (p 2-byte aligned), little-endian.
+PLEXUS_HD std::uint32_t load_u32(const std::uint8_t* p) { return load_u16(p) | (load_u16(p + 2) << 16); }
+
+// kIq4Values + 128 (1..241) packed 4 to a word, word w holding codes 4w..4w+3 low byte first.
+constexpr std::uint32_t iq4_word(int w) {
+  std::uint32_t v = 0;
+  for (int k = 0; k < 4; ++k) v |= static_cast<std::uint32_t>(kIq4Values[4 * w + k] + 128) << (8 * k);
+  return v;
+}
+inline constexpr std::uint32_t kIq4Word0 = iq4_word(0), kIq4Word1 = iq4_word(1), kIq4Word2 = iq4_word(2),
+                               kIq4Word3 = iq4_word(3);
+
+// kIq4Values[q] + 128 for a 4-bit code q: a byte of the packed grid (no table in memory).
+PLEXUS_HD std::uint32_t iq4_biased(std::uint32_t q) {
+#if defined(__CUDA_ARCH__)
+  return __byte_perm((q & 8u) ? kIq4Word2 : kIq4Word0, (q & 8u) ? kIq4Word3 : kIq4Word1, q & 7u) & 0xffu;
+#else
+  const std::uint32_t w = (q & 8u) ? ((q & 4u) ? kIq4Word3 : kIq4Word2) : ((q & 4u) ? kIq4Word1 : kIq4Word0);
+  return (w >> (8 * (q & 3u))) & 0xffu;
+#endif
 }
 
 struct Q8_0 {
@@ -217,9 +263,279 @@ PLEXUS_UNROLL
   }
 };
 
-static_assert(Q8_0::kBytes == sizeof(BlockQ8_0) && Q4_0::kBytes == sizeof(BlockQ4_0));
-static_assert(Q4_K::kBytes == sizeof(BlockQ4_K) && Q6_K::kBytes == sizeof(BlockQ6_K));
-static_assert(Q8_0::kTileBlocks * Q8_0::kBytes % 16 == 0 && Q4_0::kTileBlocks * Q4_0::kBytes % 16 == 0);
-static_assert(Q4_K::kTileBlocks * Q4_K::kBytes % 16 == 0 && Q6_K::kTileBlocks * Q6_K::kBytes % 16 == 0);
+struct Q4_1 {
+  static constexpr int kBytes = 20, kElems = 32, kTileBlocks = 96;  // 1920 bytes
+  static PLEXUS_HD void dequant8(const std::uint8_t* s, std::int64_t e, float* out) {
+    const std::uint8_t* p = s + (e / 32) * kBytes;
+    const float d = half_to_f32(load_u16(p)), m = half_to_f32(load_u16(p + 2));
+    std::uint32_t q[8];
+    block_nibbles8(p + 4, static_cast<int>(e % 32), q);
+PLEXUS_UNROLL
+    for (int k = 0; k < 8; ++k) out[k] = d * biased(q[k], 0) + m;
+  }
+  static PLEXUS_HD void affine8(const std::uint8_t* s, std::int64_t e, float* raw, float* a, float* b) {
+    const std::uint8_t* p = s + (e / 32) * kBytes;
+    const int i = static_cast<int>(e % 32);
+    const float d = half_to_f32(load_u16(p)), m = half_to_f32(load_u16(p + 2));
+    nibbles8(p + 4 + (i & 15), i >= 16 ? 4 : 0, raw);
+    *a = 16.0f * d;  // d u + m = 16 d raw + (m - 16 d)
+    *b = m - 16.0f * d;
+  }
+};
+
+// Q5_0 / Q5_1: the 5-bit codes of weights i..i+7 (i % 8 == 0) of the block whose 32-bit qh is at
+// qh and nibbles at qs: dequant8's integers (raw == nullptr) or affine8's raw (u at bits [18, 23)).
+PLEXUS_HD void five_bit8(const std::uint8_t* qh, const std::uint8_t* qs, int i, std::uint32_t* q, float* raw) {
+  const std::uint32_t high = load_u32(qh) >> i;  // bit k: bit 4 of weight i + k
+  if (raw == nullptr) {
+    block_nibbles8(qs, i, q);
+PLEXUS_UNROLL
+    for (int k = 0; k < 8; ++k) q[k] |= ((high >> k) & 1u) << 4;
+    return;
+  }
+  place_nibbles8(qs + (i & 15), i >= 16 ? 4 : 0, 18, q);
+PLEXUS_UNROLL
+  for (int k = 0; k < 8; ++k) raw[k] = one_plus(q[k] | ((high << (22 - k)) & 0x00400000u));
+}
+
+struct Q5_0 {
+  static constexpr int kBytes = 22, kElems = 32, kTileBlocks = 96;  // 2112 bytes
+  static PLEXUS_HD void dequant8(const std::uint8_t* s, std::int64_t e, float* out) {
+    const std::uint8_t* p = s + (e / 32) * kBytes;
+    const float d = half_to_f32(load_u16(p));
+    std::uint32_t q[8];
+    five_bit8(p + 2, p + 6, static_cast<int>(e % 32), q, nullptr);
+PLEXUS_UNROLL
+    for (int k = 0; k < 8; ++k) out[k] = d * biased(q[k], 16);
+  }
+  static PLEXUS_HD void affine8(const std::uint8_t* s, std::int64_t e, float* raw, float* a, float* b) {
+    const std::uint8_t* p = s + (e / 32) * kBytes;
+    const float d = half_to_f32(load_u16(p));
+    std::uint32_t u[8];
+    five_bit8(p + 2, p + 6, static_cast<int>(e % 32), u, raw);
+    *a = 32.0f * d;  // d (u - 16) = 32 d raw - 48 d
+    *b = -48.0f * d;
+  }
+};
+
+struct Q5_1 {
+  static constexpr int kBytes = 24, kElems = 32, kTileBlocks = 96;  // 2304 bytes
+  static PLEXUS_HD void dequant8(const std::uint8_t* s, std::int64_t e, float* out) {
+    const std::uint8_t* p = s + (e / 32) * kBytes;
+    const float d = half_to_f32(load_u16(p)), m = half_to_f32(load_u16(p + 2));
+    std::uint32_t q[8];
+    five_bit8(p + 4, p + 8, static_cast<int>(e % 32), q, nullptr);
+PLEXUS_UNROLL
+    for (int k = 0; k < 8; ++k) out[k] = d * biased(q[k], 0) + m;
+  }
+  static PLEXUS_HD void affine8(const std::uint8_t* s, std::int64_t e, float* raw, float* a, float* b) {
+    const std::uint8_t* p = s + (e / 32) * kBytes;
+    const float d = half_to_f32(load_u16(p)), m = half_to_f32(load_u16(p + 2));
+    std::uint32_t u[8];
+    five_bit8(p + 4, p + 8, static_cast<int>(e % 32), u, raw);
+    *a = 32.0f * d;  // d u + m = 32 d raw + (m - 32 d)
+    *b = m - 32.0f * d;
+  }
+};
+
+struct IQ4_NL {
+  static constexpr int kBytes = 18, kElems = 32, kTileBlocks = 128;  // 2304 bytes
+  static PLEXUS_HD void dequant8(const std::uint8_t* s, std::int64_t e, float* out) {
+    const std::uint8_t* p = s + (e / 32) * kBytes;
+    const float d = half_to_f32(load_u16(p));
+    std::uint32_t q[8];
+    block_nibbles8(p + 2, static_cast<int>(e % 32), q);
+PLEXUS_UNROLL
+    for (int k = 0; k < 8; ++k) out[k] = d * biased(iq4_biased(q[k]), 128);
+  }
+  static PLEXUS_HD void affine8(const std::uint8_t* s, std::int64_t e, float* raw, float* a, float* b) {
+    const std::uint8_t* p = s + (e / 32) * kBytes;
+    const float d = half_to_f32(load_u16(p));
+    std::uint32_t q[8];
+    block_nibbles8(p + 2, static_cast<int>(e % 32), q);
+PLEXUS_UNROLL
+    for (int k = 0; k < 8; ++k) raw[k] = one_plus(iq4_biased(q[k]) << 15);
+    *a = 256.0f * d;  // d (u - 128) = 256 d raw - 384 d
+    *b = -384.0f * d;
+  }
+};
+
+// Q2_K and Q3_K: weight 128h + 32j + l of a super-block takes bits 2j of qs[32h + l].
+struct Q2_K {
+  static constexpr int kBytes = 84, kElems = 256, kTileBlocks = 24;  // 2016 bytes
+  // The 16-weight sub-block s's scale d·sc[s] and min dmin·m[s] of the block at p.
+  static PLEXUS_HD void scale_min(const std::uint8_t* p, int s, float* d, float* m) {
+    *d = half_to_f32(load_u16(p + 80)) * static_cast<float>(p[s] & 15);
+    *m = half_to_f32(load_u16(p + 82)) * static_cast<float>(p[s] >> 4);
+  }
+  static PLEXUS_HD void dequant8(const std::uint8_t* s, std::int64_t e, float* out) {
+    const std::uint8_t* p = s + (e / 256) * kBytes;
+    const int i = static_cast<int>(e % 256);
+    const int h = i / 128, j = (i % 128) / 32, l = i % 32;
+    float d, m;
+    scale_min(p, i / 16, &d, &m);
+    std::uint32_t q[8];
+    load8(p + 16 + 32 * h + l, q);
+PLEXUS_UNROLL
+    for (int k = 0; k < 8; ++k) out[k] = d * biased((q[k] >> (2 * j)) & 3u, 0) - m;
+  }
+  static PLEXUS_HD void affine8(const std::uint8_t* s, std::int64_t e, float* raw, float* a, float* b) {
+    const std::uint8_t* p = s + (e / 256) * kBytes;
+    const int i = static_cast<int>(e % 256);
+    const int h = i / 128, j = (i % 128) / 32, l = i % 32;
+    float d, m;
+    scale_min(p, i / 16, &d, &m);
+    const std::uint8_t* qs = p + 16 + 32 * h + l;
+PLEXUS_UNROLL
+    for (int k = 0; k < 4; ++k) {  // the 2 bits at 2j of each byte -> bits [21, 23)
+      const std::uint32_t v = load_u16(qs + 2 * k);
+      raw[2 * k] = one_plus((v << (21 - 2 * j)) & 0x00600000u);
+      raw[2 * k + 1] = one_plus((v << (13 - 2 * j)) & 0x00600000u);
+    }
+    *a = 4.0f * d;  // d u - m = 4 d raw - (4 d + m)
+    *b = -(4.0f * d + m);
+  }
+};
+
+struct Q3_K {
+  static constexpr int kBytes = 110, kElems = 256, kTileBlocks = 16;  // 1760 bytes
+  // The 16-weight sub-block s's scale d·(sc[s] − 32) of the block at p (block_formats.h).
+  static PLEXUS_HD float scale(const std::uint8_t* p, int s) {
+    const std::uint8_t* sc = p + 96;
+    const int low = s < 8 ? sc[s] & 15 : sc[s - 8] >> 4;
+    const int high = (sc[8 + s % 4] >> (2 * (s / 4))) & 3;
+    return half_to_f32(load_u16(p + 108)) * static_cast<float>((low | (high << 4)) - 32);
+  }
+  static PLEXUS_HD void dequant8(const std::uint8_t* s, std::int64_t e, float* out) {
+    const std::uint8_t* p = s + (e / 256) * kBytes;
+    const int i = static_cast<int>(e % 256);
+    const int h = i / 128, j = (i % 128) / 32, l = i % 32;
+    const float d = scale(p, i / 16);
+    std::uint32_t q[8], hm[8];
+    load8(p + 32 + 32 * h + l, q);
+    load8(p + l, hm);
+    const int hb = 4 * h + j;  // the hmask bit of these weights: set, q unchanged; clear, q − 4
+PLEXUS_UNROLL
+    for (int k = 0; k < 8; ++k) out[k] = d * biased(((q[k] >> (2 * j)) & 3u) | (((hm[k] >> hb) & 1u) << 2), 4);
+  }
+  static PLEXUS_HD void affine8(const std::uint8_t* s, std::int64_t e, float* raw, float* a, float* b) {
+    const std::uint8_t* p = s + (e / 256) * kBytes;
+    const int i = static_cast<int>(e % 256);
+    const int h = i / 128, j = (i % 128) / 32, l = i % 32;
+    const float d = scale(p, i / 16);
+    const std::uint8_t* qs = p + 32 + 32 * h + l;
+    const std::uint8_t* hm = p + l;
+    const int hb = 4 * h + j;
+PLEXUS_UNROLL
+    for (int k = 0; k < 4; ++k) {  // u = q + 4: the 2 low bits at [20, 22), the hmask bit at 22
+      const std::uint32_t v = load_u16(qs + 2 * k), w = load_u16(hm + 2 * k);
+      raw[2 * k] = one_plus(((v << (20 - 2 * j)) & 0x00300000u) | ((w << (22 - hb)) & 0x00400000u));
+      raw[2 * k + 1] = one_plus(((v << (12 - 2 * j)) & 0x00300000u) | ((w << (14 - hb)) & 0x00400000u));
+    }
+    *a = 8.0f * d;  // d (u - 4) = 8 d raw - 12 d
+    *b = -12.0f * d;
+  }
+};
+
+struct Q5_K {
+  static constexpr int kBytes = 176, kElems = 256, kTileBlocks = 12;  // 2112 bytes
+  static PLEXUS_HD void dequant8(const std::uint8_t* s, std::int64_t e, float* out) {
+    const std::uint8_t* p = s + (e / 256) * kBytes;
+    const int i = static_cast<int>(e % 256);
+    const int j = i / 32, l = i % 32;  // sub-block j, its weight l
+    float d, m;
+    Q4_K::scale_min(p, j, &d, &m);  // d, dmin and the scales sit where Q4_K's do
+    std::uint32_t lo[8], hi[8];
+    load8(p + 48 + 32 * (j / 2) + l, lo);  // chunk j / 2: low nibbles for even j, high for odd
+    load8(p + 16 + l, hi);                 // qh[l]: bit j is bit 4 of the code
+    const int shift = (j & 1) ? 4 : 0;
+PLEXUS_UNROLL
+    for (int k = 0; k < 8; ++k) out[k] = d * biased(((lo[k] >> shift) & 15u) | (((hi[k] >> j) & 1u) << 4), 0) - m;
+  }
+  static PLEXUS_HD void affine8(const std::uint8_t* s, std::int64_t e, float* raw, float* a, float* b) {
+    const std::uint8_t* p = s + (e / 256) * kBytes;
+    const int i = static_cast<int>(e % 256);
+    const int j = i / 32, l = i % 32;
+    float d, m;
+    Q4_K::scale_min(p, j, &d, &m);
+    std::uint32_t u[8];
+    place_nibbles8(p + 48 + 32 * (j / 2) + l, (j & 1) ? 4 : 0, 18, u);
+    const std::uint8_t* hi = p + 16 + l;
+PLEXUS_UNROLL
+    for (int k = 0; k < 4; ++k) {  // bit j of qh[l] -> bit 22
+      const std::uint32_t w = load_u16(hi + 2 * k);
+      raw[2 * k] = one_plus(u[2 * k] | ((w << (22 - j)) & 0x00400000u));
+      raw[2 * k + 1] = one_plus(u[2 * k + 1] | ((w << (14 - j)) & 0x00400000u));
+    }
+    *a = 32.0f * d;  // d u - m = 32 d raw - (32 d + m)
+    *b = -(32.0f * d + m);
+  }
+};
+
+struct IQ4_XS {
+  static constexpr int kBytes = 136, kElems = 256, kTileBlocks = 16;  // 2176 bytes
+  // Sub-block j's scale d·(ls[j] − 32) of the block at p (block_formats.h).
+  static PLEXUS_HD float scale(const std::uint8_t* p, int j) {
+    const int ls = ((p[4 + j / 2] >> (4 * (j % 2))) & 15) | static_cast<int>(((load_u16(p + 2) >> (2 * j)) & 3u) << 4);
+    return half_to_f32(load_u16(p)) * static_cast<float>(ls - 32);
+  }
+  static PLEXUS_HD void dequant8(const std::uint8_t* s, std::int64_t e, float* out) {
+    const std::uint8_t* p = s + (e / 256) * kBytes;
+    const int i = static_cast<int>(e % 256);
+    const float d = scale(p, i / 32);
+    std::uint32_t q[8];
+    block_nibbles8(p + 8 + 16 * (i / 32), i % 32, q);  // sub-block j's 16 bytes, Q4_0's packing
+PLEXUS_UNROLL
+    for (int k = 0; k < 8; ++k) out[k] = d * biased(iq4_biased(q[k]), 128);
+  }
+  static PLEXUS_HD void affine8(const std::uint8_t* s, std::int64_t e, float* raw, float* a, float* b) {
+    const std::uint8_t* p = s + (e / 256) * kBytes;
+    const int i = static_cast<int>(e % 256);
+    const float d = scale(p, i / 32);
+    std::uint32_t q[8];
+    block_nibbles8(p + 8 + 16 * (i / 32), i % 32, q);
+PLEXUS_UNROLL
+    for (int k = 0; k < 8; ++k) raw[k] = one_plus(iq4_biased(q[k]) << 15);
+    *a = 256.0f * d;  // d (u - 128) = 256 d raw - 384 d
+    *b = -384.0f * d;
+  }
+};
+
+// Calls fn(Tag{}) with the tag of block format t (host code: the kernels' launch switches and
+// tests); returns false, calling nothing, for the element types (f32, bf16, f16).
+template <typename Fn>
+bool with_block_tag(DType t, Fn&& fn) {
+  switch (t) {
+    case DType::kQ8_0: fn(Q8_0{}); return true;
+    case DType::kQ4_0: fn(Q4_0{}); return true;
+    case DType::kQ4_1: fn(Q4_1{}); return true;
+    case DType::kQ5_0: fn(Q5_0{}); return true;
+    case DType::kQ5_1: fn(Q5_1{}); return true;
+    case DType::kIQ4_NL: fn(IQ4_NL{}); return true;
+    case DType::kQ2_K: fn(Q2_K{}); return true;
+    case DType::kQ3_K: fn(Q3_K{}); return true;
+    case DType::kQ4_K: fn(Q4_K{}); return true;
+    case DType::kQ5_K: fn(Q5_K{}); return true;
+    case DType::kQ6_K: fn(Q6_K{}); return true;
+    case DType::kIQ4_XS: fn(IQ4_XS{}); return true;
+    case DType::kF32:
+    case DType::kBF16:
+    case DType::kF16: break;
+  }
+  return false;
+}
+
+// Each tag's block size is the layout's, and its tiles (whole, and halved where the GEMV halves
+// them: all but Q6_K) are whole 16-byte vectors.
+template <typename F, typename Block>
+constexpr bool tag_fits(bool halves = true) {
+  return F::kBytes == sizeof(Block) && F::kTileBlocks * F::kBytes % 16 == 0 &&
+         (!halves || F::kTileBlocks / 2 * F::kBytes % 16 == 0);
+}
+static_assert(tag_fits<Q8_0, BlockQ8_0>() && tag_fits<Q4_0, BlockQ4_0>() && tag_fits<Q4_1, BlockQ4_1>());
+static_assert(tag_fits<Q5_0, BlockQ5_0>() && tag_fits<Q5_1, BlockQ5_1>() && tag_fits<IQ4_NL, BlockIQ4_NL>());
+static_assert(tag_fits<Q2_K, BlockQ2_K>() && tag_fits<Q3_K, BlockQ3_K>() && tag_fits<Q4_K, BlockQ4_K>());
+static_assert(tag_fits<Q5_K, BlockQ5_K>() && tag_fits<Q6_K, BlockQ6_K>(false) && tag_fits<IQ4_XS, BlockIQ4_XS>());
+static_assert(iq4_word(0) == 0x3F2D1801u);  // kIq4Values[0..4) + 128 = 1, 24, 45, 63
 
 }  // namespace plexus::blocks

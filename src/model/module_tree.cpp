@@ -128,8 +128,9 @@ ModuleTree ModuleTree::from_checkpoint(const ModelConfig& c, const Checkpoint& c
                        want + "]");
     }
     if (!r.info->dtype_supported) {
-      throw InputError(r.path() + ": tensor '" + p.name + "' has dtype " + r.info->dtype_name +
-                       "; supported: F32, BF16, F16, Q8_0, Q4_0, Q4_K, Q6_K");
+      std::string read = "F32, BF16, F16";
+      for (DType t : kBlockFormats) read += ", " + std::string(dtype_name(t));
+      throw InputError(r.path() + ": tensor '" + p.name + "' has dtype " + r.info->dtype_name + "; supported: " + read);
     }
     p.dtype = r.info->dtype;
   }

@@ -229,6 +229,37 @@ TEST(GgufFile, NamesTheFieldOfEachMalformation) {
   }
 }
 
+// Every block format plexus reads: sized from its block (3 rows of 2 blocks), read as its DType;
+// one byte short of its blocks or a row that is no whole number of blocks is an InputError with
+// the byte offset (the file's type table agrees with dtype_block_bytes / dtype_block_elems).
+TEST(GgufFile, EveryBlockFormatIsSizedByItsBlocks) {
+  for (DType t : kBlockFormats) {
+    SCOPED_TRACE(std::string(dtype_name(t)));
+    const std::uint64_t elems = static_cast<std::uint64_t>(dtype_block_elems(t));
+    const std::size_t bytes = static_cast<std::size_t>(6 * dtype_block_bytes(t));
+    auto file = [&](std::uint64_t cols, std::size_t data_bytes) {
+      Bytes b = header(1, 0);
+      tensor_info(b, {"w", {cols, 3}, ggml_type_of(t), 0});
+      b.pad_to(32);
+      b.b.resize(b.b.size() + data_bytes);
+      return b.b;
+    };
+    GgufFile f("t.gguf", file(2 * elems, bytes));
+    ASSERT_TRUE(f.tensors()[0].supported);
+    EXPECT_EQ(f.tensors()[0].dtype, t);
+    EXPECT_EQ(f.tensors()[0].bytes, bytes);
+    EXPECT_NE(error_of(file(2 * elems, bytes - 1)).find("offset 24: tensor 'w' data: " + std::to_string(bytes) + " bytes at data offset 0 run past the end"),
+              std::string::npos)
+        << error_of(file(2 * elems, bytes - 1));
+    const std::string odd = error_of(file(elems + 16, bytes));
+    EXPECT_NE(odd.find(std::string(dtype_name(t)) + " needs dims[0] (" + std::to_string(elems + 16) + ") to be a multiple of its block of " +
+                       std::to_string(elems)),
+              std::string::npos)
+        << odd;
+    EXPECT_NE(odd.find("t.gguf: offset "), std::string::npos) << odd;
+  }
+}
+
 TEST(GgufFile, GgmlTypeCodesRoundTrip) {
   std::vector<DType> all{DType::kF32, DType::kF16, DType::kBF16};
   all.insert(all.end(), std::begin(kBlockFormats), std::end(kBlockFormats));

@@ -119,24 +119,23 @@ TEST_F(GpuModel, GoldenCheckpointsMatchTheCpuEngine) {
   }
 }
 
-// The GGUF files llama.cpp quantised (tests/data/gguf: Q8_0, Q4_0, and Q4_K_M — Q4_K with some
-// Q6_K tensors; llama's interleaved rope) on one GPU against the exact float64 NLLs of their
-// dequantised weights (cases.jsonl) and the CPU engine on the same file. The GPU multiplies f32
-// activations by the dequantised weights (prefill through cuBLAS with both rounded to f16), so
-// its NLLs stay within 1e-2 per token and 2e-3 on average of the exact ones; the CPU quantises
-// activations to 8 bits per block (about 0.012 mean), so greedy decoding (the block GEMV, CUDA
-// graphs) gives the CPU's tokens while the CPU's top-2 logit gap exceeds 0.25.
-TEST_F(GpuModel, QuantisedGgufFilesMatchTheCpuEngine) {
-  const std::string dir = std::string(PLEXUS_SOURCE_DIR) + "/tests/data/gguf/";
+// The GGUF files llama.cpp quantised, listed in DIR/cases.jsonl, on one GPU against the exact
+// float64 NLLs of their dequantised weights (dequant_f64_nll) and the CPU engine on the same file.
+// The GPU multiplies f32 activations by the dequantised weights (prefill through cuBLAS with both
+// rounded to f16), so its NLLs stay within 1e-2 per token and 2e-3 on average of the exact ones;
+// the CPU quantises activations to 8 bits per block (about 0.012-0.024 mean), so greedy decoding
+// (the block GEMV, CUDA graphs) gives the CPU's tokens while the CPU's top-2 logit gap exceeds
+// 0.25. *files: the number of files.
+void expect_gguf_cases_match_the_cpu_engine(const std::string& dir, int* files) {
   std::ifstream in(dir + "cases.jsonl");
   std::string line;
-  int files = 0;
+  *files = 0;
   while (std::getline(in, line)) {
     if (line.empty()) continue;
     const Json c = Json::parse(line);
     const std::string path = dir + c["file"].get<std::string>();
     SCOPED_TRACE(path);
-    ++files;
+    ++*files;
     const std::vector<std::int32_t> ids = c["ids"].get<std::vector<std::int32_t>>();
     Engine cpu(path, EngineOptions{});
     const PerplexityResult want = perplexity(cpu, ids);
@@ -172,7 +171,22 @@ TEST_F(GpuModel, QuantisedGgufFilesMatchTheCpuEngine) {
       prefix.push_back(cg.ids[i]);
     }
   }
+}
+
+// tests/data/gguf: Q8_0, Q4_0, and Q4_K_M (Q4_K with some Q6_K tensors; llama's interleaved rope).
+TEST_F(GpuModel, QuantisedGgufFilesMatchTheCpuEngine) {
+  int files = 0;
+  expect_gguf_cases_match_the_cpu_engine(std::string(PLEXUS_SOURCE_DIR) + "/tests/data/gguf/", &files);
   EXPECT_EQ(files, 3);
+}
+
+// tests/data/gguf/mixes: llama.cpp's named mixes (Q5_K_M, Q3_K_M, Q2_K, IQ4_XS on rows of 256;
+// Q4_K_M, Q5_K_M, Q3_K_M, IQ4_XS, Q4_1 on rows of 576, with llama.cpp's Q5_0 / Q5_1 / IQ4_NL /
+// Q8_0 fallbacks): every block format through the GEMV, the cuBLAS path and the embedding gather.
+TEST_F(GpuModel, LlamaCppMixesMatchTheCpuEngine) {
+  int files = 0;
+  expect_gguf_cases_match_the_cpu_engine(std::string(PLEXUS_SOURCE_DIR) + "/tests/data/gguf/mixes/", &files);
+  EXPECT_EQ(files, 9);
 }
 
 TEST_F(GpuModel, VirtualGpusMicroBatchesAndOffloadGiveOneGpusNll) {

@@ -1,7 +1,8 @@
 // Test data in the block formats: rows of random weights quantised (Q8_0, Q4_0 through
-// quantize_row) or random blocks with sane f16 scales (Q4_K, Q6_K: every bit pattern of the
-// quants, scales and mins occurs), and their f32 values through dequantize_row (the oracle).
+// quantize_row) or random blocks with sane f16 scales (every other format: every bit pattern of
+// the quants, scales and mins occurs), and their f32 values through dequantize_row (the oracle).
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <random>
@@ -27,19 +28,41 @@ inline std::vector<std::uint8_t> random_block_rows(DType t, std::int64_t rows, s
     }
     return out;
   }
+  // Random bytes (every bit of the codes, scales and mins), then sane f16 super-scales.
   std::uniform_int_distribution<int> byte(0, 255);
   for (std::uint8_t& b : out) b = static_cast<std::uint8_t>(byte(rng));
-  const std::int64_t nb = rows * (cols / 256);
+  const std::int64_t block = dtype_block_bytes(t), nb = rows * row_bytes / block;
   for (std::int64_t i = 0; i < nb; ++i) {
-    if (t == DType::kQ4_K) {
-      auto* b = reinterpret_cast<BlockQ4_K*>(out.data() + i * static_cast<std::int64_t>(sizeof(BlockQ4_K)));
-      const std::uint16_t d = f32_to_f16(scale(rng) * 0.1f), dmin = f32_to_f16(scale(rng) * 0.1f);
-      std::memcpy(&b->d, &d, 2);
-      std::memcpy(&b->dmin, &dmin, 2);
-    } else {
-      auto* b = reinterpret_cast<BlockQ6_K*>(out.data() + i * static_cast<std::int64_t>(sizeof(BlockQ6_K)));
-      const std::uint16_t d = f32_to_f16(scale(rng) * 0.05f);
-      std::memcpy(&b->d, &d, 2);
+    std::uint8_t* b = out.data() + i * block;
+    auto put = [&](std::size_t offset, float v) {
+      const std::uint16_t h = f32_to_f16(v);
+      std::memcpy(b + offset, &h, 2);
+    };
+    switch (t) {
+      case DType::kQ4_1:  // d, then the offset m (either sign)
+      case DType::kQ5_1:
+        put(0, scale(rng));
+        put(2, w(rng) * scale(rng) * 8.0f);
+        break;
+      case DType::kQ5_0:
+      case DType::kIQ4_NL: put(0, scale(rng) * (t == DType::kIQ4_NL ? 0.1f : 1.0f)); break;
+      case DType::kQ2_K:  // d and dmin at the end
+        put(offsetof(BlockQ2_K, d), scale(rng) * 0.1f);
+        put(offsetof(BlockQ2_K, dmin), scale(rng) * 0.1f);
+        break;
+      case DType::kQ3_K: put(offsetof(BlockQ3_K, d), scale(rng) * 0.05f); break;
+      case DType::kQ4_K:
+      case DType::kQ5_K:
+        put(0, scale(rng) * 0.1f);
+        put(2, scale(rng) * 0.1f);
+        break;
+      case DType::kQ6_K: put(offsetof(BlockQ6_K, d), scale(rng) * 0.05f); break;
+      case DType::kIQ4_XS: put(0, scale(rng) * 0.005f); break;
+      case DType::kQ8_0:
+      case DType::kQ4_0:
+      case DType::kF32:
+      case DType::kBF16:
+      case DType::kF16: break;
     }
   }
   return out;

@@ -1,4 +1,4 @@
-// Block-format weights (Q8_0, Q4_0, Q4_K, Q6_K) on the GPU against the CPU oracle
+// Block-format weights (every one of kBlockFormats) on the GPU against the CPU oracle
 // (dequantize_row, then a double dot): the GEMV (1-8 tokens) and the dequantised-f16 cuBLAS path
 // of every format over rows 1, 3, 17, 300, cols 256 and 4352, tokens 1, 2, 3, 4, 7, 64 (the
 // GEMV in both its shapes); several targets sharing x; the 2-byte-load fallbacks (a weight 2
@@ -22,7 +22,6 @@
 namespace plexus::cuda::test {
 namespace {
 
-constexpr DType kBlockTypes[] = {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K};
 
 class CudaBlocks : public ::testing::Test {
  protected:
@@ -124,7 +123,7 @@ void for_each_gemv_shape(Fn fn) {
 
 TEST_F(CudaBlocks, GemvOfEveryFormatMatchesTheDequantizedProduct) {
   for_each_gemv_shape([&] {
-    for (DType t : kBlockTypes)
+    for (DType t : kBlockFormats)
       for (std::int64_t rows : {1, 3, 17, 300})
         for (std::int64_t cols : {256, 4352})
           for (std::int64_t n : {1, 2, 3, 4, 7}) check(t, {rows}, cols, n, false);
@@ -132,7 +131,7 @@ TEST_F(CudaBlocks, GemvOfEveryFormatMatchesTheDequantizedProduct) {
 }
 
 TEST_F(CudaBlocks, CublasPathOfEveryFormatMatchesTheDequantizedProduct) {
-  for (DType t : kBlockTypes)
+  for (DType t : kBlockFormats)
     for (std::int64_t rows : {1, 3, 17, 300})
       for (std::int64_t cols : {256, 4352})
         for (std::int64_t n : {1, 7, 64}) check(t, {rows}, cols, n, true);
@@ -141,16 +140,17 @@ TEST_F(CudaBlocks, CublasPathOfEveryFormatMatchesTheDequantizedProduct) {
 // q/k/v-like targets in one launch (the GEMV) and one call (cuBLAS).
 TEST_F(CudaBlocks, SeveralTargetsShareX) {
   for_each_gemv_shape([&] {
-    for (DType t : kBlockTypes)
+    for (DType t : kBlockFormats)
       for (std::int64_t n : {1, 2, 8}) check(t, {300, 17, 3}, 512, n, false);
   });
-  for (DType t : kBlockTypes) check(t, {300, 17, 3}, 512, 9, true);
+  for (DType t : kBlockFormats) check(t, {300, 17, 3}, 512, 9, true);
 }
 
 // The 2-byte-load fallbacks: weights 2 bytes past 16-byte alignment, rows whose bytes are no
-// multiple of 16 (Q8_0 / Q4_0 with 96 columns: 102 / 54 bytes), x rows 1 float off alignment.
+// multiple of 16 (32-weight blocks with 96 columns: 54 to 102 bytes; Q2_K, Q3_K, Q6_K with 512:
+// 168, 220, 420 bytes), x rows 1 float off alignment.
 TEST_F(CudaBlocks, UnalignedWeightsRowsAndInputs) {
-  for (DType t : kBlockTypes) {
+  for (DType t : kBlockFormats) {
     const std::int64_t cols = dtype_block_elems(t) == 32 ? 96 : 512;
     for (std::int64_t n : {1, 3}) {
       check(t, {17}, cols, n, false, 2, 0);
@@ -163,11 +163,11 @@ TEST_F(CudaBlocks, UnalignedWeightsRowsAndInputs) {
 // A weight scratch smaller than the matrix: the rows go through cuBLAS in chunks (300 rows of
 // 4352 columns in chunks of 7).
 TEST_F(CudaBlocks, CublasPathInRowChunks) {
-  for (DType t : kBlockTypes) check(t, {300}, 4352, 5, true, 0, 0, 7 * 4352 * 2 + 100);
+  for (DType t : kBlockFormats) check(t, {300}, 4352, 5, true, 0, 0, 7 * 4352 * 2 + 100);
 }
 
 TEST_F(CudaBlocks, EmbedGatherDequantizesRows) {
-  for (DType t : kBlockTypes) {
+  for (DType t : kBlockFormats) {
     const std::int64_t vocab = 37, d = dtype_block_elems(t) == 32 ? 4352 + 32 : 4352;
     const std::vector<std::uint8_t> bytes = testing_blocks::random_block_rows(t, vocab, d, rng_);
     const std::vector<float> want_rows = testing_blocks::dequantized(t, bytes, vocab, d);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "block_test_util.h"
 #include "cuda_test_util.h"
 #include "cuda_test_workspace.h"
 #include "kernels/cuda/cuda_ops.h"
@@ -45,7 +46,8 @@ ModelConfig small_config(std::int64_t window, std::int64_t head_dim = 16) {
 }
 
 // One layer's weights: host bytes (for the oracle) and device copies (for CudaOps). Block
-// formats (Q8_0, Q4_0): the oracle multiplies their dequantised values (f32).
+// formats (Q8_0, Q4_0 quantised; the others random blocks): the oracle multiplies their
+// dequantised values (f32).
 struct Weight {
   std::vector<std::uint8_t> host;
   DeviceBuffer<std::uint8_t> dev;
@@ -63,7 +65,7 @@ Weight make_weight(DType dtype, std::int64_t rows, std::int64_t cols, std::mt199
   const float a = 1.0f / std::sqrt(static_cast<float>(cols));
   const std::vector<float> f = random_floats(static_cast<std::size_t>(rows * cols), rng, -2 * a, 2 * a);
   Weight w{{}, {}, {}, dtype, rows, cols};
-  if (dtype_is_block(dtype)) {
+  if (dtype == DType::kQ8_0 || dtype == DType::kQ4_0) {
     const std::int64_t row_bytes = dtype_row_bytes(dtype, cols);
     w.host.resize(static_cast<std::size_t>(rows * row_bytes));
     w.values.resize(f.size());
@@ -71,6 +73,9 @@ Weight make_weight(DType dtype, std::int64_t rows, std::int64_t cols, std::mt199
       quantize_row(dtype, f.data() + r * cols, w.host.data() + r * row_bytes, cols);
       dequantize_row(dtype, w.host.data() + r * row_bytes, w.values.data() + r * cols, cols);
     }
+  } else if (dtype_is_block(dtype)) {  // random blocks with sane scales (block_test_util.h)
+    w.host = testing_blocks::random_block_rows(dtype, rows, cols, rng);
+    w.values = testing_blocks::dequantized(dtype, w.host, rows, cols);
   } else {
     w.host = to_dtype_bytes(f, dtype);
   }
@@ -319,7 +324,10 @@ INSTANTIATE_TEST_SUITE_P(Dtypes, CudaOpsLayer,
                                            // block formats: GEMV decode steps (captured as graphs),
                                            // dequantised f16 cuBLAS prefill
                                            LayerCase{DType::kQ8_0, 0, 16, 32}, LayerCase{DType::kQ4_0, 3, 16, 32},
-                                           LayerCase{DType::kQ8_0, 0, 64, 1}),
+                                           LayerCase{DType::kQ8_0, 0, 64, 1},
+                                           // the other 32-weight formats (hidden 64: no super-blocks)
+                                           LayerCase{DType::kQ5_0, 0, 16, 32}, LayerCase{DType::kQ5_1, 3, 16, 32},
+                                           LayerCase{DType::kQ4_1, 0, 64, 1}, LayerCase{DType::kIQ4_NL, 0, 16, 32}),
                          [](const auto& info) {
                            const LayerCase& p = info.param;
                            return std::string(dtype_name(p.dtype)) + "_window" + std::to_string(p.window) + "_hd" +

@@ -104,7 +104,9 @@ TEST_F(CudaPerf, BlockGemvBandwidthAgainstACopy) {
     DeviceBuffer<float> x(static_cast<std::size_t>(512 * s.cols)), y(static_cast<std::size_t>(512 * s.rows));
     PLEXUS_TEST_CUDA(cudaMemset(x.get(), 0, x.size() * 4));
     DeviceBuffer<std::uint8_t> xs(gemm_scratch_bytes(512, s.cols)), ws(kDequantScratchBytes);
-    for (DType t : {DType::kBF16, DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K}) {
+    std::vector<DType> types{DType::kBF16};
+    types.insert(types.end(), std::begin(kBlockFormats), std::end(kBlockFormats));
+    for (DType t : types) {
       const std::int64_t bytes_i = s.rows * dtype_row_bytes(t, s.cols);
       DeviceBuffer<std::uint8_t> w(static_cast<std::size_t>(bytes_i));
       PLEXUS_TEST_CUDA(cudaMemset(w.get(), 0x3c, w.size()));  // f16 scales 0x3c3c: 1.06
@@ -121,7 +123,7 @@ TEST_F(CudaPerf, BlockGemvBandwidthAgainstACopy) {
         for (std::int64_t n : {1, 2, 3}) {
           const double sec = seconds(20, [&] { launch_gemv(t, &target, 1, s.cols, x.get(), n, s.cols, stream_); });
           const double gbps = bytes / sec * 1e-9;
-          std::printf("BLOCK-GEMV %-5s%-7s %lldx%lld n=%lld: %8.1f us %6.0f GB/s %5.2f of the copy\n",
+          std::printf("BLOCK-GEMV %-6s%-7s %lldx%lld n=%lld: %8.1f us %6.0f GB/s %5.2f of the copy\n",
                       std::string(dtype_name(t)).c_str(), label, static_cast<long long>(s.rows),
                       static_cast<long long>(s.cols), static_cast<long long>(n), sec * 1e6, gbps, gbps / copy);
           EXPECT_GT(gbps, 0);
@@ -137,7 +139,7 @@ TEST_F(CudaPerf, BlockGemvBandwidthAgainstACopy) {
           gemm_cublas(h, t, &target, 1, s.cols, x.get(), n, s.cols, xs.get(), xs.size(), stream_, "perf");
         }
       });
-      std::printf("BLOCK-GEMM %-5s %lldx%lld n=%lld: %8.1f us %6.0f TFLOP/s\n", std::string(dtype_name(t)).c_str(),
+      std::printf("BLOCK-GEMM %-6s %lldx%lld n=%lld: %8.1f us %6.0f TFLOP/s\n", std::string(dtype_name(t)).c_str(),
                   static_cast<long long>(s.rows), static_cast<long long>(s.cols), static_cast<long long>(n), sec * 1e6,
                   2.0 * static_cast<double>(n * s.rows * s.cols) / sec * 1e-12);
     }

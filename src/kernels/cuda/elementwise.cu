@@ -210,10 +210,9 @@ void launch_embed(const void* table, DType dtype, std::int64_t vocab, std::int64
     case DType::kF16:
       embed_kernel<F16W><<<grid, kThreads, 0, stream>>>(static_cast<const std::uint16_t*>(table), vocab, d, ids, x);
       break;
-    case DType::kQ8_0: launch_embed_blocks<blocks::Q8_0>(table, vocab, d, ids, n, x, stream); break;
-    case DType::kQ4_0: launch_embed_blocks<blocks::Q4_0>(table, vocab, d, ids, n, x, stream); break;
-    case DType::kQ4_K: launch_embed_blocks<blocks::Q4_K>(table, vocab, d, ids, n, x, stream); break;
-    case DType::kQ6_K: launch_embed_blocks<blocks::Q6_K>(table, vocab, d, ids, n, x, stream); break;
+    default:  // the block formats (with_block_tag's switch names each)
+      blocks::with_block_tag(dtype, [&](auto tag) { launch_embed_blocks<decltype(tag)>(table, vocab, d, ids, n, x, stream); });
+      break;
   }
 }
 

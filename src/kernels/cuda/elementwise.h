@@ -13,8 +13,8 @@ namespace plexus::cuda {
 
 // x (n, d) f32 = rows ids[i] of table (vocab, d) in `dtype`; ids (n) int32 on the device. A row
 // whose id is outside [0, vocab) is written as NaN (callers check ids on the host first). Block
-// formats (Q8_0, Q4_0, Q4_K, Q6_K) are dequantised: d a multiple of the block's weights, table
-// 2-byte aligned.
+// formats (every one of kBlockFormats) are dequantised: d a multiple of the block's weights,
+// table 2-byte aligned.
 void launch_embed(const void* table, DType dtype, std::int64_t vocab, std::int64_t d, const std::int32_t* ids,
                   std::int64_t n, float* x, cudaStream_t stream);
 

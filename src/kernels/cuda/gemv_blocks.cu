@@ -1,12 +1,13 @@
-// Block-format weights (Q8_0, Q4_0, Q4_K, Q6_K) on the GPU: the GEMV for 1-8 tokens and the
+// Block-format weights (every format of block_dequant.h: Q8_0, Q5_0, Q5_1, Q4_0, Q4_1, IQ4_NL,
+// Q6_K, Q5_K, Q4_K, IQ4_XS, Q3_K, Q2_K) on the GPU: the GEMV for 1-8 tokens and the
 // cuBLAS path above that (weight rows dequantised to f16 in a scratch chunk, then GemmEx).
 //
 // GEMV: a block is 8 warps; a warp owns a group of kRows rows (Shape: 4, Q6_K 2, for up to 4
 // tokens), so each x load serves them all, and `split` warps (1, 2, 4 or 8) share a group, taking
 // every split-th tile of it (a tile: kTileBlocks whole blocks per row, a whole number of 16-byte
 // vectors). A warp copies its rows' tiles into shared memory with 16-byte streaming loads
-// (ld.global.nc, no L1 allocation) — the blocks themselves are 34 / 18 / 144 / 210 bytes, so only
-// a run of them is 16-byte aligned — and issues the loads of its next tiles before it computes
+// (ld.global.nc, no L1 allocation) — the blocks themselves are 18 to 210 bytes, so only a run of
+// them is 16-byte aligned — and issues the loads of its next tiles before it computes
 // these. Each lane then takes 8 consecutive weights of each row as a * raw + b (affine8 in
 // block_dequant.h: the index math the CPU tests check; raw = 1 + u / 2^bits, the code placed in
 // 1.0's mantissa) and adds a * sum(raw x) + b * sum(x) per token (f32 x: two float4 loads per
@@ -14,7 +15,8 @@
 // the split warps' partials meet in shared memory. The earlier shape (one row a warp, weights
 // dequantised by dequant8) stays as kStaged: PLEXUS_CUDA_BLOCK_GEMV=staged or
 // set_block_gemv_shape. 16-byte loads need every w 16-byte aligned and the row bytes a multiple
-// of 16 (cols a multiple of 256 for Q8_0 / Q4_0; any Q4_K row); otherwise 2-byte loads (any cols).
+// of 16 (cols a multiple of 64 for Q5_1, 128 for Q4_1, 256 for Q8_0 / Q4_0 / Q5_0 / IQ4_NL, 512
+// for IQ4_XS, 1024 for Q2_K, 2048 for Q3_K / Q6_K; any Q4_K / Q5_K row); otherwise 2-byte loads.
 #include <cublas_v2.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -355,15 +357,10 @@ void launch_block_gemv(DType dtype, const MatmulTarget* targets, int count, std:
     }
     if (rows == 0) continue;
     const int nt = static_cast<int>(n);
-    switch (dtype) {
-      case DType::kQ8_0: launch_tokens<blocks::Q8_0>(a, vec, xvec, x, nt, ldx, cols, row_bytes, stream); break;
-      case DType::kQ4_0: launch_tokens<blocks::Q4_0>(a, vec, xvec, x, nt, ldx, cols, row_bytes, stream); break;
-      case DType::kQ4_K: launch_tokens<blocks::Q4_K>(a, vec, xvec, x, nt, ldx, cols, row_bytes, stream); break;
-      case DType::kQ6_K: launch_tokens<blocks::Q6_K>(a, vec, xvec, x, nt, ldx, cols, row_bytes, stream); break;
-      case DType::kF32:
-      case DType::kBF16:
-      case DType::kF16: throw RuntimeError("CUDA block GEMV: " + std::string(dtype_name(dtype)) + " is not a block format");
-    }
+    const bool block = blocks::with_block_tag(dtype, [&](auto tag) {
+      launch_tokens<decltype(tag)>(a, vec, xvec, x, nt, ldx, cols, row_bytes, stream);
+    });
+    if (!block) throw RuntimeError("CUDA block GEMV: " + std::string(dtype_name(dtype)) + " is not a block format");
   }
 }
 
@@ -371,15 +368,9 @@ void launch_dequantize_f16(DType dtype, const void* w, std::int64_t rows, std::i
                            cudaStream_t stream) {
   if (rows <= 0 || cols <= 0) return;
   const std::int64_t row_bytes = dtype_row_bytes(dtype, cols);
-  switch (dtype) {
-    case DType::kQ8_0: launch_dequant<blocks::Q8_0>(w, row_bytes, cols, rows, out, stream); break;
-    case DType::kQ4_0: launch_dequant<blocks::Q4_0>(w, row_bytes, cols, rows, out, stream); break;
-    case DType::kQ4_K: launch_dequant<blocks::Q4_K>(w, row_bytes, cols, rows, out, stream); break;
-    case DType::kQ6_K: launch_dequant<blocks::Q6_K>(w, row_bytes, cols, rows, out, stream); break;
-    case DType::kF32:
-    case DType::kBF16:
-    case DType::kF16: throw RuntimeError("CUDA dequantisation: " + std::string(dtype_name(dtype)) + " is not a block format");
-  }
+  const bool block = blocks::with_block_tag(
+      dtype, [&](auto tag) { launch_dequant<decltype(tag)>(w, row_bytes, cols, rows, out, stream); });
+  if (!block) throw RuntimeError("CUDA dequantisation: " + std::string(dtype_name(dtype)) + " is not a block format");
 }
 
 void gemm_cublas_blocks(cublasContext* handle, DType dtype, const MatmulTarget* targets, int count, std::int64_t cols,

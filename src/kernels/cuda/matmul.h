@@ -49,7 +49,7 @@ void gemm_cublas(cublasContext* handle, DType dtype, const MatmulTarget* targets
                  const float* x, std::int64_t n, std::int64_t ldx, void* scratch, std::size_t scratch_bytes,
                  cudaStream_t stream, const std::string& what);
 
-// Block-format weights (Q8_0, Q4_0, Q4_K, Q6_K; cols a multiple of the block's weights, every w
+// Block-format weights (every one of kBlockFormats; cols a multiple of the block's weights, every w
 // at least 2-byte aligned), gemv_blocks.cu. The GEMV: as launch_gemv (n in [1, kGemvMaxTokens]);
 // weights dequantised in registers, 16-byte loads when every w is 16-byte aligned and a row's
 // bytes are a multiple of 16.
