@@ -39,6 +39,15 @@ inline __m256i dot4_signed(__m256i aw, __m256i w, __m256i q) {
 #endif
 }
 
+// Lanes of 4 products w·q, w unsigned bytes below 128.
+inline __m256i dot4_unsigned(__m256i w, __m256i q) {
+#if PLEXUS_Q_VNNI
+  return _mm256_dpbusd_epi32(_mm256_setzero_si256(), w, q);
+#else
+  return _mm256_madd_epi16(_mm256_maddubs_epi16(w, q), _mm256_set1_epi16(1));
+#endif
+}
+
 // s + pairs of int16 products p16·sc summed into int32 lanes.
 inline __m256i add_madd16(__m256i s, __m256i p16, __m256i sc) {
 #if PLEXUS_Q_VNNI
@@ -46,6 +55,28 @@ inline __m256i add_madd16(__m256i s, __m256i p16, __m256i sc) {
 #else
   return _mm256_add_epi32(s, _mm256_madd_epi16(p16, sc));
 #endif
+}
+
+// Byte i of the 32 nibbles of a block of 32 (Q4_0's packing, block_formats.h) is element i.
+inline __m256i nibbles32(const std::uint8_t* qs) {
+  const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+  const __m128i m4 = _mm_set1_epi8(15);
+  return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m4), _mm_and_si128(q, m4));
+}
+
+// Byte i is 0xFF where bit i of the little-endian 32-bit word at p is set, else 0 (Q5_0's qh).
+inline __m256i bits_to_bytes(const std::uint8_t* p) {
+  std::uint32_t h;
+  std::memcpy(&h, p, 4);
+  const __m256i pick = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0);
+  const __m256i bytes = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(h)), pick);
+  const __m256i bit = _mm256_set1_epi64x(static_cast<long long>(0x8040201008040201ull));
+  return _mm256_cmpeq_epi8(_mm256_and_si256(bytes, bit), bit);
+}
+
+// kIq4Values in both 128-bit lanes: _mm256_shuffle_epi8 of it with 4-bit codes gives their values.
+inline __m256i iq4_table() {
+  return _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4Values)));
 }
 
 // One block of 32 signed weights: acc += float(lanes) · (d_w · d_x).
@@ -73,14 +104,73 @@ struct Q4_0K {
   static constexpr std::int64_t kBlockBytes = sizeof(BlockQ4_0), kXBytes = sizeof(XBlock32);
   using W = Block32W;
   static void load(const std::uint8_t* b, W& w) {
-    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 2));
-    const __m128i m4 = _mm_set1_epi8(15);
-    const __m256i v = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m4), _mm_and_si128(q, m4));
-    w.w = _mm256_sub_epi8(v, _mm256_set1_epi8(8));
+    w.w = _mm256_sub_epi8(nibbles32(b + 2), _mm256_set1_epi8(8));
     w.aw = _mm256_abs_epi8(w.w);
     w.d = _mm256_set1_ps(load_f16(b));
   }
   static void acc(const W& w, const std::uint8_t* xb, __m256& a) { block32_acc(w, xb, a); }
+};
+
+// Q5_0: the nibbles with bit 4 from qh, minus 16 (bit clear: − 16, set: − 0).
+struct Q5_0K {
+  static constexpr std::int64_t kBlockBytes = sizeof(BlockQ5_0), kXBytes = sizeof(XBlock32);
+  using W = Block32W;
+  static void load(const std::uint8_t* b, W& w) {
+    const BlockQ5_0* blk = reinterpret_cast<const BlockQ5_0*>(b);
+    w.w = _mm256_sub_epi8(nibbles32(blk->qs), _mm256_andnot_si256(bits_to_bytes(blk->qh), _mm256_set1_epi8(16)));
+    w.aw = _mm256_abs_epi8(w.w);
+    w.d = _mm256_set1_ps(load_f16(b));
+  }
+  static void acc(const W& w, const std::uint8_t* xb, __m256& a) { block32_acc(w, xb, a); }
+};
+
+// IQ4_NL: the codes' values looked up in kIq4Values.
+struct IQ4_NLK {
+  static constexpr std::int64_t kBlockBytes = sizeof(BlockIQ4_NL), kXBytes = sizeof(XBlock32);
+  using W = Block32W;
+  static void load(const std::uint8_t* b, W& w) {
+    w.w = _mm256_shuffle_epi8(iq4_table(), nibbles32(b + 2));
+    w.aw = _mm256_abs_epi8(w.w);
+    w.d = _mm256_set1_ps(load_f16(b));
+  }
+  static void acc(const W& w, const std::uint8_t* xb, __m256& a) { block32_acc(w, xb, a); }
+};
+
+// One block of 32 unsigned weights q with an offset (Q4_1, Q5_1): acc += float(q·x lanes) ·
+// (d_w · d_x), then acc += float(x lanes) · (m_w · d_x).
+struct Block32U {
+  __m256i q;
+  __m256 d, m;
+};
+inline void block32_offset_acc(const Block32U& w, const std::uint8_t* xb, __m256& acc) {
+  const __m256i q = load256(xb + 4);
+  const __m256 xd = _mm256_set1_ps(load_f32(xb));
+  acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot4_unsigned(w.q, q)), _mm256_mul_ps(w.d, xd), acc);
+  acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot4_unsigned(_mm256_set1_epi8(1), q)), _mm256_mul_ps(w.m, xd), acc);
+}
+
+struct Q4_1K {
+  static constexpr std::int64_t kBlockBytes = sizeof(BlockQ4_1), kXBytes = sizeof(XBlock32);
+  using W = Block32U;
+  static void load(const std::uint8_t* b, W& w) {
+    const BlockQ4_1* blk = reinterpret_cast<const BlockQ4_1*>(b);
+    w.q = nibbles32(blk->qs);
+    w.d = _mm256_set1_ps(load_f16(b));
+    w.m = _mm256_set1_ps(load_f16(b + 2));
+  }
+  static void acc(const W& w, const std::uint8_t* xb, __m256& a) { block32_offset_acc(w, xb, a); }
+};
+
+struct Q5_1K {
+  static constexpr std::int64_t kBlockBytes = sizeof(BlockQ5_1), kXBytes = sizeof(XBlock32);
+  using W = Block32U;
+  static void load(const std::uint8_t* b, W& w) {
+    const BlockQ5_1* blk = reinterpret_cast<const BlockQ5_1*>(b);
+    w.q = _mm256_or_si256(nibbles32(blk->qs), _mm256_and_si256(bits_to_bytes(blk->qh), _mm256_set1_epi8(16)));
+    w.d = _mm256_set1_ps(load_f16(b));
+    w.m = _mm256_set1_ps(load_f16(b + 2));
+  }
+  static void acc(const W& w, const std::uint8_t* xb, __m256& a) { block32_offset_acc(w, xb, a); }
 };
 
 constexpr std::int64_t kXq = offsetof(XBlock256, q), kXsums = offsetof(XBlock256, sums);
@@ -96,7 +186,8 @@ struct Q4_KK {
     __m256i m;      // m[j] in int32 lane j
     __m256 d, dmin;
   };
-  static void load(const std::uint8_t* b, W& w) {
+  // The scales, mins, d and dmin, the same in Q4_K and Q5_K.
+  static void load_scales(const std::uint8_t* b, W& w) {
     const BlockQ4_K* blk = reinterpret_cast<const BlockQ4_K*>(b);
     // The 6-bit scales and mins (block_formats.h), 4 at a time in 32-bit words: bytes 0..3 (a),
     // 4..7 (b), 8..11 (c) of `scales`.
@@ -109,14 +200,18 @@ struct Q4_KK {
     const __m256i sc16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<long long>(sc8))));
     PLEXUS_Q_UNROLL for (int j = 0; j < 8; ++j) w.sc[j] = _mm256_shuffle_epi8(sc16, int16_lane_picker(j));
     w.m = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(m8)));
+    w.d = _mm256_set1_ps(_cvtsh_ss(blk->d));
+    w.dmin = _mm256_set1_ps(_cvtsh_ss(blk->dmin));
+  }
+  static void load(const std::uint8_t* b, W& w) {
+    load_scales(b, w);
+    const BlockQ4_K* blk = reinterpret_cast<const BlockQ4_K*>(b);
     const __m256i m4 = _mm256_set1_epi8(15);
     for (int c4 = 0; c4 < 4; ++c4) {
       const __m256i q = load256(blk->qs + 32 * c4);
       w.q[2 * c4] = _mm256_and_si256(q, m4);
       w.q[2 * c4 + 1] = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
     }
-    w.d = _mm256_set1_ps(_cvtsh_ss(blk->d));
-    w.dmin = _mm256_set1_ps(_cvtsh_ss(blk->dmin));
   }
   static void acc(const W& w, const std::uint8_t* xb, __m256& a) {
     __m256i s = _mm256_setzero_si256();
@@ -266,6 +361,46 @@ struct Q6_KK512 {
 };
 #endif
 
+// The int16 scales of the 8 chunks of 32 from the 16 signed scales of 16 elements (bytes of s8):
+// chunk c's int16 lanes 0..7 (its elements 0..15) hold s8[2c], lanes 8..15 hold s8[2c + 1].
+inline void chunk_scales16(__m128i s8, __m256i* sc) {
+  // scales as int16, 0..7 and 8..15 each in both 128-bit lanes; chunk c picks int16 lane
+  // 2c mod 8 into its low lane and the next into its high lane.
+  const __m256i lo = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(s8));
+  const __m256i hi = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(_mm_srli_si128(s8, 8)));
+  PLEXUS_Q_UNROLL for (int c = 0; c < 8; ++c) {
+    const int k = 2 * (c & 3);
+    const __m256i pick = _mm256_set_m128i(_mm_set1_epi16(static_cast<short>((2 * k + 2) | ((2 * k + 3) << 8))),
+                                          _mm_set1_epi16(static_cast<short>((2 * k) | ((2 * k + 1) << 8))));
+    sc[c] = _mm256_shuffle_epi8(c < 4 ? lo : hi, pick);
+  }
+}
+
+// Q3_K's 16 scales sc[s] − 32 (−32..31) as signed bytes (block_formats.h).
+inline __m128i q3_k_scales(const std::uint8_t* scales) {
+  std::uint32_t a, b, c;
+  std::memcpy(&a, scales, 4);
+  std::memcpy(&b, scales + 4, 4);
+  std::memcpy(&c, scales + 8, 4);
+  const __m128i s = _mm_set_epi32(static_cast<int>(((b >> 4) & 0x0f0f0f0fu) | (((c >> 6) & 0x03030303u) << 4)),
+                                  static_cast<int>(((a >> 4) & 0x0f0f0f0fu) | (((c >> 4) & 0x03030303u) << 4)),
+                                  static_cast<int>((b & 0x0f0f0f0fu) | (((c >> 2) & 0x03030303u) << 4)),
+                                  static_cast<int>((a & 0x0f0f0f0fu) | ((c & 0x03030303u) << 4)));
+  return _mm_sub_epi8(s, _mm_set1_epi8(32));
+}
+
+// IQ4_XS's 8 scales ls[j] − 32 (−32..31) as signed bytes, each twice (the 16-element halves).
+inline __m128i iq4_xs_scales(const BlockIQ4_XS* blk) {
+  std::uint32_t l;
+  std::memcpy(&l, blk->scales_l, 4);
+  std::uint64_t h = 0;
+  PLEXUS_Q_UNROLL for (int j = 0; j < 8; ++j) h |= static_cast<std::uint64_t>((blk->scales_h >> (2 * j)) & 3) << (8 * j + 4);
+  const __m128i low = _mm_unpacklo_epi8(_mm_cvtsi32_si128(static_cast<int>(l & 0x0f0f0f0fu)),
+                                        _mm_cvtsi32_si128(static_cast<int>((l >> 4) & 0x0f0f0f0fu)));
+  const __m128i s8 = _mm_sub_epi8(_mm_or_si128(low, _mm_cvtsi64_si128(static_cast<long long>(h))), _mm_set1_epi8(32));
+  return _mm_unpacklo_epi8(s8, s8);
+}
+
 struct Q6_KK {
   static constexpr std::int64_t kBlockBytes = sizeof(BlockQ6_K), kXBytes = sizeof(XBlock256);
   struct W {
@@ -291,17 +426,7 @@ struct Q6_KK {
         w.aw[4 * h + k] = _mm256_abs_epi8(w.w[4 * h + k]);
       }
     }
-    // scales as int16, 0..7 and 8..15 each in both 128-bit lanes; chunk c picks int16 lane
-    // 2c mod 8 into its low lane and the next into its high lane.
-    const __m128i s8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk->scales));
-    const __m256i lo = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(s8));
-    const __m256i hi = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(_mm_srli_si128(s8, 8)));
-    PLEXUS_Q_UNROLL for (int c = 0; c < 8; ++c) {
-      const int k = 2 * (c & 3);
-      const __m256i pick = _mm256_set_m128i(_mm_set1_epi16(static_cast<short>((2 * k + 2) | ((2 * k + 3) << 8))),
-                                            _mm_set1_epi16(static_cast<short>((2 * k) | ((2 * k + 1) << 8))));
-      w.sc[c] = _mm256_shuffle_epi8(c < 4 ? lo : hi, pick);
-    }
+    chunk_scales16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk->scales)), w.sc);
     w.d = _mm256_set1_ps(_cvtsh_ss(blk->d));
   }
   static void acc(const W& w, const std::uint8_t* xb, __m256& a) {
@@ -312,6 +437,99 @@ struct Q6_KK {
       s = add_madd16(s, p16, w.sc[c]);
     }
     a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(w.d, _mm256_set1_ps(load_f32(xb))), a);
+  }
+};
+
+// Q5_K: Q4_K's shape with bit 4 of each value from qh (values 0..31: maddubs pairs stay below
+// 2^13).
+struct Q5_KK {
+  static constexpr std::int64_t kBlockBytes = sizeof(BlockQ5_K), kXBytes = sizeof(XBlock256);
+  using W = Q4_KK::W;
+  static void load(const std::uint8_t* b, W& w) {
+    Q4_KK::load_scales(b, w);  // Q5_K's d, dmin and scales lie where Q4_K's do
+    const BlockQ5_K* blk = reinterpret_cast<const BlockQ5_K*>(b);
+    const __m256i m4 = _mm256_set1_epi8(15), one = _mm256_set1_epi8(1);
+    const __m256i qh = load256(blk->qh);
+    PLEXUS_Q_UNROLL for (int j = 0; j < 8; ++j) {
+      const __m256i q = load256(blk->qs + 32 * (j / 2));
+      const __m256i lo = _mm256_and_si256(j % 2 == 0 ? q : _mm256_srli_epi16(q, 4), m4);
+      w.q[j] = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, j), one), 4));
+    }
+  }
+  static void acc(const W& w, const std::uint8_t* xb, __m256& a) { Q4_KK::acc(w, xb, a); }
+};
+
+// Q3_K: Q6_K's shape (signed values, 16-element scales) with values −4..3 and scales sc − 32.
+struct Q3_KK {
+  static constexpr std::int64_t kBlockBytes = sizeof(BlockQ3_K), kXBytes = sizeof(XBlock256);
+  using W = Q6_KK::W;
+  static void load(const std::uint8_t* b, W& w) {
+    const BlockQ3_K* blk = reinterpret_cast<const BlockQ3_K*>(b);
+    const __m256i m3 = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1), k4 = _mm256_set1_epi8(4);
+    const __m256i hm = load256(blk->hmask);
+    PLEXUS_Q_UNROLL for (int c = 0; c < 8; ++c) {  // chunk c = 4h + j: elements 128h + 32j + l
+      const __m256i q = load256(blk->qs + 32 * (c / 4));
+      const __m256i q2 = _mm256_and_si256(_mm256_srli_epi16(q, 2 * (c % 4)), m3);
+      const __m256i hb = _mm256_and_si256(_mm256_srli_epi16(hm, c), one);
+      w.w[c] = _mm256_sub_epi8(_mm256_or_si256(q2, _mm256_slli_epi16(hb, 2)), k4);
+      w.aw[c] = _mm256_abs_epi8(w.w[c]);
+    }
+    chunk_scales16(q3_k_scales(blk->scales), w.sc);
+    w.d = _mm256_set1_ps(_cvtsh_ss(blk->d));
+  }
+  static void acc(const W& w, const std::uint8_t* xb, __m256& a) { Q6_KK::acc(w, xb, a); }
+};
+
+// IQ4_XS: Q6_K's shape with the codes' kIq4Values and scales ls − 32 (both halves of a chunk
+// share its scale).
+struct IQ4_XSK {
+  static constexpr std::int64_t kBlockBytes = sizeof(BlockIQ4_XS), kXBytes = sizeof(XBlock256);
+  using W = Q6_KK::W;
+  static void load(const std::uint8_t* b, W& w) {
+    const BlockIQ4_XS* blk = reinterpret_cast<const BlockIQ4_XS*>(b);
+    const __m256i table = iq4_table();
+    PLEXUS_Q_UNROLL for (int j = 0; j < 8; ++j) {
+      w.w[j] = _mm256_shuffle_epi8(table, nibbles32(blk->qs + 16 * j));
+      w.aw[j] = _mm256_abs_epi8(w.w[j]);
+    }
+    chunk_scales16(iq4_xs_scales(blk), w.sc);
+    w.d = _mm256_set1_ps(_cvtsh_ss(blk->d));
+  }
+  static void acc(const W& w, const std::uint8_t* xb, __m256& a) { Q6_KK::acc(w, xb, a); }
+};
+
+constexpr std::int64_t kXsums16 = offsetof(XBlock256, sums16);
+
+// Q2_K: Q6_K's shape with unsigned values 0..3 (maddubs takes them as they are), unsigned
+// 4-bit scales, then the mins: madd of the 16 int16 mins with sums16 gives M[l] directly.
+struct Q2_KK {
+  static constexpr std::int64_t kBlockBytes = sizeof(BlockQ2_K), kXBytes = sizeof(XBlock256);
+  struct W {
+    __m256i q[8];   // chunk c's 32 values, 0..3
+    __m256i sc[8];  // as Q6_KK::W's
+    __m256i m;      // the 16 mins as int16
+    __m256 d, dmin;
+  };
+  static void load(const std::uint8_t* b, W& w) {
+    const BlockQ2_K* blk = reinterpret_cast<const BlockQ2_K*>(b);
+    const __m256i m3 = _mm256_set1_epi8(3);
+    PLEXUS_Q_UNROLL for (int c = 0; c < 8; ++c) {  // chunk c = 4h + j: elements 128h + 32j + l
+      w.q[c] = _mm256_and_si256(_mm256_srli_epi16(load256(blk->qs + 32 * (c / 4)), 2 * (c % 4)), m3);
+    }
+    const __m128i s = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk->scales));
+    const __m128i m4 = _mm_set1_epi8(15);
+    chunk_scales16(_mm_and_si128(s, m4), w.sc);
+    w.m = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(s, 4), m4));
+    w.d = _mm256_set1_ps(_cvtsh_ss(blk->d));
+    w.dmin = _mm256_set1_ps(_cvtsh_ss(blk->dmin));
+  }
+  static void acc(const W& w, const std::uint8_t* xb, __m256& a) {
+    __m256i s = _mm256_setzero_si256();
+    for (int c = 0; c < 8; ++c) s = add_madd16(s, _mm256_maddubs_epi16(w.q[c], load256(xb + kXq + 32 * c)), w.sc[c]);
+    const __m256 xd = _mm256_set1_ps(load_f32(xb));
+    a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(w.d, xd), a);
+    const __m256i mins = _mm256_madd_epi16(w.m, load256(xb + kXsums16));
+    a = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(mins), _mm256_mul_ps(w.dmin, xd), a);
   }
 };
 
@@ -351,14 +569,14 @@ void q_dispatch(DType wt, const void* w, std::int64_t ldw, const void* xq, std::
 #endif
       q_dot_tile<Q6_KK, 4, 2, 4>(w, ldw, xq, ldxq, y, ldy, nt, nr, nb);
       break;
-    case DType::kQ4_1:
-    case DType::kQ5_0:
-    case DType::kQ5_1:
-    case DType::kIQ4_NL:
-    case DType::kQ2_K:
-    case DType::kQ3_K:
-    case DType::kQ5_K:
-    case DType::kIQ4_XS: dot_tile_q_generic(wt, w, ldw, xq, ldxq, y, ldy, nt, nr, k); break;
+    case DType::kQ4_1: q_dot_tile<Q4_1K, 4, 3, 4>(w, ldw, xq, ldxq, y, ldy, nt, nr, nb); break;
+    case DType::kQ5_0: q_dot_tile<Q5_0K, 4, 3, 4>(w, ldw, xq, ldxq, y, ldy, nt, nr, nb); break;
+    case DType::kQ5_1: q_dot_tile<Q5_1K, 4, 3, 4>(w, ldw, xq, ldxq, y, ldy, nt, nr, nb); break;
+    case DType::kIQ4_NL: q_dot_tile<IQ4_NLK, 4, 3, 4>(w, ldw, xq, ldxq, y, ldy, nt, nr, nb); break;
+    case DType::kQ5_K: q_dot_tile<Q5_KK, 4, 2, 4>(w, ldw, xq, ldxq, y, ldy, nt, nr, nb); break;
+    case DType::kQ3_K: q_dot_tile<Q3_KK, 4, 2, 4>(w, ldw, xq, ldxq, y, ldy, nt, nr, nb); break;
+    case DType::kIQ4_XS: q_dot_tile<IQ4_XSK, 4, 2, 4>(w, ldw, xq, ldxq, y, ldy, nt, nr, nb); break;
+    case DType::kQ2_K: q_dot_tile<Q2_KK, 4, 2, 4>(w, ldw, xq, ldxq, y, ldy, nt, nr, nb); break;
     case DType::kF32:
     case DType::kBF16:
     case DType::kF16: break;
