@@ -19,8 +19,7 @@
 namespace plexus {
 namespace {
 
-constexpr DType kFormats[] = {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kIQ4_NL,
-                              DType::kQ2_K, DType::kQ3_K, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kIQ4_XS};
+constexpr const auto& kFormats = kBlockFormats;  // every block format (core/dtype.h)
 
 struct Weights {
   std::vector<std::uint8_t> bytes;

@@ -1,5 +1,5 @@
-// The x86 quantised dot kernels' block formats (order: quant_kernels.h), included by the AVX2
-// file and the AVX-512 VNNI file, each compiling it with its own flags (internal linkage keeps the
+// The x86 quantised dot kernels' block formats (order: quant_kernels.h), included (through
+// quant_dispatch_x86.h) by the AVX2 file and the AVX-512 VNNI file, each compiling it with its own flags (internal linkage keeps the
 // copies apart). Signed weights w times activations q run as |w| · sign(q, w) (u8 · s8): AVX2 with
 // maddubs (pairs stay below 2^15) then madd into 8 int32 lanes of 4 elements; VNNI with dpbusd
 // straight into those lanes, and dpwssd for madd-and-add. The integer lanes are exact either way.
@@ -7,7 +7,6 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
 
 #include "kernels/block_formats.h"
@@ -178,6 +177,17 @@ constexpr std::int64_t kXq = offsetof(XBlock256, q), kXsums = offsetof(XBlock256
 // Byte j of each 128-bit lane: int16 lane k's bytes (2k, 2k + 1), for broadcasting int16 lane k.
 inline __m256i int16_lane_picker(int k) { return _mm256_set1_epi16(static_cast<short>((2 * k) | ((2 * k + 1) << 8))); }
 
+// Q4_K's (and Q5_K's) 6-bit scales and mins (block_formats.h): byte j of sc8 is sc[j], of m8 is
+// m[j]. Computed 4 at a time in 32-bit words: bytes 0..3 (a), 4..7 (b), 8..11 (c) of `scales`.
+inline void q4_k_scales_mins8(const std::uint8_t* scales, std::uint64_t& sc8, std::uint64_t& m8) {
+  std::uint32_t a, b, c;
+  std::memcpy(&a, scales, 4);
+  std::memcpy(&b, scales + 4, 4);
+  std::memcpy(&c, scales + 8, 4);
+  sc8 = (a & 0x3f3f3f3fu) | static_cast<std::uint64_t>((c & 0x0f0f0f0fu) | ((a >> 2) & 0x30303030u)) << 32;
+  m8 = (b & 0x3f3f3f3fu) | static_cast<std::uint64_t>(((c >> 4) & 0x0f0f0f0fu) | ((b >> 2) & 0x30303030u)) << 32;
+}
+
 struct Q4_KK {
   static constexpr std::int64_t kBlockBytes = sizeof(BlockQ4_K), kXBytes = sizeof(XBlock256);
   struct W {
@@ -189,14 +199,8 @@ struct Q4_KK {
   // The scales, mins, d and dmin, the same in Q4_K and Q5_K.
   static void load_scales(const std::uint8_t* b, W& w) {
     const BlockQ4_K* blk = reinterpret_cast<const BlockQ4_K*>(b);
-    // The 6-bit scales and mins (block_formats.h), 4 at a time in 32-bit words: bytes 0..3 (a),
-    // 4..7 (b), 8..11 (c) of `scales`.
-    std::uint32_t a, bb, c;
-    std::memcpy(&a, blk->scales, 4);
-    std::memcpy(&bb, blk->scales + 4, 4);
-    std::memcpy(&c, blk->scales + 8, 4);
-    const std::uint64_t sc8 = (a & 0x3f3f3f3fu) | static_cast<std::uint64_t>((c & 0x0f0f0f0fu) | ((a >> 2) & 0x30303030u)) << 32;
-    const std::uint64_t m8 = (bb & 0x3f3f3f3fu) | static_cast<std::uint64_t>(((c >> 4) & 0x0f0f0f0fu) | ((bb >> 2) & 0x30303030u)) << 32;
+    std::uint64_t sc8, m8;
+    q4_k_scales_mins8(blk->scales, sc8, m8);
     const __m256i sc16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<long long>(sc8))));
     PLEXUS_Q_UNROLL for (int j = 0; j < 8; ++j) w.sc[j] = _mm256_shuffle_epi8(sc16, int16_lane_picker(j));
     w.m = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(m8)));
@@ -227,139 +231,6 @@ struct Q4_KK {
   }
 };
 
-#if PLEXUS_Q_VNNI
-// Q4_0 for one token on 512-bit registers, two blocks at a time (a "block" here is a pair): one
-// dpbusd multiplies both blocks' nibbles (unsigned, 0..15) with their x, the accumulator
-// starting at −8 · (sum of x over each 4) so the lanes hold the products with nibble − 8 (exact).
-// Block 0's lanes, then block 1's, go through the f32 order of quant_kernels.h as in Q4_0K.
-struct Q4_0K512 {
-  static constexpr std::int64_t kBlockBytes = 2 * sizeof(BlockQ4_0), kXBytes = 2 * sizeof(XBlock32);
-  struct W {
-    __m512i q;  // block 0's 32 nibbles (elements 0..31), then block 1's
-    __m256 d0, d1;
-  };
-  static void load(const std::uint8_t* b, W& w) {
-    const __m256i t = _mm256_set_m128i(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + sizeof(BlockQ4_0) + 2)),
-                                       _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 2)));
-    // [qs0, qs1, qs0 >> 4, qs1 >> 4] (128-bit lanes) reordered to [qs0, qs0 >> 4, qs1, qs1 >> 4].
-    const __m512i u = _mm512_inserti64x4(_mm512_castsi256_si512(t), _mm256_srli_epi16(t, 4), 1);
-    w.q = _mm512_and_si512(_mm512_shuffle_i64x2(u, u, _MM_SHUFFLE(3, 1, 2, 0)), _mm512_set1_epi8(15));
-    w.d0 = _mm256_set1_ps(load_f16(b));
-    w.d1 = _mm256_set1_ps(load_f16(b + sizeof(BlockQ4_0)));
-  }
-  static void acc(const W& w, const std::uint8_t* xb, __m256& a) {
-    constexpr std::int64_t kX1 = sizeof(XBlock32);
-    const __m512i x = _mm512_inserti64x4(_mm512_castsi256_si512(load256(xb + 4)), load256(xb + kX1 + 4), 1);
-    const __m512i minus8x = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(8), x));
-    const __m512i p = _mm512_dpbusd_epi32(minus8x, w.q, x);
-    a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm512_castsi512_si256(p)), _mm256_mul_ps(w.d0, _mm256_set1_ps(load_f32(xb))), a);
-    a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm512_extracti64x4_epi64(p, 1)), _mm256_mul_ps(w.d1, _mm256_set1_ps(load_f32(xb + kX1))), a);
-  }
-};
-
-// Q4_K for one token on 512-bit registers: one 64-byte load of qs holds sub-blocks j (low
-// nibbles) and j + 1 (high nibbles) for j = 0, 2 in its halves, so each maddubs + dpwssd covers two
-// sub-blocks: pairs (0, 2), (1, 3), (4, 6), (5, 7), the x halves joined to match (the loads are
-// shared by the tile's rows). The 16 int32 lanes' halves are summed into S[l] (exact), then the
-// f32 order of quant_kernels.h as in Q4_KK.
-struct Q4_KK512 {
-  static constexpr std::int64_t kBlockBytes = sizeof(BlockQ4_K), kXBytes = sizeof(XBlock256);
-  static constexpr int kLo[4] = {0, 1, 4, 5};  // pair p: sub-blocks kLo[p] (low half), kLo[p] + 2
-  struct W {
-    __m512i q[4];   // pair p's nibbles, 0..15
-    __m512i sc[4];  // int16 lanes: sc[kLo[p]] in the low half, sc[kLo[p] + 2] in the high half
-    __m256i m;      // m[j] in int32 lane j
-    __m256 d, dmin;
-  };
-  static void load(const std::uint8_t* b, W& w) {
-    const BlockQ4_K* blk = reinterpret_cast<const BlockQ4_K*>(b);
-    std::uint32_t a, bb, c;  // as in Q4_KK::load
-    std::memcpy(&a, blk->scales, 4);
-    std::memcpy(&bb, blk->scales + 4, 4);
-    std::memcpy(&c, blk->scales + 8, 4);
-    const std::uint64_t sc8 = (a & 0x3f3f3f3fu) | static_cast<std::uint64_t>((c & 0x0f0f0f0fu) | ((a >> 2) & 0x30303030u)) << 32;
-    const std::uint64_t m8 = (bb & 0x3f3f3f3fu) | static_cast<std::uint64_t>(((c >> 4) & 0x0f0f0f0fu) | ((bb >> 2) & 0x30303030u)) << 32;
-    const __m512i sc16 = _mm512_broadcast_i32x4(_mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<long long>(sc8))));
-    PLEXUS_Q_UNROLL for (int p = 0; p < 4; ++p) {
-      const __m512i pick = _mm512_inserti64x4(_mm512_castsi256_si512(int16_lane_picker(kLo[p])), int16_lane_picker(kLo[p] + 2), 1);
-      w.sc[p] = _mm512_shuffle_epi8(sc16, pick);
-    }
-    w.m = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(m8)));
-    const __m512i m4 = _mm512_set1_epi8(15);
-    for (int h = 0; h < 2; ++h) {
-      const __m512i q = _mm512_loadu_si512(blk->qs + 64 * h);
-      w.q[2 * h] = _mm512_and_si512(q, m4);
-      w.q[2 * h + 1] = _mm512_and_si512(_mm512_srli_epi16(q, 4), m4);
-    }
-    w.d = _mm256_set1_ps(_cvtsh_ss(blk->d));
-    w.dmin = _mm256_set1_ps(_cvtsh_ss(blk->dmin));
-  }
-  static void acc(const W& w, const std::uint8_t* xb, __m256& a) {
-    __m512i s = _mm512_setzero_si512();
-    PLEXUS_Q_UNROLL for (int p = 0; p < 4; ++p) {
-      const __m512i x = _mm512_inserti64x4(_mm512_castsi256_si512(load256(xb + kXq + 32 * kLo[p])),
-                                           load256(xb + kXq + 32 * (kLo[p] + 2)), 1);
-      s = _mm512_dpwssd_epi32(s, _mm512_maddubs_epi16(w.q[p], x), w.sc[p]);
-    }
-    const __m256i s8 = _mm256_add_epi32(_mm512_castsi512_si256(s), _mm512_extracti64x4_epi64(s, 1));
-    const __m256 xd = _mm256_set1_ps(load_f32(xb));
-    a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s8), _mm256_mul_ps(w.d, xd), a);
-    const __m256i sums = _mm256_cvtepi16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(xb + kXsums)));
-    a = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(w.m, sums)), _mm256_mul_ps(w.dmin, xd), a);
-  }
-};
-// Q6_KK512's vpermw indices: int16 lane j of chunk pair p = 2h + i takes scales[2 (4h + 2i) + j / 8].
-struct Q6ScaleIdx {
-  alignas(64) std::int16_t v[4][32];
-  constexpr Q6ScaleIdx() : v{} {
-    for (int p = 0; p < 4; ++p) {
-      for (int j = 0; j < 32; ++j) v[p][j] = static_cast<std::int16_t>(2 * (4 * (p / 2) + 2 * (p % 2)) + j / 8);
-    }
-  }
-};
-constexpr Q6ScaleIdx kQ6ScaleIdx{};
-
-// Q6_K for one token on 512-bit registers: chunk pairs (4h + 2i, 4h + 2i + 1) for h, i < 2, one
-// 64-byte load of ql (nibbles) with qh's two bits per pair, so each pair's x is 64 contiguous
-// bytes. The 6-bit values q (0..63, unsigned) go through maddubs, and 32 · (the pair sums of x)
-// is taken off in int16 (the products with q − 32: exact, below 2^13), then dpwssd with the
-// 16-element scales. The halves' int32 lanes summed give S[l]; f32 order as in Q6_KK.
-struct Q6_KK512 {
-  static constexpr std::int64_t kBlockBytes = sizeof(BlockQ6_K), kXBytes = sizeof(XBlock256);
-  struct W {
-    __m512i q[4];   // pair p = 2h + i: its 64 values q, 0..63
-    __m512i sc[4];  // pair p's int16 lanes 8k..8k+7: scales[2 (4h + 2i) + k], k < 4
-    __m256 d;
-  };
-  static void load(const std::uint8_t* b, W& w) {
-    const BlockQ6_K* blk = reinterpret_cast<const BlockQ6_K*>(b);
-    const __m512i m4 = _mm512_set1_epi8(15), m3 = _mm512_set1_epi8(3);
-    // qh's bit pairs: low half of the register at shift 0 (or 4), high half at 2 (or 6).
-    const __m512i sh_lo = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1);
-    const __m512i sh_hi = _mm512_add_epi16(sh_lo, _mm512_set1_epi16(4));
-    PLEXUS_Q_UNROLL for (int h = 0; h < 2; ++h) {
-      const __m512i l = _mm512_loadu_si512(blk->ql + 64 * h);
-      const __m512i hb = _mm512_broadcast_i64x4(load256(blk->qh + 32 * h));
-      w.q[2 * h] = _mm512_or_si512(_mm512_and_si512(l, m4), _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(hb, sh_lo), m3), 4));
-      w.q[2 * h + 1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l, 4), m4),
-                                       _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(hb, sh_hi), m3), 4));
-    }
-    const __m512i sc16 = _mm512_castsi256_si512(_mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk->scales))));
-    PLEXUS_Q_UNROLL for (int p = 0; p < 4; ++p) w.sc[p] = _mm512_permutexvar_epi16(_mm512_load_si512(kQ6ScaleIdx.v[p]), sc16);
-    w.d = _mm256_set1_ps(_cvtsh_ss(blk->d));
-  }
-  static void acc(const W& w, const std::uint8_t* xb, __m256& a) {
-    __m512i s = _mm512_setzero_si512();
-    PLEXUS_Q_UNROLL for (int p = 0; p < 4; ++p) {
-      const __m512i x = _mm512_loadu_si512(xb + kXq + 64 * p);
-      const __m512i x32 = _mm512_maddubs_epi16(_mm512_set1_epi8(32), x);  // the same for every row
-      s = _mm512_dpwssd_epi32(s, _mm512_sub_epi16(_mm512_maddubs_epi16(w.q[p], x), x32), w.sc[p]);
-    }
-    const __m256i s8 = _mm256_add_epi32(_mm512_castsi512_si256(s), _mm512_extracti64x4_epi64(s, 1));
-    a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s8), _mm256_mul_ps(w.d, _mm256_set1_ps(load_f32(xb))), a);
-  }
-};
-#endif
 
 // The int16 scales of the 8 chunks of 32 from the 16 signed scales of 16 elements (bytes of s8):
 // chunk c's int16 lanes 0..7 (its elements 0..15) hold s8[2c], lanes 8..15 hold s8[2c + 1].
@@ -532,56 +403,6 @@ struct Q2_KK {
     a = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(mins), _mm256_mul_ps(w.dmin, xd), a);
   }
 };
-
-#if PLEXUS_Q_VNNI
-// The 512-bit decode kernels; PLEXUS_Q_NARROW_DECODE=1 selects the 256-bit ones instead (for
-// before/after measurements only: both give the same bits).
-inline bool q_wide_decode() {
-  static const bool wide = [] {
-    const char* e = std::getenv("PLEXUS_Q_NARROW_DECODE");
-    return !(e != nullptr && e[0] == '1');
-  }();
-  return wide;
-}
-#endif
-
-// dot_tile_q for one table: the register tiles per format.
-void q_dispatch(DType wt, const void* w, std::int64_t ldw, const void* xq, std::int64_t ldxq, float* y,
-                std::int64_t ldy, std::int64_t nt, std::int64_t nr, std::int64_t k) {
-  const std::int64_t nb = k / dtype_block_elems(wt);
-  switch (wt) {
-    case DType::kQ8_0: q_dot_tile<Q8_0K, 4, 3, 4>(w, ldw, xq, ldxq, y, ldy, nt, nr, nb); break;
-    case DType::kQ4_0:
-#if PLEXUS_Q_VNNI
-      if (nt == 1 && nb % 2 == 0 && q_wide_decode()) return q_tile_rows<Q4_0K512, 1, 4, true>(static_cast<const std::uint8_t*>(w), ldw, static_cast<const std::uint8_t*>(xq), ldxq, y, ldy, nr, nb / 2);
-#endif
-      q_dot_tile<Q4_0K, 4, 3, 4>(w, ldw, xq, ldxq, y, ldy, nt, nr, nb);
-      break;
-    case DType::kQ4_K:
-#if PLEXUS_Q_VNNI
-      if (nt == 1 && q_wide_decode()) return q_tile_rows<Q4_KK512, 1, 4, true>(static_cast<const std::uint8_t*>(w), ldw, static_cast<const std::uint8_t*>(xq), ldxq, y, ldy, nr, nb);
-#endif
-      q_dot_tile<Q4_KK, 4, 2, 4>(w, ldw, xq, ldxq, y, ldy, nt, nr, nb);
-      break;
-    case DType::kQ6_K:
-#if PLEXUS_Q_VNNI
-      if (nt == 1 && q_wide_decode()) return q_tile_rows<Q6_KK512, 1, 4, true>(static_cast<const std::uint8_t*>(w), ldw, static_cast<const std::uint8_t*>(xq), ldxq, y, ldy, nr, nb);
-#endif
-      q_dot_tile<Q6_KK, 4, 2, 4>(w, ldw, xq, ldxq, y, ldy, nt, nr, nb);
-      break;
-    case DType::kQ4_1: q_dot_tile<Q4_1K, 4, 3, 4>(w, ldw, xq, ldxq, y, ldy, nt, nr, nb); break;
-    case DType::kQ5_0: q_dot_tile<Q5_0K, 4, 3, 4>(w, ldw, xq, ldxq, y, ldy, nt, nr, nb); break;
-    case DType::kQ5_1: q_dot_tile<Q5_1K, 4, 3, 4>(w, ldw, xq, ldxq, y, ldy, nt, nr, nb); break;
-    case DType::kIQ4_NL: q_dot_tile<IQ4_NLK, 4, 3, 4>(w, ldw, xq, ldxq, y, ldy, nt, nr, nb); break;
-    case DType::kQ5_K: q_dot_tile<Q5_KK, 4, 2, 4>(w, ldw, xq, ldxq, y, ldy, nt, nr, nb); break;
-    case DType::kQ3_K: q_dot_tile<Q3_KK, 4, 2, 4>(w, ldw, xq, ldxq, y, ldy, nt, nr, nb); break;
-    case DType::kIQ4_XS: q_dot_tile<IQ4_XSK, 4, 2, 4>(w, ldw, xq, ldxq, y, ldy, nt, nr, nb); break;
-    case DType::kQ2_K: q_dot_tile<Q2_KK, 4, 2, 4>(w, ldw, xq, ldxq, y, ldy, nt, nr, nb); break;
-    case DType::kF32:
-    case DType::kBF16:
-    case DType::kF16: break;
-  }
-}
 
 }  // namespace
 }  // namespace plexus
