@@ -7,32 +7,104 @@
 namespace plexus {
 namespace {
 
-// Q4_0 for one token on 512-bit registers, two blocks at a time (a "block" here is a pair): one
-// dpbusd multiplies both blocks' nibbles (unsigned, 0..15) with their x, the accumulator
-// starting at −8 · (sum of x over each 4) so the lanes hold the products with nibble − 8 (exact).
-// Block 0's lanes, then block 1's, go through the f32 order of quant_kernels.h as in Q4_0K.
-struct Q4_0K512 {
-  static constexpr std::int64_t kBlockBytes = 2 * sizeof(BlockQ4_0), kXBytes = 2 * sizeof(XBlock32);
+// A 512-bit register of two 256-bit halves.
+inline __m512i join256(__m256i lo, __m256i hi) { return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1); }
+
+// The nibbles of two blocks of 32 (Q4_0's packing): block 0's 32 (elements 0..31), then block 1's.
+inline __m512i nibbles64(const std::uint8_t* qs0, const std::uint8_t* qs1) {
+  const __m256i t = _mm256_set_m128i(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs1)),
+                                     _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs0)));
+  // [qs0, qs1, qs0 >> 4, qs1 >> 4] (128-bit lanes) reordered to [qs0, qs0 >> 4, qs1, qs1 >> 4].
+  const __m512i u = join256(t, _mm256_srli_epi16(t, 4));
+  return _mm512_and_si512(_mm512_shuffle_i64x2(u, u, _MM_SHUFFLE(3, 1, 2, 0)), _mm512_set1_epi8(15));
+}
+
+// Two blocks of 32 at a time for one token on 512-bit registers (a "block" here is a pair). The
+// format V gives both blocks' values as unsigned bytes u = v + V::kBias (V::values), so one
+// dpbusd multiplies them with x, the accumulator starting at −kBias · (sum of x over each 4): the
+// lanes hold the products with v (exact). Block 0's lanes, then block 1's, go through the f32
+// order of quant_kernels.h (with the offset term of Q4_1 and Q5_1, V::kOffset).
+//   V::kBytes  bytes of one block; V::values(block 0, block 1)  the 64 bytes u.
+template <class V>
+struct Pair32K512 {
+  static constexpr std::int64_t kBlockBytes = 2 * V::kBytes, kXBytes = 2 * sizeof(XBlock32);
   struct W {
-    __m512i q;  // block 0's 32 nibbles (elements 0..31), then block 1's
-    __m256 d0, d1;
+    __m512i u;  // block 0's 32 values + kBias, then block 1's
+    __m256 d0, d1, m0, m1;
   };
   static void load(const std::uint8_t* b, W& w) {
-    const __m256i t = _mm256_set_m128i(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + sizeof(BlockQ4_0) + 2)),
-                                       _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 2)));
-    // [qs0, qs1, qs0 >> 4, qs1 >> 4] (128-bit lanes) reordered to [qs0, qs0 >> 4, qs1, qs1 >> 4].
-    const __m512i u = _mm512_inserti64x4(_mm512_castsi256_si512(t), _mm256_srli_epi16(t, 4), 1);
-    w.q = _mm512_and_si512(_mm512_shuffle_i64x2(u, u, _MM_SHUFFLE(3, 1, 2, 0)), _mm512_set1_epi8(15));
+    w.u = V::values(b, b + V::kBytes);
     w.d0 = _mm256_set1_ps(load_f16(b));
-    w.d1 = _mm256_set1_ps(load_f16(b + sizeof(BlockQ4_0)));
+    w.d1 = _mm256_set1_ps(load_f16(b + V::kBytes));
+    if constexpr (V::kOffset) {
+      w.m0 = _mm256_set1_ps(load_f16(b + 2));
+      w.m1 = _mm256_set1_ps(load_f16(b + V::kBytes + 2));
+    }
   }
   static void acc(const W& w, const std::uint8_t* xb, __m256& a) {
     constexpr std::int64_t kX1 = sizeof(XBlock32);
-    const __m512i x = _mm512_inserti64x4(_mm512_castsi256_si512(load256(xb + 4)), load256(xb + kX1 + 4), 1);
-    const __m512i minus8x = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(8), x));
-    const __m512i p = _mm512_dpbusd_epi32(minus8x, w.q, x);
-    a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm512_castsi512_si256(p)), _mm256_mul_ps(w.d0, _mm256_set1_ps(load_f32(xb))), a);
-    a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm512_extracti64x4_epi64(p, 1)), _mm256_mul_ps(w.d1, _mm256_set1_ps(load_f32(xb + kX1))), a);
+    const __m512i x = join256(load256(xb + 4), load256(xb + kX1 + 4));
+    __m512i p0 = _mm512_setzero_si512();
+    if constexpr (V::kBias != 0) {  // the same for every row
+      p0 = _mm512_sub_epi32(p0, _mm512_dpbusd_epi32(p0, _mm512_set1_epi8(static_cast<char>(V::kBias)), x));
+    }
+    const __m512i p = _mm512_dpbusd_epi32(p0, w.u, x);
+    const __m256 xd0 = _mm256_set1_ps(load_f32(xb)), xd1 = _mm256_set1_ps(load_f32(xb + kX1));
+    __m512i s = _mm512_setzero_si512();
+    if constexpr (V::kOffset) s = _mm512_dpbusd_epi32(s, _mm512_set1_epi8(1), x);  // the same for every row
+    a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm512_castsi512_si256(p)), _mm256_mul_ps(w.d0, xd0), a);
+    if constexpr (V::kOffset) a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm512_castsi512_si256(s)), _mm256_mul_ps(w.m0, xd0), a);
+    a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm512_extracti64x4_epi64(p, 1)), _mm256_mul_ps(w.d1, xd1), a);
+    if constexpr (V::kOffset) a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm512_extracti64x4_epi64(s, 1)), _mm256_mul_ps(w.m1, xd1), a);
+  }
+};
+
+// Bit 4 of both blocks' values (Q5_0's and Q5_1's qh, at qh0 and qh1) added to u.
+inline __m512i add_fifth_bits(__m512i u, const std::uint8_t* qh0, const std::uint8_t* qh1) {
+  std::uint32_t h0, h1;
+  std::memcpy(&h0, qh0, 4);
+  std::memcpy(&h1, qh1, 4);
+  return _mm512_mask_add_epi8(u, _cvtu64_mask64(h0 | static_cast<std::uint64_t>(h1) << 32), u, _mm512_set1_epi8(16));
+}
+
+struct Q4_0V {
+  static constexpr std::int64_t kBytes = sizeof(BlockQ4_0);
+  static constexpr int kBias = 8;
+  static constexpr bool kOffset = false;
+  static __m512i values(const std::uint8_t* b0, const std::uint8_t* b1) { return nibbles64(b0 + 2, b1 + 2); }
+};
+struct Q5_0V {
+  static constexpr std::int64_t kBytes = sizeof(BlockQ5_0);
+  static constexpr int kBias = 16;
+  static constexpr bool kOffset = false;
+  static __m512i values(const std::uint8_t* b0, const std::uint8_t* b1) {
+    return add_fifth_bits(nibbles64(b0 + offsetof(BlockQ5_0, qs), b1 + offsetof(BlockQ5_0, qs)), b0 + offsetof(BlockQ5_0, qh),
+                          b1 + offsetof(BlockQ5_0, qh));
+  }
+};
+struct Q4_1V {
+  static constexpr std::int64_t kBytes = sizeof(BlockQ4_1);
+  static constexpr int kBias = 0;
+  static constexpr bool kOffset = true;
+  static __m512i values(const std::uint8_t* b0, const std::uint8_t* b1) { return nibbles64(b0 + 4, b1 + 4); }
+};
+struct Q5_1V {
+  static constexpr std::int64_t kBytes = sizeof(BlockQ5_1);
+  static constexpr int kBias = 0;
+  static constexpr bool kOffset = true;
+  static __m512i values(const std::uint8_t* b0, const std::uint8_t* b1) {
+    return add_fifth_bits(nibbles64(b0 + offsetof(BlockQ5_1, qs), b1 + offsetof(BlockQ5_1, qs)), b0 + offsetof(BlockQ5_1, qh),
+                          b1 + offsetof(BlockQ5_1, qh));
+  }
+};
+// IQ4_NL: kIq4Values + 128 (1..241) looked up by the codes.
+struct IQ4_NLV {
+  static constexpr std::int64_t kBytes = sizeof(BlockIQ4_NL);
+  static constexpr int kBias = 128;
+  static constexpr bool kOffset = false;
+  static __m512i values(const std::uint8_t* b0, const std::uint8_t* b1) {
+    const __m128i t = _mm_add_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4Values)), _mm_set1_epi8(static_cast<char>(128)));
+    return _mm512_shuffle_epi8(_mm512_broadcast_i32x4(t), nibbles64(b0 + 2, b1 + 2));
   }
 };
 
@@ -139,9 +211,6 @@ struct Q6_KK512 {
     a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s8), _mm256_mul_ps(w.d, _mm256_set1_ps(load_f32(xb))), a);
   }
 };
-
-// A 512-bit register of two 256-bit halves.
-inline __m512i join256(__m256i lo, __m256i hi) { return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1); }
 
 // Q5_K for one token on 512-bit registers: Q4_KK512's pairs of sub-blocks, bit 4 of each value
 // added where qh has it (sub-block j's bit j of qh[l]; both halves see the same 32 bytes of qh).

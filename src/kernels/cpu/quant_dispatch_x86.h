@@ -32,7 +32,7 @@ void q_dispatch(DType wt, const void* w, std::int64_t ldw, const void* xq, std::
     case DType::kQ8_0: q_dot_tile<Q8_0K, 4, 3, 4>(w, ldw, xq, ldxq, y, ldy, nt, nr, nb); break;
     case DType::kQ4_0:
 #if PLEXUS_Q_VNNI
-      if (nt == 1 && nb % 2 == 0 && q_wide_decode()) return q_tile_rows<Q4_0K512, 1, 4, true>(static_cast<const std::uint8_t*>(w), ldw, static_cast<const std::uint8_t*>(xq), ldxq, y, ldy, nr, nb / 2);
+      if (nt == 1 && nb % 2 == 0 && q_wide_decode()) return q_tile_rows<Pair32K512<Q4_0V>, 1, 4, true>(static_cast<const std::uint8_t*>(w), ldw, static_cast<const std::uint8_t*>(xq), ldxq, y, ldy, nr, nb / 2);
 #endif
       q_dot_tile<Q4_0K, 4, 3, 4>(w, ldw, xq, ldxq, y, ldy, nt, nr, nb);
       break;
@@ -48,10 +48,30 @@ void q_dispatch(DType wt, const void* w, std::int64_t ldw, const void* xq, std::
 #endif
       q_dot_tile<Q6_KK, 4, 2, 4>(w, ldw, xq, ldxq, y, ldy, nt, nr, nb);
       break;
-    case DType::kQ4_1: q_dot_tile<Q4_1K, 4, 3, 4>(w, ldw, xq, ldxq, y, ldy, nt, nr, nb); break;
-    case DType::kQ5_0: q_dot_tile<Q5_0K, 4, 3, 4>(w, ldw, xq, ldxq, y, ldy, nt, nr, nb); break;
-    case DType::kQ5_1: q_dot_tile<Q5_1K, 4, 3, 4>(w, ldw, xq, ldxq, y, ldy, nt, nr, nb); break;
-    case DType::kIQ4_NL: q_dot_tile<IQ4_NLK, 4, 3, 4>(w, ldw, xq, ldxq, y, ldy, nt, nr, nb); break;
+    case DType::kQ4_1:
+#if PLEXUS_Q_VNNI
+      if (nt == 1 && nb % 2 == 0 && q_wide_decode()) return q_tile_rows<Pair32K512<Q4_1V>, 1, 4, true>(static_cast<const std::uint8_t*>(w), ldw, static_cast<const std::uint8_t*>(xq), ldxq, y, ldy, nr, nb / 2);
+#endif
+      q_dot_tile<Q4_1K, 4, 3, 4>(w, ldw, xq, ldxq, y, ldy, nt, nr, nb);
+      break;
+    case DType::kQ5_0:
+#if PLEXUS_Q_VNNI
+      if (nt == 1 && nb % 2 == 0 && q_wide_decode()) return q_tile_rows<Pair32K512<Q5_0V>, 1, 4, true>(static_cast<const std::uint8_t*>(w), ldw, static_cast<const std::uint8_t*>(xq), ldxq, y, ldy, nr, nb / 2);
+#endif
+      q_dot_tile<Q5_0K, 4, 3, 4>(w, ldw, xq, ldxq, y, ldy, nt, nr, nb);
+      break;
+    case DType::kQ5_1:
+#if PLEXUS_Q_VNNI
+      if (nt == 1 && nb % 2 == 0 && q_wide_decode()) return q_tile_rows<Pair32K512<Q5_1V>, 1, 4, true>(static_cast<const std::uint8_t*>(w), ldw, static_cast<const std::uint8_t*>(xq), ldxq, y, ldy, nr, nb / 2);
+#endif
+      q_dot_tile<Q5_1K, 4, 3, 4>(w, ldw, xq, ldxq, y, ldy, nt, nr, nb);
+      break;
+    case DType::kIQ4_NL:
+#if PLEXUS_Q_VNNI
+      if (nt == 1 && nb % 2 == 0 && q_wide_decode()) return q_tile_rows<Pair32K512<IQ4_NLV>, 1, 4, true>(static_cast<const std::uint8_t*>(w), ldw, static_cast<const std::uint8_t*>(xq), ldxq, y, ldy, nr, nb / 2);
+#endif
+      q_dot_tile<IQ4_NLK, 4, 3, 4>(w, ldw, xq, ldxq, y, ldy, nt, nr, nb);
+      break;
     case DType::kQ5_K:
 #if PLEXUS_Q_VNNI
       if (nt == 1 && q_wide_decode()) return q_tile_rows<Q5_KK512, 1, 4, true>(static_cast<const std::uint8_t*>(w), ldw, static_cast<const std::uint8_t*>(xq), ldxq, y, ldy, nr, nb);
