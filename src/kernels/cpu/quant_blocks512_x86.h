@@ -23,43 +23,34 @@ inline __m512i nibbles64(const std::uint8_t* qs0, const std::uint8_t* qs1) {
 // format V gives both blocks' values as unsigned bytes u = v + V::kBias (V::values), so one
 // dpbusd multiplies them with x, the accumulator starting at −kBias · (sum of x over each 4): the
 // lanes hold the products with v (exact). Block 0's lanes, then block 1's, go through the f32
-// order of quant_kernels.h (with the offset term of Q4_1 and Q5_1, V::kOffset).
+// order of quant_kernels.h as in Block32W.
 //   V::kBytes  bytes of one block; V::values(block 0, block 1)  the 64 bytes u.
+// (Measured on Zen 4: a gain for Q4_0 and Q5_0, none for IQ4_NL, Q4_1 and Q5_1, which keep the
+// 256-bit kernels.)
 template <class V>
 struct Pair32K512 {
   static constexpr std::int64_t kBlockBytes = 2 * V::kBytes, kXBytes = 2 * sizeof(XBlock32);
   struct W {
     __m512i u;  // block 0's 32 values + kBias, then block 1's
-    __m256 d0, d1, m0, m1;
+    __m256 d0, d1;
   };
   static void load(const std::uint8_t* b, W& w) {
     w.u = V::values(b, b + V::kBytes);
     w.d0 = _mm256_set1_ps(load_f16(b));
     w.d1 = _mm256_set1_ps(load_f16(b + V::kBytes));
-    if constexpr (V::kOffset) {
-      w.m0 = _mm256_set1_ps(load_f16(b + 2));
-      w.m1 = _mm256_set1_ps(load_f16(b + V::kBytes + 2));
-    }
   }
   static void acc(const W& w, const std::uint8_t* xb, __m256& a) {
     constexpr std::int64_t kX1 = sizeof(XBlock32);
     const __m512i x = join256(load256(xb + 4), load256(xb + kX1 + 4));
-    __m512i p0 = _mm512_setzero_si512();
-    if constexpr (V::kBias != 0) {  // the same for every row
-      p0 = _mm512_sub_epi32(p0, _mm512_dpbusd_epi32(p0, _mm512_set1_epi8(static_cast<char>(V::kBias)), x));
-    }
-    const __m512i p = _mm512_dpbusd_epi32(p0, w.u, x);
-    const __m256 xd0 = _mm256_set1_ps(load_f32(xb)), xd1 = _mm256_set1_ps(load_f32(xb + kX1));
-    __m512i s = _mm512_setzero_si512();
-    if constexpr (V::kOffset) s = _mm512_dpbusd_epi32(s, _mm512_set1_epi8(1), x);  // the same for every row
-    a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm512_castsi512_si256(p)), _mm256_mul_ps(w.d0, xd0), a);
-    if constexpr (V::kOffset) a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm512_castsi512_si256(s)), _mm256_mul_ps(w.m0, xd0), a);
-    a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm512_extracti64x4_epi64(p, 1)), _mm256_mul_ps(w.d1, xd1), a);
-    if constexpr (V::kOffset) a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm512_extracti64x4_epi64(s, 1)), _mm256_mul_ps(w.m1, xd1), a);
+    const __m512i zero = _mm512_setzero_si512();
+    const __m512i bias_x = _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, _mm512_set1_epi8(V::kBias), x));  // same for every row
+    const __m512i p = _mm512_dpbusd_epi32(bias_x, w.u, x);
+    a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm512_castsi512_si256(p)), _mm256_mul_ps(w.d0, _mm256_set1_ps(load_f32(xb))), a);
+    a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm512_extracti64x4_epi64(p, 1)), _mm256_mul_ps(w.d1, _mm256_set1_ps(load_f32(xb + kX1))), a);
   }
 };
 
-// Bit 4 of both blocks' values (Q5_0's and Q5_1's qh, at qh0 and qh1) added to u.
+// Bit 4 of both blocks' values (Q5_0's qh, at qh0 and qh1) added to u.
 inline __m512i add_fifth_bits(__m512i u, const std::uint8_t* qh0, const std::uint8_t* qh1) {
   std::uint32_t h0, h1;
   std::memcpy(&h0, qh0, 4);
@@ -70,44 +61,16 @@ inline __m512i add_fifth_bits(__m512i u, const std::uint8_t* qh0, const std::uin
 struct Q4_0V {
   static constexpr std::int64_t kBytes = sizeof(BlockQ4_0);
   static constexpr int kBias = 8;
-  static constexpr bool kOffset = false;
   static __m512i values(const std::uint8_t* b0, const std::uint8_t* b1) { return nibbles64(b0 + 2, b1 + 2); }
 };
 struct Q5_0V {
   static constexpr std::int64_t kBytes = sizeof(BlockQ5_0);
   static constexpr int kBias = 16;
-  static constexpr bool kOffset = false;
   static __m512i values(const std::uint8_t* b0, const std::uint8_t* b1) {
     return add_fifth_bits(nibbles64(b0 + offsetof(BlockQ5_0, qs), b1 + offsetof(BlockQ5_0, qs)), b0 + offsetof(BlockQ5_0, qh),
                           b1 + offsetof(BlockQ5_0, qh));
   }
 };
-struct Q4_1V {
-  static constexpr std::int64_t kBytes = sizeof(BlockQ4_1);
-  static constexpr int kBias = 0;
-  static constexpr bool kOffset = true;
-  static __m512i values(const std::uint8_t* b0, const std::uint8_t* b1) { return nibbles64(b0 + 4, b1 + 4); }
-};
-struct Q5_1V {
-  static constexpr std::int64_t kBytes = sizeof(BlockQ5_1);
-  static constexpr int kBias = 0;
-  static constexpr bool kOffset = true;
-  static __m512i values(const std::uint8_t* b0, const std::uint8_t* b1) {
-    return add_fifth_bits(nibbles64(b0 + offsetof(BlockQ5_1, qs), b1 + offsetof(BlockQ5_1, qs)), b0 + offsetof(BlockQ5_1, qh),
-                          b1 + offsetof(BlockQ5_1, qh));
-  }
-};
-// IQ4_NL: kIq4Values + 128 (1..241) looked up by the codes.
-struct IQ4_NLV {
-  static constexpr std::int64_t kBytes = sizeof(BlockIQ4_NL);
-  static constexpr int kBias = 128;
-  static constexpr bool kOffset = false;
-  static __m512i values(const std::uint8_t* b0, const std::uint8_t* b1) {
-    const __m128i t = _mm_add_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4Values)), _mm_set1_epi8(static_cast<char>(128)));
-    return _mm512_shuffle_epi8(_mm512_broadcast_i32x4(t), nibbles64(b0 + 2, b1 + 2));
-  }
-};
-
 // Q4_K for one token on 512-bit registers: one 64-byte load of qs holds sub-blocks j (low
 // nibbles) and j + 1 (high nibbles) for j = 0, 2 in its halves, so each maddubs + dpwssd covers two
 // sub-blocks: pairs (0, 2), (1, 3), (4, 6), (5, 7), the x halves joined to match (the loads are
@@ -317,44 +280,61 @@ struct Q2_KK512 {
   }
 };
 
-// IQ4_XS for one token on 512-bit registers: sub-blocks 2p and 2p + 1 (64 contiguous elements)
-// per register, their codes from 32 contiguous bytes of qs. The values' magnitudes |kIq4Values|
-// go through maddubs with x negated where the value is negative (codes 0..7), then dpwssd with
-// the scales ls − 32 (sub-block 2p in the low half, 2p + 1 in the high half).
+// IQ4_XS for one token on 512-bit registers, a half h of 128 elements (sub-blocks 4h..4h + 3)
+// at a time: one 64-byte load of qs gives the 4 sub-blocks' first 16 codes (low nibbles, one
+// sub-block per 128-bit lane) and their last 16 (high nibbles); x is permuted to match (the
+// permutes are shared by the tile's rows). The values' magnitudes |kIq4Values| go through maddubs
+// with x negated where the value is negative (codes 0..7), then dpwssd with the scales ls − 32
+// (sub-block 4h + k in 128-bit lane k). The lanes summed over the 128-bit lanes give S[0..3]
+// (low nibbles) and S[4..7] (high nibbles), exact.
 struct IQ4_XSK512 {
   static constexpr std::int64_t kBlockBytes = sizeof(BlockIQ4_XS), kXBytes = sizeof(XBlock256);
   struct W {
-    __m512i aw[4];     // pair p: the 64 values' magnitudes
-    __mmask64 neg[4];  // pair p: the negative values
-    __m512i sc[4];     // int16 lanes: ls[2p] − 32 in the low half, ls[2p + 1] − 32 in the high half
+    __m512i aw[4];     // 2h: half h's low-nibble values' magnitudes; 2h + 1: the high nibbles'
+    __mmask64 neg[4];  // the negative values of aw[i]
+    __m512i sc[2];     // half h: int16 lanes of 128-bit lane k hold ls[4h + k] − 32
     __m256 d;
   };
   static void load(const std::uint8_t* b, W& w) {
     const BlockIQ4_XS* blk = reinterpret_cast<const BlockIQ4_XS*>(b);
     const __m512i table = _mm512_broadcast_i32x4(_mm_abs_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4Values))));
     const __m512i m4 = _mm512_set1_epi8(15), k8 = _mm512_set1_epi8(8);
-    PLEXUS_Q_UNROLL for (int p = 0; p < 4; ++p) {
-      // qs bytes [A, B] (sub-blocks 2p, 2p + 1) to the codes [A & 15, A >> 4, B & 15, B >> 4].
-      const __m256i t = load256(blk->qs + 32 * p);
-      const __m512i u = join256(t, _mm256_srli_epi16(t, 4));
-      const __m512i codes = _mm512_and_si512(_mm512_shuffle_i64x2(u, u, _MM_SHUFFLE(3, 1, 2, 0)), m4);
-      w.aw[p] = _mm512_shuffle_epi8(table, codes);
-      w.neg[p] = _mm512_testn_epi8_mask(codes, k8);
+    PLEXUS_Q_UNROLL for (int h = 0; h < 2; ++h) {
+      const __m512i q = _mm512_loadu_si512(blk->qs + 64 * h);
+      const __m512i codes[2] = {_mm512_and_si512(q, m4), _mm512_and_si512(_mm512_srli_epi16(q, 4), m4)};
+      PLEXUS_Q_UNROLL for (int n = 0; n < 2; ++n) {
+        w.aw[2 * h + n] = _mm512_shuffle_epi8(table, codes[n]);
+        w.neg[2 * h + n] = _mm512_testn_epi8_mask(codes[n], k8);
+      }
     }
     // iq4_xs_scales holds each scale twice: int16 lane j of it is ls[j] − 32 (both bytes).
     const __m512i sc16 = _mm512_broadcast_i32x4(_mm_srai_epi16(iq4_xs_scales(blk), 8));
-    PLEXUS_Q_UNROLL for (int p = 0; p < 4; ++p) w.sc[p] = _mm512_shuffle_epi8(sc16, join256(int16_lane_picker(2 * p), int16_lane_picker(2 * p + 1)));
+    PLEXUS_Q_UNROLL for (int h = 0; h < 2; ++h) {
+      const auto pick = [](int k) { return _mm256_castsi256_si128(int16_lane_picker(k)); };
+      const int k = 4 * h;
+      w.sc[h] = _mm512_shuffle_epi8(sc16, join256(_mm256_set_m128i(pick(k + 1), pick(k)), _mm256_set_m128i(pick(k + 3), pick(k + 2))));
+    }
     w.d = _mm256_set1_ps(_cvtsh_ss(blk->d));
   }
   static void acc(const W& w, const std::uint8_t* xb, __m256& a) {
-    __m512i s = _mm512_setzero_si512();
-    PLEXUS_Q_UNROLL for (int p = 0; p < 4; ++p) {
-      const __m512i x = _mm512_loadu_si512(xb + kXq + 64 * p);
-      const __m512i sx = _mm512_mask_sub_epi8(x, w.neg[p], _mm512_setzero_si512(), x);
-      s = _mm512_dpwssd_epi32(s, _mm512_maddubs_epi16(w.aw[p], sx), w.sc[p]);
+    __m512i s[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};  // low nibbles, high nibbles
+    PLEXUS_Q_UNROLL for (int h = 0; h < 2; ++h) {
+      // 128-bit lanes L0..L7 of x (sub-block 4h + k: L2k its elements 0..15, L2k+1 16..31) as
+      // [L0, L2, L4, L6] and [L1, L3, L5, L7] (the same for every row).
+      const __m512i x0 = _mm512_loadu_si512(xb + kXq + 128 * h), x1 = _mm512_loadu_si512(xb + kXq + 128 * h + 64);
+      const __m512i xs[2] = {_mm512_shuffle_i64x2(x0, x1, _MM_SHUFFLE(2, 0, 2, 0)), _mm512_shuffle_i64x2(x0, x1, _MM_SHUFFLE(3, 1, 3, 1))};
+      PLEXUS_Q_UNROLL for (int n = 0; n < 2; ++n) {
+        const __m512i sx = _mm512_mask_sub_epi8(xs[n], w.neg[2 * h + n], _mm512_setzero_si512(), xs[n]);
+        s[n] = _mm512_dpwssd_epi32(s[n], _mm512_maddubs_epi16(w.aw[2 * h + n], sx), w.sc[h]);
+      }
     }
-    const __m256i s8 = _mm256_add_epi32(_mm512_castsi512_si256(s), _mm512_extracti64x4_epi64(s, 1));
-    a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s8), _mm256_mul_ps(w.d, _mm256_set1_ps(load_f32(xb))), a);
+    // Each register's four 128-bit lanes summed: S[0..3] from the low nibbles, S[4..7] the high.
+    // t's 128-bit lanes: [lo0 + lo1, lo2 + lo3, hi0 + hi1, hi2 + hi3], reordered so its halves
+    // are [lo0 + lo1, hi0 + hi1] and [lo2 + lo3, hi2 + hi3].
+    __m512i t = _mm512_add_epi32(_mm512_shuffle_i64x2(s[0], s[1], _MM_SHUFFLE(2, 0, 2, 0)), _mm512_shuffle_i64x2(s[0], s[1], _MM_SHUFFLE(3, 1, 3, 1)));
+    t = _mm512_shuffle_i64x2(t, t, _MM_SHUFFLE(3, 1, 2, 0));
+    const __m256i u = _mm256_add_epi32(_mm512_castsi512_si256(t), _mm512_extracti64x4_epi64(t, 1));
+    a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(u), _mm256_mul_ps(w.d, _mm256_set1_ps(load_f32(xb))), a);
   }
 };
 
