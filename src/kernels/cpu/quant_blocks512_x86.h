@@ -307,8 +307,7 @@ struct IQ4_XSK512 {
         w.neg[2 * h + n] = _mm512_testn_epi8_mask(codes[n], k8);
       }
     }
-    // iq4_xs_scales holds each scale twice: int16 lane j of it is ls[j] − 32 (both bytes).
-    const __m512i sc16 = _mm512_broadcast_i32x4(_mm_srai_epi16(iq4_xs_scales(blk), 8));
+    const __m512i sc16 = _mm512_broadcast_i32x4(iq4_xs_scales(blk));
     PLEXUS_Q_UNROLL for (int h = 0; h < 2; ++h) {
       const auto pick = [](int k) { return _mm256_castsi256_si128(int16_lane_picker(k)); };
       const int k = 4 * h;

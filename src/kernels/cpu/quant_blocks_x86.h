@@ -247,29 +247,29 @@ inline void chunk_scales16(__m128i s8, __m256i* sc) {
   }
 }
 
-// Q3_K's 16 scales sc[s] − 32 (−32..31) as signed bytes (block_formats.h).
+// Q3_K's 16 scales sc[s] − 32 (−32..31) as signed bytes (block_formats.h): 32-bit words
+// a, b, c = bytes 0..3, 4..7, 8..11 of `scales`; word k of the result (s = 4k..4k + 3) has low
+// 4 bits from [a, b, a >> 4, b >> 4][k] and high 2 bits from c >> 2k.
 inline __m128i q3_k_scales(const std::uint8_t* scales) {
-  std::uint32_t a, b, c;
-  std::memcpy(&a, scales, 4);
-  std::memcpy(&b, scales + 4, 4);
+  std::uint32_t c;
   std::memcpy(&c, scales + 8, 4);
-  const __m128i s = _mm_set_epi32(static_cast<int>(((b >> 4) & 0x0f0f0f0fu) | (((c >> 6) & 0x03030303u) << 4)),
-                                  static_cast<int>(((a >> 4) & 0x0f0f0f0fu) | (((c >> 4) & 0x03030303u) << 4)),
-                                  static_cast<int>((b & 0x0f0f0f0fu) | (((c >> 2) & 0x03030303u) << 4)),
-                                  static_cast<int>((a & 0x0f0f0f0fu) | ((c & 0x03030303u) << 4)));
-  return _mm_sub_epi8(s, _mm_set1_epi8(32));
+  const __m128i ab = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(scales));
+  const __m128i low = _mm_and_si128(_mm_unpacklo_epi64(ab, _mm_srli_epi32(ab, 4)), _mm_set1_epi8(15));
+  const __m128i high = _mm_and_si128(_mm_srlv_epi32(_mm_set1_epi32(static_cast<int>(c)), _mm_setr_epi32(0, 2, 4, 6)), _mm_set1_epi8(3));
+  return _mm_sub_epi8(_mm_or_si128(low, _mm_slli_epi32(high, 4)), _mm_set1_epi8(32));
 }
 
-// IQ4_XS's 8 scales ls[j] − 32 (−32..31) as signed bytes, each twice (the 16-element halves).
+// IQ4_XS's 8 scales ls[j] − 32 (−32..31) as int16 (block_formats.h): ls[j]'s low 4 bits are bits
+// 4j..4j + 3 of the 32-bit word scales_l, its high 2 bits bits 2j, 2j + 1 of scales_h.
 inline __m128i iq4_xs_scales(const BlockIQ4_XS* blk) {
   std::uint32_t l;
   std::memcpy(&l, blk->scales_l, 4);
-  std::uint64_t h = 0;
-  PLEXUS_Q_UNROLL for (int j = 0; j < 8; ++j) h |= static_cast<std::uint64_t>((blk->scales_h >> (2 * j)) & 3) << (8 * j + 4);
-  const __m128i low = _mm_unpacklo_epi8(_mm_cvtsi32_si128(static_cast<int>(l & 0x0f0f0f0fu)),
-                                        _mm_cvtsi32_si128(static_cast<int>((l >> 4) & 0x0f0f0f0fu)));
-  const __m128i s8 = _mm_sub_epi8(_mm_or_si128(low, _mm_cvtsi64_si128(static_cast<long long>(h))), _mm_set1_epi8(32));
-  return _mm_unpacklo_epi8(s8, s8);
+  const __m256i low = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(l)), _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)),
+                                       _mm256_set1_epi32(15));
+  const __m256i high = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(blk->scales_h), _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14)),
+                                        _mm256_set1_epi32(3));
+  const __m256i s = _mm256_sub_epi32(_mm256_or_si256(low, _mm256_slli_epi32(high, 4)), _mm256_set1_epi32(32));
+  return _mm_packs_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
 }
 
 struct Q6_KK {
@@ -352,7 +352,7 @@ struct Q3_KK {
 };
 
 // IQ4_XS: Q6_K's shape with the codes' kIq4Values and scales ls − 32 (both halves of a chunk
-// share its scale).
+// share its scale, as in Q4_KK).
 struct IQ4_XSK {
   static constexpr std::int64_t kBlockBytes = sizeof(BlockIQ4_XS), kXBytes = sizeof(XBlock256);
   using W = Q6_KK::W;
@@ -363,7 +363,8 @@ struct IQ4_XSK {
       w.w[j] = _mm256_shuffle_epi8(table, nibbles32(blk->qs + 16 * j));
       w.aw[j] = _mm256_abs_epi8(w.w[j]);
     }
-    chunk_scales16(iq4_xs_scales(blk), w.sc);
+    const __m256i sc16 = _mm256_broadcastsi128_si256(iq4_xs_scales(blk));
+    PLEXUS_Q_UNROLL for (int j = 0; j < 8; ++j) w.sc[j] = _mm256_shuffle_epi8(sc16, int16_lane_picker(j));
     w.d = _mm256_set1_ps(_cvtsh_ss(blk->d));
   }
   static void acc(const W& w, const std::uint8_t* xb, __m256& a) { Q6_KK::acc(w, xb, a); }
