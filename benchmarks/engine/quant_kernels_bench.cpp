@@ -127,7 +127,7 @@ void print_compute_cost(const IsaKernels& k, DType t, std::int64_t cols) {
 // every copy once, as a model's layers stream from memory; the median pass is reported.
 void print_decode_shapes(const IsaKernels& k, ThreadPool& pool, DType t, std::int64_t mib, int repeats, double read_bw) {
   std::printf("  %-6s decode 1 token:", std::string(dtype_name(t)).c_str());
-  for (const std::pair<std::int64_t, std::int64_t> shape : {std::pair<std::int64_t, std::int64_t>{8192, 2048}, {2048, 8192}}) {
+  for (const std::pair<std::int64_t, std::int64_t>& shape : {std::pair<std::int64_t, std::int64_t>{8192, 2048}, {2048, 8192}}) {
     const std::int64_t rows = shape.first, cols = shape.second;  // (named: lambdas cannot capture bindings in clang 14)
     const std::vector<std::uint8_t> w = random_blocks(t, rows, cols);
     const std::int64_t bytes = dtype_row_bytes(t, cols) * rows;
