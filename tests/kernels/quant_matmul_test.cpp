@@ -1,7 +1,7 @@
-// Matmuls of block-format weights (every GGUF block format plexus reads) with 8-bit activations,
-// every ISA this CPU has, against the oracles: tightly against the same quantised activations in double, loosely
-// (a worst-case bound) against the f32 product; and the bitwise promises across ISAs, thread
-// counts, token batching and launches of several parts.
+// Matmuls of block-format weights (every GGUF block format plexus reads) with 8-bit
+// activations, every ISA this CPU has, against the oracles: tightly against the same quantised
+// activations in double, loosely (a worst-case bound) against the f32 product; and the bitwise
+// promises across ISAs, thread counts, token batching and launches of several parts.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -216,25 +216,25 @@ TEST(QuantMatmul, MixedFormatsInOneLaunch) {
   for (Isa isa : isas()) {
     const IsaKernels& k = isa_kernels(isa);
     for (const auto& mix : mixes) {
-    for (std::int64_t n : {1, 3, 12}) {
-      Weights q = random_block_weights(mix[0], 40, cols, rng);
-      Weights kk = random_block_weights(mix[1], 24, cols, rng);
-      Weights v = random_block_weights(mix[2], 24, cols, rng);
-      Weights o = random_block_weights(mix[3], 8, cols, rng);
-      std::vector<std::uint16_t> bf(static_cast<std::size_t>(16 * cols));
-      for (auto& e : bf) e = f32_to_bf16(std::normal_distribution<float>(0, 1)(rng));
-      const WeightMatrix bw{bf.data(), DType::kBF16, 16, cols};
-      std::vector<float> x = random_vec(n * cols, rng);
-      const WeightMatrix ws[] = {q.m, kk.m, v.m, o.m, bw};
-      std::vector<std::vector<float>> ys;
-      std::vector<MatmulPart> parts;
-      for (const WeightMatrix& w : ws) ys.emplace_back(static_cast<std::size_t>(n * w.rows), NAN);
-      for (std::size_t i = 0; i < ys.size(); ++i) parts.push_back({ws[i], ys[i].data(), ws[i].rows});
-      matmul(k, pool, parts, x.data(), n, cols);
-      for (std::size_t i = 0; i < ys.size(); ++i) {
-        EXPECT_TRUE(same_bits(ys[i], run(k, pool, ws[i], x.data(), n))) << k.name << " part " << i << " n=" << n;
+      for (std::int64_t n : {1, 3, 12}) {
+        Weights q = random_block_weights(mix[0], 40, cols, rng);
+        Weights kk = random_block_weights(mix[1], 24, cols, rng);
+        Weights v = random_block_weights(mix[2], 24, cols, rng);
+        Weights o = random_block_weights(mix[3], 8, cols, rng);
+        std::vector<std::uint16_t> bf(static_cast<std::size_t>(16 * cols));
+        for (auto& e : bf) e = f32_to_bf16(std::normal_distribution<float>(0, 1)(rng));
+        const WeightMatrix bw{bf.data(), DType::kBF16, 16, cols};
+        std::vector<float> x = random_vec(n * cols, rng);
+        const WeightMatrix ws[] = {q.m, kk.m, v.m, o.m, bw};
+        std::vector<std::vector<float>> ys;
+        std::vector<MatmulPart> parts;
+        for (const WeightMatrix& w : ws) ys.emplace_back(static_cast<std::size_t>(n * w.rows), NAN);
+        for (std::size_t i = 0; i < ys.size(); ++i) parts.push_back({ws[i], ys[i].data(), ws[i].rows});
+        matmul(k, pool, parts, x.data(), n, cols);
+        for (std::size_t i = 0; i < ys.size(); ++i) {
+          EXPECT_TRUE(same_bits(ys[i], run(k, pool, ws[i], x.data(), n))) << k.name << " part " << i << " n=" << n;
+        }
       }
-    }
     }
   }
 }

@@ -1,6 +1,6 @@
 // The AVX-512 VNNI decode kernels (one token, 512-bit registers) of the quantised dot kernels:
-// the same bits as the 256-bit formats of quant_blocks_x86.h (order: quant_kernels.h), included by
-// it in the VNNI build only, after the 256-bit formats whose W some of these share.
+// the same bits as the 256-bit formats of quant_blocks_x86.h (order: quant_kernels.h), some
+// sharing their W. Included by quant_dispatch_x86.h in the VNNI build only.
 #pragma once
 #include "kernels/cpu/quant_blocks_x86.h"
 
@@ -23,10 +23,10 @@ inline __m512i nibbles64(const std::uint8_t* qs0, const std::uint8_t* qs1) {
 // format V gives both blocks' values as unsigned bytes u = v + V::kBias (V::values), so one
 // dpbusd multiplies them with x, the accumulator starting at −kBias · (sum of x over each 4): the
 // lanes hold the products with v (exact). Block 0's lanes, then block 1's, go through the f32
-// order of quant_kernels.h as in Block32W.
+// order of quant_kernels.h as in block32_acc.
 //   V::kBytes  bytes of one block; V::values(block 0, block 1)  the 64 bytes u.
-// (Measured on Zen 4: a gain for Q4_0 and Q5_0, none for IQ4_NL, Q4_1 and Q5_1, which keep the
-// 256-bit kernels.)
+// (Measured on the AVX-512 host of docs/benchmarks.md: a gain for Q4_0 and Q5_0, none for
+// IQ4_NL, Q4_1 and Q5_1, which keep the 256-bit kernels.)
 template <class V>
 struct Pair32K512 {
   static constexpr std::int64_t kBlockBytes = 2 * V::kBytes, kXBytes = 2 * sizeof(XBlock32);
@@ -71,6 +71,7 @@ struct Q5_0V {
                           b1 + offsetof(BlockQ5_0, qh));
   }
 };
+
 // Q4_K for one token on 512-bit registers: one 64-byte load of qs holds sub-blocks j (low
 // nibbles) and j + 1 (high nibbles) for j = 0, 2 in its halves, so each maddubs + dpwssd covers two
 // sub-blocks: pairs (0, 2), (1, 3), (4, 6), (5, 7), the x halves joined to match (the loads are
@@ -134,6 +135,13 @@ struct Q6ScaleIdx {
 };
 constexpr Q6ScaleIdx kQ6ScaleIdx{};
 
+// The 16-element scales of the chunk pairs of Q6_K's shape (Q6_K, Q3_K, Q2_K) from 16 signed
+// bytes s8: int16 lane j of pair p takes s8[4p + j / 8].
+inline void pair_scales16(__m128i s8, __m512i* sc) {
+  const __m512i sc16 = _mm512_castsi256_si512(_mm256_cvtepi8_epi16(s8));
+  PLEXUS_Q_UNROLL for (int p = 0; p < 4; ++p) sc[p] = _mm512_permutexvar_epi16(_mm512_load_si512(kQ6ScaleIdx.v[p]), sc16);
+}
+
 // Q6_K for one token on 512-bit registers: chunk pairs (4h + 2i, 4h + 2i + 1) for h, i < 2, one
 // 64-byte load of ql (nibbles) with qh's two bits per pair, so each pair's x is 64 contiguous
 // bytes. The 6-bit values q (0..63, unsigned) go through maddubs, and 32 · (the pair sums of x)
@@ -159,8 +167,7 @@ struct Q6_KK512 {
       w.q[2 * h + 1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l, 4), m4),
                                        _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(hb, sh_hi), m3), 4));
     }
-    const __m512i sc16 = _mm512_castsi256_si512(_mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk->scales))));
-    PLEXUS_Q_UNROLL for (int p = 0; p < 4; ++p) w.sc[p] = _mm512_permutexvar_epi16(_mm512_load_si512(kQ6ScaleIdx.v[p]), sc16);
+    pair_scales16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk->scales)), w.sc);
     w.d = _mm256_set1_ps(_cvtsh_ss(blk->d));
   }
   static void acc(const W& w, const std::uint8_t* xb, __m256& a) {
@@ -196,13 +203,6 @@ struct Q5_KK512 {
   static void acc(const W& w, const std::uint8_t* xb, __m256& a) { Q4_KK512::acc(w, xb, a); }
 };
 
-// The 16-element scales of the chunk pairs of Q6_K's shape from 16 signed bytes s8, as
-// Q6_KK512's: int16 lane j of pair p takes s8[4p + j / 8].
-inline void pair_scales16(__m128i s8, __m512i* sc) {
-  const __m512i sc16 = _mm512_castsi256_si512(_mm256_cvtepi8_epi16(s8));
-  PLEXUS_Q_UNROLL for (int p = 0; p < 4; ++p) sc[p] = _mm512_permutexvar_epi16(_mm512_load_si512(kQ6ScaleIdx.v[p]), sc16);
-}
-
 // Shift counts of the 2-bit fields of Q3_K's and Q2_K's qs for chunk pair p = 2h + i (chunks
 // 4h + 2i and 4h + 2i + 1: fields 2i and 2i + 1 of qs[32h + l]) in the two halves.
 inline __m512i q2_field_shift(int p) {
@@ -216,7 +216,7 @@ struct Q3_KK512 {
   static constexpr std::int64_t kBlockBytes = sizeof(BlockQ3_K), kXBytes = sizeof(XBlock256);
   struct W {
     __m512i q[4];   // pair p: its 64 values q + 4, 0..7
-    __m512i sc[4];  // as Q6_KK512::W's
+    __m512i sc[4];  // as Q6_KK512::W's (pair_scales16)
     __m256 d;
   };
   static void load(const std::uint8_t* b, W& w) {
@@ -251,7 +251,7 @@ struct Q2_KK512 {
   static constexpr std::int64_t kBlockBytes = sizeof(BlockQ2_K), kXBytes = sizeof(XBlock256);
   struct W {
     __m512i q[4];   // pair p: its 64 values, 0..3
-    __m512i sc[4];  // as Q6_KK512::W's
+    __m512i sc[4];  // as Q6_KK512::W's (pair_scales16)
     __m256i m;      // the 16 mins as int16
     __m256 d, dmin;
   };

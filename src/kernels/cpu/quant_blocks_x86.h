@@ -1,9 +1,10 @@
 // The x86 quantised dot kernels' block formats (order: quant_kernels.h), included (through
-// quant_dispatch_x86.h) by the AVX2 file and the AVX-512 VNNI file, each compiling it with its own flags (internal linkage keeps the
-// copies apart). Signed weights w times activations q run as |w| · sign(q, w) (u8 · s8): AVX2 with
-// maddubs (pairs stay below 2^15) then madd into 8 int32 lanes of 4 elements; VNNI with dpbusd
-// straight into those lanes, and dpwssd for madd-and-add. The integer lanes are exact either way.
-// Define PLEXUS_Q_VNNI (0 or 1) and include <immintrin.h> first.
+// quant_dispatch_x86.h) by the AVX2 file and the AVX-512 VNNI file, each compiling it with its
+// own flags (internal linkage keeps the copies apart). Signed weights w times activations q run
+// as |w| · sign(q, w) (u8 · s8), unsigned ones (Q4_1, Q5_1, Q2_K, Q4_K, Q5_K) as they are: AVX2
+// with maddubs (pairs stay below 2^15) then madd into 8 int32 lanes of 4 elements; VNNI with
+// dpbusd straight into those lanes, and dpwssd for madd-and-add. The integer lanes are exact
+// either way. Define PLEXUS_Q_VNNI (0 or 1) and include <immintrin.h> first.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -230,7 +231,6 @@ struct Q4_KK {
     a = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(w.m, sums)), _mm256_mul_ps(w.dmin, xd), a);
   }
 };
-
 
 // The int16 scales of the 8 chunks of 32 from the 16 signed scales of 16 elements (bytes of s8):
 // chunk c's int16 lanes 0..7 (its elements 0..15) hold s8[2c], lanes 8..15 hold s8[2c + 1].
