@@ -1,12 +1,14 @@
-// Kernel figures for block-format weights (Q8_0, Q4_0, Q4_K, Q6_K): the kernels' CPU time per
-// block on one thread (weights in cache; robust on a busy host); decode matmuls (1 and 4 tokens)
-// in GB/s of weights read against the memory read bandwidth measured in the same run; prefill
-// matmuls in GOP/s by the int8 kernels against dequantised f32 row blocks (the interim path);
-// with the threads and the kernel table the engine would use.
+// Kernel figures for block-format weights (every GGUF block format plexus reads): the kernels'
+// CPU time per block on one thread (weights in cache; robust on a busy host); decode matmuls (1
+// and 4 tokens) in GB/s of weights read against the memory read bandwidth measured in the same
+// run, on --mib of weights and on a 1B model's shapes; prefill matmuls in GOP/s by the int8
+// kernels against dequantised f32 row blocks (the interim path); with the threads and the kernel
+// table the engine would use.
 #include <time.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <utility>
 #include <vector>
 
 #include "ceilings.h"
@@ -42,6 +44,14 @@ std::vector<std::uint8_t> random_blocks(DType t, std::int64_t rows, std::int64_t
       case DType::kQ4_0: reinterpret_cast<BlockQ4_0*>(b)->d = d; break;
       case DType::kQ4_K: reinterpret_cast<BlockQ4_K*>(b)->d = reinterpret_cast<BlockQ4_K*>(b)->dmin = d; break;
       case DType::kQ6_K: reinterpret_cast<BlockQ6_K*>(b)->d = d; break;
+      case DType::kQ4_1: reinterpret_cast<BlockQ4_1*>(b)->d = reinterpret_cast<BlockQ4_1*>(b)->m = d; break;
+      case DType::kQ5_0: reinterpret_cast<BlockQ5_0*>(b)->d = d; break;
+      case DType::kQ5_1: reinterpret_cast<BlockQ5_1*>(b)->d = reinterpret_cast<BlockQ5_1*>(b)->m = d; break;
+      case DType::kIQ4_NL: reinterpret_cast<BlockIQ4_NL*>(b)->d = d; break;
+      case DType::kQ2_K: reinterpret_cast<BlockQ2_K*>(b)->d = reinterpret_cast<BlockQ2_K*>(b)->dmin = d; break;
+      case DType::kQ3_K: reinterpret_cast<BlockQ3_K*>(b)->d = d; break;
+      case DType::kQ5_K: reinterpret_cast<BlockQ5_K*>(b)->d = reinterpret_cast<BlockQ5_K*>(b)->dmin = d; break;
+      case DType::kIQ4_XS: reinterpret_cast<BlockIQ4_XS*>(b)->d = d; break;
       case DType::kF32:
       case DType::kBF16:
       case DType::kF16: break;
@@ -111,6 +121,34 @@ void print_compute_cost(const IsaKernels& k, DType t, std::int64_t cols) {
   std::printf("\n");
 }
 
+// One-token decode on a 1B model's matrix shapes (rows × cols: the MLP's 8192 × 2048 up/gate and
+// 2048 × 8192 down): GB/s over the bytes as stored, against the read bandwidth. Each matrix
+// (under the last-level cache) is copied until the copies fill `mib`, and a timed pass multiplies
+// every copy once, as a model's layers stream from memory; the median pass is reported.
+void print_decode_shapes(const IsaKernels& k, ThreadPool& pool, DType t, std::int64_t mib, int repeats, double read_bw) {
+  std::printf("  %-6s decode 1 token:", std::string(dtype_name(t)).c_str());
+  for (const std::pair<std::int64_t, std::int64_t>& shape : {std::pair<std::int64_t, std::int64_t>{8192, 2048}, {2048, 8192}}) {
+    const std::int64_t rows = shape.first, cols = shape.second;  // (named: lambdas cannot capture bindings in clang 14)
+    const std::vector<std::uint8_t> w = random_blocks(t, rows, cols);
+    const std::int64_t bytes = dtype_row_bytes(t, cols) * rows;
+    const std::int64_t copies = std::max<std::int64_t>(1, ((mib << 20) + bytes - 1) / bytes);
+    std::vector<std::uint8_t> all(static_cast<std::size_t>(copies * bytes));
+    for (std::int64_t c = 0; c < copies; ++c) std::copy(w.begin(), w.end(), all.begin() + c * bytes);
+    std::vector<float> x(static_cast<std::size_t>(cols)), y(static_cast<std::size_t>(rows));
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 7919) % 2001) / 1000.0f - 1.0f;
+    const double s = time_it(repeats, [&] {
+      for (std::int64_t c = 0; c < copies; ++c) {
+        const MatmulPart part{WeightMatrix{all.data() + c * bytes, t, rows, cols}, y.data(), rows};
+        matmul(k, pool, {&part, 1}, x.data(), 1, cols);
+      }
+    }) / static_cast<double>(copies);
+    const double gbs = static_cast<double>(bytes) / s / 1e9;
+    std::printf(" %lldx%lld %6.2f GB/s = %3.0f%%;", static_cast<long long>(rows), static_cast<long long>(cols), gbs,
+                100 * gbs * 1e9 / read_bw);
+  }
+  std::printf(" of read bandwidth\n");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -119,7 +157,8 @@ int main(int argc, char** argv) {
       .option("--wait", "POLICY", "how idle threads wait: spin, passive or auto", "auto")
       .option("--mib", "N", "MiB of weights per decode matmul (well above the last-level cache)", "256")
       .option("--prompt", "N", "tokens of the prefill matmuls", "128")
-      .option("--repeats", "N", "repeats (median reported)", "5");
+      .option("--repeats", "N", "repeats (median reported)", "5")
+      .flag("--shapes-only", "stop after the compute costs and the 1B decode shapes");
   try {
     if (!args.parse(argc - 1, argv + 1)) return 0;
     const std::int64_t mib = args.get_int("--mib"), prompt = args.get_int("--prompt");
@@ -133,8 +172,10 @@ int main(int argc, char** argv) {
     const std::int64_t cols = 4096;
     std::vector<float> x(static_cast<std::size_t>(std::max<std::int64_t>(prompt, 4) * cols));
     for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 7919) % 2001) / 1000.0f - 1.0f;
-    for (DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K}) print_compute_cost(k, t, cols);
-    for (DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K}) {
+    for (DType t : kBlockFormats) print_compute_cost(k, t, cols);
+    for (DType t : kBlockFormats) print_decode_shapes(k, pool, t, mib, repeats, rb.bytes_per_s);
+    if (args.get_flag("--shapes-only")) return 0;
+    for (DType t : kBlockFormats) {
       const std::int64_t rows = (mib << 20) / dtype_row_bytes(t, cols);
       const std::vector<std::uint8_t> w = random_blocks(t, rows, cols);
       const WeightMatrix m{w.data(), t, rows, cols};

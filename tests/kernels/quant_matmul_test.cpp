@@ -1,7 +1,7 @@
-// Matmuls of block-format weights (Q8_0, Q4_0, Q4_K, Q6_K) with 8-bit activations, every ISA this
-// CPU has, against the oracles: tightly against the same quantised activations in double, loosely
-// (a worst-case bound) against the f32 product; and the bitwise promises across ISAs, thread
-// counts, token batching and launches of several parts.
+// Matmuls of block-format weights (every GGUF block format plexus reads) with 8-bit
+// activations, every ISA this CPU has, against the oracles: tightly against the same quantised
+// activations in double, loosely (a worst-case bound) against the f32 product; and the bitwise
+// promises across ISAs, thread counts, token batching and launches of several parts.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -19,31 +19,53 @@
 namespace plexus {
 namespace {
 
-constexpr DType kFormats[] = {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K};
+constexpr const auto& kFormats = kBlockFormats;  // every block format (core/dtype.h)
 
 struct Weights {
   std::vector<std::uint8_t> bytes;
   WeightMatrix m;
 };
 
-// Random bytes (every byte pattern is a valid block) with f16 scales of a sane size.
+// Random bytes (every byte pattern is a valid block: every bit of the packed values, scales and
+// mins occurs) with f16 scales of a sane size (Q4_1's and Q5_1's offsets of either sign).
 Weights random_block_weights(DType t, std::int64_t rows, std::int64_t cols, std::mt19937& rng) {
   Weights w;
   w.bytes.resize(static_cast<std::size_t>(rows * dtype_row_bytes(t, cols)));
   std::uniform_int_distribution<int> byte(0, 255);
   for (auto& b : w.bytes) b = static_cast<std::uint8_t>(byte(rng));
   std::uniform_real_distribution<float> scale(0.001f, 0.02f);
+  const auto f16 = [&](float s) { return f32_to_f16(scale(rng) * s); };
   const std::int64_t nb = rows * cols / dtype_block_elems(t);
   for (std::int64_t i = 0; i < nb; ++i) {
     std::uint8_t* b = w.bytes.data() + i * dtype_block_bytes(t);
     switch (t) {
-      case DType::kQ8_0: reinterpret_cast<BlockQ8_0*>(b)->d = f32_to_f16(scale(rng)); break;
-      case DType::kQ4_0: reinterpret_cast<BlockQ4_0*>(b)->d = f32_to_f16(scale(rng)); break;
-      case DType::kQ4_K:
-        reinterpret_cast<BlockQ4_K*>(b)->d = f32_to_f16(scale(rng) * 0.1f);
-        reinterpret_cast<BlockQ4_K*>(b)->dmin = f32_to_f16(scale(rng) * 0.1f);
+      case DType::kQ8_0: reinterpret_cast<BlockQ8_0*>(b)->d = f16(1); break;
+      case DType::kQ4_0: reinterpret_cast<BlockQ4_0*>(b)->d = f16(1); break;
+      case DType::kQ4_1:
+        reinterpret_cast<BlockQ4_1*>(b)->d = f16(1);
+        reinterpret_cast<BlockQ4_1*>(b)->m = f16(byte(rng) < 128 ? -8 : 4);
         break;
-      case DType::kQ6_K: reinterpret_cast<BlockQ6_K*>(b)->d = f32_to_f16(scale(rng) * 0.01f); break;
+      case DType::kQ5_0: reinterpret_cast<BlockQ5_0*>(b)->d = f16(1); break;
+      case DType::kQ5_1:
+        reinterpret_cast<BlockQ5_1*>(b)->d = f16(1);
+        reinterpret_cast<BlockQ5_1*>(b)->m = f16(byte(rng) < 128 ? -16 : 8);
+        break;
+      case DType::kIQ4_NL: reinterpret_cast<BlockIQ4_NL*>(b)->d = f16(0.1f); break;
+      case DType::kQ2_K:
+        reinterpret_cast<BlockQ2_K*>(b)->d = f16(0.2f);
+        reinterpret_cast<BlockQ2_K*>(b)->dmin = f16(0.2f);
+        break;
+      case DType::kQ3_K: reinterpret_cast<BlockQ3_K*>(b)->d = f16(0.1f); break;
+      case DType::kQ4_K:
+        reinterpret_cast<BlockQ4_K*>(b)->d = f16(0.1f);
+        reinterpret_cast<BlockQ4_K*>(b)->dmin = f16(0.1f);
+        break;
+      case DType::kQ5_K:
+        reinterpret_cast<BlockQ5_K*>(b)->d = f16(0.05f);
+        reinterpret_cast<BlockQ5_K*>(b)->dmin = f16(0.1f);
+        break;
+      case DType::kQ6_K: reinterpret_cast<BlockQ6_K*>(b)->d = f16(0.01f); break;
+      case DType::kIQ4_XS: reinterpret_cast<BlockIQ4_XS*>(b)->d = f16(0.005f); break;
       case DType::kF32:
       case DType::kBF16:
       case DType::kF16: break;
@@ -87,7 +109,7 @@ TEST(QuantMatmul, MatchesOraclesOnEveryFormatAndIsa) {
     if (dtype_block_elems(t) == 32) col_sizes.insert(col_sizes.begin(), {32, 96});
     for (std::int64_t rows : {1, 3, 17, 64}) {
       for (std::int64_t cols : col_sizes) {
-        for (std::int64_t n : {1, 2, 5, 33, 70}) {
+        for (std::int64_t n : {1, 2, 3, 4, 5, 17, 70}) {
           Weights w = random_block_weights(t, rows, cols, rng);
           std::vector<float> x = random_vec(n * cols, rng);
           std::vector<float> tight(static_cast<std::size_t>(n * rows)), loose(tight.size());
@@ -157,52 +179,61 @@ TEST(QuantMatmul, ActivationQuantisationErrorIsSmall) {
   }
 }
 
+// Every table, thread count and batch (1, 2, 3, 4, 5 and 17 tokens) gives generic's bits.
 TEST(QuantMatmul, SameBitsForEveryThreadCountAndBatching) {
   std::mt19937 rng(11);
   ThreadPool one(1), three(3);
-  for (Isa isa : isas()) {
-    const IsaKernels& k = isa_kernels(isa);
-    for (DType t : kFormats) {
-      const std::int64_t rows = 67, cols = 512, n = 9;
-      Weights w = random_block_weights(t, rows, cols, rng);
-      std::vector<float> x = random_vec(n * cols, rng);
-      const std::vector<float> a = run(k, one, w.m, x.data(), n);
-      const std::vector<float> b = run(k, three, w.m, x.data(), n);
-      EXPECT_TRUE(same_bits(a, b)) << k.name << " " << dtype_name(t);
-      for (std::int64_t tk = 0; tk < n; ++tk) {  // each token alone (decode) and in pairs
-        const std::vector<float> single = run(k, three, w.m, x.data() + tk * cols, 1);
-        EXPECT_EQ(0, std::memcmp(single.data(), a.data() + tk * rows, rows * sizeof(float))) << k.name << " t=" << tk;
+  for (DType t : kFormats) {
+    const std::int64_t rows = 67, cols = 512, n = 17;
+    Weights w = random_block_weights(t, rows, cols, rng);
+    std::vector<float> x = random_vec(n * cols, rng);
+    const std::vector<float> want = run(generic_kernels(), one, w.m, x.data(), n);
+    for (Isa isa : isas()) {
+      const IsaKernels& k = isa_kernels(isa);
+      EXPECT_TRUE(same_bits(want, run(k, one, w.m, x.data(), n))) << k.name << " " << dtype_name(t);
+      EXPECT_TRUE(same_bits(want, run(k, three, w.m, x.data(), n))) << k.name << " " << dtype_name(t);
+      for (std::int64_t batch : {1, 2, 3, 4, 5}) {  // every token in runs of `batch` (1: decode)
+        for (std::int64_t t0 = 0; t0 < n; t0 += batch) {
+          const std::int64_t nb = std::min(batch, n - t0);
+          const std::vector<float> got = run(k, t0 % 2 == 0 ? three : one, w.m, x.data() + t0 * cols, nb);
+          EXPECT_EQ(0, std::memcmp(got.data(), want.data() + t0 * rows, static_cast<std::size_t>(nb * rows) * sizeof(float)))
+              << k.name << " " << dtype_name(t) << " batch=" << batch << " t0=" << t0;
+        }
       }
-      const std::vector<float> pair = run(k, one, w.m, x.data() + 3 * cols, 2);
-      EXPECT_EQ(0, std::memcmp(pair.data(), a.data() + 3 * rows, 2 * rows * sizeof(float))) << k.name;
     }
   }
 }
 
-// q/k/v as one launch with mixed formats (and a bf16 part): each part as if alone.
+// q/k/v as one launch with mixed formats (and a bf16 part): each part as if alone. The mixes
+// are those of Q4_K_M-like and Q3_K_M / Q2_K-like files, and of their 32-block fallbacks.
 TEST(QuantMatmul, MixedFormatsInOneLaunch) {
   std::mt19937 rng(5);
   ThreadPool pool(3);
   const std::int64_t cols = 768;
+  const DType mixes[][4] = {{DType::kQ4_K, DType::kQ6_K, DType::kQ8_0, DType::kQ4_0},
+                            {DType::kQ3_K, DType::kQ5_K, DType::kIQ4_XS, DType::kQ2_K},
+                            {DType::kQ5_0, DType::kQ5_1, DType::kIQ4_NL, DType::kQ4_1}};
   for (Isa isa : isas()) {
     const IsaKernels& k = isa_kernels(isa);
-    for (std::int64_t n : {1, 3, 12}) {
-      Weights q = random_block_weights(DType::kQ4_K, 40, cols, rng);
-      Weights kk = random_block_weights(DType::kQ6_K, 24, cols, rng);
-      Weights v = random_block_weights(DType::kQ8_0, 24, cols, rng);
-      Weights o = random_block_weights(DType::kQ4_0, 8, cols, rng);
-      std::vector<std::uint16_t> bf(static_cast<std::size_t>(16 * cols));
-      for (auto& e : bf) e = f32_to_bf16(std::normal_distribution<float>(0, 1)(rng));
-      const WeightMatrix bw{bf.data(), DType::kBF16, 16, cols};
-      std::vector<float> x = random_vec(n * cols, rng);
-      const WeightMatrix ws[] = {q.m, kk.m, v.m, o.m, bw};
-      std::vector<std::vector<float>> ys;
-      std::vector<MatmulPart> parts;
-      for (const WeightMatrix& w : ws) ys.emplace_back(static_cast<std::size_t>(n * w.rows), NAN);
-      for (std::size_t i = 0; i < ys.size(); ++i) parts.push_back({ws[i], ys[i].data(), ws[i].rows});
-      matmul(k, pool, parts, x.data(), n, cols);
-      for (std::size_t i = 0; i < ys.size(); ++i) {
-        EXPECT_TRUE(same_bits(ys[i], run(k, pool, ws[i], x.data(), n))) << k.name << " part " << i << " n=" << n;
+    for (const auto& mix : mixes) {
+      for (std::int64_t n : {1, 3, 12}) {
+        Weights q = random_block_weights(mix[0], 40, cols, rng);
+        Weights kk = random_block_weights(mix[1], 24, cols, rng);
+        Weights v = random_block_weights(mix[2], 24, cols, rng);
+        Weights o = random_block_weights(mix[3], 8, cols, rng);
+        std::vector<std::uint16_t> bf(static_cast<std::size_t>(16 * cols));
+        for (auto& e : bf) e = f32_to_bf16(std::normal_distribution<float>(0, 1)(rng));
+        const WeightMatrix bw{bf.data(), DType::kBF16, 16, cols};
+        std::vector<float> x = random_vec(n * cols, rng);
+        const WeightMatrix ws[] = {q.m, kk.m, v.m, o.m, bw};
+        std::vector<std::vector<float>> ys;
+        std::vector<MatmulPart> parts;
+        for (const WeightMatrix& w : ws) ys.emplace_back(static_cast<std::size_t>(n * w.rows), NAN);
+        for (std::size_t i = 0; i < ys.size(); ++i) parts.push_back({ws[i], ys[i].data(), ws[i].rows});
+        matmul(k, pool, parts, x.data(), n, cols);
+        for (std::size_t i = 0; i < ys.size(); ++i) {
+          EXPECT_TRUE(same_bits(ys[i], run(k, pool, ws[i], x.data(), n))) << k.name << " part " << i << " n=" << n;
+        }
       }
     }
   }
@@ -251,6 +282,11 @@ TEST(QuantX, FollowsItsDefinition) {
           int s = 0;
           for (int l = 0; l < 32; ++l) s += qs[32 * j + l];
           EXPECT_EQ(xb.sums[j], s);
+        }
+        for (int j = 0; j < 16; ++j) {
+          int s = 0;
+          for (int l = 0; l < 16; ++l) s += qs[16 * j + l];
+          EXPECT_EQ(xb.sums16[j], s);
         }
       }
       float amax = 0;

@@ -49,7 +49,7 @@ struct IsaKernels {
   // dot_tile with bf16 weights and bf16 x: Y[t*ldy + r] = dot(X[t*ldx + 0..K), W row r), f32 sums.
   void (*dot_tile_bf16)(const std::uint16_t* w, std::int64_t ldw, const std::uint16_t* x, std::int64_t ldx, float* y,
                         std::int64_t ldy, std::int64_t nt, std::int64_t nr, std::int64_t k) = nullptr;
-  // Block-format weights (Q8_0, Q4_0, Q4_K, Q6_K: kernels/block_formats.h) times activations
+  // Block-format weights (every block format: kernels/block_formats.h) times activations
   // quantised by quantize_x (kernels/cpu/quant_x.h): Y[t*ldy + r] = dot(token t of xq, W row r),
   // W rows ldw bytes apart in format wt, xq rows ldxq bytes apart; k a multiple of the block. Any
   // nt, nr >= 1. Every table gives the same bits (quant_kernels.h says the order).

@@ -1,8 +1,8 @@
-// AVX2 dot products of block-format weights with 8-bit activations (quant_blocks_x86.h).
+// AVX2 dot products of block-format weights with 8-bit activations (quant_dispatch_x86.h).
 #include <immintrin.h>
 
 #define PLEXUS_Q_VNNI 0
-#include "kernels/cpu/quant_blocks_x86.h"
+#include "kernels/cpu/quant_dispatch_x86.h"
 
 namespace plexus {
 

@@ -1,9 +1,9 @@
-// AVX-512 VNNI dot products of block-format weights with 8-bit activations (quant_blocks_x86.h:
+// AVX-512 VNNI dot products of block-format weights with 8-bit activations (quant_dispatch_x86.h:
 // 256-bit dpbusd / dpwssd, AVX512_VNNI + AVX512VL). Only called after a CPUID check.
 #include "kernels/cpu/avx512_intrinsics.h"
 
 #define PLEXUS_Q_VNNI 1
-#include "kernels/cpu/quant_blocks_x86.h"
+#include "kernels/cpu/quant_dispatch_x86.h"
 
 namespace plexus {
 

@@ -1,13 +1,13 @@
-// The x86 quantised dot kernels' block formats (order: quant_kernels.h), included by the AVX2
-// file and the AVX-512 VNNI file, each compiling it with its own flags (internal linkage keeps the
-// copies apart). Signed weights w times activations q run as |w| · sign(q, w) (u8 · s8): AVX2 with
-// maddubs (pairs stay below 2^15) then madd into 8 int32 lanes of 4 elements; VNNI with dpbusd
-// straight into those lanes, and dpwssd for madd-and-add. The integer lanes are exact either way.
-// Define PLEXUS_Q_VNNI (0 or 1) and include <immintrin.h> first.
+// The x86 quantised dot kernels' block formats (order: quant_kernels.h), included (through
+// quant_dispatch_x86.h) by the AVX2 file and the AVX-512 VNNI file, each compiling it with its
+// own flags (internal linkage keeps the copies apart). Signed weights w times activations q run
+// as |w| · sign(q, w) (u8 · s8), unsigned ones (Q4_1, Q5_1, Q2_K, Q4_K, Q5_K) as they are: AVX2
+// with maddubs (pairs stay below 2^15) then madd into 8 int32 lanes of 4 elements; VNNI with
+// dpbusd straight into those lanes, and dpwssd for madd-and-add. The integer lanes are exact
+// either way. Define PLEXUS_Q_VNNI (0 or 1) and include <immintrin.h> first.
 #pragma once
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
 
 #include "kernels/block_formats.h"
@@ -39,6 +39,15 @@ inline __m256i dot4_signed(__m256i aw, __m256i w, __m256i q) {
 #endif
 }
 
+// Lanes of 4 products w·q, w unsigned bytes below 128.
+inline __m256i dot4_unsigned(__m256i w, __m256i q) {
+#if PLEXUS_Q_VNNI
+  return _mm256_dpbusd_epi32(_mm256_setzero_si256(), w, q);
+#else
+  return _mm256_madd_epi16(_mm256_maddubs_epi16(w, q), _mm256_set1_epi16(1));
+#endif
+}
+
 // s + pairs of int16 products p16·sc summed into int32 lanes.
 inline __m256i add_madd16(__m256i s, __m256i p16, __m256i sc) {
 #if PLEXUS_Q_VNNI
@@ -46,6 +55,28 @@ inline __m256i add_madd16(__m256i s, __m256i p16, __m256i sc) {
 #else
   return _mm256_add_epi32(s, _mm256_madd_epi16(p16, sc));
 #endif
+}
+
+// Byte i of the 32 nibbles of a block of 32 (Q4_0's packing, block_formats.h) is element i.
+inline __m256i nibbles32(const std::uint8_t* qs) {
+  const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+  const __m128i m4 = _mm_set1_epi8(15);
+  return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m4), _mm_and_si128(q, m4));
+}
+
+// Byte i is 0xFF where bit i of the little-endian 32-bit word at p is set, else 0 (Q5_0's qh).
+inline __m256i bits_to_bytes(const std::uint8_t* p) {
+  std::uint32_t h;
+  std::memcpy(&h, p, 4);
+  const __m256i pick = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0);
+  const __m256i bytes = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(h)), pick);
+  const __m256i bit = _mm256_set1_epi64x(static_cast<long long>(0x8040201008040201ull));
+  return _mm256_cmpeq_epi8(_mm256_and_si256(bytes, bit), bit);
+}
+
+// kIq4Values in both 128-bit lanes: _mm256_shuffle_epi8 of it with 4-bit codes gives their values.
+inline __m256i iq4_table() {
+  return _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4Values)));
 }
 
 // One block of 32 signed weights: acc += float(lanes) · (d_w · d_x).
@@ -73,20 +104,90 @@ struct Q4_0K {
   static constexpr std::int64_t kBlockBytes = sizeof(BlockQ4_0), kXBytes = sizeof(XBlock32);
   using W = Block32W;
   static void load(const std::uint8_t* b, W& w) {
-    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 2));
-    const __m128i m4 = _mm_set1_epi8(15);
-    const __m256i v = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m4), _mm_and_si128(q, m4));
-    w.w = _mm256_sub_epi8(v, _mm256_set1_epi8(8));
+    w.w = _mm256_sub_epi8(nibbles32(b + 2), _mm256_set1_epi8(8));
     w.aw = _mm256_abs_epi8(w.w);
     w.d = _mm256_set1_ps(load_f16(b));
   }
   static void acc(const W& w, const std::uint8_t* xb, __m256& a) { block32_acc(w, xb, a); }
 };
 
+// Q5_0: the nibbles with bit 4 from qh, minus 16 (bit clear: − 16, set: − 0).
+struct Q5_0K {
+  static constexpr std::int64_t kBlockBytes = sizeof(BlockQ5_0), kXBytes = sizeof(XBlock32);
+  using W = Block32W;
+  static void load(const std::uint8_t* b, W& w) {
+    const BlockQ5_0* blk = reinterpret_cast<const BlockQ5_0*>(b);
+    w.w = _mm256_sub_epi8(nibbles32(blk->qs), _mm256_andnot_si256(bits_to_bytes(blk->qh), _mm256_set1_epi8(16)));
+    w.aw = _mm256_abs_epi8(w.w);
+    w.d = _mm256_set1_ps(load_f16(b));
+  }
+  static void acc(const W& w, const std::uint8_t* xb, __m256& a) { block32_acc(w, xb, a); }
+};
+
+// IQ4_NL: the codes' values looked up in kIq4Values.
+struct IQ4_NLK {
+  static constexpr std::int64_t kBlockBytes = sizeof(BlockIQ4_NL), kXBytes = sizeof(XBlock32);
+  using W = Block32W;
+  static void load(const std::uint8_t* b, W& w) {
+    w.w = _mm256_shuffle_epi8(iq4_table(), nibbles32(b + 2));
+    w.aw = _mm256_abs_epi8(w.w);
+    w.d = _mm256_set1_ps(load_f16(b));
+  }
+  static void acc(const W& w, const std::uint8_t* xb, __m256& a) { block32_acc(w, xb, a); }
+};
+
+// One block of 32 unsigned weights q with an offset (Q4_1, Q5_1): acc += float(q·x lanes) ·
+// (d_w · d_x), then acc += float(x lanes) · (m_w · d_x).
+struct Block32U {
+  __m256i q;
+  __m256 d, m;
+};
+inline void block32_offset_acc(const Block32U& w, const std::uint8_t* xb, __m256& acc) {
+  const __m256i q = load256(xb + 4);
+  const __m256 xd = _mm256_set1_ps(load_f32(xb));
+  acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot4_unsigned(w.q, q)), _mm256_mul_ps(w.d, xd), acc);
+  acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot4_unsigned(_mm256_set1_epi8(1), q)), _mm256_mul_ps(w.m, xd), acc);
+}
+
+struct Q4_1K {
+  static constexpr std::int64_t kBlockBytes = sizeof(BlockQ4_1), kXBytes = sizeof(XBlock32);
+  using W = Block32U;
+  static void load(const std::uint8_t* b, W& w) {
+    const BlockQ4_1* blk = reinterpret_cast<const BlockQ4_1*>(b);
+    w.q = nibbles32(blk->qs);
+    w.d = _mm256_set1_ps(load_f16(b));
+    w.m = _mm256_set1_ps(load_f16(b + 2));
+  }
+  static void acc(const W& w, const std::uint8_t* xb, __m256& a) { block32_offset_acc(w, xb, a); }
+};
+
+struct Q5_1K {
+  static constexpr std::int64_t kBlockBytes = sizeof(BlockQ5_1), kXBytes = sizeof(XBlock32);
+  using W = Block32U;
+  static void load(const std::uint8_t* b, W& w) {
+    const BlockQ5_1* blk = reinterpret_cast<const BlockQ5_1*>(b);
+    w.q = _mm256_or_si256(nibbles32(blk->qs), _mm256_and_si256(bits_to_bytes(blk->qh), _mm256_set1_epi8(16)));
+    w.d = _mm256_set1_ps(load_f16(b));
+    w.m = _mm256_set1_ps(load_f16(b + 2));
+  }
+  static void acc(const W& w, const std::uint8_t* xb, __m256& a) { block32_offset_acc(w, xb, a); }
+};
+
 constexpr std::int64_t kXq = offsetof(XBlock256, q), kXsums = offsetof(XBlock256, sums);
 
 // Byte j of each 128-bit lane: int16 lane k's bytes (2k, 2k + 1), for broadcasting int16 lane k.
 inline __m256i int16_lane_picker(int k) { return _mm256_set1_epi16(static_cast<short>((2 * k) | ((2 * k + 1) << 8))); }
+
+// Q4_K's (and Q5_K's) 6-bit scales and mins (block_formats.h): byte j of sc8 is sc[j], of m8 is
+// m[j]. Computed 4 at a time in 32-bit words: bytes 0..3 (a), 4..7 (b), 8..11 (c) of `scales`.
+inline void q4_k_scales_mins8(const std::uint8_t* scales, std::uint64_t& sc8, std::uint64_t& m8) {
+  std::uint32_t a, b, c;
+  std::memcpy(&a, scales, 4);
+  std::memcpy(&b, scales + 4, 4);
+  std::memcpy(&c, scales + 8, 4);
+  sc8 = (a & 0x3f3f3f3fu) | static_cast<std::uint64_t>((c & 0x0f0f0f0fu) | ((a >> 2) & 0x30303030u)) << 32;
+  m8 = (b & 0x3f3f3f3fu) | static_cast<std::uint64_t>(((c >> 4) & 0x0f0f0f0fu) | ((b >> 2) & 0x30303030u)) << 32;
+}
 
 struct Q4_KK {
   static constexpr std::int64_t kBlockBytes = sizeof(BlockQ4_K), kXBytes = sizeof(XBlock256);
@@ -96,27 +197,26 @@ struct Q4_KK {
     __m256i m;      // m[j] in int32 lane j
     __m256 d, dmin;
   };
-  static void load(const std::uint8_t* b, W& w) {
+  // The scales, mins, d and dmin, the same in Q4_K and Q5_K.
+  static void load_scales(const std::uint8_t* b, W& w) {
     const BlockQ4_K* blk = reinterpret_cast<const BlockQ4_K*>(b);
-    // The 6-bit scales and mins (block_formats.h), 4 at a time in 32-bit words: bytes 0..3 (a),
-    // 4..7 (b), 8..11 (c) of `scales`.
-    std::uint32_t a, bb, c;
-    std::memcpy(&a, blk->scales, 4);
-    std::memcpy(&bb, blk->scales + 4, 4);
-    std::memcpy(&c, blk->scales + 8, 4);
-    const std::uint64_t sc8 = (a & 0x3f3f3f3fu) | static_cast<std::uint64_t>((c & 0x0f0f0f0fu) | ((a >> 2) & 0x30303030u)) << 32;
-    const std::uint64_t m8 = (bb & 0x3f3f3f3fu) | static_cast<std::uint64_t>(((c >> 4) & 0x0f0f0f0fu) | ((bb >> 2) & 0x30303030u)) << 32;
+    std::uint64_t sc8, m8;
+    q4_k_scales_mins8(blk->scales, sc8, m8);
     const __m256i sc16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<long long>(sc8))));
     PLEXUS_Q_UNROLL for (int j = 0; j < 8; ++j) w.sc[j] = _mm256_shuffle_epi8(sc16, int16_lane_picker(j));
     w.m = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(m8)));
+    w.d = _mm256_set1_ps(_cvtsh_ss(blk->d));
+    w.dmin = _mm256_set1_ps(_cvtsh_ss(blk->dmin));
+  }
+  static void load(const std::uint8_t* b, W& w) {
+    load_scales(b, w);
+    const BlockQ4_K* blk = reinterpret_cast<const BlockQ4_K*>(b);
     const __m256i m4 = _mm256_set1_epi8(15);
     for (int c4 = 0; c4 < 4; ++c4) {
       const __m256i q = load256(blk->qs + 32 * c4);
       w.q[2 * c4] = _mm256_and_si256(q, m4);
       w.q[2 * c4 + 1] = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
     }
-    w.d = _mm256_set1_ps(_cvtsh_ss(blk->d));
-    w.dmin = _mm256_set1_ps(_cvtsh_ss(blk->dmin));
   }
   static void acc(const W& w, const std::uint8_t* xb, __m256& a) {
     __m256i s = _mm256_setzero_si256();
@@ -132,139 +232,45 @@ struct Q4_KK {
   }
 };
 
-#if PLEXUS_Q_VNNI
-// Q4_0 for one token on 512-bit registers, two blocks at a time (a "block" here is a pair): one
-// dpbusd multiplies both blocks' nibbles (unsigned, 0..15) with their x, the accumulator
-// starting at −8 · (sum of x over each 4) so the lanes hold the products with nibble − 8 (exact).
-// Block 0's lanes, then block 1's, go through the f32 order of quant_kernels.h as in Q4_0K.
-struct Q4_0K512 {
-  static constexpr std::int64_t kBlockBytes = 2 * sizeof(BlockQ4_0), kXBytes = 2 * sizeof(XBlock32);
-  struct W {
-    __m512i q;  // block 0's 32 nibbles (elements 0..31), then block 1's
-    __m256 d0, d1;
-  };
-  static void load(const std::uint8_t* b, W& w) {
-    const __m256i t = _mm256_set_m128i(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + sizeof(BlockQ4_0) + 2)),
-                                       _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 2)));
-    // [qs0, qs1, qs0 >> 4, qs1 >> 4] (128-bit lanes) reordered to [qs0, qs0 >> 4, qs1, qs1 >> 4].
-    const __m512i u = _mm512_inserti64x4(_mm512_castsi256_si512(t), _mm256_srli_epi16(t, 4), 1);
-    w.q = _mm512_and_si512(_mm512_shuffle_i64x2(u, u, _MM_SHUFFLE(3, 1, 2, 0)), _mm512_set1_epi8(15));
-    w.d0 = _mm256_set1_ps(load_f16(b));
-    w.d1 = _mm256_set1_ps(load_f16(b + sizeof(BlockQ4_0)));
+// The int16 scales of the 8 chunks of 32 from the 16 signed scales of 16 elements (bytes of s8):
+// chunk c's int16 lanes 0..7 (its elements 0..15) hold s8[2c], lanes 8..15 hold s8[2c + 1].
+inline void chunk_scales16(__m128i s8, __m256i* sc) {
+  // scales as int16, 0..7 and 8..15 each in both 128-bit lanes; chunk c picks int16 lane
+  // 2c mod 8 into its low lane and the next into its high lane.
+  const __m256i lo = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(s8));
+  const __m256i hi = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(_mm_srli_si128(s8, 8)));
+  PLEXUS_Q_UNROLL for (int c = 0; c < 8; ++c) {
+    const int k = 2 * (c & 3);
+    const __m256i pick = _mm256_set_m128i(_mm_set1_epi16(static_cast<short>((2 * k + 2) | ((2 * k + 3) << 8))),
+                                          _mm_set1_epi16(static_cast<short>((2 * k) | ((2 * k + 1) << 8))));
+    sc[c] = _mm256_shuffle_epi8(c < 4 ? lo : hi, pick);
   }
-  static void acc(const W& w, const std::uint8_t* xb, __m256& a) {
-    constexpr std::int64_t kX1 = sizeof(XBlock32);
-    const __m512i x = _mm512_inserti64x4(_mm512_castsi256_si512(load256(xb + 4)), load256(xb + kX1 + 4), 1);
-    const __m512i minus8x = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(8), x));
-    const __m512i p = _mm512_dpbusd_epi32(minus8x, w.q, x);
-    a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm512_castsi512_si256(p)), _mm256_mul_ps(w.d0, _mm256_set1_ps(load_f32(xb))), a);
-    a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm512_extracti64x4_epi64(p, 1)), _mm256_mul_ps(w.d1, _mm256_set1_ps(load_f32(xb + kX1))), a);
-  }
-};
+}
 
-// Q4_K for one token on 512-bit registers: one 64-byte load of qs holds sub-blocks j (low
-// nibbles) and j + 1 (high nibbles) for j = 0, 2 in its halves, so each maddubs + dpwssd covers two
-// sub-blocks: pairs (0, 2), (1, 3), (4, 6), (5, 7), the x halves joined to match (the loads are
-// shared by the tile's rows). The 16 int32 lanes' halves are summed into S[l] (exact), then the
-// f32 order of quant_kernels.h as in Q4_KK.
-struct Q4_KK512 {
-  static constexpr std::int64_t kBlockBytes = sizeof(BlockQ4_K), kXBytes = sizeof(XBlock256);
-  static constexpr int kLo[4] = {0, 1, 4, 5};  // pair p: sub-blocks kLo[p] (low half), kLo[p] + 2
-  struct W {
-    __m512i q[4];   // pair p's nibbles, 0..15
-    __m512i sc[4];  // int16 lanes: sc[kLo[p]] in the low half, sc[kLo[p] + 2] in the high half
-    __m256i m;      // m[j] in int32 lane j
-    __m256 d, dmin;
-  };
-  static void load(const std::uint8_t* b, W& w) {
-    const BlockQ4_K* blk = reinterpret_cast<const BlockQ4_K*>(b);
-    std::uint32_t a, bb, c;  // as in Q4_KK::load
-    std::memcpy(&a, blk->scales, 4);
-    std::memcpy(&bb, blk->scales + 4, 4);
-    std::memcpy(&c, blk->scales + 8, 4);
-    const std::uint64_t sc8 = (a & 0x3f3f3f3fu) | static_cast<std::uint64_t>((c & 0x0f0f0f0fu) | ((a >> 2) & 0x30303030u)) << 32;
-    const std::uint64_t m8 = (bb & 0x3f3f3f3fu) | static_cast<std::uint64_t>(((c >> 4) & 0x0f0f0f0fu) | ((bb >> 2) & 0x30303030u)) << 32;
-    const __m512i sc16 = _mm512_broadcast_i32x4(_mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<long long>(sc8))));
-    PLEXUS_Q_UNROLL for (int p = 0; p < 4; ++p) {
-      const __m512i pick = _mm512_inserti64x4(_mm512_castsi256_si512(int16_lane_picker(kLo[p])), int16_lane_picker(kLo[p] + 2), 1);
-      w.sc[p] = _mm512_shuffle_epi8(sc16, pick);
-    }
-    w.m = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(m8)));
-    const __m512i m4 = _mm512_set1_epi8(15);
-    for (int h = 0; h < 2; ++h) {
-      const __m512i q = _mm512_loadu_si512(blk->qs + 64 * h);
-      w.q[2 * h] = _mm512_and_si512(q, m4);
-      w.q[2 * h + 1] = _mm512_and_si512(_mm512_srli_epi16(q, 4), m4);
-    }
-    w.d = _mm256_set1_ps(_cvtsh_ss(blk->d));
-    w.dmin = _mm256_set1_ps(_cvtsh_ss(blk->dmin));
-  }
-  static void acc(const W& w, const std::uint8_t* xb, __m256& a) {
-    __m512i s = _mm512_setzero_si512();
-    PLEXUS_Q_UNROLL for (int p = 0; p < 4; ++p) {
-      const __m512i x = _mm512_inserti64x4(_mm512_castsi256_si512(load256(xb + kXq + 32 * kLo[p])),
-                                           load256(xb + kXq + 32 * (kLo[p] + 2)), 1);
-      s = _mm512_dpwssd_epi32(s, _mm512_maddubs_epi16(w.q[p], x), w.sc[p]);
-    }
-    const __m256i s8 = _mm256_add_epi32(_mm512_castsi512_si256(s), _mm512_extracti64x4_epi64(s, 1));
-    const __m256 xd = _mm256_set1_ps(load_f32(xb));
-    a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s8), _mm256_mul_ps(w.d, xd), a);
-    const __m256i sums = _mm256_cvtepi16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(xb + kXsums)));
-    a = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(w.m, sums)), _mm256_mul_ps(w.dmin, xd), a);
-  }
-};
-// Q6_KK512's vpermw indices: int16 lane j of chunk pair p = 2h + i takes scales[2 (4h + 2i) + j / 8].
-struct Q6ScaleIdx {
-  alignas(64) std::int16_t v[4][32];
-  constexpr Q6ScaleIdx() : v{} {
-    for (int p = 0; p < 4; ++p) {
-      for (int j = 0; j < 32; ++j) v[p][j] = static_cast<std::int16_t>(2 * (4 * (p / 2) + 2 * (p % 2)) + j / 8);
-    }
-  }
-};
-constexpr Q6ScaleIdx kQ6ScaleIdx{};
+// Q3_K's 16 scales sc[s] − 32 (−32..31) as signed bytes (block_formats.h): 32-bit words
+// a, b, c = bytes 0..3, 4..7, 8..11 of `scales`; word k of the result (s = 4k..4k + 3) has low
+// 4 bits from [a, b, a >> 4, b >> 4][k] and high 2 bits from c >> 2k.
+inline __m128i q3_k_scales(const std::uint8_t* scales) {
+  std::uint32_t c;
+  std::memcpy(&c, scales + 8, 4);
+  const __m128i ab = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(scales));
+  const __m128i low = _mm_and_si128(_mm_unpacklo_epi64(ab, _mm_srli_epi32(ab, 4)), _mm_set1_epi8(15));
+  const __m128i high = _mm_and_si128(_mm_srlv_epi32(_mm_set1_epi32(static_cast<int>(c)), _mm_setr_epi32(0, 2, 4, 6)), _mm_set1_epi8(3));
+  return _mm_sub_epi8(_mm_or_si128(low, _mm_slli_epi32(high, 4)), _mm_set1_epi8(32));
+}
 
-// Q6_K for one token on 512-bit registers: chunk pairs (4h + 2i, 4h + 2i + 1) for h, i < 2, one
-// 64-byte load of ql (nibbles) with qh's two bits per pair, so each pair's x is 64 contiguous
-// bytes. The 6-bit values q (0..63, unsigned) go through maddubs, and 32 · (the pair sums of x)
-// is taken off in int16 (the products with q − 32: exact, below 2^13), then dpwssd with the
-// 16-element scales. The halves' int32 lanes summed give S[l]; f32 order as in Q6_KK.
-struct Q6_KK512 {
-  static constexpr std::int64_t kBlockBytes = sizeof(BlockQ6_K), kXBytes = sizeof(XBlock256);
-  struct W {
-    __m512i q[4];   // pair p = 2h + i: its 64 values q, 0..63
-    __m512i sc[4];  // pair p's int16 lanes 8k..8k+7: scales[2 (4h + 2i) + k], k < 4
-    __m256 d;
-  };
-  static void load(const std::uint8_t* b, W& w) {
-    const BlockQ6_K* blk = reinterpret_cast<const BlockQ6_K*>(b);
-    const __m512i m4 = _mm512_set1_epi8(15), m3 = _mm512_set1_epi8(3);
-    // qh's bit pairs: low half of the register at shift 0 (or 4), high half at 2 (or 6).
-    const __m512i sh_lo = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1);
-    const __m512i sh_hi = _mm512_add_epi16(sh_lo, _mm512_set1_epi16(4));
-    PLEXUS_Q_UNROLL for (int h = 0; h < 2; ++h) {
-      const __m512i l = _mm512_loadu_si512(blk->ql + 64 * h);
-      const __m512i hb = _mm512_broadcast_i64x4(load256(blk->qh + 32 * h));
-      w.q[2 * h] = _mm512_or_si512(_mm512_and_si512(l, m4), _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(hb, sh_lo), m3), 4));
-      w.q[2 * h + 1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l, 4), m4),
-                                       _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(hb, sh_hi), m3), 4));
-    }
-    const __m512i sc16 = _mm512_castsi256_si512(_mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk->scales))));
-    PLEXUS_Q_UNROLL for (int p = 0; p < 4; ++p) w.sc[p] = _mm512_permutexvar_epi16(_mm512_load_si512(kQ6ScaleIdx.v[p]), sc16);
-    w.d = _mm256_set1_ps(_cvtsh_ss(blk->d));
-  }
-  static void acc(const W& w, const std::uint8_t* xb, __m256& a) {
-    __m512i s = _mm512_setzero_si512();
-    PLEXUS_Q_UNROLL for (int p = 0; p < 4; ++p) {
-      const __m512i x = _mm512_loadu_si512(xb + kXq + 64 * p);
-      const __m512i x32 = _mm512_maddubs_epi16(_mm512_set1_epi8(32), x);  // the same for every row
-      s = _mm512_dpwssd_epi32(s, _mm512_sub_epi16(_mm512_maddubs_epi16(w.q[p], x), x32), w.sc[p]);
-    }
-    const __m256i s8 = _mm256_add_epi32(_mm512_castsi512_si256(s), _mm512_extracti64x4_epi64(s, 1));
-    a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s8), _mm256_mul_ps(w.d, _mm256_set1_ps(load_f32(xb))), a);
-  }
-};
-#endif
+// IQ4_XS's 8 scales ls[j] − 32 (−32..31) as int16 (block_formats.h): ls[j]'s low 4 bits are bits
+// 4j..4j + 3 of the 32-bit word scales_l, its high 2 bits bits 2j, 2j + 1 of scales_h.
+inline __m128i iq4_xs_scales(const BlockIQ4_XS* blk) {
+  std::uint32_t l;
+  std::memcpy(&l, blk->scales_l, 4);
+  const __m256i low = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(l)), _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)),
+                                       _mm256_set1_epi32(15));
+  const __m256i high = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(blk->scales_h), _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14)),
+                                        _mm256_set1_epi32(3));
+  const __m256i s = _mm256_sub_epi32(_mm256_or_si256(low, _mm256_slli_epi32(high, 4)), _mm256_set1_epi32(32));
+  return _mm_packs_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+}
 
 struct Q6_KK {
   static constexpr std::int64_t kBlockBytes = sizeof(BlockQ6_K), kXBytes = sizeof(XBlock256);
@@ -291,17 +297,7 @@ struct Q6_KK {
         w.aw[4 * h + k] = _mm256_abs_epi8(w.w[4 * h + k]);
       }
     }
-    // scales as int16, 0..7 and 8..15 each in both 128-bit lanes; chunk c picks int16 lane
-    // 2c mod 8 into its low lane and the next into its high lane.
-    const __m128i s8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk->scales));
-    const __m256i lo = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(s8));
-    const __m256i hi = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(_mm_srli_si128(s8, 8)));
-    PLEXUS_Q_UNROLL for (int c = 0; c < 8; ++c) {
-      const int k = 2 * (c & 3);
-      const __m256i pick = _mm256_set_m128i(_mm_set1_epi16(static_cast<short>((2 * k + 2) | ((2 * k + 3) << 8))),
-                                            _mm_set1_epi16(static_cast<short>((2 * k) | ((2 * k + 1) << 8))));
-      w.sc[c] = _mm256_shuffle_epi8(c < 4 ? lo : hi, pick);
-    }
+    chunk_scales16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk->scales)), w.sc);
     w.d = _mm256_set1_ps(_cvtsh_ss(blk->d));
   }
   static void acc(const W& w, const std::uint8_t* xb, __m256& a) {
@@ -315,55 +311,99 @@ struct Q6_KK {
   }
 };
 
-#if PLEXUS_Q_VNNI
-// The 512-bit decode kernels; PLEXUS_Q_NARROW_DECODE=1 selects the 256-bit ones instead (for
-// before/after measurements only: both give the same bits).
-inline bool q_wide_decode() {
-  static const bool wide = [] {
-    const char* e = std::getenv("PLEXUS_Q_NARROW_DECODE");
-    return !(e != nullptr && e[0] == '1');
-  }();
-  return wide;
-}
-#endif
-
-// dot_tile_q for one table: the register tiles per format.
-void q_dispatch(DType wt, const void* w, std::int64_t ldw, const void* xq, std::int64_t ldxq, float* y,
-                std::int64_t ldy, std::int64_t nt, std::int64_t nr, std::int64_t k) {
-  const std::int64_t nb = k / dtype_block_elems(wt);
-  switch (wt) {
-    case DType::kQ8_0: q_dot_tile<Q8_0K, 4, 3, 4>(w, ldw, xq, ldxq, y, ldy, nt, nr, nb); break;
-    case DType::kQ4_0:
-#if PLEXUS_Q_VNNI
-      if (nt == 1 && nb % 2 == 0 && q_wide_decode()) return q_tile_rows<Q4_0K512, 1, 4, true>(static_cast<const std::uint8_t*>(w), ldw, static_cast<const std::uint8_t*>(xq), ldxq, y, ldy, nr, nb / 2);
-#endif
-      q_dot_tile<Q4_0K, 4, 3, 4>(w, ldw, xq, ldxq, y, ldy, nt, nr, nb);
-      break;
-    case DType::kQ4_K:
-#if PLEXUS_Q_VNNI
-      if (nt == 1 && q_wide_decode()) return q_tile_rows<Q4_KK512, 1, 4, true>(static_cast<const std::uint8_t*>(w), ldw, static_cast<const std::uint8_t*>(xq), ldxq, y, ldy, nr, nb);
-#endif
-      q_dot_tile<Q4_KK, 4, 2, 4>(w, ldw, xq, ldxq, y, ldy, nt, nr, nb);
-      break;
-    case DType::kQ6_K:
-#if PLEXUS_Q_VNNI
-      if (nt == 1 && q_wide_decode()) return q_tile_rows<Q6_KK512, 1, 4, true>(static_cast<const std::uint8_t*>(w), ldw, static_cast<const std::uint8_t*>(xq), ldxq, y, ldy, nr, nb);
-#endif
-      q_dot_tile<Q6_KK, 4, 2, 4>(w, ldw, xq, ldxq, y, ldy, nt, nr, nb);
-      break;
-    case DType::kQ4_1:
-    case DType::kQ5_0:
-    case DType::kQ5_1:
-    case DType::kIQ4_NL:
-    case DType::kQ2_K:
-    case DType::kQ3_K:
-    case DType::kQ5_K:
-    case DType::kIQ4_XS: dot_tile_q_generic(wt, w, ldw, xq, ldxq, y, ldy, nt, nr, k); break;
-    case DType::kF32:
-    case DType::kBF16:
-    case DType::kF16: break;
+// Q5_K: Q4_K's shape with bit 4 of each value from qh (values 0..31: maddubs pairs stay below
+// 2^13).
+struct Q5_KK {
+  static constexpr std::int64_t kBlockBytes = sizeof(BlockQ5_K), kXBytes = sizeof(XBlock256);
+  using W = Q4_KK::W;
+  static void load(const std::uint8_t* b, W& w) {
+    Q4_KK::load_scales(b, w);  // Q5_K's d, dmin and scales lie where Q4_K's do
+    const BlockQ5_K* blk = reinterpret_cast<const BlockQ5_K*>(b);
+    const __m256i m4 = _mm256_set1_epi8(15), one = _mm256_set1_epi8(1);
+    const __m256i qh = load256(blk->qh);
+    PLEXUS_Q_UNROLL for (int j = 0; j < 8; ++j) {
+      const __m256i q = load256(blk->qs + 32 * (j / 2));
+      const __m256i lo = _mm256_and_si256(j % 2 == 0 ? q : _mm256_srli_epi16(q, 4), m4);
+      w.q[j] = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, j), one), 4));
+    }
   }
-}
+  static void acc(const W& w, const std::uint8_t* xb, __m256& a) { Q4_KK::acc(w, xb, a); }
+};
+
+// Q3_K: Q6_K's shape (signed values, 16-element scales) with values −4..3 and scales sc − 32.
+struct Q3_KK {
+  static constexpr std::int64_t kBlockBytes = sizeof(BlockQ3_K), kXBytes = sizeof(XBlock256);
+  using W = Q6_KK::W;
+  static void load(const std::uint8_t* b, W& w) {
+    const BlockQ3_K* blk = reinterpret_cast<const BlockQ3_K*>(b);
+    const __m256i m3 = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1), k4 = _mm256_set1_epi8(4);
+    const __m256i hm = load256(blk->hmask);
+    PLEXUS_Q_UNROLL for (int c = 0; c < 8; ++c) {  // chunk c = 4h + j: elements 128h + 32j + l
+      const __m256i q = load256(blk->qs + 32 * (c / 4));
+      const __m256i q2 = _mm256_and_si256(_mm256_srli_epi16(q, 2 * (c % 4)), m3);
+      const __m256i hb = _mm256_and_si256(_mm256_srli_epi16(hm, c), one);
+      w.w[c] = _mm256_sub_epi8(_mm256_or_si256(q2, _mm256_slli_epi16(hb, 2)), k4);
+      w.aw[c] = _mm256_abs_epi8(w.w[c]);
+    }
+    chunk_scales16(q3_k_scales(blk->scales), w.sc);
+    w.d = _mm256_set1_ps(_cvtsh_ss(blk->d));
+  }
+  static void acc(const W& w, const std::uint8_t* xb, __m256& a) { Q6_KK::acc(w, xb, a); }
+};
+
+// IQ4_XS: Q6_K's shape with the codes' kIq4Values and scales ls − 32 (both halves of a chunk
+// share its scale, as in Q4_KK).
+struct IQ4_XSK {
+  static constexpr std::int64_t kBlockBytes = sizeof(BlockIQ4_XS), kXBytes = sizeof(XBlock256);
+  using W = Q6_KK::W;
+  static void load(const std::uint8_t* b, W& w) {
+    const BlockIQ4_XS* blk = reinterpret_cast<const BlockIQ4_XS*>(b);
+    const __m256i table = iq4_table();
+    PLEXUS_Q_UNROLL for (int j = 0; j < 8; ++j) {
+      w.w[j] = _mm256_shuffle_epi8(table, nibbles32(blk->qs + 16 * j));
+      w.aw[j] = _mm256_abs_epi8(w.w[j]);
+    }
+    const __m256i sc16 = _mm256_broadcastsi128_si256(iq4_xs_scales(blk));
+    PLEXUS_Q_UNROLL for (int j = 0; j < 8; ++j) w.sc[j] = _mm256_shuffle_epi8(sc16, int16_lane_picker(j));
+    w.d = _mm256_set1_ps(_cvtsh_ss(blk->d));
+  }
+  static void acc(const W& w, const std::uint8_t* xb, __m256& a) { Q6_KK::acc(w, xb, a); }
+};
+
+constexpr std::int64_t kXsums16 = offsetof(XBlock256, sums16);
+
+// Q2_K: Q6_K's shape with unsigned values 0..3 (maddubs takes them as they are), unsigned
+// 4-bit scales, then the mins: madd of the 16 int16 mins with sums16 gives M[l] directly.
+struct Q2_KK {
+  static constexpr std::int64_t kBlockBytes = sizeof(BlockQ2_K), kXBytes = sizeof(XBlock256);
+  struct W {
+    __m256i q[8];   // chunk c's 32 values, 0..3
+    __m256i sc[8];  // as Q6_KK::W's
+    __m256i m;      // the 16 mins as int16
+    __m256 d, dmin;
+  };
+  static void load(const std::uint8_t* b, W& w) {
+    const BlockQ2_K* blk = reinterpret_cast<const BlockQ2_K*>(b);
+    const __m256i m3 = _mm256_set1_epi8(3);
+    PLEXUS_Q_UNROLL for (int c = 0; c < 8; ++c) {  // chunk c = 4h + j: elements 128h + 32j + l
+      w.q[c] = _mm256_and_si256(_mm256_srli_epi16(load256(blk->qs + 32 * (c / 4)), 2 * (c % 4)), m3);
+    }
+    const __m128i s = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk->scales));
+    const __m128i m4 = _mm_set1_epi8(15);
+    chunk_scales16(_mm_and_si128(s, m4), w.sc);
+    w.m = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(s, 4), m4));
+    w.d = _mm256_set1_ps(_cvtsh_ss(blk->d));
+    w.dmin = _mm256_set1_ps(_cvtsh_ss(blk->dmin));
+  }
+  static void acc(const W& w, const std::uint8_t* xb, __m256& a) {
+    __m256i s = _mm256_setzero_si256();
+    for (int c = 0; c < 8; ++c) s = add_madd16(s, _mm256_maddubs_epi16(w.q[c], load256(xb + kXq + 32 * c)), w.sc[c]);
+    const __m256 xd = _mm256_set1_ps(load_f32(xb));
+    a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(w.d, xd), a);
+    const __m256i mins = _mm256_madd_epi16(w.m, load256(xb + kXsums16));
+    a = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(mins), _mm256_mul_ps(w.dmin, xd), a);
+  }
+};
 
 }  // namespace
 }  // namespace plexus

@@ -29,8 +29,10 @@ constexpr std::int64_t kQPrefetchBytes = 8192;
 #define PLEXUS_Q_UNROLL _Pragma("GCC unroll 16")
 
 // NT tokens × NR rows over nb blocks. PF: prefetch ahead (the rows stream from memory).
+// Flattened: F::load and F::acc inline into the tile (else GCC leaves the larger loads out of
+// line and passes W through memory).
 template <class F, int NT, int NR, bool PF>
-void q_tile(const std::uint8_t* w, std::int64_t ldw, const std::uint8_t* x, std::int64_t ldx, float* y,
+__attribute__((flatten)) void q_tile(const std::uint8_t* w, std::int64_t ldw, const std::uint8_t* x, std::int64_t ldx, float* y,
             std::int64_t ldy, std::int64_t nb) {
   __m256 acc[NT][NR];
   PLEXUS_Q_UNROLL for (int t = 0; t < NT; ++t) {
