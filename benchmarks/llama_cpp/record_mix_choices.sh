@@ -57,4 +57,18 @@ pairs=()
 for t in Q4_1 Q5_0 Q5_1 IQ4_NL IQ4_XS; do pairs+=("$t=$work/gguf-small-$t.gguf"); done
 "$py" "$here/mix_choices.py" extract "$repo/tests/data/gguf/gs-llama-blk-golden.gguf" "${pairs[@]}" \
   --tensors blk.0.attn_q.weight,blk.0.attn_v.weight,blk.1.ffn_down.weight
+
+# llama.cpp loads and runs what plexus writes: every mix of a tiny checkpoint with a tokenizer
+# (rows of 64 and 176: fallbacks and F16 included) through llama-perplexity.
+tok_model="$work/tiny-tok"
+[ -f "$tok_model/config.json" ] ||
+  "$plexus" make-model "$tok_model" --preset tiny --dtype bf16 --seed 1 --tokenizer "$repo/tests/data/golden/tokenizers/mistral" >&2
+"$py" -c "print('The quick brown fox jumps over the lazy dog. ' * 60)" > "$work/text.txt"
+for m in "${mixes[@]}"; do
+  f="$work/plexus-tiny-$m.gguf"
+  "$plexus" quantize "$tok_model" "$f" --type "$m" --force > /dev/null
+  "$bin/llama-perplexity" -m "$f" -f "$work/text.txt" -c 64 --chunks 1 -t 2 > "$work/plexus-tiny-$m.log" 2>&1 ||
+    { echo "record_mix_choices.sh: llama.cpp cannot run plexus's $m file, see $work/plexus-tiny-$m.log" >&2; exit 1; }
+  echo "llama.cpp runs plexus's $m: $(grep -o 'PPL = [0-9.]*' "$work/plexus-tiny-$m.log")" >&2
+done
 echo "wrote $out ($(wc -l < "$out") lines) and tests/data/gguf/gs-llama-blk-golden.gguf" >&2

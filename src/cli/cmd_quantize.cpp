@@ -3,7 +3,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -14,8 +13,8 @@
 #include "cli/model_argument.h"
 #include "core/args.h"
 #include "core/error.h"
-#include "core/nearest_name.h"
 #include "model/gguf_export.h"
+#include "model/quant_policy.h"
 
 namespace plexus::cli {
 namespace {
@@ -82,15 +81,6 @@ std::string mix_help() {
   return s;
 }
 
-QuantMix parse_type(const std::string& type) {
-  if (const std::optional<QuantMix> m = parse_quant_mix(type)) return *m;
-  std::vector<std::string> names;
-  for (const QuantMixInfo& m : quant_mixes()) names.emplace_back(m.name);
-  std::string up = type;
-  for (char& c : up) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  throw InputError("--type: unknown mix '" + type + "'" + did_you_mean(up, names) + "; the mixes are " + quant_mix_list());
-}
-
 }  // namespace
 
 int cmd_quantize(int argc, char** argv) {
@@ -110,7 +100,7 @@ int cmd_quantize(int argc, char** argv) {
   if (!args.parse(argc, argv)) return 0;
   const std::string out = args.get("OUT");
   GgufExportOptions o;
-  o.mix = parse_type(args.get("--type"));
+  o.mix = quantize_flag("--type", args.get("--type"));
   o.threads = static_cast<int>(args.get_int_in("--threads", 0, 1024));
   if (args.has("--name")) o.name = args.get("--name");
   const std::string in = model_argument(args, ModelNeeds::kWeights, "IN_DIR");

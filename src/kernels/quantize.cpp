@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <cstring>
 
 #include "kernels/block_formats.h"
 #include "kernels/quantize_blocks.h"
@@ -140,11 +141,14 @@ void quantize_row(DType t, const float* src, void* dst, std::int64_t n) {
     case DType::kQ5_K: quant::q5_k(src, static_cast<BlockQ5_K*>(dst), nb); return;
     case DType::kQ6_K: quant::q6_k(src, static_cast<BlockQ6_K*>(dst), nb); return;
     case DType::kIQ4_XS: quant::iq4_xs(src, static_cast<BlockIQ4_XS*>(dst), nb); return;
-    case DType::kF32:
+    case DType::kF32: std::memcpy(dst, src, static_cast<std::size_t>(n) * 4); return;
     case DType::kBF16:
-    case DType::kF16: break;
+      for (std::int64_t i = 0; i < n; ++i) static_cast<std::uint16_t*>(dst)[i] = f32_to_bf16(src[i]);
+      return;
+    case DType::kF16:
+      for (std::int64_t i = 0; i < n; ++i) static_cast<std::uint16_t*>(dst)[i] = f32_to_f16(src[i]);
+      return;
   }
-  assert(false && "quantize_row takes a block format");
 }
 
 }  // namespace plexus

@@ -9,7 +9,7 @@
 namespace plexus {
 
 // dst (dtype_row_bytes(t, n) bytes) = src (n) quantised to block format `t`; n a multiple of t's
-// block. Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL and IQ4_XS are byte-identical to llama.cpp's
+// block. (F32, BF16 and F16 are plain conversions, rounding to nearest even.) Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL and IQ4_XS are byte-identical to llama.cpp's
 // quantisation of the same f32 values without an importance matrix (`llama-quantize`):
 //   Q8_0: d = max|x| / 127, q = round(x / d) (halves away from zero), computed as x · (1/d).
 //   Q4_0 / Q5_0: m = the x of largest |x| (first on ties), d = m / −8 (−16),

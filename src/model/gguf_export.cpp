@@ -16,6 +16,7 @@
 #include "kernels/quantize.h"
 #include "model/checkpoint.h"
 #include "model/gguf_model.h"
+#include "model/quant_policy.h"
 #include "tokenizer/gguf_vocab_export.h"
 
 namespace plexus {
@@ -216,11 +217,7 @@ GgufExportResult export_gguf(const std::string& model_dir, const std::string& ou
                      std::to_string(c.num_layers) + " layers");
   }
 
-  QuantModelFacts facts;
-  facts.n_layers = c.num_layers;
-  facts.n_heads = c.num_heads;
-  facts.n_kv_heads = c.num_kv_heads;
-  facts.tied_embeddings = c.tie_word_embeddings;
+  const QuantModelFacts facts = quant_model_facts(c);
   ThreadPool pool(o.threads);
   const bool permute = arch == "llama";
   if (llama3_rope) {
@@ -255,13 +252,7 @@ GgufExportResult export_gguf(const std::string& model_dir, const std::string& ou
                        for (std::int64_t r = b; r < e; ++r) {
                          const std::int64_t s = reorder ? permuted_source_row(r, head_dim) : r;
                          row_to_f32(src, static_cast<const char*>(data) + static_cast<std::size_t>(s) * in_row, row.data(), cols);
-                         char* out = static_cast<char*>(dst) + r * row_bytes;
-                         if (dtype_is_block(t)) {
-                           quantize_row(t, row.data(), out, cols);
-                         } else {
-                           auto* h = reinterpret_cast<std::uint16_t*>(out);
-                           for (std::int64_t i = 0; i < cols; ++i) h[i] = f32_to_f16(row[static_cast<std::size_t>(i)]);
-                         }
+                         quantize_row(t, row.data(), static_cast<char*>(dst) + r * row_bytes, cols);  // a block format, or F16
                        }
                      });
                    });

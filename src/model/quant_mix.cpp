@@ -138,6 +138,12 @@ const QuantMixInfo& quant_mix_info(QuantMix mix) {
   return kMixes[0];
 }
 
+std::string quant_mix_lower_name(QuantMix mix) {
+  std::string s(quant_mix_info(mix).name);
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
 std::string quant_mix_list() {
   std::string s;
   for (const QuantMixInfo& m : kMixes) s += (s.empty() ? "" : ", ") + std::string(m.name);

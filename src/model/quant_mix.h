@@ -26,6 +26,8 @@ struct QuantMixInfo {
 // Every mix, in the order users see them listed (most bits first).
 std::span<const QuantMixInfo> quant_mixes();
 const QuantMixInfo& quant_mix_info(QuantMix mix);
+// "q4_k_m": the name in lower case, as JSON reports and --quantize values show it.
+std::string quant_mix_lower_name(QuantMix mix);
 // "Q8_0, Q6_K, ..., Q2_K": the names, for messages.
 std::string quant_mix_list();
 
