@@ -2,7 +2,7 @@
 // rows: bytes that differ and each side's relative RMS error after dequantising (plexus's oracle).
 // By hand, never by the tests; the numbers back tests/kernels/quantize_test.cpp's bounds.
 // Build (peer from setup_peer.sh, plexus from `cmake --build build --target plexus_kernels`):
-//   P=benchmarks/llama_cpp/peer; g++ -O2 -std=c++20 -I$P/llama.cpp/ggml/include -Isrc \
+//   P=benchmarks/llama_cpp/peer; g++ -O2 -std=c++20 -I$P/llama.cpp/ggml/include -Isrc
 //     benchmarks/llama_cpp/quant_error.cpp build/src/kernels/libplexus_kernels.a build/src/core/libplexus_core.a \
 //     $P/build/ggml/src/libggml-base.a -fopenmp -lpthread -lm -o /tmp/quant_error
 // usage: /tmp/quant_error [outliers]   64 rows of 4096 N(0, 0.05); "outliers": every 97th ×8, first 64 zero
@@ -23,7 +23,7 @@ struct T {
 };
 }  // namespace
 
-int main(int argc, char** argv) {
+int main(int argc, char**) {
   const T ts[] = {{DType::kQ8_0, GGML_TYPE_Q8_0, "Q8_0"}, {DType::kQ4_0, GGML_TYPE_Q4_0, "Q4_0"}, {DType::kQ4_1, GGML_TYPE_Q4_1, "Q4_1"},
                   {DType::kQ5_0, GGML_TYPE_Q5_0, "Q5_0"}, {DType::kQ5_1, GGML_TYPE_Q5_1, "Q5_1"}, {DType::kIQ4_NL, GGML_TYPE_IQ4_NL, "IQ4_NL"},
                   {DType::kIQ4_XS, GGML_TYPE_IQ4_XS, "IQ4_XS"}, {DType::kQ2_K, GGML_TYPE_Q2_K, "Q2_K"}, {DType::kQ3_K, GGML_TYPE_Q3_K, "Q3_K"},
