@@ -3,7 +3,7 @@
 // By hand, never by the tests; the numbers back tests/kernels/quantize_test.cpp's bounds.
 // Build (peer from setup_peer.sh, plexus from `cmake --build build --target plexus_kernels`):
 //   P=benchmarks/llama_cpp/peer; g++ -O2 -std=c++20 -I$P/llama.cpp/ggml/include -Isrc
-//     benchmarks/llama_cpp/quant_error.cpp build/src/kernels/libplexus_kernels.a build/src/core/libplexus_core.a \
+//     benchmarks/llama_cpp/quant_error.cpp build/src/kernels/libplexus_kernels.a build/src/core/libplexus_core.a
 //     $P/build/ggml/src/libggml-base.a -fopenmp -lpthread -lm -o /tmp/quant_error
 // usage: /tmp/quant_error [outliers]   64 rows of 4096 N(0, 0.05); "outliers": every 97th ×8, first 64 zero
 #include <cstdio>
