@@ -74,10 +74,10 @@ void check_output(const std::string& in, const std::string& out, bool force) {
   }
 }
 
-// The --type help: every mix with its one-line description.
+// The --type help: every mix with its one-line description, one wrapped paragraph.
 std::string mix_help() {
-  std::string s = "the named mix (llama.cpp's rules; any case; q4_k = Q4_K_M):";
-  for (const QuantMixInfo& m : quant_mixes()) s += "\n" + std::string(m.name) + ": " + std::string(m.description);
+  std::string s = "llama.cpp's named mix (any case; q4_k = Q4_K_M; the table: docs/cli.md)";
+  for (const QuantMixInfo& m : quant_mixes()) s += "; " + std::string(m.name) + ": " + std::string(m.description);
   return s;
 }
 
