@@ -52,7 +52,9 @@ void Checkpoint::quantize(QuantMix mix, const QuantModelFacts& facts, ThreadPool
   const IsaKernels& k = generic_kernels();
   std::int64_t done = 0;
   if (progress && !progress(0, total)) throw Interrupted("quantisation interrupted");
-  for (const auto& [name, type] : targets) {
+  for (const auto& target : targets) {
+    const std::string& name = target.first;
+    const DType type = target.second;  // a plain variable: lambdas below capture it
     const TensorRef src = index_.at(name);
     const std::int64_t rows = src.info->shape[0], cols = src.info->shape[1];
     const std::int64_t row_bytes = dtype_row_bytes(type, cols);
