@@ -18,9 +18,12 @@ constexpr int kTries = 7;  // scales tried on each side of the first guess
 int nearest_iq4(float x) {
   if (x <= kIq4Values[0]) return 0;
   if (x >= kIq4Values[15]) return 15;
-  int hi = 1;
-  while (x >= kIq4Values[hi]) ++hi;  // kIq4Values[hi − 1] <= x < kIq4Values[hi]
-  return x - kIq4Values[hi - 1] < kIq4Values[hi] - x ? hi - 1 : hi;
+  int lo = 0, hi = 15;  // kIq4Values[lo] < x < kIq4Values[hi]: bisect down to neighbours
+  while (hi - lo > 1) {
+    const int mid = (lo + hi) / 2;
+    (x < kIq4Values[mid] ? hi : lo) = mid;
+  }
+  return x - kIq4Values[lo] < kIq4Values[hi] - x ? lo : hi;
 }
 
 // Σ w·q·x and Σ w·q² (w = x²) over the n weights x rounded to the table under inverse scale id;
