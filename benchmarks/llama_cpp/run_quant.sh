@@ -83,7 +83,7 @@ for q in "${qtypes[@]}"; do
 done
 if "$plexus" quantize --help > /dev/null 2>&1; then
   for q in "${qtypes[@]}"; do
-    case "$q" in Q8_0) t=q8_0 ;; Q4_K_M) t=q4_k ;; esac
+    t=${q,,}  # the same named mix as llama-quantize's file (plexus quantize takes its names)
     own[$q]="$out/$preset-plexus-$t.gguf"
     if [ ! -f "${own[$q]}" ] || [ "$model/model.safetensors" -nt "${own[$q]}" ]; then
       echo "run_quant.sh: plexus quantize --type $t" >&2
