@@ -86,8 +86,8 @@ for q in "${qtypes[@]}"; do
 done
 if "$plexus" quantize --help > /dev/null 2>&1; then
   for q in "${qtypes[@]}"; do
-    t="$q"
-    own[$q]="$out/$preset-plexus-${t,,}.gguf"
+    t=${q,,}  # the same named mix as llama-quantize's file (plexus quantize takes its names)
+    own[$q]="$out/$preset-plexus-$t.gguf"
     if [ ! -f "${own[$q]}" ] || [ "$model/model.safetensors" -nt "${own[$q]}" ]; then
       echo "run_quant.sh: plexus quantize --type $t" >&2
       "$plexus" quantize "$model" "${own[$q]}" --type "$t" --force > "$raw/plexus-quantize-$t.log" 2>&1 ||

@@ -106,7 +106,7 @@ int cmd_plan(int argc, char** argv) {
     Json j = plan_to_json(plan);
     j["budgets_source"] = o.budgets_source;
     // Quantise on load: the projections' block format (the plan sized them in it).
-    j["quantize"] = in.quantize ? Json(std::string(dtype_torch_name(*quantize_type(in)))) : Json(nullptr);
+    j["quantize"] = in.quantize ? Json(quant_mix_lower_name(*quantize_type(in))) : Json(nullptr);
     if (predicted) {
       j["predicted"] = prediction_to_json(*predicted);
       if (!facts_note.empty()) j["predicted"]["note"] = facts_note;
@@ -128,8 +128,8 @@ int cmd_plan(int argc, char** argv) {
       std::printf("budgets: %s (%s)\n", o.request.budgets.to_string().c_str(), o.budgets_source.c_str());
     }
     if (in.quantize) {
-      std::printf("quantised on load: projections in %s (embeddings, lm_head, norms, biases as stored)\n",
-                  std::string(dtype_torch_name(*quantize_type(in))).c_str());
+      std::printf("quantised on load: mix %s (norms and biases as stored)\n",
+                  quant_mix_lower_name(*quantize_type(in)).c_str());
     }
     std::printf("%s", plan_to_table(plan).c_str());
     if (predicted) std::printf("%s", prediction_to_text(*predicted).c_str());

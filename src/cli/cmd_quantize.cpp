@@ -1,5 +1,5 @@
 // `plexus quantize`: a Hugging Face checkpoint written as a GGUF v3 file for llama.cpp (and plexus),
-// the linear projections quantised to Q8_0, Q4_0 or Q4_K.
+// each weight matrix in the type a named mix (Q4_K_M, Q8_0, IQ4_XS, ...) gives it.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -14,6 +14,7 @@
 #include "core/args.h"
 #include "core/error.h"
 #include "model/gguf_export.h"
+#include "model/quant_policy.h"
 
 namespace plexus::cli {
 namespace {
@@ -73,26 +74,33 @@ void check_output(const std::string& in, const std::string& out, bool force) {
   }
 }
 
+// The --type help: every mix with its one-line description, one wrapped paragraph.
+std::string mix_help() {
+  std::string s = "llama.cpp's named mix (any case; q4_k = Q4_K_M; the table: docs/cli.md)";
+  for (const QuantMixInfo& m : quant_mixes()) s += "; " + std::string(m.name) + ": " + std::string(m.description);
+  return s;
+}
+
 }  // namespace
 
 int cmd_quantize(int argc, char** argv) {
   Args args("quantize",
             "Write a Hugging Face checkpoint (config.json + safetensors, tokenizer.json) as one GGUF v3 file\n"
-            "that llama.cpp and plexus load. The linear projections (q/k/v/o, gate/up/down) are quantised\n"
-            "to --type; the embedding and lm_head keep the checkpoint's dtype, norms and biases are F32.\n"
+            "that llama.cpp and plexus load. Every weight matrix takes the type llama.cpp's named mix --type\n"
+            "gives it (attn_v / ffn_down upgrades by layer, output and embedding types, a fallback for rows\n"
+            "that the type's block does not divide: see docs/cli.md); norms and biases are F32.\n"
             "Tensor names, metadata keys and (for llama) the q/k row order are llama.cpp's. The file appears\n"
             "only when complete; SIGINT/SIGTERM stop between tensors and leave nothing (exit 130).");
   add_model_argument(args, "IN_DIR", "Hugging Face model directory");
   args.positional("OUT", "the GGUF file to write, e.g. model-q8_0.gguf")
-      .option("--type", "TYPE", "q8_0 | q4_0 | q4_k: the projections' block format", "q8_0")
+      .option("--type", "MIX", mix_help(), "Q8_0")
       .option("--name", "NAME", "general.name (default: IN_DIR's directory name)")
       .option("--threads", "N", "quantising threads (0: one per hardware thread)", "0")
       .flag("--force", "replace OUT when it exists");
   if (!args.parse(argc, argv)) return 0;
   const std::string out = args.get("OUT");
   GgufExportOptions o;
-  const std::string type = args.get("--type");
-  if (!parse_quant_type(type, &o.type)) throw InputError("--type: unknown type '" + type + "' (use q8_0, q4_0 or q4_k)");
+  o.mix = quantize_flag("--type", args.get("--type"));
   o.threads = static_cast<int>(args.get_int_in("--threads", 0, 1024));
   if (args.has("--name")) o.name = args.get("--name");
   const std::string in = model_argument(args, ModelNeeds::kWeights, "IN_DIR");
@@ -115,8 +123,8 @@ int cmd_quantize(int argc, char** argv) {
   progress.clear();
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   for (const std::string& w : r.warnings) std::fprintf(stderr, "plexus quantize: warning: %s\n", w.c_str());
-  std::printf("wrote %s: %zu tensors (%zu projections %s), %.1f MB in %.1f s\n", out.c_str(), r.tensors, r.quantised,
-              std::string(dtype_name(o.type)).c_str(), static_cast<double>(r.bytes) / 1e6, s);
+  std::printf("wrote %s: %zu tensors (%zu quantised, mix %s), %.1f MB in %.1f s\n", out.c_str(), r.tensors, r.quantised,
+              std::string(quant_mix_info(o.mix).name).c_str(), static_cast<double>(r.bytes) / 1e6, s);
   return 0;
 }
 

@@ -28,7 +28,7 @@ const Command kCommands[] = {
     {"deploy", "write Docker, Compose, Kubernetes or Slurm deployment files from the plan (plexus, vLLM, TGI, TEI)", plexus::cli::cmd_deploy},
     {"train", "fine-tune a model with data-parallel replicas on CPU devices (checkpoints, --resume, mpirun)", plexus::cli::cmd_train},
     {"perplexity", "per-token negative log-likelihood and perplexity of a text", plexus::cli::cmd_perplexity},
-    {"quantize", "write a Hugging Face checkpoint as a GGUF file (q8_0, q4_0, q4_k) for llama.cpp", plexus::cli::cmd_quantize},
+    {"quantize", "write a Hugging Face checkpoint as a GGUF file in a llama.cpp mix (Q4_K_M, Q8_0, IQ4_XS, ...)", plexus::cli::cmd_quantize},
     {"make-model", "write a random-weight Hugging Face checkpoint for tests and demos", plexus::cli::cmd_make_model},
     {"version", "print the plexus version and commit", plexus::cli::cmd_version},
     {"estimate", "model size per dtype, largest layer, training and KV-cache memory", plexus::cli::cmd_estimate},

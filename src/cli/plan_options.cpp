@@ -11,11 +11,12 @@ void add_plan_options(Args& args, const PlanFlagChoices& choices) {
                                  "fastest) | sequential | balanced | balanced_low_0 | auto (accelerate)", "stages")
       .option("--dtype", "D", choices.runs
                                   ? "float32 | bfloat16 | float16: must be the checkpoint's own dtype, which a run computes in "
-                                    "(--quantize quantises the projections; `plexus plan --dtype int8|int4` sizes them)"
+                                    "(--quantize quantises the weights; `plexus plan --dtype int8|int4` sizes quantised projections)"
                                   : "float32 | bfloat16 | float16 | int8 (q8_0 projections) | int4 (q4_k projections) "
                                     "(default: the config's torch_dtype, else bfloat16)")
-      .option("--quantize", "TYPE", "quantise the projections (q/k/v/o, gate/up/down) on load: q8_0 | q4_0 | q4_k; "
-                                    "embeddings, lm_head, norms and biases keep the checkpoint's dtype")
+      .option("--quantize", "MIX", "quantise the weights on load to a named mix, as `plexus quantize --type` writes it: "
+                                   "Q8_0 | Q6_K | Q5_K_M | Q5_K_S | Q5_1 | Q5_0 | Q4_K_M | Q4_K_S | Q4_1 | Q4_0 | IQ4_XS | "
+                                   "IQ4_NL | Q3_K_M | Q2_K (any case; q4_k = Q4_K_M); norms and biases keep their dtype")
       .option("--max-memory", "LIST", "budgets as accelerate writes them, e.g. \"0=10GiB,1=10GiB,cpu=64GiB\"; devices may be hypothetical")
       .option("--devices", "LIST", "accelerator ordinals to use, e.g. 0,1 (default: all budgeted)")
       .option("--virtual-devices", "N", "plan for N accelerators that split the host's available memory equally")

@@ -2,7 +2,6 @@
 #include "core/dtype.h"
 
 #include <cassert>
-#include <cctype>
 
 namespace plexus {
 
@@ -101,16 +100,6 @@ std::string_view dtype_torch_name(DType t) {
     case DType::kIQ4_XS: return "iq4_xs";
   }
   return "?";
-}
-
-bool parse_quant_type(std::string_view s, DType* out) {
-  std::string l(s);
-  for (char& c : l) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (l == "q8_0") *out = DType::kQ8_0;
-  else if (l == "q4_0") *out = DType::kQ4_0;
-  else if (l == "q4_k") *out = DType::kQ4_K;
-  else return false;
-  return true;
 }
 
 bool parse_dtype(std::string_view s, DType* out) {

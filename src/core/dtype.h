@@ -32,8 +32,6 @@ std::string_view dtype_torch_name(DType t);    // "float32" | "bfloat16" | "floa
 // Accepts safetensors names (F32, BF16, F16), torch names (float32, bfloat16, float16) and
 // short names (f32, bf16, f16). Returns false for anything else (block formats included).
 bool parse_dtype(std::string_view text, DType* out);
-// The block formats a user may ask to quantise into: q8_0 | q4_0 | q4_k (any case). False otherwise.
-bool parse_quant_type(std::string_view text, DType* out);
 
 inline float bf16_to_f32(std::uint16_t h) {
   std::uint32_t u = static_cast<std::uint32_t>(h) << 16;

@@ -16,6 +16,7 @@
 #include "core/thread_pool.h"
 #include "core/timer.h"
 #include "model/config.h"
+#include "model/quant_policy.h"
 
 namespace plexus {
 
@@ -61,11 +62,11 @@ RunMemory make_run_memory(DeviceRegistry& devices) {
   return RunMemory{std::move(accelerators), DeviceMemory(devices.host())};
 }
 
-// The checkpoint, its projections quantised first when the options ask.
+// The checkpoint, its weights quantised first when the options ask.
 const Checkpoint& quantized(Checkpoint& c, const ExecutorOptions& o) {
   if (o.quantize) {
     ThreadPool pool(o.quantize_threads, WaitPolicy::kPassive);
-    c.quantize(*o.quantize, pool, o.quantize_progress);
+    c.quantize(*o.quantize, quant_model_facts(load_model_config(c.dir())), pool, o.quantize_progress);
   }
   return c;
 }

@@ -46,9 +46,9 @@ struct ExecutorOptions {
   std::int64_t max_context = 0;         // tokens per sequence; 0: the model's max_position_embeddings
   std::int64_t sequences = 1;           // sequences open at once: their KV cache must fit beside the rest
   int micro_batches = 0;                // per forward(); 0: one per stage when nothing streams, else 1
-  // Quantise on load (Checkpoint::quantize): the projections become this block format before the
-  // model is placed; `quantize_progress` reports (and may stop) the work.
-  std::optional<DType> quantize;
+  // Quantise on load (Checkpoint::quantize): the weights take this mix's types before the model
+  // is placed; `quantize_progress` reports (and may stop) the work.
+  std::optional<QuantMix> quantize;
   Checkpoint::QuantizeProgress quantize_progress;
   int quantize_threads = 0;  // 0: one per hardware thread
   // Tensor parallelism: this executor is rank split.rank of split.size and computes its shard

@@ -241,13 +241,13 @@ ModuleTree load_stored_module_tree(const std::string& model) {
 
 }  // namespace
 
-ModuleTree load_module_tree(const std::string& model, std::optional<DType> quantize) {
+ModuleTree load_module_tree(const std::string& model, std::optional<QuantMix> quantize) {
   ModuleTree tree = load_stored_module_tree(model);
   if (quantize) tree.quantize_as(*quantize);
   return tree;
 }
 
-std::optional<DType> quantize_type(const PlanInputs& in) {
+std::optional<QuantMix> quantize_type(const PlanInputs& in) {
   if (!in.quantize) return std::nullopt;
   return quantize_flag("--quantize", *in.quantize);
 }
@@ -470,7 +470,7 @@ std::unique_ptr<ModelRun> open_tensor_parallel(std::unique_ptr<ModelRun> run, co
 // through the group's collective.
 std::unique_ptr<ModelRun> open_process_rank(const RunInputs& in, const EngineOptions& eo,
                                             const std::function<void(ExecutorOptions&)>& quantize_options,
-                                            const std::optional<DType>& quantize, const std::string& model_dir) {
+                                            const std::optional<QuantMix>& quantize, const std::string& model_dir) {
   const WorldConfig world = make_world_config(in.plan.tensor_parallel, in.plan.pipeline_parallel, 1);
   if (world.pp > 1) {
     throw InputError("--pp " + std::to_string(world.pp) + " under mpirun is not supported yet: the processes of an mpirun job "
@@ -543,7 +543,7 @@ std::unique_ptr<ModelRun> open_model_run(const RunInputs& in, const std::string&
   if (in.plan.parallel() && !in.plan.names_devices() && !on_gpus_by_default) {
     pin.virtual_devices = static_cast<long long>(world.size()) * std::max(1, share.count);
   }
-  const std::optional<DType> quantize = quantize_type(in.plan);
+  const std::optional<QuantMix> quantize = quantize_type(in.plan);
   run->quantize = quantize;
   auto quantize_options = [&](ExecutorOptions& x) {
     x.quantize = quantize;

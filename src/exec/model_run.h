@@ -25,7 +25,7 @@ namespace plexus {
 struct PlanInputs {
   std::string strategy = "stages";
   std::optional<std::string> dtype;            // "bfloat16", "bf16", ...
-  std::optional<std::string> quantize;         // quantise on load: "q8_0" | "q4_0" | "q4_k" (--quantize)
+  std::optional<std::string> quantize;         // quantise on load: a mix name, "Q4_K_M" ... (--quantize)
   std::optional<std::string> max_memory;       // "0=10GiB,cpu=64GiB"
   std::optional<long long> virtual_devices;    // N accelerators sharing the host's memory
   std::optional<long long> virtual_gpus;       // N CUDA devices sharing GPU 0 (--virtual-gpus / PLEXUS_VIRTUAL_GPUS)
@@ -94,9 +94,9 @@ Plan plan_for_group(const WorldConfig& w, const std::function<Plan()>& plan);
 
 // MODEL is a directory (config.json [+ safetensors, whose headers give real shapes]) or a
 // config.json file. `quantize`: the tree as quantise-on-load leaves it (ModuleTree::quantize_as).
-ModuleTree load_module_tree(const std::string& model, std::optional<DType> quantize = std::nullopt);
-// The block format of PlanInputs::quantize (checked by check_plan_inputs); nullopt when absent.
-std::optional<DType> quantize_type(const PlanInputs& in);
+ModuleTree load_module_tree(const std::string& model, std::optional<QuantMix> quantize = std::nullopt);
+// The mix of PlanInputs::quantize (checked by check_plan_inputs); nullopt when absent.
+std::optional<QuantMix> quantize_type(const PlanInputs& in);
 
 // MemAvailable from /proc/meminfo, in bytes; RuntimeError when unreadable.
 std::uint64_t host_available_memory();
@@ -160,7 +160,7 @@ struct ModelRun {
   // The CUDA runtime's indices of the GPUs the run computes on (empty: none), so a monitor can
   // watch just those.
   std::vector<int> cuda_gpus;
-  std::optional<DType> quantize;  // the projections were quantised on load to this format
+  std::optional<QuantMix> quantize;  // the weights were quantised on load to this mix
 };
 std::unique_ptr<ModelRun> open_model_run(const RunInputs& inputs, const std::string& model_dir);
 

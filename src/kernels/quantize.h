@@ -9,15 +9,18 @@
 namespace plexus {
 
 // dst (dtype_row_bytes(t, n) bytes) = src (n) quantised to block format `t`; n a multiple of t's
-// block. Q8_0 and Q4_0 follow the specification's round-to-nearest rules, so they are bit-identical
-// to llama.cpp's reference quantisation of the same f32 values:
+// block. (F32, BF16 and F16 are plain conversions, rounding to nearest even.) Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL and IQ4_XS are byte-identical to llama.cpp's
+// quantisation of the same f32 values without an importance matrix (`llama-quantize`):
 //   Q8_0: d = max|x| / 127, q = round(x / d) (halves away from zero), computed as x · (1/d).
-//   Q4_0: m = the x of largest |x| (first on ties), d = m / −8, q = min(15, trunc(x · (1/d) + 8.5)).
+//   Q4_0 / Q5_0: m = the x of largest |x| (first on ties), d = m / −8 (−16),
+//     q = min(15 (31), trunc(x · (1/d) + 8.5 (16.5))).
+//   Q4_1 / Q5_1: d = (max − min) / 15 (31), offset min, q = trunc((x − min) · (1/d) + 0.5).
+//   IQ4_NL / IQ4_XS: a search over 16 candidate scales per block of 32 (quantize_iq4.cpp).
 // Scales are stored as f16 (round to nearest even); 1/d is 0 when d is 0.
-// Q4_K and Q6_K: our own least-squares search per sub-block (quantize.cpp): Q4_K sub-block
-// scales and mins (min ≥ 0, w = d·sc·q − dmin·m) in 6 bits under d = max scale / 63 and
-// dmin = max min / 63; Q6_K sub-block scales in int8 under d = max|scale| / 127 ≥ 0, each keeping
-// its sign; the weights re-rounded with the decoded scales.
+// Q2_K, Q3_K, Q4_K, Q5_K and Q6_K: our own least-squares search per sub-block (quantize_k.cpp):
+// scales (and mins, w = d·sc·q − dmin·m, min ≥ 0) fitted per sub-block, then quantised against
+// the super-block scales (Q2_K 4 bits, Q3_K/Q4_K/Q5_K 6 bits, Q6_K int8), and the weights
+// re-rounded with the scales they decode with.
 void quantize_row(DType t, const float* src, void* dst, std::int64_t n);
 
 }  // namespace plexus

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/gguf_file.h"
+#include "model/quant_mix.h"
 #include "model/safetensors.h"
 
 namespace plexus {
@@ -46,15 +47,15 @@ class Checkpoint {
   // Whether DIR holds a safetensors checkpoint (single file or index), or is a GGUF file.
   static bool exists_in(const std::string& dir);
 
-  // Quantise on load (checkpoint_quantize.cpp): every tensor the policy of model/quant_policy.h
-  // names (the projections) is replaced by an owned copy in block format `type` (q8_0, q4_0,
-  // q4_k, q6_k), quantised row by row on `pool`; get() then returns the copy (info->dtype is
-  // `type`). Only the copies are allocated: the sources stay mapped. Throws InputError when a
-  // projection is already in a block format (a GGUF file) or its columns are not a multiple of
-  // the block. `progress(done, total)` (elements) is called on the calling thread every few
-  // million elements; returning false stops the work with Interrupted.
+  // Quantise on load (checkpoint_quantize.cpp): every weight matrix the named mix `mix` gives a
+  // type (model/quant_mix.h: llama.cpp's rules for `facts`' model) is replaced by an owned copy in
+  // that type (a block format, or F16 where no block divides its rows), converted row by row on
+  // `pool`; get() then returns the copy. Only the copies are allocated: the sources stay mapped.
+  // Throws InputError when such a tensor is already in a block format (a GGUF file).
+  // `progress(done, total)` (elements) is called on the calling thread every few million
+  // elements; returning false stops the work with Interrupted.
   using QuantizeProgress = std::function<bool(std::int64_t done, std::int64_t total)>;
-  void quantize(DType type, ThreadPool& pool, const QuantizeProgress& progress = {});
+  void quantize(QuantMix mix, const QuantModelFacts& facts, ThreadPool& pool, const QuantizeProgress& progress = {});
   // Whether quantize() replaced any tensor.
   bool quantized() const { return !owned_.empty(); }
 

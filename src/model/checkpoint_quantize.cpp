@@ -1,5 +1,5 @@
-// Quantise on load: the policy's projections of a Checkpoint become owned block-format copies,
-// quantised row by row on a thread pool.
+// Quantise on load: the weight matrices of a Checkpoint become owned copies in the types a named
+// mix gives them, quantised row by row on a thread pool.
 #include <cstdlib>
 #include <new>
 
@@ -8,7 +8,6 @@
 #include "kernels/cpu/isa.h"
 #include "kernels/quantize.h"
 #include "model/checkpoint.h"
-#include "model/quant_policy.h"
 
 namespace plexus {
 
@@ -30,30 +29,32 @@ std::uint8_t* allocate_aligned(std::int64_t bytes) {
 
 }  // namespace
 
-void Checkpoint::quantize(DType type, ThreadPool& pool, const QuantizeProgress& progress) {
-  // Check every projection first: a bad one fails before any work is done.
-  std::vector<std::string> targets;
+void Checkpoint::quantize(QuantMix mix, const QuantModelFacts& facts, ThreadPool& pool, const QuantizeProgress& progress) {
+  // Check every tensor the mix changes first: a bad one fails before any work is done.
+  std::vector<std::pair<std::string, DType>> targets;
   std::int64_t total = 0;
   for (const auto& [name, ref] : index_) {
-    if (!quantised_by_policy(name)) continue;
     const TensorInfo& info = *ref.info;
+    if (info.shape.size() != 2) continue;
+    const std::optional<DType> type = quant_mix_type(mix, name, info.shape, facts);
+    if (!type || (info.dtype_supported && info.dtype == *type)) continue;
     if (dtype_is_block(info.dtype)) {
       throw InputError(dir_ + ": tensor '" + name + "' is already quantised (" +
                        std::string(dtype_name(info.dtype)) +
                        "); --quantize converts f32/bf16/f16 checkpoints: run the file as stored, without --quantize");
     }
-    if (!info.dtype_supported || info.shape.size() != 2) {
-      throw InputError(dir_ + ": tensor '" + name + "' (" + info.dtype_name + ", " +
-                       std::to_string(info.shape.size()) + "-D) cannot be quantised: expected a 2-D f32/bf16/f16 matrix");
+    if (!info.dtype_supported) {
+      throw InputError(dir_ + ": tensor '" + name + "' (" + info.dtype_name + ") cannot be quantised: expected an f32/bf16/f16 matrix");
     }
-    check_quantisable(type, name, info.shape[1]);
-    targets.push_back(name);
+    targets.emplace_back(name, *type);
     total += info.numel();
   }
   const IsaKernels& k = generic_kernels();
   std::int64_t done = 0;
   if (progress && !progress(0, total)) throw Interrupted("quantisation interrupted");
-  for (const std::string& name : targets) {
+  for (const auto& target : targets) {
+    const std::string& name = target.first;
+    const DType type = target.second;  // a plain variable: lambdas below capture it
     const TensorRef src = index_.at(name);
     const std::int64_t rows = src.info->shape[0], cols = src.info->shape[1];
     const std::int64_t row_bytes = dtype_row_bytes(type, cols);
@@ -74,7 +75,7 @@ void Checkpoint::quantize(DType type, ThreadPool& pool, const QuantizeProgress& 
         std::vector<float> row(static_cast<std::size_t>(cols));  // (cols)
         for (std::int64_t r = r0 + b; r < r0 + e; ++r) {
           k.to_f32(src.info->dtype, from + static_cast<std::size_t>(r) * src_row_bytes, row.data(), cols);
-          quantize_row(type, row.data(), dst + r * row_bytes, cols);
+          quantize_row(type, row.data(), dst + r * row_bytes, cols);  // a block format, or F16
         }
       });
       done += (r1 - r0) * cols;

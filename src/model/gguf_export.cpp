@@ -1,6 +1,6 @@
 // HF checkpoint → GGUF (see gguf_export.h): metadata from config.json and the tokenizer files,
-// tensors renamed and re-laid out as llama.cpp's converter lays them out, projections quantised
-// row by row on a thread pool while the writer streams the file.
+// tensors renamed and re-laid out as llama.cpp's converter lays them out, weight matrices
+// quantised (the mix's type for each) row by row on a thread pool while the writer streams the file.
 #include "model/gguf_export.h"
 
 #include <cmath>
@@ -117,19 +117,6 @@ std::string gguf_arch_name(Arch a) {
   return "llama";
 }
 
-std::uint32_t gguf_file_type(DType type) {
-  switch (type) {
-    case DType::kQ8_0: return 7;
-    case DType::kQ4_0: return 2;
-    case DType::kQ4_K: return 14;
-    case DType::kF32: return 0;
-    case DType::kF16: return 1;
-    case DType::kBF16: return 32;
-    case DType::kQ6_K: return 18;
-  }
-  return 0;
-}
-
 std::vector<float> llama3_rope_freq_factors(const ModelConfig& c) {
   const double low_wavelen = static_cast<double>(c.rope_original_max_position) / c.rope_low_freq_factor;
   const double high_wavelen = static_cast<double>(c.rope_original_max_position) / c.rope_high_freq_factor;
@@ -151,9 +138,6 @@ std::vector<float> llama3_rope_freq_factors(const ModelConfig& c) {
 }
 
 GgufExportResult export_gguf(const std::string& model_dir, const std::string& out, const GgufExportOptions& o) {
-  if (!dtype_is_block(o.type) || o.type == DType::kQ6_K) {
-    throw InputError("--type: cannot quantise into " + std::string(dtype_name(o.type)) + " (use q8_0, q4_0 or q4_k)");
-  }
   require_model_path(model_dir);
   const ModelConfig c = load_model_config(model_dir);
   const Checkpoint ckpt(model_dir);
@@ -164,7 +148,7 @@ GgufExportResult export_gguf(const std::string& model_dir, const std::string& ou
   w.add("general.architecture", gguf_string(arch));
   w.add("general.name", gguf_string(o.name.empty() ? dir_name(model_dir) : o.name));
   w.add("general.alignment", gguf_u32(32));
-  w.add("general.file_type", gguf_u32(gguf_file_type(o.type)));
+  w.add("general.file_type", gguf_u32(quant_mix_info(o.mix).ftype));
   w.add("general.quantization_version", gguf_u32(2));
   const auto key = [&](const std::string& k) { return arch + "." + k; };
   w.add(key("context_length"), gguf_u32(static_cast<std::uint32_t>(c.max_position_embeddings)));
@@ -233,6 +217,7 @@ GgufExportResult export_gguf(const std::string& model_dir, const std::string& ou
                      std::to_string(c.num_layers) + " layers");
   }
 
+  const QuantModelFacts facts = quant_model_facts(c);
   ThreadPool pool(o.threads);
   const bool permute = arch == "llama";
   if (llama3_rope) {
@@ -254,10 +239,10 @@ GgufExportResult export_gguf(const std::string& model_dir, const std::string& ou
     const bool q_or_k = g.find(".attn_q.") != std::string::npos || g.find(".attn_k.") != std::string::npos;
     const bool reorder = permute && q_or_k;
     const std::int64_t head_dim = c.head_dim;
-    if (quantised_by_policy(hf)) {
-      if (info.shape.size() != 2) throw InputError("'" + model_dir + "': projection '" + hf + "' is not 2-D");
-      check_quantisable(o.type, hf, cols);
-      const DType t = o.type;
+    const std::optional<DType> chosen = info.shape.size() == 2 ? quant_mix_type(o.mix, g, info.shape, facts) : std::nullopt;
+    if (chosen) {
+      // A weight matrix in the mix's type for it: a block format, or F16 where no block fits.
+      const DType t = *chosen;
       const std::int64_t row_bytes = dtype_row_bytes(t, cols);
       const std::size_t in_row = dtype_size(src) * static_cast<std::size_t>(cols);
       w.add_tensor(g, dims, ggml_type_of(t), static_cast<std::uint64_t>(rows * row_bytes),
@@ -267,11 +252,11 @@ GgufExportResult export_gguf(const std::string& model_dir, const std::string& ou
                        for (std::int64_t r = b; r < e; ++r) {
                          const std::int64_t s = reorder ? permuted_source_row(r, head_dim) : r;
                          row_to_f32(src, static_cast<const char*>(data) + static_cast<std::size_t>(s) * in_row, row.data(), cols);
-                         quantize_row(t, row.data(), static_cast<char*>(dst) + r * row_bytes, cols);
+                         quantize_row(t, row.data(), static_cast<char*>(dst) + r * row_bytes, cols);  // a block format, or F16
                        }
                      });
                    });
-      ++result.quantised;
+      if (dtype_is_block(t)) ++result.quantised;
     } else if (info.shape.size() == 1) {
       // Norms and biases as F32; a llama q/k bias is permuted like its weight's rows.
       const std::int64_t n = info.numel();
@@ -282,7 +267,7 @@ GgufExportResult export_gguf(const std::string& model_dir, const std::string& ou
         for (std::int64_t i = 0; i < n; ++i) d[i] = v[static_cast<std::size_t>(reorder ? permuted_source_row(i, head_dim) : i)];
       });
     } else {
-      // Embeddings and lm_head keep the checkpoint's dtype, bytes as stored.
+      // A matrix the mix leaves as stored (none of llama.cpp's names today), bytes as stored.
       const std::uint64_t bytes = info.end - info.begin;
       w.add_tensor(g, dims, ggml_type_of(src), bytes, [=](void* dst) { std::memcpy(dst, data, bytes); });
     }

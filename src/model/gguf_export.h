@@ -1,6 +1,6 @@
 // A Hugging Face checkpoint written as a GGUF v3 file that llama.cpp loads: llama.cpp's metadata
-// keys and tensor names, the linear projections quantised (Q8_0 | Q4_0 | Q4_K), everything else
-// kept (embeddings and lm_head in the checkpoint's dtype, norms and biases as F32).
+// keys and tensor names, every weight matrix in the type a named mix gives it (model/quant_mix.h:
+// llama.cpp's rules), norms and biases as F32.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -10,11 +10,12 @@
 #include "core/dtype.h"
 #include "core/gguf_writer.h"
 #include "model/config.h"
+#include "model/quant_mix.h"
 
 namespace plexus {
 
 struct GgufExportOptions {
-  DType type = DType::kQ8_0;  // the projections' block format
+  QuantMix mix = QuantMix::kQ8_0;
   int threads = 0;            // quantising threads (0: one per hardware thread)
   std::string name;           // general.name (default: the directory's name)
   // Before each tensor is produced (index of count); may throw (e.g. Interrupted) to stop.
@@ -23,7 +24,7 @@ struct GgufExportOptions {
 
 struct GgufExportResult {
   std::size_t tensors = 0;
-  std::size_t quantised = 0;     // projections written in the block format
+  std::size_t quantised = 0;     // tensors written in a block format
   std::uint64_t bytes = 0;       // the file's size
   bool tokenizer = false;        // tokenizer.ggml.* written
   std::vector<std::string> warnings;
@@ -34,9 +35,6 @@ struct GgufExportResult {
 std::string gguf_tensor_name(const std::string& hf_name);
 // The GGUF architecture string for a config: llama (mistral too), qwen2, qwen3.
 std::string gguf_arch_name(Arch a);
-// llama.cpp's LLAMA_FTYPE for the projections' type under plexus's policy: 7 (MOSTLY_Q8_0),
-// 2 (MOSTLY_Q4_0), 14 (MOSTLY_Q4_K_S: every projection Q4_K, none Q6_K).
-std::uint32_t gguf_file_type(DType type);
 // The per-frequency divisors llama.cpp's `rope_freqs.weight` holds for llama3 rope scaling
 // (head_dim / 2 values).
 std::vector<float> llama3_rope_freq_factors(const ModelConfig& c);

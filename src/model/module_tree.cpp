@@ -138,15 +138,17 @@ ModuleTree ModuleTree::from_checkpoint(const ModelConfig& c, const Checkpoint& c
   return t;
 }
 
-void ModuleTree::quantize_as(DType t) {
+void ModuleTree::quantize_as(QuantMix mix) {
+  const QuantModelFacts facts = quant_model_facts(config_);
   for (ParamInfo& p : params_) {
-    if (!quantised_by_policy(p.name) || p.tied_to) continue;
+    if (p.tied_to || p.shape.size() != 2) continue;
+    const std::optional<DType> t = quant_mix_type(mix, p.name, p.shape, facts);
+    if (!t || (p.dtype && *p.dtype == *t)) continue;
     if (p.dtype && dtype_is_block(*p.dtype)) {
       throw InputError("tensor '" + p.name + "' is already quantised (" + std::string(dtype_name(*p.dtype)) +
                        "); --quantize converts f32/bf16/f16 checkpoints: run the file as stored, without --quantize");
     }
-    check_quantisable(t, p.name, p.shape.size() > 1 ? p.shape[1] : p.shape[0]);
-    p.dtype = t;
+    p.dtype = *t;
   }
 }
 

@@ -9,6 +9,7 @@
 
 #include "core/dtype.h"
 #include "model/config.h"
+#include "model/quant_mix.h"
 
 namespace plexus {
 
@@ -40,10 +41,10 @@ class ModuleTree {
   const ModelConfig& config() const { return config_; }
   const std::vector<ParamInfo>& params() const { return params_; }
   const ParamInfo* find(const std::string& name) const;  // by name, in constant time
-  // Quantise on load, as sizes: the projections the policy names (model/quant_policy.h) take
-  // dtype `t` (a block format). InputError for a projection already in a block format or whose
-  // columns are not a multiple of the block — the checks Checkpoint::quantize makes.
-  void quantize_as(DType t);
+  // Quantise on load, as sizes: every weight matrix takes the type the named mix gives it
+  // (model/quant_mix.h), as Checkpoint::quantize makes it. InputError for one the mix changes
+  // that is already in a block format — the check Checkpoint::quantize makes.
+  void quantize_as(QuantMix mix);
   // Whether any parameter is stored in a block format (a quantised checkpoint or quantize_as).
   bool quantized() const;
 

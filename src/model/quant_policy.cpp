@@ -1,7 +1,12 @@
-// The quantisation policy: projections only.
+// The quantisation flags' values and the projections policy.
 #include "model/quant_policy.h"
 
+#include <cctype>
+#include <vector>
+
 #include "core/error.h"
+#include "core/nearest_name.h"
+#include "model/config.h"
 
 namespace plexus {
 
@@ -16,24 +21,23 @@ bool quantised_by_policy(std::string_view name) {
   return false;
 }
 
-void check_quantisable(DType t, const std::string& name, std::int64_t cols) {
-  const std::int64_t block = dtype_block_elems(t);
-  if (cols % block != 0) {
-    const std::string way = cols % 32 == 0 ? "q8_0 and q4_0 take blocks of 32"
-                                           : "run this model without --quantize";
-    throw InputError("cannot quantise '" + name + "' to " + std::string(dtype_torch_name(t)) + ": its " +
-                     std::to_string(cols) + " columns are not a multiple of the format's block of " +
-                     std::to_string(block) + " (" + way + ")");
-  }
+QuantMix quantize_flag(std::string_view flag, std::string_view value) {
+  if (const std::optional<QuantMix> m = parse_quant_mix(value)) return *m;
+  std::vector<std::string> names;
+  for (const QuantMixInfo& m : quant_mixes()) names.emplace_back(m.name);
+  std::string up(value);
+  for (char& c : up) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  throw InputError(std::string(flag) + ": unknown quantisation mix '" + std::string(value) + "'" + did_you_mean(up, names) +
+                   "; the mixes are " + quant_mix_list());
 }
 
-DType quantize_flag(std::string_view flag, std::string_view value) {
-  DType t;
-  if (!parse_quant_type(value, &t)) {
-    throw InputError(std::string(flag) + ": unknown quantisation '" + std::string(value) + "'; expected " +
-                     std::string(kQuantizeChoices));
-  }
-  return t;
+QuantModelFacts quant_model_facts(const ModelConfig& c) {
+  QuantModelFacts f;
+  f.n_layers = c.num_layers;
+  f.n_heads = c.num_heads;
+  f.n_kv_heads = c.num_kv_heads;
+  f.tied_embeddings = c.tie_word_embeddings;
+  return f;
 }
 
 }  // namespace plexus

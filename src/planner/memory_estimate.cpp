@@ -49,7 +49,7 @@ void check_plan_sizes(const ModelConfig& c, WeightDType dtype, std::int64_t weig
   refuse("the logits", logits);
 }
 
-ModelEstimate estimate_model(const ModuleTree& tree, std::optional<DType> quantize) {
+ModelEstimate estimate_model(const ModuleTree& tree, std::optional<QuantMix> quantize) {
   ModelEstimate e;
   for (const ParamInfo& p : tree.params()) {
     if (!p.tied_to) e.num_params = checked_add(e.num_params, p.numel(), "the parameter count");
@@ -57,7 +57,7 @@ ModelEstimate estimate_model(const ModuleTree& tree, std::optional<DType> quanti
   const ModelConfig& c = tree.config();
   struct Row {
     WeightDType dtype;
-    std::optional<DType> quantize;
+    std::optional<QuantMix> quantize;
     bool stored = false;  // the tree as it is (a quantised checkpoint's own bytes)
   };
   std::vector<Row> rows;
@@ -77,11 +77,12 @@ ModelEstimate estimate_model(const ModuleTree& tree, std::optional<DType> quanti
     const SizedTree t = SizedTree::build(q, d);
     DTypeEstimate de;
     de.dtype = d;
-    const std::optional<DType> block = row.quantize ? row.quantize : weight_block_format(d);
+    const std::optional<DType> block = weight_block_format(d);
     de.name = row.stored ? std::string("stored")
-              : row.quantize ? std::string(dtype_torch_name(*row.quantize))
+              : row.quantize ? quant_mix_lower_name(*row.quantize)
                              : std::string(weight_dtype_name(d));
     de.format = row.stored ? std::string("stored")
+                : row.quantize ? quant_mix_lower_name(*row.quantize)
                 : block    ? std::string(dtype_torch_name(*block))
                            : std::string(weight_dtype_name(d));
     de.total_bytes = t.total_bytes();

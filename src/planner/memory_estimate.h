@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "model/module_tree.h"
+#include "model/quant_mix.h"
 #include "planner/weight_dtype.h"
 
 namespace plexus {
@@ -35,8 +36,8 @@ void check_plan_sizes(const ModelConfig& c, WeightDType dtype, std::int64_t weig
 
 struct DTypeEstimate {
   WeightDType dtype;                     // what the non-projection tensors take (int8/int4: 16-bit)
-  std::string name;                      // float32 ... int8, int4 | --quantize's format | stored
-  std::string format;                    // the projections' storage: float32 ... | q8_0 (int8) | q4_k (int4) | q4_0 ... | stored
+  std::string name;                      // float32 ... int8, int4 | --quantize's mix (q4_k_m) | stored
+  std::string format;                    // the projections' storage: float32 ... | q8_0 (int8) | q4_k (int4) | the mix | stored
   std::int64_t total_bytes = 0;          // every parameter once (tied storage once)
   std::int64_t largest_layer_bytes = 0;  // the largest unit that is never split
   std::string largest_layer;             // its module name
@@ -56,8 +57,8 @@ struct ModelEstimate {
   std::vector<KvCell> kv_table;          // 16-bit KV cache for a few contexts × batch sizes
 };
 
-// `quantize`: one more row (quantise on load), the projections in that block format and the rest
-// as the checkpoint stores them (at 16 bits for a tree from config.json alone).
-ModelEstimate estimate_model(const ModuleTree& tree, std::optional<DType> quantize = std::nullopt);
+// `quantize`: one more row (quantise on load), each weight matrix in the type the mix gives it
+// and the rest as the checkpoint stores them (at 16 bits for a tree from config.json alone).
+ModelEstimate estimate_model(const ModuleTree& tree, std::optional<QuantMix> quantize = std::nullopt);
 
 }  // namespace plexus

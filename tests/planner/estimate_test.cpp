@@ -58,7 +58,8 @@ TEST(SizedTree, HierarchyAndTies) {
 
 // Exact block sizes by hand on Qwen2-0.5B (hidden 896, intermediate 4864, 24 layers, q/k/v
 // biases): the biases, norms and the tied embedding stay 16-bit; a tree quantised on load
-// (ModuleTree::quantize_as) sizes its projections in that format whatever the plan's dtype.
+// (ModuleTree::quantize_as) sizes every matrix in its mix's type whatever the plan's dtype (the
+// Q4_0 mix: projections Q4_0, the tied embedding as output Q6_K, which rows of 896 turn to Q8_0).
 TEST(SizedTree, BlockFormatsAreSizedExactly) {
   const ModuleTree t = qwen2_05b();
   const std::int64_t H = 896, I = 4864, KV = 128, L = 24;
@@ -74,10 +75,12 @@ TEST(SizedTree, BlockFormatsAreSizedExactly) {
   EXPECT_EQ(SizedTree::build(t, WeightDType::kInt4).total_bytes(),
             L * ((2 * H + 2 * KV + 2 * I) * 4 * 144 + H * 19 * 144) + other);
   ModuleTree q = t;
-  q.quantize_as(DType::kQ4_0);
+  q.quantize_as(QuantMix::kQ4_0);
   EXPECT_TRUE(q.quantized());
-  EXPECT_EQ(SizedTree::build(q, WeightDType::kBF16).total_bytes(), proj / 32 * 18 + other);
-  EXPECT_EQ(SizedTree::build(q, WeightDType::kF32).total_bytes(), proj / 32 * 18 + other * 2);
+  const std::int64_t embed = t.find("model.embed_tokens.weight")->numel();
+  const std::int64_t small = other - embed * 2;  // norms and biases at 16 bits
+  EXPECT_EQ(SizedTree::build(q, WeightDType::kBF16).total_bytes(), proj / 32 * 18 + embed / 32 * 34 + small);
+  EXPECT_EQ(SizedTree::build(q, WeightDType::kF32).total_bytes(), proj / 32 * 18 + embed / 32 * 34 + small * 2);
   // q_proj: 896 rows of 28 q8_0 blocks.
   const ParamInfo* qp = t.find("model.layers.0.self_attn.q_proj.weight");
   ASSERT_NE(qp, nullptr);
