@@ -46,7 +46,7 @@ int cmd_estimate(int argc, char** argv) {
                         "With --training: what `plexus train` holds on each device.");
   add_model_argument(args, "MODEL", "model directory (config.json [+ safetensors]), a config.json file or a .gguf file");
   args.flag("--json", "print the estimate as JSON");
-  args.option("--quantize", "TYPE", "add a row for the weights quantised on load to a named mix (Q4_K_M, Q8_0, ...: see plexus quantize --help)");
+  args.option("--quantize", "TYPE", "list only this named mix (Q4_K_M, Q8_0, ...: see plexus quantize --help) instead of every one");
   args.flag("--training", "per device: f32 weights, gradients, AdamW state and the activations of one micro-batch");
   args.option("--global-batch", "G", "with --training: sequences per optimizer step, over every replica", "1").old_name("--batch-size");
   args.option("--micro-batch", "M", "with --training: sequences per forward/backward (default: G / replicas)");

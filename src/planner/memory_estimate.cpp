@@ -64,7 +64,13 @@ ModelEstimate estimate_model(const ModuleTree& tree, std::optional<QuantMix> qua
   for (WeightDType d : {WeightDType::kF32, WeightDType::kBF16, WeightDType::kF16, WeightDType::kInt8, WeightDType::kInt4}) {
     rows.push_back(Row{d, std::nullopt});
   }
-  if (quantize) rows.push_back(Row{WeightDType::kBF16, quantize});
+  // The named mixes beside them (llama.cpp's per-tensor rules, model/quant_mix.h): every one, so
+  // one table compares bf16, int8, int4 and Q8_0 ... Q2_K, or only --quantize's.
+  if (quantize) {
+    rows.push_back(Row{WeightDType::kBF16, quantize});
+  } else {
+    for (const QuantMixInfo& m : quant_mixes()) rows.push_back(Row{WeightDType::kBF16, m.mix});
+  }
   // A quantised checkpoint (GGUF) is sized as stored whatever the dtype: the dtype rows size
   // the same model from its config alone, and one more row gives the file's own bytes.
   const bool quantised = tree.quantized();

@@ -51,14 +51,15 @@ struct KvCell {
 
 struct ModelEstimate {
   std::int64_t num_params = 0;  // unique parameters
-  // float32, bfloat16, float16, int8, int4 [, --quantize's format] [, stored: a quantised
-  // checkpoint's own bytes, tensor by tensor]
+  // float32, bfloat16, float16, int8, int4, then every named mix (q8_0 ... q2_k) or only
+  // --quantize's [, stored: a quantised checkpoint's own bytes, tensor by tensor]
   std::vector<DTypeEstimate> per_dtype;
   std::vector<KvCell> kv_table;          // 16-bit KV cache for a few contexts × batch sizes
 };
 
-// `quantize`: one more row (quantise on load), each weight matrix in the type the mix gives it
-// and the rest as the checkpoint stores them (at 16 bits for a tree from config.json alone).
+// A named mix's row (quantise on load, or `plexus quantize`): each weight matrix in the type the
+// mix gives it and the rest as the checkpoint stores them (at 16 bits for a tree from config.json
+// alone). `quantize`: that mix's row alone instead of all of them.
 ModelEstimate estimate_model(const ModuleTree& tree, std::optional<QuantMix> quantize = std::nullopt);
 
 }  // namespace plexus

@@ -230,8 +230,9 @@ TEST_F(PlanCli, Estimate) {
   ASSERT_EQ(r.code, 0) << r.out;
   const plexus::Json j = plexus::Json::parse(r.out);
   EXPECT_EQ(j["parameters"], 134515008);
-  EXPECT_EQ(j["dtypes"].size(), 5u);
+  EXPECT_EQ(j["dtypes"].size(), 19u);  // float32 ... int4, then the 14 named mixes
   EXPECT_EQ(j["dtypes"][1]["dtype"], "bfloat16");
+  EXPECT_EQ(j["dtypes"][11]["dtype"], "q4_k_m");
   EXPECT_EQ(j["dtypes"][1]["total_bytes"], 134515008LL * 2);
   const ProcResult t = run("estimate " + model());
   EXPECT_EQ(t.code, 0);

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
+#include "model/quant_mix.h"
 #include "planner/budgets.h"
 #include "planner/memory_estimate.h"
 #include "planner/planner.h"
@@ -16,7 +17,7 @@ using namespace plexus::testing;
 TEST(Estimate, Llama3_8bSizes) {
   const ModelEstimate e = estimate_model(llama3_8b());
   EXPECT_EQ(e.num_params, 8030261248LL);
-  ASSERT_EQ(e.per_dtype.size(), 5u);
+  ASSERT_EQ(e.per_dtype.size(), 5u + quant_mixes().size());  // the dtypes, then every named mix
   EXPECT_EQ(e.per_dtype[0].total_bytes, 8030261248LL * 4);
   EXPECT_EQ(e.per_dtype[1].total_bytes, 8030261248LL * 2);
   EXPECT_EQ(e.per_dtype[1].largest_layer_bytes, 128256LL * 4096 * 2);
@@ -36,6 +37,22 @@ TEST(Estimate, Llama3_8bSizes) {
   EXPECT_EQ(e.per_dtype[1].format, "bfloat16");
   ASSERT_FALSE(e.kv_table.empty());
   EXPECT_EQ(e.kv_table.front().bytes, e.kv_table.front().context * e.kv_table.front().batch * 131072);
+  // The Q8_0 mix: every matrix (embedding and lm_head too) in Q8_0, the 65 norms at 16 bits.
+  EXPECT_EQ(e.per_dtype[5].name, "q8_0");
+  EXPECT_EQ(e.per_dtype[5].total_bytes, (8030261248LL - 65 * 4096LL) / 32 * 34 + 65 * 4096LL * 2);
+  // Fewer bits, fewer bytes: Q4_K_M below Q5_K_M below Q6_K, Q2_K the smallest K mix.
+  auto row = [&](const std::string& name) {
+    for (const DTypeEstimate& d : e.per_dtype)
+      if (d.name == name) return d.total_bytes;
+    ADD_FAILURE() << "no row " << name;
+    return std::int64_t{0};
+  };
+  EXPECT_LT(row("q4_k_m"), row("q5_k_m"));
+  EXPECT_LT(row("q5_k_m"), row("q6_k"));
+  EXPECT_LT(row("q2_k"), row("q3_k_m"));
+  EXPECT_LT(row("q3_k_m"), row("q4_k_m"));
+  // --quantize lists its mix alone.
+  EXPECT_EQ(estimate_model(llama3_8b(), QuantMix::kQ4_K_M).per_dtype.size(), 6u);
 }
 
 TEST(Estimate, TiedEmbeddingsCountOnce) {
