@@ -31,7 +31,7 @@ struct BackendConfig {
   std::optional<std::string> device_map_file;  // device_map given as a JSON file path
   std::vector<std::pair<std::string, std::string>> max_memory;  // device → size, in file order
   std::optional<std::string> dtype;
-  std::optional<std::string> quantize;  // quantise on load: q8_0 | q4_0 | q4_k (as --quantize)
+  std::optional<std::string> quantize;  // quantise on load: a named mix, Q4_K_M ... (as --quantize)
   long long threads = 0;              // 0: every hardware thread
   std::string wait = "auto";          // the CPU pool's wait policy: spin | passive | auto
   long long context = 4096;           // KV cache the plan keeps room for

@@ -13,6 +13,28 @@
 namespace plexus {
 namespace {
 
+// The value of largest magnitude among a block's 32 (the first of equal magnitudes), sign kept:
+// Q4_0's and Q5_0's d is it over −8 or −16.
+float largest_magnitude(const float* x) {
+  float amax = 0, max = 0;
+  for (int j = 0; j < 32; ++j) {
+    if (amax < std::fabs(x[j])) {
+      amax = std::fabs(x[j]);
+      max = x[j];
+    }
+  }
+  return max;
+}
+
+// The least and greatest of a block's 32: Q4_1's and Q5_1's offset and range.
+void min_max(const float* x, float* lo, float* hi) {
+  *lo = *hi = x[0];
+  for (int j = 1; j < 32; ++j) {
+    *lo = std::min(*lo, x[j]);
+    *hi = std::max(*hi, x[j]);
+  }
+}
+
 void quantize_q8_0(const float* x, BlockQ8_0* b, std::int64_t nb) {
   for (std::int64_t i = 0; i < nb; ++i, x += 32) {
     float amax = 0;
@@ -29,13 +51,7 @@ void quantize_q8_0(const float* x, BlockQ8_0* b, std::int64_t nb) {
 
 void quantize_q4_0(const float* x, BlockQ4_0* b, std::int64_t nb) {
   for (std::int64_t i = 0; i < nb; ++i, x += 32) {
-    float amax = 0, max = 0;
-    for (int j = 0; j < 32; ++j) {
-      if (amax < std::fabs(x[j])) {
-        amax = std::fabs(x[j]);
-        max = x[j];
-      }
-    }
+    const float max = largest_magnitude(x);
     const float d = max / -8.0f;
     const float id = d != 0 ? 1.0f / d : 0.0f;
     b[i].d = f32_to_f16(d);
@@ -52,11 +68,8 @@ void quantize_q4_0(const float* x, BlockQ4_0* b, std::int64_t nb) {
 // (1/d) + 0.5), the product rounded before the addition (Q4_1 clamps to 15).
 void quantize_q4_1(const float* x, BlockQ4_1* b, std::int64_t nb) {
   for (std::int64_t i = 0; i < nb; ++i, x += 32) {
-    float lo = x[0], hi = x[0];
-    for (int j = 1; j < 32; ++j) {
-      lo = std::min(lo, x[j]);
-      hi = std::max(hi, x[j]);
-    }
+    float lo, hi;
+    min_max(x, &lo, &hi);
     const float d = (hi - lo) / 15.0f;
     const float id = d != 0 ? 1.0f / d : 0.0f;
     b[i].d = f32_to_f16(d);
@@ -84,13 +97,7 @@ void pack_5bit(const int* q, std::uint8_t* qs, std::uint8_t* qh) {
 // Q5_0: Q4_0's rule with 32 levels: d = m / −16, q = min(31, trunc(x · (1/d) + 16.5)).
 void quantize_q5_0(const float* x, BlockQ5_0* b, std::int64_t nb) {
   for (std::int64_t i = 0; i < nb; ++i, x += 32) {
-    float amax = 0, max = 0;
-    for (int j = 0; j < 32; ++j) {
-      if (amax < std::fabs(x[j])) {
-        amax = std::fabs(x[j]);
-        max = x[j];
-      }
-    }
+    const float max = largest_magnitude(x);
     const float d = max / -16.0f;
     const float id = d != 0 ? 1.0f / d : 0.0f;
     b[i].d = f32_to_f16(d);
@@ -105,11 +112,8 @@ void quantize_q5_0(const float* x, BlockQ5_0* b, std::int64_t nb) {
 
 void quantize_q5_1(const float* x, BlockQ5_1* b, std::int64_t nb) {
   for (std::int64_t i = 0; i < nb; ++i, x += 32) {
-    float lo = x[0], hi = x[0];
-    for (int j = 1; j < 32; ++j) {
-      lo = std::min(lo, x[j]);
-      hi = std::max(hi, x[j]);
-    }
+    float lo, hi;
+    min_max(x, &lo, &hi);
     const float d = (hi - lo) / 31.0f;
     const float id = d != 0 ? 1.0f / d : 0.0f;
     b[i].d = f32_to_f16(d);

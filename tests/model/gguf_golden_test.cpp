@@ -17,20 +17,7 @@ namespace {
 
 std::string gguf_path(const std::string& name) { return std::string(PLEXUS_SOURCE_DIR) + "/tests/data/gguf/" + name; }
 
-std::vector<Json> cases() {
-  std::ifstream in(gguf_path("cases.jsonl"));
-  std::vector<Json> out;
-  std::string line;
-  while (std::getline(in, line))
-    if (!line.empty()) out.push_back(Json::parse(line));
-  return out;
-}
-
-std::string ids_text(const std::vector<std::int32_t>& ids) {
-  std::string s;
-  for (auto id : ids) s += (s.empty() ? "" : ",") + std::to_string(id);
-  return s;
-}
+std::vector<Json> cases() { return testing::read_jsonl(gguf_path("cases.jsonl")); }
 
 // The label model: every golden file's NLLs against the float64 forward of its weights
 // dequantised exactly (llama.cpp itself is off by up to 0.047 per token).
@@ -61,7 +48,7 @@ TEST(GgufCli, PerplexityOfAGgufFile) {
   const Json c = cases()[0];
   const auto ids = c["ids"].get<std::vector<std::int32_t>>();
   const testing::ProcessResult r = testing::run_plexus("perplexity " + testing::shell_quote(gguf_path(c["file"].get<std::string>())) +
-                                                       " --ids " + ids_text(ids) + " --json");
+                                                       " --ids " + testing::ids_csv(ids) + " --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const Json j = Json::parse(r.out);
   const auto nll = j["nll"].get<std::vector<double>>();

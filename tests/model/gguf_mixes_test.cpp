@@ -22,20 +22,7 @@ namespace {
 
 std::string mix_path(const std::string& name) { return std::string(PLEXUS_SOURCE_DIR) + "/tests/data/gguf/mixes/" + name; }
 
-std::vector<Json> mix_cases() {
-  std::ifstream in(mix_path("cases.jsonl"));
-  std::vector<Json> out;
-  std::string line;
-  while (std::getline(in, line))
-    if (!line.empty()) out.push_back(Json::parse(line));
-  return out;
-}
-
-std::string ids_text(const std::vector<std::int32_t>& ids) {
-  std::string s;
-  for (auto id : ids) s += (s.empty() ? "" : ",") + std::to_string(id);
-  return s;
-}
+std::vector<Json> mix_cases() { return testing::read_jsonl(mix_path("cases.jsonl")); }
 
 std::string read_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -128,7 +115,7 @@ TEST(GgufMixesCli, PerplexityAndGenerateOnAMixFile) {
     if (c["file"].get<std::string>() != "r576-q4_k_m.gguf") continue;
     const std::string model = testing::shell_quote(mix_path(c["file"].get<std::string>()));
     const auto ids = c["ids"].get<std::vector<std::int32_t>>();
-    testing::ProcessResult r = testing::run_plexus("perplexity " + model + " --ids " + ids_text(ids) + " --json");
+    testing::ProcessResult r = testing::run_plexus("perplexity " + model + " --ids " + testing::ids_csv(ids) + " --json");
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const auto nll = Json::parse(r.out)["nll"].get<std::vector<double>>();
     const auto want = c["dequant_f64_nll"].get<std::vector<double>>();

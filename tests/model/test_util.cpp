@@ -57,6 +57,21 @@ ProcessResult run_plexus(const std::string& args) {
   return run_command("env CUDA_VISIBLE_DEVICES= " + shell_quote(PLEXUS_BINARY) + " " + args);
 }
 
+std::vector<Json> read_jsonl(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<Json> out;
+  std::string line;
+  while (std::getline(in, line))
+    if (!line.empty()) out.push_back(Json::parse(line));
+  return out;
+}
+
+std::string ids_csv(const std::vector<std::int32_t>& ids) {
+  std::string s;
+  for (auto id : ids) s += (s.empty() ? "" : ",") + std::to_string(id);
+  return s;
+}
+
 std::vector<std::int32_t> some_ids(int n, std::int64_t vocab, int salt) {
   std::vector<std::int32_t> ids;
   std::uint64_t s = 0x9E3779B97F4A7C15ull * static_cast<std::uint64_t>(salt + 1);

@@ -38,6 +38,11 @@ std::string shell_quote(const std::string& s);
 // n deterministic pseudo-random token ids in [0, vocab), different for each salt.
 std::vector<std::int32_t> some_ids(int n, std::int64_t vocab, int salt);
 
+// The JSON objects of a .jsonl file, one a non-empty line.
+std::vector<Json> read_jsonl(const std::string& path);
+// "1,2,3": ids as --ids takes them.
+std::string ids_csv(const std::vector<std::int32_t>& ids);
+
 // Rewrites fields of DIR/config.json.
 void patch_config(const std::string& dir, const Json& fields);
 

@@ -27,7 +27,7 @@ std::int64_t q_block_rows(std::int64_t row_bytes) {
 }
 
 // x quantised to 8 bits once per launch for block-format weights (kernels/cpu/quant_x.h): one
-// buffer per x block size the launch's weights need (32: Q8_0/Q4_0; 256: Q4_K/Q6_K).
+// buffer per x block size the launch's weights need (32 or 256: the formats' own block).
 struct QuantizedX {
   const std::uint8_t* x32 = nullptr;
   const std::uint8_t* x256 = nullptr;
