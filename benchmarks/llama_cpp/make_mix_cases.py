@@ -3,8 +3,8 @@
 llama-quantize, and cases.jsonl with each file's reference NLLs (issue 40's checks against
 llama.cpp). Run by hand (Debian python3 with numpy and torch), never by the tests.
 
-1. Two random-weight f32 checkpoints (written by ../shared/tools/mkmodel.py, code that is not
-   plexus's): `r256`, rows of multiples of 256 (../shared/golden's gguf-small: hidden 256, 2
+1. Two random-weight f32 checkpoints (written by tests/tools/mkmodel.py, code
+   that is not plexus's): `r256`, rows of multiples of 256 (mkmodel.py's gguf-small: hidden 256, 2
    layers, 4 heads, 2 kv heads, head_dim 64, untied; intermediate 256 rather than 512 to keep the
    files small), and `r576`, rows of 576 like SmolLM-135M's (hidden 576, head_dim 64, tied
    embeddings; 1 layer, 3 heads, 1 kv head, intermediate 256 to keep the files small: q/k/v/gate/up
@@ -15,7 +15,7 @@ llama.cpp). Run by hand (Debian python3 with numpy and torch), never by the test
    back to Q5_0 / Q5_1 / IQ4_NL / Q8_0 for the rows a 256-block cannot cover).
 3. Each file dequantised INDEPENDENTLY of plexus, by llama.cpp's gguf-py (GGUFReader +
    gguf.quants.dequantize, numpy), the q/k rows permuted back, written as an f32 safetensors
-   checkpoint, and run through ../shared/tools/ref_forward.py (float64, Hugging Face semantics):
+   checkpoint, and run through tests/tools/ref_forward.py (float64, Hugging Face semantics):
    `dequant_f64_nll`, the per-token NLL of IDS.
 cases.jsonl, one line per file: file, shape, mix, ids, dequant_f64_nll, tensor_types (name -> GGUF
 type name, as llama-quantize chose), tensor_sums (name -> three float64 sums of gguf-py's values in
@@ -40,9 +40,8 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
-TOOLS = os.path.join(os.path.dirname(REPO), "shared", "tools")
-if not os.path.isdir(TOOLS):
-    TOOLS = "/work/shared/tools"
+# The reference tools (not plexus's code), unmodified copies in tests/tools so a clone runs this.
+TOOLS = os.path.join(REPO, "tests", "tools")
 
 SHAPES = {
     "r256": dict(hidden_size=256, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, head_dim=64,
@@ -75,7 +74,7 @@ def run(cmd, log=None):
 def make_checkpoint(shape, out):
     """The shape's f32 checkpoint, by mkmodel.py (its generator, our shape as a preset)."""
     sys.path.insert(0, TOOLS)
-    import mkmodel  # noqa: E402  (../shared/tools, unmodified)
+    import mkmodel  # noqa: E402  (tests/tools, unmodified)
     mkmodel.PRESETS[shape] = dict(SHAPES[shape])
     argv = sys.argv
     sys.argv = ["mkmodel.py", out, "--preset", shape, "--arch", "llama", "--dtype", "f32", "--seed", str(SEEDS[shape]),
