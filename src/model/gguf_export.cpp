@@ -36,18 +36,7 @@ void row_to_f32(DType t, const void* src, float* dst, std::int64_t n) {
       for (std::int64_t i = 0; i < n; ++i) dst[i] = f16_to_f32(s[i]);
       return;
     }
-    case DType::kQ8_0:
-    case DType::kQ4_0:
-    case DType::kQ4_K:
-    case DType::kQ4_1:
-    case DType::kQ5_0:
-    case DType::kQ5_1:
-    case DType::kQ2_K:
-    case DType::kQ3_K:
-    case DType::kQ5_K:
-    case DType::kIQ4_NL:
-    case DType::kIQ4_XS:
-    case DType::kQ6_K: break;
+    default: break;  // a block format
   }
   throw InputError("a checkpoint tensor in block format " + std::string(dtype_name(t)) + " cannot be re-quantised");
 }

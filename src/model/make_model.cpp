@@ -69,18 +69,7 @@ void append_value(std::string& out, DType t, float v) {
       out.append(reinterpret_cast<const char*>(&h), 2);
       break;
     }
-    case DType::kQ8_0:
-    case DType::kQ4_0:
-    case DType::kQ4_K:
-    case DType::kQ4_1:
-    case DType::kQ5_0:
-    case DType::kQ5_1:
-    case DType::kQ2_K:
-    case DType::kQ3_K:
-    case DType::kQ5_K:
-    case DType::kIQ4_NL:
-    case DType::kIQ4_XS:
-    case DType::kQ6_K:
+    default:  // a block format
       throw RuntimeError("internal: make-model writes f32, bf16 or f16 values, not " + std::string(dtype_torch_name(t)));
   }
 }

@@ -128,18 +128,7 @@ void load_params(const Checkpoint& checkpoint, const ParamLayout& layout, std::s
         for (std::int64_t i = 0; i < s.count; ++i) dst[i] = f16_to_f32(src[i]);
         break;
       }
-      case DType::kQ8_0:
-      case DType::kQ4_0:
-      case DType::kQ4_K:
-      case DType::kQ4_1:
-      case DType::kQ5_0:
-      case DType::kQ5_1:
-      case DType::kQ2_K:
-      case DType::kQ3_K:
-      case DType::kQ5_K:
-      case DType::kIQ4_NL:
-      case DType::kIQ4_XS:
-      case DType::kQ6_K:
+      default:  // a block format
         throw InputError(t.path() + ": tensor " + s.name + " is stored as " + std::string(dtype_name(t.info->dtype)) +
                          "; training starts from f32, bf16 or f16 weights (a Hugging Face checkpoint)");
     }

@@ -29,18 +29,7 @@ Tensor load(const Checkpoint& ck, const std::string& name) {
       case DType::kF32: t.data[i] = static_cast<const float*>(r.data)[i]; break;
       case DType::kBF16: t.data[i] = bf16_to_f32(static_cast<const std::uint16_t*>(r.data)[i]); break;
       case DType::kF16: t.data[i] = f16_to_f32(static_cast<const std::uint16_t*>(r.data)[i]); break;
-      case DType::kQ8_0:
-      case DType::kQ4_0:
-      case DType::kQ4_K:
-      case DType::kQ4_1:
-      case DType::kQ5_0:
-      case DType::kQ5_1:
-      case DType::kQ2_K:
-      case DType::kQ3_K:
-      case DType::kQ5_K:
-      case DType::kIQ4_NL:
-      case DType::kIQ4_XS:
-      case DType::kQ6_K: throw std::runtime_error(name + ": the reference forward reads f32, bf16 or f16 checkpoints");
+      default: throw std::runtime_error(name + ": the reference forward reads f32, bf16 or f16 checkpoints");  // a block format
     }
   }
   return t;

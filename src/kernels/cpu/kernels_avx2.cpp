@@ -143,18 +143,7 @@ void dot_tile(DType wt, const void* w, std::int64_t ldw, const float* x, std::in
     case DType::kF32: dot_tile_t<DType::kF32>(w, ldw, x, ldx, y, ldy, nt, nr, k); break;
     case DType::kBF16: dot_tile_t<DType::kBF16>(w, ldw, x, ldx, y, ldy, nt, nr, k); break;
     case DType::kF16: dot_tile_t<DType::kF16>(w, ldw, x, ldx, y, ldy, nt, nr, k); break;
-    case DType::kQ8_0:
-    case DType::kQ4_0:
-    case DType::kQ4_K:
-    case DType::kQ4_1:
-    case DType::kQ5_0:
-    case DType::kQ5_1:
-    case DType::kQ2_K:
-    case DType::kQ3_K:
-    case DType::kQ5_K:
-    case DType::kIQ4_NL:
-    case DType::kIQ4_XS:
-    case DType::kQ6_K: break;  // dot_tile_q's
+    default: break;  // a block format: dot_tile_q's
   }
 }
 
@@ -170,18 +159,7 @@ void to_f32(DType t, const void* src, float* dst, std::int64_t n) {
     case DType::kF32: std::memcpy(dst, src, static_cast<std::size_t>(n) * 4); break;
     case DType::kBF16: to_f32_t<DType::kBF16>(src, dst, n); break;
     case DType::kF16: to_f32_t<DType::kF16>(src, dst, n); break;
-    case DType::kQ8_0:
-    case DType::kQ4_0:
-    case DType::kQ4_K:
-    case DType::kQ4_1:
-    case DType::kQ5_0:
-    case DType::kQ5_1:
-    case DType::kQ2_K:
-    case DType::kQ3_K:
-    case DType::kQ5_K:
-    case DType::kIQ4_NL:
-    case DType::kIQ4_XS:
-    case DType::kQ6_K: dequantize_row(t, src, dst, n); break;  // n a multiple of the block
+    default: dequantize_row(t, src, dst, n); break;  // a block format: n a multiple of the block
   }
 }
 

@@ -16,18 +16,7 @@ inline float load_w(DType t, const void* w, std::int64_t i) {
     case DType::kF32: return static_cast<const float*>(w)[i];
     case DType::kBF16: return bf16_to_f32(static_cast<const std::uint16_t*>(w)[i]);
     case DType::kF16: return f16_to_f32(static_cast<const std::uint16_t*>(w)[i]);
-    case DType::kQ8_0:
-    case DType::kQ4_0:
-    case DType::kQ4_K:
-    case DType::kQ4_1:
-    case DType::kQ5_0:
-    case DType::kQ5_1:
-    case DType::kQ2_K:
-    case DType::kQ3_K:
-    case DType::kQ5_K:
-    case DType::kIQ4_NL:
-    case DType::kIQ4_XS:
-    case DType::kQ6_K: break;  // dot_tile_q's; to_f32 dequantises
+    default: break;  // a block format: dot_tile_q's; to_f32 dequantises
   }
   return 0;
 }

@@ -293,18 +293,7 @@ void launch_gemv(DType dtype, const MatmulTarget* targets, int count, std::int64
       case DType::kF32: launch_tokens<F32W>(a, vec, xvec, x, nt, ldx, cols, stream); break;
       case DType::kBF16: launch_tokens<BF16W>(a, vec, xvec, x, nt, ldx, cols, stream); break;
       case DType::kF16: launch_tokens<F16W>(a, vec, xvec, x, nt, ldx, cols, stream); break;
-      case DType::kQ8_0:
-      case DType::kQ4_0:
-      case DType::kQ4_K:
-      case DType::kQ4_1:
-      case DType::kQ5_0:
-      case DType::kQ5_1:
-      case DType::kQ2_K:
-      case DType::kQ3_K:
-      case DType::kQ5_K:
-      case DType::kIQ4_NL:
-      case DType::kIQ4_XS:
-      case DType::kQ6_K: break;  // launch_block_gemv, above
+      default: break;  // a block format: launch_block_gemv, above
     }
   }
 }

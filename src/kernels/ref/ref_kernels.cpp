@@ -16,18 +16,7 @@ float weight_at(const WeightMatrix& w, std::int64_t r, std::int64_t c) {
     case DType::kF32: return static_cast<const float*>(w.data)[i];
     case DType::kBF16: return bf16_to_f32(static_cast<const std::uint16_t*>(w.data)[i]);
     case DType::kF16: return f16_to_f32(static_cast<const std::uint16_t*>(w.data)[i]);
-    case DType::kQ8_0:
-    case DType::kQ4_0:
-    case DType::kQ4_K:
-    case DType::kQ4_1:
-    case DType::kQ5_0:
-    case DType::kQ5_1:
-    case DType::kQ2_K:
-    case DType::kQ3_K:
-    case DType::kQ5_K:
-    case DType::kIQ4_NL:
-    case DType::kIQ4_XS:
-    case DType::kQ6_K: {
+    default: {  // a block format
       const std::int64_t be = dtype_block_elems(w.dtype);
       std::vector<float> block(static_cast<std::size_t>(be));
       dequantize_row(w.dtype, static_cast<const std::uint8_t*>(w.row(r)) + c / be * dtype_block_bytes(w.dtype), block.data(), be);
