@@ -230,6 +230,31 @@ struct Q4_KK {
     const __m256i sums = _mm256_cvtepi16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(xb + kXsums)));
     a = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(w.m, sums)), _mm256_mul_ps(w.dmin, xd), a);
   }
+  // acc for NR rows × NT tokens (x blocks ldx bytes apart): the same integers and f32 steps.
+  template <int NT, int NR>
+  static void acc_tile(const W* const (&w)[NR], const std::uint8_t* xb, std::int64_t ldx, __m256 (&a)[NT][NR]) {
+    __m256i s[NT][NR];
+    PLEXUS_Q_UNROLL for (int t = 0; t < NT; ++t) {
+      PLEXUS_Q_UNROLL for (int r = 0; r < NR; ++r) s[t][r] = _mm256_setzero_si256();
+    }
+    PLEXUS_Q_UNROLL for (int j = 0; j < 8; ++j) {
+      PLEXUS_Q_UNROLL for (int r = 0; r < NR; ++r) {
+        const __m256i q = w[r]->q[j], sc = w[r]->sc[j];
+        PLEXUS_Q_UNROLL for (int t = 0; t < NT; ++t) {
+          s[t][r] = add_madd16(s[t][r], _mm256_maddubs_epi16(q, load256(xb + t * ldx + kXq + 32 * j)), sc);
+        }
+      }
+    }
+    PLEXUS_Q_UNROLL for (int t = 0; t < NT; ++t) {
+      const std::uint8_t* xt = xb + t * ldx;
+      const __m256 xd = _mm256_set1_ps(load_f32(xt));
+      const __m256i sums = _mm256_cvtepi16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(xt + kXsums)));
+      PLEXUS_Q_UNROLL for (int r = 0; r < NR; ++r) {
+        a[t][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[t][r]), _mm256_mul_ps(w[r]->d, xd), a[t][r]);
+        a[t][r] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(w[r]->m, sums)), _mm256_mul_ps(w[r]->dmin, xd), a[t][r]);
+      }
+    }
+  }
 };
 
 // The int16 scales of the 8 chunks of 32 from the 16 signed scales of 16 elements (bytes of s8):
@@ -309,6 +334,29 @@ struct Q6_KK {
     }
     a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(w.d, _mm256_set1_ps(load_f32(xb))), a);
   }
+  // acc for NR rows × NT tokens (x blocks ldx bytes apart): the same integers and f32 steps.
+  template <int NT, int NR>
+  static void acc_tile(const W* const (&w)[NR], const std::uint8_t* xb, std::int64_t ldx, __m256 (&a)[NT][NR]) {
+    __m256i s[NT][NR];
+    PLEXUS_Q_UNROLL for (int t = 0; t < NT; ++t) {
+      PLEXUS_Q_UNROLL for (int r = 0; r < NR; ++r) s[t][r] = _mm256_setzero_si256();
+    }
+    PLEXUS_Q_UNROLL for (int c = 0; c < 8; ++c) {
+      PLEXUS_Q_UNROLL for (int r = 0; r < NR; ++r) {
+        const __m256i aw = w[r]->aw[c], wv = w[r]->w[c], sc = w[r]->sc[c];
+        PLEXUS_Q_UNROLL for (int t = 0; t < NT; ++t) {
+          const __m256i q = load256(xb + t * ldx + kXq + 32 * c);
+          s[t][r] = add_madd16(s[t][r], _mm256_maddubs_epi16(aw, _mm256_sign_epi8(q, wv)), sc);
+        }
+      }
+    }
+    PLEXUS_Q_UNROLL for (int t = 0; t < NT; ++t) {
+      const __m256 xd = _mm256_set1_ps(load_f32(xb + t * ldx));
+      PLEXUS_Q_UNROLL for (int r = 0; r < NR; ++r) {
+        a[t][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[t][r]), _mm256_mul_ps(w[r]->d, xd), a[t][r]);
+      }
+    }
+  }
 };
 
 // Q5_K: Q4_K's shape with bit 4 of each value from qh (values 0..31: maddubs pairs stay below
@@ -327,7 +375,10 @@ struct Q5_KK {
       w.q[j] = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, j), one), 4));
     }
   }
-  static void acc(const W& w, const std::uint8_t* xb, __m256& a) { Q4_KK::acc(w, xb, a); }
+  static void acc(const W& w, const std::uint8_t* xb, __m256& a) { Q4_KK::acc(w, xb, a); }  template <int NT, int NR>
+  static void acc_tile(const W* const (&w)[NR], const std::uint8_t* xb, std::int64_t ldx, __m256 (&a)[NT][NR]) {
+    Q4_KK::acc_tile<NT, NR>(w, xb, ldx, a);
+  }
 };
 
 // Q3_K: Q6_K's shape (signed values, 16-element scales) with values −4..3 and scales sc − 32.
@@ -348,7 +399,10 @@ struct Q3_KK {
     chunk_scales16(q3_k_scales(blk->scales), w.sc);
     w.d = _mm256_set1_ps(_cvtsh_ss(blk->d));
   }
-  static void acc(const W& w, const std::uint8_t* xb, __m256& a) { Q6_KK::acc(w, xb, a); }
+  static void acc(const W& w, const std::uint8_t* xb, __m256& a) { Q6_KK::acc(w, xb, a); }  template <int NT, int NR>
+  static void acc_tile(const W* const (&w)[NR], const std::uint8_t* xb, std::int64_t ldx, __m256 (&a)[NT][NR]) {
+    Q6_KK::acc_tile<NT, NR>(w, xb, ldx, a);
+  }
 };
 
 // IQ4_XS: Q6_K's shape with the codes' kIq4Values and scales ls − 32 (both halves of a chunk
@@ -367,7 +421,10 @@ struct IQ4_XSK {
     PLEXUS_Q_UNROLL for (int j = 0; j < 8; ++j) w.sc[j] = _mm256_shuffle_epi8(sc16, int16_lane_picker(j));
     w.d = _mm256_set1_ps(_cvtsh_ss(blk->d));
   }
-  static void acc(const W& w, const std::uint8_t* xb, __m256& a) { Q6_KK::acc(w, xb, a); }
+  static void acc(const W& w, const std::uint8_t* xb, __m256& a) { Q6_KK::acc(w, xb, a); }  template <int NT, int NR>
+  static void acc_tile(const W* const (&w)[NR], const std::uint8_t* xb, std::int64_t ldx, __m256 (&a)[NT][NR]) {
+    Q6_KK::acc_tile<NT, NR>(w, xb, ldx, a);
+  }
 };
 
 constexpr std::int64_t kXsums16 = offsetof(XBlock256, sums16);

@@ -32,6 +32,10 @@ inline bool q_wide_decode() {
 #define PLEXUS_Q_WIDE(T) void
 #endif
 
+// Rows of prefill's wide tiles (quant_tile.h: 4 tokens × this many rows): 4 · 3 integer and 4 · 3
+// f32 sums fit the 32 vector registers of AVX-512, 4 · 2 the 16 of AVX2.
+constexpr int kWideRows = PLEXUS_Q_VNNI ? 3 : 2;
+
 // Format F's tiles: kNT = 4 tokens × kNR rows (4 rows for one token), or for one token the
 // 512-bit kernel F512 (void: none) whose blocks are kPer of F's, when the row has whole ones.
 template <class F, int kNR, class F512, int kPer = 1>
@@ -45,7 +49,7 @@ void q_run(const void* w, std::int64_t ldw, const void* xq, std::int64_t ldxq, f
     }
   }
 #endif
-  q_dot_tile<F, 4, kNR, 4>(w, ldw, xq, ldxq, y, ldy, nt, nr, nb);
+  q_dot_tile<F, 4, kNR, 4, kWideRows>(w, ldw, xq, ldxq, y, ldy, nt, nr, nb);
 }
 
 // dot_tile_q for one table: the register tiles per format.

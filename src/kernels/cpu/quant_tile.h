@@ -103,10 +103,67 @@ void q_dot_tile_unpacked(const std::uint8_t* w, std::int64_t ldw, const std::uin
   }
 }
 
+// A format whose W has acc_tile<NT, NR>(w[NR], xblock, ldx, acc[NT][NR]): one weight block of NR
+// rows times NT tokens at once, the same sums per pair as F::acc, computed chunk by chunk for
+// every pair together (NT · NR independent integer chains hide the multiply latency that one
+// pair's chain of 8 exposes).
+template <class F>
+concept HasAccTile = requires(const typename F::W* const (&w)[1], const std::uint8_t* x, __m256 (&a)[1][1]) {
+  F::template acc_tile<1, 1>(w, x, std::int64_t{0}, a);
+};
+
+// NT tokens × NR rows of unpacked blocks (F::W rows of ldw bytes, in cache) over nb blocks.
+template <class F, int NT, int NR>
+__attribute__((flatten)) void q_tile_wide(const std::uint8_t* w, std::int64_t ldw, const std::uint8_t* x, std::int64_t ldx,
+                                          float* y, std::int64_t ldy, std::int64_t nb) {
+  __m256 acc[NT][NR];
+  PLEXUS_Q_UNROLL for (int t = 0; t < NT; ++t) {
+    PLEXUS_Q_UNROLL for (int r = 0; r < NR; ++r) acc[t][r] = _mm256_setzero_ps();
+  }
+  for (std::int64_t b = 0; b < nb; ++b) {
+    const typename F::W* wr[NR];
+    PLEXUS_Q_UNROLL for (int r = 0; r < NR; ++r) wr[r] = reinterpret_cast<const typename F::W*>(w + r * ldw) + b;
+    F::template acc_tile<NT, NR>(wr, x + b * F::kXBytes, ldx, acc);
+  }
+  PLEXUS_Q_UNROLL for (int t = 0; t < NT; ++t) {
+    PLEXUS_Q_UNROLL for (int r = 0; r < NR; ++r) y[t * ldy + r] = q_reduce8(acc[t][r]);
+  }
+}
+
+// NT tokens × nr unpacked rows, NR at a time, then the rest.
+template <class F, int NT, int NR>
+void q_tile_wide_rows(const std::uint8_t* w, std::int64_t ldw, const std::uint8_t* x, std::int64_t ldx, float* y,
+                      std::int64_t ldy, std::int64_t nr, std::int64_t nb) {
+  std::int64_t r = 0;
+  for (; r + NR <= nr; r += NR) q_tile_wide<F, NT, NR>(w + r * ldw, ldw, x, ldx, y + r, ldy, nb);
+  const std::int64_t left = nr - r;
+  if constexpr (NR > 1) {
+    if (left > 0) q_tile_wide_rows<F, NT, NR - 1>(w + r * ldw, ldw, x, ldx, y + r, ldy, left, nb);
+  }
+}
+
+// Unpacked rows × any tokens: tiles of kNT tokens, then the rest 1..kNT-1 (kNT ≤ 4).
+template <class F, int kNT, int kNR>
+void q_dot_tile_wide(const std::uint8_t* w, std::int64_t ldw, const std::uint8_t* x, std::int64_t ldx, float* y,
+                     std::int64_t ldy, std::int64_t nt, std::int64_t nr, std::int64_t nb) {
+  static_assert(kNT <= 4);
+  std::int64_t t = 0;
+  for (; t + kNT <= nt; t += kNT) q_tile_wide_rows<F, kNT, kNR>(w, ldw, x + t * ldx, ldx, y + t * ldy, ldy, nr, nb);
+  const std::uint8_t* xt = x + t * ldx;
+  float* yt = y + t * ldy;
+  switch (nt - t) {
+    case 0: break;
+    case 1: q_tile_wide_rows<F, 1, kNR>(w, ldw, xt, ldx, yt, ldy, nr, nb); break;
+    case 2: q_tile_wide_rows<F, 2, kNR>(w, ldw, xt, ldx, yt, ldy, nr, nb); break;
+    default: q_tile_wide_rows<F, 3, kNR>(w, ldw, xt, ldx, yt, ldy, nr, nb); break;
+  }
+}
+
 // Any tokens × any rows: token tiles of kNT (rows kNR at a time), the rest 1..kNT-1 tokens with
 // kNR1 rows (one token: decode). The first token tile prefetches (the rows come from memory);
-// later ones find them in cache.
-template <class F, int kNT, int kNR, int kNR1>
+// later ones find them in cache. More than kNT tokens unpack the rows once and multiply them
+// from cache: formats with acc_tile in tiles of 4 tokens × kNRWide rows.
+template <class F, int kNT, int kNR, int kNR1, int kNRWide = kNR>
 void q_dot_tile(const void* w, std::int64_t ldw, const void* xq, std::int64_t ldxq, float* y, std::int64_t ldy,
                 std::int64_t nt, std::int64_t nr, std::int64_t nb) {
   const std::uint8_t* wb = static_cast<const std::uint8_t*>(w);
@@ -120,6 +177,10 @@ void q_dot_tile(const void* w, std::int64_t ldw, const void* xq, std::int64_t ld
       for (std::int64_t b = 0; b < nb; ++b) F::load(wb + r * ldw + b * F::kBlockBytes, unpacked[static_cast<std::size_t>(r * nb + b)]);
     }
     const std::int64_t ldu = nb * U::kBlockBytes;
+    if constexpr (HasAccTile<F>) {
+      return q_dot_tile_wide<F, 4, kNRWide>(reinterpret_cast<const std::uint8_t*>(unpacked.data()), ldu, xb, ldxq, y, ldy,
+                                           nt, nr, nb);
+    }
     return q_dot_tile_unpacked<U, kNT, kNR>(reinterpret_cast<const std::uint8_t*>(unpacked.data()), ldu, xb, ldxq, y,
                                            ldy, nt, nr, nb);
   }
