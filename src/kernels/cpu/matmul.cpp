@@ -20,10 +20,11 @@ std::int64_t block_rows(std::int64_t cols, std::int64_t tile) {
   return r - r % tile;
 }
 
-// Rows per block of block-format weights when several token tiles reuse them: about 48 KiB.
+// Rows per block of block-format weights when several token tiles reuse them: about 48 KiB, a
+// multiple of 12 (the tiles' rows: 4, and 3 or 2 in prefill's wide tiles).
 std::int64_t q_block_rows(std::int64_t row_bytes) {
-  const std::int64_t r = std::clamp<std::int64_t>(49152 / row_bytes, 4, 96);
-  return r - r % 4;
+  const std::int64_t r = std::clamp<std::int64_t>(49152 / row_bytes, 12, 96);
+  return r - r % 12;
 }
 
 // x quantised to 8 bits once per launch for block-format weights (kernels/cpu/quant_x.h): one

@@ -191,6 +191,7 @@ inline void q4_k_scales_mins8(const std::uint8_t* scales, std::uint64_t& sc8, st
 
 struct Q4_KK {
   static constexpr std::int64_t kBlockBytes = sizeof(BlockQ4_K), kXBytes = sizeof(XBlock256);
+  using Wide = Q4_KK;  // prefill: acc_tile on the unpacked W
   struct W {
     __m256i q[8];   // sub-block j's 32 nibbles, 0..15
     __m256i sc[8];  // sc[j] in every int16 lane
@@ -297,6 +298,53 @@ inline __m128i iq4_xs_scales(const BlockIQ4_XS* blk) {
   return _mm_packs_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
 }
 
+// Prefill's form of the signed super-block formats (Q6_K, Q3_K, IQ4_XS), for acc_tile: each
+// weight times its 16-element scale as int16 (|w · sc| ≤ 4096: Q6_K 32 · 128, IQ4_XS 127 · 32),
+// x's even and odd bytes as int16 (two shifts per token shared by the tile's rows), and per chunk
+// two madds of pairs give the lanes of S (lane l: elements 4l, 4l + 2 from the even, 4l + 1,
+// 4l + 3 from the odd) — the same integers as F::acc without its sign step per token and row.
+struct Signed16W {
+  __m256i e[8], o[8];  // chunk c: int16 slot k = element 2k (e), 2k + 1 (o) times its scale
+  __m256 d;
+};
+template <class F>
+struct Signed16 {
+  using W = Signed16W;
+  static constexpr std::int64_t kXBytes = sizeof(XBlock256);
+  static void load(const std::uint8_t* b, W& w) {
+    typename F::W v;
+    F::load(b, v);
+    PLEXUS_Q_UNROLL for (int c = 0; c < 8; ++c) {
+      w.e[c] = _mm256_mullo_epi16(_mm256_srai_epi16(_mm256_slli_epi16(v.w[c], 8), 8), v.sc[c]);
+      w.o[c] = _mm256_mullo_epi16(_mm256_srai_epi16(v.w[c], 8), v.sc[c]);
+    }
+    w.d = v.d;
+  }
+  // F::acc for NR rows × NT tokens (x blocks ldx bytes apart): the same integers and f32 steps.
+  template <int NT, int NR>
+  static void acc_tile(const W* const (&w)[NR], const std::uint8_t* xb, std::int64_t ldx, __m256 (&a)[NT][NR]) {
+    __m256i s[NT][NR];
+    PLEXUS_Q_UNROLL for (int t = 0; t < NT; ++t) {
+      PLEXUS_Q_UNROLL for (int r = 0; r < NR; ++r) s[t][r] = _mm256_setzero_si256();
+    }
+    PLEXUS_Q_UNROLL for (int c = 0; c < 8; ++c) {
+      PLEXUS_Q_UNROLL for (int t = 0; t < NT; ++t) {
+        const __m256i q = load256(xb + t * ldx + kXq + 32 * c);
+        const __m256i xe = _mm256_srai_epi16(_mm256_slli_epi16(q, 8), 8), xo = _mm256_srai_epi16(q, 8);
+        PLEXUS_Q_UNROLL for (int r = 0; r < NR; ++r) {
+          s[t][r] = add_madd16(add_madd16(s[t][r], xe, w[r]->e[c]), xo, w[r]->o[c]);
+        }
+      }
+    }
+    PLEXUS_Q_UNROLL for (int t = 0; t < NT; ++t) {
+      const __m256 xd = _mm256_set1_ps(load_f32(xb + t * ldx));
+      PLEXUS_Q_UNROLL for (int r = 0; r < NR; ++r) {
+        a[t][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[t][r]), _mm256_mul_ps(w[r]->d, xd), a[t][r]);
+      }
+    }
+  }
+};
+
 struct Q6_KK {
   static constexpr std::int64_t kBlockBytes = sizeof(BlockQ6_K), kXBytes = sizeof(XBlock256);
   struct W {
@@ -334,29 +382,7 @@ struct Q6_KK {
     }
     a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(w.d, _mm256_set1_ps(load_f32(xb))), a);
   }
-  // acc for NR rows × NT tokens (x blocks ldx bytes apart): the same integers and f32 steps.
-  template <int NT, int NR>
-  static void acc_tile(const W* const (&w)[NR], const std::uint8_t* xb, std::int64_t ldx, __m256 (&a)[NT][NR]) {
-    __m256i s[NT][NR];
-    PLEXUS_Q_UNROLL for (int t = 0; t < NT; ++t) {
-      PLEXUS_Q_UNROLL for (int r = 0; r < NR; ++r) s[t][r] = _mm256_setzero_si256();
-    }
-    PLEXUS_Q_UNROLL for (int c = 0; c < 8; ++c) {
-      PLEXUS_Q_UNROLL for (int r = 0; r < NR; ++r) {
-        const __m256i aw = w[r]->aw[c], wv = w[r]->w[c], sc = w[r]->sc[c];
-        PLEXUS_Q_UNROLL for (int t = 0; t < NT; ++t) {
-          const __m256i q = load256(xb + t * ldx + kXq + 32 * c);
-          s[t][r] = add_madd16(s[t][r], _mm256_maddubs_epi16(aw, _mm256_sign_epi8(q, wv)), sc);
-        }
-      }
-    }
-    PLEXUS_Q_UNROLL for (int t = 0; t < NT; ++t) {
-      const __m256 xd = _mm256_set1_ps(load_f32(xb + t * ldx));
-      PLEXUS_Q_UNROLL for (int r = 0; r < NR; ++r) {
-        a[t][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[t][r]), _mm256_mul_ps(w[r]->d, xd), a[t][r]);
-      }
-    }
-  }
+  using Wide = Signed16<Q6_KK>;
 };
 
 // Q5_K: Q4_K's shape with bit 4 of each value from qh (values 0..31: maddubs pairs stay below
@@ -375,7 +401,9 @@ struct Q5_KK {
       w.q[j] = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, j), one), 4));
     }
   }
-  static void acc(const W& w, const std::uint8_t* xb, __m256& a) { Q4_KK::acc(w, xb, a); }  template <int NT, int NR>
+  static void acc(const W& w, const std::uint8_t* xb, __m256& a) { Q4_KK::acc(w, xb, a); }
+  using Wide = Q5_KK;  // prefill: Q4_K's acc_tile on the unpacked W
+  template <int NT, int NR>
   static void acc_tile(const W* const (&w)[NR], const std::uint8_t* xb, std::int64_t ldx, __m256 (&a)[NT][NR]) {
     Q4_KK::acc_tile<NT, NR>(w, xb, ldx, a);
   }
@@ -399,10 +427,8 @@ struct Q3_KK {
     chunk_scales16(q3_k_scales(blk->scales), w.sc);
     w.d = _mm256_set1_ps(_cvtsh_ss(blk->d));
   }
-  static void acc(const W& w, const std::uint8_t* xb, __m256& a) { Q6_KK::acc(w, xb, a); }  template <int NT, int NR>
-  static void acc_tile(const W* const (&w)[NR], const std::uint8_t* xb, std::int64_t ldx, __m256 (&a)[NT][NR]) {
-    Q6_KK::acc_tile<NT, NR>(w, xb, ldx, a);
-  }
+  static void acc(const W& w, const std::uint8_t* xb, __m256& a) { Q6_KK::acc(w, xb, a); }
+  using Wide = Signed16<Q3_KK>;
 };
 
 // IQ4_XS: Q6_K's shape with the codes' kIq4Values and scales ls − 32 (both halves of a chunk
@@ -421,10 +447,8 @@ struct IQ4_XSK {
     PLEXUS_Q_UNROLL for (int j = 0; j < 8; ++j) w.sc[j] = _mm256_shuffle_epi8(sc16, int16_lane_picker(j));
     w.d = _mm256_set1_ps(_cvtsh_ss(blk->d));
   }
-  static void acc(const W& w, const std::uint8_t* xb, __m256& a) { Q6_KK::acc(w, xb, a); }  template <int NT, int NR>
-  static void acc_tile(const W* const (&w)[NR], const std::uint8_t* xb, std::int64_t ldx, __m256 (&a)[NT][NR]) {
-    Q6_KK::acc_tile<NT, NR>(w, xb, ldx, a);
-  }
+  static void acc(const W& w, const std::uint8_t* xb, __m256& a) { Q6_KK::acc(w, xb, a); }
+  using Wide = Signed16<IQ4_XSK>;
 };
 
 constexpr std::int64_t kXsums16 = offsetof(XBlock256, sums16);

@@ -103,14 +103,14 @@ void q_dot_tile_unpacked(const std::uint8_t* w, std::int64_t ldw, const std::uin
   }
 }
 
-// A format whose W has acc_tile<NT, NR>(w[NR], xblock, ldx, acc[NT][NR]): one weight block of NR
-// rows times NT tokens at once, the same sums per pair as F::acc, computed chunk by chunk for
-// every pair together (NT · NR independent integer chains hide the multiply latency that one
-// pair's chain of 8 exposes).
+// Prefill's wide tiles. A format F may name F::Wide, the form its blocks take in prefill, with
+//   Wide::W, load(block, W&)   a weight block of F unpacked once per row block;
+//   Wide::kXBytes              bytes of an x block (F's);
+//   Wide::acc_tile<NT, NR>(w[NR], x, ldx, acc[NT][NR])  one weight block of NR rows times NT
+//     tokens, the same sums per pair as F::acc, computed chunk by chunk for every pair together
+//     (NT · NR independent integer chains hide the multiply latency one pair's chain exposes).
 template <class F>
-concept HasAccTile = requires(const typename F::W* const (&w)[1], const std::uint8_t* x, __m256 (&a)[1][1]) {
-  F::template acc_tile<1, 1>(w, x, std::int64_t{0}, a);
-};
+concept HasWide = requires { typename F::Wide; };
 
 // NT tokens × NR rows of unpacked blocks (F::W rows of ldw bytes, in cache) over nb blocks.
 template <class F, int NT, int NR>
@@ -159,15 +159,33 @@ void q_dot_tile_wide(const std::uint8_t* w, std::int64_t ldw, const std::uint8_t
   }
 }
 
+// F's wide tiles (4 tokens × kNR rows) over nr rows and nt tokens: the rows unpacked once as
+// F::Wide::W.
+template <class F, int kNR>
+void q_dot_wide(const std::uint8_t* w, std::int64_t ldw, const std::uint8_t* x, std::int64_t ldx, float* y,
+                std::int64_t ldy, std::int64_t nt, std::int64_t nr, std::int64_t nb) {
+  using Wd = typename F::Wide;
+  thread_local std::vector<typename Wd::W> unpacked;  // grows once to its largest size
+  if (unpacked.size() < static_cast<std::size_t>(nr * nb)) unpacked.resize(static_cast<std::size_t>(nr * nb));
+  for (std::int64_t r = 0; r < nr; ++r) {
+    for (std::int64_t b = 0; b < nb; ++b) Wd::load(w + r * ldw + b * F::kBlockBytes, unpacked[static_cast<std::size_t>(r * nb + b)]);
+  }
+  const std::int64_t ldu = nb * static_cast<std::int64_t>(sizeof(typename Wd::W));
+  q_dot_tile_wide<Wd, 4, kNR>(reinterpret_cast<const std::uint8_t*>(unpacked.data()), ldu, x, ldx, y, ldy, nt, nr, nb);
+}
+
 // Any tokens × any rows: token tiles of kNT (rows kNR at a time), the rest 1..kNT-1 tokens with
 // kNR1 rows (one token: decode). The first token tile prefetches (the rows come from memory);
 // later ones find them in cache. More than kNT tokens unpack the rows once and multiply them
-// from cache: formats with acc_tile in tiles of 4 tokens × kNRWide rows.
+// from cache: in wide tiles of 4 tokens × kNRWide rows where F has them.
 template <class F, int kNT, int kNR, int kNR1, int kNRWide = kNR>
 void q_dot_tile(const void* w, std::int64_t ldw, const void* xq, std::int64_t ldxq, float* y, std::int64_t ldy,
                 std::int64_t nt, std::int64_t nr, std::int64_t nb) {
   const std::uint8_t* wb = static_cast<const std::uint8_t*>(w);
   const std::uint8_t* xb = static_cast<const std::uint8_t*>(xq);
+  if constexpr (HasWide<F>) {
+    if (nt > kNT) return q_dot_wide<F, kNRWide>(wb, ldw, xb, ldxq, y, ldy, nt, nr, nb);
+  }
   if (nt > kNT) {
     // Several token tiles: unpack the rows once (nr × nb blocks), then multiply from cache.
     using U = Unpacked<F>;
@@ -177,10 +195,6 @@ void q_dot_tile(const void* w, std::int64_t ldw, const void* xq, std::int64_t ld
       for (std::int64_t b = 0; b < nb; ++b) F::load(wb + r * ldw + b * F::kBlockBytes, unpacked[static_cast<std::size_t>(r * nb + b)]);
     }
     const std::int64_t ldu = nb * U::kBlockBytes;
-    if constexpr (HasAccTile<F>) {
-      return q_dot_tile_wide<F, 4, kNRWide>(reinterpret_cast<const std::uint8_t*>(unpacked.data()), ldu, xb, ldxq, y, ldy,
-                                           nt, nr, nb);
-    }
     return q_dot_tile_unpacked<U, kNT, kNR>(reinterpret_cast<const std::uint8_t*>(unpacked.data()), ldu, xb, ldxq, y,
                                            ldy, nt, nr, nb);
   }
