@@ -268,6 +268,8 @@ TEST(QuantX, FollowsItsDefinition) {
     const std::int64_t cols = 512, blk = qx_block_elems(t);
     std::vector<float> x = random_vec(cols, rng);
     std::fill(x.begin(), x.begin() + blk, 0.0f);  // an all-zero block: d = 0, q = 0
+    // A block of halves: amax 127 gives d = 1, so 0.5, 1.5, 2.5 … −126.5 are ties.
+    for (std::int64_t i = 0; i < blk; ++i) x[static_cast<std::size_t>(blk + i)] = i == 0 ? 127.0f : (i % 2 ? 1 : -1) * (0.5f + static_cast<float>(i % 127));
     std::vector<std::uint8_t> q(static_cast<std::size_t>(qx_row_bytes(t, cols)));
     quantize_x(t, x.data(), cols, 1, cols, q.data());
     for (std::int64_t b = 0; b < cols / blk; ++b) {
@@ -294,9 +296,11 @@ TEST(QuantX, FollowsItsDefinition) {
       float amax = 0;
       for (std::int64_t i = 0; i < blk; ++i) amax = std::max(amax, std::fabs(x[static_cast<std::size_t>(b * blk + i)]));
       EXPECT_EQ(d, amax / 127.0f);
+      const float id = d != 0.0f ? 1.0f / d : 0.0f;
       for (std::int64_t i = 0; i < blk; ++i) {
         const float v = x[static_cast<std::size_t>(b * blk + i)];
         EXPECT_LE(std::fabs(v - d * qs[i]), d * 0.5001f + 1e-30f) << b << " " << i;
+        EXPECT_EQ(qs[i], std::clamp(std::nearbyint(v * id), -127.0f, 127.0f)) << b << " " << i;  // ties to even
       }
     }
   }
