@@ -346,14 +346,26 @@ TEST_F(ServerFixture, SlowRequestsGet408AndTheCapMakesRoom) {
 TEST_F(ServerFixture, RequestsWaitingForAWorkerAtStopGet503) {
   HttpServerOptions o;
   o.threads = 2;
-  delay = std::chrono::milliseconds(400);  // per token: each completion holds its worker ~1 s
+  delay = std::chrono::milliseconds(600);  // per event: each completion holds its worker ~1.8 s
   start("", kDefaultMaxBody, true, o);
   std::vector<testing::RawClient> clients;
   for (int i = 0; i < 4; ++i) {
     clients.emplace_back(port);
     ASSERT_TRUE(clients.back().send(post_request("/v1/completions", kCompletion)));
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // two in the workers, two waiting
+  // Two in the workers: the handler submits its stream there (a worker holds it until the
+  // completion ends). However slow the machine, wait for that rather than a fixed time; then a
+  // moment for the listener to queue the other two, sent already.
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  for (;;) {
+    {
+      std::lock_guard lock(mutex);
+      if (streams.size() >= 2) break;
+    }
+    ASSERT_LT(std::chrono::steady_clock::now(), until) << "no request reached a worker";
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
   std::thread stopper([&] { server->stop(std::chrono::milliseconds(8000)); });
   std::map<int, int> statuses;
   for (testing::RawClient& c : clients) {
