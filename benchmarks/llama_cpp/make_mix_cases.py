@@ -12,7 +12,8 @@ llama.cpp). Run by hand (Debian python3 with numpy and torch), never by the test
    make-model has no such shapes; mkmodel.py also keeps the reference independent of plexus.)
 2. Each converted with hf_to_gguf.py (f32 GGUF, q/k rows permuted to llama.cpp's rope layout) and
    quantised by llama-quantize to the mixes of CASES (llama-quantize's type names; on r576 it falls
-   back to Q5_0 / Q5_1 / IQ4_NL / Q8_0 for the rows a 256-block cannot cover).
+   back to Q5_0 / Q5_1 / IQ4_NL / Q8_0 for the rows a 256-block cannot cover); the IQ1/IQ2/IQ3
+   mixes with an importance matrix llama-imatrix computes over a fixed text.
 3. Each file dequantised INDEPENDENTLY of plexus, by llama.cpp's gguf-py (GGUFReader +
    gguf.quants.dequantize, numpy), the q/k rows permuted back, written as an f32 safetensors
    checkpoint, and run through tests/tools/ref_forward.py (float64, Hugging Face semantics):
@@ -22,8 +23,8 @@ type name, as llama-quantize chose), tensor_sums (name -> three float64 sums of 
 file order: w, w², w·((i mod 7) − 3); tensor_sums below).
 
 usage: make_mix_cases.py [--peer DIR] [--out DIR] [--work DIR]
-  --peer DIR  the llama.cpp peer (setup_peer.sh's folder: DIR/build/bin/llama-quantize,
-              DIR/llama.cpp/gguf-py; default benchmarks/llama_cpp/peer)
+  --peer DIR  the llama.cpp peer (setup_peer.sh's folder: DIR/build/bin/llama-quantize and
+              llama-imatrix, DIR/llama.cpp/gguf-py; default benchmarks/llama_cpp/peer)
   --out DIR   where the files and cases.jsonl go (default tests/data/gguf/mixes)
   --work DIR  scratch folder (default a temporary one, removed after)
 """
@@ -56,7 +57,14 @@ STD = 0.05
 CASES = [
     ("r256", "Q5_K_M"), ("r256", "Q3_K_M"), ("r256", "Q2_K"), ("r256", "IQ4_XS"),
     ("r576", "Q4_K_M"), ("r576", "Q5_K_M"), ("r576", "Q3_K_M"), ("r576", "IQ4_XS"), ("r576", "Q4_1"),
+    # The codebook types, which llama-quantize writes only with an importance matrix: between them
+    # IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S and IQ1_M.
+    ("r256", "IQ2_XXS"), ("r256", "IQ2_XS"), ("r256", "IQ3_XXS"), ("r256", "IQ1_S"), ("r256", "IQ1_M"),
 ]
+# The mixes llama-quantize refuses without an importance matrix.
+NEEDS_IMATRIX = {"IQ2_XXS", "IQ2_XS", "IQ3_XXS", "IQ1_S", "IQ1_M"}
+IMATRIX_WORDS = ["the", "cat", "dog", "runs", "a", "big", "small", "house", "tree", "sky", "blue", "red", "green",
+                 "and", "or", "of"]
 # 40 fixed ids below the vocabulary (a multiplicative walk: no plexus or llama.cpp code involved).
 IDS = [(7 + 97 * i * i + 31 * i) % 317 + 3 for i in range(40)]
 
@@ -162,9 +170,10 @@ def main():
     ap.add_argument("--work")
     a = ap.parse_args()
     quantize = os.path.join(a.peer, "build", "bin", "llama-quantize")
+    imatrix_tool = os.path.join(a.peer, "build", "bin", "llama-imatrix")
     gguf_py = os.path.join(a.peer, "llama.cpp", "gguf-py")
-    if not os.access(quantize, os.X_OK) or not os.path.isdir(gguf_py):
-        sys.exit(f"make_mix_cases: no {quantize} or {gguf_py} (run benchmarks/llama_cpp/setup_peer.sh, or --peer)")
+    if not os.access(quantize, os.X_OK) or not os.access(imatrix_tool, os.X_OK) or not os.path.isdir(gguf_py):
+        sys.exit(f"make_mix_cases: no {quantize}, {imatrix_tool} or {gguf_py} (run benchmarks/llama_cpp/setup_peer.sh, or --peer)")
     sys.path.insert(0, gguf_py)
     import gguf  # noqa: E402  (llama.cpp's gguf-py)
 
@@ -176,10 +185,18 @@ def main():
             ckpt = os.path.join(work, shape)
             make_checkpoint(shape, ckpt)
             run([sys.executable, os.path.join(HERE, "hf_to_gguf.py"), ckpt, os.path.join(work, shape + "-f32.gguf")])
+            # An importance matrix from llama.cpp's llama-imatrix over a fixed text of words.
+            text = os.path.join(work, "imatrix-text.txt")
+            with open(text, "w") as f:
+                f.write(" ".join(IMATRIX_WORDS[(i * i + 3 * i) % len(IMATRIX_WORDS)] for i in range(3000)))
+            run([imatrix_tool, "-m", os.path.join(work, shape + "-f32.gguf"), "-f", text, "-o",
+                 os.path.join(work, shape + "-imatrix.gguf"), "-c", "64", "--chunks", "8", "-t", "1"],
+                os.path.join(work, shape + "-imatrix.log"))
         for shape, mix in CASES:
             name = f"{shape}-{mix.lower()}.gguf"
             dst = os.path.join(a.out, name)
-            run([quantize, os.path.join(work, shape + "-f32.gguf"), dst, mix, "1"], os.path.join(work, name + ".log"))
+            imatrix = ["--imatrix", os.path.join(work, shape + "-imatrix.gguf")] if mix in NEEDS_IMATRIX else []
+            run([quantize, *imatrix, os.path.join(work, shape + "-f32.gguf"), dst, mix, "1"], os.path.join(work, name + ".log"))
             with open(os.path.join(work, shape, "config.json")) as f:
                 cfg = json.load(f)
             deq = os.path.join(work, name + "-dequant")

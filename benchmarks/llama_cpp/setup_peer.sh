@@ -12,7 +12,7 @@ package=node-llama-cpp
 version=3.21.1
 integrity='sha512-E3N0Ev2Va0wzydvXYFwM9Hvyo07PoWjt8T/9GMc43Cvt8YkV/NU/tYUgEMC1grTPv2o9PRjQi0G3Wb5P/awiMg=='
 commit=80fb11ac73e66d89eae2c6a91d8a77428fa733ed  # the bundle's HEAD (llama.cpp, squashed)
-targets=(llama-bench llama-batched-bench llama-perplexity llama-quantize llama-tokenize)
+targets=(llama-bench llama-batched-bench llama-perplexity llama-quantize llama-tokenize llama-imatrix)
 [ $# -gt 0 ] && targets=("$@")
 bin="$peer/build/bin"
 

@@ -34,6 +34,7 @@ Checkpoint::Checkpoint(const std::string& dir) : dir_(dir) {
       t.end = g.offset + g.bytes;
       index_[*hf] = TensorRef{&t, gguf_->data(g), nullptr, gguf_.get()};
     }
+    convert_codebook_tensors();
     return;
   }
   const std::string single = dir + "/model.safetensors";

@@ -30,7 +30,10 @@ class Checkpoint {
  public:
   // Opens DIR/model.safetensors, or the shards named by DIR/model.safetensors.index.json, or
   // DIR itself when it is a GGUF file (tensors with no Hugging Face name, like rope_freqs.weight,
-  // are left out). Throws InputError naming the file when something is missing or malformed.
+  // are left out). A GGUF file's tensors in llama.cpp's codebook types (IQ1_S, IQ1_M, IQ2_XXS,
+  // IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S: kernels/ref/dequantize_iq.h), for which plexus has no kernels,
+  // become owned Q8_0 copies here (checkpoint_quantize.cpp), so everything after sees Q8_0.
+  // Throws InputError naming the file when something is missing or malformed.
   explicit Checkpoint(const std::string& dir);
 
   const std::string& dir() const { return dir_; }
@@ -57,11 +60,17 @@ class Checkpoint {
   using QuantizeProgress = std::function<bool(std::int64_t done, std::int64_t total)>;
   void quantize(QuantMix mix, const QuantModelFacts& facts, ThreadPool& pool, const QuantizeProgress& progress = {});
   // Whether quantize() replaced any tensor.
-  bool quantized() const { return !owned_.empty(); }
+  bool quantized() const { return quantized_; }
+  // The tensors converted from codebook types at open, as (HF name, GGUF type name).
+  const std::vector<std::pair<std::string, std::string>>& converted() const { return converted_; }
 
  private:
   struct OwnedTensor;
-  std::map<std::string, std::shared_ptr<OwnedTensor>> owned_;  // quantised copies by name
+  // The GGUF file's codebook-type tensors as Q8_0 copies (the constructor's last step).
+  void convert_codebook_tensors();
+  std::map<std::string, std::shared_ptr<OwnedTensor>> owned_;  // quantised or converted copies by name
+  bool quantized_ = false;
+  std::vector<std::pair<std::string, std::string>> converted_;
   std::string dir_;
   std::vector<std::unique_ptr<SafetensorsFile>> files_;
   std::unique_ptr<GgufFile> gguf_;

@@ -1,5 +1,6 @@
 // Quantise on load: the weight matrices of a Checkpoint become owned copies in the types a named
-// mix gives them, quantised row by row on a thread pool.
+// mix gives them, quantised row by row on a thread pool; and a GGUF file's codebook-type tensors
+// become Q8_0 copies at open.
 #include <cstdlib>
 #include <new>
 
@@ -7,7 +8,9 @@
 #include "core/thread_pool.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/quantize.h"
+#include "kernels/ref/dequantize_iq.h"
 #include "model/checkpoint.h"
+#include "model/gguf_model.h"
 
 namespace plexus {
 
@@ -86,6 +89,48 @@ void Checkpoint::quantize(QuantMix mix, const QuantModelFacts& facts, ThreadPool
     quantised.data = owned->bytes.get();
     index_[name] = quantised;
     owned_[name] = std::move(owned);
+    quantized_ = true;
+  }
+}
+
+void Checkpoint::convert_codebook_tensors() {
+  std::vector<std::pair<const GgufTensor*, IqType>> targets;
+  for (const GgufTensor& g : gguf_->tensors()) {
+    IqType t;
+    if (iq_type_of_code(g.ggml_type, &t) && hf_name_of_gguf_tensor(g.name)) targets.emplace_back(&g, t);
+  }
+  if (targets.empty()) return;
+  ThreadPool pool(0, WaitPolicy::kPassive);
+  for (const auto& [g, iq] : targets) {
+    const std::string name = *hf_name_of_gguf_tensor(g->name);
+    const TensorRef src = index_.at(name);
+    const std::int64_t cols = g->dims[0], rows = g->numel() / cols;
+    const std::int64_t src_row_bytes = static_cast<std::int64_t>(g->bytes) / rows;
+    const std::int64_t row_bytes = dtype_row_bytes(DType::kQ8_0, cols);
+    auto owned = std::make_shared<OwnedTensor>();
+    owned->info = *src.info;
+    owned->info.dtype = DType::kQ8_0;
+    owned->info.dtype_supported = true;
+    owned->info.dtype_name = std::string(dtype_name(DType::kQ8_0));
+    owned->info.begin = 0;
+    owned->info.end = static_cast<std::uint64_t>(rows * row_bytes);
+    owned->bytes.reset(allocate_aligned(rows * row_bytes));
+    std::uint8_t* dst = owned->bytes.get();
+    const auto* from = static_cast<const std::uint8_t*>(src.data);
+    const IqType type = iq;  // a plain variable: the lambda captures it
+    pool.parallel_for(rows, 1, [&](std::int64_t b, std::int64_t e) {
+      std::vector<float> row(static_cast<std::size_t>(cols));  // (cols)
+      for (std::int64_t r = b; r < e; ++r) {
+        dequantize_iq_row(type, from + r * src_row_bytes, row.data(), cols);
+        quantize_row(DType::kQ8_0, row.data(), dst + r * row_bytes, cols);
+      }
+    });
+    TensorRef converted = src;  // the same file named in messages
+    converted.info = &owned->info;
+    converted.data = owned->bytes.get();
+    index_[name] = converted;
+    owned_[name] = std::move(owned);
+    converted_.emplace_back(name, ggml_type_name(g->ggml_type));
   }
 }
 

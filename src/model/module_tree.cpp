@@ -130,6 +130,7 @@ ModuleTree ModuleTree::from_checkpoint(const ModelConfig& c, const Checkpoint& c
     if (!r.info->dtype_supported) {
       std::string read = "F32, BF16, F16";
       for (DType t : kBlockFormats) read += ", " + std::string(dtype_name(t));
+      read += "; and, converted to Q8_0 as the file opens, IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S";
       throw InputError(r.path() + ": tensor '" + p.name + "' has dtype " + r.info->dtype_name + "; supported: " + read);
     }
     p.dtype = r.info->dtype;

@@ -13,6 +13,10 @@
 #include "core/gguf_file.h"
 #include "core/json.h"
 #include "kernels/ref/dequantize.h"
+#include "kernels/quantize.h"
+#include "kernels/ref/dequantize_iq.h"
+#include "model/checkpoint.h"
+#include "model/gguf_model.h"
 #include "runtime/engine.h"
 #include "runtime/generate.h"
 #include "test_util.h"
@@ -34,7 +38,7 @@ std::string read_bytes(const std::string& path) {
 // them the files hold every block format plexus reads but Q4_0's and Q8_0's own files.
 TEST(GgufMixes, NllMatchesTheFloat64ForwardOfLlamaCppsDequantisation) {
   const std::vector<Json> all = mix_cases();
-  ASSERT_EQ(all.size(), 9u);
+  ASSERT_EQ(all.size(), 14u);
   std::set<std::string> types;
   for (const Json& c : all) {
     const std::string file = c["file"].get<std::string>();
@@ -43,7 +47,8 @@ TEST(GgufMixes, NllMatchesTheFloat64ForwardOfLlamaCppsDequantisation) {
     const GgufFile g(mix_path(file));
     for (const GgufTensor& t : g.tensors()) {
       EXPECT_EQ(ggml_type_name(t.ggml_type), c["tensor_types"][t.name].get<std::string>()) << t.name;
-      EXPECT_TRUE(t.supported) << t.name;
+      IqType iq;
+      EXPECT_TRUE(t.supported || iq_type_of_code(t.ggml_type, &iq)) << t.name;
       types.insert(ggml_type_name(t.ggml_type));
     }
     Engine engine(mix_path(file), EngineOptions{});
@@ -67,9 +72,12 @@ TEST(GgufMixes, NllMatchesTheFloat64ForwardOfLlamaCppsDequantisation) {
     if (t == DType::kQ8_0 || t == DType::kQ4_0) continue;  // tests/data/gguf's golden files
     EXPECT_TRUE(types.count(std::string(dtype_name(t)))) << dtype_name(t) << " is in no file";
   }
+  for (const char* t : {"IQ1_S", "IQ1_M", "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ3_XXS", "IQ3_S"}) {
+    EXPECT_TRUE(types.count(t)) << t << " is in no file";
+  }
 }
 
-// The oracle (kernels/ref/dequantize.cpp) against llama.cpp's gguf-py on every tensor of every
+// The oracles (kernels/ref/dequantize.cpp, dequantize_iq.cpp) against llama.cpp's gguf-py on every tensor of every
 // file: three float64 sums of the values in file order (w, w², w·((i mod 7) − 3)), so a code,
 // scale, sign or position decoded wrongly shows (one wrong weight moves a sum by ~1e-4).
 TEST(GgufMixes, OracleDequantisesEveryTensorAsGgufPy) {
@@ -80,7 +88,12 @@ TEST(GgufMixes, OracleDequantisesEveryTensorAsGgufPy) {
     for (const GgufTensor& t : g.tensors()) {
       const std::int64_t cols = t.dims[0], rows = t.numel() / cols;
       std::vector<float> w(static_cast<std::size_t>(t.numel()));
-      if (dtype_is_block(t.dtype)) {
+      IqType iq;
+      if (iq_type_of_code(t.ggml_type, &iq)) {
+        const auto* bytes = static_cast<const std::uint8_t*>(g.data(t));
+        const std::int64_t row_bytes = cols / 256 * static_cast<std::int64_t>(t.bytes / static_cast<std::uint64_t>(t.numel() / 256));
+        for (std::int64_t r = 0; r < rows; ++r) dequantize_iq_row(iq, bytes + r * row_bytes, w.data() + r * cols, cols);
+      } else if (dtype_is_block(t.dtype)) {
         const auto* bytes = static_cast<const std::uint8_t*>(g.data(t));
         for (std::int64_t r = 0; r < rows; ++r) {
           dequantize_row(t.dtype, bytes + r * dtype_row_bytes(t.dtype, cols), w.data() + r * cols, cols);
@@ -101,11 +114,46 @@ TEST(GgufMixes, OracleDequantisesEveryTensorAsGgufPy) {
       // Summation order only (seen: 2.3e-10 on a sum of squares of 370); a code decoded wrongly
       // moves a sum by the weight's step, 1e-4 or more.
       const double tol = 1e-9 * (1.0 + want[1]);
-      EXPECT_NEAR(s, want[0], tol) << t.name << " (" << dtype_name(t.dtype) << ") sum";
-      EXPECT_NEAR(s2, want[1], tol) << t.name << " (" << dtype_name(t.dtype) << ") sum of squares";
-      EXPECT_NEAR(sk, want[2], tol) << t.name << " (" << dtype_name(t.dtype) << ") position-weighted sum";
+      const std::string type = ggml_type_name(t.ggml_type);
+      EXPECT_NEAR(s, want[0], tol) << t.name << " (" << type << ") sum";
+      EXPECT_NEAR(s2, want[1], tol) << t.name << " (" << type << ") sum of squares";
+      EXPECT_NEAR(sk, want[2], tol) << t.name << " (" << type << ") position-weighted sum";
     }
   }
+}
+
+// A file's codebook-type tensors are Q8_0 copies once the checkpoint is open: the Q8_0
+// quantisation of the oracle's values, row by row; the other tensors stay in the file.
+TEST(GgufMixes, CodebookTensorsBecomeQ8_0CopiesAtOpen) {
+  const std::string path = mix_path("r256-iq1_m.gguf");
+  const Checkpoint ck(path);
+  const GgufFile& g = *ck.gguf();
+  std::set<std::string> converted_types;
+  for (const auto& [name, type] : ck.converted()) converted_types.insert(type);
+  EXPECT_EQ(converted_types, (std::set<std::string>{"IQ1_M", "IQ2_XXS"}));
+  std::size_t seen = 0;
+  for (const GgufTensor& t : g.tensors()) {
+    const std::optional<std::string> hf = hf_name_of_gguf_tensor(t.name);
+    if (!hf) continue;
+    const TensorRef r = ck.get(*hf);
+    IqType iq;
+    if (!iq_type_of_code(t.ggml_type, &iq)) {
+      EXPECT_EQ(r.data, g.data(t)) << t.name << ": used in place";
+      continue;
+    }
+    ++seen;
+    ASSERT_EQ(r.info->dtype, DType::kQ8_0) << t.name;
+    const std::int64_t cols = t.dims[0], rows = t.numel() / cols;
+    const std::int64_t src_row = static_cast<std::int64_t>(t.bytes) / rows, dst_row = dtype_row_bytes(DType::kQ8_0, cols);
+    std::vector<float> w(static_cast<std::size_t>(cols));
+    std::vector<std::uint8_t> want(static_cast<std::size_t>(dst_row));
+    for (std::int64_t row = 0; row < rows; ++row) {
+      dequantize_iq_row(iq, static_cast<const std::uint8_t*>(g.data(t)) + row * src_row, w.data(), cols);
+      quantize_row(DType::kQ8_0, w.data(), want.data(), cols);
+      ASSERT_EQ(0, std::memcmp(want.data(), static_cast<const std::uint8_t*>(r.data) + row * dst_row, want.size())) << t.name << " row " << row;
+    }
+  }
+  EXPECT_EQ(seen, ck.converted().size());
 }
 
 // `plexus perplexity` and `plexus generate` on a file whose rows llama.cpp could not cover with
@@ -129,8 +177,8 @@ TEST(GgufMixesCli, PerplexityAndGenerateOnAMixFile) {
   FAIL() << "no r576-q4_k_m.gguf in cases.jsonl";
 }
 
-// A tensor in a type plexus does not read (IQ2_XXS, which needs a grid table) is a bad input:
-// exit 2 naming the tensor, its type and every type that is read.
+// A tensor in a type plexus does not read (TQ2_0, ternary) is a bad input: exit 2 naming the
+// tensor, its type and every type that is read.
 TEST(GgufMixesCli, ATypePlexusDoesNotReadIsABadInputListingTheReadTypes) {
   std::string bytes = read_bytes(mix_path("r256-q5_k_m.gguf"));
   // The tensor record: u64 name length, the name, u32 n_dims, n_dims u64 dims, u32 type, u64 offset.
@@ -142,16 +190,18 @@ TEST(GgufMixesCli, ATypePlexusDoesNotReadIsABadInputListingTheReadTypes) {
   ASSERT_EQ(n_dims, 2u);
   const std::size_t type_at = at + name.size() + 4 + 8 * n_dims;
   std::memcpy(&type, bytes.data() + type_at, 4);
-  ASSERT_EQ(type, 13u);  // Q5_K; IQ2_XXS (16) takes fewer bytes, so the file still validates
-  type = 16;
+  ASSERT_EQ(type, 13u);  // Q5_K; TQ2_0 (35) takes fewer bytes, so the file still validates
+  type = 35;
   std::memcpy(bytes.data() + type_at, &type, 4);
-  testing::TempDir dir("gguf_iq2");
-  const std::string path = dir / "iq2.gguf";
+  testing::TempDir dir("gguf_tq2");
+  const std::string path = dir / "tq2.gguf";
   std::ofstream(path, std::ios::binary) << bytes;
   const testing::ProcessResult r = testing::run_plexus("generate " + testing::shell_quote(path) + " --ids 1,2,3 --max-tokens 2");
   EXPECT_EQ(r.exit_code, 2) << r.err;
-  EXPECT_NE(r.err.find("iq2.gguf: tensor 'model.layers.0.self_attn.q_proj.weight' has dtype IQ2_XXS"), std::string::npos) << r.err;
-  for (const char* t : {"F32", "BF16", "F16"}) EXPECT_NE(r.err.find(t), std::string::npos) << t << ": " << r.err;
+  EXPECT_NE(r.err.find("tq2.gguf: tensor 'model.layers.0.self_attn.q_proj.weight' has dtype TQ2_0"), std::string::npos) << r.err;
+  for (const char* t : {"F32", "BF16", "F16", "IQ1_S", "IQ1_M", "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ3_XXS", "IQ3_S"}) {
+    EXPECT_NE(r.err.find(t), std::string::npos) << t << ": " << r.err;
+  }
   for (DType t : kBlockFormats) EXPECT_NE(r.err.find(std::string(dtype_name(t))), std::string::npos) << dtype_name(t) << ": " << r.err;
 }
 
