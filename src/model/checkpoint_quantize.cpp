@@ -104,8 +104,8 @@ void Checkpoint::convert_codebook_tensors() {
   for (const auto& [g, iq] : targets) {
     const std::string name = *hf_name_of_gguf_tensor(g->name);
     const TensorRef src = index_.at(name);
-    const std::int64_t cols = g->dims[0], rows = g->numel() / cols;
-    const std::int64_t src_row_bytes = static_cast<std::int64_t>(g->bytes) / rows;
+    const std::int64_t cols = g->dims[0], rows = g->numel() / cols;  // GgufFile: dims ≥ 1, whole blocks per row
+    const std::int64_t src_row_bytes = cols / 256 * iq_block_bytes(iq);
     const std::int64_t row_bytes = dtype_row_bytes(DType::kQ8_0, cols);
     auto owned = std::make_shared<OwnedTensor>();
     owned->info = *src.info;

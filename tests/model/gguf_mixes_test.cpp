@@ -91,7 +91,7 @@ TEST(GgufMixes, OracleDequantisesEveryTensorAsGgufPy) {
       IqType iq;
       if (iq_type_of_code(t.ggml_type, &iq)) {
         const auto* bytes = static_cast<const std::uint8_t*>(g.data(t));
-        const std::int64_t row_bytes = cols / 256 * static_cast<std::int64_t>(t.bytes / static_cast<std::uint64_t>(t.numel() / 256));
+        const std::int64_t row_bytes = cols / 256 * iq_block_bytes(iq);
         for (std::int64_t r = 0; r < rows; ++r) dequantize_iq_row(iq, bytes + r * row_bytes, w.data() + r * cols, cols);
       } else if (dtype_is_block(t.dtype)) {
         const auto* bytes = static_cast<const std::uint8_t*>(g.data(t));
@@ -144,7 +144,7 @@ TEST(GgufMixes, CodebookTensorsBecomeQ8_0CopiesAtOpen) {
     ++seen;
     ASSERT_EQ(r.info->dtype, DType::kQ8_0) << t.name;
     const std::int64_t cols = t.dims[0], rows = t.numel() / cols;
-    const std::int64_t src_row = static_cast<std::int64_t>(t.bytes) / rows, dst_row = dtype_row_bytes(DType::kQ8_0, cols);
+    const std::int64_t src_row = cols / 256 * iq_block_bytes(iq), dst_row = dtype_row_bytes(DType::kQ8_0, cols);
     std::vector<float> w(static_cast<std::size_t>(cols));
     std::vector<std::uint8_t> want(static_cast<std::size_t>(dst_row));
     for (std::int64_t row = 0; row < rows; ++row) {

@@ -160,19 +160,32 @@ bool iq_type_of_code(std::uint32_t code, IqType* t) {
   }
 }
 
+std::int64_t iq_block_bytes(IqType t) {
+  switch (t) {
+    case IqType::kIQ2_XXS: return 66;
+    case IqType::kIQ2_XS: return 74;
+    case IqType::kIQ2_S: return 82;
+    case IqType::kIQ3_XXS: return 98;
+    case IqType::kIQ3_S: return 110;
+    case IqType::kIQ1_S: return 50;
+    case IqType::kIQ1_M: return 56;
+  }
+  return 0;
+}
+
 void dequantize_iq_row(IqType t, const void* src, float* dst, std::int64_t n) {
   const auto* b = static_cast<const std::uint8_t*>(src);
-  std::int64_t bytes = 0;
   void (*block)(const std::uint8_t*, float*) = nullptr;
   switch (t) {
-    case IqType::kIQ2_XXS: block = iq2_xxs, bytes = 66; break;
-    case IqType::kIQ2_XS: block = iq2_xs, bytes = 74; break;
-    case IqType::kIQ2_S: block = iq2_s, bytes = 82; break;
-    case IqType::kIQ3_XXS: block = iq3_xxs, bytes = 98; break;
-    case IqType::kIQ3_S: block = iq3_s, bytes = 110; break;
-    case IqType::kIQ1_S: block = iq1_s, bytes = 50; break;
-    case IqType::kIQ1_M: block = iq1_m, bytes = 56; break;
+    case IqType::kIQ2_XXS: block = iq2_xxs; break;
+    case IqType::kIQ2_XS: block = iq2_xs; break;
+    case IqType::kIQ2_S: block = iq2_s; break;
+    case IqType::kIQ3_XXS: block = iq3_xxs; break;
+    case IqType::kIQ3_S: block = iq3_s; break;
+    case IqType::kIQ1_S: block = iq1_s; break;
+    case IqType::kIQ1_M: block = iq1_m; break;
   }
+  const std::int64_t bytes = iq_block_bytes(t);
   for (std::int64_t i = 0; i < n / kQK; ++i) block(b + i * bytes, dst + i * kQK);
 }
 

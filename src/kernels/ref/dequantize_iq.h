@@ -14,6 +14,9 @@ enum class IqType : std::uint32_t { kIQ2_XXS = 16, kIQ2_XS = 17, kIQ3_XXS = 18, 
 // Whether GGUF type `code` is one of them (then *t is it).
 bool iq_type_of_code(std::uint32_t code, IqType* t);
 
+// Bytes of one super-block of 256 weights of type t.
+std::int64_t iq_block_bytes(IqType t);
+
 // dst (n) = the values of n elements of type t at src; n a multiple of 256.
 void dequantize_iq_row(IqType t, const void* src, float* dst, std::int64_t n);
 
