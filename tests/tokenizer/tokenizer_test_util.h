@@ -1,12 +1,12 @@
 // Shared helpers for tokenizer tests: golden paths, JSONL reading, seeded random UTF-8.
 #pragma once
 #include <cstdint>
-#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "core/json.h"
+#include "test_util.h"
 #include "tokenizer/utf8.h"
 
 namespace plexus::test {
@@ -15,14 +15,7 @@ inline std::string golden_dir(const std::string& name) {
   return std::string(PLEXUS_GOLDEN_DIR) + "/tokenizers/" + name;
 }
 
-inline std::vector<Json> read_jsonl(const std::string& path) {
-  std::ifstream in(path);
-  std::vector<Json> out;
-  std::string line;
-  while (std::getline(in, line))
-    if (!line.empty()) out.push_back(Json::parse(line));
-  return out;
-}
+using testing::read_jsonl;  // tests/model/test_util.h
 
 // Random valid UTF-8 mixing ASCII words, whitespace runs, and code points from every plane in use.
 inline std::string random_utf8(std::mt19937& rng, int max_chars) {
