@@ -16,7 +16,7 @@ llama.cpp). Run by hand (Debian python3 with numpy and torch), never by the test
    mixes with an importance matrix llama-imatrix computes over a fixed text.
 3. Each file dequantised INDEPENDENTLY of plexus, by llama.cpp's gguf-py (GGUFReader +
    gguf.quants.dequantize, numpy), the q/k rows permuted back, written as an f32 safetensors
-   checkpoint, and run through tests/tools/ref_forward.py (float64, Hugging Face semantics):
+   checkpoint, and run through tests/train/tools/ref_forward.py (float64, Hugging Face semantics):
    `dequant_f64_nll`, the per-token NLL of IDS.
 cases.jsonl, one line per file: file, shape, mix, ids, dequant_f64_nll, tensor_types (name -> GGUF
 type name, as llama-quantize chose), tensor_sums (name -> three float64 sums of gguf-py's values in
@@ -41,8 +41,10 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
-# The reference tools (not plexus's code), unmodified copies in tests/tools so a clone runs this.
+# mkmodel.py (not plexus's code), an unmodified copy in tests/tools so a clone runs this.
 TOOLS = os.path.join(REPO, "tests", "tools")
+# The float64 forward (not plexus's code): tests/train's oracle, which covers the Llama shapes here.
+REF_FORWARD = os.path.join(REPO, "tests", "train", "tools", "ref_forward.py")
 
 SHAPES = {
     "r256": dict(hidden_size=256, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, head_dim=64,
@@ -201,7 +203,7 @@ def main():
                 cfg = json.load(f)
             deq = os.path.join(work, name + "-dequant")
             types, sums = dequantised_checkpoint(gguf, dst, cfg, deq)
-            ref = json.loads(run([sys.executable, os.path.join(TOOLS, "ref_forward.py"), deq, "--ids",
+            ref = json.loads(run([sys.executable, REF_FORWARD, deq, "--ids",
                                   ",".join(map(str, IDS))]))
             lines.append({"file": name, "shape": shape, "mix": mix, "ids": IDS,
                           "dequant_f64_nll": [round(v, 9) for v in ref["nll"]], "tensor_types": types,
