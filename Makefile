@@ -30,12 +30,13 @@ test: build
 
 # Unit tests built with AddressSanitizer + UndefinedBehaviorSanitizer. Without the CUDA backend
 # (its tests skip without a GPU; `make test` builds it), the benchmarks and the test executables
-# holding no unit tests (no test here runs them).
+# holding no unit tests (no test here runs them). Unit tests labelled slow as well (CLI tests that
+# run the plexus binary dozens of times: 10-50 s each under the sanitizers) run in make test only.
 test-asan:
 	@bash scripts/setup.sh
 	cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DPLEXUS_SANITIZE=ON -DPLEXUS_CUDA=OFF -DPLEXUS_BENCHMARKS=OFF -DPLEXUS_UNIT_TESTS_ONLY=ON
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
-	cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS) -L unit --timeout 900
+	cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS) -L unit -LE slow --timeout 900
 
 # libFuzzer harnesses with every library instrumented (clang), each run for FUZZ_SECONDS;
 # corpora in fuzz/corpus (replayed by ctest in every build). See docs/fuzzing.md.
