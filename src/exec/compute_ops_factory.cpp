@@ -1,13 +1,13 @@
 // Device kind -> compute operations.
 #include "exec/compute_ops_factory.h"
 
+#include "compute/cpu_ops.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
-#include "model/cpu_ops.h"
 #ifdef PLEXUS_HAVE_CUDA
 #include "backend/cuda/cuda_device.h"
+#include "compute/cuda/cuda_ops.h"
 #include "kernels/cuda/cuda_check.h"
-#include "kernels/cuda/cuda_ops.h"
 #endif
 
 namespace plexus {
@@ -16,7 +16,7 @@ namespace {
 
 #ifdef PLEXUS_HAVE_CUDA
 DeviceOps make_cuda_ops(CudaDevice& device, const OpsShape& shape, DeviceMemory& memory) {
-  const cuda::CudaOpsSizes sizes = cuda::CudaOpsSizes::of(*shape.config, shape.max_tokens, shape.max_context);
+  const cuda::CudaOpsSizes sizes = cuda::CudaOpsSizes::of(shape.config->layer_shape(), shape.max_tokens, shape.max_context);
   DeviceOps d;
   d.scratch = memory.allocate(cuda::CudaOps::scratch_bytes(sizes), "scratch of the CUDA kernels (cuBLAS workspace, attention partials)");
   // The ops' cuBLAS handle, events and pinned buffer belong to the device's GPU: make it current
@@ -40,7 +40,7 @@ std::int64_t kernel_scratch_bytes(DeviceKind kind, const OpsShape& shape) {
 #ifdef PLEXUS_HAVE_CUDA
   if (kind == DeviceKind::kCuda) {
     return static_cast<std::int64_t>(
-        cuda::CudaOps::scratch_bytes(cuda::CudaOpsSizes::of(*shape.config, shape.max_tokens, shape.max_context)));
+        cuda::CudaOps::scratch_bytes(cuda::CudaOpsSizes::of(shape.config->layer_shape(), shape.max_tokens, shape.max_context)));
   }
 #endif
   (void)kind;

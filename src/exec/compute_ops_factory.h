@@ -4,9 +4,9 @@
 #include <memory>
 
 #include "backend/device.h"
+#include "compute/compute_ops.h"
 #include "exec/device_memory.h"
 #include "kernels/cpu/isa.h"
-#include "model/compute_ops.h"
 #include "model/config.h"
 
 namespace plexus {

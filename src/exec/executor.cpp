@@ -169,9 +169,9 @@ Executor::Executor(const std::string& model_dir, const DeviceMap& map, DeviceReg
       }
       const ThreadPool* pool = d->device->thread_pool();
       const int n_threads = pool ? pool->size() : 1;  // attention scores per host thread
-      const std::int64_t ws_bytes = Workspace::bytes_for(c, max_tokens_, max_context_, n_threads);
+      const std::int64_t ws_bytes = Workspace::bytes_for(c.layer_shape(), max_tokens_, max_context_, n_threads);
       d->workspace_memory = memory_.of(s.device).allocate(static_cast<std::size_t>(ws_bytes), "scratch buffers (workspace)");
-      d->workspace = std::make_unique<Workspace>(c, max_tokens_, max_context_, n_threads, d->workspace_memory.as<float>());
+      d->workspace = std::make_unique<Workspace>(c.layer_shape(), max_tokens_, max_context_, n_threads, d->workspace_memory.as<float>());
       if (b.layer_slots > 0 || b.head_slot > 0) {
         for (std::size_t l = 0; l < layout_.layers.size(); ++l) {  // the sizing and the weights as stored agree
           const ModulePlace& p = layout_.layers[l];

@@ -5,7 +5,7 @@
 // code never knows it runs on a shard.
 #pragma once
 #include "comm/collective.h"
-#include "model/compute_ops.h"
+#include "compute/compute_ops.h"
 
 namespace plexus {
 

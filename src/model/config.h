@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "compute/layer_shape.h"
 #include "core/dtype.h"
 #include "core/json.h"
 
@@ -54,6 +55,7 @@ struct ModelConfig {
 
   std::int64_t q_dim() const { return num_heads * head_dim; }
   std::int64_t kv_dim() const { return num_kv_heads * head_dim; }
+  LayerShape layer_shape() const { return {hidden_size, num_heads, num_kv_heads, head_dim, intermediate_size}; }
 };
 
 // Reads and validates MODEL_DIR/config.json (or the file itself; a .gguf file: its metadata). Throws InputError naming the

@@ -65,19 +65,6 @@ std::vector<double> rope_inv_freq(const ModelConfig& c) {
   return f;
 }
 
-namespace {
-// Element counts of the workspace's buffers, in declaration order.
-std::vector<std::int64_t> workspace_sizes(const ModelConfig& c, std::int64_t max_tokens, std::int64_t max_context,
-                                          int n_threads) {
-  return {max_tokens * c.hidden_size, max_tokens * c.q_dim(), max_tokens * c.kv_dim(), max_tokens * c.kv_dim(),
-          max_tokens * c.q_dim(), max_tokens * c.intermediate_size, max_tokens * c.intermediate_size,
-          max_tokens * c.head_dim / 2, max_tokens * c.head_dim / 2,
-          n_threads * (c.num_heads / c.num_kv_heads) * max_context};
-}
-constexpr std::int64_t kFloatsPerLine = 16;  // each buffer starts on a 64-byte line
-std::int64_t round_up_line(std::int64_t n) { return (n + kFloatsPerLine - 1) / kFloatsPerLine * kFloatsPerLine; }
-}  // namespace
-
 std::int64_t layer_vector_bytes(const ModelConfig& c) {
   auto f32 = [](std::int64_t n) { return round_up_line(n) * static_cast<std::int64_t>(sizeof(float)); };
   std::int64_t b = 2 * f32(c.hidden_size);  // input and post-attention norms
@@ -89,26 +76,6 @@ std::int64_t layer_vector_bytes(const ModelConfig& c) {
 
 std::int64_t final_norm_bytes(const ModelConfig& c) {
   return round_up_line(c.hidden_size) * static_cast<std::int64_t>(sizeof(float));
-}
-
-std::int64_t Workspace::bytes_for(const ModelConfig& c, std::int64_t max_tokens, std::int64_t max_context, int n_threads) {
-  std::int64_t floats = 0;
-  for (std::int64_t n : workspace_sizes(c, max_tokens, max_context, n_threads)) floats += round_up_line(n);
-  return floats * static_cast<std::int64_t>(sizeof(float));
-}
-
-Workspace::Workspace(const ModelConfig& c, std::int64_t max_tokens, std::int64_t max_context, int n_threads, float* memory)
-    : max_tokens_(max_tokens), max_context_(max_context) {
-  if (memory == nullptr) {
-    owned_.resize(static_cast<std::size_t>(bytes_for(c, max_tokens, max_context, n_threads) / sizeof(float)));
-    memory = owned_.data();
-  }
-  std::span<float>* fields[] = {&xb, &q, &k, &v, &att, &gate, &up, &rope_cos, &rope_sin, &scores};
-  const std::vector<std::int64_t> sizes = workspace_sizes(c, max_tokens, max_context, n_threads);
-  for (std::size_t i = 0; i < sizes.size(); ++i) {
-    *fields[i] = std::span<float>(memory, static_cast<std::size_t>(sizes[i]));
-    memory += round_up_line(sizes[i]);
-  }
 }
 
 LlamaFamilyModel::LlamaFamilyModel(const ModelConfig& config, const Checkpoint& ck)

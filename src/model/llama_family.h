@@ -1,16 +1,17 @@
 // The forward pass of the Llama family: Llama 2/3/3.1, Mistral, Qwen2 (q/k/v bias) and Qwen3
 // (q/k RMSNorm). Pre-norm decoder layers, rotate-half RoPE, grouped-query attention,
 // SiLU-gated MLP. Knows nothing of devices: it computes through a device's ComputeOps
-// (model/compute_ops.h) on whatever buffers and weights it is given.
+// (compute/compute_ops.h) on whatever buffers and weights it is given.
 #pragma once
 #include <cstdint>
 #include <span>
 #include <vector>
 
+#include "compute/compute_ops.h"
+#include "compute/kv_cache.h"
+#include "compute/workspace.h"
 #include "kernels/weight_matrix.h"
-#include "model/compute_ops.h"
 #include "model/config.h"
-#include "model/kv_cache.h"
 
 namespace plexus {
 
@@ -29,27 +30,6 @@ struct ModelWeights {
   WeightMatrix embed, lm_head;     // (vocab, H) (vocab rows of the head, H)
   VectorView final_norm;           // (H)
   std::vector<LayerWeights> layers;  // (num_layers)
-};
-
-// Scratch buffers for up to `max_tokens` tokens per call; allocated once, in memory the
-// workspace owns or in caller memory of bytes_for(...) bytes (a device buffer).
-class Workspace {
- public:
-  Workspace(const ModelConfig& c, std::int64_t max_tokens, std::int64_t max_context, int n_threads,
-            float* memory = nullptr);
-  Workspace(const Workspace&) = delete;
-  Workspace& operator=(const Workspace&) = delete;
-  static std::int64_t bytes_for(const ModelConfig& c, std::int64_t max_tokens, std::int64_t max_context, int n_threads);
-  std::int64_t max_tokens() const { return max_tokens_; }
-  std::int64_t max_context() const { return max_context_; }
-
-  std::span<float> xb, q, k, v, att, gate, up;  // (max_tokens, H | q_dim | kv_dim | q_dim | I | I)
-  std::span<float> rope_cos, rope_sin;          // (max_tokens, head_dim / 2)
-  std::span<float> scores;                      // (n_threads, group, max_context)
-
- private:
-  std::int64_t max_tokens_, max_context_;
-  std::vector<float> owned_;
 };
 
 class LlamaFamilyModel {

@@ -3,8 +3,8 @@
 
 #include <algorithm>
 
+#include "compute/kv_cache.h"
 #include "core/units.h"
-#include "model/kv_cache.h"
 #include "model/llama_family.h"
 
 namespace plexus {
@@ -87,7 +87,7 @@ RunBuffers size_run_buffers(const ModelConfig& c, const SizedTree& sized, const 
     DeviceBuffers& d = at(s.device);
     if (d.stages == 0) {
       const int threads = s.device == kHostDevice ? shape.host_threads : shape.accelerator_threads;
-      d.workspace = Workspace::bytes_for(c, tokens, shape.context, std::max(1, threads)) +
+      d.workspace = Workspace::bytes_for(c.layer_shape(), tokens, shape.context, std::max(1, threads)) +
                     (s.device == kHostDevice ? 0 : shape.accelerator_kernel_scratch);
     }
     ++d.stages;

@@ -9,7 +9,7 @@
 
 #include "core/checked.h"
 #include "core/units.h"
-#include "model/kv_cache.h"
+#include "compute/kv_cache.h"
 #include "planner/memory_estimate.h"
 #include "model/llama_family.h"
 #include "planner/run_buffers.h"
@@ -168,7 +168,7 @@ StagePlan plan_stages(const SizedTree& t, const ModelConfig& c, const Budgets& b
   const std::int64_t tokens = std::max<std::int64_t>(1, shape.batch_tokens);
   // One stage's scratch: the layer workspace and the stage's activations.
   const std::int64_t act =
-      run ? Workspace::bytes_for(c, tokens, shape.context, shape.accelerator_threads) + shape.accelerator_kernel_scratch +
+      run ? Workspace::bytes_for(c.layer_shape(), tokens, shape.context, shape.accelerator_threads) + shape.accelerator_kernel_scratch +
                 tokens * c.hidden_size * 4
           : 0;
   const std::int64_t logits = run ? logits_chunk_rows(c.vocab_size, tokens) * (c.hidden_size + c.vocab_size) * 4 : 0;

@@ -10,10 +10,10 @@
 #include <string>
 
 #include "backend/device_registry.h"
+#include "compute/kv_cache.h"
 #include "exec/executor.h"
 #include "kernels/cpu/isa.h"
 #include "model/config.h"
-#include "model/kv_cache.h"
 #include "model/llama_family.h"
 
 namespace plexus {

@@ -9,7 +9,7 @@
 #include <span>
 #include <vector>
 
-#include "model/compute_ops.h"
+#include "compute/compute_ops.h"
 #include "model/config.h"
 #include "train/param_layout.h"
 #include "train/train_ops.h"

@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <span>
 
-#include "model/compute_ops.h"
+#include "compute/compute_ops.h"
 
 namespace plexus {
 

@@ -17,14 +17,14 @@
 #include "block_test_util.h"
 #include "cuda_test_util.h"
 #include "cuda_test_workspace.h"
-#include "kernels/cuda/cuda_ops.h"
+#include "compute/cuda/cuda_ops.h"
+#include "compute/workspace.h"
 #include "kernels/cuda/matmul.h"
-#include "kernels/cuda/workspace_view.h"
 #include "kernels/quantize.h"
 #include "kernels/ref/dequantize.h"
 #include "kernels/ref/ref_kernels.h"
 #include "model/config.h"
-#include "model/kv_cache.h"
+#include "compute/kv_cache.h"
 
 namespace plexus::cuda::test {
 namespace {
@@ -139,7 +139,7 @@ TEST_P(CudaOpsLayer, PrefillThenDecodeMatchesTheHostLayer) {
   for (std::int64_t i = 0; i < hd / 2; ++i) inv_freq[static_cast<std::size_t>(i)] = std::pow(c.rope_theta, -2.0 * i / hd);
 
   // Device state: CudaOps and its scratch, the workspace, two sequences' caches, activations.
-  const CudaOpsSizes sizes = CudaOpsSizes::of(c, max_tokens, capacity);
+  const CudaOpsSizes sizes = CudaOpsSizes::of(c.layer_shape(), max_tokens, capacity);
   DeviceBuffer<std::uint8_t> scratch(CudaOps::scratch_bytes(sizes));
   CudaOps ops(stream_, "cuda:test", sizes, scratch.get(), scratch.size());
   ops.set_prefill_attention_min_tokens(GetParam().prefill_min_tokens);
@@ -193,7 +193,9 @@ TEST_P(CudaOpsLayer, PrefillThenDecodeMatchesTheHostLayer) {
     ops.begin_batch(batch, inv_freq, true, *ws);
     ops.embed(embed.dev_view(), ids, x.get());
     ops.rmsnorm(x.get(), in_norm.dev.get(), n, H, eps, xb.get());
-    const WorkspaceView v = view_of(*ws);
+    struct {
+      float *q, *k, *v, *att;
+    } v{ws->q.data(), ws->k.data(), ws->v.data(), ws->att.data()};  // (n, Q) (n, KV) (n, KV) (n, Q) on the device
     const MatmulPart qkv[] = {{wq.dev_view(), v.q, Q}, {wk.dev_view(), v.k, KV}, {wv.dev_view(), v.v, KV}};
     ops.matmul(qkv, xb.get(), n, H);
     ops.add_bias(v.q, bq.dev.get(), n, Q);
@@ -340,7 +342,7 @@ class CudaOpsChecks : public CudaOpsLayer {};
 // Bad batches are refused on the host, naming the device, before anything is uploaded.
 TEST_F(CudaOpsChecks, RefusesPositionsOutsideTheCacheAndOversizedBatches) {
   const ModelConfig c = small_config(0);
-  const CudaOpsSizes sizes = CudaOpsSizes::of(c, 4, 8);
+  const CudaOpsSizes sizes = CudaOpsSizes::of(c.layer_shape(), 4, 8);
   DeviceBuffer<std::uint8_t> scratch(CudaOps::scratch_bytes(sizes));
   CudaOps ops(stream_, "cuda:7", sizes, scratch.get(), scratch.size());
   DeviceBuffer<float> ws_mem(static_cast<std::size_t>(device_workspace_bytes(c, 4, 8) / 4));
@@ -370,7 +372,7 @@ TEST_F(CudaOpsChecks, GraphsFallBackWhenBatchesDiffer) {
   const char* env = std::getenv("PLEXUS_CUDA_GRAPHS");
   if (env != nullptr && std::string(env) == "0") GTEST_SKIP() << "PLEXUS_CUDA_GRAPHS=0";
   const ModelConfig c = small_config(0);
-  const CudaOpsSizes sizes = CudaOpsSizes::of(c, 4, 8);
+  const CudaOpsSizes sizes = CudaOpsSizes::of(c.layer_shape(), 4, 8);
   DeviceBuffer<std::uint8_t> scratch(CudaOps::scratch_bytes(sizes));
   CudaOps ops(stream_, "cuda:0", sizes, scratch.get(), scratch.size());
   DeviceBuffer<float> ws_mem(static_cast<std::size_t>(device_workspace_bytes(c, 4, 8) / 4));

@@ -41,7 +41,7 @@ void launch_prefill_attention(const float* q, const TokenSlot* slots, const Quer
 // The same on tensor cores (prefill_attention_tc.cu): same tiles, geometries and arguments, but
 // q, keys and values are rounded to bf16 for the two products (S = q·kᵀ, O = p·v, f32
 // accumulation; softmax in f32), so results differ from the f32 kernel by ~1e-2 relative. Meant
-// for bf16/f16 models (CudaOps' policy: cuda_ops.h); needs sm_80 or newer.
+// for bf16/f16 models (CudaOps' policy: compute/cuda/cuda_ops.h); needs sm_80 or newer.
 void launch_prefill_attention_bf16(const float* q, const TokenSlot* slots, const QueryTile* tiles, std::int64_t n_tiles,
                                    const AttentionGeometry& g, int layer, float* out, cudaStream_t stream);
 

@@ -1,5 +1,5 @@
 // Capture and replay of repeated batches as CUDA graphs (see step_graphs.h).
-#include "kernels/cuda/step_graphs.h"
+#include "compute/cuda/step_graphs.h"
 
 #include <algorithm>
 

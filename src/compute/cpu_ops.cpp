@@ -1,14 +1,13 @@
 // The CPU compute operations: thin loops over the ISA kernels, threaded where it pays.
-#include "model/cpu_ops.h"
-
+#include "compute/cpu_ops.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 
+#include "compute/workspace.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/ops.h"
-#include "model/llama_family.h"
 
 namespace plexus {
 

@@ -1,14 +1,15 @@
 // The compute interface of one device: the handful of operations the Llama-family forward is
 // written against (model/llama_family.cpp). The architecture code calls these and nothing else,
-// so it runs unchanged on every device that implements them: CpuOps (model/cpu_ops, bitwise the
-// engine's CPU results) and CudaOps (kernels/cuda). Every pointer is in the device's own memory
-// (activations, workspace, KV caches, weights); spans named "host" are host memory.
+// so it runs unchanged on every device that implements them: CpuOps (compute/cpu_ops, bitwise
+// the engine's CPU results) and CudaOps (compute/cuda). Every pointer is in the device's own
+// memory (activations, workspace, KV caches, weights); spans named "host" are host memory.
+// compute/ sits between kernels/ (which know no models) and model/ (which knows no devices).
 #pragma once
 #include <cstdint>
 #include <span>
 
+#include "compute/kv_cache.h"
 #include "kernels/weight_matrix.h"
-#include "model/kv_cache.h"
 
 namespace plexus {
 

@@ -1,14 +1,13 @@
 // The compute interface on the host CPU: the kernels of one ISA (kernels/cpu) on a thread pool.
 // Activations, workspace, KV caches and weights are all host memory. Its results are bitwise
-// those of the CPU engine before the interface existed (the tests hold them). It lives with the
-// model rather than in kernels/cpu because it reads the model's Workspace.
+// those of the CPU engine before the interface existed (the tests hold them).
 #pragma once
 #include <cstdint>
 #include <span>
 
+#include "compute/compute_ops.h"
 #include "core/thread_pool.h"
 #include "kernels/cpu/isa.h"
-#include "model/compute_ops.h"
 
 namespace plexus {
 

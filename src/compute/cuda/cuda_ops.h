@@ -34,10 +34,10 @@
 #include <string>
 #include <vector>
 
+#include "compute/compute_ops.h"
+#include "compute/cuda/step_graphs.h"
+#include "compute/layer_shape.h"
 #include "kernels/cpu/matmul.h"  // MatmulPart
-#include "kernels/cuda/step_graphs.h"
-#include "model/compute_ops.h"
-#include "model/config.h"
 
 struct cublasContext;
 
@@ -53,7 +53,7 @@ struct CudaOpsSizes {
   std::int64_t max_context = 0;  // the longest sequence attended (no buffer depends on it today)
   std::int64_t n_heads = 0, n_kv_heads = 0, head_dim = 0;
   std::int64_t max_cols = 0;     // the widest matmul input with more than 8 tokens: max(H, q_dim, I)
-  static CudaOpsSizes of(const ModelConfig& c, std::int64_t max_tokens, std::int64_t max_context);
+  static CudaOpsSizes of(const LayerShape& l, std::int64_t max_tokens, std::int64_t max_context);
 };
 
 class CudaOps final : public ComputeOps {

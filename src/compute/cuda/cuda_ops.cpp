@@ -1,6 +1,6 @@
 // CudaOps: the compute interface on a CUDA device. Host side only: validation, metadata staging
-// and kernel launches (the kernels are in the .cu files next to this one).
-#include "kernels/cuda/cuda_ops.h"
+// and kernel launches (the kernels are in kernels/cuda).
+#include "compute/cuda/cuda_ops.h"
 
 #include <cublas_v2.h>
 
@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "compute/workspace.h"
 #include "core/error.h"
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/cuda_check.h"
@@ -19,7 +20,6 @@
 #include "kernels/cuda/prefill_attention.h"
 #include "kernels/cuda/rope_kv.h"
 #include "kernels/cuda/token_slot.h"
-#include "kernels/cuda/workspace_view.h"
 
 namespace plexus::cuda {
 
@@ -31,6 +31,22 @@ constexpr int kMaxTargetBlocks = 1024;               // attention blocks aimed f
 constexpr int kMaxPartsPerCall = 8;
 
 std::size_t align_up(std::size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+// The device pointers CudaOps reads of a Workspace, as plain values the captured graph ops copy.
+struct WorkspaceView {
+  float* q = nullptr;         // (max_tokens, n_heads·head_dim)
+  float* k = nullptr;         // (max_tokens, n_kv_heads·head_dim)
+  float* v = nullptr;         // (max_tokens, n_kv_heads·head_dim)
+  float* att = nullptr;       // (max_tokens, n_heads·head_dim)
+  float* rope_cos = nullptr;  // (max_tokens, head_dim / 2)
+  float* rope_sin = nullptr;  // (max_tokens, head_dim / 2)
+  std::int64_t rope_floats = 0;  // elements of rope_cos (and of rope_sin)
+};
+
+WorkspaceView view_of(Workspace& ws) {
+  return {ws.q.data(), ws.k.data(), ws.v.data(), ws.att.data(), ws.rope_cos.data(), ws.rope_sin.data(),
+          static_cast<std::int64_t>(ws.rope_cos.size())};
+}
 
 // Byte offsets of the scratch regions, in order.
 struct ScratchLayout {
@@ -136,14 +152,14 @@ std::array<std::uint64_t, sizeof...(A)> sig(A... a) {
 
 }  // namespace
 
-CudaOpsSizes CudaOpsSizes::of(const ModelConfig& c, std::int64_t max_tokens, std::int64_t max_context) {
+CudaOpsSizes CudaOpsSizes::of(const LayerShape& l, std::int64_t max_tokens, std::int64_t max_context) {
   CudaOpsSizes s;
   s.max_tokens = max_tokens;
   s.max_context = max_context;
-  s.n_heads = c.num_heads;
-  s.n_kv_heads = c.num_kv_heads;
-  s.head_dim = c.head_dim;
-  s.max_cols = std::max({c.hidden_size, c.q_dim(), c.intermediate_size});
+  s.n_heads = l.n_heads;
+  s.n_kv_heads = l.n_kv_heads;
+  s.head_dim = l.head_dim;
+  s.max_cols = std::max({l.hidden, l.q_dim(), l.intermediate});
   return s;
 }
 

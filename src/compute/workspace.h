@@ -1,0 +1,37 @@
+// Scratch buffers of one layer's activations for up to `max_tokens` tokens per call; allocated
+// once, in memory the workspace owns or in caller memory of bytes_for(...) bytes (a device buffer).
+#pragma once
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "compute/layer_shape.h"
+
+namespace plexus {
+
+// n floats rounded up to whole 64-byte lines: every buffer of a workspace starts on a line.
+inline std::int64_t round_up_line(std::int64_t n) {
+  constexpr std::int64_t kFloatsPerLine = 16;
+  return (n + kFloatsPerLine - 1) / kFloatsPerLine * kFloatsPerLine;
+}
+
+class Workspace {
+ public:
+  Workspace(const LayerShape& s, std::int64_t max_tokens, std::int64_t max_context, int n_threads,
+            float* memory = nullptr);
+  Workspace(const Workspace&) = delete;
+  Workspace& operator=(const Workspace&) = delete;
+  static std::int64_t bytes_for(const LayerShape& s, std::int64_t max_tokens, std::int64_t max_context, int n_threads);
+  std::int64_t max_tokens() const { return max_tokens_; }
+  std::int64_t max_context() const { return max_context_; }
+
+  std::span<float> xb, q, k, v, att, gate, up;  // (max_tokens, H | q_dim | kv_dim | q_dim | I | I)
+  std::span<float> rope_cos, rope_sin;          // (max_tokens, head_dim / 2)
+  std::span<float> scores;                      // (n_threads, group, max_context)
+
+ private:
+  std::int64_t max_tokens_, max_context_;
+  std::vector<float> owned_;
+};
+
+}  // namespace plexus
