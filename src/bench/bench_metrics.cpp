@@ -41,7 +41,9 @@ Json throughput_json(const RunTimings& t) {
           {"output_tokens", out},
           {"prompt_tokens", prompt},
           {"samples", t.samples.size()},
-          {"wall_s", wall}};
+          {"wall_s", wall},
+          {"decode_steps", t.steps.count},
+          {"host_ms_per_step", t.steps.count > 0 ? Json(t.steps.host_ms_per_step(t.decode_s)) : Json(nullptr)}};
 }
 
 Json latency_json(const RunTimings& t) {

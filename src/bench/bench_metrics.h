@@ -8,6 +8,7 @@
 #include "core/json.h"
 #include "monitor/reading.h"
 #include "monitor/summary.h"
+#include "runtime/decode_steps.h"
 
 namespace plexus::bench {
 
@@ -21,13 +22,15 @@ struct SampleTiming {
 struct RunTimings {
   std::vector<SampleTiming> samples;
   double wall_s = 0;  // the measured part: first batch start → last batch end
+  double decode_s = 0;  // of wall_s, the batches' decode loops
+  DecodeSteps steps;    // their steps and the time in forwards
 };
 
 // tpot_ms of one sample: (e2e − ttft) / (output_tokens − 1); none with fewer than 2 tokens.
 std::vector<double> tpot_values(const std::vector<SampleTiming>& samples);
 
 // {"tokens_per_s", "total_tokens_per_s", "samples_per_s", "output_tokens", "prompt_tokens",
-//  "samples", "wall_s"}
+//  "samples", "wall_s", "decode_steps", "host_ms_per_step" (null without decode steps)}
 Json throughput_json(const RunTimings& t);
 // {"ttft_ms": {p50, p90, p99, mean, min, max, count}, "tpot_ms": {...}, "e2e_ms": {...}}
 Json latency_json(const RunTimings& t);

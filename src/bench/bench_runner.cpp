@@ -214,6 +214,8 @@ Json run_point(const BenchPoint& point, const std::string& config_file, const Lo
       o.sampling.seed = sc.seed + b;
       const BatchGenerateResult r = generate_batch(measured_runner, batch, o);
       if (!timings) continue;
+      timings->decode_s += r.decode_s;
+      timings->steps += r.steps;
       for (const GenerateResult& g : r.sequences) {
         timings->samples.push_back({g.prompt_tokens, static_cast<std::int64_t>(g.ids.size()), g.ttft_ms, g.e2e_ms});
       }

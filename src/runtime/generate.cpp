@@ -110,7 +110,10 @@ GenerateResult generate(Runner& runner, std::span<const std::int32_t> prompt, co
   while (static_cast<std::int64_t>(r.ids.size()) < options.max_tokens) {
     if (is_stop(options, next)) break;
     const SlotBatch batch{std::span(&next, 1), std::span(&pos, 1), std::span(&slot, 1)};
+    Timer forward;
     runner.forward(batch, std::span(&row, 1), logits.data());
+    r.steps.forward_s += forward.seconds();
+    ++r.steps.count;
     ++pos;
     next = sampler.sample(logits.data());
     r.ids.push_back(next);
@@ -173,9 +176,12 @@ BatchGenerateResult generate_batch(Runner& runner, const std::vector<SequenceReq
   // Prefill: every prompt's tokens, in order, cut into forwards of at most `chunk` tokens; the
   // last token of each prompt gives that sequence's first generated token.
   Timer timer;
+  double forward_s = 0;  // in the runner's forwards, since the call began
   auto flush = [&] {
     if (ids.empty()) return;
+    Timer forward;
     runner.forward(SlotBatch{ids, pos, seqs}, rows, logits.data());
+    forward_s += forward.seconds();
     for (std::size_t i = 0; i < rows.size(); ++i) {
       next[row_seq[i]] = samplers[row_seq[i]].sample(logits.data() + i * static_cast<std::size_t>(vocab));
     }
@@ -224,7 +230,10 @@ BatchGenerateResult generate_batch(Runner& runner, const std::vector<SequenceReq
     }
     if (ids.empty()) break;
     const std::vector<std::size_t> stepped = row_seq;
+    const double forward_before = forward_s;
     flush();  // one token per unfinished sequence: n_seq <= chunk was checked above
+    r.steps.forward_s += forward_s - forward_before;
+    ++r.steps.count;
     for (std::size_t s : stepped) r.sequences[s].ids.push_back(next[s]);
   }
   r.decode_s = decode_timer.seconds();

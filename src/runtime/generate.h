@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/decode_steps.h"
 #include "runtime/engine.h"
 #include "runtime/runner.h"
 #include "runtime/sampler.h"
@@ -28,6 +29,7 @@ struct GenerateResult {
   double ttft_ms = 0;  // start of the call to the first generated token
   double e2e_ms = 0;   // start of the call to the last generated token
   double prefill_tokens_per_s = 0, decode_tokens_per_s = 0;
+  DecodeSteps steps;
 };
 
 // The ids that end a sequence: config.json's eos_token_id(s) and the tokenizer's end-of-sequence
@@ -53,6 +55,7 @@ struct BatchGenerateResult {
   std::int64_t prompt_tokens = 0, generated_tokens = 0;
   double prefill_s = 0, decode_s = 0;
   double prefill_tokens_per_s = 0, decode_tokens_per_s = 0;  // all sequences together
+  DecodeSteps steps;
 };
 
 // Several prompts at once: prompts are prefilled together (up to max_batch_tokens per forward),

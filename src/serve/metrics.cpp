@@ -123,6 +123,13 @@ std::string Metrics::render(const MetricsSnapshot& s) const {
     o << "plexus_scheduler_steps_total " << st.steps << '\n';
     header(o, "plexus_scheduler_busy_seconds_total", "counter", "time the scheduler spent in forwards");
     o << "plexus_scheduler_busy_seconds_total " << number(st.busy_s) << '\n';
+    header(o, "plexus_scheduler_host_seconds_total", "counter",
+           "host time of the steps outside their forwards (batching, sampling, streaming)");
+    o << "plexus_scheduler_host_seconds_total " << number(st.host_s) << '\n';
+    if (st.steps > 0) {
+      gauge(o, "plexus_scheduler_host_seconds_per_step", "host time per step since the start (the two above)",
+            st.host_s / static_cast<double>(st.steps));
+    }
     header(o, "plexus_requests_finished_total", "counter", "generation requests ended, by how");
     o << "plexus_requests_finished_total{reason=\"finished\"} " << st.finished << '\n'
       << "plexus_requests_finished_total{reason=\"cancelled\"} " << st.cancelled << '\n'

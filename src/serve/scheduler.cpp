@@ -106,7 +106,9 @@ struct Scheduler::Impl {
 
   void loop();
   void admit(std::vector<Ended>& ended);
-  void step();
+  // One forward of the running requests; `begin`: when the loop's iteration began (admission),
+  // so that the step's host time counts from there to its tokens pushed.
+  void step(double begin);
   void count_ended(const std::vector<Ended>& ended);
   void end(Ended e);
   void finish_loop();
@@ -233,9 +235,11 @@ void Scheduler::Impl::loop() {
   for (;;) {
     std::vector<Ended> ended;
     bool stop = false;
+    double begin = 0;  // when this iteration's host work began
     {
       std::unique_lock<std::mutex> lock(wake->mutex);
       wake->cv.wait(lock, [&] { return wake->poked || draining || !waiting.empty() || !running.empty(); });
+      begin = clock_s();
       wake->poked = false;
       cancel_if(waiting, draining, ended);
       cancel_if(running, draining && Clock::now() >= drain_deadline, ended);
@@ -245,7 +249,7 @@ void Scheduler::Impl::loop() {
     }
     for (Ended& e : ended) end(std::move(e));
     if (stop) return;
-    if (!running.empty()) step();
+    if (!running.empty()) step(begin);
   }
 }
 
@@ -275,7 +279,7 @@ void Scheduler::Impl::admit(std::vector<Ended>& ended) {
   counters.kv_used_tokens = kv_used;
 }
 
-void Scheduler::Impl::step() {
+void Scheduler::Impl::step(double begin) {
   // The batch: one decode token per request past its prefill, then prompt chunks (FIFO).
   std::vector<std::int32_t> ids, pos;
   std::vector<int> seqs;
@@ -357,6 +361,7 @@ void Scheduler::Impl::step() {
     std::lock_guard<std::mutex> lock(wake->mutex);
     counters.steps += 1;
     counters.busy_s += t1 - t0;
+    counters.host_s += std::max(0.0, (clock_s() - begin) - (t1 - t0));
     if (failure.empty()) {
       counters.prompt_tokens += prompt_tokens;
       counters.generated_tokens += static_cast<std::int64_t>(rows.size());

@@ -59,6 +59,9 @@ struct SchedulerStats {
   std::int64_t prompt_tokens = 0, generated_tokens = 0;  // processed since start
   std::int64_t finished = 0, cancelled = 0, failed = 0;  // ended kStop or kLength / kCancelled / kError
   double busy_s = 0;  // time spent in forwards
+  // Host time of the steps: each from admitting requests to its tokens pushed to the streams,
+  // less its forward (batching, sampling, logprobs, streaming). host_s / steps: per step.
+  double host_s = 0;
 };
 
 class Scheduler {

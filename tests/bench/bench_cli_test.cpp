@@ -88,6 +88,9 @@ TEST_F(BenchCli, FourVirtualDevicesEndToEnd) {
   for (const char* k : {"tokens_per_s", "total_tokens_per_s", "samples_per_s"}) EXPECT_TRUE(j["throughput"][k].is_number()) << k;
   EXPECT_EQ(j["throughput"]["output_tokens"], 16);  // 4 samples × 4 tokens, end-of-sequence ignored
   EXPECT_EQ(j["throughput"]["samples"], 4);
+  // 2 batches of 2 samples × 4 tokens: the first token of each comes from prefill, 3 decode steps each.
+  EXPECT_EQ(j["throughput"]["decode_steps"], 6);
+  EXPECT_GE(j["throughput"]["host_ms_per_step"].get<double>(), 0.0);
   for (const char* k : {"ttft_ms", "tpot_ms", "e2e_ms"}) {
     for (const char* p : {"p50", "p90", "p99", "mean"}) EXPECT_TRUE(j["latency"][k][p].is_number()) << k << "." << p;
     EXPECT_EQ(j["latency"][k]["count"], 4);

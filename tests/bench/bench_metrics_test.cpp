@@ -30,6 +30,12 @@ TEST(BenchMetrics, Throughput) {
   EXPECT_DOUBLE_EQ(j["total_tokens_per_s"], 40);  // + 40 prompt tokens
   EXPECT_DOUBLE_EQ(j["samples_per_s"], 1);
   EXPECT_EQ(j["output_tokens"], 40);
+  EXPECT_TRUE(j["host_ms_per_step"].is_null());  // no decode steps recorded
+  t.decode_s = 1.5;
+  t.steps = {10, 1.2};  // 10 steps, 1.2 s of them in forwards: 0.3 s of host work
+  const Json d = throughput_json(t);
+  EXPECT_EQ(d["decode_steps"], 10);
+  EXPECT_NEAR(d["host_ms_per_step"].get<double>(), 30, 1e-9);
   const Json l = latency_json(t);
   EXPECT_DOUBLE_EQ(l["ttft_ms"]["p50"], 5);
   EXPECT_DOUBLE_EQ(l["tpot_ms"]["p99"], 5);  // (100 - 5) / 19

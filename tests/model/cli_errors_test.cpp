@@ -262,6 +262,11 @@ TEST(CliErrors, MakeModelGenerateRoundTrip) {
   const Json j = Json::parse(g.out);
   EXPECT_EQ(j["ids"].size(), 5u);
   for (const char* k : {"prefill_tokens_per_s", "decode_tokens_per_s", "ttft_ms"}) EXPECT_TRUE(j.contains(k)) << k;
+  // 5 tokens: the first from prefill, 4 decode steps; their host time is a part of a step.
+  EXPECT_EQ(j["decode_steps"], 4);
+  const double host_ms = j["host_ms_per_step"].get<double>();
+  EXPECT_GE(host_ms, 0.0);
+  EXPECT_LT(host_ms, 1e3 / j["decode_tokens_per_s"].get<double>());
   // The load time (mapping and prefaulting the weights, setting up the run) rides along.
   ASSERT_TRUE(j.contains("load_seconds"));
   EXPECT_GT(j["load_seconds"].get<double>(), 0.0);

@@ -105,6 +105,16 @@ TEST_F(ServeProcess, GreedyCompletionEqualsGenerate) {
   EXPECT_EQ(j["usage"]["total_tokens"], want["prompt_tokens"].get<int>() + want["completion_tokens"].get<int>());
   EXPECT_TRUE(j["usage"]["time_s"].is_number());
   EXPECT_TRUE(j["usage"].contains("energy_j"));
+  // The steps' host time (outside their forwards): some for every step, and its mean per step.
+  const std::string m = curl("GET", url("/metrics")).body;
+  auto value = [&m](const std::string& name) {
+    const std::size_t at = m.find("\n" + name + " ");
+    return at == std::string::npos ? -1.0 : std::atof(m.c_str() + at + name.size() + 2);
+  };
+  const double steps = value("plexus_scheduler_steps_total"), host = value("plexus_scheduler_host_seconds_total");
+  EXPECT_GE(steps, j["usage"]["completion_tokens"].get<double>()) << m;  // a step per token at least
+  EXPECT_GT(host, 0.0) << m;
+  EXPECT_NEAR(value("plexus_scheduler_host_seconds_per_step"), host / steps, 1e-6 * host / steps + 1e-9) << m;
   // The same prompt as token ids.
   const ProcessResult ids = run_plexus("generate " + shell_quote(shared->model) + " --ids 1,2,3,4 --max-tokens 6 --json --threads 2");
   ASSERT_EQ(ids.exit_code, 0) << ids.err;
