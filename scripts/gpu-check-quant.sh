@@ -99,6 +99,11 @@ fi
 section "block GEMV bandwidth (GB/s of weight bytes; ratio to the copy ceiling)"
 run gemv-perf 150 "$CKT" --gtest_filter='CudaPerf.BlockGemvBandwidthAgainstACopy' --gtest_color=no
 grep '^BLOCK-' "$RESULTS/gemv-perf.log" | tee -a "$RESULTS/summary.txt" || true
+# Issue 33's targets at one token, the default (rows) shape, median over the three matrices:
+# Q8_0 >= 0.75 and Q4_K >= 0.60 of the copy ceiling.
+if ! python3 scripts/gemv_targets.py "$RESULTS/gemv-perf.log" | tee -a "$RESULTS/summary.txt"; then
+  FAILED+=("gemv-targets: see summary.txt")
+fi
 
 # --- 4. whole models: the GPU model tests, decode tokens/s -----------------------------------
 section "whole models (plexus, gpu_bench, gpu_model_tests)"

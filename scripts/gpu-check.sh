@@ -206,7 +206,8 @@ step generate-1b 60 bash -c "$PLEXUS generate $M1 --ids $IDS --max-tokens $NEW -
 step gpu_bench-1b 90 "$GB" "$M1" --devices 0 --ids "$IDS" --decode-tokens "$NEW" --json "$RESULTS/gpu_bench-1b.json"
 if [ "$SKIP_8B" = 0 ]; then
   LIMIT=150 make_model make-8b "$M8" llama-3.1-8b --shards 4
-  step gpu_bench-8b 150 "$GB" "$M8" --devices 0 --ids "$IDS" --decode-tokens "$NEW" --reps 3 --json "$RESULTS/gpu_bench-8b.json"
+  step gpu_bench-8b 170 "$GB" "$M8" --devices 0 --ids "$IDS" --decode-tokens "$NEW" --reps 3 --batches 1,8,16,32,64,128 \
+    --json "$RESULTS/gpu_bench-8b.json"
   # The prefill with the previous (in-loop conversion) tensor-core attention, for the log.
   step gpu_bench-8b-inloopattn 40 env PLEXUS_CUDA_PREFILL_ATTENTION=bf16-inloop "$GB" "$M8" --devices 0 --ids "$IDS" --reps 3 \
     --skip ceilings,decode,batched --json "$RESULTS/gpu_bench-8b-inloopattn.json"

@@ -72,13 +72,20 @@ def rows(results):
         p_dec, h_dec = get(b, "decode", "decode_tokens_per_s"), get(hf, "decode_tokens_per_s")
         row(f"{name} decode-only tokens/s vs HF", p_dec, h_dec, p_dec / h_dec if p_dec and h_dec else None)
         copy = get(b, "ceilings", "copy_gbps")
+        # Issue 33's targets: 8B >= 0.85 of the copy bandwidth at batch 1, 1B >= 0.65.
+        share = 0.85 if size == "8b" else 0.65
         row(f"{name} decode b1 GB/s of weights vs D2D copy GB/s",
             p_dec * b["bytes_per_token"] / 1e9 if p_dec and b.get("bytes_per_token") else None, copy,
-            get(b, "decode", "hbm_fraction"), ">= 0.75" if size == "8b" else None, 0.75 if size == "8b" else None, 0)
+            get(b, "decode", "hbm_fraction"), f">= {share}", share, 0)
         row(f"{name} prefill {get(b, 'prefill', 'tokens') or 2048} TFLOP/s vs cuBLAS bf16 (model shapes)", get(b, "prefill", "tflops"),
             get(b, "ceilings", "gemm_model_tflops"), get(b, "prefill", "gemm_fraction"), ">= 0.60", 0.60)
         for one in b.get("batched") or []:
-            row(f"{name} batched decode {one.get('batch')} seqs tokens/s", one.get("decode_tokens_per_s"), None, None)
+            # tokens/s against the read ceiling: the weights and every sequence's KV once per step
+            # at the copy bandwidth (issue 33: the 8B at 64 sequences >= 0.50 of it).
+            target = size == "8b" and one.get("batch") == 64
+            row(f"{name} batched decode {one.get('batch')} seqs tokens/s vs weight+KV read ceiling",
+                one.get("decode_tokens_per_s"), one.get("read_ceiling_tokens_per_s"), one.get("read_fraction"),
+                ">= 0.50" if target else None, 0.50 if target else None)
         pj, hj = get(b, "decode", "joules_per_token"), get(hf, "joules_per_token")
         row(f"{name} J/token b1 (NVML) vs HF (ratio HF/plexus)", pj, hj, hj / pj if pj and hj else None, digits=3)
     v2 = load(results, "gpu_bench-1b-vgpu2.json")

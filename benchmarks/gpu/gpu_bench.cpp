@@ -15,6 +15,7 @@
 
 #include "backend/nvml/nvml_library.h"
 #include "cli/model_options.h"
+#include "compute/kv_cache.h"
 #include "core/args.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
@@ -306,6 +307,18 @@ int main_impl(int argc, char** argv) {
         one["new_tokens"] = batch_tokens;
         one["decode_tokens_per_s"] = median(tps);
         one["all_decode_tokens_per_s"] = tps;
+        // The read ceiling of a step: the weights once and every sequence's KV cache (f32) at the
+        // mean position of the measured steps, at the copy bandwidth; b tokens per step.
+        const ModelConfig& c = tree.config();
+        const double mean_pos = static_cast<double>(prompt.size()) + static_cast<double>(batch_tokens) / 2.0;
+        const double kv_bytes = static_cast<double>(KvCache::bytes_per_token(c.num_layers, c.num_kv_heads, c.head_dim)) *
+                                mean_pos * b;
+        one["step_read_bytes"] = facts.bytes_per_token + kv_bytes;
+        if (ceiling("copy_gbps") > 0) {
+          const double ceiling_tps = b * ceiling("copy_gbps") * 1e9 / (facts.bytes_per_token + kv_bytes);
+          one["read_ceiling_tokens_per_s"] = ceiling_tps;
+          one["read_fraction"] = median(tps) / ceiling_tps;
+        }
       });
       bat.push_back(one);
       report.save(false);
@@ -335,6 +348,7 @@ int main_impl(int argc, char** argv) {
   for (const Json& one : bat) {
     std::printf("%-44s %14s\n", ("batched decode " + std::to_string(one["batch"].get<int>()) + " seqs tokens/s").c_str(),
                 cell(num(one, "decode_tokens_per_s"), "%.1f").c_str());
+    std::printf("%-44s %14s\n", "  fraction of the weight+KV read ceiling", cell(num(one, "read_fraction"), "%.3f").c_str());
   }
   for (const auto& [k, v] : j.items()) {
     if (v.is_object() && v.contains("error")) std::printf("error in %s: %s\n", k.c_str(), v["error"].get<std::string>().c_str());
