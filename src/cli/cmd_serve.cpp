@@ -111,6 +111,9 @@ int serve_run(const Args& args) {
   constexpr double kEnergyIntervalMs = 50;
   EnergyLedger ledger(make_sources(source_options_for_run(device_options_from_env(), run->cuda_gpus)), kEnergyIntervalMs);
   Scheduler scheduler(runner, f.scheduler, &ledger);
+  // The idle power: a few samples before the first request can come (before the listening line).
+  constexpr int kIdleSamples = 5;
+  ledger.wait_idle(kIdleSamples);
 
   ServedModel model;
   model.name = f.model_name;
@@ -128,6 +131,7 @@ int serve_run(const Args& args) {
     s.devices = ledger.devices();
     s.measured_j = ledger.measured_j();
     s.attributed_j = ledger.attributed_j();
+    s.load = ledger.load();
     return s;
   });
 

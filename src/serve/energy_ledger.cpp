@@ -1,5 +1,6 @@
 // The ledger's sampler thread (cumulative energy of all devices at each sample, a bounded window
-// of them), step energy by interpolation, and its sharing among requests by tokens.
+// of them), step energy by interpolation, and its sharing among requests by tokens; the load's
+// energy by the same interpolation, and the idle and load means of the readings.
 #include "serve/energy_ledger.h"
 
 #include <algorithm>
@@ -22,10 +23,23 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// A mean of readings: nullopt without any.
+struct Mean {
+  double sum = 0;
+  int n = 0;
+  void add(const std::optional<double>& v) {
+    if (!v) return;
+    sum += *v;
+    ++n;
+  }
+  std::optional<double> value() const { return n > 0 ? std::optional<double>(sum / n) : std::nullopt; }
+};
+
 struct DeviceState {
   std::string key, name;
   EnergySteps steps;
   std::optional<double> power_w, energy_j;
+  Mean idle_power, load_power, load_utilization;
 };
 
 // All devices' energy since the start at a sample, and the power to extrapolate past it with.
@@ -62,27 +76,47 @@ struct EnergyLedger::Impl {
   std::unordered_map<std::uint64_t, Owed> requests;
   double attributed = 0;
   double last_step_end = -std::numeric_limits<double>::infinity();
+  // The load: requests in flight now; whether one ever was; whether one was since the last sample.
+  int in_flight = 0;
+  bool loaded = false, load_touched = false;
+  int idle_samples = 0;      // taken before any request
+  double load_begin = 0;     // of the running load
+  double load_mark = 0;      // the running load's energy is counted up to here
+  double load_ended_s = 0;   // the ended loads' time
+  double load_j = 0;         // the load's energy counted
+  std::deque<std::pair<double, double>> load_tails;  // ended loads' [mark, end], waiting for a sample past end
   std::thread thread;
 
   void add_sample(const Sample& s);
   double energy_at(double t) const;
   void resolve(bool extrapolate);
+  void count_load();
+  double load_energy(double now) const;
   void prune(double now);
   void loop();
 };
 
 void EnergyLedger::Impl::add_sample(const Sample& s) {
   double joules = 0;
+  const bool in_load = in_flight > 0 || load_touched;
+  load_touched = in_flight > 0;
+  if (!loaded && !in_load) ++idle_samples;
   for (const DeviceReading& r : s.readings) {
     const std::string key = r.key();
     auto it = std::find_if(devices.begin(), devices.end(), [&](const DeviceState& d) { return d.key == key; });
     if (it == devices.end()) {
-      devices.push_back({key, r.name, {}, {}, {}});
+      devices.push_back({key, r.name, {}, {}, {}, {}, {}, {}});
       it = devices.end() - 1;
     }
     const IntervalEnergy e = it->steps.add(s.t_s, r);
     if (r.power_w || r.energy_counter_j) any_energy = true;
     it->power_w = r.power_w;
+    if (in_load) {
+      it->load_power.add(r.power_w);
+      it->load_utilization.add(r.utilization_percent);
+    } else if (!loaded) {
+      it->idle_power.add(r.power_w);
+    }
     if (e.joules) {
       it->energy_j = it->energy_j.value_or(0) + *e.joules;
       joules += *e.joules;
@@ -131,11 +165,36 @@ void EnergyLedger::Impl::resolve(bool extrapolate) {
   }
 }
 
+// Counts the load's energy that the samples cover: the running load's up to the last sample, and
+// the ended loads' whose end a sample passed.
+void EnergyLedger::Impl::count_load() {
+  if (points.empty()) return;
+  const double last = points.back().t;
+  if (in_flight > 0 && last > load_mark) {
+    load_j += std::max(0.0, energy_at(last) - energy_at(load_mark));
+    load_mark = last;
+  }
+  while (!load_tails.empty() && load_tails.front().second <= last) {
+    load_j += std::max(0.0, energy_at(load_tails.front().second) - energy_at(load_tails.front().first));
+    load_tails.pop_front();
+  }
+}
+
+// The load's energy up to `now`: what count_load() left, extrapolated past the last sample.
+double EnergyLedger::Impl::load_energy(double now) const {
+  double j = load_j;
+  for (const auto& [mark, end] : load_tails) j += std::max(0.0, energy_at(end) - energy_at(mark));
+  if (in_flight > 0 && now > load_mark) j += std::max(0.0, energy_at(now) - energy_at(load_mark));
+  return j;
+}
+
 // Keeps the points that steps still to be recorded or resolved can need: from the last one at or
 // before the earliest of them (the next step starts after the last recorded one ended).
 void EnergyLedger::Impl::prune(double now) {
   double need = std::max(last_step_end, now - kKeepSeconds);
   for (const Step& s : pending) need = std::min(need, s.t0);
+  for (const auto& tail : load_tails) need = std::min(need, tail.first);
+  if (in_flight > 0) need = std::min(need, load_mark);
   while (points.size() >= 2 && points[1].t <= need) points.pop_front();
 }
 
@@ -152,6 +211,7 @@ void EnergyLedger::Impl::loop() {
       std::lock_guard<std::mutex> lock(mutex);
       add_sample(s);
       resolve(false);
+      count_load();
       prune(s.t_s);
     }
     cv.notify_all();
@@ -222,10 +282,49 @@ std::optional<double> EnergyLedger::take_request_energy(std::uint64_t id) {
   return j;
 }
 
+void EnergyLedger::request_began() {
+  Impl& m = *impl_;
+  const double t = now_s();
+  std::lock_guard<std::mutex> lock(m.mutex);
+  if (m.in_flight++ > 0) return;
+  m.loaded = m.load_touched = true;
+  m.load_begin = m.load_mark = t;
+}
+
+void EnergyLedger::request_ended() {
+  Impl& m = *impl_;
+  const double t = now_s();
+  std::lock_guard<std::mutex> lock(m.mutex);
+  if (m.in_flight <= 0 || --m.in_flight > 0) return;
+  m.load_ended_s += t - m.load_begin;
+  m.load_tails.emplace_back(m.load_mark, t);
+  m.count_load();
+}
+
+void EnergyLedger::wait_idle(int samples) {
+  Impl& m = *impl_;
+  std::unique_lock<std::mutex> lock(m.mutex);
+  if (m.open.empty()) return;
+  const auto limit = std::chrono::duration<double>(2 * samples * m.interval_s + 0.5);
+  m.cv.wait_for(lock, limit, [&] { return m.loaded || m.idle_samples >= samples; });
+}
+
 std::vector<DeviceEnergy> EnergyLedger::devices() const {
   std::lock_guard<std::mutex> lock(impl_->mutex);
   std::vector<DeviceEnergy> out;
-  for (const DeviceState& d : impl_->devices) out.push_back({d.key, d.name, d.power_w, d.energy_j});
+  for (const DeviceState& d : impl_->devices) {
+    out.push_back({d.key, d.name, d.power_w, d.energy_j, d.idle_power.value(), d.load_power.value(), d.load_utilization.value()});
+  }
+  return out;
+}
+
+LoadTotals EnergyLedger::load() const {
+  const Impl& m = *impl_;
+  const double now = now_s();
+  std::lock_guard<std::mutex> lock(m.mutex);
+  LoadTotals out;
+  out.seconds = m.load_ended_s + (m.in_flight > 0 ? std::max(0.0, now - m.load_begin) : 0);
+  if (m.any_energy) out.energy_j = m.load_energy(now);
   return out;
 }
 

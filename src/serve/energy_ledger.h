@@ -2,7 +2,10 @@
 // bounded memory, and every scheduler step [t0, t1] gets the energy the devices used in it
 // (the cumulative energy interpolated between samples); the step's energy is shared among its
 // requests by their share of the step's tokens. So the requests' energy_j sums to the measured
-// energy of the steps; energy between steps (the server idle) is counted apart.
+// energy of the steps; energy between steps (the server idle) is counted apart. Apart from the
+// steps, the ledger measures the load (the time requests are in flight: its energy from the same
+// cumulative energy, each device's mean power and utilisation readings in it) and each device's
+// idle power (its mean power reading before the first request).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -22,6 +25,15 @@ struct DeviceEnergy {
   std::string name;
   std::optional<double> power_w;   // latest reading
   std::optional<double> energy_j;  // since the ledger started
+  std::optional<double> idle_power_w;  // mean power reading before the first request
+  // Mean readings of the samples taken while requests were in flight (utilisation in percent).
+  std::optional<double> load_power_w, load_utilization_percent;
+};
+
+// The load: the time some request was in flight (running or waiting), all loads together.
+struct LoadTotals {
+  double seconds = 0;
+  std::optional<double> energy_j;  // all devices over that time; nullopt when no device reports energy
 };
 
 class EnergyLedger {
@@ -43,10 +55,19 @@ class EnergyLedger {
   // sample's power). 0 for an id in no step; nullopt when no device reports energy. Forgets the request.
   std::optional<double> take_request_energy(std::uint64_t id);
 
+  // The scheduler's side: a request accepted, and that request ended (however). The load runs
+  // while some request is in flight.
+  void request_began();
+  void request_ended();
+  // Waits until `samples` samples were taken before any request (the idle power), at most
+  // 2 × `samples` intervals + 0.5 s; at once when no source opened.
+  void wait_idle(int samples);
+
   // The /metrics side.
   std::vector<DeviceEnergy> devices() const;
   std::optional<double> measured_j() const;    // all devices, since the start
   std::optional<double> attributed_j() const;  // shared out to requests so far
+  LoadTotals load() const;  // the load so far (a running one up to now)
   // Cumulative-energy points kept (bounded: those the unresolved steps need, at most the last
   // kKeepSeconds when the server idles); for tests.
   std::size_t stored_samples() const;

@@ -31,6 +31,19 @@ void gauge(std::ostringstream& o, const std::string& name, const std::string& he
   o << name << ' ' << number(value) << '\n';
 }
 
+// One line per device that has the value (none, and no header, when no device has it).
+void device_gauge(std::ostringstream& o, const std::string& name, const std::string& help, const std::vector<DeviceEnergy>& devices,
+                  std::optional<double> DeviceEnergy::*field, double scale = 1) {
+  bool any = false;
+  for (const DeviceEnergy& d : devices) {
+    if (!(d.*field)) continue;
+    if (!any) header(o, name, "gauge", help);
+    any = true;
+    o << name << "{device=\"" << prometheus_label(d.key) << "\",name=\"" << prometheus_label(d.name) << "\"} "
+      << number(*(d.*field) * scale) << '\n';
+  }
+}
+
 }  // namespace
 
 std::string prometheus_label(const std::string& value) {
@@ -152,18 +165,35 @@ std::string Metrics::render(const MetricsSnapshot& s) const {
     }
   }
   if (s.measured_j) gauge(o, "plexus_energy_measured_joules", "energy of all devices since the server started", *s.measured_j);
+  std::int64_t generated = 0;
+  {
+    std::lock_guard lock(mutex_);
+    generated = generation_tokens_;
+  }
   if (s.attributed_j) {
     gauge(o, "plexus_energy_attributed_joules", "energy shared out to requests (their usage.energy_j) so far", *s.attributed_j);
-    std::int64_t generated = 0;
-    {
-      std::lock_guard lock(mutex_);
-      generated = generation_tokens_;
-    }
     if (generated > 0) {
       gauge(o, "plexus_energy_joules_per_token", "energy shared out to requests per generated token",
             *s.attributed_j / static_cast<double>(generated));
     }
   }
+  device_gauge(o, "plexus_idle_power_watts", "mean power reading per device before the first request", s.devices,
+               &DeviceEnergy::idle_power_w);
+  if (s.load) {
+    header(o, "plexus_load_seconds_total", "counter", "time some request was in flight (running or waiting): the load");
+    o << "plexus_load_seconds_total " << number(s.load->seconds) << '\n';
+    if (s.load->energy_j) {
+      gauge(o, "plexus_load_energy_joules", "energy of all devices over the load", *s.load->energy_j);
+      if (generated > 0) {
+        gauge(o, "plexus_load_joules_per_token", "energy over the load per generated token",
+              *s.load->energy_j / static_cast<double>(generated));
+      }
+    }
+  }
+  device_gauge(o, "plexus_load_average_power_watts", "mean power reading per device during the load", s.devices,
+               &DeviceEnergy::load_power_w);
+  device_gauge(o, "plexus_load_utilization_ratio", "mean utilisation reading per device during the load (0..1)", s.devices,
+               &DeviceEnergy::load_utilization_percent, 0.01);
   if (s.resident_bytes) gauge(o, "plexus_process_resident_memory_bytes", "resident memory of the server process", *s.resident_bytes);
   return o.str();
 }

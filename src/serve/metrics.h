@@ -1,7 +1,8 @@
 // The server's metrics in Prometheus' text exposition format (GET /metrics): requests by
 // endpoint and status, tokens, latency histograms (time to first token, time per output token,
 // request duration), the scheduler's running/waiting requests and KV-cache use, per-device power
-// and energy and joules per token, and the process's resident memory. Thread-safe.
+// and energy, idle power, the load's time, energy, power and utilisation, joules per token (as
+// attributed to requests, and over the load), and the process's resident memory. Thread-safe.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -38,6 +39,7 @@ struct MetricsSnapshot {
   std::optional<SchedulerStats> scheduler;  // nullopt while loading
   std::vector<DeviceEnergy> devices;
   std::optional<double> measured_j, attributed_j;
+  std::optional<LoadTotals> load;
   std::optional<double> resident_bytes;
 };
 

@@ -202,6 +202,7 @@ std::shared_ptr<RequestStream> Scheduler::submit(ServeRequest request) {
     active->id = m.next_id++;
     m.waiting.push_back(std::move(active));
   }
+  if (m.ledger) m.ledger->request_began();
   m.wake->cv.notify_all();
   return stream;
 }
@@ -418,6 +419,7 @@ void Scheduler::Impl::end(Ended e) {
   f.time_s = seconds((a.has_token ? a.last_token : now) - a.submitted);
   f.ttft_s = a.has_token ? seconds(a.first_token - a.submitted) : 0;
   f.queue_s = seconds((a.was_admitted ? a.admitted : now) - a.submitted);
+  if (ledger) ledger->request_ended();
   if (!ledger) {
     a.stream->finish(std::move(f));
     return;

@@ -138,5 +138,58 @@ TEST(EnergyLedger, AStalledSourceIsExtrapolatedNotWaitedOn) {
   EXPECT_LT(waited, 4.0);          // well under the driver call limit
 }
 
+// Issue 33: the idle power is the mean power reading before the first request; the load is the
+// time some request is in flight (overlapping requests counted once), its energy power × that
+// time (power readings make E(t) exactly linear), its power and utilisation the readings' means.
+TEST(EnergyLedger, IdleBeforeTheLoadAndTheLoad) {
+  EnergyLedger ledger(scripted({{100, false, false}, {0, false, true}}), 5);
+  ledger.wait_idle(3);
+  std::vector<DeviceEnergy> d = ledger.devices();
+  ASSERT_EQ(d.size(), 2u);
+  EXPECT_EQ(d[0].idle_power_w, 100.0);
+  EXPECT_FALSE(d[1].idle_power_w.has_value());  // no power reading: absent, not 0
+  EXPECT_FALSE(d[0].load_power_w.has_value());  // no load yet
+  EXPECT_EQ(ledger.load().seconds, 0.0);
+  EXPECT_EQ(ledger.load().energy_j, 0.0);
+
+  const double t0 = ledger.now_s();
+  ledger.request_began();
+  std::this_thread::sleep_for(std::chrono::milliseconds(60));
+  ledger.request_began();  // overlaps the first
+  std::this_thread::sleep_for(std::chrono::milliseconds(60));
+  ledger.request_ended();
+  std::this_thread::sleep_for(std::chrono::milliseconds(60));
+  ledger.request_ended();
+  const double t1 = ledger.now_s();
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // idle after the load
+  LoadTotals load = ledger.load();
+  EXPECT_GE(load.seconds, 0.18);
+  EXPECT_LE(load.seconds, t1 - t0);
+  ASSERT_TRUE(load.energy_j.has_value());
+  EXPECT_NEAR(*load.energy_j, 100 * load.seconds, 1e-9 * 100);
+  d = ledger.devices();
+  EXPECT_EQ(d[0].load_power_w, 100.0);
+  EXPECT_EQ(d[0].load_utilization_percent, 50.0);
+  EXPECT_FALSE(d[1].load_power_w.has_value());
+  EXPECT_EQ(d[1].load_utilization_percent, 50.0);
+
+  // A second load adds to the first; the idle power stays what it was before the first.
+  ledger.request_began();
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ledger.request_ended();
+  const LoadTotals two = ledger.load();
+  EXPECT_GE(two.seconds, load.seconds + 0.05);
+  EXPECT_NEAR(*two.energy_j, 100 * two.seconds, 1e-9 * 100);
+  EXPECT_EQ(ledger.devices()[0].idle_power_w, 100.0);
+}
+
+TEST(EnergyLedger, NoEnergyAnywhereMeansNoLoadEnergy) {
+  EnergyLedger silent(scripted({{0, false, true}}), 5);
+  silent.request_began();
+  silent.request_ended();
+  EXPECT_FALSE(silent.load().energy_j.has_value());
+  EXPECT_FALSE(silent.devices()[0].idle_power_w.has_value());
+}
+
 }  // namespace
 }  // namespace plexus

@@ -29,10 +29,10 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 }  // namespace
 
-ServerProcess::ServerProcess(const std::string& args, const TempDir& dir, double ready_s) {
+ServerProcess::ServerProcess(const std::string& args, const TempDir& dir, double ready_s, const std::string& env) {
   static int counter = 0;
   log_path_ = dir / ("serve-" + std::to_string(counter++) + ".log");
-  const std::string cmd = "exec env CUDA_VISIBLE_DEVICES= " + shell_quote(PLEXUS_BINARY) + " serve " + args +
+  const std::string cmd = "exec env CUDA_VISIBLE_DEVICES= " + env + " " + shell_quote(PLEXUS_BINARY) + " serve " + args +
                           " --port 0 2>" + shell_quote(log_path_) + " >/dev/null </dev/null";
   pid_ = fork();
   if (pid_ == 0) {

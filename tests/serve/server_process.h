@@ -12,9 +12,10 @@ namespace plexus::testing {
 
 class ServerProcess {
  public:
-  // Starts `plexus serve ARGS` (ARGS shell-quoted, --port 0 added) with GPUs hidden; waits up
-  // to `ready_s` for /health 200 (fails the test, and kills the process, if it does not come).
-  ServerProcess(const std::string& args, const TempDir& dir, double ready_s = 120);
+  // Starts `plexus serve ARGS` (ARGS shell-quoted, --port 0 added) with GPUs hidden and `env`
+  // ("NAME=value ...", shell-quoted values) added to its environment; waits up to `ready_s` for
+  // /health 200 (fails the test, and kills the process, if it does not come).
+  ServerProcess(const std::string& args, const TempDir& dir, double ready_s = 120, const std::string& env = "");
   ~ServerProcess();  // SIGKILL if still running
   ServerProcess(const ServerProcess&) = delete;
   ServerProcess& operator=(const ServerProcess&) = delete;
