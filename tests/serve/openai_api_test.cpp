@@ -345,7 +345,10 @@ TEST(Metrics, PrometheusTextExposition) {
   st.kv_used_tokens = 50;
   st.kv_budget_tokens = 200;
   s.scheduler = st;
-  s.devices = {DeviceEnergy{"0", "GPU \"A\"", 120.5, 30.0}, DeviceEnergy{"cpu", "host", std::nullopt, std::nullopt}};
+  DeviceEnergy gpu, host;
+  gpu.key = "0", gpu.name = "GPU \"A\"", gpu.power_w = 120.5, gpu.energy_j = 30.0;
+  host.key = "cpu", host.name = "host";
+  s.devices = {gpu, host};
   s.measured_j = 40;
   s.attributed_j = 10;
   s.resident_bytes = 4096;
