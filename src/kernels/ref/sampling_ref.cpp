@@ -1,4 +1,4 @@
-// Philox4x32-10 and the plain sampler the GPU sampling kernel is tested against.
+// The plain sampler the GPU sampling kernel is tested against.
 #include "kernels/ref/sampling_ref.h"
 
 #include <algorithm>
@@ -6,34 +6,6 @@
 #include <numeric>
 
 namespace plexus::ref {
-namespace {
-
-constexpr std::uint32_t kPhiloxM0 = 0xD2511F53u, kPhiloxM1 = 0xCD9E8D57u;  // round multipliers
-constexpr std::uint32_t kPhiloxW0 = 0x9E3779B9u, kPhiloxW1 = 0xBB67AE85u;  // key increments
-constexpr double kGreedyBelow = 1e-5;  // runtime/sampler.h's kGreedyBelowTemperature
-
-}  // namespace
-
-std::array<std::uint32_t, 4> philox4x32_10(std::array<std::uint32_t, 4> c, std::array<std::uint32_t, 2> k) {
-  for (int round = 0; round < 10; ++round) {
-    if (round > 0) {
-      k[0] += kPhiloxW0;
-      k[1] += kPhiloxW1;
-    }
-    const std::uint64_t p0 = static_cast<std::uint64_t>(kPhiloxM0) * c[0];
-    const std::uint64_t p1 = static_cast<std::uint64_t>(kPhiloxM1) * c[2];
-    c = {static_cast<std::uint32_t>(p1 >> 32) ^ c[1] ^ k[0], static_cast<std::uint32_t>(p1),
-         static_cast<std::uint32_t>(p0 >> 32) ^ c[3] ^ k[1], static_cast<std::uint32_t>(p0)};
-  }
-  return c;
-}
-
-double philox_uniform(std::uint64_t seed, std::uint64_t step) {
-  const auto x = philox4x32_10({static_cast<std::uint32_t>(step), static_cast<std::uint32_t>(step >> 32), 0, 0},
-                               {static_cast<std::uint32_t>(seed), static_cast<std::uint32_t>(seed >> 32)});
-  const std::uint64_t bits = ((static_cast<std::uint64_t>(x[1]) << 32) | x[0]) >> 11;
-  return static_cast<double>(bits) * 0x1p-53;
-}
 
 std::vector<std::int32_t> kept_tokens(const float* logits, std::int64_t vocab, const SamplingParams& p,
                                       std::vector<double>* w) {
@@ -72,7 +44,7 @@ std::vector<std::int32_t> kept_tokens(const float* logits, std::int64_t vocab, c
 SampledToken sample_row(const float* logits, std::int64_t vocab, const SamplingParams& p, std::uint64_t seed,
                         std::uint64_t step, int top_n) {
   SampledToken out;
-  if (!(p.temperature >= kGreedyBelow)) {
+  if (!(p.temperature >= kSampleGreedyBelow)) {
     out.id = static_cast<std::int32_t>(std::max_element(logits, logits + vocab) - logits);  // the first on ties
   } else {
     std::vector<double> w;

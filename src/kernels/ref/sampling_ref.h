@@ -1,32 +1,14 @@
-// The oracle of the GPU sampler: Philox4x32-10 (one counter per request token), and one logits
-// row's chosen id, its logprob and the top-N logprobs, computed plainly (a full sort, doubles).
+// The oracle of the GPU sampler: one logits row's chosen id (Philox4x32-10 of kernels/philox.h,
+// one counter per request token), its logprob and top-N logprobs, computed plainly (sort, doubles).
 #pragma once
-#include <array>
 #include <cstdint>
 #include <utility>
 #include <vector>
 
+#include "kernels/philox.h"
+#include "kernels/sampling_params.h"
+
 namespace plexus::ref {
-
-// Philox4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3", SC'11): the 4
-// words of the block `counter` under `key`. Matches Random123's philox4x32 with 10 rounds.
-std::array<std::uint32_t, 4> philox4x32_10(std::array<std::uint32_t, 4> counter, std::array<std::uint32_t, 2> key);
-
-// The uniform in [0, 1) of request `seed`'s token `step`: key = seed (low word first), counter =
-// {step low, step high, 0, 0}; the first two output words give 53 bits (x1 high, x0 low).
-double philox_uniform(std::uint64_t seed, std::uint64_t step);
-
-// The largest number of top logprobs a row reports (chat's top_logprobs limit).
-inline constexpr int kMaxTopLogprobs = 20;
-
-// One request's sampling: temperature below kGreedyBelowTemperature (runtime/sampler.h; 1e-5)
-// is greedy; top_k 0 and top_p 1 and min_p 0 mean no limit.
-struct SamplingParams {
-  float temperature = 0;
-  std::int32_t top_k = 0;
-  float top_p = 1;
-  float min_p = 0;
-};
 
 struct SampledToken {
   std::int32_t id = 0;
