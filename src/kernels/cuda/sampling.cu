@@ -75,8 +75,8 @@ struct Row {
   const float* logits;
   std::int64_t vocab;
   float max;
-  double inv_t;
-  __device__ double weight(float v) const { return exp((static_cast<double>(v) - max) * inv_t); }
+  double temperature;
+  __device__ double weight(float v) const { return exp((static_cast<double>(v) - max) / temperature); }
 };
 
 // Tokens of `in` with key >= k (or key == k and id <= c when by_id): their count and weight.
@@ -135,7 +135,7 @@ __global__ void sample_kernel(const float* __restrict__ logits,  // (n, vocab)
 
   std::int64_t chosen = first;
   if (p.temperature >= kSampleGreedyBelow) {
-    const Row row{x, vocab, mx, 1.0 / static_cast<double>(p.temperature)};
+    const Row row{x, vocab, mx, static_cast<double>(p.temperature)};
     Prefix kept;
     if (p.top_k > 0 && p.top_k < vocab) kept = shortest_prefix<false>(row, kept, static_cast<double>(p.top_k), sh);
     if (p.top_p < 1) {
