@@ -15,7 +15,7 @@ struct SamplingParams {
   float min_p = 0;
 };
 
-inline constexpr double kSampleGreedyBelow = 1e-5;  // tests/kernels checks it equals the CPU one
+inline constexpr double kSampleGreedyBelow = 1e-5;  // runtime/sampler.h's kGreedyBelowTemperature too
 
 // The largest number of top logprobs a row reports (chat's top_logprobs limit).
 inline constexpr int kMaxTopLogprobs = 20;

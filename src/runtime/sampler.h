@@ -5,6 +5,8 @@
 #include <random>
 #include <vector>
 
+#include "kernels/sampling_params.h"
+
 namespace plexus {
 
 // The ranges every command accepts (generate's flags, batch request lines, bench scenarios).
@@ -12,7 +14,8 @@ inline constexpr double kMaxTemperature = 100;
 // A temperature below this one means greedy decoding (0 included): the limit of
 // softmax(logits / T) as T -> 0, and vLLM's threshold. Far smaller ones overflow logits / T
 // (1e-310 made every token the vocabulary's last id). docs/cli.md and docs/serve.md say so.
-inline constexpr double kGreedyBelowTemperature = 1e-5;
+// The GPU sampler's kSampleGreedyBelow (kernels/sampling_params.h) is this one.
+inline constexpr double kGreedyBelowTemperature = kSampleGreedyBelow;
 inline constexpr long long kMaxTopK = 2147483647;
 inline constexpr long long kMaxNewTokens = 1LL << 24;
 

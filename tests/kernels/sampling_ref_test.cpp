@@ -61,7 +61,6 @@ std::vector<float> random_row(std::int64_t vocab, std::mt19937& rng) {
 }
 
 TEST(SamplingRef, GreedyIsTheCpuArgmax) {
-  static_assert(kSampleGreedyBelow == kGreedyBelowTemperature, "one greedy threshold");
   std::mt19937 rng(7);
   for (float t : {0.0f, 1e-6f, 9.9e-6f}) {
     for (int i = 0; i < 50; ++i) {
@@ -144,6 +143,12 @@ TEST(SamplingRef, FiltersApplyInOrderKThenPThenMinP) {
   expect_frequencies(p, {5, 0, 1}, 10);
   p.min_p = 0.2f;
   expect_frequencies(p, {5, 0}, 11);
+  // Min-p after top-p: top-p 0.7 keeps 5, 0 (0.557, 0.762 of all), min-p 0.3 keeps both
+  // (exp(-1) = 0.37). Min-p first would leave top-p 0.7 of {5, 0} (0.731 at 5): 5 alone.
+  p.top_k = 0;
+  p.top_p = 0.7f;
+  p.min_p = 0.3f;
+  expect_frequencies(p, {5, 0}, 12);
 }
 
 TEST(SamplingRef, LogprobsEqualServes) {
