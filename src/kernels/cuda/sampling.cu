@@ -7,18 +7,13 @@
 #include <climits>
 
 #include "kernels/philox.h"
+#include "kernels/sampling_prefix.h"
 
 namespace plexus::cuda {
 namespace {
 
 constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / 32;
-
-// The float's bits mapped so that unsigned order is float order (finite values; -0 as +0).
-__device__ __forceinline__ std::uint32_t ordered_key(float v) {
-  const std::uint32_t b = __float_as_uint(v == 0.0f ? 0.0f : v);
-  return b & 0x80000000u ? ~b : b | 0x80000000u;
-}
 
 // Rank of token i: larger comes first in the order (logit desc, id asc).
 __device__ __forceinline__ std::uint64_t rank_key(std::uint32_t key, std::int64_t i) {
@@ -60,16 +55,6 @@ struct Shared {
   double scan[kThreads];
 };
 
-// A prefix of the row in the order (logit desc, id asc): the tokens with key > last_key, and
-// those with key == last_key and id <= last_id.
-struct Prefix {
-  std::uint32_t last_key = 0;
-  std::int64_t last_id = LLONG_MAX;  // with last_key 0: the whole row
-  __device__ bool has(std::uint32_t key, std::int64_t i) const {
-    return key > last_key || (key == last_key && i <= last_id);
-  }
-};
-
 // The row and what the filters need of it.
 struct Row {
   const float* logits;
@@ -79,34 +64,33 @@ struct Row {
   __device__ double weight(float v) const { return exp((static_cast<double>(v) - max) / temperature); }
 };
 
-// Tokens of `in` with key >= k (or key == k and id <= c when by_id): their count and weight.
+// The tokens of `in` with key in [lo, hi]: their count (kWeight false) or weight.
 template <bool kWeight>
-__device__ double measure(const Row& row, const Prefix& in, std::uint32_t k, bool by_id, std::int64_t c, Shared& sh) {
+__device__ double measure_keys(const Row& row, const SamplePrefix& in, std::uint32_t lo, std::uint32_t hi, Shared& sh) {
   double acc = 0;
   for (std::int64_t i = threadIdx.x; i < row.vocab; i += kThreads) {
     const float v = row.logits[i];
     const std::uint32_t key = ordered_key(v);
-    if (!in.has(key, i)) continue;
-    if (by_id ? (key > k || (key == k && i <= c)) : key >= k) acc += kWeight ? row.weight(v) : 1.0;
+    if (key >= lo && key <= hi && in.has(key, i)) acc += kWeight ? row.weight(v) : 1.0;
   }
   return block_reduce(acc, sh.d, Sum{});
 }
 
-// The shortest prefix of `in` whose count (kWeight false) or weight reaches `target`: the
-// largest key k with measure(key >= k) >= target, then the smallest id among key == k.
+// The shortest prefix of `in` whose count or weight reaches `target` (kernels/sampling_prefix.h),
+// each measure one pass over the row (the tied ids': over ids 0..c) reduced by the block.
 template <bool kWeight>
-__device__ Prefix shortest_prefix(const Row& row, const Prefix& in, double target, Shared& sh) {
-  std::uint32_t lo = 0, hi = 0xffffffffu;  // measure(key >= lo) >= target holds
-  while (lo < hi) {
-    const std::uint32_t mid = lo + static_cast<std::uint32_t>((std::uint64_t{hi} - lo + 1) / 2);
-    if (measure<kWeight>(row, in, mid, false, 0, sh) >= target) lo = mid; else hi = mid - 1;
-  }
-  std::int64_t a = 0, b = row.vocab - 1;  // the smallest c with measure(.., c) >= target
-  while (a < b) {
-    const std::int64_t mid = a + (b - a) / 2;
-    if (measure<kWeight>(row, in, lo, true, mid, sh) >= target) b = mid; else a = mid + 1;
-  }
-  return Prefix{lo, a};
+__device__ SamplePrefix block_shortest_prefix(const Row& row, const SamplePrefix& in, double target, Shared& sh) {
+  const auto keys = [&](std::uint32_t lo, std::uint32_t hi) { return measure_keys<kWeight>(row, in, lo, hi, sh); };
+  const auto ids = [&](std::uint32_t k, std::int64_t c) {
+    double acc = 0;
+    for (std::int64_t i = threadIdx.x; i <= c; i += kThreads) {
+      const float v = row.logits[i];
+      const std::uint32_t key = ordered_key(v);
+      if (key == k && in.has(key, i)) acc += kWeight ? row.weight(v) : 1.0;
+    }
+    return block_reduce(acc, sh.d, Sum{});
+  };
+  return shortest_prefix(row.vocab, target, keys, ids);
 }
 
 __global__ void sample_kernel(const float* __restrict__ logits,  // (n, vocab)
@@ -136,11 +120,11 @@ __global__ void sample_kernel(const float* __restrict__ logits,  // (n, vocab)
   std::int64_t chosen = first;
   if (p.temperature >= kSampleGreedyBelow) {
     const Row row{x, vocab, mx, static_cast<double>(p.temperature)};
-    Prefix kept;
-    if (p.top_k > 0 && p.top_k < vocab) kept = shortest_prefix<false>(row, kept, static_cast<double>(p.top_k), sh);
+    SamplePrefix kept;
+    if (p.top_k > 0 && p.top_k < vocab) kept = block_shortest_prefix<false>(row, kept, static_cast<double>(p.top_k), sh);
     if (p.top_p < 1) {
-      const double total = measure<true>(row, kept, 0, false, 0, sh);
-      kept = shortest_prefix<true>(row, kept, static_cast<double>(p.top_p) * total, sh);
+      const double total = measure_keys<true>(row, kept, 0, 0xffffffffu, sh);
+      kept = block_shortest_prefix<true>(row, kept, static_cast<double>(p.top_p) * total, sh);
     }
     // Min-p keeps weight >= min_p (the first token's weight is 1); then the inverse CDF over
     // the kept tokens in ascending id order, each thread over one contiguous chunk.

@@ -20,8 +20,9 @@ namespace plexus::cuda {
 // One block per row; a row's result depends on that row's inputs only, not on what shares the
 // batch. Top-k and top-p sets are found without sorting: each is a prefix of the row in the
 // order (logit desc, id asc), so a bisection over the logits' ordered bit patterns, then over
-// ids among the tied logits, finds its last token (about 50 passes over the row for top-p, 49
-// for top-k; greedy rows make 2 + top_n passes). Weights and sums in double, as the ref.
+// ids among the tied logits, finds its last token (kernels/sampling_prefix.h: 32 + about
+// log2(vocab) passes over the row, an exp only for the tokens inside the key window; greedy
+// rows make 2 + top_n passes). Weights and sums in double, as the ref.
 // n == 0 is a no-op; asynchronous on `stream` (the caller checks cudaGetLastError).
 void launch_sample(const float* logits, std::int64_t n, std::int64_t vocab, const SamplingParams* params,
                    const std::uint64_t* seeds, const std::uint64_t* steps, std::int32_t* ids, float* logprobs,
