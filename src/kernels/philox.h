@@ -4,11 +4,7 @@
 #pragma once
 #include <cstdint>
 
-#ifdef __CUDACC__
-#define PLEXUS_HOST_DEVICE __host__ __device__
-#else
-#define PLEXUS_HOST_DEVICE
-#endif
+#include "kernels/host_device.h"
 
 namespace plexus {
 
@@ -43,5 +39,3 @@ PLEXUS_HOST_DEVICE inline double philox_uniform(std::uint64_t seed, std::uint64_
 }
 
 }  // namespace plexus
-
-#undef PLEXUS_HOST_DEVICE

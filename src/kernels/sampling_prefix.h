@@ -6,11 +6,7 @@
 #include <cstdint>
 #include <cstring>
 
-#ifdef __CUDACC__
-#define PLEXUS_HOST_DEVICE __host__ __device__
-#else
-#define PLEXUS_HOST_DEVICE
-#endif
+#include "kernels/host_device.h"
 
 namespace plexus {
 
@@ -68,5 +64,3 @@ PLEXUS_HOST_DEVICE SamplePrefix shortest_prefix(std::int64_t vocab, double targe
 }
 
 }  // namespace plexus
-
-#undef PLEXUS_HOST_DEVICE
