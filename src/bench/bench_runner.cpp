@@ -21,6 +21,8 @@ namespace plexus::bench {
 
 namespace {
 
+constexpr int kIdleIntervals = 5;  // the idle power's samples when monitor.idle_baseline_s is 0
+
 RunInputs run_inputs(const BenchConfig& c) {
   RunInputs in;
   in.engine.threads = static_cast<int>(c.backend.threads);
@@ -201,8 +203,9 @@ Json run_point(const BenchPoint& point, const std::string& config_file, const Lo
   const std::size_t bs = static_cast<std::size_t>(sc.batch_size);
   DeviceTimeline device_timeline;
   // A planned run's executor counters, between forward passes as often as the monitor samples.
+  // Times the forward passes too, once the monitor session gives it its clock.
   SampledRunner sampled(runner, [&run] { return run->stats(); }, device_timeline, c.monitor.interval_ms / 1000.0);
-  Runner& measured_runner = run->planned() ? static_cast<Runner&>(sampled) : runner;
+  Runner& measured_runner = sampled;
   // Runs `list` in batches of batch_size; sample i samples with seed + i. Returns false when
   // stopped early.
   auto run_all = [&](const std::vector<std::vector<std::int32_t>>& list, RunTimings* timings) {
@@ -232,9 +235,11 @@ Json run_point(const BenchPoint& point, const std::string& config_file, const Lo
   MonitorSession session(make_sources(so));
   MonitorOptions mo;
   mo.interval_ms = c.monitor.interval_ms;
-  mo.idle_baseline_s = c.monitor.idle_baseline_s;
-  if (mo.idle_baseline_s > 0) log("measuring the idle baseline for " + std::to_string(mo.idle_baseline_s) + " s");
+  // The idle power before the load: as long as asked, else kIdleIntervals sampling intervals.
+  mo.idle_baseline_s = c.monitor.idle_baseline_s > 0 ? c.monitor.idle_baseline_s : kIdleIntervals * c.monitor.interval_ms / 1000.0;
+  if (c.monitor.idle_baseline_s > 0) log("measuring the idle baseline for " + std::to_string(mo.idle_baseline_s) + " s");
   session.start(mo);
+  sampled.time_forwards([&session] { return session.now_s(); });
   log("measuring: " + std::to_string(measured.size()) + " sample(s), batch size " + std::to_string(sc.batch_size) + ", " +
       std::to_string(sc.max_new_tokens) + " new tokens each");
   const std::string timestamp = utc_timestamp();
@@ -270,7 +275,8 @@ Json run_point(const BenchPoint& point, const std::string& config_file, const Lo
   result["interrupted"] = !complete;
   result["throughput"] = throughput_json(timings);
   result["latency"] = latency_json(timings);
-  result["energy"] = energy_json(summary, output_tokens);
+  const WindowEnergy forwards = energy_in_windows(session.samples(), sampled.forwards());
+  result["energy"] = energy_json(summary, output_tokens, &forwards);
   if (result["energy"]["method"] == "unavailable") {
     result["energy"]["note"] = energy_unavailable_note(session.unavailable(), "/sys/class/powercap");
   }
