@@ -1,6 +1,7 @@
 // One benchmark point from configuration to result tree.
 #include "bench/bench_runner.h"
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <filesystem>
@@ -21,7 +22,8 @@ namespace plexus::bench {
 
 namespace {
 
-constexpr int kIdleIntervals = 5;  // the idle power's samples when monitor.idle_baseline_s is 0
+// The idle power's window when monitor.idle_baseline_s is 0: 5 sampling intervals, at most 5 s.
+constexpr double kIdleIntervals = 5, kIdleMaxS = 5;
 
 RunInputs run_inputs(const BenchConfig& c) {
   RunInputs in;
@@ -202,8 +204,8 @@ Json run_point(const BenchPoint& point, const std::string& config_file, const Lo
   if (!sc.ignore_eos) go.stop_ids = end_of_sequence_ids(runner.config(), tok ? tok->eos_id() : std::nullopt);
   const std::size_t bs = static_cast<std::size_t>(sc.batch_size);
   DeviceTimeline device_timeline;
-  // A planned run's executor counters, between forward passes as often as the monitor samples.
-  // Times the forward passes too, once the monitor session gives it its clock.
+  // A planned run's executor counters, between forward passes as often as the monitor samples;
+  // every run's forward passes timed on the monitor session's clock once it gives it (energy).
   SampledRunner sampled(runner, [&run] { return run->stats(); }, device_timeline, c.monitor.interval_ms / 1000.0);
   Runner& measured_runner = sampled;
   // Runs `list` in batches of batch_size; sample i samples with seed + i. Returns false when
@@ -236,7 +238,8 @@ Json run_point(const BenchPoint& point, const std::string& config_file, const Lo
   MonitorOptions mo;
   mo.interval_ms = c.monitor.interval_ms;
   // The idle power before the load: as long as asked, else kIdleIntervals sampling intervals.
-  mo.idle_baseline_s = c.monitor.idle_baseline_s > 0 ? c.monitor.idle_baseline_s : kIdleIntervals * c.monitor.interval_ms / 1000.0;
+  mo.idle_baseline_s = c.monitor.idle_baseline_s > 0 ? c.monitor.idle_baseline_s
+                                                     : std::min(kIdleMaxS, kIdleIntervals * c.monitor.interval_ms / 1000.0);
   if (c.monitor.idle_baseline_s > 0) log("measuring the idle baseline for " + std::to_string(mo.idle_baseline_s) + " s");
   session.start(mo);
   sampled.time_forwards([&session] { return session.now_s(); });

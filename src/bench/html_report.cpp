@@ -192,8 +192,9 @@ std::string percentiles_cell(const Json& r, const std::string& metric) {
 }
 
 // One row per run (energy: J/token over the whole run and of the forward passes alone, the idle
-// power before the load, the average power and GPU utilisation during it); energy that is not available says why below the table (energy.note: no power
-// source on this host, ...), each reason once.
+// power before the load, the average power and GPU utilisation during it); energy that is not
+// available says why below the table (energy.note: no power source on this host, ...), each
+// reason once.
 std::string summary_table(const std::vector<Json>& results) {
   std::string h = "<table class=\"summary\"><tr><th>run</th><th>status</th><th>output tok/s</th><th>total tok/s</th><th>samples/s</th>"
                   "<th>TTFT ms<br>p50 / p99</th><th>TPOT ms<br>p50 / p99</th><th>E2E ms<br>p50 / p99</th>"
