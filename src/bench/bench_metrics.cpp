@@ -54,8 +54,9 @@ Json latency_json(const RunTimings& t) {
           {"e2e_ms", to_json(latency_stats(e2e))}};
 }
 
-Json energy_json(const MonitorSummary& s, std::int64_t output_tokens) {
-  std::optional<double> total, gpu, above, idle_power, avg_power;
+Json energy_json(const MonitorSummary& s, std::int64_t output_tokens, const WindowEnergy* forwards) {
+  std::optional<double> total, gpu, above, idle_power, avg_power, utilization;
+  int gpus_with_utilization = 0;
   std::string method;
   bool mixed = false;
   Json devices = Json::object();
@@ -63,10 +64,15 @@ Json energy_json(const MonitorSummary& s, std::int64_t output_tokens) {
     if (v) acc = acc.value_or(0) + *v;
   };
   for (const DeviceSummary& d : s.devices) {
+    if (d.index >= 0 && d.avg_utilization_percent) {
+      add(utilization, d.avg_utilization_percent);
+      ++gpus_with_utilization;
+    }
     const std::string m = energy_method_name(d.energy_method);
     devices[device_label(d.index)] = {{"energy_j", opt(d.energy_j)},
                                       {"method", m},
                                       {"avg_power_w", opt(d.avg_power_w)},
+                                      {"utilization_percent", opt(d.avg_utilization_percent)},
                                       {"idle_power_w", opt(d.idle_power_w)},
                                       {"above_idle_j", opt(d.energy_above_idle_j)}};
     if (!d.energy_j) continue;
@@ -80,19 +86,30 @@ Json energy_json(const MonitorSummary& s, std::int64_t output_tokens) {
   }
   if (method.empty()) method = "unavailable";
   if (mixed) method = "mixed";
+  if (utilization) *utilization /= gpus_with_utilization;  // the GPUs' mean
   const std::optional<double> tokens = static_cast<double>(output_tokens);
+  // The forward passes' energy (nullopt when not timed or not measured) and J/token of it.
+  Json attributed = nullptr, attributed_per_token = nullptr;
+  if (forwards && forwards->energy_j) {
+    attributed = *forwards->energy_j;
+    if (output_tokens > 0) attributed_per_token = *forwards->energy_j / static_cast<double>(output_tokens);
+  }
   return {{"total_j", opt(total)},
           {"gpu_j", opt(gpu)},
           {"j_per_token", opt(ratio(total, tokens))},
           {"tokens_per_j", opt(ratio(tokens, total))},
           {"method", method},
           {"avg_power_w", opt(avg_power)},
+          {"avg_utilization_percent", opt(utilization)},
           {"duration_s", s.duration_s},
           {"idle_baseline_s", opt(s.idle_baseline_s)},
           {"idle_power_w", opt(idle_power)},
           {"above_idle_j", opt(above)},
           {"j_per_token_above_idle", opt(ratio(above, tokens))},
           {"tokens_per_j_above_idle", opt(ratio(tokens, above))},
+          {"attributed_j", attributed},
+          {"attributed_s", forwards ? Json(forwards->seconds) : Json(nullptr)},
+          {"j_per_token_attributed", attributed_per_token},
           {"devices", devices}};
 }
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/json.h"
+#include "monitor/energy_curve.h"
 #include "monitor/reading.h"
 #include "monitor/summary.h"
 #include "runtime/decode_steps.h"
@@ -34,10 +35,13 @@ std::vector<double> tpot_values(const std::vector<SampleTiming>& samples);
 Json throughput_json(const RunTimings& t);
 // {"ttft_ms": {p50, p90, p99, mean, min, max, count}, "tpot_ms": {...}, "e2e_ms": {...}}
 Json latency_json(const RunTimings& t);
-// {"total_j", "gpu_j", "j_per_token", "tokens_per_j", "method", "avg_power_w", "duration_s",
-//  "idle_baseline_s", "idle_power_w", "above_idle_j", "j_per_token_above_idle",
-//  "tokens_per_j_above_idle", "devices": {"gpu_0": {...}, "cpu": {...}}}; null where unmeasured.
-Json energy_json(const MonitorSummary& s, std::int64_t output_tokens);
+// {"total_j", "gpu_j", "j_per_token", "tokens_per_j", "method", "avg_power_w",
+//  "avg_utilization_percent", "duration_s", "idle_baseline_s", "idle_power_w", "above_idle_j",
+//  "j_per_token_above_idle", "tokens_per_j_above_idle", "attributed_j", "attributed_s",
+//  "j_per_token_attributed", "devices": {"gpu_0": {...}, "cpu": {...}}}; null where unmeasured.
+// The session is the load (total_j: the whole run); `forwards` is the energy of its forward
+// passes alone, what serve attributes to requests (null: not timed, the attributed keys are null).
+Json energy_json(const MonitorSummary& s, std::int64_t output_tokens, const WindowEnergy* forwards = nullptr);
 // Why no device reported energy (energy.note of a run whose method is "unavailable"): the GPU
 // power sources that did not open (`unavailable`, as MonitorSession::unavailable() lists them)
 // and the host's RAPL package counter (`powercap_root` missing, or present but unreadable).

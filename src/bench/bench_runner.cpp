@@ -1,6 +1,7 @@
 // One benchmark point from configuration to result tree.
 #include "bench/bench_runner.h"
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <filesystem>
@@ -20,6 +21,9 @@
 namespace plexus::bench {
 
 namespace {
+
+// The idle power's window when monitor.idle_baseline_s is 0: 5 sampling intervals, at most 5 s.
+constexpr double kIdleIntervals = 5, kIdleMaxS = 5;
 
 RunInputs run_inputs(const BenchConfig& c) {
   RunInputs in;
@@ -200,9 +204,10 @@ Json run_point(const BenchPoint& point, const std::string& config_file, const Lo
   if (!sc.ignore_eos) go.stop_ids = end_of_sequence_ids(runner.config(), tok ? tok->eos_id() : std::nullopt);
   const std::size_t bs = static_cast<std::size_t>(sc.batch_size);
   DeviceTimeline device_timeline;
-  // A planned run's executor counters, between forward passes as often as the monitor samples.
+  // A planned run's executor counters, between forward passes as often as the monitor samples;
+  // every run's forward passes timed on the monitor session's clock once it gives it (energy).
   SampledRunner sampled(runner, [&run] { return run->stats(); }, device_timeline, c.monitor.interval_ms / 1000.0);
-  Runner& measured_runner = run->planned() ? static_cast<Runner&>(sampled) : runner;
+  Runner& measured_runner = sampled;
   // Runs `list` in batches of batch_size; sample i samples with seed + i. Returns false when
   // stopped early.
   auto run_all = [&](const std::vector<std::vector<std::int32_t>>& list, RunTimings* timings) {
@@ -232,9 +237,12 @@ Json run_point(const BenchPoint& point, const std::string& config_file, const Lo
   MonitorSession session(make_sources(so));
   MonitorOptions mo;
   mo.interval_ms = c.monitor.interval_ms;
-  mo.idle_baseline_s = c.monitor.idle_baseline_s;
-  if (mo.idle_baseline_s > 0) log("measuring the idle baseline for " + std::to_string(mo.idle_baseline_s) + " s");
+  // The idle power before the load: as long as asked, else kIdleIntervals sampling intervals.
+  mo.idle_baseline_s = c.monitor.idle_baseline_s > 0 ? c.monitor.idle_baseline_s
+                                                     : std::min(kIdleMaxS, kIdleIntervals * c.monitor.interval_ms / 1000.0);
+  if (c.monitor.idle_baseline_s > 0) log("measuring the idle baseline for " + std::to_string(mo.idle_baseline_s) + " s");
   session.start(mo);
+  sampled.time_forwards([&session] { return session.now_s(); });
   log("measuring: " + std::to_string(measured.size()) + " sample(s), batch size " + std::to_string(sc.batch_size) + ", " +
       std::to_string(sc.max_new_tokens) + " new tokens each");
   const std::string timestamp = utc_timestamp();
@@ -270,7 +278,8 @@ Json run_point(const BenchPoint& point, const std::string& config_file, const Lo
   result["interrupted"] = !complete;
   result["throughput"] = throughput_json(timings);
   result["latency"] = latency_json(timings);
-  result["energy"] = energy_json(summary, output_tokens);
+  const WindowEnergy forwards = energy_in_windows(session.samples(), sampled.forwards());
+  result["energy"] = energy_json(summary, output_tokens, &forwards);
   if (result["energy"]["method"] == "unavailable") {
     result["energy"]["note"] = energy_unavailable_note(session.unavailable(), "/sys/class/powercap");
   }

@@ -22,7 +22,9 @@ bool DeviceTimeline::due(double interval_s) const {
 }
 
 void SampledRunner::forward(const SlotBatch& batch, std::span<const std::int64_t> rows, float* logits) {
+  const double begin = now_s_ ? now_s_() : 0;
   inner_.forward(batch, rows, logits);
+  if (now_s_) forwards_.emplace_back(begin, now_s_());
   if (timeline_.due(interval_s_)) timeline_.add(stats_());
 }
 

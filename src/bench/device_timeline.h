@@ -5,6 +5,7 @@
 #include <chrono>
 #include <functional>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "core/json.h"
@@ -39,7 +40,8 @@ class DeviceTimeline {
 // A Runner that passes every call to `inner` and, after each forward pass, adds the executor's
 // counters (`stats`, read on this thread while the executor is idle) to `timeline` when
 // `interval_s` has passed since its last point — so the timeline covers the whole run, not only
-// the end of each batch.
+// the end of each batch. Once time_forwards() gave it a clock, it also keeps each forward pass's
+// [begin, end] on that clock (the monitor session's): the steps bench attributes energy to.
 class SampledRunner : public Runner {
  public:
   SampledRunner(Runner& inner, std::function<ExecStats()> stats, DeviceTimeline& timeline, double interval_s)
@@ -51,12 +53,16 @@ class SampledRunner : public Runner {
   int open_sequence(std::int64_t capacity) override { return inner_.open_sequence(capacity); }
   void close_sequence(int slot) override { inner_.close_sequence(slot); }
   void forward(const SlotBatch& batch, std::span<const std::int64_t> rows, float* logits) override;
+  void time_forwards(std::function<double()> now_s) { now_s_ = std::move(now_s); }
+  const std::vector<std::pair<double, double>>& forwards() const { return forwards_; }
 
  private:
   Runner& inner_;
   std::function<ExecStats()> stats_;
   DeviceTimeline& timeline_;
   double interval_s_;
+  std::function<double()> now_s_;
+  std::vector<std::pair<double, double>> forwards_;
 };
 
 }  // namespace plexus::bench

@@ -191,12 +191,15 @@ std::string percentiles_cell(const Json& r, const std::string& metric) {
   return cell(r, "latency." + metric + ".p50") + " / " + cell(r, "latency." + metric + ".p99", 2);
 }
 
-// One row per run; energy that is not available says why below the table (energy.note: no power
-// source on this host, ...), each reason once.
+// One row per run (energy: J/token over the whole run and of the forward passes alone, the idle
+// power before the load, the average power and GPU utilisation during it); energy that is not
+// available says why below the table (energy.note: no power source on this host, ...), each
+// reason once.
 std::string summary_table(const std::vector<Json>& results) {
   std::string h = "<table class=\"summary\"><tr><th>run</th><th>status</th><th>output tok/s</th><th>total tok/s</th><th>samples/s</th>"
                   "<th>TTFT ms<br>p50 / p99</th><th>TPOT ms<br>p50 / p99</th><th>E2E ms<br>p50 / p99</th>"
-                  "<th>energy J</th><th>J/token</th><th>energy method</th></tr>\n";
+                  "<th>energy J</th><th>J/token<br>run / forwards</th><th>idle W</th><th>load W / GPU util %</th>"
+                  "<th>energy method</th></tr>\n";
   std::vector<std::string> reasons;
   for (std::size_t i = 0; i < results.size(); ++i) {
     const Json& r = results[i];
@@ -212,7 +215,9 @@ std::string summary_table(const std::vector<Json>& results) {
          cell(r, "throughput.tokens_per_s") + "</td><td>" + cell(r, "throughput.total_tokens_per_s") + "</td><td>" +
          cell(r, "throughput.samples_per_s", 2) + "</td><td>" + percentiles_cell(r, "ttft_ms") + "</td><td>" +
          percentiles_cell(r, "tpot_ms") + "</td><td>" + percentiles_cell(r, "e2e_ms") + "</td><td>" + cell(r, "energy.total_j", 2) +
-         "</td><td>" + cell(r, "energy.j_per_token", 4) + "</td><td>" + method + "</td></tr>\n";
+         "</td><td>" + cell(r, "energy.j_per_token", 4) + " / " + cell(r, "energy.j_per_token_attributed", 4) + "</td><td>" +
+         cell(r, "energy.idle_power_w") + "</td><td>" + cell(r, "energy.avg_power_w") + " / " +
+         cell(r, "energy.avg_utilization_percent") + "</td><td>" + method + "</td></tr>\n";
   }
   h += "</table>\n";
   for (std::size_t k = 0; k < reasons.size(); ++k) {

@@ -162,6 +162,10 @@ MonitorSummary MonitorSession::stop() {
   return summary;
 }
 
+double MonitorSession::now_s() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+}
+
 std::vector<Sample> MonitorSession::samples() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return samples_;

@@ -70,6 +70,8 @@ class MonitorSession {
   MonitorSummary stop();
 
   bool running() const { return running_; }
+  // Seconds on the samples' clock (Sample::t_s) now; meaningful once start() returned.
+  double now_s() const;
   std::optional<Sample> latest() const;
   // Every sample so far (a copy), e.g. for custom reports after stop().
   std::vector<Sample> samples() const;

@@ -13,7 +13,7 @@
 #include <unordered_map>
 
 #include "core/error.h"
-#include "monitor/energy_steps.h"
+#include "monitor/energy_curve.h"
 #include "monitor/monitor_session.h"
 #include "monitor/timed_source.h"
 
@@ -37,14 +37,8 @@ struct Mean {
 
 struct DeviceState {
   std::string key, name;
-  EnergySteps steps;
   std::optional<double> power_w, energy_j;
   Mean idle_power, load_power, load_utilization;
-};
-
-// All devices' energy since the start at a sample, and the power to extrapolate past it with.
-struct Point {
-  double t = 0, e = 0, p = 0;
 };
 
 struct Step {
@@ -69,9 +63,7 @@ struct EnergyLedger::Impl {
   std::condition_variable cv;  // a new sample, or stop
   bool stop = false;
   std::vector<DeviceState> devices;  // first-seen order
-  bool any_energy = false;      // some device reported power or an energy counter
-  double cumulative = 0;
-  std::deque<Point> points;
+  EnergyCurve curve;  // all devices' cumulative energy: curve.any_energy(), curve.cumulative()
   std::deque<Step> pending;  // in t1 order
   std::unordered_map<std::uint64_t, Owed> requests;
   double attributed = 0;
@@ -88,7 +80,6 @@ struct EnergyLedger::Impl {
   std::thread thread;
 
   void add_sample(const Sample& s);
-  double energy_at(double t) const;
   void resolve(bool extrapolate);
   void count_load();
   double load_energy(double now) const;
@@ -97,19 +88,18 @@ struct EnergyLedger::Impl {
 };
 
 void EnergyLedger::Impl::add_sample(const Sample& s) {
-  double joules = 0;
+  const std::vector<std::optional<double>> joules = curve.add(s);
   const bool in_load = in_flight > 0 || load_touched;
   load_touched = in_flight > 0;
   if (!loaded && !in_load) ++idle_samples;
-  for (const DeviceReading& r : s.readings) {
+  for (std::size_t i = 0; i < s.readings.size(); ++i) {
+    const DeviceReading& r = s.readings[i];
     const std::string key = r.key();
     auto it = std::find_if(devices.begin(), devices.end(), [&](const DeviceState& d) { return d.key == key; });
     if (it == devices.end()) {
-      devices.push_back({key, r.name, {}, {}, {}, {}, {}, {}});
+      devices.push_back({key, r.name, {}, {}, {}, {}, {}});
       it = devices.end() - 1;
     }
-    const IntervalEnergy e = it->steps.add(s.t_s, r);
-    if (r.power_w || r.energy_counter_j) any_energy = true;
     it->power_w = r.power_w;
     if (in_load) {
       it->load_power.add(r.power_w);
@@ -117,41 +107,15 @@ void EnergyLedger::Impl::add_sample(const Sample& s) {
     } else if (!loaded) {
       it->idle_power.add(r.power_w);
     }
-    if (e.joules) {
-      it->energy_j = it->energy_j.value_or(0) + *e.joules;
-      joules += *e.joules;
-    }
+    if (joules[i]) it->energy_j = it->energy_j.value_or(0) + *joules[i];
   }
-  cumulative += joules;
-  // The power to extrapolate with: the devices' power readings now, else the interval's mean.
-  Point p{s.t_s, cumulative, 0};
-  bool any_power = false;
-  for (const DeviceReading& r : s.readings) {
-    if (!r.power_w) continue;
-    p.p += *r.power_w;
-    any_power = true;
-  }
-  if (!any_power && !points.empty() && s.t_s > points.back().t) p.p = joules / (s.t_s - points.back().t);
-  points.push_back(p);
-}
-
-// E(t): linear between the samples around t; before the first kept sample, its value; past the
-// last one, extrapolated with the last interval's power.
-double EnergyLedger::Impl::energy_at(double t) const {
-  if (points.empty()) return 0;
-  if (t <= points.front().t) return points.front().e;
-  if (t >= points.back().t) return points.back().e + points.back().p * (t - points.back().t);
-  const auto hi = std::upper_bound(points.begin(), points.end(), t, [](double v, const Point& q) { return v < q.t; });
-  const Point& b = *hi;
-  const Point& a = *(hi - 1);
-  return a.e + (b.e - a.e) * (t - a.t) / (b.t - a.t);
 }
 
 // Shares the energy of every step the samples cover (all pending steps with `extrapolate`).
 void EnergyLedger::Impl::resolve(bool extrapolate) {
-  while (!pending.empty() && (extrapolate || open.empty() || (!points.empty() && pending.front().t1 <= points.back().t))) {
+  while (!pending.empty() && (extrapolate || open.empty() || (!curve.empty() && pending.front().t1 <= curve.last_t()))) {
     const Step& step = pending.front();
-    const double energy = std::max(0.0, energy_at(step.t1) - energy_at(step.t0));
+    const double energy = curve.energy_between(step.t0, step.t1);
     std::int64_t total = 0;
     for (const auto& [id, n] : step.tokens) total += n;
     for (const auto& [id, n] : step.tokens) {
@@ -168,14 +132,14 @@ void EnergyLedger::Impl::resolve(bool extrapolate) {
 // Counts the load's energy that the samples cover: the running load's up to the last sample, and
 // the ended loads' whose end a sample passed.
 void EnergyLedger::Impl::count_load() {
-  if (points.empty()) return;
-  const double last = points.back().t;
+  if (curve.empty()) return;
+  const double last = curve.last_t();
   if (in_flight > 0 && last > load_mark) {
-    load_j += std::max(0.0, energy_at(last) - energy_at(load_mark));
+    load_j += curve.energy_between(load_mark, last);
     load_mark = last;
   }
   while (!load_tails.empty() && load_tails.front().second <= last) {
-    load_j += std::max(0.0, energy_at(load_tails.front().second) - energy_at(load_tails.front().first));
+    load_j += curve.energy_between(load_tails.front().first, load_tails.front().second);
     load_tails.pop_front();
   }
 }
@@ -183,8 +147,8 @@ void EnergyLedger::Impl::count_load() {
 // The load's energy up to `now`: what count_load() left, extrapolated past the last sample.
 double EnergyLedger::Impl::load_energy(double now) const {
   double j = load_j;
-  for (const auto& [mark, end] : load_tails) j += std::max(0.0, energy_at(end) - energy_at(mark));
-  if (in_flight > 0 && now > load_mark) j += std::max(0.0, energy_at(now) - energy_at(load_mark));
+  for (const auto& [mark, end] : load_tails) j += curve.energy_between(mark, end);
+  if (in_flight > 0 && now > load_mark) j += curve.energy_between(load_mark, now);
   return j;
 }
 
@@ -195,7 +159,7 @@ void EnergyLedger::Impl::prune(double now) {
   for (const Step& s : pending) need = std::min(need, s.t0);
   for (const auto& tail : load_tails) need = std::min(need, tail.first);
   if (in_flight > 0) need = std::min(need, load_mark);
-  while (points.size() >= 2 && points[1].t <= need) points.pop_front();
+  curve.forget_before(need);
 }
 
 void EnergyLedger::Impl::loop() {
@@ -274,11 +238,11 @@ std::optional<double> EnergyLedger::take_request_energy(std::uint64_t id) {
   // to wait for. Otherwise one interval (the next sample) and a margin for a slow source; then
   // extrapolate.
   const auto limit = std::chrono::duration<double>(2 * m.interval_s + 0.5);
-  if (!m.any_energy || !m.cv.wait_for(lock, limit, settled)) m.resolve(true);
+  if (!m.curve.any_energy() || !m.cv.wait_for(lock, limit, settled)) m.resolve(true);
   const auto it = m.requests.find(id);
   const double j = it == m.requests.end() ? 0 : it->second.j;
   if (it != m.requests.end()) m.requests.erase(it);
-  if (!m.any_energy) return std::nullopt;
+  if (!m.curve.any_energy()) return std::nullopt;
   return j;
 }
 
@@ -324,25 +288,25 @@ LoadTotals EnergyLedger::load() const {
   std::lock_guard<std::mutex> lock(m.mutex);
   LoadTotals out;
   out.seconds = m.load_ended_s + (m.in_flight > 0 ? std::max(0.0, now - m.load_begin) : 0);
-  if (m.any_energy) out.energy_j = m.load_energy(now);
+  if (m.curve.any_energy()) out.energy_j = m.load_energy(now);
   return out;
 }
 
 std::optional<double> EnergyLedger::measured_j() const {
   std::lock_guard<std::mutex> lock(impl_->mutex);
-  if (!impl_->any_energy) return std::nullopt;
-  return impl_->cumulative;
+  if (!impl_->curve.any_energy()) return std::nullopt;
+  return impl_->curve.cumulative();
 }
 
 std::optional<double> EnergyLedger::attributed_j() const {
   std::lock_guard<std::mutex> lock(impl_->mutex);
-  if (!impl_->any_energy) return std::nullopt;
+  if (!impl_->curve.any_energy()) return std::nullopt;
   return impl_->attributed;
 }
 
 std::size_t EnergyLedger::stored_samples() const {
   std::lock_guard<std::mutex> lock(impl_->mutex);
-  return impl_->points.size();
+  return impl_->curve.size();
 }
 
 }  // namespace plexus

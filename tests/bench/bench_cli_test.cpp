@@ -97,9 +97,13 @@ TEST_F(BenchCli, FourVirtualDevicesEndToEnd) {
   }
   EXPECT_LE(j["latency"]["ttft_ms"]["p50"].get<double>(), j["latency"]["e2e_ms"]["p50"].get<double>());
   for (const char* k : {"total_j", "j_per_token", "tokens_per_j", "method", "above_idle_j"}) EXPECT_TRUE(j["energy"].contains(k)) << k;
+  for (const char* k : {"attributed_j", "attributed_s", "j_per_token_attributed", "avg_utilization_percent", "idle_power_w"}) {
+    EXPECT_TRUE(j["energy"].contains(k)) << k;
+  }
   if (j["energy"]["method"] == "unavailable") {
-    EXPECT_TRUE(j["energy"]["total_j"].is_null());  // never invented
-    EXPECT_TRUE(j["energy"]["j_per_token"].is_null());
+    for (const char* k : {"total_j", "j_per_token", "attributed_j", "j_per_token_attributed", "idle_power_w"}) {
+      EXPECT_TRUE(j["energy"][k].is_null()) << k;  // never invented
+    }
   }
   EXPECT_EQ(j["gpu_stats"], Json::object());  // virtual devices are not GPUs
   EXPECT_TRUE(j["host_stats"].is_object());
@@ -198,6 +202,76 @@ TEST_F(BenchCli, GpuStatsFromTheFakeNvml) {
     EXPECT_NE(header.find(col), std::string::npos) << col;
   }
   EXPECT_FALSE(fs::exists(out() + "/gpu.html"));  // not among the formats
+}
+
+// Issue 33, "energy that tells the truth", on the fake NVML (one GPU of constant, known power and
+// utilisation): the idle power measured before the load (by default: 5 sampling intervals), the
+// whole run's energy from the counter, the average power and utilisation during the load, and
+// J/token over the whole load next to J/token of the forward passes alone (the energy attributed
+// to requests).
+TEST_F(BenchCli, EnergyOfTheLoadFromTheFakeGpu) {
+  constexpr double kWatts = 150, kUtilization = 37, kIntervalS = 0.01;
+  // A counter is read a moment after its sample's time (the sources are read one after another):
+  // at most about a sampling interval late at each end, as in serve's energy test.
+  constexpr double kSlack = 2 * kIntervalS * kWatts;
+  const std::string script = work_ / "gpu.json";
+  std::ofstream(script) << R"({"devices": [{"name": "Fake H100", "power_w": 150, "utilization": 37,
+                               "memory_total_mb": 81920, "memory_used_mb": 1024}]})";
+  auto bench = [&](const char* library, const std::string& name) {
+    ::setenv("PLEXUS_NVML_LIBRARY", library, 1);
+    ::setenv("PLEXUS_FAKE_NVML_SCRIPT", script.c_str(), 1);
+    const std::string cfg = config(name + ".yaml", "name: " + name + "\nmodel: " + model_ +
+                                                       "\nbackend: {device_ids: [0]}\n"
+                                                       "scenario: {prompts_ids: [[1, 415, 5565]], num_samples: 4, batch_size: 2, "
+                                                       "max_new_tokens: 24, ignore_eos: true}\n"
+                                                       "monitor: {interval_ms: 10}\noutput: {dir: " + out() + ", formats: [json, csv]}\n");
+    const auto r = run_plexus("bench " + shell_quote(cfg) + " --allow-cpu-devices");
+    ::setenv("PLEXUS_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1", 1);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return read_json_file(out() + "/" + name + ".json");
+  };
+  const Json j = bench(FAKE_NVML_LIBRARY, "load");
+  const Json& e = j["energy"];
+  const Json& gpu = e["devices"]["gpu_0"];
+  // Idle before the load: measured by default, over 5 sampling intervals.
+  EXPECT_NEAR(e["idle_baseline_s"].get<double>(), 0.05, 1e-9) << e.dump();
+  EXPECT_NEAR(gpu["idle_power_w"].get<double>(), kWatts, 0.01) << e.dump();
+  // The whole run from the counter, its average power and utilisation.
+  EXPECT_EQ(gpu["method"], "counter") << e.dump();
+  const double duration = e["duration_s"].get<double>();
+  EXPECT_NEAR(gpu["energy_j"].get<double>(), kWatts * duration, kSlack) << e.dump();
+  EXPECT_NEAR(gpu["avg_power_w"].get<double>(), kWatts, 0.01) << e.dump();  // the readings' power
+  EXPECT_DOUBLE_EQ(gpu["utilization_percent"].get<double>(), kUtilization) << e.dump();
+  EXPECT_DOUBLE_EQ(e["avg_utilization_percent"].get<double>(), kUtilization) << e.dump();
+  // The forward passes lie inside the load: their energy is part of the whole run's.
+  const double tokens = j["throughput"]["output_tokens"].get<double>();
+  ASSERT_EQ(tokens, 96);
+  const double forward_s = e["attributed_s"].get<double>();
+  EXPECT_GT(forward_s, 0) << e.dump();
+  EXPECT_LE(forward_s, duration) << e.dump();
+  const double attributed = e["attributed_j"].get<double>();
+  EXPECT_GT(attributed, 0) << e.dump();
+  EXPECT_LE(attributed, e["total_j"].get<double>() + kSlack) << e.dump();
+  EXPECT_NEAR(e["j_per_token_attributed"].get<double>(), attributed / tokens, 1e-12) << e.dump();
+  EXPECT_NEAR(e["j_per_token"].get<double>(), e["total_j"].get<double>() / tokens, 1e-12) << e.dump();
+  const std::string header = bench::read_csv_header(out() + "/load.csv");
+  for (const char* col : {"energy_attributed_j", "energy_j_per_token_attributed", "energy_avg_utilization_percent",
+                          "energy_idle_power_w"}) {
+    EXPECT_NE(header.find(col), std::string::npos) << col;
+  }
+
+  // The same GPU reporting power only (the minimal fake has no energy counter): the energy is power
+  // integrated over the samples' times, so the forward passes' energy is exactly the constant
+  // power × their time, and the run's the power × its duration.
+  const Json p = bench(FAKE_NVML_MINIMAL_LIBRARY, "power");
+  const Json& pe = p["energy"];
+  EXPECT_EQ(pe["devices"]["gpu_0"]["method"], "power-integration") << pe.dump();
+  EXPECT_NEAR(pe["devices"]["gpu_0"]["idle_power_w"].get<double>(), kWatts, 1e-9) << pe.dump();
+  EXPECT_NEAR(pe["devices"]["gpu_0"]["energy_j"].get<double>(), kWatts * pe["duration_s"].get<double>(), 1e-9) << pe.dump();
+  if (pe["devices"]["cpu"]["energy_j"].is_null()) {  // the fake GPU alone reports energy
+    EXPECT_NEAR(pe["attributed_j"].get<double>(), kWatts * pe["attributed_s"].get<double>(), 1e-9) << pe.dump();
+  }
+  EXPECT_GT(pe["attributed_s"].get<double>(), 0) << pe.dump();
 }
 
 // A configuration naming GPUs on a host where CUDA sees none does not quietly run on the CPU: exit 2

@@ -82,6 +82,35 @@ TEST(BenchMetrics, EnergyAndGpuStats) {
   EXPECT_EQ(host_stats_json(s)["energy_method"], "unavailable");
 }
 
+// The load's utilisation is the GPUs' mean (the host's CPU utilisation is not a GPU's); the
+// forward passes' energy gives the attributed J/token beside the whole run's.
+TEST(BenchMetrics, LoadUtilisationAndAttributedJoulesPerToken) {
+  MonitorSummary s;
+  s.devices = {gpu(0, 300, EnergyMethod::kCounter), gpu(1, 100, EnergyMethod::kCounter)};
+  s.devices[0].avg_utilization_percent = 30;
+  s.devices[1].avg_utilization_percent = 50;
+  DeviceSummary host;
+  host.avg_utilization_percent = 100;
+  s.devices.push_back(host);
+  const WindowEnergy forwards{1.5, 250.0};
+  const Json e = energy_json(s, 200, &forwards);
+  EXPECT_DOUBLE_EQ(e["avg_utilization_percent"], 40);
+  EXPECT_DOUBLE_EQ(e["devices"]["gpu_1"]["utilization_percent"], 50);
+  EXPECT_DOUBLE_EQ(e["attributed_j"], 250);
+  EXPECT_DOUBLE_EQ(e["attributed_s"], 1.5);
+  EXPECT_DOUBLE_EQ(e["j_per_token_attributed"], 1.25);
+  EXPECT_DOUBLE_EQ(e["j_per_token"], 2);
+  // Not timed (generate), or timed without any energy reading: null, never 0.
+  const WindowEnergy unmeasured{1.5, std::nullopt};
+  for (const Json& n : {energy_json(s, 200), energy_json(s, 200, &unmeasured)}) {
+    EXPECT_TRUE(n["attributed_j"].is_null());
+    EXPECT_TRUE(n["j_per_token_attributed"].is_null());
+  }
+  s.devices.pop_back();
+  for (DeviceSummary& d : s.devices) d.avg_utilization_percent.reset();
+  EXPECT_TRUE(energy_json(s, 200)["avg_utilization_percent"].is_null());
+}
+
 TEST(BenchMetrics, NothingMeasuredIsNullNeverZero) {
   MonitorSummary s;
   DeviceSummary host;

@@ -46,6 +46,21 @@ TEST(HtmlReport, SelfContainedWithChartsAndEscapedText) {
   EXPECT_NE(h.find("<section id=\"run-0\">"), std::string::npos);
 }
 
+// The summary table carries the energy facts of issue 33: idle power before the load, average
+// power and GPU utilisation during it, J/token over the whole run and of the forward passes.
+TEST(HtmlReport, SummaryShowsIdleLoadAndBothJoulesPerToken) {
+  Json r = run(100, Json::object());
+  r["energy"] = {{"total_j", 5.0}, {"j_per_token", 0.5}, {"j_per_token_attributed", 0.3125}, {"idle_power_w", 61.5},
+                 {"avg_power_w", 149.5}, {"avg_utilization_percent", 37.5}, {"method", "counter"}};
+  const std::string h = html_report("e", {r}, nullptr);
+  for (const char* s : {"<th>J/token<br>run / forwards</th>", "<th>idle W</th>", "<th>load W / GPU util %</th>",
+                        "<td>0.5000 / 0.3125</td>", "<td>61.5</td>", "<td>149.5 / 37.5</td>"}) {
+    EXPECT_NE(h.find(s), std::string::npos) << s;
+  }
+  r["energy"] = {{"total_j", nullptr}, {"j_per_token", nullptr}, {"method", "unavailable"}};
+  EXPECT_NE(html_report("e", {r}, nullptr).find("<td>n/a / n/a</td><td>n/a</td><td>n/a / n/a</td>"), std::string::npos);
+}
+
 TEST(HtmlReport, SweepsChartThroughputAndEnergyPerPoint) {
   const Json sweep = {{"scenario.batch_size", {1, 4}}};
   const std::string h = html_report("s", {run(100, {{"scenario.batch_size", 1}}), run(300, {{"scenario.batch_size", 4}})}, sweep);
