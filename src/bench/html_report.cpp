@@ -235,7 +235,7 @@ std::string html_report(const std::string& name, const std::vector<Json>& result
                   "<style>body{font-family:system-ui,sans-serif;margin:1.5em;color:#222;max-width:1100px;font-size:15px}"
                   "table{border-collapse:collapse;margin:1em 0;font-size:14px}td,th{border:1px solid #ccc;padding:3px 6px;text-align:right}"
                   "th{background:#f3f3f3;font-weight:600}td:first-child,th:first-child{text-align:left}"
-                  "table.summary td{white-space:nowrap}table.summary td:first-child{white-space:normal}"
+                  "table.summary{font-size:13px}table.summary td,table.summary th{padding:3px 4px}table.summary td{white-space:nowrap}table.summary td:first-child{white-space:normal}"
                   "p{overflow-wrap:anywhere}.ct{font-size:13px;font-weight:bold}"
                   ".yl{font-size:10px;text-anchor:end}.xl{font-size:10px;text-anchor:middle}.lg{font-size:11px}"
                   ".grid{stroke:#e5e5e5}.axis{stroke:#999}.median{stroke:#d62728;stroke-dasharray:4 3}.plot{stroke:#eee}"
