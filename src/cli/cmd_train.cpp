@@ -56,7 +56,7 @@ void declare(Args& args) {
       .option("--zero", "STAGE", "1: shard the AdamW state across replicas (ZeRO stage 1); 0: every replica holds all of it", "0")
       .option("--checkpoint-every", "K", "write a checkpoint every K steps (0: only at the end); the newest 2 are kept", "0")
       .flag("--checkpoint-activations", "keep only each layer's input in the forward and recompute the layer's forward in the backward: "
-            "less memory, about a third more compute, the same results bit for bit (--micro-batch auto turns it on when it lets a larger micro-batch fit)")
+            "less memory, up to a third more compute, the same results bit for bit (--micro-batch auto turns it on when it lets a larger micro-batch fit)")
       .flag("--resume", "continue from the newest checkpoint in --out (the same options; ends bit-identical to an uninterrupted run)")
       .option("--max-skipped", "K", "end the run (exit 1, after a checkpoint) when K steps in a row were skipped: a non-finite gradient norm or update (0: never)",
               std::to_string(kDefaultMaxSkipped))
