@@ -17,7 +17,8 @@ namespace plexus::cli {
 
 namespace {
 
-// --training: the shape of the run from --global-batch, --micro-batch, --seq-len, --replicas, --zero.
+// --training: the shape of the run from --global-batch, --micro-batch, --seq-len, --replicas, --zero,
+// --checkpoint-activations.
 int estimate_training(const Args& args, const ModelConfig& config) {
   if (args.given("--quantize")) throw InputError("--quantize does not apply to --training: training keeps f32 weights");
   const long long replicas = args.get_int_in("--replicas", 1, 4096);
@@ -29,6 +30,7 @@ int estimate_training(const Args& args, const ModelConfig& config) {
   shape.seq_len = args.get_int_in("--seq-len", 2, 1LL << 24);
   shape.replicas = static_cast<int>(replicas);
   shape.zero1 = args.get_int_in("--zero", 0, 1) == 1;
+  shape.checkpoint_activations = args.get_flag("--checkpoint-activations");
   const TrainingMemory m = training_memory(config, shape);
   if (args.get_flag("--json")) {
     std::printf("%s\n", training_memory_json(m, shape, batch).dump(2).c_str());
@@ -53,9 +55,11 @@ int cmd_estimate(int argc, char** argv) {
   args.option("--seq-len", "T", "with --training: tokens per sequence", "256");
   args.option("--replicas", "R", "with --training: data-parallel replicas (devices)", "1");
   args.option("--zero", "S", "with --training: 1 shards the optimizer state across replicas (ZeRO-1); 0 does not", "0");
+  args.flag("--checkpoint-activations", "with --training: activations as train --checkpoint-activations keeps them (the "
+                                        "layer inputs and one layer's); both ways are printed");
   if (!args.parse(argc, argv)) return 0;
   if (!args.get_flag("--training")) {
-    for (const char* flag : {"--global-batch", "--micro-batch", "--seq-len", "--replicas", "--zero"}) {
+    for (const char* flag : {"--global-batch", "--micro-batch", "--seq-len", "--replicas", "--zero", "--checkpoint-activations"}) {
       if (args.given(flag)) throw InputError(std::string(flag) + " applies to the training estimate: add --training");
     }
   }

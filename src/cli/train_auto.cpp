@@ -61,7 +61,8 @@ TrainLayoutChoice decide_train_layout(const ModelConfig& config, const TrainLayo
                                       const LlamaTrainModel* model, TrainOps* ops, std::span<float> params,
                                       const TrialTokens& tokens) {
   const int replicas = std::max(in.replicas, 1);
-  TrainingShape one{1, in.seq_len, replicas, in.zero1, in.threads};
+  // One sequence as little as it can take: checkpointed when given, or when auto may choose it.
+  TrainingShape one{1, in.seq_len, replicas, in.zero1, in.threads, in.checkpoint_activations || in.batch_auto};
   const ParallelMode mode = choose_parallel(parse_parallel_mode(in.parallel),
                                             training_memory(config, one).device_total(), in.budget.bytes,
                                             in.budget.source);
@@ -77,6 +78,7 @@ TrainLayoutChoice decide_train_layout(const ModelConfig& config, const TrainLayo
     c.batch.micro_batch = in.batch_size / replicas;
     c.batch.accumulation = 1;
     c.batch.replicas = replicas;
+    c.batch.checkpoint_activations = in.checkpoint_activations;
     c.batch.why = "--global-batch " + std::to_string(in.batch_size) + " over " + std::to_string(replicas) +
                   (replicas == 1 ? " replica" : " replicas");
     return c;
@@ -90,14 +92,17 @@ TrainLayoutChoice decide_train_layout(const ModelConfig& config, const TrainLayo
   req.threads = in.threads;
   req.budget = in.budget.bytes;
   req.budget_source = in.budget.source;
+  req.checkpoint_activations = in.checkpoint_activations;
   TrialStep trial;
   if (model != nullptr && ops != nullptr && !params.empty() && tokens) {
     const std::int64_t baseline = current_rss_bytes();  // before the first trial
-    trial = [&, baseline](std::int64_t m) {
+    trial = [&, baseline](std::int64_t m, bool checkpoint) {
       TrainingShape shape = one;
       shape.micro_batch = m;
+      shape.checkpoint_activations = checkpoint;
       const std::vector<std::int32_t> ids = tokens(m);
-      return measure_trial_step(*model, *ops, params, ids, in.seq_len, m, training_memory(config, shape), baseline);
+      return measure_trial_step(*model, *ops, params, ids, in.seq_len, m, checkpoint, training_memory(config, shape),
+                                baseline);
     };
   }
   const AutoBatchChoice a = choose_auto_batch(config, req, trial);
@@ -113,6 +118,7 @@ TrainLayoutChoice decide_train_layout(const ModelConfig& config, const TrainLayo
   c.json["largest_fit"] = a.largest_fit;
   c.json["trial_bytes"] = a.measured;
   c.json["trials"] = a.trials;
+  c.json["checkpoint_activations"] = a.batch.checkpoint_activations;
   return c;
 }
 
@@ -154,6 +160,7 @@ void apply_train_auto(const Args& args, PreparedRun& run, int threads, std::uint
   in.parallel = args.get("--parallel");
   in.replicas = o.batch.replicas;
   in.zero1 = o.zero1;
+  in.checkpoint_activations = o.batch.checkpoint_activations;
   in.threads = replica_threads(threads, o.batch.replicas, 0);
   in.seq_len = run.data->T;
   in.max_micro_batch = (run.data->sequences + in.replicas - 1) / in.replicas;

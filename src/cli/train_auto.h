@@ -53,6 +53,7 @@ struct TrainLayoutInputs {
   std::string parallel = "auto";    // --parallel
   int replicas = 1;
   bool zero1 = false;
+  bool checkpoint_activations = false;  // --checkpoint-activations (auto may turn it on otherwise)
   int threads = 1;                  // compute threads of one replica
   std::int64_t seq_len = 0;         // T of the data
   std::int64_t max_micro_batch = 0; // without --global-batch: the data's sequences per replica

@@ -74,31 +74,43 @@ AutoBatchChoice choose_auto_batch(const ModelConfig& config, const AutoBatchRequ
                      std::to_string(replicas) + " replicas: give a multiple of " + std::to_string(replicas));
   }
   const std::int64_t share = req.global_batch > 0 ? req.global_batch / replicas : 0;
-  TrainingShape shape{1, req.seq_len, replicas, req.zero1, req.threads};
+  TrainingShape shape{1, req.seq_len, replicas, req.zero1, req.threads, req.checkpoint_activations};
   // No micro-batch beyond the replica's share (with G), or than the data holds (without it).
   const std::int64_t limit = share > 0 ? share : req.max_micro_batch > 0 ? req.max_micro_batch : std::int64_t{1} << 20;
-  AutoBatchChoice c;
-  c.largest_fit = largest_fitting_micro_batch(config, shape, req.budget, limit);
-  if (c.largest_fit == 0) {
-    shape.micro_batch = 1;
-    const TrainingMemory one = training_memory(config, shape);
-    throw InputError("--micro-batch auto: one sequence of " + std::to_string(req.seq_len) + " tokens needs " +
-                     gib(one.device_total()) + " per device (weights " + gib(one.weights) + ", gradients " +
-                     gib(one.gradients) + ", optimizer " + gib(one.optimizer) + ", activations " +
-                     gib(one.activations) + ") but the " + req.budget_source + " allows " + gib(req.budget) +
-                     ": lower --seq-len, add replicas with --zero 1, or raise the budget");
-  }
-  // The largest divisor of the share not above m (m itself without a global batch).
+  // The largest divisor of the share not above m (m itself without a global batch; 0 stays 0).
   auto fit_share = [&](std::int64_t m) {
-    if (share == 0) return m;
+    if (share == 0 || m == 0) return m;
     while (share % m != 0) --m;
     return m;
   };
+  AutoBatchChoice c;
+  c.largest_fit = largest_fitting_micro_batch(config, shape, req.budget, limit);
+  std::int64_t without = -1;  // the micro-batch without checkpointing, when auto turned it on
+  if (!req.checkpoint_activations) {
+    TrainingShape checkpointed = shape;
+    checkpointed.checkpoint_activations = true;
+    const std::int64_t fit = largest_fitting_micro_batch(config, checkpointed, req.budget, limit);
+    if (fit_share(fit) > fit_share(c.largest_fit)) {
+      without = fit_share(c.largest_fit);
+      c.largest_fit = fit;
+      shape = checkpointed;
+    }
+  }
+  if (c.largest_fit == 0) {
+    shape.micro_batch = 1;
+    shape.checkpoint_activations = true;  // the least one sequence needs
+    const TrainingMemory one = training_memory(config, shape);
+    throw InputError("--micro-batch auto: one sequence of " + std::to_string(req.seq_len) + " tokens needs " +
+                     gib(one.device_total()) + " per device with activation checkpointing (weights " +
+                     gib(one.weights) + ", gradients " + gib(one.gradients) + ", optimizer " + gib(one.optimizer) +
+                     ", activations " + gib(one.activations) + ") but the " + req.budget_source + " allows " +
+                     gib(req.budget) + ": lower --seq-len, add replicas with --zero 1, or raise the budget");
+  }
   std::int64_t m = fit_share(c.largest_fit);
   if (trial) {
     for (;;) {
       ++c.trials;
-      c.measured = trial(m);
+      c.measured = trial(m, shape.checkpoint_activations);
       if (c.measured <= req.budget || m == 1) break;
       // Shrink in proportion to the excess, by one at least.
       const double ratio = static_cast<double>(req.budget) / static_cast<double>(c.measured);
@@ -115,12 +127,19 @@ AutoBatchChoice choose_auto_batch(const ModelConfig& config, const AutoBatchRequ
   BatchLayout& b = c.batch;
   b.micro_batch = m;
   b.replicas = replicas;
+  b.checkpoint_activations = shape.checkpoint_activations;
   b.global_batch = share > 0 ? req.global_batch : m * replicas;
   b.accumulation = b.global_batch / (m * replicas);
   b.why = "--micro-batch auto: micro-batch " + std::to_string(m) + " (estimate " + gib(c.estimate.device_total()) +
           " per device of the " + req.budget_source + "'s " + gib(req.budget) + "; largest by the estimate " +
           std::to_string(c.largest_fit) + ")";
   if (c.trials > 0) b.why += ", trial step measured " + gib(c.measured);
+  if (req.checkpoint_activations) {
+    b.why += ", with --checkpoint-activations";
+  } else if (without >= 0) {
+    b.why += ", activation checkpointing turned on (without it " +
+             (without > 0 ? "micro-batch " + std::to_string(without) : std::string("not one sequence")) + " fits)";
+  }
   b.why += ", " + std::to_string(b.accumulation) + " accumulation step" + (b.accumulation == 1 ? "" : "s") + " x " +
            std::to_string(replicas) + (replicas == 1 ? " replica" : " replicas") + " = global batch " +
            std::to_string(b.global_batch);

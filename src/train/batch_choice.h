@@ -29,10 +29,10 @@ ParallelMode parse_parallel_mode(const std::string& text);
 std::int64_t largest_fitting_micro_batch(const ModelConfig& config, TrainingShape shape, std::int64_t budget,
                                          std::int64_t limit);
 
-// What a trial step of `micro_batch` sequences really used on one device, in bytes (the same
-// quantity as TrainingMemory::device_total): run by the command, a function here so that the
-// choice is tested without training.
-using TrialStep = std::function<std::int64_t(std::int64_t micro_batch)>;
+// What a trial step of `micro_batch` sequences (with activation checkpointing or not) really used
+// on one device, in bytes (the same quantity as TrainingMemory::device_total): run by the
+// command, a function here so that the choice is tested without training.
+using TrialStep = std::function<std::int64_t(std::int64_t micro_batch, bool checkpoint_activations)>;
 
 struct AutoBatchRequest {
   std::int64_t global_batch = 0;  // --global-batch G; 0: replicas × the chosen micro-batch
@@ -43,17 +43,20 @@ struct AutoBatchRequest {
   int threads = 1;
   std::int64_t budget = 0;        // bytes each device may hold (the smallest device's budget)
   std::string budget_source;      // "--max-memory", "virtual device", "host available memory"
+  bool checkpoint_activations = false;  // --checkpoint-activations given: always; else chosen (below)
 };
 
 struct AutoBatchChoice {
-  BatchLayout batch;              // why: the sentence the command prints on stderr
+  BatchLayout batch;              // why: the sentence the command prints on stderr; checkpoint_activations
   TrainingMemory estimate;        // of the chosen micro-batch
   std::int64_t largest_fit = 0;   // the estimate's largest micro-batch, before the trial and G
   std::int64_t measured = 0;      // the trial step's bytes (0: no trial)
   int trials = 0;
 };
 
-// The largest micro-batch m that fits req.budget by the estimate, then confirmed by `trial`
+// The largest micro-batch m that fits req.budget by the estimate — with activation checkpointing
+// when req asks for it, or when checkpointing lets a larger m fit than without (after the global
+// batch's divisor below; said in batch.why) — then confirmed by `trial`
 // (may be empty: no trial): while its measured bytes exceed the budget, m shrinks in proportion
 // (at least by one) and is tried again. With a global batch, each replica's share G / R must be a
 // whole number (InputError otherwise) and m is lowered to the largest divisor of it, the

@@ -23,7 +23,7 @@ std::int64_t line(std::int64_t n) { return (n + kLine - 1) / kLine * kLine; }
 constexpr std::int64_t kLogitRows = 1024;
 
 // A buffer of TrainActivations: `copies` regions of `stride` floats from `offset` (one per layer
-// for what the backward keeps, one for scratch).
+// for what the backward keeps — one in all when checkpointing — one for scratch).
 struct Buf {
   std::int64_t offset = 0, stride = 0;
   float* at(float* base, std::int64_t copy = 0) const { return base + offset + copy * stride; }
@@ -31,7 +31,8 @@ struct Buf {
 
 // Where each buffer lies in the one allocation, for up to b sequences of T tokens.
 struct ActPlan {
-  // Kept by the forward for the backward, per layer (x: num_layers + 1 copies).
+  // Kept by the forward for the backward, per layer (x: num_layers + 1 copies). Checkpointing
+  // keeps x alone per layer and the rest for one layer, the one whose backward runs.
   Buf x;          // (n, H) the residual stream entering layer l; copy L enters the final norm
   Buf x_mid;      // (n, H) the residual after layer l's attention
   Buf q, k, v;    // (n, Q) (n, KV) (n, KV) projections (+ bias); q, k rotated unless qk_norm
@@ -54,8 +55,8 @@ struct ActPlan {
   std::int64_t total = 0;  // floats
 };
 
-ActPlan plan_activations(const ModelConfig& c, std::int64_t b, std::int64_t T) {
-  const std::int64_t n = b * T, np = b * (T - 1), L = c.num_layers;
+ActPlan plan_activations(const ModelConfig& c, std::int64_t b, std::int64_t T, bool checkpoint) {
+  const std::int64_t n = b * T, np = b * (T - 1), L = c.num_layers, kept = checkpoint ? 1 : L;
   const std::int64_t H = c.hidden_size, Q = c.q_dim(), KV = c.kv_dim(), I = c.intermediate_size;
   ActPlan p;
   auto take = [&p](Buf& buf, std::int64_t count, std::int64_t copies) {
@@ -64,14 +65,14 @@ ActPlan plan_activations(const ModelConfig& c, std::int64_t b, std::int64_t T) {
     p.total += copies * buf.stride;
   };
   take(p.x, n * H, L + 1);
-  take(p.x_mid, n * H, L);
-  take(p.q, n * Q, L);
-  take(p.k, n * KV, L);
-  take(p.v, n * KV, L);
-  take(p.att, n * Q, L);
-  take(p.lse, b * c.num_heads * T, L);
-  take(p.gate, n * I, L);
-  take(p.up, n * I, L);
+  take(p.x_mid, n * H, kept);
+  take(p.q, n * Q, kept);
+  take(p.k, n * KV, kept);
+  take(p.v, n * KV, kept);
+  take(p.att, n * Q, kept);
+  take(p.lse, b * c.num_heads * T, kept);
+  take(p.gate, n * I, kept);
+  take(p.up, n * I, kept);
   take(p.cos, T * (c.head_dim / 2), 1);
   take(p.sin, T * (c.head_dim / 2), 1);
   take(p.xn, n * H, 1);
@@ -98,14 +99,15 @@ class Step {
   Step(const ModelConfig& c, std::span<const double> inv_freq, const AttentionShape& attention, TrainOps& ops,
        const ModelTensors& w, const MicroBatch& mb, TrainActivations& acts)
       : c_(c), inv_freq_(inv_freq), attention_(attention), ops_(ops), w_(w), mb_(mb),
-        p_(plan_activations(c, acts.max_b(), acts.T())), base_(acts.data()),
+        p_(plan_activations(c, acts.max_b(), acts.T(), acts.checkpoint())), checkpoint_(acts.checkpoint()),
+        base_(acts.data()),
         n_(mb.b * mb.T), np_(mb.b * (mb.T - 1)), eps_(static_cast<float>(c.rms_norm_eps)) {}
 
   // Embedding and every layer: the residual stream x(L) enters the final norm.
   void forward_layers() {
     ops_.rope_table(inv_freq_, mb_.T, p_.cos.at(base_), p_.sin.at(base_));
     ops_.embed(w_.embed, mb_.tokens, c_.hidden_size, p_.x.at(base_, 0));
-    for (int l = 0; l < c_.num_layers; ++l) layer_forward(l);
+    for (int l = 0; l < c_.num_layers; ++l) layer_forward(l, false);
   }
 
   // The final norm of the predicting rows, then lm_head and the cross-entropy chunk by chunk;
@@ -151,6 +153,9 @@ class Step {
                             g.final_norm);
     }
     for (int l = c_.num_layers - 1; l >= 0; --l) {
+      // Checkpointing: layer l's forward again from the kept x(l), the same calls on the same
+      // inputs (the same bits); the last layer's activations are still there from the forward.
+      if (checkpoint_ && l < c_.num_layers - 1) layer_forward(l, true);
       layer_backward(l, g);
       if (ready) ready(l);
     }
@@ -160,14 +165,16 @@ class Step {
 
  private:
   const LayerTensors& lw(int l) const { return w_.layers[static_cast<std::size_t>(l)]; }
+  // Layer l's copy of a buffer kept for the backward (the one copy when checkpointing).
+  float* kept(const Buf& buf, int l) const { return buf.at(base_, checkpoint_ ? 0 : l); }
 
   // q, k as attention reads them: with qk_norm, normed per head into q_rot / k_rot (rstd,
   // rstd_k) from the kept pre-norm projections, then rotated; otherwise the kept q, k, rotated
   // in place by the forward.
   void attention_inputs(int l, const float** qa, const float** ka, bool rotate) {
     const std::int64_t hd = c_.head_dim;
-    float* q = p_.q.at(base_, l);
-    float* k = p_.k.at(base_, l);
+    float* q = kept(p_.q, l);
+    float* k = kept(p_.k, l);
     if (c_.qk_norm) {
       ops_.rmsnorm(q, lw(l).q_norm, n_ * c_.num_heads, hd, eps_, p_.q_rot.at(base_), p_.rstd.at(base_));
       ops_.rmsnorm(k, lw(l).k_norm, n_ * c_.num_kv_heads, hd, eps_, p_.k_rot.at(base_), p_.rstd_k.at(base_));
@@ -183,27 +190,30 @@ class Step {
     *ka = k;
   }
 
-  void layer_forward(int l) {
+  // Layer l from x(l): what its backward reads, and x(l+1) unless `recompute` (checkpointing's
+  // second forward before the backward, which has x(l+1)'s gradient and needs x(l+1) no more).
+  void layer_forward(int l, bool recompute) {
     const std::int64_t n = n_, H = c_.hidden_size, Q = c_.q_dim(), KV = c_.kv_dim(), I = c_.intermediate_size;
     const LayerTensors& w = lw(l);
     float* x = p_.x.at(base_, l);
-    float* xm = p_.x_mid.at(base_, l);
+    float* xm = kept(p_.x_mid, l);
     float* xn = p_.xn.at(base_);
     // Attention block: xm = x + o_proj(attention(rope(q), rope(k), v)) of norm(x).
     ops_.rmsnorm(x, w.input_norm, n, H, eps_, xn, p_.rstd.at(base_));
-    ops_.linear(xn, w.q, w.q_bias, n, H, Q, p_.q.at(base_, l));
-    ops_.linear(xn, w.k, w.k_bias, n, H, KV, p_.k.at(base_, l));
-    ops_.linear(xn, w.v, w.v_bias, n, H, KV, p_.v.at(base_, l));
+    ops_.linear(xn, w.q, w.q_bias, n, H, Q, kept(p_.q, l));
+    ops_.linear(xn, w.k, w.k_bias, n, H, KV, kept(p_.k, l));
+    ops_.linear(xn, w.v, w.v_bias, n, H, KV, kept(p_.v, l));
     const float *qa = nullptr, *ka = nullptr;
     attention_inputs(l, &qa, &ka, true);
-    ops_.attention(qa, ka, p_.v.at(base_, l), mb_.b, mb_.T, attention_, p_.att.at(base_, l), p_.lse.at(base_, l));
-    ops_.linear(p_.att.at(base_, l), w.o, w.o_bias, n, Q, H, xm);
+    ops_.attention(qa, ka, kept(p_.v, l), mb_.b, mb_.T, attention_, kept(p_.att, l), kept(p_.lse, l));
+    ops_.linear(kept(p_.att, l), w.o, w.o_bias, n, Q, H, xm);
     ops_.add(xm, x, n * H);
     // MLP block: x(l+1) = xm + down(silu(gate(h)) · up(h)), h = norm(xm).
     ops_.rmsnorm(xm, w.post_attention_norm, n, H, eps_, xn, p_.rstd.at(base_));
-    ops_.linear(xn, w.gate, nullptr, n, H, I, p_.gate.at(base_, l));
-    ops_.linear(xn, w.up, nullptr, n, H, I, p_.up.at(base_, l));
-    ops_.silu_mul(p_.gate.at(base_, l), p_.up.at(base_, l), p_.m.at(base_), n * I);
+    ops_.linear(xn, w.gate, nullptr, n, H, I, kept(p_.gate, l));
+    ops_.linear(xn, w.up, nullptr, n, H, I, kept(p_.up, l));
+    if (recompute) return;
+    ops_.silu_mul(kept(p_.gate, l), kept(p_.up, l), p_.m.at(base_), n * I);
     float* x_next = p_.x.at(base_, l + 1);
     ops_.linear(p_.m.at(base_), w.down, nullptr, n, I, H, x_next);
     ops_.add(x_next, xm, n * H);
@@ -216,14 +226,14 @@ class Step {
     const LayerTensors& w = lw(l);
     const LayerTensors& g = grads.layers[static_cast<std::size_t>(l)];
     float* x = p_.x.at(base_, l);
-    float* xm = p_.x_mid.at(base_, l);
+    float* xm = kept(p_.x_mid, l);
     float* xn = p_.xn.at(base_);
     float* rstd = p_.rstd.at(base_);
     float* dx = p_.dx.at(base_);
     float* dh = p_.dh.at(base_);
     float* m = p_.m.at(base_);
-    float* gate = p_.gate.at(base_, l);
-    float* up = p_.up.at(base_, l);
+    float* gate = kept(p_.gate, l);
+    float* up = kept(p_.up, l);
 
     // MLP: recompute h = norm(xm) and m = silu(gate) · up (bitwise the forward's).
     ops_.rmsnorm(xm, w.post_attention_norm, n, H, eps_, xn, rstd);
@@ -242,11 +252,11 @@ class Step {
     float* dq = p_.dq.at(base_);
     float* dk = p_.dk.at(base_);
     float* dv = p_.dv.at(base_);
-    ops_.linear_backward_weight(dx, p_.att.at(base_, l), n, Q, H, g.o, g.o_bias);
+    ops_.linear_backward_weight(dx, kept(p_.att, l), n, Q, H, g.o, g.o_bias);
     ops_.linear_backward_input(dx, w.o, n, Q, H, datt, false);
     const float *qa = nullptr, *ka = nullptr;
     attention_inputs(l, &qa, &ka, false);
-    ops_.attention_backward(datt, qa, ka, p_.v.at(base_, l), p_.att.at(base_, l), p_.lse.at(base_, l), mb_.b, mb_.T,
+    ops_.attention_backward(datt, qa, ka, kept(p_.v, l), kept(p_.att, l), kept(p_.lse, l), mb_.b, mb_.T,
                             attention_, dq, dk, dv);
     ops_.rope(dq, mb_.b, mb_.T, c_.num_heads, hd, p_.cos.at(base_), p_.sin.at(base_), true);
     ops_.rope(dk, mb_.b, mb_.T, c_.num_kv_heads, hd, p_.cos.at(base_), p_.sin.at(base_), true);
@@ -254,9 +264,9 @@ class Step {
       float* dq_pre = datt;
       float* dk_pre = p_.k_rot.at(base_);
       ops_.zero(dq_pre, n * Q);
-      ops_.rmsnorm_backward(dq, p_.q.at(base_, l), w.q_norm, rstd, n * c_.num_heads, hd, dq_pre, g.q_norm);
+      ops_.rmsnorm_backward(dq, kept(p_.q, l), w.q_norm, rstd, n * c_.num_heads, hd, dq_pre, g.q_norm);
       ops_.zero(dk_pre, n * KV);
-      ops_.rmsnorm_backward(dk, p_.k.at(base_, l), w.k_norm, p_.rstd_k.at(base_), n * c_.num_kv_heads, hd, dk_pre,
+      ops_.rmsnorm_backward(dk, kept(p_.k, l), w.k_norm, p_.rstd_k.at(base_), n * c_.num_kv_heads, hd, dk_pre,
                             g.k_norm);
       dq = dq_pre;
       dk = dk_pre;
@@ -279,6 +289,7 @@ class Step {
   const ModelTensors& w_;
   const MicroBatch& mb_;
   ActPlan p_;
+  bool checkpoint_;
   float* base_;
   std::int64_t n_, np_;
   float eps_;
@@ -296,17 +307,17 @@ void check_micro_batch(const ModelConfig& c, const MicroBatch& mb, const TrainAc
 
 }  // namespace
 
-std::int64_t TrainActivations::bytes_for(const ModelConfig& config, std::int64_t b, std::int64_t T) {
-  return plan_activations(config, b, T).total * static_cast<std::int64_t>(sizeof(float));
+std::int64_t TrainActivations::bytes_for(const ModelConfig& config, std::int64_t b, std::int64_t T, bool checkpoint) {
+  return plan_activations(config, b, T, checkpoint).total * static_cast<std::int64_t>(sizeof(float));
 }
 
-TrainActivations::TrainActivations(const ModelConfig& config, std::int64_t b, std::int64_t T)
-    : b_(b), T_(T) {
+TrainActivations::TrainActivations(const ModelConfig& config, std::int64_t b, std::int64_t T, bool checkpoint)
+    : b_(b), T_(T), checkpoint_(checkpoint) {
   if (b < 1 || T < 2) {
     throw InputError("training needs at least 1 sequence of 2 tokens per micro-batch; got " + std::to_string(b) +
                      " of " + std::to_string(T));
   }
-  memory_.resize(static_cast<std::size_t>(plan_activations(config, b, T).total));
+  memory_.resize(static_cast<std::size_t>(plan_activations(config, b, T, checkpoint).total));
 }
 
 LlamaTrainModel::LlamaTrainModel(const ModelConfig& config)

@@ -26,18 +26,23 @@ struct MicroBatch {
 // What a micro-batch's forward keeps for its backward, and the scratch of both, for up to b
 // sequences of T tokens: allocated once, reused every micro-batch. bytes_for() is the exact size
 // of the allocation (the training memory estimate, train/training_memory, is built on it).
+// `checkpoint` (activation checkpointing, `plexus train --checkpoint-activations`): the forward
+// keeps only each layer's input, the backward recomputes a layer's forward before its backward;
+// room for the layer inputs plus one layer's activations, the same losses and gradients bit for bit.
 class TrainActivations {
  public:
-  TrainActivations(const ModelConfig& config, std::int64_t b, std::int64_t T);
+  TrainActivations(const ModelConfig& config, std::int64_t b, std::int64_t T, bool checkpoint = false);
   TrainActivations(const TrainActivations&) = delete;
   TrainActivations& operator=(const TrainActivations&) = delete;
-  static std::int64_t bytes_for(const ModelConfig& config, std::int64_t b, std::int64_t T);
+  static std::int64_t bytes_for(const ModelConfig& config, std::int64_t b, std::int64_t T, bool checkpoint = false);
   std::int64_t max_b() const { return b_; }
   std::int64_t T() const { return T_; }
+  bool checkpoint() const { return checkpoint_; }
   float* data() { return memory_.data(); }
 
  private:
   std::int64_t b_, T_;
+  bool checkpoint_;
   std::vector<float> memory_;
 };
 
@@ -57,7 +62,9 @@ class LlamaTrainModel {
 
   // Forward and backward of one micro-batch: returns the sum over its b·(T−1) predictions of the
   // next-token cross-entropy (double), and adds ∂(that sum · grad_scale)/∂θ into `grads`
-  // (weights `w` unchanged). acts sized for at least mb.b sequences of exactly mb.T tokens.
+  // (weights `w` unchanged). acts sized for at least mb.b sequences of exactly mb.T tokens; with
+  // acts.checkpoint() each layer's forward runs again before its backward (the same calls on the
+  // same inputs: the same bits).
   double forward_backward(TrainOps& ops, const ModelTensors& w, const ModelTensors& grads, const MicroBatch& mb,
                           float grad_scale, TrainActivations& acts, const GradientsReady& ready = {}) const;
   // The forward alone: the same loss sum, no gradients.

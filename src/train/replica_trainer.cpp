@@ -140,7 +140,7 @@ struct ReplicaTrainer::Impl {
     r.tokens = B * T;
     if (!acts || acts->max_b() < b || acts->T() != T) {
       acts.reset();
-      acts = std::make_unique<TrainActivations>(model.config(), b, T);
+      acts = std::make_unique<TrainActivations>(model.config(), b, T, batch.checkpoint_activations);
     }
     // The gradient of the global mean loss: each micro-batch's loss sum scaled by 1 / (B·(T−1)).
     const float grad_scale = static_cast<float>(1.0 / static_cast<double>(B * (T - 1)));

@@ -40,7 +40,8 @@ struct OptimizerState {
 class ReplicaTrainer {
  public:
   // `params` (layout.total()) the starting weights, equal on every rank. `comm` is this rank's
-  // handle of the replica group (batch.replicas == comm.size()); `ops` computes on this rank's
+  // handle of the replica group (batch.replicas == comm.size(); batch.checkpoint_activations:
+  // TrainActivations checkpointed, the same bits); `ops` computes on this rank's
   // device; `pool` (may be null) runs the optimizer's elementwise work and the gradient norm.
   // The trainer keeps references to model, comm, ops and pool.
   ReplicaTrainer(const LlamaTrainModel& model, std::vector<float> params, const OptimizerOptions& optimizer,

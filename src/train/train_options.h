@@ -25,6 +25,9 @@ struct BatchLayout {
   std::int64_t micro_batch = 0;
   std::int64_t accumulation = 1;
   int replicas = 1;
+  // --checkpoint-activations (or chosen by --micro-batch auto): each micro-batch's forward keeps
+  // only the layer inputs and the backward recomputes each layer's forward; the same bits, less memory.
+  bool checkpoint_activations = false;
   std::string why;  // how it was chosen, for the run's report ("--global-batch 8 over 2 replicas")
 };
 

@@ -77,7 +77,9 @@ TrainingMemory training_memory(const ModelConfig& config, const TrainingShape& s
   m.weights = padded * kF32;
   m.gradients = padded * kF32;
   m.optimizer = (zero1 ? 3 * shard : 2 * padded) * kF32;
-  m.activations = TrainActivations::bytes_for(config, shape.micro_batch, shape.seq_len);
+  m.activations_kept = TrainActivations::bytes_for(config, shape.micro_batch, shape.seq_len, false);
+  m.activations_checkpointed = TrainActivations::bytes_for(config, shape.micro_batch, shape.seq_len, true);
+  m.activations = shape.checkpoint_activations ? m.activations_checkpointed : m.activations_kept;
   m.scratch = kernel_scratch(config, shape) + 2 * shape.micro_batch * shape.seq_len * 4;  // + tokens, targets
   // ReplicaTrainer::optimizer_state: both moments of the whole layout, on every replica.
   m.checkpoint = 2 * layout.total() * kF32;
@@ -111,10 +113,17 @@ std::string training_memory_table(const TrainingMemory& m, const TrainingShape& 
   out += row("optimizer", m.optimizer,
              shape.zero1 && shape.replicas > 1 ? "two moments, ZeRO-1 shard 1/" + std::to_string(shape.replicas)
                                                : "two moments");
-  out += row("activations", m.activations, "kept for the backward + scratch of one micro-batch");
+  const bool on = shape.checkpoint_activations;
+  out += row("activations", m.activations,
+             on ? "checkpointed (--checkpoint-activations): each layer's input, one layer's activations, scratch"
+                : "every layer's kept for the backward + scratch of one micro-batch");
   out += row("checkpoint", m.checkpoint, "both moments gathered while a checkpoint is written");
   out += row("other", m.scratch, "kernel scratch, token buffers");
   out += row("total", m.device_total(), "");
+  // The other way of keeping activations, for comparison.
+  out += std::string(on ? "without --checkpoint-activations" : "with --checkpoint-activations") + ": activations " +
+         format_bytes(static_cast<std::uint64_t>(on ? m.activations_kept : m.activations_checkpointed)) + ", total " +
+         format_bytes(static_cast<std::uint64_t>(m.device_total_if(!on))) + "\n";
   return out;
 }
 
@@ -125,15 +134,20 @@ Json training_memory_json(const TrainingMemory& m, const TrainingShape& shape, s
   j["zero"] = shape.zero1 ? 1 : 0;
   j["micro_batch"] = shape.micro_batch;
   j["seq_len"] = shape.seq_len;
+  j["checkpoint_activations"] = shape.checkpoint_activations;
   if (global_batch > 0) j["global_batch"] = global_batch;
   Json d;
   d["weights_bytes"] = m.weights;
   d["gradients_bytes"] = m.gradients;
   d["optimizer_bytes"] = m.optimizer;
   d["activations_bytes"] = m.activations;
+  d["activations_kept_bytes"] = m.activations_kept;
+  d["activations_checkpointed_bytes"] = m.activations_checkpointed;
   d["checkpoint_bytes"] = m.checkpoint;
   d["other_bytes"] = m.scratch;
   d["total_bytes"] = m.device_total();
+  d["total_kept_bytes"] = m.device_total_if(false);
+  d["total_checkpointed_bytes"] = m.device_total_if(true);
   j["per_device"] = d;
   return j;
 }

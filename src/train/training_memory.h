@@ -17,6 +17,7 @@ struct TrainingShape {
   int replicas = 1;              // data-parallel ranks (devices)
   bool zero1 = false;            // the AdamW moments sharded across the replicas
   int threads = 1;               // compute threads of one device (thread scratch)
+  bool checkpoint_activations = false;  // --checkpoint-activations: layer inputs + one layer's activations
 };
 
 // Bytes on one device (one replica), every f32.
@@ -26,11 +27,18 @@ struct TrainingMemory {
   std::int64_t gradients = 0;    // the same length
   std::int64_t optimizer = 0;    // AdamW's two moments; under ZeRO-1 this replica's shard of each
                                  // and the shard's all-gather input
-  std::int64_t activations = 0;  // TrainActivations::bytes_for(config, micro_batch, T)
+  std::int64_t activations = 0;  // TrainActivations::bytes_for(config, micro_batch, T, checkpoint_activations)
+  // Both ways, whichever applies: every layer's activations kept, or (checkpointing) the layer
+  // inputs and one layer's; `activations` is one of them.
+  std::int64_t activations_kept = 0, activations_checkpointed = 0;
   std::int64_t scratch = 0;      // the kernels' scratch (CpuTrainOps), the micro-batch's token buffers
   std::int64_t checkpoint = 0;   // the whole AdamW state gathered while a checkpoint is written
                                  // (every replica gathers it; the end of a run writes one)
   std::int64_t device_total() const { return weights + gradients + optimizer + activations + scratch + checkpoint; }
+  // device_total with the activations of one way or the other.
+  std::int64_t device_total_if(bool checkpointed) const {
+    return device_total() - activations + (checkpointed ? activations_checkpointed : activations_kept);
+  }
 };
 
 TrainingMemory training_memory(const ModelConfig& config, const TrainingShape& shape);

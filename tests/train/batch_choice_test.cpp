@@ -1,5 +1,6 @@
-// --batch-size auto and --parallel auto: the largest micro-batch under a budget, the trial step
-// that shrinks it, the accumulation reaching a global batch, and the errors with their numbers.
+// --batch-size auto and --parallel auto: the largest micro-batch under a budget (with activation
+// checkpointing when that fits a larger one), the trial step that shrinks it, the accumulation
+// reaching a global batch, and the errors with their numbers.
 #include "train/batch_choice.h"
 
 #include <gtest/gtest.h>
@@ -14,13 +15,14 @@ namespace {
 
 ModelConfig tiny() { return preset_config("tiny", Arch::kLlama, 300); }
 
-std::int64_t need(std::int64_t m, std::int64_t T = 32, int replicas = 1, bool zero1 = false) {
-  return training_memory(tiny(), {m, T, replicas, zero1, 1}).device_total();
+std::int64_t need(std::int64_t m, std::int64_t T = 32, int replicas = 1, bool zero1 = false, bool checkpoint = true) {
+  return training_memory(tiny(), {m, T, replicas, zero1, 1, checkpoint}).device_total();
 }
+std::int64_t need_kept(std::int64_t m) { return need(m, 32, 1, false, false); }
 
 TEST(BatchChoice, LargestFittingMicroBatchIsExact) {
   const ModelConfig c = tiny();
-  const TrainingShape shape{1, 32, 1, false, 1};
+  const TrainingShape shape{1, 32, 1, false, 1, true};
   for (std::int64_t m : {1, 2, 3, 7, 16, 33}) {
     // A budget exactly at m's need fits m and not m + 1; one byte less fits m − 1.
     EXPECT_EQ(largest_fitting_micro_batch(c, shape, need(m), 1000), m);
@@ -42,6 +44,7 @@ TEST(BatchChoice, AutoWithoutGlobalBatchTakesTheLargestFit) {
   EXPECT_EQ(c.batch.global_batch, 10);
   EXPECT_EQ(c.batch.replicas, 2);
   EXPECT_EQ(c.trials, 0);
+  EXPECT_TRUE(c.batch.checkpoint_activations);  // checkpointed, 5 fit: fewer would without
   EXPECT_NE(c.batch.why.find("micro-batch 5"), std::string::npos) << c.batch.why;
   EXPECT_NE(c.batch.why.find("global batch 10"), std::string::npos) << c.batch.why;
   // No micro-batch beyond the data's sequences per replica.
@@ -55,6 +58,7 @@ TEST(BatchChoice, GlobalBatchByAccumulationOfADivisor) {
   req.replicas = 2;
   req.global_batch = 28;  // 14 per replica; 5 fits: the largest divisor of 14 not above 5 is 2
   req.budget = need(5, 32, 2);
+  req.checkpoint_activations = true;  // given: without it fewer would fit
   const AutoBatchChoice c = choose_auto_batch(tiny(), req, {});
   EXPECT_EQ(c.largest_fit, 5);
   EXPECT_EQ(c.batch.micro_batch, 2);
@@ -77,9 +81,10 @@ TEST(BatchChoice, TrialStepShrinksUntilItFits) {
   req.budget_source = "host available memory";
   // The trial measures 1.5 × the estimate's activations: 8 does not fit, something smaller does.
   std::vector<std::int64_t> tried;
-  const TrialStep trial = [&](std::int64_t m) {
+  const TrialStep trial = [&](std::int64_t m, bool checkpoint) {
     tried.push_back(m);
-    const TrainingMemory e = training_memory(tiny(), {m, 32, 1, false, 1});
+    EXPECT_TRUE(checkpoint);  // the trial runs as the estimate chose
+    const TrainingMemory e = training_memory(tiny(), {m, 32, 1, false, 1, true});
     return e.device_total() + e.activations / 2;
   };
   const AutoBatchChoice c = choose_auto_batch(tiny(), req, trial);
@@ -92,7 +97,7 @@ TEST(BatchChoice, TrialStepShrinksUntilItFits) {
   for (std::size_t i = 1; i < tried.size(); ++i) EXPECT_LT(tried[i], tried[i - 1]);
   EXPECT_NE(c.batch.why.find("trial step measured"), std::string::npos) << c.batch.why;
   // A trial that never fits ends in an InputError, not a loop.
-  EXPECT_THROW(choose_auto_batch(tiny(), req, [&](std::int64_t) { return req.budget + 1; }), InputError);
+  EXPECT_THROW(choose_auto_batch(tiny(), req, [&](std::int64_t, bool) { return req.budget + 1; }), InputError);
 }
 
 TEST(BatchChoice, OneSequenceThatDoesNotFitSaysTheNumbers) {
@@ -107,7 +112,69 @@ TEST(BatchChoice, OneSequenceThatDoesNotFitSaysTheNumbers) {
     const std::string what = e.what();
     EXPECT_NE(what.find("--max-memory allows"), std::string::npos) << what;
     EXPECT_NE(what.find("weights"), std::string::npos) << what;
+    EXPECT_NE(what.find("with activation checkpointing"), std::string::npos) << what;  // the least it takes
   }
+}
+
+// Checkpointing fits more sequences: auto turns it on and says so, with the micro-batch that fits
+// without it; where it would fit no larger micro-batch (the data's limit, or the global batch's
+// divisors) auto leaves it off; given, auto uses it.
+TEST(BatchChoice, AutoTurnsOnCheckpointingWhenALargerMicroBatchFits) {
+  const ModelConfig c = tiny();
+  AutoBatchRequest req;
+  req.seq_len = 32;
+  req.budget = need(6);
+  req.budget_source = "--max-memory";
+  const std::int64_t without = largest_fitting_micro_batch(c, {1, 32, 1, false, 1, false}, req.budget, 1000);
+  ASSERT_LT(without, 6);
+  ASSERT_GE(without, 1);
+  std::vector<bool> trial_flags;
+  const AutoBatchChoice on = choose_auto_batch(c, req, [&](std::int64_t m, bool checkpoint) {
+    trial_flags.push_back(checkpoint);
+    return training_memory(c, {m, 32, 1, false, 1, checkpoint}).device_total();
+  });
+  EXPECT_EQ(on.batch.micro_batch, 6);
+  EXPECT_TRUE(on.batch.checkpoint_activations);
+  EXPECT_EQ(trial_flags, std::vector<bool>{true});
+  EXPECT_EQ(on.estimate.activations, on.estimate.activations_checkpointed);
+  EXPECT_NE(on.batch.why.find("activation checkpointing turned on (without it micro-batch " + std::to_string(without) +
+                              " fits)"),
+            std::string::npos)
+      << on.batch.why;
+
+  // The data holds no more sequences than fit without it: off.
+  req.max_micro_batch = without;
+  const AutoBatchChoice limited = choose_auto_batch(c, req, {});
+  EXPECT_EQ(limited.batch.micro_batch, without);
+  EXPECT_FALSE(limited.batch.checkpoint_activations);
+  EXPECT_EQ(limited.batch.why.find("checkpoint"), std::string::npos) << limited.batch.why;
+
+  // Given: on even so.
+  req.checkpoint_activations = true;
+  const AutoBatchChoice given = choose_auto_batch(c, req, {});
+  EXPECT_EQ(given.batch.micro_batch, without);
+  EXPECT_TRUE(given.batch.checkpoint_activations);
+  EXPECT_NE(given.batch.why.find("with --checkpoint-activations"), std::string::npos) << given.batch.why;
+
+  // A global batch of 14 per replica: 3 fit without (micro-batch 2), and checkpointing fits
+  // fewer than 7, so its divisor is 2 as well: off.
+  AutoBatchRequest g;
+  g.seq_len = 32;
+  g.global_batch = 14;
+  g.budget = need_kept(3);
+  ASSERT_LT(largest_fitting_micro_batch(c, {1, 32, 1, false, 1, true}, g.budget, 14), 7);
+  const AutoBatchChoice divisor = choose_auto_batch(c, g, {});
+  EXPECT_EQ(divisor.batch.micro_batch, 2);
+  EXPECT_FALSE(divisor.batch.checkpoint_activations);
+
+  // One sequence fits only checkpointed: on.
+  AutoBatchRequest one;
+  one.seq_len = 32;
+  one.budget = need_kept(1) - 1;
+  ASSERT_GE(one.budget, need(1));
+  const AutoBatchChoice only = choose_auto_batch(c, one, {});
+  EXPECT_TRUE(only.batch.checkpoint_activations);
+  EXPECT_NE(only.batch.why.find("without it not one sequence fits"), std::string::npos) << only.batch.why;
 }
 
 TEST(BatchChoice, ParallelAutoReplicasOrStages) {

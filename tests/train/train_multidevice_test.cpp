@@ -1,5 +1,6 @@
 // Data parallelism as the user runs it: --replicas 2, --virtual-devices 2, --zero 1 and
-// mpirun -np 2 give the losses of one replica (within 1e-5).
+// mpirun -np 2 give the losses of one replica (within 1e-5); mpirun with --checkpoint-activations
+// gives its own bits.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -64,6 +65,12 @@ TEST_F(TrainMultidevice, MpirunRanksGiveTheLossesOfOneReplica) {
   expect_close(losses(r), one, "mpirun -np 2");
   if (r.exit_code == 0) {
     EXPECT_EQ(Json::parse(r.out)["ranks"].size(), 2u);
+  }
+  // --checkpoint-activations on every rank: the same losses bit for bit.
+  const testing::ProcessResult ck = testing::run_command(mpirun + args("mpi-ckpt", "--checkpoint-activations"));
+  EXPECT_EQ(losses(ck), losses(r)) << "mpirun -np 2 --checkpoint-activations";
+  if (ck.exit_code == 0) {
+    EXPECT_TRUE(Json::parse(ck.out)["checkpoint_activations"].get<bool>());
   }
   // --replicas is refused under mpirun, and bad input ends every rank with exit 2.
   const testing::ProcessResult bad = testing::run_command(mpirun + args("mpi-bad", "--replicas 2"));

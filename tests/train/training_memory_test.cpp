@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/units.h"
 #include "model/make_model.h"
 #include "test_util.h"
 #include "train/llama_train.h"
@@ -83,6 +84,48 @@ TEST(TrainingMemory, TableAndJsonNameEveryPart) {
   EXPECT_EQ(j["zero"].get<int>(), 1);
 }
 
+// --checkpoint-activations: the activations are the layer inputs and one layer's; both ways are
+// reported, the total of each, and which applies.
+TEST(TrainingMemory, CheckpointedActivationsBothWays) {
+  const ModelConfig c = preset_config("tiny", Arch::kLlama, 300);
+  const TrainingShape off{16, 256, 1, false, 1};
+  TrainingShape on = off;
+  on.checkpoint_activations = true;
+  const TrainingMemory k = training_memory(c, off), m = training_memory(c, on);
+  EXPECT_EQ(k.activations, TrainActivations::bytes_for(c, 16, 256, false));
+  EXPECT_EQ(m.activations, TrainActivations::bytes_for(c, 16, 256, true));
+  EXPECT_LT(m.activations, k.activations / 2);  // 4 layers: about a third kept
+  for (const TrainingMemory* t : {&k, &m}) {
+    EXPECT_EQ(t->activations_kept, k.activations);
+    EXPECT_EQ(t->activations_checkpointed, m.activations);
+    EXPECT_EQ(t->device_total_if(false), k.device_total());
+    EXPECT_EQ(t->device_total_if(true), m.device_total());
+  }
+  EXPECT_EQ(k.device_total() - m.device_total(), k.activations - m.activations);  // nothing else changes
+  EXPECT_EQ(process_memory(c, off, 1, 0).total() - process_memory(c, on, 1, 0).total(), k.activations - m.activations);
+
+  const std::string table_off = training_memory_table(k, off, 16), table_on = training_memory_table(m, on, 16);
+  const auto bytes = [](std::int64_t n) { return format_bytes(static_cast<std::uint64_t>(n)); };
+  EXPECT_NE(table_off.find("with --checkpoint-activations: activations " + bytes(m.activations) + ", total " +
+                           bytes(m.device_total())),
+            std::string::npos)
+      << table_off;
+  EXPECT_NE(table_on.find("without --checkpoint-activations: activations " + bytes(k.activations) + ", total " +
+                          bytes(k.device_total())),
+            std::string::npos)
+      << table_on;
+  EXPECT_NE(table_on.find("checkpointed (--checkpoint-activations)"), std::string::npos) << table_on;
+  const Json j = training_memory_json(m, on, 16);
+  EXPECT_TRUE(j["checkpoint_activations"].get<bool>());
+  EXPECT_EQ(j["per_device"]["activations_bytes"].get<std::int64_t>(), m.activations);
+  EXPECT_EQ(j["per_device"]["activations_kept_bytes"].get<std::int64_t>(), k.activations);
+  EXPECT_EQ(j["per_device"]["activations_checkpointed_bytes"].get<std::int64_t>(), m.activations);
+  EXPECT_EQ(j["per_device"]["total_bytes"].get<std::int64_t>(), m.device_total());
+  EXPECT_EQ(j["per_device"]["total_kept_bytes"].get<std::int64_t>(), k.device_total());
+  EXPECT_EQ(j["per_device"]["total_checkpointed_bytes"].get<std::int64_t>(), m.device_total());
+  EXPECT_FALSE(training_memory_json(k, off, 16)["checkpoint_activations"].get<bool>());
+}
+
 TEST(TrainingMemory, EstimateCommandReportsPerDevice) {
   testing::TempDir dir("estimate_training");
   const std::string model = dir / "m";
@@ -95,6 +138,21 @@ TEST(TrainingMemory, EstimateCommandReportsPerDevice) {
   EXPECT_EQ(j["per_device"]["total_bytes"].get<std::int64_t>(), m.device_total());
   EXPECT_EQ(j["per_device"]["optimizer_bytes"].get<std::int64_t>(), m.optimizer);
   EXPECT_EQ(j["global_batch"].get<std::int64_t>(), 8);
+  // --checkpoint-activations: the checkpointed activations apply, both totals are there.
+  const testing::ProcessResult ck = testing::run_plexus(
+      "estimate " + model + " --training --batch-size 8 --replicas 2 --zero 1 --micro-batch 2 --seq-len 32 --json "
+      "--checkpoint-activations");
+  ASSERT_EQ(ck.exit_code, 0) << ck.err;
+  const Json jc = parse_json(ck.out, "estimate --json");
+  TrainingShape on{2, 32, 2, true, 1};
+  on.checkpoint_activations = true;
+  const TrainingMemory mc = training_memory(load_model_config(model), on);
+  EXPECT_TRUE(jc["checkpoint_activations"].get<bool>());
+  EXPECT_FALSE(j["checkpoint_activations"].get<bool>());
+  EXPECT_EQ(jc["per_device"]["total_bytes"].get<std::int64_t>(), mc.device_total());
+  EXPECT_LT(mc.device_total(), m.device_total());
+  EXPECT_EQ(jc["per_device"]["total_kept_bytes"].get<std::int64_t>(), m.device_total());
+  EXPECT_EQ(j["per_device"]["total_checkpointed_bytes"].get<std::int64_t>(), mc.device_total());
   const testing::ProcessResult text = testing::run_plexus("estimate " + model + " --training --seq-len 32");
   ASSERT_EQ(text.exit_code, 0) << text.err;
   EXPECT_NE(text.out.find("activations"), std::string::npos) << text.out;
@@ -104,6 +162,14 @@ TEST(TrainingMemory, EstimateCommandReportsPerDevice) {
   const testing::ProcessResult no_flag = testing::run_plexus("estimate " + model + " --seq-len 32");
   EXPECT_EQ(no_flag.exit_code, 2);
   EXPECT_NE(no_flag.err.find("--training"), std::string::npos) << no_flag.err;
+  const testing::ProcessResult no_training = testing::run_plexus("estimate " + model + " --checkpoint-activations");
+  EXPECT_EQ(no_training.exit_code, 2);
+  EXPECT_NE(no_training.err.find("--checkpoint-activations applies to the training estimate: add --training"),
+            std::string::npos)
+      << no_training.err;
+  const testing::ProcessResult text_on = testing::run_plexus("estimate " + model + " --training --seq-len 32 --checkpoint-activations");
+  ASSERT_EQ(text_on.exit_code, 0) << text_on.err;
+  EXPECT_NE(text_on.out.find("without --checkpoint-activations: activations"), std::string::npos) << text_on.out;
   // Without --training the estimate is the one it was.
   EXPECT_NE(testing::run_plexus("estimate " + model).out.find("train w/ Adam"), std::string::npos);
 }
