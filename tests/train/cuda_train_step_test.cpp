@@ -94,7 +94,10 @@ TEST(CudaTrainStep, SmallModelsMatchTheCpu) {
 }
 
 // Three steps of training (forward_backward, the clipped gradient norm, AdamW) on the GPU and on
-// the CPU from the same weights: the losses within 1e-5 relative at every step.
+// the CPU from the same weights: the first loss within 1e-5 relative; the later ones within the
+// issue's f32 bound against PyTorch, 1e-4 (AdamW's first steps move a weight by about lr whatever
+// its gradient's size, so a gradient at the level of rounding noise may move it either way);
+// the gradient norms within 1e-3.
 TEST(CudaTrainStep, ThreeOptimizerStepsFollowTheCpu) {
   std::string why;
   if (!test::gpu_present(&why)) GTEST_SKIP() << why;
@@ -120,7 +123,7 @@ TEST(CudaTrainStep, ThreeOptimizerStepsFollowTheCpu) {
     const auto tokens = testing::random_tokens(b, T, c.vocab_size, static_cast<int>(step));
     const Step want = cpu_step(model, cw, tokens, b, T);
     const Step got = gpu_step(ops, model, gw, tokens, b, T);
-    EXPECT_NEAR(got.loss, want.loss, 1e-5 * want.loss) << "step " << step;
+    EXPECT_NEAR(got.loss, want.loss, (step == 1 ? 1e-5 : 1e-4) * want.loss) << "step " << step;
     const double cpu_norm = grad_norm(model.layout(), want.grads.data());
     DeviceBuffer<float> gg(got.grads);
     const double gpu_norm = opt.grad_norm(model.layout().slots(), gg.get());
