@@ -6,7 +6,9 @@
 #      (with the libraries it links; not plexus);
 #   2. run it: every TrainOps op against RefTrainOps (the CPU cases, then every attention head
 #      size 32..256 with GQA and windows), two runs bitwise equal, embed_backward bitwise, the
-#      cross-entropy of a 32000 vocabulary, AdamW bitwise as the CPU's, the gradient norm;
+#      cross-entropy of a 32000 vocabulary, AdamW bitwise as the CPU's, the gradient norm, the
+#      whole Llama-family step in device memory against CpuTrainOps (every architecture's parts)
+#      and three optimizer steps;
 # and a summary: the tests passed / failed / skipped (a skip on a GPU machine is a failure: the
 # tests did not see the GPU). Results: when $OUT is set (the device tool), $OUT/summary.txt and
 # $OUT/gpu-check-train-logs.tar.gz; else results/gpu-check-train-DATE.
@@ -28,7 +30,7 @@ while [ $# -gt 0 ]; do
     --build-dir) BUILD=$2; shift 2 ;;
     --arch) ARCH=$2; shift 2 ;;
     --prebuilt) PREBUILT=$2; shift 2 ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
     *) echo "gpu-check-train.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
