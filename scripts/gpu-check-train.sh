@@ -30,7 +30,7 @@ while [ $# -gt 0 ]; do
     --build-dir) BUILD=$2; shift 2 ;;
     --arch) ARCH=$2; shift 2 ;;
     --prebuilt) PREBUILT=$2; shift 2 ;;
-    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
     *) echo "gpu-check-train.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
