@@ -11,31 +11,10 @@
 #include <mutex>
 
 #include "core/thread_pool.h"
+#include "kernels/adamw_element.h"
 
 namespace plexus {
 namespace {
-
-struct Scalars {
-  float coef, decay, one_minus_beta1, beta1, beta2, one_minus_beta2, bc2_sqrt, eps, neg_step_size;
-};
-
-// One element's new weight and moments: the arithmetic both passes share, so the check and the
-// update compute the same bits.
-struct Element {
-  float p, m, v;
-};
-inline Element step_element(const Scalars& s, float p, float grad, float m, float v) {
-  const float w = s.one_minus_beta1;
-  const float g = grad * s.coef;
-  p = p * s.decay;
-  // at::lerp: self + weight·(end − self) when |weight| < 0.5, else end − (end − self)·(1 − weight).
-  m = w < 0.5f ? m + w * (g - m) : g - (g - m) * (1.0f - w);
-  v = v * s.beta2;
-  v = v + s.one_minus_beta2 * g * g;  // addcmul: self + value·t1·t2
-  const float denom = std::sqrt(v) / s.bc2_sqrt + s.eps;
-  p = p + s.neg_step_size * m / denom;  // addcdiv: self + value·t1 / t2
-  return {p, m, v};
-}
 
 // 1 when `x` is an infinity or a NaN (all exponent bits set), else 0: integer bits, cheap to OR
 // over a range.
@@ -73,10 +52,10 @@ struct Maxima {
 
 // One range; every scalar is the f32 torch's CPU kernels use for the Python double it is given.
 // Returns the maxima of what it wrote.
-Maxima update_range(const Scalars& s, float* p, const float* grads, float* m, float* v, std::int64_t n) {
+Maxima update_range(const AdamwScalars& s, float* p, const float* grads, float* m, float* v, std::int64_t n) {
   Maxima mx;
   for (std::int64_t i = 0; i < n; ++i) {
-    const Element e = step_element(s, p[i], grads[i], m[i], v[i]);
+    const AdamwElement e = adamw_element(s, p[i], grads[i], m[i], v[i]);
     p[i] = e.p;
     m[i] = e.m;
     v[i] = e.v;
@@ -92,34 +71,34 @@ Maxima range_maxima(const float* p, const float* m, const float* v, std::int64_t
 }
 
 // Whether the update of a range would leave every weight and moment finite (nothing written).
-bool range_stays_finite(const Scalars& s, const float* p, const float* grads, const float* m, const float* v, std::int64_t n) {
+bool range_stays_finite(const AdamwScalars& s, const float* p, const float* grads, const float* m, const float* v, std::int64_t n) {
   std::uint32_t bad = 0;
   for (std::int64_t i = 0; i < n; ++i) {
-    const Element e = step_element(s, p[i], grads[i], m[i], v[i]);
+    const AdamwElement e = adamw_element(s, p[i], grads[i], m[i], v[i]);
     bad |= not_finite_bit(e.p) | not_finite_bit(e.m) | not_finite_bit(e.v);
   }
   return bad == 0;
 }
 
-Scalars scalars_of(const OptimizerOptions& o, std::int64_t step, float grad_coef) {
+}  // namespace
+
+AdamwScalars adamw_scalars(const OptimizerOptions& o, std::int64_t step, float grad_coef) {
   const double bc1 = 1.0 - std::pow(o.beta1, static_cast<double>(step));
   const double bc2 = 1.0 - std::pow(o.beta2, static_cast<double>(step));
-  return Scalars{grad_coef,
-                 static_cast<float>(1.0 - o.lr * o.weight_decay),
-                 static_cast<float>(1.0 - o.beta1),
-                 static_cast<float>(o.beta1),
-                 static_cast<float>(o.beta2),
-                 static_cast<float>(1.0 - o.beta2),
-                 static_cast<float>(std::sqrt(bc2)),
-                 static_cast<float>(o.eps),
-                 static_cast<float>(-(o.lr / bc1))};
+  return AdamwScalars{grad_coef,
+                      static_cast<float>(1.0 - o.lr * o.weight_decay),
+                      static_cast<float>(1.0 - o.beta1),
+                      static_cast<float>(o.beta1),
+                      static_cast<float>(o.beta2),
+                      static_cast<float>(1.0 - o.beta2),
+                      static_cast<float>(std::sqrt(bc2)),
+                      static_cast<float>(o.eps),
+                      static_cast<float>(-(o.lr / bc1))};
 }
-
-}  // namespace
 
 AdamwBounds adamw_update(const OptimizerOptions& o, std::int64_t step, float grad_coef, float* params, const float* grads,
                          float* exp_avg, float* exp_avg_sq, std::int64_t n, ThreadPool* pool) {
-  const Scalars s = scalars_of(o, step, grad_coef);
+  const AdamwScalars s = adamw_scalars(o, step, grad_coef);
   if (pool == nullptr) return update_range(s, params, grads, exp_avg, exp_avg_sq, n).bounds();
   Maxima all;
   std::mutex mutex;
@@ -145,7 +124,7 @@ AdamwBounds adamw_bounds(const float* params, const float* exp_avg, const float*
 
 bool adamw_update_surely_finite(const OptimizerOptions& o, std::int64_t step, float grad_coef, double grad_norm,
                                 const AdamwBounds& b) {
-  const Scalars s = scalars_of(o, step, grad_coef);
+  const AdamwScalars s = adamw_scalars(o, step, grad_coef);
   // An element's update is a few f32 operations, each rounding its exact result by at most a
   // factor 1 + 2^-23: a value whose exact bound is below a quarter of f32's largest stays finite.
   const double below = std::numeric_limits<float>::max() / 4.0;
@@ -166,7 +145,7 @@ bool adamw_update_surely_finite(const OptimizerOptions& o, std::int64_t step, fl
 bool adamw_update_stays_finite(const OptimizerOptions& o, std::int64_t step, float grad_coef, const float* params,
                                const float* grads, const float* exp_avg, const float* exp_avg_sq, std::int64_t n,
                                ThreadPool* pool) {
-  const Scalars s = scalars_of(o, step, grad_coef);
+  const AdamwScalars s = adamw_scalars(o, step, grad_coef);
   if (pool == nullptr) return range_stays_finite(s, params, grads, exp_avg, exp_avg_sq, n);
   std::atomic<bool> finite{true};
   pool->parallel_for(n, 1024, [&](std::int64_t b, std::int64_t e) {

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 
+#include "kernels/adamw_element.h"
 #include "train/train_options.h"
 
 namespace plexus {
@@ -33,6 +34,10 @@ struct AdamwBounds {
 // range it leaves.
 AdamwBounds adamw_update(const OptimizerOptions& o, std::int64_t step, float grad_coef, float* params, const float* grads,
                          float* exp_avg, float* exp_avg_sq, std::int64_t n, ThreadPool* pool = nullptr);
+
+// The f32 scalars of the step-th update (torch's roundings of its double arithmetic): what
+// adamw_update and the CUDA kernel (train/cuda/cuda_optimizer) apply per element.
+AdamwScalars adamw_scalars(const OptimizerOptions& o, std::int64_t step, float grad_coef);
 
 // The bounds of a range as it stands (the starting weights, a restored state).
 AdamwBounds adamw_bounds(const float* params, const float* exp_avg, const float* exp_avg_sq, std::int64_t n,

@@ -311,12 +311,16 @@ std::int64_t TrainActivations::bytes_for(const ModelConfig& config, std::int64_t
   return plan_activations(config, b, T, checkpoint).total * static_cast<std::int64_t>(sizeof(float));
 }
 
-TrainActivations::TrainActivations(const ModelConfig& config, std::int64_t b, std::int64_t T, bool checkpoint)
-    : b_(b), T_(T), checkpoint_(checkpoint) {
+TrainActivations::TrainActivations(const ModelConfig& /*config*/, std::int64_t b, std::int64_t T, float* memory, bool checkpoint)
+    : b_(b), T_(T), checkpoint_(checkpoint), external_(memory) {
   if (b < 1 || T < 2) {
     throw InputError("training needs at least 1 sequence of 2 tokens per micro-batch; got " + std::to_string(b) +
                      " of " + std::to_string(T));
   }
+}
+
+TrainActivations::TrainActivations(const ModelConfig& config, std::int64_t b, std::int64_t T, bool checkpoint)
+    : TrainActivations(config, b, T, nullptr, checkpoint) {
   memory_.resize(static_cast<std::size_t>(plan_activations(config, b, T, checkpoint).total));
 }
 

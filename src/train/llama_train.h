@@ -32,18 +32,22 @@ struct MicroBatch {
 class TrainActivations {
  public:
   TrainActivations(const ModelConfig& config, std::int64_t b, std::int64_t T, bool checkpoint = false);
+  // In memory the caller owns and keeps alive (bytes_for(config, b, T, checkpoint) bytes): a
+  // device's, for a TrainOps that computes there (train/cuda/cuda_train_ops).
+  TrainActivations(const ModelConfig& config, std::int64_t b, std::int64_t T, float* memory, bool checkpoint = false);
   TrainActivations(const TrainActivations&) = delete;
   TrainActivations& operator=(const TrainActivations&) = delete;
   static std::int64_t bytes_for(const ModelConfig& config, std::int64_t b, std::int64_t T, bool checkpoint = false);
   std::int64_t max_b() const { return b_; }
   std::int64_t T() const { return T_; }
   bool checkpoint() const { return checkpoint_; }
-  float* data() { return memory_.data(); }
+  float* data() { return external_ != nullptr ? external_ : memory_.data(); }
 
  private:
   std::int64_t b_, T_;
   bool checkpoint_;
-  std::vector<float> memory_;
+  std::vector<float> memory_;  // when the memory is ours
+  float* external_ = nullptr;  // when it is the caller's
 };
 
 // Called when the gradients of a part of the model are final for this micro-batch: layer l

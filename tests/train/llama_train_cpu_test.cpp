@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -92,6 +93,29 @@ TEST(LlamaTrainCpu, TinyCheckpointsMatchTheOracleAndIgnoreThreads) {
     EXPECT_EQ(r3.loss, r1.loss);
     EXPECT_EQ(r3.grads, r1.grads);
   }
+}
+
+// Activations in the caller's memory (as a GPU's TrainOps takes them, in device memory), filled
+// with NaN first: the same bits as in the step's own, zeroed, allocation — the step reads only
+// what it wrote.
+TEST(LlamaTrainCpu, ActivationsInTheCallersMemoryGiveTheSameBits) {
+  const ModelConfig c = testing::small_train_config(Arch::kQwen3, false);
+  testing::TrainFixture f(c, 23);
+  const std::int64_t b = 2, T = 9;
+  const std::vector<std::int32_t> tokens = testing::random_tokens(b, T, c.vocab_size, 4);
+  ThreadPool pool(2);
+  CpuTrainOps cpu(pool);
+  const StepRun own = run_step(cpu, f.model, f.weights, tokens, b, T);
+  std::vector<float> memory(static_cast<std::size_t>(TrainActivations::bytes_for(c, b, T)) / sizeof(float),
+                            std::numeric_limits<float>::quiet_NaN());
+  TrainActivations acts(c, b, T, memory.data());
+  EXPECT_EQ(acts.data(), memory.data());
+  std::vector<float> grads(f.weights.size(), 0.0f);
+  const double loss = f.model.forward_backward(cpu, view_tensors(c, f.model.layout(), f.weights.data()),
+                                               view_tensors(c, f.model.layout(), grads.data()), {tokens, b, T}, 0.25f,
+                                               acts);
+  EXPECT_EQ(loss, own.loss);
+  EXPECT_EQ(grads, own.grads);
 }
 
 }  // namespace
