@@ -49,6 +49,15 @@ inline std::uint16_t f32_to_bf16(float f) {
   return static_cast<std::uint16_t>(u >> 16);
 }
 
+// f rounded to the nearest bf16 value (ties to even), as an f32; f32 subnormals become ±0, as
+// AVX512_BF16's instructions read them. The rounding of bf16 mixed-precision training.
+inline float round_to_bf16(float f) {
+  std::uint32_t u;
+  std::memcpy(&u, &f, 4);
+  if ((u & 0x7f800000u) == 0) return bf16_to_f32(static_cast<std::uint16_t>((u >> 16) & 0x8000u));
+  return bf16_to_f32(f32_to_bf16(f));
+}
+
 float f16_to_f32(std::uint16_t h);
 std::uint16_t f32_to_f16(float f);  // round to nearest even
 

@@ -15,8 +15,8 @@ namespace plexus {
 class CpuTrainOps : public TrainOps {
  public:
   // Uses best_isa() (PLEXUS_ISA may ask for another).
-  explicit CpuTrainOps(ThreadPool& pool);
-  CpuTrainOps(ThreadPool& pool, Isa isa);
+  explicit CpuTrainOps(ThreadPool& pool, TrainPrecision precision = TrainPrecision::kF32);
+  CpuTrainOps(ThreadPool& pool, Isa isa, TrainPrecision precision = TrainPrecision::kF32);
 
   void embed(const float* table, std::span<const std::int32_t> ids, std::int64_t d, float* x) override;
   void rmsnorm(const float* x, const float* w, std::int64_t rows, std::int64_t d, float eps, float* y,
@@ -55,6 +55,7 @@ class CpuTrainOps : public TrainOps {
   ThreadPool& pool_;
   Isa isa_;
   const IsaKernels& k_;
+  bool bf16_;                       // precision() == kBf16: the products' inputs rounded to bf16
   std::vector<float> att_scratch_;  // attention_backward's P and dS of one (sequence, kv head)
 };
 

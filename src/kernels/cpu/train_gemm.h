@@ -19,6 +19,9 @@ struct GemmArgs {
   float* c = nullptr;  // C(i, j) = c[i * ldc + j]
   std::int64_t ldc = 0;
   bool accumulate = false;  // C += A·B, else C = A·B
+  // Every element of A and B rounded to bf16 (round_to_bf16, core/dtype.h) as it is read: the
+  // products of bf16 mixed-precision training, still summed in f32.
+  bool bf16 = false;
 };
 
 // Runs on `pool` with the kernels of `isa` (kAvx512Bf16 runs the avx512 ones); the caller's
