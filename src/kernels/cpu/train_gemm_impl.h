@@ -10,7 +10,6 @@
 #include <cstring>
 #include <vector>
 
-#include "core/dtype.h"
 #include "kernels/cpu/train_gemm.h"
 
 // Internal linkage (an unnamed namespace): each ISA's file compiles its own copy with its own flags.
@@ -46,11 +45,6 @@ inline void transpose_scalar(const float* src, std::int64_t ld_src, std::int64_t
     for (std::int64_t p = 0; p < kc; ++p) dst[p * ld_dst + r] = src[r * ld_src + p];
 }
 
-// v[0, n) rounded to bf16 in place (GemmArgs::bf16: applied to the packed panels).
-inline void round_panel(float* v, std::int64_t n) {
-  for (std::int64_t i = 0; i < n; ++i) v[i] = round_to_bf16(v[i]);
-}
-
 // The transpose of a Kernel (below) that has no faster one of its own: inherit it.
 struct ScalarTranspose {
   static void transpose(const float* src, std::int64_t ld_src, std::int64_t rows, std::int64_t kc, float* dst,
@@ -75,7 +69,6 @@ void pack_a(const GemmArgs& g, std::int64_t i0, std::int64_t k0, std::int64_t kc
   }
   for (std::int64_t r = rows; r < MR; ++r)
     for (std::int64_t p = 0; p < kc; ++p) dst[p * MR + r] = 0;
-  if (g.bf16) round_panel(dst, kc * MR);
 }
 
 // dst (kc, NR) = B k [k0, k0 + kc) × columns [j0, j0 + NR), zero columns past n.
@@ -98,7 +91,6 @@ void pack_b(const GemmArgs& g, std::int64_t j0, std::int64_t k0, std::int64_t kc
     for (std::int64_t p = 0; p < kc; ++p)
       for (std::int64_t c = cols; c < NR; ++c) dst[p * NR + c] = 0;
   }
-  if (g.bf16) round_panel(dst, kc * NR);
 }
 
 // Kernel: template <bool kRows> static void tile(std::int64_t kc, const float* a, std::int64_t lda,
@@ -132,8 +124,8 @@ void gemm(ThreadPool* pool, const GemmArgs& g) {
     for (std::int64_t k0 = 0; k0 < g.k; k0 += kKChunk) {
       const std::int64_t kc = std::min(kKChunk, g.k - k0);
       // Row-major A (y = x·wᵀ, dx = dy·w) is read in place, MR rows at a time; A with its k
-      // rows apart (dw = dyᵀ·x), or to be rounded to bf16, is packed into panels.
-      const bool a_rows = g.a_cs == 1 && !g.bf16;
+      // rows apart (dw = dyᵀ·x) is packed into panels.
+      const bool a_rows = g.a_cs == 1;
       float* pa = nullptr;
       if (!a_rows) {
         pa = grow(s.a, a_panels * MR * kc);
