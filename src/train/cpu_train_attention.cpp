@@ -69,7 +69,7 @@ void CpuTrainOps::attention(const float* q, const float* k, const float* v, std:
     const float* vb = v + (sq * T + lo) * kw + kh * hd;
     const std::int64_t row0 = (sq * T + t0) * qw + h * hd;
     // S (t1 − t0, nk) = q rows · k rowsᵀ
-    product(isa_, bf16_, t1 - t0, nk, hd, q + row0, qw, 1, kb, 1, kw, sc.data(), ld, false);
+    product(gemm_isa(), bf16_, t1 - t0, nk, hd, q + row0, qw, 1, kb, 1, kw, sc.data(), ld, false);
     float inv_sum[kQueryBlock];
     for (std::int64_t t = t0; t < t1; ++t) {
       const std::int64_t lt = first_key(t, s.window), len = t - lt + 1;
@@ -85,7 +85,7 @@ void CpuTrainOps::attention(const float* q, const float* k, const float* v, std:
       clear(row + len, srow + nk);
     }
     // out rows = P (unnormalised) · v rows, then / sum; under bf16, P normalised · v rows.
-    product(isa_, bf16_, t1 - t0, hd, nk, sc.data(), ld, 1, vb, kw, 1, out + row0, qw, false);
+    product(gemm_isa(), bf16_, t1 - t0, hd, nk, sc.data(), ld, 1, vb, kw, 1, out + row0, qw, false);
     if (!bf16_)
       for (std::int64_t t = t0; t < t1; ++t) k_.scale(inv_sum[t - t0], out + row0 + (t - t0) * qw, hd);
   };
@@ -122,8 +122,8 @@ void CpuTrainOps::attention_backward(const float* dout, const float* q, const fl
         float* dSg = dS + g * square;
         const std::int64_t row0 = (sq * T + t0) * qw + h * hd;
         // S into P's rows t0..t1 (columns lo..t1), dP = dout rows · v rowsᵀ.
-        product(isa_, bf16_, t1 - t0, nk, hd, q + row0, qw, 1, kbase + lo * kw, 1, kw, Pg + t0 * ldp + lo, ldp, false);
-        product(isa_, bf16_, t1 - t0, nk, hd, dout + row0, qw, 1, vbase + lo * kw, 1, kw, dp.data(), nk, false);
+        product(gemm_isa(), bf16_, t1 - t0, nk, hd, q + row0, qw, 1, kbase + lo * kw, 1, kw, Pg + t0 * ldp + lo, ldp, false);
+        product(gemm_isa(), bf16_, t1 - t0, nk, hd, dout + row0, qw, 1, vbase + lo * kw, 1, kw, dp.data(), nk, false);
         for (std::int64_t t = t0; t < t1; ++t) {
           const std::int64_t lt = first_key(t, s.window), len = t - lt + 1;
           float* p = Pg + t * ldp + lt;
@@ -143,7 +143,7 @@ void CpuTrainOps::attention_backward(const float* dout, const float* q, const fl
           }
         }
         // dq rows = dS rows · k rows
-        product(isa_, bf16_, t1 - t0, hd, nk, dSg + t0 * ldp + lo, ldp, 1, kbase + lo * kw, kw, 1, dq + row0, qw, false);
+        product(gemm_isa(), bf16_, t1 - t0, hd, nk, dSg + t0 * ldp + lo, ldp, 1, kbase + lo * kw, kw, 1, dq + row0, qw, false);
       };
       pool_.run_chunks(group * q_blocks, pass1);
       auto pass2 = [&](std::int64_t kb, int) {
@@ -155,8 +155,8 @@ void CpuTrainOps::attention_backward(const float* dout, const float* q, const fl
           const std::int64_t h = kh * group + g;
           const std::int64_t row0 = (sq * T + j0) * qw + h * hd;
           // dv rows (j1 − j0, hd) += P[j0.., j0..j1]ᵀ · dout rows; dk likewise from dS and q.
-          product(isa_, bf16_, j1 - j0, hd, nq, P + g * square + j0 * ldp + j0, 1, ldp, dout + row0, qw, 1, dvb, kw, g > 0);
-          product(isa_, bf16_, j1 - j0, hd, nq, dS + g * square + j0 * ldp + j0, 1, ldp, q + row0, qw, 1, dkb, kw, g > 0);
+          product(gemm_isa(), bf16_, j1 - j0, hd, nq, P + g * square + j0 * ldp + j0, 1, ldp, dout + row0, qw, 1, dvb, kw, g > 0);
+          product(gemm_isa(), bf16_, j1 - j0, hd, nq, dS + g * square + j0 * ldp + j0, 1, ldp, q + row0, qw, 1, dkb, kw, g > 0);
         }
       };
       pool_.run_chunks(k_blocks, pass2);

@@ -41,6 +41,7 @@ CpuTrainOps::CpuTrainOps(ThreadPool& pool, Isa isa, TrainPrecision precision)
     : TrainOps(precision),
       pool_(pool),
       isa_(training_isa(isa)),
+      bf16_isa_(isa_ == Isa::kAvx512 && isa_supported(Isa::kAvx512Bf16) ? Isa::kAvx512Bf16 : isa_),
       k_(isa_kernels(training_isa(isa))),
       bf16_(precision == TrainPrecision::kBf16) {}
 
@@ -86,7 +87,7 @@ void CpuTrainOps::linear(const float* x, const float* w, const float* bias, std:
   g.c = y, g.ldc = out;
   g.accumulate = bias != nullptr;
   g.bf16 = bf16_;
-  train_gemm(isa_, pool_, g);
+  train_gemm(gemm_isa(), pool_, g);
 }
 
 void CpuTrainOps::rope(float* x, std::int64_t b, std::int64_t T, std::int64_t heads, std::int64_t head_dim,
@@ -141,7 +142,7 @@ void CpuTrainOps::linear_backward_input(const float* dy, const float* w, std::in
   g.c = dx, g.ldc = in;
   g.accumulate = accumulate;
   g.bf16 = bf16_;
-  train_gemm(isa_, pool_, g);
+  train_gemm(gemm_isa(), pool_, g);
 }
 
 void CpuTrainOps::linear_backward_weight(const float* dy, const float* x, std::int64_t n, std::int64_t in,
@@ -153,7 +154,7 @@ void CpuTrainOps::linear_backward_weight(const float* dy, const float* x, std::i
   g.c = dw, g.ldc = in;
   g.accumulate = true;
   g.bf16 = bf16_;
-  train_gemm(isa_, pool_, g);
+  train_gemm(gemm_isa(), pool_, g);
   if (!dbias) return;
   pool_.parallel_for(out, 64, [&](std::int64_t b, std::int64_t e) {
     std::vector<float> acc(static_cast<std::size_t>(e - b), 0.0f);

@@ -52,8 +52,12 @@ class CpuTrainOps : public TrainOps {
   Isa isa() const { return isa_; }
 
  private:
+  // train_gemm's ISA for this precision's products.
+  Isa gemm_isa() const { return bf16_ ? bf16_isa_ : isa_; }
+
   ThreadPool& pool_;
   Isa isa_;
+  Isa bf16_isa_;  // train_gemm's ISA for the bf16 products: avx512bf16 where isa_ is avx512 and the CPU has it
   const IsaKernels& k_;
   bool bf16_;                       // precision() == kBf16: the products' inputs rounded to bf16
   std::vector<float> att_scratch_;  // attention_backward's P and dS of one (sequence, kv head)

@@ -22,12 +22,12 @@ struct GemmArgs {
   bool accumulate = false;  // C += A·B, else C = A·B
   // Every element of A and B rounded to bf16 (f32_to_bf16_ftz, core/dtype.h) as it is read: the
   // products of bf16 mixed-precision training, summed in f32 in vdpbf16ps's order
-  // (train_gemm_bf16_impl.h) — the same bits on every ISA, vdpbf16ps where the CPU has
-  // AVX512_BF16 and isa is avx512 or avx512bf16, its plain emulation otherwise.
+  // (train_gemm_bf16_impl.h) — the same bits on every ISA: vdpbf16ps when isa is avx512bf16
+  // (the caller checked that the CPU has it), its plain emulation otherwise.
   bool bf16 = false;
 };
 
-// Runs on `pool` with the kernels of `isa` (kAvx512Bf16 runs the avx512 ones); the caller's
+// Runs on `pool` with the kernels of `isa` (kAvx512Bf16 runs the avx512 ones in f32); the caller's
 // thread keeps the packing scratch (thread_local), so pools on different threads may run at once.
 void train_gemm(Isa isa, ThreadPool& pool, const GemmArgs& g);
 // The same product (the same bits) on the calling thread alone: for work that is already split

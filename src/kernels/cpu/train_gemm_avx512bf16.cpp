@@ -70,14 +70,25 @@ struct Avx512Bf16Tile {
       const auto b0 = (__m512bh)_mm512_loadu_si512(bp + p * 64);
       const auto b1 = (__m512bh)_mm512_loadu_si512(bp + p * 64 + 32);
       const std::uint16_t* a = ap + p * kMr * 2;
-#pragma GCC unroll 12
-      for (int r = 0; r < kMr; ++r) {
-        std::int32_t pair;
-        __builtin_memcpy(&pair, a + r * 2, 4);
-        const auto av = (__m512bh)_mm512_set1_epi32(pair);
-        acc[r][0] = _mm512_dpbf16_ps(acc[r][0], av, b0);
-        acc[r][1] = _mm512_dpbf16_ps(acc[r][1], av, b1);
-      }
+#define PLEXUS_TRAIN_GEMM_BF16_ROW(r)                                               \
+  {                                                                                 \
+    const auto av = (__m512bh)_mm512_broadcastd_epi32(_mm_loadu_si32(a + (r) * 2)); \
+    acc[r][0] = _mm512_dpbf16_ps(acc[r][0], av, b0);                                \
+    acc[r][1] = _mm512_dpbf16_ps(acc[r][1], av, b1);                                \
+  }
+      PLEXUS_TRAIN_GEMM_BF16_ROW(0)
+      PLEXUS_TRAIN_GEMM_BF16_ROW(1)
+      PLEXUS_TRAIN_GEMM_BF16_ROW(2)
+      PLEXUS_TRAIN_GEMM_BF16_ROW(3)
+      PLEXUS_TRAIN_GEMM_BF16_ROW(4)
+      PLEXUS_TRAIN_GEMM_BF16_ROW(5)
+      PLEXUS_TRAIN_GEMM_BF16_ROW(6)
+      PLEXUS_TRAIN_GEMM_BF16_ROW(7)
+      PLEXUS_TRAIN_GEMM_BF16_ROW(8)
+      PLEXUS_TRAIN_GEMM_BF16_ROW(9)
+      PLEXUS_TRAIN_GEMM_BF16_ROW(10)
+      PLEXUS_TRAIN_GEMM_BF16_ROW(11)
+#undef PLEXUS_TRAIN_GEMM_BF16_ROW
     }
     for (int r = 0; r < kMr; ++r) {
       float* cr = c + r * ldc;
