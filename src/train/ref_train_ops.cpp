@@ -91,7 +91,8 @@ void RefTrainOps::attention(const float* q, const float* k, const float* v, std:
         for (std::int64_t c = 0; c < hd; ++c) {
           double acc = 0;
           for (std::int64_t j = lo; j <= t; ++j)
-            acc += operand(std::exp(p[static_cast<std::size_t>(j)] - mx) / sum) * operand(v[(sq * T + j) * kw + kh * hd + c]);
+            acc += operand(std::exp(p[static_cast<std::size_t>(j)] - mx) / sum) *
+                   operand(v[(sq * T + j) * kw + kh * hd + c]);
           o[c] = static_cast<float>(acc);
         }
       }

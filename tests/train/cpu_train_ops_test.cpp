@@ -270,20 +270,20 @@ TEST(CpuTrainOps, Bf16DiffersFromF32InTheProductsAlone) {
 TEST(CpuTrainOps, BitwiseIndependentOfThreadCount) {
   for (TrainPrecision precision : {TrainPrecision::kF32, TrainPrecision::kBf16}) {
     for (Isa isa : isas()) {
-    std::vector<Outputs> runs;
-    for (int threads : {1, 2, 3}) {
-      ThreadPool pool(threads);
-      CpuTrainOps ops(pool, isa, precision);
-      runs.push_back(run_all(ops));
-    }
-    for (std::size_t r = 1; r < runs.size(); ++r) {
-      ASSERT_EQ(runs[r].named.size(), runs[0].named.size());
-      for (std::size_t i = 0; i < runs[0].named.size(); ++i)
-        EXPECT_TRUE(runs[r].named[i].second == runs[0].named[i].second)
-            << isa_name(isa) << " " << precision_name(precision) << " " << runs[0].named[i].first << ": " << (r + 1)
-            << " threads differ from 1";
-      EXPECT_EQ(runs[r].losses, runs[0].losses) << isa_name(isa);
-    }
+      std::vector<Outputs> runs;
+      for (int threads : {1, 2, 3}) {
+        ThreadPool pool(threads);
+        CpuTrainOps ops(pool, isa, precision);
+        runs.push_back(run_all(ops));
+      }
+      for (std::size_t r = 1; r < runs.size(); ++r) {
+        ASSERT_EQ(runs[r].named.size(), runs[0].named.size());
+        for (std::size_t i = 0; i < runs[0].named.size(); ++i)
+          EXPECT_TRUE(runs[r].named[i].second == runs[0].named[i].second)
+              << isa_name(isa) << " " << precision_name(precision) << " " << runs[0].named[i].first << ": " << (r + 1)
+              << " threads differ from 1";
+        EXPECT_EQ(runs[r].losses, runs[0].losses) << isa_name(isa);
+      }
     }
   }
 }
