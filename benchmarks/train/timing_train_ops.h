@@ -20,7 +20,7 @@ class TimingTrainOps : public TrainOps {
       "linear_backward_input", "linear_backward_weight", "rmsnorm_backward", "attention_backward",
       "silu_mul_backward", "embed_backward", "add", "zero"};
 
-  explicit TimingTrainOps(TrainOps& inner) : inner_(inner) {}
+  explicit TimingTrainOps(TrainOps& inner) : TrainOps(inner.precision()), inner_(inner) {}
   // (name, seconds), every operation that ran, the largest first.
   std::vector<std::pair<std::string, double>> totals() const;
   void clear() { seconds_.fill(0); }

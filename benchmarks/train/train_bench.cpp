@@ -55,6 +55,7 @@ int run(int argc, char** argv) {
   args.option("--steps", "N", "timed steps (the median is reported)", "5");
   args.option("--warmup", "N", "untimed steps first", "1");
   args.option("--threads", "N", "compute threads (0: every hardware thread)", "0");
+  args.option("--precision", "P", "f32, or bf16 (the products' inputs rounded to bf16: plexus train --precision)", "f32");
   args.flag("--profile", "also time every TrainOps operation and print the seconds of each");
   args.flag("--json", "print the result as JSON");
   if (!args.parse(argc - 1, argv + 1)) return 0;
@@ -82,7 +83,8 @@ int run(int argc, char** argv) {
   const LlamaTrainModel model(config);
   const std::int64_t n_params = model.layout().parameters();
 
-  CpuTrainOps cpu(pool);
+  const bool bf16 = args.get_choice("--precision", {"f32", "bf16"}) == "bf16";
+  CpuTrainOps cpu(pool, bf16 ? TrainPrecision::kBf16 : TrainPrecision::kF32);
   bench::TimingTrainOps timed(cpu);
   TrainOps& ops = args.get_flag("--profile") ? static_cast<TrainOps&>(timed) : cpu;
   InProcessGroup group(1);
@@ -127,6 +129,7 @@ int run(int argc, char** argv) {
     j["seq_len"] = T;
     j["micro_batch"] = B;
     j["threads"] = pool.size();
+    j["precision"] = bf16 ? "bf16" : "f32";
     j["tokens_per_s_median"] = tokens_per_s;
     j["tokens_per_s"] = rates;
     j["train_gflops"] = flops / 1e9;
@@ -136,8 +139,9 @@ int run(int argc, char** argv) {
     j["fraction_of_fma_peak"] = fraction;
     std::printf("%s\n", j.dump(2).c_str());
   } else {
-    std::printf("train_bench: %s, %lld parameters, %lld x %lld tokens per step, %d threads\n", shape.c_str(),
-                static_cast<long long>(n_params), static_cast<long long>(B), static_cast<long long>(T), pool.size());
+    std::printf("train_bench: %s, %lld parameters, %lld x %lld tokens per step, %d threads, %s\n", shape.c_str(),
+                static_cast<long long>(n_params), static_cast<long long>(B), static_cast<long long>(T), pool.size(),
+                bf16 ? "bf16" : "f32");
     std::printf("  tokens/s (median of %d steps): %.1f   [", steps, tokens_per_s);
     for (double r : rates) std::printf(" %.1f", r);
     std::printf(" ]\n  training: %.1f GFLOP/s (6 x params x tokens/s)\n", flops / 1e9);

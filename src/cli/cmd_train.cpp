@@ -60,6 +60,8 @@ void declare(Args& args) {
       .flag("--resume", "continue from the newest checkpoint in --out (the same options; ends bit-identical to an uninterrupted run)")
       .option("--max-skipped", "K", "end the run (exit 1, after a checkpoint) when K steps in a row were skipped: a non-finite gradient norm or update (0: never)",
               std::to_string(kDefaultMaxSkipped))
+      .option("--precision", "P", "f32, or bf16: torch.autocast(bfloat16)'s mixed precision (the matrix products' inputs rounded to bf16, "
+              "summed in f32; f32 weights, gradients, norms, softmax, loss and AdamW; docs/train.md)", "f32")
       .flag("--json", "print {\"steps\": [...], \"skipped_steps\", \"monitor\", ...} on stdout");
   add_device_options(args);
   add_train_auto_options(args);  // --global-batch, --micro-batch, --parallel (cli/train_auto)
@@ -124,6 +126,7 @@ TrainCommand train_command_from(const Args& args, int mpi_ranks) {
   o.resume = args.get_flag("--resume");
   o.max_skipped = args.get_int_in("--max-skipped", 0, 1LL << 40);
   o.json = args.get_flag("--json");
+  o.precision = args.get_choice("--precision", {"f32", "bf16"}) == "bf16" ? TrainPrecision::kBf16 : TrainPrecision::kF32;
 
   const DeviceOptions d = device_options_from(args);
   if (d.virtual_gpus > 0) {
@@ -275,6 +278,7 @@ int report(const TrainCommand& c, const PreparedRun& run, const TrainReport& r, 
   if (o.json) {
     Json j = train_report_to_json(r);
     j["monitor"] = to_json(summary);
+    j["precision"] = precision_name(o.precision);
     j["batch"] = {{"why", o.batch.why},
                   {"global", o.batch.global_batch},
                   {"micro_batch", o.batch.micro_batch},
@@ -365,7 +369,7 @@ int train_mpi(const Args& args, const TrainFaults& faults, MpiWorld& world) {
   StepPrinter printer(c.options.steps);
   const double t0 = now_s();
   ThreadPool pool(threads);
-  const std::unique_ptr<TrainOps> ops = make_cpu_train_ops(pool);
+  const std::unique_ptr<TrainOps> ops = make_cpu_train_ops(pool, c.options.precision);
   const TrainReport r = run_rank(run, comm, *ops, pool, root ? StepCallback(std::ref(printer)) : StepCallback{});
   printer.finish();
   if (!root) return 0;

@@ -179,7 +179,7 @@ void apply_train_auto(const Args& args, PreparedRun& run, int threads, std::uint
   }
   const LlamaTrainModel model(run.setup.config);
   ThreadPool pool(in.threads);
-  const std::unique_ptr<TrainOps> ops = make_cpu_train_ops(pool);
+  const std::unique_ptr<TrainOps> ops = make_cpu_train_ops(pool, o.precision);
   const TrainData& data = *run.data;
   const TrialTokens tokens = [&data](std::int64_t m) {
     std::vector<std::int32_t> ids;

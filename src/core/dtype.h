@@ -49,6 +49,18 @@ inline std::uint16_t f32_to_bf16(float f) {
   return static_cast<std::uint16_t>(u >> 16);
 }
 
+// f32_to_bf16 with f32 subnormals to ±0, as AVX512_BF16's vcvtne2ps2bf16 converts (bitwise, NaN
+// aside): the rounding of bf16 mixed-precision training.
+inline std::uint16_t f32_to_bf16_ftz(float f) {
+  std::uint32_t u;
+  std::memcpy(&u, &f, 4);
+  if ((u & 0x7f800000u) == 0) return static_cast<std::uint16_t>((u >> 16) & 0x8000u);
+  return f32_to_bf16(f);
+}
+
+// f rounded as f32_to_bf16_ftz, back as an f32.
+inline float round_to_bf16(float f) { return bf16_to_f32(f32_to_bf16_ftz(f)); }
+
 float f16_to_f32(std::uint16_t h);
 std::uint16_t f32_to_f16(float f);  // round to nearest even
 

@@ -5,7 +5,8 @@
 // of the group, query block) recomputes P from lse, forms dS = P·(dP − Σ dout·out)·scale with
 // dP = dout·vᵀ, writes dq = dS·k and keeps P and dS; pass 2 by key blocks sums dv = Pᵀ·dout
 // and dk = dSᵀ·q over the group's heads in order. Entries outside a query's window are zeroed
-// where a product reads them. No sum is split across threads.
+// where a product reads them. No sum is split across threads. Under kBf16 the products round
+// their inputs (GemmArgs::bf16) and the forward normalises P before P·v (the P that is rounded).
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -30,7 +31,7 @@ std::int64_t last_query_end(std::int64_t j, std::int64_t T, std::int64_t window)
 }
 
 // C (m, n) = or += A · B on this thread; A (i, p) = a[i·a_rs + p·a_cs], B (p, j) = b[p·b_rs + j·b_cs].
-void product(Isa isa, std::int64_t m, std::int64_t n, std::int64_t k, const float* a, std::int64_t a_rs,
+void product(Isa isa, bool bf16, std::int64_t m, std::int64_t n, std::int64_t k, const float* a, std::int64_t a_rs,
              std::int64_t a_cs, const float* b, std::int64_t b_rs, std::int64_t b_cs, float* c, std::int64_t ldc,
              bool accumulate) {
   GemmArgs g;
@@ -39,6 +40,7 @@ void product(Isa isa, std::int64_t m, std::int64_t n, std::int64_t k, const floa
   g.b = b, g.b_rs = b_rs, g.b_cs = b_cs;
   g.c = c, g.ldc = ldc;
   g.accumulate = accumulate;
+  g.bf16 = bf16;
   train_gemm_serial(isa, g);
 }
 
@@ -67,7 +69,7 @@ void CpuTrainOps::attention(const float* q, const float* k, const float* v, std:
     const float* vb = v + (sq * T + lo) * kw + kh * hd;
     const std::int64_t row0 = (sq * T + t0) * qw + h * hd;
     // S (t1 − t0, nk) = q rows · k rowsᵀ
-    product(isa_, t1 - t0, nk, hd, q + row0, qw, 1, kb, 1, kw, sc.data(), ld, false);
+    product(gemm_isa(), bf16_, t1 - t0, nk, hd, q + row0, qw, 1, kb, 1, kw, sc.data(), ld, false);
     float inv_sum[kQueryBlock];
     for (std::int64_t t = t0; t < t1; ++t) {
       const std::int64_t lt = first_key(t, s.window), len = t - lt + 1;
@@ -78,12 +80,14 @@ void CpuTrainOps::attention(const float* q, const float* k, const float* v, std:
       const float sum = k_.exp_shift_sum(row, mx, len);
       lse[(sq * s.n_heads + h) * T + t] = mx + std::log(sum);
       inv_sum[t - t0] = 1.0f / sum;
+      if (bf16_) k_.scale(inv_sum[t - t0], row, len);
       clear(srow, row);
       clear(row + len, srow + nk);
     }
-    // out rows = P (unnormalised) · v rows, then / sum.
-    product(isa_, t1 - t0, hd, nk, sc.data(), ld, 1, vb, kw, 1, out + row0, qw, false);
-    for (std::int64_t t = t0; t < t1; ++t) k_.scale(inv_sum[t - t0], out + row0 + (t - t0) * qw, hd);
+    // out rows = P (unnormalised) · v rows, then / sum; under bf16, P normalised · v rows.
+    product(gemm_isa(), bf16_, t1 - t0, hd, nk, sc.data(), ld, 1, vb, kw, 1, out + row0, qw, false);
+    if (!bf16_)
+      for (std::int64_t t = t0; t < t1; ++t) k_.scale(inv_sum[t - t0], out + row0 + (t - t0) * qw, hd);
   };
   pool_.run_chunks(b * s.n_heads * blocks, unit);
 }
@@ -118,8 +122,8 @@ void CpuTrainOps::attention_backward(const float* dout, const float* q, const fl
         float* dSg = dS + g * square;
         const std::int64_t row0 = (sq * T + t0) * qw + h * hd;
         // S into P's rows t0..t1 (columns lo..t1), dP = dout rows · v rowsᵀ.
-        product(isa_, t1 - t0, nk, hd, q + row0, qw, 1, kbase + lo * kw, 1, kw, Pg + t0 * ldp + lo, ldp, false);
-        product(isa_, t1 - t0, nk, hd, dout + row0, qw, 1, vbase + lo * kw, 1, kw, dp.data(), nk, false);
+        product(gemm_isa(), bf16_, t1 - t0, nk, hd, q + row0, qw, 1, kbase + lo * kw, 1, kw, Pg + t0 * ldp + lo, ldp, false);
+        product(gemm_isa(), bf16_, t1 - t0, nk, hd, dout + row0, qw, 1, vbase + lo * kw, 1, kw, dp.data(), nk, false);
         for (std::int64_t t = t0; t < t1; ++t) {
           const std::int64_t lt = first_key(t, s.window), len = t - lt + 1;
           float* p = Pg + t * ldp + lt;
@@ -139,7 +143,7 @@ void CpuTrainOps::attention_backward(const float* dout, const float* q, const fl
           }
         }
         // dq rows = dS rows · k rows
-        product(isa_, t1 - t0, hd, nk, dSg + t0 * ldp + lo, ldp, 1, kbase + lo * kw, kw, 1, dq + row0, qw, false);
+        product(gemm_isa(), bf16_, t1 - t0, hd, nk, dSg + t0 * ldp + lo, ldp, 1, kbase + lo * kw, kw, 1, dq + row0, qw, false);
       };
       pool_.run_chunks(group * q_blocks, pass1);
       auto pass2 = [&](std::int64_t kb, int) {
@@ -151,8 +155,8 @@ void CpuTrainOps::attention_backward(const float* dout, const float* q, const fl
           const std::int64_t h = kh * group + g;
           const std::int64_t row0 = (sq * T + j0) * qw + h * hd;
           // dv rows (j1 − j0, hd) += P[j0.., j0..j1]ᵀ · dout rows; dk likewise from dS and q.
-          product(isa_, j1 - j0, hd, nq, P + g * square + j0 * ldp + j0, 1, ldp, dout + row0, qw, 1, dvb, kw, g > 0);
-          product(isa_, j1 - j0, hd, nq, dS + g * square + j0 * ldp + j0, 1, ldp, q + row0, qw, 1, dkb, kw, g > 0);
+          product(gemm_isa(), bf16_, j1 - j0, hd, nq, P + g * square + j0 * ldp + j0, 1, ldp, dout + row0, qw, 1, dvb, kw, g > 0);
+          product(gemm_isa(), bf16_, j1 - j0, hd, nq, dS + g * square + j0 * ldp + j0, 1, ldp, q + row0, qw, 1, dkb, kw, g > 0);
         }
       };
       pool_.run_chunks(k_blocks, pass2);

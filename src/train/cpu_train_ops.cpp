@@ -1,6 +1,7 @@
 // CpuTrainOps: the linears through train_gemm, the row-wise ops split by rows, the parameter
 // reductions (rmsnorm weight, bias, embedding table) split by columns with the rows summed in
-// order. Attention is in cpu_train_attention.cpp.
+// order. Attention is in cpu_train_attention.cpp. Under kBf16 every linear form runs on
+// train_gemm with GemmArgs::bf16 (the inference matmul is f32's alone).
 #include "train/cpu_train_ops.h"
 
 #include <algorithm>
@@ -34,10 +35,15 @@ void for_rows(ThreadPool& pool, std::int64_t rows, std::int64_t d, F&& fn) {
 
 }  // namespace
 
-CpuTrainOps::CpuTrainOps(ThreadPool& pool) : CpuTrainOps(pool, best_isa()) {}
+CpuTrainOps::CpuTrainOps(ThreadPool& pool, TrainPrecision precision) : CpuTrainOps(pool, best_isa(), precision) {}
 
-CpuTrainOps::CpuTrainOps(ThreadPool& pool, Isa isa)
-    : pool_(pool), isa_(training_isa(isa)), k_(isa_kernels(training_isa(isa))) {}
+CpuTrainOps::CpuTrainOps(ThreadPool& pool, Isa isa, TrainPrecision precision)
+    : TrainOps(precision),
+      pool_(pool),
+      isa_(training_isa(isa)),
+      bf16_isa_(isa_ == Isa::kAvx512 && isa_supported(Isa::kAvx512Bf16) ? Isa::kAvx512Bf16 : isa_),
+      k_(isa_kernels(training_isa(isa))),
+      bf16_(precision == TrainPrecision::kBf16) {}
 
 void CpuTrainOps::embed(const float* table, std::span<const std::int32_t> ids, std::int64_t d, float* x) {
   for_rows(pool_, static_cast<std::int64_t>(ids.size()), d, [&](std::int64_t i) {
@@ -59,7 +65,7 @@ void CpuTrainOps::rmsnorm(const float* x, const float* w, std::int64_t rows, std
 
 void CpuTrainOps::linear(const float* x, const float* w, const float* bias, std::int64_t n, std::int64_t in,
                          std::int64_t out, float* y) {
-  if (n < kGemmForwardTokens) {
+  if (n < kGemmForwardTokens && !bf16_) {
     // The inference matmul (dot products of x and w rows, both read in place) is the faster one
     // below a few hundred tokens, where train_gemm's transposed packing of w is amortised over
     // too few rows (benchmarks/train).
@@ -80,7 +86,8 @@ void CpuTrainOps::linear(const float* x, const float* w, const float* bias, std:
   g.b = w, g.b_rs = 1, g.b_cs = in;  // B (in, out) = wᵀ
   g.c = y, g.ldc = out;
   g.accumulate = bias != nullptr;
-  train_gemm(isa_, pool_, g);
+  g.bf16 = bf16_;
+  train_gemm(gemm_isa(), pool_, g);
 }
 
 void CpuTrainOps::rope(float* x, std::int64_t b, std::int64_t T, std::int64_t heads, std::int64_t head_dim,
@@ -134,7 +141,8 @@ void CpuTrainOps::linear_backward_input(const float* dy, const float* w, std::in
   g.b = w, g.b_rs = in, g.b_cs = 1;
   g.c = dx, g.ldc = in;
   g.accumulate = accumulate;
-  train_gemm(isa_, pool_, g);
+  g.bf16 = bf16_;
+  train_gemm(gemm_isa(), pool_, g);
 }
 
 void CpuTrainOps::linear_backward_weight(const float* dy, const float* x, std::int64_t n, std::int64_t in,
@@ -145,7 +153,8 @@ void CpuTrainOps::linear_backward_weight(const float* dy, const float* x, std::i
   g.b = x, g.b_rs = in, g.b_cs = 1;
   g.c = dw, g.ldc = in;
   g.accumulate = true;
-  train_gemm(isa_, pool_, g);
+  g.bf16 = bf16_;
+  train_gemm(gemm_isa(), pool_, g);
   if (!dbias) return;
   pool_.parallel_for(out, 64, [&](std::int64_t b, std::int64_t e) {
     std::vector<float> acc(static_cast<std::size_t>(e - b), 0.0f);

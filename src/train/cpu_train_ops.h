@@ -15,8 +15,8 @@ namespace plexus {
 class CpuTrainOps : public TrainOps {
  public:
   // Uses best_isa() (PLEXUS_ISA may ask for another).
-  explicit CpuTrainOps(ThreadPool& pool);
-  CpuTrainOps(ThreadPool& pool, Isa isa);
+  explicit CpuTrainOps(ThreadPool& pool, TrainPrecision precision = TrainPrecision::kF32);
+  CpuTrainOps(ThreadPool& pool, Isa isa, TrainPrecision precision = TrainPrecision::kF32);
 
   void embed(const float* table, std::span<const std::int32_t> ids, std::int64_t d, float* x) override;
   void rmsnorm(const float* x, const float* w, std::int64_t rows, std::int64_t d, float eps, float* y,
@@ -52,9 +52,14 @@ class CpuTrainOps : public TrainOps {
   Isa isa() const { return isa_; }
 
  private:
+  // train_gemm's ISA for this precision's products.
+  Isa gemm_isa() const { return bf16_ ? bf16_isa_ : isa_; }
+
   ThreadPool& pool_;
   Isa isa_;
+  Isa bf16_isa_;  // train_gemm's ISA for the bf16 products: avx512bf16 where isa_ is avx512 and the CPU has it
   const IsaKernels& k_;
+  bool bf16_;                       // precision() == kBf16: the products' inputs rounded to bf16
   std::vector<float> att_scratch_;  // attention_backward's P and dS of one (sequence, kv head)
 };
 

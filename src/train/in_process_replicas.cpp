@@ -13,7 +13,9 @@
 
 namespace plexus {
 
-std::unique_ptr<TrainOps> make_cpu_train_ops(ThreadPool& pool) { return std::make_unique<CpuTrainOps>(pool); }
+std::unique_ptr<TrainOps> make_cpu_train_ops(ThreadPool& pool, TrainPrecision precision) {
+  return std::make_unique<CpuTrainOps>(pool, precision);
+}
 
 int replica_threads(int threads, int replicas, int rank) {
   const int total = threads > 0 ? threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));

@@ -23,8 +23,8 @@ struct ReplicaRank {
 
 // Rank r's TrainOps over its pool.
 using MakeTrainOps = std::function<std::unique_ptr<TrainOps>(int rank, ThreadPool& pool)>;
-// The CPU's fastest TrainOps of this build.
-std::unique_ptr<TrainOps> make_cpu_train_ops(ThreadPool& pool);
+// The CPU's fastest TrainOps of this build, computing in `precision`.
+std::unique_ptr<TrainOps> make_cpu_train_ops(ThreadPool& pool, TrainPrecision precision = TrainPrecision::kF32);
 
 // How `threads` threads (0: one per hardware thread) are split over `replicas` ranks: at least one
 // each, the remainder to the first ranks.

@@ -1,4 +1,5 @@
-// RefTrainOps: every training op as the textbook formula, double accumulators, one thread.
+// RefTrainOps: every training op as the textbook formula, double accumulators, one thread; under
+// kBf16 each product's inputs pass through operand() (rounded to bf16).
 #include "train/ref_train_ops.h"
 
 #include <algorithm>
@@ -6,7 +7,11 @@
 #include <limits>
 #include <vector>
 
+#include "core/dtype.h"
+
 namespace plexus {
+
+double RefTrainOps::operand(float v) const { return precision() == TrainPrecision::kBf16 ? round_to_bf16(v) : v; }
 
 void RefTrainOps::embed(const float* table, std::span<const std::int32_t> ids, std::int64_t d, float* x) {
   for (std::size_t i = 0; i < ids.size(); ++i)
@@ -30,7 +35,7 @@ void RefTrainOps::linear(const float* x, const float* w, const float* bias, std:
   for (std::int64_t t = 0; t < n; ++t)
     for (std::int64_t o = 0; o < out; ++o) {
       double acc = bias ? bias[o] : 0.0;
-      for (std::int64_t i = 0; i < in; ++i) acc += static_cast<double>(x[t * in + i]) * w[o * in + i];
+      for (std::int64_t i = 0; i < in; ++i) acc += operand(x[t * in + i]) * operand(w[o * in + i]);
       y[t * out + o] = static_cast<float>(acc);
     }
 }
@@ -75,7 +80,7 @@ void RefTrainOps::attention(const float* q, const float* k, const float* v, std:
         for (std::int64_t j = lo; j <= t; ++j) {
           const float* kr = k + (sq * T + j) * kw + kh * hd;
           double dot = 0;
-          for (std::int64_t c = 0; c < hd; ++c) dot += static_cast<double>(qr[c]) * kr[c];
+          for (std::int64_t c = 0; c < hd; ++c) dot += operand(qr[c]) * operand(kr[c]);
           p[static_cast<std::size_t>(j)] = dot * s.scale;
           mx = std::max(mx, p[static_cast<std::size_t>(j)]);
         }
@@ -86,7 +91,8 @@ void RefTrainOps::attention(const float* q, const float* k, const float* v, std:
         for (std::int64_t c = 0; c < hd; ++c) {
           double acc = 0;
           for (std::int64_t j = lo; j <= t; ++j)
-            acc += std::exp(p[static_cast<std::size_t>(j)] - mx) / sum * v[(sq * T + j) * kw + kh * hd + c];
+            acc += operand(std::exp(p[static_cast<std::size_t>(j)] - mx) / sum) *
+                   operand(v[(sq * T + j) * kw + kh * hd + c]);
           o[c] = static_cast<float>(acc);
         }
       }
@@ -124,7 +130,7 @@ void RefTrainOps::linear_backward_input(const float* dy, const float* w, std::in
   for (std::int64_t t = 0; t < n; ++t)
     for (std::int64_t i = 0; i < in; ++i) {
       double acc = 0;
-      for (std::int64_t o = 0; o < out; ++o) acc += static_cast<double>(dy[t * out + o]) * w[o * in + i];
+      for (std::int64_t o = 0; o < out; ++o) acc += operand(dy[t * out + o]) * operand(w[o * in + i]);
       dx[t * in + i] = accumulate ? static_cast<float>(dx[t * in + i] + acc) : static_cast<float>(acc);
     }
 }
@@ -134,7 +140,7 @@ void RefTrainOps::linear_backward_weight(const float* dy, const float* x, std::i
   for (std::int64_t o = 0; o < out; ++o) {
     for (std::int64_t i = 0; i < in; ++i) {
       double acc = 0;
-      for (std::int64_t t = 0; t < n; ++t) acc += static_cast<double>(dy[t * out + o]) * x[t * in + i];
+      for (std::int64_t t = 0; t < n; ++t) acc += operand(dy[t * out + o]) * operand(x[t * in + i]);
       dw[o * in + i] = static_cast<float>(dw[o * in + i] + acc);
     }
     if (dbias) {
@@ -186,15 +192,15 @@ void RefTrainOps::attention_backward(const float* dout, const float* q, const fl
           const std::int64_t ko = (sq * T + j) * kw + kh * hd;
           double dot = 0, dp = 0;
           for (std::int64_t c = 0; c < hd; ++c) {
-            dot += static_cast<double>(q[qo + c]) * k[ko + c];
-            dp += static_cast<double>(dout[qo + c]) * v[ko + c];
+            dot += operand(q[qo + c]) * operand(k[ko + c]);
+            dp += operand(dout[qo + c]) * operand(v[ko + c]);
           }
           const double p = std::exp(dot * s.scale - l);
           const double ds = p * (dp - dsum) * s.scale;
           for (std::int64_t c = 0; c < hd; ++c) {
-            gq[static_cast<std::size_t>(qo + c)] += ds * k[ko + c];
-            gk[static_cast<std::size_t>(ko + c)] += ds * q[qo + c];
-            gv[static_cast<std::size_t>(ko + c)] += p * dout[qo + c];
+            gq[static_cast<std::size_t>(qo + c)] += operand(ds) * operand(k[ko + c]);
+            gk[static_cast<std::size_t>(ko + c)] += operand(ds) * operand(q[qo + c]);
+            gv[static_cast<std::size_t>(ko + c)] += operand(p) * operand(dout[qo + c]);
           }
         }
       }

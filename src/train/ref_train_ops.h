@@ -1,6 +1,7 @@
 // The plain, obviously-correct oracle of TrainOps: direct loops, double accumulators in every
 // reduction, one thread. Slow; the tests check the fast implementations (cpu_train_ops) and
-// the finite differences of each backward against it.
+// the finite differences of each backward against it. With TrainPrecision::kBf16 the inputs of
+// the products (train_ops.h lists them) are rounded to bf16 before they are multiplied.
 #pragma once
 #include "train/train_ops.h"
 
@@ -8,6 +9,8 @@ namespace plexus {
 
 class RefTrainOps : public TrainOps {
  public:
+  explicit RefTrainOps(TrainPrecision precision = TrainPrecision::kF32) : TrainOps(precision) {}
+
   void embed(const float* table, std::span<const std::int32_t> ids, std::int64_t d, float* x) override;
   void rmsnorm(const float* x, const float* w, std::int64_t rows, std::int64_t d, float eps, float* y,
                float* rstd) override;
@@ -36,6 +39,11 @@ class RefTrainOps : public TrainOps {
 
   void add(float* x, const float* y, std::int64_t n) override;
   void zero(float* x, std::int64_t n) override;
+
+ private:
+  // v as a product reads it: rounded to bf16 under kBf16.
+  double operand(float v) const;
+  double operand(double v) const { return operand(static_cast<float>(v)); }
 };
 
 }  // namespace plexus

@@ -59,6 +59,7 @@ Json run_fingerprint(const TrainOptions& o, const TrainData& data) {
           {"weight_decay", o.optimizer.weight_decay},
           {"max_grad_norm", o.optimizer.max_grad_norm},
           {"zero", o.zero1 ? 1 : 0},
+          {"precision", precision_name(o.precision)},
           {"data", {{"bytes", data.file_bytes}, {"fnv1a64", data.file_hash}, {"sequences", data.sequences}}}};
 }
 
@@ -145,7 +146,8 @@ LoadedCheckpoint load_newest_checkpoint(const std::string& out, const Json& mode
     throw InputError("--resume: " + c.path + " is a checkpoint of another model (" + why +
                      "): choose the --out of this model's run, or another --out");
   }
-  const Json have = j.value("options", Json::object());
+  Json have = j.value("options", Json::object());
+  if (!have.contains("precision")) have["precision"] = precision_name(TrainPrecision::kF32);  // written before --precision
   for (auto it = run_fp.begin(); it != run_fp.end(); ++it) {
     if (!have.contains(it.key()) || have[it.key()] != it.value()) {
       const std::string was = have.contains(it.key()) ? have[it.key()].dump() : "absent";

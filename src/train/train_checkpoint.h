@@ -30,7 +30,8 @@ struct TrainProgress {
 };
 
 // The options a run's bits depend on (a resumed run must repeat them): the batch and its layout
-// over replicas and micro-batches, the sequence length, the optimizer, ZeRO-1, and the data file.
+// over replicas and micro-batches, the sequence length, the optimizer, ZeRO-1, the precision
+// ("f32" | "bf16"; a checkpoint without it is f32's) and the data file.
 Json run_fingerprint(const TrainOptions& options, const TrainData& data);
 
 // OUT/checkpoints/step-NNNNNN.

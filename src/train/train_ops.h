@@ -6,17 +6,28 @@
 // Parameter gradients (dw, dbias, dnorm, dtable) always accumulate (+=): they sum over the
 // micro-batches of a step and over the uses of a tied weight. Results do not depend on the
 // number of threads or their timing (bitwise), so a resumed run repeats an uninterrupted one.
+//
+// Precision (fixed when an implementation is made, precision()): kF32 computes everything in f32.
+// kBf16 is torch.autocast(dtype=torch.bfloat16)'s mixed precision: the inputs of the matrix
+// products are rounded to bf16 (nearest even; f32 subnormals to 0) and summed in f32 — both
+// operands of the three linear forms (x and w, dy and w, dy and x; not the bias or dbias), and of
+// attention's products: q·kᵀ, P·v with P the normalised probabilities, and in the backward
+// dout·vᵀ, dS·k, dSᵀ·q, Pᵀ·dout. Outputs stay f32; norms, rope, softmax, the lse, silu,
+// cross-entropy and the optimizer are f32, as are the weights (master weights) and gradients.
 #pragma once
 #include <cstdint>
 #include <span>
 
 #include "compute/compute_ops.h"
+#include "train/train_precision.h"
 
 namespace plexus {
 
 class TrainOps {
  public:
+  explicit TrainOps(TrainPrecision precision = TrainPrecision::kF32) : precision_(precision) {}
   virtual ~TrainOps() = default;
+  TrainPrecision precision() const { return precision_; }
 
   // ---- forward ----
   // x (n, d) = rows ids (host, n; checked by the caller) of table (vocab, d).
@@ -79,6 +90,9 @@ class TrainOps {
   virtual void add(float* x, const float* y, std::int64_t n) = 0;
   // x (n) = 0
   virtual void zero(float* x, std::int64_t n) = 0;
+
+ private:
+  TrainPrecision precision_;
 };
 
 }  // namespace plexus

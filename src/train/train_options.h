@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <string>
 
+#include "train/train_precision.h"
+
 namespace plexus {
 
 // torch.optim.AdamW's hyper-parameters (constant learning rate) and clip_grad_norm_'s max_norm
@@ -43,6 +45,7 @@ struct TrainOptions {
   std::int64_t checkpoint_every = 0;   // 0: only at the end
   bool resume = false;
   std::int64_t max_skipped = 0;        // consecutive non-finite steps that end the run; 0: never
+  TrainPrecision precision = TrainPrecision::kF32;  // --precision
   bool json = false;
 };
 

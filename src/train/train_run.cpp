@@ -145,10 +145,14 @@ TrainReport run_rank(const PreparedRun& run, Collective& comm, TrainOps& ops, Th
 
 TrainReport run_in_process(const PreparedRun& run, int threads, const StepCallback& on_step) {
   TrainReport report;
-  run_in_process_replicas(run.setup.options.batch.replicas, threads, [&](ReplicaRank& r) {
-    TrainReport mine = run_rank(run, r.comm, r.ops, r.pool, r.rank == 0 ? on_step : StepCallback{});
-    if (r.rank == 0) report = std::move(mine);
-  });
+  const TrainPrecision precision = run.setup.options.precision;
+  run_in_process_replicas(
+      run.setup.options.batch.replicas, threads,
+      [&](ReplicaRank& r) {
+        TrainReport mine = run_rank(run, r.comm, r.ops, r.pool, r.rank == 0 ? on_step : StepCallback{});
+        if (r.rank == 0) report = std::move(mine);
+      },
+      [precision](int, ThreadPool& pool) { return make_cpu_train_ops(pool, precision); });
   return report;
 }
 

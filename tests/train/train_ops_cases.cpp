@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <random>
 #include <string>
 #include <utility>
@@ -153,6 +154,12 @@ Outputs run_all(TrainOps& ops) {
 }
 
 int expect_near(const Outputs& got, const Outputs& want, const std::string& label, double rel) {
+  return expect_near(got, want, label,
+                     [&](std::size_t i) { return rel * (4 + std::sqrt(static_cast<double>(want.depth[i]))); });
+}
+
+int expect_near(const Outputs& got, const Outputs& want, const std::string& label,
+                const std::function<double(std::size_t)>& tolerance) {
   EXPECT_EQ(got.named.size(), want.named.size()) << label;
   if (got.named.size() != want.named.size()) return 1;
   int failures = 0;
@@ -164,7 +171,7 @@ int expect_near(const Outputs& got, const Outputs& want, const std::string& labe
       ++failures;
       continue;
     }
-    const double tol = rel * (4 + std::sqrt(static_cast<double>(want.depth[i])));
+    const double tol = tolerance(i);
     int bad = 0;
     for (std::size_t j = 0; j < w.size() && bad < 5; ++j)
       if (!(std::abs(g[j] - w[j]) <= tol * (1 + std::abs(w[j])))) {

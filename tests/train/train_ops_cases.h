@@ -3,6 +3,7 @@
 // with another run's).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <random>
 #include <span>
 #include <string>
@@ -41,6 +42,9 @@ Outputs run_all(TrainOps& ops);
 // (1 + |want|) (float sums of `depth` terms of size ~1: error grows like sqrt(depth)), and for
 // each loss off by more than 1e-5 · (1 + loss); returns the number of elements off.
 int expect_near(const Outputs& got, const Outputs& want, const std::string& label, double rel);
+// The same with output i's tolerance tolerance(i) · (1 + |want|).
+int expect_near(const Outputs& got, const Outputs& want, const std::string& label,
+                const std::function<double(std::size_t)>& tolerance);
 // Gtest failures unless every output and loss is bitwise the same.
 void expect_bitwise(const Outputs& a, const Outputs& b, const std::string& label);
 

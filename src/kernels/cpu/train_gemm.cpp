@@ -6,6 +6,7 @@ namespace plexus {
 namespace {
 
 void run(Isa isa, ThreadPool* pool, const GemmArgs& g) {
+  if (g.bf16) return isa == Isa::kAvx512Bf16 ? train_gemm_bf16_avx512bf16(pool, g) : train_gemm_bf16_generic(pool, g);
   switch (isa) {
     case Isa::kGeneric:
       return train_gemm_generic(pool, g);
