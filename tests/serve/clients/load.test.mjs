@@ -2,7 +2,7 @@
 // clients × 8 rounds, each request with a prompt no other client has in that round, greedy. Every
 // request must end with a finish_reason and `data: [DONE]`, none lost, none mixed up (its streamed
 // text is the text of the same prompt asked alone, non-streaming, before the load), and the
-// server's memory flat (VmRSS after round 8 at most max(10 %, 32 MiB) above round 4). Then a
+// server's memory flat (the median growth of its VmRSS from round to round at most 4 MiB). Then a
 // server with --max-queue 2 is overfilled on purpose: the excess gets 429 (RateLimitError), the rest answers.
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -14,16 +14,16 @@ const kClients = 64;
 const kRounds = 8;
 const kMaxTokens = 8;
 const kPrompts = 64;  // distinct prompts; client c asks prompt (c + r) % kPrompts in round r
-// Memory bound: RSS after round 8 at most max(10 %, 32 MiB) above round 4. The first rounds grow
-// it without a leak as the HTTP pool's threads (--max-sequences + --max-queue + 16 = 112) first
-// run and touch their stacks and malloc arenas: 15-50 MiB from round 1 to 4 here, then 3-6 MiB
-// from round 4 to 8. The server runs with MALLOC_ARENA_MAX=2 (glibc's default of up to 8 arenas
-// per core made the early growth larger and later steps of several MiB). A leak of 128 KiB per
-// request (32 MiB over the 256 requests of rounds 5-8; one leaked logits row of the 128k
-// vocabulary is 501 KiB) does not fit.
-const kRssBaseRound = 4;
-const kRssSlackFraction = 0.10;
-const kRssSlackKiB = 32 * 1024;
+// Memory: a leak grows the server's RSS every round; warming up grows it in a few steps. The first
+// rounds grow it without a leak as the HTTP pool's threads (--max-sequences + --max-queue + 16 =
+// 112) first run and touch their stacks and malloc arenas (15-50 MiB here), and one step of about
+// 46 MiB can come as late as round 5 (seen on a clean CI build): the first time a step's buffers
+// reach their largest. So the bound is on the median of the 7 round-to-round growths (rounds 1-8),
+// which up to 3 such steps do not move: at most 4 MiB a round, where a leak of 64 KiB per request
+// grows it by 4 MiB every round (one leaked logits row of the 128k vocabulary is 501 KiB). The
+// server runs with MALLOC_ARENA_MAX=2 (glibc's default of up to 8 arenas per core made the early
+// growth larger and later steps of several MiB).
+const kRssMedianGrowthKiB = 4 * 1024;
 
 setTimeout(() => { console.error('load.test: overall limit of 420 s reached'); process.exit(1); }, 420_000).unref();
 
@@ -128,14 +128,14 @@ test('64 concurrent streaming clients × 8 requests: all answered, none mixed up
   }
   const total = kClients * kRounds;
   assert.equal(ids.size, total, `${total} requests but ${ids.size} distinct response ids`);
-  const base = rss[kRssBaseRound - 1];
-  const bound = base + Math.max(kRssSlackKiB, Math.round(base * kRssSlackFraction));
+  const growth = rss.slice(1).map((kib, i) => kib - rss[i]).sort((a, b) => a - b);
+  const median = growth[Math.floor(growth.length / 2)];
   console.log(`load: ${total} streamed requests in ${((Date.now() - t1) / 1000).toFixed(1)} s ` +
     `(rounds ${roundS.map((s) => s.toFixed(1)).join(' ')} s; ${kPrompts} references alone in ${tRef.toFixed(1)} s); ` +
-    `peak running ${peakRunning}; VmRSS KiB by round ${rss.join(' ')}; bound after round ${kRounds}: ${bound} ` +
-    `(rounds ${kRssBaseRound + 1}-${kRounds}: ${((rss[kRounds - 1] - base) / ((kRounds - kRssBaseRound) * kClients)).toFixed(1)} KiB per request)`);
-  assert.ok(rss[kRounds - 1] <= bound,
-    `VmRSS grew from ${base} KiB after round ${kRssBaseRound} to ${rss[kRounds - 1]} KiB after round ${kRounds} (bound ${bound} KiB): a leak per request?`);
+    `peak running ${peakRunning}; VmRSS KiB by round ${rss.join(' ')}; median growth a round ${median} KiB ` +
+    `(bound ${kRssMedianGrowthKiB}; ${(median / kClients).toFixed(1)} KiB per request)`);
+  assert.ok(median <= kRssMedianGrowthKiB,
+    `VmRSS grew by a median of ${median} KiB a round (by round: ${rss.join(' ')} KiB; bound ${kRssMedianGrowthKiB} KiB): a leak per request?`);
   const res = await server.stop(30);
   assert.equal(res.code, 0, `exit after SIGTERM: ${JSON.stringify(res)}`);
 });
