@@ -136,13 +136,4 @@ PY
 fi
 
 # --- summary --------------------------------------------------------------------------------
-section "summary"
-if [ ${#FAILED[@]} -eq 0 ]; then
-  echo "ALL STEPS OK in $(($(date +%s) - START)) s" | tee -a "$RESULTS/summary.txt"
-  publish
-  exit 0
-fi
-printf 'FAILED: %s\n' "${FAILED[@]}" | tee -a "$RESULTS/summary.txt"
-echo "total $(($(date +%s) - START)) s; logs in $RESULTS" | tee -a "$RESULTS/summary.txt"
-publish
-exit 1
+gpu_check_finish

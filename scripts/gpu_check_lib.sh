@@ -1,4 +1,4 @@
-# What the one-call GPU checks (gpu-check-quant.sh, gpu-check-tp.sh) share, sourced by them:
+# What the one-call GPU checks (gpu-check-quant.sh, gpu-check-tp.sh, gpu-check-train.sh) share, sourced by them:
 # the results folder, the summary, time-limited steps and the unpacking of a prebuilt archive.
 # The device tool brings back a few files from $OUT: summary.txt and one archive of every log,
 # refreshed after each step so a cut-off run still brings its logs.
@@ -21,6 +21,20 @@ publish() {
 }
 
 section() { printf '\n===== %s (%ss elapsed)\n' "$1" "$(($(date +%s) - START))" | tee -a "$RESULTS/summary.txt"; }
+
+# gpu_check_finish: the summary section, the results published; exits 0 when no step failed, else 1.
+gpu_check_finish() {
+  section "summary"
+  if [ ${#FAILED[@]} -eq 0 ]; then
+    echo "ALL STEPS OK in $(($(date +%s) - START)) s" | tee -a "$RESULTS/summary.txt"
+    publish
+    exit 0
+  fi
+  printf 'FAILED: %s\n' "${FAILED[@]}" | tee -a "$RESULTS/summary.txt"
+  echo "total $(($(date +%s) - START)) s; logs in $RESULTS" | tee -a "$RESULTS/summary.txt"
+  publish
+  exit 1
+}
 
 # run NAME LIMIT CMD...: CMD's output in NAME.log (its tail shown) under min(LIMIT, the budget left).
 run() {
