@@ -25,7 +25,7 @@ int cmd_make_model(int argc, char** argv) {
             "weights are written by several threads (--threads) at disk speed.");
   args.positional("OUT", "output directory (created if missing)")
       .option("--preset", "NAME", "tiny | small | llama-3.2-1b | llama-3.1-8b", "tiny")
-      .option("--arch", "ARCH", "llama | qwen2 | qwen3 | mistral", "llama")
+      .option("--arch", "ARCH", "llama | qwen2 | qwen3 | mistral | mixtral | qwen3-moe", "llama")
       .option("--dtype", "DTYPE", "f32 | bf16 | f16", "bf16")
       .option("--seed", "N", "random seed", "0")
       .option("--std", "X", "standard deviation of the random weight matrices", "0.02")
@@ -43,7 +43,9 @@ int cmd_make_model(int argc, char** argv) {
   else if (arch == "qwen2") o.arch = Arch::kQwen2;
   else if (arch == "qwen3") o.arch = Arch::kQwen3;
   else if (arch == "mistral") o.arch = Arch::kMistral;
-  else throw InputError("--arch: unknown architecture '" + arch + "' (use llama, qwen2, qwen3 or mistral)");
+  else if (arch == "mixtral") o.arch = Arch::kMixtral;
+  else if (arch == "qwen3-moe" || arch == "qwen3_moe") o.arch = Arch::kQwen3Moe;
+  else throw InputError("--arch: unknown architecture '" + arch + "' (use llama, qwen2, qwen3, mistral, mixtral or qwen3-moe)");
   const std::string dt = args.get("--dtype");
   if (!parse_dtype(dt, &o.dtype)) throw InputError("--dtype: unknown dtype '" + dt + "' (use f32, bf16 or f16)");
   const long long seed = args.get_int("--seed");

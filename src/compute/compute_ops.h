@@ -30,6 +30,18 @@ struct AttentionShape {
   bool rope_interleaved = false;  // ModelConfig::rope_interleaved: rope pairs (2i, 2i+1), not (i, i + head_dim/2)
 };
 
+// Mixture-of-experts routing: each token runs through `top_k` of `experts` experts.
+struct MoeRouting {
+  std::int64_t experts = 0;  // E
+  std::int64_t top_k = 0;    // k
+  bool normalize = true;     // the k probabilities rescaled to sum to 1
+};
+
+// One expert of a mixture: a SiLU-gated MLP of width Ie.
+struct ExpertWeights {
+  WeightMatrix gate, up, down;  // (Ie, H) (Ie, H) (H, Ie)
+};
+
 class ComputeOps {
  public:
   virtual ~ComputeOps() = default;
@@ -79,6 +91,17 @@ class ComputeOps {
   }
   // dst row i (d) = src row rows[i] (d), for rows (host).
   virtual void gather_rows(const float* src, std::span<const std::int64_t> rows, std::int64_t d, float* dst) = 0;
+
+  // Mixture of experts, routing: ws.route_expert (n, k) and ws.route_weight (n, k) = each token's
+  // k largest probabilities of softmax(logits row (E)), largest first (ties: the lower expert
+  // first), and their experts; rescaled to sum to 1 when r.normalize. logits (n, E).
+  virtual void moe_route(const float* logits, std::int64_t n, const MoeRouting& r, Workspace& ws);
+  // Mixture of experts, compute: out (n, H) = Σ_j route_weight[t, j] · expert_e(xb[t]) over the
+  // token's k routed experts e = route_expert[t, j], expert(v) = down·(silu(gate·v) ⊙ up·v),
+  // summed from zero in ascending expert order (as Hugging Face's loop adds them). xb (n, H);
+  // experts (E); out must not alias xb or the workspace's moe buffers.
+  virtual void moe_experts(std::span<const ExpertWeights> experts, const float* xb, std::int64_t n, const MoeRouting& r,
+                           float* out, Workspace& ws);
 };
 
 }  // namespace plexus

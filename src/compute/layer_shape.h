@@ -8,7 +8,9 @@ namespace plexus {
 struct LayerShape {
   std::int64_t hidden = 0;        // H
   std::int64_t n_heads = 0, n_kv_heads = 0, head_dim = 0;
-  std::int64_t intermediate = 0;  // I, the MLP's width
+  std::int64_t intermediate = 0;  // I, the widest MLP (dense or one expert's)
+  // Mixture of experts (0 when dense): E experts, k of them per token.
+  std::int64_t experts = 0, experts_per_token = 0;
   std::int64_t q_dim() const { return n_heads * head_dim; }
   std::int64_t kv_dim() const { return n_kv_heads * head_dim; }
 };

@@ -28,6 +28,12 @@ class Workspace {
   std::span<float> xb, q, k, v, att, gate, up;  // (max_tokens, H | q_dim | kv_dim | q_dim | I | I)
   std::span<float> rope_cos, rope_sin;          // (max_tokens, head_dim / 2)
   std::span<float> scores;                      // (n_threads, group, max_context)
+  // Mixture-of-experts layers (empty for a dense model): router logits, each token's experts and
+  // their weights, and one expert's gathered inputs, outputs and the tokens' summed outputs.
+  std::span<float> router;                      // (max_tokens, E)
+  std::span<float> route_weight;                // (max_tokens, k)
+  std::span<std::int32_t> route_expert;         // (max_tokens, k)
+  std::span<float> moe_x, moe_y, moe_out;       // (max_tokens, H) each
 
  private:
   std::int64_t max_tokens_, max_context_;

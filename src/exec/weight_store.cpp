@@ -23,15 +23,16 @@ constexpr VectorView LayerWeights::* kVectors[] = {
 
 std::int64_t WeightStore::packed_bytes(const LayerWeights& w) {
   std::int64_t b = 0;
-  for (const WeightMatrix* m : {&w.q, &w.k, &w.v, &w.o, &w.gate, &w.up, &w.down}) b += round_line(m->bytes());
+  for (const WeightMatrix* m : layer_matrices(w)) b += round_line(m->bytes());
   return b;
 }
 
 void WeightStore::copy_packed(const LayerWeights& w, Device& device, Buffer& dst, LayerWeights& out) {
-  const WeightMatrix* src[7] = {&w.q, &w.k, &w.v, &w.o, &w.gate, &w.up, &w.down};  // packing order
-  WeightMatrix* to[7] = {&out.q, &out.k, &out.v, &out.o, &out.gate, &out.up, &out.down};
+  out.experts.resize(w.experts.size());
+  const std::vector<const WeightMatrix*> src = layer_matrices(w);  // packing order
+  const std::vector<WeightMatrix*> to = layer_matrices(out);
   std::int64_t offset = 0;
-  for (int i = 0; i < 7; ++i) {
+  for (std::size_t i = 0; i < src.size(); ++i) {
     device.copy_from_host(dst, static_cast<std::size_t>(offset), src[i]->data, static_cast<std::size_t>(src[i]->bytes()));
     *to[i] = *src[i];
     to[i]->data = dst.as<std::uint8_t>() + offset;

@@ -3,6 +3,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cassert>
 #include <cmath>
 #include <cstdio>
@@ -20,6 +21,8 @@ std::string_view arch_name(Arch a) {
     case Arch::kMistral: return "MistralForCausalLM";
     case Arch::kQwen2: return "Qwen2ForCausalLM";
     case Arch::kQwen3: return "Qwen3ForCausalLM";
+    case Arch::kMixtral: return "MixtralForCausalLM";
+    case Arch::kQwen3Moe: return "Qwen3MoeForCausalLM";
   }
   return "?";
 }
@@ -97,7 +100,62 @@ double float_field(const Json& obj, const std::string& key, double fallback, con
   return check_float_hyper_parameter(key, obj[key].get<double>(), where, shown);
 }
 
+// Expert counts and widths far above any real model (the largest have 256-512 experts).
+constexpr std::int64_t kMaxExperts = 1 << 16;
+
+// The mixture-of-experts fields, under each architecture's config.json names.
+void parse_moe(const Json& j, const std::string& where, ModelConfig& c) {
+  MoeConfig& m = c.moe;
+  if (c.arch == Arch::kMixtral) {
+    m.num_experts = positive(j, "num_local_experts", where, kMaxExperts);
+    m.expert_intermediate_size = c.intermediate_size;
+  } else {
+    m.num_experts = positive(j, "num_experts", where, kMaxExperts);
+    m.expert_intermediate_size = positive(j, "moe_intermediate_size", where, kMaxIntermediateSize);
+    m.normalize_top_k = json_bool_or(j, "norm_topk_prob", false, where);
+    m.sparse_step = j.contains("decoder_sparse_step") && !j["decoder_sparse_step"].is_null()
+                        ? positive(j, "decoder_sparse_step", where, kMaxLayers)
+                        : 1;
+    if (j.contains("mlp_only_layers") && !j["mlp_only_layers"].is_null()) {
+      const Json& only = j["mlp_only_layers"];
+      if (!only.is_array()) throw InputError(where + ": field 'mlp_only_layers' must be a list of layer indices, got " + only.dump());
+      for (std::size_t i = 0; i < only.size(); ++i) {
+        const std::optional<std::int64_t> l = only[i].is_number_integer() ? json_int64(only[i]) : std::nullopt;
+        if (!l || *l < 0 || *l >= c.num_layers) {
+          throw InputError(where + ": mlp_only_layers[" + std::to_string(i) + "] is " + only[i].dump() +
+                           "; it must be a layer index from 0 to " + std::to_string(c.num_layers - 1) + " (num_hidden_layers " +
+                           std::to_string(c.num_layers) + ")");
+        }
+        m.mlp_only_layers.push_back(*l);
+      }
+    }
+  }
+  m.experts_per_token = positive(j, "num_experts_per_tok", where, kMaxExperts);
+  if (m.experts_per_token > m.num_experts) {
+    throw InputError(where + ": num_experts_per_tok (" + std::to_string(m.experts_per_token) + ") is more than the " +
+                     std::to_string(m.num_experts) + " experts a layer has");
+  }
+}
+
 }  // namespace
+
+bool ModelConfig::moe_layer(std::int64_t l) const {
+  if (!is_moe()) return false;
+  for (const std::int64_t d : moe.mlp_only_layers)
+    if (d == l) return false;
+  return (l + 1) % moe.sparse_step == 0;
+}
+
+std::int64_t ModelConfig::max_mlp_width() const {
+  std::int64_t w = 0;
+  for (std::int64_t l = 0; l < num_layers; ++l) w = std::max(w, moe_layer(l) ? moe.expert_intermediate_size : intermediate_size);
+  return w;
+}
+
+LayerShape ModelConfig::layer_shape() const {
+  return {hidden_size, num_heads, num_kv_heads, head_dim, max_mlp_width(), is_moe() ? moe.num_experts : 0,
+          is_moe() ? moe.experts_per_token : 0};
+}
 
 double check_float_hyper_parameter(std::string_view key, double value, const std::string& where, const std::string& shown) {
   for (const FloatRange& r : kFloatRanges) {
@@ -131,15 +189,19 @@ ModelConfig parse_model_config(const Json& j, const std::string& where) {
     else if (c.model_type == "mistral") arch = "MistralForCausalLM";
     else if (c.model_type == "qwen2") arch = "Qwen2ForCausalLM";
     else if (c.model_type == "qwen3") arch = "Qwen3ForCausalLM";
+    else if (c.model_type == "mixtral") arch = "MixtralForCausalLM";
+    else if (c.model_type == "qwen3_moe") arch = "Qwen3MoeForCausalLM";
   }
   if (arch == "LlamaForCausalLM") c.arch = Arch::kLlama;
   else if (arch == "MistralForCausalLM") c.arch = Arch::kMistral;
   else if (arch == "Qwen2ForCausalLM") c.arch = Arch::kQwen2;
   else if (arch == "Qwen3ForCausalLM") c.arch = Arch::kQwen3;
+  else if (arch == "MixtralForCausalLM") c.arch = Arch::kMixtral;
+  else if (arch == "Qwen3MoeForCausalLM") c.arch = Arch::kQwen3Moe;
   else {
     throw InputError(where + ": unknown architecture '" + (arch.empty() ? c.model_type : arch) +
                      "' in field 'architectures'; supported: LlamaForCausalLM, MistralForCausalLM, "
-                     "Qwen2ForCausalLM, Qwen3ForCausalLM");
+                     "Qwen2ForCausalLM, Qwen3ForCausalLM, MixtralForCausalLM, Qwen3MoeForCausalLM");
   }
   c.architecture = arch;
   c.hidden_size = positive(j, "hidden_size", where, kMaxHiddenSize);
@@ -186,17 +248,19 @@ ModelConfig parse_model_config(const Json& j, const std::string& where) {
   switch (c.arch) {
     case Arch::kLlama:
     case Arch::kMistral:
+    case Arch::kMixtral:
       c.qkv_bias = c.o_bias = json_bool_or(j, "attention_bias", false, where);
       break;
     case Arch::kQwen2:
       c.qkv_bias = true;  // Qwen2 attention always carries q/k/v biases
       break;
     case Arch::kQwen3:
+    case Arch::kQwen3Moe:
       c.qk_norm = true;
       c.qkv_bias = c.o_bias = json_bool_or(j, "attention_bias", false, where);
       break;
   }
-  if (c.arch == Arch::kMistral) {
+  if (c.arch == Arch::kMistral || c.arch == Arch::kMixtral) {
     c.sliding_window = json_int_or(j, "sliding_window", 0, where);
     if (c.sliding_window < 0) {
       throw InputError(where + ": sliding_window is " + std::to_string(c.sliding_window) +
@@ -205,6 +269,8 @@ ModelConfig parse_model_config(const Json& j, const std::string& where) {
   } else if (json_bool_or(j, "use_sliding_window", false, where)) {
     throw InputError(where + ": use_sliding_window=true is not supported for " + arch);
   }
+
+  if (c.arch == Arch::kMixtral || c.arch == Arch::kQwen3Moe) parse_moe(j, where, c);
 
   if (j.contains("rope_scaling") && !j["rope_scaling"].is_null() && !j["rope_scaling"].is_object()) {
     throw InputError(where + ": rope_scaling must be an object or null, got " + j["rope_scaling"].dump());

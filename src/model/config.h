@@ -12,7 +12,19 @@
 
 namespace plexus {
 
-enum class Arch { kLlama, kMistral, kQwen2, kQwen3 };
+enum class Arch { kLlama, kMistral, kQwen2, kQwen3, kMixtral, kQwen3Moe };
+
+// A mixture-of-experts MLP (Mixtral, Qwen3-MoE): a router scores every expert for each token,
+// the token runs through the best `experts_per_token` of them, and their outputs are summed with
+// the router's probabilities as weights. num_experts 0: a dense model.
+struct MoeConfig {
+  std::int64_t num_experts = 0;        // E
+  std::int64_t experts_per_token = 0;  // k (num_experts_per_tok)
+  std::int64_t expert_intermediate_size = 0;  // an expert's MLP width (Mixtral: intermediate_size; Qwen3-MoE: moe_intermediate_size)
+  bool normalize_top_k = true;  // the k probabilities rescaled to sum to 1 (Mixtral always; Qwen3-MoE norm_topk_prob)
+  std::int64_t sparse_step = 1;              // Qwen3-MoE decoder_sparse_step: layer l is sparse when (l + 1) % step == 0
+  std::vector<std::int64_t> mlp_only_layers;  // Qwen3-MoE: layers that keep a dense MLP
+};
 
 // rope_scaling as Hugging Face writes it; kNone when absent.
 enum class RopeScaling { kNone, kLinear, kLlama3 };
@@ -52,10 +64,17 @@ struct ModelConfig {
   std::optional<std::int64_t> bos_token_id;
   std::vector<std::int64_t> eos_token_ids;
   std::optional<DType> torch_dtype;
+  MoeConfig moe;  // num_experts 0 for a dense model
+
+  bool is_moe() const { return moe.num_experts > 0; }
+  // Whether decoder layer l's MLP is a mixture of experts (else a dense MLP of intermediate_size).
+  bool moe_layer(std::int64_t l) const;
+  // The widest MLP of any layer: what the workspace's gate/up buffers hold per token.
+  std::int64_t max_mlp_width() const;
 
   std::int64_t q_dim() const { return num_heads * head_dim; }
   std::int64_t kv_dim() const { return num_kv_heads * head_dim; }
-  LayerShape layer_shape() const { return {hidden_size, num_heads, num_kv_heads, head_dim, intermediate_size}; }
+  LayerShape layer_shape() const;
 };
 
 // Reads and validates MODEL_DIR/config.json (or the file itself; a .gguf file: its metadata). Throws InputError naming the

@@ -102,6 +102,8 @@ std::string gguf_arch_name(Arch a) {
     case Arch::kMistral: return "llama";
     case Arch::kQwen2: return "qwen2";
     case Arch::kQwen3: return "qwen3";
+    case Arch::kMixtral: return "llama";  // llama.cpp runs Mixtral as llama with experts
+    case Arch::kQwen3Moe: return "qwen3moe";
   }
   return "llama";
 }
@@ -129,6 +131,10 @@ std::vector<float> llama3_rope_freq_factors(const ModelConfig& c) {
 GgufExportResult export_gguf(const std::string& model_dir, const std::string& out, const GgufExportOptions& o) {
   require_model_path(model_dir);
   const ModelConfig c = load_model_config(model_dir);
+  if (c.is_moe()) {
+    throw InputError(model_dir + ": " + std::string(arch_name(c.arch)) +
+                     " is a mixture of experts; writing its stacked expert tensors to GGUF is not built yet");
+  }
   const Checkpoint ckpt(model_dir);
   const std::string arch = gguf_arch_name(c.arch);
   GgufExportResult result;

@@ -4,6 +4,7 @@
 #include <cassert>
 #include <cmath>
 #include <numbers>
+#include <utility>
 
 #include "core/error.h"
 #include "kernels/cpu/isa.h"
@@ -96,9 +97,19 @@ LlamaFamilyModel::LlamaFamilyModel(const ModelConfig& config, const Checkpoint& 
     w.k = matrix(ck, p + ".self_attn.k_proj.weight");
     w.v = matrix(ck, p + ".self_attn.v_proj.weight");
     w.o = matrix(ck, p + ".self_attn.o_proj.weight");
-    w.gate = matrix(ck, p + ".mlp.gate_proj.weight");
-    w.up = matrix(ck, p + ".mlp.up_proj.weight");
-    w.down = matrix(ck, p + ".mlp.down_proj.weight");
+    if (config.moe_layer(l)) {
+      const MoeNames n = moe_names(config.arch);
+      w.router = matrix(ck, p + n.router + ".weight");
+      w.experts.resize(static_cast<std::size_t>(config.moe.num_experts));
+      for (std::size_t e = 0; e < w.experts.size(); ++e) {
+        const std::string x = p + n.experts + std::to_string(e) + ".";
+        w.experts[e] = {matrix(ck, x + n.gate + ".weight"), matrix(ck, x + n.up + ".weight"), matrix(ck, x + n.down + ".weight")};
+      }
+    } else {
+      w.gate = matrix(ck, p + ".mlp.gate_proj.weight");
+      w.up = matrix(ck, p + ".mlp.up_proj.weight");
+      w.down = matrix(ck, p + ".mlp.down_proj.weight");
+    }
     if (config.qkv_bias) {
       w.q_bias = vector_f32(ck, p + ".self_attn.q_proj.bias", vectors_);
       w.k_bias = vector_f32(ck, p + ".self_attn.k_proj.bias", vectors_);
@@ -126,10 +137,39 @@ LlamaFamilyModel::LlamaFamilyModel(const ModelConfig& config, ModelWeights weigh
   assert(static_cast<std::int64_t>(layers_.size()) == config.num_layers);
 }
 
+std::vector<const WeightMatrix*> layer_matrices(const LayerWeights& w) {
+  std::vector<const WeightMatrix*> out = {&w.q, &w.k, &w.v, &w.o};
+  if (w.experts.empty()) {
+    out.insert(out.end(), {&w.gate, &w.up, &w.down});
+    return out;
+  }
+  out.push_back(&w.router);
+  for (const ExpertWeights& e : w.experts) out.insert(out.end(), {&e.gate, &e.up, &e.down});
+  return out;
+}
+
+std::vector<WeightMatrix*> layer_matrices(LayerWeights& w) {
+  std::vector<WeightMatrix*> out;
+  for (const WeightMatrix* m : layer_matrices(std::as_const(w))) out.push_back(const_cast<WeightMatrix*>(m));
+  return out;
+}
+
 std::int64_t LlamaFamilyModel::weight_bytes() const {
   std::int64_t b = embed_.bytes() + (lm_head_.data == embed_.data ? 0 : lm_head_.bytes());
   for (const LayerWeights& w : layers_) {
-    for (const WeightMatrix* m : {&w.q, &w.k, &w.v, &w.o, &w.gate, &w.up, &w.down}) b += m->bytes();
+    for (const WeightMatrix* m : layer_matrices(w)) b += m->bytes();
+  }
+  return b;
+}
+
+std::int64_t LlamaFamilyModel::active_weight_bytes() const {
+  std::int64_t b = weight_bytes();
+  for (const LayerWeights& w : layers_) {
+    if (w.experts.empty()) continue;
+    std::int64_t experts = 0;
+    for (const ExpertWeights& e : w.experts) experts += e.gate.bytes() + e.up.bytes() + e.down.bytes();
+    const auto E = static_cast<std::int64_t>(w.experts.size());
+    b -= experts - experts / E * config_.moe.experts_per_token;
   }
   return b;
 }
@@ -151,7 +191,7 @@ void LlamaFamilyModel::layer(ComputeOps& ops, int l, float* x, const TokenBatch&
 void LlamaFamilyModel::layer(ComputeOps& ops, int l, const LayerWeights& w, float* x, const TokenBatch& batch,
                              Workspace& ws) const {
   const std::int64_t n = static_cast<std::int64_t>(batch.ids.size());
-  const std::int64_t H = config_.hidden_size, Q = config_.q_dim(), KV = config_.kv_dim(), I = config_.intermediate_size;
+  const std::int64_t H = config_.hidden_size, Q = config_.q_dim(), KV = config_.kv_dim();
   const std::int64_t hd = config_.head_dim;
   const float eps = static_cast<float>(config_.rms_norm_eps);
   auto add_bias = [&ops, n](float* y, VectorView bias) {
@@ -175,9 +215,27 @@ void LlamaFamilyModel::layer(ComputeOps& ops, int l, const LayerWeights& w, floa
   const MatmulPart o[] = {{w.o, ws.xb.data(), H}};
   ops.matmul(o, ws.att.data(), n, Q);
   add_bias(ws.xb.data(), w.o_bias);
-  // MLP block: x += (silu(xb·Wgᵀ) * xb·Wuᵀ)·Wdᵀ with xb = norm(x); the attention's residual add
-  // and this norm in one step.
+  // MLP block on xb = norm(x): the attention's residual add and this norm in one step.
   ops.add_rmsnorm(x, ws.xb.data(), w.post_attention_norm.data, n, H, eps, ws.xb.data());
+  mlp(ops, w, x, n, ws);
+}
+
+void LlamaFamilyModel::mlp(ComputeOps& ops, const LayerWeights& w, float* x, std::int64_t n, Workspace& ws) const {
+  const std::int64_t H = config_.hidden_size;
+  if (!w.experts.empty()) {
+    // Mixture: router logits (n, E) = xb·Wrᵀ; each token's top k experts by softmax probability
+    // (renormalised to sum 1 where the config says so); x += Σ_j p_j · expert_j(xb).
+    const std::int64_t E = config_.moe.num_experts, k = config_.moe.experts_per_token;
+    const MatmulPart router[] = {{w.router, ws.router.data(), E}};
+    ops.matmul(router, ws.xb.data(), n, H);
+    const MoeRouting routing{E, k, config_.moe.normalize_top_k};
+    ops.moe_route(ws.router.data(), n, routing, ws);
+    ops.moe_experts(w.experts, ws.xb.data(), n, routing, ws.moe_out.data(), ws);
+    ops.add(x, ws.moe_out.data(), n * H);
+    return;
+  }
+  // Dense: x += (silu(xb·Wgᵀ) * xb·Wuᵀ)·Wdᵀ.
+  const std::int64_t I = config_.intermediate_size;
   ops.matmul_silu_mul({w.gate, ws.gate.data(), I}, {w.up, ws.up.data(), I}, ws.xb.data(), n, H);
   const MatmulPart down[] = {{w.down, ws.xb.data(), H}};
   ops.matmul(down, ws.gate.data(), n, I);

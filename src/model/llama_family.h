@@ -1,6 +1,6 @@
 // The forward pass of the Llama family: Llama 2/3/3.1, Mistral, Qwen2 (q/k/v bias) and Qwen3
-// (q/k RMSNorm). Pre-norm decoder layers, rotate-half RoPE, grouped-query attention,
-// SiLU-gated MLP. Knows nothing of devices: it computes through a device's ComputeOps
+// (q/k RMSNorm), and their mixtures of experts Mixtral and Qwen3-MoE. Pre-norm decoder layers,
+// rotate-half RoPE, grouped-query attention, a SiLU-gated MLP or a routed mixture of them. Knows nothing of devices: it computes through a device's ComputeOps
 // (compute/compute_ops.h) on whatever buffers and weights it is given.
 #pragma once
 #include <cstdint>
@@ -19,11 +19,18 @@ class Checkpoint;
 
 struct LayerWeights {
   WeightMatrix q, k, v, o;            // (q_dim, H) (kv_dim, H) (kv_dim, H) (H, q_dim)
-  WeightMatrix gate, up, down;        // (I, H) (I, H) (H, I)
+  WeightMatrix gate, up, down;        // (I, H) (I, H) (H, I); empty (no data) in a mixture-of-experts layer
+  WeightMatrix router;                // (E, H); mixture-of-experts layers only
+  std::vector<ExpertWeights> experts;  // (E); empty in a dense layer
   VectorView q_bias, k_bias, v_bias, o_bias;  // (q_dim) (kv_dim) (kv_dim) (H); empty when absent
   VectorView q_norm, k_norm;                  // (head_dim); Qwen3 only
   VectorView input_norm, post_attention_norm;  // (H)
 };
+
+// A layer's matrices, in one fixed order (q k v o, then gate up down or router and each
+// expert's gate up down): the order the weight store packs them in. Empty ones are left out.
+std::vector<const WeightMatrix*> layer_matrices(const LayerWeights& w);
+std::vector<WeightMatrix*> layer_matrices(LayerWeights& w);
 
 // Every weight of a model, as views (the model or its owner keeps the memory).
 struct ModelWeights {
@@ -50,6 +57,9 @@ class LlamaFamilyModel {
   const WeightMatrix& lm_head() const { return lm_head_; }
   VectorView final_norm() const { return final_norm_; }  // (H)
   std::int64_t weight_bytes() const;  // bytes of all weights as stored (tied counted once)
+  // Bytes of the weights one token reads: every matrix but the experts a token does not run
+  // (k of E per mixture-of-experts layer, counted at the average expert's size).
+  std::int64_t active_weight_bytes() const;
 
   // RoPE inverse frequencies (head_dim / 2) and the attention geometry, for ops.begin_batch and
   // the attention operations.
@@ -79,6 +89,9 @@ class LlamaFamilyModel {
   std::vector<LayerWeights> layers_;
   std::vector<double> inv_freq_;  // (head_dim / 2), rope scaling applied
   AttentionShape attention_;
+
+  // x (n, H) += the layer's MLP of ws.xb (n, H): dense, or routed through the experts.
+  void mlp(ComputeOps& ops, const LayerWeights& w, float* x, std::int64_t n, Workspace& ws) const;
 };
 
 // Bytes of a layer's small vectors (biases, norms) as f32, each starting on a 64-byte line, in

@@ -175,6 +175,17 @@ ModelConfig preset_config(const std::string& preset, Arch arch, std::int64_t voc
     case Arch::kMistral: c.model_type = "mistral"; c.rope_theta = 10000.0; break;
     case Arch::kQwen2: c.model_type = "qwen2"; c.rope_theta = 1000000.0; c.qkv_bias = true; break;
     case Arch::kQwen3: c.model_type = "qwen3"; c.rope_theta = 1000000.0; c.qk_norm = true; break;
+    case Arch::kMixtral:  // 4 experts of the preset's MLP width, 2 per token
+      c.model_type = "mixtral";
+      c.rope_theta = 1000000.0;
+      c.moe = {4, 2, c.intermediate_size, true, 1, {}};
+      break;
+    case Arch::kQwen3Moe:  // 8 narrow experts, 2 per token; layer 1 keeps a dense MLP
+      c.model_type = "qwen3_moe";
+      c.rope_theta = 1000000.0;
+      c.qk_norm = true;
+      c.moe = {8, 2, c.intermediate_size / 4, true, 1, {1}};
+      break;
   }
   c.bos_token_id = 1;
   c.eos_token_ids = {2};
@@ -210,6 +221,17 @@ Json config_to_json(const ModelConfig& c, DType dtype) {
                          {"original_max_position_embeddings", c.rope_original_max_position}};
   } else if (c.rope_scaling == RopeScaling::kLinear) {
     j["rope_scaling"] = {{"rope_type", "linear"}, {"factor", c.rope_factor}};
+  }
+  if (c.arch == Arch::kMixtral) {
+    j["num_local_experts"] = c.moe.num_experts;
+    j["num_experts_per_tok"] = c.moe.experts_per_token;
+  } else if (c.arch == Arch::kQwen3Moe) {
+    j["num_experts"] = c.moe.num_experts;
+    j["num_experts_per_tok"] = c.moe.experts_per_token;
+    j["moe_intermediate_size"] = c.moe.expert_intermediate_size;
+    j["norm_topk_prob"] = c.moe.normalize_top_k;
+    j["decoder_sparse_step"] = c.moe.sparse_step;
+    j["mlp_only_layers"] = c.moe.mlp_only_layers;
   }
   if (c.model_type == "llama") {  // the rest of what Meta's Llama config.json files hold
     j["attention_dropout"] = 0.0;

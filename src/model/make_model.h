@@ -14,7 +14,7 @@ namespace plexus {
 
 struct MakeModelOptions {
   std::string preset = "tiny";   // tiny | small | llama-3.2-1b | llama-3.1-8b
-  Arch arch = Arch::kLlama;      // kLlama | kQwen2 | kQwen3 (kMistral writes a Mistral config)
+  Arch arch = Arch::kLlama;      // kLlama | kQwen2 | kQwen3 | kMixtral | kQwen3Moe (kMistral writes a Mistral config)
   DType dtype = DType::kBF16;
   std::uint64_t seed = 0;
   double std = 0.02;             // standard deviation of the random matrices

@@ -19,6 +19,28 @@ std::int64_t ParamInfo::numel() const {
   return n;
 }
 
+MoeNames moe_names(Arch arch) {
+  if (arch == Arch::kMixtral) return {".block_sparse_moe.gate", ".block_sparse_moe.experts.", "w1", "w3", "w2", {"w1", "w2", "w3"}};
+  return {".mlp.gate", ".mlp.experts.", "gate_proj", "up_proj", "down_proj", {"gate_proj", "up_proj", "down_proj"}};
+}
+
+std::vector<std::string> layer_matrix_names(const ModelConfig& c, int layer) {
+  const std::string p = ModuleTree::layer_prefix(layer);
+  std::vector<std::string> out;
+  for (const char* m : {".self_attn.q_proj", ".self_attn.k_proj", ".self_attn.v_proj", ".self_attn.o_proj"}) out.push_back(p + m + ".weight");
+  if (!c.moe_layer(layer)) {
+    for (const char* m : {".mlp.gate_proj", ".mlp.up_proj", ".mlp.down_proj"}) out.push_back(p + m + ".weight");
+    return out;
+  }
+  const MoeNames n = moe_names(c.arch);
+  out.push_back(p + n.router + ".weight");
+  for (std::int64_t e = 0; e < c.moe.num_experts; ++e) {
+    const std::string x = p + n.experts + std::to_string(e) + ".";
+    for (const char* m : {n.gate, n.up, n.down}) out.push_back(x + m + ".weight");
+  }
+  return out;
+}
+
 std::string ModuleTree::layer_prefix(int layer) { return "model.layers." + std::to_string(layer); }
 
 ModuleTree ModuleTree::from_params(const ModelConfig& config, std::vector<ParamInfo> params) {
@@ -51,9 +73,23 @@ ModuleTree ModuleTree::from_config(const ModelConfig& c) {
       add(p + ".self_attn.q_norm", "weight", {c.head_dim}, l);
       add(p + ".self_attn.k_norm", "weight", {c.head_dim}, l);
     }
-    add(p + ".mlp.gate_proj", "weight", {I, H}, l);
-    add(p + ".mlp.up_proj", "weight", {I, H}, l);
-    add(p + ".mlp.down_proj", "weight", {H, I}, l);
+    if (c.moe_layer(l)) {
+      const MoeNames n = moe_names(c.arch);
+      const std::int64_t E = c.moe.num_experts, Ie = c.moe.expert_intermediate_size;
+      add(p + n.router, "weight", {E, H}, l);
+      for (std::int64_t e = 0; e < E; ++e) {
+        const std::string x = p + n.experts + std::to_string(e);
+        // In each architecture's module order (Mixtral: w1 w2 w3; Qwen3-MoE: gate up down).
+        for (const char* part : n.order) {
+          const std::string_view pv(part);
+          add(x + "." + part, "weight", pv == n.down ? std::vector<std::int64_t>{H, Ie} : std::vector<std::int64_t>{Ie, H}, l);
+        }
+      }
+    } else {
+      add(p + ".mlp.gate_proj", "weight", {I, H}, l);
+      add(p + ".mlp.up_proj", "weight", {I, H}, l);
+      add(p + ".mlp.down_proj", "weight", {H, I}, l);
+    }
     add(p + ".input_layernorm", "weight", {H}, l);
     add(p + ".post_attention_layernorm", "weight", {H}, l);
   }

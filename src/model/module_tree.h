@@ -25,6 +25,22 @@ struct ParamInfo {
   std::int64_t numel() const;
 };
 
+// A mixture-of-experts layer's Hugging Face names: PREFIX + router + ".weight" (E, H), and
+// PREFIX + experts + "E." + gate | up | down + ".weight" per expert.
+struct MoeNames {
+  const char* router;   // ".block_sparse_moe.gate" | ".mlp.gate"
+  const char* experts;  // ".block_sparse_moe.experts." | ".mlp.experts."
+  const char* gate;     // w1 | gate_proj: (Ie, H)
+  const char* up;       // w3 | up_proj: (Ie, H)
+  const char* down;     // w2 | down_proj: (H, Ie)
+  const char* order[3];  // the three in the module's declaration order
+};
+MoeNames moe_names(Arch arch);
+// The names of decoder layer `layer`'s weight matrices in the order the run packs them
+// (layer_matrices in model/llama_family.h): q k v o, then gate up down, or the router and each
+// expert's gate up down.
+std::vector<std::string> layer_matrix_names(const ModelConfig& config, int layer);
+
 class ModuleTree {
  public:
   // Names and shapes from config.json alone, in Hugging Face's named_parameters order

@@ -37,8 +37,13 @@ Role role_of(std::string_view name) {
   if (name == "token_embd.weight" || ends_with(name, "embed_tokens.weight")) return Role::kTokenEmbd;
   if (has(name, "attn_v.weight") || has(name, "v_proj.weight")) return Role::kAttnV;
   if (has(name, "attn_output.weight") || has(name, "o_proj.weight")) return Role::kAttnOutput;
-  if (has(name, "ffn_down") || has(name, "down_proj")) return Role::kFfnDown;
+  if (has(name, "ffn_down") || has(name, "down_proj") || (has(name, ".experts.") && ends_with(name, ".w2.weight"))) return Role::kFfnDown;
   return Role::kOther;
+}
+
+// A mixture-of-experts router (Mixtral, Qwen3-MoE, GGUF).
+bool is_router_weight(std::string_view name) {
+  return ends_with(name, ".block_sparse_moe.gate.weight") || ends_with(name, ".mlp.gate.weight") || has(name, "ffn_gate_inp");
 }
 
 // The layer of "blk.N." or "layers.N." in the name; 0 when there is none.
@@ -165,6 +170,7 @@ std::optional<QuantMix> parse_quant_mix(std::string_view name) {
 std::optional<DType> quant_mix_type(QuantMix mix, std::string_view name, std::span<const std::int64_t> shape,
                                     const QuantModelFacts& facts) {
   if (shape.size() < 2 || !ends_with(name, "weight") || has(name, "norm.weight")) return std::nullopt;
+  if (is_router_weight(name)) return std::nullopt;  // llama.cpp keeps the expert router as stored
   const DType base = quant_mix_info(mix).base;
   const std::int64_t cols = shape.back();
   const int n = static_cast<int>(facts.n_layers);

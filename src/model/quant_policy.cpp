@@ -18,7 +18,7 @@ bool quantised_by_policy(std::string_view name) {
   for (std::string_view s : kSuffixes) {
     if (name.size() > s.size() && name.substr(name.size() - s.size()) == s) return true;
   }
-  return false;
+  return name.find(".experts.") != std::string_view::npos && name.ends_with(".weight");  // MoE experts' projections
 }
 
 QuantMix quantize_flag(std::string_view flag, std::string_view value) {

@@ -161,7 +161,7 @@ Prediction predict_plan(const ModuleTree& tree, const Plan& plan, const FactsOf&
   for (const Stage& s : layout.stages) {
     DeviceWork& w = at(s.device);
     for (int l = s.first_layer; l < s.end_layer; ++l) {
-      add(w, layout.layers[static_cast<std::size_t>(l)].residence, static_cast<double>(packed_layer_bytes(sized, l)));
+      add(w, layout.layers[static_cast<std::size_t>(l)].residence, static_cast<double>(packed_layer_bytes(sized, c, l)));
       w.params += layer_params;
       ++w.layers;
     }

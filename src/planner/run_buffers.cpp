@@ -15,10 +15,6 @@ constexpr std::int64_t kLogitsChunkBytes = 4 << 20;
 constexpr std::int64_t kLine = 64;
 std::int64_t round_line(std::int64_t b) { return (b + kLine - 1) / kLine * kLine; }
 
-const char* const kLayerMatrices[] = {".self_attn.q_proj.weight", ".self_attn.k_proj.weight", ".self_attn.v_proj.weight",
-                                      ".self_attn.o_proj.weight", ".mlp.gate_proj.weight",    ".mlp.up_proj.weight",
-                                      ".mlp.down_proj.weight"};
-
 // The small vectors (biases, norms): the run keeps them as f32 on the device that computes.
 const char* const kLayerVectors[] = {".self_attn.q_proj.bias",   ".self_attn.k_proj.bias",  ".self_attn.v_proj.bias",
                                      ".self_attn.o_proj.bias",   ".self_attn.q_norm.weight", ".self_attn.k_norm.weight",
@@ -31,9 +27,9 @@ std::int64_t stored_vector_bytes(const SizedTree& sized, int layer) {
   return b;
 }
 
-std::int64_t raw_layer_bytes(const SizedTree& sized, int layer) {
+std::int64_t raw_layer_bytes(const SizedTree& sized, const ModelConfig& c, int layer) {
   std::int64_t b = 0;
-  for (const char* m : kLayerMatrices) b += sized.size_of(ModuleTree::layer_prefix(layer) + m);
+  for (const std::string& m : layer_matrix_names(c, layer)) b += sized.size_of(m);
   return b;
 }
 
@@ -48,9 +44,9 @@ int threads_per_accelerator(int total_threads, int n_accelerators) {
   return std::max(1, total_threads / std::max(1, n_accelerators));
 }
 
-std::int64_t packed_layer_bytes(const SizedTree& sized, int layer) {
+std::int64_t packed_layer_bytes(const SizedTree& sized, const ModelConfig& c, int layer) {
   std::int64_t b = 0;
-  for (const char* m : kLayerMatrices) b += round_line(sized.size_of(ModuleTree::layer_prefix(layer) + m));
+  for (const std::string& m : layer_matrix_names(c, layer)) b += round_line(sized.size_of(m));
   return b;
 }
 
@@ -98,9 +94,9 @@ RunBuffers size_run_buffers(const ModelConfig& c, const SizedTree& sized, const 
     for (int l = s.first_layer; l < s.end_layer; ++l) {
       d.padding += layer_vector_bytes(c);  // resident here even when the matrices stream
       if (layout.layers[static_cast<std::size_t>(l)].residence == Residence::kDevice) {
-        d.padding += packed_layer_bytes(sized, l) - raw_layer_bytes(sized, l) - stored_vector_bytes(sized, l);
+        d.padding += packed_layer_bytes(sized, c, l) - raw_layer_bytes(sized, c, l) - stored_vector_bytes(sized, l);
       } else {
-        d.layer_slot = std::max(d.layer_slot, packed_layer_bytes(sized, l));
+        d.layer_slot = std::max(d.layer_slot, packed_layer_bytes(sized, c, l));
         d.layer_slots = 2;
       }
     }

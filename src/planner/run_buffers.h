@@ -32,9 +32,9 @@ std::int64_t logits_chunk_rows(std::int64_t vocab, std::int64_t batch_tokens);
 // planner's sizing both use it.
 int threads_per_accelerator(int total_threads, int n_accelerators);
 
-// Bytes of layer l's seven matrices (q, k, v, o, gate, up, down) packed one after another, each
+// Bytes of layer l's matrices (layer_matrix_names: q k v o and the MLP's or experts') packed one after another, each
 // starting on a 64-byte line: the size of a streaming slot or of a resident layer's copy.
-std::int64_t packed_layer_bytes(const SizedTree& sized, int layer);
+std::int64_t packed_layer_bytes(const SizedTree& sized, const ModelConfig& config, int layer);
 // The lm_head matrix (the embedding's when tied).
 std::int64_t head_matrix_bytes(const SizedTree& sized);
 

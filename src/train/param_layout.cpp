@@ -13,6 +13,10 @@
 namespace plexus {
 
 ParamLayout ParamLayout::of(const ModelConfig& config) {
+  if (config.is_moe()) {
+    throw InputError(std::string(arch_name(config.arch)) +
+                     " is a mixture of experts: training runs dense Llama-family models only (the experts' backward is not built)");
+  }
   ParamLayout layout;
   const ModuleTree tree = ModuleTree::from_config(config);
   for (const ParamInfo& p : tree.params()) {
