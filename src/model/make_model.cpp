@@ -248,6 +248,10 @@ std::int64_t write_random_model(const std::string& out_dir, const MakeModelOptio
   ModelConfig config = preset_config(o.preset, o.arch, o.vocab_size);
   if (o.bos_token_id) config.bos_token_id = *o.bos_token_id;
   if (o.eos_token_id) config.eos_token_ids = {*o.eos_token_id};
+  if (o.moe) {
+    if (!config.is_moe()) throw InputError("a mixture of experts needs a MoE architecture (mixtral, qwen3-moe)");
+    config.moe = *o.moe;
+  }
   const ModuleTree tree = ModuleTree::from_config(config);
   make_dir(out_dir);
   std::vector<const ParamInfo*> params;

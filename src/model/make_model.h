@@ -22,6 +22,7 @@ struct MakeModelOptions {
   int shards = 1;                // >1 writes model-0000k-of-0000n.safetensors + index
   std::optional<std::int64_t> bos_token_id;  // default 1
   std::optional<std::int64_t> eos_token_id;  // default 2 (the real-shape presets: 128001)
+  std::optional<MoeConfig> moe;  // the mixture of a MoE --arch, in place of the preset's (tests)
   int threads = 0;  // the real-shape presets' generating threads (model/bulk_weights.h); 0: all
   // Polled between tensors: true stops with Interrupted (files already complete stay, no
   // temporary file is left). Empty: never.

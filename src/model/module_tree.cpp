@@ -110,6 +110,27 @@ bool ignorable_extra_tensor(const std::string& name, const ModelConfig& c) {
   return c.tie_word_embeddings && name == "lm_head.weight";
 }
 
+// config.json's name for the expert count.
+std::string expert_count_key(const ModelConfig& c) { return c.arch == Arch::kMixtral ? "num_local_experts" : "num_experts"; }
+
+// The experts a MoE checkpoint holds per layer: 1 + the largest index E of "….experts.E.…" (0 for
+// a dense config).
+std::int64_t experts_held(const Checkpoint& ck, const ModelConfig& c) {
+  if (!c.is_moe()) return 0;
+  const std::string marker = moe_names(c.arch).experts;  // ".block_sparse_moe.experts." | ".mlp.experts."
+  std::int64_t held = 0;
+  for (const std::string& name : ck.names()) {
+    const std::size_t at = name.find(marker);
+    if (at == std::string::npos) continue;
+    const std::size_t begin = at + marker.size(), end = name.find('.', begin);
+    const std::string index = name.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
+    if (!index.empty() && index.size() < 10 && index.find_first_not_of("0123456789") == std::string::npos) {
+      held = std::max<std::int64_t>(held, std::stoll(index) + 1);
+    }
+  }
+  return held;
+}
+
 // A checkpoint holding tensors config.json does not describe (more layers than
 // num_hidden_layers, another architecture's weights) was written for another config.json:
 // running it would silently ignore weights.
@@ -131,6 +152,10 @@ void check_no_unexpected_tensors(const ModuleTree& t, const ModelConfig& c, cons
     }
   }
   if (unexpected.empty()) return;
+  if (const std::int64_t held = experts_held(ck, c); held > c.moe.num_experts) {
+    throw InputError(ck.dir() + ": the checkpoint holds " + std::to_string(held) + " experts per layer but config.json says " +
+                     expert_count_key(c) + " " + std::to_string(c.moe.num_experts) + ": is config.json for this checkpoint?");
+  }
   if (max_layer >= c.num_layers) {
     throw InputError(ck.dir() + ": the checkpoint holds " + std::to_string(max_layer + 1) +
                      " decoder layers (up to '" + layer_prefix + std::to_string(max_layer) +
@@ -152,8 +177,13 @@ ModuleTree ModuleTree::from_checkpoint(const ModelConfig& c, const Checkpoint& c
       continue;
     }
     if (!ck.contains(p.name)) {
+      std::string experts;
+      if (const std::int64_t held = experts_held(ck, c); held > 0 && held < c.moe.num_experts && p.name.find(".experts.") != std::string::npos) {
+        experts = " (config.json says " + expert_count_key(c) + " " + std::to_string(c.moe.num_experts) + "; the checkpoint holds " +
+                  std::to_string(held) + " experts per layer)";
+      }
       throw InputError(ck.dir() + ": checkpoint lacks tensor '" + p.name + "' that config.json (" +
-                       std::string(arch_name(c.arch)) + ") requires");
+                       std::string(arch_name(c.arch)) + ") requires" + experts);
     }
     const TensorRef r = ck.get(p.name);
     if (r.info->shape != p.shape) {

@@ -156,6 +156,38 @@ TEST(CliErrors, ConfigCrossCheckedAgainstCheckpoint) {
   EXPECT_EQ(run_plexus("generate " + q + " --ids 1 --max-tokens 1 --ignore-eos").exit_code, 0);
 }
 
+// Issue 35: a mixture-of-experts checkpoint whose expert count, top-k or shapes disagree with its
+// config.json exits 2 naming the tensor or the field and the numbers.
+TEST(CliErrors, MixtureOfExpertsConfigCrossChecked) {
+  TempDir dir("moe-cross");
+  MakeModelOptions o;
+  o.arch = Arch::kMixtral;  // 4 experts, 2 per token, hidden 64
+  o.vocab_size = 300;
+  write_random_model(dir.path(), o);
+  const std::string q = shell_quote(dir.path());
+  ASSERT_EQ(run_plexus("generate " + q + " --ids 1 --max-tokens 1").exit_code, 0);
+  testing::patch_config(dir.path(), Json{{"num_local_experts", 3}});
+  expect_bad_input("generate " + q + " --ids 1", "holds 4 experts per layer but config.json says num_local_experts 3");
+  testing::patch_config(dir.path(), Json{{"num_local_experts", 6}});
+  expect_bad_input("perplexity " + q + " --ids 1,2",
+                   "lacks tensor 'model.layers.0.block_sparse_moe.experts.4.w1.weight' that config.json (MixtralForCausalLM) "
+                   "requires (config.json says num_local_experts 6; the checkpoint holds 4 experts per layer)");
+  testing::patch_config(dir.path(), Json{{"num_local_experts", 4}, {"num_experts_per_tok", 5}});
+  expect_bad_input("generate " + q + " --ids 1", "num_experts_per_tok (5) is more than the 4 experts a layer has");
+  testing::patch_config(dir.path(), Json{{"num_experts_per_tok", 2}, {"intermediate_size", 100}});
+  expect_bad_input("generate " + q + " --ids 1", "experts.0.w1.weight' has shape [176, 64] but config.json implies [100, 64]");
+  testing::patch_config(dir.path(), Json{{"intermediate_size", 176}});
+  ASSERT_EQ(run_plexus("generate " + q + " --ids 1 --max-tokens 1").exit_code, 0);
+
+  TempDir qd("qwen3-moe-cross");
+  o.arch = Arch::kQwen3Moe;  // 4 layers, layer 1 dense
+  write_random_model(qd.path(), o);
+  testing::patch_config(qd.path(), Json{{"mlp_only_layers", Json::array({1, 4})}});
+  expect_bad_input("generate " + shell_quote(qd.path()) + " --ids 1", "mlp_only_layers[1] is 4; it must be a layer index from 0 to 3");
+  testing::patch_config(qd.path(), Json{{"mlp_only_layers", Json::array({2})}});
+  expect_bad_input("generate " + shell_quote(qd.path()) + " --ids 1", "lacks tensor 'model.layers.1.mlp.gate.weight'");
+}
+
 // A copy of a golden GGUF file with the f32 value of metadata key `key` set to `v` (the bytes
 // after the key: type 6, then the value).
 std::string gguf_with_f32(const TempDir& dir, const std::string& key, float v) {

@@ -23,7 +23,10 @@ struct Case {
   Arch arch;
   DType dtype;
   Json patch;  // config.json fields to change
+  std::optional<MoeConfig> moe = std::nullopt;  // the mixture written, in place of the preset's
 };
+
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
 class EngineVsReference : public ::testing::TestWithParam<Case> {};
 
@@ -36,6 +39,7 @@ TEST_P(EngineVsReference, NllWithin1e4) {
   o.seed = 7;
   o.std = 0.08;
   o.vocab_size = 3000;
+  o.moe = c.moe;
   write_random_model(dir.path(), o);
   if (!c.patch.is_null()) testing::patch_config(dir.path(), c.patch);
   const std::vector<std::int32_t> ids = some_ids(24, 3000, static_cast<int>(c.arch));
@@ -71,7 +75,14 @@ INSTANTIATE_TEST_SUITE_P(
                                 {"rope_theta", 500000.0}}},
                       Case{"llama_no_head_dim_f32", Arch::kLlama, DType::kF32, Json{{"head_dim", nullptr}}},
                       Case{"llama_bf16", Arch::kLlama, DType::kBF16, nullptr},
-                      Case{"qwen3_f16", Arch::kQwen3, DType::kF16, nullptr}),
+                      Case{"qwen3_f16", Arch::kQwen3, DType::kF16, nullptr},
+                      Case{"mixtral_f32", Arch::kMixtral, DType::kF32, nullptr},
+                      Case{"mixtral_window_f32", Arch::kMixtral, DType::kF32, Json{{"sliding_window", 5}}},
+                      Case{"mixtral_bf16", Arch::kMixtral, DType::kBF16, nullptr},
+                      Case{"qwen3_moe_f32", Arch::kQwen3Moe, DType::kF32, nullptr},
+                      Case{"qwen3_moe_top3_unnormalised_f32", Arch::kQwen3Moe, DType::kF32,
+                           Json{{"norm_topk_prob", false}, {"num_experts_per_tok", 3}}},
+                      Case{"qwen3_moe_sparse_step2_f32", Arch::kQwen3Moe, DType::kF32, nullptr, MoeConfig{6, 2, 40, true, 2, {}}}),
     [](const ::testing::TestParamInfo<Case>& i) { return std::string(i.param.name); });
 
 std::vector<double> nll_with(const std::string& dir, const std::vector<std::int32_t>& ids, int threads, int batch_tokens) {
@@ -98,6 +109,21 @@ TEST(Engine, BitwiseAcrossChunkingThreadsAndShards) {
   EXPECT_EQ(nll_with(single.path(), ids, 3, 7), base);
   EXPECT_EQ(nll_with(single.path(), ids, 2, 1), base);
   EXPECT_EQ(nll_with(sharded.path(), ids, 2, 16), base);
+}
+
+TEST(Engine, MixtureOfExpertsBitwiseAcrossChunkingAndThreads) {
+  TempDir dir("moe");
+  MakeModelOptions o;
+  o.arch = Arch::kQwen3Moe;
+  o.seed = 5;
+  o.std = 0.08;
+  o.vocab_size = 1000;
+  write_random_model(dir.path(), o);
+  const std::vector<std::int32_t> ids = some_ids(40, 1000, 3);
+  const std::vector<double> base = nll_with(dir.path(), ids, 1, 256);
+  EXPECT_EQ(nll_with(dir.path(), ids, 2, 256), base);
+  EXPECT_EQ(nll_with(dir.path(), ids, 2, 7), base);
+  EXPECT_EQ(nll_with(dir.path(), ids, 3, 1), base);
 }
 
 TEST(Engine, DecodeLogitsEqualPrefillLogits) {

@@ -1,9 +1,12 @@
 // Double-precision reference: every buffer is a std::vector<double>, every loop is direct.
 #include "reference_forward.h"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
+#include "core/json.h"
+#include "core/mmap_file.h"
 #include "model/checkpoint.h"
 #include "model/config.h"
 #include "model/module_tree.h"
@@ -56,6 +59,71 @@ void add(Vec& a, const Tensor& b) {
   for (std::size_t i = 0; i < a.size(); ++i) a[i] += b.data[i];
 }
 
+// down · (silu(gate · h) ⊙ up · h)
+Vec gated_mlp(const Tensor& wg, const Tensor& wu, const Tensor& wd, const Vec& h) {
+  Vec gt = linear(wg, h), ut = linear(wu, h);
+  for (std::size_t i = 0; i < gt.size(); ++i) gt[i] = gt[i] / (1 + std::exp(-gt[i])) * ut[i];
+  return linear(wd, gt);
+}
+
+// The mixture-of-experts fields of config.json, read here by Hugging Face's names and defaults
+// (MixtralConfig, Qwen3MoeConfig), not through plexus's config parser.
+struct Moe {
+  std::string arch;  // "" for a dense model
+  std::int64_t experts = 0, top_k = 0, sparse_step = 1;
+  bool norm_topk_prob = true;
+  std::vector<std::int64_t> mlp_only_layers;
+  // Qwen3MoeDecoderLayer: sparse unless listed in mlp_only_layers, and (l + 1) % step == 0.
+  bool sparse(std::int64_t l) const {
+    if (arch.empty()) return false;
+    for (std::int64_t d : mlp_only_layers)
+      if (d == l) return false;
+    return (l + 1) % sparse_step == 0;
+  }
+};
+
+Moe read_moe(const std::string& model_dir) {
+  const Json j = parse_json(read_text_file(model_dir + "/config.json"), "config.json");
+  Moe m;
+  const std::string type = j.value("model_type", "");
+  if (type == "mixtral") {
+    m.arch = type, m.experts = j.at("num_local_experts").get<std::int64_t>(), m.top_k = j.at("num_experts_per_tok").get<std::int64_t>();
+  } else if (type == "qwen3_moe") {
+    m.arch = type, m.experts = j.at("num_experts").get<std::int64_t>(), m.top_k = j.at("num_experts_per_tok").get<std::int64_t>();
+    m.norm_topk_prob = j.value("norm_topk_prob", false);
+    m.sparse_step = j.value("decoder_sparse_step", std::int64_t{1});
+    if (j.contains("mlp_only_layers")) m.mlp_only_layers = j["mlp_only_layers"].get<std::vector<std::int64_t>>();
+  }
+  return m;
+}
+
+// The sparse block: p = softmax(router · h); the top_k largest (renormalised when
+// norm_topk_prob); Σ p_e · expert_e(h).
+Vec moe_mlp(const Checkpoint& ck, const Moe& m, const std::string& layer, const Vec& h) {
+  const bool mixtral = m.arch == "mixtral";
+  const std::string base = layer + (mixtral ? ".block_sparse_moe." : ".mlp.");
+  Vec p = linear(load(ck, base + "gate.weight"), h);
+  const double mx = *std::max_element(p.begin(), p.end());
+  double tot = 0;
+  for (double& z : p) tot += (z = std::exp(z - mx));
+  for (double& z : p) z /= tot;
+  std::vector<std::int64_t> order(p.size());
+  for (std::size_t e = 0; e < order.size(); ++e) order[e] = static_cast<std::int64_t>(e);
+  std::stable_sort(order.begin(), order.end(), [&p](std::int64_t a, std::int64_t b) { return p[static_cast<std::size_t>(a)] > p[static_cast<std::size_t>(b)]; });
+  order.resize(static_cast<std::size_t>(m.top_k));
+  double chosen = 0;
+  for (std::int64_t e : order) chosen += p[static_cast<std::size_t>(e)];
+  Vec out(h.size(), 0.0);
+  for (std::int64_t e : order) {
+    const std::string x = base + "experts." + std::to_string(e) + ".";
+    const Vec y = mixtral ? gated_mlp(load(ck, x + "w1.weight"), load(ck, x + "w3.weight"), load(ck, x + "w2.weight"), h)
+                          : gated_mlp(load(ck, x + "gate_proj.weight"), load(ck, x + "up_proj.weight"), load(ck, x + "down_proj.weight"), h);
+    const double w = p[static_cast<std::size_t>(e)] / (m.norm_topk_prob ? chosen : 1.0);
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] += w * y[i];
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<double> reference_nll(const std::string& model_dir, const std::vector<std::int32_t>& ids,
@@ -64,6 +132,7 @@ std::vector<double> reference_nll(const std::string& model_dir, const std::vecto
   const Checkpoint ck(model_dir);
   const std::int64_t H = c.hidden_size, hd = c.head_dim, nh = c.num_heads, nkv = c.num_kv_heads;
   const std::int64_t T = static_cast<std::int64_t>(ids.size());
+  const Moe moe = read_moe(model_dir);
 
   // Rotary frequencies, written out again here (llama3 scaling included).
   std::vector<double> inv(static_cast<std::size_t>(hd / 2));
@@ -100,9 +169,9 @@ std::vector<double> reference_nll(const std::string& model_dir, const std::vecto
     const std::string p = "model.layers." + std::to_string(l);
     const Tensor wq = load(ck, p + ".self_attn.q_proj.weight"), wk = load(ck, p + ".self_attn.k_proj.weight"),
                  wv = load(ck, p + ".self_attn.v_proj.weight"), wo = load(ck, p + ".self_attn.o_proj.weight"),
-                 wg = load(ck, p + ".mlp.gate_proj.weight"), wu = load(ck, p + ".mlp.up_proj.weight"),
-                 wd = load(ck, p + ".mlp.down_proj.weight"), n1 = load(ck, p + ".input_layernorm.weight"),
-                 n2 = load(ck, p + ".post_attention_layernorm.weight");
+                 n1 = load(ck, p + ".input_layernorm.weight"), n2 = load(ck, p + ".post_attention_layernorm.weight");
+    Tensor wg, wu, wd;  // a dense layer's MLP
+    if (!moe.sparse(l)) wg = load(ck, p + ".mlp.gate_proj.weight"), wu = load(ck, p + ".mlp.up_proj.weight"), wd = load(ck, p + ".mlp.down_proj.weight");
     std::vector<Vec> q(static_cast<std::size_t>(T)), k(q.size()), v(q.size());
     for (std::int64_t t = 0; t < T; ++t) {
       Vec h = x[static_cast<std::size_t>(t)];
@@ -150,9 +219,7 @@ std::vector<double> reference_nll(const std::string& model_dir, const std::vecto
       for (std::int64_t i = 0; i < H; ++i) xt[static_cast<std::size_t>(i)] += o[static_cast<std::size_t>(i)];
       Vec h = xt;
       rmsnorm(h.data(), n2, H, c.rms_norm_eps);
-      Vec gt = linear(wg, h), ut = linear(wu, h);
-      for (std::size_t i = 0; i < gt.size(); ++i) gt[i] = gt[i] / (1 + std::exp(-gt[i])) * ut[i];
-      Vec d = linear(wd, gt);
+      const Vec d = moe.sparse(l) ? moe_mlp(ck, moe, p, h) : gated_mlp(wg, wu, wd, h);
       for (std::int64_t i = 0; i < H; ++i) xt[static_cast<std::size_t>(i)] += d[static_cast<std::size_t>(i)];
     }
   }
