@@ -152,10 +152,6 @@ void check_no_unexpected_tensors(const ModuleTree& t, const ModelConfig& c, cons
     }
   }
   if (unexpected.empty()) return;
-  if (const std::int64_t held = experts_held(ck, c); held > c.moe.num_experts) {
-    throw InputError(ck.dir() + ": the checkpoint holds " + std::to_string(held) + " experts per layer but config.json says " +
-                     expert_count_key(c) + " " + std::to_string(c.moe.num_experts) + ": is config.json for this checkpoint?");
-  }
   if (max_layer >= c.num_layers) {
     throw InputError(ck.dir() + ": the checkpoint holds " + std::to_string(max_layer + 1) +
                      " decoder layers (up to '" + layer_prefix + std::to_string(max_layer) +
@@ -170,6 +166,10 @@ void check_no_unexpected_tensors(const ModuleTree& t, const ModelConfig& c, cons
 }  // namespace
 
 ModuleTree ModuleTree::from_checkpoint(const ModelConfig& c, const Checkpoint& ck) {
+  if (const std::int64_t held = experts_held(ck, c); held > 0 && held != c.moe.num_experts) {
+    throw InputError(ck.dir() + ": the checkpoint holds " + std::to_string(held) + " experts per layer but config.json says " +
+                     expert_count_key(c) + " " + std::to_string(c.moe.num_experts) + ": is config.json for this checkpoint?");
+  }
   ModuleTree t = from_config(c);
   for (ParamInfo& p : t.params_) {
     if (p.tied_to) {  // Hugging Face ties these even when the file also stores lm_head
@@ -177,13 +177,8 @@ ModuleTree ModuleTree::from_checkpoint(const ModelConfig& c, const Checkpoint& c
       continue;
     }
     if (!ck.contains(p.name)) {
-      std::string experts;
-      if (const std::int64_t held = experts_held(ck, c); held > 0 && held < c.moe.num_experts && p.name.find(".experts.") != std::string::npos) {
-        experts = " (config.json says " + expert_count_key(c) + " " + std::to_string(c.moe.num_experts) + "; the checkpoint holds " +
-                  std::to_string(held) + " experts per layer)";
-      }
       throw InputError(ck.dir() + ": checkpoint lacks tensor '" + p.name + "' that config.json (" +
-                       std::string(arch_name(c.arch)) + ") requires" + experts);
+                       std::string(arch_name(c.arch)) + ") requires");
     }
     const TensorRef r = ck.get(p.name);
     if (r.info->shape != p.shape) {
