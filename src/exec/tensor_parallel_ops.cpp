@@ -18,4 +18,10 @@ void TensorParallelOps::matmul_silu_mul(const MatmulPart& gate, const MatmulPart
   inner_.matmul_silu_mul(gate, up, x, n, ldx);
 }
 
+void TensorParallelOps::moe_experts(std::span<const ExpertWeights> experts, const float* xb, std::int64_t n,
+                                    const MoeRouting& r, float* out, Workspace& ws) {
+  inner_.moe_experts(experts, xb, n, r, out, ws);
+  if (experts.front().down.partial_sum) group_.all_reduce_sum(out, n * experts.front().down.rows);  // (n, H)
+}
+
 }  // namespace plexus

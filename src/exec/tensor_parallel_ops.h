@@ -44,6 +44,13 @@ class TensorParallelOps : public ComputeOps {
   void gather_rows(const float* src, std::span<const std::int64_t> rows, std::int64_t d, float* dst) override {
     inner_.gather_rows(src, rows, d, dst);
   }
+  // Every rank routes every token alike (the router is whole).
+  void moe_route(const float* logits, std::int64_t n, const MoeRouting& r, Workspace& ws) override {
+    inner_.moe_route(logits, n, r, ws);
+  }
+  // The experts' outputs, then the group's sum when their down projections are partial.
+  void moe_experts(std::span<const ExpertWeights> experts, const float* xb, std::int64_t n, const MoeRouting& r,
+                   float* out, Workspace& ws) override;
 
  private:
   ComputeOps& inner_;

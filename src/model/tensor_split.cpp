@@ -14,7 +14,7 @@ namespace {
 
 bool splits(const ModelConfig& c, int n) {
   return n >= 1 && c.num_heads % n == 0 && (c.num_kv_heads % n == 0 || n % c.num_kv_heads == 0) &&
-         c.intermediate_size % n == 0;
+         c.intermediate_size % n == 0 && c.moe.expert_intermediate_size % n == 0;
 }
 
 WeightMatrix row_slice(WeightMatrix m, std::int64_t first, std::int64_t count) {
@@ -49,16 +49,13 @@ std::vector<int> working_tp_sizes(const ModelConfig& c) {
 }
 
 ModelConfig shard_config(const ModelConfig& c, int size) {
-  if (c.is_moe() && size > 1) {
-    throw InputError("--tp " + std::to_string(size) + ": tensor parallelism does not split mixture-of-experts models (" +
-                     std::string(arch_name(c.arch)) + ") yet; run them on one device, layer split or offloaded");
-  }
   if (!splits(c, size)) {
     std::string works;
     for (int n : working_tp_sizes(c)) works += (works.empty() ? "" : ", ") + std::to_string(n);
     throw InputError("--tp " + std::to_string(size) + " cannot split this model: its " + std::to_string(c.num_heads) +
                      " attention heads, " + std::to_string(c.num_kv_heads) + " kv heads and intermediate size " +
                      std::to_string(c.intermediate_size) +
+                     (c.is_moe() ? " (experts' " + std::to_string(c.moe.expert_intermediate_size) + ")" : std::string()) +
                      " must divide evenly (kv heads may instead be replicated when --tp is a multiple of them); "
                      "--tp " + works + " work");
   }
@@ -66,6 +63,7 @@ ModelConfig shard_config(const ModelConfig& c, int size) {
   s.num_heads = c.num_heads / size;
   s.num_kv_heads = c.num_kv_heads % size == 0 ? c.num_kv_heads / size : 1;
   s.intermediate_size = c.intermediate_size / size;
+  s.moe.expert_intermediate_size = c.moe.expert_intermediate_size / size;
   return s;
 }
 
@@ -84,21 +82,28 @@ VocabRows shard_vocab_rows(std::int64_t vocab, TensorSplit s) {
 
 ModuleTree shard_module_tree(const ModuleTree& full, TensorSplit s) {
   const ModelConfig sc = shard_config(full.config(), s.size);
-  const std::int64_t Q = sc.q_dim(), KV = sc.kv_dim(), I = sc.intermediate_size;
+  const std::int64_t Q = sc.q_dim(), KV = sc.kv_dim();
   std::vector<ParamInfo> params = full.params();
+  const MoeNames moe = moe_names(sc.arch);
   for (ParamInfo& p : params) {
     const std::string& n = p.name;
+    // An expert's MLP splits as the dense one does, at the expert's width.
+    const bool expert = sc.is_moe() && n.find(moe.experts) != std::string::npos;
+    const std::int64_t I = expert ? sc.moe.expert_intermediate_size : sc.intermediate_size;
+    const bool gate_or_up = n.ends_with(".gate_proj.weight") || n.ends_with(".up_proj.weight") ||
+                            (expert && (n.ends_with(std::string(".") + moe.gate + ".weight") || n.ends_with(std::string(".") + moe.up + ".weight")));
+    const bool down = n.ends_with(".down_proj.weight") || (expert && n.ends_with(std::string(".") + moe.down + ".weight"));
     if (n.ends_with(".q_proj.weight") || n.ends_with(".q_proj.bias")) {
       p.shape[0] = Q;
     } else if (n.ends_with(".k_proj.weight") || n.ends_with(".k_proj.bias") || n.ends_with(".v_proj.weight") ||
                n.ends_with(".v_proj.bias")) {
       p.shape[0] = KV;
-    } else if (n.ends_with(".gate_proj.weight") || n.ends_with(".up_proj.weight")) {
+    } else if (gate_or_up) {
       p.shape[0] = I;
     } else if (n.ends_with(".o_proj.weight")) {
       p.shape[1] = Q;
       if (p.dtype) check_block_columns(*p.dtype, Q, s.size, n);
-    } else if (n.ends_with(".down_proj.weight")) {
+    } else if (down) {
       p.shape[1] = I;
       if (p.dtype) check_block_columns(*p.dtype, I, s.size, n);
     } else if (n == "lm_head.weight") {
@@ -154,9 +159,18 @@ ModelShard::ModelShard(const LlamaFamilyModel& full, TensorSplit s) : split_(s) 
     o.k_bias = vector_slice(f.k_bias, kv0, KV);
     o.v_bias = vector_slice(f.v_bias, kv0, KV);
     o.o = columns(f.o, s.rank * Q, Q, "o_proj");
-    o.gate = row_slice(f.gate, s.rank * I, I);
-    o.up = row_slice(f.up, s.rank * I, I);
-    o.down = columns(f.down, s.rank * I, I, "down_proj");
+    if (f.experts.empty()) {
+      o.gate = row_slice(f.gate, s.rank * I, I);
+      o.up = row_slice(f.up, s.rank * I, I);
+      o.down = columns(f.down, s.rank * I, I, "down_proj");
+    }
+    // Each expert split as the dense MLP; the router whole (every rank routes every token alike).
+    const std::int64_t Ie = sc.moe.expert_intermediate_size;
+    for (std::size_t e = 0; e < f.experts.size(); ++e) {
+      const ExpertWeights& fe = f.experts[e];
+      o.experts[e] = {row_slice(fe.gate, s.rank * Ie, Ie), row_slice(fe.up, s.rank * Ie, Ie),
+                      columns(fe.down, s.rank * Ie, Ie, "an expert's down projection")};
+    }
     w.layers.push_back(o);
   }
   model_ = std::make_unique<LlamaFamilyModel>(sc, std::move(w));

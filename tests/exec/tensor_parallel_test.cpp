@@ -1,6 +1,6 @@
 // Tensor parallelism on virtual CPU devices against one device: TP = 2 and 4 (kv heads split,
-// then replicated), TP × PP = 2 × 2, micro-batched, for Llama, Qwen2 (q/k/v biases) and Qwen3
-// (q/k norms): per-token NLL within 1e-4 of one device on an f32 model, greedy ids equal, and
+// then replicated), TP × PP = 2 × 2, micro-batched, for Llama, Qwen2 (q/k/v biases), Qwen3
+// (q/k norms) and the mixtures Mixtral and Qwen3-MoE (every expert split): per-token NLL within 1e-4 of one device on an f32 model, greedy ids equal, and
 // the same bits from run to run; sizes that cannot split the model, or more ranks than devices,
 // are refused before any weight is read.
 #include <gtest/gtest.h>
@@ -125,8 +125,12 @@ TEST_P(TensorParallelTest, TwoByTwoPipelineOfGroupsMicroBatched) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Archs, TensorParallelTest, ::testing::Values(Arch::kLlama, Arch::kQwen2, Arch::kQwen3),
-                         [](const auto& info) { return std::string(info.param == Arch::kLlama ? "llama" : info.param == Arch::kQwen2 ? "qwen2" : "qwen3"); });
+INSTANTIATE_TEST_SUITE_P(Archs, TensorParallelTest,
+                         ::testing::Values(Arch::kLlama, Arch::kQwen2, Arch::kQwen3, Arch::kMixtral, Arch::kQwen3Moe),
+                         [](const auto& info) {
+                           std::string name(arch_name(info.param));  // "Qwen3MoeForCausalLM"
+                           return name.substr(0, name.find("For"));
+                         });
 
 TEST(TensorParallelInput, SizesThatCannotSplitTheModelAreRefusedNamingTheHeads) {
   TempDir dir("tp_bad");
