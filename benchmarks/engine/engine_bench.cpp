@@ -2,6 +2,7 @@
 // tokens/s against fp32 FMA peak, both ceilings measured in this same run. One measurement at a
 // time (--only) serves benchmarks/llama_cpp/run.sh, which sets prefill length, decode depth and
 // the number of sequences decoded together for each cell it compares with llama.cpp.
+#include <cmath>
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -147,20 +148,26 @@ int main(int argc, char** argv) {
     const LlamaFamilyModel& m = engine.model();
     // Bytes a decode step reads: every layer matrix and the lm_head as stored (block formats
     // by their row bytes; one embedding row per sequence is negligible), plus each sequence's
-    // f32 keys and values up to its position.
-    std::int64_t layer_params = 0, weight_bytes = 0;
+    // f32 keys and values up to its position. A mixture-of-experts layer reads its router and the
+    // experts its tokens chose: for `batch` tokens choosing k of E independently, E·(1 − (1 −
+    // k/E)^batch) distinct experts on average (prefill FLOPs count k experts per token).
+    std::int64_t layer_params = 0;
+    double weight_bytes = 0;
+    const double E = static_cast<double>(c.moe.num_experts), k = static_cast<double>(c.moe.experts_per_token);
+    const double experts_read = c.is_moe() ? E * (1 - std::pow(1 - k / E, static_cast<double>(batch))) : 0;
     for (int l = 0; l < c.num_layers; ++l) {
       const LayerWeights& w = m.layer_weights(l);
-      for (const WeightMatrix* x : {&w.q, &w.k, &w.v, &w.o, &w.gate, &w.up, &w.down}) {
-        layer_params += x->rows * x->cols;
-        weight_bytes += x->bytes();
+      for (const WeightMatrix* x : layer_matrices(w)) {
+        const bool expert = !w.experts.empty() && x != &w.q && x != &w.k && x != &w.v && x != &w.o && x != &w.router;
+        layer_params += expert ? static_cast<std::int64_t>(static_cast<double>(x->rows * x->cols) * k / E) : x->rows * x->cols;
+        weight_bytes += expert ? static_cast<double>(x->bytes()) * experts_read / E : static_cast<double>(x->bytes());
       }
     }
     const std::int64_t head_params = m.lm_head().rows * m.lm_head().cols;
-    weight_bytes += m.lm_head().bytes();
+    weight_bytes += static_cast<double>(m.lm_head().bytes());
     const std::int64_t kv_bytes_per_token = KvCache::bytes_per_token(c.num_layers, c.num_kv_heads, c.head_dim);
     const double mean_context = static_cast<double>(depth) + static_cast<double>(steps - 1) / 2 + 1;
-    const double bytes_per_step = static_cast<double>(weight_bytes) +
+    const double bytes_per_step = weight_bytes +
                                   static_cast<double>(batch) * mean_context * static_cast<double>(kv_bytes_per_token);
     // FLOPs prefill actually executes in matrix products: every layer matrix for every token,
     // the lm_head for the last token only (attention is extra work, not counted).
