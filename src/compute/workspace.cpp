@@ -12,7 +12,7 @@ std::vector<std::int64_t> workspace_sizes(const LayerShape& s, std::int64_t max_
           max_tokens * s.head_dim / 2, max_tokens * s.head_dim / 2,
           n_threads * (s.n_heads / s.n_kv_heads) * max_context,
           max_tokens * s.experts, max_tokens * s.experts_per_token, max_tokens * s.experts_per_token,
-          s.experts > 0 ? max_tokens * s.hidden : 0, s.experts > 0 ? max_tokens * s.hidden : 0,
+          s.experts > 0 ? max_tokens * s.hidden : 0, max_tokens * s.experts_per_token * s.hidden,
           s.experts > 0 ? max_tokens * s.hidden : 0};
 }
 }  // namespace

@@ -16,10 +16,6 @@ namespace {
 
 #ifdef PLEXUS_HAVE_CUDA
 DeviceOps make_cuda_ops(CudaDevice& device, const OpsShape& shape, DeviceMemory& memory) {
-  if (shape.config->is_moe()) {
-    throw InputError(device.name() + ": " + std::string(arch_name(shape.config->arch)) +
-                     " is a mixture of experts, and its CUDA kernels are not built yet: run it on the CPU (--devices cpu)");
-  }
   const cuda::CudaOpsSizes sizes = cuda::CudaOpsSizes::of(shape.config->layer_shape(), shape.max_tokens, shape.max_context);
   DeviceOps d;
   d.scratch = memory.allocate(cuda::CudaOps::scratch_bytes(sizes), "scratch of the CUDA kernels (cuBLAS workspace, attention partials)");

@@ -56,6 +56,7 @@ struct ScratchLayout {
   std::size_t gemm_x_bytes = 0;
   std::size_t wdeq = 0, wdeq_bytes = 0;  // block-format weight rows dequantised for cuBLAS (0: none)
   std::int64_t partial_floats = 0;
+  std::size_t moe_rows = 0, moe_pair_rows = 0;  // mixture of experts (max_pairs of each; none when 0)
 };
 
 AttentionGeometry geometry(const CudaOpsSizes& s) {
@@ -100,6 +101,10 @@ ScratchLayout layout_of(const CudaOpsSizes& s) {
     l.tile_offsets = take(mt * sizeof(std::int32_t));
     l.kv_bf16 = take(prefill_kv_bf16_bytes(geometry(s), l.kv_keys));
   }
+  if (s.max_pairs > 0) {
+    l.moe_rows = take(static_cast<std::size_t>(s.max_pairs) * sizeof(std::int64_t));
+    l.moe_pair_rows = take(static_cast<std::size_t>(s.max_pairs) * sizeof(std::int32_t));
+  }
   l.total = at;
   return l;
 }
@@ -107,6 +112,7 @@ ScratchLayout layout_of(const CudaOpsSizes& s) {
 // Byte offsets of the pinned host staging regions.
 struct PinnedLayout {
   std::size_t ids = 0, slots = 0, rows = 0, tiles = 0, rope = 0, spans = 0, tile_offsets = 0, total = 0;
+  std::size_t moe_experts = 0, moe_rows = 0, moe_pair_rows = 0;  // max_pairs of each (none when 0)
 };
 
 PinnedLayout pinned_layout(const CudaOpsSizes& s) {
@@ -125,6 +131,12 @@ PinnedLayout pinned_layout(const CudaOpsSizes& s) {
   p.rope = take(2 * mt * static_cast<std::size_t>(s.head_dim / 2) * sizeof(float));
   p.spans = take(mt * sizeof(KvSpan));
   p.tile_offsets = take(mt * sizeof(std::int32_t));
+  if (s.max_pairs > 0) {
+    const std::size_t pairs = static_cast<std::size_t>(s.max_pairs);
+    p.moe_experts = take(pairs * sizeof(std::int32_t));
+    p.moe_rows = take(pairs * sizeof(std::int64_t));
+    p.moe_pair_rows = take(pairs * sizeof(std::int32_t));
+  }
   p.total = at;
   return p;
 }
@@ -160,6 +172,7 @@ CudaOpsSizes CudaOpsSizes::of(const LayerShape& l, std::int64_t max_tokens, std:
   s.n_kv_heads = l.n_kv_heads;
   s.head_dim = l.head_dim;
   s.max_cols = std::max({l.hidden, l.q_dim(), l.intermediate});
+  s.max_pairs = max_tokens * l.experts_per_token;
   return s;
 }
 
@@ -199,6 +212,10 @@ CudaOps::CudaOps(cudaStream_t stream, std::string device_name, const CudaOpsSize
     kv_bf16_ = at_offset<void>(scratch, l.kv_bf16);
     kv_keys_ = l.kv_keys;
   }
+  if (sizes.max_pairs > 0) {
+    moe_rows_dev_ = at_offset<std::int64_t>(scratch, l.moe_rows);
+    moe_pair_rows_dev_ = at_offset<std::int32_t>(scratch, l.moe_pair_rows);
+  }
   if (const char* e = std::getenv("PLEXUS_CUDA_PREFILL_ATTENTION"); e != nullptr) {
     const std::string v(e);
     if (v == "0") prefill_min_tokens_ = 0;
@@ -226,6 +243,11 @@ CudaOps::CudaOps(cudaStream_t stream, std::string device_name, const CudaOpsSize
     rope_host_ = at_offset<float>(pinned_, p.rope);
     spans_host_ = at_offset<KvSpan>(pinned_, p.spans);
     tile_offsets_host_ = at_offset<std::int32_t>(pinned_, p.tile_offsets);
+    if (sizes.max_pairs > 0) {
+      moe_experts_host_ = at_offset<std::int32_t>(pinned_, p.moe_experts);
+      moe_rows_host_ = at_offset<std::int64_t>(pinned_, p.moe_rows);
+      moe_pair_rows_host_ = at_offset<std::int32_t>(pinned_, p.moe_pair_rows);
+    }
     PLEXUS_CUDA_CHECK(cudaEventCreateWithFlags(&meta_uploaded_, cudaEventDisableTiming), device_ + " creating an event");
     PLEXUS_CUDA_CHECK(cudaEventCreateWithFlags(&rows_uploaded_, cudaEventDisableTiming), device_ + " creating an event");
     cublasHandle_t h = nullptr;

@@ -53,6 +53,7 @@ struct CudaOpsSizes {
   std::int64_t max_context = 0;  // the longest sequence attended (no buffer depends on it today)
   std::int64_t n_heads = 0, n_kv_heads = 0, head_dim = 0;
   std::int64_t max_cols = 0;     // the widest matmul input with more than 8 tokens: max(H, q_dim, I)
+  std::int64_t max_pairs = 0;    // mixture of experts: max_tokens × experts per token (0: a dense model)
   static CudaOpsSizes of(const LayerShape& l, std::int64_t max_tokens, std::int64_t max_context);
 };
 
@@ -83,6 +84,15 @@ class CudaOps final : public ComputeOps {
   void add_rmsnorm(float* x, const float* y, const float* w, std::int64_t rows, std::int64_t d, float eps,
                    float* out) override;
   void gather_rows(const float* src, std::span<const std::int64_t> rows, std::int64_t d, float* dst) override;
+  // cuda_moe.cpp. Routing on the GPU (launch_moe_route). The experts: the routing is copied to the
+  // host (the stream synchronised: such a batch is never graphed), each used expert's tokens
+  // gathered and run through its gate/up and down products (the dense MLP's kernels, every
+  // weight dtype), each output row landing at its (token, slot)'s place in ws.moe_y, then one
+  // launch_moe_combine sums every token's k rows, weighted, into `out` (in the tokens' slot
+  // order: not bitwise the CPU's ascending expert order). Unverified on a GPU so far.
+  void moe_route(const float* logits, std::int64_t n, const MoeRouting& r, Workspace& ws) override;
+  void moe_experts(std::span<const ExpertWeights> experts, const float* xb, std::int64_t n, const MoeRouting& r,
+                   float* out, Workspace& ws) override;
 
   cudaStream_t stream() const { return stream_; }
 
@@ -140,6 +150,8 @@ class CudaOps final : public ComputeOps {
   std::int32_t* tile_offsets_dev_ = nullptr;  // (max_tokens) per query tile: its span's first key
   void* kv_bf16_ = nullptr;          // bf16 keys/values, kv_keys_ keys per kv head (null: none)
   std::int64_t kv_keys_ = 0;
+  std::int64_t* moe_rows_dev_ = nullptr;      // (max_pairs) the tokens of each expert, expert by expert
+  std::int32_t* moe_pair_rows_dev_ = nullptr; // (max_pairs) each (token, slot)'s row of ws.moe_y
 
   // Pinned host staging, same regions; rewritten only after the event of its last upload.
   void* pinned_ = nullptr;
@@ -150,6 +162,9 @@ class CudaOps final : public ComputeOps {
   KvSpan* spans_host_ = nullptr;       // (max_tokens)
   std::int32_t* tile_offsets_host_ = nullptr;  // (max_tokens)
   float* rope_host_ = nullptr;         // (2, max_tokens, head_dim / 2) cos then sin
+  std::int32_t* moe_experts_host_ = nullptr;    // (max_pairs) the routing read back
+  std::int64_t* moe_rows_host_ = nullptr;       // (max_pairs)
+  std::int32_t* moe_pair_rows_host_ = nullptr;  // (max_pairs)
   cudaEvent_t meta_uploaded_ = nullptr, rows_uploaded_ = nullptr;
   cublasContext* cublas_ = nullptr;
 
