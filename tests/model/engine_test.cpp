@@ -93,37 +93,26 @@ std::vector<double> nll_with(const std::string& dir, const std::vector<std::int3
   return perplexity(engine, ids).nll;
 }
 
+// Dense (Qwen2) and a mixture of experts (Qwen3-MoE: each expert's tokens grouped per chunk).
 TEST(Engine, BitwiseAcrossChunkingThreadsAndShards) {
-  TempDir single("single"), sharded("sharded");
-  MakeModelOptions o;
-  o.arch = Arch::kQwen2;
-  o.seed = 3;
-  o.std = 0.08;
-  o.vocab_size = 1000;
-  write_random_model(single.path(), o);
-  o.shards = 3;
-  write_random_model(sharded.path(), o);
-  const std::vector<std::int32_t> ids = some_ids(40, 1000, 1);
-  const std::vector<double> base = nll_with(single.path(), ids, 1, 256);
-  EXPECT_EQ(nll_with(single.path(), ids, 2, 256), base);
-  EXPECT_EQ(nll_with(single.path(), ids, 3, 7), base);
-  EXPECT_EQ(nll_with(single.path(), ids, 2, 1), base);
-  EXPECT_EQ(nll_with(sharded.path(), ids, 2, 16), base);
-}
-
-TEST(Engine, MixtureOfExpertsBitwiseAcrossChunkingAndThreads) {
-  TempDir dir("moe");
-  MakeModelOptions o;
-  o.arch = Arch::kQwen3Moe;
-  o.seed = 5;
-  o.std = 0.08;
-  o.vocab_size = 1000;
-  write_random_model(dir.path(), o);
-  const std::vector<std::int32_t> ids = some_ids(40, 1000, 3);
-  const std::vector<double> base = nll_with(dir.path(), ids, 1, 256);
-  EXPECT_EQ(nll_with(dir.path(), ids, 2, 256), base);
-  EXPECT_EQ(nll_with(dir.path(), ids, 2, 7), base);
-  EXPECT_EQ(nll_with(dir.path(), ids, 3, 1), base);
+  for (const Arch arch : {Arch::kQwen2, Arch::kQwen3Moe}) {
+    SCOPED_TRACE(arch_name(arch));
+    TempDir single("single"), sharded("sharded");
+    MakeModelOptions o;
+    o.arch = arch;
+    o.seed = 3;
+    o.std = 0.08;
+    o.vocab_size = 1000;
+    write_random_model(single.path(), o);
+    o.shards = 3;
+    write_random_model(sharded.path(), o);
+    const std::vector<std::int32_t> ids = some_ids(40, 1000, 1);
+    const std::vector<double> base = nll_with(single.path(), ids, 1, 256);
+    EXPECT_EQ(nll_with(single.path(), ids, 2, 256), base);
+    EXPECT_EQ(nll_with(single.path(), ids, 3, 7), base);
+    EXPECT_EQ(nll_with(single.path(), ids, 2, 1), base);
+    EXPECT_EQ(nll_with(sharded.path(), ids, 2, 16), base);
+  }
 }
 
 TEST(Engine, DecodeLogitsEqualPrefillLogits) {
