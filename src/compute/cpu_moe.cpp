@@ -7,6 +7,7 @@
 
 #include "compute/cpu_ops.h"
 #include "compute/workspace.h"
+#include "kernels/cpu/matmul.h"
 
 namespace plexus {
 
@@ -38,34 +39,41 @@ void CpuOps::moe_route(const float* logits, std::int64_t n, const MoeRouting& r,
 void CpuOps::moe_experts(std::span<const ExpertWeights> experts, const float* xb, std::int64_t n, const MoeRouting& r,
                          float* out, Workspace& ws) {
   const std::int64_t k = r.top_k, H = experts.front().down.rows, Ie = experts.front().gate.rows;
-  // The routed (token, slot) pairs grouped by expert, tokens ascending within each.
+  // The routed (token, slot) pairs grouped by expert, tokens ascending within each: expert e's
+  // rows of the moe buffers are [start[e], start[e + 1]).
   std::vector<std::int64_t> start(experts.size() + 1, 0);
   for (std::int64_t i = 0; i < n * k; ++i) ++start[static_cast<std::size_t>(ws.route_expert[static_cast<std::size_t>(i)]) + 1];
   std::partial_sum(start.begin(), start.end(), start.begin());
-  std::vector<std::int64_t> pairs(static_cast<std::size_t>(n * k));  // (n·k) token·k + slot
+  std::vector<std::int64_t> pairs(static_cast<std::size_t>(n * k));  // (n·k) token·k + slot, by expert
   std::vector<std::int64_t> fill(start.begin(), start.end() - 1);
   for (std::int64_t i = 0; i < n * k; ++i) {
     pairs[static_cast<std::size_t>(fill[static_cast<std::size_t>(ws.route_expert[static_cast<std::size_t>(i)])]++)] = i;
   }
-  std::fill_n(out, n * H, 0.0f);
-  std::vector<std::int64_t> tokens;
+  // Every used expert's tokens gathered, then all their gate/up products (one launch) and all
+  // their down products (one launch).
+  std::vector<MatmulGroup> gated, down;
   for (std::size_t e = 0; e < experts.size(); ++e) {
     const std::int64_t m = start[e + 1] - start[e];
     if (m == 0) continue;
-    tokens.clear();
-    for (std::int64_t i = start[e]; i < start[e + 1]; ++i) tokens.push_back(pairs[static_cast<std::size_t>(i)] / k);
-    gather_rows(xb, tokens, H, ws.moe_x.data());  // (m, H)
-    const ExpertWeights& w = experts[e];
-    matmul_silu_mul({w.gate, ws.gate.data(), Ie}, {w.up, ws.up.data(), Ie}, ws.moe_x.data(), m, H);  // ws.gate (m, Ie)
-    const MatmulPart down[] = {{w.down, ws.moe_y.data(), H}};
-    matmul(down, ws.gate.data(), m, Ie);  // moe_y (m, H)
     for (std::int64_t i = 0; i < m; ++i) {
-      const std::int64_t pair = pairs[static_cast<std::size_t>(start[e] + i)];
-      const float weight = ws.route_weight[static_cast<std::size_t>(pair)];
-      const float* y = ws.moe_y.data() + i * H;
-      float* o = out + (pair / k) * H;
-      for (std::int64_t d = 0; d < H; ++d) o[d] += y[d] * weight;
+      const float* src = xb + pairs[static_cast<std::size_t>(start[e] + i)] / k * H;
+      std::memcpy(ws.moe_x.data() + (start[e] + i) * H, src, static_cast<std::size_t>(H) * sizeof(float));
     }
+    const ExpertWeights& w = experts[e];
+    float* g = ws.moe_gate.data() + start[e] * Ie;  // (m, Ie)
+    gated.push_back({{w.gate, g, Ie}, {w.up, ws.moe_up.data() + start[e] * Ie, Ie}, ws.moe_x.data() + start[e] * H, m, H});
+    down.push_back({{w.down, ws.moe_y.data() + start[e] * H, H}, {}, g, m, Ie});
+  }
+  matmul_groups(k_, pool_, gated);
+  matmul_groups(k_, pool_, down);
+  // out = Σ weight · y, each token's rows added in ascending expert order.
+  std::fill_n(out, n * H, 0.0f);
+  for (std::int64_t i = 0; i < n * k; ++i) {
+    const std::int64_t pair = pairs[static_cast<std::size_t>(i)];
+    const float weight = ws.route_weight[static_cast<std::size_t>(pair)];
+    const float* y = ws.moe_y.data() + i * H;
+    float* o = out + (pair / k) * H;
+    for (std::int64_t d = 0; d < H; ++d) o[d] += y[d] * weight;
   }
 }
 

@@ -12,7 +12,8 @@ std::vector<std::int64_t> workspace_sizes(const LayerShape& s, std::int64_t max_
           max_tokens * s.head_dim / 2, max_tokens * s.head_dim / 2,
           n_threads * (s.n_heads / s.n_kv_heads) * max_context,
           max_tokens * s.experts, max_tokens * s.experts_per_token, max_tokens * s.experts_per_token,
-          s.experts > 0 ? max_tokens * s.hidden : 0, max_tokens * s.experts_per_token * s.hidden,
+          max_tokens * s.experts_per_token * s.hidden, max_tokens * s.experts_per_token * s.hidden,
+          max_tokens * s.experts_per_token * s.intermediate, max_tokens * s.experts_per_token * s.intermediate,
           s.experts > 0 ? max_tokens * s.hidden : 0};
 }
 }  // namespace
@@ -32,7 +33,7 @@ Workspace::Workspace(const LayerShape& s, std::int64_t max_tokens, std::int64_t 
   }
   std::span<float> route_expert_floats;  // the int32 ids' memory (the same size as floats)
   std::span<float>* fields[] = {&xb,     &q,           &k,       &v,     &att,   &gate,  &up, &rope_cos, &rope_sin, &scores,
-                                &router, &route_weight, &route_expert_floats, &moe_x, &moe_y, &moe_out};
+                                &router, &route_weight, &route_expert_floats, &moe_x, &moe_y, &moe_gate, &moe_up, &moe_out};
   const std::vector<std::int64_t> sizes = workspace_sizes(s, max_tokens, max_context, n_threads);
   static_assert(sizeof(float) == sizeof(std::int32_t));
   for (std::size_t i = 0; i < sizes.size(); ++i) {

@@ -33,8 +33,9 @@ class Workspace {
   std::span<float> router;                      // (max_tokens, E)
   std::span<float> route_weight;                // (max_tokens, k)
   std::span<std::int32_t> route_expert;         // (max_tokens, k)
-  std::span<float> moe_x, moe_out;              // (max_tokens, H) each
-  std::span<float> moe_y;                       // (max_tokens · k, H): the CPU uses its first max_tokens rows
+  std::span<float> moe_x, moe_y;                // (max_tokens · k, H): each (token, slot)'s input and output, by expert
+  std::span<float> moe_gate, moe_up;            // (max_tokens · k, I)
+  std::span<float> moe_out;                     // (max_tokens, H)
 
  private:
   std::int64_t max_tokens_, max_context_;

@@ -83,22 +83,40 @@ void run_rows(const IsaKernels& k, const MatmulPart& p, std::int64_t r0, std::in
   }
 }
 
-// x (n, ldx) rounded to bf16 (n, cols) once per launch, in a buffer of the calling thread, when
-// the table multiplies bf16 weights with this many tokens in place; else null.
+// The buffers one launch's x is prepared in (grown once to their largest size, then reused).
+struct XBuffers {
+  std::vector<std::uint16_t> bf16;
+  std::vector<std::uint8_t> q32, q256;
+};
+
+// Rows [b, e) of gate and up, then silu(gate)·up over them into gate.y (matmul_silu_mul's chunk).
+void silu_rows(const IsaKernels& k, const MatmulPart& gate, const MatmulPart& up, std::int64_t b, std::int64_t e,
+               const float* x, std::int64_t n, std::int64_t ldx, const std::uint16_t* xb, const QuantizedX& xq) {
+  run_rows(k, gate, b, e, x, n, ldx, xb, xq);
+  run_rows(k, up, b, e, x, n, ldx, xb, xq);
+  for (std::int64_t t = 0; t < n; ++t) {
+    float* g = gate.y + t * gate.ldy + b;
+    k.silu_mul(g, up.y + t * up.ldy + b, g, e - b);
+  }
+}
+
+// x (n, ldx) rounded to bf16 (n, cols) once per launch, in `buffers`, when the table multiplies
+// bf16 weights with this many tokens in place; else null.
 const std::uint16_t* round_x_bf16(const IsaKernels& k, ThreadPool& pool, bool any_bf16, const float* x,
-                                  std::int64_t n, std::int64_t ldx, std::int64_t cols) {
+                                  std::int64_t n, std::int64_t ldx, std::int64_t cols, XBuffers& buffers) {
   if (!k.prefill_bf16_in_place || !any_bf16 || n < kOneTileTokens) return nullptr;
-  thread_local std::vector<std::uint16_t> xb;  // grows once to its largest size, then reused
+  std::vector<std::uint16_t>& xb = buffers.bf16;
   if (xb.size() < static_cast<std::size_t>(n * cols)) xb.resize(static_cast<std::size_t>(n * cols));
-  std::uint16_t* out = xb.data();  // the workers name their own thread_local xb, so not that
+  std::uint16_t* out = xb.data();
   pool.parallel_for(n, 1, [&](std::int64_t b, std::int64_t e) { k.round_bf16(x + b * ldx, ldx, e - b, cols, out + b * cols); });
   return out;
 }
 
-// x (n, ldx) quantised for the block-format parts, in buffers of the calling thread.
+// x (n, ldx) quantised for the block-format parts, in `buffers`.
 QuantizedX quantize_x_for(ThreadPool& pool, std::span<const MatmulPart> parts, const float* x, std::int64_t n,
-                          std::int64_t ldx) {
-  thread_local std::vector<std::uint8_t> buf32, buf256;  // grow once to their largest size, then reused
+                          std::int64_t ldx, XBuffers& buffers) {
+  std::vector<std::uint8_t>& buf32 = buffers.q32;
+  std::vector<std::uint8_t>& buf256 = buffers.q256;
   QuantizedX q;
   const std::int64_t cols = parts[0].w.cols;
   for (const MatmulPart& p : parts) {
@@ -108,7 +126,7 @@ QuantizedX quantize_x_for(ThreadPool& pool, std::span<const MatmulPart> parts, c
     std::vector<std::uint8_t>& buf = b32 ? buf32 : buf256;
     const std::int64_t ld = qx_row_bytes(p.w.dtype, cols);
     if (buf.size() < static_cast<std::size_t>(n * ld)) buf.resize(static_cast<std::size_t>(n * ld));
-    std::uint8_t* out = buf.data();  // the workers name their own thread_local buffers, so not those
+    std::uint8_t* out = buf.data();
     const DType wt = p.w.dtype;
     pool.parallel_for(n, 1, [&](std::int64_t b, std::int64_t e) { quantize_x(wt, x + b * ldx, ldx, e - b, cols, out + b * ld); });
     (b32 ? q.x32 : q.x256) = out;
@@ -128,8 +146,9 @@ void matmul(const IsaKernels& k, ThreadPool& pool, std::span<const MatmulPart> p
     total += p.w.rows;
   }
   const bool any_bf16 = std::any_of(parts.begin(), parts.end(), [](const MatmulPart& p) { return p.w.dtype == DType::kBF16; });
-  const std::uint16_t* xb = round_x_bf16(k, pool, any_bf16, x, n, ldx, parts[0].w.cols);
-  const QuantizedX xq = quantize_x_for(pool, parts, x, n, ldx);
+  thread_local XBuffers buffers;  // the calling thread's (workers only read them)
+  const std::uint16_t* xb = round_x_bf16(k, pool, any_bf16, x, n, ldx, parts[0].w.cols, buffers);
+  const QuantizedX xq = quantize_x_for(pool, parts, x, n, ldx, buffers);
   pool.parallel_for(total, 16, [&](std::int64_t b, std::int64_t e) {
     std::int64_t base = 0;
     for (const MatmulPart& p : parts) {
@@ -145,15 +164,41 @@ void matmul_silu_mul(const IsaKernels& k, ThreadPool& pool, const MatmulPart& ga
   if (n <= 0) return;
   assert(gate.w.rows == up.w.rows && gate.w.cols == up.w.cols && ldx >= gate.w.cols);
   const bool any_bf16 = gate.w.dtype == DType::kBF16 || up.w.dtype == DType::kBF16;
-  const std::uint16_t* xb = round_x_bf16(k, pool, any_bf16, x, n, ldx, gate.w.cols);
+  thread_local XBuffers buffers;
+  const std::uint16_t* xb = round_x_bf16(k, pool, any_bf16, x, n, ldx, gate.w.cols, buffers);
   const MatmulPart both[2] = {gate, up};
-  const QuantizedX xq = quantize_x_for(pool, both, x, n, ldx);
-  pool.parallel_for(gate.w.rows, 16, [&](std::int64_t b, std::int64_t e) {
-    run_rows(k, gate, b, e, x, n, ldx, xb, xq);
-    run_rows(k, up, b, e, x, n, ldx, xb, xq);
-    for (std::int64_t t = 0; t < n; ++t) {
-      float* g = gate.y + t * gate.ldy + b;
-      k.silu_mul(g, up.y + t * up.ldy + b, g, e - b);
+  const QuantizedX xq = quantize_x_for(pool, both, x, n, ldx, buffers);
+  pool.parallel_for(gate.w.rows, 16, [&](std::int64_t b, std::int64_t e) { silu_rows(k, gate, up, b, e, x, n, ldx, xb, xq); });
+}
+
+void matmul_groups(const IsaKernels& k, ThreadPool& pool, std::span<const MatmulGroup> groups) {
+  if (groups.empty()) return;
+  // Each group's x prepared in its own buffers, then every group's rows in one launch.
+  struct Prepared {
+    const std::uint16_t* xb = nullptr;
+    QuantizedX xq;
+  };
+  thread_local std::vector<XBuffers> buffers;
+  if (buffers.size() < groups.size()) buffers.resize(groups.size());
+  std::vector<Prepared> prep(groups.size());
+  std::vector<std::int64_t> first(groups.size() + 1, 0);  // each group's first row in the launch
+  for (std::size_t i = 0; i < groups.size(); ++i) {
+    const MatmulGroup& g = groups[i];
+    const bool gated = g.up.w.data != nullptr;
+    assert(!gated || (g.gate.w.rows == g.up.w.rows && g.gate.w.cols == g.up.w.cols));
+    const bool any_bf16 = g.gate.w.dtype == DType::kBF16 || (gated && g.up.w.dtype == DType::kBF16);
+    prep[i].xb = round_x_bf16(k, pool, any_bf16, g.x, g.n, g.ldx, g.gate.w.cols, buffers[i]);
+    const MatmulPart both[2] = {g.gate, g.up};
+    prep[i].xq = quantize_x_for(pool, std::span(both, gated ? 2 : 1), g.x, g.n, g.ldx, buffers[i]);
+    first[i + 1] = first[i] + (g.n > 0 ? g.gate.w.rows : 0);
+  }
+  pool.parallel_for(first.back(), 16, [&](std::int64_t b, std::int64_t e) {
+    for (std::size_t i = 0; i < groups.size(); ++i) {
+      const std::int64_t lo = std::max(b, first[i]), hi = std::min(e, first[i + 1]);
+      if (lo >= hi) continue;
+      const MatmulGroup& g = groups[i];
+      if (g.up.w.data != nullptr) silu_rows(k, g.gate, g.up, lo - first[i], hi - first[i], g.x, g.n, g.ldx, prep[i].xb, prep[i].xq);
+      else run_rows(k, g.gate, lo - first[i], hi - first[i], g.x, g.n, g.ldx, prep[i].xb, prep[i].xq);
     }
   });
 }

@@ -24,4 +24,17 @@ void matmul(const IsaKernels& k, ThreadPool& pool, std::span<const MatmulPart> p
 void matmul_silu_mul(const IsaKernels& k, ThreadPool& pool, const MatmulPart& gate, const MatmulPart& up,
                      const float* x, std::int64_t n, std::int64_t ldx);
 
+// One product of a group launch: gate.y (n, ldy) = x (n, ldx) · gate.wᵀ, or with `up` (same
+// shape as gate; up.w.data null: none) the gated product matmul_silu_mul makes.
+struct MatmulGroup {
+  MatmulPart gate, up;
+  const float* x = nullptr;
+  std::int64_t n = 0, ldx = 0;
+};
+
+// Every group's product in one launch, their output rows split over the pool together (each
+// group's x prepared first): bitwise each group's own matmul / matmul_silu_mul. The mixture of
+// experts' per-expert products, one launch for all the experts a step uses.
+void matmul_groups(const IsaKernels& k, ThreadPool& pool, std::span<const MatmulGroup> groups);
+
 }  // namespace plexus
