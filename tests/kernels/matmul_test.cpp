@@ -3,12 +3,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <random>
 #include <vector>
 
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/ops.h"
+#include "kernels/quantize.h"
 #include "kernels/ref/ref_kernels.h"
 
 namespace plexus {
@@ -276,6 +278,72 @@ TEST(Matmul, FusedGateUpSiluIsBitwiseTheTwoSteps) {
                                            << " n=" << n << " i=" << i;
             ASSERT_EQ(got_u[i], want_u[i]) << isa_kernels(isa).name << " " << dtype_name(t) << " i=" << i;
           }
+        }
+      }
+    }
+  }
+}
+
+// A (rows, cols) Q8_0 matrix of random values.
+Weights random_q8_0(std::int64_t rows, std::int64_t cols, std::mt19937& rng) {
+  Weights w;
+  w.bytes.resize(static_cast<std::size_t>(rows * dtype_row_bytes(DType::kQ8_0, cols)));
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const std::vector<float> v = random_vec(cols, rng);
+    quantize_row(DType::kQ8_0, v.data(), w.bytes.data() + r * dtype_row_bytes(DType::kQ8_0, cols), cols);
+  }
+  w.m = WeightMatrix{w.bytes.data(), DType::kQ8_0, rows, cols};
+  return w;
+}
+
+TEST(Matmul, GroupsAreBitwiseEachGroupsOwnCall) {
+  // matmul_groups (the mixture of experts' one launch over every used expert) == each group's own
+  // matmul_silu_mul or matmul, bit for bit: groups of 1 token (decode), 3 and 7 (the row-block and
+  // bf16-in-place paths), gated and plain, f32 / bf16 / f16 / Q8_0, every ISA and thread count.
+  std::mt19937 rng(9);
+  ThreadPool pool1(1), pool2(2), pool3(3);
+  const std::int64_t rows = 45, cols = 96;
+  struct Case {
+    Weights g, u;
+    std::vector<float> x;
+    std::int64_t n;
+    bool gated;
+  };
+  std::vector<Case> cases;
+  const DType types[] = {DType::kF32, DType::kBF16, DType::kF16, DType::kQ8_0};
+  for (std::size_t i = 0; i < 8; ++i) {
+    const DType t = types[i % 4];
+    const std::int64_t n = std::array<std::int64_t, 3>{1, 3, 7}[i % 3];
+    auto make = [&] { return t == DType::kQ8_0 ? random_q8_0(rows, cols, rng) : random_weights(t, rows, cols, rng); };
+    cases.push_back({make(), make(), random_vec(n * cols, rng), n, i % 2 == 0});
+  }
+  for (Isa isa : isas()) {
+    const IsaKernels& k = isa_kernels(isa);
+    std::vector<std::vector<float>> want_g, want_u;
+    for (Case& c : cases) {
+      want_g.emplace_back(static_cast<std::size_t>(c.n * rows));
+      want_u.emplace_back(static_cast<std::size_t>(c.n * rows));
+      if (c.gated) {
+        matmul_silu_mul(k, pool1, {c.g.m, want_g.back().data(), rows}, {c.u.m, want_u.back().data(), rows}, c.x.data(), c.n, cols);
+      } else {
+        const MatmulPart p[] = {{c.g.m, want_g.back().data(), rows}};
+        matmul(k, pool1, p, c.x.data(), c.n, cols);
+      }
+    }
+    for (ThreadPool* pool : {&pool1, &pool2, &pool3}) {
+      std::vector<std::vector<float>> got_g, got_u;
+      std::vector<MatmulGroup> groups;
+      for (Case& c : cases) {
+        got_g.emplace_back(static_cast<std::size_t>(c.n * rows), NAN);
+        got_u.emplace_back(static_cast<std::size_t>(c.n * rows), NAN);
+        groups.push_back({{c.g.m, got_g.back().data(), rows}, c.gated ? MatmulPart{c.u.m, got_u.back().data(), rows} : MatmulPart{},
+                          c.x.data(), c.n, cols});
+      }
+      matmul_groups(k, *pool, groups);
+      for (std::size_t i = 0; i < cases.size(); ++i) {
+        EXPECT_EQ(got_g[i], want_g[i]) << k.name << " threads=" << pool->size() << " group " << i;
+        if (cases[i].gated) {
+          EXPECT_EQ(got_u[i], want_u[i]) << k.name << " threads=" << pool->size() << " group " << i;
         }
       }
     }
