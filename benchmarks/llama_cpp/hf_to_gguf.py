@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
-"""Converts a Hugging Face Llama checkpoint (config.json + *.safetensors, f32 or bf16, as
-`plexus make-model --arch llama` writes) to a GGUF v3 file llama.cpp loads, for the llama.cpp
-benchmark peer. Written from the GGUF format description (magic, version 3, typed key/values,
+"""Converts a Hugging Face Llama, Mixtral or Qwen3-MoE checkpoint (config.json + *.safetensors,
+f32 or bf16, as `plexus make-model --arch llama|mixtral|qwen3-moe` writes) to a GGUF v3 file
+llama.cpp loads, for the llama.cpp benchmark peer. Written from the GGUF format description (magic, version 3, typed key/values,
 tensor infos, 32-byte aligned data); llama.cpp's code is not used.
 
 Tensors keep their dtype (bf16 stays BF16, f32 stays F32); norm vectors are always F32. The q and
 k projection rows are permuted from Hugging Face's rotate-half rope layout to llama.cpp's
 interleaved-pair layout: per head, row i of the first half and row i of the second half become
-rows 2i and 2i+1. Llama 3 rope scaling becomes rope_freqs.weight (each pair's frequency
+rows 2i and 2i+1 (Llama and Mixtral, llama.cpp's "llama" architecture; Qwen3-MoE keeps
+rotate-half rope, llama.cpp's NEOX order, so its rows stay). A mixture of experts' per-expert
+matrices become llama.cpp's stacked tensors: ffn_gate_exps / ffn_up_exps (E, I, H) and
+ffn_down_exps (E, H, I) in numpy order, the router ffn_gate_inp (E, H). Llama 3 rope scaling becomes rope_freqs.weight (each pair's frequency
 divisor, F32), as in llama.cpp's own Llama 3 files. The vocabulary is synthetic (the checkpoints have no tokenizer): a byte-level
 "gpt2" BPE without merges, so any text tokenizes to one token per byte, plus the config's
 bos/eos ids as control tokens; byte_token_ids() says which id each byte gets.
@@ -67,8 +70,11 @@ def load_checkpoint(model_dir):
             cfg = json.load(f)
     except OSError as e:
         raise InputError(f"{cfg_path}: {e.strerror}") from None
-    if cfg.get("model_type") != "llama":
-        raise InputError(f"{cfg_path}: model_type {cfg.get('model_type')!r}; this converter handles 'llama' only")
+    if cfg.get("model_type") not in ("llama", "mixtral", "qwen3_moe"):
+        raise InputError(f"{cfg_path}: model_type {cfg.get('model_type')!r}; this converter handles llama, mixtral and qwen3_moe")
+    if cfg.get("model_type") == "qwen3_moe" and (cfg.get("mlp_only_layers") or cfg.get("decoder_sparse_step", 1) != 1):
+        raise InputError(f"{cfg_path}: dense layers among the experts (mlp_only_layers, decoder_sparse_step): llama.cpp's "
+                         "qwen3moe makes every layer sparse")
     rs = cfg.get("rope_scaling")
     if rs and rs.get("rope_type", rs.get("type")) != "llama3":
         raise InputError(f"{cfg_path}: rope_scaling {rs!r}; this converter handles plain and llama3 rope only")
@@ -117,8 +123,15 @@ def to_f32(dtype, arr):
     return (arr.astype(np.uint32) << 16).view(np.float32)
 
 
+def gguf_arch(cfg):
+    """llama.cpp's architecture name: Mixtral runs as llama with experts."""
+    return "qwen3moe" if cfg["model_type"] == "qwen3_moe" else "llama"
+
+
 def gguf_tensors(cfg, tensors, permute_rope=True):
-    """[(gguf name, ggml type, numpy array (rows, cols) or (n,))] in llama.cpp's names."""
+    """[(gguf name, ggml type, numpy array (rows, cols), (E, rows, cols) or (n,))] in llama.cpp's names."""
+    if gguf_arch(cfg) != "llama":
+        permute_rope = False  # NEOX rope: Hugging Face's rotate-half order as it is
     n_layers = cfg["num_hidden_layers"]
     n_heads = cfg["num_attention_heads"]
     n_kv_heads = cfg.get("num_key_value_heads", n_heads)
@@ -137,6 +150,16 @@ def gguf_tensors(cfg, tensors, permute_rope=True):
     def vector(hf, gguf):
         return (gguf, GGML_F32, to_f32(*take(hf)))
 
+    def experts(layer, part):
+        """Every expert's `part` matrix of `layer`, stacked (E, rows, cols), with its ggml type."""
+        mixtral = cfg["model_type"] == "mixtral"
+        n = cfg["num_local_experts"] if mixtral else cfg["num_experts"]
+        name = {"gate": "w1", "up": "w3", "down": "w2"}[part] if mixtral else part + "_proj"
+        base = f"model.layers.{layer}." + ("block_sparse_moe.experts." if mixtral else "mlp.experts.")
+        parts = [take(f"{base}{e}.{name}.weight") for e in range(n)]
+        return (f"blk.{layer}.ffn_{part}_exps.weight", GGML_F32 if parts[0][0] == "F32" else GGML_BF16,
+                np.stack([arr for _, arr in parts]))
+
     out = [matrix("model.embed_tokens.weight", "token_embd.weight")]
     for i in range(n_layers):
         p, b = f"model.layers.{i}.", f"blk.{i}."
@@ -147,10 +170,19 @@ def gguf_tensors(cfg, tensors, permute_rope=True):
             matrix(p + "self_attn.v_proj.weight", b + "attn_v.weight"),
             matrix(p + "self_attn.o_proj.weight", b + "attn_output.weight"),
             vector(p + "post_attention_layernorm.weight", b + "ffn_norm.weight"),
-            matrix(p + "mlp.gate_proj.weight", b + "ffn_gate.weight"),
-            matrix(p + "mlp.up_proj.weight", b + "ffn_up.weight"),
-            matrix(p + "mlp.down_proj.weight", b + "ffn_down.weight"),
         ]
+        if cfg["model_type"] == "qwen3_moe":
+            out += [vector(p + "self_attn.q_norm.weight", b + "attn_q_norm.weight"),
+                    vector(p + "self_attn.k_norm.weight", b + "attn_k_norm.weight")]
+        if cfg["model_type"] == "llama":
+            out += [
+                matrix(p + "mlp.gate_proj.weight", b + "ffn_gate.weight"),
+                matrix(p + "mlp.up_proj.weight", b + "ffn_up.weight"),
+                matrix(p + "mlp.down_proj.weight", b + "ffn_down.weight"),
+            ]
+        else:
+            router = p + ("block_sparse_moe.gate.weight" if cfg["model_type"] == "mixtral" else "mlp.gate.weight")
+            out += [matrix(router, b + "ffn_gate_inp.weight")] + [experts(i, part) for part in ("gate", "up", "down")]
     out.append(vector("model.norm.weight", "output_norm.weight"))
     if cfg.get("rope_scaling"):
         out.append(("rope_freqs.weight", GGML_F32, llama3_rope_factors(cfg)))
@@ -205,22 +237,32 @@ def metadata(cfg, file_type):
     head_dim = cfg.get("head_dim") or hidden // n_heads
     tokens, types = vocabulary(cfg)
     ids = special_ids(cfg)
+    a = gguf_arch(cfg)
+    moe = []
+    if cfg["model_type"] == "mixtral":
+        moe = [(a + ".expert_count", T_UINT32, cfg["num_local_experts"]),
+               (a + ".expert_used_count", T_UINT32, cfg["num_experts_per_tok"])]
+    elif cfg["model_type"] == "qwen3_moe":
+        moe = [(a + ".expert_count", T_UINT32, cfg["num_experts"]),
+               (a + ".expert_used_count", T_UINT32, cfg["num_experts_per_tok"]),
+               (a + ".expert_feed_forward_length", T_UINT32, cfg["moe_intermediate_size"])]
     return [
-        ("general.architecture", T_STRING, "llama"),
+        ("general.architecture", T_STRING, a),
         ("general.name", T_STRING, "plexus checkpoint"),
         ("general.file_type", T_UINT32, file_type),
-        ("llama.vocab_size", T_UINT32, cfg["vocab_size"]),
-        ("llama.context_length", T_UINT32, cfg["max_position_embeddings"]),
-        ("llama.embedding_length", T_UINT32, hidden),
-        ("llama.block_count", T_UINT32, cfg["num_hidden_layers"]),
-        ("llama.feed_forward_length", T_UINT32, cfg["intermediate_size"]),
-        ("llama.attention.head_count", T_UINT32, n_heads),
-        ("llama.attention.head_count_kv", T_UINT32, cfg.get("num_key_value_heads", n_heads)),
-        ("llama.attention.key_length", T_UINT32, head_dim),
-        ("llama.attention.value_length", T_UINT32, head_dim),
-        ("llama.attention.layer_norm_rms_epsilon", T_FLOAT32, cfg.get("rms_norm_eps", 1e-6)),
-        ("llama.rope.freq_base", T_FLOAT32, cfg.get("rope_theta", 10000.0)),
-        ("llama.rope.dimension_count", T_UINT32, head_dim),
+        (a + ".vocab_size", T_UINT32, cfg["vocab_size"]),
+        (a + ".context_length", T_UINT32, cfg["max_position_embeddings"]),
+        (a + ".embedding_length", T_UINT32, hidden),
+        (a + ".block_count", T_UINT32, cfg["num_hidden_layers"]),
+        (a + ".feed_forward_length", T_UINT32, cfg["intermediate_size"]),
+        (a + ".attention.head_count", T_UINT32, n_heads),
+        (a + ".attention.head_count_kv", T_UINT32, cfg.get("num_key_value_heads", n_heads)),
+        (a + ".attention.key_length", T_UINT32, head_dim),
+        (a + ".attention.value_length", T_UINT32, head_dim),
+        (a + ".attention.layer_norm_rms_epsilon", T_FLOAT32, cfg.get("rms_norm_eps", 1e-6)),
+        (a + ".rope.freq_base", T_FLOAT32, cfg.get("rope_theta", 10000.0)),
+        (a + ".rope.dimension_count", T_UINT32, head_dim),
+    ] + moe + [
         ("tokenizer.ggml.model", T_STRING, "gpt2"),
         ("tokenizer.ggml.pre", T_STRING, "default"),
         ("tokenizer.ggml.tokens", T_ARRAY, (T_STRING, tokens)),

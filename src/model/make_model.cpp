@@ -180,11 +180,11 @@ ModelConfig preset_config(const std::string& preset, Arch arch, std::int64_t voc
       c.rope_theta = 1000000.0;
       c.moe = {4, 2, c.intermediate_size, true, 1, {}};
       break;
-    case Arch::kQwen3Moe:  // 8 narrow experts, 2 per token; layer 1 keeps a dense MLP
+    case Arch::kQwen3Moe:  // 8 narrow experts, 2 per token, every layer sparse (as the released models)
       c.model_type = "qwen3_moe";
       c.rope_theta = 1000000.0;
       c.qk_norm = true;
-      c.moe = {8, 2, c.intermediate_size / 4, true, 1, {1}};
+      c.moe = {8, 2, c.intermediate_size / 4, true, 1, {}};
       break;
   }
   c.bos_token_id = 1;

@@ -178,12 +178,12 @@ TEST(CliErrors, MixtureOfExpertsConfigCrossChecked) {
   ASSERT_EQ(run_plexus("generate " + q + " --ids 1 --max-tokens 1").exit_code, 0);
 
   TempDir qd("qwen3-moe-cross");
-  o.arch = Arch::kQwen3Moe;  // 4 layers, layer 1 dense
+  o.arch = Arch::kQwen3Moe;  // 4 layers, every one sparse
   write_random_model(qd.path(), o);
   testing::patch_config(qd.path(), Json{{"mlp_only_layers", Json::array({1, 4})}});
   expect_bad_input("generate " + shell_quote(qd.path()) + " --ids 1", "mlp_only_layers[1] is 4; it must be a layer index from 0 to 3");
   testing::patch_config(qd.path(), Json{{"mlp_only_layers", Json::array({2})}});
-  expect_bad_input("generate " + shell_quote(qd.path()) + " --ids 1", "lacks tensor 'model.layers.1.mlp.gate.weight'");
+  expect_bad_input("generate " + shell_quote(qd.path()) + " --ids 1", "lacks tensor 'model.layers.2.mlp.gate_proj.weight'");
 }
 
 // A copy of a golden GGUF file with the f32 value of metadata key `key` set to `v` (the bytes
