@@ -4,8 +4,9 @@ JSON line per raw output: engine_bench JSON, llama-bench JSON, each with /usr/bi
 it) and writes it as JSON and CSV. Per quantisation type, thread count and cell: medians over the
 rounds of each engine's tokens/s (llama.cpp at its better OpenMP wait policy), the ratio
 plexus / llama.cpp; for decode, each engine's fraction of the read bandwidth measured in the same
-run (bytes a decoded token reads: every blk.* tensor and the output matrix as stored in the file,
-times tokens/s, over the median read bandwidth of that thread count); each process's median peak
+run (bytes a decoded token reads: every blk.* tensor and the output matrix as stored in the file —
+of a mixture of experts' stacked ffn_*_exps, the expert_used_count / expert_count share a token
+reads —, times tokens/s, over the median read bandwidth of that thread count); each process's median peak
 resident memory over the file's size (target: at most 1.10).
 usage: report_quant.py MANIFEST --file QTYPE=PATH [--file plexus:QTYPE=PATH ...] [--json OUT] [--csv OUT] [--machine TEXT]"""
 import argparse
@@ -25,8 +26,9 @@ GGML_TYPES = {0: ("F32", 1, 4), 1: ("F16", 1, 2), 2: ("Q4_0", 32, 18), 3: ("Q4_1
 GGUF_SCALARS = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "B", 10: "Q", 11: "q", 12: "d"}
 
 
-def gguf_tensors(path):
-    """[(name, type name, dims, bytes)] from a GGUF v3 file's tensor table."""
+def gguf_tensors(path, meta=None):
+    """[(name, type name, dims, bytes)] from a GGUF v3 file's tensor table; the integer metadata
+    into `meta` (key -> value) when given."""
     with open(path, "rb") as f:
         def read(fmt):
             return struct.unpack("<" + fmt, f.read(struct.calcsize("<" + fmt)))
@@ -53,9 +55,12 @@ def gguf_tensors(path):
             raise ValueError(f"{path}: not a GGUF file")
         _, n_tensors, n_kv = read("IQQ")
         for _ in range(n_kv):
-            string()
+            key = string()
             (vtype,) = read("I")
-            skip_value(vtype)
+            if meta is not None and vtype in (4, 5, 10, 11):
+                (meta[key],) = read(GGUF_SCALARS[vtype])
+            else:
+                skip_value(vtype)
         out = []
         for _ in range(n_tensors):
             name = string()
@@ -71,10 +76,15 @@ def gguf_tensors(path):
 
 
 def file_facts(path):
-    tensors = gguf_tensors(path)
+    meta = {}
+    tensors = gguf_tensors(path, meta)
     names = {t[0] for t in tensors}
     head = "output.weight" if "output.weight" in names else "token_embd.weight"
-    per_token = sum(b for name, _, _, b in tensors if name.startswith("blk.") or name in (head, "output_norm.weight"))
+    # A mixture of experts' token reads expert_used_count of expert_count experts (ffn_*_exps).
+    experts = next((v for k, v in meta.items() if k.endswith(".expert_count")), 0)
+    used = next((v for k, v in meta.items() if k.endswith(".expert_used_count")), 0)
+    share = lambda name: used / experts if experts and "_exps." in name else 1.0
+    per_token = sum(b * share(name) for name, _, _, b in tensors if name.startswith("blk.") or name in (head, "output_norm.weight"))
     mix = {}
     for name, tname, dims, b in tensors:
         if len(dims) == 2:

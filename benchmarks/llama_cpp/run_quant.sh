@@ -10,7 +10,8 @@
 # Results: a table on stdout, bench-results/llama_cpp_quant-TIME.{json,csv} (git-ignored).
 # usage: benchmarks/llama_cpp/run_quant.sh [BUILD_DIR] [--quick] [--repeats N] [--preset P] [--qtypes 'T ...']
 #   --preset: the make-model preset (default llama-3.2-1b: 1.24B parameters, Q8_0 1.3 GB, Q4_K_M
-#   0.8 GB, far beyond the L3 cache; `small` for a quick look). --quick: 2 threads, decode and
+#   0.8 GB, far beyond the L3 cache; `small` for a quick look). --arch: make-model's architecture
+#   (default llama; mixtral or qwen3-moe for a mixture of experts, docs/moe.md). --quick: 2 threads, decode and
 #   prefill 128 only. --repeats N: rounds (default 3). --threads 'N ...': thread counts (default
 #   '1 2'); --prefill 'N ...': prompt lengths (default '128 512'; '' for decode only); --decode N:
 #   decoded tokens per repetition (default 32); --qtypes: llama-quantize's type names (default
@@ -21,14 +22,15 @@
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
-build=build quick=0 repeats=3 preset=llama-3.2-1b threads_opt="" prefills_opt="-" decode_steps=32
+build=build quick=0 repeats=3 preset=llama-3.2-1b arch=llama threads_opt="" prefills_opt="-" decode_steps=32
 qtypes_opt="Q8_0 Q4_K_M Q5_K_M Q3_K_M IQ4_XS"
-usage="usage: run_quant.sh [BUILD_DIR] [--quick] [--repeats N] [--preset P] [--threads 'N ...'] [--prefill 'N ...'] [--decode N] [--qtypes 'T ...']"
+usage="usage: run_quant.sh [BUILD_DIR] [--quick] [--repeats N] [--preset P] [--arch A] [--threads 'N ...'] [--prefill 'N ...'] [--decode N] [--qtypes 'T ...']"
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1 ;;
     --repeats) repeats="$2"; shift ;;
     --preset) preset="$2"; shift ;;
+    --arch) arch="$2"; shift ;;
     --threads) threads_opt="$2"; shift ;;
     --prefill) prefills_opt="$2"; shift ;;
     --decode) decode_steps="$2"; shift ;;
@@ -65,19 +67,20 @@ manifest="$raw/manifest.jsonl"
 : > "$manifest"
 
 # --- the files: checkpoint -> bf16 GGUF -> llama-quantize; plexus quantize when it exists -------
-model="$repo/models/$preset-bf16"
+tag=$preset$([ "$arch" = llama ] || echo "-$arch")
+model="$repo/models/$tag-bf16"
 if [ ! -f "$model/config.json" ]; then
-  "$plexus" make-model "$model" --preset "$preset" --arch llama --dtype bf16 --seed 1 >&2
+  "$plexus" make-model "$model" --preset "$preset" --arch "$arch" --dtype bf16 --seed 1 >&2
 fi
 ceiling_model="$out/tiny-bf16"
 [ -f "$ceiling_model/config.json" ] || "$plexus" make-model "$ceiling_model" --preset tiny --dtype bf16 --seed 1 >&2
-src_gguf="$out/$preset-bf16.gguf"
+src_gguf="$out/$tag-bf16.gguf"
 if [ ! -f "$src_gguf" ] || [ "$model/model.safetensors" -nt "$src_gguf" ] || [ "$here/hf_to_gguf.py" -nt "$src_gguf" ]; then
   "$py" "$here/hf_to_gguf.py" "$model" "$src_gguf" >&2
 fi
 declare -A file own
 for q in "${qtypes[@]}"; do
-  file[$q]="$out/$preset-${q,,}.gguf"
+  file[$q]="$out/$tag-${q,,}.gguf"
   if [ ! -f "${file[$q]}" ] || [ "$src_gguf" -nt "${file[$q]}" ]; then
     echo "run_quant.sh: llama-quantize $q" >&2
     "$bin/llama-quantize" "$src_gguf" "${file[$q]}" "$q" "$(nproc)" > "$raw/quantize-$q.log" 2>&1 ||
@@ -87,7 +90,7 @@ done
 if "$plexus" quantize --help > /dev/null 2>&1; then
   for q in "${qtypes[@]}"; do
     t=${q,,}  # the same named mix as llama-quantize's file (plexus quantize takes its names)
-    own[$q]="$out/$preset-plexus-$t.gguf"
+    own[$q]="$out/$tag-plexus-$t.gguf"
     if [ ! -f "${own[$q]}" ] || [ "$model/model.safetensors" -nt "${own[$q]}" ]; then
       echo "run_quant.sh: plexus quantize --type $t" >&2
       "$plexus" quantize "$model" "${own[$q]}" --type "$t" --force > "$raw/plexus-quantize-$t.log" 2>&1 ||
