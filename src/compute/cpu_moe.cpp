@@ -1,5 +1,6 @@
 // CpuOps' mixture-of-experts layer: top-k routing, then each expert's tokens gathered and run
-// through its gated MLP, the weighted outputs summed per token in ascending expert order.
+// through its gated MLP, the weighted outputs summed per token in ascending expert order (the
+// experts this device holds: expert parallelism leaves the others to other ranks).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -37,7 +38,8 @@ void CpuOps::moe_route(const float* logits, std::int64_t n, const MoeRouting& r,
 
 void CpuOps::moe_experts(std::span<const ExpertWeights> experts, const float* xb, std::int64_t n, const MoeRouting& r,
                          float* out, Workspace& ws) {
-  const std::int64_t k = r.top_k, H = experts.front().down.rows, Ie = experts.front().gate.rows;
+  const ExpertWeights& held = first_held_expert(experts);
+  const std::int64_t k = r.top_k, H = held.down.rows, Ie = held.gate.rows;
   // The routed (token, slot) pairs grouped by expert, tokens ascending within each.
   std::vector<std::int64_t> start(experts.size() + 1, 0);
   for (std::int64_t i = 0; i < n * k; ++i) ++start[static_cast<std::size_t>(ws.route_expert[static_cast<std::size_t>(i)]) + 1];
@@ -51,7 +53,7 @@ void CpuOps::moe_experts(std::span<const ExpertWeights> experts, const float* xb
   std::vector<std::int64_t> tokens;
   for (std::size_t e = 0; e < experts.size(); ++e) {
     const std::int64_t m = start[e + 1] - start[e];
-    if (m == 0) continue;
+    if (m == 0 || !experts[e].held()) continue;  // not routed to, or held by another rank
     tokens.clear();
     for (std::int64_t i = start[e]; i < start[e + 1]; ++i) tokens.push_back(pairs[static_cast<std::size_t>(i)] / k);
     gather_rows(xb, tokens, H, ws.moe_x.data());  // (m, H)
