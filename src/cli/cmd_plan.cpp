@@ -43,7 +43,7 @@ int cmd_plan(int argc, char** argv) {
       "weights, as in accelerate) for accelerate's strategies. See docs/planner.md.\n"
       "With --tp N [--pp M] the plan is one tensor-parallel rank's (its devices the M stages), and the\n"
       "report lists each of the N x M devices: device s*N + r holds rank r's shard of stage s's layers\n"
-      "(docs/parallel.md).");
+      "(docs/parallel.md). --ep N is --tp N whose ranks hold 1/N of a mixture's experts whole.");
   if (!args.parse(argc, argv)) return 0;
   PlanInputs in = plan_inputs_from(args);
   const ModuleTree full_tree = load_module_tree(model_argument(args, ModelNeeds::kConfig), quantize_type(in));
@@ -68,7 +68,8 @@ int cmd_plan(int argc, char** argv) {
       o = plexus::plan_options_from(in, tree.config());
     }
     if (world.tp > 1 && o.fastest) {
-      throw InputError("--strategy fastest ranks plans of whole layers; with --tp give a strategy (" + std::string(kStrategyChoices) + ")");
+      throw InputError("--strategy fastest ranks plans of whole layers; with " + std::string(world.group_flag()) + " give a strategy (" +
+                       std::string(kStrategyChoices) + ")");
     }
     run_budgets = o.request.budgets;
     o.request.budgets = group_budgets(run_budgets, world, o.accelerators.cuda);

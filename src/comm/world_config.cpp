@@ -52,7 +52,7 @@ void check_world_size(const WorldConfig& w, int launched, int extra, const std::
   throw InputError(launcher + " started " + std::to_string(launched) + " ranks but " + w.describe() +
                    (extra > 0 ? " + " + std::to_string(extra) + " coordinator" : std::string()) + " needs " +
                    std::to_string(w.size() + extra) + ": start " + std::to_string(w.size() + extra) +
-                   " ranks, or change " + (w.expert_parallel ? "--ep" : "--tp") + "/--pp/--replicas to match");
+                   " ranks, or change " + w.group_flag() + "/--pp/--replicas to match");
 }
 
 }  // namespace plexus

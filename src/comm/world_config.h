@@ -28,6 +28,8 @@ struct WorldConfig {
   std::vector<int> pp_group(int rank) const;
   // "tp 2 × pp 2 × 1 replica = 4 ranks" ("ep 2 × …" with expert_parallel)
   std::string describe() const;
+  // The flag that made the tensor-parallel group, for messages: "--ep" with expert_parallel, else "--tp".
+  const char* group_flag() const { return expert_parallel ? "--ep" : "--tp"; }
 };
 
 // --tp / --pp / --replicas / --ep checked (each at least 1, at most 4096 ranks in all); InputError

@@ -124,7 +124,7 @@ void check_gpu_count(const DeployRequest& req, std::int64_t heads, std::int64_t 
   switch (req.api_type) {
     case ApiType::kPlexus: {
       const WorldConfig w = req.plan.world();
-      throw InputError(std::string(w.expert_parallel ? "--ep " : "--tp ") + std::to_string(w.tp) + " × --pp " + std::to_string(w.pp) +
+      throw InputError(std::string(w.group_flag()) + " " + std::to_string(w.tp) + " × --pp " + std::to_string(w.pp) +
                        " needs exactly " + std::to_string(w.size()) + " GPUs, but " +
                        std::to_string(k) + " are selected: name that many with --devices, or use --auto-select");
     }
@@ -270,7 +270,7 @@ void plan_for_plexus(const DeployRequest& req, const Inventory& inv, const std::
   if (req.plan.dtype) p.plexus_plan_args.insert(p.plexus_plan_args.end(), {"--dtype", *req.plan.dtype});
   if (req.plan.quantize) p.plexus_plan_args.insert(p.plexus_plan_args.end(), {"--quantize", *req.plan.quantize});
   if (planner.world.tp > 1) {
-    p.plexus_plan_args.insert(p.plexus_plan_args.end(), {planner.world.expert_parallel ? "--ep" : "--tp", std::to_string(planner.world.tp)});
+    p.plexus_plan_args.insert(p.plexus_plan_args.end(), {planner.world.group_flag(), std::to_string(planner.world.tp)});
   }
   if (planner.world.pp > 1) p.plexus_plan_args.insert(p.plexus_plan_args.end(), {"--pp", std::to_string(planner.world.pp)});
   p.plexus_plan_args.insert(p.plexus_plan_args.end(), {"--context", std::to_string(p.context)});

@@ -260,11 +260,11 @@ Budgets group_budgets(const Budgets& all, const WorldConfig& w, bool gpus) {
   const std::vector<DeviceId> acc = all.accelerators();
   const std::size_t need = static_cast<std::size_t>(w.tp * w.pp);
   if (acc.size() < need) {
-    throw InputError("--tp " + std::to_string(w.tp) + " × --pp " + std::to_string(w.pp) + " needs " + std::to_string(need) +
+    throw InputError(std::string(w.group_flag()) + " " + std::to_string(w.tp) + " × --pp " + std::to_string(w.pp) + " needs " + std::to_string(need) +
                      " devices but the run has " + std::to_string(acc.size()) + ": give " +
                      (gpus ? "--virtual-gpus " + std::to_string(need) + " (that many virtual GPUs sharing GPU 0)"
                            : "--virtual-devices " + std::to_string(need)) +
-                     " (or budgets for " + std::to_string(need) + " devices in --max-memory / --devices), or a smaller --tp/--pp");
+                     " (or budgets for " + std::to_string(need) + " devices in --max-memory / --devices), or a smaller " + w.group_flag() + "/--pp");
   }
   Budgets kept;
   for (int s = 0; s < w.pp; ++s) {
@@ -283,7 +283,7 @@ Plan plan_for_group(const WorldConfig& w, const std::function<Plan()>& plan) {
   try {
     return plan();
   } catch (const InputError& e) {
-    throw InputError("--tp " + std::to_string(w.tp) + ": one tensor-parallel rank's plan (its device s stands for each of the run's devices s·" +
+    throw InputError(std::string(w.group_flag()) + " " + std::to_string(w.tp) + ": one tensor-parallel rank's plan (its device s stands for each of the run's devices s·" +
                      std::to_string(w.tp) + " … s·" + std::to_string(w.tp) + " + " + std::to_string(w.tp - 1) +
                      ", its cpu budget is 1/" + std::to_string(w.tp) + " of the run's): " + e.what());
   }
@@ -484,7 +484,7 @@ std::unique_ptr<ModelRun> open_process_rank(const RunInputs& in, const EngineOpt
   }
   std::unique_ptr<Collective> group = in.process_group();
   if (group->size() != world.tp) {
-    const std::string flag = world.expert_parallel ? "--ep" : "--tp";
+    const std::string flag = world.group_flag();
     throw InputError("mpirun started " + std::to_string(group->size()) + " ranks but " + flag + " is " + std::to_string(world.tp) +
                      ": start " + flag + " ranks (mpirun -np " + std::to_string(world.tp) + ")");
   }
@@ -619,12 +619,13 @@ std::unique_ptr<ModelRun> open_model_run(const RunInputs& in, const std::string&
   Budgets run_budgets;  // every accelerator of a --tp/--pp run, before group_budgets
   if (in.plan.parallel()) {
     if (world.tp > 1 && po.fastest) {
-      throw InputError("--strategy fastest ranks plans of whole layers; with --tp give a strategy (" + std::string(kStrategyChoices) + ")");
+      throw InputError("--strategy fastest ranks plans of whole layers; with " + std::string(world.group_flag()) + " give a strategy (" +
+                       std::string(kStrategyChoices) + ")");
     }
     const std::size_t have = po.request.budgets.accelerators().size(), need = static_cast<std::size_t>(world.tp * world.pp);
     if (share.count > 1 && have < need) {  // the replica's share of the devices: name the total
       const std::size_t total = need * static_cast<std::size_t>(share.count);
-      throw InputError(std::to_string(share.count) + " replicas (--replicas, or mpirun worker ranks on this machine) × --tp " +
+      throw InputError(std::to_string(share.count) + " replicas (--replicas, or mpirun worker ranks on this machine) × " + world.group_flag() + " " +
                        std::to_string(world.tp) + " × --pp " + std::to_string(world.pp) + " need " + std::to_string(total) +
                        " devices but each replica has " + std::to_string(have) + " of " + std::to_string(have * static_cast<std::size_t>(share.count)) +
                        ": give " + (po.accelerators.cuda ? "--virtual-gpus " : "--virtual-devices ") + std::to_string(total) + " (or budgets for " + std::to_string(total) +
