@@ -1,5 +1,5 @@
 // `--expert-parallel N` / `--ep N` as a user runs it: perplexity of a Qwen3-MoE model on N
-// virtual devices gives one device's NLL, `plan --ep N` reports which experts each rank holds
+// virtual devices (its layers resident, or streamed from the host) gives one device's NLL, `plan --ep N` reports which experts each rank holds
 // (whole, the same bytes per rank as --tp N's slices), and the inputs it cannot run (another
 // --tp, a dense model, N not dividing the experts) exit 2 naming the numbers.
 #include <gtest/gtest.h>
@@ -39,12 +39,18 @@ class ExpertParallelCli : public ::testing::Test {
 TEST_F(ExpertParallelCli, PerplexityMatchesOneDevice) {
   const std::string ppl = "perplexity " + model_ + " --ids 1,5,9,100,200,299,7,8,9,10,42,17 --json --threads 2";
   const Json one = run_json(ppl);
-  for (const std::string flags : {"--ep 2", "--expert-parallel 4", "--ep 2 --tp 2"}) {
+  // The last: each rank's layers offloaded to the host and streamed through its device (the
+  // experts it does not hold are not copied).
+  for (const std::string flags : {"--ep 2", "--expert-parallel 4", "--ep 2 --tp 2",
+                                  "--ep 2 --max-memory 0=1300KiB,1=1300KiB,cpu=4MiB --context 64"}) {
     const Json ep = run_json(ppl + " " + flags);
     ASSERT_TRUE(ep.is_object()) << flags;
     ASSERT_EQ(ep["nll"].size(), one["nll"].size()) << flags;
     for (std::size_t i = 0; i < one["nll"].size(); ++i) {
       EXPECT_NEAR(ep["nll"][i].get<double>(), one["nll"][i].get<double>(), 1e-4) << flags << " token " << i + 1;
+    }
+    if (flags.find("--max-memory") != std::string::npos) {
+      EXPECT_GT(ep["execution"]["streamed_bytes"].get<std::int64_t>(), 0);
     }
   }
 }
