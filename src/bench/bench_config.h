@@ -40,11 +40,12 @@ struct BackendConfig {
   long long micro_batches = 0;        // their number, the old key (--micro-batches); 0: one per stage
   long long tensor_parallel = 1;      // every layer split over this many devices (--tp)
   long long pipeline_parallel = 1;    // the layers in this many stages of such groups (--pp)
+  long long expert_parallel = 1;      // a group of this many devices holding a mixture's experts whole (--ep)
   // Devices are named, or implied by tensor/pipeline parallelism: the run is planned and executed
   // across them (else one engine).
   bool plans() const {
     return !device_ids.empty() || virtual_devices > 0 || device_map_file || !max_memory.empty() || tensor_parallel > 1 ||
-           pipeline_parallel > 1;
+           pipeline_parallel > 1 || expert_parallel > 1;
   }
 };
 

@@ -113,8 +113,10 @@ std::string scenario_line(const Json& r) {
   const Json dtype = plan.is_object() && plan.contains("dtype") && plan["dtype"].is_string() ? plan["dtype"] : be.value("dtype", Json(nullptr));
   const Json quantize = be.value("quantize", Json(nullptr));
   const Json tp = be.value("tensor_parallel", Json(1)), pp = be.value("pipeline_parallel", Json(1));
-  const std::string parallel = tp == Json(1) && pp == Json(1) ? std::string()
-                               : ", tensor parallel <b>" + html_escape(text(tp)) + "</b> × pipeline parallel <b>" + html_escape(text(pp)) + "</b>";
+  const Json ep = be.value("expert_parallel", Json(1));
+  const std::string parallel = tp == Json(1) && pp == Json(1) && ep == Json(1) ? std::string()
+                               : ", " + std::string(ep == Json(1) ? "tensor" : "expert") + " parallel <b>" +
+                                     html_escape(text(ep == Json(1) ? tp : ep)) + "</b> × pipeline parallel <b>" + html_escape(text(pp)) + "</b>";
   return "<p class=\"scenario\">batch size <b>" + html_escape(text(sc.value("batch_size", Json(nullptr)))) + "</b>, samples <b>" +
          html_escape(text(r.contains("throughput") ? r["throughput"].value("samples", Json(nullptr)) : sc.value("num_samples", Json(nullptr)))) +
          "</b>, new tokens <b>" + html_escape(text(sc.value("max_new_tokens", Json(nullptr)))) + "</b>, warm-up <b>" +

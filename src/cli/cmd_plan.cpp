@@ -43,14 +43,14 @@ int cmd_plan(int argc, char** argv) {
       "weights, as in accelerate) for accelerate's strategies. See docs/planner.md.\n"
       "With --tp N [--pp M] the plan is one tensor-parallel rank's (its devices the M stages), and the\n"
       "report lists each of the N x M devices: device s*N + r holds rank r's shard of stage s's layers\n"
-      "(docs/parallel.md).");
+      "(docs/parallel.md). --ep N is --tp N whose ranks hold 1/N of a mixture's experts whole.");
   if (!args.parse(argc, argv)) return 0;
   PlanInputs in = plan_inputs_from(args);
   const ModuleTree full_tree = load_module_tree(model_argument(args, ModelNeeds::kConfig), quantize_type(in));
-  const WorldConfig world = make_world_config(in.tensor_parallel, in.pipeline_parallel, 1);
+  const WorldConfig world = in.world();
   // --tp N: planned as a run plans it, on one rank's shard (InputError naming the heads and the
   // sizes that work when N cannot split the model, before any budget is looked at).
-  const ModuleTree tree = world.tp > 1 ? shard_module_tree(full_tree, TensorSplit{0, world.tp}) : full_tree;
+  const ModuleTree tree = world.tp > 1 ? shard_module_tree(full_tree, TensorSplit{0, world.tp, world.expert_parallel}) : full_tree;
   const EngineOptions eo = engine_options(args);
   in.batch_tokens = eo.max_batch_tokens;
   in.threads = eo.threads;
@@ -68,7 +68,8 @@ int cmd_plan(int argc, char** argv) {
       o = plexus::plan_options_from(in, tree.config());
     }
     if (world.tp > 1 && o.fastest) {
-      throw InputError("--strategy fastest ranks plans of whole layers; with --tp give a strategy (" + std::string(kStrategyChoices) + ")");
+      throw InputError("--strategy fastest ranks plans of whole layers; with " + std::string(world.group_flag()) + " give a strategy (" +
+                       std::string(kStrategyChoices) + ")");
     }
     run_budgets = o.request.budgets;
     o.request.budgets = group_budgets(run_budgets, world, o.accelerators.cuda);
@@ -89,7 +90,7 @@ int cmd_plan(int argc, char** argv) {
                              : plan_model(tree, o.request);
   });
   std::optional<ParallelPlan> parallel;
-  if (in.parallel()) parallel = parallel_plan(full_tree, plan, o.request, world.tp, world.pp, run_budgets);
+  if (in.parallel()) parallel = parallel_plan(full_tree, plan, o.request, world.tp, world.pp, run_budgets, world.expert_parallel);
   // Predicted speed and energy (a plan with run buffers, i.e. --context > 0).
   std::optional<Prediction> predicted;
   std::string facts_note;
@@ -114,6 +115,7 @@ int cmd_plan(int argc, char** argv) {
     if (fastest) j["fastest"] = fastest_to_json(*fastest);
     if (parallel) {
       j["tensor_parallel"] = world.tp;
+      j["expert_parallel"] = world.expert_parallel ? world.tp : 1;
       j["pipeline_parallel"] = world.pp;
       j["parallel_devices"] = parallel_devices_to_json(*parallel);
     }

@@ -29,7 +29,8 @@ std::unique_ptr<MpiTensorGroup> MpiTensorGroup::join(const Args& args, const cha
   std::unique_ptr<MpiTensorGroup> g(new MpiTensorGroup());
   if (!g->root()) g->world_.silence_output();
   g->run(command, [&] {
-    const WorldConfig w = make_world_config(args.get_int("--tensor-parallel"), args.get_int("--pipeline-parallel"), 1);
+    const WorldConfig w = make_world_config(args.get_int("--tensor-parallel"), args.get_int("--pipeline-parallel"), 1,
+                                            args.get_int("--expert-parallel"));
     if (w.pp > 1) {
       throw InputError("--pp " + std::to_string(w.pp) + " under mpirun is not supported yet: the processes of an mpirun job "
                        "form one tensor-parallel group (mpirun -np N ... --tp N); run --pp in one process");

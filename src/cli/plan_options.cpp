@@ -25,7 +25,10 @@ void add_plan_options(Args& args, const PlanFlagChoices& choices) {
       .alias("--tp")
       .option("--pipeline-parallel", "M", "split the layers into M stages, each on its own device (or tensor-parallel "
                                           "group of N devices)", "1")
-      .alias("--pp");
+      .alias("--pp")
+      .option("--expert-parallel", "N", "a tensor-parallel group of N devices whose ranks each hold 1/N of a mixture's "
+                                        "experts whole (--tp N otherwise; docs/parallel.md)", "1")
+      .alias("--ep");
   add_virtual_gpus_option(args);
   args
       .option("--context", "N", "tokens of KV cache to keep room for per sequence (0: weights only)", "4096")
@@ -54,6 +57,7 @@ PlanInputs plan_inputs_from(const Args& args) {
   in.offload_disk = args.get_flag("--offload-disk");
   in.tensor_parallel = args.get_int("--tensor-parallel");
   in.pipeline_parallel = args.get_int("--pipeline-parallel");
+  in.expert_parallel = args.get_int("--expert-parallel");
   if (auto map = args.get_optional("--device-map")) {
     // accelerate's device_map="auto" (or another strategy name) is a strategy, not a file.
     Strategy named;

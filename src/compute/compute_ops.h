@@ -37,10 +37,16 @@ struct MoeRouting {
   bool normalize = true;     // the k probabilities rescaled to sum to 1
 };
 
-// One expert of a mixture: a SiLU-gated MLP of width Ie.
+// One expert of a mixture: a SiLU-gated MLP of width Ie. Under expert parallelism a rank holds
+// only some experts; the others are empty (no data, no rows) there.
 struct ExpertWeights {
   WeightMatrix gate, up, down;  // (Ie, H) (Ie, H) (H, Ie)
+  bool held() const { return down.data != nullptr; }
 };
+
+// The first expert of `experts` that holds weights (there is one at least): its shapes are every
+// held expert's.
+const ExpertWeights& first_held_expert(std::span<const ExpertWeights> experts);
 
 class ComputeOps {
  public:
@@ -99,7 +105,9 @@ class ComputeOps {
   // Mixture of experts, compute: out (n, H) = Σ_j route_weight[t, j] · expert_e(xb[t]) over the
   // token's k routed experts e = route_expert[t, j], expert(v) = down·(silu(gate·v) ⊙ up·v),
   // summed from zero in ascending expert order (as Hugging Face's loop adds them). xb (n, H);
-  // experts (E); out must not alias xb or the workspace's moe buffers.
+  // experts (E); out must not alias xb or the workspace's moe buffers. An expert without weights
+  // (data == nullptr: expert parallelism, another rank holds it) contributes nothing here: a
+  // token routed to it gets that expert's share from the rank that holds it, in the group's sum.
   virtual void moe_experts(std::span<const ExpertWeights> experts, const float* xb, std::int64_t n, const MoeRouting& r,
                            float* out, Workspace& ws);
 };

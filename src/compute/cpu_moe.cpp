@@ -1,5 +1,6 @@
 // CpuOps' mixture-of-experts layer: top-k routing, then each expert's tokens gathered and run
-// through its gated MLP, the weighted outputs summed per token in ascending expert order.
+// through its gated MLP, the weighted outputs summed per token in ascending expert order (the
+// experts this device holds: expert parallelism leaves the others to other ranks).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -38,7 +39,8 @@ void CpuOps::moe_route(const float* logits, std::int64_t n, const MoeRouting& r,
 
 void CpuOps::moe_experts(std::span<const ExpertWeights> experts, const float* xb, std::int64_t n, const MoeRouting& r,
                          float* out, Workspace& ws) {
-  const std::int64_t k = r.top_k, H = experts.front().down.rows, Ie = experts.front().gate.rows;
+  const ExpertWeights& held = first_held_expert(experts);
+  const std::int64_t k = r.top_k, H = held.down.rows, Ie = held.gate.rows;
   // The routed (token, slot) pairs grouped by expert, tokens ascending within each: expert e's
   // rows of the moe buffers are [start[e], start[e + 1]).
   std::vector<std::int64_t> start(experts.size() + 1, 0);
@@ -54,7 +56,7 @@ void CpuOps::moe_experts(std::span<const ExpertWeights> experts, const float* xb
   std::vector<MatmulGroup> gated, down;
   for (std::size_t e = 0; e < experts.size(); ++e) {
     const std::int64_t m = start[e + 1] - start[e];
-    if (m == 0) continue;
+    if (m == 0 || !experts[e].held()) continue;  // not routed to, or held by another rank
     for (std::int64_t i = 0; i < m; ++i) {
       const float* src = xb + pairs[static_cast<std::size_t>(start[e] + i)] / k * H;
       std::memcpy(ws.moe_x.data() + (start[e] + i) * H, src, static_cast<std::size_t>(H) * sizeof(float));
@@ -66,10 +68,11 @@ void CpuOps::moe_experts(std::span<const ExpertWeights> experts, const float* xb
   }
   matmul_groups(k_, pool_, gated);
   matmul_groups(k_, pool_, down);
-  // out = Σ weight · y, each token's rows added in ascending expert order.
+  // out = Σ weight · y, each token's rows added in ascending expert order (held experts only).
   std::fill_n(out, n * H, 0.0f);
   for (std::int64_t i = 0; i < n * k; ++i) {
     const std::int64_t pair = pairs[static_cast<std::size_t>(i)];
+    if (!experts[static_cast<std::size_t>(ws.route_expert[static_cast<std::size_t>(pair)])].held()) continue;
     const float weight = ws.route_weight[static_cast<std::size_t>(pair)];
     const float* y = ws.moe_y.data() + i * H;
     float* o = out + (pair / k) * H;

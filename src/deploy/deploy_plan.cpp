@@ -107,7 +107,7 @@ struct Planner {
 bool count_allowed(const DeployRequest& req, std::int64_t heads, std::int64_t kv_heads, int k) {
   switch (req.api_type) {
     case ApiType::kPlexus: {
-      const long long shape = req.plan.tensor_parallel * req.plan.pipeline_parallel;
+      const long long shape = req.plan.world().size();
       return shape <= 1 || k == shape;
     }
     case ApiType::kVllm: return true;  // its tensor-parallel size is chosen among k's divisors (vllm_tensor_parallel)
@@ -122,10 +122,12 @@ bool count_allowed(const DeployRequest& req, std::int64_t heads, std::int64_t kv
 void check_gpu_count(const DeployRequest& req, std::int64_t heads, std::int64_t kv_heads, int k) {
   if (k == 0 || count_allowed(req, heads, kv_heads, k)) return;
   switch (req.api_type) {
-    case ApiType::kPlexus:
-      throw InputError("--tp " + std::to_string(req.plan.tensor_parallel) + " × --pp " + std::to_string(req.plan.pipeline_parallel) +
-                       " needs exactly " + std::to_string(req.plan.tensor_parallel * req.plan.pipeline_parallel) + " GPUs, but " +
+    case ApiType::kPlexus: {
+      const WorldConfig w = req.plan.world();
+      throw InputError(std::string(w.group_flag()) + " " + std::to_string(w.tp) + " × --pp " + std::to_string(w.pp) +
+                       " needs exactly " + std::to_string(w.size()) + " GPUs, but " +
                        std::to_string(k) + " are selected: name that many with --devices, or use --auto-select");
+    }
     case ApiType::kVllm: return;
     case ApiType::kTgi:
       throw InputError("--api-type tgi shards every layer over all " + std::to_string(k) + " selected GPUs (--num-shard " +
@@ -222,9 +224,9 @@ void plan_for_plexus(const DeployRequest& req, const Inventory& inv, const std::
   }
   const ModuleTree& full = *loaded;
   const ModelConfig& config = full.config();
-  Planner planner{req, inv, nullptr, make_world_config(req.plan.tensor_parallel, req.plan.pipeline_parallel, 1), {}};
+  Planner planner{req, inv, nullptr, req.plan.world(), {}};
   std::optional<ModuleTree> sharded;  // one rank's shard under --tp (InputError when --tp cannot split the heads)
-  if (planner.world.tp > 1) sharded.emplace(shard_module_tree(full, TensorSplit{0, planner.world.tp}));
+  if (planner.world.tp > 1) sharded.emplace(shard_module_tree(full, TensorSplit{0, planner.world.tp, planner.world.expert_parallel}));
   planner.tree = sharded ? &*sharded : &full;
   PlanRequest& r = planner.base;
   r.strategy = parse_strategy_or_throw(req.plan.strategy);
@@ -267,7 +269,9 @@ void plan_for_plexus(const DeployRequest& req, const Inventory& inv, const std::
   if (req.plan.strategy != "stages") p.plexus_plan_args.insert(p.plexus_plan_args.end(), {"--strategy", req.plan.strategy});
   if (req.plan.dtype) p.plexus_plan_args.insert(p.plexus_plan_args.end(), {"--dtype", *req.plan.dtype});
   if (req.plan.quantize) p.plexus_plan_args.insert(p.plexus_plan_args.end(), {"--quantize", *req.plan.quantize});
-  if (planner.world.tp > 1) p.plexus_plan_args.insert(p.plexus_plan_args.end(), {"--tp", std::to_string(planner.world.tp)});
+  if (planner.world.tp > 1) {
+    p.plexus_plan_args.insert(p.plexus_plan_args.end(), {planner.world.group_flag(), std::to_string(planner.world.tp)});
+  }
   if (planner.world.pp > 1) p.plexus_plan_args.insert(p.plexus_plan_args.end(), {"--pp", std::to_string(planner.world.pp)});
   p.plexus_plan_args.insert(p.plexus_plan_args.end(), {"--context", std::to_string(p.context)});
 
@@ -278,7 +282,7 @@ void plan_for_plexus(const DeployRequest& req, const Inventory& inv, const std::
     layers += d.device.to_string() + ": " + layer_ranges(d.layers);
   }
   const std::string shape = planner.world.tp * planner.world.pp > 1
-                                ? "plexus tp " + std::to_string(planner.world.tp) + " × pp " + std::to_string(planner.world.pp) + ", "
+                                ? std::string(planner.world.expert_parallel ? "plexus ep " : "plexus tp ") + std::to_string(planner.world.tp) + " × pp " + std::to_string(planner.world.pp) + ", "
                                 : "";
   p.summary = shape + std::string(strategy_name(plan.strategy)) + " over " +
               (k ? std::string(k == 1 ? "GPU " : "GPUs ") + gpu_list(out.devices.gpus) : std::string("the CPU")) + " (" +

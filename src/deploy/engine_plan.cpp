@@ -242,8 +242,8 @@ void plan_for_engine(const DeployRequest& req, const Inventory& inv, const std::
                      " loads the checkpoint as it is stored, and deploy sizes it from config.json and the safetensors headers: "
                      "leave " + flag + " out (or use --api-type plexus)");
   }
-  if (req.plan.tensor_parallel * req.plan.pipeline_parallel > 1) {
-    throw InputError("--tp / --pp choose plexus's own parallel shape; for --api-type " + std::string(api_type_name(req.api_type)) +
+  if (req.plan.parallel()) {
+    throw InputError("--tp / --pp / --ep choose plexus's own parallel shape; for --api-type " + std::string(api_type_name(req.api_type)) +
                      " deploy derives the engine's from the selected GPUs: leave them out");
   }
   require_model_directory(req.model);

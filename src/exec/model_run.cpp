@@ -74,7 +74,7 @@ void check_plan_inputs(const PlanInputs& in) {
     throw InputError("--virtual-devices splits the CPU and --virtual-gpus splits GPU 0: pass one of them");
   }
   if (in.devices) check_device_numbers(*in.devices, "--devices");
-  make_world_config(in.tensor_parallel, in.pipeline_parallel, 1);
+  in.world();  // --tp, --pp and --ep
   if (in.device_map_file && !std::filesystem::is_regular_file(*in.device_map_file)) {
     throw InputError("--device-map: '" + *in.device_map_file +
                      "' not found: give a device map file (JSON: module prefix -> device) or a strategy (" +
@@ -260,11 +260,11 @@ Budgets group_budgets(const Budgets& all, const WorldConfig& w, bool gpus) {
   const std::vector<DeviceId> acc = all.accelerators();
   const std::size_t need = static_cast<std::size_t>(w.tp * w.pp);
   if (acc.size() < need) {
-    throw InputError("--tp " + std::to_string(w.tp) + " × --pp " + std::to_string(w.pp) + " needs " + std::to_string(need) +
+    throw InputError(std::string(w.group_flag()) + " " + std::to_string(w.tp) + " × --pp " + std::to_string(w.pp) + " needs " + std::to_string(need) +
                      " devices but the run has " + std::to_string(acc.size()) + ": give " +
                      (gpus ? "--virtual-gpus " + std::to_string(need) + " (that many virtual GPUs sharing GPU 0)"
                            : "--virtual-devices " + std::to_string(need)) +
-                     " (or budgets for " + std::to_string(need) + " devices in --max-memory / --devices), or a smaller --tp/--pp");
+                     " (or budgets for " + std::to_string(need) + " devices in --max-memory / --devices), or a smaller " + w.group_flag() + "/--pp");
   }
   Budgets kept;
   for (int s = 0; s < w.pp; ++s) {
@@ -283,7 +283,7 @@ Plan plan_for_group(const WorldConfig& w, const std::function<Plan()>& plan) {
   try {
     return plan();
   } catch (const InputError& e) {
-    throw InputError("--tp " + std::to_string(w.tp) + ": one tensor-parallel rank's plan (its device s stands for each of the run's devices s·" +
+    throw InputError(std::string(w.group_flag()) + " " + std::to_string(w.tp) + ": one tensor-parallel rank's plan (its device s stands for each of the run's devices s·" +
                      std::to_string(w.tp) + " … s·" + std::to_string(w.tp) + " + " + std::to_string(w.tp - 1) +
                      ", its cpu budget is 1/" + std::to_string(w.tp) + " of the run's): " + e.what());
   }
@@ -403,6 +403,7 @@ std::unique_ptr<ModelRun> open_tensor_parallel(std::unique_ptr<ModelRun> run, co
                                                const std::string& model_dir, const ParallelPlan& devices) {
   TensorParallelRunner::Parts parts;
   parts.tp = world.tp;
+  parts.expert_parallel = world.expert_parallel;
   const Budgets caps = run_capacities(plan);
   int n_devices = 0;
   for (const DeviceId& d : caps.accelerators()) n_devices = std::max(n_devices, d.ordinal() + 1);
@@ -433,7 +434,7 @@ std::unique_ptr<ModelRun> open_tensor_parallel(std::unique_ptr<ModelRun> run, co
   for (int r = 0; r < world.tp; ++r) {
     ExecutorOptions xo = planned_executor_options(eo, plan, in);
     quantize_options(xo);
-    xo.tensor = ExecutorOptions::TensorRank{TensorSplit{r, world.tp}, [groups, r, n_devices](int d) -> Collective& {
+    xo.tensor = ExecutorOptions::TensorRank{TensorSplit{r, world.tp, world.expert_parallel}, [groups, r, n_devices](int d) -> Collective& {
                                               return groups[static_cast<std::size_t>(d < 0 ? n_devices : d)]->rank(r);
                                             }};
     parts.ranks.push_back(std::make_unique<Executor>(model_dir, plan.device_map, parts.devices[static_cast<std::size_t>(r)], xo));
@@ -459,6 +460,7 @@ std::unique_ptr<ModelRun> open_tensor_parallel(std::unique_ptr<ModelRun> run, co
   run->plan_json = plan_to_json(plan);
   run->plan_json["budgets_source"] = po.budgets_source;
   run->plan_json["tensor_parallel"] = world.tp;
+  run->plan_json["expert_parallel"] = world.expert_parallel ? world.tp : 1;
   run->plan_json["pipeline_parallel"] = world.pp;
   run->plan_json["parallel_devices"] = parallel_devices_to_json(devices);
   run->plan = plan;
@@ -471,7 +473,7 @@ std::unique_ptr<ModelRun> open_tensor_parallel(std::unique_ptr<ModelRun> run, co
 std::unique_ptr<ModelRun> open_process_rank(const RunInputs& in, const EngineOptions& eo,
                                             const std::function<void(ExecutorOptions&)>& quantize_options,
                                             const std::optional<QuantMix>& quantize, const std::string& model_dir) {
-  const WorldConfig world = make_world_config(in.plan.tensor_parallel, in.plan.pipeline_parallel, 1);
+  const WorldConfig world = in.plan.world();
   if (world.pp > 1) {
     throw InputError("--pp " + std::to_string(world.pp) + " under mpirun is not supported yet: the processes of an mpirun job "
                      "form one tensor-parallel group (--tp N with N ranks); run --pp in one process");
@@ -482,23 +484,25 @@ std::unique_ptr<ModelRun> open_process_rank(const RunInputs& in, const EngineOpt
   }
   std::unique_ptr<Collective> group = in.process_group();
   if (group->size() != world.tp) {
-    throw InputError("mpirun started " + std::to_string(group->size()) + " ranks but --tp is " + std::to_string(world.tp) +
-                     ": start --tp ranks (mpirun -np " + std::to_string(world.tp) + ")");
+    const std::string flag = world.group_flag();
+    throw InputError("mpirun started " + std::to_string(group->size()) + " ranks but " + flag + " is " + std::to_string(world.tp) +
+                     ": start " + flag + " ranks (mpirun -np " + std::to_string(world.tp) + ")");
   }
   const int rank = group->rank();
   // The split is checked before any weight is read: InputError naming the heads and the sizes that work.
   const ModuleTree tree = load_module_tree(model_dir, quantize);
-  shard_module_tree(tree, TensorSplit{rank, world.tp});
+  shard_module_tree(tree, TensorSplit{rank, world.tp, world.expert_parallel});
   if (in.plan.dtype) check_run_dtype(in.plan, checkpoint_weight_dtype(tree, WeightDType::kBF16));
   auto run = std::make_unique<ModelRun>();
   run->quantize = quantize;
   TensorParallelRunner::Parts parts;
   parts.tp = world.tp;
+  parts.expert_parallel = world.expert_parallel;
   parts.devices.push_back(make_host_run_devices(eo.threads, eo.wait));
   ExecutorOptions xo = single_host_stage(eo);
   quantize_options(xo);
   Collective* c = group.get();
-  xo.tensor = ExecutorOptions::TensorRank{TensorSplit{rank, world.tp}, [c](int) -> Collective& { return *c; }};
+  xo.tensor = ExecutorOptions::TensorRank{TensorSplit{rank, world.tp, world.expert_parallel}, [c](int) -> Collective& { return *c; }};
   parts.world = std::move(group);
   parts.inject_forward_failure = in.inject_forward_failure;
   parts.ranks.push_back(std::make_unique<Executor>(model_dir, whole_model_on_host(), parts.devices.front(), xo));
@@ -537,7 +541,7 @@ std::unique_ptr<ModelRun> open_model_run(const RunInputs& in, const std::string&
   const CudaAvailability cuda = in.plan.names_devices() ? CudaAvailability{} : probe_cuda(CudaFreeMemory::kNone);
   const bool on_gpus_by_default =
       cuda.usable() && cuda.gpus.size() % static_cast<std::size_t>(std::max(1, share.count)) == 0;
-  const WorldConfig world = make_world_config(in.plan.tensor_parallel, in.plan.pipeline_parallel, 1);
+  const WorldConfig world = in.plan.world();
   PlanInputs pin = in.plan;
   // --tp/--pp without devices named and without GPUs: that many virtual CPU devices per replica.
   if (in.plan.parallel() && !in.plan.names_devices() && !on_gpus_by_default) {
@@ -576,7 +580,7 @@ std::unique_ptr<ModelRun> open_model_run(const RunInputs& in, const std::string&
   }
   const ModuleTree tree = load_module_tree(model_dir, quantize);
   // The split is checked before any weight is read: InputError naming the heads and the sizes that work.
-  const ModuleTree plan_tree = world.tp > 1 ? shard_module_tree(tree, TensorSplit{0, world.tp}) : tree;
+  const ModuleTree plan_tree = world.tp > 1 ? shard_module_tree(tree, TensorSplit{0, world.tp, world.expert_parallel}) : tree;
   pin.batch_tokens = eo.max_batch_tokens;
   pin.threads = eo.threads;
   if (on_gpus_by_default) {
@@ -615,12 +619,13 @@ std::unique_ptr<ModelRun> open_model_run(const RunInputs& in, const std::string&
   Budgets run_budgets;  // every accelerator of a --tp/--pp run, before group_budgets
   if (in.plan.parallel()) {
     if (world.tp > 1 && po.fastest) {
-      throw InputError("--strategy fastest ranks plans of whole layers; with --tp give a strategy (" + std::string(kStrategyChoices) + ")");
+      throw InputError("--strategy fastest ranks plans of whole layers; with " + std::string(world.group_flag()) + " give a strategy (" +
+                       std::string(kStrategyChoices) + ")");
     }
     const std::size_t have = po.request.budgets.accelerators().size(), need = static_cast<std::size_t>(world.tp * world.pp);
     if (share.count > 1 && have < need) {  // the replica's share of the devices: name the total
       const std::size_t total = need * static_cast<std::size_t>(share.count);
-      throw InputError(std::to_string(share.count) + " replicas (--replicas, or mpirun worker ranks on this machine) × --tp " +
+      throw InputError(std::to_string(share.count) + " replicas (--replicas, or mpirun worker ranks on this machine) × " + world.group_flag() + " " +
                        std::to_string(world.tp) + " × --pp " + std::to_string(world.pp) + " need " + std::to_string(total) +
                        " devices but each replica has " + std::to_string(have) + " of " + std::to_string(have * static_cast<std::size_t>(share.count)) +
                        ": give " + (po.accelerators.cuda ? "--virtual-gpus " : "--virtual-devices ") + std::to_string(total) + " (or budgets for " + std::to_string(total) +
@@ -635,7 +640,7 @@ std::unique_ptr<ModelRun> open_model_run(const RunInputs& in, const std::string&
                                : plan_model(plan_tree, po.request);
   });
   if (world.tp > 1) {
-    const ParallelPlan devices = parallel_plan(tree, plan, po.request, world.tp, world.pp, run_budgets);
+    const ParallelPlan devices = parallel_plan(tree, plan, po.request, world.tp, world.pp, run_budgets, world.expert_parallel);
     return open_tensor_parallel(std::move(run), plan, po, world, eo, in, quantize_options, model_dir, devices);
   }
   // The devices get what the plan sized: its budgets (accelerate's strategies: max_memory for the
@@ -680,7 +685,7 @@ Json predict_run(const ModelRun& run, const std::string& model_dir, double promp
   // A tensor-parallel run's plan is one rank's, made on its shard.
   const int tp = run.tensor ? run.tensor->tp() : 1;
   const ModuleTree full = load_module_tree(model_dir, run.quantize);
-  const ModuleTree tree = tp > 1 ? shard_module_tree(full, TensorSplit{0, tp}) : full;
+  const ModuleTree tree = tp > 1 ? shard_module_tree(full, TensorSplit{0, tp, run.tensor->expert_parallel()}) : full;
   Plan plan;
   int n_acc = 0;
   if (run.plan) {

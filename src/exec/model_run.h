@@ -43,7 +43,12 @@ struct PlanInputs {
   // the layers over `pipeline_parallel` stages of such groups (comm/world_config.h).
   long long tensor_parallel = 1;
   long long pipeline_parallel = 1;
-  bool parallel() const { return tensor_parallel > 1 || pipeline_parallel > 1; }
+  // --expert-parallel: a tensor-parallel group of this many devices whose ranks hold a mixture's
+  // experts whole (docs/parallel.md).
+  long long expert_parallel = 1;
+  bool parallel() const { return tensor_parallel > 1 || expert_parallel > 1 || pipeline_parallel > 1; }
+  // The ranks these ask for (make_world_config: InputError naming the flags).
+  WorldConfig world() const { return make_world_config(tensor_parallel, pipeline_parallel, 1, expert_parallel); }
   // Any of max_memory, virtual_devices, virtual_gpus, devices, device_map_file: plan and run across devices.
   bool names_devices() const { return max_memory || virtual_devices || virtual_gpus || devices || device_map_file; }
 };

@@ -21,7 +21,8 @@ void TensorParallelOps::matmul_silu_mul(const MatmulPart& gate, const MatmulPart
 void TensorParallelOps::moe_experts(std::span<const ExpertWeights> experts, const float* xb, std::int64_t n,
                                     const MoeRouting& r, float* out, Workspace& ws) {
   inner_.moe_experts(experts, xb, n, r, out, ws);
-  if (experts.front().down.partial_sum) group_.all_reduce_sum(out, n * experts.front().down.rows);  // (n, H)
+  const WeightMatrix& down = first_held_expert(experts).down;
+  if (down.partial_sum) group_.all_reduce_sum(out, n * down.rows);  // (n, H)
 }
 
 }  // namespace plexus

@@ -48,7 +48,8 @@ class TensorParallelOps : public ComputeOps {
   void moe_route(const float* logits, std::int64_t n, const MoeRouting& r, Workspace& ws) override {
     inner_.moe_route(logits, n, r, ws);
   }
-  // The experts' outputs, then the group's sum when their down projections are partial.
+  // The experts' outputs, then the group's sum when their down projections are partial (each
+  // expert split over the ranks, or expert parallelism: each rank's experts whole, the others empty).
   void moe_experts(std::span<const ExpertWeights> experts, const float* xb, std::int64_t n, const MoeRouting& r,
                    float* out, Workspace& ws) override;
 

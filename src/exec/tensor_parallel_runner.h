@@ -24,6 +24,7 @@ class TensorParallelRunner : public Runner {
   // What a group is made of; the runner owns it all (executors destroyed first).
   struct Parts {
     int tp = 1;                                            // ranks in the group
+    bool expert_parallel = false;                          // --ep: the ranks hold whole experts (TensorSplit::whole_experts)
     std::vector<DeviceRegistry> devices;                   // per local rank
     std::vector<std::unique_ptr<RankGroup>> groups;        // collectives of the local ranks, per device ordinal
     std::unique_ptr<Collective> world;                     // across processes: this process's rank of the group
@@ -43,6 +44,7 @@ class TensorParallelRunner : public Runner {
   void forward(const SlotBatch& batch, std::span<const std::int64_t> rows, float* logits) override;
 
   int tp() const { return parts_.tp; }
+  bool expert_parallel() const { return parts_.expert_parallel; }
   // This process's rank of the group (0 when every rank is local).
   int rank() const { return parts_.world ? parts_.world->rank() : 0; }
   // The collective across processes, if the ranks are processes.

@@ -33,8 +33,9 @@ void WeightStore::copy_packed(const LayerWeights& w, Device& device, Buffer& dst
   const std::vector<WeightMatrix*> to = layer_matrices(out);
   std::int64_t offset = 0;
   for (std::size_t i = 0; i < src.size(); ++i) {
-    device.copy_from_host(dst, static_cast<std::size_t>(offset), src[i]->data, static_cast<std::size_t>(src[i]->bytes()));
     *to[i] = *src[i];
+    if (src[i]->data == nullptr) continue;  // an expert another rank holds (expert parallelism): stays empty
+    device.copy_from_host(dst, static_cast<std::size_t>(offset), src[i]->data, static_cast<std::size_t>(src[i]->bytes()));
     to[i]->data = dst.as<std::uint8_t>() + offset;
     offset += round_line(src[i]->bytes());
   }

@@ -24,6 +24,16 @@ MoeNames moe_names(Arch arch) {
   return {".mlp.gate", ".mlp.experts.", "gate_proj", "up_proj", "down_proj", {"gate_proj", "up_proj", "down_proj"}};
 }
 
+std::int64_t expert_index(const std::string& name, const MoeNames& n) {
+  const std::string_view marker = n.experts;  // ".block_sparse_moe.experts." | ".mlp.experts."
+  const std::size_t at = name.find(marker);
+  if (at == std::string::npos) return -1;
+  const std::size_t begin = at + marker.size(), end = name.find('.', begin);
+  const std::string index = name.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
+  if (index.empty() || index.size() >= 10 || index.find_first_not_of("0123456789") != std::string::npos) return -1;
+  return std::stoll(index);
+}
+
 std::vector<std::string> layer_matrix_names(const ModelConfig& c, int layer) {
   const std::string p = ModuleTree::layer_prefix(layer);
   std::vector<std::string> out;
@@ -117,17 +127,9 @@ std::string expert_count_key(const ModelConfig& c) { return c.arch == Arch::kMix
 // a dense config).
 std::int64_t experts_held(const Checkpoint& ck, const ModelConfig& c) {
   if (!c.is_moe()) return 0;
-  const std::string marker = moe_names(c.arch).experts;  // ".block_sparse_moe.experts." | ".mlp.experts."
+  const MoeNames n = moe_names(c.arch);
   std::int64_t held = 0;
-  for (const std::string& name : ck.names()) {
-    const std::size_t at = name.find(marker);
-    if (at == std::string::npos) continue;
-    const std::size_t begin = at + marker.size(), end = name.find('.', begin);
-    const std::string index = name.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
-    if (!index.empty() && index.size() < 10 && index.find_first_not_of("0123456789") == std::string::npos) {
-      held = std::max<std::int64_t>(held, std::stoll(index) + 1);
-    }
-  }
+  for (const std::string& name : ck.names()) held = std::max(held, expert_index(name, n) + 1);
   return held;
 }
 

@@ -36,6 +36,8 @@ struct MoeNames {
   const char* order[3];  // the three in the module's declaration order
 };
 MoeNames moe_names(Arch arch);
+// The expert E of a parameter named "…" + n.experts + "E.…", or -1 for any other name.
+std::int64_t expert_index(const std::string& name, const MoeNames& n);
 // The names of decoder layer `layer`'s weight matrices in the order the run packs them
 // (layer_matrices in model/llama_family.h): q k v o, then gate up down, or the router and each
 // expert's gate up down.

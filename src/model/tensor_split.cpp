@@ -12,9 +12,10 @@
 namespace plexus {
 namespace {
 
-bool splits(const ModelConfig& c, int n) {
+bool splits(const ModelConfig& c, int n, bool whole_experts) {
   return n >= 1 && c.num_heads % n == 0 && (c.num_kv_heads % n == 0 || n % c.num_kv_heads == 0) &&
-         c.intermediate_size % n == 0 && c.moe.expert_intermediate_size % n == 0;
+         c.intermediate_size % n == 0 &&
+         (whole_experts ? c.moe.num_experts % n == 0 : c.moe.expert_intermediate_size % n == 0);
 }
 
 WeightMatrix row_slice(WeightMatrix m, std::int64_t first, std::int64_t count) {
@@ -40,18 +41,29 @@ void check_block_columns(DType t, std::int64_t cols, int size, const std::string
 
 }  // namespace
 
-std::vector<int> working_tp_sizes(const ModelConfig& c) {
+std::vector<int> working_tp_sizes(const ModelConfig& c, bool whole_experts) {
   std::vector<int> out;
   for (int n = 1; n <= c.num_heads; ++n) {
-    if (splits(c, n)) out.push_back(n);
+    if (splits(c, n, whole_experts)) out.push_back(n);
   }
   return out;
 }
 
-ModelConfig shard_config(const ModelConfig& c, int size) {
-  if (!splits(c, size)) {
+ModelConfig shard_config(const ModelConfig& c, int size, bool whole_experts) {
+  if (whole_experts && size > 1 && !c.is_moe()) {
+    throw InputError("--ep " + std::to_string(size) + ": this model (" + std::string(arch_name(c.arch)) +
+                     ") has no experts to spread over the ranks; --tp " + std::to_string(size) + " splits a dense model");
+  }
+  if (!splits(c, size, whole_experts)) {
     std::string works;
-    for (int n : working_tp_sizes(c)) works += (works.empty() ? "" : ", ") + std::to_string(n);
+    for (int n : working_tp_sizes(c, whole_experts)) works += (works.empty() ? "" : ", ") + std::to_string(n);
+    if (whole_experts) {
+      throw InputError("--ep " + std::to_string(size) + " cannot spread this model over " + std::to_string(size) +
+                       " ranks: its " + std::to_string(c.moe.num_experts) + " experts a layer must divide evenly (each rank "
+                       "holds whole experts), and, as for --tp, its " + std::to_string(c.num_heads) + " attention heads, " +
+                       std::to_string(c.num_kv_heads) + " kv heads and intermediate size " + std::to_string(c.intermediate_size) +
+                       " too (kv heads may instead be replicated when --ep is a multiple of them); --ep " + works + " work");
+    }
     throw InputError("--tp " + std::to_string(size) + " cannot split this model: its " + std::to_string(c.num_heads) +
                      " attention heads, " + std::to_string(c.num_kv_heads) + " kv heads and intermediate size " +
                      std::to_string(c.intermediate_size) +
@@ -63,8 +75,14 @@ ModelConfig shard_config(const ModelConfig& c, int size) {
   s.num_heads = c.num_heads / size;
   s.num_kv_heads = c.num_kv_heads % size == 0 ? c.num_kv_heads / size : 1;
   s.intermediate_size = c.intermediate_size / size;
-  s.moe.expert_intermediate_size = c.moe.expert_intermediate_size / size;
+  if (!whole_experts) s.moe.expert_intermediate_size = c.moe.expert_intermediate_size / size;
   return s;
+}
+
+ExpertRange local_experts(const ModelConfig& c, TensorSplit s) {
+  if (!s.whole_experts) return {0, c.moe.num_experts};
+  const std::int64_t per_rank = c.moe.num_experts / s.size;
+  return {s.rank * per_rank, per_rank};
 }
 
 std::int64_t shard_first_kv_head(const ModelConfig& c, TensorSplit s) {
@@ -81,14 +99,20 @@ VocabRows shard_vocab_rows(std::int64_t vocab, TensorSplit s) {
 }
 
 ModuleTree shard_module_tree(const ModuleTree& full, TensorSplit s) {
-  const ModelConfig sc = shard_config(full.config(), s.size);
+  const ModelConfig sc = shard_config(full.config(), s.size, s.whole_experts);
   const std::int64_t Q = sc.q_dim(), KV = sc.kv_dim();
-  std::vector<ParamInfo> params = full.params();
   const MoeNames moe = moe_names(sc.arch);
-  for (ParamInfo& p : params) {
+  const ExpertRange mine = local_experts(sc, s);
+  std::vector<ParamInfo> params;
+  for (ParamInfo p : full.params()) {
     const std::string& n = p.name;
+    const std::int64_t e = sc.is_moe() ? expert_index(n, moe) : -1;
+    if (e >= 0 && s.whole_experts) {  // this rank's experts whole; another rank's not here
+      if (mine.holds(e)) params.push_back(std::move(p));
+      continue;
+    }
     // An expert's MLP splits as the dense one does, at the expert's width.
-    const bool expert = sc.is_moe() && n.find(moe.experts) != std::string::npos;
+    const bool expert = e >= 0;
     const std::int64_t I = expert ? sc.moe.expert_intermediate_size : sc.intermediate_size;
     const bool gate_or_up = n.ends_with(".gate_proj.weight") || n.ends_with(".up_proj.weight") ||
                             (expert && (n.ends_with(std::string(".") + moe.gate + ".weight") || n.ends_with(std::string(".") + moe.up + ".weight")));
@@ -110,6 +134,7 @@ ModuleTree shard_module_tree(const ModuleTree& full, TensorSplit s) {
       p.shape[0] = shard_vocab_rows(p.shape[0], s).count;
       p.tied_to.reset();  // the rank's rows, placed where the head computes
     }
+    params.push_back(std::move(p));
   }
   return ModuleTree::from_params(sc, std::move(params));
 }
@@ -126,7 +151,7 @@ ModelShard::~ModelShard() = default;
 
 ModelShard::ModelShard(const LlamaFamilyModel& full, TensorSplit s) : split_(s) {
   const ModelConfig& fc = full.config();
-  const ModelConfig sc = shard_config(fc, s.size);
+  const ModelConfig sc = shard_config(fc, s.size, s.whole_experts);
   const std::int64_t Q = sc.q_dim(), KV = sc.kv_dim(), I = sc.intermediate_size;
   const std::int64_t kv0 = shard_first_kv_head(fc, s) * fc.head_dim;
   // Columns [first, first + count) of every row, copied; the product becomes a partial sum.
@@ -164,12 +189,21 @@ ModelShard::ModelShard(const LlamaFamilyModel& full, TensorSplit s) : split_(s) 
       o.up = row_slice(f.up, s.rank * I, I);
       o.down = columns(f.down, s.rank * I, I, "down_proj");
     }
-    // Each expert split as the dense MLP; the router whole (every rank routes every token alike).
+    // Each expert split as the dense MLP, or (whole_experts) this rank's experts whole, their sum
+    // a partial one, the others empty; the router whole (every rank routes every token alike).
     const std::int64_t Ie = sc.moe.expert_intermediate_size;
+    const ExpertRange mine = local_experts(fc, s);
     for (std::size_t e = 0; e < f.experts.size(); ++e) {
       const ExpertWeights& fe = f.experts[e];
-      o.experts[e] = {row_slice(fe.gate, s.rank * Ie, Ie), row_slice(fe.up, s.rank * Ie, Ie),
-                      columns(fe.down, s.rank * Ie, Ie, "an expert's down projection")};
+      if (!s.whole_experts) {
+        o.experts[e] = {row_slice(fe.gate, s.rank * Ie, Ie), row_slice(fe.up, s.rank * Ie, Ie),
+                        columns(fe.down, s.rank * Ie, Ie, "an expert's down projection")};
+      } else if (mine.holds(static_cast<std::int64_t>(e))) {
+        o.experts[e] = fe;
+        o.experts[e].down.partial_sum = true;
+      } else {
+        o.experts[e] = ExpertWeights{};
+      }
     }
     w.layers.push_back(o);
   }

@@ -12,8 +12,8 @@ namespace plexus {
 namespace {
 
 // Rank r's shard placed by the plan's map: its per-device reports (plan devices).
-std::vector<DeviceReport> rank_reports(const ModuleTree& full, const Plan& plan, const PlanRequest& request, int tp, int r) {
-  const ModuleTree tree = tp > 1 ? shard_module_tree(full, TensorSplit{r, tp}) : full;
+std::vector<DeviceReport> rank_reports(const ModuleTree& full, const Plan& plan, const PlanRequest& request, TensorSplit s) {
+  const ModuleTree tree = s.size > 1 ? shard_module_tree(full, s) : full;
   PlanRequest req = request;
   req.runtime = plan.runtime;  // the context as the plan clamped it
   Plan p;
@@ -48,12 +48,13 @@ std::string bytes(std::int64_t b) { return b > 0 ? format_bytes(static_cast<std:
 }  // namespace
 
 ParallelPlan parallel_plan(const ModuleTree& full, const Plan& plan, const PlanRequest& request, int tp, int pp,
-                           const Budgets& run_budgets) {
+                           const Budgets& run_budgets, bool whole_experts) {
   ParallelPlan out;
   out.tp = tp;
   out.pp = pp;
+  if (whole_experts) out.experts = full.config().moe.num_experts;
   std::vector<std::vector<DeviceReport>> ranks;
-  for (int r = 0; r < tp; ++r) ranks.push_back(rank_reports(full, plan, request, tp, r));
+  for (int r = 0; r < tp; ++r) ranks.push_back(rank_reports(full, plan, request, TensorSplit{r, tp, whole_experts}));
   const std::vector<DeviceId> run_acc = run_budgets.accelerators();
   auto find = [](const std::vector<DeviceReport>& reports, DeviceId d) -> const DeviceReport* {
     for (const DeviceReport& x : reports)
@@ -67,6 +68,10 @@ ParallelPlan parallel_plan(const ModuleTree& full, const Plan& plan, const PlanR
       x.device = DeviceId::accelerator(d);
       x.tp_rank = r;
       x.pp_stage = s;
+      if (whole_experts) {
+        const ExpertRange e = local_experts(full.config(), TensorSplit{r, tp, true});
+        x.experts = {e.first, e.count};
+      }
       if (static_cast<std::size_t>(d) < run_acc.size()) x.budget_bytes = run_budgets.get(run_acc[static_cast<std::size_t>(d)]);
       const DeviceId stage = DeviceId::accelerator(s);
       if (const DeviceReport* rep = find(ranks[static_cast<std::size_t>(r)], stage)) {
@@ -104,6 +109,7 @@ Json parallel_devices_to_json(const ParallelPlan& p) {
     j["tp_rank"] = x.tp_rank ? Json(*x.tp_rank) : Json(nullptr);
     j["pp_stage"] = x.pp_stage ? Json(*x.pp_stage) : Json(nullptr);
     j["budget_bytes"] = x.budget_bytes ? Json(*x.budget_bytes) : Json(nullptr);
+    if (x.experts) j["experts"] = Json{{"first", x.experts->first}, {"count", x.experts->second}};
     devs.push_back(j);
   }
   return devs;
@@ -113,7 +119,12 @@ std::string parallel_plan_to_table(const ParallelPlan& p) {
   std::string out = "tensor parallel " + std::to_string(p.tp) + " × pipeline parallel " + std::to_string(p.pp) + ": " +
                     std::to_string(p.tp * p.pp) + " devices, device = stage·" + std::to_string(p.tp) +
                     " + tp rank; weights on all devices " + format_bytes(static_cast<std::uint64_t>(p.weights_bytes)) +
-                    (p.tp > 1 ? " (split weights once, embedding and norms on every rank)" : "") + "\n\n";
+                    (p.tp > 1 ? " (split weights once, embedding and norms on every rank)" : "") +
+                    (p.experts > 0 ? "; expert parallel: tp rank r holds experts r·" + std::to_string(p.experts / p.tp) + " … r·" +
+                                         std::to_string(p.experts / p.tp) + " + " + std::to_string(p.experts / p.tp - 1) + " of the " +
+                                         std::to_string(p.experts) + " of each mixture layer, whole"
+                                   : "") +
+                    "\n\n";
   out += pad("device", 8) + pad("tp rank", 9) + pad("stage", 7) + pad("layers", 14) + pad("other", 18) + rpad("weights", 12) +
          rpad("kv cache", 12) + rpad("scratch", 12) + rpad("streaming", 12) + rpad("total", 12) + rpad("budget", 12) +
          rpad("used", 8) + "\n";

@@ -425,6 +425,11 @@ TEST_F(BenchCli, TensorParallelPointsReportTheirCommunication) {
   EXPECT_EQ(b.exit_code, 2) << b.err;
   EXPECT_NE(b.err.find("tp3.yaml:4: backend.tensor_parallel 3 cannot split this model"), std::string::npos) << b.err;
   EXPECT_NE(b.err.find("backend.tensor_parallel 1, 2, 4 work"), std::string::npos) << b.err;
+  // Expert parallelism of a dense model: exit 2 at the key's line.
+  const std::string ep = config("ep2.yaml", "model: " + model_ + "\nbackend:\n  threads: 2\n  expert_parallel: 2\nscenario: {prompts: [a]}\n");
+  const auto e = run_plexus("bench " + shell_quote(ep) + " --output-dir " + shell_quote(out()));
+  EXPECT_EQ(e.exit_code, 2) << e.err;
+  EXPECT_NE(e.err.find("ep2.yaml:4: backend.expert_parallel 2: this model (LlamaForCausalLM) has no experts"), std::string::npos) << e.err;
 }
 
 TEST_F(BenchCli, ModelMakeMakesAMissingModelAndOutputDirWins) {

@@ -212,6 +212,22 @@ TEST(BenchConfig, TensorAndPipelineParallelAreBackendKeysThatSweep) {
             std::string::npos);
 }
 
+// backend.expert_parallel (--ep): read, implies a plan, in the result's config only when set.
+TEST(BenchConfig, ExpertParallelIsABackendKey) {
+  testing::TempDir dir("bench-config-ep");
+  const BenchConfig c = load_bench_config(write(dir, "model: m\nbackend: {expert_parallel: 4}\nscenario: {prompts: [a]}\n"), {})
+                            .points[0].config;
+  EXPECT_EQ(c.backend.expert_parallel, 4);
+  EXPECT_TRUE(c.backend.plans());
+  EXPECT_EQ(config_to_json(c)["backend"]["expert_parallel"], 4);
+  const BenchConfig d = load_bench_config(write(dir, "model: m\nscenario: {prompts: [a]}\n", "plain.yaml"), {}).points[0].config;
+  EXPECT_EQ(d.backend.expert_parallel, 1);
+  EXPECT_FALSE(config_to_json(d)["backend"].contains("expert_parallel"));  // the CSV's columns stay
+  EXPECT_NE(error_of("model: m\nbackend:\n  expert_parallel: 0\nscenario: {prompts: [a]}\n")
+                .find("b.yaml:3: backend.expert_parallel: must be between 1 and 4096, got 0"),
+            std::string::npos);
+}
+
 TEST(BenchConfig, BadSetsNameTheOverride) {
   EXPECT_NE(error_of(kGood, {"scenario.batchsize=2"}).find("--set scenario.batchsize: unknown key (did you mean 'scenario.batch_size'?)"),
             std::string::npos);

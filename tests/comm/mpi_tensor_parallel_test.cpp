@@ -1,7 +1,9 @@
 // `mpirun -np 2 plexus generate|perplexity MODEL --tp 2`: one tensor-parallel rank per process
 // gives what one device gives (NLL within 1e-4 on f32 weights, the same greedy ids), the same
 // bits from run to run, output from rank 0 only; a world of the wrong size and a failing rank
-// end every rank with the exit status and a message that name them.
+// end every rank with the exit status and a message that name them. `--ep 2` on a mixture: one
+// process per rank, each holding half the experts, gives one device's NLL and the in-process
+// group's bits.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -134,6 +136,32 @@ TEST_F(MpiTensorParallel, AWorldOfTheWrongSizeExitsTwoNamingTheNumbers) {
   const testing::ProcessResult tp1 = run_mpi(2, "perplexity " + model() + " --ids 3,14");
   EXPECT_EQ(tp1.exit_code, 2) << tp1.err;
   EXPECT_NE(tp1.err.find("mpirun started 2 ranks but tp 1"), std::string::npos) << tp1.err;
+}
+
+TEST_F(MpiTensorParallel, ExpertParallelMatchesOneDeviceAndTheInProcessGroup) {
+  testing::TempDir moe{"comm_mpi_ep"};
+  MakeModelOptions o;  // Qwen3-MoE tiny: 8 experts top-2, layer 1 dense
+  o.arch = Arch::kQwen3Moe;
+  o.seed = 4;
+  o.dtype = DType::kF32;
+  o.vocab_size = 1501;
+  write_random_model(moe.path(), o);
+  const std::string ppl = "perplexity " + shell_quote(moe.path()) + " --ids 3,14,15,92,65,35,89,79,32,38,46,26 --batch-tokens 5 --json";
+  const testing::ProcessResult one = testing::run_plexus(ppl + " --threads 1");
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  const Json ref = Json::parse(one.out);
+  const Json a = one_json(run_mpi(2, ppl + " --ep 2 --threads 1"));
+  ASSERT_EQ(a["nll"].size(), ref["nll"].size());
+  for (std::size_t i = 0; i < ref["nll"].size(); ++i) {
+    EXPECT_NEAR(a["nll"][i].get<double>(), ref["nll"][i].get<double>(), 1e-4) << "token " << i + 1;
+  }
+  const testing::ProcessResult in_process = testing::run_plexus(ppl + " --ep 2 --threads 2");
+  ASSERT_EQ(in_process.exit_code, 0) << in_process.err;
+  EXPECT_EQ(a["nll"], Json::parse(in_process.out)["nll"]);
+  // Four ranks asked of a world of two: exit 2 naming both.
+  const testing::ProcessResult r = run_mpi(2, ppl + " --ep 4");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("mpirun started 2 ranks but ep 4 × pp 1 × 1 replica = 4 ranks needs 4"), std::string::npos) << r.err;
 }
 
 TEST_F(MpiTensorParallel, AFailingRankEndsEveryRankWithExitOneNamingIt) {

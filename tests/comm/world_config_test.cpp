@@ -49,6 +49,26 @@ TEST(WorldConfig, RefusesSizesOutOfRangeNamingTheFlag) {
   EXPECT_THROW(make_world_config(64, 64, 2), InputError);
 }
 
+// --ep N is one tensor-parallel group of N (with --tp left out or N); any other --tp is refused.
+TEST(WorldConfig, ExpertParallelIsOneGroupOfItsSize) {
+  const WorldConfig ep = make_world_config(1, 2, 1, 4);
+  EXPECT_EQ(ep.tp, 4);
+  EXPECT_EQ(ep.pp, 2);
+  EXPECT_TRUE(ep.expert_parallel);
+  EXPECT_EQ(ep.describe(), "ep 4 × pp 2 × 1 replica = 8 ranks");
+  EXPECT_TRUE(make_world_config(4, 1, 1, 4).expert_parallel);
+  EXPECT_FALSE(make_world_config(4, 1, 1, 1).expert_parallel);
+  try {
+    make_world_config(4, 1, 1, 2);
+    FAIL();
+  } catch (const InputError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("--ep 2 and --tp 4: expert parallelism is one tensor-parallel group"), std::string::npos) << m;
+  }
+  EXPECT_THROW(make_world_config(1, 1, 1, 0), InputError);
+  EXPECT_THROW(make_world_config(1, 64, 1, 128), InputError);  // 8192 ranks
+}
+
 TEST(WorldConfig, WorldSizeMustMatchNamingTheNumbers) {
   const WorldConfig w{2, 1, 1};
   EXPECT_NO_THROW(check_world_size(w, 2, 0, "mpirun"));

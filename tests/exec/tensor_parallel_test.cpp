@@ -2,7 +2,8 @@
 // then replicated), TP × PP = 2 × 2, micro-batched, for Llama, Qwen2 (q/k/v biases), Qwen3
 // (q/k norms) and the mixtures Mixtral and Qwen3-MoE (every expert split): per-token NLL within 1e-4 of one device on an f32 model, greedy ids equal, and
 // the same bits from run to run; sizes that cannot split the model, or more ranks than devices,
-// are refused before any weight is read.
+// are refused before any weight is read. Expert parallelism (--ep 2 and 4, and 2 × pp 2) on the
+// mixtures: each rank holds its experts whole and none of the others, and gives one device's NLL.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -59,15 +60,17 @@ class TensorParallelTest : public ::testing::TestWithParam<Arch> {
     return out;
   }
 
-  std::unique_ptr<ModelRun> open(int tp, int pp, int micro_batches = 0) const {
+  // ep > 1: --ep ep (a group of ep ranks holding whole experts) in place of --tp.
+  std::unique_ptr<ModelRun> open(int tp, int pp, int micro_batches = 0, int ep = 1) const {
     RunInputs in;
     in.engine.threads = 2;
     in.engine.max_batch_tokens = 16;
     in.engine.max_context = 128;
     in.plan.context = 128;
-    in.plan.tensor_parallel = tp;
+    in.plan.tensor_parallel = ep > 1 ? 1 : tp;
+    in.plan.expert_parallel = ep;
     in.plan.pipeline_parallel = pp;
-    in.plan.virtual_devices = tp * pp;
+    in.plan.virtual_devices = std::max(tp, ep) * pp;
     in.micro_batches = micro_batches;
     return open_model_run(in, dir_->path());
   }
@@ -129,6 +132,72 @@ INSTANTIATE_TEST_SUITE_P(Archs, TensorParallelTest,
                          ::testing::Values(Arch::kLlama, Arch::kQwen2, Arch::kQwen3, Arch::kMixtral, Arch::kQwen3Moe),
                          [](const auto& info) {
                            std::string name(arch_name(info.param));  // "Qwen3MoeForCausalLM"
+                           return name.substr(0, name.find("For"));
+                         });
+
+using ExpertParallelTest = TensorParallelTest;
+
+// Rank r of `run` holds experts [r·E/n, (r+1)·E/n) of every mixture layer whole (the full
+// expert width) and no weights of the others.
+void expect_whole_experts(const ModelRun& run, int n) {
+  ASSERT_TRUE(run.tensor);
+  EXPECT_TRUE(run.tensor->expert_parallel());
+  ASSERT_EQ(run.tensor->executors().size(), static_cast<std::size_t>(n));
+  for (int r = 0; r < n; ++r) {
+    const LlamaFamilyModel& m = run.tensor->executors()[static_cast<std::size_t>(r)]->model();
+    const ModelConfig& c = m.config();
+    const std::int64_t E = c.moe.num_experts, per = E / n;
+    int mixtures = 0;
+    for (int l = 0; l < c.num_layers; ++l) {
+      const LayerWeights& w = m.layer_weights(l);
+      if (w.experts.empty()) continue;
+      ++mixtures;
+      ASSERT_EQ(static_cast<std::int64_t>(w.experts.size()), E);
+      for (std::int64_t e = 0; e < E; ++e) {
+        const ExpertWeights& x = w.experts[static_cast<std::size_t>(e)];
+        const bool mine = e >= r * per && e < (r + 1) * per;
+        EXPECT_EQ(x.held(), mine) << "rank " << r << " layer " << l << " expert " << e;
+        if (!mine) continue;
+        EXPECT_EQ(x.gate.rows, c.moe.expert_intermediate_size);
+        EXPECT_EQ(x.down.cols, c.moe.expert_intermediate_size);
+        EXPECT_TRUE(x.down.partial_sum);
+      }
+    }
+    EXPECT_GT(mixtures, 0);
+  }
+}
+
+TEST_P(ExpertParallelTest, TwoAndFourRanksHoldWholeExpertsAndMatchOneDevice) {
+  for (int ep : {2, 4}) {
+    SCOPED_TRACE("--ep " + std::to_string(ep));
+    auto r = open(1, 1, 0, ep);
+    expect_whole_experts(*r, ep);
+    const Reference got = run(*r->runner);
+    expect_close(got);
+    expect_same_bits(got, run(*open(1, 1, 0, ep)->runner));
+    const ExecStats s = r->stats();
+    EXPECT_EQ(s.comm_ranks, ep);
+    EXPECT_GT(s.comm.all_reduce.calls, 0);
+    EXPECT_EQ(r->plan_json["expert_parallel"], ep);
+    EXPECT_EQ(r->plan_json["tensor_parallel"], ep);
+  }
+}
+
+TEST_P(ExpertParallelTest, TwoByTwoPipelineOfGroupsMicroBatched) {
+  for (int micro : {1, 3}) {
+    auto r = open(1, 2, micro, 2);
+    expect_whole_experts(*r, 2);
+    const Reference got = run(*r->runner);
+    expect_close(got);
+    int accelerators = 0;
+    for (const DeviceRunStats& d : r->stats().devices) accelerators += d.ordinal >= 0;
+    EXPECT_EQ(accelerators, 4);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Mixtures, ExpertParallelTest, ::testing::Values(Arch::kMixtral, Arch::kQwen3Moe),
+                         [](const auto& info) {
+                           std::string name(arch_name(info.param));
                            return name.substr(0, name.find("For"));
                          });
 

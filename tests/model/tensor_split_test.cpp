@@ -1,9 +1,11 @@
 // Tensor-parallel shards of the Llama family: geometry (heads split or kv heads replicated),
 // vocabulary rows, the module tree one rank holds, and shard weights that are exactly the full
-// weights' row and column slices.
+// weights' row and column slices; expert parallelism's shards (each rank's experts whole, the
+// others absent) and the sizes it refuses.
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <map>
 
 #include "core/error.h"
 #include "model/checkpoint.h"
@@ -51,6 +53,36 @@ TEST(TensorSplit, HeadsSplitOrKvHeadsReplicated) {
   }
   EXPECT_THROW(shard_config(geometry(12, 4, 100), 8), InputError);  // 12 heads: no
   EXPECT_THROW(shard_config(geometry(8, 8, 100), 8), InputError);   // intermediate 100: no
+}
+
+TEST(TensorSplit, ExpertParallelSizesDivideTheExpertsAndTheHeads) {
+  ModelConfig c = geometry(8, 4, 128);
+  c.arch = Arch::kQwen3Moe;
+  c.moe = MoeConfig{6, 2, 100, true, 1, {}};  // 6 experts of width 100
+  EXPECT_EQ(working_tp_sizes(c, true), (std::vector<int>{1, 2}));
+  EXPECT_EQ(working_tp_sizes(c), (std::vector<int>{1, 2, 4}));  // width 100 splits 4 ways
+  const ModelConfig s = shard_config(c, 2, true);
+  EXPECT_EQ(s.num_heads, 4);
+  EXPECT_EQ(s.moe.num_experts, 6);                 // the router's E
+  EXPECT_EQ(s.moe.expert_intermediate_size, 100);  // whole experts
+  EXPECT_EQ(shard_config(c, 2).moe.expert_intermediate_size, 50);
+  EXPECT_EQ(local_experts(c, TensorSplit{1, 2, true}).first, 3);
+  EXPECT_EQ(local_experts(c, TensorSplit{1, 2, true}).count, 3);
+  EXPECT_EQ(local_experts(c, TensorSplit{1, 2}).count, 6);  // --tp: a slice of every expert
+  try {
+    shard_config(c, 4, true);  // the heads split 4 ways, the 6 experts do not
+    FAIL();
+  } catch (const InputError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("--ep 4 cannot spread this model over 4 ranks: its 6 experts a layer must divide evenly"), std::string::npos) << m;
+    EXPECT_NE(m.find("--ep 1, 2 work"), std::string::npos) << m;
+  }
+  try {
+    shard_config(geometry(8, 4, 128), 2, true);  // dense
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("--ep 2: this model (LlamaForCausalLM) has no experts"), std::string::npos) << e.what();
+  }
 }
 
 TEST(TensorSplit, VocabularyRowsCoverEveryRowOnce) {
@@ -148,6 +180,67 @@ TEST_F(ShardWeights, ShardTreesHoldTheSplitWeightsOnceAndTheRestOnEveryRank) {
   // 4 ranks, 2 kv heads: each rank holds one kv head's rows, so k and v are held twice in all.
   const ModuleTree t = shard_module_tree(full, TensorSplit{0, 4});
   EXPECT_EQ(numel(t, "k_proj.weight") * 4, 2 * numel(full, "k_proj.weight"));
+}
+
+// --ep: rank r's tree holds experts [r·E/n, (r+1)·E/n) of every mixture layer at full shape and
+// no parameter of the others; every expert once over the ranks. Its weights: those experts as
+// views of the full model's, their down projections partial sums, the others empty.
+TEST(ExpertShards, EachRankHoldsItsExpertsWholeAndNoneOfTheOthers) {
+  testing::TempDir dir("shard_ep");
+  MakeModelOptions o;  // Qwen3-MoE tiny: 8 experts, layer 1 dense
+  o.arch = Arch::kQwen3Moe;
+  o.dtype = DType::kF32;
+  write_random_model(dir.path(), o);
+  const ModelConfig config = load_model_config(dir.path());
+  const Checkpoint ck(dir.path());
+  const LlamaFamilyModel full_model(config, ck);
+  const ModuleTree full = ModuleTree::from_checkpoint(config, ck);
+  const MoeNames names = moe_names(config.arch);
+  const std::int64_t E = config.moe.num_experts;
+  ASSERT_EQ(E, 8);
+  for (int n : {2, 4}) {
+    std::map<std::string, int> held;  // expert parameter -> ranks holding it
+    for (int r = 0; r < n; ++r) {
+      const TensorSplit s{r, n, true};
+      const ModuleTree t = shard_module_tree(full, s);
+      for (const ParamInfo& p : t.params()) {
+        const std::int64_t e = expert_index(p.name, names);
+        if (e < 0) continue;
+        EXPECT_TRUE(e >= r * E / n && e < (r + 1) * E / n) << p.name << " on rank " << r << " of " << n;
+        EXPECT_EQ(p.shape, full.find(p.name)->shape) << p.name;  // whole
+        ++held[p.name];
+      }
+      // The dense layer's MLP and the attention split as --tp splits them.
+      const ModuleTree tp = shard_module_tree(full, TensorSplit{r, n});
+      for (const char* name : {"model.layers.1.mlp.gate_proj.weight", "model.layers.0.self_attn.q_proj.weight"}) {
+        EXPECT_EQ(t.find(name)->shape, tp.find(name)->shape) << name;
+      }
+      const ModelShard shard(full_model, s);
+      for (int l = 0; l < config.num_layers; ++l) {
+        const LayerWeights& w = shard.model().layer_weights(l);
+        const LayerWeights& f = full_model.layer_weights(l);
+        for (std::int64_t e = 0; e < static_cast<std::int64_t>(w.experts.size()); ++e) {
+          const ExpertWeights& x = w.experts[static_cast<std::size_t>(e)];
+          if (local_experts(config, s).holds(e)) {
+            EXPECT_EQ(x.gate.data, f.experts[static_cast<std::size_t>(e)].gate.data);  // a view, whole
+            EXPECT_EQ(x.down.cols, config.moe.expert_intermediate_size);
+            EXPECT_TRUE(x.down.partial_sum);
+          } else {
+            EXPECT_FALSE(x.held());
+            EXPECT_EQ(x.gate.data, nullptr);
+            EXPECT_EQ(x.down.bytes(), 0);
+          }
+        }
+      }
+    }
+    std::size_t want = 0;
+    for (const ParamInfo& p : full.params()) {
+      if (expert_index(p.name, names) < 0) continue;
+      ++want;
+      EXPECT_EQ(held[p.name], 1) << p.name << " over " << n << " ranks";
+    }
+    EXPECT_EQ(held.size(), want);
+  }
 }
 
 }  // namespace

@@ -35,6 +35,7 @@ ModelConfig small_train_config(Arch arch, bool tied) {
       c.model_type = "qwen3";
       c.qk_norm = true;
       break;
+    default: break;  // the mixtures of experts: training runs dense models only
   }
   return c;
 }

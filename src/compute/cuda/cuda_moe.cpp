@@ -25,7 +25,8 @@ void CudaOps::moe_route(const float* logits, std::int64_t n, const MoeRouting& r
 void CudaOps::moe_experts(std::span<const ExpertWeights> experts, const float* xb, std::int64_t n, const MoeRouting& r,
                           float* out, Workspace& ws) {
   const std::int64_t k = r.top_k, pairs = n * k;
-  const std::int64_t H = experts.front().down.rows, Ie = experts.front().gate.rows;
+  const ExpertWeights& held = first_held_expert(experts);
+  const std::int64_t H = held.down.rows, Ie = held.gate.rows;
   if (pairs > sizes_.max_pairs) {
     throw RuntimeError(device_ + ": " + std::to_string(pairs) + " routed (token, expert) pairs; the CUDA ops were sized for " +
                        std::to_string(sizes_.max_pairs));
@@ -58,7 +59,7 @@ void CudaOps::moe_experts(std::span<const ExpertWeights> experts, const float* x
     if (m == 0) continue;
     float* y = ws.moe_y.data() + start[e] * H;  // (m, H)
     const ExpertWeights& w = experts[e];
-    if (w.gate.data == nullptr) {  // held by another rank (expert parallelism): contributes nothing here
+    if (!w.held()) {  // held by another rank (expert parallelism): contributes nothing here
       PLEXUS_CUDA_CHECK(cudaMemsetAsync(y, 0, static_cast<std::size_t>(m * H) * sizeof(float), stream_), device_ + " zeroing rows");
       continue;
     }
