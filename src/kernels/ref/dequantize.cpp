@@ -79,14 +79,15 @@ void dequantize_iq4_nl(const BlockIQ4_NL* b, float* y, std::int64_t nb) {
 }
 
 // MXFP4: the E2M1 value of each code (OCP Microscaling: sign, 2 exponent bits, 1 mantissa bit)
-// times 2^(e − 127); exact in f32 (e = 255: 2^128 overflows to ±inf unless the value is ±0.5).
+// times 2^(e − 127), taken as twice the value times 2^(e − 128) so that e = 255's factor is finite;
+// exact in f32 (e = 255: ±inf unless the value is ±0 or ±0.5).
 void dequantize_mxfp4(const BlockMXFP4* b, float* y, std::int64_t nb) {
-  constexpr float kE2M1[16] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f, -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
+  constexpr float kTwiceE2M1[16] = {0.0f, 1.0f, 2.0f, 3.0f, 4.0f, 6.0f, 8.0f, 12.0f, -0.0f, -1.0f, -2.0f, -3.0f, -4.0f, -6.0f, -8.0f, -12.0f};
   for (std::int64_t i = 0; i < nb; ++i, y += 32) {
-    const int exp = static_cast<int>(b[i].e) - 127;
+    const float half = std::ldexp(1.0f, static_cast<int>(b[i].e) - 128);
     for (int j = 0; j < 16; ++j) {
-      y[j] = std::ldexp(kE2M1[b[i].qs[j] & 15], exp);
-      y[j + 16] = std::ldexp(kE2M1[b[i].qs[j] >> 4], exp);
+      y[j] = kTwiceE2M1[b[i].qs[j] & 15] * half;
+      y[j + 16] = kTwiceE2M1[b[i].qs[j] >> 4] * half;
     }
   }
 }
