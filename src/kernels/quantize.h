@@ -19,7 +19,7 @@ namespace plexus {
 //   MXFP4: e = floor(log2(max|x|)) − 2 + 127 (clamped to 0..254; 0 for zeros), the OCP rule that
 //     puts max|x| in [4, 8) times 2^(e − 127), so values above 6 times it clamp to 6 (up to 25 %
 //     off); each weight the nearest E2M1 value (ties to the smaller magnitude).
-// Scales are stored as f16 (round to nearest even); 1/d is 0 when d is 0.
+// Scales are stored as f16 (round to nearest even; MXFP4's as its exponent byte); 1/d is 0 when d is 0.
 // Q2_K, Q3_K, Q4_K, Q5_K and Q6_K: our own least-squares search per sub-block (quantize_k.cpp):
 // scales (and mins, w = d·sc·q − dmin·m, min ≥ 0) fitted per sub-block, then quantised against
 // the super-block scales (Q2_K 4 bits, Q3_K/Q4_K/Q5_K 6 bits, Q6_K int8), and the weights
