@@ -28,7 +28,7 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-// Random block bytes with small f16 scales (any bytes are valid blocks).
+// Random block bytes with small f16 scales (MXFP4: 2^-10; any bytes are valid blocks).
 std::vector<std::uint8_t> random_blocks(DType t, std::int64_t rows, std::int64_t cols) {
   std::vector<std::uint8_t> bytes(static_cast<std::size_t>(rows * dtype_row_bytes(t, cols)));
   std::uint64_t s = 88172645463325252ull;
@@ -52,6 +52,7 @@ std::vector<std::uint8_t> random_blocks(DType t, std::int64_t rows, std::int64_t
       case DType::kQ3_K: reinterpret_cast<BlockQ3_K*>(b)->d = d; break;
       case DType::kQ5_K: reinterpret_cast<BlockQ5_K*>(b)->d = reinterpret_cast<BlockQ5_K*>(b)->dmin = d; break;
       case DType::kIQ4_XS: reinterpret_cast<BlockIQ4_XS*>(b)->d = d; break;
+      case DType::kMXFP4: reinterpret_cast<BlockMXFP4*>(b)->e = 117; break;
       case DType::kF32:
       case DType::kBF16:
       case DType::kF16: break;

@@ -27,7 +27,8 @@ int main(int argc, char**) {
   const T ts[] = {{DType::kQ8_0, GGML_TYPE_Q8_0, "Q8_0"}, {DType::kQ4_0, GGML_TYPE_Q4_0, "Q4_0"}, {DType::kQ4_1, GGML_TYPE_Q4_1, "Q4_1"},
                   {DType::kQ5_0, GGML_TYPE_Q5_0, "Q5_0"}, {DType::kQ5_1, GGML_TYPE_Q5_1, "Q5_1"}, {DType::kIQ4_NL, GGML_TYPE_IQ4_NL, "IQ4_NL"},
                   {DType::kIQ4_XS, GGML_TYPE_IQ4_XS, "IQ4_XS"}, {DType::kQ2_K, GGML_TYPE_Q2_K, "Q2_K"}, {DType::kQ3_K, GGML_TYPE_Q3_K, "Q3_K"},
-                  {DType::kQ4_K, GGML_TYPE_Q4_K, "Q4_K"}, {DType::kQ5_K, GGML_TYPE_Q5_K, "Q5_K"}, {DType::kQ6_K, GGML_TYPE_Q6_K, "Q6_K"}};
+                  {DType::kQ4_K, GGML_TYPE_Q4_K, "Q4_K"}, {DType::kQ5_K, GGML_TYPE_Q5_K, "Q5_K"}, {DType::kQ6_K, GGML_TYPE_Q6_K, "Q6_K"},
+                  {DType::kMXFP4, GGML_TYPE_MXFP4, "MXFP4"}};
   const int rows = 64, n = 4096;
   std::mt19937 rng(7);
   std::normal_distribution<float> nd(0.0f, 0.05f);

@@ -22,7 +22,8 @@ std::int64_t dtype_block_elems(DType t) {
     case DType::kQ4_1:
     case DType::kQ5_0:
     case DType::kQ5_1:
-    case DType::kIQ4_NL: return 32;
+    case DType::kIQ4_NL:
+    case DType::kMXFP4: return 32;
     case DType::kQ2_K:
     case DType::kQ3_K:
     case DType::kQ4_K:
@@ -50,6 +51,7 @@ std::int64_t dtype_block_bytes(DType t) {
     case DType::kQ3_K: return 110;  // 32 bytes of high bits, 64 of 2-bit values, 12 of 6-bit scales, f16 d
     case DType::kQ5_K: return 176;  // f16 d, dmin, 12 bytes of 6-bit scales/mins, 32 of high bits, 128 of nibbles
     case DType::kIQ4_XS: return 136;  // f16 d, 2 + 4 bytes of 6-bit scales, 128 bytes of table nibbles
+    case DType::kMXFP4: return 17;    // E8M0 scale byte + 32 nibbles of E2M1 floats
   }
   return 0;
 }
@@ -77,6 +79,7 @@ std::string_view dtype_name(DType t) {
     case DType::kQ5_K: return "Q5_K";
     case DType::kIQ4_NL: return "IQ4_NL";
     case DType::kIQ4_XS: return "IQ4_XS";
+    case DType::kMXFP4: return "MXFP4";
   }
   return "?";
 }
@@ -98,6 +101,7 @@ std::string_view dtype_torch_name(DType t) {
     case DType::kQ5_K: return "q5_k";
     case DType::kIQ4_NL: return "iq4_nl";
     case DType::kIQ4_XS: return "iq4_xs";
+    case DType::kMXFP4: return "mxfp4";
   }
   return "?";
 }

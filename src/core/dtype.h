@@ -9,14 +9,14 @@
 
 namespace plexus {
 
-// The block formats: blocks of 32 (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL) and super-blocks of 256
-// (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS).
-enum class DType { kF32, kBF16, kF16, kQ8_0, kQ4_0, kQ4_K, kQ6_K, kQ4_1, kQ5_0, kQ5_1, kQ2_K, kQ3_K, kQ5_K, kIQ4_NL, kIQ4_XS };
+// The block formats: blocks of 32 (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4) and super-blocks of
+// 256 (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS).
+enum class DType { kF32, kBF16, kF16, kQ8_0, kQ4_0, kQ4_K, kQ6_K, kQ4_1, kQ5_0, kQ5_1, kQ2_K, kQ3_K, kQ5_K, kIQ4_NL, kIQ4_XS, kMXFP4 };
 
 // Every block format, in the order users see them listed.
-inline constexpr DType kBlockFormats[] = {DType::kQ8_0, DType::kQ5_0, DType::kQ5_1, DType::kQ4_0,  DType::kQ4_1,
-                                          DType::kIQ4_NL, DType::kQ6_K, DType::kQ5_K, DType::kQ4_K, DType::kIQ4_XS,
-                                          DType::kQ3_K, DType::kQ2_K};
+inline constexpr DType kBlockFormats[] = {DType::kQ8_0,   DType::kQ5_0,  DType::kQ5_1, DType::kQ4_0, DType::kQ4_1,
+                                          DType::kIQ4_NL, DType::kMXFP4, DType::kQ6_K, DType::kQ5_K, DType::kQ4_K,
+                                          DType::kIQ4_XS, DType::kQ3_K,  DType::kQ2_K};
 
 // Bytes of one element of an element type (f32, bf16, f16). Block formats have no element
 // size: asserting; use dtype_row_bytes.
@@ -26,7 +26,7 @@ std::int64_t dtype_block_elems(DType t);       // elements per block: 32 or 256;
 std::int64_t dtype_block_bytes(DType t);       // bytes per block (block_formats.h); the element size otherwise
 // Bytes of `elems` elements (a row, a whole tensor); elems must be a multiple of the block (asserted).
 std::int64_t dtype_row_bytes(DType t, std::int64_t elems);
-// "F32" | "BF16" | "F16" (safetensors spelling) | "Q8_0" | "Q4_K" | "IQ4_XS" | ... (GGUF spelling)
+// "F32" | "BF16" | "F16" (safetensors spelling) | "Q8_0" | "Q4_K" | "IQ4_XS" | "MXFP4" | ... (GGUF spelling)
 std::string_view dtype_name(DType t);
 std::string_view dtype_torch_name(DType t);    // "float32" | "bfloat16" | "float16" | the GGUF name in lower case
 // Accepts safetensors names (F32, BF16, F16), torch names (float32, bfloat16, float16) and

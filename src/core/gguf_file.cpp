@@ -60,7 +60,7 @@ constexpr GgmlType kGgmlTypes[] = {
     {18, "IQ3_XXS", 256, 98},  {19, "IQ1_S", 256, 50},    {20, "IQ4_NL", 32, 18},   {21, "IQ3_S", 256, 110},
     {22, "IQ2_S", 256, 82},    {23, "IQ4_XS", 256, 136},  {24, "I8", 1, 1},         {25, "I16", 1, 2},
     {26, "I32", 1, 4},         {27, "I64", 1, 8},         {28, "F64", 1, 8},        {29, "IQ1_M", 256, 56},
-    {30, "BF16", 1, 2},        {34, "TQ1_0", 256, 54},    {35, "TQ2_0", 256, 66},
+    {30, "BF16", 1, 2},        {34, "TQ1_0", 256, 54},    {35, "TQ2_0", 256, 66},   {39, "MXFP4", 32, 17},
 };
 
 const GgmlType* find_ggml_type(std::uint32_t code) {
@@ -411,6 +411,7 @@ std::uint32_t ggml_type_of(DType t) {
     case DType::kQ5_K: return 13;
     case DType::kIQ4_NL: return 20;
     case DType::kIQ4_XS: return 23;
+    case DType::kMXFP4: return 39;
   }
   return 0;
 }
@@ -432,6 +433,7 @@ bool dtype_of_ggml_type(std::uint32_t ggml_type, DType* out) {
     case 13: *out = DType::kQ5_K; return true;
     case 20: *out = DType::kIQ4_NL; return true;
     case 23: *out = DType::kIQ4_XS; return true;
+    case 39: *out = DType::kMXFP4; return true;
     default: return false;
   }
 }

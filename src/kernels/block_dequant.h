@@ -86,7 +86,8 @@ PLEXUS_HD float one_plus(std::uint32_t placed) { return bits_float(0x3F800000u |
 // GEMV's cheap form (one FMA a weight and token after a few integer operations a weight). u_k per
 // format: Q8_0 the int8 + 128 (8 bits); Q4_0 / Q4_1 / Q4_K the nibble (4); Q5_0 / Q5_1 / Q5_K the
 // 5-bit code; Q6_K the 6-bit code; Q3_K the 2 low bits with the hmask bit as bit 2 (3: q + 4);
-// Q2_K the 2-bit code; IQ4_NL / IQ4_XS the grid value kIq4Values[code] + 128 (8 bits, 1..241).
+// Q2_K the 2-bit code; IQ4_NL / IQ4_XS the grid value kIq4Values[code] + 128 (8 bits, 1..241);
+// MXFP4 the doubled E2M1 value kMxfp4Values[code] + 12 (5 bits, 0..24).
 
 // The 8 nibbles at bit `shift` (0 or 4) of bytes p[0..8) (p 2-byte aligned), each at bits
 // [pos, pos + 4) of u[k] (12 <= pos <= 19).
@@ -119,24 +120,33 @@ PLEXUS_UNROLL
 // The 4 bytes at p (p 2-byte aligned), little-endian.
 PLEXUS_HD std::uint32_t load_u32(const std::uint8_t* p) { return load_u16(p) | (load_u16(p + 2) << 16); }
 
-// kIq4Values + 128 (1..241) packed 4 to a word, word w holding codes 4w..4w+3 low byte first.
-constexpr std::uint32_t iq4_word(int w) {
+// Table t's 16 values plus bias (bytes 0..255) packed 4 to a word, word w holding codes
+// 4w..4w+3 low byte first.
+constexpr std::uint32_t table_word(const std::int8_t* t, int bias, int w) {
   std::uint32_t v = 0;
-  for (int k = 0; k < 4; ++k) v |= static_cast<std::uint32_t>(kIq4Values[4 * w + k] + 128) << (8 * k);
+  for (int k = 0; k < 4; ++k) v |= static_cast<std::uint32_t>(t[4 * w + k] + bias) << (8 * k);
   return v;
 }
-inline constexpr std::uint32_t kIq4Word0 = iq4_word(0), kIq4Word1 = iq4_word(1), kIq4Word2 = iq4_word(2),
-                               kIq4Word3 = iq4_word(3);
 
-// kIq4Values[q] + 128 for a 4-bit code q: a byte of the packed grid (no table in memory).
-PLEXUS_HD std::uint32_t iq4_biased(std::uint32_t q) {
+// Byte q (a 4-bit code) of the 16 packed in the words w0..w3 (table_word): no table in memory.
+PLEXUS_HD std::uint32_t table_byte(std::uint32_t q, std::uint32_t w0, std::uint32_t w1, std::uint32_t w2, std::uint32_t w3) {
 #if defined(__CUDA_ARCH__)
-  return __byte_perm((q & 8u) ? kIq4Word2 : kIq4Word0, (q & 8u) ? kIq4Word3 : kIq4Word1, q & 7u) & 0xffu;
+  return __byte_perm((q & 8u) ? w2 : w0, (q & 8u) ? w3 : w1, q & 7u) & 0xffu;
 #else
-  const std::uint32_t w = (q & 8u) ? ((q & 4u) ? kIq4Word3 : kIq4Word2) : ((q & 4u) ? kIq4Word1 : kIq4Word0);
+  const std::uint32_t w = (q & 8u) ? ((q & 4u) ? w3 : w2) : ((q & 4u) ? w1 : w0);
   return (w >> (8 * (q & 3u))) & 0xffu;
 #endif
 }
+
+// kIq4Values[q] + 128 (1..241) for a 4-bit code q.
+inline constexpr std::uint32_t kIq4Word0 = table_word(kIq4Values, 128, 0), kIq4Word1 = table_word(kIq4Values, 128, 1),
+                               kIq4Word2 = table_word(kIq4Values, 128, 2), kIq4Word3 = table_word(kIq4Values, 128, 3);
+PLEXUS_HD std::uint32_t iq4_biased(std::uint32_t q) { return table_byte(q, kIq4Word0, kIq4Word1, kIq4Word2, kIq4Word3); }
+
+// kMxfp4Values[q] + 12 (0..24) for a 4-bit code q.
+inline constexpr std::uint32_t kMxfp4Word0 = table_word(kMxfp4Values, 12, 0), kMxfp4Word1 = table_word(kMxfp4Values, 12, 1),
+                               kMxfp4Word2 = table_word(kMxfp4Values, 12, 2), kMxfp4Word3 = table_word(kMxfp4Values, 12, 3);
+PLEXUS_HD std::uint32_t mxfp4_biased(std::uint32_t q) { return table_byte(q, kMxfp4Word0, kMxfp4Word1, kMxfp4Word2, kMxfp4Word3); }
 
 struct Q8_0 {
   static constexpr int kBytes = 34, kElems = 32, kTileBlocks = 64;  // 2176 bytes
@@ -360,6 +370,37 @@ PLEXUS_UNROLL
   }
 };
 
+// MXFP4's 17-byte blocks start at any byte: byte loads only (load8 and load_u16 need 2-byte
+// alignment). The weights are kMxfp4Values times the half scale 2^(e − 128).
+struct MXFP4 {
+  static constexpr int kBytes = 17, kElems = 32, kTileBlocks = 128;  // 2176 bytes
+  // The codes of weights e..e+7 (Q4_0's packing) into q; returns their block's half scale.
+  static PLEXUS_HD float codes8(const std::uint8_t* s, std::int64_t e, std::uint32_t* q) {
+    const std::uint8_t* p = s + (e / 32) * kBytes;
+    const int i = static_cast<int>(e % 32);
+    const std::uint8_t* qs = p + 1 + (i & 15);
+    const int shift = i >= 16 ? 4 : 0;
+PLEXUS_UNROLL
+    for (int k = 0; k < 8; ++k) q[k] = (static_cast<std::uint32_t>(qs[k]) >> shift) & 15u;
+    return bits_float(mxfp4_half_scale_bits(p[0]));
+  }
+  static PLEXUS_HD void dequant8(const std::uint8_t* s, std::int64_t e, float* out) {
+    std::uint32_t q[8];
+    const float d = codes8(s, e, q);
+PLEXUS_UNROLL
+    for (int k = 0; k < 8; ++k) out[k] = d * biased(mxfp4_biased(q[k]), 12);
+  }
+  // (a overflows f32 for e > 250, scales beyond 2^123: no checkpoint's.)
+  static PLEXUS_HD void affine8(const std::uint8_t* s, std::int64_t e, float* raw, float* a, float* b) {
+    std::uint32_t q[8];
+    const float d = codes8(s, e, q);
+PLEXUS_UNROLL
+    for (int k = 0; k < 8; ++k) raw[k] = one_plus(mxfp4_biased(q[k]) << 18);
+    *a = 32.0f * d;  // d (u - 12) = 32 d raw - 44 d
+    *b = -44.0f * d;
+  }
+};
+
 // Q2_K and Q3_K: weight 128h + 32j + l of a super-block takes bits 2j of qs[32h + l].
 struct Q2_K {
   static constexpr int kBytes = 84, kElems = 256, kTileBlocks = 24;  // 2016 bytes
@@ -518,6 +559,7 @@ bool with_block_tag(DType t, Fn&& fn) {
     case DType::kQ5_K: fn(Q5_K{}); return true;
     case DType::kQ6_K: fn(Q6_K{}); return true;
     case DType::kIQ4_XS: fn(IQ4_XS{}); return true;
+    case DType::kMXFP4: fn(MXFP4{}); return true;
     case DType::kF32:
     case DType::kBF16:
     case DType::kF16: break;
@@ -536,6 +578,8 @@ static_assert(tag_fits<Q8_0, BlockQ8_0>() && tag_fits<Q4_0, BlockQ4_0>() && tag_
 static_assert(tag_fits<Q5_0, BlockQ5_0>() && tag_fits<Q5_1, BlockQ5_1>() && tag_fits<IQ4_NL, BlockIQ4_NL>());
 static_assert(tag_fits<Q2_K, BlockQ2_K>() && tag_fits<Q3_K, BlockQ3_K>() && tag_fits<Q4_K, BlockQ4_K>());
 static_assert(tag_fits<Q5_K, BlockQ5_K>() && tag_fits<Q6_K, BlockQ6_K>(false) && tag_fits<IQ4_XS, BlockIQ4_XS>());
-static_assert(iq4_word(0) == 0x3F2D1801u);  // kIq4Values[0..4) + 128 = 1, 24, 45, 63
+static_assert(tag_fits<MXFP4, BlockMXFP4>());
+static_assert(kIq4Word0 == 0x3F2D1801u);    // kIq4Values[0..4) + 128 = 1, 24, 45, 63
+static_assert(kMxfp4Word1 == 0x18141210u);  // kMxfp4Values[4..8) + 12 = 16, 18, 20, 24
 
 }  // namespace plexus::blocks

@@ -1,6 +1,6 @@
 // The GGUF block formats of quantised weights, byte for byte as the GGUF specification (ggml's
 // type table) lays them out: a row of a matrix is a run of whole blocks, each holding its own
-// scales. Scales are IEEE half floats (f16_to_f32 in core/dtype.h).
+// scales. Scales are IEEE half floats (f16_to_f32 in core/dtype.h), but MXFP4's power of two.
 #pragma once
 #include <cstdint>
 
@@ -87,6 +87,25 @@ struct BlockIQ4_NL {
   std::uint8_t qs[16];
 };
 static_assert(sizeof(BlockIQ4_NL) == 18);
+
+// MXFP4 (OCP Microscaling, GGUF type 39): 32 weights sharing the E8M0 scale 2^(e − 127) (the byte
+// e, a power of two), each a 4-bit E2M1 float q: bit 3 the sign, bits 0..2 the magnitude
+// {0, 0.5, 1, 1.5, 2, 3, 4, 6}; w[i] = 2^(e − 127) · E2M1(q[i]), the codes q packed as Q4_0's
+// nibbles (q[i] = qs[i] & 15, q[i + 16] = qs[i] >> 4 for i < 16). Code 8 is −0. e = 255 (NaN in
+// the OCP specification) is read as 2^128, as llama.cpp reads it. The kernels take the codes'
+// values doubled, as integers (kMxfp4Values), times half the scale: 2^(e − 128).
+struct BlockMXFP4 {
+  std::uint8_t e;       // E8M0 shared exponent
+  std::uint8_t qs[16];
+};
+static_assert(sizeof(BlockMXFP4) == 17);
+
+// Twice the E2M1 value of each 4-bit code (−0 as 0): integers, so the dot kernels take them as IQ4's.
+inline constexpr std::int8_t kMxfp4Values[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+
+// The f32 bits of 2^(e − 128), half of MXFP4's scale byte e (e = 0, 1: the subnormals 2^−128,
+// 2^−127): the factor of kMxfp4Values.
+constexpr std::uint32_t mxfp4_half_scale_bits(std::uint32_t e) { return e < 2 ? 0x00200000u << e : (e - 1) << 23; }
 
 // Q2_K: a super-block of 256 weights in 16 sub-blocks of 16 (in element order), w = d · sc[s] · q
 // − dmin · m[s] with q in 0..3, sc[s] = scales[s] & 15 and m[s] = scales[s] >> 4. Weight

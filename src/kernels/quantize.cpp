@@ -1,8 +1,9 @@
 // quantize_row's dispatch, and the 32-weight round-to-nearest formats (Q8_0, Q4_0, Q4_1, Q5_0,
-// Q5_1) written as llama.cpp's reference quantisation writes them.
+// Q5_1, MXFP4) written as llama.cpp's reference quantisation writes them.
 #include "kernels/quantize.h"
 
 #include <algorithm>
+#include <bit>
 #include <cassert>
 #include <cmath>
 #include <cstring>
@@ -127,6 +128,37 @@ void quantize_q5_1(const float* x, BlockQ5_1* b, std::int64_t nb) {
   }
 }
 
+// The code of kMxfp4Values nearest x / d (d: MXFP4's half scale), the first of equal distances
+// (so ties go to the smaller magnitude, and a negative x that rounds to 0 takes code 0, +0).
+std::uint8_t nearest_mxfp4(float x, float d) {
+  int best = 0;
+  float best_err = std::fabs(static_cast<float>(kMxfp4Values[0]) * d - x);
+  for (int c = 1; c < 16; ++c) {
+    const float err = std::fabs(static_cast<float>(kMxfp4Values[c]) * d - x);
+    if (err < best_err) {
+      best = c;
+      best_err = err;
+    }
+  }
+  return static_cast<std::uint8_t>(best);
+}
+
+// MXFP4: e = floor(log2(max|x|)) − 2 + 127 (the OCP specification's shared exponent: the largest
+// magnitude lands in [4, 8) times 2^(e − 127), values above 6 of those clamped to 6), clamped to
+// 0..254; e = 0 for a block of zeros. Each weight takes the nearest code.
+void quantize_mxfp4(const float* x, BlockMXFP4* b, std::int64_t nb) {
+  for (std::int64_t i = 0; i < nb; ++i, x += 32) {
+    float amax = 0;
+    for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[j]));
+    const float e = amax > 0 ? std::floor(std::log2(amax)) - 2.0f + 127.0f : 0.0f;
+    b[i].e = static_cast<std::uint8_t>(std::clamp(e, 0.0f, 254.0f));
+    const float d = std::bit_cast<float>(mxfp4_half_scale_bits(b[i].e));
+    for (int j = 0; j < 16; ++j) {
+      b[i].qs[j] = static_cast<std::uint8_t>(nearest_mxfp4(x[j], d) | (nearest_mxfp4(x[j + 16], d) << 4));
+    }
+  }
+}
+
 }  // namespace
 
 void quantize_row(DType t, const float* src, void* dst, std::int64_t n) {
@@ -139,6 +171,7 @@ void quantize_row(DType t, const float* src, void* dst, std::int64_t n) {
     case DType::kQ5_0: quantize_q5_0(src, static_cast<BlockQ5_0*>(dst), nb); return;
     case DType::kQ5_1: quantize_q5_1(src, static_cast<BlockQ5_1*>(dst), nb); return;
     case DType::kIQ4_NL: quant::iq4_nl(src, static_cast<BlockIQ4_NL*>(dst), nb); return;
+    case DType::kMXFP4: quantize_mxfp4(src, static_cast<BlockMXFP4*>(dst), nb); return;
     case DType::kQ2_K: quant::q2_k(src, static_cast<BlockQ2_K*>(dst), nb); return;
     case DType::kQ3_K: quant::q3_k(src, static_cast<BlockQ3_K*>(dst), nb); return;
     case DType::kQ4_K: quant::q4_k(src, static_cast<BlockQ4_K*>(dst), nb); return;

@@ -75,6 +75,7 @@ DType fallback(DType t, std::int64_t cols) {
     case DType::kQ5_0:
     case DType::kQ5_1:
     case DType::kIQ4_NL:
+    case DType::kMXFP4:
     case DType::kF32:
     case DType::kBF16:
     case DType::kF16: break;

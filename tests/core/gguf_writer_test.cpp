@@ -121,6 +121,43 @@ TEST(GgufWriter, ReadsBackThroughGgufFile) {
   }
 }
 
+// An MXFP4 tensor (ggml type 39: 17-byte blocks of 32) of 3 rows of 3 blocks: 153 bytes, odd, so
+// the tensor after it starts at the next multiple of 32; both read back byte for byte.
+TEST(GgufWriter, Mxfp4TensorsRoundTrip) {
+  const std::string path = fresh_dir("mxfp4") + "/m.gguf";
+  GgufWriter w(32);
+  w.add("general.architecture", gguf_string("gpt-oss"));
+  ASSERT_EQ(ggml_type_of(DType::kMXFP4), 39u);
+  const std::uint64_t bytes = static_cast<std::uint64_t>(3 * dtype_row_bytes(DType::kMXFP4, 96));
+  ASSERT_EQ(bytes, 153u);
+  const auto fill = [](std::uint64_t n, int salt) {
+    return [n, salt](void* dst) {
+      for (std::uint64_t i = 0; i < n; ++i) static_cast<std::uint8_t*>(dst)[i] = static_cast<std::uint8_t>(i * 13 + salt);
+    };
+  };
+  w.add_tensor("blk.0.ffn_down_exps.weight", {96, 3}, 39, bytes, fill(bytes, 5));
+  w.add_tensor("blk.0.ffn_norm.weight", {4}, 0, 16, fill(16, 9));
+  w.write(path);
+  const GgufFile f(path);
+  const GgufTensor* t = f.find_tensor("blk.0.ffn_down_exps.weight");
+  ASSERT_NE(t, nullptr);
+  EXPECT_TRUE(t->supported);
+  EXPECT_EQ(t->dtype, DType::kMXFP4);
+  EXPECT_EQ(t->ggml_type, 39u);
+  EXPECT_EQ(ggml_type_name(t->ggml_type), "MXFP4");
+  EXPECT_EQ(t->dims, (std::vector<std::int64_t>{96, 3}));
+  EXPECT_EQ(t->bytes, bytes);
+  const GgufTensor* norm = f.find_tensor("blk.0.ffn_norm.weight");
+  ASSERT_NE(norm, nullptr);
+  EXPECT_EQ(norm->offset, 160u);
+  int salt = 5;
+  for (const GgufTensor* x : {t, norm}) {
+    const auto* d = static_cast<const std::uint8_t*>(f.data(*x));
+    for (std::uint64_t i = 0; i < x->bytes; ++i) ASSERT_EQ(d[i], static_cast<std::uint8_t>(i * 13 + salt)) << x->name << " byte " << i;
+    salt = 9;
+  }
+}
+
 TEST(GgufWriter, WritesKeysInInsertionOrder) {
   const std::string dir = fresh_dir("order");
   GgufWriter w;

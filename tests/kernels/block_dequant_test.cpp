@@ -74,6 +74,8 @@ TEST(BlockDequant, Q4_KMatchesDequantizeRow) { expect_tag_matches<blocks::Q4_K>(
 TEST(BlockDequant, Q5_KMatchesDequantizeRow) { expect_tag_matches<blocks::Q5_K>(DType::kQ5_K); }
 TEST(BlockDequant, Q6_KMatchesDequantizeRow) { expect_tag_matches<blocks::Q6_K>(DType::kQ6_K); }
 TEST(BlockDequant, IQ4_XSMatchesDequantizeRow) { expect_tag_matches<blocks::IQ4_XS>(DType::kIQ4_XS); }
+// 11 blocks of 17 bytes: every other row starts at an odd address.
+TEST(BlockDequant, MXFP4MatchesDequantizeRow) { expect_tag_matches<blocks::MXFP4>(DType::kMXFP4); }
 
 // with_block_tag (the CUDA launch switches) gives each block format its own tag, sized as the
 // format, and nothing for the element types.
@@ -98,6 +100,18 @@ TEST(BlockDequant, EveryBlockFormatHasATag) {
 TEST(BlockDequant, Iq4GridBytesAreTheGrid) {
   for (std::uint32_t q = 0; q < 16; ++q) {
     EXPECT_EQ(static_cast<int>(blocks::iq4_biased(q)), kIq4Values[q] + 128) << "code " << q;
+  }
+}
+
+// The same for MXFP4's doubled E2M1 values: mxfp4_biased(q) = kMxfp4Values[q] + 12, and those are
+// twice sign · {0, 0.5, 1, 1.5, 2, 3, 4, 6} (bit 3 the sign, bits 1..2 the exponent, bit 0 the
+// mantissa).
+TEST(BlockDequant, Mxfp4GridBytesAreTheDoubledE2M1Values) {
+  for (std::uint32_t q = 0; q < 16; ++q) {
+    EXPECT_EQ(static_cast<int>(blocks::mxfp4_biased(q)), kMxfp4Values[q] + 12) << "code " << q;
+    const int exp = static_cast<int>((q >> 1) & 3), mant = static_cast<int>(q & 1);
+    const double e2m1 = exp == 0 ? 0.5 * mant : std::ldexp(1.0 + 0.5 * mant, exp - 1);
+    EXPECT_EQ(kMxfp4Values[q], (q & 8u ? -2 : 2) * e2m1) << "code " << q;
   }
 }
 

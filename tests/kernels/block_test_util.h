@@ -1,6 +1,7 @@
 // Test data in the block formats: rows of random weights quantised (Q8_0, Q4_0 through
 // quantize_row) or random blocks with sane f16 scales (every other format: every bit pattern of
-// the quants, scales and mins occurs), and their f32 values through dequantize_row (the oracle).
+// the quants, scales and mins occurs; MXFP4's E8M0 scales 2^-9..2^-6), and their f32 values
+// through dequantize_row (the oracle).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -58,6 +59,7 @@ inline std::vector<std::uint8_t> random_block_rows(DType t, std::int64_t rows, s
         break;
       case DType::kQ6_K: put(offsetof(BlockQ6_K, d), scale(rng) * 0.05f); break;
       case DType::kIQ4_XS: put(0, scale(rng) * 0.005f); break;
+      case DType::kMXFP4: b[0] = static_cast<std::uint8_t>(118 + byte(rng) % 4); break;
       case DType::kQ8_0:
       case DType::kQ4_0:
       case DType::kF32:

@@ -3,7 +3,7 @@
 // of every format over rows 1, 3, 17, 300, cols 256 and 4352, tokens 1, 2, 3, 4, 7, 64 (the
 // GEMV in both its shapes); several targets sharing x; the 2-byte-load fallbacks (a weight 2
 // bytes off 16-byte alignment, rows whose bytes are no multiple of 16, x rows not 16-byte
-// aligned); the embedding gather.
+// aligned) and MXFP4's byte loads (rows of an odd number of bytes); the embedding gather.
 // Outputs are poisoned (NaN) first. Skipped, with the reason, where no GPU is present.
 #include <cublas_v2.h>
 #include <gtest/gtest.h>
@@ -158,6 +158,17 @@ TEST_F(CudaBlocks, UnalignedWeightsRowsAndInputs) {
       check(t, {17, 5}, 4352, n, false, 2, 1);
     }
   }
+}
+
+// MXFP4 at gpt-oss's width (2880 inputs: rows of 90 blocks, 1530 bytes, through the 2-byte loads)
+// and with rows of an odd number of blocks (2912: 1547 bytes, every other row at an odd address,
+// through the byte loads).
+TEST_F(CudaBlocks, Mxfp4RowsOfGptOssWidth) {
+  for_each_gemv_shape([&] {
+    for (std::int64_t cols : {2880, 2912})
+      for (std::int64_t n : {1, 4, 8}) check(DType::kMXFP4, {300, 17}, cols, n, false);
+  });
+  for (std::int64_t cols : {2880, 2912}) check(DType::kMXFP4, {300}, cols, 64, true);
 }
 
 // A weight scratch smaller than the matrix: the rows go through cuBLAS in chunks (300 rows of

@@ -329,7 +329,8 @@ INSTANTIATE_TEST_SUITE_P(Dtypes, CudaOpsLayer,
                                            LayerCase{DType::kQ8_0, 0, 64, 1},
                                            // the other 32-weight formats (hidden 64: no super-blocks)
                                            LayerCase{DType::kQ5_0, 0, 16, 32}, LayerCase{DType::kQ5_1, 3, 16, 32},
-                                           LayerCase{DType::kQ4_1, 0, 64, 1}, LayerCase{DType::kIQ4_NL, 0, 16, 32}),
+                                           LayerCase{DType::kQ4_1, 0, 64, 1}, LayerCase{DType::kIQ4_NL, 0, 16, 32},
+                                           LayerCase{DType::kMXFP4, 0, 16, 32}, LayerCase{DType::kMXFP4, 0, 64, 1}),
                          [](const auto& info) {
                            const LayerCase& p = info.param;
                            return std::string(dtype_name(p.dtype)) + "_window" + std::to_string(p.window) + "_hd" +

@@ -27,7 +27,8 @@ struct Weights {
 };
 
 // Random bytes (every byte pattern is a valid block: every bit of the packed values, scales and
-// mins occurs) with f16 scales of a sane size (Q4_1's and Q5_1's offsets of either sign).
+// mins occurs) with f16 scales of a sane size (Q4_1's and Q5_1's offsets of either sign; MXFP4's
+// E8M0 scales 2^-10..2^-4, subnormal in one block in 16: 2^-127).
 Weights random_block_weights(DType t, std::int64_t rows, std::int64_t cols, std::mt19937& rng) {
   Weights w;
   w.bytes.resize(static_cast<std::size_t>(rows * dtype_row_bytes(t, cols)));
@@ -66,6 +67,11 @@ Weights random_block_weights(DType t, std::int64_t rows, std::int64_t cols, std:
         break;
       case DType::kQ6_K: reinterpret_cast<BlockQ6_K*>(b)->d = f16(0.01f); break;
       case DType::kIQ4_XS: reinterpret_cast<BlockIQ4_XS*>(b)->d = f16(0.005f); break;
+      case DType::kMXFP4: {
+        const int r = byte(rng);
+        reinterpret_cast<BlockMXFP4*>(b)->e = static_cast<std::uint8_t>(r < 16 ? 0 : 117 + r % 7);
+        break;
+      }
       case DType::kF32:
       case DType::kBF16:
       case DType::kF16: break;
@@ -214,7 +220,8 @@ TEST(QuantMatmul, MixedFormatsInOneLaunch) {
   const std::int64_t cols = 768;
   const DType mixes[][4] = {{DType::kQ4_K, DType::kQ6_K, DType::kQ8_0, DType::kQ4_0},
                             {DType::kQ3_K, DType::kQ5_K, DType::kIQ4_XS, DType::kQ2_K},
-                            {DType::kQ5_0, DType::kQ5_1, DType::kIQ4_NL, DType::kQ4_1}};
+                            {DType::kQ5_0, DType::kQ5_1, DType::kIQ4_NL, DType::kQ4_1},
+                            {DType::kMXFP4, DType::kQ8_0, DType::kMXFP4, DType::kIQ4_NL}};
   for (Isa isa : isas()) {
     const IsaKernels& k = isa_kernels(isa);
     for (const auto& mix : mixes) {

@@ -84,6 +84,12 @@ void unpack32(DType wt, const std::uint8_t* b, int* v, float* d, float* m) {
       *d = f16_to_f32(w->d);
       return;
     }
+    case DType::kMXFP4: {
+      const auto* w = reinterpret_cast<const BlockMXFP4*>(b);
+      for (int i = 0; i < 32; ++i) v[i] = kMxfp4Values[nibble(w->qs, i)];
+      *d = mxfp4_half_scale(w->e);
+      return;
+    }
     default: return;
   }
 }

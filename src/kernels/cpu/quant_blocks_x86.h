@@ -74,9 +74,10 @@ inline __m256i bits_to_bytes(const std::uint8_t* p) {
   return _mm256_cmpeq_epi8(_mm256_and_si256(bytes, bit), bit);
 }
 
-// kIq4Values in both 128-bit lanes: _mm256_shuffle_epi8 of it with 4-bit codes gives their values.
-inline __m256i iq4_table() {
-  return _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4Values)));
+// A 16-value table (kIq4Values, kMxfp4Values) in both 128-bit lanes: _mm256_shuffle_epi8 of it with
+// 4-bit codes gives their values.
+inline __m256i table16(const std::int8_t* values) {
+  return _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(values)));
 }
 
 // One block of 32 signed weights: acc += float(lanes) · (d_w · d_x).
@@ -129,9 +130,21 @@ struct IQ4_NLK {
   static constexpr std::int64_t kBlockBytes = sizeof(BlockIQ4_NL), kXBytes = sizeof(XBlock32);
   using W = Block32W;
   static void load(const std::uint8_t* b, W& w) {
-    w.w = _mm256_shuffle_epi8(iq4_table(), nibbles32(b + 2));
+    w.w = _mm256_shuffle_epi8(table16(kIq4Values), nibbles32(b + 2));
     w.aw = _mm256_abs_epi8(w.w);
     w.d = _mm256_set1_ps(load_f16(b));
+  }
+  static void acc(const W& w, const std::uint8_t* xb, __m256& a) { block32_acc(w, xb, a); }
+};
+
+// MXFP4: IQ4_NL's shape, the codes' doubled E2M1 values from kMxfp4Values, d = 2^(e − 128).
+struct MXFP4K {
+  static constexpr std::int64_t kBlockBytes = sizeof(BlockMXFP4), kXBytes = sizeof(XBlock32);
+  using W = Block32W;
+  static void load(const std::uint8_t* b, W& w) {
+    w.w = _mm256_shuffle_epi8(table16(kMxfp4Values), nibbles32(b + 1));
+    w.aw = _mm256_abs_epi8(w.w);
+    w.d = _mm256_set1_ps(mxfp4_half_scale(b[0]));
   }
   static void acc(const W& w, const std::uint8_t* xb, __m256& a) { block32_acc(w, xb, a); }
 };
@@ -438,7 +451,7 @@ struct IQ4_XSK {
   using W = Q6_KK::W;
   static void load(const std::uint8_t* b, W& w) {
     const BlockIQ4_XS* blk = reinterpret_cast<const BlockIQ4_XS*>(b);
-    const __m256i table = iq4_table();
+    const __m256i table = table16(kIq4Values);
     PLEXUS_Q_UNROLL for (int j = 0; j < 8; ++j) {
       w.w[j] = _mm256_shuffle_epi8(table, nibbles32(blk->qs + 16 * j));
       w.aw[j] = _mm256_abs_epi8(w.w[j]);

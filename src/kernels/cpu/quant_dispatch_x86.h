@@ -63,6 +63,7 @@ void q_dispatch(DType wt, const void* w, std::int64_t ldw, const void* xq, std::
     case DType::kQ5_0: return q_run<Q5_0K, 3, PLEXUS_Q_WIDE(Pair32K512<Q5_0V>), 2>(w, ldw, xq, ldxq, y, ldy, nt, nr, nb);
     case DType::kQ5_1: return q_run<Q5_1K, 3, void>(w, ldw, xq, ldxq, y, ldy, nt, nr, nb);
     case DType::kIQ4_NL: return q_run<IQ4_NLK, 3, void>(w, ldw, xq, ldxq, y, ldy, nt, nr, nb);
+    case DType::kMXFP4: return q_run<MXFP4K, 3, void>(w, ldw, xq, ldxq, y, ldy, nt, nr, nb);
     case DType::kQ2_K: return q_run<Q2_KK, 2, PLEXUS_Q_WIDE(Q2_KK512)>(w, ldw, xq, ldxq, y, ldy, nt, nr, nb);
     case DType::kQ3_K: return q_run<Q3_KK, 2, PLEXUS_Q_WIDE(Q3_KK512)>(w, ldw, xq, ldxq, y, ldy, nt, nr, nb);
     case DType::kQ4_K: return q_run<Q4_KK, 2, PLEXUS_Q_WIDE(Q4_KK512)>(w, ldw, xq, ldxq, y, ldy, nt, nr, nb);

@@ -2,9 +2,10 @@
 // give the same bits: integer sums are exact, and the f32 part runs in one order everywhere.
 // Per (token, row) an 8-lane f32 accumulator acc[l], then the 8 lanes summed as
 // (l0+l4)+(l2+l6) + (l1+l5)+(l3+l7) (isa.h). Per weight block, in order:
-// - Blocks of 32 (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL): p[l] = sum of v·q over the block's elements
-//   4l..4l+3, v = the block's integers (Q8_0: qs; Q4_0: nibble − 8; Q5_0: q − 16; IQ4_NL:
-//   kIq4Values[code]; Q4_1, Q5_1: q), d = f32(d_w) · d_x; acc[l] = fma(float(p[l]), d, acc[l]).
+// - Blocks of 32 (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4): p[l] = sum of v·q over the block's
+//   elements 4l..4l+3, v = the block's integers (Q8_0: qs; Q4_0: nibble − 8; Q5_0: q − 16; IQ4_NL:
+//   kIq4Values[code]; MXFP4: kMxfp4Values[code]; Q4_1, Q5_1: q), d = f32(d_w) · d_x (MXFP4's d_w:
+//   2^(e − 128), mxfp4_half_scale); acc[l] = fma(float(p[l]), d, acc[l]).
 //   Q4_1 and Q5_1 then add their offset: s[l] = sum of q over elements 4l..4l+3,
 //   acc[l] = fma(float(s[l]), f32(m_w) · d_x, acc[l]).
 // - Super-blocks of 256 (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS): with v the weights' integers
@@ -19,6 +20,7 @@
 // Every p, S and M is an exact int32 below 2^24 in magnitude (IQ4_XS's S, the largest, at most
 // 127 · 127 · 4 · 32 · 8 < 2^24), so its float is exact.
 #pragma once
+#include <bit>
 #include <cstdint>
 
 #include "core/dtype.h"
@@ -56,5 +58,8 @@ inline int q3_k_scale(const std::uint8_t* scales, int s) {
 inline int iq4_xs_scale(const BlockIQ4_XS* b, int j) {
   return ((b->scales_l[j / 2] >> (4 * (j % 2))) & 15) | (((b->scales_h >> (2 * j)) & 3) << 4);
 }
+
+// MXFP4's d_w: 2^(e − 128) for the scale byte e (block_formats.h).
+inline float mxfp4_half_scale(std::uint8_t e) { return std::bit_cast<float>(mxfp4_half_scale_bits(e)); }
 
 }  // namespace plexus

@@ -1,12 +1,12 @@
 // Block-format weights (every format of block_dequant.h: Q8_0, Q5_0, Q5_1, Q4_0, Q4_1, IQ4_NL,
-// Q6_K, Q5_K, Q4_K, IQ4_XS, Q3_K, Q2_K) on the GPU: the GEMV for 1-8 tokens and the
+// MXFP4, Q6_K, Q5_K, Q4_K, IQ4_XS, Q3_K, Q2_K) on the GPU: the GEMV for 1-8 tokens and the
 // cuBLAS path above that (weight rows dequantised to f16 in a scratch chunk, then GemmEx).
 //
 // GEMV: a block is 8 warps; a warp owns a group of kRows rows (Shape: 4, Q6_K 2, for up to 4
 // tokens), so each x load serves them all, and `split` warps (1, 2, 4 or 8) share a group, taking
 // every split-th tile of it (a tile: kTileBlocks whole blocks per row, a whole number of 16-byte
 // vectors). A warp copies its rows' tiles into shared memory with 16-byte streaming loads
-// (ld.global.nc, no L1 allocation) — the blocks themselves are 18 to 210 bytes, so only a run of
+// (ld.global.nc, no L1 allocation) — the blocks themselves are 17 to 210 bytes, so only a run of
 // them is 16-byte aligned — and issues the loads of its next tiles before it computes
 // these. Each lane then takes 8 consecutive weights of each row as a * raw + b (affine8 in
 // block_dequant.h: the index math the CPU tests check; raw = 1 + u / 2^bits, the code placed in
@@ -16,7 +16,8 @@
 // dequantised by dequant8) stays as kStaged: PLEXUS_CUDA_BLOCK_GEMV=staged or
 // set_block_gemv_shape. 16-byte loads need every w 16-byte aligned and the row bytes a multiple
 // of 16 (cols a multiple of 64 for Q5_1, 128 for Q4_1, 256 for Q8_0 / Q4_0 / Q5_0 / IQ4_NL, 512
-// for IQ4_XS, 1024 for Q2_K, 2048 for Q3_K / Q6_K; any Q4_K / Q5_K row); otherwise 2-byte loads.
+// for IQ4_XS, MXFP4, 1024 for Q2_K, 2048 for Q3_K / Q6_K; any Q4_K / Q5_K row); otherwise 2-byte
+// loads, or byte loads where a row's bytes are odd (MXFP4 rows of an odd number of blocks).
 #include <cublas_v2.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -149,6 +150,9 @@ block_gemv_kernel(BlockGemvArgs a, const float* __restrict__ x,  // (n, ldx)
           const int idx = lane + 32 * j;
           if (idx < tb / 16) reinterpret_cast<uint4*>(sm)[idx] = v[i][j];
         }
+      } else if (F::kBytes % 2 != 0 && (row_bytes & 1) != 0) {  // odd rows start at odd addresses
+        const std::uint8_t* g = wrow[i] + t * T::kBytes;
+        for (int idx = lane; idx < tb; idx += 32) sm[idx] = __ldg(g + idx);
       } else {
         const std::uint16_t* g = reinterpret_cast<const std::uint16_t*>(wrow[i] + t * T::kBytes);
         for (int idx = lane; idx < tb / 2; idx += 32) reinterpret_cast<std::uint16_t*>(sm)[idx] = __ldg(g + idx);

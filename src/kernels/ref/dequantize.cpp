@@ -3,6 +3,7 @@
 #include "kernels/ref/dequantize.h"
 
 #include <cassert>
+#include <cmath>
 #include <cstring>
 
 #include "kernels/block_formats.h"
@@ -73,6 +74,20 @@ void dequantize_iq4_nl(const BlockIQ4_NL* b, float* y, std::int64_t nb) {
     for (int j = 0; j < 16; ++j) {
       y[j] = d * static_cast<float>(kIq4Values[b[i].qs[j] & 15]);
       y[j + 16] = d * static_cast<float>(kIq4Values[b[i].qs[j] >> 4]);
+    }
+  }
+}
+
+// MXFP4: the E2M1 value of each code (OCP Microscaling: sign, 2 exponent bits, 1 mantissa bit)
+// times 2^(e − 127), taken as twice the value times 2^(e − 128) so that e = 255's factor is finite;
+// exact in f32 (e = 255: ±inf unless the value is ±0 or ±0.5).
+void dequantize_mxfp4(const BlockMXFP4* b, float* y, std::int64_t nb) {
+  constexpr float kTwiceE2M1[16] = {0.0f, 1.0f, 2.0f, 3.0f, 4.0f, 6.0f, 8.0f, 12.0f, -0.0f, -1.0f, -2.0f, -3.0f, -4.0f, -6.0f, -8.0f, -12.0f};
+  for (std::int64_t i = 0; i < nb; ++i, y += 32) {
+    const float half = std::ldexp(1.0f, static_cast<int>(b[i].e) - 128);
+    for (int j = 0; j < 16; ++j) {
+      y[j] = kTwiceE2M1[b[i].qs[j] & 15] * half;
+      y[j + 16] = kTwiceE2M1[b[i].qs[j] >> 4] * half;
     }
   }
 }
@@ -209,6 +224,7 @@ void dequantize_row(DType t, const void* src, float* dst, std::int64_t n) {
     case DType::kQ5_K: return dequantize_q5_k(as<BlockQ5_K>(src), dst, nb);
     case DType::kQ6_K: return dequantize_q6_k(as<BlockQ6_K>(src), dst, nb);
     case DType::kIQ4_XS: return dequantize_iq4_xs(as<BlockIQ4_XS>(src), dst, nb);
+    case DType::kMXFP4: return dequantize_mxfp4(as<BlockMXFP4>(src), dst, nb);
     case DType::kF32:
     case DType::kBF16:
     case DType::kF16: break;
