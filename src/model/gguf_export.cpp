@@ -107,8 +107,8 @@ void add_moe_keys(GgufWriter& w, const ModelConfig& c, const std::string& arch, 
   for (std::int64_t l = 0; l < c.num_layers; ++l)
     if (!c.moe_layer(l)) dense += (dense.empty() ? "" : ", ") + std::to_string(l);
   if (!dense.empty()) {
-    warnings->push_back("'" + model_dir + "': layers " + dense + " have a dense MLP (decoder_sparse_step / mlp_only_layers); "
-                        "llama.cpp's qwen3moe wants experts in every layer and will refuse the file (plexus runs it)");
+    warnings->push_back("'" + model_dir + "': layers with a dense MLP (decoder_sparse_step / mlp_only_layers): " + dense +
+                        "; llama.cpp's qwen3moe wants experts in every layer and will refuse the file (plexus runs it)");
   }
 }
 
