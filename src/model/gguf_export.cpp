@@ -214,6 +214,7 @@ GgufExportResult export_gguf(const std::string& model_dir, const std::string& ou
   require_model_path(model_dir);
   const ModelConfig c = load_model_config(model_dir);
   const Checkpoint ckpt(model_dir);
+  ModuleTree::from_checkpoint(c, ckpt);  // every tensor config.json implies, of its shape, and no other: as a run checks
   const std::string arch = gguf_arch_name(c.arch);
   GgufExportResult result;
 
