@@ -46,9 +46,7 @@ def llama_ppl(bin_dir, gguf, text_path, n_ctx, chunks):
         means = [float(m.group(1)) for m in re.finditer(r"^\s*\d+\s+[0-9.]+\s+([0-9.]+)\s+\S+\s*$", out, re.M)]
         if len(means) == chunks:
             return means
-    if len(means) != chunks:
-        sys.exit(f"check_moe_agreement: llama-perplexity on {gguf} printed {len(means)} chunk lines, expected {chunks}:\n{out[-3000:]}")
-    return means
+    sys.exit(f"check_moe_agreement: llama-perplexity on {gguf} printed {len(means)} chunk lines, expected {chunks}:\n{out[-3000:]}")
 
 
 def plexus_nll(plexus, model, ids):

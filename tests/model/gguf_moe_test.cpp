@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 
 #include "core/gguf_file.h"
 #include "core/gguf_writer.h"
@@ -158,6 +159,37 @@ TEST_P(GgufMoe, QuantisedFilesRunAsQuantiseOnLoad) {
 
 INSTANTIATE_TEST_SUITE_P(Archs, GgufMoe, ::testing::Values(Arch::kMixtral, Arch::kQwen3Moe),
                          [](const auto& info) { return info.param == Arch::kMixtral ? "Mixtral" : "Qwen3Moe"; });
+
+// A Qwen3-MoE whose top-k is not renormalised (norm_topk_prob false) carries that as
+// qwen3moe.expert_weights_norm false (llama.cpp renormalises qwen3moe regardless: a warning says
+// so) and runs from the file as from the checkpoint.
+TEST(GgufMoeNormTopK, NotRenormalisedTravelsAsExpertWeightsNorm) {
+  const TempDir dir("gguf-moe-norm");
+  const std::string src = make_moe(dir, Arch::kQwen3Moe, 0.08);
+  testing::patch_config(src, Json{{"norm_topk_prob", false}});
+  const ProcessResult r = run_plexus("quantize " + shell_quote(src) + " " + shell_quote(dir / "f32.gguf") + " --type f32");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("llama.cpp renormalises qwen3moe's top-k expert weights regardless"), std::string::npos) << r.err;
+  EXPECT_EQ(GgufFile(dir / "f32.gguf").get_bool("qwen3moe.expert_weights_norm"), false);
+  EXPECT_FALSE(load_model_config(dir / "f32.gguf").moe.normalize_top_k);
+  const std::vector<double> want = nll(src);
+  expect_same_nll(nll(dir / "f32.gguf"), want, Arch::kQwen3Moe, "norm_topk_prob false");
+  testing::patch_config(src, Json{{"norm_topk_prob", true}});
+  const std::vector<double> renormalised = nll(src);
+  ASSERT_EQ(renormalised.size(), want.size());
+  EXPECT_NE(renormalised, want);  // the flag matters for this model
+}
+
+// A checkpoint that lacks experts config.json implies is refused before anything is written.
+TEST(GgufMoeBadInput, ACheckpointWithoutItsExpertsExitsTwo) {
+  const TempDir dir("gguf-moe-lacks");
+  const std::string src = make_moe(dir, Arch::kQwen3Moe, 0.02);
+  testing::patch_config(src, Json{{"mlp_only_layers", Json::array()}});  // layer 1 holds a dense MLP, no experts
+  const ProcessResult r = run_plexus("quantize " + shell_quote(src) + " " + shell_quote(dir / "x.gguf"));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("lacks tensor 'model.layers.1.mlp.gate.weight'"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir / "x.gguf"));
+}
 
 // FROM rewritten as TO: metadata key KEY (when given) set to VALUE, and tensor SHRINK's last
 // dimension (its experts) one smaller, its last expert dropped.
