@@ -1,15 +1,17 @@
 #!/usr/bin/env python3
 """Checks that llama.cpp runs plexus's GGUF files of mixture-of-experts models as plexus runs them:
 tiny random Mixtral and Qwen3-MoE checkpoints (f32, every Qwen3-MoE layer sparse, as llama.cpp's
-qwen3moe wants), given the Mistral tokenizer (tests/golden) and written by `plexus quantize --type
+qwen3moe wants) and a dense Qwen3 for reference, given the Mistral tokenizer (tests/golden) and written by `plexus quantize --type
 F32`, are scored by `llama-perplexity` and by `plexus perplexity --ids` on the token ids
 `llama-tokenize` gives for the same text.
 
 Per token: llama-perplexity with a context of 4 scores one token per chunk (the 4th, after BOS
 and two tokens); `--ppl-output-type 1` prints the running mean NLL after each chunk, so chunk k's
 NLL is k·mean_k − (k−1)·mean_{k−1} (printed to 6 decimals: ~1e-5 of rounding over 48 chunks).
-plexus scores the same 4 ids per chunk. Also the mean NLL of one 128-token chunk (second half),
-as check_agreement.py. Exits 1 when a difference exceeds 1e-3 (issue 35's target).
+plexus scores the same 4 ids per chunk. This per-token figure is reported, not judged: the dense
+Qwen3 reference (an architecture check_agreement.py passes) shows ~2e-3 there too, so it measures
+llama.cpp's short-context runs as much as the models. Judged: the mean NLL of the scored half of
+each of 6 chunks of 128 tokens, as check_agreement.py, within 1e-3 (issue 35's target).
 
 usage: check_moe_agreement.py --plexus PLEXUS --bin LLAMA_CPP_BIN_DIR --tokenizer DIR --work DIR
 """
@@ -28,6 +30,7 @@ from check_agreement import text_bytes  # noqa: E402
 TOLERANCE = 1e-3
 CHUNKS = 48
 N_CTX = 128
+LONG_CHUNKS = 6
 
 
 def run(cmd):
@@ -98,19 +101,21 @@ def check(args, arch, text_path):
     ids = json.loads(run([os.path.join(args.bin, "llama-tokenize"), "-m", gguf, "-f", text_path, "--ids", "--log-disable"])
                      .strip().splitlines()[-1])
     bos = cfg.get("bos_token_id", 1)
-    worst = 0.0
+    worst_token = 0.0
     means = llama_ppl(args.bin, gguf, text_path, 4, CHUNKS)
     for k in range(CHUNKS):
         theirs = (k + 1) * means[k] - k * (means[k - 1] if k else 0.0)
         ours = plexus_nll(args.plexus, gguf, [bos] + ids[4 * k + 1:4 * k + 4])[2]
-        worst = max(worst, abs(ours - theirs))
-    theirs_mean = llama_ppl(args.bin, gguf, text_path, N_CTX, 1)[0]
-    nll = plexus_nll(args.plexus, gguf, [bos] + ids[1:N_CTX])
-    ours_mean = sum(nll[N_CTX // 2:N_CTX - 1]) / (N_CTX // 2 - 1)
-    ok = worst <= TOLERANCE and abs(ours_mean - theirs_mean) <= TOLERANCE
-    print(f"  {arch:<10} per token ({CHUNKS} tokens, context 4): max |diff| {worst:.2e}; "
-          f"{N_CTX}-token chunk mean: plexus {ours_mean:.6f} llama.cpp {theirs_mean:.6f} |diff| {abs(ours_mean - theirs_mean):.2e}"
-          f": {'ok' if ok else 'FAILED'}")
+        worst_token = max(worst_token, abs(ours - theirs))
+    worst_chunk = 0.0
+    means = llama_ppl(args.bin, gguf, text_path, N_CTX, LONG_CHUNKS)
+    for k in range(LONG_CHUNKS):
+        theirs = (k + 1) * means[k] - k * (means[k - 1] if k else 0.0)
+        nll = plexus_nll(args.plexus, gguf, [bos] + ids[N_CTX * k + 1:N_CTX * (k + 1)])
+        worst_chunk = max(worst_chunk, abs(sum(nll[N_CTX // 2:N_CTX - 1]) / (N_CTX // 2 - 1) - theirs))
+    ok = worst_chunk <= TOLERANCE
+    print(f"  {arch:<10} per token ({CHUNKS} tokens, context 4): max |diff| {worst_token:.2e}; "
+          f"mean of each {N_CTX}-token chunk ({LONG_CHUNKS}): max |diff| {worst_chunk:.2e}: {'ok' if ok else 'FAILED'}")
     return ok
 
 
@@ -124,9 +129,9 @@ def main():
     os.makedirs(args.work, exist_ok=True)
     text_path = os.path.join(args.work, "text.txt")
     with open(text_path, "wb") as f:
-        f.write(text_bytes(4096))
+        f.write(text_bytes(8192))
     print("agreement on mixture-of-experts GGUF files, plexus perplexity vs llama-perplexity (f32, NLL in nats)")
-    ok = all([check(args, arch, text_path) for arch in ("mixtral", "qwen3-moe")])
+    ok = all([check(args, arch, text_path) for arch in ("mixtral", "qwen3-moe", "qwen3")])
     if not ok:
         sys.exit(f"check_moe_agreement: a difference exceeds {TOLERANCE}")
 
