@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Checks that llama.cpp runs plexus's GGUF files of mixture-of-experts models as plexus runs them:
 tiny random Mixtral and Qwen3-MoE checkpoints (f32, every Qwen3-MoE layer sparse, as llama.cpp's
-qwen3moe wants) and a dense Qwen3 for reference, given the Mistral tokenizer (tests/golden) and written by `plexus quantize --type
-F32`, are scored by `llama-perplexity` and by `plexus perplexity --ids` on the token ids
+qwen3moe wants) and a dense Qwen3 for reference, given the Mistral tokenizer (tests/golden) and
+written by `plexus quantize --type F32`, are scored by `llama-perplexity` and by `plexus perplexity --ids` on the token ids
 `llama-tokenize` gives for the same text.
 
 Per token: llama-perplexity with a context of 4 scores one token per chunk (the 4th, after BOS
