@@ -60,8 +60,8 @@ bool split_block_name(const std::string& name, std::string* layer, std::string* 
 void gguf_moe_fields(const GgufFile& f, const std::string& arch, Json& j) {
   const std::string& path = f.path();
   const std::string p = arch + ".";
-  const std::int64_t experts = f.get_int(p + "expert_count").value_or(0);
   if (arch != "llama" && arch != "qwen3moe") return;
+  const std::int64_t experts = f.get_int(p + "expert_count").value_or(0);
   if (arch == "llama" && experts == 0) return;  // a dense Llama or Mistral
   if (experts <= 0 || experts > kMaxGgufExperts) {
     throw InputError(path + ": " + p + "expert_count is " + (f.find(p + "expert_count") ? std::to_string(experts) : "missing") +
