@@ -1,6 +1,7 @@
 // `plexus quantize`: a Hugging Face checkpoint written as a GGUF v3 file for llama.cpp (and plexus),
 // each weight matrix in the type a named mix (Q4_K_M, Q8_0, IQ4_XS, ...) gives it.
 #include <sys/stat.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -76,7 +77,7 @@ void check_output(const std::string& in, const std::string& out, bool force) {
 
 // The --type help: every mix with its one-line description, one wrapped paragraph.
 std::string mix_help() {
-  std::string s = "llama.cpp's named mix (any case; q4_k = Q4_K_M; the table: docs/cli.md)";
+  std::string s = "llama.cpp's named mix (any case; q4_k = Q4_K_M; the table: docs/cli.md), or F32, F16, BF16 (every matrix in that type)";
   for (const QuantMixInfo& m : quant_mixes()) s += "; " + std::string(m.name) + ": " + std::string(m.description);
   return s;
 }
@@ -100,7 +101,11 @@ int cmd_quantize(int argc, char** argv) {
   if (!args.parse(argc, argv)) return 0;
   const std::string out = args.get("OUT");
   GgufExportOptions o;
-  o.mix = quantize_flag("--type", args.get("--type"));
+  const std::string type = args.get("--type");
+  for (const DType t : {DType::kF32, DType::kF16, DType::kBF16}) {
+    if (strcasecmp(type.c_str(), std::string(dtype_name(t)).c_str()) == 0) o.float_type = t;
+  }
+  if (!o.float_type) o.mix = quantize_flag("--type", type);
   o.threads = static_cast<int>(args.get_int_in("--threads", 0, 1024));
   if (args.has("--name")) o.name = args.get("--name");
   const std::string in = model_argument(args, ModelNeeds::kWeights, "IN_DIR");
@@ -123,8 +128,9 @@ int cmd_quantize(int argc, char** argv) {
   progress.clear();
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   for (const std::string& w : r.warnings) std::fprintf(stderr, "plexus quantize: warning: %s\n", w.c_str());
+  const std::string_view mix = o.float_type ? dtype_name(*o.float_type) : quant_mix_info(o.mix).name;
   std::printf("wrote %s: %zu tensors (%zu quantised, mix %s), %.1f MB in %.1f s\n", out.c_str(), r.tensors, r.quantised,
-              std::string(quant_mix_info(o.mix).name).c_str(), static_cast<double>(r.bytes) / 1e6, s);
+              std::string(mix).c_str(), static_cast<double>(r.bytes) / 1e6, s);
   return 0;
 }
 

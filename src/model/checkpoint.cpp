@@ -8,6 +8,7 @@
 #include "core/mmap_file.h"
 #include "model/config.h"
 #include "model/gguf_model.h"
+#include "kernels/ref/dequantize_iq.h"
 
 namespace plexus {
 
@@ -20,21 +21,25 @@ Checkpoint::Checkpoint(const std::string& dir) : dir_(dir) {
   require_model_path(dir);
   if (is_gguf_model_path(dir)) {
     gguf_ = std::make_unique<GgufFile>(dir);
+    const ModelConfig config = gguf_model_config(*gguf_);
+    std::vector<std::pair<std::string, std::uint32_t>> codebook;  // (HF name, ggml type) of codebook-type tensors
     for (const GgufTensor& g : gguf_->tensors()) {
-      const std::optional<std::string> hf = hf_name_of_gguf_tensor(g.name);
-      if (!hf) continue;
-      if (index_.count(*hf)) throw InputError(dir + ": tensors '" + g.name + "' and another one both map to '" + *hf + "'");
-      TensorInfo& t = gguf_infos_.emplace_back();
-      t.name = *hf;
-      t.dtype_name = ggml_type_name(g.ggml_type);
-      t.dtype = g.dtype;
-      t.dtype_supported = g.supported;
-      t.shape.assign(g.dims.rbegin(), g.dims.rend());  // GGUF lists the innermost first; HF the outermost
-      t.begin = g.offset;
-      t.end = g.offset + g.bytes;
-      index_[*hf] = TensorRef{&t, gguf_->data(g), nullptr, gguf_.get()};
+      for (const GgufHfTensor& h : gguf_hf_tensors(g, config, dir)) {
+        if (index_.count(h.hf)) throw InputError(dir + ": tensors '" + g.name + "' and another one both map to '" + h.hf + "'");
+        TensorInfo& t = gguf_infos_.emplace_back();
+        t.name = h.hf;
+        t.dtype_name = ggml_type_name(g.ggml_type);
+        t.dtype = g.dtype;
+        t.dtype_supported = g.supported;
+        t.shape = h.shape;
+        t.begin = g.offset + h.offset;
+        t.end = t.begin + h.bytes;
+        index_[h.hf] = TensorRef{&t, static_cast<const std::uint8_t*>(gguf_->data(g)) + h.offset, nullptr, gguf_.get()};
+        IqType iq;
+        if (iq_type_of_code(g.ggml_type, &iq)) codebook.emplace_back(h.hf, g.ggml_type);
+      }
     }
-    convert_codebook_tensors();
+    convert_codebook_tensors(codebook);
     return;
   }
   const std::string single = dir + "/model.safetensors";

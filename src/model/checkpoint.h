@@ -66,8 +66,9 @@ class Checkpoint {
 
  private:
   struct OwnedTensor;
-  // The GGUF file's codebook-type tensors as Q8_0 copies (the constructor's last step).
-  void convert_codebook_tensors();
+  // The GGUF file's codebook-type tensors, as (HF name, ggml type), become Q8_0 copies (the
+  // constructor's last step; each expert of a stacked tensor on its own).
+  void convert_codebook_tensors(const std::vector<std::pair<std::string, std::uint32_t>>& targets);
   std::map<std::string, std::shared_ptr<OwnedTensor>> owned_;  // quantised or converted copies by name
   bool quantized_ = false;
   std::vector<std::pair<std::string, std::string>> converted_;

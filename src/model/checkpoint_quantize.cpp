@@ -10,7 +10,6 @@
 #include "kernels/quantize.h"
 #include "kernels/ref/dequantize_iq.h"
 #include "model/checkpoint.h"
-#include "model/gguf_model.h"
 
 namespace plexus {
 
@@ -93,18 +92,14 @@ void Checkpoint::quantize(QuantMix mix, const QuantModelFacts& facts, ThreadPool
   }
 }
 
-void Checkpoint::convert_codebook_tensors() {
-  std::vector<std::pair<const GgufTensor*, IqType>> targets;
-  for (const GgufTensor& g : gguf_->tensors()) {
-    IqType t;
-    if (iq_type_of_code(g.ggml_type, &t) && hf_name_of_gguf_tensor(g.name)) targets.emplace_back(&g, t);
-  }
+void Checkpoint::convert_codebook_tensors(const std::vector<std::pair<std::string, std::uint32_t>>& targets) {
   if (targets.empty()) return;
   ThreadPool pool(0, WaitPolicy::kPassive);
-  for (const auto& [g, iq] : targets) {
-    const std::string name = *hf_name_of_gguf_tensor(g->name);
+  for (const auto& [name, ggml_type] : targets) {
+    IqType iq;
+    iq_type_of_code(ggml_type, &iq);
     const TensorRef src = index_.at(name);
-    const std::int64_t cols = g->dims[0], rows = g->numel() / cols;  // GgufFile: dims ≥ 1, whole blocks per row
+    const std::int64_t cols = src.info->shape.back(), rows = src.info->numel() / cols;  // GgufFile: whole blocks per row
     const std::int64_t src_row_bytes = cols / 256 * iq_block_bytes(iq);
     const std::int64_t row_bytes = dtype_row_bytes(DType::kQ8_0, cols);
     auto owned = std::make_shared<OwnedTensor>();
@@ -130,7 +125,7 @@ void Checkpoint::convert_codebook_tensors() {
     converted.data = owned->bytes.get();
     index_[name] = converted;
     owned_[name] = std::move(owned);
-    converted_.emplace_back(name, ggml_type_name(g->ggml_type));
+    converted_.emplace_back(name, ggml_type_name(ggml_type));
   }
 }
 

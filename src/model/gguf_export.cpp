@@ -16,6 +16,7 @@
 #include "kernels/quantize.h"
 #include "model/checkpoint.h"
 #include "model/gguf_model.h"
+#include "model/module_tree.h"
 #include "model/quant_policy.h"
 #include "tokenizer/gguf_vocab_export.h"
 
@@ -76,6 +77,87 @@ void pad_vocab(std::vector<std::pair<std::string, GgufValue>>& tok, std::int64_t
   }
 }
 
+// general.file_type of a file whose matrices are all in float type T (llama.cpp's LLAMA_FTYPE_*).
+std::uint32_t float_file_type(DType t) {
+  switch (t) {
+    case DType::kF32: return 0;   // ALL_F32
+    case DType::kF16: return 1;   // MOSTLY_F16
+    case DType::kBF16: return 32;  // MOSTLY_BF16
+    default: break;
+  }
+  throw InputError("GGUF export: " + std::string(dtype_name(t)) + " is not a float type (F32, F16 or BF16)");
+}
+
+// The mixture-of-experts keys llama.cpp reads (llama: Mixtral; qwen3moe), and warnings where
+// llama.cpp would run the file otherwise than plexus: it renormalises qwen3moe's top-k always,
+// and wants experts in every qwen3moe layer (dense layers go as ffn_gate/up/down without a router).
+void add_moe_keys(GgufWriter& w, const ModelConfig& c, const std::string& arch, const std::string& model_dir,
+                  std::vector<std::string>* warnings) {
+  const std::string p = arch + ".";
+  w.add(p + "expert_count", gguf_u32(static_cast<std::uint32_t>(c.moe.num_experts)));
+  w.add(p + "expert_used_count", gguf_u32(static_cast<std::uint32_t>(c.moe.experts_per_token)));
+  if (c.arch != Arch::kQwen3Moe) return;  // Mixtral's experts are feed_forward_length wide
+  w.add(p + "expert_feed_forward_length", gguf_u32(static_cast<std::uint32_t>(c.moe.expert_intermediate_size)));
+  if (!c.moe.normalize_top_k) {
+    w.add(p + "expert_weights_norm", gguf_bool(false));
+    warnings->push_back("'" + model_dir + "': norm_topk_prob is false; llama.cpp renormalises qwen3moe's top-k expert weights "
+                        "regardless and will score this model differently (plexus reads qwen3moe.expert_weights_norm)");
+  }
+  std::string dense;
+  for (std::int64_t l = 0; l < c.num_layers; ++l)
+    if (!c.moe_layer(l)) dense += (dense.empty() ? "" : ", ") + std::to_string(l);
+  if (!dense.empty()) {
+    warnings->push_back("'" + model_dir + "': layers with a dense MLP (decoder_sparse_step / mlp_only_layers): " + dense +
+                        "; llama.cpp's qwen3moe wants experts in every layer and will refuse the file (plexus runs it)");
+  }
+}
+
+// HF name -> GGUF name of every router (blk.N.ffn_gate_inp.weight) and expert matrix
+// (blk.N.ffn_{gate,up,down}_exps.weight, the stack it goes into) the config's MoE layers have.
+std::map<std::string, std::string> moe_gguf_names(const ModelConfig& c) {
+  std::map<std::string, std::string> out;
+  if (!c.is_moe()) return out;
+  const MoeNames n = moe_names(c.arch);
+  for (std::int64_t l = 0; l < c.num_layers; ++l) {
+    if (!c.moe_layer(l)) continue;
+    const std::string hf = ModuleTree::layer_prefix(static_cast<int>(l)), g = "blk." + std::to_string(l) + ".";
+    out[hf + n.router + ".weight"] = g + "ffn_gate_inp.weight";
+    for (const GgufExpertPart& part : gguf_expert_parts()) {
+      for (std::int64_t e = 0; e < c.moe.num_experts; ++e)
+        out[hf + n.experts + std::to_string(e) + "." + n.*part.hf + ".weight"] = g + part.gguf + ".weight";
+    }
+  }
+  return out;
+}
+
+// The data of the E expert matrices stack G (blk.N.ffn_*_exps.weight) is made of, expert 0
+// first; each must be in the checkpoint, of the config's shape and of expert 0's dtype.
+std::vector<const void*> expert_data(const Checkpoint& ckpt, const ModelConfig& c, const std::string& g, const std::string& model_dir) {
+  const std::int64_t H = c.hidden_size, Ie = c.moe.expert_intermediate_size;
+  const MoeNames n = moe_names(c.arch);
+  const std::string prefix = ModuleTree::layer_prefix(std::stoi(g.substr(4)));
+  const GgufExpertPart* part = nullptr;
+  for (const GgufExpertPart& p : gguf_expert_parts())
+    if (g.find("." + std::string(p.gguf) + ".") != std::string::npos) part = &p;
+  const std::vector<std::int64_t> want = part->hf == &MoeNames::down ? std::vector<std::int64_t>{H, Ie} : std::vector<std::int64_t>{Ie, H};
+  std::vector<const void*> out;
+  std::optional<DType> dtype;
+  for (std::int64_t e = 0; e < c.moe.num_experts; ++e) {
+    const std::string hf = prefix + n.experts + std::to_string(e) + "." + n.*part->hf + ".weight";
+    const TensorRef r = ckpt.get(hf);  // InputError naming it when missing
+    if (!dtype) dtype = r.info->dtype;
+    if (r.info->shape != want || r.info->dtype != *dtype) {
+      std::string got;
+      for (std::int64_t d : r.info->shape) got += (got.empty() ? "" : ", ") + std::to_string(d);
+      throw InputError("'" + model_dir + "': tensor '" + hf + "' is " + r.info->dtype_name + " [" + got + "]; the experts of '" + g +
+                       "' must all be [" + std::to_string(want[0]) + ", " + std::to_string(want[1]) +
+                       "] (hidden_size, expert width) of one dtype");
+    }
+    out.push_back(r.data);
+  }
+  return out;
+}
+
 std::string dir_name(const std::string& dir) {
   std::filesystem::path p(dir);
   if (p.filename().empty()) p = p.parent_path();
@@ -131,11 +213,8 @@ std::vector<float> llama3_rope_freq_factors(const ModelConfig& c) {
 GgufExportResult export_gguf(const std::string& model_dir, const std::string& out, const GgufExportOptions& o) {
   require_model_path(model_dir);
   const ModelConfig c = load_model_config(model_dir);
-  if (c.is_moe()) {
-    throw InputError(model_dir + ": " + std::string(arch_name(c.arch)) +
-                     " is a mixture of experts; writing its stacked expert tensors to GGUF is not built yet");
-  }
   const Checkpoint ckpt(model_dir);
+  ModuleTree::from_checkpoint(c, ckpt);  // every tensor config.json implies, of its shape, and no other: as a run checks
   const std::string arch = gguf_arch_name(c.arch);
   GgufExportResult result;
 
@@ -143,7 +222,7 @@ GgufExportResult export_gguf(const std::string& model_dir, const std::string& ou
   w.add("general.architecture", gguf_string(arch));
   w.add("general.name", gguf_string(o.name.empty() ? dir_name(model_dir) : o.name));
   w.add("general.alignment", gguf_u32(32));
-  w.add("general.file_type", gguf_u32(quant_mix_info(o.mix).ftype));
+  w.add("general.file_type", gguf_u32(o.float_type ? float_file_type(*o.float_type) : quant_mix_info(o.mix).ftype));
   w.add("general.quantization_version", gguf_u32(2));
   const auto key = [&](const std::string& k) { return arch + "." + k; };
   w.add(key("context_length"), gguf_u32(static_cast<std::uint32_t>(c.max_position_embeddings)));
@@ -166,6 +245,7 @@ GgufExportResult export_gguf(const std::string& model_dir, const std::string& ou
     case RopeScaling::kLlama3: break;  // the rope_freqs.weight tensor below
   }
   w.add(key("vocab_size"), gguf_u32(static_cast<std::uint32_t>(c.vocab_size)));
+  if (c.is_moe()) add_moe_keys(w, c, arch, model_dir, &result.warnings);
   std::vector<std::pair<std::string, GgufValue>> tok = gguf_tokenizer_metadata(model_dir);
   if (tok.empty()) {
     result.warnings.push_back("'" + model_dir + "' has no tokenizer.json: the file has no tokenizer.ggml.* keys, and llama.cpp "
@@ -177,11 +257,12 @@ GgufExportResult export_gguf(const std::string& model_dir, const std::string& ou
   }
 
   // The tensors in llama.cpp's order: token_embd, rope_freqs, blocks, output_norm, output.
-  std::vector<std::string> names = ckpt.names();
-  std::vector<std::pair<std::string, std::string>> order;  // (gguf name, hf name)
+  const std::map<std::string, std::string> moe = moe_gguf_names(c);
+  std::vector<std::pair<std::string, std::string>> order;  // (gguf name, hf name: for a stack of experts, one of them)
   std::map<std::string, std::string> by_gguf;
-  for (const std::string& n : names) {
-    const std::string g = gguf_tensor_name(n);
+  for (const std::string& n : ckpt.names()) {
+    std::string g = gguf_tensor_name(n);
+    if (const auto m = moe.find(n); g.empty() && m != moe.end()) g = m->second;
     if (g.empty()) {
       if (n.find("rotary_emb.inv_freq") != std::string::npos) continue;  // derived, not a weight
       throw InputError("'" + model_dir + "': tensor '" + n + "' has no GGUF counterpart; plexus quantize cannot convert it");
@@ -199,8 +280,8 @@ GgufExportResult export_gguf(const std::string& model_dir, const std::string& ou
   const bool llama3_rope = c.rope_scaling == RopeScaling::kLlama3;
   for (std::int64_t l = 0; l < c.num_layers; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
-    for (const char* part : {"attn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "attn_q_norm", "attn_k_norm",
-                             "ffn_norm", "ffn_gate", "ffn_up", "ffn_down"}) {
+    for (const char* part : {"attn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "attn_q_norm", "attn_k_norm", "ffn_norm",
+                             "ffn_gate_inp", "ffn_gate", "ffn_gate_exps", "ffn_up", "ffn_up_exps", "ffn_down", "ffn_down_exps"}) {
       take(p + part + ".weight");
       take(p + part + ".bias");
     }
@@ -226,15 +307,28 @@ GgufExportResult export_gguf(const std::string& model_dir, const std::string& ou
     if (!info.dtype_supported || dtype_is_block(info.dtype)) {
       throw InputError("'" + model_dir + "': tensor '" + hf + "' has dtype " + info.dtype_name + " (f32, bf16 or f16 expected)");
     }
-    std::vector<std::int64_t> dims(info.shape.rbegin(), info.shape.rend());  // GGUF: innermost first
+    // A stack of experts: (E, rows, cols), expert e's rows after expert e - 1's.
+    std::vector<const void*> parts = {ref.data};
+    std::vector<std::int64_t> shape = info.shape;
+    if (g.find("_exps.") != std::string::npos) {
+      parts = expert_data(ckpt, c, g, model_dir);
+      shape.insert(shape.begin(), static_cast<std::int64_t>(parts.size()));
+    }
+    std::vector<std::int64_t> dims(shape.rbegin(), shape.rend());  // GGUF: innermost first
     const std::int64_t cols = info.shape.back();
-    const std::int64_t rows = info.numel() / cols;
+    const std::int64_t part_rows = info.numel() / cols;
+    const std::int64_t rows = part_rows * static_cast<std::int64_t>(parts.size());
     const DType src = info.dtype;
     const void* data = ref.data;
     const bool q_or_k = g.find(".attn_q.") != std::string::npos || g.find(".attn_k.") != std::string::npos;
     const bool reorder = permute && q_or_k;
     const std::int64_t head_dim = c.head_dim;
-    const std::optional<DType> chosen = info.shape.size() == 2 ? quant_mix_type(o.mix, g, info.shape, facts) : std::nullopt;
+    // llama.cpp keeps a router (ffn_gate_inp) F32; F32/F16/BF16 files have every matrix in that type.
+    const bool router = g.find(".ffn_gate_inp.") != std::string::npos;
+    const std::optional<DType> chosen = shape.size() < 2 ? std::nullopt
+                                        : router         ? std::optional<DType>(DType::kF32)
+                                        : o.float_type   ? o.float_type
+                                                         : quant_mix_type(o.mix, g, shape, facts);
     if (chosen) {
       // A weight matrix in the mix's type for it: a block format, or F16 where no block fits.
       const DType t = *chosen;
@@ -246,8 +340,9 @@ GgufExportResult export_gguf(const std::string& model_dir, const std::string& ou
                        std::vector<float> row(static_cast<std::size_t>(cols));  // (cols)
                        for (std::int64_t r = b; r < e; ++r) {
                          const std::int64_t s = reorder ? permuted_source_row(r, head_dim) : r;
-                         row_to_f32(src, static_cast<const char*>(data) + static_cast<std::size_t>(s) * in_row, row.data(), cols);
-                         quantize_row(t, row.data(), static_cast<char*>(dst) + r * row_bytes, cols);  // a block format, or F16
+                         const char* from = static_cast<const char*>(parts[static_cast<std::size_t>(s / part_rows)]);
+                         row_to_f32(src, from + static_cast<std::size_t>(s % part_rows) * in_row, row.data(), cols);
+                         quantize_row(t, row.data(), static_cast<char*>(dst) + r * row_bytes, cols);  // a block format, or F32/F16/BF16
                        }
                      });
                    });

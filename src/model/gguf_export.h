@@ -1,9 +1,12 @@
 // A Hugging Face checkpoint written as a GGUF v3 file that llama.cpp loads: llama.cpp's metadata
 // keys and tensor names, every weight matrix in the type a named mix gives it (model/quant_mix.h:
-// llama.cpp's rules), norms and biases as F32.
+// llama.cpp's rules) or in one float type, norms and biases as F32. Mixture-of-experts layers as
+// llama.cpp has them: the router as ffn_gate_inp (F32), each expert projection stacked over the
+// experts as ffn_{gate,up,down}_exps.
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,6 +19,9 @@ namespace plexus {
 
 struct GgufExportOptions {
   QuantMix mix = QuantMix::kQ8_0;
+  // F32 | F16 | BF16: every weight matrix in that type instead of the mix's (llama-quantize's
+  // --type F32/F16/BF16); a mixture-of-experts router stays F32 either way.
+  std::optional<DType> float_type;
   int threads = 0;            // quantising threads (0: one per hardware thread)
   std::string name;           // general.name (default: the directory's name)
   // Before each tensor is produced (index of count); may throw (e.g. Interrupted) to stop.
@@ -33,7 +39,7 @@ struct GgufExportResult {
 // llama.cpp's name for an HF tensor name ("model.layers.3.self_attn.q_proj.weight" →
 // "blk.3.attn_q.weight"); empty for a name llama.cpp's converter does not carry over.
 std::string gguf_tensor_name(const std::string& hf_name);
-// The GGUF architecture string for a config: llama (mistral too), qwen2, qwen3.
+// The GGUF architecture string for a config: llama (mistral and mixtral too), qwen2, qwen3, qwen3moe.
 std::string gguf_arch_name(Arch a);
 // The per-frequency divisors llama.cpp's `rope_freqs.weight` holds for llama3 rope scaling
 // (head_dim / 2 values).

@@ -29,7 +29,80 @@ constexpr ArchKeys kArchs[] = {
     {"llama", "LlamaForCausalLM", "llama"},
     {"qwen2", "Qwen2ForCausalLM", "qwen2"},
     {"qwen3", "Qwen3ForCausalLM", "qwen3"},
+    {"qwen3moe", "Qwen3MoeForCausalLM", "qwen3_moe"},
 };
+
+// Expert counts past any real model's (llama.cpp's own limit is a few hundred).
+constexpr std::int64_t kMaxGgufExperts = 1 << 16;
+
+// "blk.N.PART.SUFFIX" split into N, PART and SUFFIX (weight | bias); false for any other name.
+bool split_block_name(const std::string& name, std::string* layer, std::string* part, std::string* suffix) {
+  if (name.rfind("blk.", 0) != 0) return false;
+  const std::size_t dot = name.find('.', 4);
+  if (dot == std::string::npos || dot == 4) return false;
+  *layer = name.substr(4, dot - 4);
+  if (layer->size() > 6 || layer->find_first_not_of("0123456789") != std::string::npos || (layer->size() > 1 && (*layer)[0] == '0'))
+    return false;
+  const std::size_t last = name.rfind('.');
+  if (last <= dot) return false;
+  *part = name.substr(dot + 1, last - dot - 1);
+  *suffix = name.substr(last + 1);
+  return *suffix == "weight" || *suffix == "bias";
+}
+
+// The mixture-of-experts keys of a llama (Mixtral) or qwen3moe file, as config.json fields in J.
+// llama.cpp's semantics: Mixtral's experts are feed_forward_length wide; a qwen3moe expert is
+// expert_feed_forward_length wide (feed_forward_length / expert_used_count when absent), every
+// qwen3moe layer routes its top-k with the probabilities renormalised (llama.cpp passes
+// norm_w = true whatever the checkpoint's norm_topk_prob; plexus honours expert_weights_norm when
+// a file has it). llama.cpp has no dense qwen3moe layers; plexus writes one (mlp_only_layers) as
+// ffn_gate/ffn_up/ffn_down without ffn_gate_inp, and reads such a layer back as dense.
+void gguf_moe_fields(const GgufFile& f, const std::string& arch, Json& j) {
+  const std::string& path = f.path();
+  const std::string p = arch + ".";
+  if (arch != "llama" && arch != "qwen3moe") return;
+  const std::int64_t experts = f.get_int(p + "expert_count").value_or(0);
+  if (arch == "llama" && experts == 0) return;  // a dense Llama or Mistral
+  if (experts <= 0 || experts > kMaxGgufExperts) {
+    throw InputError(path + ": " + p + "expert_count is " + (f.find(p + "expert_count") ? std::to_string(experts) : "missing") +
+                     "; a mixture of experts needs 1 to " + std::to_string(kMaxGgufExperts) + " experts per layer");
+  }
+  const std::optional<std::int64_t> used = f.get_int(p + "expert_used_count");
+  if (!used || *used <= 0) {
+    throw InputError(path + ": " + p + "expert_used_count is " + (used ? std::to_string(*used) : "missing") +
+                     "; it must say how many of the " + std::to_string(experts) + " experts a token uses");
+  }
+  if (*used > experts) {
+    throw InputError(path + ": " + p + "expert_used_count (" + std::to_string(*used) + ") is more than " + p + "expert_count (" +
+                     std::to_string(experts) + ")");
+  }
+  j["num_experts_per_tok"] = *used;
+  if (arch == "llama") {
+    j["architectures"] = Json::array({"MixtralForCausalLM"});
+    j["model_type"] = "mixtral";
+    j["num_local_experts"] = experts;
+    return;
+  }
+  const std::int64_t dense = f.get_int(p + "feed_forward_length").value_or(0);
+  const std::int64_t width = f.get_int(p + "expert_feed_forward_length").value_or(dense / *used);
+  if (width <= 0) {
+    throw InputError(path + ": no expert width: " + p + "expert_feed_forward_length is " +
+                     (f.find(p + "expert_feed_forward_length") ? std::to_string(width) : "missing") + " and " + p +
+                     "feed_forward_length is " + std::to_string(dense));
+  }
+  j["num_experts"] = experts;
+  j["moe_intermediate_size"] = width;
+  j["intermediate_size"] = dense > 0 ? dense : width;  // every layer sparse: no dense width
+  j["norm_topk_prob"] = f.get_bool(p + "expert_weights_norm").value_or(true);
+  j["decoder_sparse_step"] = 1;
+  Json dense_layers = Json::array();
+  const std::int64_t layers = f.require_int(p + "block_count");
+  for (std::int64_t l = 0; l < layers && l < (std::int64_t{1} << 20); ++l) {
+    const std::string b = "blk." + std::to_string(l) + ".";
+    if (!f.find_tensor(b + "ffn_gate_inp.weight") && f.find_tensor(b + "ffn_gate.weight")) dense_layers.push_back(l);
+  }
+  j["mlp_only_layers"] = dense_layers;
+}
 
 }  // namespace
 
@@ -40,7 +113,8 @@ ModelConfig gguf_model_config(const GgufFile& f) {
   for (const ArchKeys& a : kArchs)
     if (arch == a.gguf) keys = &a;
   if (!keys)
-    throw InputError(path + ": general.architecture is '" + arch + "'; plexus runs GGUF models of architecture llama, qwen2, qwen3");
+    throw InputError(path + ": general.architecture is '" + arch +
+                     "'; plexus runs GGUF models of architecture llama (Mixtral too), qwen2, qwen3, qwen3moe");
   const std::string p = arch + ".";
 
   // The same checks as config.json: build the equivalent and parse it.
@@ -57,7 +131,8 @@ ModelConfig gguf_model_config(const GgufFile& f) {
       throw InputError(path + ": " + p + "attention.value_length (" + std::to_string(*vd) + ") differs from key_length (" +
                        std::to_string(*hd) + "); plexus needs them equal");
   }
-  j["intermediate_size"] = f.require_int(p + "feed_forward_length");
+  if (arch != "qwen3moe") j["intermediate_size"] = f.require_int(p + "feed_forward_length");
+  gguf_moe_fields(f, arch, j);
   // The vocabulary is the embedding's rows; the token list (or <arch>.vocab_size) when the
   // embedding tensor is missing (the checkpoint reports that).
   std::int64_t vocab = 0;
@@ -95,7 +170,7 @@ ModelConfig gguf_model_config(const GgufFile& f) {
   if (auto rd = f.get_int(p + "rope.dimension_count"); rd && *rd != c.head_dim)
     throw InputError(path + ": " + p + "rope.dimension_count is " + std::to_string(*rd) + " but head_dim is " +
                      std::to_string(c.head_dim) + "; partial rotary embeddings are not supported");
-  c.rope_interleaved = c.arch == Arch::kLlama;
+  c.rope_interleaved = c.arch == Arch::kLlama || c.arch == Arch::kMixtral;  // llama.cpp's converter permutes both
   // llama3-style scaling: the converter stores the per-frequency divisors as a tensor.
   if (const GgufTensor* rf = f.find_tensor("rope_freqs.weight")) {
     if (rf->ggml_type != 0 || rf->dims.size() != 1 || rf->dims[0] != c.head_dim / 2)
@@ -136,20 +211,70 @@ std::span<const GgufNamePair> gguf_layer_part_names() {
 std::optional<std::string> hf_name_of_gguf_tensor(const std::string& name) {
   for (const GgufNamePair& n : gguf_top_level_names())
     if (name == n.gguf) return std::string(n.hf);
-  if (name.rfind("blk.", 0) != 0) return std::nullopt;
-  const std::size_t dot = name.find('.', 4);
-  if (dot == std::string::npos || dot == 4) return std::nullopt;
-  const std::string layer = name.substr(4, dot - 4);
-  if (layer.size() > 6 || layer.find_first_not_of("0123456789") != std::string::npos || (layer.size() > 1 && layer[0] == '0'))
-    return std::nullopt;
-  const std::size_t last = name.rfind('.');
-  if (last <= dot) return std::nullopt;
-  const std::string part = name.substr(dot + 1, last - dot - 1);
-  const std::string suffix = name.substr(last + 1);  // weight | bias
-  if (suffix != "weight" && suffix != "bias") return std::nullopt;
+  std::string layer, part, suffix;
+  if (!split_block_name(name, &layer, &part, &suffix)) return std::nullopt;
   for (const GgufNamePair& p : gguf_layer_part_names())
     if (part == p.gguf) return "model.layers." + layer + "." + p.hf + "." + suffix;
   return std::nullopt;
+}
+
+std::span<const GgufExpertPart> gguf_expert_parts() {
+  static const GgufExpertPart kParts[] = {{"ffn_gate_exps", &MoeNames::gate}, {"ffn_up_exps", &MoeNames::up}, {"ffn_down_exps", &MoeNames::down}};
+  return kParts;
+}
+
+std::vector<GgufHfTensor> gguf_hf_tensors(const GgufTensor& t, const ModelConfig& c, const std::string& path) {
+  std::string layer, part, suffix;
+  const bool router = c.is_moe() && split_block_name(t.name, &layer, &part, &suffix) && suffix == "weight" && part == "ffn_gate_inp";
+  const GgufExpertPart* stacked = nullptr;
+  if (c.is_moe() && !router && split_block_name(t.name, &layer, &part, &suffix) && suffix == "weight") {
+    for (const GgufExpertPart& e : gguf_expert_parts())
+      if (part == e.gguf) stacked = &e;
+  }
+  if (!router && !stacked) {
+    const std::optional<std::string> hf = hf_name_of_gguf_tensor(t.name);
+    if (!hf) return {};
+    return {{*hf, std::vector<std::int64_t>(t.dims.rbegin(), t.dims.rend()), 0, t.bytes}};
+  }
+  // The numbers the metadata gives, under their GGUF keys.
+  const std::string a = c.arch == Arch::kQwen3Moe ? "qwen3moe." : "llama.";
+  const std::int64_t E = c.moe.num_experts, H = c.hidden_size, Ie = c.moe.expert_intermediate_size;
+  const std::string experts_key = a + "expert_count " + std::to_string(E);
+  const std::string width_key = a + (c.arch == Arch::kQwen3Moe ? "expert_feed_forward_length " : "feed_forward_length ") + std::to_string(Ie);
+  const std::string hidden_key = a + "embedding_length " + std::to_string(H);
+  const auto dims_text = [](const std::vector<std::int64_t>& d) {
+    std::string s;
+    for (std::int64_t x : d) s += (s.empty() ? "" : ", ") + std::to_string(x);
+    return "[" + s + "]";
+  };
+  const std::string prefix = ModuleTree::layer_prefix(std::stoi(layer));
+  const MoeNames names = moe_names(c.arch);
+  if (router) {
+    const std::vector<std::int64_t> want = {H, E};
+    if (t.dims != want) {
+      throw InputError(path + ": tensor '" + t.name + "' has ne " + dims_text(t.dims) + " but the metadata gives " + dims_text(want) +
+                       " (" + hidden_key + ", " + experts_key + ")");
+    }
+    return {{prefix + names.router + ".weight", {E, H}, 0, t.bytes}};
+  }
+  if (t.dims.size() != 3 || t.dims[2] != E) {
+    throw InputError(path + ": tensor '" + t.name + "' holds " + (t.dims.size() == 3 ? std::to_string(t.dims[2]) : "no stack of") +
+                     " experts (ne " + dims_text(t.dims) + ") but " + experts_key);
+  }
+  const bool down = stacked->hf == &MoeNames::down;
+  const std::vector<std::int64_t> want = down ? std::vector<std::int64_t>{Ie, H, E} : std::vector<std::int64_t>{H, Ie, E};
+  if (t.dims != want) {
+    throw InputError(path + ": tensor '" + t.name + "' has ne " + dims_text(t.dims) + " but the metadata gives " + dims_text(want) +
+                     " (" + hidden_key + ", " + width_key + ", " + experts_key + ")");
+  }
+  // Each expert is whole rows (GgufFile checked that a row is whole blocks): E equal slices.
+  const std::uint64_t each = t.bytes / static_cast<std::uint64_t>(E);
+  std::vector<GgufHfTensor> out;
+  for (std::int64_t e = 0; e < E; ++e) {
+    out.push_back({prefix + names.experts + std::to_string(e) + "." + names.*stacked->hf + ".weight", {want[1], want[0]},
+                   static_cast<std::uint64_t>(e) * each, each});
+  }
+  return out;
 }
 
 }  // namespace plexus

@@ -4,20 +4,24 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "core/gguf_file.h"
 #include "model/config.h"
+#include "model/module_tree.h"
 
 namespace plexus {
 
 // Whether PATH names a GGUF model: a regular file that starts with the GGUF magic.
 bool is_gguf_model_path(const std::string& path);
 
-// The config of a GGUF model (general.architecture llama | qwen2 | qwen3): sizes from
+// The config of a GGUF model (general.architecture llama | qwen2 | qwen3 | qwen3moe; llama with
+// llama.expert_count > 0 is Mixtral): sizes from
 // `<arch>.*` keys, vocab from the embedding tensor or the token list, tied embeddings when there
 // is no output.weight, bos/eos from tokenizer.ggml.*; rope_interleaved for llama (its q/k rows
 // were permuted by llama.cpp's converter); llama3-style rope factors from rope_freqs.weight.
-// InputError naming the file and key otherwise.
+// Experts as llama.cpp reads them (<arch>.expert_count, expert_used_count, qwen3moe's
+// expert_feed_forward_length; see gguf_model.cpp). InputError naming the file and key otherwise.
 ModelConfig gguf_model_config(const GgufFile& file);
 
 // "blk.3.attn_q.weight" -> "model.layers.3.self_attn.q_proj.weight", "token_embd.weight" ->
@@ -33,5 +37,29 @@ struct GgufNamePair {
 };
 std::span<const GgufNamePair> gguf_top_level_names();
 std::span<const GgufNamePair> gguf_layer_part_names();
+
+// llama.cpp's stacked expert tensors of a layer: blk.N.<gguf>.weight, ne [H, Ie, E] (gate, up) or
+// [Ie, H, E] (down): expert e's (Ie, H) or (H, Ie) matrix is the e-th slice of whole rows.
+struct GgufExpertPart {
+  const char* gguf;          // ffn_gate_exps | ffn_up_exps | ffn_down_exps
+  const char* MoeNames::*hf;  // the Hugging Face part: &MoeNames::gate | up | down
+};
+std::span<const GgufExpertPart> gguf_expert_parts();
+
+// One Hugging Face tensor inside a GGUF tensor: its name, shape (HF order, outermost first) and
+// bytes from `offset` within the GGUF tensor's data.
+struct GgufHfTensor {
+  std::string hf;
+  std::vector<std::int64_t> shape;
+  std::uint64_t offset = 0;
+  std::uint64_t bytes = 0;
+};
+// The Hugging Face tensors GGUF tensor T of a model configured as C (gguf_model_config) holds:
+// none (no counterpart, e.g. rope_freqs.weight); T itself renamed (hf_name_of_gguf_tensor); a
+// mixture-of-experts router blk.N.ffn_gate_inp.weight (ne [H, E]) as the architecture's router;
+// or a stacked expert tensor as E per-expert tensors at expert e's offset (no copy: whole rows,
+// so any block format too). InputError naming PATH, the tensor and the numbers when a router's
+// or stack's dims disagree with the metadata (expert count, hidden size, expert width).
+std::vector<GgufHfTensor> gguf_hf_tensors(const GgufTensor& t, const ModelConfig& c, const std::string& path);
 
 }  // namespace plexus

@@ -25,7 +25,7 @@ constexpr QuantMixInfo kMixes[] = {
     {QuantMix::kQ2_K, "Q2_K", DType::kQ2_K, 10, "Q2_K; attn_v, attn_output and ffn_down Q3_K (attn_v Q4_K with 4+ query heads per KV head); output Q6_K"},
 };
 
-enum class Role { kOther, kOutput, kTokenEmbd, kAttnV, kAttnOutput, kFfnDown };
+enum class Role { kOther, kOutput, kTokenEmbd, kAttnK, kAttnV, kAttnOutput, kFfnDown };
 
 bool ends_with(std::string_view s, std::string_view tail) {
   return s.size() >= tail.size() && s.substr(s.size() - tail.size()) == tail;
@@ -35,6 +35,7 @@ bool has(std::string_view s, std::string_view part) { return s.find(part) != std
 Role role_of(std::string_view name) {
   if (name == "output.weight" || name == "lm_head.weight") return Role::kOutput;
   if (name == "token_embd.weight" || ends_with(name, "embed_tokens.weight")) return Role::kTokenEmbd;
+  if (has(name, "attn_k.weight") || has(name, "k_proj.weight")) return Role::kAttnK;
   if (has(name, "attn_v.weight") || has(name, "v_proj.weight")) return Role::kAttnV;
   if (has(name, "attn_output.weight") || has(name, "o_proj.weight")) return Role::kAttnOutput;
   if (has(name, "ffn_down") || has(name, "down_proj") || (has(name, ".experts.") && ends_with(name, ".w2.weight"))) return Role::kFfnDown;
@@ -110,6 +111,7 @@ DType attn_v_type(QuantMix mix, DType t, int i, int n, const QuantModelFacts& f)
   }
   // llama.cpp's 70B rule (80 layers with grouped KV heads): 8 heads share attn_v, so more bits.
   if (f.n_layers == 80 && f.n_heads != f.n_kv_heads && (t == DType::kQ3_K || t == DType::kQ4_K)) t = DType::kQ5_K;
+  if (f.n_experts == 8) t = DType::kQ8_0;  // llama.cpp: "for the 8-expert model, bumping this to Q8_0 trades just ~128MB"
   return t;
 }
 
@@ -186,7 +188,16 @@ std::optional<DType> quant_mix_type(QuantMix mix, std::string_view name, std::sp
       break;
     case Role::kAttnV: t = attn_v_type(mix, base, layer_of(name), n, facts); break;
     case Role::kFfnDown: t = ffn_down_type(mix, base, layer_of(name), n); break;
+    case Role::kAttnK:
+      if (facts.n_experts == 8) t = DType::kQ8_0;  // as attn_v
+      break;
     case Role::kAttnOutput:
+      if (facts.n_experts == 8) {  // llama.cpp's 8-expert rule replaces the two below
+        if (mix == QuantMix::kQ2_K || mix == QuantMix::kQ3_K_M || mix == QuantMix::kIQ4_NL || mix == QuantMix::kQ4_K_S ||
+            mix == QuantMix::kQ4_K_M || mix == QuantMix::kIQ4_XS)
+          t = DType::kQ5_K;
+        break;
+      }
       if (mix == QuantMix::kQ2_K) t = DType::kQ3_K;
       if (mix == QuantMix::kQ3_K_M) t = DType::kQ4_K;
       break;

@@ -40,6 +40,7 @@ struct QuantModelFacts {
   std::int64_t n_heads = 0;
   std::int64_t n_kv_heads = 0;
   bool tied_embeddings = false;  // no output.weight / lm_head.weight of its own
+  std::int64_t n_experts = 0;    // a mixture of experts' experts per layer (llama.cpp's rules for 8: attn_k/v Q8_0, attn_output Q5_K)
 };
 
 // The type `mix` gives tensor `name` of `shape` (outermost first, the row last: Hugging Face order;

@@ -37,6 +37,7 @@ QuantModelFacts quant_model_facts(const ModelConfig& c) {
   f.n_heads = c.num_heads;
   f.n_kv_heads = c.num_kv_heads;
   f.tied_embeddings = c.tie_word_embeddings;
+  f.n_experts = c.moe.num_experts;
   return f;
 }
 

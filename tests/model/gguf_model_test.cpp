@@ -164,7 +164,7 @@ TEST(GgufModel, ArchitecturesAndTheirFlags) {
     gguf_model_config(GgufFile("g.gguf", mini("gemma", sizes("gemma"), {})));
     FAIL() << "gemma accepted";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("general.architecture is 'gemma'; plexus runs GGUF models of architecture llama, qwen2, qwen3"),
+    EXPECT_NE(std::string(e.what()).find("general.architecture is 'gemma'; plexus runs GGUF models of architecture llama (Mixtral too), qwen2, qwen3, qwen3moe"),
               std::string::npos) << e.what();
   }
   auto s = sizes("llama");
@@ -219,6 +219,133 @@ TEST(GgufModel, FloatMetadataIsCheckedAndRopeScalingReadAsLlamaCpp) {
   c = config({{"qwen3.attention.layer_norm_rms_epsilon", 1e-5f}, {"qwen3.rope.freq_base", 1e6f}});
   EXPECT_FLOAT_EQ(static_cast<float>(c.rms_norm_eps), 1e-5f);
   EXPECT_EQ(c.rope_theta, 1e6);
+}
+
+// Mixture-of-experts keys as llama.cpp reads them: llama with experts is Mixtral (experts
+// feed_forward_length wide, q/k rows permuted); qwen3moe's experts are expert_feed_forward_length
+// wide (feed_forward_length / expert_used_count without it), its dense width the expert width
+// when feed_forward_length is absent, its top-k renormalised unless expert_weights_norm says no;
+// a layer with ffn_gate but no ffn_gate_inp is dense. Bad counts name the keys and numbers.
+TEST(GgufModel, MixtureOfExpertsFromTheMetadata) {
+  using Ints = std::vector<std::pair<std::string, std::uint32_t>>;
+  const auto with = [](Ints ints, const Ints& more) {
+    ints.insert(ints.end(), more.begin(), more.end());
+    return ints;
+  };
+  const auto config = [](const std::string& arch, const Ints& ints,
+                         std::vector<std::pair<std::string, std::vector<std::uint64_t>>> tensors = {}) {
+    tensors.push_back({"token_embd.weight", {64, 100}});
+    return gguf_model_config(GgufFile("moe.gguf", mini(arch, ints, tensors)));
+  };
+  ModelConfig c = config("llama", with(sizes("llama"), {{"llama.expert_count", 4}, {"llama.expert_used_count", 2}}));
+  EXPECT_EQ(c.arch, Arch::kMixtral);
+  EXPECT_TRUE(c.rope_interleaved);
+  EXPECT_EQ(c.moe.num_experts, 4);
+  EXPECT_EQ(c.moe.experts_per_token, 2);
+  EXPECT_EQ(c.moe.expert_intermediate_size, 128);
+  EXPECT_TRUE(c.moe.normalize_top_k);
+  EXPECT_FALSE(config("llama", with(sizes("llama"), {{"llama.expert_count", 0}})).is_moe());
+
+  const Ints qwen = with(sizes("qwen3moe"), {{"qwen3moe.expert_count", 8}, {"qwen3moe.expert_used_count", 2}});
+  c = config("qwen3moe", with(qwen, {{"qwen3moe.expert_feed_forward_length", 32}}));
+  EXPECT_EQ(c.arch, Arch::kQwen3Moe);
+  EXPECT_TRUE(c.qk_norm);
+  EXPECT_FALSE(c.rope_interleaved);
+  EXPECT_EQ(c.moe.num_experts, 8);
+  EXPECT_EQ(c.moe.expert_intermediate_size, 32);
+  EXPECT_EQ(c.intermediate_size, 128);
+  EXPECT_TRUE(c.moe.normalize_top_k);
+  EXPECT_TRUE(c.moe_layer(0));
+  EXPECT_EQ(config("qwen3moe", qwen).moe.expert_intermediate_size, 64);  // llama.cpp: n_ff / n_expert_used
+  Ints no_dense;
+  for (const auto& kv : qwen)
+    if (kv.first != "qwen3moe.feed_forward_length") no_dense.push_back(kv);
+  c = config("qwen3moe", with(no_dense, {{"qwen3moe.expert_feed_forward_length", 32}}));
+  EXPECT_EQ(c.intermediate_size, 32);
+  c = gguf_model_config(GgufFile("n.gguf", mini("qwen3moe", with(qwen, {{"qwen3moe.expert_feed_forward_length", 32}}),
+                                                {{"token_embd.weight", {64, 100}}, {"blk.0.ffn_gate.weight", {64, 128}}}, {}, {}, {})));
+  EXPECT_EQ(c.moe.mlp_only_layers, (std::vector<std::int64_t>{0}));
+  EXPECT_FALSE(c.moe_layer(0));
+
+  const auto error = [&](const std::string& arch, const Ints& ints) -> std::string {
+    try {
+      config(arch, ints);
+    } catch (const InputError& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  EXPECT_NE(error("qwen3moe", with(sizes("qwen3moe"), {{"qwen3moe.expert_count", 8}, {"qwen3moe.expert_used_count", 9}}))
+                .find("moe.gguf: qwen3moe.expert_used_count (9) is more than qwen3moe.expert_count (8)"),
+            std::string::npos);
+  EXPECT_NE(error("llama", with(sizes("llama"), {{"llama.expert_count", 4}}))
+                .find("moe.gguf: llama.expert_used_count is missing"),
+            std::string::npos);
+  EXPECT_NE(error("qwen3moe", sizes("qwen3moe")).find("moe.gguf: qwen3moe.expert_count is missing"), std::string::npos);
+}
+
+// A stacked expert tensor is E per-expert tensors at expert e's offset under the Hugging Face
+// names; a router keeps its bytes; a stack or router whose dims disagree with the metadata is an
+// InputError naming the tensor, its dims and the keys.
+TEST(GgufModel, StackedExpertsBecomeOneTensorPerExpert) {
+  ModelConfig c = load_model_config(gguf_path("gs-llama-q8_0.gguf"));
+  c.arch = Arch::kQwen3Moe;
+  c.hidden_size = 64;
+  c.moe = {8, 2, 32, true, 1, {}};
+  GgufTensor down;
+  down.name = "blk.1.ffn_down_exps.weight";
+  down.dims = {32, 64, 8};
+  down.bytes = 32 * 64 * 8 * 4;
+  const std::vector<GgufHfTensor> parts = gguf_hf_tensors(down, c, "x.gguf");
+  ASSERT_EQ(parts.size(), 8u);
+  EXPECT_EQ(parts[3].hf, "model.layers.1.mlp.experts.3.down_proj.weight");
+  EXPECT_EQ(parts[3].shape, (std::vector<std::int64_t>{64, 32}));
+  EXPECT_EQ(parts[3].offset, 3u * 32 * 64 * 4);
+  EXPECT_EQ(parts[3].bytes, 32u * 64 * 4);
+  GgufTensor gate = down;
+  gate.name = "blk.0.ffn_gate_exps.weight";
+  gate.dims = {64, 32, 8};
+  EXPECT_EQ(gguf_hf_tensors(gate, c, "x.gguf")[7].hf, "model.layers.0.mlp.experts.7.gate_proj.weight");
+  GgufTensor router;
+  router.name = "blk.0.ffn_gate_inp.weight";
+  router.dims = {64, 8};
+  router.bytes = 64 * 8 * 4;
+  const std::vector<GgufHfTensor> r = gguf_hf_tensors(router, c, "x.gguf");
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].hf, "model.layers.0.mlp.gate.weight");
+  EXPECT_EQ(r[0].shape, (std::vector<std::int64_t>{8, 64}));
+  c.arch = Arch::kMixtral;
+  EXPECT_EQ(gguf_hf_tensors(router, c, "x.gguf")[0].hf, "model.layers.0.block_sparse_moe.gate.weight");
+  EXPECT_EQ(gguf_hf_tensors(gate, c, "x.gguf")[2].hf, "model.layers.0.block_sparse_moe.experts.2.w1.weight");
+  EXPECT_EQ(gguf_hf_tensors(down, c, "x.gguf")[2].hf, "model.layers.1.block_sparse_moe.experts.2.w2.weight");
+  c.arch = Arch::kQwen3Moe;
+
+  const auto error = [&](const GgufTensor& t) -> std::string {
+    try {
+      gguf_hf_tensors(t, c, "x.gguf");
+    } catch (const InputError& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  GgufTensor fewer = gate;
+  fewer.dims = {64, 32, 7};
+  EXPECT_NE(error(fewer).find("x.gguf: tensor 'blk.0.ffn_gate_exps.weight' holds 7 experts (ne [64, 32, 7]) but qwen3moe.expert_count 8"),
+            std::string::npos) << error(fewer);
+  GgufTensor narrow = down;
+  narrow.dims = {16, 64, 8};
+  EXPECT_NE(error(narrow).find("tensor 'blk.1.ffn_down_exps.weight' has ne [16, 64, 8] but the metadata gives [32, 64, 8] "
+                               "(qwen3moe.embedding_length 64, qwen3moe.expert_feed_forward_length 32, qwen3moe.expert_count 8)"),
+            std::string::npos) << error(narrow);
+  GgufTensor flat = down;
+  flat.dims = {32, 512};
+  EXPECT_NE(error(flat).find("holds no stack of experts (ne [32, 512])"), std::string::npos) << error(flat);
+  GgufTensor wide = router;
+  wide.dims = {64, 4};
+  EXPECT_NE(error(wide).find("tensor 'blk.0.ffn_gate_inp.weight' has ne [64, 4] but the metadata gives [64, 8]"), std::string::npos)
+      << error(wide);
+  c.moe = {};  // a dense model: no such tensors
+  EXPECT_TRUE(gguf_hf_tensors(down, c, "x.gguf").empty());
 }
 
 }  // namespace

@@ -86,6 +86,33 @@ TEST(QuantMix, GroupedQueryAndSeventyBRules) {
   EXPECT_EQ(quant_mix_type(QuantMix::kQ4_K_M, "blk.41.attn_v.weight", v, seventy), DType::kQ5_K);
 }
 
+// llama.cpp's 8-expert rules (Mixtral 8x7B): attn_k and attn_v Q8_0, attn_output Q5_K in the
+// low-bit mixes (instead of Q2_K's Q3_K); other expert counts keep the dense rules. Experts'
+// projections take the types their roles do under either naming; routers keep theirs.
+TEST(QuantMix, EightExpertRules) {
+  const std::vector<std::int64_t> m{4096, 4096}, stack{8, 4096, 14336};
+  QuantModelFacts eight{32, 32, 8, false, 8};
+  for (const QuantMix mix : {QuantMix::kQ2_K, QuantMix::kQ4_K_M, QuantMix::kQ4_0, QuantMix::kQ8_0}) {
+    EXPECT_EQ(quant_mix_type(mix, "blk.3.attn_v.weight", m, eight), DType::kQ8_0) << quant_mix_info(mix).name;
+    EXPECT_EQ(quant_mix_type(mix, "model.layers.3.self_attn.k_proj.weight", m, eight), DType::kQ8_0) << quant_mix_info(mix).name;
+  }
+  EXPECT_EQ(quant_mix_type(QuantMix::kQ2_K, "blk.3.attn_output.weight", m, eight), DType::kQ5_K);
+  EXPECT_EQ(quant_mix_type(QuantMix::kQ4_K_M, "blk.3.attn_output.weight", m, eight), DType::kQ5_K);
+  EXPECT_EQ(quant_mix_type(QuantMix::kQ4_0, "blk.3.attn_output.weight", m, eight), DType::kQ4_0);
+  EXPECT_EQ(quant_mix_type(QuantMix::kQ4_K_M, "blk.0.ffn_down_exps.weight", std::vector<std::int64_t>{8, 4096, 14336}, eight),
+            DType::kQ6_K);  // down's more-bits layer, as ffn_down
+  EXPECT_EQ(quant_mix_type(QuantMix::kQ4_K_M, "model.layers.0.block_sparse_moe.experts.5.w2.weight",
+                           std::vector<std::int64_t>{4096, 14336}, eight),
+            DType::kQ6_K);
+  EXPECT_EQ(quant_mix_type(QuantMix::kQ4_K_M, "blk.2.ffn_gate_exps.weight", stack, eight), DType::kQ4_K);
+  EXPECT_EQ(quant_mix_type(QuantMix::kQ4_K_M, "blk.2.ffn_gate_inp.weight", std::vector<std::int64_t>{8, 4096}, eight), std::nullopt);
+  QuantModelFacts many = eight;
+  many.n_experts = 128;  // Qwen3-30B-A3B: the dense rules
+  EXPECT_EQ(quant_mix_type(QuantMix::kQ2_K, "blk.3.attn_k.weight", m, many), DType::kQ2_K);
+  EXPECT_EQ(quant_mix_type(QuantMix::kQ2_K, "blk.3.attn_output.weight", m, many), DType::kQ3_K);
+  EXPECT_EQ(quant_mix_type(QuantMix::kQ4_0, "blk.3.attn_v.weight", m, many), DType::kQ4_0);
+}
+
 TEST(QuantMix, NamesAnyCaseAndLlamaQuantizesAliases) {
   EXPECT_EQ(parse_quant_mix("q4_k_m"), QuantMix::kQ4_K_M);
   EXPECT_EQ(parse_quant_mix("Q4_K"), QuantMix::kQ4_K_M);
