@@ -14,6 +14,7 @@
 #include "planner/accelerate_planner.h"
 #include "planner/memory_estimate.h"
 #include "planner/plan_fit.h"
+#include "planner/moe_reads.h"
 #include "planner/run_buffers.h"
 #include "planner/stage_layout.h"
 #include "planner/sized_tree.h"
@@ -199,6 +200,10 @@ RunShape run_shape_or_none(const PlanRequest& r, const ModelConfig& c) {
 
 void fill_report(const ModuleTree& tree, const SizedTree& sized, const PlanRequest& r, Plan* plan) {
   plan->model_bytes = sized.total_bytes();
+  plan->active_bytes = active_weight_bytes(sized, tree.config());
+  plan->active_parameters = active_parameters(tree);
+  plan->parameters = 0;
+  for (const ParamInfo& p : tree.params()) plan->parameters += p.tied_to ? 0 : p.numel();
   plan->placement = expand_placement(plan->device_map, tree);
   const ModelConfig& c = tree.config();
 
@@ -214,6 +219,7 @@ void fill_report(const ModuleTree& tree, const SizedTree& sized, const PlanReque
   };
   for (const DeviceBudget& b : plan->planned_budgets.list()) report_for(b.device).budget_bytes = b.bytes;
 
+  std::map<DeviceId, std::int64_t> expert_bytes;  // per device: the experts' bytes it holds
   std::unordered_map<std::string, DeviceId> where;
   for (const auto& [name, dev] : plan->placement) where.emplace(name, dev);
   const auto& params = tree.params();
@@ -229,6 +235,7 @@ void fill_report(const ModuleTree& tree, const SizedTree& sized, const PlanReque
     if (p.layer >= 0 && (rep.layers.empty() || rep.layers.back() != p.layer)) {
       if (std::find(rep.layers.begin(), rep.layers.end(), p.layer) == rep.layers.end()) rep.layers.push_back(p.layer);
     }
+    if (is_expert_param(c, p)) expert_bytes[d] += sized.size_of(p.name);
     if (p.module == "model.embed_tokens") rep.holds_embedding = true;
     if (p.module == "lm_head") rep.holds_lm_head = true;
   }
@@ -262,6 +269,9 @@ void fill_report(const ModuleTree& tree, const SizedTree& sized, const PlanReque
   for (DeviceReport& rep : reports) {
     rep.read_bytes_per_token = rep.weights_bytes + rep.kv_cache_bytes;
     if (rep.holds_embedding && !(tied && rep.holds_lm_head)) rep.read_bytes_per_token -= embed_bytes;
+    if (const std::int64_t e = expert_bytes[rep.device]; e > 0) {  // a token runs k of each layer's E experts
+      rep.read_bytes_per_token -= e - e / c.moe.num_experts * c.moe.experts_per_token;
+    }
     rep.total_bytes = rep.weights_bytes + rep.run_buffers_bytes;
     if (rep.device.kind() == TargetKind::kDisk) continue;
     const auto given = r.budgets.get(rep.device);

@@ -84,6 +84,9 @@ struct Plan {
   Budgets planned_budgets;                  // after accelerate's balancing, for accelerate strategies
   RuntimeBudget runtime;                    // context clamped to max_position_embeddings
   std::int64_t model_bytes = 0;
+  // Parameters (tied once), those one token reads (planner/moe_reads.h: all but the E − k unused
+  // experts of each mixture-of-experts layer; the total for a dense model), and their bytes.
+  std::int64_t parameters = 0, active_parameters = 0, active_bytes = 0;
   std::vector<std::string> notes;           // explanations worth printing
 };
 
