@@ -40,6 +40,8 @@ struct BackendConfig {
   long long micro_batches = 0;        // their number, the old key (--micro-batches); 0: one per stage
   long long tensor_parallel = 1;      // every layer split over this many devices (--tp)
   long long pipeline_parallel = 1;    // the layers in this many stages of such groups (--pp)
+  bool cpu_moe = false;               // every layer's experts in host memory, computed there (--cpu-moe)
+  std::optional<long long> n_cpu_moe; // the first N layers' experts only (--n-cpu-moe N)
   // Devices are named, or implied by tensor/pipeline parallelism: the run is planned and executed
   // across them (else one engine).
   bool plans() const {

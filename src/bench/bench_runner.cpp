@@ -48,6 +48,8 @@ RunInputs run_inputs(const BenchConfig& c) {
   p.device_map_file = c.backend.device_map_file;
   p.tensor_parallel = c.backend.tensor_parallel;
   p.pipeline_parallel = c.backend.pipeline_parallel;
+  p.cpu_moe = c.backend.cpu_moe;
+  p.n_cpu_moe = c.backend.n_cpu_moe;
   return in;
 }
 
@@ -160,7 +162,8 @@ Json run_point(const BenchPoint& point, const std::string& config_file, const Lo
                                     {"--max-sequences", sequences_key}, {"--batch-tokens", "backend.batch_tokens"},
                                     {"--tensor-parallel", "backend.tensor_parallel"}, {"--pipeline-parallel", "backend.pipeline_parallel"},
                                     {"--tp/--pp", "backend.tensor_parallel/pipeline_parallel"}, {"--tp", "backend.tensor_parallel"},
-                                    {"--pp", "backend.pipeline_parallel"}}) {
+                                    {"--pp", "backend.pipeline_parallel"}, {"--n-cpu-moe", "backend.n_cpu_moe"},
+                                    {"--cpu-moe", "backend.cpu_moe"}}) {
       for (std::size_t at = m.find(flag); at != std::string::npos; at = m.find(flag, at + key.size())) m.replace(at, flag.size(), key);
     }
     // "backend.device_ids: ..." or "backend.tensor_parallel 3 cannot ..." → "FILE:LINE: backend....".

@@ -43,6 +43,10 @@ struct PlanInputs {
   // the layers over `pipeline_parallel` stages of such groups (comm/world_config.h).
   long long tensor_parallel = 1;
   long long pipeline_parallel = 1;
+  // --cpu-moe / --n-cpu-moe N (bench backend.cpu_moe / backend.n_cpu_moe): the experts of every
+  // mixture-of-experts layer, or of the first N layers, kept in host memory and computed there.
+  bool cpu_moe = false;
+  std::optional<long long> n_cpu_moe;
   bool parallel() const { return tensor_parallel > 1 || pipeline_parallel > 1; }
   // Any of max_memory, virtual_devices, virtual_gpus, devices, device_map_file: plan and run across devices.
   bool names_devices() const { return max_memory || virtual_devices || virtual_gpus || devices || device_map_file; }
@@ -61,6 +65,10 @@ void check_plan_inputs(const PlanInputs& in);
 // share a pass of `batch_tokens` tokens (--max-sequences above --batch-tokens): every command
 // that takes both flags (the runs, plan, deploy).
 void check_sequences_per_pass(long long max_sequences, long long batch_tokens);
+
+// The layers whose experts --cpu-moe (all) or --n-cpu-moe N (the first N) keep on the host: 0
+// without them. InputError on a dense model, or for N above the model's layer count.
+int cpu_moe_layers(const PlanInputs& in, const ModelConfig& config);
 
 struct PlanOptions {
   PlanRequest request;

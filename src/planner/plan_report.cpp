@@ -56,6 +56,7 @@ Json plan_to_json(const Plan& p) {
   j["parameters"] = p.parameters;
   j["active_parameters"] = p.active_parameters;
   j["active_bytes"] = p.active_bytes;
+  j["experts_on_cpu"] = p.host_expert_layers;  // layers whose experts the host keeps and computes (--n-cpu-moe)
   j["context"] = p.runtime.context;
   j["batch"] = p.runtime.batch;
   j["batch_tokens"] = p.runtime.prefill_chunk;

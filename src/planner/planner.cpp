@@ -14,6 +14,7 @@
 #include "planner/accelerate_planner.h"
 #include "planner/memory_estimate.h"
 #include "planner/plan_fit.h"
+#include "planner/plan_report.h"
 #include "planner/moe_reads.h"
 #include "planner/run_buffers.h"
 #include "planner/stage_layout.h"
@@ -310,7 +311,58 @@ void clamp_context(const ModuleTree& tree, PlanRequest* r, Plan* plan) {
 
 }  // namespace
 
-Plan plan_model(const ModuleTree& tree, const PlanRequest& r_in) {
+namespace {
+Plan place_model(const ModuleTree& tree, const PlanRequest& r_in);
+
+// --n-cpu-moe: the experts of the mixture-of-experts layers among the first N go to "cpu" (their
+// bytes taken from its budget first); the rest of the model is planned without them; the map
+// then names each layer's experts apart, and the report covers the whole model.
+Plan plan_with_host_experts(const ModuleTree& tree, const PlanRequest& r) {
+  const ModelConfig& c = tree.config();
+  const SizedTree sized = SizedTree::build(tree, r.dtype);
+  std::vector<int> layers;
+  std::int64_t bytes = 0;
+  for (int l = 0; l < std::min<int>(r.cpu_moe_layers, static_cast<int>(c.num_layers)); ++l) {
+    if (!c.moe_layer(l)) continue;
+    layers.push_back(l);
+    bytes += layer_expert_bytes(sized, c, l);
+  }
+  std::vector<ParamInfo> rest;
+  for (const ParamInfo& p : tree.params()) {
+    if (!(is_expert_param(c, p) && p.layer < r.cpu_moe_layers)) rest.push_back(p);
+  }
+  PlanRequest without = r;
+  without.cpu_moe_layers = 0;
+  if (layers.empty()) return place_model(tree, without);  // the first N layers are all dense (mlp_only_layers)
+  if (const auto cpu = r.budgets.get(DeviceId::cpu())) {
+    if (static_cast<std::uint64_t>(bytes) > *cpu) {
+      throw InputError("the experts of layers " + format_ranges(layers) + " need " + fb(bytes) + " of host memory but cpu's budget is " +
+                       format_bytes(*cpu) + ": raise cpu in --max-memory or keep fewer layers' experts there (--n-cpu-moe)");
+    }
+    without.budgets.set(DeviceId::cpu(), *cpu - static_cast<std::uint64_t>(bytes));
+  }
+  Plan plan = place_model(ModuleTree::from_params(c, rest), without);
+  for (const int l : layers) plan.device_map.set(experts_module(c, l), DeviceId::cpu());
+  if (const auto cpu = r.budgets.get(DeviceId::cpu())) plan.planned_budgets.set(DeviceId::cpu(), *cpu);
+  plan.host_expert_layers = layers;
+  std::vector<std::string> notes = plan.notes;
+  plan.notes.clear();
+  fill_report(tree, sized, r, &plan);
+  notes.push_back("the experts of layers " + format_ranges(layers) + " (" + fb(bytes) +
+                  ") are kept in host memory and computed on the CPU (--n-cpu-moe " + std::to_string(layers.back() + 1) + ")");
+  plan.notes.insert(plan.notes.begin(), notes.begin(), notes.end());
+  if (!overfull(plan).empty()) throw_overfull(tree, sized, r, plan);
+  return plan;
+}
+}  // namespace
+
+Plan plan_model(const ModuleTree& tree, const PlanRequest& r) {
+  if (r.cpu_moe_layers > 0) return plan_with_host_experts(tree, r);
+  return place_model(tree, r);
+}
+
+namespace {
+Plan place_model(const ModuleTree& tree, const PlanRequest& r_in) {
   PlanRequest r = r_in;
   if (r.runtime.context < 0 || r.runtime.batch < 1 || r.runtime.prefill_chunk < 1) {
     throw InputError("runtime budget: context must be >= 0 and batch >= 1 (got context " +
@@ -402,6 +454,7 @@ Plan plan_model(const ModuleTree& tree, const PlanRequest& r_in) {
   }
   return plan;
 }
+}  // namespace
 
 Plan plan_from_device_map(const ModuleTree& tree, const DeviceMap& map, const PlanRequest& r_in) {
   if (map.empty()) throw InputError("device map is empty: map at least \"\" (the whole model) to a device");
