@@ -216,7 +216,7 @@ void read_model_make(const Reader& r, const YAML::Node& n, ModelMakeConfig& m) {
 void read_backend(const Reader& r, const YAML::Node& n, BackendConfig& b) {
   r.check_keys(n, "backend", {"type", "device_ids", "virtual_devices", "device_map", "max_memory", "dtype", "quantize", "threads", "wait",
                               "context", "micro_batch", "micro_batches", "tensor_parallel", "pipeline_parallel",
-                              "expert_parallel"});
+                              "expert_parallel", "cpu_moe", "n_cpu_moe"});
   each(n, "backend", [&](const std::string& k, const YAML::Node& v, const std::string& p) {
     if (k == "type") {
       b.type = r.string(v, p);
@@ -269,6 +269,10 @@ void read_backend(const Reader& r, const YAML::Node& n, BackendConfig& b) {
       b.pipeline_parallel = r.integer(v, p, 1, 4096);
     } else if (k == "expert_parallel") {
       b.expert_parallel = r.integer(v, p, 1, 4096);
+    } else if (k == "cpu_moe") {
+      b.cpu_moe = r.boolean(v, p);
+    } else if (k == "n_cpu_moe") {
+      b.n_cpu_moe = r.integer(v, p, 0, 1LL << 20);
     }
   });
   if (n["micro_batch"] && n["micro_batches"]) {
@@ -458,6 +462,8 @@ Json config_to_json(const BenchConfig& c) {
                   {"pipeline_parallel", b.pipeline_parallel}};
   if (b.micro_batch > 0) j["backend"]["micro_batch"] = b.micro_batch;  // (only when set: the CSV's columns stay)
   if (b.expert_parallel > 1) j["backend"]["expert_parallel"] = b.expert_parallel;  // (likewise)
+  if (b.cpu_moe) j["backend"]["cpu_moe"] = true;
+  if (b.n_cpu_moe) j["backend"]["n_cpu_moe"] = *b.n_cpu_moe;
   const ScenarioConfig& s = c.scenario;
   j["scenario"] = {{"dataset", s.dataset.empty() ? Json(nullptr) : Json(s.dataset)},
                    {"prompts", s.prompts},

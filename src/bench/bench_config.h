@@ -41,6 +41,8 @@ struct BackendConfig {
   long long tensor_parallel = 1;      // every layer split over this many devices (--tp)
   long long pipeline_parallel = 1;    // the layers in this many stages of such groups (--pp)
   long long expert_parallel = 1;      // a group of this many devices holding a mixture's experts whole (--ep)
+  bool cpu_moe = false;               // every layer's experts in host memory, computed there (--cpu-moe)
+  std::optional<long long> n_cpu_moe; // the first N layers' experts only (--n-cpu-moe N)
   // Devices are named, or implied by tensor/pipeline parallelism: the run is planned and executed
   // across them (else one engine).
   bool plans() const {

@@ -49,6 +49,8 @@ RunInputs run_inputs(const BenchConfig& c) {
   p.tensor_parallel = c.backend.tensor_parallel;
   p.pipeline_parallel = c.backend.pipeline_parallel;
   p.expert_parallel = c.backend.expert_parallel;
+  p.cpu_moe = c.backend.cpu_moe;
+  p.n_cpu_moe = c.backend.n_cpu_moe;
   return in;
 }
 
@@ -162,7 +164,8 @@ Json run_point(const BenchPoint& point, const std::string& config_file, const Lo
                                     {"--tensor-parallel", "backend.tensor_parallel"}, {"--pipeline-parallel", "backend.pipeline_parallel"},
                                     {"--tp/--pp", "backend.tensor_parallel/pipeline_parallel"}, {"--tp", "backend.tensor_parallel"},
                                     {"--pp", "backend.pipeline_parallel"}, {"--expert-parallel", "backend.expert_parallel"},
-                                    {"--ep", "backend.expert_parallel"}}) {
+                                    {"--ep", "backend.expert_parallel"}, {"--n-cpu-moe", "backend.n_cpu_moe"},
+                                    {"--cpu-moe", "backend.cpu_moe"}}) {
       for (std::size_t at = m.find(flag); at != std::string::npos; at = m.find(flag, at + key.size())) m.replace(at, flag.size(), key);
     }
     // "backend.device_ids: ..." or "backend.tensor_parallel 3 cannot ..." → "FILE:LINE: backend....".

@@ -15,6 +15,7 @@ const std::vector<std::string>& known_config_paths() {
       "backend.max_memory", "backend.max_memory.*", "backend.dtype", "backend.quantize", "backend.threads", "backend.wait", "backend.context",
       "backend.micro_batch", "backend.micro_batches", "backend.tensor_parallel", "backend.pipeline_parallel",
       "backend.expert_parallel",
+      "backend.cpu_moe", "backend.n_cpu_moe",
       "scenario", "scenario.dataset", "scenario.prompts", "scenario.prompts_ids", "scenario.num_samples",
       "scenario.max_sequences", "scenario.batch_size", "scenario.max_tokens", "scenario.max_new_tokens",
       "scenario.warmup_samples", "scenario.seed",

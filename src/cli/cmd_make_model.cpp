@@ -22,9 +22,12 @@ int cmd_make_model(int argc, char** argv) {
             "9 heads, 3 KV heads, intermediate 1536, vocab 32000, tied embeddings); `tiny` has hidden 64,\n"
             "4 layers, 4 heads, 2 KV heads, intermediate 176, vocab 32000. `llama-3.2-1b` (1.24B parameters)\n"
             "and `llama-3.1-8b` (8.03B) have Meta's shapes, rope scaling and token ids, for benchmarks; their\n"
-            "weights are written by several threads (--threads) at disk speed.");
+            "weights are written by several threads (--threads) at disk speed. `mixtral-8x7b` (46.7B, 12.9B\n"
+            "read per token) and `qwen3-30b-a3b` (30.5B, 3.35B per token) have the published mixtures of\n"
+            "experts' shapes; `moe-cpu-bench` (2.61B, 0.49B per token) is a Qwen3-MoE that fits a CPU box:\n"
+            "hidden 1024, 24 layers, 16 heads, 4 KV heads, 64 experts of width 512, 8 per token, vocab 32000.");
   args.positional("OUT", "output directory (created if missing)")
-      .option("--preset", "NAME", "tiny | small | llama-3.2-1b | llama-3.1-8b", "tiny")
+      .option("--preset", "NAME", "tiny | small | llama-3.2-1b | llama-3.1-8b | mixtral-8x7b | qwen3-30b-a3b | moe-cpu-bench", "tiny")
       .option("--arch", "ARCH", "llama | qwen2 | qwen3 | mistral | mixtral | qwen3-moe", "llama")
       .option("--dtype", "DTYPE", "f32 | bf16 | f16", "bf16")
       .option("--seed", "N", "random seed", "0")
@@ -33,6 +36,7 @@ int cmd_make_model(int argc, char** argv) {
       .option("--shards", "N", "write N shards + model.safetensors.index.json", "1")
       .option("--threads", "N", "threads generating the real-shape presets' weights (0: one per hardware thread)", "0")
       .option("--tokenizer", "DIR", "copy DIR's tokenizer.json (+ tokenizer_config.json) into the model")
+      .flag("--config-only", "write OUT/config.json alone (no weights): for `plexus estimate` and `plan` of a real shape")
       .flag("--force", "overwrite a model already in OUT");
   if (!args.parse(argc, argv)) return 0;
   const std::string out = args.get("OUT");
@@ -46,6 +50,10 @@ int cmd_make_model(int argc, char** argv) {
   else if (arch == "mixtral") o.arch = Arch::kMixtral;
   else if (arch == "qwen3-moe" || arch == "qwen3_moe") o.arch = Arch::kQwen3Moe;
   else throw InputError("--arch: unknown architecture '" + arch + "' (use llama, qwen2, qwen3, mistral, mixtral or qwen3-moe)");
+  // A real-shape preset fixes its architecture: --arch left out means that one.
+  const std::optional<Arch> own = preset_arch(o.preset);
+  if (own && !args.given("--arch")) o.arch = *own;
+  const std::string arch_shown = own && !args.given("--arch") ? std::string(arch_name(*own)) : arch;
   const std::string dt = args.get("--dtype");
   if (!parse_dtype(dt, &o.dtype)) throw InputError("--dtype: unknown dtype '" + dt + "' (use f32, bf16 or f16)");
   const long long seed = args.get_int("--seed");
@@ -63,6 +71,7 @@ int cmd_make_model(int argc, char** argv) {
     o.vocab_size = args.get_int("--vocab");
     if (o.vocab_size < 2) throw InputError("--vocab must be at least 2");
   }
+  o.config_only = args.get_flag("--config-only");
   if (!args.get_flag("--force") && (file_exists(out + "/config.json") || file_exists(out + "/model.safetensors"))) {
     throw InputError("'" + out + "' already holds a model; pass --force to overwrite it");
   }
@@ -90,11 +99,16 @@ int cmd_make_model(int argc, char** argv) {
     };
   }
   const std::int64_t n = make_model_with_tokenizer(out, o, tok_dir);
+  if (o.config_only) {
+    std::printf("wrote %s/config.json: %s %s, %.1fM parameters (no weights)\n", out.c_str(), o.preset.c_str(),
+                arch_shown.c_str(), static_cast<double>(n) / 1e6);
+    return 0;
+  }
   progress.clear();
   const double s = seconds();
   const double gb = static_cast<double>(n) * static_cast<double>(dtype_size(o.dtype)) / 1e9;
   std::printf("wrote %s: %s %s %s, %.1fM parameters, seed %llu%s; %.2f GB in %.1f s (%.2f GB/s)\n", out.c_str(),
-              o.preset.c_str(), arch.c_str(), dt.c_str(), static_cast<double>(n) / 1e6,
+              o.preset.c_str(), arch_shown.c_str(), dt.c_str(), static_cast<double>(n) / 1e6,
               static_cast<unsigned long long>(o.seed), tok_dir.empty() ? "" : ", with tokenizer", gb, s, s > 0 ? gb / s : 0.0);
   return 0;
 }

@@ -34,6 +34,9 @@ void add_plan_options(Args& args, const PlanFlagChoices& choices) {
       .option("--context", "N", "tokens of KV cache to keep room for per sequence (0: weights only)", "4096")
       .option("--max-sequences", "N", choices.max_sequences_help, choices.max_sequences);
   for (const std::string& old : choices.max_sequences_old_names) args.old_name(old);
+  args.flag("--cpu-moe", "keep every mixture-of-experts layer's experts in host memory and compute them on the CPU "
+                        "(the rest where the plan puts it), as llama.cpp's --cpu-moe")
+      .option("--n-cpu-moe", "N", "as --cpu-moe for the experts of the first N layers only");
   args.flag("--offload-disk", "allow the stages strategy to offload weights to disk when cpu is full")
       .option("--device-map", "FILE|STRATEGY", "check and report a custom device map (JSON: module prefix -> device); a strategy "
                                         "name (auto, balanced, ...) is taken as --strategy, as accelerate's device_map=\"auto\"");
@@ -58,6 +61,8 @@ PlanInputs plan_inputs_from(const Args& args) {
   in.tensor_parallel = args.get_int("--tensor-parallel");
   in.pipeline_parallel = args.get_int("--pipeline-parallel");
   in.expert_parallel = args.get_int("--expert-parallel");
+  in.cpu_moe = args.get_flag("--cpu-moe");
+  if (args.given("--n-cpu-moe")) in.n_cpu_moe = args.get_int("--n-cpu-moe");
   if (auto map = args.get_optional("--device-map")) {
     // accelerate's device_map="auto" (or another strategy name) is a strategy, not a file.
     Strategy named;

@@ -75,6 +75,14 @@ void check_plan_inputs(const PlanInputs& in) {
   }
   if (in.devices) check_device_numbers(*in.devices, "--devices");
   in.world();  // --tp, --pp and --ep
+  if (in.cpu_moe && in.n_cpu_moe) throw InputError("--cpu-moe and --n-cpu-moe both say where experts go: give one of them");
+  if (in.n_cpu_moe && (*in.n_cpu_moe < 0 || *in.n_cpu_moe > (1LL << 20))) {
+    throw InputError("--n-cpu-moe must be a layer count from 0 up, got " + std::to_string(*in.n_cpu_moe));
+  }
+  if ((in.cpu_moe || in.n_cpu_moe) && in.device_map_file) {
+    throw InputError(std::string(in.cpu_moe ? "--cpu-moe" : "--n-cpu-moe") +
+                     " and --device-map both place the experts: name them in the map instead (\"model.layers.N.mlp.experts\": \"cpu\")");
+  }
   if (in.device_map_file && !std::filesystem::is_regular_file(*in.device_map_file)) {
     throw InputError("--device-map: '" + *in.device_map_file +
                      "' not found: give a device map file (JSON: module prefix -> device) or a strategy (" +
@@ -87,6 +95,21 @@ void check_sequences_per_pass(long long max_sequences, long long batch_tokens) {
   throw InputError("--max-sequences " + std::to_string(max_sequences) + " sequences decode one token each per forward pass, but "
                    "--batch-tokens " + std::to_string(batch_tokens) + " allows fewer tokens per pass: raise "
                    "--batch-tokens or lower --max-sequences");
+}
+
+int cpu_moe_layers(const PlanInputs& in, const ModelConfig& config) {
+  if (!in.cpu_moe && !in.n_cpu_moe) return 0;
+  const std::string flag = in.cpu_moe ? "--cpu-moe" : "--n-cpu-moe " + std::to_string(*in.n_cpu_moe);
+  if (!config.is_moe()) {
+    throw InputError(flag + ": the model has no experts (" + std::string(arch_name(config.arch)) +
+                     " is dense): leave the flag out");
+  }
+  if (in.cpu_moe) return static_cast<int>(config.num_layers);
+  if (*in.n_cpu_moe > config.num_layers) {
+    throw InputError(flag + " is more than the model's " + std::to_string(config.num_layers) +
+                     " layers (num_hidden_layers): give at most " + std::to_string(config.num_layers) + " (or --cpu-moe for all)");
+  }
+  return static_cast<int>(*in.n_cpu_moe);
 }
 
 PlanOptions plan_options_from(const PlanInputs& in, const ModelConfig& config) {
@@ -108,6 +131,7 @@ PlanOptions plan_options_from(const PlanInputs& in, const ModelConfig& config) {
     throw InputError("--batch-tokens must be between 1 and 65536, got " + std::to_string(in.batch_tokens));
   }
   check_sequences_per_pass(in.batch, in.batch_tokens);
+  r.cpu_moe_layers = cpu_moe_layers(in, config);
   r.runtime.context = in.context_given ? in.context : std::min<long long>(in.context, config.max_position_embeddings);
   r.runtime.batch = in.batch;
   r.runtime.prefill_chunk = in.batch_tokens;
@@ -560,6 +584,8 @@ std::unique_ptr<ModelRun> open_model_run(const RunInputs& in, const std::string&
       const ModuleTree tree = load_module_tree(model_dir, quantize);  // checks the projections' shapes
       check_run_dtype(in.plan, checkpoint_weight_dtype(tree, WeightDType::kBF16));
     }
+    // --cpu-moe / --n-cpu-moe: the host computes every layer already; the flags are still checked.
+    cpu_moe_layers(in.plan, load_model_config(model_dir));
     // No note: nobody asked for a GPU (detect and doctor say why CUDA is unusable).
     // One stage on the host device with every thread, the weights read in place.
     run->devices = make_host_run_devices(eo.threads, eo.wait);

@@ -49,6 +49,10 @@ struct PlanInputs {
   bool parallel() const { return tensor_parallel > 1 || expert_parallel > 1 || pipeline_parallel > 1; }
   // The ranks these ask for (make_world_config: InputError naming the flags).
   WorldConfig world() const { return make_world_config(tensor_parallel, pipeline_parallel, 1, expert_parallel); }
+  // --cpu-moe / --n-cpu-moe N (bench backend.cpu_moe / backend.n_cpu_moe): the experts of every
+  // mixture-of-experts layer, or of the first N layers, kept in host memory and computed there.
+  bool cpu_moe = false;
+  std::optional<long long> n_cpu_moe;
   // Any of max_memory, virtual_devices, virtual_gpus, devices, device_map_file: plan and run across devices.
   bool names_devices() const { return max_memory || virtual_devices || virtual_gpus || devices || device_map_file; }
 };
@@ -66,6 +70,10 @@ void check_plan_inputs(const PlanInputs& in);
 // share a pass of `batch_tokens` tokens (--max-sequences above --batch-tokens): every command
 // that takes both flags (the runs, plan, deploy).
 void check_sequences_per_pass(long long max_sequences, long long batch_tokens);
+
+// The layers whose experts --cpu-moe (all) or --n-cpu-moe N (the first N) keep on the host: 0
+// without them. InputError on a dense model, or for N above the model's layer count.
+int cpu_moe_layers(const PlanInputs& in, const ModelConfig& config);
 
 struct PlanOptions {
   PlanRequest request;

@@ -29,8 +29,11 @@ std::int64_t WeightStore::packed_bytes(const LayerWeights& w) {
 
 void WeightStore::copy_packed(const LayerWeights& w, Device& device, Buffer& dst, LayerWeights& out) {
   out.experts.resize(w.experts.size());
-  const std::vector<const WeightMatrix*> src = layer_matrices(w);  // packing order
-  const std::vector<WeightMatrix*> to = layer_matrices(out);
+  copy_matrices(layer_matrices(w), layer_matrices(out), device, dst);  // packing order
+}
+
+void WeightStore::copy_matrices(const std::vector<const WeightMatrix*>& src, const std::vector<WeightMatrix*>& to,
+                                Device& device, Buffer& dst) {
   std::int64_t offset = 0;
   for (std::size_t i = 0; i < src.size(); ++i) {
     *to[i] = *src[i];
@@ -88,7 +91,18 @@ WeightStore::WeightStore(const LlamaFamilyModel& model, const StageLayout& layou
     const ModulePlace& at = layout.layers[l];
     const std::string what = "model.layers." + std::to_string(l);
     LayerWeights w = src;
-    if (!in_place(at)) {
+    if (at.host_experts) {
+      // --n-cpu-moe: attention and router on the device; the experts stay the host's views (the
+      // mmapped checkpoint, or the model's quantised copy), which the host-addressable CPU
+      // devices read in place.
+      const std::vector<const WeightMatrix*> part = {&src.q, &src.k, &src.v, &src.o, &src.router};
+      std::int64_t bytes = 0;
+      for (const WeightMatrix* m : part) bytes += round_line(m->bytes());
+      DeviceMemory& mem = memory.of(at.device);
+      Buffer b = mem.allocate(static_cast<std::size_t>(bytes), "weights of " + what + " (its experts on the host)");
+      copy_matrices(part, {&w.q, &w.k, &w.v, &w.o, &w.router}, mem.device(), b);
+      buffers_.push_back(std::move(b));
+    } else if (!in_place(at)) {
       DeviceMemory& mem = at.residence == Residence::kHost ? memory.host : memory.of(at.device);
       Buffer b = mem.allocate(static_cast<std::size_t>(packed_bytes(src)), "weights of " + what);
       copy_packed(src, mem.device(), b, w);

@@ -3,7 +3,8 @@
 // for "disk" and for modules kept on the host device that computes them (a run on the host:
 // the weights are the checkpoint's pages, never a second copy). The small vectors (every layer's norms and biases, the final norm) are always f32
 // copies on the device that computes them, even where the matrices stream: they are tiny. Every
-// copy is allocated through RunMemory, so budgets are enforced and measured.
+// copy is allocated through RunMemory, so budgets are enforced and measured. A layer whose
+// experts the host keeps (--n-cpu-moe) copies its attention and router alone.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -33,6 +34,9 @@ class WeightStore {
 
  private:
   WeightMatrix place(const WeightMatrix& src, const ModulePlace& at, RunMemory& memory, const std::string& what);
+  // Copies src[i] into `dst` packed (each on a 64-byte line) and points *to[i] at its copy.
+  static void copy_matrices(const std::vector<const WeightMatrix*>& src, const std::vector<WeightMatrix*>& to, Device& device,
+                            Buffer& dst);
   // Copies src's small vectors to `mem`'s device (layer_vector_bytes) and points out's at them.
   void place_vectors(const ModelConfig& config, const LayerWeights& src, DeviceMemory& mem, const std::string& what,
                      LayerWeights& out);

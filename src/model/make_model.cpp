@@ -139,9 +139,49 @@ ModelConfig real_llama_config(const std::string& preset, Arch arch, std::int64_t
   return c;
 }
 
+// The mixtures of experts at real shape: Mixtral-8x7B and Qwen3-30B-A3B as their published
+// config.json files describe them, and moe-cpu-bench, a Qwen3-MoE of 2.6B parameters (0.49B read
+// per token) that fits a CPU box for benchmarks (docs/cli.md, make-model).
+ModelConfig real_moe_config(const std::string& preset, std::int64_t vocab_size) {
+  ModelConfig c;
+  c.rope_theta = 1000000.0;
+  c.tie_word_embeddings = false;
+  if (preset == "mixtral-8x7b") {
+    c.arch = Arch::kMixtral, c.model_type = "mixtral";
+    c.hidden_size = 4096, c.num_layers = 32, c.num_heads = 32, c.num_kv_heads = 8, c.head_dim = 128;
+    c.intermediate_size = 14336, c.vocab_size = 32000, c.max_position_embeddings = 32768, c.rms_norm_eps = 1e-5;
+    c.moe = {8, 2, c.intermediate_size, true, 1, {}};
+    c.bos_token_id = 1, c.eos_token_ids = {2};
+  } else if (preset == "qwen3-30b-a3b") {
+    c.arch = Arch::kQwen3Moe, c.model_type = "qwen3_moe", c.qk_norm = true;
+    c.hidden_size = 2048, c.num_layers = 48, c.num_heads = 32, c.num_kv_heads = 4, c.head_dim = 128;
+    c.intermediate_size = 6144, c.vocab_size = 151936, c.max_position_embeddings = 40960, c.rms_norm_eps = 1e-6;
+    c.moe = {128, 8, 768, true, 1, {}};
+    c.bos_token_id = 151643, c.eos_token_ids = {151645};
+  } else {  // moe-cpu-bench: Qwen3-MoE-shaped, fewer and narrower layers and experts, a 32000 vocabulary
+    c.arch = Arch::kQwen3Moe, c.model_type = "qwen3_moe", c.qk_norm = true;
+    c.hidden_size = 1024, c.num_layers = 24, c.num_heads = 16, c.num_kv_heads = 4, c.head_dim = 128;
+    c.intermediate_size = 3072, c.vocab_size = 32000, c.max_position_embeddings = 32768, c.rms_norm_eps = 1e-6;
+    c.moe = {64, 8, 512, true, 1, {}};
+    c.bos_token_id = 1, c.eos_token_ids = {2};
+  }
+  c.architecture = std::string(arch_name(c.arch));
+  if (vocab_size > 0) c.vocab_size = vocab_size;
+  return c;
+}
+
 }  // namespace
 
-std::vector<std::string> preset_names() { return {"tiny", "small", "llama-3.2-1b", "llama-3.1-8b"}; }
+std::vector<std::string> preset_names() {
+  return {"tiny", "small", "llama-3.2-1b", "llama-3.1-8b", "mixtral-8x7b", "qwen3-30b-a3b", "moe-cpu-bench"};
+}
+
+std::optional<Arch> preset_arch(const std::string& preset) {
+  if (preset == "llama-3.2-1b" || preset == "llama-3.1-8b") return Arch::kLlama;
+  if (preset == "mixtral-8x7b") return Arch::kMixtral;
+  if (preset == "qwen3-30b-a3b" || preset == "moe-cpu-bench") return Arch::kQwen3Moe;
+  return std::nullopt;
+}
 
 std::string preset_list() {
   std::string s;
@@ -150,7 +190,7 @@ std::string preset_list() {
   return s;
 }
 
-bool is_bulk_preset(const std::string& preset) { return preset == "llama-3.2-1b" || preset == "llama-3.1-8b"; }
+bool is_bulk_preset(const std::string& preset) { return preset_arch(preset).has_value(); }
 
 ModelConfig preset_config(const std::string& preset, Arch arch, std::int64_t vocab_size) {
   ModelConfig c;
@@ -164,6 +204,12 @@ ModelConfig preset_config(const std::string& preset, Arch arch, std::int64_t voc
     c.intermediate_size = 1536, c.vocab_size = 32000, c.tie_word_embeddings = true;
   } else if (preset == "llama-3.2-1b" || preset == "llama-3.1-8b") {
     return real_llama_config(preset, arch, vocab_size);
+  } else if (const std::optional<Arch> own = preset_arch(preset)) {
+    if (arch != *own) {
+      throw InputError("preset '" + preset + "' is a " + std::string(arch_name(*own)) + ": leave --arch out (or give " +
+                       (*own == Arch::kMixtral ? "mixtral" : "qwen3-moe") + ")");
+    }
+    return real_moe_config(preset, vocab_size);
   } else {
     throw InputError("unknown preset '" + preset + "' (use " + preset_list() + ")");
   }
@@ -262,6 +308,10 @@ std::int64_t write_random_model(const std::string& out_dir, const MakeModelOptio
     n_params += p.numel();
   }
   auto is_norm = [](const ParamInfo& p) { return p.shape.size() == 1 && p.name.find("norm") != std::string::npos; };
+  if (o.config_only) {
+    write_file_atomically(out_dir + "/config.json", config_to_json(config, o.dtype).dump(2) + "\n");
+    return n_params;
+  }
   const bool bulk = is_bulk_preset(o.preset);
   std::int64_t done = 0;
   auto advance = [&](std::int64_t n) {

@@ -13,7 +13,7 @@
 namespace plexus {
 
 struct MakeModelOptions {
-  std::string preset = "tiny";   // tiny | small | llama-3.2-1b | llama-3.1-8b
+  std::string preset = "tiny";   // preset_names()
   Arch arch = Arch::kLlama;      // kLlama | kQwen2 | kQwen3 | kMixtral | kQwen3Moe (kMistral writes a Mistral config)
   DType dtype = DType::kBF16;
   std::uint64_t seed = 0;
@@ -24,6 +24,7 @@ struct MakeModelOptions {
   std::optional<std::int64_t> eos_token_id;  // default 2 (the real-shape presets: 128001)
   std::optional<MoeConfig> moe;  // the mixture of a MoE --arch, in place of the preset's (tests)
   int threads = 0;  // the real-shape presets' generating threads (model/bulk_weights.h); 0: all
+  bool config_only = false;  // config.json alone, no weights (--config-only: for estimate and plan)
   // Polled between tensors: true stops with Interrupted (files already complete stay, no
   // temporary file is left). Empty: never.
   std::function<bool()> stop_requested;
@@ -33,11 +34,15 @@ struct MakeModelOptions {
 };
 
 // The presets: tiny and small (made-up shapes, weights from one Box-Muller sequence, bit for bit
-// what earlier versions wrote) and llama-3.2-1b, llama-3.1-8b (Meta's shapes, rope scaling and
-// token ids; weights written by model/bulk_weights.h, several threads and large writes).
+// what earlier versions wrote) and the real shapes llama-3.2-1b, llama-3.1-8b (Meta's shapes, rope
+// scaling and token ids), mixtral-8x7b, qwen3-30b-a3b and moe-cpu-bench (mixtures of experts),
+// whose weights model/bulk_weights.h writes (several threads, large writes).
 std::vector<std::string> preset_names();
 std::string preset_list();  // "tiny, small, llama-3.2-1b or llama-3.1-8b"
 bool is_bulk_preset(const std::string& preset);
+// The architecture a real-shape preset fixes (llama-3.x: Llama; mixtral-8x7b: Mixtral;
+// qwen3-30b-a3b, moe-cpu-bench: Qwen3-MoE); nullopt for tiny and small, which take --arch.
+std::optional<Arch> preset_arch(const std::string& preset);
 
 // The config a preset describes (throws InputError for an unknown preset, and for a real-shape
 // preset with an architecture other than Llama).

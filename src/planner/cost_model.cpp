@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "core/error.h"
+#include "planner/moe_reads.h"
 #include "planner/run_buffers.h"
 #include "planner/sized_tree.h"
 #include "planner/stage_layout.h"
@@ -25,6 +26,14 @@ struct DeviceWork {
   int streamed = 0;            // modules (layers, head) streamed in: one copy each, then a hand-off to the compute
   double params = 0;           // multiply-adds per token
   bool head = false;
+  // Mixture-of-experts layers: their experts' bytes among resident_bytes and among host + disk
+  // bytes, of which a forward of n tokens reads expected_experts_read(E, k, n) / E (a streamed
+  // layer is still copied whole).
+  double resident_expert_bytes = 0, streamed_expert_bytes = 0;
+  double expert_fraction_unread(const ModelConfig& c, double tokens) const {
+    if (!c.is_moe()) return 0;
+    return 1.0 - expected_experts_read(c.moe.num_experts, c.moe.experts_per_token, tokens) / static_cast<double>(c.moe.num_experts);
+  }
 };
 
 struct Time {
@@ -77,15 +86,17 @@ Time device_time(const DeviceWork& w, const DeviceFacts& f, const ModelConfig& c
                  double kv_tokens, bool decode, bool copies_add) {
   Time t;
   const double kv_bytes = decode ? tokens * kv_tokens * 2.0 * static_cast<double>(c.kv_dim()) * 4 * w.layers : 0;
-  const double weight_bytes = w.resident_bytes + w.host_bytes + w.disk_bytes;
+  const double unread = w.expert_fraction_unread(c, tokens);  // of the experts' bytes: those no token routes to
+  const double resident_read = w.resident_bytes - unread * w.resident_expert_bytes;
+  const double streamed_read = w.host_bytes + w.disk_bytes - unread * w.streamed_expert_bytes;
+  const double weight_bytes = resident_read + streamed_read;
   const double attention = 4.0 * kv_tokens * static_cast<double>(c.q_dim()) * w.layers;
   if (!f.weight_rate_by_tokens.empty()) {
     // A calibrated host: the matmul kernels' measured rate for this many tokens (reads, bf16
     // conversion and FMAs together), the KV cache at memory bandwidth, attention at FLOP/s, and
     // five pool launches per layer (q/k/v, attention, o, gate/up with silu, down) plus the head's.
     const double per_byte = seconds_per_weight_byte(f, tokens);
-    const double kernels = w.resident_bytes * per_byte +
-                           (w.host_bytes + w.disk_bytes) * seconds_per_streamed_weight_byte(f, per_byte);
+    const double kernels = resident_read * per_byte + streamed_read * seconds_per_streamed_weight_byte(f, per_byte);
     const double rest = kv_bytes / f.memory_bandwidth + tokens * attention / flops_per_s +
                         (5.0 * w.layers + (w.head ? 1 : 0)) * f.launch_overhead_s;
     const bool bound_by_reads = tokens < 4;  // fewer tokens than the kernels' row-block path takes
@@ -137,8 +148,14 @@ Prediction predict_plan(const ModuleTree& tree, const Plan& plan, const FactsOf&
   for (const DeviceId& d : plan.planned_budgets.accelerators()) n_acc = std::max(n_acc, d.ordinal() + 1);
   const StageLayout layout = make_stage_layout(tree, plan.device_map, n_acc);
   const SizedTree sized = SizedTree::build(tree, plan.dtype);
-  const double layer_params = static_cast<double>(c.hidden_size) * (2.0 * c.q_dim() + 2.0 * c.kv_dim()) +
-                              3.0 * static_cast<double>(c.hidden_size) * static_cast<double>(c.intermediate_size);
+  // Multiply-adds per token of layer l: attention, then the dense MLP or the router and k experts.
+  const double attention_params = static_cast<double>(c.hidden_size) * (2.0 * c.q_dim() + 2.0 * c.kv_dim());
+  auto layer_params = [&c, attention_params](int l) {
+    const double H = static_cast<double>(c.hidden_size);
+    if (!c.moe_layer(l)) return attention_params + 3.0 * H * static_cast<double>(c.intermediate_size);
+    return attention_params + H * static_cast<double>(c.moe.num_experts) +
+           static_cast<double>(c.moe.experts_per_token) * 3.0 * H * static_cast<double>(c.moe.expert_intermediate_size);
+  };
   const int tp = std::max(1, shape.tensor_parallel);
   // A tensor-parallel rank's head computes its vocabulary rows.
   const ParamInfo* head_param = tp > 1 ? tree.find("lm_head.weight") : nullptr;
@@ -161,8 +178,11 @@ Prediction predict_plan(const ModuleTree& tree, const Plan& plan, const FactsOf&
   for (const Stage& s : layout.stages) {
     DeviceWork& w = at(s.device);
     for (int l = s.first_layer; l < s.end_layer; ++l) {
-      add(w, layout.layers[static_cast<std::size_t>(l)].residence, static_cast<double>(packed_layer_bytes(sized, c, l)));
-      w.params += layer_params;
+      const Residence r = layout.layers[static_cast<std::size_t>(l)].residence;
+      add(w, r, static_cast<double>(packed_layer_bytes(sized, c, l)));
+      (r == Residence::kDevice ? w.resident_expert_bytes : w.streamed_expert_bytes) +=
+          static_cast<double>(layer_expert_bytes(sized, c, l));
+      w.params += layer_params(l);
       ++w.layers;
     }
     if (s.head) {

@@ -5,6 +5,7 @@
 
 #include "core/checked.h"
 #include "core/error.h"
+#include "planner/moe_reads.h"
 #include "planner/sized_tree.h"
 
 namespace plexus {
@@ -54,6 +55,7 @@ ModelEstimate estimate_model(const ModuleTree& tree, std::optional<QuantMix> qua
   for (const ParamInfo& p : tree.params()) {
     if (!p.tied_to) e.num_params = checked_add(e.num_params, p.numel(), "the parameter count");
   }
+  e.active_params = active_parameters(tree);
   const ModelConfig& c = tree.config();
   struct Row {
     WeightDType dtype;
@@ -92,6 +94,7 @@ ModelEstimate estimate_model(const ModuleTree& tree, std::optional<QuantMix> qua
                 : block    ? std::string(dtype_torch_name(*block))
                            : std::string(weight_dtype_name(d));
     de.total_bytes = t.total_bytes();
+    de.active_bytes = active_weight_bytes(t, c);
     // Units never split: the decoder layers and every top-level leaf module.
     for (const SizedNode& n : t.nodes()) {
       const bool unit = n.no_split || (!n.is_tensor && n.children.empty() && n.layer < 0 && !n.name.empty());

@@ -39,6 +39,7 @@ struct DTypeEstimate {
   std::string name;                      // float32 ... int8, int4 | --quantize's mix (q4_k_m) | stored
   std::string format;                    // the projections' storage: float32 ... | q8_0 (int8) | q4_k (int4) | the mix | stored
   std::int64_t total_bytes = 0;          // every parameter once (tied storage once)
+  std::int64_t active_bytes = 0;         // what one token reads (planner/moe_reads.h); total_bytes when dense
   std::int64_t largest_layer_bytes = 0;  // the largest unit that is never split
   std::string largest_layer;             // its module name
   std::int64_t training_adam_bytes = 0;  // weights + gradients + two Adam moments, same dtype
@@ -51,6 +52,7 @@ struct KvCell {
 
 struct ModelEstimate {
   std::int64_t num_params = 0;  // unique parameters
+  std::int64_t active_params = 0;  // those one token reads (mixtures of experts: k of E experts); num_params when dense
   // float32, bfloat16, float16, int8, int4, then every named mix (q8_0 ... q2_k) or only
   // --quantize's [, stored: a quantised checkpoint's own bytes, tensor by tensor]
   std::vector<DTypeEstimate> per_dtype;

@@ -53,6 +53,10 @@ Json plan_to_json(const Plan& p) {
   j["device_map"] = p.device_map.to_json();
   j["placement"] = placement_to_json(p.placement);
   j["model_bytes"] = p.model_bytes;
+  j["parameters"] = p.parameters;
+  j["active_parameters"] = p.active_parameters;
+  j["active_bytes"] = p.active_bytes;
+  j["experts_on_cpu"] = p.host_expert_layers;  // layers whose experts the host keeps and computes (--n-cpu-moe)
   j["context"] = p.runtime.context;
   j["batch"] = p.runtime.batch;
   j["batch_tokens"] = p.runtime.prefill_chunk;
@@ -108,6 +112,7 @@ Json estimate_to_json(const ModelEstimate& e, const ModelConfig& c) {
   Json j;
   j["architecture"] = std::string(arch_name(c.arch));
   j["parameters"] = e.num_params;
+  j["active_parameters"] = e.active_params;
   j["num_layers"] = c.num_layers;
   Json d = Json::array();
   for (const DTypeEstimate& x : e.per_dtype) {
@@ -115,6 +120,7 @@ Json estimate_to_json(const ModelEstimate& e, const ModelConfig& c) {
     o["dtype"] = x.name;
     o["format"] = x.format;  // the projections' storage: float32 ... | q8_0 | q4_k | q4_0
     o["total_bytes"] = x.total_bytes;
+    o["active_bytes"] = x.active_bytes;
     o["largest_layer_bytes"] = x.largest_layer_bytes;
     o["largest_layer"] = x.largest_layer;
     o["training_adam_bytes"] = x.training_adam_bytes;
@@ -129,13 +135,23 @@ Json estimate_to_json(const ModelEstimate& e, const ModelConfig& c) {
 }
 
 std::string estimate_to_table(const ModelEstimate& e, const ModelConfig& c) {
-  std::string out = std::string(arch_name(c.arch)) + ": " + std::to_string(e.num_params) + " parameters, " +
-                    std::to_string(c.num_layers) + " layers\n\n";
-  out += pad("dtype", 10) + rpad("total", 12) + rpad("largest layer", 15) + pad("", 2) + pad("(module)", 20) +
-         rpad("train w/ Adam", 15) + rpad("KV/token", 12) + "\n";
+  // A mixture of experts also shows what one token reads (its active parameters and bytes).
+  const bool moe = c.is_moe();
+  std::string out = std::string(arch_name(c.arch)) + ": " + std::to_string(e.num_params) + " parameters";
+  if (moe) {
+    char active[160];
+    std::snprintf(active, sizeof active, " (%.2fB total, %lld active per token: %.2fB, %lld of %lld experts)",
+                  static_cast<double>(e.num_params) / 1e9, static_cast<long long>(e.active_params),
+                  static_cast<double>(e.active_params) / 1e9, static_cast<long long>(c.moe.experts_per_token),
+                  static_cast<long long>(c.moe.num_experts));
+    out += active;
+  }
+  out += ", " + std::to_string(c.num_layers) + " layers\n\n";
+  out += pad("dtype", 10) + rpad("total", 12) + (moe ? rpad("active", 12) : std::string()) + rpad("largest layer", 15) +
+         pad("", 2) + pad("(module)", 20) + rpad("train w/ Adam", 15) + rpad("KV/token", 12) + "\n";
   for (const DTypeEstimate& x : e.per_dtype) {
     const std::string label = x.format == x.name ? x.name : x.name + " " + x.format;
-    out += pad(label, 10) + rpad(bytes(x.total_bytes), 12) +
+    out += pad(label, 10) + rpad(bytes(x.total_bytes), 12) + (moe ? rpad(bytes(x.active_bytes), 12) : std::string()) +
            rpad(bytes(x.largest_layer_bytes), 15) + pad("", 2) + pad(x.largest_layer, 20) +
            rpad(bytes(x.training_adam_bytes), 15) + rpad(bytes(x.kv_bytes_per_token), 12) + "\n";
   }

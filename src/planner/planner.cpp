@@ -14,6 +14,8 @@
 #include "planner/accelerate_planner.h"
 #include "planner/memory_estimate.h"
 #include "planner/plan_fit.h"
+#include "planner/plan_report.h"
+#include "planner/moe_reads.h"
 #include "planner/run_buffers.h"
 #include "planner/stage_layout.h"
 #include "planner/sized_tree.h"
@@ -199,6 +201,10 @@ RunShape run_shape_or_none(const PlanRequest& r, const ModelConfig& c) {
 
 void fill_report(const ModuleTree& tree, const SizedTree& sized, const PlanRequest& r, Plan* plan) {
   plan->model_bytes = sized.total_bytes();
+  plan->active_bytes = active_weight_bytes(sized, tree.config());
+  plan->active_parameters = active_parameters(tree);
+  plan->parameters = 0;
+  for (const ParamInfo& p : tree.params()) plan->parameters += p.tied_to ? 0 : p.numel();
   plan->placement = expand_placement(plan->device_map, tree);
   const ModelConfig& c = tree.config();
 
@@ -214,6 +220,7 @@ void fill_report(const ModuleTree& tree, const SizedTree& sized, const PlanReque
   };
   for (const DeviceBudget& b : plan->planned_budgets.list()) report_for(b.device).budget_bytes = b.bytes;
 
+  std::map<DeviceId, std::int64_t> expert_bytes;  // per device: the experts' bytes it holds
   std::unordered_map<std::string, DeviceId> where;
   for (const auto& [name, dev] : plan->placement) where.emplace(name, dev);
   const auto& params = tree.params();
@@ -229,6 +236,7 @@ void fill_report(const ModuleTree& tree, const SizedTree& sized, const PlanReque
     if (p.layer >= 0 && (rep.layers.empty() || rep.layers.back() != p.layer)) {
       if (std::find(rep.layers.begin(), rep.layers.end(), p.layer) == rep.layers.end()) rep.layers.push_back(p.layer);
     }
+    if (is_expert_param(c, p)) expert_bytes[d] += sized.size_of(p.name);
     if (p.module == "model.embed_tokens") rep.holds_embedding = true;
     if (p.module == "lm_head") rep.holds_lm_head = true;
   }
@@ -262,6 +270,9 @@ void fill_report(const ModuleTree& tree, const SizedTree& sized, const PlanReque
   for (DeviceReport& rep : reports) {
     rep.read_bytes_per_token = rep.weights_bytes + rep.kv_cache_bytes;
     if (rep.holds_embedding && !(tied && rep.holds_lm_head)) rep.read_bytes_per_token -= embed_bytes;
+    if (const std::int64_t e = expert_bytes[rep.device]; e > 0) {  // a token runs k of each layer's E experts
+      rep.read_bytes_per_token -= e - e / c.moe.num_experts * c.moe.experts_per_token;
+    }
     rep.total_bytes = rep.weights_bytes + rep.run_buffers_bytes;
     if (rep.device.kind() == TargetKind::kDisk) continue;
     const auto given = r.budgets.get(rep.device);
@@ -300,7 +311,58 @@ void clamp_context(const ModuleTree& tree, PlanRequest* r, Plan* plan) {
 
 }  // namespace
 
-Plan plan_model(const ModuleTree& tree, const PlanRequest& r_in) {
+namespace {
+Plan place_model(const ModuleTree& tree, const PlanRequest& r_in);
+
+// --n-cpu-moe: the experts of the mixture-of-experts layers among the first N go to "cpu" (their
+// bytes taken from its budget first); the rest of the model is planned without them; the map
+// then names each layer's experts apart, and the report covers the whole model.
+Plan plan_with_host_experts(const ModuleTree& tree, const PlanRequest& r) {
+  const ModelConfig& c = tree.config();
+  const SizedTree sized = SizedTree::build(tree, r.dtype);
+  std::vector<int> layers;
+  std::int64_t bytes = 0;
+  for (int l = 0; l < std::min<int>(r.cpu_moe_layers, static_cast<int>(c.num_layers)); ++l) {
+    if (!c.moe_layer(l)) continue;
+    layers.push_back(l);
+    bytes += layer_expert_bytes(sized, c, l);
+  }
+  std::vector<ParamInfo> rest;
+  for (const ParamInfo& p : tree.params()) {
+    if (!(is_expert_param(c, p) && p.layer < r.cpu_moe_layers)) rest.push_back(p);
+  }
+  PlanRequest without = r;
+  without.cpu_moe_layers = 0;
+  if (layers.empty()) return place_model(tree, without);  // the first N layers are all dense (mlp_only_layers)
+  if (const auto cpu = r.budgets.get(DeviceId::cpu())) {
+    if (static_cast<std::uint64_t>(bytes) > *cpu) {
+      throw InputError("the experts of layers " + format_ranges(layers) + " need " + fb(bytes) + " of host memory but cpu's budget is " +
+                       format_bytes(*cpu) + ": raise cpu in --max-memory or keep fewer layers' experts there (--n-cpu-moe)");
+    }
+    without.budgets.set(DeviceId::cpu(), *cpu - static_cast<std::uint64_t>(bytes));
+  }
+  Plan plan = place_model(ModuleTree::from_params(c, rest), without);
+  for (const int l : layers) plan.device_map.set(experts_module(c, l), DeviceId::cpu());
+  if (const auto cpu = r.budgets.get(DeviceId::cpu())) plan.planned_budgets.set(DeviceId::cpu(), *cpu);
+  plan.host_expert_layers = layers;
+  std::vector<std::string> notes = plan.notes;
+  plan.notes.clear();
+  fill_report(tree, sized, r, &plan);
+  notes.push_back("the experts of layers " + format_ranges(layers) + " (" + fb(bytes) +
+                  ") are kept in host memory and computed on the CPU (--n-cpu-moe " + std::to_string(layers.back() + 1) + ")");
+  plan.notes.insert(plan.notes.begin(), notes.begin(), notes.end());
+  if (!overfull(plan).empty()) throw_overfull(tree, sized, r, plan);
+  return plan;
+}
+}  // namespace
+
+Plan plan_model(const ModuleTree& tree, const PlanRequest& r) {
+  if (r.cpu_moe_layers > 0) return plan_with_host_experts(tree, r);
+  return place_model(tree, r);
+}
+
+namespace {
+Plan place_model(const ModuleTree& tree, const PlanRequest& r_in) {
   PlanRequest r = r_in;
   if (r.runtime.context < 0 || r.runtime.batch < 1 || r.runtime.prefill_chunk < 1) {
     throw InputError("runtime budget: context must be >= 0 and batch >= 1 (got context " +
@@ -392,6 +454,7 @@ Plan plan_model(const ModuleTree& tree, const PlanRequest& r_in) {
   }
   return plan;
 }
+}  // namespace
 
 Plan plan_from_device_map(const ModuleTree& tree, const DeviceMap& map, const PlanRequest& r_in) {
   if (map.empty()) throw InputError("device map is empty: map at least \"\" (the whole model) to a device");

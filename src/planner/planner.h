@@ -47,6 +47,10 @@ struct PlanRequest {
   RuntimeBudget runtime;
   // The dtype is the checkpoint's, fixed for a run: "does not fit" advice offers no other dtype.
   bool dtype_fixed = false;
+  // --n-cpu-moe N (--cpu-moe: every layer): the experts of the mixture-of-experts layers among
+  // the first N stay in host memory ("cpu", counted against its budget when there is one) and
+  // are computed there; the rest of the model is planned without them. 0: none.
+  int cpu_moe_layers = 0;
 };
 
 struct DeviceReport {
@@ -84,10 +88,16 @@ struct Plan {
   Budgets planned_budgets;                  // after accelerate's balancing, for accelerate strategies
   RuntimeBudget runtime;                    // context clamped to max_position_embeddings
   std::int64_t model_bytes = 0;
+  // Parameters (tied once), those one token reads (planner/moe_reads.h: all but the E − k unused
+  // experts of each mixture-of-experts layer; the total for a dense model), and their bytes.
+  std::int64_t parameters = 0, active_parameters = 0, active_bytes = 0;
+  // The mixture-of-experts layers whose experts stay in host memory, computed there (--n-cpu-moe).
+  std::vector<int> host_expert_layers;
   std::vector<std::string> notes;           // explanations worth printing
 };
 
-// Plans with the request's strategy. Every plan it returns fits: each device's weights and run
+// Plans with the request's strategy (request.cpu_moe_layers: the experts kept on "cpu" first,
+// the device map naming them apart from their layers). Every plan it returns fits: each device's weights and run
 // buffers within what the run will give it (DeviceReport::capacity_bytes). Budgets that cannot
 // hold any plan are an InputError (exit 2) giving the smallest budget that would work.
 Plan plan_model(const ModuleTree& tree, const PlanRequest& request);

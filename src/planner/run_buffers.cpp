@@ -6,6 +6,7 @@
 #include "compute/kv_cache.h"
 #include "core/units.h"
 #include "model/llama_family.h"
+#include "planner/moe_reads.h"
 
 namespace plexus {
 
@@ -27,9 +28,19 @@ std::int64_t stored_vector_bytes(const SizedTree& sized, int layer) {
   return b;
 }
 
-std::int64_t raw_layer_bytes(const SizedTree& sized, const ModelConfig& c, int layer) {
+// Layer l's matrices the layer's device holds: all, or without its experts when the host keeps
+// and computes them (ModulePlace::host_experts).
+std::vector<std::string> device_matrix_names(const ModelConfig& c, int layer, bool with_experts) {
+  std::vector<std::string> names = layer_matrix_names(c, layer);
+  if (with_experts || !c.moe_layer(layer)) return names;
+  const std::string experts = experts_module(c, layer) + ".";
+  std::erase_if(names, [&experts](const std::string& n) { return n.rfind(experts, 0) == 0; });
+  return names;
+}
+
+std::int64_t raw_layer_bytes(const SizedTree& sized, const ModelConfig& c, int layer, bool with_experts) {
   std::int64_t b = 0;
-  for (const std::string& m : layer_matrix_names(c, layer)) b += sized.size_of(m);
+  for (const std::string& m : device_matrix_names(c, layer, with_experts)) b += sized.size_of(m);
   return b;
 }
 
@@ -44,9 +55,9 @@ int threads_per_accelerator(int total_threads, int n_accelerators) {
   return std::max(1, total_threads / std::max(1, n_accelerators));
 }
 
-std::int64_t packed_layer_bytes(const SizedTree& sized, const ModelConfig& c, int layer) {
+std::int64_t packed_layer_bytes(const SizedTree& sized, const ModelConfig& c, int layer, bool with_experts) {
   std::int64_t b = 0;
-  for (const std::string& m : layer_matrix_names(c, layer)) b += round_line(sized.size_of(m));
+  for (const std::string& m : device_matrix_names(c, layer, with_experts)) b += round_line(sized.size_of(m));
   return b;
 }
 
@@ -94,7 +105,8 @@ RunBuffers size_run_buffers(const ModelConfig& c, const SizedTree& sized, const 
     for (int l = s.first_layer; l < s.end_layer; ++l) {
       d.padding += layer_vector_bytes(c);  // resident here even when the matrices stream
       if (layout.layers[static_cast<std::size_t>(l)].residence == Residence::kDevice) {
-        d.padding += packed_layer_bytes(sized, c, l) - raw_layer_bytes(sized, c, l) - stored_vector_bytes(sized, l);
+        const bool experts = !layout.layers[static_cast<std::size_t>(l)].host_experts;
+        d.padding += packed_layer_bytes(sized, c, l, experts) - raw_layer_bytes(sized, c, l, experts) - stored_vector_bytes(sized, l);
       } else {
         d.layer_slot = std::max(d.layer_slot, packed_layer_bytes(sized, c, l));
         d.layer_slots = 2;

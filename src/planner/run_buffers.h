@@ -33,8 +33,9 @@ std::int64_t logits_chunk_rows(std::int64_t vocab, std::int64_t batch_tokens);
 int threads_per_accelerator(int total_threads, int n_accelerators);
 
 // Bytes of layer l's matrices (layer_matrix_names: q k v o and the MLP's or experts') packed one after another, each
-// starting on a 64-byte line: the size of a streaming slot or of a resident layer's copy.
-std::int64_t packed_layer_bytes(const SizedTree& sized, const ModelConfig& config, int layer);
+// starting on a 64-byte line: the size of a streaming slot or of a resident layer's copy
+// (`with_experts` false: without its experts, which the host keeps, ModulePlace::host_experts).
+std::int64_t packed_layer_bytes(const SizedTree& sized, const ModelConfig& config, int layer, bool with_experts = true);
 // The lm_head matrix (the embedding's when tied).
 std::int64_t head_matrix_bytes(const SizedTree& sized);
 

@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "core/error.h"
+#include "planner/moe_reads.h"
 
 namespace plexus {
 
@@ -49,8 +50,18 @@ StageLayout make_stage_layout(const ModuleTree& tree, const DeviceMap& map, int 
   targets[0].module = "model.embed_tokens";
   for (int l = 0; l < n_layers; ++l) targets[static_cast<std::size_t>(l + 1)].module = ModuleTree::layer_prefix(l);
   targets.back().module = "lm_head";
-  for (const DeviceMap::Entry& e : expand_placement(map, tree)) {
+  const ModelConfig& c = tree.config();
+  // Per layer: its experts all on "cpu" (then left out of the layer's device), or not.
+  std::vector<char> experts_on_cpu(static_cast<std::size_t>(n_layers), 0);
+  const std::vector<DeviceMap::Entry> placement = expand_placement(map, tree);
+  for (int l = 0; l < n_layers; ++l) experts_on_cpu[static_cast<std::size_t>(l)] = c.moe_layer(l);
+  for (const DeviceMap::Entry& e : placement) {
     const ParamInfo* p = tree.find(e.first);
+    if (is_expert_param(c, *p) && e.second.kind() != TargetKind::kCpu) experts_on_cpu[static_cast<std::size_t>(p->layer)] = 0;
+  }
+  for (const DeviceMap::Entry& e : placement) {
+    const ParamInfo* p = tree.find(e.first);
+    if (p->layer >= 0 && experts_on_cpu[static_cast<std::size_t>(p->layer)] && is_expert_param(c, *p)) continue;
     if (p->layer >= 0) targets[static_cast<std::size_t>(p->layer + 1)].add(e.second, e.first);
     else if (e.first.rfind("model.embed_tokens", 0) == 0) targets[0].add(e.second, e.first);
     else if (e.first.rfind("lm_head", 0) == 0) targets.back().add(e.second, e.first);
@@ -87,6 +98,10 @@ StageLayout make_stage_layout(const ModuleTree& tree, const DeviceMap& map, int 
     // read where they are (the mmapped checkpoint), as accelerate runs device_map {"": "cpu"}.
     if (d == kHostDevice && places[i].residence == Residence::kHost) places[i].residence = Residence::kDevice;
   }
+  for (int l = 0; l < n_layers; ++l) {
+    ModulePlace& p = places[static_cast<std::size_t>(l + 1)];
+    p.host_experts = experts_on_cpu[static_cast<std::size_t>(l)] && p.residence == Residence::kDevice && p.device != kHostDevice;
+  }
   StageLayout layout;
   layout.embed = places.front();
   layout.head = places.back();
@@ -121,6 +136,10 @@ std::string describe_layout(const StageLayout& layout) {
       for (int l = s.first_layer; l < s.end_layer; ++l)
         streamed += layout.layers[static_cast<std::size_t>(l)].residence != Residence::kDevice;
       if (streamed > 0) layers += " (" + std::to_string(streamed) + " streamed from cpu/disk)";
+      std::vector<int> host;
+      for (int l = s.first_layer; l < s.end_layer; ++l)
+        if (layout.layers[static_cast<std::size_t>(l)].host_experts) host.push_back(l);
+      if (!host.empty()) layers += " (experts of " + std::to_string(host.size()) + " computed on the host)";
       add(layers);
     }
     if (s.head) add(std::string("head") + (layout.head.residence == Residence::kDevice ? "" : std::string(" (streamed from ") + residence_name(layout.head.residence) + ")"));

@@ -18,6 +18,9 @@ constexpr int kHostDevice = -1;  // "compute on the host device" (no accelerator
 struct ModulePlace {
   int device = kHostDevice;  // accelerator ordinal that computes it, or kHostDevice
   Residence residence = Residence::kDevice;
+  // A mixture-of-experts layer kept on its accelerator whose experts the map puts on "cpu"
+  // (--cpu-moe, --n-cpu-moe): they stay in host memory and the host computes them.
+  bool host_experts = false;
 };
 
 // One stage: consecutive modules computed by one device.
@@ -40,7 +43,10 @@ struct StageLayout {
 // computed by the nearest accelerator before them in model order (else the nearest after,
 // else accelerator 0). With no accelerators the host device computes every module, those on
 // "cpu" resident (read in place in host memory), those on "disk" streamed. InputError when the
-// map names an accelerator >= n_accelerators or splits a decoder layer across devices.
+// map names an accelerator >= n_accelerators or splits a decoder layer across devices — except a
+// mixture-of-experts layer's experts (planner/moe_reads.h experts_module) on "cpu": when the rest
+// of the layer is kept on an accelerator, that layer's place says host_experts; elsewhere they
+// travel with the layer.
 StageLayout make_stage_layout(const ModuleTree& tree, const DeviceMap& map, int n_accelerators);
 
 // "stage 0  device 0: embedding, layers 0-3 (2-3 streamed from cpu)" — one line per stage.

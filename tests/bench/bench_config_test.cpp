@@ -184,6 +184,27 @@ TEST(BenchConfig, SetOverridesParseYamlValues) {
   EXPECT_EQ(load_bench_config(bare, {"backend.virtual_devices=4"}).points[0].config.backend.virtual_devices, 4);
 }
 
+TEST(BenchConfig, CpuMoeKeysAreRead) {
+  testing::TempDir dir("bench-config");
+  const std::string some = write(dir, "model: m\nbackend: {n_cpu_moe: 3}\nscenario: {prompts: [a]}\n");
+  const BenchConfig c = load_bench_config(some, {}).points[0].config;
+  ASSERT_TRUE(c.backend.n_cpu_moe.has_value());
+  EXPECT_EQ(*c.backend.n_cpu_moe, 3);
+  EXPECT_FALSE(c.backend.cpu_moe);
+  EXPECT_EQ(config_to_json(c)["backend"]["n_cpu_moe"], 3);
+  const std::string all = write(dir, "model: m\nbackend: {cpu_moe: true}\nscenario: {prompts: [a]}\n", "all.yaml");
+  const BenchConfig a = load_bench_config(all, {}).points[0].config;
+  EXPECT_TRUE(a.backend.cpu_moe);
+  EXPECT_EQ(config_to_json(a)["backend"]["cpu_moe"], true);
+  // Left out: neither key in the JSON (the CSV's columns stay).
+  const std::string plain = write(dir, "model: m\nscenario: {prompts: [a]}\n", "plain.yaml");
+  const Json p = config_to_json(load_bench_config(plain, {}).points[0].config);
+  EXPECT_FALSE(p["backend"].contains("cpu_moe"));
+  EXPECT_FALSE(p["backend"].contains("n_cpu_moe"));
+  const std::string bad = write(dir, "model: m\nbackend: {n_cpu_moe: lots}\nscenario: {prompts: [a]}\n", "bad.yaml");
+  EXPECT_THROW(load_bench_config(bad, {}), InputError);
+}
+
 TEST(BenchConfig, TensorAndPipelineParallelAreBackendKeysThatSweep) {
   testing::TempDir dir("bench-config");
   const std::string bare = write(dir, "model: m\nbackend: {tensor_parallel: 2, pipeline_parallel: 2}\nscenario: {prompts: [a]}\n");

@@ -66,6 +66,37 @@ TEST(RealPresets, ConfigJsonRoundTripsWithRopeScaling) {
   EXPECT_EQ(preset_config("llama-3.1-8b", Arch::kLlama, 0).rope_factor, 8.0);
 }
 
+// The mixtures of experts at real shape: their config.json reads back with the same experts, and
+// they fix their architecture.
+TEST(RealPresets, MoePresetsRoundTripTheirExperts) {
+  for (const char* preset : {"mixtral-8x7b", "qwen3-30b-a3b", "moe-cpu-bench"}) {
+    const std::optional<Arch> arch = preset_arch(preset);
+    ASSERT_TRUE(arch.has_value()) << preset;
+    EXPECT_TRUE(is_bulk_preset(preset));
+    const ModelConfig c = preset_config(preset, *arch, 0);
+    const ModelConfig back = parse_model_config(config_to_json(c, DType::kBF16), preset);
+    EXPECT_EQ(back.arch, *arch) << preset;
+    EXPECT_EQ(back.moe.num_experts, c.moe.num_experts) << preset;
+    EXPECT_EQ(back.moe.experts_per_token, c.moe.experts_per_token) << preset;
+    EXPECT_EQ(back.moe.expert_intermediate_size, c.moe.expert_intermediate_size) << preset;
+    EXPECT_EQ(back.moe.normalize_top_k, true) << preset;
+    EXPECT_EQ(back.head_dim, 128) << preset;
+    EXPECT_EQ(back.tie_word_embeddings, false) << preset;
+    EXPECT_EQ(back.rope_theta, 1000000.0) << preset;
+    EXPECT_EQ(stored_params(back), stored_params(c)) << preset;
+    EXPECT_THROW(preset_config(preset, Arch::kLlama, 0), InputError) << preset;
+  }
+  const ModelConfig q = preset_config("qwen3-30b-a3b", Arch::kQwen3Moe, 0);
+  EXPECT_EQ(q.max_position_embeddings, 40960);
+  EXPECT_EQ(q.rms_norm_eps, 1e-6);
+  EXPECT_EQ(q.vocab_size, 151936);
+  const ModelConfig m = preset_config("mixtral-8x7b", Arch::kMixtral, 0);
+  EXPECT_EQ(m.max_position_embeddings, 32768);
+  EXPECT_EQ(m.rms_norm_eps, 1e-5);
+  EXPECT_EQ(m.moe.expert_intermediate_size, 14336);
+  EXPECT_FALSE(preset_arch("tiny").has_value());
+}
+
 TEST(BulkWeights, NormalQuantile) {
   EXPECT_NEAR(normal_quantile(0.5), 0.0, 1e-12);
   EXPECT_NEAR(normal_quantile(0.975), 1.959963985, 1e-6);

@@ -240,3 +240,33 @@ TEST_F(PlanCli, Estimate) {
 }
 
 }  // namespace
+
+namespace {
+
+// A real-shape mixture of experts from `make-model --config-only` (config.json, no weights):
+// estimate gives its total and active parameters, as text and JSON; a dense model's are equal.
+TEST_F(PlanCli, EstimateOfAMoePresetShowsActiveParameters) {
+  const std::string out = (dir_ / "mixtral").string();
+  const ProcResult made = run("make-model " + out + " --preset mixtral-8x7b --config-only");
+  ASSERT_EQ(made.code, 0) << made.out;
+  EXPECT_FALSE(std::filesystem::exists(out + "/model.safetensors"));
+  const ProcResult j = run("estimate " + out + " --json --quantize q8_0");
+  ASSERT_EQ(j.code, 0) << j.out;
+  const plexus::Json e = plexus::Json::parse(j.out);
+  EXPECT_EQ(e["architecture"], "MixtralForCausalLM");
+  EXPECT_GT(e["parameters"].get<double>(), 46.6e9);
+  EXPECT_LT(e["active_parameters"].get<double>(), 13.0e9);
+  EXPECT_GT(e["active_parameters"].get<double>(), 12.8e9);
+  EXPECT_LT(e["dtypes"][1]["active_bytes"].get<double>(), e["dtypes"][1]["total_bytes"].get<double>());
+  const ProcResult t = run("estimate " + out + " --quantize q8_0");
+  ASSERT_EQ(t.code, 0) << t.out;
+  EXPECT_NE(t.out.find("active per token"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("2 of 8 experts"), std::string::npos) << t.out;
+  const plexus::Json dense = plexus::Json::parse(run("estimate " + model() + " --json --quantize q8_0").out);
+  EXPECT_EQ(dense["active_parameters"], dense["parameters"]);
+  const plexus::Json plan = plexus::Json::parse(run("plan " + model() + " --virtual-devices 2 --json").out);
+  EXPECT_EQ(plan["active_parameters"], plan["parameters"]);
+  EXPECT_EQ(plan["experts_on_cpu"], plexus::Json::array());
+}
+
+}  // namespace
