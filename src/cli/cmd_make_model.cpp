@@ -21,11 +21,12 @@ int cmd_make_model(int argc, char** argv) {
             "demos and benchmarks. `small` has the shape of a 135M-parameter SmolLM (hidden 576, 30 layers,\n"
             "9 heads, 3 KV heads, intermediate 1536, vocab 32000, tied embeddings); `tiny` has hidden 64,\n"
             "4 layers, 4 heads, 2 KV heads, intermediate 176, vocab 32000. `llama-3.2-1b` (1.24B parameters)\n"
-            "and `llama-3.1-8b` (8.03B) have Meta's shapes, rope scaling and token ids, for benchmarks; their\n"
+            "and `llama-3.1-8b` (8.03B) have Meta's shapes, rope scaling and token ids, `gpt-oss-20b` OpenAI's\n"
+            "(bf16 experts, not MXFP4), for benchmarks; their\n"
             "weights are written by several threads (--threads) at disk speed.");
   args.positional("OUT", "output directory (created if missing)")
-      .option("--preset", "NAME", "tiny | small | llama-3.2-1b | llama-3.1-8b", "tiny")
-      .option("--arch", "ARCH", "llama | qwen2 | qwen3 | mistral | mixtral | qwen3-moe", "llama")
+      .option("--preset", "NAME", "tiny | small | llama-3.2-1b | llama-3.1-8b | gpt-oss-20b", "tiny")
+      .option("--arch", "ARCH", "llama | qwen2 | qwen3 | mistral | mixtral | qwen3-moe | gpt-oss", "llama")
       .option("--dtype", "DTYPE", "f32 | bf16 | f16", "bf16")
       .option("--seed", "N", "random seed", "0")
       .option("--std", "X", "standard deviation of the random weight matrices", "0.02")
@@ -45,7 +46,8 @@ int cmd_make_model(int argc, char** argv) {
   else if (arch == "mistral") o.arch = Arch::kMistral;
   else if (arch == "mixtral") o.arch = Arch::kMixtral;
   else if (arch == "qwen3-moe" || arch == "qwen3_moe") o.arch = Arch::kQwen3Moe;
-  else throw InputError("--arch: unknown architecture '" + arch + "' (use llama, qwen2, qwen3, mistral, mixtral or qwen3-moe)");
+  else if (arch == "gpt-oss" || arch == "gpt_oss") o.arch = Arch::kGptOss;
+  else throw InputError("--arch: unknown architecture '" + arch + "' (use llama, qwen2, qwen3, mistral, mixtral, qwen3-moe or gpt-oss)");
   const std::string dt = args.get("--dtype");
   if (!parse_dtype(dt, &o.dtype)) throw InputError("--dtype: unknown dtype '" + dt + "' (use f32, bf16 or f16)");
   const long long seed = args.get_int("--seed");

@@ -16,6 +16,21 @@ void CpuOps::moe_route(const float* logits, std::int64_t n, const MoeRouting& r,
   std::vector<std::int32_t> order(static_cast<std::size_t>(E));
   for (std::int64_t t = 0; t < n; ++t) {
     const float* l = logits + t * E;  // (E)
+    if (r.top_k_then_softmax) {  // gpt-oss: softmax over the k largest logits only
+      std::iota(order.begin(), order.end(), 0);
+      std::partial_sort(order.begin(), order.begin() + k, order.end(), [l](std::int32_t a, std::int32_t b) {
+        return l[a] > l[b] || (l[a] == l[b] && a < b);
+      });
+      const float top = l[order[0]];
+      float sum = 0;
+      for (std::int64_t j = 0; j < k; ++j) sum += std::exp(l[order[static_cast<std::size_t>(j)]] - top);
+      for (std::int64_t j = 0; j < k; ++j) {
+        const std::int32_t e = order[static_cast<std::size_t>(j)];
+        ws.route_expert[static_cast<std::size_t>(t * k + j)] = e;
+        ws.route_weight[static_cast<std::size_t>(t * k + j)] = std::exp(l[e] - top) / sum;
+      }
+      continue;
+    }
     const float m = *std::max_element(l, l + E);
     float sum = 0;
     for (std::int64_t e = 0; e < E; ++e) sum += p[static_cast<std::size_t>(e)] = std::exp(l[e] - m);
@@ -33,6 +48,23 @@ void CpuOps::moe_route(const float* logits, std::int64_t n, const MoeRouting& r,
       ws.route_weight[static_cast<std::size_t>(t * k + j)] = r.normalize ? p[static_cast<std::size_t>(e)] / chosen : p[static_cast<std::size_t>(e)];
     }
   }
+}
+
+void CpuOps::clamped_swiglu_expert(const ExpertWeights& w, const MoeRouting& r, std::int64_t e, std::int64_t m,
+                                   Workspace& ws) {
+  const std::int64_t H = w.down.rows, Ie = w.gate.rows;
+  const MatmulPart gate_up[] = {{w.gate, ws.gate.data(), Ie}, {w.up, ws.up.data(), Ie}};
+  matmul(gate_up, ws.moe_x.data(), m, H);  // ws.gate, ws.up (m, Ie)
+  add_bias(ws.gate.data(), r.gate_bias + e * Ie, m, Ie);
+  add_bias(ws.up.data(), r.up_bias + e * Ie, m, Ie);
+  for (std::int64_t i = 0; i < m * Ie; ++i) {
+    const float g = std::min(ws.gate[static_cast<std::size_t>(i)], r.swiglu_limit);
+    const float u = std::clamp(ws.up[static_cast<std::size_t>(i)], -r.swiglu_limit, r.swiglu_limit);
+    ws.gate[static_cast<std::size_t>(i)] = (u + 1.0f) * (g / (1.0f + std::exp(-r.swiglu_alpha * g)));
+  }
+  const MatmulPart down[] = {{w.down, ws.moe_y.data(), H}};
+  matmul(down, ws.gate.data(), m, Ie);  // moe_y (m, H)
+  add_bias(ws.moe_y.data(), r.down_bias + e * H, m, H);
 }
 
 void CpuOps::moe_experts(std::span<const ExpertWeights> experts, const float* xb, std::int64_t n, const MoeRouting& r,
@@ -56,9 +88,13 @@ void CpuOps::moe_experts(std::span<const ExpertWeights> experts, const float* xb
     for (std::int64_t i = start[e]; i < start[e + 1]; ++i) tokens.push_back(pairs[static_cast<std::size_t>(i)] / k);
     gather_rows(xb, tokens, H, ws.moe_x.data());  // (m, H)
     const ExpertWeights& w = experts[e];
-    matmul_silu_mul({w.gate, ws.gate.data(), Ie}, {w.up, ws.up.data(), Ie}, ws.moe_x.data(), m, H);  // ws.gate (m, Ie)
-    const MatmulPart down[] = {{w.down, ws.moe_y.data(), H}};
-    matmul(down, ws.gate.data(), m, Ie);  // moe_y (m, H)
+    if (r.swiglu_limit > 0) {
+      clamped_swiglu_expert(w, r, static_cast<std::int64_t>(e), m, ws);
+    } else {
+      matmul_silu_mul({w.gate, ws.gate.data(), Ie}, {w.up, ws.up.data(), Ie}, ws.moe_x.data(), m, H);  // ws.gate (m, Ie)
+      const MatmulPart down[] = {{w.down, ws.moe_y.data(), H}};
+      matmul(down, ws.gate.data(), m, Ie);  // moe_y (m, H)
+    }
     for (std::int64_t i = 0; i < m; ++i) {
       const std::int64_t pair = pairs[static_cast<std::size_t>(start[e] + i)];
       const float weight = ws.route_weight[static_cast<std::size_t>(pair)];

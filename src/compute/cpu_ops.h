@@ -39,6 +39,10 @@ class CpuOps final : public ComputeOps {
                    float* out, Workspace& ws) override;
 
  private:
+  // gpt-oss's expert e on its m gathered tokens ws.moe_x (m, H): ws.moe_y (m, H) = the clamped
+  // SwiGLU MLP with biases (MoeRouting::swiglu_limit).
+  void clamped_swiglu_expert(const ExpertWeights& w, const MoeRouting& r, std::int64_t e, std::int64_t m, Workspace& ws);
+
   const IsaKernels& k_;
   ThreadPool& pool_;
 };

@@ -104,6 +104,7 @@ std::string gguf_arch_name(Arch a) {
     case Arch::kQwen3: return "qwen3";
     case Arch::kMixtral: return "llama";  // llama.cpp runs Mixtral as llama with experts
     case Arch::kQwen3Moe: return "qwen3moe";
+    case Arch::kGptOss: return "gpt-oss";
   }
   return "llama";
 }
@@ -131,6 +132,10 @@ std::vector<float> llama3_rope_freq_factors(const ModelConfig& c) {
 GgufExportResult export_gguf(const std::string& model_dir, const std::string& out, const GgufExportOptions& o) {
   require_model_path(model_dir);
   const ModelConfig c = load_model_config(model_dir);
+  if (c.arch == Arch::kGptOss || c.rope_scaling == RopeScaling::kYarn) {
+    throw InputError(model_dir + ": " + std::string(arch_name(c.arch)) +
+                     (c.arch == Arch::kGptOss ? " (gpt-oss)" : " with YaRN rope scaling") + " cannot be written to GGUF yet");
+  }
   if (c.is_moe()) {
     throw InputError(model_dir + ": " + std::string(arch_name(c.arch)) +
                      " is a mixture of experts; writing its stacked expert tensors to GGUF is not built yet");
@@ -164,6 +169,7 @@ GgufExportResult export_gguf(const std::string& model_dir, const std::string& ou
       w.add(key("rope.scaling.factor"), gguf_f32(static_cast<float>(c.rope_factor)));
       break;
     case RopeScaling::kLlama3: break;  // the rope_freqs.weight tensor below
+    case RopeScaling::kYarn: break;    // refused above
   }
   w.add(key("vocab_size"), gguf_u32(static_cast<std::uint32_t>(c.vocab_size)));
   std::vector<std::pair<std::string, GgufValue>> tok = gguf_tokenizer_metadata(model_dir);

@@ -38,7 +38,8 @@ struct MoeNames {
 MoeNames moe_names(Arch arch);
 // The names of decoder layer `layer`'s weight matrices in the order the run packs them
 // (layer_matrices in model/llama_family.h): q k v o, then gate up down, or the router and each
-// expert's gate up down.
+// expert's gate up down (gpt-oss: the router and the fused gate_up_proj and down_proj, which
+// the run packs as E experts' transposed gate, up and down).
 std::vector<std::string> layer_matrix_names(const ModelConfig& config, int layer);
 
 class ModuleTree {

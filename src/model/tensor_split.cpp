@@ -49,6 +49,11 @@ std::vector<int> working_tp_sizes(const ModelConfig& c) {
 }
 
 ModelConfig shard_config(const ModelConfig& c, int size) {
+  if (c.arch == Arch::kGptOss && size > 1) {
+    throw InputError("--tp " + std::to_string(size) +
+                     ": tensor parallelism does not split gpt-oss yet (its expert biases and attention sinks); run it on one "
+                     "device, layer split or offloaded");
+  }
   if (!splits(c, size)) {
     std::string works;
     for (int n : working_tp_sizes(c)) works += (works.empty() ? "" : ", ") + std::to_string(n);
