@@ -109,8 +109,9 @@ class ComputeOps {
   virtual void moe_route(const float* logits, std::int64_t n, const MoeRouting& r, Workspace& ws);
   // Mixture of experts, compute: out (n, H) = Σ_j route_weight[t, j] · expert_e(xb[t]) over the
   // token's k routed experts e = route_expert[t, j], expert(v) = down·(silu(gate·v) ⊙ up·v)
-  // (or gpt-oss's clamped form with biases, MoeRouting::swiglu_limit > 0), summed from zero in ascending expert order (as Hugging Face's loop adds them). xb (n, H);
-  // experts (E); out must not alias xb or the workspace's moe buffers.
+  // (or gpt-oss's clamped form with biases, MoeRouting::swiglu_limit > 0), summed from zero in
+  // ascending expert order (as Hugging Face's loop adds them). xb (n, H); experts (E); out must
+  // not alias xb or the workspace's moe buffers.
   virtual void moe_experts(std::span<const ExpertWeights> experts, const float* xb, std::int64_t n, const MoeRouting& r,
                            float* out, Workspace& ws);
 };
