@@ -304,9 +304,10 @@ ModelConfig parse_model_config(const Json& j, const std::string& where) {
   }
   c.max_position_embeddings = j.contains("max_position_embeddings") && !j["max_position_embeddings"].is_null()
                                   ? positive(j, "max_position_embeddings", where, kMaxPositions)
-                                  : 2048;
-  c.rms_norm_eps = float_field(j, "rms_norm_eps", 1e-6, where, "rms_norm_eps");
-  c.rope_theta = float_field(j, "rope_theta", 10000.0, where, "rope_theta");
+                                  : (c.arch == Arch::kGptOss ? 131072 : 2048);
+  // GptOssConfig's defaults differ: eps 1e-5, theta 150000, 131072 positions.
+  c.rms_norm_eps = float_field(j, "rms_norm_eps", c.arch == Arch::kGptOss ? 1e-5 : 1e-6, where, "rms_norm_eps");
+  c.rope_theta = float_field(j, "rope_theta", c.arch == Arch::kGptOss ? 150000.0 : 10000.0, where, "rope_theta");
   // Hugging Face rotates only this fraction of each head (plexus rotates all of it).
   if (float_field(j, "partial_rotary_factor", 1.0, where, "partial_rotary_factor") != 1.0) {
     throw InputError(where + ": partial_rotary_factor " + number_text(j["partial_rotary_factor"].get<double>()) +

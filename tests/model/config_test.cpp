@@ -89,6 +89,9 @@ TEST(Config, GptOssDefaults) {
   EXPECT_EQ(c.rope_original_max_position, 4096);
   EXPECT_FALSE(c.rope_truncate);
   EXPECT_DOUBLE_EQ(c.rope_attention_factor, 0.1 * std::log(32.0) + 1.0);
+  EXPECT_DOUBLE_EQ(c.rms_norm_eps, 1e-5);
+  EXPECT_DOUBLE_EQ(c.rope_theta, 150000.0);
+  EXPECT_EQ(c.max_position_embeddings, 131072);
 }
 
 TEST(ModuleTree, NamesFollowHuggingFace) {

@@ -92,9 +92,11 @@ INSTANTIATE_TEST_SUITE_P(
                            Json{{"swiglu_limit", 0.3}, {"num_experts_per_tok", 3},
                                 {"rope_scaling", {{"rope_type", "yarn"}, {"factor", 32.0}, {"beta_fast", 32.0}, {"beta_slow", 1.0},
                                                   {"truncate", true}, {"original_max_position_embeddings", 64}}}}},
-                      // HF's defaults: no layer_types (even layers sliding), no rope_scaling (YaRN 32 from 4096).
+                      // HF's defaults: no layer_types (even layers sliding), no rope_scaling (YaRN 32 from 4096),
+                      // eps 1e-5, theta 150000, 131072 positions.
                       Case{"gpt_oss_defaults_f32", Arch::kGptOss, DType::kF32,
-                           Json{{"layer_types", nullptr}, {"rope_scaling", nullptr}, {"swiglu_limit", nullptr}}}),
+                           Json{{"layer_types", nullptr}, {"rope_scaling", nullptr}, {"swiglu_limit", nullptr}, {"rms_norm_eps", nullptr},
+                                {"rope_theta", nullptr}, {"max_position_embeddings", nullptr}}}),
     [](const ::testing::TestParamInfo<Case>& i) { return std::string(i.param.name); });
 
 std::vector<double> nll_with(const std::string& dir, const std::vector<std::int32_t>& ids, int threads, int batch_tokens) {

@@ -144,7 +144,7 @@ Vec moe_mlp(const Checkpoint& ck, const Moe& m, const std::string& layer, const 
 struct GptOss {
   bool on = false;
   std::int64_t experts = 0, top_k = 4, window = 128;
-  double alpha = 1.702, limit = 7.0;
+  double alpha = 1.702, limit = 7.0, eps = 1e-5;
   std::vector<bool> sliding;  // per layer
   double attention_factor = 1;
   std::vector<double> inv_freq;  // (head_dim / 2)
@@ -164,6 +164,7 @@ GptOss read_gpt_oss(const std::string& model_dir) {
   g.top_k = static_cast<std::int64_t>(number_or(j, "num_experts_per_tok", 4));
   g.window = static_cast<std::int64_t>(number_or(j, "sliding_window", 128));
   g.alpha = number_or(j, "swiglu_alpha", 1.702), g.limit = number_or(j, "swiglu_limit", 7.0);
+  g.eps = number_or(j, "rms_norm_eps", 1e-5);
   const bool types = j.contains("layer_types") && j["layer_types"].is_array();
   const std::int64_t L = j.at("num_hidden_layers").get<std::int64_t>();
   for (std::int64_t l = 0; l < L; ++l) {
@@ -248,6 +249,7 @@ std::vector<double> reference_nll(const std::string& model_dir, const std::vecto
   const std::int64_t T = static_cast<std::int64_t>(ids.size());
   const Moe moe = read_moe(model_dir);
   const GptOss oss = read_gpt_oss(model_dir);
+  const double eps = oss.on ? oss.eps : c.rms_norm_eps;
 
   // Rotary frequencies, written out again here (llama3 scaling included).
   std::vector<double> inv(static_cast<std::size_t>(hd / 2));
@@ -292,7 +294,7 @@ std::vector<double> reference_nll(const std::string& model_dir, const std::vecto
     std::vector<Vec> q(static_cast<std::size_t>(T)), k(q.size()), v(q.size());
     for (std::int64_t t = 0; t < T; ++t) {
       Vec h = x[static_cast<std::size_t>(t)];
-      rmsnorm(h.data(), n1, H, c.rms_norm_eps);
+      rmsnorm(h.data(), n1, H, eps);
       Vec& qt = q[static_cast<std::size_t>(t)] = linear(wq, h);
       Vec& kt = k[static_cast<std::size_t>(t)] = linear(wk, h);
       Vec& vt = v[static_cast<std::size_t>(t)] = linear(wv, h);
@@ -303,8 +305,8 @@ std::vector<double> reference_nll(const std::string& model_dir, const std::vecto
       }
       if (c.qk_norm) {
         const Tensor qn = load(ck, p + ".self_attn.q_norm.weight"), kn = load(ck, p + ".self_attn.k_norm.weight");
-        for (std::int64_t h2 = 0; h2 < nh; ++h2) rmsnorm(qt.data() + h2 * hd, qn, hd, c.rms_norm_eps);
-        for (std::int64_t h2 = 0; h2 < nkv; ++h2) rmsnorm(kt.data() + h2 * hd, kn, hd, c.rms_norm_eps);
+        for (std::int64_t h2 = 0; h2 < nh; ++h2) rmsnorm(qt.data() + h2 * hd, qn, hd, eps);
+        for (std::int64_t h2 = 0; h2 < nkv; ++h2) rmsnorm(kt.data() + h2 * hd, kn, hd, eps);
       }
       for (std::int64_t h2 = 0; h2 < nh; ++h2) rope(qt.data() + h2 * hd, t);
       for (std::int64_t h2 = 0; h2 < nkv; ++h2) rope(kt.data() + h2 * hd, t);
@@ -338,7 +340,7 @@ std::vector<double> reference_nll(const std::string& model_dir, const std::vecto
       Vec& xt = x[static_cast<std::size_t>(t)];
       for (std::int64_t i = 0; i < H; ++i) xt[static_cast<std::size_t>(i)] += o[static_cast<std::size_t>(i)];
       Vec h = xt;
-      rmsnorm(h.data(), n2, H, c.rms_norm_eps);
+      rmsnorm(h.data(), n2, H, eps);
       const Vec d = oss.on ? gpt_oss_mlp(ck, oss, p, h) : moe.sparse(l) ? moe_mlp(ck, moe, p, h) : gated_mlp(wg, wu, wd, h);
       for (std::int64_t i = 0; i < H; ++i) xt[static_cast<std::size_t>(i)] += d[static_cast<std::size_t>(i)];
     }
@@ -349,7 +351,7 @@ std::vector<double> reference_nll(const std::string& model_dir, const std::vecto
   for (std::int64_t t = 0; t < T; ++t) {
     if (t + 1 == T && !last_logits) break;
     Vec h = x[static_cast<std::size_t>(t)];
-    rmsnorm(h.data(), norm, H, c.rms_norm_eps);
+    rmsnorm(h.data(), norm, H, eps);
     Vec logits = linear(head, h);
     if (t + 1 == T) {
       *last_logits = logits;
