@@ -24,11 +24,12 @@ int cmd_make_model(int argc, char** argv) {
             "and `llama-3.1-8b` (8.03B) have Meta's shapes, rope scaling and token ids, for benchmarks; their\n"
             "weights are written by several threads (--threads) at disk speed. `mixtral-8x7b` (46.7B, 12.9B\n"
             "read per token) and `qwen3-30b-a3b` (30.5B, 3.35B per token) have the published mixtures of\n"
-            "experts' shapes; `moe-cpu-bench` (2.61B, 0.49B per token) is a Qwen3-MoE that fits a CPU box:\n"
-            "hidden 1024, 24 layers, 16 heads, 4 KV heads, 64 experts of width 512, 8 per token, vocab 32000.");
+            "experts' shapes, `gpt-oss-20b` (20.9B) OpenAI's (bf16 experts, not MXFP4); `moe-cpu-bench`\n"
+            "(2.61B, 0.49B per token) is a Qwen3-MoE that fits a CPU box: hidden 1024, 24 layers, 16 heads,\n"
+            "4 KV heads, 64 experts of width 512, 8 per token, vocab 32000.");
   args.positional("OUT", "output directory (created if missing)")
-      .option("--preset", "NAME", "tiny | small | llama-3.2-1b | llama-3.1-8b | mixtral-8x7b | qwen3-30b-a3b | moe-cpu-bench", "tiny")
-      .option("--arch", "ARCH", "llama | qwen2 | qwen3 | mistral | mixtral | qwen3-moe", "llama")
+      .option("--preset", "NAME", "tiny | small | llama-3.2-1b | llama-3.1-8b | mixtral-8x7b | qwen3-30b-a3b | gpt-oss-20b | moe-cpu-bench", "tiny")
+      .option("--arch", "ARCH", "llama | qwen2 | qwen3 | mistral | mixtral | qwen3-moe | gpt-oss", "llama")
       .option("--dtype", "DTYPE", "f32 | bf16 | f16", "bf16")
       .option("--seed", "N", "random seed", "0")
       .option("--std", "X", "standard deviation of the random weight matrices", "0.02")
@@ -49,7 +50,8 @@ int cmd_make_model(int argc, char** argv) {
   else if (arch == "mistral") o.arch = Arch::kMistral;
   else if (arch == "mixtral") o.arch = Arch::kMixtral;
   else if (arch == "qwen3-moe" || arch == "qwen3_moe") o.arch = Arch::kQwen3Moe;
-  else throw InputError("--arch: unknown architecture '" + arch + "' (use llama, qwen2, qwen3, mistral, mixtral or qwen3-moe)");
+  else if (arch == "gpt-oss" || arch == "gpt_oss") o.arch = Arch::kGptOss;
+  else throw InputError("--arch: unknown architecture '" + arch + "' (use llama, qwen2, qwen3, mistral, mixtral, qwen3-moe or gpt-oss)");
   // A real-shape preset fixes its architecture: --arch left out means that one.
   const std::optional<Arch> own = preset_arch(o.preset);
   if (own && !args.given("--arch")) o.arch = *own;

@@ -28,6 +28,9 @@ struct AttentionShape {
   std::int64_t window = 0;  // sliding window in tokens; 0: the whole context
   float scale = 1;          // 1 / sqrt(head_dim)
   bool rope_interleaved = false;  // ModelConfig::rope_interleaved: rope pairs (2i, 2i+1), not (i, i + head_dim/2)
+  // gpt-oss: one learned logit per query head (n_heads, device memory) added to each softmax's
+  // denominator, taking no share of the values; null for every other architecture.
+  const float* sinks = nullptr;
 };
 
 // Mixture-of-experts routing: each token runs through `top_k` of `experts` experts.
@@ -35,9 +38,16 @@ struct MoeRouting {
   std::int64_t experts = 0;  // E
   std::int64_t top_k = 0;    // k
   bool normalize = true;     // the k probabilities rescaled to sum to 1
+  // gpt-oss (MoeConfig::top_k_then_softmax): the k largest logits, softmaxed among themselves.
+  bool top_k_then_softmax = false;
+  // gpt-oss experts (swiglu_limit > 0): g = min(x·gateᵀ + gate_bias, limit), u = clamp(x·upᵀ +
+  // up_bias, ±limit), expert(x) = ((u + 1) · g · sigmoid(alpha · g))·downᵀ + down_bias, in place
+  // of down·(silu(gate·x) ⊙ up·x). The biases are device memory: (E, Ie) (E, Ie) (E, H).
+  float swiglu_alpha = 0, swiglu_limit = 0;
+  const float *gate_bias = nullptr, *up_bias = nullptr, *down_bias = nullptr;
 };
 
-// One expert of a mixture: a SiLU-gated MLP of width Ie. Under expert parallelism a rank holds
+// One expert of a mixture: a gated MLP of width Ie. Under expert parallelism a rank holds
 // only some experts; the others are empty (no data, no rows) there.
 struct ExpertWeights {
   WeightMatrix gate, up, down;  // (Ie, H) (Ie, H) (H, Ie)
@@ -100,11 +110,13 @@ class ComputeOps {
 
   // Mixture of experts, routing: ws.route_expert (n, k) and ws.route_weight (n, k) = each token's
   // k largest probabilities of softmax(logits row (E)), largest first (ties: the lower expert
-  // first), and their experts; rescaled to sum to 1 when r.normalize. logits (n, E).
+  // first), and their experts; rescaled to sum to 1 when r.normalize. With r.top_k_then_softmax
+  // the weights are instead the softmax of the k largest logits. logits (n, E).
   virtual void moe_route(const float* logits, std::int64_t n, const MoeRouting& r, Workspace& ws);
   // Mixture of experts, compute: out (n, H) = Σ_j route_weight[t, j] · expert_e(xb[t]) over the
-  // token's k routed experts e = route_expert[t, j], expert(v) = down·(silu(gate·v) ⊙ up·v),
-  // summed from zero in ascending expert order (as Hugging Face's loop adds them). xb (n, H);
+  // token's k routed experts e = route_expert[t, j], expert(v) = down·(silu(gate·v) ⊙ up·v)
+  // (or gpt-oss's clamped form with biases, MoeRouting::swiglu_limit > 0), summed from zero in
+  // ascending expert order (as Hugging Face's loop adds them). xb (n, H);
   // experts (E); out must not alias xb or the workspace's moe buffers. An expert without weights
   // (data == nullptr: expert parallelism, another rank holds it) contributes nothing here: a
   // token routed to it gets that expert's share from the rank that holds it, in the group's sum.

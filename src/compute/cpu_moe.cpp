@@ -18,6 +18,21 @@ void CpuOps::moe_route(const float* logits, std::int64_t n, const MoeRouting& r,
   std::vector<std::int32_t> order(static_cast<std::size_t>(E));
   for (std::int64_t t = 0; t < n; ++t) {
     const float* l = logits + t * E;  // (E)
+    if (r.top_k_then_softmax) {  // gpt-oss: softmax over the k largest logits only
+      std::iota(order.begin(), order.end(), 0);
+      std::partial_sort(order.begin(), order.begin() + k, order.end(), [l](std::int32_t a, std::int32_t b) {
+        return l[a] > l[b] || (l[a] == l[b] && a < b);
+      });
+      const float top = l[order[0]];
+      float sum = 0;
+      for (std::int64_t j = 0; j < k; ++j) sum += std::exp(l[order[static_cast<std::size_t>(j)]] - top);
+      for (std::int64_t j = 0; j < k; ++j) {
+        const std::int32_t e = order[static_cast<std::size_t>(j)];
+        ws.route_expert[static_cast<std::size_t>(t * k + j)] = e;
+        ws.route_weight[static_cast<std::size_t>(t * k + j)] = std::exp(l[e] - top) / sum;
+      }
+      continue;
+    }
     const float m = *std::max_element(l, l + E);
     float sum = 0;
     for (std::int64_t e = 0; e < E; ++e) sum += p[static_cast<std::size_t>(e)] = std::exp(l[e] - m);
@@ -37,10 +52,28 @@ void CpuOps::moe_route(const float* logits, std::int64_t n, const MoeRouting& r,
   }
 }
 
+namespace {
+
+// gpt-oss's expert activation over rows (m, Ie) of gate and up, each with its bias: gate clamped
+// to at most `limit`, up to [-limit, limit]; gate := (up + 1) · gate · sigmoid(alpha · gate).
+void clamped_swiglu(float* gate, const float* up, const float* gate_bias, const float* up_bias, std::int64_t m,
+                    std::int64_t Ie, float alpha, float limit) {
+  for (std::int64_t i = 0; i < m; ++i) {
+    for (std::int64_t j = 0; j < Ie; ++j) {
+      const float g = std::min(gate[i * Ie + j] + gate_bias[j], limit);
+      const float u = std::clamp(up[i * Ie + j] + up_bias[j], -limit, limit);
+      gate[i * Ie + j] = (u + 1.0f) * (g / (1.0f + std::exp(-alpha * g)));
+    }
+  }
+}
+
+}  // namespace
+
 void CpuOps::moe_experts(std::span<const ExpertWeights> experts, const float* xb, std::int64_t n, const MoeRouting& r,
                          float* out, Workspace& ws) {
   const ExpertWeights& held = first_held_expert(experts);
   const std::int64_t k = r.top_k, H = held.down.rows, Ie = held.gate.rows;
+  const bool clamped = r.swiglu_limit > 0;  // gpt-oss's expert: biases and the clamped SwiGLU
   // The routed (token, slot) pairs grouped by expert, tokens ascending within each: expert e's
   // rows of the moe buffers are [start[e], start[e + 1]).
   std::vector<std::int64_t> start(experts.size() + 1, 0);
@@ -63,11 +96,29 @@ void CpuOps::moe_experts(std::span<const ExpertWeights> experts, const float* xb
     }
     const ExpertWeights& w = experts[e];
     float* g = ws.moe_gate.data() + start[e] * Ie;  // (m, Ie)
-    gated.push_back({{w.gate, g, Ie}, {w.up, ws.moe_up.data() + start[e] * Ie, Ie}, ws.moe_x.data() + start[e] * H, m, H});
+    float* u = ws.moe_up.data() + start[e] * Ie;    // (m, Ie)
+    const float* x = ws.moe_x.data() + start[e] * H;
+    if (clamped) {  // gpt-oss: plain gate and up products, then biases and the clamped activation
+      gated.push_back({{w.gate, g, Ie}, {}, x, m, H});
+      gated.push_back({{w.up, u, Ie}, {}, x, m, H});
+    } else {
+      gated.push_back({{w.gate, g, Ie}, {w.up, u, Ie}, x, m, H});
+    }
     down.push_back({{w.down, ws.moe_y.data() + start[e] * H, H}, {}, g, m, Ie});
   }
   matmul_groups(k_, pool_, gated);
+  for (std::size_t e = 0; clamped && e < experts.size(); ++e) {
+    const std::int64_t m = start[e + 1] - start[e], at = start[e];
+    if (m == 0 || !experts[e].held()) continue;
+    const auto ee = static_cast<std::int64_t>(e);
+    clamped_swiglu(ws.moe_gate.data() + at * Ie, ws.moe_up.data() + at * Ie, r.gate_bias + ee * Ie, r.up_bias + ee * Ie, m, Ie,
+                   r.swiglu_alpha, r.swiglu_limit);
+  }
   matmul_groups(k_, pool_, down);
+  for (std::size_t e = 0; clamped && e < experts.size(); ++e) {
+    const std::int64_t m = start[e + 1] - start[e];
+    if (m > 0 && experts[e].held()) add_bias(ws.moe_y.data() + start[e] * H, r.down_bias + static_cast<std::int64_t>(e) * H, m, H);
+  }
   // out = Σ weight · y, each token's rows added in ascending expert order (held experts only).
   std::fill_n(out, n * H, 0.0f);
   for (std::int64_t i = 0; i < n * k; ++i) {

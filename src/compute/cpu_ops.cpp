@@ -83,7 +83,8 @@ void CpuOps::attention(int layer, const TokenBatch& batch, const AttentionShape&
     for (std::int64_t i = 0; i < group; ++i) {
       float* sc = scores + i * n_keys;
       k_.scale(s.scale, sc, n_keys);
-      softmax(k_, sc, n_keys);
+      if (s.sinks) softmax_with_sink(k_, sc, n_keys, s.sinks[g * group + i]);
+      else softmax(k_, sc, n_keys);
       k_.weighted_rows(sc, n_keys, values, hd, ws.att.data() + t * Q + (g * group + i) * hd, hd);
     }
   };

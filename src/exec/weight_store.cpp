@@ -18,7 +18,9 @@ std::int64_t round_line(std::int64_t b) { return (b + kLine - 1) / kLine * kLine
 // A layer's small vectors in packing order (that of layer_vector_bytes).
 constexpr VectorView LayerWeights::* kVectors[] = {
     &LayerWeights::q_bias, &LayerWeights::k_bias, &LayerWeights::v_bias,     &LayerWeights::o_bias,
-    &LayerWeights::q_norm, &LayerWeights::k_norm, &LayerWeights::input_norm, &LayerWeights::post_attention_norm};
+    &LayerWeights::q_norm, &LayerWeights::k_norm, &LayerWeights::input_norm, &LayerWeights::post_attention_norm,
+    &LayerWeights::sinks,  &LayerWeights::router_bias, &LayerWeights::expert_gate_bias, &LayerWeights::expert_up_bias,
+    &LayerWeights::expert_down_bias};
 }  // namespace
 
 std::int64_t WeightStore::packed_bytes(const LayerWeights& w) {

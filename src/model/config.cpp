@@ -23,6 +23,7 @@ std::string_view arch_name(Arch a) {
     case Arch::kQwen3: return "Qwen3ForCausalLM";
     case Arch::kMixtral: return "MixtralForCausalLM";
     case Arch::kQwen3Moe: return "Qwen3MoeForCausalLM";
+    case Arch::kGptOss: return "GptOssForCausalLM";
   }
   return "?";
 }
@@ -90,6 +91,13 @@ constexpr FloatRange kFloatRanges[] = {
     {"low_freq_factor", 0, false, kNoBound, "a finite number more than 0"},
     {"high_freq_factor", 0, false, kNoBound, "a finite number more than 0, and more than low_freq_factor"},
     {"partial_rotary_factor", 0, false, 1, "the rotated fraction of each head: more than 0 and at most 1"},
+    {"beta_fast", 0, false, kNoBound, "a finite number more than 0"},
+    {"beta_slow", 0, false, kNoBound, "a finite number more than 0"},
+    {"attention_factor", 0, false, kNoBound, "a finite number more than 0"},
+    {"mscale", 0, true, kNoBound, "a finite number from 0"},
+    {"mscale_all_dim", 0, true, kNoBound, "a finite number from 0"},
+    {"swiglu_alpha", 0, false, kNoBound, "a finite number more than 0"},
+    {"swiglu_limit", 0, false, kNoBound, "a finite number more than 0"},
 };
 
 // Reads the optional number `key` of `obj` (or `fallback`) and checks its range; `shown` names it
@@ -106,9 +114,14 @@ constexpr std::int64_t kMaxExperts = 1 << 16;
 // The mixture-of-experts fields, under each architecture's config.json names.
 void parse_moe(const Json& j, const std::string& where, ModelConfig& c) {
   MoeConfig& m = c.moe;
-  if (c.arch == Arch::kMixtral) {
+  if (c.arch == Arch::kMixtral || c.arch == Arch::kGptOss) {
     m.num_experts = positive(j, "num_local_experts", where, kMaxExperts);
     m.expert_intermediate_size = c.intermediate_size;
+    if (c.arch == Arch::kGptOss) {  // GptOssConfig's defaults
+      m.top_k_then_softmax = m.biases = true;
+      m.swiglu_alpha = float_field(j, "swiglu_alpha", 1.702, where, "swiglu_alpha");
+      m.swiglu_limit = float_field(j, "swiglu_limit", 7.0, where, "swiglu_limit");
+    }
   } else {
     m.num_experts = positive(j, "num_experts", where, kMaxExperts);
     m.expert_intermediate_size = positive(j, "moe_intermediate_size", where, kMaxIntermediateSize);
@@ -130,10 +143,62 @@ void parse_moe(const Json& j, const std::string& where, ModelConfig& c) {
       }
     }
   }
-  m.experts_per_token = positive(j, "num_experts_per_tok", where, kMaxExperts);
+  m.experts_per_token = c.arch == Arch::kGptOss && (!j.contains("num_experts_per_tok") || j["num_experts_per_tok"].is_null())
+                            ? 4  // GptOssConfig's default
+                            : positive(j, "num_experts_per_tok", where, kMaxExperts);
   if (m.experts_per_token > m.num_experts) {
     throw InputError(where + ": num_experts_per_tok (" + std::to_string(m.experts_per_token) + ") is more than the " +
                      std::to_string(m.num_experts) + " experts a layer has");
+  }
+}
+
+// gpt-oss layer_types: "sliding_attention" | "full_attention" per layer; absent, GptOssConfig's
+// default (even layers sliding, odd layers full).
+void parse_layer_types(const Json& j, const std::string& where, ModelConfig& c) {
+  c.sliding_layers.assign(static_cast<std::size_t>(c.num_layers), false);
+  if (!j.contains("layer_types") || j["layer_types"].is_null()) {
+    for (std::int64_t l = 0; l < c.num_layers; ++l) c.sliding_layers[static_cast<std::size_t>(l)] = (l + 1) % 2 != 0;
+    return;
+  }
+  const Json& t = j["layer_types"];
+  if (!t.is_array() || static_cast<std::int64_t>(t.size()) != c.num_layers) {
+    throw InputError(where + ": field 'layer_types' must be a list of " + std::to_string(c.num_layers) +
+                     " entries (num_hidden_layers), got " + t.dump());
+  }
+  for (std::size_t l = 0; l < t.size(); ++l) {
+    const std::string v = t[l].is_string() ? t[l].get<std::string>() : t[l].dump();
+    if (v != "sliding_attention" && v != "full_attention") {
+      throw InputError(where + ": layer_types[" + std::to_string(l) + "] is '" + v +
+                       "'; it must be 'sliding_attention' or 'full_attention'");
+    }
+    c.sliding_layers[l] = v == "sliding_attention";
+  }
+}
+
+// rope_scaling of type "yarn", as Hugging Face's _compute_yarn_parameters reads it: factor
+// (absent: max_position_embeddings / original_max_position_embeddings), beta_fast 32, beta_slow 1,
+// truncate true, and the attention factor cos/sin are scaled by.
+void parse_yarn(const Json& rs, const std::string& where, ModelConfig& c) {
+  const std::string w = where + ": rope_scaling";
+  c.rope_scaling = RopeScaling::kYarn;
+  c.rope_original_max_position = json_int_or(rs, "original_max_position_embeddings", c.max_position_embeddings, w);
+  if (c.rope_original_max_position <= 0 || c.rope_original_max_position > kMaxPositions) {
+    throw InputError(where + ": rope_scaling.original_max_position_embeddings is " + std::to_string(c.rope_original_max_position) +
+                     "; it must be a positive number of positions");
+  }
+  c.rope_factor = float_field(rs, "factor",
+                              static_cast<double>(c.max_position_embeddings) / static_cast<double>(c.rope_original_max_position),
+                              where, "rope_scaling.factor");
+  c.rope_beta_fast = float_field(rs, "beta_fast", 32.0, where, "rope_scaling.beta_fast");
+  c.rope_beta_slow = float_field(rs, "beta_slow", 1.0, where, "rope_scaling.beta_slow");
+  c.rope_truncate = json_bool_or(rs, "truncate", true, w);
+  auto mscale = [&c](double m) { return c.rope_factor <= 1 ? 1.0 : 0.1 * m * std::log(c.rope_factor) + 1.0; };
+  const double m = float_field(rs, "mscale", 0.0, where, "rope_scaling.mscale");
+  const double m_all = float_field(rs, "mscale_all_dim", 0.0, where, "rope_scaling.mscale_all_dim");
+  if (rs.contains("attention_factor") && !rs["attention_factor"].is_null()) {
+    c.rope_attention_factor = float_field(rs, "attention_factor", 1.0, where, "rope_scaling.attention_factor");
+  } else {
+    c.rope_attention_factor = m != 0 && m_all != 0 ? mscale(m) / mscale(m_all) : mscale(1.0);
   }
 }
 
@@ -150,6 +215,11 @@ std::int64_t ModelConfig::max_mlp_width() const {
   std::int64_t w = 0;
   for (std::int64_t l = 0; l < num_layers; ++l) w = std::max(w, moe_layer(l) ? moe.expert_intermediate_size : intermediate_size);
   return w;
+}
+
+std::int64_t ModelConfig::layer_window(std::int64_t l) const {
+  if (sliding_layers.empty()) return sliding_window;
+  return sliding_layers[static_cast<std::size_t>(l)] ? sliding_window : 0;
 }
 
 LayerShape ModelConfig::layer_shape() const {
@@ -191,6 +261,7 @@ ModelConfig parse_model_config(const Json& j, const std::string& where) {
     else if (c.model_type == "qwen3") arch = "Qwen3ForCausalLM";
     else if (c.model_type == "mixtral") arch = "MixtralForCausalLM";
     else if (c.model_type == "qwen3_moe") arch = "Qwen3MoeForCausalLM";
+    else if (c.model_type == "gpt_oss") arch = "GptOssForCausalLM";
   }
   if (arch == "LlamaForCausalLM") c.arch = Arch::kLlama;
   else if (arch == "MistralForCausalLM") c.arch = Arch::kMistral;
@@ -198,10 +269,11 @@ ModelConfig parse_model_config(const Json& j, const std::string& where) {
   else if (arch == "Qwen3ForCausalLM") c.arch = Arch::kQwen3;
   else if (arch == "MixtralForCausalLM") c.arch = Arch::kMixtral;
   else if (arch == "Qwen3MoeForCausalLM") c.arch = Arch::kQwen3Moe;
+  else if (arch == "GptOssForCausalLM") c.arch = Arch::kGptOss;
   else {
     throw InputError(where + ": unknown architecture '" + (arch.empty() ? c.model_type : arch) +
                      "' in field 'architectures'; supported: LlamaForCausalLM, MistralForCausalLM, "
-                     "Qwen2ForCausalLM, Qwen3ForCausalLM, MixtralForCausalLM, Qwen3MoeForCausalLM");
+                     "Qwen2ForCausalLM, Qwen3ForCausalLM, MixtralForCausalLM, Qwen3MoeForCausalLM, GptOssForCausalLM");
   }
   c.architecture = arch;
   c.hidden_size = positive(j, "hidden_size", where, kMaxHiddenSize);
@@ -232,9 +304,10 @@ ModelConfig parse_model_config(const Json& j, const std::string& where) {
   }
   c.max_position_embeddings = j.contains("max_position_embeddings") && !j["max_position_embeddings"].is_null()
                                   ? positive(j, "max_position_embeddings", where, kMaxPositions)
-                                  : 2048;
-  c.rms_norm_eps = float_field(j, "rms_norm_eps", 1e-6, where, "rms_norm_eps");
-  c.rope_theta = float_field(j, "rope_theta", 10000.0, where, "rope_theta");
+                                  : (c.arch == Arch::kGptOss ? 131072 : 2048);
+  // GptOssConfig's defaults differ: eps 1e-5, theta 150000, 131072 positions.
+  c.rms_norm_eps = float_field(j, "rms_norm_eps", c.arch == Arch::kGptOss ? 1e-5 : 1e-6, where, "rms_norm_eps");
+  c.rope_theta = float_field(j, "rope_theta", c.arch == Arch::kGptOss ? 150000.0 : 10000.0, where, "rope_theta");
   // Hugging Face rotates only this fraction of each head (plexus rotates all of it).
   if (float_field(j, "partial_rotary_factor", 1.0, where, "partial_rotary_factor") != 1.0) {
     throw InputError(where + ": partial_rotary_factor " + number_text(j["partial_rotary_factor"].get<double>()) +
@@ -259,9 +332,14 @@ ModelConfig parse_model_config(const Json& j, const std::string& where) {
       c.qk_norm = true;
       c.qkv_bias = c.o_bias = json_bool_or(j, "attention_bias", false, where);
       break;
+    case Arch::kGptOss:
+      c.qkv_bias = c.o_bias = json_bool_or(j, "attention_bias", true, where);
+      c.attention_sinks = true;
+      break;
   }
-  if (c.arch == Arch::kMistral || c.arch == Arch::kMixtral) {
-    c.sliding_window = json_int_or(j, "sliding_window", 0, where);
+  if (c.arch == Arch::kGptOss) parse_layer_types(j, where, c);
+  if (c.arch == Arch::kMistral || c.arch == Arch::kMixtral || c.arch == Arch::kGptOss) {
+    c.sliding_window = json_int_or(j, "sliding_window", c.arch == Arch::kGptOss ? 128 : 0, where);
     if (c.sliding_window < 0) {
       throw InputError(where + ": sliding_window is " + std::to_string(c.sliding_window) +
                        "; it must be a positive number of positions, or null for full attention");
@@ -270,7 +348,13 @@ ModelConfig parse_model_config(const Json& j, const std::string& where) {
     throw InputError(where + ": use_sliding_window=true is not supported for " + arch);
   }
 
-  if (c.arch == Arch::kMixtral || c.arch == Arch::kQwen3Moe) parse_moe(j, where, c);
+  if (c.arch == Arch::kMixtral || c.arch == Arch::kQwen3Moe || c.arch == Arch::kGptOss) parse_moe(j, where, c);
+  if (c.arch == Arch::kGptOss && !(j.contains("rope_scaling") && j["rope_scaling"].is_object())) {
+    // GptOssConfig's default rope: YaRN, factor 32 from 4096 positions, unrounded range.
+    c.rope_scaling = RopeScaling::kYarn;
+    c.rope_factor = 32.0, c.rope_original_max_position = 4096, c.rope_truncate = false;
+    c.rope_attention_factor = 0.1 * std::log(c.rope_factor) + 1.0;
+  }
 
   if (j.contains("rope_scaling") && !j["rope_scaling"].is_null() && !j["rope_scaling"].is_object()) {
     throw InputError(where + ": rope_scaling must be an object or null, got " + j["rope_scaling"].dump());
@@ -298,10 +382,12 @@ ModelConfig parse_model_config(const Json& j, const std::string& where) {
     } else if (type == "linear") {
       c.rope_scaling = RopeScaling::kLinear;
       c.rope_factor = float_field(rs, "factor", 1.0, where, "rope_scaling.factor");
+    } else if (type == "yarn") {
+      parse_yarn(rs, where, c);
     } else if (type == "default" || type.empty()) {
       c.rope_scaling = RopeScaling::kNone;
     } else {
-      throw InputError(w + ": type '" + type + "' is not supported (supported: llama3, linear)");
+      throw InputError(w + ": type '" + type + "' is not supported (supported: llama3, linear, yarn)");
     }
   }
 

@@ -12,7 +12,7 @@
 
 namespace plexus {
 
-enum class Arch { kLlama, kMistral, kQwen2, kQwen3, kMixtral, kQwen3Moe };
+enum class Arch { kLlama, kMistral, kQwen2, kQwen3, kMixtral, kQwen3Moe, kGptOss };
 
 // A mixture-of-experts MLP (Mixtral, Qwen3-MoE): a router scores every expert for each token,
 // the token runs through the best `experts_per_token` of them, and their outputs are summed with
@@ -24,10 +24,17 @@ struct MoeConfig {
   bool normalize_top_k = true;  // the k probabilities rescaled to sum to 1 (Mixtral always; Qwen3-MoE norm_topk_prob)
   std::int64_t sparse_step = 1;              // Qwen3-MoE decoder_sparse_step: layer l is sparse when (l + 1) % step == 0
   std::vector<std::int64_t> mlp_only_layers;  // Qwen3-MoE: layers that keep a dense MLP
+  // gpt-oss (GptOssTopKRouter, GptOssExperts): the router's logits carry a bias and the k largest
+  // are softmaxed among themselves (top-k, then softmax); each expert has biases and the clamped
+  // activation (up + 1) · gate · sigmoid(alpha · gate), gate ≤ limit, |up| ≤ limit, in place of
+  // silu(gate) · up. swiglu_limit 0: the SiLU-gated expert of Mixtral and Qwen3-MoE.
+  bool top_k_then_softmax = false;
+  bool biases = false;  // router bias (E) and expert biases
+  double swiglu_alpha = 0, swiglu_limit = 0;
 };
 
 // rope_scaling as Hugging Face writes it; kNone when absent.
-enum class RopeScaling { kNone, kLinear, kLlama3 };
+enum class RopeScaling { kNone, kLinear, kLlama3, kYarn };
 
 struct ModelConfig {
   Arch arch = Arch::kLlama;
@@ -48,11 +55,21 @@ struct ModelConfig {
   double rope_low_freq_factor = 1.0;
   double rope_high_freq_factor = 4.0;
   std::int64_t rope_original_max_position = 8192;
+  // YaRN (Hugging Face's _compute_yarn_parameters): the correction range from beta_fast/beta_slow,
+  // rounded outward unless truncate is false; cos and sin are multiplied by the attention factor
+  // (given, or 0.1·ln(factor) + 1, or the mscale/mscale_all_dim ratio).
+  double rope_beta_fast = 32, rope_beta_slow = 1;
+  bool rope_truncate = true;
+  double rope_attention_factor = 1;  // 1 for every rope but YaRN
   bool tie_word_embeddings = false;
   bool qkv_bias = false;     // Qwen2 always; Llama with attention_bias
   bool o_bias = false;       // Llama with attention_bias
   bool qk_norm = false;      // Qwen3
   std::int64_t sliding_window = 0;  // 0 = full attention
+  // Per layer (gpt-oss layer_types): true where the layer attends within sliding_window, false
+  // for full attention. Empty: every layer uses sliding_window.
+  std::vector<bool> sliding_layers;
+  bool attention_sinks = false;  // gpt-oss: a learned logit per head in each softmax's denominator
   // RoPE rotates pairs (2i, 2i+1) of each head instead of (i, i + head_dim/2): Llama GGUF files,
   // whose q/k rows llama.cpp's converter permuted into that order (q·k is unchanged, so the
   // weights are used as stored). False for every Hugging Face checkpoint.
@@ -71,6 +88,8 @@ struct ModelConfig {
   bool moe_layer(std::int64_t l) const;
   // The widest MLP of any layer: what the workspace's gate/up buffers hold per token.
   std::int64_t max_mlp_width() const;
+  // The attention window of decoder layer l (0: the whole context).
+  std::int64_t layer_window(std::int64_t l) const;
 
   std::int64_t q_dim() const { return num_heads * head_dim; }
   std::int64_t kv_dim() const { return num_kv_heads * head_dim; }

@@ -186,6 +186,7 @@ std::string gguf_arch_name(Arch a) {
     case Arch::kQwen3: return "qwen3";
     case Arch::kMixtral: return "llama";  // llama.cpp runs Mixtral as llama with experts
     case Arch::kQwen3Moe: return "qwen3moe";
+    case Arch::kGptOss: return "gpt-oss";
   }
   return "llama";
 }
@@ -213,6 +214,10 @@ std::vector<float> llama3_rope_freq_factors(const ModelConfig& c) {
 GgufExportResult export_gguf(const std::string& model_dir, const std::string& out, const GgufExportOptions& o) {
   require_model_path(model_dir);
   const ModelConfig c = load_model_config(model_dir);
+  if (c.arch == Arch::kGptOss || c.rope_scaling == RopeScaling::kYarn) {
+    throw InputError(model_dir + ": " + std::string(arch_name(c.arch)) +
+                     (c.arch == Arch::kGptOss ? " (gpt-oss)" : " with YaRN rope scaling") + " cannot be written to GGUF yet");
+  }
   const Checkpoint ckpt(model_dir);
   ModuleTree::from_checkpoint(c, ckpt);  // every tensor config.json implies, of its shape, and no other: as a run checks
   const std::string arch = gguf_arch_name(c.arch);
@@ -243,6 +248,7 @@ GgufExportResult export_gguf(const std::string& model_dir, const std::string& ou
       w.add(key("rope.scaling.factor"), gguf_f32(static_cast<float>(c.rope_factor)));
       break;
     case RopeScaling::kLlama3: break;  // the rope_freqs.weight tensor below
+    case RopeScaling::kYarn: break;    // refused above
   }
   w.add(key("vocab_size"), gguf_u32(static_cast<std::uint32_t>(c.vocab_size)));
   if (c.is_moe()) add_moe_keys(w, c, arch, model_dir, &result.warnings);

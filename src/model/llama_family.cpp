@@ -1,8 +1,10 @@
 // Llama-family forward pass, top to bottom: embed -> layers -> final norm -> lm_head.
 #include "model/llama_family.h"
 
+#include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <cstring>
 #include <numbers>
 #include <utility>
 
@@ -27,6 +29,20 @@ VectorView vector_f32(const Checkpoint& ck, const std::string& name, std::vector
   std::vector<float>& out = store.emplace_back(static_cast<std::size_t>(r.info->numel()));
   generic_kernels().to_f32(r.info->dtype, r.data, out.data(), r.info->numel());
   return VectorView{out.data(), r.info->numel()};  // moving `store`'s vectors keeps their buffers
+}
+
+// The model's attention geometry; YaRN's attention factor multiplies both cos and sin (Hugging
+// Face scales the rotated q and k by it), so q·k, and with it the softmax scale, grows by its square.
+AttentionShape attention_of(const ModelConfig& c) {
+  const double m = c.rope_attention_factor;
+  return {c.num_heads, c.num_kv_heads, c.head_dim, c.sliding_window,
+          static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.head_dim)) * m * m), c.rope_interleaved};
+}
+
+// dst (cols, rows) = src (rows, cols) transposed, elements of `size` bytes.
+void transpose_into(const std::uint8_t* src, std::int64_t rows, std::int64_t cols, std::size_t size, std::uint8_t* dst) {
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t c = 0; c < cols; ++c) std::memcpy(dst + (c * rows + r) * size, src + (r * cols + c) * size, size);
 }
 
 }  // namespace
@@ -60,6 +76,27 @@ std::vector<double> rope_inv_freq(const ModelConfig& c) {
       }
       break;
     }
+    case RopeScaling::kYarn: {
+      // Hugging Face's _compute_yarn_parameters: frequencies that turn fewer than beta_slow times
+      // over the original context are interpolated (÷ factor), more than beta_fast kept, a linear
+      // ramp between over the dimension index; the range is rounded outward only with truncate.
+      const double d = static_cast<double>(c.head_dim), base = c.rope_theta;
+      auto correction_dim = [&](double rotations) {
+        return d * std::log(static_cast<double>(c.rope_original_max_position) / (rotations * 2 * std::numbers::pi)) /
+               (2 * std::log(base));
+      };
+      double low = correction_dim(c.rope_beta_fast), high = correction_dim(c.rope_beta_slow);
+      if (c.rope_truncate) low = std::floor(low), high = std::ceil(high);
+      low = std::max(low, 0.0), high = std::min(high, d - 1);
+      if (low == high) high += 0.001;  // as Hugging Face: no zero-width ramp
+      for (std::int64_t i = 0; i < half; ++i) {
+        const double ramp = std::clamp((static_cast<double>(i) - low) / (high - low), 0.0, 1.0);
+        const double extrapolation = 1.0 - ramp;  // the share of the unscaled frequency
+        double& x = f[static_cast<std::size_t>(i)];
+        x = x / c.rope_factor * (1.0 - extrapolation) + x * extrapolation;
+      }
+      break;
+    }
   }
   // GGUF llama3-style scaling: per-frequency divisors (ModelConfig::rope_freq_factors).
   for (std::size_t i = 0; i < c.rope_freq_factors.size() && i < f.size(); ++i) f[i] /= c.rope_freq_factors[i];
@@ -72,6 +109,11 @@ std::int64_t layer_vector_bytes(const ModelConfig& c) {
   if (c.qkv_bias) b += f32(c.q_dim()) + 2 * f32(c.kv_dim());
   if (c.o_bias) b += f32(c.hidden_size);
   if (c.qk_norm) b += 2 * f32(c.head_dim);
+  if (c.attention_sinks) b += f32(c.num_heads);
+  if (c.moe.biases) {
+    const std::int64_t E = c.moe.num_experts, Ie = c.moe.expert_intermediate_size;
+    b += f32(E) + 2 * f32(E * Ie) + f32(E * c.hidden_size);
+  }
   return b;
 }
 
@@ -82,8 +124,7 @@ std::int64_t final_norm_bytes(const ModelConfig& c) {
 LlamaFamilyModel::LlamaFamilyModel(const ModelConfig& config, const Checkpoint& ck)
     : config_(config),
       inv_freq_(rope_inv_freq(config)),
-      attention_{config.num_heads, config.num_kv_heads, config.head_dim, config.sliding_window,
-                 static_cast<float>(1.0 / std::sqrt(static_cast<double>(config.head_dim))), config.rope_interleaved} {
+      attention_(attention_of(config)) {
   const ModuleTree tree = ModuleTree::from_checkpoint(config, ck);  // validates names and shapes
   embed_ = matrix(ck, "model.embed_tokens.weight");
   const ParamInfo* head = tree.find("lm_head.weight");
@@ -97,7 +138,9 @@ LlamaFamilyModel::LlamaFamilyModel(const ModelConfig& config, const Checkpoint& 
     w.k = matrix(ck, p + ".self_attn.k_proj.weight");
     w.v = matrix(ck, p + ".self_attn.v_proj.weight");
     w.o = matrix(ck, p + ".self_attn.o_proj.weight");
-    if (config.moe_layer(l)) {
+    if (config.arch == Arch::kGptOss) {
+      load_gpt_oss_experts(ck, l, w);
+    } else if (config.moe_layer(l)) {
       const MoeNames n = moe_names(config.arch);
       w.router = matrix(ck, p + n.router + ".weight");
       w.experts.resize(static_cast<std::size_t>(config.moe.num_experts));
@@ -120,6 +163,7 @@ LlamaFamilyModel::LlamaFamilyModel(const ModelConfig& config, const Checkpoint& 
       w.q_norm = vector_f32(ck, p + ".self_attn.q_norm.weight", vectors_);
       w.k_norm = vector_f32(ck, p + ".self_attn.k_norm.weight", vectors_);
     }
+    if (config.attention_sinks) w.sinks = vector_f32(ck, p + ".self_attn.sinks", vectors_);
     w.input_norm = vector_f32(ck, p + ".input_layernorm.weight", vectors_);
     w.post_attention_norm = vector_f32(ck, p + ".post_attention_layernorm.weight", vectors_);
   }
@@ -132,9 +176,59 @@ LlamaFamilyModel::LlamaFamilyModel(const ModelConfig& config, ModelWeights weigh
       final_norm_(weights.final_norm),
       layers_(std::move(weights.layers)),
       inv_freq_(rope_inv_freq(config)),
-      attention_{config.num_heads, config.num_kv_heads, config.head_dim, config.sliding_window,
-                 static_cast<float>(1.0 / std::sqrt(static_cast<double>(config.head_dim))), config.rope_interleaved} {
+      attention_(attention_of(config)) {
   assert(static_cast<std::int64_t>(layers_.size()) == config.num_layers);
+}
+
+void LlamaFamilyModel::load_gpt_oss_experts(const Checkpoint& ck, int l, LayerWeights& w) {
+  const std::string p = ModuleTree::layer_prefix(l) + ".mlp.";
+  const std::int64_t E = config_.moe.num_experts, H = config_.hidden_size, Ie = config_.moe.expert_intermediate_size;
+  w.router = matrix(ck, p + "router.weight");  // (E, H)
+  w.router_bias = vector_f32(ck, p + "router.bias", vectors_);
+  const TensorRef gate_up = ck.get(p + "experts.gate_up_proj"), down = ck.get(p + "experts.down_proj");
+  for (const TensorRef* t : {&gate_up, &down}) {
+    const DType d = t->info->dtype;
+    if (d != DType::kF32 && d != DType::kBF16 && d != DType::kF16) {
+      throw InputError(t->path() + ": tensor '" + t->info->name + "' is " + std::string(dtype_name(d)) +
+                       "; gpt-oss experts are read as f32, bf16 or f16");
+    }
+  }
+  // gate_up_proj (E, H, 2·Ie) holds (in, out) with gate and up interleaved (gate = columns 0::2,
+  // up = 1::2); down_proj (E, Ie, H) is (in, out). The engine's matrices are (out, in).
+  const std::size_t es = dtype_size(gate_up.info->dtype), ds = dtype_size(down.info->dtype);
+  w.experts.resize(static_cast<std::size_t>(E));
+  for (std::int64_t e = 0; e < E; ++e) {
+    const auto* gu = static_cast<const std::uint8_t*>(gate_up.data) + static_cast<std::size_t>(e * H * 2 * Ie) * es;  // (H, Ie, 2)
+    std::vector<std::uint8_t> gate(static_cast<std::size_t>(Ie * H) * es), up(gate.size());
+    for (std::int64_t h = 0; h < H; ++h) {
+      for (std::int64_t i = 0; i < Ie; ++i) {
+        const std::uint8_t* pair = gu + static_cast<std::size_t>((h * Ie + i) * 2) * es;
+        std::memcpy(gate.data() + static_cast<std::size_t>(i * H + h) * es, pair, es);
+        std::memcpy(up.data() + static_cast<std::size_t>(i * H + h) * es, pair + es, es);
+      }
+    }
+    std::vector<std::uint8_t> dn(static_cast<std::size_t>(H * Ie) * ds);
+    transpose_into(static_cast<const std::uint8_t*>(down.data) + static_cast<std::size_t>(e * Ie * H) * ds, Ie, H, ds, dn.data());
+    // Moving a vector into transposed_ keeps its buffer where the views point.
+    w.experts[static_cast<std::size_t>(e)] = {WeightMatrix{gate.data(), gate_up.info->dtype, Ie, H},
+                                              WeightMatrix{up.data(), gate_up.info->dtype, Ie, H},
+                                              WeightMatrix{dn.data(), down.info->dtype, H, Ie}};
+    transposed_.push_back(std::move(gate));
+    transposed_.push_back(std::move(up));
+    transposed_.push_back(std::move(dn));
+  }
+  // gate_up_proj_bias (E, 2·Ie) interleaved as the weights; down_proj_bias (E, H).
+  const VectorView gu_bias = vector_f32(ck, p + "experts.gate_up_proj_bias", vectors_);
+  std::vector<float> gate_bias(static_cast<std::size_t>(E * Ie)), up_bias(gate_bias.size());
+  for (std::int64_t i = 0; i < E * Ie; ++i) {
+    gate_bias[static_cast<std::size_t>(i)] = gu_bias.data[2 * i];
+    up_bias[static_cast<std::size_t>(i)] = gu_bias.data[2 * i + 1];
+  }
+  w.expert_gate_bias = VectorView{gate_bias.data(), E * Ie};
+  w.expert_up_bias = VectorView{up_bias.data(), E * Ie};
+  vectors_.push_back(std::move(gate_bias));
+  vectors_.push_back(std::move(up_bias));
+  w.expert_down_bias = vector_f32(ck, p + "experts.down_proj_bias", vectors_);
 }
 
 std::vector<const WeightMatrix*> layer_matrices(const LayerWeights& w) {
@@ -209,8 +303,9 @@ void LlamaFamilyModel::layer(ComputeOps& ops, int l, const LayerWeights& w, floa
     ops.rmsnorm(ws.q.data(), w.q_norm.data, n * config_.num_heads, hd, eps, ws.q.data());
     ops.rmsnorm(ws.k.data(), w.k_norm.data, n * config_.num_kv_heads, hd, eps, ws.k.data());
   }
-  ops.rope_store_kv(l, batch, attention_, ws);
-  ops.attention(l, batch, attention_, ws);  // ws.att (n, Q)
+  const AttentionShape attention = layer_attention(l, w);
+  ops.rope_store_kv(l, batch, attention, ws);
+  ops.attention(l, batch, attention, ws);  // ws.att (n, Q)
   // x += att·Woᵀ (+ b), through xb as the product's destination.
   const MatmulPart o[] = {{w.o, ws.xb.data(), H}};
   ops.matmul(o, ws.att.data(), n, Q);
@@ -218,6 +313,13 @@ void LlamaFamilyModel::layer(ComputeOps& ops, int l, const LayerWeights& w, floa
   // MLP block on xb = norm(x): the attention's residual add and this norm in one step.
   ops.add_rmsnorm(x, ws.xb.data(), w.post_attention_norm.data, n, H, eps, ws.xb.data());
   mlp(ops, w, x, n, ws);
+}
+
+AttentionShape LlamaFamilyModel::layer_attention(int l, const LayerWeights& w) const {
+  AttentionShape a = attention_;
+  a.window = config_.layer_window(l);
+  a.sinks = w.sinks.data;
+  return a;
 }
 
 void LlamaFamilyModel::mlp(ComputeOps& ops, const LayerWeights& w, float* x, std::int64_t n, Workspace& ws) const {
@@ -228,7 +330,15 @@ void LlamaFamilyModel::mlp(ComputeOps& ops, const LayerWeights& w, float* x, std
     const std::int64_t E = config_.moe.num_experts, k = config_.moe.experts_per_token;
     const MatmulPart router[] = {{w.router, ws.router.data(), E}};
     ops.matmul(router, ws.xb.data(), n, H);
-    const MoeRouting routing{E, k, config_.moe.normalize_top_k};
+    MoeRouting routing{E, k, config_.moe.normalize_top_k};
+    if (config_.moe.biases) {  // gpt-oss: logits + bias, softmax of the top k, clamped SwiGLU experts with biases
+      ops.add_bias(ws.router.data(), w.router_bias.data, n, E);
+      routing.top_k_then_softmax = config_.moe.top_k_then_softmax;
+      routing.swiglu_alpha = static_cast<float>(config_.moe.swiglu_alpha);
+      routing.swiglu_limit = static_cast<float>(config_.moe.swiglu_limit);
+      routing.gate_bias = w.expert_gate_bias.data, routing.up_bias = w.expert_up_bias.data;
+      routing.down_bias = w.expert_down_bias.data;
+    }
     ops.moe_route(ws.router.data(), n, routing, ws);
     ops.moe_experts(w.experts, ws.xb.data(), n, routing, ws.moe_out.data(), ws);
     ops.add(x, ws.moe_out.data(), n * H);

@@ -1,7 +1,9 @@
 // The forward pass of the Llama family: Llama 2/3/3.1, Mistral, Qwen2 (q/k/v bias) and Qwen3
-// (q/k RMSNorm), and their mixtures of experts Mixtral and Qwen3-MoE. Pre-norm decoder layers,
-// rotate-half RoPE, grouped-query attention, a SiLU-gated MLP or a routed mixture of them. Knows nothing of devices: it computes through a device's ComputeOps
-// (compute/compute_ops.h) on whatever buffers and weights it is given.
+// (q/k RMSNorm), and the mixtures of experts Mixtral, Qwen3-MoE and gpt-oss (attention sinks,
+// alternating sliding/full layers, YaRN, a biased top-k-then-softmax router, clamped SwiGLU
+// experts). Pre-norm decoder layers, rotate-half RoPE, grouped-query attention, a SiLU-gated MLP
+// or a routed mixture of them. Knows nothing of devices: it computes through a device's
+// ComputeOps (compute/compute_ops.h) on whatever buffers and weights it is given.
 #pragma once
 #include <cstdint>
 #include <span>
@@ -25,6 +27,11 @@ struct LayerWeights {
   VectorView q_bias, k_bias, v_bias, o_bias;  // (q_dim) (kv_dim) (kv_dim) (H); empty when absent
   VectorView q_norm, k_norm;                  // (head_dim); Qwen3 only
   VectorView input_norm, post_attention_norm;  // (H)
+  // gpt-oss only (empty otherwise): attention sinks, the router's bias, and the experts' biases
+  // (gate_up_proj_bias de-interleaved into gate and up).
+  VectorView sinks;                                                  // (n_heads)
+  VectorView router_bias;                                            // (E)
+  VectorView expert_gate_bias, expert_up_bias, expert_down_bias;     // (E·Ie) (E·Ie) (E·H)
 };
 
 // A layer's matrices, in one fixed order (q k v o, then gate up down or router and each
@@ -65,6 +72,9 @@ class LlamaFamilyModel {
   // the attention operations.
   std::span<const double> inv_freq() const { return inv_freq_; }
   const AttentionShape& attention_shape() const { return attention_; }
+  // Decoder layer l's attention: attention_shape() with the layer's window (gpt-oss alternates
+  // sliding and full layers) and its sinks from w.
+  AttentionShape layer_attention(int l, const LayerWeights& w) const;
 
   // Every step runs through `ops`, between ops.begin_batch(batch, inv_freq(), ...) and
   // ops.end_batch(); pointers are in the memory of ops' device.
@@ -85,11 +95,15 @@ class LlamaFamilyModel {
   ModelConfig config_;
   WeightMatrix embed_, lm_head_;
   std::vector<std::vector<float>> vectors_;  // the f32 small vectors the views below point at
+  // gpt-oss experts stored (in, out) in the checkpoint, transposed here to (out, in) per expert.
+  std::vector<std::vector<std::uint8_t>> transposed_;
   VectorView final_norm_;
   std::vector<LayerWeights> layers_;
   std::vector<double> inv_freq_;  // (head_dim / 2), rope scaling applied
   AttentionShape attention_;
 
+  // Layer l's gpt-oss experts and their biases from the checkpoint's fused tensors.
+  void load_gpt_oss_experts(const Checkpoint& ck, int l, LayerWeights& w);
   // x (n, H) += the layer's MLP of ws.xb (n, H): dense, or routed through the experts.
   void mlp(ComputeOps& ops, const LayerWeights& w, float* x, std::int64_t n, Workspace& ws) const;
 };

@@ -170,16 +170,53 @@ ModelConfig real_moe_config(const std::string& preset, std::int64_t vocab_size) 
   return c;
 }
 
+// gpt-oss-20b as OpenAI's config.json describes it (24 layers, 32 experts of width 2880, 4 per
+// token, sliding 128 on even layers, YaRN 32 from 4096), its experts bf16 rather than MXFP4.
+ModelConfig gpt_oss_20b_config(Arch arch, std::int64_t vocab_size) {
+  if (arch != Arch::kGptOss && arch != Arch::kLlama) throw InputError("preset 'gpt-oss-20b' is a gpt-oss: leave --arch out (or give gpt-oss)");
+  ModelConfig c;
+  c.arch = Arch::kGptOss;
+  c.architecture = std::string(arch_name(c.arch));
+  c.model_type = "gpt_oss";
+  c.hidden_size = 2880, c.num_layers = 24, c.num_heads = 64, c.num_kv_heads = 8, c.head_dim = 64;
+  c.intermediate_size = 2880;
+  c.vocab_size = vocab_size > 0 ? vocab_size : 201088;
+  c.max_position_embeddings = 131072;
+  c.rms_norm_eps = 1e-5;
+  c.rope_theta = 150000.0;
+  c.rope_original_max_position = 4096;
+  c.sliding_window = 128;
+  c.eos_token_ids = {200002};
+  c.moe = {32, 4, c.intermediate_size, true, 1, {}};
+  return c;
+}
+
+// The gpt-oss parts every gpt-oss preset shares (GptOssConfig's defaults): q/k/v/o biases, sinks,
+// alternating sliding (even layers) and full layers, YaRN with an unrounded range, the biased
+// top-k-then-softmax router and clamped SwiGLU experts.
+void set_gpt_oss_defaults(ModelConfig& c) {
+  c.qkv_bias = c.o_bias = c.attention_sinks = true;
+  c.sliding_layers.assign(static_cast<std::size_t>(c.num_layers), false);
+  for (std::int64_t l = 0; l < c.num_layers; l += 2) c.sliding_layers[static_cast<std::size_t>(l)] = true;
+  c.rope_scaling = RopeScaling::kYarn;
+  c.rope_factor = static_cast<double>(c.max_position_embeddings) / static_cast<double>(c.rope_original_max_position);
+  c.rope_beta_fast = 32, c.rope_beta_slow = 1, c.rope_truncate = false;
+  c.rope_attention_factor = 0.1 * std::log(c.rope_factor) + 1.0;
+  c.moe.top_k_then_softmax = c.moe.biases = true;
+  c.moe.swiglu_alpha = 1.702, c.moe.swiglu_limit = 7.0;
+}
+
 }  // namespace
 
 std::vector<std::string> preset_names() {
-  return {"tiny", "small", "llama-3.2-1b", "llama-3.1-8b", "mixtral-8x7b", "qwen3-30b-a3b", "moe-cpu-bench"};
+  return {"tiny", "small", "llama-3.2-1b", "llama-3.1-8b", "mixtral-8x7b", "qwen3-30b-a3b", "gpt-oss-20b", "moe-cpu-bench"};
 }
 
 std::optional<Arch> preset_arch(const std::string& preset) {
   if (preset == "llama-3.2-1b" || preset == "llama-3.1-8b") return Arch::kLlama;
   if (preset == "mixtral-8x7b") return Arch::kMixtral;
   if (preset == "qwen3-30b-a3b" || preset == "moe-cpu-bench") return Arch::kQwen3Moe;
+  if (preset == "gpt-oss-20b") return Arch::kGptOss;
   return std::nullopt;
 }
 
@@ -204,6 +241,10 @@ ModelConfig preset_config(const std::string& preset, Arch arch, std::int64_t voc
     c.intermediate_size = 1536, c.vocab_size = 32000, c.tie_word_embeddings = true;
   } else if (preset == "llama-3.2-1b" || preset == "llama-3.1-8b") {
     return real_llama_config(preset, arch, vocab_size);
+  } else if (preset == "gpt-oss-20b") {
+    ModelConfig g = gpt_oss_20b_config(arch, vocab_size);
+    set_gpt_oss_defaults(g);
+    return g;
   } else if (const std::optional<Arch> own = preset_arch(preset)) {
     if (arch != *own) {
       throw InputError("preset '" + preset + "' is a " + std::string(arch_name(*own)) + ": leave --arch out (or give " +
@@ -226,11 +267,21 @@ ModelConfig preset_config(const std::string& preset, Arch arch, std::int64_t voc
       c.rope_theta = 1000000.0;
       c.moe = {4, 2, c.intermediate_size, true, 1, {}};
       break;
-    case Arch::kQwen3Moe:  // 8 narrow experts, 2 per token, every layer sparse (as the released models)
+    case Arch::kQwen3Moe:  // 8 narrow experts, 2 per token; layer 1 keeps a dense MLP (mlp_only_layers)
       c.model_type = "qwen3_moe";
       c.rope_theta = 1000000.0;
       c.qk_norm = true;
-      c.moe = {8, 2, c.intermediate_size / 4, true, 1, {}};
+      c.moe = {8, 2, c.intermediate_size / 4, true, 1, {1}};
+      break;
+    case Arch::kGptOss:  // 4 experts as wide as the model, 2 per token; window 8 on layers 0 and 2;
+      // YaRN 32 from 64 positions (so the tests' 24 tokens pass the original context's ramp)
+      c.model_type = "gpt_oss";
+      c.rope_theta = 150000.0;
+      c.intermediate_size = c.hidden_size;
+      c.sliding_window = 8;
+      c.rope_original_max_position = 64;
+      c.moe = {4, 2, c.intermediate_size, true, 1, {}};
+      set_gpt_oss_defaults(c);
       break;
   }
   c.bos_token_id = 1;
@@ -268,7 +319,23 @@ Json config_to_json(const ModelConfig& c, DType dtype) {
   } else if (c.rope_scaling == RopeScaling::kLinear) {
     j["rope_scaling"] = {{"rope_type", "linear"}, {"factor", c.rope_factor}};
   }
-  if (c.arch == Arch::kMixtral) {
+  if (c.arch == Arch::kGptOss) {  // GptOssConfig's names
+    j["num_local_experts"] = c.moe.num_experts;
+    j["num_experts_per_tok"] = c.moe.experts_per_token;
+    j["experts_per_token"] = c.moe.experts_per_token;
+    j["swiglu_limit"] = c.moe.swiglu_limit;
+    j["attention_bias"] = true;
+    Json types = Json::array();
+    for (const bool sliding : c.sliding_layers) types.push_back(sliding ? "sliding_attention" : "full_attention");
+    j["layer_types"] = types;
+    j["rope_scaling"] = {{"rope_type", "yarn"},
+                         {"factor", c.rope_factor},
+                         {"beta_fast", c.rope_beta_fast},
+                         {"beta_slow", c.rope_beta_slow},
+                         {"truncate", c.rope_truncate},
+                         {"original_max_position_embeddings", c.rope_original_max_position}};
+    j["hidden_act"] = "silu";
+  } else if (c.arch == Arch::kMixtral) {
     j["num_local_experts"] = c.moe.num_experts;
     j["num_experts_per_tok"] = c.moe.experts_per_token;
   } else if (c.arch == Arch::kQwen3Moe) {
@@ -295,8 +362,14 @@ std::int64_t write_random_model(const std::string& out_dir, const MakeModelOptio
   if (o.bos_token_id) config.bos_token_id = *o.bos_token_id;
   if (o.eos_token_id) config.eos_token_ids = {*o.eos_token_id};
   if (o.moe) {
-    if (!config.is_moe()) throw InputError("a mixture of experts needs a MoE architecture (mixtral, qwen3-moe)");
+    if (!config.is_moe()) throw InputError("a mixture of experts needs a MoE architecture (mixtral, qwen3-moe, gpt-oss)");
+    const MoeConfig preset = config.moe;
     config.moe = *o.moe;
+    if (config.arch == Arch::kGptOss) {  // the mixture's sizes; gpt-oss's router and experts stay
+      config.moe.top_k_then_softmax = preset.top_k_then_softmax, config.moe.biases = preset.biases;
+      config.moe.swiglu_alpha = preset.swiglu_alpha, config.moe.swiglu_limit = preset.swiglu_limit;
+      config.intermediate_size = config.moe.expert_intermediate_size;
+    }
   }
   const ModuleTree tree = ModuleTree::from_config(config);
   make_dir(out_dir);

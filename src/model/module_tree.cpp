@@ -42,6 +42,10 @@ std::vector<std::string> layer_matrix_names(const ModelConfig& c, int layer) {
     for (const char* m : {".mlp.gate_proj", ".mlp.up_proj", ".mlp.down_proj"}) out.push_back(p + m + ".weight");
     return out;
   }
+  if (c.arch == Arch::kGptOss) {  // the experts fused: (E, H, 2·Ie) and (E, Ie, H)
+    for (const char* m : {".mlp.router.weight", ".mlp.experts.gate_up_proj", ".mlp.experts.down_proj"}) out.push_back(p + m);
+    return out;
+  }
   const MoeNames n = moe_names(c.arch);
   out.push_back(p + n.router + ".weight");
   for (std::int64_t e = 0; e < c.moe.num_experts; ++e) {
@@ -83,7 +87,16 @@ ModuleTree ModuleTree::from_config(const ModelConfig& c) {
       add(p + ".self_attn.q_norm", "weight", {c.head_dim}, l);
       add(p + ".self_attn.k_norm", "weight", {c.head_dim}, l);
     }
-    if (c.moe_layer(l)) {
+    if (c.attention_sinks) add(p + ".self_attn", "sinks", {c.num_heads}, l);
+    if (c.arch == Arch::kGptOss) {  // GptOssMLP: router (weight, bias), experts fused over E
+      const std::int64_t E = c.moe.num_experts, Ie = c.moe.expert_intermediate_size;
+      add(p + ".mlp.router", "weight", {E, H}, l);
+      add(p + ".mlp.router", "bias", {E}, l);
+      add(p + ".mlp.experts", "gate_up_proj", {E, H, 2 * Ie}, l);
+      add(p + ".mlp.experts", "gate_up_proj_bias", {E, 2 * Ie}, l);
+      add(p + ".mlp.experts", "down_proj", {E, Ie, H}, l);
+      add(p + ".mlp.experts", "down_proj_bias", {E, H}, l);
+    } else if (c.moe_layer(l)) {
       const MoeNames n = moe_names(c.arch);
       const std::int64_t E = c.moe.num_experts, Ie = c.moe.expert_intermediate_size;
       add(p + n.router, "weight", {E, H}, l);

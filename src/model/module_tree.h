@@ -40,7 +40,8 @@ MoeNames moe_names(Arch arch);
 std::int64_t expert_index(const std::string& name, const MoeNames& n);
 // The names of decoder layer `layer`'s weight matrices in the order the run packs them
 // (layer_matrices in model/llama_family.h): q k v o, then gate up down, or the router and each
-// expert's gate up down.
+// expert's gate up down (gpt-oss: the router and the fused gate_up_proj and down_proj, which
+// the run packs as E experts' transposed gate, up and down).
 std::vector<std::string> layer_matrix_names(const ModelConfig& config, int layer);
 
 class ModuleTree {

@@ -50,6 +50,12 @@ std::vector<int> working_tp_sizes(const ModelConfig& c, bool whole_experts) {
 }
 
 ModelConfig shard_config(const ModelConfig& c, int size, bool whole_experts) {
+  if (c.arch == Arch::kGptOss && size > 1) {
+    throw InputError(std::string(whole_experts ? "--ep " : "--tp ") + std::to_string(size) + ": " +
+                     (whole_experts ? "expert" : "tensor") +
+                     " parallelism does not split gpt-oss yet (its expert biases and attention sinks); run it on one device, "
+                     "layer split or offloaded");
+  }
   if (whole_experts && size > 1 && !c.is_moe()) {
     throw InputError("--ep " + std::to_string(size) + ": this model (" + std::string(arch_name(c.arch)) +
                      ") has no experts to spread over the ranks; --tp " + std::to_string(size) + " splits a dense model");

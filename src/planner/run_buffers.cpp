@@ -19,7 +19,8 @@ std::int64_t round_line(std::int64_t b) { return (b + kLine - 1) / kLine * kLine
 // The small vectors (biases, norms): the run keeps them as f32 on the device that computes.
 const char* const kLayerVectors[] = {".self_attn.q_proj.bias",   ".self_attn.k_proj.bias",  ".self_attn.v_proj.bias",
                                      ".self_attn.o_proj.bias",   ".self_attn.q_norm.weight", ".self_attn.k_norm.weight",
-                                     ".input_layernorm.weight", ".post_attention_layernorm.weight"};
+                                     ".input_layernorm.weight", ".post_attention_layernorm.weight", ".self_attn.sinks",
+                                     ".mlp.router.bias", ".mlp.experts.gate_up_proj_bias", ".mlp.experts.down_proj_bias"};
 
 // Bytes of layer l's small vectors as the weights count them (0 for the absent ones).
 std::int64_t stored_vector_bytes(const SizedTree& sized, int layer) {
@@ -57,7 +58,11 @@ int threads_per_accelerator(int total_threads, int n_accelerators) {
 
 std::int64_t packed_layer_bytes(const SizedTree& sized, const ModelConfig& c, int layer, bool with_experts) {
   std::int64_t b = 0;
-  for (const std::string& m : device_matrix_names(c, layer, with_experts)) b += round_line(sized.size_of(m));
+  for (const std::string& m : device_matrix_names(c, layer, with_experts)) {
+    // gpt-oss's fused experts are packed as E transposed matrices (gate and up: 2 per expert).
+    const std::int64_t parts = !m.ends_with("_proj") ? 1 : m.ends_with("gate_up_proj") ? 2 * c.moe.num_experts : c.moe.num_experts;
+    b += parts * round_line(sized.size_of(m) / parts);
+  }
   return b;
 }
 

@@ -42,7 +42,7 @@ TEST_F(ExpertParallelCli, PerplexityMatchesOneDevice) {
   // The last: each rank's layers offloaded to the host and streamed through its device (the
   // experts it does not hold are not copied).
   for (const std::string flags : {"--ep 2", "--expert-parallel 4", "--ep 2 --tp 2",
-                                  "--ep 2 --max-memory 0=1300KiB,1=1300KiB,cpu=4MiB --context 64"}) {
+                                  "--ep 2 --max-memory 0=1800KiB,1=1800KiB,cpu=4MiB --context 64"}) {
     const Json ep = run_json(ppl + " " + flags);
     ASSERT_TRUE(ep.is_object()) << flags;
     ASSERT_EQ(ep["nll"].size(), one["nll"].size()) << flags;

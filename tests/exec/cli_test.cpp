@@ -49,6 +49,26 @@ TEST_F(ExecCli, GenerateAndPerplexityMatchOneDevice) {
   EXPECT_EQ(run_json(ppl)["nll"], run_json(ppl + " --virtual-devices 2 --micro-batches 3")["nll"]);
 }
 
+// gpt-oss (issue 35): its sinks, router and expert biases travel with each layer's vectors and
+// its transposed experts with the packed matrices: across virtual devices, streamed from host
+// memory and from disk, the NLL is one device's to the last bit.
+TEST_F(ExecCli, GptOssOnVirtualDevicesAndOffloadedMatchesOneDevice) {
+  TempDir oss{"exec_cli_gpt_oss"};
+  MakeModelOptions o;
+  o.arch = Arch::kGptOss;
+  o.dtype = DType::kF32;
+  o.seed = 3;
+  o.std = 0.08;
+  o.vocab_size = 300;
+  write_random_model(oss.path(), o);
+  const std::string ppl = "perplexity " + shell_quote(oss.path()) + " --ids 1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20 --batch-tokens 7";
+  const Json one = run_json(ppl)["nll"];
+  ASSERT_EQ(one.size(), 19u);
+  EXPECT_EQ(run_json(ppl + " --virtual-devices 2 --micro-batches 2")["nll"], one);
+  EXPECT_EQ(run_json(ppl + " --max-memory 0=3.5MiB,cpu=64GiB")["nll"], one);  // every layer streamed from the host
+  EXPECT_EQ(run_json(ppl + " --max-memory 0=3.5MiB --offload-disk")["nll"], one);
+}
+
 // The whole model under each kernel table this CPU has (PLEXUS_ISA): the same generated ids and
 // the same NLL to the last bit, with prefill (batches of 7 tokens) and decode both in play, for
 // bf16 weights (converted in blocks for prefill) and f32 weights (read in place).

@@ -178,12 +178,40 @@ TEST(CliErrors, MixtureOfExpertsConfigCrossChecked) {
   ASSERT_EQ(run_plexus("generate " + q + " --ids 1 --max-tokens 1").exit_code, 0);
 
   TempDir qd("qwen3-moe-cross");
-  o.arch = Arch::kQwen3Moe;  // 4 layers, every one sparse
+  o.arch = Arch::kQwen3Moe;  // 4 layers, layer 1 dense
   write_random_model(qd.path(), o);
   testing::patch_config(qd.path(), Json{{"mlp_only_layers", Json::array({1, 4})}});
   expect_bad_input("generate " + shell_quote(qd.path()) + " --ids 1", "mlp_only_layers[1] is 4; it must be a layer index from 0 to 3");
   testing::patch_config(qd.path(), Json{{"mlp_only_layers", Json::array({2})}});
-  expect_bad_input("generate " + shell_quote(qd.path()) + " --ids 1", "lacks tensor 'model.layers.2.mlp.gate_proj.weight'");
+  expect_bad_input("generate " + shell_quote(qd.path()) + " --ids 1", "lacks tensor 'model.layers.1.mlp.gate.weight'");
+}
+
+// Issue 35: a gpt-oss checkpoint whose fused expert tensors, router or layer types disagree with
+// config.json exits 2 naming the tensor or field and the numbers.
+TEST(CliErrors, GptOssConfigCrossChecked) {
+  TempDir dir("gpt-oss-cross");
+  MakeModelOptions o;
+  o.arch = Arch::kGptOss;  // 4 experts of width 64, 2 per token, hidden 64, 4 layers
+  o.vocab_size = 300;
+  write_random_model(dir.path(), o);
+  const std::string q = shell_quote(dir.path());
+  ASSERT_EQ(run_plexus("generate " + q + " --ids 1 --max-tokens 1").exit_code, 0);
+  testing::patch_config(dir.path(), Json{{"num_local_experts", 5}});
+  expect_bad_input("generate " + q + " --ids 1", "tensor 'model.layers.0.mlp.router.weight' has shape [4, 64] but config.json implies [5, 64]");
+  testing::patch_config(dir.path(), Json{{"num_local_experts", 4}, {"intermediate_size", 100}});
+  expect_bad_input("generate " + q + " --ids 1",
+                   "tensor 'model.layers.0.mlp.experts.gate_up_proj' has shape [4, 64, 128] but config.json implies [4, 64, 200]");
+  testing::patch_config(dir.path(), Json{{"intermediate_size", 64}, {"num_experts_per_tok", 5}});
+  expect_bad_input("generate " + q + " --ids 1", "num_experts_per_tok (5) is more than the 4 experts a layer has");
+  testing::patch_config(dir.path(), Json{{"num_experts_per_tok", 2}, {"layer_types", Json::array({"sliding_attention"})}});
+  expect_bad_input("generate " + q + " --ids 1", "field 'layer_types' must be a list of 4 entries");
+  testing::patch_config(dir.path(), Json{{"layer_types", Json::array({"sliding_attention", "full_attention", "local", "full_attention"})}});
+  expect_bad_input("generate " + q + " --ids 1", "layer_types[2] is 'local'");
+  testing::patch_config(dir.path(), Json{{"layer_types", nullptr}, {"swiglu_limit", -1}});
+  expect_bad_input("generate " + q + " --ids 1", "swiglu_limit is -1");
+  testing::patch_config(dir.path(), Json{{"swiglu_limit", 7.0}});
+  ASSERT_EQ(run_plexus("generate " + q + " --ids 1 --max-tokens 1").exit_code, 0);
+  expect_bad_input("generate " + q + " --ids 1 --tp 2", "tensor parallelism does not split gpt-oss");
 }
 
 // A copy of a golden GGUF file with the f32 value of metadata key `key` set to `v` (the bytes

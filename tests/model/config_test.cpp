@@ -1,6 +1,8 @@
 // config.json parsing: architectures, defaults and the errors for bad fields.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "core/error.h"
 #include "model/config.h"
 #include "model/module_tree.h"
@@ -58,8 +60,38 @@ TEST(Config, ErrorsNameTheField) {
   j["vocab_size"] = "many";
   EXPECT_NE(error_of(j).find("vocab_size"), std::string::npos);
   j = base();
-  j["rope_scaling"] = {{"type", "yarn"}};
-  EXPECT_NE(error_of(j).find("yarn"), std::string::npos);
+  j["rope_scaling"] = {{"type", "dynamic"}};
+  EXPECT_NE(error_of(j).find("dynamic"), std::string::npos);
+  j["rope_scaling"] = {{"type", "yarn"}, {"beta_fast", -1}};
+  EXPECT_NE(error_of(j).find("rope_scaling.beta_fast is -1"), std::string::npos);
+}
+
+// gpt-oss's config.json read with GptOssConfig's defaults (issue 35).
+TEST(Config, GptOssDefaults) {
+  Json j = base();
+  j["architectures"] = {"GptOssForCausalLM"};
+  j["num_hidden_layers"] = 3;
+  j["num_local_experts"] = 8;
+  const ModelConfig c = parse_model_config(j, "config.json");
+  EXPECT_EQ(c.arch, Arch::kGptOss);
+  EXPECT_TRUE(c.qkv_bias && c.o_bias && c.attention_sinks);
+  EXPECT_EQ(c.moe.num_experts, 8);
+  EXPECT_EQ(c.moe.experts_per_token, 4);
+  EXPECT_EQ(c.moe.expert_intermediate_size, c.intermediate_size);
+  EXPECT_TRUE(c.moe.top_k_then_softmax && c.moe.biases);
+  EXPECT_DOUBLE_EQ(c.moe.swiglu_limit, 7.0);
+  EXPECT_DOUBLE_EQ(c.moe.swiglu_alpha, 1.702);
+  EXPECT_EQ(c.layer_window(0), 128);  // even layers slide, odd layers see everything
+  EXPECT_EQ(c.layer_window(1), 0);
+  EXPECT_EQ(c.layer_window(2), 128);
+  EXPECT_EQ(c.rope_scaling, RopeScaling::kYarn);
+  EXPECT_DOUBLE_EQ(c.rope_factor, 32.0);
+  EXPECT_EQ(c.rope_original_max_position, 4096);
+  EXPECT_FALSE(c.rope_truncate);
+  EXPECT_DOUBLE_EQ(c.rope_attention_factor, 0.1 * std::log(32.0) + 1.0);
+  EXPECT_DOUBLE_EQ(c.rms_norm_eps, 1e-5);
+  EXPECT_DOUBLE_EQ(c.rope_theta, 150000.0);
+  EXPECT_EQ(c.max_position_embeddings, 131072);
 }
 
 TEST(ModuleTree, NamesFollowHuggingFace) {

@@ -82,7 +82,21 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"qwen3_moe_f32", Arch::kQwen3Moe, DType::kF32, nullptr},
                       Case{"qwen3_moe_top3_unnormalised_f32", Arch::kQwen3Moe, DType::kF32,
                            Json{{"norm_topk_prob", false}, {"num_experts_per_tok", 3}}},
-                      Case{"qwen3_moe_sparse_step2_f32", Arch::kQwen3Moe, DType::kF32, nullptr, MoeConfig{6, 2, 40, true, 2, {}}}),
+                      Case{"qwen3_moe_sparse_step2_f32", Arch::kQwen3Moe, DType::kF32, nullptr, MoeConfig{6, 2, 40, true, 2, {}}},
+                      // gpt-oss: window 8 on layers 0 and 2, sinks, YaRN 32 from 64 positions
+                      // (truncate false), biased top-2-then-softmax router, clamped SwiGLU experts.
+                      Case{"gpt_oss_f32", Arch::kGptOss, DType::kF32, nullptr},
+                      Case{"gpt_oss_bf16", Arch::kGptOss, DType::kBF16, nullptr},
+                      // The clamp bites (gate and up of about ±1 at this std), top-3, YaRN's range rounded.
+                      Case{"gpt_oss_clamped_top3_truncate_f32", Arch::kGptOss, DType::kF32,
+                           Json{{"swiglu_limit", 0.3}, {"num_experts_per_tok", 3},
+                                {"rope_scaling", {{"rope_type", "yarn"}, {"factor", 32.0}, {"beta_fast", 32.0}, {"beta_slow", 1.0},
+                                                  {"truncate", true}, {"original_max_position_embeddings", 64}}}}},
+                      // HF's defaults: no layer_types (even layers sliding), no rope_scaling (YaRN 32 from 4096),
+                      // eps 1e-5, theta 150000, 131072 positions.
+                      Case{"gpt_oss_defaults_f32", Arch::kGptOss, DType::kF32,
+                           Json{{"layer_types", nullptr}, {"rope_scaling", nullptr}, {"swiglu_limit", nullptr}, {"rms_norm_eps", nullptr},
+                                {"rope_theta", nullptr}, {"max_position_embeddings", nullptr}}}),
     [](const ::testing::TestParamInfo<Case>& i) { return std::string(i.param.name); });
 
 std::vector<double> nll_with(const std::string& dir, const std::vector<std::int32_t>& ids, int threads, int batch_tokens) {

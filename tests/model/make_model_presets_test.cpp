@@ -42,6 +42,38 @@ TEST(RealPresets, HaveMetasShapes) {
   EXPECT_FALSE(is_bulk_preset("small"));
 }
 
+// gpt-oss-20b's shape (issue 35): OpenAI's 20,914,757,184 parameters, its config.json read back
+// as GptOssConfig's fields.
+TEST(RealPresets, GptOss20bHasOpenAisShape) {
+  const ModelConfig c = preset_config("gpt-oss-20b", Arch::kLlama, 0);  // --arch left at its default
+  EXPECT_EQ(stored_params(c), 20914757184);
+  EXPECT_TRUE(is_bulk_preset("gpt-oss-20b"));
+  EXPECT_THROW(preset_config("gpt-oss-20b", Arch::kQwen2, 0), InputError);
+  const Json j = config_to_json(c, DType::kBF16);
+  EXPECT_EQ(j["architectures"][0], "GptOssForCausalLM");
+  EXPECT_EQ(j["layer_types"][0], "sliding_attention");
+  EXPECT_EQ(j["layer_types"][1], "full_attention");
+  EXPECT_EQ(j["rope_scaling"]["truncate"], false);
+  const ModelConfig back = parse_model_config(j, "gpt-oss-20b");
+  EXPECT_EQ(back.arch, Arch::kGptOss);
+  EXPECT_EQ(back.hidden_size, 2880);
+  EXPECT_EQ(back.num_layers, 24);
+  EXPECT_EQ(back.num_heads, 64);
+  EXPECT_EQ(back.num_kv_heads, 8);
+  EXPECT_EQ(back.head_dim, 64);
+  EXPECT_EQ(back.vocab_size, 201088);
+  EXPECT_EQ(back.moe.num_experts, 32);
+  EXPECT_EQ(back.moe.experts_per_token, 4);
+  EXPECT_EQ(back.moe.expert_intermediate_size, 2880);
+  EXPECT_EQ(back.layer_window(0), 128);
+  EXPECT_EQ(back.layer_window(23), 0);
+  EXPECT_EQ(back.rope_scaling, RopeScaling::kYarn);
+  EXPECT_EQ(back.rope_factor, 32.0);
+  EXPECT_EQ(back.rope_original_max_position, 4096);
+  EXPECT_EQ(back.rope_theta, 150000.0);
+  EXPECT_FALSE(back.rope_truncate);
+}
+
 TEST(RealPresets, ConfigJsonRoundTripsWithRopeScaling) {
   for (const char* preset : {"llama-3.2-1b", "llama-3.1-8b"}) {
     const ModelConfig c = preset_config(preset, Arch::kLlama, 0);

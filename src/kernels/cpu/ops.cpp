@@ -47,4 +47,10 @@ void softmax(const IsaKernels& k, float* x, std::int64_t n) {
   k.scale(1.0f / sum, x, n);
 }
 
+void softmax_with_sink(const IsaKernels& k, float* x, std::int64_t n, float sink) {
+  const float mx = std::max(*std::max_element(x, x + n), sink);
+  const float sum = k.exp_shift_sum(x, mx, n) + std::exp(sink - mx);
+  k.scale(1.0f / sum, x, n);
+}
+
 }  // namespace plexus

@@ -20,5 +20,8 @@ void silu_mul(const IsaKernels& k, ThreadPool& pool, const float* gate, const fl
 
 // In place softmax of x (n); returns nothing, uses the ISA exp.
 void softmax(const IsaKernels& k, float* x, std::int64_t n);
+// x (n) = exp(x - m) / (Σ exp(x - m) + exp(sink - m)), m = max(x, sink): a softmax whose
+// denominator holds one more logit that takes no share of the output (gpt-oss attention sinks).
+void softmax_with_sink(const IsaKernels& k, float* x, std::int64_t n, float sink);
 
 }  // namespace plexus
