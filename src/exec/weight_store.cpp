@@ -3,6 +3,8 @@
 
 #include <cassert>
 
+#include "core/error.h"
+
 namespace plexus {
 
 namespace {
@@ -101,6 +103,11 @@ WeightStore::WeightStore(const LlamaFamilyModel& model, const StageLayout& layou
       std::int64_t bytes = 0;
       for (const WeightMatrix* m : part) bytes += round_line(m->bytes());
       DeviceMemory& mem = memory.of(at.device);
+      if (mem.device().kind() == DeviceKind::kCuda) {
+        throw InputError(what + " on " + mem.device().name() +
+                         ": --cpu-moe / --n-cpu-moe keep experts on the host, and a GPU layer computing them there is not "
+                         "built yet (the CPU and virtual devices run it); leave the flag out to run the experts on the GPU");
+      }
       Buffer b = mem.allocate(static_cast<std::size_t>(bytes), "weights of " + what + " (its experts on the host)");
       copy_matrices(part, {&w.q, &w.k, &w.v, &w.o, &w.router}, mem.device(), b);
       buffers_.push_back(std::move(b));
