@@ -2,7 +2,6 @@
 // tokens/s against fp32 FMA peak, both ceilings measured in this same run. One measurement at a
 // time (--only) serves benchmarks/llama_cpp/run.sh, which sets prefill length, decode depth and
 // the number of sequences decoded together for each cell it compares with llama.cpp.
-#include <cmath>
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -15,6 +14,7 @@
 #include "core/error.h"
 #include "core/json.h"
 #include "core/timer.h"
+#include "planner/moe_reads.h"
 #include "runtime/engine.h"
 
 using namespace plexus;
@@ -154,7 +154,8 @@ int main(int argc, char** argv) {
     std::int64_t layer_params = 0;
     double weight_bytes = 0;
     const double E = static_cast<double>(c.moe.num_experts), k = static_cast<double>(c.moe.experts_per_token);
-    const double experts_read = c.is_moe() ? E * (1 - std::pow(1 - k / E, static_cast<double>(batch))) : 0;
+    const double experts_read =
+        c.is_moe() ? expected_experts_read(c.moe.num_experts, c.moe.experts_per_token, static_cast<double>(batch)) : 0;
     for (int l = 0; l < c.num_layers; ++l) {
       const LayerWeights& w = m.layer_weights(l);
       for (const WeightMatrix* x : layer_matrices(w)) {

@@ -256,18 +256,6 @@ std::int64_t LlamaFamilyModel::weight_bytes() const {
   return b;
 }
 
-std::int64_t LlamaFamilyModel::active_weight_bytes() const {
-  std::int64_t b = weight_bytes();
-  for (const LayerWeights& w : layers_) {
-    if (w.experts.empty()) continue;
-    std::int64_t experts = 0;
-    for (const ExpertWeights& e : w.experts) experts += e.gate.bytes() + e.up.bytes() + e.down.bytes();
-    const auto E = static_cast<std::int64_t>(w.experts.size());
-    b -= experts - experts / E * config_.moe.experts_per_token;
-  }
-  return b;
-}
-
 void LlamaFamilyModel::embed(ComputeOps& ops, std::span<const std::int32_t> ids, float* x) const {
   embed(ops, embed_, ids, x);
 }

@@ -64,9 +64,6 @@ class LlamaFamilyModel {
   const WeightMatrix& lm_head() const { return lm_head_; }
   VectorView final_norm() const { return final_norm_; }  // (H)
   std::int64_t weight_bytes() const;  // bytes of all weights as stored (tied counted once)
-  // Bytes of the weights one token reads: every matrix but the experts a token does not run
-  // (k of E per mixture-of-experts layer, counted at the average expert's size).
-  std::int64_t active_weight_bytes() const;
 
   // RoPE inverse frequencies (head_dim / 2) and the attention geometry, for ops.begin_batch and
   // the attention operations.
