@@ -9,7 +9,9 @@ Json task_to_json(const Task& t) {
   const SamplingOptions& s = t.seq.sampling;
   return {{"index", t.index},         {"key", t.key},         {"prompt", t.seq.prompt},
           {"max_tokens", t.seq.max_tokens}, {"greedy", s.greedy}, {"temperature", s.temperature},
-          {"top_k", s.top_k},         {"top_p", s.top_p},     {"seed", s.seed}};
+          {"top_k", s.top_k},         {"top_p", s.top_p},     {"seed", s.seed},
+          {"min_p", s.min_p},         {"presence_penalty", s.presence_penalty},
+          {"frequency_penalty", s.frequency_penalty}, {"repetition_penalty", s.repetition_penalty}};
 }
 
 Task task_from_json(const Json& j) {
@@ -23,6 +25,10 @@ Task task_from_json(const Json& j) {
   t.seq.sampling.top_k = j.at("top_k").get<std::int64_t>();
   t.seq.sampling.top_p = j.at("top_p").get<double>();
   t.seq.sampling.seed = j.at("seed").get<std::uint64_t>();
+  t.seq.sampling.min_p = j.at("min_p").get<double>();
+  t.seq.sampling.presence_penalty = j.at("presence_penalty").get<double>();
+  t.seq.sampling.frequency_penalty = j.at("frequency_penalty").get<double>();
+  t.seq.sampling.repetition_penalty = j.at("repetition_penalty").get<double>();
   return t;
 }
 

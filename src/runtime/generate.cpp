@@ -90,7 +90,7 @@ GenerateResult generate(Runner& runner, std::span<const std::int32_t> prompt, co
   GenerateResult r;
   r.prompt_tokens = static_cast<std::int64_t>(prompt.size());
   SlotGuard seq(runner, r.prompt_tokens + options.max_tokens);
-  Sampler sampler(options.sampling, runner.vocab_size());
+  Sampler sampler(options.sampling, runner.vocab_size(), prompt);
   std::vector<float> logits(static_cast<std::size_t>(runner.vocab_size()));
   r.ids.reserve(static_cast<std::size_t>(options.max_tokens));
 
@@ -163,7 +163,7 @@ BatchGenerateResult generate_batch(Runner& runner, const std::vector<SequenceReq
     r.sequences[s].finish_reason = "length";
     r.prompt_tokens += r.sequences[s].prompt_tokens;
     slots.push_back(std::make_unique<SlotGuard>(runner, r.sequences[s].prompt_tokens + sequences[s].max_tokens));
-    samplers.emplace_back(sequences[s].sampling, vocab);
+    samplers.emplace_back(sequences[s].sampling, vocab, sequences[s].prompt);
   }
   const std::size_t chunk = static_cast<std::size_t>(runner.max_batch_tokens());
   std::vector<float> logits(std::max(chunk, n_seq) * static_cast<std::size_t>(vocab));

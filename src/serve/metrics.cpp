@@ -125,7 +125,7 @@ std::string Metrics::render(const MetricsSnapshot& s) const {
   }
   if (s.scheduler) {
     const SchedulerStats& st = *s.scheduler;
-    gauge(o, "plexus_requests_running", "requests in the running batch", st.running);
+    gauge(o, "plexus_requests_running", "sequences in the running batch (one per choice of a request)", st.running);
     gauge(o, "plexus_requests_waiting", "requests waiting to be admitted", st.waiting);
     gauge(o, "plexus_kv_cache_used_tokens", "KV-cache tokens reserved by running requests", static_cast<double>(st.kv_used_tokens));
     gauge(o, "plexus_kv_cache_budget_tokens", "KV-cache tokens of all running requests together at most",

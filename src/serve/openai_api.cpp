@@ -1,6 +1,7 @@
 // The OpenAI-compatible API's requests run against the served model (serve/openai_api.h).
 #include "serve/openai_api.h"
 
+#include <algorithm>
 #include <chrono>
 #include <random>
 
@@ -14,51 +15,98 @@ namespace {
 
 constexpr std::chrono::milliseconds kPoll{100};  // how often a waiting handler checks its client
 
-// What came of a generation.
-struct Outcome {
+// One choice as its events arrive: its text (stop strings matched), log-probabilities and end.
+struct Choice {
+  Choice(const Tokenizer& tokenizer, const ApiRequest& api) : text(tokenizer, api.stop) {
+    if (api.logprobs >= 0) logprobs = std::make_unique<LogprobsBuilder>(tokenizer, api.chat);
+  }
+  CompletionText text;
+  std::unique_ptr<LogprobsBuilder> logprobs;
   FinishEvent finish;
-  bool stop_matched = false;
+  bool finished = false, stop_matched = false;
   std::int64_t completion_tokens = 0;
-  bool client_gone = false;
+  Json take_logprobs() { return logprobs && !logprobs->empty() ? logprobs->take() : Json(nullptr); }
+  const char* finish_reason() const { return api_finish_reason(finish.reason, stop_matched); }
 };
 
-// Takes the request's events to the end. `on_text(delta)` with each piece of final text (false:
-// the client is gone, the request is cancelled); `logprobs` gathers the tokens' log-probabilities.
-Outcome drive(RequestStream& stream, CompletionText& text, LogprobsBuilder* logprobs,
-              const std::function<bool(const std::string&)>& on_text, const std::function<bool()>& alive) {
-  Outcome out;
-  for (;;) {
+std::vector<Choice> make_choices(const Tokenizer& tokenizer, const ApiRequest& api) {
+  std::vector<Choice> choices;
+  choices.reserve(static_cast<std::size_t>(api.n));
+  for (int i = 0; i < api.n; ++i) choices.emplace_back(tokenizer, api);
+  return choices;
+}
+
+// Takes the request's events until every choice has finished. `on_text(index, delta)` with each
+// piece of final text of a choice, `on_finish(index)` when it ends (false from either: stop —
+// the client is gone or the response failed; the request is cancelled and this returns false).
+// A stop string matched in a choice cancels that choice alone.
+bool drive(RequestStream& stream, std::vector<Choice>& choices, const std::function<bool(int, const std::string&)>& on_text,
+           const std::function<bool(int)>& on_finish, const std::function<bool()>& alive) {
+  std::size_t open = choices.size();
+  while (open > 0) {
     std::optional<RequestStream::Event> ev = stream.next(kPoll);
     if (!ev) {
       if (alive && !alive()) {
         stream.cancel();
-        out.client_gone = true;
-        return out;
+        return false;
       }
       continue;
     }
     if (const TokenEvent* t = std::get_if<TokenEvent>(&*ev)) {
-      if (text.stopped()) continue;  // tokens of the step that was running when the stop string matched
-      ++out.completion_tokens;
-      if (logprobs) logprobs->add(*t, text.decoded());
-      const std::string delta = text.push(t->id);
-      if (text.stopped()) {
-        out.stop_matched = true;
-        stream.cancel();  // the slot frees at the next step
+      if (t->index < 0 || static_cast<std::size_t>(t->index) >= choices.size()) continue;
+      Choice& c = choices[static_cast<std::size_t>(t->index)];
+      if (c.finished || c.text.stopped()) continue;  // tokens of the step that was running when the stop string matched
+      ++c.completion_tokens;
+      if (c.logprobs) c.logprobs->add(*t, c.text.decoded());
+      const std::string delta = c.text.push(t->id);
+      if (c.text.stopped()) {
+        c.stop_matched = true;
+        stream.cancel_choice(t->index);  // its slot frees at the next step
       }
-      if (!delta.empty() && !on_text(delta)) {
+      if (!delta.empty() && !on_text(t->index, delta)) {
         stream.cancel();
-        out.client_gone = true;
-        return out;
+        return false;
       }
       continue;
     }
-    out.finish = std::get<FinishEvent>(*ev);
-    if (!out.stop_matched) out.completion_tokens = out.finish.completion_tokens;
-    const std::string rest = text.finish();
-    if (!rest.empty() && !on_text(rest)) out.client_gone = true;
-    return out;
+    const FinishEvent& f = std::get<FinishEvent>(*ev);
+    if (f.index < 0 || static_cast<std::size_t>(f.index) >= choices.size()) continue;
+    Choice& c = choices[static_cast<std::size_t>(f.index)];
+    if (c.finished) continue;
+    c.finish = f;
+    c.finished = true;
+    --open;
+    if (!c.stop_matched) c.completion_tokens = f.completion_tokens;
+    const std::string rest = c.text.finish();
+    if ((!rest.empty() && !on_text(f.index, rest)) || !on_finish(f.index)) {
+      stream.cancel();
+      return false;
+    }
   }
+  return true;
+}
+
+// What the choices add up to: the usage and the metrics of the request.
+struct Totals {
+  std::int64_t completion_tokens = 0;
+  double time_s = 0, ttft_s = 0;
+  std::optional<double> energy_j;
+};
+
+Totals totals(const std::vector<Choice>& choices) {
+  Totals t;
+  bool energy = true;
+  double joules = 0;
+  for (std::size_t i = 0; i < choices.size(); ++i) {
+    const Choice& c = choices[i];
+    t.completion_tokens += c.completion_tokens;
+    t.time_s = std::max(t.time_s, c.finish.time_s);
+    t.ttft_s = i == 0 ? c.finish.ttft_s : std::min(t.ttft_s, c.finish.ttft_s);
+    energy = energy && c.finish.energy_j.has_value();
+    joules += c.finish.energy_j.value_or(0);
+  }
+  if (energy) t.energy_j = joules;
+  return t;
 }
 
 bool in_vocab(const std::vector<std::int32_t>& ids, std::int64_t vocab) {
@@ -129,10 +177,34 @@ PreparedRequest OpenAiApi::prepare(ApiRequest api) const {
                               " for the completion): lower max_tokens or shorten the prompt",
                           "max_tokens", "context_length_exceeded");
   }
+  for (const auto& [id, bias] : api.sampling.logit_bias) {
+    if (id >= model_.vocab_size) {
+      throw invalid_request("'logit_bias': token id " + std::to_string(id) + " is outside the vocabulary of " +
+                                std::to_string(model_.vocab_size) + " ids",
+                            "logit_bias");
+    }
+  }
+  for (std::int64_t id : api.stop_token_ids) {
+    if (id >= model_.vocab_size) {
+      throw invalid_request("'stop_token_ids': token id " + std::to_string(id) + " is outside the vocabulary of " +
+                                std::to_string(model_.vocab_size) + " ids",
+                            "stop_token_ids");
+    }
+  }
   s.sampling = api.sampling;
   if (!s.sampling.greedy && !api.seed_given) s.sampling.seed = std::random_device{}();
   if (!api.ignore_eos) s.stop_ids = model_.eos_ids;
+  s.stop_ids.insert(s.stop_ids.end(), api.stop_token_ids.begin(), api.stop_token_ids.end());
   s.top_logprobs = api.logprobs;
+  s.choices = api.n;
+  if (api.echo) {
+    if (!api.chat) {
+      p.echo = api.prompt_text ? *api.prompt_text : model_.tokenizer->decode(api.prompt_ids);
+    } else if (const auto& last = api.chat_input.messages.back(); last.value("role", "") == "assistant" &&
+                                                                     last.contains("content") && last["content"].is_string()) {
+      p.echo = last["content"].get<std::string>();  // as vLLM: the last message, when the assistant's
+    }
+  }
   p.api = std::move(api);
   return p;
 }
@@ -158,46 +230,63 @@ std::shared_ptr<RequestStream> OpenAiApi::submit(const PreparedRequest& request)
 
 Json OpenAiApi::complete(const PreparedRequest& request, RequestStream& stream) const {
   const ResponseHeader h{request.id, request.created, model_.name, request.api.chat};
-  CompletionText text(*model_.tokenizer, request.api.stop);
-  std::unique_ptr<LogprobsBuilder> logprobs;
-  if (request.api.logprobs >= 0) logprobs = std::make_unique<LogprobsBuilder>(*model_.tokenizer, request.api.chat);
-  std::string out;
-  const Outcome o = drive(stream, text, logprobs.get(), [&](const std::string& d) {
-    out += d;
+  std::vector<Choice> choices = make_choices(*model_.tokenizer, request.api);
+  std::vector<std::string> out(choices.size(), request.echo);
+  const Choice* failed = nullptr;
+  drive(stream, choices, [&](int i, const std::string& d) {
+    out[static_cast<std::size_t>(i)] += d;
     return true;
+  }, [&](int i) {
+    const Choice& c = choices[static_cast<std::size_t>(i)];
+    if (c.finish.reason == FinishReason::kError) failed = &c;
+    return failed == nullptr;
   }, {});
-  const FinishEvent& f = o.finish;
-  if (f.reason == FinishReason::kError) throw ApiError(500, "generation failed: " + f.error, "server_error");
-  if (metrics_) metrics_->record_generation(f.prompt_tokens, o.completion_tokens, f.ttft_s, f.time_s);
-  const Json usage = usage_json(static_cast<std::int64_t>(request.serve.prompt.size()), o.completion_tokens, f.time_s, f.energy_j);
-  return completion_response(h, out, api_finish_reason(f.reason, o.stop_matched), logprobs ? logprobs->take() : Json(nullptr),
-                             usage);
+  if (failed) throw ApiError(500, "generation failed: " + failed->finish.error, "server_error");
+  const Totals t = totals(choices);
+  const auto prompt_tokens = static_cast<std::int64_t>(request.serve.prompt.size());
+  if (metrics_) metrics_->record_generation(prompt_tokens, t.completion_tokens, t.ttft_s, t.time_s);
+  std::vector<ChoiceResult> results;
+  for (std::size_t i = 0; i < choices.size(); ++i) {
+    Choice& c = choices[i];
+    results.push_back({out[i], c.finish_reason(), c.logprobs ? c.logprobs->take() : Json(nullptr)});
+  }
+  return completion_response(h, results, usage_json(prompt_tokens, t.completion_tokens, t.time_s, t.energy_j));
 }
 
 bool OpenAiApi::stream(const PreparedRequest& request, RequestStream& stream,
                        const std::function<bool(const std::string&)>& write, const std::function<bool()>& alive) const {
   const ResponseHeader h{request.id, request.created, model_.name, request.api.chat};
-  CompletionText text(*model_.tokenizer, request.api.stop);
-  std::unique_ptr<LogprobsBuilder> logprobs;
-  if (request.api.logprobs >= 0) logprobs = std::make_unique<LogprobsBuilder>(*model_.tokenizer, request.api.chat);
-  auto take_logprobs = [&] { return logprobs && !logprobs->empty() ? logprobs->take() : Json(nullptr); };
-  if (h.chat && !write(sse_event(completion_chunk(h, "", "", nullptr, /*role=*/true)))) {
-    stream.cancel();
-    return false;
+  std::vector<Choice> choices = make_choices(*model_.tokenizer, request.api);
+  for (int i = 0; i < static_cast<int>(choices.size()); ++i) {
+    const bool ok = (!h.chat || write(sse_event(completion_chunk(h, "", "", nullptr, /*role=*/true, i)))) &&
+                    (request.echo.empty() || write(sse_event(completion_chunk(h, request.echo, "", nullptr, false, i))));
+    if (!ok) {
+      stream.cancel();
+      return false;
+    }
   }
-  const Outcome o = drive(stream, text, logprobs.get(), [&](const std::string& d) {
-    return write(sse_event(completion_chunk(h, d, "", take_logprobs())));
+  bool written = true, failed = false;
+  const bool finished = drive(stream, choices, [&](int i, const std::string& d) {
+    written = write(sse_event(completion_chunk(h, d, "", choices[static_cast<std::size_t>(i)].take_logprobs(), false, i)));
+    return written;
+  }, [&](int i) {
+    Choice& c = choices[static_cast<std::size_t>(i)];
+    if (c.finish.reason == FinishReason::kError) {
+      failed = true;
+      const ApiError e(500, "generation failed: " + c.finish.error, "server_error");
+      written = write(sse_event(error_json(e))) && write(kSseDone);
+      return false;
+    }
+    written = write(sse_event(completion_chunk(h, "", c.finish_reason(), c.take_logprobs(), false, i)));
+    return written;
   }, alive);
-  if (o.client_gone) return false;
-  const FinishEvent& f = o.finish;
-  if (f.reason == FinishReason::kError) {
-    const ApiError e(500, "generation failed: " + f.error, "server_error");
-    return write(sse_event(error_json(e))) && write(kSseDone);
-  }
-  if (metrics_) metrics_->record_generation(f.prompt_tokens, o.completion_tokens, f.ttft_s, f.time_s);
-  if (!write(sse_event(completion_chunk(h, "", api_finish_reason(f.reason, o.stop_matched), take_logprobs())))) return false;
+  if (failed) return written;
+  if (!finished) return false;
+  const Totals t = totals(choices);
+  const auto prompt_tokens = static_cast<std::int64_t>(request.serve.prompt.size());
+  if (metrics_) metrics_->record_generation(prompt_tokens, t.completion_tokens, t.ttft_s, t.time_s);
   if (request.api.include_usage) {
-    const Json usage = usage_json(static_cast<std::int64_t>(request.serve.prompt.size()), o.completion_tokens, f.time_s, f.energy_j);
+    const Json usage = usage_json(prompt_tokens, t.completion_tokens, t.time_s, t.energy_j);
     if (!write(sse_event(usage_chunk(h, usage)))) return false;
   }
   return write(kSseDone);

@@ -35,6 +35,7 @@ struct ServedModel {
 struct PreparedRequest {
   ApiRequest api;
   ServeRequest serve;
+  std::string echo;  // with "echo": the text every choice starts with (the prompt; chat: the last assistant message)
   std::string id;
   std::int64_t created = 0;
 };

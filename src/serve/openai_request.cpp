@@ -112,17 +112,36 @@ std::size_t count_json_values(std::string_view text) {
   return n;
 }
 
+// {"token id": bias, ...}: keys decimal token ids, values numbers in [-100, 100].
+std::vector<std::pair<std::int32_t, float>> logit_bias(const Json& body) {
+  const Json* v = field(body, "logit_bias");
+  std::vector<std::pair<std::int32_t, float>> out;
+  if (!v) return out;
+  if (!v->is_object()) {
+    throw invalid_request("'logit_bias' must be an object mapping token ids to biases, got " + shown(*v), "logit_bias");
+  }
+  for (const auto& [key, bias] : v->items()) {
+    const bool digits = !key.empty() && key.size() <= 10 && std::all_of(key.begin(), key.end(), [](char c) { return c >= '0' && c <= '9'; });
+    const long long id = digits ? std::stoll(key) : -1;
+    if (!digits || id > std::numeric_limits<std::int32_t>::max()) {
+      throw invalid_request("'logit_bias' keys must be token ids (decimal integers from 0), got \"" + key.substr(0, 40) + "\"",
+                            "logit_bias");
+    }
+    if (!bias.is_number() || !(bias.get<double>() >= -kMaxLogitBias && bias.get<double>() <= kMaxLogitBias)) {
+      throw invalid_request("'logit_bias' values must be numbers between -100 and 100, got " + shown(bias) + " for token " + key,
+                            "logit_bias");
+    }
+    out.emplace_back(static_cast<std::int32_t>(id), static_cast<float>(bias.get<double>()));
+  }
+  return out;
+}
+
 void check_unsupported(const Json& body) {
-  if (auto n = integer_in(body, "n", 1, 1)) (void)n;
-  if (auto b = integer_in(body, "best_of", 1, 1)) (void)b;
-  if (boolean(body, "echo").value_or(false)) throw invalid_request("'echo': only false is supported", "echo");
-  for (const char* name : {"presence_penalty", "frequency_penalty"}) {
-    if (number_in(body, name, 0, 0)) continue;  // 0 only: penalties are not implemented
+  if (string_field(body, "suffix")) {
+    throw invalid_request("'suffix' (fill-in-the-middle) is not supported: plexus has no fill-in-the-middle template for "
+                          "any model; put the text before the insertion point in 'prompt'",
+                          "suffix");
   }
-  if (const Json* v = field(body, "logit_bias"); v && !(v->is_object() && v->empty())) {
-    throw invalid_request("'logit_bias' is not supported", "logit_bias");
-  }
-  if (string_field(body, "suffix")) throw invalid_request("'suffix' is not supported", "suffix");
 }
 
 // The fields both endpoints share.
@@ -130,9 +149,29 @@ void parse_common(const Json& body, ApiRequest& r) {
   if (!body.is_object()) throw invalid_request("the request body must be a JSON object");
   check_unsupported(body);
   r.model = string_field(body, "model").value_or("");
+  r.n = static_cast<int>(integer_in(body, "n", 1, kMaxChoices).value_or(1));
+  if (const Json* b = field(body, "best_of"); b && !(b->is_number_integer() && b->get<long long>() == r.n)) {
+    throw invalid_request("'best_of' must equal 'n' (" + std::to_string(r.n) + ") when given: plexus returns every choice it makes, got " +
+                              shown(*b), "best_of");
+  }
   const std::optional<double> temperature = number_in(body, "temperature", 0, kMaxTemperature);
   set_temperature(r.sampling, temperature.value_or(1.0));  // below 1e-5 (0 included): greedy
   r.sampling.top_p = number_in(body, "top_p", 0, 1, /*lo_open=*/true).value_or(1.0);
+  r.sampling.min_p = number_in(body, "min_p", 0, 1).value_or(0.0);
+  r.sampling.presence_penalty = number_in(body, "presence_penalty", -kMaxPenalty, kMaxPenalty).value_or(0.0);
+  r.sampling.frequency_penalty = number_in(body, "frequency_penalty", -kMaxPenalty, kMaxPenalty).value_or(0.0);
+  if (const Json* p = field(body, "repetition_penalty")) {
+    if (!p->is_number() || !(p->get<double>() > 0)) {
+      throw invalid_request("'repetition_penalty' must be a number greater than 0 (1: off), got " + shown(*p), "repetition_penalty");
+    }
+    r.sampling.repetition_penalty = p->get<double>();
+  }
+  r.sampling.logit_bias = logit_bias(body);
+  if (const Json* s = field(body, "stop_token_ids")) {
+    if (!s->is_array()) throw invalid_request("'stop_token_ids' must be a list of token ids, got " + shown(*s), "stop_token_ids");
+    for (std::int32_t id : token_ids(*s, "stop_token_ids")) r.stop_token_ids.push_back(id);
+  }
+  r.echo = boolean(body, "echo").value_or(false);
   if (const Json* k = field(body, "top_k"); k && k->is_number_integer() && k->get<long long>() == -1) {
     r.sampling.top_k = 0;  // vLLM's "no limit"
   } else {
@@ -295,6 +334,10 @@ ApiRequest parse_completion_request(const Json& body) {
   if (const Json* lp = field(body, "logprobs")) {
     if (lp->is_boolean()) throw invalid_request("'logprobs' must be an integer between 0 and 5, got " + shown(*lp), "logprobs");
     r.logprobs = static_cast<int>(*integer_in(body, "logprobs", 0, kMaxCompletionLogprobs));
+  }
+  if (r.echo && r.logprobs >= 0) {
+    throw invalid_request("'echo' with 'logprobs' (the prompt's log-probabilities) is not supported: ask for one of them",
+                          "echo");
   }
   return r;
 }

@@ -17,6 +17,7 @@ namespace plexus {
 inline constexpr int kMaxStopStrings = 4;
 inline constexpr int kMaxCompletionLogprobs = 5;   // completions' "logprobs" (OpenAI's limit)
 inline constexpr int kMaxChatTopLogprobs = 20;     // chat's "top_logprobs"
+inline constexpr int kMaxChoices = 16;             // "n" (and no more than the server's --max-sequences)
 
 struct ApiRequest {
   bool chat = false;
@@ -27,9 +28,14 @@ struct ApiRequest {
   // /v1/chat/completions: messages, tools and template variables (chat_template_kwargs).
   ChatInput chat_input;
   std::optional<std::int64_t> max_tokens;  // nullopt: completions 16, chat the rest of the context
+  // temperature, top_p, top_k, min_p, seed, presence/frequency/repetition penalties, logit_bias
+  // (token ids checked against the vocabulary by OpenAiApi::prepare).
   SamplingOptions sampling;
   bool seed_given = false;
+  int n = 1;                                 // choices
   std::vector<std::string> stop;
+  std::vector<std::int64_t> stop_token_ids;  // vLLM's extension: ids that end a choice (checked by prepare)
+  bool echo = false;                         // the prompt (chat: the last message, if the assistant's) before the text
   bool stream = false, include_usage = false;
   // Log-probabilities: -1 none; k >= 0 the chosen token's and the top k (completions'
   // "logprobs": k; chat's "logprobs": true with "top_logprobs": k).

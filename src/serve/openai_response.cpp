@@ -86,26 +86,29 @@ Json reason(const std::string& finish_reason) { return finish_reason.empty() ? J
 
 }  // namespace
 
-Json completion_response(const ResponseHeader& h, const std::string& text, const std::string& finish_reason,
-                         const Json& logprobs, const Json& usage) {
+Json completion_response(const ResponseHeader& h, const std::vector<ChoiceResult>& choices, const Json& usage) {
   Json j = header_json(h, h.chat ? "chat.completion" : "text_completion");
-  Json choice = {{"index", 0}};
-  if (h.chat) {
-    choice["message"] = {{"role", "assistant"}, {"content", text}};
-  } else {
-    choice["text"] = text;
+  j["choices"] = Json::array();
+  for (std::size_t i = 0; i < choices.size(); ++i) {
+    const ChoiceResult& c = choices[i];
+    Json choice = {{"index", i}};
+    if (h.chat) {
+      choice["message"] = {{"role", "assistant"}, {"content", c.text}};
+    } else {
+      choice["text"] = c.text;
+    }
+    choice["logprobs"] = c.logprobs;
+    choice["finish_reason"] = reason(c.finish_reason);
+    j["choices"].push_back(choice);
   }
-  choice["logprobs"] = logprobs;
-  choice["finish_reason"] = reason(finish_reason);
-  j["choices"] = Json::array({choice});
   j["usage"] = usage;
   return j;
 }
 
 Json completion_chunk(const ResponseHeader& h, const std::string& text, const std::string& finish_reason,
-                      const Json& logprobs, bool role) {
+                      const Json& logprobs, bool role, int index) {
   Json j = header_json(h, h.chat ? "chat.completion.chunk" : "text_completion");
-  Json choice = {{"index", 0}};
+  Json choice = {{"index", index}};
   if (h.chat) {
     Json delta = Json::object();
     if (role) delta["role"] = "assistant";

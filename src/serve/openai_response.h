@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/json.h"
 #include "serve/serve_request.h"
@@ -55,15 +56,21 @@ class LogprobsBuilder {
   Json content_ = Json::array();
 };
 
-// A whole response: object "text_completion" ({index, text, logprobs, finish_reason}) or
-// "chat.completion" ({index, message {role, content}, logprobs, finish_reason}).
-Json completion_response(const ResponseHeader& h, const std::string& text, const std::string& finish_reason,
-                         const Json& logprobs, const Json& usage);
-// A chunk: completions {index, text, logprobs, finish_reason}; chat {index, delta, logprobs,
-// finish_reason}. `finish_reason` "" → null. `role`: the first chat chunk's delta carries
-// role "assistant".
+// One choice of a whole response.
+struct ChoiceResult {
+  std::string text, finish_reason;
+  Json logprobs;  // null: not asked for
+};
+
+// A whole response: object "text_completion" (choices {index, text, logprobs, finish_reason}) or
+// "chat.completion" ({index, message {role, content}, logprobs, finish_reason}), one per choice,
+// index their place in `choices`.
+Json completion_response(const ResponseHeader& h, const std::vector<ChoiceResult>& choices, const Json& usage);
+// A chunk of choice `index`: completions {index, text, logprobs, finish_reason}; chat {index,
+// delta, logprobs, finish_reason}. `finish_reason` "" → null. `role`: the first chat chunk's delta
+// carries role "assistant".
 Json completion_chunk(const ResponseHeader& h, const std::string& text, const std::string& finish_reason,
-                      const Json& logprobs, bool role = false);
+                      const Json& logprobs, bool role = false, int index = 0);
 // The usage chunk of stream_options.include_usage: empty choices.
 Json usage_chunk(const ResponseHeader& h, const Json& usage);
 

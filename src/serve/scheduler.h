@@ -45,15 +45,22 @@ class RequestStream {
  public:
   using Event = std::variant<TokenEvent, FinishEvent>;
   virtual ~RequestStream() = default;
-  // The next event, waiting up to `timeout`; nullopt on timeout. After the FinishEvent: nullopt at once.
+  // The next event of any choice, waiting up to `timeout`; nullopt on timeout. After every
+  // choice's FinishEvent: nullopt at once.
   virtual std::optional<Event> next(std::chrono::milliseconds timeout) = 0;
-  // The client went away or needs no more tokens: the request ends with kCancelled at the next
+  // The client went away or needs no more tokens: every choice ends with kCancelled at the next
   // step, its KV cache freed. Harmless after the finish.
   virtual void cancel() = 0;
+  // Choice `index` needs no more tokens (a stop string matched in it): it alone ends with
+  // kCancelled at the next step. A stream of one choice: cancel().
+  virtual void cancel_choice(int index) {
+    (void)index;
+    cancel();
+  }
 };
 
 struct SchedulerStats {
-  int running = 0, waiting = 0;
+  int running = 0, waiting = 0;  // sequences (a request's choices each) / requests
   std::int64_t kv_used_tokens = 0, kv_budget_tokens = 0;  // reserved by running requests / in all
   std::int64_t steps = 0;
   std::int64_t prompt_tokens = 0, generated_tokens = 0;  // processed since start
@@ -74,9 +81,10 @@ class Scheduler {
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
 
-  // Queues a request. InputError (HTTP 400) when it can never run: empty prompt, an id outside
-  // the vocabulary, prompt + max_tokens beyond the runner's context or the KV budget;
-  // QueueFull (429); ShuttingDown (503).
+  // Queues a request (its choices together: one place in the queue, admitted at once). InputError
+  // (HTTP 400) when it can never run: empty prompt, an id outside the vocabulary, prompt +
+  // max_tokens beyond the runner's context, more choices than max_sequences, the choices'
+  // prompt + max_tokens beyond the KV budget; QueueFull (429); ShuttingDown (503).
   std::shared_ptr<RequestStream> submit(ServeRequest request);
 
   // Stops taking requests; waiting ones end kCancelled; running ones finish, for `limit` at

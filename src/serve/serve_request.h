@@ -15,11 +15,18 @@ namespace plexus {
 
 struct ServeRequest {
   std::vector<std::int32_t> prompt;  // (n) token ids, n >= 1
-  std::int64_t max_tokens = 16;      // tokens to generate at most (>= 1)
+  std::int64_t max_tokens = 16;      // tokens to generate at most (>= 1), per choice
   SamplingOptions sampling;          // greedy or seeded sampling: output depends on nothing else
   std::vector<std::int64_t> stop_ids;  // end of sequence ids: generation stops after one (not sent as text)
   int top_logprobs = -1;               // -1: no log-probabilities; k >= 0: the chosen token's and the top k
+  // Choices generated from the prompt (the API's "n"): the prompt is prefilled once and its KV
+  // cache copied into each other choice's sequence. Choice i samples with choice_seed(seed, i).
+  int choices = 1;
 };
+
+// The seed of choice `index` of a request seeded `seed`: the seed itself for choice 0 (a request
+// of one choice is unchanged), a different one for each other choice.
+std::uint64_t choice_seed(std::uint64_t seed, int index);
 
 // Why a request ended, as the OpenAI API names it ("stop", "length"), or ours: "cancelled" (the
 // client went away, or the API layer matched a stop string and cancelled), "error" (a forward failed).
@@ -27,12 +34,15 @@ enum class FinishReason { kStop, kLength, kCancelled, kError };
 const char* finish_reason_name(FinishReason reason);
 
 struct TokenEvent {
+  int index = 0;  // the choice
   std::int32_t id = 0;
   std::optional<float> logprob;                           // with ServeRequest::top_logprobs >= 0
   std::vector<std::pair<std::int32_t, float>> top;        // (id, logprob), best first, top_logprobs of them
 };
 
+// One per choice; the stream ends after every choice's.
 struct FinishEvent {
+  int index = 0;  // the choice
   FinishReason reason = FinishReason::kStop;
   std::string error;  // kError: what failed
   std::int64_t prompt_tokens = 0, completion_tokens = 0;

@@ -61,8 +61,31 @@ TEST(ParseCompletion, ReadsEveryField) {
   EXPECT_EQ(r.stop, (std::vector<std::string>{"a", "bc"}));
   EXPECT_TRUE(r.stream && r.include_usage && r.ignore_eos);
   EXPECT_EQ(r.logprobs, 3);
+  EXPECT_EQ(r.n, 1);
+  EXPECT_FALSE(r.echo);
   EXPECT_EQ(parse_completion_request(Json::parse(R"({"prompt": ["x"], "stop": "end", "top_k": -1})")).stop,
             std::vector<std::string>{"end"});
+}
+
+TEST(ParseCompletion, ReadsEverySamplingFieldOfVllm) {
+  const ApiRequest r = parse_completion_request(Json::parse(
+      R"({"prompt": "x", "n": 4, "best_of": 4, "presence_penalty": -1.5, "frequency_penalty": 2, "repetition_penalty": 1.2,
+          "logit_bias": {"7": -100, "12": 3.5}, "min_p": 0.1, "stop_token_ids": [3, 9], "echo": true, "temperature": 0.7})"));
+  EXPECT_EQ(r.n, 4);
+  EXPECT_DOUBLE_EQ(r.sampling.presence_penalty, -1.5);
+  EXPECT_DOUBLE_EQ(r.sampling.frequency_penalty, 2);
+  EXPECT_DOUBLE_EQ(r.sampling.repetition_penalty, 1.2);
+  EXPECT_DOUBLE_EQ(r.sampling.min_p, 0.1);
+  auto bias = r.sampling.logit_bias;
+  std::sort(bias.begin(), bias.end());
+  EXPECT_EQ(bias, (std::vector<std::pair<std::int32_t, float>>{{7, -100.0f}, {12, 3.5f}}));
+  EXPECT_EQ(r.stop_token_ids, (std::vector<std::int64_t>{3, 9}));
+  EXPECT_TRUE(r.echo);
+  const ApiRequest c = parse_chat_request(Json::parse(
+      R"({"messages": [{"role": "user", "content": "hi"}], "n": 2, "presence_penalty": 0.5, "logit_bias": {"1": 1}})"));
+  EXPECT_EQ(c.n, 2);
+  EXPECT_DOUBLE_EQ(c.sampling.presence_penalty, 0.5);
+  EXPECT_EQ(c.sampling.logit_bias.size(), 1u);
 }
 
 TEST(ParseCompletion, BadValuesName400FieldAndRange) {
@@ -82,8 +105,25 @@ TEST(ParseCompletion, BadValuesName400FieldAndRange) {
       {R"({"prompt": "x", "top_k": -2})", "top_k", "between 0 and"},
       {R"({"prompt": "x", "logprobs": 6})", "logprobs", "between 0 and 5"},
       {R"({"prompt": "x", "logprobs": true})", "logprobs", "between 0 and 5"},
-      {R"({"prompt": "x", "n": 2})", "n", "between 1 and 1"},
-      {R"({"prompt": "x", "echo": true})", "echo", "only false"},
+      {R"({"prompt": "x", "n": 17})", "n", "between 1 and 16"},
+      {R"({"prompt": "x", "n": 0})", "n", "between 1 and 16"},
+      {R"({"prompt": "x", "n": 2, "best_of": 3})", "best_of", "equal 'n'"},
+      {R"({"prompt": "x", "echo": "yes"})", "echo", "true or false"},
+      {R"({"prompt": "x", "echo": true, "logprobs": 1})", "echo", "prompt's log-probabilities"},
+      {R"({"prompt": "x", "suffix": "y"})", "suffix", "fill-in-the-middle"},
+      {R"({"prompt": "x", "presence_penalty": 2.5})", "presence_penalty", "between -2 and 2"},
+      {R"({"prompt": "x", "frequency_penalty": -3})", "frequency_penalty", "between -2 and 2"},
+      {R"({"prompt": "x", "frequency_penalty": "lots"})", "frequency_penalty", "number"},
+      {R"({"prompt": "x", "repetition_penalty": 0})", "repetition_penalty", "greater than 0"},
+      {R"({"prompt": "x", "repetition_penalty": -1})", "repetition_penalty", "greater than 0"},
+      {R"({"prompt": "x", "min_p": 1.5})", "min_p", "between 0 and 1"},
+      {R"({"prompt": "x", "logit_bias": [1]})", "logit_bias", "object"},
+      {R"({"prompt": "x", "logit_bias": {"abc": 1}})", "logit_bias", "token ids"},
+      {R"({"prompt": "x", "logit_bias": {"-1": 1}})", "logit_bias", "token ids"},
+      {R"({"prompt": "x", "logit_bias": {"5": 101}})", "logit_bias", "between -100 and 100"},
+      {R"({"prompt": "x", "logit_bias": {"5": "up"}})", "logit_bias", "between -100 and 100"},
+      {R"({"prompt": "x", "stop_token_ids": [1, -1]})", "stop_token_ids", "stop_token_ids[1]"},
+      {R"({"prompt": "x", "stop_token_ids": 3})", "stop_token_ids", "list of token ids"},
       {R"({"prompt": "x", "stop": ["a", "b", "c", "d", "e"]})", "stop", "up to 4"},
       {R"({"prompt": "x", "stop": [1]})", "stop", "list of strings"},
       {R"({"prompt": "x", "stop": ""})", "stop", "not be empty"},
@@ -270,7 +310,7 @@ TEST(CompletionText, NeverHandsOutPartOfAUtf8Character) {
 TEST(Responses, CompletionAndChatShapes) {
   const ResponseHeader h{"cmpl-1", 100, "m", false};
   const Json usage = usage_json(3, 2, 0.25, 1.5);
-  Json j = completion_response(h, "hi", "length", nullptr, usage);
+  Json j = completion_response(h, {{"hi", "length", nullptr}}, usage);
   EXPECT_EQ(j["object"], "text_completion");
   EXPECT_EQ(j["id"], "cmpl-1");
   EXPECT_EQ(j["created"], 100);
@@ -284,7 +324,7 @@ TEST(Responses, CompletionAndChatShapes) {
   EXPECT_EQ(j["usage"]["time_s"], 0.25);
   EXPECT_TRUE(usage_json(1, 1, 0, std::nullopt)["energy_j"].is_null());
   const ResponseHeader c{"chatcmpl-1", 100, "m", true};
-  j = completion_response(c, "yo", "stop", nullptr, usage);
+  j = completion_response(c, {{"yo", "stop", nullptr}}, usage);
   EXPECT_EQ(j["object"], "chat.completion");
   EXPECT_EQ(j["choices"][0]["message"], (Json{{"role", "assistant"}, {"content", "yo"}}));
 }

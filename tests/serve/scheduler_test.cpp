@@ -395,6 +395,92 @@ TEST(Scheduler, RequestsEnergyAddsUpToTheStepsEnergy) {
 // Not a check: prints the aggregate rate of 16 concurrent requests with 16 sequences in the
 // running batch against 1, on the tiny and the small random model (run with
 // --gtest_also_run_disabled_tests --gtest_filter=*Throughput*).
+// n choices: the prompt runs through the model once (for the first choice's slot), its KV cache
+// is copied into the others' slots, and each choice's tokens are those of a request alone with
+// the choice's seed — distinct choices, the same ones again for the same seed. Greedy choices
+// are all the greedy completion; more choices than --max-sequences is a 400.
+TEST(Scheduler, ChoicesShareThePromptsPrefillAndEachIsItsOwnSeededGeneration) {
+  TinyModel model;
+  RecordingRunner rec(*model.runner);
+  SchedulerOptions o;
+  o.max_sequences = 4;
+  o.step_tokens = 8;  // the 13-token prompt takes two steps
+  Scheduler scheduler(rec, o, nullptr);
+  ServeRequest r = request(testing::some_ids(13, kVocab, 5), 6, /*greedy=*/false, 7);
+  r.choices = 3;
+  std::vector<std::vector<std::int32_t>> expected;
+  for (int i = 0; i < r.choices; ++i) {
+    ServeRequest one = r;
+    one.choices = 1;
+    one.sampling.seed = choice_seed(r.sampling.seed, i);
+    expected.push_back(alone(*model.runner, one));
+  }
+  EXPECT_EQ(choice_seed(7, 0), 7u);
+  EXPECT_TRUE(expected[0] != expected[1] || expected[1] != expected[2]) << "the choices' seeds gave the same tokens";
+  const std::vector<Finished> got = testing::read_choices(*scheduler.submit(r), r.choices);
+  for (int i = 0; i < r.choices; ++i) {
+    EXPECT_EQ(got[static_cast<std::size_t>(i)].ids(), expected[static_cast<std::size_t>(i)]) << "choice " << i;
+    EXPECT_EQ(got[static_cast<std::size_t>(i)].finish.reason, FinishReason::kLength);
+    EXPECT_EQ(got[static_cast<std::size_t>(i)].finish.completion_tokens, 6);
+  }
+  std::int64_t prompt_positions = 0;  // prompt tokens run, over every slot
+  for (const auto& f : rec.forwards()) {
+    for (const testing::ForwardToken& t : f) prompt_positions += t.pos < 13;
+  }
+  EXPECT_EQ(prompt_positions, 13) << "the prompt should run once, for all the choices";
+  const auto copies = rec.copies();
+  ASSERT_EQ(copies.size(), 2u);
+  for (const auto& c : copies) EXPECT_EQ(c.tokens, 13);
+  // The same seed again: the same choices.
+  const std::vector<Finished> again = testing::read_choices(*scheduler.submit(r), r.choices);
+  for (int i = 0; i < r.choices; ++i) EXPECT_EQ(again[static_cast<std::size_t>(i)].ids(), expected[static_cast<std::size_t>(i)]);
+
+  ServeRequest g = request(testing::some_ids(5, kVocab, 9), 5);
+  const std::vector<std::int32_t> greedy = alone(*model.runner, g);
+  g.choices = 2;
+  for (const Finished& f : testing::read_choices(*scheduler.submit(g), 2)) EXPECT_EQ(f.ids(), greedy);
+
+  r.choices = 5;
+  EXPECT_THROW(scheduler.submit(r), InputError);
+}
+
+// A stop string matched in one choice (the API cancels that choice) ends it alone; cancelling the
+// request ends every choice.
+TEST(Scheduler, CancellingOneChoiceLeavesTheOthersRunning) {
+  TinyModel model;
+  SchedulerOptions o;
+  o.max_sequences = 4;
+  Scheduler scheduler(*model.runner, o, nullptr);
+  ServeRequest r = request(testing::some_ids(4, kVocab, 3), 40);
+  r.choices = 3;
+  auto stream = scheduler.submit(r);
+  stream->cancel_choice(1);
+  const std::vector<Finished> got = testing::read_choices(*stream, 3);
+  EXPECT_EQ(got[1].finish.reason, FinishReason::kCancelled);
+  EXPECT_EQ(got[0].finish.reason, FinishReason::kLength);
+  EXPECT_EQ(got[2].finish.reason, FinishReason::kLength);
+  EXPECT_EQ(got[2].ids().size(), 40u);
+  EXPECT_TRUE(wait_for_stats(scheduler, [](const SchedulerStats& s) { return s.running == 0; }));
+}
+
+// Penalties and logit_bias reach the sampler: a request with them gives the tokens of a request
+// alone with the same options (generate's sampler), not those of plain greedy decoding.
+TEST(Scheduler, PenaltiesAndLogitBiasApplyToServedRequests) {
+  TinyModel model;
+  Scheduler scheduler(*model.runner, SchedulerOptions{}, nullptr);
+  ServeRequest plain = request(testing::some_ids(6, kVocab, 4), 12);
+  ServeRequest penalized = plain;
+  penalized.sampling.frequency_penalty = 1.5;
+  penalized.sampling.repetition_penalty = 1.3;
+  penalized.sampling.logit_bias = {{3, 4.0f}};
+  const std::vector<std::int32_t> want = alone(*model.runner, penalized);
+  EXPECT_NE(want, alone(*model.runner, plain));
+  EXPECT_EQ(read_all(*scheduler.submit(penalized)).ids(), want);
+  ServeRequest banned = plain;
+  for (std::int32_t id = 0; id < kVocab; id += 2) banned.sampling.logit_bias.emplace_back(id, -100.0f);
+  for (std::int32_t id : read_all(*scheduler.submit(banned)).ids()) EXPECT_EQ(id % 2, 1) << "a token biased by -100";
+}
+
 TEST(Scheduler, DISABLED_ThroughputOfSixteenConcurrentRequests) {
   for (const std::string preset : {"tiny", "small"}) {
     testing::TempDir dir("serve_throughput");
