@@ -49,6 +49,7 @@ ServeFlags serve_flags(const Args& args) {
   f.http.max_body = static_cast<std::size_t>(args.get_int_in("--max-body", 1024, 1LL << 30));
   f.scheduler.max_sequences = static_cast<int>(args.get_int_in("--max-sequences", 1, 4096));
   f.scheduler.max_queue = static_cast<int>(args.get_int_in("--max-queue", 1, 1000000));
+  f.scheduler.prefix_cache = !args.given("--no-prefix-cache");
   f.drain = std::chrono::milliseconds(static_cast<long long>(args.get_double_in("--drain-timeout", 0, 86400) * 1000));
   // Every running and waiting request's client holds a connection (streams for their whole
   // life), plus room for health checks, metrics and keep-alive connections between requests.
@@ -193,6 +194,8 @@ int cmd_serve(int argc, char** argv) {
   args.option("--host", "ADDR", "address to listen on (0.0.0.0: every interface)", "127.0.0.1")
       .option("--port", "N", "TCP port (0: any free port, printed on stderr)", "8080")
       .option("--max-queue", "N", "requests waiting at most; beyond, 429", "64")
+      .flag("--no-prefix-cache", "run every prompt whole: keep no finished prompt's KV cache for later requests "
+            "starting with the same tokens")
       .option("--api-key", "KEY", "require 'Authorization: Bearer KEY' on every endpoint but /health")
       .option("--served-model-name", "NAME", "the model's name in the API (default: MODEL as given)")
       .option("--chat-template", "FILE", "a Jinja chat template to use instead of the model's")

@@ -13,6 +13,7 @@
 
 #include "serve/energy_ledger.h"
 #include "serve/logprobs.h"
+#include "serve/prefix_cache.h"
 #include "serve/request_stream.h"
 
 namespace plexus {
@@ -116,6 +117,7 @@ struct Scheduler::Impl {
   // The scheduler thread's own (changes of its size are made under wake->mutex for stats()).
   std::vector<std::unique_ptr<Active>> running;
   std::vector<float> logits;  // (max_sequences, vocab)
+  std::optional<PrefixCache> cache;  // with options.prefix_cache
   std::thread thread;
 
   // Finish events wait for their energy here, off the scheduler thread.
@@ -136,6 +138,12 @@ struct Scheduler::Impl {
   // so that the step's host time counts from there to its tokens pushed.
   void step(double begin);
   void count_ended(const std::vector<Ended>& ended);
+  // Makes room for `need` more KV tokens (the budget) by closing cached sequences, least recently
+  // used first; false when even an empty cache leaves too little.
+  bool make_room(std::int64_t kv_used, std::int64_t need);
+  bool evict_one();
+  // The leader `a` (slot open) starts from the longest cached prefix of its prompt, if any.
+  void reuse_prefix(Active& a);
   void end(Ended e);
   void finish_loop();
   double clock_s() const { return ledger ? ledger->now_s() : seconds(Clock::now().time_since_epoch()); }
@@ -170,6 +178,7 @@ Scheduler::Scheduler(Runner& runner, const SchedulerOptions& options, EnergyLedg
   Impl& m = *impl_;
   m.counters.kv_budget_tokens = m.options.kv_budget_tokens;
   m.logits.resize(static_cast<std::size_t>(m.options.max_sequences) * static_cast<std::size_t>(m.vocab));
+  if (m.options.prefix_cache) m.cache.emplace();
   m.thread = std::thread([&m] { m.loop(); });
   m.finisher = std::thread([&m] { m.finish_loop(); });
 }
@@ -271,6 +280,8 @@ void Scheduler::drain(std::chrono::milliseconds limit) {
   m.wake->cv.notify_all();
   for (Ended& e : ended) m.end(std::move(e));
   m.thread.join();
+  while (m.evict_one()) {
+  }
   {
     std::lock_guard<std::mutex> lock(m.finish_mutex);
     m.finish_stop = true;
@@ -313,16 +324,22 @@ void Scheduler::Impl::admit(std::vector<Ended>& ended) {
     if (static_cast<int>(running.size() + g) > options.max_sequences) break;
     std::int64_t need = 0;
     for (std::size_t i = 0; i < g; ++i) need += waiting[i]->reserve();
-    if (kv_used + need > options.kv_budget_tokens) break;
+    // The cached prefix this request would reuse becomes the most recently used: the last to go.
+    if (cache) cache->find(waiting.front()->request.prompt);
+    if (!make_room(kv_used, need)) break;
     std::size_t opened = 0;
     std::string error;
     bool wait = false;
-    for (; opened < g; ++opened) {
+    while (opened < g) {
       try {
         waiting[opened]->slot = runner.open_sequence(waiting[opened]->reserve());
+        ++opened;
       } catch (const Error& e) {
-        // Out of memory for now: wait for running requests to free theirs; with none running it never fits.
-        wait = !running.empty() && dynamic_cast<const RuntimeError*>(&e);
+        // Out of memory: cached prefixes go first; then wait for running requests to free theirs;
+        // with none running it never fits.
+        const bool memory = dynamic_cast<const RuntimeError*>(&e) != nullptr;
+        if (memory && evict_one()) continue;
+        wait = memory && !running.empty();
         error = e.what();
         break;
       }
@@ -339,6 +356,7 @@ void Scheduler::Impl::admit(std::vector<Ended>& ended) {
       }
       continue;
     }
+    reuse_prefix(*waiting.front());
     for (std::size_t i = 0; i < g; ++i) {
       Active& a = *waiting.front();
       a.admitted = Clock::now();
@@ -350,6 +368,43 @@ void Scheduler::Impl::admit(std::vector<Ended>& ended) {
   }
   counters.running = static_cast<int>(running.size());
   counters.kv_used_tokens = kv_used;
+  if (cache) {
+    counters.prefix_cached_sequences = cache->entries();
+    counters.prefix_cached_tokens = cache->reserved_tokens();
+    counters.prefix_evictions = cache->evictions();
+  }
+}
+
+bool Scheduler::Impl::evict_one() {
+  if (!cache || cache->empty()) return false;
+  runner.close_sequence(cache->evict());
+  return true;
+}
+
+bool Scheduler::Impl::make_room(std::int64_t kv_used, std::int64_t need) {
+  if (kv_used + need > options.kv_budget_tokens) return false;
+  while (cache && kv_used + cache->reserved_tokens() + need > options.kv_budget_tokens) evict_one();
+  return true;
+}
+
+void Scheduler::Impl::reuse_prefix(Active& a) {
+  if (!cache) return;
+  const PrefixCache::Match m = cache->find(a.request.prompt);
+  bool hit = m.tokens > 0;
+  if (hit) {
+    try {
+      runner.copy_sequence(m.slot, a.slot, m.tokens);
+      a.prefilled = m.tokens;
+    } catch (const std::exception&) {
+      hit = false;  // the prompt runs whole; the positions a partial copy wrote are run again
+    }
+  }
+  if (hit) {
+    ++counters.prefix_hits;
+    counters.prefix_hit_tokens += m.tokens;
+  } else {
+    ++counters.prefix_misses;
+  }
 }
 
 void Scheduler::Impl::step(double begin) {
@@ -509,7 +564,11 @@ void Scheduler::Impl::end(Ended e) {
   Active& a = *e.active;
   detach(a);
   if (a.slot >= 0) {
-    runner.close_sequence(a.slot);
+    // A choice whose prompt went through whole and did not fail: its prompt's KV stays cached.
+    const bool keep = cache && a.decoding() && e.reason != FinishReason::kError;
+    for (int slot : keep ? cache->insert(a.slot, a.request.prompt, a.reserve()) : std::vector<int>{a.slot}) {
+      runner.close_sequence(slot);
+    }
     a.slot = -1;
   }
   const Clock::time_point now = Clock::now();

@@ -14,6 +14,7 @@
 #include "runtime/generate.h"
 #include "scripted_source.h"
 #include "serve/energy_ledger.h"
+#include "serve/prefix_cache.h"
 #include "serve_test_util.h"
 
 namespace plexus {
@@ -479,6 +480,97 @@ TEST(Scheduler, PenaltiesAndLogitBiasApplyToServedRequests) {
   ServeRequest banned = plain;
   for (std::int32_t id = 0; id < kVocab; id += 2) banned.sampling.logit_bias.emplace_back(id, -100.0f);
   for (std::int32_t id : read_all(*scheduler.submit(banned)).ids()) EXPECT_EQ(id % 2, 1) << "a token biased by -100";
+}
+
+// A shared start (a system prompt) followed by each request's own tokens.
+std::vector<std::int32_t> with_prefix(const std::vector<std::int32_t>& prefix, int own, int salt) {
+  std::vector<std::int32_t> p = prefix;
+  const std::vector<std::int32_t> tail = testing::some_ids(own, kVocab, salt);
+  p.insert(p.end(), tail.begin(), tail.end());
+  return p;
+}
+
+TEST(Scheduler, CachedPrefixesGiveTheSameTokensWithoutRunningThePrefixAgain) {
+  TinyModel model;
+  const std::vector<std::int32_t> system = testing::some_ids(70, kVocab, 41);
+  std::vector<ServeRequest> reqs;
+  for (int i = 0; i < 6; ++i) {
+    reqs.push_back(request(with_prefix(system, 3 + i, 50 + i), 5, i % 2 == 0, static_cast<std::uint64_t>(7 + i)));
+  }
+  reqs.push_back(reqs[0]);  // the same prompt again: all but its last block comes from the cache
+  std::vector<std::vector<std::int32_t>> expected;
+  for (const ServeRequest& r : reqs) expected.push_back(alone(*model.runner, r));
+
+  RecordingRunner recording(*model.runner);
+  SchedulerOptions o;
+  o.max_sequences = 2;
+  o.step_tokens = 16;
+  Scheduler scheduler(recording, o, nullptr);
+  // One at a time: each finds the ones before it finished and cached.
+  for (std::size_t i = 0; i < reqs.size(); ++i) {
+    const Finished f = read_all(*scheduler.submit(reqs[i]));
+    EXPECT_EQ(f.ids(), expected[i]) << "request " << i;
+    EXPECT_EQ(f.finish.prompt_tokens, static_cast<std::int64_t>(reqs[i].prompt.size()));
+  }
+  const std::int64_t B = PrefixCache::kBlockTokens;
+  const SchedulerStats st = scheduler.stats();
+  EXPECT_EQ(st.prefix_misses, 1);
+  EXPECT_EQ(st.prefix_hits, 6);
+  // Requests 1-5 reuse the system prompt's 4 whole blocks; request 6 (request 0's 73 tokens again) 4 as well.
+  EXPECT_EQ(st.prefix_hit_tokens, 6 * (70 / B) * B);
+  // Only the first request ran the shared positions; each later one starts at the cached prefix.
+  std::int64_t run_prompt_positions = 0;
+  for (const auto& fwd : recording.forwards()) {
+    for (const testing::ForwardToken& t : fwd) {
+      if (t.pos < (70 / B) * B) ++run_prompt_positions;
+    }
+  }
+  EXPECT_EQ(run_prompt_positions, (70 / B) * B);
+  EXPECT_EQ(recording.copies().size(), 6u);
+  for (const auto& c : recording.copies()) EXPECT_EQ(c.tokens, (70 / B) * B);
+
+  // Without the cache: the same tokens, every prompt run whole.
+  o.prefix_cache = false;
+  RecordingRunner plain(*model.runner);
+  Scheduler uncached(plain, o, nullptr);
+  for (std::size_t i = 0; i < reqs.size(); ++i) EXPECT_EQ(read_all(*uncached.submit(reqs[i])).ids(), expected[i]);
+  EXPECT_EQ(uncached.stats().prefix_hits + uncached.stats().prefix_misses, 0);
+  EXPECT_TRUE(plain.copies().empty());
+}
+
+TEST(Scheduler, CachedPrefixesMakeRoomUnderTheKvBudgetAndMemory) {
+  TinyModel model;
+  // Room for two running requests of 60 + 4 tokens: every cached prefix beyond that is evicted,
+  // and a runner out of slots gets its room from the cache first.
+  RecordingRunner tight(*model.runner);
+  tight.max_slots = 3;
+  SchedulerOptions o;
+  o.max_sequences = 2;
+  o.kv_budget_tokens = 2 * 64;
+  Scheduler scheduler(tight, o, nullptr);
+  std::vector<ServeRequest> reqs;
+  for (int i = 0; i < 8; ++i) reqs.push_back(request(testing::some_ids(60, kVocab, 100 + i % 4), 4));
+  std::vector<std::vector<std::int32_t>> expected;
+  for (const ServeRequest& r : reqs) expected.push_back(alone(*model.runner, r));
+  std::vector<Finished> got(reqs.size());
+  std::vector<std::thread> clients;
+  for (std::size_t i = 0; i < reqs.size(); ++i) {
+    clients.emplace_back([&, i] {
+      std::this_thread::sleep_for(std::chrono::milliseconds((i * 13) % 40));
+      got[i] = read_all(*scheduler.submit(reqs[i]));
+    });
+  }
+  for (std::thread& t : clients) t.join();
+  for (std::size_t i = 0; i < reqs.size(); ++i) {
+    EXPECT_EQ(got[i].finish.reason, FinishReason::kLength) << got[i].finish.error;
+    EXPECT_EQ(got[i].ids(), expected[i]) << "request " << i;
+  }
+  ASSERT_TRUE(wait_for_stats(scheduler, [](const SchedulerStats& s) { return s.running == 0; }));
+  const SchedulerStats st = scheduler.stats();
+  EXPECT_EQ(st.prefix_hits + st.prefix_misses, 8);
+  EXPECT_GT(st.prefix_evictions, 0);
+  EXPECT_LE(st.kv_used_tokens + st.prefix_cached_tokens, o.kv_budget_tokens);
+  EXPECT_LE(tight.max_open(), 3);
 }
 
 TEST(Scheduler, DISABLED_ThroughputOfSixteenConcurrentRequests) {
