@@ -7,6 +7,7 @@
 #include "core/checked.h"
 #include "core/error.h"
 #include "model/checkpoint.h"
+#include "model/gpt_oss_mxfp4.h"
 #include "model/quant_policy.h"
 
 namespace plexus {
@@ -151,7 +152,14 @@ std::int64_t experts_held(const Checkpoint& ck, const ModelConfig& c) {
 // running it would silently ignore weights.
 void check_no_unexpected_tensors(const ModuleTree& t, const ModelConfig& c, const Checkpoint& ck) {
   std::set<std::string> expected;
-  for (const ParamInfo& p : t.params()) expected.insert(p.name);
+  for (const ParamInfo& p : t.params()) {
+    if (c.arch == Arch::kGptOss && p.dtype == DType::kMXFP4) {  // gpt-oss's experts stored as MXFP4: two parts
+      expected.insert(p.name + kMxfp4BlocksSuffix);
+      expected.insert(p.name + kMxfp4ScalesSuffix);
+    } else {
+      expected.insert(p.name);
+    }
+  }
   std::int64_t max_layer = -1;
   std::vector<std::string> unexpected;
   const std::string layer_prefix = "model.layers.";
@@ -190,6 +198,13 @@ ModuleTree ModuleTree::from_checkpoint(const ModelConfig& c, const Checkpoint& c
     if (p.tied_to) {  // Hugging Face ties these even when the file also stores lm_head
       p.dtype = ck.get(*p.tied_to).info->dtype;
       continue;
+    }
+    if (c.arch == Arch::kGptOss && p.shape.size() == 3 && p.name.ends_with("_proj")) {
+      if (const std::optional<Mxfp4Experts> m = gpt_oss_mxfp4_experts(ck, c, p.name)) {  // checked there
+        p.shape = {m->experts, m->rows, m->cols};  // as stored: outputs first, blocks along the inputs
+        p.dtype = DType::kMXFP4;
+        continue;
+      }
     }
     if (!ck.contains(p.name)) {
       throw InputError(ck.dir() + ": checkpoint lacks tensor '" + p.name + "' that config.json (" +
