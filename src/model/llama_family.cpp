@@ -139,7 +139,7 @@ LlamaFamilyModel::LlamaFamilyModel(const ModelConfig& config, const Checkpoint& 
     w.k = matrix(ck, p + ".self_attn.k_proj.weight");
     w.v = matrix(ck, p + ".self_attn.v_proj.weight");
     w.o = matrix(ck, p + ".self_attn.o_proj.weight");
-    if (config.arch == Arch::kGptOss) {
+    if (config.arch == Arch::kGptOss && !config.moe.split_experts) {
       load_gpt_oss_experts(ck, l, w);
     } else if (config.moe_layer(l)) {
       const MoeNames n = moe_names(config.arch);
@@ -149,6 +149,7 @@ LlamaFamilyModel::LlamaFamilyModel(const ModelConfig& config, const Checkpoint& 
         const std::string x = p + n.experts + std::to_string(e) + ".";
         w.experts[e] = {matrix(ck, x + n.gate + ".weight"), matrix(ck, x + n.up + ".weight"), matrix(ck, x + n.down + ".weight")};
       }
+      if (config.moe.biases) load_split_expert_biases(ck, l, w);
     } else {
       w.gate = matrix(ck, p + ".mlp.gate_proj.weight");
       w.up = matrix(ck, p + ".mlp.up_proj.weight");
@@ -273,6 +274,14 @@ void LlamaFamilyModel::load_gpt_oss_expert_biases(const Checkpoint& ck, int l, L
   vectors_.push_back(std::move(gate_bias));
   vectors_.push_back(std::move(up_bias));
   w.expert_down_bias = vector_f32(ck, p + "experts.down_proj_bias", vectors_);
+}
+
+void LlamaFamilyModel::load_split_expert_biases(const Checkpoint& ck, int l, LayerWeights& w) {
+  const std::string p = ModuleTree::layer_prefix(l) + ".mlp.";
+  w.router_bias = vector_f32(ck, p + "router.bias", vectors_);                     // (E)
+  w.expert_gate_bias = vector_f32(ck, p + "experts.gate_proj_bias", vectors_);     // (E, Ie)
+  w.expert_up_bias = vector_f32(ck, p + "experts.up_proj_bias", vectors_);         // (E, Ie)
+  w.expert_down_bias = vector_f32(ck, p + "experts.down_proj_bias", vectors_);     // (E, H)
 }
 
 std::vector<const WeightMatrix*> layer_matrices(const LayerWeights& w) {

@@ -107,6 +107,9 @@ class LlamaFamilyModel {
   void load_gpt_oss_dense_experts(const Checkpoint& ck, int l, LayerWeights& w);
   bool load_gpt_oss_mxfp4_experts(const Checkpoint& ck, int l, LayerWeights& w);
   void load_gpt_oss_expert_biases(const Checkpoint& ck, int l, LayerWeights& w);
+  // gpt-oss's router and expert biases as GGUF holds them (MoeConfig::split_experts), the
+  // experts' matrices being read as any mixture's, in place.
+  void load_split_expert_biases(const Checkpoint& ck, int l, LayerWeights& w);
   // x (n, H) += the layer's MLP of ws.xb (n, H): dense, or routed through the experts.
   void mlp(ComputeOps& ops, const LayerWeights& w, float* x, std::int64_t n, Workspace& ws) const;
 };
