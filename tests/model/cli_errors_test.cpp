@@ -229,7 +229,9 @@ TEST(CliErrors, GptOssConfigCrossChecked) {
   expect_bad_input("generate " + q + " --ids 1", "swiglu_limit is -1");
   testing::patch_config(dir.path(), Json{{"swiglu_limit", 7.0}});
   ASSERT_EQ(run_plexus("generate " + q + " --ids 1 --max-tokens 1").exit_code, 0);
-  expect_bad_input("generate " + q + " --ids 1 --tp 2", "tensor parallelism does not split gpt-oss");
+  // --tp and --ep split gpt-oss where its heads, kv heads, experts' width and expert count divide.
+  expect_bad_input("generate " + q + " --ids 1 --tp 3", "--tp 1, 2, 4 work");
+  expect_bad_input("generate " + q + " --ids 1 --ep 3", "its 4 experts a layer must divide evenly");
 }
 
 // A copy of a golden GGUF file with the f32 value of metadata key `key` set to `v` (the bytes
