@@ -241,7 +241,7 @@ def sliding_period(cfg):
     that gives the config's layer_types (default: even layers sliding, P = 2)."""
     n = cfg["num_hidden_layers"]
     types = cfg.get("layer_types") or ["sliding_attention" if l % 2 == 0 else "full_attention" for l in range(n)]
-    for period in [2, 0] + list(range(3, n + 1)):
+    for period in [2, 0, 1] + list(range(3, n + 1)):
         if all((t == "sliding_attention") == (period == 0 or l % period < period - 1) for l, t in enumerate(types)):
             return period
     raise InputError(f"layer_types {types} follow no period; llama.cpp's gpt-oss reads a period only")

@@ -159,7 +159,7 @@ void add_gpt_oss_keys(GgufWriter& w, const ModelConfig& c, const std::string& mo
   };
   if (period_gives(2)) return;
   for (std::int64_t p = 0; p <= c.num_layers; ++p) {
-    if (p == 1 || !period_gives(p)) continue;
+    if (!period_gives(p)) continue;
     w.add("gpt-oss.attention.sliding_window_pattern", gguf_u32(static_cast<std::uint32_t>(p)));
     return;
   }

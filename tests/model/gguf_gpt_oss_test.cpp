@@ -290,12 +290,43 @@ TEST(GgufLegacyMixtral, PerExpertTensorsRunAsTheStackedLayout) {
     {
       const GgufFile f(legacy);
       EXPECT_EQ(f.find_tensor("blk.0.ffn_gate_exps.weight"), nullptr);
-      ASSERT_NE(f.find_tensor("blk.0.ffn_down.7.weight"), nullptr);
+      ASSERT_NE(f.find_tensor("blk.0.ffn_down.3.weight"), nullptr);
     }
     const std::vector<double> want = nll(stacked);
     ASSERT_FALSE(want.empty());
     EXPECT_EQ(nll(legacy), want) << type;
   }
+}
+
+// YaRN in any architecture's file: type, factor, original context, betas, and an attention factor
+// other than 0.1·ln(factor) + 1 as llama.cpp's attn_factor (divided by that); read back to the
+// same rope (the factor through an f32 key: within 1e-5 per token).
+TEST(GgufYarn, RopeScalingTravelsAsLlamaCppsKeys) {
+  const TempDir dir("gguf-yarn");
+  const std::string src = make(dir, Arch::kQwen3, 0.08);
+  testing::patch_config(src, Json{{"rope_scaling", Json{{"rope_type", "yarn"}, {"factor", 4.0}, {"beta_fast", 16.0},
+                                                           {"original_max_position_embeddings", 8}, {"attention_factor", 1.3}}}});
+  const std::string file = dir / "yarn.gguf";
+  const ProcessResult r = quantize(src, file, "f32");
+  EXPECT_NE(r.err.find("llama.cpp ignores the rope.scaling.yarn_beta_* keys"), std::string::npos) << r.err;
+  const GgufFile f(file);
+  EXPECT_EQ(f.require_string("qwen3.rope.scaling.type"), "yarn");
+  EXPECT_EQ(f.require_int("qwen3.rope.scaling.original_context_length"), 8);
+  EXPECT_NEAR(*f.get_float("qwen3.rope.scaling.attn_factor"), 1.3 / (0.1 * std::log(4.0) + 1), 1e-7);
+  const ModelConfig c = load_model_config(src), g = load_model_config(file);
+  EXPECT_EQ(g.rope_scaling, RopeScaling::kYarn);
+  EXPECT_EQ(g.rope_factor, 4.0);
+  EXPECT_EQ(g.rope_beta_fast, 16.0);
+  EXPECT_EQ(g.rope_beta_slow, 1.0);
+  EXPECT_TRUE(g.rope_truncate);
+  EXPECT_NEAR(g.rope_attention_factor, c.rope_attention_factor, 1e-6);
+  const std::vector<double> want = nll(src), got = nll(file);
+  ASSERT_EQ(got.size(), want.size());
+  for (std::size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5) << "token " << i;
+  testing::patch_config(src, Json{{"rope_scaling", Json{{"rope_type", "yarn"}, {"factor", 4.0}, {"truncate", false}}}});
+  const ProcessResult refused = run_plexus("quantize " + shell_quote(src) + " " + shell_quote(dir / "t.gguf") + " --type f32");
+  EXPECT_EQ(refused.exit_code, 2) << refused.err;
+  EXPECT_NE(refused.err.find("rope_scaling.truncate false cannot be written to GGUF"), std::string::npos) << refused.err;
 }
 
 // A gpt-oss file whose tensors disagree with its metadata exits 2 naming the tensor, its ne, what
