@@ -83,6 +83,11 @@ ModelConfig shard_config(const ModelConfig& c, int size, bool whole_experts) {
     throw InputError("--ep " + std::to_string(size) + ": this model (" + std::string(arch_name(c.arch)) +
                      ") has no experts to spread over the ranks; --tp " + std::to_string(size) + " splits a dense model");
   }
+  if (c.arch == Arch::kGptOss && c.moe.split_experts && size > 1) {
+    throw InputError(std::string(whole_experts ? "--ep " : "--tp ") + std::to_string(size) +
+                     ": gpt-oss read from GGUF (its experts one by one, their biases split) does not split over ranks yet; "
+                     "run the Hugging Face checkpoint, which does, or this file on one device");
+  }
   if (!splits(c, size, whole_experts)) {
     std::string works;
     for (int n : working_tp_sizes(c, whole_experts)) works += (works.empty() ? "" : ", ") + std::to_string(n);

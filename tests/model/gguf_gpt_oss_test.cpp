@@ -367,6 +367,12 @@ TEST(GgufGptOssBadInput, TensorsThatDisagreeWithTheMetadataExitTwoNamingThem) {
   expect_exit2(dir / "bias.gguf", "tensor 'blk.1.ffn_down_exps.bias' has ne [" + std::to_string(c.hidden_size - 1) + ", " + E +
                                       "] but the metadata gives [" + H + ", " + E + "] (gpt-oss.embedding_length " + H +
                                       ", gpt-oss.expert_count " + E + ")");
+  // Splitting a GGUF gpt-oss over ranks is not built: refused, never a wrong split.
+  for (const char* flag : {"--tp 2", "--ep 2"}) {
+    const ProcessResult r = run_plexus("perplexity " + shell_quote(good) + " --ids 1,2,3 " + flag);
+    EXPECT_EQ(r.exit_code, 2) << flag << "\n" << r.err;
+    EXPECT_NE(r.err.find("gpt-oss read from GGUF"), std::string::npos) << flag << ": " << r.err;
+  }
 }
 
 }  // namespace
