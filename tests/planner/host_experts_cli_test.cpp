@@ -90,15 +90,16 @@ TEST(HostExpertsCli, StagesAndFastestRunWithTheExpertsTheyKeepOnTheHost) {
   write_random_model(dir.path(), o);
   const std::string model = shell_quote(dir.path());
   auto plan = [&](const std::string& extra) {
-    const testing::ProcessResult r = plexus_with(cache, "plan " + model + " --context 64 --threads 16 --json " + extra);
+    const testing::ProcessResult r = plexus_with(cache, "plan " + model + " --context 64 --threads 16 --batch-tokens 5 --json " + extra);
     EXPECT_EQ(r.exit_code, 0) << extra << "\n" << r.err;
     return r.exit_code == 0 ? Json::parse(r.out) : Json();
   };
   const std::int64_t whole = plan("--virtual-devices 1")["devices"][0]["total_bytes"].get<std::int64_t>();
   const std::int64_t without = plan("--virtual-devices 1 --cpu-moe")["devices"][0]["total_bytes"].get<std::int64_t>();
   ASSERT_LT(without, whole);
-  const std::string budgets = " --context 64 --threads 16 --max-memory 0=" + std::to_string((whole + without) / 2) + ",cpu=1GiB";
-  const Json chosen = plan(budgets);
+  const std::string memory = " --max-memory 0=" + std::to_string((whole + without) / 2) + ",cpu=1GiB";
+  const std::string budgets = " --context 64 --threads 16" + memory;
+  const Json chosen = plan(memory);
   ASSERT_FALSE(chosen["experts_on_cpu"].empty()) << chosen.dump(1);
   const std::string ppl = "perplexity " + model + " --ids 3,14,15,92,65,35,89,79,32,38,46,26 --batch-tokens 5 --json";
   const testing::ProcessResult one = plexus_with(cache, ppl);
