@@ -160,7 +160,7 @@ std::int64_t experts_held(const Checkpoint& ck, const ModelConfig& c) {
 void check_no_unexpected_tensors(const ModuleTree& t, const ModelConfig& c, const Checkpoint& ck) {
   std::set<std::string> expected;
   for (const ParamInfo& p : t.params()) {
-    if (c.arch == Arch::kGptOss && p.dtype == DType::kMXFP4) {  // gpt-oss's experts stored as MXFP4: two parts
+    if (c.arch == Arch::kGptOss && !c.moe.split_experts && p.dtype == DType::kMXFP4) {  // HF's MXFP4 experts: two parts
       expected.insert(p.name + kMxfp4BlocksSuffix);
       expected.insert(p.name + kMxfp4ScalesSuffix);
     } else {
