@@ -47,7 +47,7 @@ class Durability : public ::testing::Test {
     const auto r = run_plexus("make-model " + shell_quote(model_) + " --preset tiny --seed 4 --tokenizer " +
                               shell_quote(std::string(PLEXUS_GOLDEN_DIR) + "/tokenizers/mistral"));
     ASSERT_EQ(r.exit_code, 0) << r.err;
-    // How long plexus takes to start (loading its libraries, cuBLAS's among them) before any
+    // How long plexus takes to start (loading its libraries; slow on a loaded machine) before any
     // command can install its handlers: a signal then kills it as any program. The delays below
     // count from the end of it, so they land in the work the tests are about. The longest of three.
     for (int i = 0; i < 3; ++i) {
