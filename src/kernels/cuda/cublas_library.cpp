@@ -7,13 +7,13 @@
 // ...), so call sites stay plain cuBLAS calls, and the compiler checks each signature against
 // the header. A call that needs a function not listed here fails to link: add it below.
 #include <cublas_v2.h>
-#include <dlfcn.h>
 
 #include <cstdlib>
 #include <string>
 #include <vector>
 
 #include "core/error.h"
+#include "core/shared_library.h"
 
 namespace plexus::cuda {
 namespace {
@@ -33,12 +33,6 @@ struct Cublas {
   decltype(&cublasGetStatusString) status_string = nullptr;
 };
 
-template <class F>
-void resolve(void* handle, const char* name, F& out, std::string& missing) {
-  out = reinterpret_cast<F>(dlsym(handle, name));
-  if (out == nullptr) missing += (missing.empty() ? "" : ", ") + std::string(name);
-}
-
 // The process's cuBLAS, loaded once ($PLEXUS_CUBLAS_LIBRARY, else libcublas.so.MAJOR from the
 // loader's path, else from the toolkit plexus was built with). RuntimeError when it cannot be.
 const Cublas& cublas() {
@@ -50,32 +44,23 @@ const Cublas& cublas() {
 #ifdef PLEXUS_CUDA_LIBRARY_DIR
     candidates.push_back(std::string(PLEXUS_CUDA_LIBRARY_DIR) + "/" + soname);
 #endif
-    void* handle = nullptr;
     std::string path, why;
-    for (const std::string& c : candidates) {
-      handle = dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL);  // never closed: handles live to the exit
-      if (handle != nullptr) {
-        path = c;
-        break;
-      }
-      const char* err = dlerror();
-      why += (why.empty() ? "" : "; ") + (err != nullptr ? std::string(err) : c + ": cannot be loaded");
-    }
+    void* handle = open_first_library(candidates, &path, &why);
     if (handle == nullptr) {
       throw RuntimeError("cuBLAS cannot be loaded (" + why + "): install the CUDA toolkit's cuBLAS " +
                          std::to_string(CUBLAS_VER_MAJOR) + " or set PLEXUS_CUBLAS_LIBRARY to its " + soname);
     }
     Cublas b;
     std::string missing;
-    resolve(handle, "cublasCreate_v2", b.create, missing);
-    resolve(handle, "cublasDestroy_v2", b.destroy, missing);
-    resolve(handle, "cublasSetStream_v2", b.set_stream, missing);
-    resolve(handle, "cublasSetWorkspace_v2", b.set_workspace, missing);
-    resolve(handle, "cublasSetMathMode", b.set_math_mode, missing);
-    resolve(handle, "cublasSgemm_v2", b.sgemm, missing);
-    resolve(handle, "cublasGemmEx", b.gemm_ex, missing);
-    resolve(handle, "cublasGetStatusName", b.status_name, missing);
-    resolve(handle, "cublasGetStatusString", b.status_string, missing);
+    resolve_symbol(handle, "cublasCreate_v2", b.create, &missing);
+    resolve_symbol(handle, "cublasDestroy_v2", b.destroy, &missing);
+    resolve_symbol(handle, "cublasSetStream_v2", b.set_stream, &missing);
+    resolve_symbol(handle, "cublasSetWorkspace_v2", b.set_workspace, &missing);
+    resolve_symbol(handle, "cublasSetMathMode", b.set_math_mode, &missing);
+    resolve_symbol(handle, "cublasSgemm_v2", b.sgemm, &missing);
+    resolve_symbol(handle, "cublasGemmEx", b.gemm_ex, &missing);
+    resolve_symbol(handle, "cublasGetStatusName", b.status_name, &missing);
+    resolve_symbol(handle, "cublasGetStatusString", b.status_string, &missing);
     if (!missing.empty()) throw RuntimeError(path + " lacks " + missing + ": a cuBLAS older than plexus was built for?");
     return b;
   }();
