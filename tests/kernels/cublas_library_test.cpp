@@ -12,7 +12,7 @@ namespace {
 
 // The dynamic loader lists what it loads before main() (what ldd prints) and exits.
 TEST(CublasLibrary, PlexusStartsWithoutLoadingCublas) {
-  const testing::ProcessResult r = testing::run_command(std::string("LD_TRACE_LOADED_OBJECTS=1 ") + PLEXUS_BINARY);
+  const testing::ProcessResult r = testing::run_command("env LD_TRACE_LOADED_OBJECTS=1 " + testing::shell_quote(PLEXUS_BINARY));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("libc.so"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("libcublas"), std::string::npos) << r.out;
