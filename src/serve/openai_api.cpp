@@ -152,6 +152,18 @@ PreparedRequest OpenAiApi::prepare(ApiRequest api) const {
   p.created = unix_time_now();
   ServeRequest& s = p.serve;
   if (api.chat) {
+    // tool_choice "none": the tools are not shown to the model; otherwise its answer is parsed for calls.
+    if (api.tool_choice.kind == ToolChoice::Kind::kNone) {
+      api.chat_input.tools = nullptr;
+    } else {
+      if (api.tool_choice.kind != ToolChoice::Kind::kAuto && model_.tool_format == ToolCallFormat::kNone) {
+        throw invalid_request("'tool_choice' " + std::string(api.tool_choice.kind == ToolChoice::Kind::kRequired ? "\"required\"" : "naming a function") +
+                                  " needs the model's tool-call format, and this model's chat template names none: start the "
+                                  "server with --tool-call-parser llama3_json, hermes or mistral",
+                              "tool_choice");
+      }
+      p.tool_format = model_.tool_format;
+    }
     check_message_count(api.chat_input);
     s.prompt = model_.tokenizer->encode(render_chat(api.chat_input), /*add_special_tokens=*/false);
     if (s.prompt.empty()) throw invalid_request("the chat template rendered an empty prompt", "messages");
@@ -248,7 +260,20 @@ Json OpenAiApi::complete(const PreparedRequest& request, RequestStream& stream) 
   std::vector<ChoiceResult> results;
   for (std::size_t i = 0; i < choices.size(); ++i) {
     Choice& c = choices[i];
-    results.push_back({out[i], c.finish_reason(), c.logprobs ? c.logprobs->take() : Json(nullptr)});
+    ChoiceResult r{out[i], c.finish_reason(), c.logprobs ? c.logprobs->take() : Json(nullptr), nullptr};
+    if (request.tool_format != ToolCallFormat::kNone) {
+      // The generated part (after an echoed prefix) is what may hold calls.
+      ParsedOutput parsed = parse_tool_calls(request.tool_format, std::string_view(out[i]).substr(request.echo.size()));
+      if (!parsed.calls.empty()) {
+        r.text = request.echo + parsed.content;
+        r.tool_calls = Json::array();
+        for (const ToolCall& call : parsed.calls) {
+          r.tool_calls.push_back(tool_call_json(new_tool_call_id(request.tool_format == ToolCallFormat::kMistral), call.name, call.arguments));
+        }
+        r.finish_reason = "tool_calls";
+      }
+    }
+    results.push_back(std::move(r));
   }
   return completion_response(h, results, usage_json(prompt_tokens, t.completion_tokens, t.time_s, t.energy_j));
 }
@@ -265,8 +290,29 @@ bool OpenAiApi::stream(const PreparedRequest& request, RequestStream& stream,
       return false;
     }
   }
+  // With tools: each choice's text goes through its ToolCallStream; calls go out as tool_calls deltas.
+  std::vector<ToolCallStream> tool_streams(request.tool_format == ToolCallFormat::kNone ? 0 : choices.size(),
+                                           ToolCallStream(request.tool_format));
+  std::vector<int> calls_sent(choices.size(), 0);
+  auto send = [&](int i, const ParsedOutput& o) {
+    if (!o.content.empty() &&
+        !write(sse_event(completion_chunk(h, o.content, "", choices[static_cast<std::size_t>(i)].take_logprobs(), false, i)))) {
+      return false;
+    }
+    if (o.calls.empty()) return true;
+    Json calls = Json::array();
+    for (const ToolCall& call : o.calls) {
+      calls.push_back(tool_call_json(new_tool_call_id(request.tool_format == ToolCallFormat::kMistral), call.name,
+                                     call.arguments, calls_sent[static_cast<std::size_t>(i)]++));
+    }
+    return write(sse_event(tool_calls_chunk(h, calls, i)));
+  };
   bool written = true, failed = false;
   const bool finished = drive(stream, choices, [&](int i, const std::string& d) {
+    if (!tool_streams.empty()) {
+      written = send(i, tool_streams[static_cast<std::size_t>(i)].feed(d));
+      return written;
+    }
     written = write(sse_event(completion_chunk(h, d, "", choices[static_cast<std::size_t>(i)].take_logprobs(), false, i)));
     return written;
   }, [&](int i) {
@@ -277,7 +323,9 @@ bool OpenAiApi::stream(const PreparedRequest& request, RequestStream& stream,
       written = write(sse_event(error_json(e))) && write(kSseDone);
       return false;
     }
-    written = write(sse_event(completion_chunk(h, "", c.finish_reason(), c.take_logprobs(), false, i)));
+    if (!tool_streams.empty() && !send(i, tool_streams[static_cast<std::size_t>(i)].finish())) return written = false;
+    const bool called = !tool_streams.empty() && calls_sent[static_cast<std::size_t>(i)] > 0;
+    written = write(sse_event(completion_chunk(h, "", called ? "tool_calls" : c.finish_reason(), c.take_logprobs(), false, i)));
     return written;
   }, alive);
   if (failed) return written;

@@ -14,6 +14,7 @@
 #include "serve/metrics.h"
 #include "serve/openai_request.h"
 #include "serve/scheduler.h"
+#include "serve/tool_calls.h"
 #include "tokenizer/tokenizer.h"
 
 namespace plexus {
@@ -27,6 +28,9 @@ struct ServedModel {
   const Tokenizer* tokenizer = nullptr;        // required
   const ChatTemplate* chat_template = nullptr;  // null: the model has none (chat requests → 400)
   std::vector<std::int64_t> eos_ids;            // end-of-sequence ids
+  // How the model writes tool calls (--tool-call-parser; by default what the template asks for):
+  // kNone leaves a chat answer's text unparsed.
+  ToolCallFormat tool_format = ToolCallFormat::kNone;
   // The scheduler's submit (tests: a fake). Throws InputError, QueueFull, ShuttingDown.
   std::function<std::shared_ptr<RequestStream>(ServeRequest)> submit;
 };
@@ -36,6 +40,8 @@ struct PreparedRequest {
   ApiRequest api;
   ServeRequest serve;
   std::string echo;  // with "echo": the text every choice starts with (the prompt; chat: the last assistant message)
+  // A chat request with tools the model may call: its answers are parsed for calls in this format.
+  ToolCallFormat tool_format = ToolCallFormat::kNone;
   std::string id;
   std::int64_t created = 0;
 };

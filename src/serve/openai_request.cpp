@@ -266,11 +266,60 @@ ChatInput chat_input(const Json& body) {
   join_text_parts(in.messages);
   if (const Json* t = field(body, "tools")) {
     if (!t->is_array()) throw invalid_request("'tools' must be a list, got " + shown(*t), "tools");
+    for (std::size_t i = 0; i < t->size(); ++i) {
+      const Json& tool = (*t)[i];
+      const std::string where = "'tools[" + std::to_string(i) + "]'";
+      if (!tool.is_object() || tool.value("type", "") != "function" || !tool.contains("function") || !tool["function"].is_object()) {
+        throw invalid_request(where + " must be {\"type\": \"function\", \"function\": {\"name\", \"parameters\"}}, got " + shown(tool),
+                              "tools");
+      }
+      const Json& f = tool["function"];
+      if (!f.contains("name") || !f["name"].is_string() || f["name"].get<std::string>().empty()) {
+        throw invalid_request(where + ".function.name must be a non-empty string", "tools");
+      }
+      if (f.contains("parameters") && !f["parameters"].is_object()) {
+        throw invalid_request(where + ".function.parameters must be a JSON Schema object, got " + shown(f["parameters"]), "tools");
+      }
+    }
     in.tools = *t;
   }
   in.add_generation_prompt = boolean(body, "add_generation_prompt").value_or(true);
   in.kwargs = object_field(body, "chat_template_kwargs");
   return in;
+}
+
+// "tool_choice": "none", "auto", "required" or {"type": "function", "function": {"name"}} naming
+// one of `tools` (null when none were given).
+ToolChoice tool_choice(const Json& body, const nlohmann::ordered_json& tools) {
+  ToolChoice c;
+  const bool any = tools.is_array() && !tools.empty();
+  c.kind = any ? ToolChoice::Kind::kAuto : ToolChoice::Kind::kNone;
+  const Json* v = field(body, "tool_choice");
+  if (!v) return c;
+  const std::string allowed = "\"none\", \"auto\", \"required\" or {\"type\": \"function\", \"function\": {\"name\": ...}}";
+  if (v->is_string()) {
+    const std::string k = v->get<std::string>();
+    if (k == "none") c.kind = ToolChoice::Kind::kNone;
+    else if (k == "auto") c.kind = ToolChoice::Kind::kAuto;
+    else if (k == "required") c.kind = ToolChoice::Kind::kRequired;
+    else throw invalid_request("'tool_choice' must be " + allowed + ", got " + shown(*v), "tool_choice");
+  } else if (v->is_object() && v->value("type", "") == "function" && v->contains("function") && (*v)["function"].is_object() &&
+             (*v)["function"].contains("name") && (*v)["function"]["name"].is_string()) {
+    c.kind = ToolChoice::Kind::kFunction;
+    c.function = (*v)["function"]["name"].get<std::string>();
+  } else {
+    throw invalid_request("'tool_choice' must be " + allowed + ", got " + shown(*v), "tool_choice");
+  }
+  if (c.kind == ToolChoice::Kind::kNone) return c;
+  if (!any) {
+    throw invalid_request("'tool_choice' " + shown(*v) + " needs 'tools': give the functions the model may call", "tool_choice");
+  }
+  if (c.kind == ToolChoice::Kind::kFunction) {
+    bool found = false;
+    for (const auto& t : tools) found = found || t["function"]["name"].get<std::string>() == c.function;
+    if (!found) throw invalid_request("'tool_choice' names the function '" + c.function + "', which is not among 'tools'", "tool_choice");
+  }
+  return c;
 }
 
 }  // namespace
@@ -347,6 +396,7 @@ ApiRequest parse_chat_request(const Json& body) {
   r.chat = true;
   parse_common(body, r);
   r.chat_input = chat_input(body);
+  r.tool_choice = tool_choice(body, r.chat_input.tools);
   r.max_tokens = max_tokens(body, "max_completion_tokens");
   if (!r.max_tokens) r.max_tokens = max_tokens(body, "max_tokens");
   if (boolean(body, "logprobs").value_or(false)) {

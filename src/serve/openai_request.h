@@ -19,6 +19,13 @@ inline constexpr int kMaxCompletionLogprobs = 5;   // completions' "logprobs" (O
 inline constexpr int kMaxChatTopLogprobs = 20;     // chat's "top_logprobs"
 inline constexpr int kMaxChoices = 16;             // "n" (and no more than the server's --max-sequences)
 
+// "tool_choice": whether the answer may, must, or must not call the request's tools.
+struct ToolChoice {
+  enum class Kind { kNone, kAuto, kRequired, kFunction };
+  Kind kind = Kind::kNone;  // the default: kAuto with tools, kNone without
+  std::string function;     // kFunction: the function's name (one of the tools)
+};
+
 struct ApiRequest {
   bool chat = false;
   std::string model;  // "" when not given
@@ -27,6 +34,7 @@ struct ApiRequest {
   std::vector<std::int32_t> prompt_ids;
   // /v1/chat/completions: messages, tools and template variables (chat_template_kwargs).
   ChatInput chat_input;
+  ToolChoice tool_choice;
   std::optional<std::int64_t> max_tokens;  // nullopt: completions 16, chat the rest of the context
   // temperature, top_p, top_k, min_p, seed, presence/frequency/repetition penalties, logit_bias
   // (token ids checked against the vocabulary by OpenAiApi::prepare).

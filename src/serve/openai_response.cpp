@@ -93,7 +93,9 @@ Json completion_response(const ResponseHeader& h, const std::vector<ChoiceResult
     const ChoiceResult& c = choices[i];
     Json choice = {{"index", i}};
     if (h.chat) {
-      choice["message"] = {{"role", "assistant"}, {"content", c.text}};
+      const bool calls = c.tool_calls.is_array() && !c.tool_calls.empty();
+      choice["message"] = {{"role", "assistant"}, {"content", calls && c.text.empty() ? Json(nullptr) : Json(c.text)}};
+      if (calls) choice["message"]["tool_calls"] = c.tool_calls;
     } else {
       choice["text"] = c.text;
     }
@@ -120,6 +122,30 @@ Json completion_chunk(const ResponseHeader& h, const std::string& text, const st
   choice["logprobs"] = logprobs;
   choice["finish_reason"] = reason(finish_reason);
   j["choices"] = Json::array({choice});
+  return j;
+}
+
+std::string new_tool_call_id(bool mistral) {
+  static constexpr char kAlnum[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  std::uniform_int_distribution<int> pick(0, static_cast<int>(sizeof(kAlnum)) - 2);
+  std::string id = mistral ? "" : "call_";
+  for (int i = 0; i < (mistral ? 9 : 24); ++i) id += kAlnum[pick(rng)];
+  return id;
+}
+
+Json tool_call_json(const std::string& id, const std::string& name, const std::string& arguments, int index) {
+  Json j = Json::object();
+  if (index >= 0) j["index"] = index;
+  j["id"] = id;
+  j["type"] = "function";
+  j["function"] = {{"name", name}, {"arguments", arguments}};
+  return j;
+}
+
+Json tool_calls_chunk(const ResponseHeader& h, const Json& tool_calls, int index) {
+  Json j = header_json(h, "chat.completion.chunk");
+  j["choices"] = Json::array({Json{{"index", index}, {"delta", {{"tool_calls", tool_calls}}}, {"logprobs", nullptr}, {"finish_reason", nullptr}}});
   return j;
 }
 

@@ -59,12 +59,22 @@ class LogprobsBuilder {
 // One choice of a whole response.
 struct ChoiceResult {
   std::string text, finish_reason;
-  Json logprobs;  // null: not asked for
+  Json logprobs;    // null: not asked for
+  Json tool_calls;  // null, or chat's [{"id", "type": "function", "function": {"name", "arguments"}}]
 };
 
+// "call_" and 24 random letters and digits; for Mistral's format 9 of them alone (its templates
+// accept no other ids when the call comes back in the conversation).
+std::string new_tool_call_id(bool mistral);
+// {"id", "type": "function", "function": {"name", "arguments"}}; with `index` (a stream's delta) also "index".
+Json tool_call_json(const std::string& id, const std::string& name, const std::string& arguments, int index = -1);
+// A chat chunk of choice `index` whose delta carries `tool_calls` (each with its "index").
+Json tool_calls_chunk(const ResponseHeader& h, const Json& tool_calls, int index);
+
 // A whole response: object "text_completion" (choices {index, text, logprobs, finish_reason}) or
-// "chat.completion" ({index, message {role, content}, logprobs, finish_reason}), one per choice,
-// index their place in `choices`.
+// "chat.completion" ({index, message {role, content[, tool_calls]}, logprobs, finish_reason}; a
+// message with tool calls and no text has content null), one per choice, index their place in
+// `choices`.
 Json completion_response(const ResponseHeader& h, const std::vector<ChoiceResult>& choices, const Json& usage);
 // A chunk of choice `index`: completions {index, text, logprobs, finish_reason}; chat {index,
 // delta, logprobs, finish_reason}. `finish_reason` "" → null. `role`: the first chat chunk's delta

@@ -184,7 +184,7 @@ ToolCallFormat tool_call_format_named(std::string_view name) {
   for (ToolCallFormat f : {ToolCallFormat::kNone, ToolCallFormat::kLlama3Json, ToolCallFormat::kHermes, ToolCallFormat::kMistral}) {
     if (name == format_name(f)) return f;
   }
-  throw InputError("unknown tool-call format '" + std::string(name) + "': use llama3_json, hermes, mistral or none");
+  throw InputError("--tool-call-parser: unknown tool-call format '" + std::string(name) + "': use llama3_json, hermes, mistral, none or auto");
 }
 
 ParsedOutput parse_tool_calls(ToolCallFormat f, std::string_view out) {

@@ -310,7 +310,7 @@ TEST(CompletionText, NeverHandsOutPartOfAUtf8Character) {
 TEST(Responses, CompletionAndChatShapes) {
   const ResponseHeader h{"cmpl-1", 100, "m", false};
   const Json usage = usage_json(3, 2, 0.25, 1.5);
-  Json j = completion_response(h, {{"hi", "length", nullptr}}, usage);
+  Json j = completion_response(h, {{"hi", "length", nullptr, nullptr}}, usage);
   EXPECT_EQ(j["object"], "text_completion");
   EXPECT_EQ(j["id"], "cmpl-1");
   EXPECT_EQ(j["created"], 100);
@@ -324,7 +324,7 @@ TEST(Responses, CompletionAndChatShapes) {
   EXPECT_EQ(j["usage"]["time_s"], 0.25);
   EXPECT_TRUE(usage_json(1, 1, 0, std::nullopt)["energy_j"].is_null());
   const ResponseHeader c{"chatcmpl-1", 100, "m", true};
-  j = completion_response(c, {{"yo", "stop", nullptr}}, usage);
+  j = completion_response(c, {{"yo", "stop", nullptr, nullptr}}, usage);
   EXPECT_EQ(j["object"], "chat.completion");
   EXPECT_EQ(j["choices"][0]["message"], (Json{{"role", "assistant"}, {"content", "yo"}}));
 }
@@ -589,6 +589,131 @@ TEST_F(ApiFixture, TokenizeDetokenizeRoundTrip) {
   EXPECT_EQ(error_of([&] { api.tokenize("{}"); }).status(), 400);
   EXPECT_EQ(api.models()["data"][0]["id"], "tiny");
   EXPECT_EQ(api.models()["data"][0]["owned_by"], "plexus");
+}
+
+TEST(ParseChat, ToolChoiceDefaultsAndBadValues) {
+  const std::string tools = R"("tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}])";
+  const std::string msgs = R"("messages": [{"role": "user", "content": "hi"}])";
+  auto parse = [&](const std::string& extra) { return parse_chat_request(Json::parse("{" + msgs + extra + "}")); };
+  EXPECT_EQ(parse("").tool_choice.kind, ToolChoice::Kind::kNone);
+  EXPECT_EQ(parse(", " + tools).tool_choice.kind, ToolChoice::Kind::kAuto);
+  EXPECT_EQ(parse(", " + tools + R"(, "tool_choice": "required")").tool_choice.kind, ToolChoice::Kind::kRequired);
+  EXPECT_EQ(parse(", " + tools + R"(, "tool_choice": "none")").tool_choice.kind, ToolChoice::Kind::kNone);
+  const ApiRequest named = parse(", " + tools + R"(, "tool_choice": {"type": "function", "function": {"name": "f"}})");
+  EXPECT_EQ(named.tool_choice.kind, ToolChoice::Kind::kFunction);
+  EXPECT_EQ(named.tool_choice.function, "f");
+  EXPECT_EQ(parse(R"(, "tools": [], "tool_choice": "none")").tool_choice.kind, ToolChoice::Kind::kNone);
+  const std::pair<std::string, std::string> bad[] = {
+      {", " + tools + R"(, "tool_choice": "sometimes")", "tool_choice"},
+      {", " + tools + R"(, "tool_choice": {"type": "function", "function": {"name": "g"}})", "tool_choice"},
+      {R"(, "tool_choice": "required")", "tool_choice"},
+      {R"(, "tools": [{"type": "function", "function": {"parameters": {}}}])", "tools"},
+      {R"(, "tools": [{"type": "retrieval"}])", "tools"},
+      {R"(, "tools": [{"type": "function", "function": {"name": "f", "parameters": [1]}}])", "tools"},
+  };
+  for (const auto& [extra, param] : bad) {
+    const ApiError e = error_of([&] { parse(extra); });
+    EXPECT_EQ(e.status(), 400) << extra;
+    EXPECT_EQ(e.param(), param) << extra << ": " << e.what();
+  }
+}
+
+// The API with Qwen3's tokenizer and chat template (the Hermes tool-call format).
+struct ToolApiFixture : ::testing::Test {
+  std::unique_ptr<Tokenizer> tok = Tokenizer::load(std::string(PLEXUS_GOLDEN_DIR) + "/tokenizers/qwen3");
+  std::optional<ChatTemplate> tmpl = ChatTemplate::from_model(std::string(PLEXUS_GOLDEN_DIR) + "/tokenizers/qwen3");
+  ServedModel model;
+  std::shared_ptr<testing::FakeStream> stream;
+  ServeRequest submitted;
+  const std::string body = R"({"messages": [{"role": "user", "content": "Weather in Paris?"}],
+      "tools": [{"type": "function", "function": {"name": "get_weather", "description": "Weather for a city",
+                 "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]})";
+  const std::string answer =
+      "I'll check.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>";
+  void SetUp() override {
+    ASSERT_TRUE(tmpl.has_value());
+    model.name = "qwen";
+    model.max_model_len = 4096;
+    model.vocab_size = tok->vocab_size();
+    model.tokenizer = tok.get();
+    model.chat_template = &*tmpl;
+    model.tool_format = tool_call_format(tmpl->source());
+    model.submit = [this](ServeRequest r) -> std::shared_ptr<RequestStream> {
+      submitted = r;
+      return stream;
+    };
+    stream = std::make_shared<testing::FakeStream>(tok->encode(answer, false), FinishReason::kStop);
+  }
+  std::string with(const std::string& extra) const { return body.substr(0, body.size() - 1) + extra + "}"; }
+};
+
+TEST_F(ToolApiFixture, CallsInTheAnswerBecomeToolCalls) {
+  OpenAiApi api(model, nullptr);
+  ASSERT_EQ(model.tool_format, ToolCallFormat::kHermes);
+  const PreparedRequest p = api.prepare(body + "", true);
+  EXPECT_EQ(p.tool_format, ToolCallFormat::kHermes);
+  EXPECT_NE(tok->decode(p.serve.prompt).find("get_weather"), std::string::npos);  // the template shows the tools
+  const Json j = api.complete(p, *api.submit(p));
+  const Json& m = j["choices"][0]["message"];
+  EXPECT_EQ(m["content"], "I'll check.\n");
+  ASSERT_EQ(m["tool_calls"].size(), 1u) << j.dump();
+  EXPECT_EQ(m["tool_calls"][0]["type"], "function");
+  EXPECT_EQ(m["tool_calls"][0]["id"].get<std::string>().rfind("call_", 0), 0u);
+  EXPECT_EQ(m["tool_calls"][0]["function"]["name"], "get_weather");
+  EXPECT_EQ(Json::parse(m["tool_calls"][0]["function"]["arguments"].get<std::string>()), Json::parse(R"({"city": "Paris"})"));
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "tool_calls");
+}
+
+TEST_F(ToolApiFixture, StreamedCallsComeAsToolCallDeltas) {
+  OpenAiApi api(model, nullptr);
+  const PreparedRequest p = api.prepare(with(R"(, "stream": true)"), true);
+  std::vector<std::string> events;
+  ASSERT_TRUE(api.stream(p, *api.submit(p), [&](const std::string& s) {
+    events.push_back(s);
+    return true;
+  }));
+  std::string content;
+  Json calls = Json::array();
+  std::string finish;
+  for (const std::string& e : events) {
+    if (e == kSseDone) continue;
+    const Json j = Json::parse(e.substr(6));
+    const Json& c = j["choices"][0];
+    if (c["delta"].contains("content")) content += c["delta"]["content"].get<std::string>();
+    if (c["delta"].contains("tool_calls")) {
+      for (const Json& t : c["delta"]["tool_calls"]) calls.push_back(t);
+    }
+    if (!c["finish_reason"].is_null()) finish = c["finish_reason"].get<std::string>();
+  }
+  EXPECT_EQ(content, "I'll check.\n");
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0]["index"], 0);
+  EXPECT_EQ(calls[0]["function"]["name"], "get_weather");
+  EXPECT_EQ(Json::parse(calls[0]["function"]["arguments"].get<std::string>()), Json::parse(R"({"city": "Paris"})"));
+  EXPECT_EQ(finish, "tool_calls");
+}
+
+TEST_F(ToolApiFixture, ToolChoiceNoneHidesTheToolsAndParsesNothing) {
+  OpenAiApi api(model, nullptr);
+  const PreparedRequest p = api.prepare(with(R"(, "tool_choice": "none")"), true);
+  EXPECT_EQ(p.tool_format, ToolCallFormat::kNone);
+  EXPECT_EQ(tok->decode(p.serve.prompt).find("get_weather"), std::string::npos);
+  const Json j = api.complete(p, *api.submit(p));
+  EXPECT_EQ(j["choices"][0]["message"]["content"], answer);
+  EXPECT_FALSE(j["choices"][0]["message"].contains("tool_calls"));
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "stop");
+}
+
+TEST_F(ToolApiFixture, RequiredNeedsAToolCallFormat) {
+  model.tool_format = ToolCallFormat::kNone;  // as --tool-call-parser none
+  OpenAiApi api(model, nullptr);
+  const ApiError e = error_of([&] { api.prepare(with(R"(, "tool_choice": "required")"), true); });
+  EXPECT_EQ(e.status(), 400);
+  EXPECT_EQ(e.param(), "tool_choice");
+  EXPECT_NE(std::string(e.what()).find("--tool-call-parser"), std::string::npos) << e.what();
+  // auto: the answer stays text.
+  const PreparedRequest p = api.prepare(body + "", true);
+  EXPECT_EQ(p.tool_format, ToolCallFormat::kNone);
 }
 
 }  // namespace
