@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Converts a Hugging Face Llama, Mixtral or Qwen3-MoE checkpoint (config.json + *.safetensors,
-f32 or bf16, as `plexus make-model --arch llama|mixtral|qwen3-moe` writes) to a GGUF v3 file
+"""Converts a Hugging Face Llama, Mixtral, Qwen3-MoE or gpt-oss checkpoint (config.json + *.safetensors,
+f32 or bf16, as `plexus make-model --arch llama|mixtral|qwen3-moe|gpt-oss` writes) to a GGUF v3 file
 llama.cpp loads, for the llama.cpp benchmark peer. Written from the GGUF format description (magic, version 3, typed key/values,
 tensor infos, 32-byte aligned data); llama.cpp's code is not used.
 
@@ -11,7 +11,14 @@ rows 2i and 2i+1 (Llama and Mixtral, llama.cpp's "llama" architecture; Qwen3-MoE
 rotate-half rope, llama.cpp's NEOX order, so its rows stay). A mixture of experts' per-expert
 matrices become llama.cpp's stacked tensors: ffn_gate_exps / ffn_up_exps (E, I, H) and
 ffn_down_exps (E, H, I) in numpy order, the router ffn_gate_inp (E, H). Llama 3 rope scaling becomes rope_freqs.weight (each pair's frequency
-divisor, F32), as in llama.cpp's own Llama 3 files. The vocabulary is synthetic (the checkpoints have no tokenizer): a byte-level
+divisor, F32), as in llama.cpp's own Llama 3 files. gpt-oss (llama.cpp's "gpt-oss", NEOX rope):
+q/k/v/o with their biases, attn_sinks, post_attention_norm, the router and its bias as
+ffn_gate_inp, the fused gate_up_proj (E, H, 2I; gate = columns 0::2, up = 1::2) split and turned
+(out, in) into ffn_gate_exps / ffn_up_exps (E, I, H), down_proj (E, I, H) turned into ffn_down_exps
+(E, H, I), the expert biases F32 (gate/up split as the weights); the sliding window and YaRN
+(type, factor, original context) as keys, layer_types as attention.sliding_window_pattern's period
+(2, llama.cpp's default, written as no key); output.weight even when the embedding is tied
+(llama.cpp's gpt-oss wants one). The vocabulary is synthetic (the checkpoints have no tokenizer): a byte-level
 "gpt2" BPE without merges, so any text tokenizes to one token per byte, plus the config's
 bos/eos ids as control tokens; byte_token_ids() says which id each byte gets.
 
@@ -70,15 +77,19 @@ def load_checkpoint(model_dir):
             cfg = json.load(f)
     except OSError as e:
         raise InputError(f"{cfg_path}: {e.strerror}") from None
-    if cfg.get("model_type") not in ("llama", "mixtral", "qwen3_moe"):
-        raise InputError(f"{cfg_path}: model_type {cfg.get('model_type')!r}; this converter handles llama, mixtral and qwen3_moe")
+    if cfg.get("model_type") not in ("llama", "mixtral", "qwen3_moe", "gpt_oss"):
+        raise InputError(f"{cfg_path}: model_type {cfg.get('model_type')!r}; this converter handles llama, mixtral, qwen3_moe "
+                         "and gpt_oss")
+    gpt_oss = cfg.get("model_type") == "gpt_oss"
     if cfg.get("model_type") == "qwen3_moe" and (cfg.get("mlp_only_layers") or cfg.get("decoder_sparse_step", 1) != 1):
         raise InputError(f"{cfg_path}: dense layers among the experts (mlp_only_layers, decoder_sparse_step): llama.cpp's "
                          "qwen3moe makes every layer sparse")
     rs = cfg.get("rope_scaling")
-    if rs and rs.get("rope_type", rs.get("type")) != "llama3":
-        raise InputError(f"{cfg_path}: rope_scaling {rs!r}; this converter handles plain and llama3 rope only")
-    for field in ("attention_bias", "mlp_bias"):
+    if rs and rs.get("rope_type", rs.get("type")) != ("yarn" if gpt_oss else "llama3"):
+        raise InputError(f"{cfg_path}: rope_scaling {rs!r}; this converter handles plain and llama3 rope only (gpt-oss: yarn)")
+    if gpt_oss and (cfg.get("swiglu_limit", 7.0) != 7.0 or cfg.get("swiglu_alpha", 1.702) != 1.702):
+        raise InputError(f"{cfg_path}: swiglu_alpha/swiglu_limit differ from llama.cpp's fixed 1.702 and 7.0")
+    for field in ("mlp_bias",) if gpt_oss else ("attention_bias", "mlp_bias"):
         if cfg.get(field):
             raise InputError(f"{cfg_path}: {field} is true; this converter handles bias-free llama only")
     files = sorted(p for p in os.listdir(model_dir) if p.endswith(".safetensors"))
@@ -125,7 +136,7 @@ def to_f32(dtype, arr):
 
 def gguf_arch(cfg):
     """llama.cpp's architecture name: Mixtral runs as llama with experts."""
-    return "qwen3moe" if cfg["model_type"] == "qwen3_moe" else "llama"
+    return {"qwen3_moe": "qwen3moe", "gpt_oss": "gpt-oss"}.get(cfg["model_type"], "llama")
 
 
 def gguf_tensors(cfg, tensors, permute_rope=True):
@@ -161,6 +172,8 @@ def gguf_tensors(cfg, tensors, permute_rope=True):
                 np.stack([arr for _, arr in parts]))
 
     out = [matrix("model.embed_tokens.weight", "token_embd.weight")]
+    if cfg["model_type"] == "gpt_oss":
+        return out + gpt_oss_tensors(cfg, take, matrix, vector)
     for i in range(n_layers):
         p, b = f"model.layers.{i}.", f"blk.{i}."
         out += [
@@ -184,11 +197,54 @@ def gguf_tensors(cfg, tensors, permute_rope=True):
             router = p + ("block_sparse_moe.gate.weight" if cfg["model_type"] == "mixtral" else "mlp.gate.weight")
             out += [matrix(router, b + "ffn_gate_inp.weight")] + [experts(i, part) for part in ("gate", "up", "down")]
     out.append(vector("model.norm.weight", "output_norm.weight"))
-    if cfg.get("rope_scaling"):
+    if cfg.get("rope_scaling"):  # llama3 (gpt-oss returned above)
         out.append(("rope_freqs.weight", GGML_F32, llama3_rope_factors(cfg)))
     if "lm_head.weight" in tensors and not cfg.get("tie_word_embeddings", False):
         out.append(matrix("lm_head.weight", "output.weight"))
     return out
+
+
+def gpt_oss_tensors(cfg, take, matrix, vector):
+    """gpt-oss's layers, output norm and output in llama.cpp's names and layout (see the top)."""
+    out = []
+
+    def typed(name, dtype, arr):
+        return (name, GGML_F32 if dtype == "F32" else GGML_BF16, np.ascontiguousarray(arr))
+
+    for i in range(cfg["num_hidden_layers"]):
+        p, b = f"model.layers.{i}.", f"blk.{i}."
+        out.append(vector(p + "input_layernorm.weight", b + "attn_norm.weight"))
+        for hf, gg in (("q_proj", "attn_q"), ("k_proj", "attn_k"), ("v_proj", "attn_v"), ("o_proj", "attn_output")):
+            out += [matrix(p + f"self_attn.{hf}.weight", b + gg + ".weight"), vector(p + f"self_attn.{hf}.bias", b + gg + ".bias")]
+        out += [vector(p + "self_attn.sinks", b + "attn_sinks.weight"),
+                vector(p + "post_attention_layernorm.weight", b + "post_attention_norm.weight"),
+                vector(p + "mlp.router.weight", b + "ffn_gate_inp.weight"),
+                vector(p + "mlp.router.bias", b + "ffn_gate_inp.bias")]
+        dtype, gate_up = take(p + "mlp.experts.gate_up_proj")  # (E, H, 2I): (in, out), gate and up interleaved
+        gate_up = gate_up.transpose(0, 2, 1)  # (E, 2I, H)
+        dtype_down, down = take(p + "mlp.experts.down_proj")  # (E, I, H)
+        gu_bias = to_f32(*take(p + "mlp.experts.gate_up_proj_bias"))  # (E, 2I)
+        out += [typed(b + "ffn_gate_exps.weight", dtype, gate_up[:, 0::2, :]),
+                (b + "ffn_gate_exps.bias", GGML_F32, np.ascontiguousarray(gu_bias[:, 0::2])),
+                typed(b + "ffn_up_exps.weight", dtype, gate_up[:, 1::2, :]),
+                (b + "ffn_up_exps.bias", GGML_F32, np.ascontiguousarray(gu_bias[:, 1::2])),
+                typed(b + "ffn_down_exps.weight", dtype_down, down.transpose(0, 2, 1)),
+                vector(p + "mlp.experts.down_proj_bias", b + "ffn_down_exps.bias")]
+    out.append(vector("model.norm.weight", "output_norm.weight"))
+    head = "model.embed_tokens.weight" if cfg.get("tie_word_embeddings", False) else "lm_head.weight"
+    out.append(matrix(head, "output.weight"))
+    return out
+
+
+def sliding_period(cfg):
+    """The period P of llama.cpp's gpt-oss sliding layers (layer l sliding when l % P < P - 1)
+    that gives the config's layer_types (default: even layers sliding, P = 2)."""
+    n = cfg["num_hidden_layers"]
+    types = cfg.get("layer_types") or ["sliding_attention" if l % 2 == 0 else "full_attention" for l in range(n)]
+    for period in [2, 0, 1] + list(range(3, n + 1)):
+        if all((t == "sliding_attention") == (period == 0 or l % period < period - 1) for l, t in enumerate(types)):
+            return period
+    raise InputError(f"layer_types {types} follow no period; llama.cpp's gpt-oss reads a period only")
 
 
 def byte_to_unicode():
@@ -246,6 +302,18 @@ def metadata(cfg, file_type):
         moe = [(a + ".expert_count", T_UINT32, cfg["num_experts"]),
                (a + ".expert_used_count", T_UINT32, cfg["num_experts_per_tok"]),
                (a + ".expert_feed_forward_length", T_UINT32, cfg["moe_intermediate_size"])]
+    elif cfg["model_type"] == "gpt_oss":
+        rs = cfg.get("rope_scaling") or {}
+        moe = [(a + ".expert_count", T_UINT32, cfg["num_local_experts"]),
+               (a + ".expert_used_count", T_UINT32, cfg.get("num_experts_per_tok", 4)),
+               (a + ".expert_feed_forward_length", T_UINT32, cfg["intermediate_size"]),
+               (a + ".attention.sliding_window", T_UINT32, cfg.get("sliding_window", 128))]
+        if sliding_period(cfg) != 2:
+            moe.append((a + ".attention.sliding_window_pattern", T_UINT32, sliding_period(cfg)))
+        if rs:
+            moe += [(a + ".rope.scaling.type", T_STRING, "yarn"),
+                    (a + ".rope.scaling.factor", T_FLOAT32, rs["factor"]),
+                    (a + ".rope.scaling.original_context_length", T_UINT32, rs["original_max_position_embeddings"])]
     return [
         ("general.architecture", T_STRING, a),
         ("general.name", T_STRING, "plexus checkpoint"),

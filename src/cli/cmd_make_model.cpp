@@ -24,13 +24,16 @@ int cmd_make_model(int argc, char** argv) {
             "and `llama-3.1-8b` (8.03B) have Meta's shapes, rope scaling and token ids, for benchmarks; their\n"
             "weights are written by several threads (--threads) at disk speed. `mixtral-8x7b` (46.7B, 12.9B\n"
             "read per token) and `qwen3-30b-a3b` (30.5B, 3.35B per token) have the published mixtures of\n"
-            "experts' shapes, `gpt-oss-20b` (20.9B) OpenAI's (bf16 experts, not MXFP4); `moe-cpu-bench`\n"
+            "experts' shapes, `gpt-oss-20b` (20.9B) OpenAI's (MXFP4 experts, as its checkpoint); `moe-cpu-bench`\n"
             "(2.61B, 0.49B per token) is a Qwen3-MoE that fits a CPU box: hidden 1024, 24 layers, 16 heads,\n"
             "4 KV heads, 64 experts of width 512, 8 per token, vocab 32000.");
   args.positional("OUT", "output directory (created if missing)")
       .option("--preset", "NAME", "tiny | small | llama-3.2-1b | llama-3.1-8b | mixtral-8x7b | qwen3-30b-a3b | gpt-oss-20b | moe-cpu-bench", "tiny")
       .option("--arch", "ARCH", "llama | qwen2 | qwen3 | mistral | mixtral | qwen3-moe | gpt-oss", "llama")
       .option("--dtype", "DTYPE", "f32 | bf16 | f16", "bf16")
+      .option("--expert-dtype", "DTYPE",
+              "gpt-oss's experts: mxfp4 (as OpenAI's checkpoints store them: NAME_blocks + NAME_scales, uint8) or the --dtype "
+              "(default: mxfp4 for --preset gpt-oss-20b, the --dtype otherwise)")
       .option("--seed", "N", "random seed", "0")
       .option("--std", "X", "standard deviation of the random weight matrices", "0.02")
       .option("--vocab", "N", "vocabulary size (default: the preset's, or the tokenizer's when larger)")
@@ -58,6 +61,21 @@ int cmd_make_model(int argc, char** argv) {
   const std::string arch_shown = own && !args.given("--arch") ? std::string(arch_name(*own)) : arch;
   const std::string dt = args.get("--dtype");
   if (!parse_dtype(dt, &o.dtype)) throw InputError("--dtype: unknown dtype '" + dt + "' (use f32, bf16 or f16)");
+  if (args.has("--expert-dtype")) {
+    const std::string ed = args.get("--expert-dtype");
+    DType as_dtype;
+    if (ed == "mxfp4" || ed == "MXFP4") {
+      o.mxfp4_experts = true;
+    } else if (!parse_dtype(ed, &as_dtype) || as_dtype != o.dtype) {
+      throw InputError("--expert-dtype: '" + ed + "' is neither mxfp4 nor the --dtype (" + dt +
+                       "): gpt-oss's experts are written as MXFP4 or in the checkpoint's dtype");
+    }
+    if (o.arch != Arch::kGptOss) {
+      throw InputError("--expert-dtype is for gpt-oss (--arch gpt-oss or --preset gpt-oss-20b); this is " + arch_shown);
+    }
+  } else {
+    o.mxfp4_experts = o.preset == "gpt-oss-20b";  // as OpenAI's checkpoint
+  }
   const long long seed = args.get_int("--seed");
   if (seed < 0) throw InputError("--seed must be >= 0");
   o.seed = static_cast<std::uint64_t>(seed);
@@ -108,9 +126,16 @@ int cmd_make_model(int argc, char** argv) {
   }
   progress.clear();
   const double s = seconds();
-  const double gb = static_cast<double>(n) * static_cast<double>(dtype_size(o.dtype)) / 1e9;
-  std::printf("wrote %s: %s %s %s, %.1fM parameters, seed %llu%s; %.2f GB in %.1f s (%.2f GB/s)\n", out.c_str(),
-              o.preset.c_str(), arch_shown.c_str(), dt.c_str(), static_cast<double>(n) / 1e6,
+  double gb = 0;  // the weights' files as written (MXFP4 experts: 17 bytes a block of 32)
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(out, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name == "model.safetensors" || (name.starts_with("model-") && name.ends_with(".safetensors"))) {
+      gb += static_cast<double>(e.file_size(ec)) / 1e9;
+    }
+  }
+  std::printf("wrote %s: %s %s %s%s, %.1fM parameters, seed %llu%s; %.2f GB in %.1f s (%.2f GB/s)\n", out.c_str(),
+              o.preset.c_str(), arch_shown.c_str(), dt.c_str(), o.mxfp4_experts ? " (MXFP4 experts)" : "", static_cast<double>(n) / 1e6,
               static_cast<unsigned long long>(o.seed), tok_dir.empty() ? "" : ", with tokenizer", gb, s, s > 0 ? gb / s : 0.0);
   return 0;
 }

@@ -18,19 +18,23 @@ class InProcessGroup::Rank : public Collective {
 
   void all_reduce_sum(float* data, std::int64_t count) override {
     Timer t;
-    post(data, [&] {
-      if (g_.scratch_.size() < static_cast<std::size_t>(count)) g_.scratch_.resize(static_cast<std::size_t>(count));
-    });
-    // This rank's chunk of the sum, over the ranks in order.
-    const std::int64_t lo = count * r_ / g_.size_, hi = count * (r_ + 1) / g_.size_;
-    float* sum = g_.scratch_.data();
-    const float* first = static_cast<const float*>(g_.posted_[0]);
-    std::copy(first + lo, first + hi, sum + lo);
-    for (int k = 1; k < g_.size_; ++k) {
-      const float* other = static_cast<const float*>(g_.posted_[static_cast<std::size_t>(k)]);
-      for (std::int64_t i = lo; i < hi; ++i) sum[i] += other[i];
+    {
+      RankBarrier::Reading reading(g_.barrier_);
+      post(reading, data, [&] {
+        if (g_.scratch_.size() < static_cast<std::size_t>(count)) g_.scratch_.resize(static_cast<std::size_t>(count));
+      });
+      // This rank's chunk of the sum, over the ranks in order.
+      const std::int64_t lo = count * r_ / g_.size_, hi = count * (r_ + 1) / g_.size_;
+      float* sum = g_.scratch_.data();
+      const float* first = static_cast<const float*>(g_.posted_[0]);
+      std::copy(first + lo, first + hi, sum + lo);
+      for (int k = 1; k < g_.size_; ++k) {
+        const float* other = static_cast<const float*>(g_.posted_[static_cast<std::size_t>(k)]);
+        for (std::int64_t i = lo; i < hi; ++i) sum[i] += other[i];
+      }
     }
     g_.barrier_.arrive();  // every chunk summed
+    const float* sum = g_.scratch_.data();
     std::copy(sum, sum + count, data);
     g_.barrier_.arrive();  // every rank has its copy: the scratch and the buffers are free again
     count_op(stats_.all_reduce, count * static_cast<std::int64_t>(sizeof(float)), t);
@@ -38,10 +42,13 @@ class InProcessGroup::Rank : public Collective {
 
   void all_gather(const float* in, std::int64_t count, float* out) override {
     Timer t;
-    post(in, [] {});
-    for (int k = 0; k < g_.size_; ++k) {
-      const float* from = static_cast<const float*>(g_.posted_[static_cast<std::size_t>(k)]);
-      std::copy(from, from + count, out + k * count);
+    {
+      RankBarrier::Reading reading(g_.barrier_);
+      post(reading, in, [] {});
+      for (int k = 0; k < g_.size_; ++k) {
+        const float* from = static_cast<const float*>(g_.posted_[static_cast<std::size_t>(k)]);
+        std::copy(from, from + count, out + k * count);
+      }
     }
     g_.barrier_.arrive();
     count_op(stats_.all_gather, count * static_cast<std::int64_t>(sizeof(float)), t);
@@ -50,8 +57,11 @@ class InProcessGroup::Rank : public Collective {
   void broadcast(void* data, std::size_t bytes, int root) override {
     assert(root >= 0 && root < g_.size_);
     Timer t;
-    post(data, [] {});
-    if (r_ != root) std::memcpy(data, g_.posted_[static_cast<std::size_t>(root)], bytes);
+    {
+      RankBarrier::Reading reading(g_.barrier_);
+      post(reading, data, [] {});
+      if (r_ != root) std::memcpy(data, g_.posted_[static_cast<std::size_t>(root)], bytes);
+    }
     g_.barrier_.arrive();
     count_op(stats_.broadcast, static_cast<std::int64_t>(bytes), t);
   }
@@ -61,14 +71,14 @@ class InProcessGroup::Rank : public Collective {
 
  private:
   // Posts this rank's buffer (and runs `prepare` under the group's lock, before anyone reads),
-  // then waits for every rank's.
+  // then waits for every rank's: the ranks read each other's buffers until `reading` ends.
   template <class F>
-  void post(const void* buffer, F prepare) {
+  void post(RankBarrier::Reading& reading, const void* buffer, F prepare) {
     g_.barrier_.locked([&] {
       g_.posted_[static_cast<std::size_t>(r_)] = buffer;
       prepare();
     });
-    g_.barrier_.arrive();
+    reading.arrive();
   }
   static void count_op(CommStats::Op& op, std::int64_t bytes, const Timer& t) {
     ++op.calls;

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "core/error.h"
+#include "planner/host_experts.h"
 
 namespace plexus {
 
@@ -85,25 +86,52 @@ FastestChoice choose_fastest(const ModuleTree& tree, const PlanRequest& base, Ob
     for (const DeviceId& d : subset) n_acc = std::max(n_acc, d.ordinal() + 1);
     const PlanFacts facts = plan_facts(host, gpu, r.runtime.threads, n_acc, detected);
     out.facts_note = facts.note;
+    // A mixture of experts that may keep experts on the host: besides each strategy's own plan
+    // (stages' may already keep some there), the strategy with --n-cpu-moe N for the smallest N
+    // that keeps the rest on the accelerators (as stages fills them) and for every layer, and
+    // stages' plain offload of whole layers.
+    std::vector<int> host_layers;
+    const bool host_experts = base.auto_host_experts && base.cpu_moe_layers == 0 && tree.config().is_moe() &&
+                              !subset.empty() && r.budgets.has(DeviceId::cpu());
+    if (host_experts) {
+      PlanRequest q = r;
+      q.strategy = Strategy::kStages;
+      if (const std::optional<int> n = smallest_cpu_moe_layers(tree, q)) host_layers.push_back(*n);
+      if (host_layers.empty() || host_layers.back() != tree.config().num_layers) host_layers.push_back(static_cast<int>(tree.config().num_layers));
+    }
     for (Strategy s : kAll) {
+      std::vector<PlanRequest> variants;
       r.strategy = s;
-      const std::string label = std::string(strategy_name(s)) + " on " + devices_text(subset);
-      Candidate c;
-      try {
-        c.plan = plan_model(tree, r);
-      } catch (const InputError& e) {
-        out.refused.push_back(label + ": " + e.what());
-        continue;
+      variants.push_back(r);
+      if (host_experts && s == Strategy::kStages) {
+        variants.push_back(r);
+        variants.back().auto_host_experts = false;
       }
-      const std::pair<Json, std::string> key{c.plan.device_map.to_json(), devices_text(subset)};
-      if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;  // another strategy's same map
-      seen.push_back(key);
-      PredictShape shape;
-      shape.concurrency = facts.concurrency;
-      c.predicted = predict_plan(tree, c.plan, facts.facts, facts.shared_host, shape);
-      c.label = label;
-      c.score = score_of(c.predicted, objective);
-      out.ranked.push_back(std::move(c));
+      for (const int n : host_layers) {
+        variants.push_back(r);
+        variants.back().cpu_moe_layers = n;
+      }
+      for (const PlanRequest& v : variants) {
+        std::string label = std::string(strategy_name(s)) + " on " + devices_text(subset);
+        if (v.cpu_moe_layers > 0) label += " with --n-cpu-moe " + std::to_string(v.cpu_moe_layers);
+        Candidate c;
+        try {
+          c.plan = plan_model(tree, v);
+        } catch (const InputError& e) {
+          out.refused.push_back(label + ": " + e.what());
+          continue;
+        }
+        const std::pair<Json, std::string> key{c.plan.device_map.to_json(), devices_text(subset)};
+        if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;  // another strategy's same map
+        seen.push_back(key);
+        PredictShape shape;
+        shape.concurrency = facts.concurrency;
+        c.predicted = predict_plan(tree, c.plan, facts.facts, facts.shared_host, shape);
+        const int n = n_cpu_moe_of(c.plan);
+        c.label = std::string(strategy_name(s)) + " on " + devices_text(subset) + (n > 0 ? " with --n-cpu-moe " + std::to_string(n) : "");
+        c.score = score_of(c.predicted, objective);
+        out.ranked.push_back(std::move(c));
+      }
     }
   }
   if (out.ranked.empty()) {
@@ -132,6 +160,7 @@ Json fastest_to_json(const FastestChoice& c) {
     cands.push_back({{"rank", i + 1},
                      {"plan", x.label},
                      {"strategy", std::string(strategy_name(x.plan.strategy))},
+                     {"n_cpu_moe", n_cpu_moe_of(x.plan)},
                      {"decode_tokens_per_s_batch_1", x.predicted.decode_tokens_per_s_1},
                      {"decode_tokens_per_s", x.predicted.decode_tokens_per_s_batch},
                      {"seconds_to_first_token", x.predicted.seconds_to_first_token},

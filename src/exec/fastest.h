@@ -1,7 +1,9 @@
 // `--strategy fastest`: plans every strategy on every subset of the budgeted accelerators (all
 // subsets up to 4 accelerators, prefixes beyond), predicts each with the cost model and ranks
 // them by an objective — decode throughput at --batch, one sequence's decode speed (latency), or
-// joules per token (energy).
+// joules per token (energy). A mixture of experts whose cpu budget can hold experts also gets
+// plans keeping them on the host (--n-cpu-moe N: the smallest N that fits the rest on the
+// accelerators, and every layer) beside stages' plain offload of whole layers.
 #pragma once
 #include <optional>
 #include <string>
@@ -21,7 +23,7 @@ Objective parse_objective(const std::string& text);
 struct Candidate {
   Plan plan;
   Prediction predicted;
-  std::string label;  // "stages on 0,1"
+  std::string label;  // "stages on 0,1", "stages on 0 with --n-cpu-moe 12" (the experts of the first 12 layers on the host)
   double score = 0;   // higher is better
 };
 

@@ -242,6 +242,9 @@ PlanOptions plan_options_from(const PlanInputs& in, const ModelConfig& config) {
     r.budgets = kept;
   }
   r.allow_disk = in.offload_disk || r.budgets.has(DeviceId::disk());
+  // stages / fastest keep experts on the host by themselves only where the run computes them: not
+  // on CUDA layers (not built yet), nor under --tp/--pp (not checked there; --n-cpu-moe still asks).
+  r.auto_host_experts = !o.accelerators.cuda && !in.parallel();
   o.device_map_file = in.device_map_file;
   if (o.accelerators.cuda) {  // the GPU kernels' own scratch sits beside the run buffers
     const std::int64_t context = std::max<std::int64_t>(1, std::min<std::int64_t>(in.context, config.max_position_embeddings));

@@ -19,4 +19,9 @@ namespace plexus {
 // bytes). The result is a WeightMatrix{out, DType::kMXFP4, rows, cols} as stored.
 void mxfp4_from_hf_blocks(const std::uint8_t* blocks, const std::uint8_t* scales, std::int64_t nb, void* out);
 
+// The inverse: blocks (16 · nb bytes) and scales (nb bytes) in Hugging Face's layout from nb
+// BlockMXFP4 (17 · nb bytes at `in`), byte for byte (mxfp4_from_hf_blocks of the result gives `in`
+// back). make-model writes gpt-oss's MXFP4 experts with it.
+void mxfp4_to_hf_blocks(const void* in, std::int64_t nb, std::uint8_t* blocks, std::uint8_t* scales);
+
 }  // namespace plexus

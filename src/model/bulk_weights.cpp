@@ -13,6 +13,9 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/json.h"
+#include "kernels/block_formats.h"
+#include "kernels/mxfp4_hf.h"
+#include "kernels/quantize.h"
 
 namespace plexus {
 
@@ -103,10 +106,21 @@ std::uint64_t write_bulk_safetensors(const std::string& path, const std::vector<
   const std::size_t es = dtype_size(o.dtype);
   const std::vector<unsigned char> weights = quantile_table(o.dtype, 0.0, o.std);
   const std::vector<unsigned char> norms = quantile_table(o.dtype, 1.0, 0.1);
+  const std::vector<unsigned char> mxfp4_values = quantile_table(DType::kF32, 0.0, o.std);  // before quantising
 
   Json header = Json::object();
   std::uint64_t off = 0;
   for (const BulkTensor& t : tensors) {
+    if (t.mxfp4) {  // NAME_blocks then NAME_scales
+      std::vector<std::int64_t> shape = t.shape;
+      shape.back() /= 32;
+      const std::uint64_t nb = static_cast<std::uint64_t>(t.numel() / 32);
+      header[t.name + "_scales"] = {{"dtype", "U8"}, {"shape", shape}, {"data_offsets", {off + 16 * nb, off + 17 * nb}}};
+      shape.push_back(16);
+      header[t.name + "_blocks"] = {{"dtype", "U8"}, {"shape", shape}, {"data_offsets", {off, off + 16 * nb}}};
+      off += 17 * nb;
+      continue;
+    }
     const std::uint64_t bytes = static_cast<std::uint64_t>(t.numel()) * es;
     header[t.name] = {{"dtype", std::string(dtype_name(o.dtype))}, {"shape", t.shape}, {"data_offsets", {off, off + bytes}}};
     off += bytes;
@@ -132,6 +146,9 @@ std::uint64_t write_bulk_safetensors(const std::string& path, const std::vector<
   std::size_t written = 0;                     // blocks written so far
   bool abort = false;
   std::atomic<std::size_t> next{0};
+  // An MXFP4 tensor's scales (numel / 32 bytes), filled as its blocks are made and written after
+  // them; allocated by the first block made, freed once written.
+  std::vector<std::vector<std::uint8_t>> scales(tensors.size());
 
   auto worker = [&] {
     for (;;) {
@@ -145,17 +162,35 @@ std::uint64_t write_bulk_safetensors(const std::string& path, const std::vector<
       const Block& b = blocks[k];
       const BulkTensor& t = tensors[b.tensor];
       std::vector<unsigned char>& buf = buffers[k % ring];
+      std::vector<float> values;  // an MXFP4 block's values before quantising
+      if (t.mxfp4) values.resize(static_cast<std::size_t>(b.count));
       buf.resize(static_cast<std::size_t>(b.count) * es);
-      const unsigned char* table = (t.is_norm ? norms : weights).data();
+      const unsigned char* table = (t.mxfp4 ? mxfp4_values : t.is_norm ? norms : weights).data();
       for (std::int64_t r = 0; r < b.count; r += kRun) {
         const std::int64_t run = (b.begin + r) / kRun;
         const std::uint64_t state = mix(o.seed * 0x9E3779B97F4A7C15ull ^ mix(t.index + 1) ^ mix(static_cast<std::uint64_t>(run) << 20));
         const std::int64_t n = std::min(kRun, b.count - r);
-        if (es == 4) {
+        if (t.mxfp4) {
+          fill_run(values.data() + r, n, reinterpret_cast<const float*>(table), state);
+        } else if (es == 4) {
           fill_run(reinterpret_cast<float*>(buf.data()) + r, n, reinterpret_cast<const float*>(table), state);
         } else {
           fill_run(reinterpret_cast<std::uint16_t*>(buf.data()) + r, n, reinterpret_cast<const std::uint16_t*>(table), state);
         }
+      }
+      if (t.mxfp4) {  // b.begin and b.count are multiples of 32 (whole runs; rows of whole blocks)
+        std::uint8_t* tensor_scales;
+        {
+          std::lock_guard lock(mu);
+          std::vector<std::uint8_t>& sc = scales[b.tensor];
+          if (sc.empty()) sc.resize(static_cast<std::size_t>(t.numel() / 32));
+          tensor_scales = sc.data();
+        }
+        const std::int64_t nb = b.count / 32;
+        std::vector<BlockMXFP4> q(static_cast<std::size_t>(nb));
+        quantize_row(DType::kMXFP4, values.data(), q.data(), b.count);
+        buf.resize(static_cast<std::size_t>(16 * nb));
+        mxfp4_to_hf_blocks(q.data(), nb, buf.data(), tensor_scales + b.begin / 32);
       }
       {
         std::lock_guard lock(mu);
@@ -193,6 +228,12 @@ std::uint64_t write_bulk_safetensors(const std::string& path, const std::vector<
       }
       const std::vector<unsigned char>& buf = buffers[k % ring];
       out.write(std::string_view(reinterpret_cast<const char*>(buf.data()), buf.size()));
+      const BulkTensor& t = tensors[blocks[k].tensor];
+      if (t.mxfp4 && blocks[k].begin + blocks[k].count == t.numel()) {  // its last block: the scales follow
+        std::vector<std::uint8_t>& sc = scales[blocks[k].tensor];  // every block of it is made
+        out.write(std::string_view(reinterpret_cast<const char*>(sc.data()), sc.size()));
+        std::vector<std::uint8_t>().swap(sc);
+      }
       {
         std::lock_guard lock(mu);
         written = k + 1;

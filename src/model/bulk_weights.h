@@ -17,6 +17,10 @@ struct BulkTensor {
   std::vector<std::int64_t> shape;
   bool is_norm = false;     // values 1 + 0.1·z (a norm's weight) instead of std·z
   std::uint64_t index = 0;  // the tensor's place in the model, part of its seed
+  // Written as MXFP4 in Hugging Face's layout (model/gpt_oss_mxfp4.h): the values (std·z, shape's
+  // last dimension a multiple of 32) quantised, stored as NAME_blocks (..., last / 32, 16) and
+  // NAME_scales (..., last / 32), both U8, one after the other.
+  bool mxfp4 = false;
   std::int64_t numel() const;
 };
 

@@ -30,6 +30,11 @@ struct MoeConfig {
   // silu(gate) · up. swiglu_limit 0: the SiLU-gated expert of Mixtral and Qwen3-MoE.
   bool top_k_then_softmax = false;
   bool biases = false;  // router bias (E) and expert biases
+  // gpt-oss read from GGUF (llama.cpp's layout): each expert's gate, up and down apart, as
+  // Qwen3-MoE's (….mlp.experts.E.{gate,up,down}_proj.weight), the biases as
+  // ….mlp.experts.{gate,up,down}_proj_bias (E, Ie | Ie | H), in place of Hugging Face's fused
+  // gate_up_proj (E, H, 2·Ie, gate and up interleaved) and down_proj (E, Ie, H).
+  bool split_experts = false;
   double swiglu_alpha = 0, swiglu_limit = 0;
 };
 

@@ -42,6 +42,13 @@ void row_to_f32(DType t, const void* src, float* dst, std::int64_t n) {
   throw InputError("a checkpoint tensor in block format " + std::string(dtype_name(t)) + " cannot be re-quantised");
 }
 
+// n elements of `t` (f32 | bf16 | f16), element k at index first + k·stride of src, as f32.
+void strided_to_f32(DType t, const void* src, std::int64_t first, std::int64_t stride, float* dst, std::int64_t n) {
+  const std::size_t size = dtype_size(t);
+  const auto* base = static_cast<const std::uint8_t*>(src);
+  for (std::int64_t k = 0; k < n; ++k) row_to_f32(t, base + static_cast<std::size_t>(first + k * stride) * size, dst + k, 1);
+}
+
 // The HF row that lands at row `r` when llama.cpp's converter permutes q/k for its rope: within
 // each head of `head_dim` rows, HF row j of the first half goes to 2j, row j of the second half
 // to 2j + 1.
@@ -88,6 +95,84 @@ std::uint32_t float_file_type(DType t) {
   throw InputError("GGUF export: " + std::string(dtype_name(t)) + " is not a float type (F32, F16 or BF16)");
 }
 
+// A GGUF tensor of gpt-oss made from one of Hugging Face's fused expert tensors, as llama.cpp's
+// converter makes it: gate_up_proj (E, H, 2·Ie, gate = columns 0::2, up = 1::2) → ffn_gate_exps
+// and ffn_up_exps (E, Ie, H); down_proj (E, Ie, H) → ffn_down_exps (E, H, Ie); gate_up_proj_bias
+// (E, 2·Ie) → ffn_gate_exps.bias and ffn_up_exps.bias (E, Ie). Row r of the result gathers
+// `cols` elements of the source from index first(r) by stride.
+struct FusedPart {
+  enum Kind { kGate, kUp, kDown, kGateBias, kUpBias } kind;
+  std::int64_t E, H, Ie;
+  std::vector<std::int64_t> shape() const {  // outermost first
+    switch (kind) {
+      case kGate:
+      case kUp: return {E, Ie, H};
+      case kDown: return {E, H, Ie};
+      default: return {E, Ie};
+    }
+  }
+  std::int64_t cols() const { return shape().back(); }
+  std::int64_t stride() const { return kind == kDown ? H : kind == kGate || kind == kUp ? 2 * Ie : 2; }
+  std::int64_t first(std::int64_t r) const {
+    switch (kind) {
+      case kGate:
+      case kUp: return (r / Ie) * H * 2 * Ie + 2 * (r % Ie) + (kind == kUp ? 1 : 0);
+      case kDown: return (r / H) * Ie * H + r % H;
+      default: return r * 2 * Ie + (kind == kUpBias ? 1 : 0);
+    }
+  }
+};
+
+// gpt-oss's Hugging Face names → (GGUF name, the fused part it is, if one) for layer l: the
+// sinks, post-attention norm, router and experts, which llama.cpp names otherwise than Llama's.
+std::vector<std::pair<std::string, std::vector<std::pair<std::string, std::optional<FusedPart>>>>> gpt_oss_gguf_names(const ModelConfig& c,
+                                                                                                                     int l) {
+  const std::string hf = ModuleTree::layer_prefix(l), g = "blk." + std::to_string(l) + ".";
+  const std::int64_t E = c.moe.num_experts, H = c.hidden_size, Ie = c.moe.expert_intermediate_size;
+  const auto part = [&](FusedPart::Kind k) { return std::optional<FusedPart>(FusedPart{k, E, H, Ie}); };
+  const std::optional<FusedPart> whole;
+  return {
+      {hf + ".self_attn.sinks", {{g + "attn_sinks.weight", whole}}},
+      {hf + ".post_attention_layernorm.weight", {{g + "post_attention_norm.weight", whole}}},
+      {hf + ".mlp.router.weight", {{g + "ffn_gate_inp.weight", whole}}},
+      {hf + ".mlp.router.bias", {{g + "ffn_gate_inp.bias", whole}}},
+      {hf + ".mlp.experts.gate_up_proj", {{g + "ffn_gate_exps.weight", part(FusedPart::kGate)}, {g + "ffn_up_exps.weight", part(FusedPart::kUp)}}},
+      {hf + ".mlp.experts.gate_up_proj_bias",
+       {{g + "ffn_gate_exps.bias", part(FusedPart::kGateBias)}, {g + "ffn_up_exps.bias", part(FusedPart::kUpBias)}}},
+      {hf + ".mlp.experts.down_proj", {{g + "ffn_down_exps.weight", part(FusedPart::kDown)}}},
+      {hf + ".mlp.experts.down_proj_bias", {{g + "ffn_down_exps.bias", whole}}},
+      // A gpt-oss GGUF file as the source (MoeConfig::split_experts): the biases already apart.
+      {hf + ".mlp.experts.gate_proj_bias", {{g + "ffn_gate_exps.bias", whole}}},
+      {hf + ".mlp.experts.up_proj_bias", {{g + "ffn_up_exps.bias", whole}}},
+  };
+}
+
+// gpt-oss's attention keys: the window, and which layers have it as a period llama.cpp reads
+// (layer l sliding when l % P < P − 1; no key: P = 2) or, when no period gives layer_types, one
+// bool per layer (llama.cpp's gpt-oss cannot read that: a warning says so).
+void add_gpt_oss_keys(GgufWriter& w, const ModelConfig& c, const std::string& model_dir, std::vector<std::string>* warnings) {
+  w.add("gpt-oss.attention.sliding_window", gguf_u32(static_cast<std::uint32_t>(c.sliding_window)));
+  const auto period_gives = [&c](std::int64_t p) {
+    for (std::int64_t l = 0; l < c.num_layers; ++l)
+      if (c.sliding_layers[static_cast<std::size_t>(l)] != (p == 0 || l % p < p - 1)) return false;
+    return true;
+  };
+  if (period_gives(2)) return;
+  for (std::int64_t p = 0; p <= c.num_layers; ++p) {
+    if (!period_gives(p)) continue;
+    w.add("gpt-oss.attention.sliding_window_pattern", gguf_u32(static_cast<std::uint32_t>(p)));
+    return;
+  }
+  GgufValue v;
+  v.type = GgufValue::Type::kArray;
+  v.gguf_type = static_cast<std::uint32_t>(GgufType::kArray);
+  v.elem_type = static_cast<std::uint32_t>(GgufType::kBool);
+  for (const bool sliding : c.sliding_layers) v.arr.push_back(gguf_bool(sliding));
+  w.add("gpt-oss.attention.sliding_window_pattern", std::move(v));
+  warnings->push_back("'" + model_dir + "': layer_types follows no period; written as one bool per layer in "
+                      "gpt-oss.attention.sliding_window_pattern, which llama.cpp's gpt-oss does not read (plexus does)");
+}
+
 // The mixture-of-experts keys llama.cpp reads (llama: Mixtral; qwen3moe), and warnings where
 // llama.cpp would run the file otherwise than plexus: it renormalises qwen3moe's top-k always,
 // and wants experts in every qwen3moe layer (dense layers go as ffn_gate/up/down without a router).
@@ -96,8 +181,9 @@ void add_moe_keys(GgufWriter& w, const ModelConfig& c, const std::string& arch, 
   const std::string p = arch + ".";
   w.add(p + "expert_count", gguf_u32(static_cast<std::uint32_t>(c.moe.num_experts)));
   w.add(p + "expert_used_count", gguf_u32(static_cast<std::uint32_t>(c.moe.experts_per_token)));
-  if (c.arch != Arch::kQwen3Moe) return;  // Mixtral's experts are feed_forward_length wide
+  if (c.arch == Arch::kMixtral) return;  // Mixtral's experts are feed_forward_length wide
   w.add(p + "expert_feed_forward_length", gguf_u32(static_cast<std::uint32_t>(c.moe.expert_intermediate_size)));
+  if (c.arch == Arch::kGptOss) return;
   if (!c.moe.normalize_top_k) {
     w.add(p + "expert_weights_norm", gguf_bool(false));
     warnings->push_back("'" + model_dir + "': norm_topk_prob is false; llama.cpp renormalises qwen3moe's top-k expert weights "
@@ -116,7 +202,7 @@ void add_moe_keys(GgufWriter& w, const ModelConfig& c, const std::string& arch, 
 // (blk.N.ffn_{gate,up,down}_exps.weight, the stack it goes into) the config's MoE layers have.
 std::map<std::string, std::string> moe_gguf_names(const ModelConfig& c) {
   std::map<std::string, std::string> out;
-  if (!c.is_moe()) return out;
+  if (!c.is_moe() || (c.arch == Arch::kGptOss && !c.moe.split_experts)) return out;
   const MoeNames n = moe_names(c.arch);
   for (std::int64_t l = 0; l < c.num_layers; ++l) {
     if (!c.moe_layer(l)) continue;
@@ -214,9 +300,17 @@ std::vector<float> llama3_rope_freq_factors(const ModelConfig& c) {
 GgufExportResult export_gguf(const std::string& model_dir, const std::string& out, const GgufExportOptions& o) {
   require_model_path(model_dir);
   const ModelConfig c = load_model_config(model_dir);
-  if (c.arch == Arch::kGptOss || c.rope_scaling == RopeScaling::kYarn) {
-    throw InputError(model_dir + ": " + std::string(arch_name(c.arch)) +
-                     (c.arch == Arch::kGptOss ? " (gpt-oss)" : " with YaRN rope scaling") + " cannot be written to GGUF yet");
+  // What GGUF has no key for: readers take llama.cpp's swiglu_oai constants, and YaRN's rounded
+  // correction range except for gpt-oss (whose config.json says truncate false; gguf_model.cpp).
+  if (c.arch == Arch::kGptOss && (c.moe.swiglu_alpha != 1.702 || c.moe.swiglu_limit != 7.0)) {
+    throw InputError(model_dir + ": swiglu_alpha " + std::to_string(c.moe.swiglu_alpha) + " and swiglu_limit " +
+                     std::to_string(c.moe.swiglu_limit) + " cannot be written to GGUF: it has no key for them, and readers "
+                     "(llama.cpp, plexus) take 1.702 and 7.0");
+  }
+  if (c.rope_scaling == RopeScaling::kYarn && c.rope_truncate != (c.arch != Arch::kGptOss)) {
+    throw InputError(model_dir + ": rope_scaling.truncate " + (c.rope_truncate ? "true" : "false") +
+                     " cannot be written to GGUF: it has no key for it, and plexus reads YaRN files " +
+                     (c.arch == Arch::kGptOss ? "of gpt-oss with truncate false" : "with truncate true (as llama.cpp runs them)"));
   }
   const Checkpoint ckpt(model_dir);
   ModuleTree::from_checkpoint(c, ckpt);  // every tensor config.json implies, of its shape, and no other: as a run checks
@@ -248,10 +342,28 @@ GgufExportResult export_gguf(const std::string& model_dir, const std::string& ou
       w.add(key("rope.scaling.factor"), gguf_f32(static_cast<float>(c.rope_factor)));
       break;
     case RopeScaling::kLlama3: break;  // the rope_freqs.weight tensor below
-    case RopeScaling::kYarn: break;    // refused above
+    case RopeScaling::kYarn: {
+      // llama.cpp multiplies cos and sin by rope.scaling.attn_factor × (0.1·ln(factor) + 1) and
+      // takes beta_fast 32, beta_slow 1 whatever the keys (plexus reads them; gguf_model.cpp).
+      w.add(key("rope.scaling.type"), gguf_string("yarn"));
+      w.add(key("rope.scaling.factor"), gguf_f32(static_cast<float>(c.rope_factor)));
+      w.add(key("rope.scaling.original_context_length"), gguf_u32(static_cast<std::uint32_t>(c.rope_original_max_position)));
+      w.add(key("rope.scaling.yarn_beta_fast"), gguf_f32(static_cast<float>(c.rope_beta_fast)));
+      w.add(key("rope.scaling.yarn_beta_slow"), gguf_f32(static_cast<float>(c.rope_beta_slow)));
+      const double mscale = c.rope_factor <= 1 ? 1.0 : 0.1 * std::log(c.rope_factor) + 1.0;
+      if (c.rope_attention_factor != mscale) {
+        w.add(key("rope.scaling.attn_factor"), gguf_f32(static_cast<float>(c.rope_attention_factor / mscale)));
+      }
+      if (c.rope_beta_fast != 32 || c.rope_beta_slow != 1) {
+        result.warnings.push_back("'" + model_dir + "': YaRN beta_fast/beta_slow are not 32/1; llama.cpp ignores the "
+                                  "rope.scaling.yarn_beta_* keys and will rotate this model differently (plexus reads them)");
+      }
+      break;
+    }
   }
   w.add(key("vocab_size"), gguf_u32(static_cast<std::uint32_t>(c.vocab_size)));
   if (c.is_moe()) add_moe_keys(w, c, arch, model_dir, &result.warnings);
+  if (c.arch == Arch::kGptOss) add_gpt_oss_keys(w, c, model_dir, &result.warnings);
   std::vector<std::pair<std::string, GgufValue>> tok = gguf_tokenizer_metadata(model_dir);
   if (tok.empty()) {
     result.warnings.push_back("'" + model_dir + "' has no tokenizer.json: the file has no tokenizer.ggml.* keys, and llama.cpp "
@@ -264,9 +376,22 @@ GgufExportResult export_gguf(const std::string& model_dir, const std::string& ou
 
   // The tensors in llama.cpp's order: token_embd, rope_freqs, blocks, output_norm, output.
   const std::map<std::string, std::string> moe = moe_gguf_names(c);
+  std::map<std::string, std::vector<std::pair<std::string, std::optional<FusedPart>>>> gpt_oss;  // hf -> its GGUF tensors
+  if (c.arch == Arch::kGptOss) {
+    for (int l = 0; l < c.num_layers; ++l)
+      for (auto& [hf, to] : gpt_oss_gguf_names(c, l)) gpt_oss[hf] = std::move(to);
+  }
+  std::map<std::string, FusedPart> fused;  // gguf name -> the fused part it gathers
   std::vector<std::pair<std::string, std::string>> order;  // (gguf name, hf name: for a stack of experts, one of them)
   std::map<std::string, std::string> by_gguf;
   for (const std::string& n : ckpt.names()) {
+    if (const auto o = gpt_oss.find(n); o != gpt_oss.end()) {
+      for (const auto& [g, part] : o->second) {
+        by_gguf[g] = n;
+        if (part) fused.emplace(g, *part);
+      }
+      continue;
+    }
     std::string g = gguf_tensor_name(n);
     if (const auto m = moe.find(n); g.empty() && m != moe.end()) g = m->second;
     if (g.empty()) {
@@ -276,6 +401,8 @@ GgufExportResult export_gguf(const std::string& model_dir, const std::string& ou
     if (n == "lm_head.weight" && c.tie_word_embeddings) continue;
     by_gguf[g] = n;
   }
+  // llama.cpp's gpt-oss wants output.weight: a tied model's is its embedding.
+  if (c.arch == Arch::kGptOss && c.tie_word_embeddings) by_gguf["output.weight"] = "model.embed_tokens.weight";
   const auto take = [&](const std::string& g) {
     const auto it = by_gguf.find(g);
     if (it == by_gguf.end()) return;
@@ -286,8 +413,9 @@ GgufExportResult export_gguf(const std::string& model_dir, const std::string& ou
   const bool llama3_rope = c.rope_scaling == RopeScaling::kLlama3;
   for (std::int64_t l = 0; l < c.num_layers; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
-    for (const char* part : {"attn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "attn_q_norm", "attn_k_norm", "ffn_norm",
-                             "ffn_gate_inp", "ffn_gate", "ffn_gate_exps", "ffn_up", "ffn_up_exps", "ffn_down", "ffn_down_exps"}) {
+    for (const char* part : {"attn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "attn_q_norm", "attn_k_norm", "attn_sinks",
+                             "ffn_norm", "post_attention_norm", "ffn_gate_inp", "ffn_gate", "ffn_gate_exps", "ffn_up", "ffn_up_exps",
+                             "ffn_down", "ffn_down_exps"}) {
       take(p + part + ".weight");
       take(p + part + ".bias");
     }
@@ -313,59 +441,70 @@ GgufExportResult export_gguf(const std::string& model_dir, const std::string& ou
     if (!info.dtype_supported || dtype_is_block(info.dtype)) {
       throw InputError("'" + model_dir + "': tensor '" + hf + "' has dtype " + info.dtype_name + " (f32, bf16 or f16 expected)");
     }
+    const DType src = info.dtype;
+    const void* data = ref.data;
+    const auto f = fused.find(g);
     // A stack of experts: (E, rows, cols), expert e's rows after expert e - 1's.
     std::vector<const void*> parts = {ref.data};
-    std::vector<std::int64_t> shape = info.shape;
-    if (g.find("_exps.") != std::string::npos) {
+    std::vector<std::int64_t> shape = f != fused.end() ? f->second.shape() : info.shape;
+    if (f == fused.end() && g.ends_with("_exps.weight")) {
       parts = expert_data(ckpt, c, g, model_dir);
       shape.insert(shape.begin(), static_cast<std::int64_t>(parts.size()));
     }
     std::vector<std::int64_t> dims(shape.rbegin(), shape.rend());  // GGUF: innermost first
-    const std::int64_t cols = info.shape.back();
-    const std::int64_t part_rows = info.numel() / cols;
-    const std::int64_t rows = part_rows * static_cast<std::int64_t>(parts.size());
-    const DType src = info.dtype;
-    const void* data = ref.data;
+    const std::int64_t cols = shape.back();
+    std::int64_t rows = 1;
+    for (std::size_t d = 0; d + 1 < shape.size(); ++d) rows *= shape[d];
+    const std::int64_t part_rows = rows / static_cast<std::int64_t>(parts.size());
     const bool q_or_k = g.find(".attn_q.") != std::string::npos || g.find(".attn_k.") != std::string::npos;
     const bool reorder = permute && q_or_k;
     const std::int64_t head_dim = c.head_dim;
-    // llama.cpp keeps a router (ffn_gate_inp) F32; F32/F16/BF16 files have every matrix in that type.
-    const bool router = g.find(".ffn_gate_inp.") != std::string::npos;
+    // Row r of the GGUF tensor as f32: gathered from a fused gpt-oss tensor, or a row of the
+    // source (of expert r / part_rows for a stack; q/k rows permuted for llama's rope).
+    const std::size_t in_row = dtype_size(src) * static_cast<std::size_t>(cols);
+    const std::optional<FusedPart> gather = f != fused.end() ? std::optional<FusedPart>(f->second) : std::nullopt;
+    const auto row_f32 = [=](std::int64_t r, float* row) {
+      if (gather) return strided_to_f32(src, data, gather->first(r), gather->stride(), row, cols);
+      const std::int64_t s = reorder ? permuted_source_row(r, head_dim) : r;
+      const char* from = static_cast<const char*>(parts[static_cast<std::size_t>(s / part_rows)]);
+      row_to_f32(src, from + static_cast<std::size_t>(s % part_rows) * in_row, row, cols);
+    };
+    // llama.cpp keeps a router (ffn_gate_inp) and every bias F32; F32/F16/BF16 files have every
+    // matrix in that type.
+    const bool keep_f32 = g.find(".ffn_gate_inp.") != std::string::npos || g.ends_with(".bias");
     const std::optional<DType> chosen = shape.size() < 2 ? std::nullopt
-                                        : router         ? std::optional<DType>(DType::kF32)
+                                        : keep_f32       ? std::optional<DType>(DType::kF32)
                                         : o.float_type   ? o.float_type
                                                          : quant_mix_type(o.mix, g, shape, facts);
     if (chosen) {
       // A weight matrix in the mix's type for it: a block format, or F16 where no block fits.
       const DType t = *chosen;
       const std::int64_t row_bytes = dtype_row_bytes(t, cols);
-      const std::size_t in_row = dtype_size(src) * static_cast<std::size_t>(cols);
       w.add_tensor(g, dims, ggml_type_of(t), static_cast<std::uint64_t>(rows * row_bytes),
                    [=, &pool](void* dst) {
                      pool.parallel_for(rows, 1, [&](std::int64_t b, std::int64_t e) {
                        std::vector<float> row(static_cast<std::size_t>(cols));  // (cols)
                        for (std::int64_t r = b; r < e; ++r) {
-                         const std::int64_t s = reorder ? permuted_source_row(r, head_dim) : r;
-                         const char* from = static_cast<const char*>(parts[static_cast<std::size_t>(s / part_rows)]);
-                         row_to_f32(src, from + static_cast<std::size_t>(s % part_rows) * in_row, row.data(), cols);
+                         row_f32(r, row.data());
                          quantize_row(t, row.data(), static_cast<char*>(dst) + r * row_bytes, cols);  // a block format, or F32/F16/BF16
                        }
                      });
                    });
       if (dtype_is_block(t)) ++result.quantised;
-    } else if (info.shape.size() == 1) {
-      // Norms and biases as F32; a llama q/k bias is permuted like its weight's rows.
-      const std::int64_t n = info.numel();
+    } else if (shape.size() >= 2) {
+      // A matrix the mix leaves as stored (none of llama.cpp's names today), bytes as stored.
+      if (gather) throw InputError("'" + model_dir + "': tensor '" + g + "' must be gathered from '" + hf + "' to be written");
+      const std::uint64_t bytes = info.end - info.begin;
+      w.add_tensor(g, dims, ggml_type_of(src), bytes, [=](void* dst) { std::memcpy(dst, data, bytes); });
+    } else {
+      // Norms, biases and sinks as F32; a llama q/k bias is permuted like its weight's rows.
+      const std::int64_t n = cols;
       w.add_tensor(g, dims, 0, static_cast<std::uint64_t>(n) * 4, [=](void* dst) {
         std::vector<float> v(static_cast<std::size_t>(n));
         row_to_f32(src, data, v.data(), n);
         float* d = static_cast<float*>(dst);
         for (std::int64_t i = 0; i < n; ++i) d[i] = v[static_cast<std::size_t>(reorder ? permuted_source_row(i, head_dim) : i)];
       });
-    } else {
-      // A matrix the mix leaves as stored (none of llama.cpp's names today), bytes as stored.
-      const std::uint64_t bytes = info.end - info.begin;
-      w.add_tensor(g, dims, ggml_type_of(src), bytes, [=](void* dst) { std::memcpy(dst, data, bytes); });
     }
   }
   result.tensors = w.tensor_count();

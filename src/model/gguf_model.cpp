@@ -30,6 +30,7 @@ constexpr ArchKeys kArchs[] = {
     {"qwen2", "Qwen2ForCausalLM", "qwen2"},
     {"qwen3", "Qwen3ForCausalLM", "qwen3"},
     {"qwen3moe", "Qwen3MoeForCausalLM", "qwen3_moe"},
+    {"gpt-oss", "GptOssForCausalLM", "gpt_oss"},
 };
 
 // Expert counts past any real model's (llama.cpp's own limit is a few hundred).
@@ -50,17 +51,19 @@ bool split_block_name(const std::string& name, std::string* layer, std::string* 
   return *suffix == "weight" || *suffix == "bias";
 }
 
-// The mixture-of-experts keys of a llama (Mixtral) or qwen3moe file, as config.json fields in J.
+// The mixture-of-experts keys of a llama (Mixtral), qwen3moe or gpt-oss file, as config.json
+// fields in J.
 // llama.cpp's semantics: Mixtral's experts are feed_forward_length wide; a qwen3moe expert is
 // expert_feed_forward_length wide (feed_forward_length / expert_used_count when absent), every
 // qwen3moe layer routes its top-k with the probabilities renormalised (llama.cpp passes
 // norm_w = true whatever the checkpoint's norm_topk_prob; plexus honours expert_weights_norm when
 // a file has it). llama.cpp has no dense qwen3moe layers; plexus writes one (mlp_only_layers) as
-// ffn_gate/ffn_up/ffn_down without ffn_gate_inp, and reads such a layer back as dense.
+// ffn_gate/ffn_up/ffn_down without ffn_gate_inp, and reads such a layer back as dense. A gpt-oss
+// expert is expert_feed_forward_length wide (feed_forward_length when absent).
 void gguf_moe_fields(const GgufFile& f, const std::string& arch, Json& j) {
   const std::string& path = f.path();
   const std::string p = arch + ".";
-  if (arch != "llama" && arch != "qwen3moe") return;
+  if (arch != "llama" && arch != "qwen3moe" && arch != "gpt-oss") return;
   const std::int64_t experts = f.get_int(p + "expert_count").value_or(0);
   if (arch == "llama" && experts == 0) return;  // a dense Llama or Mistral
   if (experts <= 0 || experts > kMaxGgufExperts) {
@@ -84,11 +87,16 @@ void gguf_moe_fields(const GgufFile& f, const std::string& arch, Json& j) {
     return;
   }
   const std::int64_t dense = f.get_int(p + "feed_forward_length").value_or(0);
-  const std::int64_t width = f.get_int(p + "expert_feed_forward_length").value_or(dense / *used);
+  const std::int64_t width = f.get_int(p + "expert_feed_forward_length").value_or(arch == "gpt-oss" ? dense : dense / *used);
   if (width <= 0) {
     throw InputError(path + ": no expert width: " + p + "expert_feed_forward_length is " +
                      (f.find(p + "expert_feed_forward_length") ? std::to_string(width) : "missing") + " and " + p +
                      "feed_forward_length is " + std::to_string(dense));
+  }
+  if (arch == "gpt-oss") {  // GptOssConfig's names: every layer's experts intermediate_size wide
+    j["num_local_experts"] = experts;
+    j["intermediate_size"] = width;
+    return;
   }
   j["num_experts"] = experts;
   j["moe_intermediate_size"] = width;
@@ -104,6 +112,64 @@ void gguf_moe_fields(const GgufFile& f, const std::string& arch, Json& j) {
   j["mlp_only_layers"] = dense_layers;
 }
 
+// gpt-oss's attention as llama.cpp reads it, as config.json fields in J: the window
+// attention.sliding_window on the layers attention.sliding_window_pattern marks — a period P
+// (layer l sliding when l % P < P − 1; llama.cpp's default P = 2: even layers sliding, as
+// GptOssConfig's default layer_types), or one bool per layer (plexus writes that for layer_types
+// no period gives) — and q/k/v/o biases when the file has blk.0.attn_q.bias.
+void gguf_gpt_oss_fields(const GgufFile& f, Json& j) {
+  const std::string& path = f.path();
+  const std::string p = "gpt-oss.";
+  j["sliding_window"] = f.require_int(p + "attention.sliding_window");
+  const std::int64_t layers = f.require_int(p + "block_count");
+  if (layers <= 0 || layers > (std::int64_t{1} << 20)) return;  // parse_model_config says what is wrong
+  const std::string pattern_key = p + "attention.sliding_window_pattern";
+  Json types = Json::array();
+  const GgufValue* pattern = f.find(pattern_key);
+  if (pattern && pattern->type == GgufValue::Type::kArray) {
+    if (static_cast<std::int64_t>(pattern->arr.size()) != layers || pattern->elem_type != 7 /* bool */) {
+      throw InputError(path + ": " + pattern_key + " is an array of " + std::to_string(pattern->arr.size()) +
+                       " elements; it must be a period or one bool per layer (" + p + "block_count " + std::to_string(layers) + ")");
+    }
+    for (const GgufValue& v : pattern->arr) types.push_back(v.b ? "sliding_attention" : "full_attention");
+  } else {
+    const std::int64_t period = f.get_int(pattern_key).value_or(2);
+    if (period < 0) throw InputError(path + ": " + pattern_key + " is " + std::to_string(period) + "; a period must be 0 or more");
+    for (std::int64_t l = 0; l < layers; ++l)
+      types.push_back(period == 0 || l % period < period - 1 ? "sliding_attention" : "full_attention");
+  }
+  j["layer_types"] = types;
+  j["attention_bias"] = f.find_tensor("blk.0.attn_q.bias") != nullptr;
+}
+
+// YaRN rope scaling (rope.scaling.type "yarn") as a config.json rope_scaling object: factor,
+// original_context_length (context_length when absent), beta_fast/beta_slow from
+// rope.scaling.yarn_beta_fast/_slow (32 and 1 when absent, as llama.cpp always takes them), and
+// the attention factor llama.cpp applies: rope.scaling.attn_factor (1 when absent) times
+// 0.1·ln(factor) + 1. GGUF has no key for Hugging Face's truncate: the correction range is rounded
+// outward (llama.cpp always rounds it) except for gpt-oss, whose config.json says truncate false.
+Json gguf_yarn(const GgufFile& f, const std::string& arch, double factor, const std::string& factor_key) {
+  const std::string p = arch + ".";
+  const std::string& path = f.path();
+  factor = check_float_hyper_parameter("factor", factor, path, factor_key);
+  Json rs = {{"rope_type", "yarn"}, {"factor", factor}, {"truncate", arch != "gpt-oss"}};
+  const std::string orig_key = p + "rope.scaling.original_context_length";
+  if (auto orig = f.get_int(orig_key)) {
+    rs["original_max_position_embeddings"] = *orig;
+  } else if (auto ctx = f.get_int(p + "context_length")) {
+    rs["original_max_position_embeddings"] = *ctx;
+  }
+  for (const auto& [field, key] : {std::pair<const char*, const char*>{"beta_fast", "rope.scaling.yarn_beta_fast"},
+                                   {"beta_slow", "rope.scaling.yarn_beta_slow"}}) {
+    if (auto v = f.get_float(p + key)) rs[field] = check_float_hyper_parameter(field, *v, path, p + key);
+  }
+  if (auto a = f.get_float(p + "rope.scaling.attn_factor")) {
+    const double m = check_float_hyper_parameter("attention_factor", *a, path, p + "rope.scaling.attn_factor");
+    rs["attention_factor"] = factor <= 1 ? m : m * (0.1 * std::log(factor) + 1.0);
+  }
+  return rs;
+}
+
 }  // namespace
 
 ModelConfig gguf_model_config(const GgufFile& f) {
@@ -114,7 +180,7 @@ ModelConfig gguf_model_config(const GgufFile& f) {
     if (arch == a.gguf) keys = &a;
   if (!keys)
     throw InputError(path + ": general.architecture is '" + arch +
-                     "'; plexus runs GGUF models of architecture llama (Mixtral too), qwen2, qwen3, qwen3moe");
+                     "'; plexus runs GGUF models of architecture llama (Mixtral too), qwen2, qwen3, qwen3moe, gpt-oss");
   const std::string p = arch + ".";
 
   // The same checks as config.json: build the equivalent and parse it.
@@ -131,8 +197,9 @@ ModelConfig gguf_model_config(const GgufFile& f) {
       throw InputError(path + ": " + p + "attention.value_length (" + std::to_string(*vd) + ") differs from key_length (" +
                        std::to_string(*hd) + "); plexus needs them equal");
   }
-  if (arch != "qwen3moe") j["intermediate_size"] = f.require_int(p + "feed_forward_length");
+  if (arch != "qwen3moe" && arch != "gpt-oss") j["intermediate_size"] = f.require_int(p + "feed_forward_length");
   gguf_moe_fields(f, arch, j);
+  if (arch == "gpt-oss") gguf_gpt_oss_fields(f, j);
   // The vocabulary is the embedding's rows; the token list (or <arch>.vocab_size) when the
   // embedding tensor is missing (the checkpoint reports that).
   std::int64_t vocab = 0;
@@ -154,14 +221,20 @@ ModelConfig gguf_model_config(const GgufFile& f) {
   j["tie_word_embeddings"] = f.find_tensor("output.weight") == nullptr;
   // Rope scaling as llama.cpp reads it: the type defaults to linear; the factor is
   // rope.scaling.factor, or the older rope.scale_linear; a factor of 0 (or type none) is none.
+  // A gpt-oss file without the keys is none too (GptOssConfig's default YaRN is config.json's).
   const std::string type = f.get_string(p + "rope.scaling.type").value_or("linear");
-  if (type != "none" && type != "linear")
-    throw InputError(path + ": " + p + "rope.scaling.type is '" + type + "'; plexus supports none and linear for GGUF files");
+  if (type != "none" && type != "linear" && type != "yarn")
+    throw InputError(path + ": " + p + "rope.scaling.type is '" + type + "'; plexus supports none, linear and yarn for GGUF files");
   const std::string factor_key = f.find(p + "rope.scaling.factor") || !f.find(p + "rope.scale_linear") ? p + "rope.scaling.factor"
                                                                                                          : p + "rope.scale_linear";
   const std::optional<double> factor = f.get_float(factor_key);
   if (type == "linear" && factor && *factor != 0) {
     j["rope_scaling"] = {{"type", "linear"}, {"factor", check_float_hyper_parameter("factor", *factor, path, factor_key)}};
+  } else if (type == "yarn") {
+    if (!factor) throw InputError(path + ": " + p + "rope.scaling.type is 'yarn' but the file has no " + factor_key);
+    j["rope_scaling"] = gguf_yarn(f, arch, *factor, factor_key);
+  } else if (arch == "gpt-oss") {
+    j["rope_scaling"] = Json{{"rope_type", "default"}};
   }
   if (auto bos = f.get_int("tokenizer.ggml.bos_token_id")) j["bos_token_id"] = *bos;
   if (auto eos = f.get_int("tokenizer.ggml.eos_token_id")) j["eos_token_id"] = *eos;
@@ -171,6 +244,7 @@ ModelConfig gguf_model_config(const GgufFile& f) {
     throw InputError(path + ": " + p + "rope.dimension_count is " + std::to_string(*rd) + " but head_dim is " +
                      std::to_string(c.head_dim) + "; partial rotary embeddings are not supported");
   c.rope_interleaved = c.arch == Arch::kLlama || c.arch == Arch::kMixtral;  // llama.cpp's converter permutes both
+  c.moe.split_experts = c.arch == Arch::kGptOss;  // llama.cpp's gate, up and down stacks, not gate_up_proj
   // llama3-style scaling: the converter stores the per-frequency divisors as a tensor.
   if (const GgufTensor* rf = f.find_tensor("rope_freqs.weight")) {
     if (rf->ggml_type != 0 || rf->dims.size() != 1 || rf->dims[0] != c.head_dim / 2)
@@ -223,55 +297,128 @@ std::span<const GgufExpertPart> gguf_expert_parts() {
   return kParts;
 }
 
+namespace {
+
+std::string dims_text(const std::vector<std::int64_t>& d) {
+  std::string s;
+  for (std::int64_t x : d) s += (s.empty() ? "" : ", ") + std::to_string(x);
+  return "[" + s + "]";
+}
+
+// InputError unless tensor T's ne are WANT, naming T, both and the metadata KEYS WANT comes from.
+void check_ne(const GgufTensor& t, const std::vector<std::int64_t>& want, const std::string& keys, const std::string& path) {
+  if (t.dims != want) {
+    throw InputError(path + ": tensor '" + t.name + "' has ne " + dims_text(t.dims) + " but the metadata gives " + dims_text(want) +
+                     " (" + keys + ")");
+  }
+}
+
+// The numbers a mixture's tensors are checked against, under their GGUF keys ("llama.expert_count 8").
+struct MoeKeys {
+  std::string experts, width, hidden, heads;
+};
+MoeKeys moe_keys(const ModelConfig& c) {
+  const std::string a = c.arch == Arch::kQwen3Moe ? "qwen3moe." : c.arch == Arch::kGptOss ? "gpt-oss." : "llama.";
+  const bool own_width = c.arch != Arch::kMixtral;  // Mixtral's experts are feed_forward_length wide
+  return {a + "expert_count " + std::to_string(c.moe.num_experts),
+          a + (own_width ? "expert_feed_forward_length " : "feed_forward_length ") + std::to_string(c.moe.expert_intermediate_size),
+          a + "embedding_length " + std::to_string(c.hidden_size), a + "attention.head_count " + std::to_string(c.num_heads)};
+}
+
+// gpt-oss's tensors that no other architecture has, or names otherwise (blk.N.PART.SUFFIX):
+// attn_sinks (ne [n_head]), post_attention_norm, the router's bias ffn_gate_inp.bias ([E]) and the
+// experts' ffn_{gate,up}_exps.bias ([Ie, E]) and ffn_down_exps.bias ([H, E]). Empty for others.
+std::vector<GgufHfTensor> gpt_oss_tensors(const GgufTensor& t, const ModelConfig& c, const std::string& prefix, const std::string& part,
+                                          const std::string& suffix, const std::string& path) {
+  const std::int64_t E = c.moe.num_experts, H = c.hidden_size, Ie = c.moe.expert_intermediate_size;
+  const MoeKeys k = moe_keys(c);
+  const auto hf = [&](const std::string& name, const std::vector<std::int64_t>& want, const std::string& keys) {
+    check_ne(t, want, keys, path);
+    return std::vector<GgufHfTensor>{{prefix + name, std::vector<std::int64_t>(want.rbegin(), want.rend()), 0, t.bytes}};
+  };
+  if (suffix == "weight" && part == "attn_sinks") return hf(".self_attn.sinks", {c.num_heads}, k.heads);
+  if (suffix == "weight" && part == "post_attention_norm") return hf(".post_attention_layernorm.weight", {H}, k.hidden);
+  if (suffix != "bias") return {};
+  if (part == "ffn_gate_inp") return hf(".mlp.router.bias", {E}, k.experts);
+  if (part == "ffn_gate_exps") return hf(".mlp.experts.gate_proj_bias", {Ie, E}, k.width + ", " + k.experts);
+  if (part == "ffn_up_exps") return hf(".mlp.experts.up_proj_bias", {Ie, E}, k.width + ", " + k.experts);
+  if (part == "ffn_down_exps") return hf(".mlp.experts.down_proj_bias", {H, E}, k.hidden + ", " + k.experts);
+  return {};
+}
+
+// The Hugging Face part (gate | up | down) and expert of older converters' per-expert Mixtral
+// tensors, blk.N.ffn_{gate,up,down}.E.weight (llama.cpp's LLM_TENSOR_FFN_*_EXP); null otherwise.
+const char* MoeNames::*legacy_expert(const std::string& part, std::int64_t* expert) {
+  for (const auto& [name, hf] : {std::pair<const char*, const char* MoeNames::*>{"ffn_gate.", &MoeNames::gate},
+                                 {"ffn_up.", &MoeNames::up}, {"ffn_down.", &MoeNames::down}}) {
+    const std::string_view p(name);
+    if (part.rfind(p, 0) != 0) continue;
+    const std::string index = part.substr(p.size());
+    if (index.empty() || index.size() > 6 || index.find_first_not_of("0123456789") != std::string::npos ||
+        (index.size() > 1 && index[0] == '0'))
+      return nullptr;
+    *expert = std::stoll(index);
+    return hf;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
 std::vector<GgufHfTensor> gguf_hf_tensors(const GgufTensor& t, const ModelConfig& c, const std::string& path) {
   std::string layer, part, suffix;
-  const bool router = c.is_moe() && split_block_name(t.name, &layer, &part, &suffix) && suffix == "weight" && part == "ffn_gate_inp";
-  const GgufExpertPart* stacked = nullptr;
-  if (c.is_moe() && !router && split_block_name(t.name, &layer, &part, &suffix) && suffix == "weight") {
-    for (const GgufExpertPart& e : gguf_expert_parts())
-      if (part == e.gguf) stacked = &e;
-  }
-  if (!router && !stacked) {
+  const bool in_block = split_block_name(t.name, &layer, &part, &suffix);
+  if (!in_block || !c.is_moe()) {
     const std::optional<std::string> hf = hf_name_of_gguf_tensor(t.name);
     if (!hf) return {};
     return {{*hf, std::vector<std::int64_t>(t.dims.rbegin(), t.dims.rend()), 0, t.bytes}};
   }
-  // The numbers the metadata gives, under their GGUF keys.
-  const std::string a = c.arch == Arch::kQwen3Moe ? "qwen3moe." : "llama.";
-  const std::int64_t E = c.moe.num_experts, H = c.hidden_size, Ie = c.moe.expert_intermediate_size;
-  const std::string experts_key = a + "expert_count " + std::to_string(E);
-  const std::string width_key = a + (c.arch == Arch::kQwen3Moe ? "expert_feed_forward_length " : "feed_forward_length ") + std::to_string(Ie);
-  const std::string hidden_key = a + "embedding_length " + std::to_string(H);
-  const auto dims_text = [](const std::vector<std::int64_t>& d) {
-    std::string s;
-    for (std::int64_t x : d) s += (s.empty() ? "" : ", ") + std::to_string(x);
-    return "[" + s + "]";
-  };
   const std::string prefix = ModuleTree::layer_prefix(std::stoi(layer));
+  if (c.arch == Arch::kGptOss) {
+    std::vector<GgufHfTensor> own = gpt_oss_tensors(t, c, prefix, part, suffix, path);
+    if (!own.empty()) return own;
+  }
+  const bool router = suffix == "weight" && part == "ffn_gate_inp";
+  const GgufExpertPart* stacked = nullptr;
+  if (!router && suffix == "weight") {
+    for (const GgufExpertPart& e : gguf_expert_parts())
+      if (part == e.gguf) stacked = &e;
+  }
+  std::int64_t expert = -1;
+  const char* MoeNames::*legacy = suffix == "weight" && c.arch == Arch::kMixtral ? legacy_expert(part, &expert) : nullptr;
+  if (!router && !stacked && !legacy) {
+    const std::optional<std::string> hf = hf_name_of_gguf_tensor(t.name);
+    if (!hf) return {};
+    return {{*hf, std::vector<std::int64_t>(t.dims.rbegin(), t.dims.rend()), 0, t.bytes}};
+  }
+  const std::int64_t E = c.moe.num_experts, H = c.hidden_size, Ie = c.moe.expert_intermediate_size;
+  const MoeKeys k = moe_keys(c);
   const MoeNames names = moe_names(c.arch);
   if (router) {
-    const std::vector<std::int64_t> want = {H, E};
-    if (t.dims != want) {
-      throw InputError(path + ": tensor '" + t.name + "' has ne " + dims_text(t.dims) + " but the metadata gives " + dims_text(want) +
-                       " (" + hidden_key + ", " + experts_key + ")");
-    }
+    check_ne(t, {H, E}, k.hidden + ", " + k.experts, path);
     return {{prefix + names.router + ".weight", {E, H}, 0, t.bytes}};
+  }
+  const bool down = (stacked ? stacked->hf : legacy) == &MoeNames::down;
+  const std::vector<std::int64_t> matrix = down ? std::vector<std::int64_t>{Ie, H} : std::vector<std::int64_t>{H, Ie};  // ne of one expert
+  if (legacy) {
+    // One expert's matrix, a tensor of its own.
+    if (expert >= E) {
+      throw InputError(path + ": tensor '" + t.name + "' is expert " + std::to_string(expert) + " but " + k.experts +
+                       " (experts 0.." + std::to_string(E - 1) + ")");
+    }
+    check_ne(t, matrix, k.hidden + ", " + k.width, path);
+    return {{prefix + names.experts + std::to_string(expert) + "." + names.*legacy + ".weight", {matrix[1], matrix[0]}, 0, t.bytes}};
   }
   if (t.dims.size() != 3 || t.dims[2] != E) {
     throw InputError(path + ": tensor '" + t.name + "' holds " + (t.dims.size() == 3 ? std::to_string(t.dims[2]) : "no stack of") +
-                     " experts (ne " + dims_text(t.dims) + ") but " + experts_key);
+                     " experts (ne " + dims_text(t.dims) + ") but " + k.experts);
   }
-  const bool down = stacked->hf == &MoeNames::down;
-  const std::vector<std::int64_t> want = down ? std::vector<std::int64_t>{Ie, H, E} : std::vector<std::int64_t>{H, Ie, E};
-  if (t.dims != want) {
-    throw InputError(path + ": tensor '" + t.name + "' has ne " + dims_text(t.dims) + " but the metadata gives " + dims_text(want) +
-                     " (" + hidden_key + ", " + width_key + ", " + experts_key + ")");
-  }
+  check_ne(t, {matrix[0], matrix[1], E}, k.hidden + ", " + k.width + ", " + k.experts, path);
   // Each expert is whole rows (GgufFile checked that a row is whole blocks): E equal slices.
   const std::uint64_t each = t.bytes / static_cast<std::uint64_t>(E);
   std::vector<GgufHfTensor> out;
   for (std::int64_t e = 0; e < E; ++e) {
-    out.push_back({prefix + names.experts + std::to_string(e) + "." + names.*stacked->hf + ".weight", {want[1], want[0]},
+    out.push_back({prefix + names.experts + std::to_string(e) + "." + names.*stacked->hf + ".weight", {matrix[1], matrix[0]},
                    static_cast<std::uint64_t>(e) * each, each});
   }
   return out;

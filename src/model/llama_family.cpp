@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "kernels/cpu/isa.h"
 #include "model/checkpoint.h"
+#include "model/gpt_oss_mxfp4.h"
 #include "model/module_tree.h"
 #include "model/token_id.h"
 
@@ -138,7 +139,7 @@ LlamaFamilyModel::LlamaFamilyModel(const ModelConfig& config, const Checkpoint& 
     w.k = matrix(ck, p + ".self_attn.k_proj.weight");
     w.v = matrix(ck, p + ".self_attn.v_proj.weight");
     w.o = matrix(ck, p + ".self_attn.o_proj.weight");
-    if (config.arch == Arch::kGptOss) {
+    if (config.arch == Arch::kGptOss && !config.moe.split_experts) {
       load_gpt_oss_experts(ck, l, w);
     } else if (config.moe_layer(l)) {
       const MoeNames n = moe_names(config.arch);
@@ -148,6 +149,7 @@ LlamaFamilyModel::LlamaFamilyModel(const ModelConfig& config, const Checkpoint& 
         const std::string x = p + n.experts + std::to_string(e) + ".";
         w.experts[e] = {matrix(ck, x + n.gate + ".weight"), matrix(ck, x + n.up + ".weight"), matrix(ck, x + n.down + ".weight")};
       }
+      if (config.moe.biases) load_split_expert_biases(ck, l, w);
     } else {
       w.gate = matrix(ck, p + ".mlp.gate_proj.weight");
       w.up = matrix(ck, p + ".mlp.up_proj.weight");
@@ -182,9 +184,15 @@ LlamaFamilyModel::LlamaFamilyModel(const ModelConfig& config, ModelWeights weigh
 
 void LlamaFamilyModel::load_gpt_oss_experts(const Checkpoint& ck, int l, LayerWeights& w) {
   const std::string p = ModuleTree::layer_prefix(l) + ".mlp.";
-  const std::int64_t E = config_.moe.num_experts, H = config_.hidden_size, Ie = config_.moe.expert_intermediate_size;
   w.router = matrix(ck, p + "router.weight");  // (E, H)
   w.router_bias = vector_f32(ck, p + "router.bias", vectors_);
+  if (!load_gpt_oss_mxfp4_experts(ck, l, w)) load_gpt_oss_dense_experts(ck, l, w);
+  load_gpt_oss_expert_biases(ck, l, w);
+}
+
+void LlamaFamilyModel::load_gpt_oss_dense_experts(const Checkpoint& ck, int l, LayerWeights& w) {
+  const std::string p = ModuleTree::layer_prefix(l) + ".mlp.";
+  const std::int64_t E = config_.moe.num_experts, H = config_.hidden_size, Ie = config_.moe.expert_intermediate_size;
   const TensorRef gate_up = ck.get(p + "experts.gate_up_proj"), down = ck.get(p + "experts.down_proj");
   for (const TensorRef* t : {&gate_up, &down}) {
     const DType d = t->info->dtype;
@@ -217,6 +225,43 @@ void LlamaFamilyModel::load_gpt_oss_experts(const Checkpoint& ck, int l, LayerWe
     transposed_.push_back(std::move(up));
     transposed_.push_back(std::move(dn));
   }
+}
+
+bool LlamaFamilyModel::load_gpt_oss_mxfp4_experts(const Checkpoint& ck, int l, LayerWeights& w) {
+  const std::string p = ModuleTree::layer_prefix(l) + ".mlp.experts.";
+  const std::optional<Mxfp4Experts> gate_up = gpt_oss_mxfp4_experts(ck, config_, p + "gate_up_proj");
+  const std::optional<Mxfp4Experts> down = gpt_oss_mxfp4_experts(ck, config_, p + "down_proj");
+  if (!gate_up && !down) return false;
+  if (!gate_up || !down) {
+    const std::string mx = gate_up ? "gate_up_proj" : "down_proj", dense = gate_up ? "down_proj" : "gate_up_proj";
+    throw InputError(ck.dir() + ": '" + p + mx + "' is stored as MXFP4 (_blocks, _scales) but '" + p + dense +
+                     "' is not: plexus reads a layer's gpt-oss experts all MXFP4 or all f32/bf16/f16");
+  }
+  // Stored (E, 2·Ie, H) with the gate in rows 0::2 and the up in 1::2, and (E, H, Ie): rows are
+  // outputs already, so each expert's matrices are its rows repacked, block for block.
+  const std::int64_t E = gate_up->experts, Ie = gate_up->rows / 2, H = gate_up->cols;
+  const std::int64_t gu_row = dtype_row_bytes(DType::kMXFP4, H), dn_row = dtype_row_bytes(DType::kMXFP4, Ie);
+  w.experts.resize(static_cast<std::size_t>(E));
+  for (std::int64_t e = 0; e < E; ++e) {
+    std::vector<std::uint8_t> gate(static_cast<std::size_t>(Ie * gu_row)), up(gate.size()), dn(static_cast<std::size_t>(H * dn_row));
+    for (std::int64_t i = 0; i < Ie; ++i) {
+      gate_up->repack_row(e, 2 * i, gate.data() + i * gu_row);
+      gate_up->repack_row(e, 2 * i + 1, up.data() + i * gu_row);
+    }
+    for (std::int64_t h = 0; h < H; ++h) down->repack_row(e, h, dn.data() + h * dn_row);
+    w.experts[static_cast<std::size_t>(e)] = {WeightMatrix{gate.data(), DType::kMXFP4, Ie, H},
+                                              WeightMatrix{up.data(), DType::kMXFP4, Ie, H},
+                                              WeightMatrix{dn.data(), DType::kMXFP4, H, Ie}};
+    transposed_.push_back(std::move(gate));  // moved, the buffers stay where the views point
+    transposed_.push_back(std::move(up));
+    transposed_.push_back(std::move(dn));
+  }
+  return true;
+}
+
+void LlamaFamilyModel::load_gpt_oss_expert_biases(const Checkpoint& ck, int l, LayerWeights& w) {
+  const std::string p = ModuleTree::layer_prefix(l) + ".mlp.";
+  const std::int64_t E = config_.moe.num_experts, Ie = config_.moe.expert_intermediate_size;
   // gate_up_proj_bias (E, 2·Ie) interleaved as the weights; down_proj_bias (E, H).
   const VectorView gu_bias = vector_f32(ck, p + "experts.gate_up_proj_bias", vectors_);
   std::vector<float> gate_bias(static_cast<std::size_t>(E * Ie)), up_bias(gate_bias.size());
@@ -229,6 +274,14 @@ void LlamaFamilyModel::load_gpt_oss_experts(const Checkpoint& ck, int l, LayerWe
   vectors_.push_back(std::move(gate_bias));
   vectors_.push_back(std::move(up_bias));
   w.expert_down_bias = vector_f32(ck, p + "experts.down_proj_bias", vectors_);
+}
+
+void LlamaFamilyModel::load_split_expert_biases(const Checkpoint& ck, int l, LayerWeights& w) {
+  const std::string p = ModuleTree::layer_prefix(l) + ".mlp.";
+  w.router_bias = vector_f32(ck, p + "router.bias", vectors_);                     // (E)
+  w.expert_gate_bias = vector_f32(ck, p + "experts.gate_proj_bias", vectors_);     // (E, Ie)
+  w.expert_up_bias = vector_f32(ck, p + "experts.up_proj_bias", vectors_);         // (E, Ie)
+  w.expert_down_bias = vector_f32(ck, p + "experts.down_proj_bias", vectors_);     // (E, H)
 }
 
 std::vector<const WeightMatrix*> layer_matrices(const LayerWeights& w) {

@@ -92,15 +92,24 @@ class LlamaFamilyModel {
   ModelConfig config_;
   WeightMatrix embed_, lm_head_;
   std::vector<std::vector<float>> vectors_;  // the f32 small vectors the views below point at
-  // gpt-oss experts stored (in, out) in the checkpoint, transposed here to (out, in) per expert.
+  // gpt-oss experts stored (in, out) in the checkpoint, transposed here to (out, in) per expert;
+  // or stored as MXFP4 in Hugging Face's block layout, repacked here into plexus's MXFP4 blocks.
   std::vector<std::vector<std::uint8_t>> transposed_;
   VectorView final_norm_;
   std::vector<LayerWeights> layers_;
   std::vector<double> inv_freq_;  // (head_dim / 2), rope scaling applied
   AttentionShape attention_;
 
-  // Layer l's gpt-oss experts and their biases from the checkpoint's fused tensors.
+  // Layer l's gpt-oss experts and their biases from the checkpoint's fused tensors: bf16/f32/f16
+  // gate_up_proj and down_proj (dense), or their MXFP4 _blocks and _scales (model/gpt_oss_mxfp4.h;
+  // false when the layer holds none).
   void load_gpt_oss_experts(const Checkpoint& ck, int l, LayerWeights& w);
+  void load_gpt_oss_dense_experts(const Checkpoint& ck, int l, LayerWeights& w);
+  bool load_gpt_oss_mxfp4_experts(const Checkpoint& ck, int l, LayerWeights& w);
+  void load_gpt_oss_expert_biases(const Checkpoint& ck, int l, LayerWeights& w);
+  // gpt-oss's router and expert biases as GGUF holds them (MoeConfig::split_experts), the
+  // experts' matrices being read as any mixture's, in place.
+  void load_split_expert_biases(const Checkpoint& ck, int l, LayerWeights& w);
   // x (n, H) += the layer's MLP of ws.xb (n, H): dense, or routed through the experts.
   void mlp(ComputeOps& ops, const LayerWeights& w, float* x, std::int64_t n, Workspace& ws) const;
 };

@@ -10,7 +10,11 @@
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "kernels/block_formats.h"
+#include "kernels/mxfp4_hf.h"
+#include "kernels/quantize.h"
 #include "model/bulk_weights.h"
+#include "model/gpt_oss_mxfp4.h"
 #include "model/module_tree.h"
 
 namespace plexus {
@@ -86,14 +90,20 @@ void check_stop(const MakeModelOptions& o, const std::string& out_dir) {
   }
 }
 
+// One tensor of a safetensors file: its name, header dtype ("BF16", "U8", ...), shape and bytes.
+struct FileTensor {
+  std::string name, dtype;
+  std::vector<std::int64_t> shape;
+  std::string bytes;
+};
+
 // Writes one safetensors file to `path` via a temporary file, so a crash leaves no half file.
-void write_safetensors(const std::string& path, const std::vector<std::pair<const ParamInfo*, std::string>>& tensors,
-                       DType t, const MakeModelOptions& o) {
+void write_safetensors(const std::string& path, const std::vector<FileTensor>& tensors, const MakeModelOptions& o) {
   Json header = Json::object();
   std::uint64_t off = 0;
-  for (const auto& [p, bytes] : tensors) {
-    header[p->name] = {{"dtype", std::string(dtype_name(t))}, {"shape", p->shape}, {"data_offsets", {off, off + bytes.size()}}};
-    off += bytes.size();
+  for (const FileTensor& t : tensors) {
+    header[t.name] = {{"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {off, off + t.bytes.size()}}};
+    off += t.bytes.size();
   }
   header["__metadata__"] = {{"format", "pt"}};
   std::string h = header.dump();
@@ -104,11 +114,30 @@ void write_safetensors(const std::string& path, const std::vector<std::pair<cons
   for (int i = 0; i < 8; ++i) len[i] = static_cast<char>(static_cast<unsigned char>(n >> (8 * i)));
   out.write(std::string_view(len, 8));
   out.write(h);
-  for (const auto& [p, bytes] : tensors) {
+  for (const FileTensor& t : tensors) {
     check_stop(o, path);
-    out.write(bytes);
+    out.write(t.bytes);
   }
   out.commit();
+}
+
+// Whether `p` is a gpt-oss fused expert tensor that `o` writes as MXFP4.
+bool written_as_mxfp4(const ParamInfo& p, const ModelConfig& c, const MakeModelOptions& o) {
+  return o.mxfp4_experts && c.arch == Arch::kGptOss && p.shape.size() == 3 && p.name.ends_with("_proj");
+}
+
+// values (E · rows · cols, the stored orientation: rows the outputs) quantised to MXFP4 and
+// written in Hugging Face's layout: NAME_blocks (E, rows, cols / 32, 16) and NAME_scales (E, rows,
+// cols / 32), both U8.
+std::pair<FileTensor, FileTensor> hf_mxfp4_tensors(const std::string& name, const std::vector<std::int64_t>& stored,
+                                                   const std::vector<float>& values) {
+  const std::int64_t nb = static_cast<std::int64_t>(values.size()) / 32;
+  std::vector<BlockMXFP4> q(static_cast<std::size_t>(nb));
+  quantize_row(DType::kMXFP4, values.data(), q.data(), static_cast<std::int64_t>(values.size()));  // blocks are independent
+  FileTensor blocks{name + kMxfp4BlocksSuffix, "U8", {stored[0], stored[1], stored[2] / 32, 16}, std::string(static_cast<std::size_t>(16 * nb), '\0')};
+  FileTensor scales{name + kMxfp4ScalesSuffix, "U8", {stored[0], stored[1], stored[2] / 32}, std::string(static_cast<std::size_t>(nb), '\0')};
+  mxfp4_to_hf_blocks(q.data(), nb, reinterpret_cast<std::uint8_t*>(blocks.bytes.data()), reinterpret_cast<std::uint8_t*>(scales.bytes.data()));
+  return {std::move(blocks), std::move(scales)};
 }
 
 // Llama 3.2 1B and Llama 3.1 8B as Meta's config.json files describe them.
@@ -171,7 +200,8 @@ ModelConfig real_moe_config(const std::string& preset, std::int64_t vocab_size) 
 }
 
 // gpt-oss-20b as OpenAI's config.json describes it (24 layers, 32 experts of width 2880, 4 per
-// token, sliding 128 on even layers, YaRN 32 from 4096), its experts bf16 rather than MXFP4.
+// token, sliding 128 on even layers, YaRN 32 from 4096); MXFP4 experts are
+// MakeModelOptions::mxfp4_experts (make-model's default for this preset).
 ModelConfig gpt_oss_20b_config(Arch arch, std::int64_t vocab_size) {
   if (arch != Arch::kGptOss && arch != Arch::kLlama) throw InputError("preset 'gpt-oss-20b' is a gpt-oss: leave --arch out (or give gpt-oss)");
   ModelConfig c;
@@ -356,6 +386,11 @@ Json config_to_json(const ModelConfig& c, DType dtype) {
   return j;
 }
 
+Json gpt_oss_mxfp4_quantization_config() {
+  return {{"modules_to_not_convert", {"model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens", "lm_head"}},
+          {"quant_method", "mxfp4"}};
+}
+
 std::int64_t write_random_model(const std::string& out_dir, const MakeModelOptions& o) {
   if (o.shards < 1) throw InputError("--shards must be at least 1");
   ModelConfig config = preset_config(o.preset, o.arch, o.vocab_size);
@@ -371,6 +406,17 @@ std::int64_t write_random_model(const std::string& out_dir, const MakeModelOptio
       config.intermediate_size = config.moe.expert_intermediate_size;
     }
   }
+  if (o.mxfp4_experts) {
+    if (config.arch != Arch::kGptOss) {
+      throw InputError("MXFP4 experts (--expert-dtype mxfp4) are gpt-oss's; this is a " + std::string(arch_name(config.arch)));
+    }
+    if (config.hidden_size % 32 != 0 || config.moe.expert_intermediate_size % 32 != 0) {
+      throw InputError("MXFP4 experts need hidden_size and intermediate_size multiples of 32 (MXFP4's block), got " +
+                       std::to_string(config.hidden_size) + " and " + std::to_string(config.moe.expert_intermediate_size));
+    }
+  }
+  Json config_json = config_to_json(config, o.dtype);
+  if (o.mxfp4_experts) config_json["quantization_config"] = gpt_oss_mxfp4_quantization_config();
   const ModuleTree tree = ModuleTree::from_config(config);
   make_dir(out_dir);
   std::vector<const ParamInfo*> params;
@@ -382,7 +428,7 @@ std::int64_t write_random_model(const std::string& out_dir, const MakeModelOptio
   }
   auto is_norm = [](const ParamInfo& p) { return p.shape.size() == 1 && p.name.find("norm") != std::string::npos; };
   if (o.config_only) {
-    write_file_atomically(out_dir + "/config.json", config_to_json(config, o.dtype).dump(2) + "\n");
+    write_file_atomically(out_dir + "/config.json", config_json.dump(2) + "\n");
     return n_params;
   }
   const bool bulk = is_bulk_preset(o.preset);
@@ -397,37 +443,58 @@ std::int64_t write_random_model(const std::string& out_dir, const MakeModelOptio
     const std::string path = out_dir + "/" + file;
     if (bulk) {
       std::vector<BulkTensor> part;
-      for (std::size_t i = begin; i < end; ++i) part.push_back({params[i]->name, params[i]->shape, is_norm(*params[i]), i});
+      for (std::size_t i = begin; i < end; ++i) {
+        const ParamInfo& p = *params[i];
+        if (written_as_mxfp4(p, config, o)) {  // the stored orientation, outputs first
+          const std::vector<std::int64_t> rc = mxfp4_expert_shape(config, p.name);
+          part.push_back({p.name, {p.shape[0], rc[0], rc[1]}, false, i, true});
+        } else {
+          part.push_back({p.name, p.shape, is_norm(p), i});
+        }
+      }
       BulkOptions b;
       b.dtype = o.dtype, b.seed = o.seed, b.std = o.std, b.threads = o.threads, b.stop_requested = o.stop_requested;
       b.progress = advance;
       write_bulk_safetensors(path, part, b);
       return;
     }
-    std::vector<std::pair<const ParamInfo*, std::string>> tensors;
+    std::vector<FileTensor> tensors;
     for (std::size_t i = begin; i < end; ++i) {
       const ParamInfo& p = *params[i];
       check_stop(o, out_dir);
-      std::string bytes;
       const std::int64_t n = p.numel();
+      if (written_as_mxfp4(p, config, o)) {  // values drawn in the stored orientation (E, rows, cols)
+        const std::vector<std::int64_t> rc = mxfp4_expert_shape(config, p.name);
+        std::vector<float> values(static_cast<std::size_t>(n));
+        for (float& v : values) v = static_cast<float>(o.std * rng.next());
+        auto [blocks, scales] = hf_mxfp4_tensors(p.name, {p.shape[0], rc[0], rc[1]}, values);
+        tensors.push_back(std::move(blocks));
+        tensors.push_back(std::move(scales));
+        advance(n);
+        continue;
+      }
+      std::string bytes;
       bytes.reserve(static_cast<std::size_t>(n) * dtype_size(o.dtype));
       for (std::int64_t e = 0; e < n; ++e) {
         const double z = rng.next();
         append_value(bytes, o.dtype, static_cast<float>(is_norm(p) ? 1.0 + 0.1 * z : o.std * z));
       }
-      tensors.emplace_back(&p, std::move(bytes));
+      tensors.push_back({p.name, std::string(dtype_name(o.dtype)), p.shape, std::move(bytes)});
       advance(n);
     }
-    write_safetensors(path, tensors, o.dtype, o);
+    write_safetensors(path, tensors, o);
   };
   check_stop(o, out_dir);
   if (o.shards == 1) {
     write_shard("model.safetensors", 0, params.size());
   } else {
     // Contiguous groups of tensors, about equal in bytes.
-    const std::uint64_t es = dtype_size(o.dtype);
+    auto file_bytes = [&](const ParamInfo& p) {  // MXFP4: 17 bytes a block of 32
+      return static_cast<std::uint64_t>(written_as_mxfp4(p, config, o) ? p.numel() / 32 * 17
+                                                                       : p.numel() * static_cast<std::int64_t>(dtype_size(o.dtype)));
+    };
     std::uint64_t total = 0;
-    for (const ParamInfo* p : params) total += static_cast<std::uint64_t>(p->numel()) * es;
+    for (const ParamInfo* p : params) total += file_bytes(*p);
     Json weight_map = Json::object();
     std::size_t i = 0;
     std::uint64_t done = 0;
@@ -435,8 +502,14 @@ std::int64_t write_random_model(const std::string& out_dir, const MakeModelOptio
       const std::size_t begin = i;
       const std::uint64_t target = total * static_cast<std::uint64_t>(k) / static_cast<std::uint64_t>(o.shards);
       while (i < params.size() && (done < target || k == o.shards)) {
-        done += static_cast<std::uint64_t>(params[i]->numel()) * es;
-        weight_map[params[i++]->name] = shard_name(k, o.shards);
+        const ParamInfo& p = *params[i++];
+        done += file_bytes(p);
+        if (written_as_mxfp4(p, config, o)) {
+          weight_map[p.name + kMxfp4BlocksSuffix] = shard_name(k, o.shards);
+          weight_map[p.name + kMxfp4ScalesSuffix] = shard_name(k, o.shards);
+        } else {
+          weight_map[p.name] = shard_name(k, o.shards);
+        }
       }
       write_shard(shard_name(k, o.shards), begin, i);
     }
@@ -444,7 +517,7 @@ std::int64_t write_random_model(const std::string& out_dir, const MakeModelOptio
     write_file_atomically(out_dir + "/model.safetensors.index.json", index.dump(2) + "\n");
   }
   check_stop(o, out_dir);
-  write_file_atomically(out_dir + "/config.json", config_to_json(config, o.dtype).dump(2) + "\n");
+  write_file_atomically(out_dir + "/config.json", config_json.dump(2) + "\n");
   return n_params;
 }
 

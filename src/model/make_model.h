@@ -23,6 +23,10 @@ struct MakeModelOptions {
   std::optional<std::int64_t> bos_token_id;  // default 1
   std::optional<std::int64_t> eos_token_id;  // default 2 (the real-shape presets: 128001)
   std::optional<MoeConfig> moe;  // the mixture of a MoE --arch, in place of the preset's (tests)
+  // gpt-oss only: the experts as OpenAI's checkpoints store them, MXFP4 (NAME_blocks + NAME_scales,
+  // uint8; model/gpt_oss_mxfp4.h), quantised from the random values (llama.cpp's MXFP4 rule), and
+  // config.json's quantization_config {"quant_method": "mxfp4", ...}. The rest stays in `dtype`.
+  bool mxfp4_experts = false;
   int threads = 0;  // the real-shape presets' generating threads (model/bulk_weights.h); 0: all
   bool config_only = false;  // config.json alone, no weights (--config-only: for estimate and plan)
   // Polled between tensors: true stops with Interrupted (files already complete stay, no
@@ -49,10 +53,13 @@ std::optional<Arch> preset_arch(const std::string& preset);
 ModelConfig preset_config(const std::string& preset, Arch arch, std::int64_t vocab_size);
 
 // Writes OUT_DIR/config.json and the weights, each file atomically (core/atomic_file.h), the
-// config last; returns the number of parameters. RuntimeError naming the file on a write error.
+// config last; returns the number of parameters. RuntimeError naming the file on a write error;
+// InputError for mxfp4_experts on another architecture or widths not multiples of 32.
 std::int64_t write_random_model(const std::string& out_dir, const MakeModelOptions& options);
 
 // config.json text of a config (the fields Hugging Face reads for these architectures).
 Json config_to_json(const ModelConfig& c, DType dtype);
+// gpt-oss's config.json quantization_config for MXFP4 experts, as OpenAI's checkpoints write it.
+Json gpt_oss_mxfp4_quantization_config();
 
 }  // namespace plexus

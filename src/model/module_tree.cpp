@@ -7,6 +7,7 @@
 #include "core/checked.h"
 #include "core/error.h"
 #include "model/checkpoint.h"
+#include "model/gpt_oss_mxfp4.h"
 #include "model/quant_policy.h"
 
 namespace plexus {
@@ -21,6 +22,7 @@ std::int64_t ParamInfo::numel() const {
 
 MoeNames moe_names(Arch arch) {
   if (arch == Arch::kMixtral) return {".block_sparse_moe.gate", ".block_sparse_moe.experts.", "w1", "w3", "w2", {"w1", "w2", "w3"}};
+  if (arch == Arch::kGptOss) return {".mlp.router", ".mlp.experts.", "gate_proj", "up_proj", "down_proj", {"gate_proj", "up_proj", "down_proj"}};
   return {".mlp.gate", ".mlp.experts.", "gate_proj", "up_proj", "down_proj", {"gate_proj", "up_proj", "down_proj"}};
 }
 
@@ -42,7 +44,7 @@ std::vector<std::string> layer_matrix_names(const ModelConfig& c, int layer) {
     for (const char* m : {".mlp.gate_proj", ".mlp.up_proj", ".mlp.down_proj"}) out.push_back(p + m + ".weight");
     return out;
   }
-  if (c.arch == Arch::kGptOss) {  // the experts fused: (E, H, 2·Ie) and (E, Ie, H)
+  if (c.arch == Arch::kGptOss && !c.moe.split_experts) {  // the experts fused: (E, H, 2·Ie) and (E, Ie, H)
     for (const char* m : {".mlp.router.weight", ".mlp.experts.gate_up_proj", ".mlp.experts.down_proj"}) out.push_back(p + m);
     return out;
   }
@@ -88,7 +90,7 @@ ModuleTree ModuleTree::from_config(const ModelConfig& c) {
       add(p + ".self_attn.k_norm", "weight", {c.head_dim}, l);
     }
     if (c.attention_sinks) add(p + ".self_attn", "sinks", {c.num_heads}, l);
-    if (c.arch == Arch::kGptOss) {  // GptOssMLP: router (weight, bias), experts fused over E
+    if (c.arch == Arch::kGptOss && !c.moe.split_experts) {  // GptOssMLP: router (weight, bias), experts fused over E
       const std::int64_t E = c.moe.num_experts, Ie = c.moe.expert_intermediate_size;
       add(p + ".mlp.router", "weight", {E, H}, l);
       add(p + ".mlp.router", "bias", {E}, l);
@@ -107,6 +109,12 @@ ModuleTree ModuleTree::from_config(const ModelConfig& c) {
           const std::string_view pv(part);
           add(x + "." + part, "weight", pv == n.down ? std::vector<std::int64_t>{H, Ie} : std::vector<std::int64_t>{Ie, H}, l);
         }
+      }
+      if (c.moe.biases) {  // gpt-oss from GGUF (MoeConfig::split_experts): the router's and experts' biases
+        add(p + n.router, "bias", {E}, l);
+        add(p + ".mlp.experts", "gate_proj_bias", {E, Ie}, l);
+        add(p + ".mlp.experts", "up_proj_bias", {E, Ie}, l);
+        add(p + ".mlp.experts", "down_proj_bias", {E, H}, l);
       }
     } else {
       add(p + ".mlp.gate_proj", "weight", {I, H}, l);
@@ -151,7 +159,14 @@ std::int64_t experts_held(const Checkpoint& ck, const ModelConfig& c) {
 // running it would silently ignore weights.
 void check_no_unexpected_tensors(const ModuleTree& t, const ModelConfig& c, const Checkpoint& ck) {
   std::set<std::string> expected;
-  for (const ParamInfo& p : t.params()) expected.insert(p.name);
+  for (const ParamInfo& p : t.params()) {
+    if (c.arch == Arch::kGptOss && !c.moe.split_experts && p.dtype == DType::kMXFP4) {  // HF's MXFP4 experts: two parts
+      expected.insert(p.name + kMxfp4BlocksSuffix);
+      expected.insert(p.name + kMxfp4ScalesSuffix);
+    } else {
+      expected.insert(p.name);
+    }
+  }
   std::int64_t max_layer = -1;
   std::vector<std::string> unexpected;
   const std::string layer_prefix = "model.layers.";
@@ -190,6 +205,13 @@ ModuleTree ModuleTree::from_checkpoint(const ModelConfig& c, const Checkpoint& c
     if (p.tied_to) {  // Hugging Face ties these even when the file also stores lm_head
       p.dtype = ck.get(*p.tied_to).info->dtype;
       continue;
+    }
+    if (c.arch == Arch::kGptOss && p.shape.size() == 3 && p.name.ends_with("_proj")) {
+      if (const std::optional<Mxfp4Experts> m = gpt_oss_mxfp4_experts(ck, c, p.name)) {  // checked there
+        p.shape = {m->experts, m->rows, m->cols};  // as stored: outputs first, blocks along the inputs
+        p.dtype = DType::kMXFP4;
+        continue;
+      }
     }
     if (!ck.contains(p.name)) {
       throw InputError(ck.dir() + ": checkpoint lacks tensor '" + p.name + "' that config.json (" +

@@ -51,7 +51,9 @@ class ModuleTree {
   // listed with tied_to = "model.embed_tokens.weight".
   static ModuleTree from_config(const ModelConfig& config);
   // The same, checked against a checkpoint's headers: every expected tensor present with the
-  // expected shape (InputError naming the tensor otherwise); dtypes recorded.
+  // expected shape (InputError naming the tensor otherwise); dtypes recorded. gpt-oss experts
+  // stored as MXFP4 (NAME_blocks + NAME_scales, model/gpt_oss_mxfp4.h) are listed as NAME with
+  // dtype kMXFP4 and their stored shape, (E, 2·Ie, H) and (E, H, Ie).
   static ModuleTree from_checkpoint(const ModelConfig& config, const Checkpoint& checkpoint);
 
   // A tree of the given parameters (a tensor-parallel shard's shapes, model/tensor_split.h).

@@ -39,6 +39,35 @@ void check_block_columns(DType t, std::int64_t cols, int size, const std::string
                    "checkpoint that is not quantised");
 }
 
+// gpt-oss's fused experts, model.layers.N.mlp.experts.LEAF, the experts leading: the dimension of
+// LEAF that holds the experts' width (split with it by --tp), or -1 for the down projection's bias
+// (E, H), whole. gate_up_proj (E, H, 2·Ie), gate_up_proj_bias (E, 2·Ie), down_proj (E, Ie, H);
+// MXFP4 as Hugging Face stores it: gate_up_proj_blocks (E, 2·Ie, H/32, 16), gate_up_proj_scales
+// (E, 2·Ie, H/32), down_proj_blocks (E, H, Ie/32, 16), down_proj_scales (E, H, Ie/32).
+int fused_expert_width_dim(const std::string& leaf) {
+  if (leaf == "gate_up_proj") return 2;
+  if (leaf == "down_proj_bias") return -1;
+  if (leaf.starts_with("gate_up_proj") || leaf == "down_proj") return 1;
+  return 2;  // down_proj_blocks, down_proj_scales
+}
+
+// LEAF of a gpt-oss fused expert tensor "….mlp.experts.LEAF", or "" for any other name.
+std::string fused_expert_leaf(const ModelConfig& c, const std::string& name) {
+  const std::string_view marker = ".mlp.experts.";
+  const std::size_t at = name.find(marker);
+  if (c.arch != Arch::kGptOss || at == std::string::npos) return "";
+  return name.substr(at + marker.size());
+}
+
+// Columns [first, first + count) of each of the rows of `v` (rows × width), copied into `store`.
+VectorView vector_columns(VectorView v, std::int64_t width, std::int64_t first, std::int64_t count,
+                          std::vector<std::vector<float>>& store) {
+  const std::int64_t rows = v.size / width;
+  std::vector<float>& out = store.emplace_back(static_cast<std::size_t>(rows * count));
+  for (std::int64_t r = 0; r < rows; ++r) std::copy_n(v.data + r * width + first, count, out.data() + r * count);
+  return VectorView{out.data(), rows * count};  // moving `store`'s vectors keeps their buffers
+}
+
 }  // namespace
 
 std::vector<int> working_tp_sizes(const ModelConfig& c, bool whole_experts) {
@@ -50,15 +79,14 @@ std::vector<int> working_tp_sizes(const ModelConfig& c, bool whole_experts) {
 }
 
 ModelConfig shard_config(const ModelConfig& c, int size, bool whole_experts) {
-  if (c.arch == Arch::kGptOss && size > 1) {
-    throw InputError(std::string(whole_experts ? "--ep " : "--tp ") + std::to_string(size) + ": " +
-                     (whole_experts ? "expert" : "tensor") +
-                     " parallelism does not split gpt-oss yet (its expert biases and attention sinks); run it on one device, "
-                     "layer split or offloaded");
-  }
   if (whole_experts && size > 1 && !c.is_moe()) {
     throw InputError("--ep " + std::to_string(size) + ": this model (" + std::string(arch_name(c.arch)) +
                      ") has no experts to spread over the ranks; --tp " + std::to_string(size) + " splits a dense model");
+  }
+  if (c.arch == Arch::kGptOss && c.moe.split_experts && size > 1) {
+    throw InputError(std::string(whole_experts ? "--ep " : "--tp ") + std::to_string(size) +
+                     ": gpt-oss read from GGUF (its experts one by one, their biases split) does not split over ranks yet; "
+                     "run the Hugging Face checkpoint, which does, or this file on one device");
   }
   if (!splits(c, size, whole_experts)) {
     std::string works;
@@ -112,6 +140,24 @@ ModuleTree shard_module_tree(const ModuleTree& full, TensorSplit s) {
   std::vector<ParamInfo> params;
   for (ParamInfo p : full.params()) {
     const std::string& n = p.name;
+    if (const std::string leaf = fused_expert_leaf(sc, n); !leaf.empty()) {
+      // gpt-oss: each fused tensor holds every expert. --ep: the rank's experts whole (the
+      // biases whole too: E·(2·Ie + H) floats a layer, each rank reading its experts' rows);
+      // --tp: every expert's width split, the down projection's bias whole.
+      const int d = fused_expert_width_dim(leaf);
+      if (s.whole_experts) {
+        if (!leaf.ends_with("_bias")) p.shape[0] = mine.count;
+      } else if (d >= 0) {
+        if (p.shape[static_cast<std::size_t>(d)] % s.size != 0) {
+          throw InputError(n + " holds the experts' width in " + std::to_string(p.shape[static_cast<std::size_t>(d)]) +
+                           " blocks of 32; --tp " + std::to_string(s.size) + " would cut a block: choose a --tp that "
+                           "divides them, or a checkpoint that is not quantised");
+        }
+        p.shape[static_cast<std::size_t>(d)] /= s.size;
+      }
+      params.push_back(std::move(p));
+      continue;
+    }
     const std::int64_t e = sc.is_moe() ? expert_index(n, moe) : -1;
     if (e >= 0 && s.whole_experts) {  // this rank's experts whole; another rank's not here
       if (mine.holds(e)) params.push_back(std::move(p));
@@ -125,6 +171,8 @@ ModuleTree shard_module_tree(const ModuleTree& full, TensorSplit s) {
     const bool down = n.ends_with(".down_proj.weight") || (expert && n.ends_with(std::string(".") + moe.down + ".weight"));
     if (n.ends_with(".q_proj.weight") || n.ends_with(".q_proj.bias")) {
       p.shape[0] = Q;
+    } else if (n.ends_with(".self_attn.sinks")) {  // one per query head
+      p.shape[0] = sc.num_heads;
     } else if (n.ends_with(".k_proj.weight") || n.ends_with(".k_proj.bias") || n.ends_with(".v_proj.weight") ||
                n.ends_with(".v_proj.bias")) {
       p.shape[0] = KV;
@@ -180,15 +228,21 @@ ModelShard::ModelShard(const LlamaFamilyModel& full, TensorSplit s) : split_(s) 
   const VocabRows vr = shard_vocab_rows(full.lm_head().rows, s);
   w.lm_head = row_slice(full.lm_head(), vr.first, vr.count);
   w.final_norm = full.final_norm();
+  // gpt-oss under --tp: what ranks other than 0 add in place of the experts' down bias (E, H).
+  const float* zeros = nullptr;
+  if (fc.moe.biases && !s.whole_experts && s.rank != 0) {
+    zeros = vectors_.emplace_back(static_cast<std::size_t>(fc.moe.num_experts * fc.hidden_size), 0.0f).data();
+  }
   for (int l = 0; l < fc.num_layers; ++l) {
     const LayerWeights& f = full.layer_weights(l);
-    LayerWeights o = f;  // norms (and o_bias, added once after the sum) whole
+    LayerWeights o = f;  // norms (and o_bias, added once after the sum; gpt-oss's router bias) whole
     o.q = row_slice(f.q, s.rank * Q, Q);
     o.k = row_slice(f.k, kv0, KV);
     o.v = row_slice(f.v, kv0, KV);
     o.q_bias = vector_slice(f.q_bias, s.rank * Q, Q);
     o.k_bias = vector_slice(f.k_bias, kv0, KV);
     o.v_bias = vector_slice(f.v_bias, kv0, KV);
+    o.sinks = vector_slice(f.sinks, s.rank * sc.num_heads, sc.num_heads);  // gpt-oss: with their query heads
     o.o = columns(f.o, s.rank * Q, Q, "o_proj");
     if (f.experts.empty()) {
       o.gate = row_slice(f.gate, s.rank * I, I);
@@ -210,6 +264,16 @@ ModelShard::ModelShard(const LlamaFamilyModel& full, TensorSplit s) : split_(s) 
       } else {
         o.experts[e] = ExpertWeights{};
       }
+    }
+    if (!s.whole_experts && !f.expert_gate_bias.empty()) {
+      // gpt-oss: the gate and up biases (E, Ie) split with each expert's width; the down
+      // projection's bias (E, H) is added once per token and expert, by rank 0 — the others add
+      // zeros, so their partial sums stay exact and the group's sum holds the bias once. (--ep:
+      // all whole, each rank adding its own experts' down biases.)
+      const std::int64_t Ie_full = fc.moe.expert_intermediate_size;
+      o.expert_gate_bias = vector_columns(f.expert_gate_bias, Ie_full, s.rank * Ie, Ie, vectors_);
+      o.expert_up_bias = vector_columns(f.expert_up_bias, Ie_full, s.rank * Ie, Ie, vectors_);
+      if (s.rank != 0) o.expert_down_bias = VectorView{zeros, f.expert_down_bias.size};
     }
     w.layers.push_back(o);
   }

@@ -1,8 +1,9 @@
 // How tensor parallelism splits a Llama-family model over `size` ranks (Megatron style): q, k and
 // v by heads with each GQA group kept whole (kv heads split when size divides them, one
-// replicated per rank when size is a multiple of them), o_proj by its input columns (each rank's
-// product a partial sum), gate and up by rows, down by its input columns, lm_head by vocabulary
-// rows; the embedding and the norms whole on every rank. A mixture's experts split as the dense
+// replicated per rank when size is a multiple of them), gpt-oss's attention sinks with their
+// heads, o_proj by its input columns (each rank's product a partial sum), gate and up by rows,
+// down by its input columns, lm_head by vocabulary rows; the embedding, the norms and the o_proj
+// bias whole on every rank. A mixture's experts split as the dense
 // MLP, or, with expert parallelism (TensorSplit::whole_experts, --ep), rank r holds experts
 // [r·E/size, (r+1)·E/size) whole and none of the others. The architecture code is unchanged: a
 // rank runs LlamaFamilyModel with the shard's geometry (shard_config) over the shard's weights.
@@ -58,10 +59,12 @@ std::int64_t shard_vocab_width(std::int64_t vocab, int size);
 // InputError when a column-split projection stored in a block format would cut a block.
 ModuleTree shard_module_tree(const ModuleTree& full, TensorSplit s);
 
-// The weights one rank computes with: row slices (q, k, v, gate, up, lm_head, their biases) are
-// views of the full model's weights; o_proj and down_proj column slices are copies it owns,
-// marked partial_sum. whole_experts: its local experts are views of the full model's, their down
-// projections marked partial_sum (the rank's share of the layer's sum), the others empty.
+// The weights one rank computes with: row slices (q, k, v, gate, up, lm_head, their biases,
+// gpt-oss's attention sinks) are views of the full model's weights; o_proj and down_proj column
+// slices are copies it owns, marked partial_sum. whole_experts: its local experts are views of
+// the full model's, their down projections marked partial_sum (the rank's share of the layer's
+// sum), the others empty. gpt-oss's expert biases: gate and up split with the experts' width
+// (copies), the down bias on rank 0 and zeros on the others (--tp), or all whole (--ep).
 // The full model must outlive the shard.
 class ModelShard {
  public:
@@ -77,6 +80,7 @@ class ModelShard {
   struct Aligned;
   TensorSplit split_;
   std::vector<std::unique_ptr<Aligned>> owned_;  // the column slices
+  std::vector<std::vector<float>> vectors_;      // gpt-oss: the experts' gate/up bias slices, zeros for the down bias
   std::unique_ptr<LlamaFamilyModel> model_;
 };
 

@@ -30,6 +30,12 @@ struct DeviceWork {
   // bytes, of which a forward of n tokens reads expected_experts_read(E, k, n) / E (a streamed
   // layer is still copied whole).
   double resident_expert_bytes = 0, streamed_expert_bytes = 0;
+  // Mixture-of-experts layers computed here whose experts the host keeps and computes
+  // (ModulePlace::host_experts, on a separate device: a virtual device of the host reads them in
+  // place like its own weights): those experts' bytes, their multiply-adds per token (k experts
+  // each), and how many layers send their tokens' hidden states to the host and back.
+  double host_expert_bytes = 0, host_expert_params = 0;
+  int host_expert_layers = 0;
   double expert_fraction_unread(const ModelConfig& c, double tokens) const {
     if (!c.is_moe()) return 0;
     return 1.0 - expected_experts_read(c.moe.num_experts, c.moe.experts_per_token, tokens) / static_cast<double>(c.moe.num_experts);
@@ -38,6 +44,7 @@ struct DeviceWork {
 
 struct Time {
   double total = 0, memory = 0, compute = 0, stream = 0, comm = 0;
+  double host = 0;  // the host computing this device's host-kept experts, and the hidden states' trips there and back
 };
 
 // Tensor parallelism's collectives in one forward of `tokens` tokens on a device of a group of
@@ -80,11 +87,39 @@ double seconds_per_streamed_weight_byte(const DeviceFacts& f, double per_byte) {
   return std::max(from_slot, per_byte - memory_part);
 }
 
+// The host's part of a forward of `tokens` tokens through the layers of `w` whose experts it
+// keeps (w.host_expert_layers): it reads the experts the tokens route to (expected_experts_read
+// of E) from its memory — on a calibrated host at its measured rate for the tokens each expert
+// gets, two pool launches per layer (gate/up, down); else the larger of the bytes at its memory
+// bandwidth and the k experts' FLOPs per token at its FLOP/s — and every such layer sends the
+// tokens' float32 hidden states from the device to the host and back over the device's host link
+// (host_copy_bandwidth), each way a hand-off (the host's handoff_s, kDefaultHandoffS unmeasured).
+// The device waits meanwhile: the layer's attention comes before its experts and the next layer
+// after them.
+double host_experts_seconds(const DeviceWork& w, const DeviceFacts& device, const DeviceFacts& host, const ModelConfig& c,
+                            double flops_per_s, double tokens) {
+  if (w.host_expert_layers == 0) return 0;
+  const double E = static_cast<double>(c.moe.num_experts), k = static_cast<double>(c.moe.experts_per_token);
+  const double experts = expected_experts_read(c.moe.num_experts, c.moe.experts_per_token, tokens);
+  const double read = w.host_expert_bytes * experts / E;
+  double compute = 0;
+  if (!host.weight_rate_by_tokens.empty()) {
+    compute = read * seconds_per_weight_byte(host, tokens * k / experts) + 2.0 * w.host_expert_layers * host.launch_overhead_s;
+  } else {
+    compute = std::max(read / host.memory_bandwidth, tokens * 2.0 * w.host_expert_params / flops_per_s);
+  }
+  const double handoff = host.handoff_s > 0 ? host.handoff_s : kDefaultHandoffS;
+  const double trips = w.host_expert_layers * (2.0 * tokens * static_cast<double>(c.hidden_size) * 4 / device.host_copy_bandwidth + 2 * handoff);
+  return compute + trips;
+}
+
 // `copies_add`: the copies take the cores the compute uses (a shared host without spare cores),
-// so they add to the work instead of hiding behind it.
+// so they add to the work instead of hiding behind it. `host_part`: host_experts_seconds, added
+// to the device's work (it waits for the host).
 Time device_time(const DeviceWork& w, const DeviceFacts& f, const ModelConfig& c, double flops_per_s, double tokens,
-                 double kv_tokens, bool decode, bool copies_add) {
+                 double kv_tokens, bool decode, bool copies_add, double host_part = 0) {
   Time t;
+  t.host = host_part;
   const double kv_bytes = decode ? tokens * kv_tokens * 2.0 * static_cast<double>(c.kv_dim()) * 4 * w.layers : 0;
   const double unread = w.expert_fraction_unread(c, tokens);  // of the experts' bytes: those no token routes to
   const double resident_read = w.resident_bytes - unread * w.resident_expert_bytes;
@@ -107,7 +142,7 @@ Time device_time(const DeviceWork& w, const DeviceFacts& f, const ModelConfig& c
                w.disk_bytes / std::min(f.disk_read_bandwidth, f.host_copy_bandwidth) + w.streamed * f.handoff_s;
     // The copy is the streamed weights' one trip through memory (the kernel then reads the slot
     // from cache): a spare core hides it behind the compute, or it adds.
-    const double work = t.memory + t.compute;
+    const double work = t.memory + t.compute + t.host;
     t.total = w.slots >= 2 && !copies_add ? std::max(work, t.stream) : work + t.stream;
     return t;
   }
@@ -115,7 +150,7 @@ Time device_time(const DeviceWork& w, const DeviceFacts& f, const ModelConfig& c
   t.compute = tokens * (2.0 * w.params + attention) / flops_per_s;
   t.stream = w.host_bytes / f.host_copy_bandwidth +
              w.disk_bytes / std::min(f.disk_read_bandwidth, f.host_copy_bandwidth);
-  const double work = std::max(t.memory, t.compute);
+  const double work = std::max(t.memory, t.compute) + t.host;
   t.total = w.slots >= 2 && !copies_add ? std::max(work, t.stream) : work + t.stream;
   return t;
 }
@@ -150,11 +185,13 @@ Prediction predict_plan(const ModuleTree& tree, const Plan& plan, const FactsOf&
   const SizedTree sized = SizedTree::build(tree, plan.dtype);
   // Multiply-adds per token of layer l: attention, then the dense MLP or the router and k experts.
   const double attention_params = static_cast<double>(c.hidden_size) * (2.0 * c.q_dim() + 2.0 * c.kv_dim());
-  auto layer_params = [&c, attention_params](int l) {
+  const double expert_params = c.is_moe() ? static_cast<double>(c.moe.experts_per_token) * 3.0 * static_cast<double>(c.hidden_size) *
+                                                static_cast<double>(c.moe.expert_intermediate_size)
+                                          : 0.0;
+  auto layer_params = [&c, attention_params, expert_params](int l) {
     const double H = static_cast<double>(c.hidden_size);
     if (!c.moe_layer(l)) return attention_params + 3.0 * H * static_cast<double>(c.intermediate_size);
-    return attention_params + H * static_cast<double>(c.moe.num_experts) +
-           static_cast<double>(c.moe.experts_per_token) * 3.0 * H * static_cast<double>(c.moe.expert_intermediate_size);
+    return attention_params + H * static_cast<double>(c.moe.num_experts) + expert_params;
   };
   const int tp = std::max(1, shape.tensor_parallel);
   // A tensor-parallel rank's head computes its vocabulary rows.
@@ -179,6 +216,15 @@ Prediction predict_plan(const ModuleTree& tree, const Plan& plan, const FactsOf&
     DeviceWork& w = at(s.device);
     for (int l = s.first_layer; l < s.end_layer; ++l) {
       const Residence r = layout.layers[static_cast<std::size_t>(l)].residence;
+      if (layout.layers[static_cast<std::size_t>(l)].host_experts && !shared_host) {
+        add(w, r, static_cast<double>(packed_layer_bytes(sized, c, l, false)));
+        w.host_expert_bytes += static_cast<double>(layer_expert_bytes(sized, c, l));
+        w.host_expert_params += expert_params;
+        ++w.host_expert_layers;
+        w.params += layer_params(l) - expert_params;
+        ++w.layers;
+        continue;
+      }
       add(w, r, static_cast<double>(packed_layer_bytes(sized, c, l)));
       (r == Residence::kDevice ? w.resident_expert_bytes : w.streamed_expert_bytes) +=
           static_cast<double>(layer_expert_bytes(sized, c, l));
@@ -198,6 +244,9 @@ Prediction predict_plan(const ModuleTree& tree, const Plan& plan, const FactsOf&
   }
   std::vector<DeviceFacts> f;
   for (const DeviceWork& w : work) f.push_back(facts(w.device));
+  int host_expert_layers = 0;
+  for (const DeviceWork& w : work) host_expert_layers += w.host_expert_layers;
+  const DeviceFacts host_expert_facts = host_expert_layers > 0 ? facts(kHostDevice) : DeviceFacts{};
 
   const double H = static_cast<double>(c.hidden_size);
   // The executor's micro-batches: one per stage unless weights stream (then one), never more than
@@ -219,9 +268,11 @@ Prediction predict_plan(const ModuleTree& tree, const Plan& plan, const FactsOf&
   auto step = [&](double tokens, double kv_tokens, bool decode) {
     Step s;
     const double m = std::max(1.0, std::min(micro, tokens));
-    double first = 0, slowest = 0, on_host = 0;
+    double first = 0, slowest = 0, on_host = 0, host_experts = 0;
     for (std::size_t i = 0; i < work.size(); ++i) {
-      Time t = device_time(work[i], f[i], c, flops_for(f[i], plan.dtype), tokens / m, kv_tokens, decode, !copies_overlap);
+      const double host_part = host_experts_seconds(work[i], f[i], host_expert_facts, c, flops_for(host_expert_facts, plan.dtype), tokens / m);
+      Time t = device_time(work[i], f[i], c, flops_for(f[i], plan.dtype), tokens / m, kv_tokens, decode, !copies_overlap, host_part);
+      host_experts += m * host_part;  // one host computes every device's host-kept experts
       if (tp > 1) {
         t.total *= turns, t.memory *= turns, t.compute *= turns, t.stream *= turns;
         // Oversubscribed, a collective also waits for the ranks that are not running.
@@ -232,7 +283,7 @@ Prediction predict_plan(const ModuleTree& tree, const Plan& plan, const FactsOf&
       }
       first += t.total;
       slowest = std::max(slowest, t.total);
-      t.total *= m, t.memory *= m, t.compute *= m, t.stream *= m, t.comm *= m;
+      t.total *= m, t.memory *= m, t.compute *= m, t.stream *= m, t.comm *= m, t.host *= m;
       s.per_device.push_back(t);
       s.busy_sum += t.total;
     }
@@ -249,7 +300,7 @@ Prediction predict_plan(const ModuleTree& tree, const Plan& plan, const FactsOf&
     for (const DeviceFacts& x : f) handoff = std::max(handoff, x.handoff_s);
     if (direct) handoff = 0;
     const double pipeline = first + (m - 1) * slowest;
-    s.seconds = std::max(pipeline, on_host) + s.hops + (static_cast<double>(layout.stages.size()) + 1) * handoff;
+    s.seconds = std::max({pipeline, on_host, host_experts}) + s.hops + (static_cast<double>(layout.stages.size()) + 1) * handoff;
     return s;
   };
 
@@ -283,6 +334,8 @@ Prediction predict_plan(const ModuleTree& tree, const Plan& plan, const FactsOf&
     p.bottleneck.resource = "link";
   } else if (tp > 1 && t.comm >= std::max({t.memory, t.compute, t.stream})) {
     p.bottleneck.resource = "communication";
+  } else if (t.host > 0 && t.host >= std::max({t.memory, t.compute, t.stream})) {
+    p.bottleneck.resource = "host_experts";
   } else if (t.stream >= std::max(t.memory, t.compute)) {
     p.bottleneck.resource = "offload_stream";
   } else {
@@ -297,9 +350,13 @@ Prediction predict_plan(const ModuleTree& tree, const Plan& plan, const FactsOf&
     if (shared_host) {
       joules = *f[0].busy_w * sb.seconds;  // one host, working throughout the step
     } else {
+      // A device waiting for the host's experts idles; the host works meanwhile (when its power is known).
+      double on_host = 0;
       for (std::size_t i = 0; i < f.size(); ++i) {
-        joules += *f[i].idle_w * sb.seconds + (*f[i].busy_w - *f[i].idle_w) * sb.per_device[i].total;
+        joules += *f[i].idle_w * sb.seconds + (*f[i].busy_w - *f[i].idle_w) * (sb.per_device[i].total - sb.per_device[i].host);
+        on_host += sb.per_device[i].host;
       }
+      if (host_expert_facts.idle_w && host_expert_facts.busy_w) joules += (*host_expert_facts.busy_w - *host_expert_facts.idle_w) * on_host;
     }
     if (!shared_host) joules *= tp;  // every stage is tp devices working alike
     p.joules_per_token = joules / b;
@@ -311,7 +368,14 @@ Prediction predict_plan(const ModuleTree& tree, const Plan& plan, const FactsOf&
     p.communication_share = sb.seconds > 0 ? comm / sb.seconds : 0;
     p.all_reduce_bytes_per_token = 2.0 * c.num_layers * H * 4;
   }
+  if (host_expert_layers > 0) {
+    p.host_expert_layers = host_expert_layers;
+    double on_host = 0;
+    for (const Time& x : sb.per_device) on_host += x.host;
+    p.host_experts_share = sb.seconds > 0 ? std::min(1.0, on_host / sb.seconds) : 0;
+  }
   for (std::size_t i = 0; i < work.size(); ++i) p.facts.emplace_back(run_device(work[i].device), f[i]);
+  if (host_expert_layers > 0) p.facts.emplace_back(DeviceId::cpu(), host_expert_facts);
   return p;
 }
 
@@ -334,6 +398,10 @@ Json prediction_to_json(const Prediction& p) {
             {"joules_per_token", p.joules_per_token ? Json(*p.joules_per_token) : Json(nullptr)},
             {"bottleneck", {{"device", p.bottleneck.device.to_json()}, {"resource", p.bottleneck.resource}}},
             {"facts", facts}};
+  if (p.host_expert_layers > 0) {
+    j["host_expert_layers"] = p.host_expert_layers;
+    j["host_experts_share"] = p.host_experts_share;
+  }
   if (p.tensor_parallel > 1) {
     j["tensor_parallel"] = p.tensor_parallel;
     j["communication_share"] = p.communication_share;
@@ -383,6 +451,11 @@ std::string prediction_to_text(const Prediction& p) {
     s += "energy unknown (no power facts); ";
   }
   s += "bottleneck: device " + p.bottleneck.device.to_string() + ", " + p.bottleneck.resource;
+  if (p.host_expert_layers > 0) {
+    std::snprintf(buf, sizeof buf, "; the host computes the experts of %d layer(s): %.0f%% of a decode step", p.host_expert_layers,
+                  100 * p.host_experts_share);
+    s += buf;
+  }
   if (p.tensor_parallel > 1) {
     std::snprintf(buf, sizeof buf, "; tensor parallel %d: collectives %.0f%% of a decode step, all-reduces of %.1f KiB per token",
                   p.tensor_parallel, 100 * p.communication_share, p.all_reduce_bytes_per_token / 1024);

@@ -8,6 +8,10 @@
 // end, each stage, each streamed module's copy; none when the host alone computes in place). Tensor
 // parallelism: each rank computes its shard (the tree given is one rank's), and every layer adds
 // two all-reduces of the tokens' hidden states, each latency + 2(N−1)/N · bytes / link bandwidth.
+// Mixture-of-experts layers read the experts their tokens route to (planner/moe_reads.h); a layer
+// whose experts the host keeps (--n-cpu-moe) on a separate accelerator costs the device its
+// attention and router, then the host reading and computing the routed experts, then the hidden
+// states' trips to the host and back (the device waits), the host computing for every device.
 #pragma once
 #include <functional>
 #include <optional>
@@ -21,7 +25,9 @@ namespace plexus {
 
 struct Bottleneck {
   DeviceId device = DeviceId::cpu();
-  std::string resource;  // "compute" | "memory_bandwidth" | "link" | "offload_stream" | "communication" (tp collectives)
+  // "compute" | "memory_bandwidth" | "link" | "offload_stream" | "communication" (tp collectives) |
+  // "host_experts" (the host computing the experts it keeps, and the hidden states' trips there and back)
+  std::string resource;
 };
 
 struct Prediction {
@@ -41,7 +47,13 @@ struct Prediction {
   int tensor_parallel = 1;
   double communication_share = 0;
   double all_reduce_bytes_per_token = 0;
-  std::vector<std::pair<DeviceId, DeviceFacts>> facts;  // the facts used, per computing device
+  // Layers whose experts the host keeps and computes for a separate accelerator (--n-cpu-moe, or
+  // stages' own choice), and the host's share of a decode step at --max-sequences (its expert
+  // compute and the hidden states' trips there and back, which the device waits for). 0: none.
+  int host_expert_layers = 0;
+  double host_experts_share = 0;
+  // The facts used, per computing device (and the host's, "cpu", when it computes experts).
+  std::vector<std::pair<DeviceId, DeviceFacts>> facts;
 };
 
 // The workload predicted: a prompt of `prompt_tokens` (prefill, first token), then decode at

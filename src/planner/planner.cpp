@@ -12,6 +12,7 @@
 #include "core/nearest_name.h"
 #include "core/units.h"
 #include "planner/accelerate_planner.h"
+#include "planner/host_experts.h"
 #include "planner/memory_estimate.h"
 #include "planner/plan_fit.h"
 #include "planner/plan_report.h"
@@ -354,10 +355,80 @@ Plan plan_with_host_experts(const ModuleTree& tree, const PlanRequest& r) {
   if (!overfull(plan).empty()) throw_overfull(tree, sized, r, plan);
   return plan;
 }
+
+// Whether host-kept experts are worth trying for this request: a mixture of experts, accelerators
+// to keep the rest on, and a cpu budget to hold the experts.
+bool host_experts_possible(const ModuleTree& tree, const PlanRequest& r) {
+  return tree.config().is_moe() && r.cpu_moe_layers == 0 && !r.budgets.accelerators().empty() && r.budgets.has(DeviceId::cpu());
+}
+
+std::optional<Plan> try_host_experts(const ModuleTree& tree, const PlanRequest& r, int n) {
+  PlanRequest q = r;
+  q.cpu_moe_layers = n;
+  try {
+    return plan_with_host_experts(tree, q);
+  } catch (const InputError&) {
+    return std::nullopt;
+  }
+}
+
+std::string gib(double b) { return format_bytes(static_cast<std::uint64_t>(std::max(0.0, b))); }
+
+// stages without --n-cpu-moe: as planned, unless the model does not fit the accelerators and
+// keeping the experts of the first N layers on the host (the smallest N that fits, else all)
+// moves fewer bytes per decode step than offloading whole layers — or the offload cannot be
+// planned at all.
+Plan stages_choosing_host_experts(const ModuleTree& tree, const PlanRequest& r) {
+  std::optional<Plan> offload;
+  std::optional<InputError> why;
+  try {
+    offload = place_model(tree, r);
+  } catch (const InputError& e) {
+    why = e;
+  }
+  if (offload && fits_accelerators(tree, *offload)) return *offload;
+  const int layers = static_cast<int>(tree.config().num_layers);
+  const std::optional<int> smallest = smallest_cpu_moe_layers(tree, r);
+  std::optional<Plan> host = try_host_experts(tree, r, smallest.value_or(layers));
+  if (!host) {
+    if (offload) return *offload;
+    throw *why;
+  }
+  const double host_bytes = slow_path_bytes_per_step(tree, *host);
+  const int n = n_cpu_moe_of(*host);
+  const std::string step = "a decode step (" + std::to_string(r.runtime.batch) + " token(s))";
+  if (offload) {
+    const double offload_bytes = slow_path_bytes_per_step(tree, *offload);
+    if (!(host_bytes < offload_bytes)) {
+      offload->notes.push_back("keeping experts in host memory (--n-cpu-moe " + std::to_string(n) + ") would move " + gib(host_bytes) +
+                               " per " + step + ", no less than the " + gib(offload_bytes) + " offloading copies: not chosen");
+      return *offload;
+    }
+    host->notes.push_back("the model does not fit the accelerators: stages keeps experts in host memory (an automatic --n-cpu-moe " +
+                          std::to_string(n) + "), whose routed experts " + step + " reads there are " + gib(host_bytes) +
+                          ", where offloading whole layers would copy " + gib(offload_bytes) +
+                          " (--n-cpu-moe 0 plans that offload)");
+  } else {
+    host->notes.push_back("the model does not fit the accelerators, nor offloaded by whole layers: stages keeps experts in host "
+                          "memory (an automatic --n-cpu-moe " + std::to_string(n) + "); " + step + " reads " + gib(host_bytes) +
+                          " of them there");
+  }
+  return *host;
+}
+
 }  // namespace
+
+std::optional<int> smallest_cpu_moe_layers(const ModuleTree& tree, const PlanRequest& r) {
+  if (!host_experts_possible(tree, r)) return std::nullopt;
+  return smallest_fitting_cpu_moe_layers(tree, static_cast<int>(tree.config().num_layers),
+                                         [&](int n) { return try_host_experts(tree, r, n); });
+}
 
 Plan plan_model(const ModuleTree& tree, const PlanRequest& r) {
   if (r.cpu_moe_layers > 0) return plan_with_host_experts(tree, r);
+  if (r.strategy == Strategy::kStages && r.auto_host_experts && host_experts_possible(tree, r)) {
+    return stages_choosing_host_experts(tree, r);
+  }
   return place_model(tree, r);
 }
 

@@ -51,6 +51,13 @@ struct PlanRequest {
   // the first N stay in host memory ("cpu", counted against its budget when there is one) and
   // are computed there; the rest of the model is planned without them. 0: none.
   int cpu_moe_layers = 0;
+  // Without --n-cpu-moe, the stages strategy may keep the experts of the first N mixture-of-experts
+  // layers in host memory by itself (an automatic --n-cpu-moe N): when the model does not fit the
+  // accelerators, a cpu budget holds them, and a decode step then moves fewer bytes over the slow
+  // paths than offloading whole layers does (docs/planner.md "Mixtures of experts"); `--strategy
+  // fastest` ranks plans with host-kept experts too. False where the run's accelerators cannot
+  // compute such layers (CUDA GPUs, for now: exec/weight_store refuses them), and for --tp/--pp.
+  bool auto_host_experts = true;
 };
 
 struct DeviceReport {
@@ -101,6 +108,12 @@ struct Plan {
 // buffers within what the run will give it (DeviceReport::capacity_bytes). Budgets that cannot
 // hold any plan are an InputError (exit 2) giving the smallest budget that would work.
 Plan plan_model(const ModuleTree& tree, const PlanRequest& request);
+
+// The smallest N for which --n-cpu-moe N under the request's strategy keeps every decoder layer
+// (less those experts) and the head on the accelerators; none for a dense model, without
+// accelerators or a cpu budget, or when even every layer's experts on the host leave some module
+// streaming (planner/host_experts.h).
+std::optional<int> smallest_cpu_moe_layers(const ModuleTree& tree, const PlanRequest& request);
 
 // Takes a custom map (`--device-map FILE.json`), checks it and reports it: every parameter
 // covered by exactly one entry, every entry naming a module of the model, every device budgeted

@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -46,6 +47,15 @@ class Durability : public ::testing::Test {
     const auto r = run_plexus("make-model " + shell_quote(model_) + " --preset tiny --seed 4 --tokenizer " +
                               shell_quote(std::string(PLEXUS_GOLDEN_DIR) + "/tokenizers/mistral"));
     ASSERT_EQ(r.exit_code, 0) << r.err;
+    // How long plexus takes to start (loading its libraries; slow on a loaded machine) before any
+    // command can install its handlers: a signal then kills it as any program. The delays below
+    // count from the end of it, so they land in the work the tests are about. The longest of three.
+    for (int i = 0; i < 3; ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      (void)run_plexus("--version");
+      startup_s_ = std::max(startup_s_, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    std::printf("plexus starts in %.3f s here; signals are sent that much later\n", startup_s_);
   }
   static void TearDownTestSuite() { dir_.reset(); }
   void SetUp() override {
@@ -92,7 +102,7 @@ class Durability : public ::testing::Test {
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
     if (signal_after_s) {
-      std::this_thread::sleep_for(std::chrono::duration<double>(*signal_after_s));
+      std::this_thread::sleep_for(std::chrono::duration<double>(*signal_after_s + (after_file.empty() ? startup_s_ : 0.0)));
       ::kill(pid, sig);
     }
     Outcome o;
@@ -104,12 +114,14 @@ class Durability : public ::testing::Test {
 
   static std::unique_ptr<testing::TempDir> dir_;
   static std::string model_;
+  static double startup_s_;
   testing::TempDir work_{"durability-run"};
   unsigned seed_ = 13;
   std::mt19937 rng_;
 };
 std::unique_ptr<testing::TempDir> Durability::dir_;
 std::string Durability::model_;
+double Durability::startup_s_ = 0;
 
 TEST_F(Durability, BenchInterruptedAtRandomMomentsKeepsCompleteReports) {
   int interrupted = 0;

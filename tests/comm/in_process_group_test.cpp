@@ -1,15 +1,18 @@
 // The in-process collectives on real threads: sums in rank order on every rank (the same bits
-// whatever the timing), gathers, broadcasts, and a failed rank releasing the others.
+// whatever the timing), gathers, broadcasts, a failed rank releasing the others, and no rank
+// leaving an aborted group while another still reads its memory.
 #include <gtest/gtest.h>
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <random>
 #include <thread>
 #include <vector>
 
 #include "comm/in_process_group.h"
+#include "comm/rank_barrier.h"
 #include "core/error.h"
 
 namespace plexus {
@@ -104,6 +107,34 @@ TEST(InProcessGroup, AFailedRankReleasesTheOthersWithItsReason) {
     }
   });
   EXPECT_EQ(released.load(), 2);
+}
+
+// Rank 0 reads rank 1's buffer slowly; rank 1 aborts meanwhile and arrives at the next meeting.
+// Its arrival throws, but only once rank 0 has finished reading: a rank that left earlier would
+// free the buffer under the reader (the segfault of a training replica failing mid-all-reduce).
+TEST(RankBarrier, AnAbortedRankLeavesOnlyOnceNoRankReadsItsMemory) {
+  RankBarrier barrier(2);
+  std::atomic<bool> read_done{false};
+  std::atomic<bool> left_before_the_read{false};
+  on_ranks(2, [&](int r) {
+    {
+      RankBarrier::Reading reading(barrier);
+      reading.arrive();
+      if (r == 0) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        read_done = true;
+      }
+    }
+    if (r == 1) barrier.abort("rank 1 failed");
+    try {
+      barrier.arrive();
+      ADD_FAILURE() << "rank " << r << ": arrive() after abort() returned";
+    } catch (const RuntimeError& e) {
+      EXPECT_STREQ(e.what(), "rank 1 failed");
+      if (r == 1 && !read_done) left_before_the_read = true;
+    }
+  });
+  EXPECT_FALSE(left_before_the_read.load());
 }
 
 }  // namespace

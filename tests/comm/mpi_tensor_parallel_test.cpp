@@ -3,7 +3,7 @@
 // bits from run to run, output from rank 0 only; a world of the wrong size and a failing rank
 // end every rank with the exit status and a message that name them. `--ep 2` on a mixture: one
 // process per rank, each holding half the experts, gives one device's NLL and the in-process
-// group's bits.
+// group's bits; gpt-oss under --tp 2 and --ep 2 the same.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -162,6 +162,34 @@ TEST_F(MpiTensorParallel, ExpertParallelMatchesOneDeviceAndTheInProcessGroup) {
   const testing::ProcessResult r = run_mpi(2, ppl + " --ep 4");
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("mpirun started 2 ranks but ep 4 × pp 1 × 1 replica = 4 ranks needs 4"), std::string::npos) << r.err;
+}
+
+// gpt-oss (sinks, q/k/v/o biases, expert biases, sliding and full layers) with one rank per
+// process: --tp 2 (every expert's width split, the down bias added by rank 0 only) and --ep 2
+// (two whole experts per process) give one device's NLL and the in-process group's bits.
+TEST_F(MpiTensorParallel, GptOssTensorAndExpertParallelMatchOneDeviceAndTheInProcessGroup) {
+  testing::TempDir oss{"comm_mpi_gpt_oss"};
+  MakeModelOptions o;  // gpt-oss tiny: 4 heads, 2 kv heads, 4 experts of width 64, top-2, window 8
+  o.arch = Arch::kGptOss;
+  o.seed = 6;
+  o.std = 0.08;
+  o.dtype = DType::kF32;
+  o.vocab_size = 1501;
+  write_random_model(oss.path(), o);
+  const std::string ppl = "perplexity " + shell_quote(oss.path()) + " --ids 3,14,15,92,65,35,89,79,32,38,46,26,43,38 --batch-tokens 5 --json";
+  const testing::ProcessResult one = testing::run_plexus(ppl + " --threads 1");
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  const Json ref = Json::parse(one.out);
+  for (const std::string flag : {"--tp 2", "--ep 2"}) {
+    const Json a = one_json(run_mpi(2, ppl + " " + flag + " --threads 1"));
+    ASSERT_EQ(a["nll"].size(), ref["nll"].size()) << flag;
+    for (std::size_t i = 0; i < ref["nll"].size(); ++i) {
+      EXPECT_NEAR(a["nll"][i].get<double>(), ref["nll"][i].get<double>(), 1e-4) << flag << " token " << i + 1;
+    }
+    const testing::ProcessResult in_process = testing::run_plexus(ppl + " " + flag + " --threads 2");
+    ASSERT_EQ(in_process.exit_code, 0) << in_process.err;
+    EXPECT_EQ(a["nll"], Json::parse(in_process.out)["nll"]) << flag;
+  }
 }
 
 TEST_F(MpiTensorParallel, AFailingRankEndsEveryRankWithExitOneNamingIt) {

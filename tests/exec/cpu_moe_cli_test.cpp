@@ -1,5 +1,6 @@
 // --cpu-moe and --n-cpu-moe through the real binary: the experts planned on "cpu" apart from their
-// layers, the layers' devices holding attention and router only, the NLL bitwise one device's;
+// layers, the layers' devices holding attention and router only, the NLL bitwise one device's
+// (Mixtral, Qwen3-MoE and gpt-oss, whose biases and sinks stay with the layer's device);
 // a model that does not fit a device budget fits with them; bad values exit 2.
 #include <gtest/gtest.h>
 
@@ -39,7 +40,7 @@ std::int64_t device_peak(const Json& run) {
 }
 
 TEST(CpuMoe, ExpertsOnTheHostGiveOneDevicesNllBitwise) {
-  for (const Arch arch : {Arch::kMixtral, Arch::kQwen3Moe}) {
+  for (const Arch arch : {Arch::kMixtral, Arch::kQwen3Moe, Arch::kGptOss}) {
     const TempDir dir{"cpu_moe"};
     const std::string model = write_moe(dir, arch);
     const std::string ppl = "perplexity " + model + " --ids 3,14,15,92,65,35,89,79,32,38,46,26 --batch-tokens 5";
@@ -56,19 +57,20 @@ TEST(CpuMoe, ExpertsOnTheHostGiveOneDevicesNllBitwise) {
     EXPECT_LT(device_peak(all), device_peak(some)) << what;
 
     // The plan names the layers whose experts are on the CPU, apart from their layers (the tiny
-    // Qwen3-MoE keeps layer 1 dense: mlp_only_layers).
-    const bool mixtral = arch == Arch::kMixtral;
+    // Qwen3-MoE keeps layer 1 dense: mlp_only_layers; gpt-oss's experts are fused tensors).
+    const bool mixtral = arch == Arch::kMixtral, all_sparse = arch != Arch::kQwen3Moe;
     const Json plan = run_json("plan " + model + " --virtual-devices 2 --n-cpu-moe 2");
-    EXPECT_EQ(plan["experts_on_cpu"], mixtral ? Json::array({0, 1}) : Json::array({0})) << what;
+    EXPECT_EQ(plan["experts_on_cpu"], all_sparse ? Json::array({0, 1}) : Json::array({0})) << what;
     const std::string experts = mixtral ? ".block_sparse_moe.experts" : ".mlp.experts";
     EXPECT_EQ(plan["device_map"].value("model.layers.0" + experts, Json()), "cpu") << plan["device_map"].dump();
-    EXPECT_EQ(plan["device_map"].contains("model.layers.1" + experts), mixtral) << plan["device_map"].dump();
+    EXPECT_EQ(plan["device_map"].contains("model.layers.1" + experts), all_sparse) << plan["device_map"].dump();
     EXPECT_FALSE(plan["device_map"].contains("model.layers.2" + experts));
-    EXPECT_EQ(plan["placement"].value("model.layers.0" + experts + ".0." + (mixtral ? "w1" : "gate_proj") + ".weight", Json()), "cpu");
+    const std::string first_expert = mixtral ? ".0.w1.weight" : arch == Arch::kGptOss ? ".gate_up_proj" : ".0.gate_proj.weight";
+    EXPECT_EQ(plan["placement"].value("model.layers.0" + experts + first_expert, Json()), "cpu") << what;
     EXPECT_NE(plan["placement"]["model.layers.0.self_attn.q_proj.weight"], "cpu");
     // Qwen3-MoE's tiny preset keeps layer 1 dense (mlp_only_layers): --cpu-moe lists the others.
     const Json every = run_json("plan " + model + " --virtual-devices 2 --cpu-moe");
-    EXPECT_EQ(every["experts_on_cpu"], arch == Arch::kMixtral ? Json::array({0, 1, 2, 3}) : Json::array({0, 2, 3})) << what;
+    EXPECT_EQ(every["experts_on_cpu"], all_sparse ? Json::array({0, 1, 2, 3}) : Json::array({0, 2, 3})) << what;
     EXPECT_LT(every["active_parameters"].get<std::int64_t>(), every["parameters"].get<std::int64_t>());
   }
 }

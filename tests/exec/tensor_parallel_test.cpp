@@ -1,9 +1,12 @@
 // Tensor parallelism on virtual CPU devices against one device: TP = 2 and 4 (kv heads split,
 // then replicated), TP × PP = 2 × 2, micro-batched, for Llama, Qwen2 (q/k/v biases), Qwen3
-// (q/k norms) and the mixtures Mixtral and Qwen3-MoE (every expert split): per-token NLL within 1e-4 of one device on an f32 model, greedy ids equal, and
-// the same bits from run to run; sizes that cannot split the model, or more ranks than devices,
-// are refused before any weight is read. Expert parallelism (--ep 2 and 4, and 2 × pp 2) on the
-// mixtures: each rank holds its experts whole and none of the others, and gives one device's NLL.
+// (q/k norms) and the mixtures Mixtral, Qwen3-MoE and gpt-oss (every expert split; gpt-oss's
+// sinks, o_proj bias and expert biases, sliding and full layers): per-token NLL within 1e-4 of
+// one device on an f32 model (the ranks' partial sums are added in another order than one
+// device's dot products: not bitwise), greedy ids equal, and the same bits from run to run;
+// sizes that cannot split the model, or more ranks than devices, are refused before any weight
+// is read. Expert parallelism (--ep 2 and 4, and 2 × pp 2) on the mixtures: each rank holds its
+// experts whole and none of the others, and gives one device's NLL.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -129,7 +132,8 @@ TEST_P(TensorParallelTest, TwoByTwoPipelineOfGroupsMicroBatched) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Archs, TensorParallelTest,
-                         ::testing::Values(Arch::kLlama, Arch::kQwen2, Arch::kQwen3, Arch::kMixtral, Arch::kQwen3Moe),
+                         ::testing::Values(Arch::kLlama, Arch::kQwen2, Arch::kQwen3, Arch::kMixtral, Arch::kQwen3Moe,
+                                           Arch::kGptOss),
                          [](const auto& info) {
                            std::string name(arch_name(info.param));  // "Qwen3MoeForCausalLM"
                            return name.substr(0, name.find("For"));
@@ -195,7 +199,7 @@ TEST_P(ExpertParallelTest, TwoByTwoPipelineOfGroupsMicroBatched) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Mixtures, ExpertParallelTest, ::testing::Values(Arch::kMixtral, Arch::kQwen3Moe),
+INSTANTIATE_TEST_SUITE_P(Mixtures, ExpertParallelTest, ::testing::Values(Arch::kMixtral, Arch::kQwen3Moe, Arch::kGptOss),
                          [](const auto& info) {
                            std::string name(arch_name(info.param));
                            return name.substr(0, name.find("For"));

@@ -217,5 +217,39 @@ TEST(Mxfp4, RepackedHuggingFaceTensorsDecodeAsTransformersDoes) {
   }
 }
 
+// mxfp4_to_hf_blocks inverts mxfp4_from_hf_blocks byte for byte both ways: random Hugging Face
+// bytes repacked and back, and random BlockMXFP4 written out and read back. Element 2i of a
+// written block is byte i's low nibble, as transformers reads it.
+TEST(Mxfp4, HuggingFaceLayoutRoundTripsBothWays) {
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int> byte(0, 255);
+  const int nb = 37;
+  std::vector<std::uint8_t> blocks(16 * nb), scales(nb);
+  for (auto& v : blocks) v = static_cast<std::uint8_t>(byte(rng));
+  for (auto& v : scales) v = static_cast<std::uint8_t>(byte(rng));
+  std::vector<BlockMXFP4> packed(nb);
+  mxfp4_from_hf_blocks(blocks.data(), scales.data(), nb, packed.data());
+  std::vector<std::uint8_t> blocks2(blocks.size(), 0xAA), scales2(scales.size(), 0xAA);
+  mxfp4_to_hf_blocks(packed.data(), nb, blocks2.data(), scales2.data());
+  EXPECT_EQ(blocks2, blocks);
+  EXPECT_EQ(scales2, scales);
+
+  std::vector<BlockMXFP4> q(nb);
+  std::vector<float> x(32 * nb);
+  std::normal_distribution<float> g(0.0f, 1.0f);
+  for (float& v : x) v = g(rng);
+  quantize_row(DType::kMXFP4, x.data(), q.data(), static_cast<std::int64_t>(x.size()));
+  mxfp4_to_hf_blocks(q.data(), nb, blocks2.data(), scales2.data());
+  const std::vector<float> y = decode(q);
+  for (int i = 0; i < 32 * nb; ++i) {  // the written bytes read as transformers reads them
+    const std::uint8_t v = blocks2[static_cast<std::size_t>(16 * (i / 32) + (i % 32) / 2)];
+    const int c = i % 2 ? v >> 4 : v & 15;
+    EXPECT_EQ(std::ldexp(e2m1(c), scales2[static_cast<std::size_t>(i / 32)] - 127), y[static_cast<std::size_t>(i)]) << i;
+  }
+  std::vector<BlockMXFP4> back(nb);
+  mxfp4_from_hf_blocks(blocks2.data(), scales2.data(), nb, back.data());
+  EXPECT_EQ(std::memcmp(back.data(), q.data(), sizeof(BlockMXFP4) * nb), 0);
+}
+
 }  // namespace
 }  // namespace plexus

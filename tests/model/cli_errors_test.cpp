@@ -4,6 +4,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <iterator>
 #include <limits>
 #include <tuple>
 
@@ -21,6 +23,22 @@ void expect_bad_input(const std::string& args, const std::string& must_mention) 
   const testing::ProcessResult r = run_plexus(args);
   EXPECT_EQ(r.exit_code, 2) << args << "\nstderr: " << r.err;
   EXPECT_NE(r.err.find(must_mention), std::string::npos) << args << "\nstderr: " << r.err;
+}
+
+// Rewrites FILE's safetensors header through `edit` (the data section kept byte for byte: edits
+// that keep every tensor's byte count, such as a shape of the same size or a renamed tensor).
+void edit_safetensors_header(const std::string& file, const std::function<void(Json&)>& edit) {
+  std::ifstream in(file, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::uint64_t n = 0;
+  for (int i = 7; i >= 0; --i) n = n << 8 | static_cast<unsigned char>(bytes[static_cast<std::size_t>(i)]);
+  Json header = Json::parse(bytes.substr(8, n));
+  edit(header);
+  std::string h = header.dump();
+  while (h.size() % 8 != 0) h.push_back(' ');
+  std::string out(8, '\0');
+  for (int i = 0; i < 8; ++i) out[static_cast<std::size_t>(i)] = static_cast<char>((h.size() >> (8 * i)) & 0xff);
+  std::ofstream(file, std::ios::binary) << out << h << bytes.substr(8 + n);
 }
 
 std::string tiny_model(const TempDir& dir) {
@@ -211,7 +229,9 @@ TEST(CliErrors, GptOssConfigCrossChecked) {
   expect_bad_input("generate " + q + " --ids 1", "swiglu_limit is -1");
   testing::patch_config(dir.path(), Json{{"swiglu_limit", 7.0}});
   ASSERT_EQ(run_plexus("generate " + q + " --ids 1 --max-tokens 1").exit_code, 0);
-  expect_bad_input("generate " + q + " --ids 1 --tp 2", "tensor parallelism does not split gpt-oss");
+  // --tp and --ep split gpt-oss where its heads, kv heads, experts' width and expert count divide.
+  expect_bad_input("generate " + q + " --ids 1 --tp 3", "--tp 1, 2, 4 work");
+  expect_bad_input("generate " + q + " --ids 1 --ep 3", "its 4 experts a layer must divide evenly");
 }
 
 // A copy of a golden GGUF file with the f32 value of metadata key `key` set to `v` (the bytes
@@ -348,6 +368,52 @@ TEST(CliErrors, MakeModelGenerateRoundTrip) {
   EXPECT_EQ(pj["nll"].size(), 3u);
   EXPECT_EQ(pj["n_tokens"], 4);
   EXPECT_GT(pj["ppl"].get<double>(), 1.0);
+}
+
+// Issue 35: gpt-oss experts stored as MXFP4 (NAME_blocks + NAME_scales) whose shapes or dtypes
+// disagree with config.json, or with one part missing, exit 2 naming the tensor and the numbers.
+TEST(CliErrors, GptOssMxfp4ExpertsCrossChecked) {
+  TempDir dir("gpt-oss-mxfp4");
+  MakeModelOptions o;
+  o.arch = Arch::kGptOss;  // 4 experts of width 64, hidden 64: gate_up (4, 128, 64), down (4, 64, 64)
+  o.vocab_size = 300;
+  o.mxfp4_experts = true;
+  write_random_model(dir.path(), o);
+  const std::string q = shell_quote(dir.path()), file = dir / "model.safetensors";
+  const std::string gu = "model.layers.1.mlp.experts.gate_up_proj", down = "model.layers.2.mlp.experts.down_proj";
+  ASSERT_EQ(run_plexus("generate " + q + " --ids 1 --max-tokens 1").exit_code, 0);
+  const auto set = [&](const std::string& name, const char* key, const Json& value) {
+    edit_safetensors_header(file, [&](Json& h) { h[name][key] = value; });
+  };
+  set(gu + "_blocks", "shape", Json::array({2, 256, 2, 16}));  // the same bytes, the experts halved
+  expect_bad_input("generate " + q + " --ids 1",
+                   "tensor '" + gu + "_blocks' has shape [2, 256, 2, 16] but config.json implies [4, 128, 2, 16] "
+                   "(num_local_experts 4; 2 · intermediate_size 64; hidden_size 64 / 32; 16 bytes a block)");
+  set(gu + "_blocks", "shape", Json::array({4, 128, 2, 16}));
+  set(down + "_scales", "shape", Json::array({4, 128, 1}));
+  expect_bad_input("estimate " + q,
+                   "tensor '" + down + "_scales' has shape [4, 128, 1] but config.json implies [4, 64, 2] "
+                   "(num_local_experts 4; hidden_size 64; intermediate_size 64 / 32)");
+  set(down + "_scales", "shape", Json::array({4, 64, 2}));
+  set(down + "_scales", "dtype", "I8");
+  expect_bad_input("generate " + q + " --ids 1", "tensor '" + down + "_scales' is I8; MXFP4 blocks and scales are U8");
+  set(down + "_scales", "dtype", "U8");
+  edit_safetensors_header(file, [&](Json& h) {  // the scales under another name: the blocks alone
+    h[down + "_scalez"] = h[down + "_scales"];
+    h.erase(down + "_scales");
+  });
+  expect_bad_input("plan " + q + " --json", "holds '" + down + "_blocks' but not '" + down + "_scales'");
+  edit_safetensors_header(file, [&](Json& h) {
+    h[down + "_scales"] = h[down + "_scalez"];
+    h.erase(down + "_scalez");
+  });
+  ASSERT_EQ(run_plexus("generate " + q + " --ids 1 --max-tokens 1").exit_code, 0);
+  testing::patch_config(dir.path(), Json{{"intermediate_size", 48}});  // 2 · 48 rows where the file holds 128
+  expect_bad_input("generate " + q + " --ids 1", "tensor '" + std::string("model.layers.0.mlp.experts.gate_up_proj_blocks") +
+                                                     "' has shape [4, 128, 2, 16] but config.json implies [4, 96, 2, 16]");
+  // make-model's flag: MXFP4 experts are gpt-oss's, and the other choice is the --dtype.
+  expect_bad_input("make-model " + shell_quote(dir / "x") + " --expert-dtype mxfp4", "--expert-dtype is for gpt-oss");
+  expect_bad_input("make-model " + shell_quote(dir / "x") + " --arch gpt-oss --expert-dtype f16", "'f16' is neither mxfp4 nor the --dtype (bf16)");
 }
 
 }  // namespace

@@ -4,10 +4,15 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 
 #include "core/error.h"
 #include "core/mmap_file.h"
+#include "kernels/block_formats.h"
+#include "kernels/mxfp4_hf.h"
+#include "kernels/quantize.h"
+#include "kernels/ref/dequantize.h"
 #include "model/bulk_weights.h"
 #include "model/make_model.h"
 #include "model/module_tree.h"
@@ -203,6 +208,57 @@ TEST(BulkWeights, F32ValuesAndInterrupt) {
   int files = 0;
   for (const auto& e : std::filesystem::directory_iterator(dir.path())) files += e.path().filename() != "f.safetensors";
   EXPECT_EQ(files, 0);  // neither the file nor its temporary
+}
+
+// An MXFP4 tensor (gpt-oss-20b's experts) is written as NAME_blocks + NAME_scales in Hugging
+// Face's layout, holding exactly the f32 values the same tensor would get unquantised, quantised
+// (llama.cpp's rule) and repacked; the bytes still depend on the seed alone; the tensor after it
+// is unaffected.
+TEST(BulkWeights, Mxfp4TensorsAreTheF32ValuesQuantised) {
+  TempDir dir("bulk-mxfp4");
+  const std::vector<BulkTensor> tensors = {{"e.w", {2, 3, 32 * 1024}, false, 0, true}, {"z.weight", {5, 7}, false, 1}};
+  BulkOptions a;
+  a.threads = 1, a.block_elements = 1, a.std = 0.3;
+  BulkOptions b = a;
+  b.threads = 3, b.block_elements = 1 << 20;
+  const std::string pa = dir / "a.safetensors", pb = dir / "b.safetensors", pf = dir / "f.safetensors";
+  write_bulk_safetensors(pa, tensors, a);
+  write_bulk_safetensors(pb, tensors, b);
+  const std::string bytes = read_text_file_or_empty(pa);
+  EXPECT_EQ(read_text_file_or_empty(pb), bytes);
+  BulkOptions f = a;
+  f.dtype = DType::kF32;
+  std::vector<BulkTensor> plain = tensors;
+  plain[0].mxfp4 = false;
+  write_bulk_safetensors(pf, plain, f);
+
+  const SafetensorsFile mx(pa), f32(pf);
+  const TensorInfo* blocks = mx.find("e.w_blocks");
+  const TensorInfo* scales = mx.find("e.w_scales");
+  ASSERT_TRUE(blocks && scales);
+  EXPECT_EQ(blocks->dtype_name, "U8");
+  EXPECT_EQ(scales->dtype_name, "U8");
+  EXPECT_EQ(blocks->shape, (std::vector<std::int64_t>{2, 3, 1024, 16}));
+  EXPECT_EQ(scales->shape, (std::vector<std::int64_t>{2, 3, 1024}));
+  EXPECT_EQ(scales->begin, blocks->end);  // the scales right after the blocks
+  const std::int64_t n = 2 * 3 * 32 * 1024, nb = n / 32;
+  std::vector<BlockMXFP4> q(static_cast<std::size_t>(nb));
+  quantize_row(DType::kMXFP4, static_cast<const float*>(f32.data(*f32.find("e.w"))), q.data(), n);
+  std::vector<std::uint8_t> want_blocks(static_cast<std::size_t>(16 * nb)), want_scales(static_cast<std::size_t>(nb));
+  mxfp4_to_hf_blocks(q.data(), nb, want_blocks.data(), want_scales.data());
+  EXPECT_EQ(std::memcmp(mx.data(*blocks), want_blocks.data(), want_blocks.size()), 0);
+  EXPECT_EQ(std::memcmp(mx.data(*scales), want_scales.data(), want_scales.size()), 0);
+  double sq = 0;
+  std::vector<float> row(static_cast<std::size_t>(n));
+  dequantize_row(DType::kMXFP4, q.data(), row.data(), n);
+  for (const float v : row) sq += static_cast<double>(v) * v;
+  EXPECT_NEAR(std::sqrt(sq / static_cast<double>(n)), 0.3, 0.03);  // the std, within MXFP4's error
+  const TensorInfo* z = mx.find("z.weight");
+  ASSERT_TRUE(z);
+  EXPECT_EQ(z->dtype, DType::kBF16);
+  const auto* zb = static_cast<const std::uint16_t*>(mx.data(*z));
+  const auto* zf = static_cast<const float*>(f32.data(*f32.find("z.weight")));
+  for (int i = 0; i < 35; ++i) EXPECT_EQ(zb[i], f32_to_bf16(zf[i])) << i;
 }
 
 }  // namespace

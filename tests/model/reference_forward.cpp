@@ -53,6 +53,39 @@ Vec load_flat(const Checkpoint& ck, const std::string& name) {
   return t.data;
 }
 
+// A gpt-oss fused expert tensor NAME as the bf16 model holds it: NAME itself, or dequantised from
+// NAME_blocks (E, R, G, 16) and NAME_scales (E, R, G), uint8, as transformers'
+// convert_moe_packed_tensors does: block g of row r holds elements 32g + 2i (byte i's low nibble)
+// and 32g + 2i + 1 (its high nibble) as E2M1 codes, times 2^(scale − 127); the (E, R, 32·G)
+// result transposed to (E, 32·G, R).
+Vec load_experts(const Checkpoint& ck, const std::string& name) {
+  if (!ck.contains(name + "_blocks")) return load_flat(ck, name);
+  static constexpr double kFp4[16] = {+0.0, +0.5, +1.0, +1.5, +2.0, +3.0, +4.0, +6.0,
+                                      -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0};
+  const TensorRef b = ck.get(name + "_blocks"), s = ck.get(name + "_scales");
+  if (b.info->dtype_name != "U8" || s.info->dtype_name != "U8") throw std::runtime_error(name + ": MXFP4 parts must be U8");
+  const std::int64_t E = b.info->shape[0], R = b.info->shape[1], G = b.info->shape[2], C = 32 * G;
+  if (b.info->shape[3] != 16 || s.info->shape != std::vector<std::int64_t>{E, R, G}) throw std::runtime_error(name + ": MXFP4 shapes");
+  const auto* bytes = static_cast<const std::uint8_t*>(b.data);
+  const auto* scales = static_cast<const std::uint8_t*>(s.data);
+  Vec out(static_cast<std::size_t>(E * C * R));
+  for (std::int64_t e = 0; e < E; ++e) {
+    for (std::int64_t r = 0; r < R; ++r) {
+      for (std::int64_t g = 0; g < G; ++g) {
+        const std::int64_t block = (e * R + r) * G + g;
+        const int exponent = static_cast<int>(scales[block]) - 127;
+        for (std::int64_t i = 0; i < 16; ++i) {
+          const std::uint8_t v = bytes[block * 16 + i];
+          const std::int64_t c = 32 * g + 2 * i;
+          out[static_cast<std::size_t>((e * C + c) * R + r)] = std::ldexp(kFp4[v & 15], exponent);
+          out[static_cast<std::size_t>((e * C + c + 1) * R + r)] = std::ldexp(kFp4[v >> 4], exponent);
+        }
+      }
+    }
+  }
+  return out;
+}
+
 Vec linear(const Tensor& w, const Vec& x) {  // w (rows, cols) · x (cols)
   Vec y(static_cast<std::size_t>(w.rows), 0.0);
   for (std::int64_t r = 0; r < w.rows; ++r) {
@@ -198,7 +231,7 @@ GptOss read_gpt_oss(const std::string& model_dir) {
 }
 
 // GptOssMLP: logits = router·h + b; the top k softmaxed among themselves; each chosen expert's
-// gate_up = h·gate_up_proj[e] + bias (gate = even columns, up = odd), clamped, (up + 1)·gate·
+// gate_up = h·gate_up_proj[e] + bias (gate_up_proj and down_proj bf16/f32, or dequantised from MXFP4) (gate = even columns, up = odd), clamped, (up + 1)·gate·
 // sigmoid(alpha·gate), ·down_proj[e] + bias; summed with the weights.
 Vec gpt_oss_mlp(const Checkpoint& ck, const GptOss& g, const std::string& layer, const Vec& h) {
   const std::string base = layer + ".mlp.";
@@ -212,8 +245,8 @@ Vec gpt_oss_mlp(const Checkpoint& ck, const GptOss& g, const std::string& layer,
   const double mx = logits[static_cast<std::size_t>(order[0])];
   double tot = 0;
   for (std::int64_t e : order) tot += std::exp(logits[static_cast<std::size_t>(e)] - mx);
-  const Vec gu = load_flat(ck, base + "experts.gate_up_proj"), gub = load_flat(ck, base + "experts.gate_up_proj_bias");
-  const Vec dp = load_flat(ck, base + "experts.down_proj"), dpb = load_flat(ck, base + "experts.down_proj_bias");
+  const Vec gu = load_experts(ck, base + "experts.gate_up_proj"), gub = load_flat(ck, base + "experts.gate_up_proj_bias");
+  const Vec dp = load_experts(ck, base + "experts.down_proj"), dpb = load_flat(ck, base + "experts.down_proj_bias");
   const std::int64_t H = static_cast<std::int64_t>(h.size()), I = static_cast<std::int64_t>(gub.size()) / g.experts / 2;
   Vec out(h.size(), 0.0);
   std::sort(order.begin(), order.end());  // summed in ascending expert order

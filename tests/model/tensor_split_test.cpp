@@ -1,12 +1,13 @@
 // Tensor-parallel shards of the Llama family: geometry (heads split or kv heads replicated),
 // vocabulary rows, the module tree one rank holds, and shard weights that are exactly the full
 // weights' row and column slices; expert parallelism's shards (each rank's experts whole, the
-// others absent) and the sizes it refuses.
+// others absent) and the sizes it refuses; gpt-oss's sinks and biases.
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <map>
 
+#include "compute/workspace.h"
 #include "core/error.h"
 #include "model/checkpoint.h"
 #include "model/make_model.h"
@@ -240,6 +241,126 @@ TEST(ExpertShards, EachRankHoldsItsExpertsWholeAndNoneOfTheOthers) {
       EXPECT_EQ(held[p.name], 1) << p.name << " over " << n << " ranks";
     }
     EXPECT_EQ(held.size(), want);
+  }
+}
+
+// gpt-oss (issue 35): --tp splits the attention sinks with their query heads and every expert's
+// gate/up biases with its width; the o_proj, router and experts' down biases stay whole, the
+// down bias added by rank 0 only (the others hold zeros in its place). --ep keeps the experts'
+// biases whole beside whole experts. The shard trees (what the planner sizes) have the weights'
+// shapes, and each rank's small vectors take exactly the bytes layer_vector_bytes gives its
+// geometry (the device copy the run makes of them).
+TEST(GptOssShards, SinksAndBiasesSplitWithTheirHeadsAndWidthsTheDownBiasOnce) {
+  testing::TempDir dir("shard_gpt_oss");
+  MakeModelOptions o;  // tiny gpt-oss: H 64, 4 heads, 2 kv heads, 4 experts of width 64, 2 per token
+  o.arch = Arch::kGptOss;
+  o.dtype = DType::kF32;
+  o.vocab_size = 300;
+  write_random_model(dir.path(), o);
+  const ModelConfig config = load_model_config(dir.path());
+  const Checkpoint ck(dir.path());
+  const LlamaFamilyModel full_model(config, ck);
+  const ModuleTree full = ModuleTree::from_checkpoint(config, ck);
+  const std::int64_t E = config.moe.num_experts, Ie = config.moe.expert_intermediate_size, H = config.hidden_size;
+  ASSERT_EQ(E, 4);
+  ASSERT_EQ(Ie, 64);
+  auto vector_bytes = [](const LayerWeights& w) {
+    std::int64_t b = 0;
+    for (const VectorView* v : {&w.q_bias, &w.k_bias, &w.v_bias, &w.o_bias, &w.q_norm, &w.k_norm, &w.input_norm,
+                                &w.post_attention_norm, &w.sinks, &w.router_bias, &w.expert_gate_bias, &w.expert_up_bias,
+                                &w.expert_down_bias}) {
+      b += round_up_line(v->size) * static_cast<std::int64_t>(sizeof(float));
+    }
+    return b;
+  };
+  const std::string p = "model.layers.1.";
+  for (int n : {2, 4}) {
+    const std::int64_t heads = config.num_heads / n, Is = Ie / n;
+    std::int64_t tree_numel = 0, replicated = 0;
+    for (int r = 0; r < n; ++r) {
+      SCOPED_TRACE("--tp " + std::to_string(n) + " rank " + std::to_string(r));
+      const ModuleTree t = shard_module_tree(full, TensorSplit{r, n});
+      EXPECT_EQ(t.find(p + "self_attn.sinks")->shape, (std::vector<std::int64_t>{heads}));
+      EXPECT_EQ(t.find(p + "mlp.experts.gate_up_proj")->shape, (std::vector<std::int64_t>{E, H, 2 * Is}));
+      EXPECT_EQ(t.find(p + "mlp.experts.gate_up_proj_bias")->shape, (std::vector<std::int64_t>{E, 2 * Is}));
+      EXPECT_EQ(t.find(p + "mlp.experts.down_proj")->shape, (std::vector<std::int64_t>{E, Is, H}));
+      EXPECT_EQ(t.find(p + "mlp.experts.down_proj_bias")->shape, (std::vector<std::int64_t>{E, H}));
+      EXPECT_EQ(t.find(p + "mlp.router.weight")->shape, (std::vector<std::int64_t>{E, H}));
+      for (const ParamInfo& x : t.params()) tree_numel += x.numel();
+      const ModelShard shard(full_model, TensorSplit{r, n});
+      const ModelConfig& sc = shard.model().config();
+      for (int l = 0; l < config.num_layers; ++l) {
+        const LayerWeights& f = full_model.layer_weights(l);
+        const LayerWeights& w = shard.model().layer_weights(l);
+        EXPECT_EQ(w.sinks.data, f.sinks.data + r * heads);  // rank r's query heads' sinks, in place
+        EXPECT_EQ(w.sinks.size, heads);
+        EXPECT_EQ(w.q_bias.data, f.q_bias.data + r * heads * config.head_dim);
+        EXPECT_EQ(w.o_bias.data, f.o_bias.data);  // added once, after the group's sum
+        EXPECT_EQ(w.router_bias.data, f.router_bias.data);
+        ASSERT_EQ(w.expert_gate_bias.size, E * Is);
+        ASSERT_EQ(w.expert_up_bias.size, E * Is);
+        for (std::int64_t e = 0; e < E; ++e) {
+          for (std::int64_t j = 0; j < Is; ++j) {  // expert e's columns [r·Is, (r+1)·Is)
+            ASSERT_EQ(w.expert_gate_bias.data[e * Is + j], f.expert_gate_bias.data[e * Ie + r * Is + j]);
+            ASSERT_EQ(w.expert_up_bias.data[e * Is + j], f.expert_up_bias.data[e * Ie + r * Is + j]);
+          }
+          const ExpertWeights& x = w.experts[static_cast<std::size_t>(e)];
+          EXPECT_EQ(x.gate.rows, Is);
+          EXPECT_EQ(x.down.cols, Is);
+          EXPECT_TRUE(x.down.partial_sum);
+        }
+        ASSERT_EQ(w.expert_down_bias.size, E * H);
+        if (r == 0) {
+          EXPECT_EQ(w.expert_down_bias.data, f.expert_down_bias.data);
+        } else {
+          for (std::int64_t i = 0; i < E * H; ++i) ASSERT_EQ(w.expert_down_bias.data[i], 0.0f) << i;
+        }
+        EXPECT_EQ(vector_bytes(w), layer_vector_bytes(sc));
+      }
+    }
+    // Over the ranks: the split tensors once, the whole ones (embedding, norms, o_proj and
+    // router weights' biases, the router, the down bias) on every rank.
+    for (const ParamInfo& x : full.params()) {
+      const bool whole = x.name.find("norm") != std::string::npos || x.name.ends_with("o_proj.bias") ||
+                         x.name.find("router") != std::string::npos || x.name.ends_with("down_proj_bias") ||
+                         x.name == "model.embed_tokens.weight";
+      replicated += whole ? x.numel() : 0;
+    }
+    std::int64_t full_numel = 0;
+    for (const ParamInfo& x : full.params()) full_numel += x.numel();
+    // 4 ranks, 2 kv heads: k and v (and their biases) held twice over the ranks.
+    std::int64_t kv = 0;
+    for (const ParamInfo& x : full.params()) {
+      if (n == 4 && (x.name.find(".k_proj.") != std::string::npos || x.name.find(".v_proj.") != std::string::npos)) kv += x.numel();
+    }
+    EXPECT_EQ(tree_numel, full_numel + (n - 1) * replicated + kv) << n << " ranks";
+  }
+  for (int n : {2, 4}) {  // --ep: whole experts, their biases whole
+    for (int r = 0; r < n; ++r) {
+      SCOPED_TRACE("--ep " + std::to_string(n) + " rank " + std::to_string(r));
+      const TensorSplit s{r, n, true};
+      const ModuleTree t = shard_module_tree(full, s);
+      EXPECT_EQ(t.find(p + "self_attn.sinks")->shape, (std::vector<std::int64_t>{config.num_heads / n}));
+      EXPECT_EQ(t.find(p + "mlp.experts.gate_up_proj")->shape, (std::vector<std::int64_t>{E / n, H, 2 * Ie}));
+      EXPECT_EQ(t.find(p + "mlp.experts.down_proj")->shape, (std::vector<std::int64_t>{E / n, Ie, H}));
+      EXPECT_EQ(t.find(p + "mlp.experts.gate_up_proj_bias")->shape, (std::vector<std::int64_t>{E, 2 * Ie}));
+      EXPECT_EQ(t.find(p + "mlp.experts.down_proj_bias")->shape, (std::vector<std::int64_t>{E, H}));
+      const ModelShard shard(full_model, s);
+      const LayerWeights& f = full_model.layer_weights(1);
+      const LayerWeights& w = shard.model().layer_weights(1);
+      EXPECT_EQ(w.sinks.data, f.sinks.data + r * (config.num_heads / n));
+      EXPECT_EQ(w.expert_gate_bias.data, f.expert_gate_bias.data);
+      EXPECT_EQ(w.expert_up_bias.data, f.expert_up_bias.data);
+      EXPECT_EQ(w.expert_down_bias.data, f.expert_down_bias.data);  // each rank adds its own experts' rows
+      for (std::int64_t e = 0; e < E; ++e) EXPECT_EQ(w.experts[static_cast<std::size_t>(e)].held(), local_experts(config, s).holds(e));
+      EXPECT_EQ(vector_bytes(w), layer_vector_bytes(shard.model().config()));
+    }
+  }
+  try {
+    shard_config(config, 3);
+    FAIL() << "--tp 3 accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("--tp 1, 2, 4 work"), std::string::npos) << e.what();
   }
 }
 

@@ -41,22 +41,28 @@ class CudaInProcessGroup::Rank : public Collective {
         g_.posted_[static_cast<std::size_t>(r_)] = data;
         g_.chunks_[static_cast<std::size_t>(r_)] = scratch_;
       });
-      g_.barrier_.arrive();  // every rank's partial product is complete and posted
-      const float* ins[kMaxSumRanks];
-      for (int k = 0; k < n; ++k) ins[k] = static_cast<const float*>(g_.posted_[static_cast<std::size_t>(k)]) + lo;
-      launch_sum_ranks(ins, n, hi - lo, scratch_, place_.stream);
-      check(cudaGetLastError(), "launch_sum_ranks", "summing this rank's chunk");
-      sync("summing this rank's chunk");
-      g_.barrier_.arrive();  // every chunk summed: nobody reads the posted buffers any more
-      for (int k = 0; k < n; ++k) {
-        const std::int64_t klo = chunk_lo(count, k), khi = chunk_lo(count, k + 1);
-        if (khi > klo) {
-          check(cudaMemcpyAsync(data + klo, g_.chunks_[static_cast<std::size_t>(k)], static_cast<std::size_t>(khi - klo) * sizeof(float),
-                                cudaMemcpyDefault, place_.stream),
-                "cudaMemcpyAsync", "copying rank " + std::to_string(k) + "'s chunk of the sum");
-        }
+      {
+        RankBarrier::Reading reading(g_.barrier_);
+        reading.arrive();  // every rank's partial product is complete and posted
+        const float* ins[kMaxSumRanks];
+        for (int k = 0; k < n; ++k) ins[k] = static_cast<const float*>(g_.posted_[static_cast<std::size_t>(k)]) + lo;
+        launch_sum_ranks(ins, n, hi - lo, scratch_, place_.stream);
+        check(cudaGetLastError(), "launch_sum_ranks", "summing this rank's chunk");
+        sync("summing this rank's chunk");
       }
-      sync("copying the sum back");
+      {
+        RankBarrier::Reading reading(g_.barrier_);
+        reading.arrive();  // every chunk summed: nobody reads the posted buffers any more
+        for (int k = 0; k < n; ++k) {
+          const std::int64_t klo = chunk_lo(count, k), khi = chunk_lo(count, k + 1);
+          if (khi > klo) {
+            check(cudaMemcpyAsync(data + klo, g_.chunks_[static_cast<std::size_t>(k)], static_cast<std::size_t>(khi - klo) * sizeof(float),
+                                  cudaMemcpyDefault, place_.stream),
+                  "cudaMemcpyAsync", "copying rank " + std::to_string(k) + "'s chunk of the sum");
+          }
+        }
+        sync("copying the sum back");
+      }
       g_.barrier_.arrive();  // every rank has its copy: the scratch is free again
       count_op(stats_.all_reduce, count * static_cast<std::int64_t>(sizeof(float)), t);
     });
@@ -67,15 +73,18 @@ class CudaInProcessGroup::Rank : public Collective {
       Timer t;
       GpuScope gpu(place_.gpu, who() + ": selecting the GPU for an all-gather");
       sync("waiting for the input of an all-gather");
-      post(in);
       const std::size_t bytes = static_cast<std::size_t>(count) * sizeof(float);
-      for (int k = 0; k < g_.size(); ++k) {
-        if (bytes > 0) {
-          check(cudaMemcpyAsync(out + k * count, g_.posted_[static_cast<std::size_t>(k)], bytes, cudaMemcpyDefault, place_.stream),
-                "cudaMemcpyAsync", "copying rank " + std::to_string(k) + "'s part");
+      {
+        RankBarrier::Reading reading(g_.barrier_);
+        post(reading, in);
+        for (int k = 0; k < g_.size(); ++k) {
+          if (bytes > 0) {
+            check(cudaMemcpyAsync(out + k * count, g_.posted_[static_cast<std::size_t>(k)], bytes, cudaMemcpyDefault, place_.stream),
+                  "cudaMemcpyAsync", "copying rank " + std::to_string(k) + "'s part");
+          }
         }
+        sync("gathering");
       }
-      sync("gathering");
       g_.barrier_.arrive();  // every rank has read every input
       count_op(stats_.all_gather, static_cast<std::int64_t>(bytes), t);
     });
@@ -87,12 +96,15 @@ class CudaInProcessGroup::Rank : public Collective {
       Timer t;
       GpuScope gpu(place_.gpu, who() + ": selecting the GPU for a broadcast");
       sync("waiting for the data of a broadcast");
-      post(data);
-      if (r_ != root && bytes > 0) {
-        check(cudaMemcpyAsync(data, g_.posted_[static_cast<std::size_t>(root)], bytes, cudaMemcpyDefault, place_.stream),
-              "cudaMemcpyAsync", "copying rank " + std::to_string(root) + "'s data");
+      {
+        RankBarrier::Reading reading(g_.barrier_);
+        post(reading, data);
+        if (r_ != root && bytes > 0) {
+          check(cudaMemcpyAsync(data, g_.posted_[static_cast<std::size_t>(root)], bytes, cudaMemcpyDefault, place_.stream),
+                "cudaMemcpyAsync", "copying rank " + std::to_string(root) + "'s data");
+        }
+        sync("receiving a broadcast");
       }
-      sync("receiving a broadcast");
       g_.barrier_.arrive();  // every rank has its copy
       count_op(stats_.broadcast, static_cast<std::int64_t>(bytes), t);
     });
@@ -121,9 +133,10 @@ class CudaInProcessGroup::Rank : public Collective {
     capacity_ = floats;
   }
 
-  void post(const void* buffer) {
+  // Posts this rank's buffer and waits for every rank's: they read each other's until `reading` ends.
+  void post(RankBarrier::Reading& reading, const void* buffer) {
     g_.barrier_.locked([&] { g_.posted_[static_cast<std::size_t>(r_)] = buffer; });
-    g_.barrier_.arrive();
+    reading.arrive();
   }
 
   // A rank that fails inside a collective releases the others (they would wait for it forever).

@@ -1,13 +1,12 @@
 // dlopen/dlsym of NCCL, once per process.
 #include "comm/cuda/nccl_library.h"
 
-#include <dlfcn.h>
-
 #include <cstdlib>
 #include <memory>
 #include <vector>
 
 #include "core/error.h"
+#include "core/shared_library.h"
 
 namespace plexus::cuda {
 
@@ -18,13 +17,6 @@ struct Loaded {
   std::string why;
 };
 
-template <class F>
-bool resolve(void* handle, const char* name, F& out, std::string* missing) {
-  out = reinterpret_cast<F>(dlsym(handle, name));
-  if (out == nullptr) *missing += (missing->empty() ? "" : ", ") + std::string(name);
-  return out != nullptr;
-}
-
 }  // namespace
 
 const NcclLibrary* NcclLibrary::find(std::string* why) {
@@ -34,32 +26,23 @@ const NcclLibrary* NcclLibrary::find(std::string* why) {
     if (const char* e = std::getenv("PLEXUS_NCCL_LIBRARY"); e != nullptr && *e != '\0') candidates.emplace_back(e);
     candidates.emplace_back("libnccl.so.2");
     candidates.emplace_back("libnccl.so");
-    void* handle = nullptr;
     std::string path;
-    for (const std::string& c : candidates) {
-      handle = dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL);
-      if (handle != nullptr) {
-        path = c;
-        break;
-      }
-      const char* err = dlerror();
-      l.why += (l.why.empty() ? "" : "; ") + (err != nullptr ? std::string(err) : c + ": cannot be loaded");
-    }
+    void* handle = open_first_library(candidates, &path, &l.why);
     if (handle == nullptr) return l;
     std::unique_ptr<NcclLibrary> lib(new NcclLibrary());
     lib->handle_ = handle;
     lib->path_ = path;
     std::string missing;
-    resolve(handle, "ncclGetVersion", lib->get_version, &missing);
-    resolve(handle, "ncclGetUniqueId", lib->get_unique_id, &missing);
-    resolve(handle, "ncclCommInitRank", lib->comm_init_rank, &missing);
-    resolve(handle, "ncclCommInitAll", lib->comm_init_all, &missing);
-    resolve(handle, "ncclCommDestroy", lib->comm_destroy, &missing);
-    resolve(handle, "ncclCommAbort", lib->comm_abort, &missing);
-    resolve(handle, "ncclGetErrorString", lib->error_string, &missing);
-    resolve(handle, "ncclAllReduce", lib->all_reduce, &missing);
-    resolve(handle, "ncclAllGather", lib->all_gather, &missing);
-    resolve(handle, "ncclBroadcast", lib->broadcast, &missing);
+    resolve_symbol(handle, "ncclGetVersion", lib->get_version, &missing);
+    resolve_symbol(handle, "ncclGetUniqueId", lib->get_unique_id, &missing);
+    resolve_symbol(handle, "ncclCommInitRank", lib->comm_init_rank, &missing);
+    resolve_symbol(handle, "ncclCommInitAll", lib->comm_init_all, &missing);
+    resolve_symbol(handle, "ncclCommDestroy", lib->comm_destroy, &missing);
+    resolve_symbol(handle, "ncclCommAbort", lib->comm_abort, &missing);
+    resolve_symbol(handle, "ncclGetErrorString", lib->error_string, &missing);
+    resolve_symbol(handle, "ncclAllReduce", lib->all_reduce, &missing);
+    resolve_symbol(handle, "ncclAllGather", lib->all_gather, &missing);
+    resolve_symbol(handle, "ncclBroadcast", lib->broadcast, &missing);
     if (!missing.empty()) {
       l.why = path + " lacks " + missing + " (an NCCL older than 2.0?)";
       return l;
