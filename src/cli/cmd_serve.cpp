@@ -1,5 +1,6 @@
 // `plexus serve`: an OpenAI-compatible HTTP server for one model on any plan it can run, with
 // continuous batching (serve/scheduler.h) and energy per request (serve/energy_ledger.h).
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -123,6 +124,7 @@ int serve_run(const Args& args) {
   model.tokenizer = tok.get();
   model.chat_template = chat_template ? &*chat_template : nullptr;
   model.eos_ids = end_of_sequence_ids(runner.config(), tok->eos_id());
+  model.max_choices = std::min(kMaxChoices, f.scheduler.max_sequences);
   model.submit = [&scheduler](ServeRequest r) { return scheduler.submit(std::move(r)); };
   OpenAiApi api(model, &server.metrics());
   server.set_ready(&api, [&scheduler, &ledger] {

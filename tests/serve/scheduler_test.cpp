@@ -30,7 +30,9 @@ using testing::wait_for_stats;
 ServeRequest request(std::vector<std::int32_t> prompt, std::int64_t max_tokens, bool greedy = true,
                      std::uint64_t seed = 0) {
   ServeRequest r;
-  r.sampling = SamplingOptions{.greedy = greedy, .temperature = 1.5, .top_k = 0, .top_p = 1.0, .seed = seed};
+  r.sampling.greedy = greedy;
+  r.sampling.temperature = 1.5;
+  r.sampling.seed = seed;
   r.max_tokens = max_tokens;
   r.prompt = std::move(prompt);
   return r;
@@ -392,9 +394,6 @@ TEST(Scheduler, RequestsEnergyAddsUpToTheStepsEnergy) {
   EXPECT_NEAR(*ledger.attributed_j(), sum, 1e-9);
 }
 
-// Not a check: prints the aggregate rate of 16 concurrent requests with 16 sequences in the
-// running batch against 1, on the tiny and the small random model (run with
-// --gtest_also_run_disabled_tests --gtest_filter=*Throughput*).
 // n choices: the prompt runs through the model once (for the first choice's slot), its KV cache
 // is copied into the others' slots, and each choice's tokens are those of a request alone with
 // the choice's seed — distinct choices, the same ones again for the same seed. Greedy choices
@@ -481,6 +480,9 @@ TEST(Scheduler, PenaltiesAndLogitBiasApplyToServedRequests) {
   for (std::int32_t id : read_all(*scheduler.submit(banned)).ids()) EXPECT_EQ(id % 2, 1) << "a token biased by -100";
 }
 
+// Not a check: prints the aggregate rate of 16 concurrent requests with 16 sequences in the
+// running batch against 1, on the tiny and the small random model (run with
+// --gtest_also_run_disabled_tests --gtest_filter=*Throughput*).
 TEST(Scheduler, DISABLED_ThroughputOfSixteenConcurrentRequests) {
   for (const std::string preset : {"tiny", "small"}) {
     testing::TempDir dir("serve_throughput");
