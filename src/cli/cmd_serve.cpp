@@ -1,5 +1,6 @@
 // `plexus serve`: an OpenAI-compatible HTTP server for one model on any plan it can run, with
 // continuous batching (serve/scheduler.h) and energy per request (serve/energy_ledger.h).
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -128,6 +129,7 @@ int serve_run(const Args& args) {
   model.chat_template = chat_template ? &*chat_template : nullptr;
   model.eos_ids = end_of_sequence_ids(runner.config(), tok->eos_id());
   model.tool_format = f.tool_format.value_or(chat_template ? tool_call_format(chat_template->source()) : ToolCallFormat::kNone);
+  model.max_choices = std::min(kMaxChoices, f.scheduler.max_sequences);
   model.submit = [&scheduler](ServeRequest r) { return scheduler.submit(std::move(r)); };
   OpenAiApi api(model, &server.metrics());
   server.set_ready(&api, [&scheduler, &ledger] {

@@ -25,13 +25,9 @@ void set_temperature(SamplingOptions& s, double t) {
 }
 
 TokenHistory::TokenHistory(std::int64_t vocab, std::span<const std::int32_t> prompt)
-    : output_count_(static_cast<std::size_t>(vocab), 0),
-      in_prompt_(static_cast<std::size_t>(vocab), false),
-      touched_mask_(static_cast<std::size_t>(vocab), false) {
+    : output_count_(static_cast<std::size_t>(vocab), 0), touched_mask_(static_cast<std::size_t>(vocab), false) {
   for (std::int32_t id : prompt) {
-    if (id < 0 || id >= vocab) continue;  // the runner refuses it before any logits
-    in_prompt_[static_cast<std::size_t>(id)] = true;
-    touch(id);
+    if (id >= 0 && id < vocab) touch(id);  // an id outside: the runner refuses it before any logits
   }
 }
 
@@ -53,8 +49,12 @@ void TokenHistory::apply(float* logits, const SamplingOptions& o) const {
       const float p = static_cast<float>(o.repetition_penalty);
       l = l > 0 ? l / p : l * p;
     }
+    // In vLLM's order and float32 steps: frequency × count, then presence.
     const std::int32_t count = output_count_[static_cast<std::size_t>(id)];
-    if (count > 0) l -= static_cast<float>(o.frequency_penalty * count + o.presence_penalty);
+    if (count > 0) {
+      l -= static_cast<float>(o.frequency_penalty) * static_cast<float>(count);
+      l -= static_cast<float>(o.presence_penalty);
+    }
   }
 }
 
@@ -98,7 +98,10 @@ void check_options(const SamplingOptions& o, std::int64_t vocab) {
 Sampler::Sampler(const SamplingOptions& options, std::int64_t vocab_size, std::span<const std::int32_t> prompt)
     : options_(options), rng_(options.seed), order_(static_cast<std::size_t>(vocab_size)), probs_(order_.size()) {
   check_options(options, vocab_size);
-  if (options.penalized()) history_ = TokenHistory(vocab_size, prompt);
+  // The prompt's tokens matter to the repetition penalty alone: without it they are not kept.
+  if (options.penalized()) {
+    history_ = TokenHistory(vocab_size, options.repetition_penalty != 1 ? prompt : std::span<const std::int32_t>{});
+  }
   if (!options.greedy) {
     if (!(options.temperature >= 0 && options.temperature <= kMaxTemperature)) {
       throw InputError("temperature must be between 0 and " + std::to_string(static_cast<int>(kMaxTemperature)) + ", got " +

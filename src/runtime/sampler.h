@@ -49,8 +49,9 @@ struct SamplingOptions {
 // kGreedyBelowTemperature makes `s` greedy, otherwise sampling at temperature t.
 void set_temperature(SamplingOptions& s, double t);
 
-// The tokens the penalties look at: the prompt's (repetition only) and the output's with their
-// counts. Kept only when a penalty is on.
+// The tokens the penalties look at: the prompt's (given only with a repetition penalty) and the
+// output's with their counts. Kept only when a penalty is on; apply() visits these tokens alone,
+// never the whole vocabulary.
 class TokenHistory {
  public:
   TokenHistory() = default;
@@ -63,7 +64,6 @@ class TokenHistory {
  private:
   void touch(std::int32_t id);
   std::vector<std::int32_t> output_count_;  // (vocab) times each id was generated
-  std::vector<bool> in_prompt_;             // (vocab)
   std::vector<bool> touched_mask_;          // (vocab) in the prompt or the output
   std::vector<std::int32_t> touched_;       // the ids of touched_mask_, each once
 };

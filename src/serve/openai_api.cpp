@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <random>
 
 #include "serve/api_error.h"
@@ -25,39 +26,99 @@ struct Choice {
   FinishEvent finish;
   bool finished = false, stop_matched = false;
   std::int64_t completion_tokens = 0;
+  std::size_t offset_base = 0;  // text_offset of the completion's start: the echoed prompt's length
   Json take_logprobs() { return logprobs && !logprobs->empty() ? logprobs->take() : Json(nullptr); }
   const char* finish_reason() const { return api_finish_reason(finish.reason, stop_matched); }
 };
 
-std::vector<Choice> make_choices(const Tokenizer& tokenizer, const ApiRequest& api) {
+std::vector<Choice> make_choices(const Tokenizer& tokenizer, const ApiRequest& api, std::size_t offset_base) {
   std::vector<Choice> choices;
   choices.reserve(static_cast<std::size_t>(api.n));
-  for (int i = 0; i < api.n; ++i) choices.emplace_back(tokenizer, api);
+  for (int i = 0; i < api.n; ++i) {
+    choices.emplace_back(tokenizer, api);
+    choices.back().offset_base = offset_base;
+  }
   return choices;
 }
+
+// The prompt's log-probabilities (completions' echo with logprobs), gathered as the prefill sends
+// them: one TokenEvent per position from the second (kept once by position: a follower that
+// prefills again after its leader was cancelled sends them again). The first token has no
+// context: null logprob and null top_logprobs, as vLLM reports it. text_offset: the running
+// length of the prompt's token texts.
+class PromptLogprobs {
+ public:
+  PromptLogprobs(const Tokenizer& tokenizer, const std::vector<std::int32_t>& prompt)
+      : builder_(tokenizer, /*chat=*/false), prompt_(prompt), got_(prompt.size()) {}
+  void add(const TokenEvent& e) {
+    if (e.prompt_position < 1 || static_cast<std::size_t>(e.prompt_position) >= got_.size()) return;
+    auto& slot = got_[static_cast<std::size_t>(e.prompt_position)];
+    if (!slot) ++count_;
+    if (!slot) slot = e;
+  }
+  bool complete() const { return count_ + 1 == got_.size(); }
+  // The prompt's entries in completions' shape (complete() first).
+  Json json() {
+    std::size_t offset = 0;
+    for (std::size_t i = 0; i < prompt_.size(); ++i) {
+      if (i == 0) {
+        builder_.add_unscored(prompt_[0], offset);
+      } else {
+        builder_.add(*got_[i], offset);
+      }
+      offset += builder_.piece(prompt_[i]).size();
+    }
+    return builder_.take();
+  }
+  // Where the completion's text_offset starts: the prompt's token texts' length.
+  std::size_t end_offset() const {
+    std::size_t offset = 0;
+    for (std::int32_t id : prompt_) offset += builder_.piece(id).size();
+    return offset;
+  }
+
+ private:
+  LogprobsBuilder builder_;
+  const std::vector<std::int32_t>& prompt_;
+  std::vector<std::optional<TokenEvent>> got_;  // by position
+  std::size_t count_ = 0;
+};
 
 // Takes the request's events until every choice has finished. `on_text(index, delta)` with each
 // piece of final text of a choice, `on_finish(index)` when it ends (false from either: stop —
 // the client is gone or the response failed; the request is cancelled and this returns false).
+// `alive` is asked every kPoll (false: the client is gone, the same). `on_prompt` takes the
+// prompt's log-probabilities (false: stop, the same).
 // A stop string matched in a choice cancels that choice alone.
 bool drive(RequestStream& stream, std::vector<Choice>& choices, const std::function<bool(int, const std::string&)>& on_text,
-           const std::function<bool(int)>& on_finish, const std::function<bool()>& alive) {
+           const std::function<bool(int)>& on_finish, const std::function<bool()>& alive,
+           const std::function<bool(const TokenEvent&)>& on_prompt = {}) {
   std::size_t open = choices.size();
+  auto asked = std::chrono::steady_clock::now();  // when `alive` was last asked
   while (open > 0) {
     std::optional<RequestStream::Event> ev = stream.next(kPoll);
-    if (!ev) {
-      if (alive && !alive()) {
+    // Asked every kPoll, whether events keep coming (a generation under way) or not (queued, prefilling).
+    if (alive && std::chrono::steady_clock::now() - asked >= kPoll) {
+      asked = std::chrono::steady_clock::now();
+      if (!alive()) {
         stream.cancel();
         return false;
       }
-      continue;
     }
+    if (!ev) continue;
     if (const TokenEvent* t = std::get_if<TokenEvent>(&*ev)) {
+      if (t->prompt_position >= 0) {  // a prompt token's log-probabilities (echo with logprobs)
+        if (on_prompt && !on_prompt(*t)) {
+          stream.cancel();
+          return false;
+        }
+        continue;
+      }
       if (t->index < 0 || static_cast<std::size_t>(t->index) >= choices.size()) continue;
       Choice& c = choices[static_cast<std::size_t>(t->index)];
       if (c.finished || c.text.stopped()) continue;  // tokens of the step that was running when the stop string matched
       ++c.completion_tokens;
-      if (c.logprobs) c.logprobs->add(*t, c.text.decoded());
+      if (c.logprobs) c.logprobs->add(*t, c.offset_base + c.text.decoded());
       const std::string delta = c.text.push(t->id);
       if (c.text.stopped()) {
         c.stop_matched = true;
@@ -189,6 +250,12 @@ PreparedRequest OpenAiApi::prepare(ApiRequest api) const {
                               " for the completion): lower max_tokens or shorten the prompt",
                           "max_tokens", "context_length_exceeded");
   }
+  if (api.n > model_.max_choices) {
+    throw invalid_request("'n' must be between 1 and " + std::to_string(model_.max_choices) +
+                              " on this server (the choices run together, at most --max-sequences of them), got " +
+                              std::to_string(api.n),
+                          "n");
+  }
   for (const auto& [id, bias] : api.sampling.logit_bias) {
     if (id >= model_.vocab_size) {
       throw invalid_request("'logit_bias': token id " + std::to_string(id) + " is outside the vocabulary of " +
@@ -208,6 +275,7 @@ PreparedRequest OpenAiApi::prepare(ApiRequest api) const {
   if (!api.ignore_eos) s.stop_ids = model_.eos_ids;
   s.stop_ids.insert(s.stop_ids.end(), api.stop_token_ids.begin(), api.stop_token_ids.end());
   s.top_logprobs = api.logprobs;
+  if (api.echo && !api.chat && api.logprobs >= 0) s.prompt_logprobs = api.logprobs;  // the echoed prompt's too
   s.choices = api.n;
   if (api.echo) {
     if (!api.chat) {
@@ -240,27 +308,40 @@ std::shared_ptr<RequestStream> OpenAiApi::submit(const PreparedRequest& request)
   }
 }
 
-Json OpenAiApi::complete(const PreparedRequest& request, RequestStream& stream) const {
+std::optional<Json> OpenAiApi::complete(const PreparedRequest& request, RequestStream& stream,
+                                        const std::function<bool()>& alive) const {
   const ResponseHeader h{request.id, request.created, model_.name, request.api.chat};
-  std::vector<Choice> choices = make_choices(*model_.tokenizer, request.api);
+  PromptLogprobs prompt_lp(*model_.tokenizer, request.serve.prompt);
+  const bool scored = request.serve.prompt_logprobs >= 0;
+  std::vector<Choice> choices = make_choices(*model_.tokenizer, request.api, scored ? prompt_lp.end_offset() : 0);
   std::vector<std::string> out(choices.size(), request.echo);
   const Choice* failed = nullptr;
-  drive(stream, choices, [&](int i, const std::string& d) {
+  const bool finished = drive(stream, choices, [&](int i, const std::string& d) {
     out[static_cast<std::size_t>(i)] += d;
     return true;
   }, [&](int i) {
     const Choice& c = choices[static_cast<std::size_t>(i)];
     if (c.finish.reason == FinishReason::kError) failed = &c;
     return failed == nullptr;
-  }, {});
+  }, alive, [&](const TokenEvent& e) {
+    prompt_lp.add(e);
+    return true;
+  });
+  if (!finished && !failed) return std::nullopt;  // the client is gone: drive cancelled the request
   if (failed) throw ApiError(500, "generation failed: " + failed->finish.error, "server_error");
   const Totals t = totals(choices);
   const auto prompt_tokens = static_cast<std::int64_t>(request.serve.prompt.size());
   if (metrics_) metrics_->record_generation(prompt_tokens, t.completion_tokens, t.ttft_s, t.time_s);
+  if (scored && !prompt_lp.complete()) {
+    throw ApiError(500, "internal: the prompt's log-probabilities did not all arrive", "server_error");
+  }
+  const Json echoed = scored ? prompt_lp.json() : Json(nullptr);
   std::vector<ChoiceResult> results;
   for (std::size_t i = 0; i < choices.size(); ++i) {
     Choice& c = choices[i];
-    ChoiceResult r{out[i], c.finish_reason(), c.logprobs ? c.logprobs->take() : Json(nullptr), nullptr};
+    Json logprobs = c.logprobs ? c.logprobs->take() : Json(nullptr);
+    if (scored) logprobs = join_logprobs(echoed, logprobs);
+    ChoiceResult r{out[i], c.finish_reason(), std::move(logprobs), nullptr};
     if (request.tool_format != ToolCallFormat::kNone) {
       // The generated part (after an echoed prefix) is what may hold calls.
       ParsedOutput parsed = parse_tool_calls(request.tool_format, std::string_view(out[i]).substr(request.echo.size()));
@@ -281,14 +362,29 @@ Json OpenAiApi::complete(const PreparedRequest& request, RequestStream& stream) 
 bool OpenAiApi::stream(const PreparedRequest& request, RequestStream& stream,
                        const std::function<bool(const std::string&)>& write, const std::function<bool()>& alive) const {
   const ResponseHeader h{request.id, request.created, model_.name, request.api.chat};
-  std::vector<Choice> choices = make_choices(*model_.tokenizer, request.api);
-  for (int i = 0; i < static_cast<int>(choices.size()); ++i) {
-    const bool ok = (!h.chat || write(sse_event(completion_chunk(h, "", "", nullptr, /*role=*/true, i)))) &&
-                    (request.echo.empty() || write(sse_event(completion_chunk(h, request.echo, "", nullptr, false, i))));
-    if (!ok) {
-      stream.cancel();
-      return false;
+  PromptLogprobs prompt_lp(*model_.tokenizer, request.serve.prompt);
+  const bool scored = request.serve.prompt_logprobs >= 0;
+  std::vector<Choice> choices = make_choices(*model_.tokenizer, request.api, scored ? prompt_lp.end_offset() : 0);
+  // The echo chunk of every choice: with the prompt's log-probabilities once they are all in.
+  auto echo = [&] {
+    const Json logprobs = scored ? prompt_lp.json() : Json(nullptr);
+    for (int i = 0; i < static_cast<int>(choices.size()); ++i) {
+      if (!write(sse_event(completion_chunk(h, request.echo, "", logprobs, false, i)))) return false;
     }
+    return true;
+  };
+  bool ok = true;
+  for (int i = 0; ok && h.chat && i < static_cast<int>(choices.size()); ++i) {
+    ok = write(sse_event(completion_chunk(h, "", "", nullptr, /*role=*/true, i)));
+  }
+  bool echo_pending = !request.echo.empty() || scored;
+  if (ok && echo_pending && (!scored || prompt_lp.complete())) {
+    ok = echo();
+    echo_pending = false;
+  }
+  if (!ok) {
+    stream.cancel();
+    return false;
   }
   // With tools: each choice's text goes through its ToolCallStream; calls go out as tool_calls deltas.
   std::vector<ToolCallStream> tool_streams(request.tool_format == ToolCallFormat::kNone ? 0 : choices.size(),
@@ -327,7 +423,13 @@ bool OpenAiApi::stream(const PreparedRequest& request, RequestStream& stream,
     const bool called = !tool_streams.empty() && calls_sent[static_cast<std::size_t>(i)] > 0;
     written = write(sse_event(completion_chunk(h, "", called ? "tool_calls" : c.finish_reason(), c.take_logprobs(), false, i)));
     return written;
-  }, alive);
+  }, alive, [&](const TokenEvent& e) {
+    prompt_lp.add(e);
+    if (!echo_pending || !prompt_lp.complete()) return true;
+    echo_pending = false;
+    written = echo();
+    return written;
+  });
   if (failed) return written;
   if (!finished) return false;
   const Totals t = totals(choices);

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,7 @@ struct ServedModel {
   // How the model writes tool calls (--tool-call-parser; by default what the template asks for):
   // kNone leaves a chat answer's text unparsed.
   ToolCallFormat tool_format = ToolCallFormat::kNone;
+  int max_choices = kMaxChoices;                // "n" at most: kMaxChoices, or fewer (--max-sequences)
   // The scheduler's submit (tests: a fake). Throws InputError, QueueFull, ShuttingDown.
   std::function<std::shared_ptr<RequestStream>(ServeRequest)> submit;
 };
@@ -59,7 +61,10 @@ class OpenAiApi {
   // Submits: InputError → 400, QueueFull → 429, ShuttingDown → 503 (ApiError).
   std::shared_ptr<RequestStream> submit(const PreparedRequest& request) const;
   // Waits for the whole completion: the response JSON. ApiError 500 when the generation failed.
-  Json complete(const PreparedRequest& request, RequestStream& stream) const;
+  // `alive` is asked while waiting (every 100 ms without an event): false (the client closed its
+  // connection) cancels the request and returns nullopt.
+  std::optional<Json> complete(const PreparedRequest& request, RequestStream& stream,
+                               const std::function<bool()>& alive = {}) const;
   // Streams the completion as server-sent events through `write` (false: the client is gone →
   // the request is cancelled and this returns false), ending with "data: [DONE]". `alive` is
   // asked between events (false: the client is gone).

@@ -384,10 +384,6 @@ ApiRequest parse_completion_request(const Json& body) {
     if (lp->is_boolean()) throw invalid_request("'logprobs' must be an integer between 0 and 5, got " + shown(*lp), "logprobs");
     r.logprobs = static_cast<int>(*integer_in(body, "logprobs", 0, kMaxCompletionLogprobs));
   }
-  if (r.echo && r.logprobs >= 0) {
-    throw invalid_request("'echo' with 'logprobs' (the prompt's log-probabilities) is not supported: ask for one of them",
-                          "echo");
-  }
   return r;
 }
 

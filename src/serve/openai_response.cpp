@@ -63,6 +63,21 @@ void LogprobsBuilder::add(const TokenEvent& token, std::size_t text_offset) {
   offsets_.push_back(text_offset);
 }
 
+void LogprobsBuilder::add_unscored(std::int32_t id, std::size_t text_offset) {
+  ++count_;
+  tokens_.push_back(piece(id));
+  token_logprobs_.push_back(nullptr);
+  top_.push_back(nullptr);
+  offsets_.push_back(text_offset);
+}
+
+Json join_logprobs(Json a, const Json& b) {
+  for (const char* key : {"tokens", "token_logprobs", "top_logprobs", "text_offset"}) {
+    for (const Json& v : b[key]) a[key].push_back(v);
+  }
+  return a;
+}
+
 Json LogprobsBuilder::take() {
   Json j;
   if (chat_) {

@@ -43,18 +43,25 @@ class LogprobsBuilder {
   LogprobsBuilder(const Tokenizer& tokenizer, bool chat) : tokenizer_(tokenizer), chat_(chat) {}
   // A token with its log-probabilities; `text_offset`: where its text starts in the completion.
   void add(const TokenEvent& token, std::size_t text_offset);
+  // A token without any (the prompt's first, echoed: nothing precedes it): null logprob and
+  // null top_logprobs. Completions' shape only.
+  void add_unscored(std::int32_t id, std::size_t text_offset);
+  // The text of one token, as its "token" entry shows it.
+  std::string piece(std::int32_t id) const;
   bool empty() const { return count_ == 0; }
   // What was added since the last take(), in the endpoint's shape; then starts again.
   Json take();
 
  private:
-  std::string piece(std::int32_t id) const;
   const Tokenizer& tokenizer_;
   bool chat_;
   std::size_t count_ = 0;
   Json tokens_ = Json::array(), token_logprobs_ = Json::array(), top_ = Json::array(), offsets_ = Json::array();
   Json content_ = Json::array();
 };
+
+// Completions' logprobs `b` appended to `a` (the echoed prompt's, then the completion's).
+Json join_logprobs(Json a, const Json& b);
 
 // One choice of a whole response.
 struct ChoiceResult {

@@ -388,7 +388,8 @@ bool Scheduler::Impl::make_room(std::int64_t kv_used, std::int64_t need) {
 }
 
 void Scheduler::Impl::reuse_prefix(Active& a) {
-  if (!cache) return;
+  // A request scoring its prompt (prompt_logprobs) needs the logits of every prompt position: it runs whole.
+  if (!cache || a.request.prompt_logprobs >= 0) return;
   const PrefixCache::Match m = cache->find(a.request.prompt);
   bool hit = m.tokens > 0;
   if (hit) {
@@ -413,9 +414,11 @@ void Scheduler::Impl::step(double begin) {
   std::vector<int> seqs;
   std::vector<std::int64_t> rows;
   std::vector<std::size_t> row_req;              // the running index of each row
+  // Per row: -1 to sample from it; p >= 1 for a prompt row scoring the prompt's token p (prompt_logprobs).
+  std::vector<std::int64_t> row_scores;
   std::vector<std::int64_t> tokens(running.size(), 0);  // per running request, this step
   std::int64_t budget = options.step_tokens, prompt_tokens = 0;
-  auto add = [&](std::size_t r, std::int32_t id, std::int64_t p, bool row) {
+  auto add = [&](std::size_t r, std::int32_t id, std::int64_t p, bool row, std::int64_t scores = -1) {
     ids.push_back(id);
     pos.push_back(static_cast<std::int32_t>(p));
     seqs.push_back(running[r]->slot);
@@ -424,6 +427,7 @@ void Scheduler::Impl::step(double begin) {
     if (row) {
       rows.push_back(static_cast<std::int64_t>(ids.size()) - 1);
       row_req.push_back(r);
+      row_scores.push_back(scores);
     }
   };
   for (std::size_t r = 0; r < running.size() && budget > 0; ++r) {
@@ -433,12 +437,17 @@ void Scheduler::Impl::step(double begin) {
   for (std::size_t r = 0; r < running.size() && budget > 0; ++r) {
     const Active& a = *running[r];
     if (a.decoding() || a.leader) continue;  // a follower waits for its leader's prefill
-    const std::int64_t take = std::min(budget, a.prompt_size() - a.prefilled);
+    const bool scored = a.request.prompt_logprobs >= 0;  // a row for every prompt position, not only the last
+    const std::int64_t take = std::min({budget, a.prompt_size() - a.prefilled, scored ? kPromptLogprobRows : budget});
     for (std::int64_t i = a.prefilled; i < a.prefilled + take; ++i) {
-      add(r, a.request.prompt[static_cast<std::size_t>(i)], i, i + 1 == a.prompt_size());
+      const bool last = i + 1 == a.prompt_size();
+      add(r, a.request.prompt[static_cast<std::size_t>(i)], i, last || scored, last ? -1 : i + 1);
     }
     prompt_tokens += take;
   }
+  // Only prompt-scoring rows take the buffer past its (max_sequences, vocab); it shrinks back after.
+  const std::size_t base_rows = static_cast<std::size_t>(options.max_sequences);
+  if (rows.size() > base_rows) logits.resize(rows.size() * static_cast<std::size_t>(vocab));
 
   const double t0 = clock_s();
   std::string failure;
@@ -490,6 +499,14 @@ void Scheduler::Impl::step(double begin) {
     for (std::size_t i = 0; i < rows.size(); ++i) {
       Active& a = *running[row_req[i]];
       float* row = logits.data() + i * static_cast<std::size_t>(vocab);
+      if (row_scores[i] >= 0) {  // a prompt position's row: the log-probabilities of the prompt's next token
+        const std::int64_t p = row_scores[i];
+        TokenEvent event = token_event(row, vocab, a.request.prompt[static_cast<std::size_t>(p)], a.request.prompt_logprobs);
+        event.index = a.index;
+        event.prompt_position = p;
+        a.stream->push(std::move(event));
+        continue;
+      }
       if (!a.followers.empty()) {
         // The leader's prompt is in: each follower takes a copy of its KV cache and samples its
         // first token from the same logits.
@@ -537,6 +554,10 @@ void Scheduler::Impl::step(double begin) {
       ended.push_back({std::move(running[r]), reason, error});
     }
     running = std::move(keep);
+    if (logits.size() > base_rows * static_cast<std::size_t>(vocab)) {
+      logits.resize(base_rows * static_cast<std::size_t>(vocab));
+      logits.shrink_to_fit();
+    }
     std::int64_t kv_used = 0;
     for (const auto& r : running) kv_used += r->reserve();
     counters.running = static_cast<int>(running.size());

@@ -13,12 +13,21 @@
 
 namespace plexus {
 
+// Prompt positions that get logits rows in one step at most, for a request asking for prompt
+// log-probabilities: its prefill chunk is cut to this (the logits buffer holds a row per token).
+inline constexpr std::int64_t kPromptLogprobRows = 64;
+
 struct ServeRequest {
   std::vector<std::int32_t> prompt;  // (n) token ids, n >= 1
   std::int64_t max_tokens = 16;      // tokens to generate at most (>= 1), per choice
   SamplingOptions sampling;          // greedy or seeded sampling: output depends on nothing else
   std::vector<std::int64_t> stop_ids;  // end of sequence ids: generation stops after one (not sent as text)
   int top_logprobs = -1;               // -1: no log-probabilities; k >= 0: the chosen token's and the top k
+  // -1: none; k >= 0: the log-probabilities of the prompt's tokens (from the second: the first
+  // has no context) and the top k at each, computed during the prefill (every prompt position
+  // gets a logits row, so the prompt goes through in chunks of at most kPromptLogprobRows) and
+  // sent as TokenEvents with prompt_position set, before the first generated token.
+  int prompt_logprobs = -1;
   // Choices generated from the prompt (the API's "n"): the prompt is prefilled once and its KV
   // cache copied into each other choice's sequence. Choice i samples with choice_seed(seed, i).
   int choices = 1;
@@ -36,6 +45,7 @@ const char* finish_reason_name(FinishReason reason);
 struct TokenEvent {
   int index = 0;  // the choice
   std::int32_t id = 0;
+  std::int64_t prompt_position = -1;  // >= 1: the prompt's token at this position (prompt_logprobs), not a generated one
   std::optional<float> logprob;                           // with ServeRequest::top_logprobs >= 0
   std::vector<std::pair<std::int32_t, float>> top;        // (id, logprob), best first, top_logprobs of them
 };

@@ -109,7 +109,6 @@ TEST(ParseCompletion, BadValuesName400FieldAndRange) {
       {R"({"prompt": "x", "n": 0})", "n", "between 1 and 16"},
       {R"({"prompt": "x", "n": 2, "best_of": 3})", "best_of", "equal 'n'"},
       {R"({"prompt": "x", "echo": "yes"})", "echo", "true or false"},
-      {R"({"prompt": "x", "echo": true, "logprobs": 1})", "echo", "prompt's log-probabilities"},
       {R"({"prompt": "x", "suffix": "y"})", "suffix", "fill-in-the-middle"},
       {R"({"prompt": "x", "presence_penalty": 2.5})", "presence_penalty", "between -2 and 2"},
       {R"({"prompt": "x", "frequency_penalty": -3})", "frequency_penalty", "between -2 and 2"},
@@ -456,7 +455,7 @@ TEST_F(ApiFixture, CompletionWholeResponse) {
   EXPECT_TRUE(p.serve.sampling.greedy);
   EXPECT_EQ(p.serve.stop_ids, (std::vector<std::int64_t>{128001}));
   EXPECT_EQ(p.serve.top_logprobs, -1);
-  const Json j = api.complete(p, *api.submit(p));
+  const Json j = *api.complete(p, *api.submit(p));
   EXPECT_EQ(j["choices"][0]["text"], "Hello world");
   EXPECT_EQ(j["choices"][0]["finish_reason"], "length");
   EXPECT_EQ(j["usage"]["prompt_tokens"], p.serve.prompt.size());
@@ -470,7 +469,7 @@ TEST_F(ApiFixture, StopStringCancelsAndTrims) {
   OpenAiApi api(model, nullptr);
   script("Hello world, how are you", FinishReason::kLength);
   const PreparedRequest p = api.prepare(parse_completion_request(Json::parse(R"({"prompt": "Hi", "stop": [", how"]})")));
-  const Json j = api.complete(p, *api.submit(p));
+  const Json j = *api.complete(p, *api.submit(p));
   EXPECT_EQ(j["choices"][0]["text"], "Hello world");
   EXPECT_EQ(j["choices"][0]["finish_reason"], "stop");
   EXPECT_TRUE(stream->cancelled());  // the slot frees at the next step

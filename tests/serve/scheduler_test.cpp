@@ -15,6 +15,7 @@
 #include "scripted_source.h"
 #include "serve/energy_ledger.h"
 #include "serve/prefix_cache.h"
+#include "serve/logprobs.h"
 #include "serve_test_util.h"
 
 namespace plexus {
@@ -31,7 +32,9 @@ using testing::wait_for_stats;
 ServeRequest request(std::vector<std::int32_t> prompt, std::int64_t max_tokens, bool greedy = true,
                      std::uint64_t seed = 0) {
   ServeRequest r;
-  r.sampling = SamplingOptions{.greedy = greedy, .temperature = 1.5, .top_k = 0, .top_p = 1.0, .seed = seed};
+  r.sampling.greedy = greedy;
+  r.sampling.temperature = 1.5;
+  r.sampling.seed = seed;
   r.max_tokens = max_tokens;
   r.prompt = std::move(prompt);
   return r;
@@ -393,9 +396,6 @@ TEST(Scheduler, RequestsEnergyAddsUpToTheStepsEnergy) {
   EXPECT_NEAR(*ledger.attributed_j(), sum, 1e-9);
 }
 
-// Not a check: prints the aggregate rate of 16 concurrent requests with 16 sequences in the
-// running batch against 1, on the tiny and the small random model (run with
-// --gtest_also_run_disabled_tests --gtest_filter=*Throughput*).
 // n choices: the prompt runs through the model once (for the first choice's slot), its KV cache
 // is copied into the others' slots, and each choice's tokens are those of a request alone with
 // the choice's seed — distinct choices, the same ones again for the same seed. Greedy choices
@@ -573,6 +573,82 @@ TEST(Scheduler, CachedPrefixesMakeRoomUnderTheKvBudgetAndMemory) {
   EXPECT_LE(tight.max_open(), 3);
 }
 
+// prompt_logprobs: one event per prompt position from the second, before the first generated
+// token, each the log-softmax of that position's logits row as a plain forward of the prompt
+// alone gives it (all rows asked for); a 100-token prompt goes through in chunks of
+// kPromptLogprobRows, the tokens generated after it are those of the request without
+// prompt_logprobs, and a plain request beside it is unchanged.
+TEST(Scheduler, PromptLogprobsAreThePrefillsRowsInOrder) {
+  TinyModel model(/*max_batch_tokens=*/128);
+  constexpr int kTop = 3;
+  const std::vector<std::int32_t> prompt = testing::some_ids(100, kVocab, 21);
+  // The reference: the prompt alone, 16-token chunks, a logits row for every position.
+  std::vector<TokenEvent> want;
+  {
+    Runner& r = *model.runner;
+    const int slot = r.open_sequence(static_cast<std::int64_t>(prompt.size()));
+    std::vector<float> logits(16 * static_cast<std::size_t>(kVocab));
+    for (std::size_t off = 0; off < prompt.size(); off += 16) {
+      const std::size_t n = std::min<std::size_t>(16, prompt.size() - off);
+      std::vector<std::int32_t> pos(n);
+      std::vector<int> seq(n, slot);
+      std::vector<std::int64_t> rows(n);
+      for (std::size_t i = 0; i < n; ++i) pos[i] = static_cast<std::int32_t>(off + i), rows[i] = static_cast<std::int64_t>(i);
+      r.forward(SlotBatch{std::span(prompt).subspan(off, n), pos, seq}, rows, logits.data());
+      for (std::size_t i = 0; i < n && off + i + 1 < prompt.size(); ++i) {
+        want.push_back(token_event(logits.data() + i * kVocab, kVocab, prompt[off + i + 1], kTop));
+      }
+    }
+    r.close_sequence(slot);
+  }
+  ServeRequest plain = request(testing::some_ids(7, kVocab, 2), 5);
+  const std::vector<std::int32_t> plain_ids = alone(*model.runner, plain);
+  ServeRequest scored = request(prompt, 4);
+  const std::vector<std::int32_t> scored_ids = alone(*model.runner, scored);
+  scored.prompt_logprobs = kTop;
+  scored.choices = 2;
+
+  RecordingRunner rec(*model.runner);
+  SchedulerOptions o;
+  o.max_sequences = 4;
+  Scheduler scheduler(rec, o, nullptr);
+  auto s1 = scheduler.submit(scored);
+  auto s2 = scheduler.submit(plain);
+  const std::vector<Finished> got = testing::read_choices(*s1, 2);
+  EXPECT_EQ(read_all(*s2).ids(), plain_ids);
+  std::vector<TokenEvent> prompt_events;
+  for (const TokenEvent& t : got[0].tokens) {
+    if (t.prompt_position >= 0) {
+      EXPECT_EQ(t.prompt_position, static_cast<std::int64_t>(prompt_events.size()) + 1) << "prompt positions out of order";
+      EXPECT_EQ(&t - got[0].tokens.data(), static_cast<std::ptrdiff_t>(prompt_events.size())) << "a prompt event after a generated token";
+      prompt_events.push_back(t);
+    }
+  }
+  for (const TokenEvent& t : got[1].tokens) EXPECT_LT(t.prompt_position, 0) << "the prompt is scored once, by the first choice";
+  ASSERT_EQ(prompt_events.size(), want.size());
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(prompt_events[i].prompt_position, static_cast<std::int64_t>(i + 1));
+    EXPECT_EQ(prompt_events[i].id, prompt[i + 1]);
+    ASSERT_TRUE(prompt_events[i].logprob.has_value());
+    EXPECT_NEAR(*prompt_events[i].logprob, *want[i].logprob, 1e-4) << "position " << i + 1;
+    ASSERT_EQ(prompt_events[i].top.size(), static_cast<std::size_t>(kTop));
+    for (int k = 0; k < kTop; ++k) EXPECT_EQ(prompt_events[i].top[static_cast<std::size_t>(k)].first, want[i].top[static_cast<std::size_t>(k)].first);
+  }
+  EXPECT_EQ(got[0].ids(), scored_ids);
+  EXPECT_EQ(got[1].ids(), scored_ids) << "greedy choices";
+  // The scored prompt's prefill chunks: none longer than kPromptLogprobRows.
+  std::int64_t longest = 0;
+  for (const auto& f : rec.forwards()) {
+    std::int64_t prompt_tokens = 0;
+    for (const testing::ForwardToken& t : f) prompt_tokens += t.capacity == 104 && t.pos < 100;
+    longest = std::max(longest, prompt_tokens);
+  }
+  EXPECT_EQ(longest, kPromptLogprobRows);
+}
+
+// Not a check: prints the aggregate rate of 16 concurrent requests with 16 sequences in the
+// running batch against 1, on the tiny and the small random model (run with
+// --gtest_also_run_disabled_tests --gtest_filter=*Throughput*).
 TEST(Scheduler, DISABLED_ThroughputOfSixteenConcurrentRequests) {
   for (const std::string preset : {"tiny", "small"}) {
     testing::TempDir dir("serve_throughput");

@@ -103,7 +103,9 @@ void Gate::open() {
 
 std::vector<std::int32_t> Finished::ids() const {
   std::vector<std::int32_t> out;
-  for (const TokenEvent& t : tokens) out.push_back(t.id);
+  for (const TokenEvent& t : tokens) {
+    if (t.prompt_position < 0) out.push_back(t.id);
+  }
   return out;
 }
 

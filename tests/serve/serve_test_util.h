@@ -79,9 +79,9 @@ class Gate {
 };
 
 struct Finished {
-  std::vector<TokenEvent> tokens;
+  std::vector<TokenEvent> tokens;  // the prompt's log-probabilities (prompt_position >= 1) included
   FinishEvent finish;
-  std::vector<std::int32_t> ids() const;
+  std::vector<std::int32_t> ids() const;  // the generated tokens' ids
 };
 
 // Reads the stream to its FinishEvent (fails the test after a minute without one).
