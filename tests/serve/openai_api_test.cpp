@@ -652,7 +652,7 @@ TEST_F(ToolApiFixture, CallsInTheAnswerBecomeToolCalls) {
   const PreparedRequest p = api.prepare(body + "", true);
   EXPECT_EQ(p.tool_format, ToolCallFormat::kHermes);
   EXPECT_NE(tok->decode(p.serve.prompt).find("get_weather"), std::string::npos);  // the template shows the tools
-  const Json j = api.complete(p, *api.submit(p));
+  const Json j = *api.complete(p, *api.submit(p));
   const Json& m = j["choices"][0]["message"];
   EXPECT_EQ(m["content"], "I'll check.\n");
   ASSERT_EQ(m["tool_calls"].size(), 1u) << j.dump();
@@ -697,7 +697,7 @@ TEST_F(ToolApiFixture, ToolChoiceNoneHidesTheToolsAndParsesNothing) {
   const PreparedRequest p = api.prepare(with(R"(, "tool_choice": "none")"), true);
   EXPECT_EQ(p.tool_format, ToolCallFormat::kNone);
   EXPECT_EQ(tok->decode(p.serve.prompt).find("get_weather"), std::string::npos);
-  const Json j = api.complete(p, *api.submit(p));
+  const Json j = *api.complete(p, *api.submit(p));
   EXPECT_EQ(j["choices"][0]["message"]["content"], answer);
   EXPECT_FALSE(j["choices"][0]["message"].contains("tool_calls"));
   EXPECT_EQ(j["choices"][0]["finish_reason"], "stop");

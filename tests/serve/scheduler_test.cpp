@@ -528,6 +528,13 @@ TEST(Scheduler, CachedPrefixesGiveTheSameTokensWithoutRunningThePrefixAgain) {
   EXPECT_EQ(run_prompt_positions, (70 / B) * B);
   EXPECT_EQ(recording.copies().size(), 6u);
   for (const auto& c : recording.copies()) EXPECT_EQ(c.tokens, (70 / B) * B);
+  // Scoring the prompt (prompt_logprobs) needs every prompt position's logits: no cached prefix.
+  ServeRequest scored = reqs[0];
+  scored.prompt_logprobs = 0;
+  const Finished f = read_all(*scheduler.submit(scored));
+  EXPECT_EQ(f.finish.reason, FinishReason::kLength);
+  EXPECT_EQ(scheduler.stats().prefix_hits, 6);
+  EXPECT_EQ(recording.copies().size(), 6u);
 
   // Without the cache: the same tokens, every prompt run whole.
   o.prefix_cache = false;
