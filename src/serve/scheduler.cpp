@@ -54,13 +54,16 @@ struct Active {
   Active* leader = nullptr;          // a follower whose leader has not prefilled yet
   std::vector<Active*> followers;    // the leader's, until it forks them
   std::string error;                 // this choice failed (kError)
+  std::unique_ptr<TokenConstraint> constraint;  // with request.constraint: masks each row before sampling
 
   Active(ServeRequest r, int choice, std::int64_t vocab, std::shared_ptr<EventStream> s)
       : index(choice),
         request(std::move(r)),
         stream(std::move(s)),
         sampler(seeded(request.sampling, choice), vocab, request.prompt),
-        submitted(Clock::now()) {}
+        submitted(Clock::now()) {
+    if (request.constraint) constraint = request.constraint();
+  }
   std::int64_t prompt_size() const { return static_cast<std::int64_t>(request.prompt.size()); }
   std::int64_t reserve() const { return prompt_size() + request.max_tokens; }  // KV tokens
   bool decoding() const { return prefilled == prompt_size(); }
@@ -478,6 +481,7 @@ void Scheduler::Impl::step(double begin) {
     // Samples choice `a` (running index r) from `row` (vocab; changed) and sends its token.
     auto take = [&](Active& a, std::size_t r, float* row) {
       if (a.request.top_logprobs >= 0) raw.assign(row, row + vocab);  // the sampler changes the row
+      if (a.constraint) a.constraint->mask(row);
       const std::int32_t id = a.sampler.sample(row);
       a.last = id;
       ++a.generated;
@@ -490,6 +494,7 @@ void Scheduler::Impl::step(double begin) {
         done[r] = true;  // the stop id ends the choice: counted, not sent
         return;
       }
+      if (a.constraint) a.constraint->accept(id);
       TokenEvent event = a.request.top_logprobs >= 0 ? token_event(raw.data(), vocab, id, a.request.top_logprobs)
                                                      : token_event(nullptr, vocab, id, -1);
       event.index = a.index;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "runtime/sampler.h"
+#include "serve/token_constraint.h"
 
 namespace plexus {
 
@@ -31,6 +32,8 @@ struct ServeRequest {
   // Choices generated from the prompt (the API's "n"): the prompt is prefilled once and its KV
   // cache copied into each other choice's sequence. Choice i samples with choice_seed(seed, i).
   int choices = 1;
+  // Structured output: each choice's logits masked by its own constraint at every step (null: none).
+  TokenConstraintFactory constraint;
 };
 
 // The seed of choice `index` of a request seeded `seed`: the seed itself for choice 0 (a request

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <random>
 #include <thread>
 
@@ -656,6 +657,50 @@ TEST(Scheduler, PromptLogprobsAreThePrefillsRowsInOrder) {
 // Not a check: prints the aggregate rate of 16 concurrent requests with 16 sequences in the
 // running batch against 1, on the tiny and the small random model (run with
 // --gtest_also_run_disabled_tests --gtest_filter=*Throughput*).
+// Allows only ids divisible by `step`, and records what it accepted.
+class EveryNth : public TokenConstraint {
+ public:
+  EveryNth(std::int64_t vocab, int step, std::vector<std::int32_t>* accepted) : vocab_(vocab), step_(step), accepted_(accepted) {}
+  void mask(float* logits) override {
+    for (std::int64_t i = 0; i < vocab_; ++i) {
+      if (i % step_ != 0) logits[i] = -std::numeric_limits<float>::infinity();
+    }
+  }
+  void accept(std::int32_t id) override { accepted_->push_back(id); }
+
+ private:
+  std::int64_t vocab_;
+  int step_;
+  std::vector<std::int32_t>* accepted_;
+};
+
+TEST(Scheduler, AConstraintMasksEveryChoicesRowsAndFollowsItsTokens) {
+  TinyModel model;
+  SchedulerOptions o;
+  o.max_sequences = 4;
+  Scheduler scheduler(*model.runner, o, nullptr);
+  std::vector<std::vector<std::int32_t>> accepted(3);
+  int made = 0;
+  ServeRequest r = request(testing::some_ids(9, kVocab, 5), 12, /*greedy=*/false, 77);
+  r.choices = 3;
+  r.constraint = [&] { return std::make_unique<EveryNth>(kVocab, 7, &accepted[static_cast<std::size_t>(made++)]); };
+  ServeRequest plain = request(testing::some_ids(9, kVocab, 5), 12, false, 77);  // beside it, unconstrained
+  auto constrained_stream = scheduler.submit(r);
+  auto plain_stream = scheduler.submit(plain);
+  const std::vector<Finished> got = testing::read_choices(*constrained_stream, 3);
+  const Finished free = read_all(*plain_stream);
+  EXPECT_EQ(made, 3);
+  for (std::size_t c = 0; c < 3; ++c) {
+    ASSERT_EQ(got[c].ids().size(), 12u);
+    for (std::int32_t id : got[c].ids()) EXPECT_EQ(id % 7, 0) << "choice " << c;
+    EXPECT_EQ(accepted[c], got[c].ids()) << "choice " << c;  // each choice's own state followed its own tokens
+  }
+  bool any_other = false;
+  for (std::int32_t id : free.ids()) any_other = any_other || id % 7 != 0;
+  EXPECT_TRUE(any_other) << "the unconstrained request beside it was masked too";
+  EXPECT_EQ(free.ids(), alone(*model.runner, plain));
+}
+
 TEST(Scheduler, DISABLED_ThroughputOfSixteenConcurrentRequests) {
   for (const std::string preset : {"tiny", "small"}) {
     testing::TempDir dir("serve_throughput");
