@@ -481,7 +481,10 @@ void Scheduler::Impl::step(double begin) {
     // Samples choice `a` (running index r) from `row` (vocab; changed) and sends its token.
     auto take = [&](Active& a, std::size_t r, float* row) {
       if (a.request.top_logprobs >= 0) raw.assign(row, row + vocab);  // the sampler changes the row
-      if (a.constraint) a.constraint->mask(row);
+      if (a.constraint && !a.constraint->mask(row)) {
+        done[r] = true;  // nothing may follow within the constraint: the choice ends, cut ("length")
+        return;
+      }
       const std::int32_t id = a.sampler.sample(row);
       a.last = id;
       ++a.generated;

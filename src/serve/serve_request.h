@@ -4,13 +4,15 @@
 // API layer's (serve/openai_api.h); the scheduler deals in token ids.
 #pragma once
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "runtime/sampler.h"
-#include "serve/token_constraint.h"
+#include "runtime/token_constraint.h"
 
 namespace plexus {
 
@@ -32,8 +34,9 @@ struct ServeRequest {
   // Choices generated from the prompt (the API's "n"): the prompt is prefilled once and its KV
   // cache copied into each other choice's sequence. Choice i samples with choice_seed(seed, i).
   int choices = 1;
-  // Structured output: each choice's logits masked by its own constraint at every step (null: none).
-  TokenConstraintFactory constraint;
+  // Structured output: makes each choice's own constraint (called once per choice when the request
+  // is submitted), which masks its logits at every step; null: none.
+  std::function<std::unique_ptr<TokenConstraint>()> constraint;
 };
 
 // The seed of choice `index` of a request seeded `seed`: the seed itself for choice 0 (a request

@@ -661,10 +661,11 @@ TEST(Scheduler, PromptLogprobsAreThePrefillsRowsInOrder) {
 class EveryNth : public TokenConstraint {
  public:
   EveryNth(std::int64_t vocab, int step, std::vector<std::int32_t>* accepted) : vocab_(vocab), step_(step), accepted_(accepted) {}
-  void mask(float* logits) override {
+  bool mask(float* logits) override {
     for (std::int64_t i = 0; i < vocab_; ++i) {
       if (i % step_ != 0) logits[i] = -std::numeric_limits<float>::infinity();
     }
+    return true;
   }
   void accept(std::int32_t id) override { accepted_->push_back(id); }
 
