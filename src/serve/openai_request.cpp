@@ -144,11 +144,49 @@ void check_unsupported(const Json& body) {
   }
 }
 
+// "response_format" and "grammar" (at most one of them asks for structure).
+OutputFormat output_format(const Json& body) {
+  OutputFormat f;
+  if (const Json* rf = field(body, "response_format")) {
+    const std::string shapes = "{\"type\": \"text\"}, {\"type\": \"json_object\"} or {\"type\": \"json_schema\", \"json_schema\": {\"name\", \"schema\"}}";
+    if (!rf->is_object() || !rf->contains("type") || !(*rf)["type"].is_string()) {
+      throw invalid_request("'response_format' must be " + shapes + ", got " + shown(*rf), "response_format");
+    }
+    const std::string type = (*rf)["type"].get<std::string>();
+    if (type == "json_object") {
+      f.kind = OutputFormat::Kind::kJsonObject;
+    } else if (type == "json_schema") {
+      const auto js = rf->find("json_schema");
+      if (js == rf->end() || !js->is_object() || !js->contains("schema") || !((*js)["schema"].is_object() || (*js)["schema"].is_boolean())) {
+        throw invalid_request("'response_format.json_schema' must be an object with a \"schema\" (a JSON Schema), got " +
+                                  (js == rf->end() ? std::string("nothing") : shown(*js)),
+                              "response_format");
+      }
+      f.kind = OutputFormat::Kind::kJsonSchema;
+      f.schema = (*js)["schema"];
+    } else if (type != "text") {
+      throw invalid_request("'response_format' must be " + shapes + ", got type '" + type + "'", "response_format");
+    }
+  }
+  if (const Json* g = field(body, "grammar")) {
+    if (!g->is_string() || g->get<std::string>().empty()) {
+      throw invalid_request("'grammar' must be the text of a grammar (docs/structured_output.md), got " + shown(*g), "grammar");
+    }
+    if (f.kind != OutputFormat::Kind::kText) {
+      throw invalid_request("give one of 'grammar' and a structured 'response_format', not both", "grammar");
+    }
+    f.kind = OutputFormat::Kind::kGrammar;
+    f.grammar = g->get<std::string>();
+  }
+  return f;
+}
+
 // The fields both endpoints share.
 void parse_common(const Json& body, ApiRequest& r) {
   if (!body.is_object()) throw invalid_request("the request body must be a JSON object");
   check_unsupported(body);
   r.model = string_field(body, "model").value_or("");
+  r.format = output_format(body);
   r.n = static_cast<int>(integer_in(body, "n", 1, kMaxChoices).value_or(1));
   if (const Json* b = field(body, "best_of"); b && !(b->is_number_integer() && b->get<long long>() == r.n)) {
     throw invalid_request("'best_of' must equal 'n' (" + std::to_string(r.n) + ") when given: plexus returns every choice it makes, got " +

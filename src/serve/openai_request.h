@@ -26,6 +26,15 @@ struct ToolChoice {
   std::string function;     // kFunction: the function's name (one of the tools)
 };
 
+// Structured output asked for: response_format {"type": "json_object"} or {"type":
+// "json_schema", "json_schema": {"schema": ...}}, or plexus's "grammar" (docs/structured_output.md).
+struct OutputFormat {
+  enum class Kind { kText, kJsonObject, kJsonSchema, kGrammar };
+  Kind kind = Kind::kText;
+  Json schema;          // kJsonSchema: the schema
+  std::string grammar;  // kGrammar: its text
+};
+
 struct ApiRequest {
   bool chat = false;
   std::string model;  // "" when not given
@@ -49,6 +58,7 @@ struct ApiRequest {
   // "logprobs": k; chat's "logprobs": true with "top_logprobs": k).
   int logprobs = -1;
   bool ignore_eos = false;  // vLLM's extension: generate past the end-of-sequence token
+  OutputFormat format;
 };
 
 // Parse a request body (an object). ApiError 400 for a wrong type or value, naming the field.

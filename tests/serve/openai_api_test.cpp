@@ -590,6 +590,33 @@ TEST_F(ApiFixture, TokenizeDetokenizeRoundTrip) {
   EXPECT_EQ(api.models()["data"][0]["owned_by"], "plexus");
 }
 
+TEST(ParseCompletion, ResponseFormatAndGrammar) {
+  auto parse = [](const std::string& extra) { return parse_completion_request(Json::parse(R"({"prompt": "x")" + extra + "}")); };
+  EXPECT_EQ(parse("").format.kind, OutputFormat::Kind::kText);
+  EXPECT_EQ(parse(R"(, "response_format": {"type": "text"})").format.kind, OutputFormat::Kind::kText);
+  EXPECT_EQ(parse(R"(, "response_format": {"type": "json_object"})").format.kind, OutputFormat::Kind::kJsonObject);
+  const ApiRequest s = parse(R"(, "response_format": {"type": "json_schema", "json_schema": {"name": "n", "schema": {"type": "integer"}}})");
+  EXPECT_EQ(s.format.kind, OutputFormat::Kind::kJsonSchema);
+  EXPECT_EQ(s.format.schema, Json::parse(R"({"type": "integer"})"));
+  const ApiRequest g = parse(R"(, "grammar": "root ::= \"yes\" | \"no\"")");
+  EXPECT_EQ(g.format.kind, OutputFormat::Kind::kGrammar);
+  EXPECT_EQ(g.format.grammar, "root ::= \"yes\" | \"no\"");
+  const std::pair<std::string, std::string> bad[] = {
+      {R"(, "response_format": "json")", "response_format"},
+      {R"(, "response_format": {"type": "xml"})", "response_format"},
+      {R"(, "response_format": {"type": "json_schema"})", "response_format"},
+      {R"(, "response_format": {"type": "json_schema", "json_schema": {"schema": 3}})", "response_format"},
+      {R"(, "grammar": 5)", "grammar"},
+      {R"(, "grammar": "")", "grammar"},
+      {R"(, "grammar": "root ::= \"a\"", "response_format": {"type": "json_object"})", "grammar"},
+  };
+  for (const auto& [extra, param] : bad) {
+    const ApiError e = error_of([&] { parse(extra); });
+    EXPECT_EQ(e.status(), 400) << extra;
+    EXPECT_EQ(e.param(), param) << extra << ": " << e.what();
+  }
+}
+
 TEST(ParseChat, ToolChoiceDefaultsAndBadValues) {
   const std::string tools = R"("tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}])";
   const std::string msgs = R"("messages": [{"role": "user", "content": "hi"}])";
