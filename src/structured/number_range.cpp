@@ -98,16 +98,16 @@ std::string number_range_grammar(const NumberBounds& b) {
   std::vector<std::string> alts;
   if (L <= H) signed_range(static_cast<std::int64_t>(L), static_cast<std::int64_t>(H), alts);
   const std::string frac = " \".\" [0-9]{1,15}";
-  // k >= 0 written k.ddd lies in (k, k+1): inside when k >= lo and k + 1 <= hi.
+  // k >= 0 written k.ddd lies in [k, k+1): inside when k >= lo and k + 1 <= hi.
   const double k_hi = std::min(H, std::floor(hi - 1));
   if (std::max(L, 0.0) <= k_hi) {
     std::vector<std::string> k;
     unsigned_range(static_cast<std::uint64_t>(std::max(L, 0.0)), static_cast<std::uint64_t>(k_hi), "", k);
     alts.push_back(join(k) + frac);
   }
-  // -0.ddd lies in (-1, 0).
-  if (lo <= -1 && hi >= 0) alts.push_back("\"-0\"" + frac);
-  // k <= -1 written -m.ddd (m = -k) lies in (k - 1, k): inside when k - 1 >= lo and k <= hi.
+  // -0.ddd lies in (-1, 0] ("-0.0" is 0).
+  if (lo <= -1 && (hi_ex ? hi > 0 : hi >= 0)) alts.push_back("\"-0\"" + frac);
+  // k <= -1 written -m.ddd (m = -k) lies in (k - 1, k]: inside when k - 1 >= lo and k <= hi.
   const double neg_lo = std::max(L, std::ceil(lo) + 1), neg_hi = std::min(H, -1.0);
   if (neg_lo <= neg_hi) {
     std::vector<std::string> m;

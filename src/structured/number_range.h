@@ -17,7 +17,7 @@ struct NumberBounds {
 };
 
 // A GBNF expression for numbers within `b`, or "" when the construction finds none (then the
-// caller reports it): integers k inside the bounds, "k.ddd" where all of (k, k+1) lies inside
+// caller reports it): integers k inside the bounds, "k.ddd" where all of [k, k+1) lies inside
 // ("-m.ddd" for (-m-1, -m)), and when no integer lies inside, the midpoint as a constant.
 // Infinite sides are capped at +-(10^15 - 1).
 std::string number_range_grammar(const NumberBounds& b);
