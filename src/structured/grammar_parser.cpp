@@ -173,7 +173,7 @@ class Parser {
         const std::size_t at = pos_;
         const char32_t lo = parse_char();
         char32_t hi = lo;
-        if (pos_ + 1 < text_.size() && text_[pos_] == '-' && text_[pos_ + 1] != ']') {
+        if (pos_ + 1 < text_.size() && text_[pos_] == '-' && text_[pos_ + 1] != ']' && text_[pos_ + 1] != '\n') {
           ++pos_;
           hi = parse_char();
           if (hi < lo) fail(at, "character range is backwards (its end comes before its start)");

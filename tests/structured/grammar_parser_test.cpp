@@ -96,6 +96,7 @@ TEST(GrammarParser, ErrorsGiveLineAndColumn) {
   EXPECT_EQ(error_of("root ::= \"a\"{3,1}\n"), "g.gbnf line 1, column 13: repetition {m,n} needs m <= n");
   EXPECT_EQ(error_of("root ::= \"a\" \\q\n"), "g.gbnf line 1, column 14: unexpected '\\' (expected a string \"...\", a class [...], a rule name, '(' or '.')");
   EXPECT_EQ(error_of("root ::= \"\\q\"\n"), "g.gbnf line 1, column 11: unknown escape '\\q' (known: \\n \\t \\r \\\\ \\\" \\' \\[ \\] \\- \\^ \\xHH \\uHHHH \\UHHHHHHHH)");
+  EXPECT_EQ(error_of("root ::= \"a\"\nitem ::= [a-\n"), "g.gbnf line 2, column 10: unterminated character class (no closing ']' on its line)");
   EXPECT_EQ(error_of("root ::= [z-a]\n"), "g.gbnf line 1, column 11: character range is backwards (its end comes before its start)");
   EXPECT_EQ(error_of("root ::= \"é\" )\n"), "g.gbnf line 1, column 14: unexpected ')'");
   EXPECT_EQ(error_of(""), "g.gbnf line 1, column 1: the grammar defines no rules (it needs at least `root ::= ...`)");
