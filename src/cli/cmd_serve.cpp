@@ -20,6 +20,8 @@
 #include "runtime/generate.h"
 #include "serve/chat_template.h"
 #include "serve/tool_calls.h"
+#include "structured/grammar_cache.h"
+#include "structured/vocabulary.h"
 #include "serve/energy_ledger.h"
 #include "serve/http_server.h"
 #include "serve/openai_api.h"
@@ -128,6 +130,11 @@ int serve_run(const Args& args) {
   model.tokenizer = tok.get();
   model.chat_template = chat_template ? &*chat_template : nullptr;
   model.eos_ids = end_of_sequence_ids(runner.config(), tok->eos_id());
+  // Structured output: every token's bytes in a trie, made once; compiled grammars kept for reuse.
+  structured::GrammarCache grammars;
+  model.vocabulary = std::make_shared<const structured::Vocabulary>(
+      structured::vocabulary_from_tokenizer(*tok, model.vocab_size, model.eos_ids));
+  model.grammars = &grammars;
   model.tool_format = f.tool_format.value_or(chat_template ? tool_call_format(chat_template->source()) : ToolCallFormat::kNone);
   model.max_choices = std::min(kMaxChoices, f.scheduler.max_sequences);
   model.submit = [&scheduler](ServeRequest r) { return scheduler.submit(std::move(r)); };

@@ -9,6 +9,8 @@
 #include "serve/api_error.h"
 #include "serve/completion_text.h"
 #include "serve/openai_response.h"
+#include "structured/json_schema.h"
+#include "structured/token_matcher.h"
 
 namespace plexus {
 
@@ -179,6 +181,30 @@ bool in_vocab(const std::vector<std::int32_t>& ids, std::int64_t vocab) {
 
 }  // namespace
 
+namespace {
+
+// Under tool_choice "required" (or naming one function): the answer is a JSON list of one call
+// or more (one, for a named function), each {"name": one of the tools, "parameters": what that
+// function's parameters schema allows} (no schema: any object).
+Json tool_calls_schema(const ApiRequest& api) {
+  Json calls = Json::array();
+  for (const auto& t : api.chat_input.tools) {
+    const std::string name = t["function"]["name"].get<std::string>();
+    if (api.tool_choice.kind == ToolChoice::Kind::kFunction && name != api.tool_choice.function) continue;
+    const auto params = t["function"].find("parameters");
+    calls.push_back({{"type", "object"},
+                     {"properties", {{"name", {{"const", name}}},
+                                     {"parameters", params != t["function"].end() ? Json(*params) : Json{{"type", "object"}}}}},
+                     {"required", {"name", "parameters"}},
+                     {"additionalProperties", false}});
+  }
+  Json schema = {{"type", "array"}, {"minItems", 1}, {"items", calls.size() == 1 ? calls[0] : Json{{"anyOf", calls}}}};
+  if (api.tool_choice.kind == ToolChoice::Kind::kFunction) schema["maxItems"] = 1;
+  return schema;
+}
+
+}  // namespace
+
 void OpenAiApi::check_model(const std::string& name) const {
   if (name.empty() || name == model_.name) return;
   throw ApiError(404, "The model '" + name + "' does not exist: this server serves '" + model_.name + "'",
@@ -213,17 +239,15 @@ PreparedRequest OpenAiApi::prepare(ApiRequest api) const {
   p.created = unix_time_now();
   ServeRequest& s = p.serve;
   if (api.chat) {
-    // tool_choice "none": the tools are not shown to the model; otherwise its answer is parsed for calls.
+    // tool_choice "none": the tools are not shown to the model. "auto": its answer is parsed for
+    // calls in its own format. "required" or a named function: a grammar makes it write a JSON
+    // list of calls (tool_call_grammar), whatever its format.
     if (api.tool_choice.kind == ToolChoice::Kind::kNone) {
       api.chat_input.tools = nullptr;
-    } else {
-      if (api.tool_choice.kind != ToolChoice::Kind::kAuto && model_.tool_format == ToolCallFormat::kNone) {
-        throw invalid_request("'tool_choice' " + std::string(api.tool_choice.kind == ToolChoice::Kind::kRequired ? "\"required\"" : "naming a function") +
-                                  " needs the model's tool-call format, and this model's chat template names none: start the "
-                                  "server with --tool-call-parser llama3_json, hermes or mistral",
-                              "tool_choice");
-      }
+    } else if (api.tool_choice.kind == ToolChoice::Kind::kAuto) {
       p.tool_format = model_.tool_format;
+    } else {
+      p.tool_format = ToolCallFormat::kJsonList;
     }
     check_message_count(api.chat_input);
     s.prompt = model_.tokenizer->encode(render_chat(api.chat_input), /*add_special_tokens=*/false);
@@ -285,8 +309,52 @@ PreparedRequest OpenAiApi::prepare(ApiRequest api) const {
       p.echo = last["content"].get<std::string>();  // as vLLM: the last message, when the assistant's
     }
   }
+  constrain(api, p);
   p.api = std::move(api);
   return p;
+}
+
+void OpenAiApi::constrain(const ApiRequest& api, PreparedRequest& p) const {
+  const bool calls = p.tool_format == ToolCallFormat::kJsonList;
+  if (api.format.kind == OutputFormat::Kind::kText && !calls) return;
+  const char* field = calls ? "tool_choice" : api.format.kind == OutputFormat::Kind::kGrammar ? "grammar" : "response_format";
+  if (calls && api.format.kind != OutputFormat::Kind::kText) {
+    throw invalid_request("'tool_choice' \"required\" or a named function writes the calls with a grammar: leave out "
+                          "'response_format' and 'grammar'",
+                          "tool_choice");
+  }
+  if (api.ignore_eos) {
+    throw invalid_request(std::string("'ignore_eos' with '") + field + "': a structured answer ends where its grammar does",
+                          "ignore_eos");
+  }
+  if (!model_.vocabulary || !model_.grammars) {
+    throw invalid_request(std::string("'") + field + "': structured output is not available on this server", field);
+  }
+  std::string text, source;
+  try {
+    switch (api.format.kind) {
+      case OutputFormat::Kind::kText:
+        text = structured::json_schema_grammar(tool_calls_schema(api), "tools");
+        source = "the tools' calls";
+        break;
+      case OutputFormat::Kind::kJsonObject:
+        text = structured::json_object_grammar();
+        source = "response_format json_object";
+        break;
+      case OutputFormat::Kind::kJsonSchema:
+        text = structured::json_schema_grammar(api.format.schema, "response_format.json_schema.schema");
+        source = "response_format.json_schema.schema (as a grammar)";
+        break;
+      case OutputFormat::Kind::kGrammar:
+        text = api.format.grammar;
+        source = "grammar";
+        break;
+    }
+    std::shared_ptr<const structured::CompiledGrammar> g = model_.grammars->get(text, model_.vocabulary, source);
+    p.serve.constraint = [g] { return std::make_unique<structured::TokenMatcher>(g); };
+  } catch (const InputError& e) {
+    throw invalid_request(e.what(), calls ? "tools" : field);
+  }
 }
 
 PreparedRequest OpenAiApi::prepare(const std::string& text, bool chat) const {

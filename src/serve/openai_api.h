@@ -16,6 +16,8 @@
 #include "serve/openai_request.h"
 #include "serve/scheduler.h"
 #include "serve/tool_calls.h"
+#include "structured/grammar_cache.h"
+#include "structured/vocabulary.h"
 #include "tokenizer/tokenizer.h"
 
 namespace plexus {
@@ -32,6 +34,10 @@ struct ServedModel {
   // How the model writes tool calls (--tool-call-parser; by default what the template asks for):
   // kNone leaves a chat answer's text unparsed.
   ToolCallFormat tool_format = ToolCallFormat::kNone;
+  // Structured output (response_format, grammar, tool_choice "required"): the vocabulary as
+  // grammars see it and the cache of compiled grammars; null: such requests get 400.
+  std::shared_ptr<const structured::Vocabulary> vocabulary;
+  structured::GrammarCache* grammars = nullptr;
   int max_choices = kMaxChoices;                // "n" at most: kMaxChoices, or fewer (--max-sequences)
   // The scheduler's submit (tests: a fake). Throws InputError, QueueFull, ShuttingDown.
   std::function<std::shared_ptr<RequestStream>(ServeRequest)> submit;
@@ -42,7 +48,8 @@ struct PreparedRequest {
   ApiRequest api;
   ServeRequest serve;
   std::string echo;  // with "echo": the text every choice starts with (the prompt; chat: the last assistant message)
-  // A chat request with tools the model may call: its answers are parsed for calls in this format.
+  // A chat request with tools the model may call: its answers are parsed for calls in this format
+  // (kJsonList under tool_choice "required" or a named function, which a grammar writes).
   ToolCallFormat tool_format = ToolCallFormat::kNone;
   std::string id;
   std::int64_t created = 0;
@@ -78,6 +85,9 @@ class OpenAiApi {
 
  private:
   std::string render_chat(const ChatInput& input) const;
+  // The grammar of a structured request (response_format, grammar, the calls under tool_choice
+  // "required") compiled into p.serve.constraint; 400 naming the field for a bad schema or grammar.
+  void constrain(const ApiRequest& api, PreparedRequest& p) const;
   // 400 for more messages than the context has tokens (before rendering them).
   void check_message_count(const ChatInput& input) const;
   void check_model(const std::string& name) const;  // 404 model_not_found unless "" or the served name

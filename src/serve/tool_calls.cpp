@@ -142,6 +142,21 @@ std::optional<std::vector<ToolCall>> mistral_calls(std::string_view s) {
   return calls.empty() ? std::nullopt : std::optional(calls);
 }
 
+// A JSON list of calls and nothing else.
+std::optional<std::vector<ToolCall>> json_list_calls(std::string_view out) {
+  const std::string_view s = trim(out);
+  if (s.empty() || s.front() != '[') return std::nullopt;
+  const std::optional<Json> j = parse_json(s);
+  if (!j || !j->is_array() || j->empty()) return std::nullopt;
+  std::vector<ToolCall> calls;
+  for (const Json& e : *j) {
+    const std::optional<ToolCall> c = call_of(e);
+    if (!c) return std::nullopt;
+    calls.push_back(*c);
+  }
+  return calls;
+}
+
 std::string_view marker(ToolCallFormat f) {
   switch (f) {
     case ToolCallFormat::kHermes: return kHermesOpen;
@@ -176,6 +191,7 @@ const char* format_name(ToolCallFormat f) {
     case ToolCallFormat::kLlama3Json: return "llama3_json";
     case ToolCallFormat::kHermes: return "hermes";
     case ToolCallFormat::kMistral: return "mistral";
+    case ToolCallFormat::kJsonList: return "json_list";
   }
   return "none";
 }
@@ -191,8 +207,9 @@ ParsedOutput parse_tool_calls(ToolCallFormat f, std::string_view out) {
   ParsedOutput whole{std::string(out), {}};
   switch (f) {
     case ToolCallFormat::kNone: return whole;
-    case ToolCallFormat::kLlama3Json: {
-      std::optional<std::vector<ToolCall>> calls = llama3_calls(out);
+    case ToolCallFormat::kLlama3Json:
+    case ToolCallFormat::kJsonList: {
+      std::optional<std::vector<ToolCall>> calls = f == ToolCallFormat::kJsonList ? json_list_calls(out) : llama3_calls(out);
       return calls ? ParsedOutput{"", std::move(*calls)} : whole;
     }
     case ToolCallFormat::kHermes:
@@ -215,6 +232,10 @@ ParsedOutput ToolCallStream::feed(std::string_view text) {
   if (format_ == ToolCallFormat::kNone) {
     out.content = std::move(pending_);
     pending_.clear();
+    return out;
+  }
+  if (format_ == ToolCallFormat::kJsonList) {
+    in_calls_ = true;  // the whole answer is the list: held to the end
     return out;
   }
   if (format_ == ToolCallFormat::kLlama3Json) {

@@ -7,6 +7,8 @@
 //     blocks (the last may be left open at the end of the output);
 //   - Mistral: text, then [TOOL_CALLS] and a JSON list of {"name", "arguments"} objects, or
 //     (v11 templates) [TOOL_CALLS]name[ARGS]{...} once per call.
+//   - a JSON list: the whole output is [{"name": ..., "parameters": {...}}, ...] — what a grammar
+//     writes under tool_choice "required" or a named function, whatever the model's own format.
 // Output that starts like a call but does not parse as one stays content, as in vLLM.
 #pragma once
 #include <string>
@@ -15,14 +17,14 @@
 
 namespace plexus {
 
-enum class ToolCallFormat { kNone, kLlama3Json, kHermes, kMistral };
+enum class ToolCallFormat { kNone, kLlama3Json, kHermes, kMistral, kJsonList };
 
 // The format a chat template's source asks for: "[TOOL_CALLS]" → kMistral, "<tool_call>" →
 // kHermes, "<|python_tag|>" or a mention of "parameters" in an ipython template → kLlama3Json;
 // kNone when it mentions none of them (such a model's output is never parsed for calls).
 ToolCallFormat tool_call_format(std::string_view template_source);
-const char* format_name(ToolCallFormat format);  // none, llama3_json, hermes, mistral
-// The format of a name format_name() gives (--tool-call-parser); InputError for others.
+const char* format_name(ToolCallFormat format);  // none, llama3_json, hermes, mistral, json_list
+// The format of a name format_name() gives (--tool-call-parser: not json_list); InputError for others.
 ToolCallFormat tool_call_format_named(std::string_view name);
 
 struct ToolCall {

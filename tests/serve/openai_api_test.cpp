@@ -12,6 +12,8 @@
 #include "serve/openai_api.h"
 #include "serve/openai_request.h"
 #include "serve/openai_response.h"
+#include "structured/grammar_cache.h"
+#include "structured/vocabulary.h"
 #include "tokenizer/tokenizer.h"
 
 namespace plexus {
@@ -730,16 +732,56 @@ TEST_F(ToolApiFixture, ToolChoiceNoneHidesTheToolsAndParsesNothing) {
   EXPECT_EQ(j["choices"][0]["finish_reason"], "stop");
 }
 
-TEST_F(ToolApiFixture, RequiredNeedsAToolCallFormat) {
+TEST_F(ToolApiFixture, RequiredCallsAreWrittenByAGrammarWhateverTheModelsFormat) {
   model.tool_format = ToolCallFormat::kNone;  // as --tool-call-parser none
-  OpenAiApi api(model, nullptr);
-  const ApiError e = error_of([&] { api.prepare(with(R"(, "tool_choice": "required")"), true); });
-  EXPECT_EQ(e.status(), 400);
-  EXPECT_EQ(e.param(), "tool_choice");
-  EXPECT_NE(std::string(e.what()).find("--tool-call-parser"), std::string::npos) << e.what();
+  OpenAiApi plain(model, nullptr);
   // auto: the answer stays text.
-  const PreparedRequest p = api.prepare(body + "", true);
-  EXPECT_EQ(p.tool_format, ToolCallFormat::kNone);
+  EXPECT_EQ(plain.prepare(body + "", true).tool_format, ToolCallFormat::kNone);
+  // Without the structured-output machinery: 400.
+  EXPECT_EQ(error_of([&] { plain.prepare(with(R"(, "tool_choice": "required")"), true); }).param(), "tool_choice");
+
+  structured::GrammarCache grammars;
+  model.vocabulary = std::make_shared<const structured::Vocabulary>(
+      structured::vocabulary_from_tokenizer(*tok, model.vocab_size, {static_cast<std::int64_t>(*tok->eos_id())}));
+  model.grammars = &grammars;
+  OpenAiApi api(model, nullptr);
+  const PreparedRequest p = api.prepare(with(R"(, "tool_choice": "required")"), true);
+  EXPECT_EQ(p.tool_format, ToolCallFormat::kJsonList);
+  ASSERT_TRUE(p.serve.constraint);
+  // The grammar lets the list start and nothing else.
+  std::unique_ptr<TokenConstraint> c = p.serve.constraint();
+  std::vector<float> logits(static_cast<std::size_t>(model.vocab_size), 0.0f);
+  ASSERT_TRUE(c->mask(logits.data()));
+  for (std::size_t id = 0; id < logits.size(); ++id) {
+    if (logits[id] == 0.0f) {
+      EXPECT_EQ(tok->decode(std::vector<std::int32_t>{static_cast<std::int32_t>(id)}).substr(0, 1), "[") << id;
+    }
+  }
+  stream = std::make_shared<testing::FakeStream>(
+      tok->encode(R"([{"name":"get_weather","parameters":{"city":"Paris"}}])", false), FinishReason::kStop);
+  const Json j = *api.complete(p, *api.submit(p));
+  const Json& m = j["choices"][0]["message"];
+  EXPECT_TRUE(m["content"].is_null()) << j.dump();
+  ASSERT_EQ(m["tool_calls"].size(), 1u) << j.dump();
+  EXPECT_EQ(m["tool_calls"][0]["function"]["name"], "get_weather");
+  EXPECT_EQ(Json::parse(m["tool_calls"][0]["function"]["arguments"].get<std::string>()), Json::parse(R"({"city": "Paris"})"));
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "tool_calls");
+
+  // Bad schemas and grammars: 400 naming the field; structured output with ignore_eos or with tool_choice required.
+  const std::pair<std::string, std::string> bad[] = {
+      {R"(, "tool_choice": "none", "response_format": {"type": "json_schema", "json_schema": {"schema": {"type": "strange"}}})", "response_format"},
+      {R"(, "tool_choice": "none", "grammar": "root ::= (\"a\"")", "grammar"},
+      {R"(, "tool_choice": "none", "response_format": {"type": "json_object"}, "ignore_eos": true)", "ignore_eos"},
+      {R"(, "tool_choice": "required", "response_format": {"type": "json_object"})", "tool_choice"},
+  };
+  for (const auto& [extra, param] : bad) {
+    const ApiError e = error_of([&] { api.prepare(with(extra), true); });
+    EXPECT_EQ(e.status(), 400) << extra;
+    EXPECT_EQ(e.param(), param) << extra << ": " << e.what();
+  }
+  EXPECT_NE(std::string(error_of([&] { api.prepare(with(R"(, "tool_choice": "none", "grammar": "root ::= (\"a\"")"), true); }).what())
+                .find("line 1"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -61,6 +61,11 @@ std::vector<Case> cases() {
        {call("add", R"({"a": 1})"), call("neg", R"({"a": [1, 2]})")}},
       {F::kMistral, "[TOOL_CALLS] oops", "[TOOL_CALLS] oops", {}},
       {F::kMistral, "A [TOOL_CALL] is not a marker.", "A [TOOL_CALL] is not a marker.", {}},
+      // A JSON list (a grammar's, under tool_choice required): "parameters" or "arguments".
+      {F::kJsonList, R"( [{"name": "a", "parameters": {"x": 1}}, {"name": "b", "arguments": {}}])", "",
+       {call("a", R"({"x": 1})"), call("b", "{}")}},
+      {F::kJsonList, R"([{"name": "a", "parameters": {"x": 1})", R"([{"name": "a", "parameters": {"x": 1})", {}},
+      {F::kJsonList, "[]", "[]", {}},
       // A model without a tool format: all content.
       {F::kNone, "<tool_call>{\"name\": \"a\", \"arguments\": {}}</tool_call>", "<tool_call>{\"name\": \"a\", \"arguments\": {}}</tool_call>", {}},
   };
