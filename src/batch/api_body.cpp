@@ -94,10 +94,8 @@ void parse_body_into(const Json& body, const std::string& body_text, bool chat, 
     p = OpenAiApi(model, nullptr).prepare(std::move(api));
   } catch (const ApiError&) {
     throw;
-  } catch (const InputError&) {
-    throw;
-  } catch (const std::exception& e) {  // e.g. the tokenizer's regex engine on a huge piece
-    throw InputError(std::string("the prompt cannot be tokenized: ") + e.what());
+  } catch (const std::exception& e) {  // the tokenizer: e.g. its regex engine's limits on a huge piece
+    throw InputError(std::string(chat ? "\"messages\"" : "\"prompt\"") + " cannot be tokenized: " + e.what());
   }
   out.seq.prompt = std::move(p.serve.prompt);
   out.seq.max_tokens = p.serve.max_tokens;
