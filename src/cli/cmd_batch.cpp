@@ -45,7 +45,9 @@ void declare(Args& args) {
                          .max_sequences_old_names = {"--batch", "--batch-size"}});
   args.epilog(
       "Output lines: {\"id\", \"ids\", \"text\" (with a tokenizer), \"finish_reason\", \"prompt_tokens\",\n"
-      "\"completion_tokens\", \"replica\", \"latency_ms\"}. Running the same command again resumes: ids already\n"
+      "\"completion_tokens\", \"replica\", \"latency_ms\"}; for OpenAI Batch API input lines, the Batch API's\n"
+      "{\"id\", \"custom_id\", \"response\": {\"status_code\", \"request_id\", \"body\"}, \"error\"} with the body plexus\n"
+      "serve would answer. Running the same command again resumes: ids already\n"
       "in the output are skipped, a torn last line is cut. Requests that fail for good go to\n"
       "OUT.errors.jsonl (rewritten each run) and the exit code is 1. With --virtual-devices N (or other\n"
       "device flags) the devices are split into --replicas equal groups. Under mpirun / srun, rank 0\n"
