@@ -15,7 +15,9 @@ namespace {
 
 // Every field parse_completion_request / parse_chat_request read (serve/openai_request.cpp). A
 // field the parser learns must be added here to be accepted in batch: until then a batch line
-// holding it is refused by name (never run without it).
+// holding it is refused by name (never run without it). Adding one means that what it changes
+// reaches the replica: through SequenceRequest (copied from the prepared ServeRequest below) and
+// the task's JSON for MPI workers (batch/replica_worker.cpp).
 constexpr std::array<std::string_view, 17> kCommonFields = {
     "model",       "temperature", "top_p", "top_k",  "seed",   "stop",  "stream",  "stream_options", "ignore_eos",
     "n",           "best_of",     "echo",  "suffix", "presence_penalty", "frequency_penalty", "logit_bias",

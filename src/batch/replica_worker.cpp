@@ -5,6 +5,10 @@
 
 namespace plexus::batch {
 
+// A tripwire: the task's JSON (what MPI workers run) carries each field of SamplingOptions by
+// name. A field added there must be added to task_to_json and task_from_json, then here.
+static_assert(sizeof(SamplingOptions) == 5 * 8, "SamplingOptions changed: carry its new field in the task's JSON");
+
 Json task_to_json(const Task& t) {
   const SamplingOptions& s = t.seq.sampling;
   Json j = {{"index", t.index},         {"key", t.key},         {"prompt", t.seq.prompt},
