@@ -54,6 +54,9 @@ struct SequenceRequest {
   std::int64_t max_tokens = 32;
   SamplingOptions sampling;
   std::shared_ptr<TokenConstraint> constraint;  // structured output (null: none)
+  // The ids that end this sequence (a request's own: e.g. none under ignore_eos); nullopt: the
+  // call's stop_ids.
+  std::optional<std::vector<std::int64_t>> stop_ids;
 };
 
 struct BatchGenerateResult {
