@@ -197,7 +197,7 @@ std::shared_ptr<RequestStream> Scheduler::submit(ServeRequest request) {
                        ", outside the model's vocabulary of " + std::to_string(m.vocab) + " ids");
     }
   }
-  if (request.max_tokens < 1) throw InputError("max_tokens must be at least 1, got " + std::to_string(request.max_tokens));
+  if (request.max_tokens < 0) throw InputError("max_tokens must be at least 0, got " + std::to_string(request.max_tokens));
   const int choices = request.choices;
   if (choices < 1 || choices > m.options.max_sequences) {
     throw InputError("n must be between 1 and this server's --max-sequences " + std::to_string(m.options.max_sequences) +
@@ -378,11 +378,15 @@ void Scheduler::Impl::step(double begin) {
     const Active& a = *running[r];
     if (a.decoding()) add(r, a.last, a.prompt_size() + a.generated - 1, true);
   }
+  // Prompt positions scored this step, over every request asking (the logits buffer's extra rows).
+  std::int64_t scored_left = kPromptLogprobRows;
   for (std::size_t r = 0; r < running.size() && budget > 0; ++r) {
     const Active& a = *running[r];
     if (a.decoding() || a.leader) continue;  // a follower waits for its leader's prefill
     const bool scored = a.request.prompt_logprobs >= 0;  // a row for every prompt position, not only the last
-    const std::int64_t take = std::min({budget, a.prompt_size() - a.prefilled, scored ? kPromptLogprobRows : budget});
+    const std::int64_t take = std::min({budget, a.prompt_size() - a.prefilled, scored ? scored_left : budget});
+    if (take == 0) continue;  // scored rows used up by an earlier request: next step
+    if (scored) scored_left -= take;
     for (std::int64_t i = a.prefilled; i < a.prefilled + take; ++i) {
       const bool last = i + 1 == a.prompt_size();
       add(r, a.request.prompt[static_cast<std::size_t>(i)], i, last || scored, last ? -1 : i + 1);
@@ -449,6 +453,16 @@ void Scheduler::Impl::step(double begin) {
         event.index = a.index;
         event.prompt_position = p;
         a.stream->push(std::move(event));
+        continue;
+      }
+      if (a.request.max_tokens == 0) {  // prefill only (its prompt's log-probabilities): no token, for any choice
+        done[row_req[i]] = true;
+        for (Active* f : a.followers) {
+          f->leader = nullptr;
+          done[static_cast<std::size_t>(
+              std::find_if(running.begin(), running.end(), [&](const auto& p) { return p.get() == f; }) - running.begin())] = true;
+        }
+        a.followers.clear();
         continue;
       }
       if (!a.followers.empty()) {

@@ -556,6 +556,12 @@ TEST_F(ApiFixture, EchoWithLogprobsAsksForThePrompts) {
   EXPECT_EQ(api.prepare(parse_completion_request(Json::parse(R"({"prompt": "x", "echo": true, "logprobs": 2})"))).serve.prompt_logprobs, 2);
   EXPECT_EQ(api.prepare(parse_completion_request(Json::parse(R"({"prompt": "x", "logprobs": 2})"))).serve.prompt_logprobs, -1);
   EXPECT_EQ(api.prepare(parse_completion_request(Json::parse(R"({"prompt": "x", "echo": true})"))).serve.prompt_logprobs, -1);
+  // max_tokens 0 with echo (as vLLM: the prompt alone, scored with logprobs); without echo, 400.
+  EXPECT_EQ(api.prepare(parse_completion_request(Json::parse(R"({"prompt": "x", "echo": true, "logprobs": 1, "max_tokens": 0})")))
+                .serve.max_tokens,
+            0);
+  const ApiError e = error_of([&] { parse_completion_request(Json::parse(R"({"prompt": "x", "max_tokens": 0})")); });
+  EXPECT_EQ(e.param(), "max_tokens");
 }
 
 TEST_F(ApiFixture, ModelLengthVocabularyAndTemplateErrors) {

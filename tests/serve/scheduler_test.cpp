@@ -227,7 +227,7 @@ TEST(Scheduler, QueueLimitKvBudgetAndBadInput) {
   input_error(request({}, 4), "empty");
   input_error(request({1, static_cast<std::int32_t>(kVocab), 2}, 4), "prompt token 1 is id 300");
   input_error(request({1, -1}, 4), "id -1");
-  input_error(request({1, 2}, 0), "max_tokens must be at least 1");
+  input_error(request({1, 2}, -1), "max_tokens must be at least 0");
   input_error(request({1, 2}, 39), "budget of 40 tokens");
   o.kv_budget_tokens = 1000;
   Scheduler roomy(*model.runner, o, nullptr);
@@ -552,6 +552,39 @@ TEST(Scheduler, PromptLogprobsAreThePrefillsRowsInOrder) {
     longest = std::max(longest, prompt_tokens);
   }
   EXPECT_EQ(longest, kPromptLogprobRows);
+
+  // max_tokens 0: the prompt scored and nothing generated, for each choice (kLength); two scored
+  // prompts prefilling together share the kPromptLogprobRows rows of a step.
+  ServeRequest only = request(prompt, 0);
+  only.prompt_logprobs = kTop;
+  only.choices = 2;
+  ServeRequest other = request(testing::some_ids(90, kVocab, 8), 2);
+  other.prompt_logprobs = 0;
+  const std::size_t forwards_before = rec.forwards().size();
+  auto so = scheduler.submit(only);
+  auto sp = scheduler.submit(other);
+  const std::vector<Finished> scored_only = testing::read_choices(*so, 2);
+  const Finished other_done = read_all(*sp);
+  for (const Finished& f : scored_only) {
+    EXPECT_EQ(f.finish.reason, FinishReason::kLength);
+    EXPECT_EQ(f.finish.completion_tokens, 0);
+    EXPECT_TRUE(f.ids().empty());
+  }
+  std::size_t scored_events = 0;
+  for (const TokenEvent& t : scored_only[0].tokens) {
+    ASSERT_GE(t.prompt_position, 1);
+    EXPECT_NEAR(*t.logprob, *want[static_cast<std::size_t>(t.prompt_position - 1)].logprob, 1e-4);
+    ++scored_events;
+  }
+  EXPECT_EQ(scored_events, prompt.size() - 1);
+  EXPECT_EQ(other_done.ids().size(), 2u);
+  EXPECT_EQ(other_done.tokens.size(), 89u + 2u) << "89 prompt positions scored, then 2 tokens";
+  const auto all = rec.forwards();
+  for (std::size_t f = forwards_before; f < all.size(); ++f) {
+    std::int64_t scored_tokens = 0;
+    for (const testing::ForwardToken& t : all[f]) scored_tokens += (t.capacity == 100 && t.pos < 100) || (t.capacity == 92 && t.pos < 90);
+    EXPECT_LE(scored_tokens, kPromptLogprobRows) << "forward " << f;
+  }
 }
 
 // Not a check: prints the aggregate rate of 16 concurrent requests with 16 sequences in the
