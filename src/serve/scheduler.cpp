@@ -423,6 +423,11 @@ void Scheduler::Impl::step(double begin) {
       if (!running[r]->decoding()) running[r]->prefilled += tokens[r];
     const Clock::time_point now = Clock::now();
     std::vector<float> raw, copy;
+    // Where a follower is in `running` (it always is: a request's choices run together).
+    auto running_index = [&](const Active* f) {
+      return static_cast<std::size_t>(std::find_if(running.begin(), running.end(), [&](const auto& p) { return p.get() == f; }) -
+                                       running.begin());
+    };
     // Samples choice `a` (running index r) from `row` (vocab; changed) and sends its token.
     auto take = [&](Active& a, std::size_t r, float* row) {
       if (a.request.top_logprobs >= 0) raw.assign(row, row + vocab);  // the sampler changes the row
@@ -459,8 +464,7 @@ void Scheduler::Impl::step(double begin) {
         done[row_req[i]] = true;
         for (Active* f : a.followers) {
           f->leader = nullptr;
-          done[static_cast<std::size_t>(
-              std::find_if(running.begin(), running.end(), [&](const auto& p) { return p.get() == f; }) - running.begin())] = true;
+          done[running_index(f)] = true;
         }
         a.followers.clear();
         continue;
@@ -470,8 +474,7 @@ void Scheduler::Impl::step(double begin) {
         // first token from the same logits.
         copy.assign(row, row + vocab);
         for (Active* f : a.followers) {
-          const std::size_t fr = static_cast<std::size_t>(
-              std::find_if(running.begin(), running.end(), [&](const auto& p) { return p.get() == f; }) - running.begin());
+          const std::size_t fr = running_index(f);
           f->leader = nullptr;
           try {
             runner.copy_sequence(a.slot, f->slot, a.prompt_size());

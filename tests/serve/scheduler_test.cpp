@@ -444,21 +444,49 @@ TEST(Scheduler, ChoicesShareThePromptsPrefillAndEachIsItsOwnSeededGeneration) {
   EXPECT_THROW(scheduler.submit(r), InputError);
 }
 
-// A stop string matched in one choice (the API cancels that choice) ends it alone; cancelling the
-// request ends every choice.
+// A stop string matched in one choice (the API cancels that choice mid-generation) ends it
+// alone; the others run to max_tokens. The 4th forward waits until the test has cancelled, so
+// the cancel always comes mid-generation, however fast the tiny model runs.
 TEST(Scheduler, CancellingOneChoiceLeavesTheOthersRunning) {
   TinyModel model;
+  RecordingRunner rec(*model.runner);
+  Gate gate;
+  rec.before_forward = [&](int index) {
+    if (index == 3) gate.wait();
+  };
   SchedulerOptions o;
   o.max_sequences = 4;
-  Scheduler scheduler(*model.runner, o, nullptr);
+  Scheduler scheduler(rec, o, nullptr);
   ServeRequest r = request(testing::some_ids(4, kVocab, 3), 40);
   r.choices = 3;
   auto stream = scheduler.submit(r);
-  stream->cancel_choice(1);
-  const std::vector<Finished> got = testing::read_choices(*stream, 3);
+  std::vector<Finished> got(3);
+  int finished = 0;
+  bool cancelled = false;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+  while (finished < 3 && std::chrono::steady_clock::now() < deadline) {
+    auto event = stream->next(std::chrono::milliseconds(100));
+    if (!event) continue;
+    if (auto* t = std::get_if<TokenEvent>(&*event)) {
+      got[static_cast<std::size_t>(t->index)].tokens.push_back(*t);
+      if (t->index == 1 && !cancelled) {  // choice 1's first token (forward 0): cancel it, then let forward 3 run
+        stream->cancel_choice(1);
+        cancelled = true;
+        gate.open();
+      }
+      continue;
+    }
+    const FinishEvent& f = std::get<FinishEvent>(*event);
+    got[static_cast<std::size_t>(f.index)].finish = f;
+    ++finished;
+  }
+  gate.open();
+  ASSERT_EQ(finished, 3);
   EXPECT_EQ(got[1].finish.reason, FinishReason::kCancelled);
+  EXPECT_LT(got[1].ids().size(), 40u);
   EXPECT_EQ(got[0].finish.reason, FinishReason::kLength);
   EXPECT_EQ(got[2].finish.reason, FinishReason::kLength);
+  EXPECT_EQ(got[0].ids().size(), 40u);
   EXPECT_EQ(got[2].ids().size(), 40u);
   EXPECT_TRUE(wait_for_stats(scheduler, [](const SchedulerStats& s) { return s.running == 0; }));
 }
