@@ -114,7 +114,8 @@ Sampler::Sampler(const SamplingOptions& options, std::int64_t vocab_size, std::s
 }
 
 std::int32_t Sampler::sample(float* logits) {
-  apply_logit_bias(logits, options_);
+  // Without logit_bias and penalties nothing happens here before choose(): no pass over the row.
+  if (!options_.logit_bias.empty()) apply_logit_bias(logits, options_);
   if (options_.penalized()) history_.apply(logits, options_);
   const std::int32_t id = choose(logits);
   if (options_.penalized()) history_.add_output(id);

@@ -417,7 +417,8 @@ ApiRequest parse_completion_request(const Json& body) {
   } else {
     throw invalid_request("'prompt' must be a non-empty string or list of token ids, got " + shown(*p), "prompt");
   }
-  r.max_tokens = max_tokens(body, "max_tokens").value_or(16);
+  // With echo, 0 (as vLLM): the prompt alone comes back (with logprobs: scored).
+  r.max_tokens = integer_in(body, "max_tokens", r.echo ? 0 : 1, kMaxNewTokens).value_or(16);
   if (const Json* lp = field(body, "logprobs")) {
     if (lp->is_boolean()) throw invalid_request("'logprobs' must be an integer between 0 and 5, got " + shown(*lp), "logprobs");
     r.logprobs = static_cast<int>(*integer_in(body, "logprobs", 0, kMaxCompletionLogprobs));

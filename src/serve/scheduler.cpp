@@ -209,7 +209,7 @@ std::shared_ptr<RequestStream> Scheduler::submit(ServeRequest request) {
                        ", outside the model's vocabulary of " + std::to_string(m.vocab) + " ids");
     }
   }
-  if (request.max_tokens < 1) throw InputError("max_tokens must be at least 1, got " + std::to_string(request.max_tokens));
+  if (request.max_tokens < 0) throw InputError("max_tokens must be at least 0, got " + std::to_string(request.max_tokens));
   const int choices = request.choices;
   if (choices < 1 || choices > m.options.max_sequences) {
     throw InputError("n must be between 1 and this server's --max-sequences " + std::to_string(m.options.max_sequences) +
@@ -437,11 +437,15 @@ void Scheduler::Impl::step(double begin) {
     const Active& a = *running[r];
     if (a.decoding()) add(r, a.last, a.prompt_size() + a.generated - 1, true);
   }
+  // Prompt positions scored this step, over every request asking (the logits buffer's extra rows).
+  std::int64_t scored_left = kPromptLogprobRows;
   for (std::size_t r = 0; r < running.size() && budget > 0; ++r) {
     const Active& a = *running[r];
     if (a.decoding() || a.leader) continue;  // a follower waits for its leader's prefill
     const bool scored = a.request.prompt_logprobs >= 0;  // a row for every prompt position, not only the last
-    const std::int64_t take = std::min({budget, a.prompt_size() - a.prefilled, scored ? kPromptLogprobRows : budget});
+    const std::int64_t take = std::min({budget, a.prompt_size() - a.prefilled, scored ? scored_left : budget});
+    if (take == 0) continue;  // scored rows used up by an earlier request: next step
+    if (scored) scored_left -= take;
     for (std::int64_t i = a.prefilled; i < a.prefilled + take; ++i) {
       const bool last = i + 1 == a.prompt_size();
       add(r, a.request.prompt[static_cast<std::size_t>(i)], i, last || scored, last ? -1 : i + 1);
@@ -478,6 +482,11 @@ void Scheduler::Impl::step(double begin) {
       if (!running[r]->decoding()) running[r]->prefilled += tokens[r];
     const Clock::time_point now = Clock::now();
     std::vector<float> raw, copy;
+    // Where a follower is in `running` (it always is: a request's choices run together).
+    auto running_index = [&](const Active* f) {
+      return static_cast<std::size_t>(std::find_if(running.begin(), running.end(), [&](const auto& p) { return p.get() == f; }) -
+                                       running.begin());
+    };
     // Samples choice `a` (running index r) from `row` (vocab; changed) and sends its token.
     auto take = [&](Active& a, std::size_t r, float* row) {
       if (a.request.top_logprobs >= 0) raw.assign(row, row + vocab);  // the sampler changes the row
@@ -515,13 +524,21 @@ void Scheduler::Impl::step(double begin) {
         a.stream->push(std::move(event));
         continue;
       }
+      if (a.request.max_tokens == 0) {  // prefill only (its prompt's log-probabilities): no token, for any choice
+        done[row_req[i]] = true;
+        for (Active* f : a.followers) {
+          f->leader = nullptr;
+          done[running_index(f)] = true;
+        }
+        a.followers.clear();
+        continue;
+      }
       if (!a.followers.empty()) {
         // The leader's prompt is in: each follower takes a copy of its KV cache and samples its
         // first token from the same logits.
         copy.assign(row, row + vocab);
         for (Active* f : a.followers) {
-          const std::size_t fr = static_cast<std::size_t>(
-              std::find_if(running.begin(), running.end(), [&](const auto& p) { return p.get() == f; }) - running.begin());
+          const std::size_t fr = running_index(f);
           f->leader = nullptr;
           try {
             runner.copy_sequence(a.slot, f->slot, a.prompt_size());

@@ -90,7 +90,8 @@ class Scheduler {
   Scheduler& operator=(const Scheduler&) = delete;
 
   // Queues a request (its choices together: one place in the queue, admitted at once). InputError
-  // (HTTP 400) when it can never run: empty prompt, an id outside the vocabulary, prompt +
+  // (HTTP 400) when it can never run: empty prompt, an id outside the vocabulary, negative
+  // max_tokens, prompt +
   // max_tokens beyond the runner's context, more choices than max_sequences, the choices'
   // prompt + max_tokens beyond the KV budget; QueueFull (429); ShuttingDown (503).
   std::shared_ptr<RequestStream> submit(ServeRequest request);

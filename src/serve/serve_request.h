@@ -16,13 +16,15 @@
 
 namespace plexus {
 
-// Prompt positions that get logits rows in one step at most, for a request asking for prompt
-// log-probabilities: its prefill chunk is cut to this (the logits buffer holds a row per token).
+// Prompt positions that get logits rows in one step at most, over all the requests asking for
+// prompt log-probabilities: their prefill chunks are cut to this (the logits buffer holds a row
+// per such token).
 inline constexpr std::int64_t kPromptLogprobRows = 64;
 
 struct ServeRequest {
   std::vector<std::int32_t> prompt;  // (n) token ids, n >= 1
-  std::int64_t max_tokens = 16;      // tokens to generate at most (>= 1), per choice
+  std::int64_t max_tokens = 16;      // tokens to generate at most, per choice; 0: the prompt's prefill only
+                                     // (with prompt_logprobs: the prompt scored), ending kLength
   SamplingOptions sampling;          // greedy or seeded sampling: output depends on nothing else
   std::vector<std::int64_t> stop_ids;  // end of sequence ids: generation stops after one (not sent as text)
   int top_logprobs = -1;               // -1: no log-probabilities; k >= 0: the chosen token's and the top k

@@ -523,6 +523,49 @@ TEST_F(ApiFixture, StreamingStopsWhenTheClientGoes) {
   EXPECT_TRUE(stream->cancelled());
 }
 
+// A non-streaming request whose client leaves: `alive` is asked while tokens keep coming (every
+// 100 ms, not only when none comes), and its false cancels the request; no response.
+TEST_F(ApiFixture, NonStreamingCompletionEndsWhenTheClientGoes) {
+  OpenAiApi api(model, nullptr);
+  std::vector<std::int32_t> ids(40, 1000);
+  stream = std::make_shared<testing::FakeStream>(ids, FinishReason::kLength, std::chrono::milliseconds(10));
+  const PreparedRequest p = api.prepare(parse_completion_request(Json::parse(R"({"prompt": "Hi", "max_tokens": 40})")));
+  int asked = 0;
+  EXPECT_FALSE(api.complete(p, *api.submit(p), [&] { return ++asked < 2; }).has_value());
+  EXPECT_TRUE(stream->cancelled());
+  EXPECT_EQ(asked, 2);
+  // A client that stays gets the whole response.
+  stream = std::make_shared<testing::FakeStream>(ids, FinishReason::kLength);
+  const std::optional<Json> j = api.complete(p, *api.submit(p), [] { return true; });
+  ASSERT_TRUE(j.has_value());
+  EXPECT_EQ((*j)["usage"]["completion_tokens"], 40);
+}
+
+// "n" above the server's choices (--max-sequences) is a 400 naming n, before any work.
+TEST_F(ApiFixture, MoreChoicesThanTheServerRunsTogetherIs400) {
+  model.max_choices = 4;
+  OpenAiApi api(model, nullptr);
+  EXPECT_EQ(api.prepare(parse_completion_request(Json::parse(R"({"prompt": "x", "n": 4})"))).serve.choices, 4);
+  const ApiError e = error_of([&] { api.prepare(parse_completion_request(Json::parse(R"({"prompt": "x", "n": 5})"))); });
+  EXPECT_EQ(e.status(), 400);
+  EXPECT_EQ(e.param(), "n");
+  EXPECT_NE(std::string(e.what()).find("between 1 and 4"), std::string::npos) << e.what();
+}
+
+// Completions' echo with logprobs asks the scheduler for the prompt's log-probabilities.
+TEST_F(ApiFixture, EchoWithLogprobsAsksForThePrompts) {
+  OpenAiApi api(model, nullptr);
+  EXPECT_EQ(api.prepare(parse_completion_request(Json::parse(R"({"prompt": "x", "echo": true, "logprobs": 2})"))).serve.prompt_logprobs, 2);
+  EXPECT_EQ(api.prepare(parse_completion_request(Json::parse(R"({"prompt": "x", "logprobs": 2})"))).serve.prompt_logprobs, -1);
+  EXPECT_EQ(api.prepare(parse_completion_request(Json::parse(R"({"prompt": "x", "echo": true})"))).serve.prompt_logprobs, -1);
+  // max_tokens 0 with echo (as vLLM: the prompt alone, scored with logprobs); without echo, 400.
+  EXPECT_EQ(api.prepare(parse_completion_request(Json::parse(R"({"prompt": "x", "echo": true, "logprobs": 1, "max_tokens": 0})")))
+                .serve.max_tokens,
+            0);
+  const ApiError e = error_of([&] { parse_completion_request(Json::parse(R"({"prompt": "x", "max_tokens": 0})")); });
+  EXPECT_EQ(e.param(), "max_tokens");
+}
+
 TEST_F(ApiFixture, ModelLengthVocabularyAndTemplateErrors) {
   OpenAiApi api(model, nullptr);
   ApiError e = error_of([&] { api.prepare(parse_completion_request(Json::parse(R"({"prompt": "x", "model": "other"})"))); });

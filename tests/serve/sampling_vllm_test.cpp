@@ -128,14 +128,14 @@ TEST(SamplingVllm, PenaltiesAndLogitBiasMatchVllmFormulasAtEveryStep) {
 }
 
 // Sampling with temperature, min-p, top-k and top-p after the bias and penalties: the frequencies
-// of 20000 seeded draws from the same logits match the reference's distribution, and tokens it
+// of 10000 seeded draws from the same logits match the reference's distribution, and tokens it
 // drops are never drawn.
 TEST(SamplingVllm, SampledDistributionMatchesVllmFilters) {
   std::mt19937 rng(99);
   std::uniform_int_distribution<int> token(0, kVocab - 1);
   Json cases = Json::array();
   std::vector<std::vector<int>> counts;
-  constexpr int kDraws = 20000;
+  constexpr int kDraws = 10000;
   int min_p_cases = 0;
   for (int c = 0; c < 30; ++c) {
     SamplingOptions o = random_options(rng, /*greedy=*/false);

@@ -229,7 +229,7 @@ TEST(Scheduler, QueueLimitKvBudgetAndBadInput) {
   input_error(request({}, 4), "empty");
   input_error(request({1, static_cast<std::int32_t>(kVocab), 2}, 4), "prompt token 1 is id 300");
   input_error(request({1, -1}, 4), "id -1");
-  input_error(request({1, 2}, 0), "max_tokens must be at least 1");
+  input_error(request({1, 2}, -1), "max_tokens must be at least 0");
   input_error(request({1, 2}, 39), "budget of 40 tokens");
   o.kv_budget_tokens = 1000;
   Scheduler roomy(*model.runner, o, nullptr);
@@ -446,21 +446,49 @@ TEST(Scheduler, ChoicesShareThePromptsPrefillAndEachIsItsOwnSeededGeneration) {
   EXPECT_THROW(scheduler.submit(r), InputError);
 }
 
-// A stop string matched in one choice (the API cancels that choice) ends it alone; cancelling the
-// request ends every choice.
+// A stop string matched in one choice (the API cancels that choice mid-generation) ends it
+// alone; the others run to max_tokens. The 4th forward waits until the test has cancelled, so
+// the cancel always comes mid-generation, however fast the tiny model runs.
 TEST(Scheduler, CancellingOneChoiceLeavesTheOthersRunning) {
   TinyModel model;
+  RecordingRunner rec(*model.runner);
+  Gate gate;
+  rec.before_forward = [&](int index) {
+    if (index == 3) gate.wait();
+  };
   SchedulerOptions o;
   o.max_sequences = 4;
-  Scheduler scheduler(*model.runner, o, nullptr);
+  Scheduler scheduler(rec, o, nullptr);
   ServeRequest r = request(testing::some_ids(4, kVocab, 3), 40);
   r.choices = 3;
   auto stream = scheduler.submit(r);
-  stream->cancel_choice(1);
-  const std::vector<Finished> got = testing::read_choices(*stream, 3);
+  std::vector<Finished> got(3);
+  int finished = 0;
+  bool cancelled = false;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+  while (finished < 3 && std::chrono::steady_clock::now() < deadline) {
+    auto event = stream->next(std::chrono::milliseconds(100));
+    if (!event) continue;
+    if (auto* t = std::get_if<TokenEvent>(&*event)) {
+      got[static_cast<std::size_t>(t->index)].tokens.push_back(*t);
+      if (t->index == 1 && !cancelled) {  // choice 1's first token (forward 0): cancel it, then let forward 3 run
+        stream->cancel_choice(1);
+        cancelled = true;
+        gate.open();
+      }
+      continue;
+    }
+    const FinishEvent& f = std::get<FinishEvent>(*event);
+    got[static_cast<std::size_t>(f.index)].finish = f;
+    ++finished;
+  }
+  gate.open();
+  ASSERT_EQ(finished, 3);
   EXPECT_EQ(got[1].finish.reason, FinishReason::kCancelled);
+  EXPECT_LT(got[1].ids().size(), 40u);
   EXPECT_EQ(got[0].finish.reason, FinishReason::kLength);
   EXPECT_EQ(got[2].finish.reason, FinishReason::kLength);
+  EXPECT_EQ(got[0].ids().size(), 40u);
   EXPECT_EQ(got[2].ids().size(), 40u);
   EXPECT_TRUE(wait_for_stats(scheduler, [](const SchedulerStats& s) { return s.running == 0; }));
 }
@@ -652,6 +680,39 @@ TEST(Scheduler, PromptLogprobsAreThePrefillsRowsInOrder) {
     longest = std::max(longest, prompt_tokens);
   }
   EXPECT_EQ(longest, kPromptLogprobRows);
+
+  // max_tokens 0: the prompt scored and nothing generated, for each choice (kLength); two scored
+  // prompts prefilling together share the kPromptLogprobRows rows of a step.
+  ServeRequest only = request(prompt, 0);
+  only.prompt_logprobs = kTop;
+  only.choices = 2;
+  ServeRequest other = request(testing::some_ids(90, kVocab, 8), 2);
+  other.prompt_logprobs = 0;
+  const std::size_t forwards_before = rec.forwards().size();
+  auto so = scheduler.submit(only);
+  auto sp = scheduler.submit(other);
+  const std::vector<Finished> scored_only = testing::read_choices(*so, 2);
+  const Finished other_done = read_all(*sp);
+  for (const Finished& f : scored_only) {
+    EXPECT_EQ(f.finish.reason, FinishReason::kLength);
+    EXPECT_EQ(f.finish.completion_tokens, 0);
+    EXPECT_TRUE(f.ids().empty());
+  }
+  std::size_t scored_events = 0;
+  for (const TokenEvent& t : scored_only[0].tokens) {
+    ASSERT_GE(t.prompt_position, 1);
+    EXPECT_NEAR(*t.logprob, *want[static_cast<std::size_t>(t.prompt_position - 1)].logprob, 1e-4);
+    ++scored_events;
+  }
+  EXPECT_EQ(scored_events, prompt.size() - 1);
+  EXPECT_EQ(other_done.ids().size(), 2u);
+  EXPECT_EQ(other_done.tokens.size(), 89u + 2u) << "89 prompt positions scored, then 2 tokens";
+  const auto all = rec.forwards();
+  for (std::size_t f = forwards_before; f < all.size(); ++f) {
+    std::int64_t scored_tokens = 0;
+    for (const testing::ForwardToken& t : all[f]) scored_tokens += (t.capacity == 100 && t.pos < 100) || (t.capacity == 92 && t.pos < 90);
+    EXPECT_LE(scored_tokens, kPromptLogprobRows) << "forward " << f;
+  }
 }
 
 // Not a check: prints the aggregate rate of 16 concurrent requests with 16 sequences in the

@@ -168,6 +168,15 @@ test('echo with logprobs: the prompt\'s log-probabilities, the first null; each 
   assert.deepEqual(lp.token_logprobs.slice(ids.length), plain.choices[0].logprobs.token_logprobs);
   assert.equal(c.text, echoed + plain.choices[0].text);
 
+  // max_tokens 0 (as vLLM, e.g. for scoring a text): the prompt alone, scored.
+  const scoredOnly = await ask({ ...greedy, prompt: ids, max_tokens: 0, echo: true, logprobs: 2 });
+  assert.equal(scoredOnly.choices[0].text, echoed);
+  assert.equal(scoredOnly.choices[0].finish_reason, 'length');
+  assert.equal(scoredOnly.usage.completion_tokens, 0);
+  for (const k of ['tokens', 'token_logprobs', 'top_logprobs', 'text_offset']) {
+    assert.deepEqual(scoredOnly.choices[0].logprobs[k], lp[k].slice(0, ids.length), `max_tokens 0: ${k}`);
+  }
+
   // Streamed: the echo chunk carries the prompt's entries; all chunks together are the whole response's.
   const stream = await client.completions.create({ ...greedy, prompt: ids, max_tokens: 3, echo: true, logprobs: 2, n: 2, stream: true });
   const got = [0, 1].map(() => ({ text: '', tokens: [], token_logprobs: [], top_logprobs: [], text_offset: [] }));
