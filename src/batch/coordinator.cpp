@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <unordered_map>
 
+#include "batch/openai_batch.h"
+#include "batch/result_text.h"
 #include "core/error.h"
 
 namespace plexus::batch {
@@ -33,6 +35,12 @@ const JournalFormat& results_format() {
       "plexus batch's result lines ({\"object\": \"plexus.batch.result\", \"id\", \"ids\", \"finish_reason\", ...})"};
   return format;
 }
+
+const JournalFormat& output_format(LineFormat format) {
+  return format == LineFormat::kOpenAi ? openai_results_format() : results_format();
+}
+
+std::string result_key(const Json& line) { return line.contains("custom_id") ? line["custom_id"].dump() : line["id"].dump(); }
 
 namespace {
 
@@ -63,8 +71,9 @@ void check_output_is_not_input(const std::string& input, const std::string& outp
 
 Coordinator::Coordinator(ParsedInput input, const std::string& input_path, const Tokenizer* tokenizer,
                          const CoordinatorOptions& options, std::unique_ptr<Journal> output)
-    : requests_(std::move(input.requests)), tokenizer_(tokenizer), options_(options), output_(std::move(output)) {
-  if (!output_) output_ = std::make_unique<Journal>(options.output, Journal::Mode::kResume, &results_format());
+    : format_(input.format), requests_(std::move(input.requests)), tokenizer_(tokenizer), options_(options),
+      output_(std::move(output)) {
+  if (!output_) output_ = std::make_unique<Journal>(options.output, Journal::Mode::kResume, &output_format(format_));
   // The errors file describes this run: every request not in the output is tried again.
   errors_ = std::make_unique<Journal>(errors_path(options.output), Journal::Mode::kTruncate);
   if (output_->torn_bytes() > 0) {
@@ -72,9 +81,7 @@ Coordinator::Coordinator(ParsedInput input, const std::string& input_path, const
                  static_cast<unsigned long long>(output_->torn_bytes()), options.output.c_str());
   }
   std::unordered_map<std::string, bool> done;
-  for (const Json& line : output_->existing()) {
-    if (line.contains("id")) done[line["id"].dump()] = true;
-  }
+  for (const Json& line : output_->existing()) done[result_key(line)] = true;
   written_.assign(requests_.size(), false);
   std::vector<std::size_t> pending;
   for (std::size_t i = 0; i < requests_.size(); ++i) {
@@ -86,7 +93,12 @@ Coordinator::Coordinator(ParsedInput input, const std::string& input_path, const
     }
   }
   for (const BadLine& b : input.bad) {
-    Json j = {{"line", b.line}, {"error", input_path + ":" + std::to_string(b.line) + ": " + b.reason}};
+    const std::string message = describe_bad_line(input_path, b);
+    if (format_ == LineFormat::kOpenAi) {
+      errors_->append_line(openai_error_line(b.id, b.code, message, b.line, 0));
+      continue;
+    }
+    Json j = {{"line", b.line}, {"error", message}};
     if (b.id) j["id"] = *b.id;
     errors_->append(j);
   }
@@ -121,19 +133,7 @@ void Coordinator::commit(const std::vector<Outcome>& outcomes) {
       continue;
     }
     if (!written_[o.index]) {
-      const BatchRequest& req = requests_[o.index];
-      // Keys in the documented order.
-      nlohmann::ordered_json line;
-      line["object"] = kResultObject;  // first: results_format() knows a line (even a torn one) by it
-      line["id"] = req.id;
-      line["ids"] = o.ids;
-      if (tokenizer_) line["text"] = tokenizer_->decode(o.ids);
-      line["finish_reason"] = o.finish_reason;
-      line["prompt_tokens"] = o.prompt_tokens;
-      line["completion_tokens"] = o.ids.size();
-      line["replica"] = o.replica;
-      line["latency_ms"] = std::round(o.latency_ms * 1e3) / 1e3;  // microseconds are enough
-      output_->append_line(line.dump(-1, ' ', false, Json::error_handler_t::replace));  // durable before it counts
+      output_->append_line(result_line(requests_[o.index], o));  // durable before it counts
       written_[o.index] = true;
       ++summary_.done;
       ++summary_.replicas[r].done;
@@ -146,6 +146,24 @@ void Coordinator::commit(const std::vector<Outcome>& outcomes) {
   write_failures_locked();
   note_removed_locked();
   progress_->update(summary_.done, summary_.failed, summary_.completion_tokens);
+}
+
+std::string Coordinator::result_line(const BatchRequest& req, const Outcome& o) const {
+  // Without a tokenizer (plexus lines of ids only, no stop strings): the ids as generated.
+  const ResultText r = tokenizer_ ? result_text(*tokenizer_, o.ids, o.finish_reason, req.stop) : ResultText{"", o.ids.size(), o.finish_reason};
+  if (format_ == LineFormat::kOpenAi) return openai_result_line(req, options_.model, r, o.prompt_tokens, o.latency_ms / 1e3);
+  // Keys in the documented order.
+  nlohmann::ordered_json line;
+  line["object"] = kResultObject;  // first: results_format() knows a line (even a torn one) by it
+  line["id"] = req.id;
+  line["ids"] = std::vector<std::int32_t>(o.ids.begin(), o.ids.begin() + static_cast<std::ptrdiff_t>(r.tokens));
+  if (tokenizer_) line["text"] = r.text;
+  line["finish_reason"] = r.finish_reason;
+  line["prompt_tokens"] = o.prompt_tokens;
+  line["completion_tokens"] = r.tokens;
+  line["replica"] = o.replica;
+  line["latency_ms"] = std::round(o.latency_ms * 1e3) / 1e3;  // microseconds are enough
+  return line.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
 void Coordinator::replica_lost(int replica, const std::string& reason) {
@@ -161,12 +179,16 @@ void Coordinator::replica_lost(int replica, const std::string& reason) {
 void Coordinator::write_failures_locked() {
   for (const FinalFailure& f : queue_->drain_failures()) {
     const BatchRequest& req = requests_[f.index];
-    nlohmann::ordered_json line;
-    line["id"] = req.id;
-    line["line"] = req.line;
-    line["error"] = f.reason;
-    line["attempts"] = f.attempts;
-    errors_->append_line(line.dump(-1, ' ', false, Json::error_handler_t::replace));
+    if (format_ == LineFormat::kOpenAi) {
+      errors_->append_line(openai_error_line(req.id, "server_error", f.reason, req.line, f.attempts));
+    } else {
+      nlohmann::ordered_json line;
+      line["id"] = req.id;
+      line["line"] = req.line;
+      line["error"] = f.reason;
+      line["attempts"] = f.attempts;
+      errors_->append_line(line.dump(-1, ' ', false, Json::error_handler_t::replace));
+    }
     ++summary_.failed;
   }
 }

@@ -25,6 +25,7 @@ struct CoordinatorOptions {
   QueueOptions queue;
   std::int64_t kill_after = 0;    // fault injection: SIGKILL after this many results of this run
   bool progress = false;          // draw the progress bar on stderr
+  std::string model;              // the model's name in OpenAI response bodies (MODEL as given)
 };
 
 // "OUT.jsonl" -> "OUT.errors.jsonl" ("OUT" -> "OUT.errors.jsonl").
@@ -36,6 +37,10 @@ std::string errors_path(const std::string& output);
 // refused untouched (docs/batch.md).
 inline constexpr const char* kResultObject = "plexus.batch.result";
 const JournalFormat& results_format();
+// The output's format for an input of `format`: results_format(), or OpenAI's result lines.
+const JournalFormat& output_format(LineFormat format);
+// The request id of a result line, as BatchRequest::key: OpenAI's "custom_id", plexus's "id".
+std::string result_key(const Json& line);
 
 // InputError when OUT.jsonl or OUT.errors.jsonl is the input file (compared by device and inode,
 // symlinks and hard links included) or the output is its own errors file.
@@ -44,7 +49,7 @@ void check_output_is_not_input(const std::string& input, const std::string& outp
 class Coordinator {
  public:
   // `bad` lines (skipped) are written to the errors file first. `tokenizer` (may be null) adds
-  // "text" to results. `output`: the output journal when the caller opened it already (to see
+  // "text" to results (OpenAI-format inputs always have one). `output`: the output journal when the caller opened it already (to see
   // what is done), else null.
   Coordinator(ParsedInput input, const std::string& input_path, const Tokenizer* tokenizer, const CoordinatorOptions& options,
               std::unique_ptr<Journal> output = nullptr);
@@ -65,6 +70,10 @@ class Coordinator {
   void write_failures_locked();
   void note_removed_locked();
 
+  // The result line of a successful outcome, in the input's format.
+  std::string result_line(const BatchRequest& request, const Outcome& outcome) const;
+
+  LineFormat format_;
   std::vector<BatchRequest> requests_;
   const Tokenizer* tokenizer_;
   CoordinatorOptions options_;

@@ -131,7 +131,8 @@ void Journal::open_locked(Mode mode, const JournalFormat* format, bool existed) 
 
 void Journal::check_format(const JournalFormat& format, const std::string& data, std::vector<Json>& found,
                            const std::vector<std::size_t>& found_line) const {
-  const bool old_headed = !found.empty() && found.front().contains(format.old_header_key);
+  const bool has_old_header = !format.old_header_key.empty();
+  const bool old_headed = has_old_header && !found.empty() && found.front().contains(format.old_header_key);
   if (found.empty()) {
     // No complete line: empty, or the first record (or an older version's header) torn by a crash
     // while it was written. Anything else (one line of notes, one request) is not ours to cut.
@@ -139,7 +140,7 @@ void Journal::check_format(const JournalFormat& format, const std::string& data,
       const std::size_t n = std::min(known.size(), data.size());
       return known.compare(0, n, data, 0, n) == 0;
     };
-    if (data.empty() || starts(format.record_prefix) || starts(format.old_header_line + "\n")) return;
+    if (data.empty() || starts(format.record_prefix) || (has_old_header && starts(format.old_header_line + "\n"))) return;
     throw InputError(path_ + ": holds no complete line and does not start as " + format.what +
                      " do: this file was not written by plexus batch; nothing was changed; pass another --output");
   }

@@ -14,7 +14,8 @@ namespace plexus::batch {
 // What makes a file this kind of journal: every record line starts with `record_prefix` (the
 // record's marker field, written first) and passes `is_record` (which may also accept the
 // unmarked records of older versions). Files an older version began with `old_header_line` (a
-// JSON object marked by `old_header_key`) are resumed with that line kept and skipped.
+// JSON object marked by `old_header_key`) are resumed with that line kept and skipped (an empty
+// key: the format never had a header).
 struct JournalFormat {
   std::string record_prefix;
   std::function<bool(const Json&)> is_record;

@@ -5,11 +5,17 @@
 
 namespace plexus::batch {
 
+// A tripwire: the task's JSON (what MPI workers run) carries each field of SamplingOptions by
+// name. A field added there must be added to task_to_json and task_from_json, then here.
+static_assert(sizeof(SamplingOptions) == 5 * 8, "SamplingOptions changed: carry its new field in the task's JSON");
+
 Json task_to_json(const Task& t) {
   const SamplingOptions& s = t.seq.sampling;
-  return {{"index", t.index},         {"key", t.key},         {"prompt", t.seq.prompt},
-          {"max_tokens", t.seq.max_tokens}, {"greedy", s.greedy}, {"temperature", s.temperature},
-          {"top_k", s.top_k},         {"top_p", s.top_p},     {"seed", s.seed}};
+  Json j = {{"index", t.index},         {"key", t.key},         {"prompt", t.seq.prompt},
+            {"max_tokens", t.seq.max_tokens}, {"greedy", s.greedy}, {"temperature", s.temperature},
+            {"top_k", s.top_k},         {"top_p", s.top_p},     {"seed", s.seed}};
+  if (t.seq.stop_ids) j["stop_ids"] = *t.seq.stop_ids;
+  return j;
 }
 
 Task task_from_json(const Json& j) {
@@ -23,6 +29,7 @@ Task task_from_json(const Json& j) {
   t.seq.sampling.top_k = j.at("top_k").get<std::int64_t>();
   t.seq.sampling.top_p = j.at("top_p").get<double>();
   t.seq.sampling.seed = j.at("seed").get<std::uint64_t>();
+  if (j.contains("stop_ids")) t.seq.stop_ids = j["stop_ids"].get<std::vector<std::int64_t>>();
   return t;
 }
 

@@ -19,6 +19,7 @@
 #include "core/error.h"
 #include "core/json.h"
 #include "model/config.h"
+#include "serve/chat_template.h"
 
 namespace plexus::cli {
 
@@ -28,7 +29,8 @@ constexpr int kMaxBadLinesShown = 20;
 
 void declare(Args& args) {
   add_model_argument(args, "MODEL", "model directory (config.json + safetensors [+ tokenizer.json]) or a .gguf file");
-  args.option("--input", "FILE", "requests, one JSON object per line: {\"id\", \"prompt\" | \"ids\", \"max_tokens\"?, \"temperature\"?, \"seed\"?}")
+  args.option("--input", "FILE", "requests, one JSON object per line: {\"id\", \"prompt\" | \"ids\" | \"messages\", \"max_tokens\"?, "
+                                 "\"temperature\"?, \"seed\"?, ...} or the OpenAI Batch API's {\"custom_id\", \"method\", \"url\", \"body\"}")
       .option("--output", "FILE", "results, one JSON line per request (appended durably; an existing file is resumed)")
       .option("--replicas", "N", "model replicas in this process, each on its own thread share and device group", "1")
       .option("--max-retries", "N", "tries of a failed request on other replicas after the first", "2")
@@ -43,7 +45,9 @@ void declare(Args& args) {
                          .max_sequences_old_names = {"--batch", "--batch-size"}});
   args.epilog(
       "Output lines: {\"id\", \"ids\", \"text\" (with a tokenizer), \"finish_reason\", \"prompt_tokens\",\n"
-      "\"completion_tokens\", \"replica\", \"latency_ms\"}. Running the same command again resumes: ids already\n"
+      "\"completion_tokens\", \"replica\", \"latency_ms\"}; for OpenAI Batch API input lines, the Batch API's\n"
+      "{\"id\", \"custom_id\", \"response\": {\"status_code\", \"request_id\", \"body\"}, \"error\"} with the body plexus\n"
+      "serve would answer. Running the same command again resumes: ids already\n"
       "in the output are skipped, a torn last line is cut. Requests that fail for good go to\n"
       "OUT.errors.jsonl (rewritten each run) and the exit code is 1. With --virtual-devices N (or other\n"
       "device flags) the devices are split into --replicas equal groups. Under mpirun / srun, rank 0\n"
@@ -72,8 +76,18 @@ long long int_in(const Args& args, const char* name, long long lo, long long hi)
 batch::ParsedInput read_input(const Args& args, const std::string& model_dir, const Tokenizer* tok) {
   const std::string mode = args.get_choice("--on-bad-line", {"fail", "skip"});
   const ModelConfig config = load_model_config(model_dir);
+  // "messages" are rendered with the model's template, as serve renders them; a malformed one
+  // fails only the lines that need it.
+  std::optional<ChatTemplate> chat_template;
   batch::ParseContext pc;
+  try {
+    chat_template = ChatTemplate::from_model(model_dir);
+  } catch (const InputError& e) {
+    pc.chat_template_error = e.what();
+  }
   pc.tokenizer = tok;
+  pc.chat_template = chat_template ? &*chat_template : nullptr;
+  pc.eos_ids = stop_ids(args, config, tok);
   pc.vocab_size = config.vocab_size;
   pc.max_context = engine_options(args).max_context > 0 ? engine_options(args).max_context : config.max_position_embeddings;
   pc.defaults = request_defaults(args);
@@ -136,6 +150,7 @@ int coordinate(const Args& args, const std::string& dir, const batch::FaultInjec
   co.queue.max_retries = static_cast<int>(int_in(args, "--max-retries", 0, 100));
   co.kill_after = faults.kill_after;
   co.progress = ::isatty(STDERR_FILENO) != 0;
+  co.model = args.get("MODEL");
 
   if (world) {
     batch::Coordinator coordinator(std::move(parsed), input, tok.get(), co);
@@ -149,10 +164,8 @@ int coordinate(const Args& args, const std::string& dir, const batch::FaultInjec
   std::set<std::string> done;
   std::unique_ptr<batch::Journal> journal;
   if (std::filesystem::exists(output)) {
-    journal = std::make_unique<batch::Journal>(output, batch::Journal::Mode::kResume, &batch::results_format());
-    for (const Json& line : journal->existing()) {
-      if (line.contains("id")) done.insert(line["id"].dump());
-    }
+    journal = std::make_unique<batch::Journal>(output, batch::Journal::Mode::kResume, &batch::output_format(parsed.format));
+    for (const Json& line : journal->existing()) done.insert(batch::result_key(line));
   }
   bool pending = false;
   std::int64_t run_context = 0;  // requests are checked against the model's context already

@@ -162,8 +162,6 @@ BatchGenerateResult generate_batch(Runner& runner, const std::vector<SequenceReq
     throw InputError(std::to_string(n_seq) + " sequences decode together but a forward pass holds " +
                      std::to_string(runner.max_batch_tokens()) + " tokens: raise --batch-tokens or lower --batch");
   }
-  GenerateOptions stops;
-  stops.stop_ids = stop_ids;
   const std::int64_t vocab = runner.vocab_size();
   BatchGenerateResult r;
   std::vector<std::unique_ptr<SlotGuard>> slots;
@@ -238,7 +236,8 @@ BatchGenerateResult generate_batch(Runner& runner, const std::vector<SequenceReq
     for (std::size_t s = 0; s < n_seq; ++s) {
       GenerateResult& g = r.sequences[s];
       if (done[s]) continue;
-      if (is_stop(stops, g.ids.back())) {
+      const std::vector<std::int64_t>& ends = sequences[s].stop_ids ? *sequences[s].stop_ids : stop_ids;
+      if (std::find(ends.begin(), ends.end(), g.ids.back()) != ends.end()) {
         g.finish_reason = "stop";
         done[s] = true;
       } else if (static_cast<std::int64_t>(g.ids.size()) >= sequences[s].max_tokens) {

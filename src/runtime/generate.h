@@ -53,6 +53,9 @@ struct SequenceRequest {
   std::vector<std::int32_t> prompt;
   std::int64_t max_tokens = 32;
   SamplingOptions sampling;
+  // The ids that end this sequence (a request's own: e.g. none under ignore_eos); nullopt: the
+  // call's stop_ids.
+  std::optional<std::vector<std::int64_t>> stop_ids;
   std::shared_ptr<TokenConstraint> constraint;  // structured output (null: none)
 };
 

@@ -102,7 +102,7 @@ TEST_F(BatchCli, BadLinesFailBeforeAnyWorkOrAreSkipped) {
   const testing::ProcessResult skip = run_plexus(batch_args(out, "--on-bad-line skip --json"));
   ASSERT_EQ(skip.exit_code, 0) << skip.err;
   for (const char* what : {":12: not JSON", ":13: no \"id\"", ":14: token id 300 is outside the vocabulary [0, 300)",
-                           ":15: \"prompt\" needs a tokenizer", ":16: \"max_tokens\" must be an integer"}) {
+                           ":15: \"prompt\" needs a tokenizer", ":16: 'max_tokens' must be an integer"}) {
     EXPECT_NE(skip.err.find(in() + what), std::string::npos) << what << "\n" << skip.err;
   }
   EXPECT_EQ(read_jsonl(out).size(), 10u);

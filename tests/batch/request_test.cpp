@@ -55,18 +55,79 @@ TEST(BatchRequest, BadLinesSayWhy) {
   EXPECT_NE(reason(R"({"ids": [1]})").find("no \"id\""), std::string::npos);
   EXPECT_NE(reason(R"({"id": 1.5, "ids": [1]})").find("\"id\" must be a string or an integer"), std::string::npos);
   EXPECT_NE(reason(R"({"id": 1})").find("exactly one of \"prompt\""), std::string::npos);
+  EXPECT_NE(reason(R"({"id": 1, "ids": [1], "messages": []})").find("exactly one of \"prompt\""), std::string::npos);
   EXPECT_NE(reason(R"({"id": 1, "prompt": "hi"})").find("needs a tokenizer"), std::string::npos);
   EXPECT_NE(reason(R"({"id": 1, "ids": [1, 100]})").find("token id 100 is outside the vocabulary [0, 100)"), std::string::npos);
   EXPECT_NE(reason(R"({"id": 1, "ids": [-1]})").find("outside the vocabulary"), std::string::npos);
   EXPECT_NE(reason(R"({"id": 1, "ids": [18446744073709551615]})").find("token id 18446744073709551615 is outside"), std::string::npos);
   EXPECT_NE(reason(R"({"id": 1, "ids": ["x"]})").find("not a token id"), std::string::npos);
   EXPECT_NE(reason(R"({"id": 1, "ids": []})").find("empty"), std::string::npos);
-  EXPECT_NE(reason(R"({"id": 1, "ids": [1], "max_tokens": 0})").find("\"max_tokens\" must be an integer"), std::string::npos);
-  EXPECT_NE(reason(R"({"id": 1, "ids": [1], "max_tokens": "3"})").find("\"max_tokens\""), std::string::npos);
-  EXPECT_NE(reason(R"({"id": 1, "ids": [1], "max_tokens": 64})").find("exceeds the model's context of 64"), std::string::npos);
-  EXPECT_NE(reason(R"({"id": 1, "ids": [1], "temperature": -1})").find("\"temperature\""), std::string::npos);
-  EXPECT_NE(reason(R"({"id": 1, "ids": [1], "seed": -2})").find("\"seed\""), std::string::npos);
+  // The body fields are the server's, checked by its parser (messages naming the field).
+  EXPECT_NE(reason(R"({"id": 1, "ids": [1], "max_tokens": 0})").find("'max_tokens' must be an integer"), std::string::npos);
+  EXPECT_NE(reason(R"({"id": 1, "ids": [1], "max_tokens": "3"})").find("'max_tokens'"), std::string::npos);
+  EXPECT_NE(reason(R"({"id": 1, "ids": [1], "max_tokens": 64})").find("maximum context length is 64 tokens"), std::string::npos);
+  EXPECT_NE(reason(R"({"id": 1, "ids": [1], "temperature": -1})").find("'temperature'"), std::string::npos);
+  EXPECT_NE(reason(R"({"id": 1, "ids": [1], "seed": "x"})").find("'seed'"), std::string::npos);
+  EXPECT_NE(reason(R"({"id": 1, "ids": [1], "top_p": 0})").find("'top_p' must be greater than 0"), std::string::npos);
+  EXPECT_NE(reason(R"({"id": 1, "ids": [1], "stop": "x"})").find("\"stop\" needs a tokenizer"), std::string::npos);
+  EXPECT_NE(reason(R"({"id": 1, "messages": [{"role": "user", "content": "hi"}]})").find("need a tokenizer"), std::string::npos);
+  EXPECT_NE(reason(R"({"id": 1, "ids": [1], "stream": true})").find("'stream': true is not supported in batch"), std::string::npos);
+  EXPECT_NE(reason(R"({"id": 1, "ids": [1], "n": 2})").find("n > 1 is not supported in batch"), std::string::npos);
+  EXPECT_NE(reason(R"({"id": 1, "ids": [1], "response_format": {"type": "json_object"}})").find("'response_format' is not supported in batch yet"),
+            std::string::npos);
+  EXPECT_NE(reason(R"({"id": 1, "ids": [1], "grammar": "root ::= \"a\""})").find("'grammar' is not supported in batch yet"),
+            std::string::npos);
+  EXPECT_NE(reason(R"({"id": 1, "ids": [1], "logprobs": 2})").find("'logprobs' is not supported in batch yet"), std::string::npos);
   EXPECT_NE(reason(R"({"id": 1, "ids": [1], "max_token": 3})").find("unknown field \"max_token\""), std::string::npos);
+}
+
+TEST(BatchRequest, BodyFieldsThroughTheServersParser) {
+  // Sampling fields the command does not have per request, stop ids from the context, the
+  // command's defaults for what a plexus line leaves out, response_format text accepted.
+  ParseContext c = context();
+  c.eos_ids = {2};
+  c.defaults.sampling.top_k = 40;
+  const BatchRequest a = parse_request_line(
+      R"({"id": "a", "ids": [4, 5], "temperature": 0.7, "top_p": 0.5, "response_format": {"type": "text"}})", c);
+  EXPECT_FALSE(a.seq.sampling.greedy);
+  EXPECT_DOUBLE_EQ(a.seq.sampling.top_p, 0.5);
+  EXPECT_EQ(a.seq.sampling.top_k, 40);  // --top-k
+  EXPECT_EQ(a.seq.sampling.seed, 9u);   // --seed: never a random one
+  EXPECT_EQ(a.seq.max_tokens, 5);       // --max-tokens
+  ASSERT_TRUE(a.seq.stop_ids.has_value());
+  EXPECT_EQ(*a.seq.stop_ids, (std::vector<std::int64_t>{2}));
+  EXPECT_FALSE(a.chat);
+  const BatchRequest b = parse_request_line(R"({"id": "b", "ids": [4], "ignore_eos": true, "top_k": 3, "seed": 11})", c);
+  EXPECT_TRUE(b.seq.stop_ids.has_value() && b.seq.stop_ids->empty());
+  EXPECT_EQ(b.seq.sampling.top_k, 3);
+  EXPECT_EQ(b.seq.sampling.seed, 11u);
+}
+
+TEST(BatchRequest, OpenAiLinesAreCheckedLineAndBody) {
+  // Everything but a tokenizer-less model is refused before the body (the reasons name the field).
+  ParseContext c = context();
+  const auto openai = [](const std::string& fields) {
+    return R"({"custom_id": "x", )" + fields + "}";
+  };
+  EXPECT_EQ(line_format(Json::parse(openai(R"("method": "POST")"))), LineFormat::kOpenAi);
+  EXPECT_EQ(line_format(Json::parse(R"({"id": 1})")), LineFormat::kPlexus);
+  EXPECT_NE(reason(R"({"custom_id": 3, "method": "POST", "url": "/v1/completions", "body": {}})").find("\"custom_id\" must be a string"),
+            std::string::npos);
+  EXPECT_NE(reason(openai(R"("method": "GET", "url": "/v1/completions", "body": {})")).find("\"method\" must be \"POST\""),
+            std::string::npos);
+  EXPECT_NE(reason(openai(R"("method": "POST", "url": "/v1/embeddings", "body": {})")).find("\"url\" must be"), std::string::npos);
+  EXPECT_NE(reason(openai(R"("method": "POST", "url": "/v1/completions", "body": {}, "extra": 1)")).find("unknown field \"extra\""),
+            std::string::npos);
+  EXPECT_NE(reason(openai(R"("method": "POST", "url": "/v1/completions", "body": [])")).find("\"body\" must be"), std::string::npos);
+  EXPECT_NE(reason(openai(R"("method": "POST", "url": "/v1/completions", "body": {"prompt": [1], "max_token": 3})"))
+                .find("unknown field \"body.max_token\""),
+            std::string::npos);
+  // A chat field in a completion body is unknown there.
+  EXPECT_NE(reason(openai(R"("method": "POST", "url": "/v1/completions", "body": {"prompt": [1], "messages": []})"))
+                .find("unknown field \"body.messages\""),
+            std::string::npos);
+  EXPECT_NE(reason(openai(R"("method": "POST", "url": "/v1/completions", "body": {"prompt": [1]})")).find("need the model's tokenizer.json"),
+            std::string::npos);
 }
 
 TEST(BatchRequest, FileLinesDuplicatesAndBlankLines) {
@@ -87,6 +148,27 @@ TEST(BatchRequest, FileLinesDuplicatesAndBlankLines) {
   ASSERT_TRUE(p.bad[2].id.has_value());
   EXPECT_EQ(*p.bad[2].id, Json("b"));
   EXPECT_THROW(read_requests(dir / "missing.jsonl", context()), InputError);
+}
+
+TEST(BatchRequest, OneFormatPerInput) {
+  testing::TempDir dir("batch_request_formats");
+  const std::string in = dir / "in.jsonl";
+  std::ofstream(in) << "nope\n{\"custom_id\": \"a\", \"method\": \"POST\", \"url\": \"/v1/completions\", \"body\": {\"prompt\": [1]}}\n"
+                       "{\"id\": \"b\", \"ids\": [1]}\n";
+  try {
+    read_requests(in, context());
+    FAIL() << "a mixed input was read";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find(in + ":3: a plexus batch line (with \"id\") after an OpenAI Batch API line (with \"custom_id\") on line 2"),
+              std::string::npos)
+        << e.what();
+  }
+  std::ofstream(in) << "{\"custom_id\": \"a\", \"method\": \"POST\", \"url\": \"/v1/completions\", \"body\": {\"prompt\": [1]}}\n";
+  const ParsedInput p = read_requests(in, context());
+  EXPECT_EQ(p.format, LineFormat::kOpenAi);
+  ASSERT_EQ(p.bad.size(), 1u);  // no tokenizer in this context
+  ASSERT_TRUE(p.bad[0].id.has_value());
+  EXPECT_EQ(*p.bad[0].id, Json("a"));  // the custom_id, for the errors file
 }
 
 }  // namespace
