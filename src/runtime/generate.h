@@ -53,10 +53,10 @@ struct SequenceRequest {
   std::vector<std::int32_t> prompt;
   std::int64_t max_tokens = 32;
   SamplingOptions sampling;
-  std::shared_ptr<TokenConstraint> constraint;  // structured output (null: none)
   // The ids that end this sequence (a request's own: e.g. none under ignore_eos); nullopt: the
   // call's stop_ids.
   std::optional<std::vector<std::int64_t>> stop_ids;
+  std::shared_ptr<TokenConstraint> constraint;  // structured output (null: none)
 };
 
 struct BatchGenerateResult {

@@ -19,6 +19,11 @@ ByteMatcher::ByteMatcher(const Grammar& g) : g_(g) {
 }
 
 std::int32_t ByteMatcher::intern(std::uint32_t pos, std::int32_t parent) {
+  if (trial_) {
+    nodes_.push_back({pos, parent});
+    seen_.push_back(0);
+    return static_cast<std::int32_t>(nodes_.size() - 1);
+  }
   const std::uint64_t key = (std::uint64_t{pos} << 32) | static_cast<std::uint32_t>(parent + 1);
   auto [it, fresh] = ids_.try_emplace(key, static_cast<std::int32_t>(nodes_.size()));
   if (fresh) {
@@ -43,6 +48,12 @@ void ByteMatcher::expand(std::int32_t node, std::vector<std::int32_t>& out, bool
   const Node n = nodes_[static_cast<std::size_t>(node)];
   const Element e = g_.elements[n.pos];
   if (e.kind == ElementKind::kBytes) {
+    if (trial_) {  // frames are not interned: merge stacks by their top frame's contents
+      for (std::int32_t o : out) {
+        const Node& m = nodes_[static_cast<std::size_t>(o)];
+        if (m.pos == n.pos && m.parent == n.parent) return;
+      }
+    }
     out.push_back(node);
     return;
   }

@@ -37,6 +37,9 @@ class ByteMatcher {
   void step(const std::vector<std::int32_t>& from, std::uint8_t byte, std::vector<std::int32_t>& to, bool& complete);
   Mark mark() const { return {nodes_.size(), log_.size()}; }
   void rollback(const Mark& m);
+  // Trial mode (the trie walk): frames made by step() are not interned, only stacks whose
+  // top frames are equal are merged: cheaper, and undone by rollback all the same.
+  void set_trial(bool on) { trial_ = on; }
 
  private:
   struct Node {
@@ -55,6 +58,7 @@ class ByteMatcher {
   std::vector<std::uint64_t> log_;                        // ids_ keys in insertion order, for rollback
   std::vector<std::int32_t> stacks_;                      // top nodes, each at a kBytes element
   bool complete_ = false;
+  bool trial_ = false;
   std::vector<std::int32_t> scratch_;
 };
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "structured/grammar_parser.h"
 #include "structured/number_range.h"
 
 namespace plexus::structured {
@@ -436,7 +437,15 @@ std::string json_object_grammar() { return std::string("root ::= json-object\n")
 
 std::string json_schema_grammar(const Json& schema, const std::string& source) {
   SchemaCompiler c(schema, source);
-  return c.grammar(schema);
+  std::string text = c.grammar(schema);
+  try {
+    parse_grammar(text, source);
+  } catch (const InputError& e) {  // only $ref cycles can make a rule begin with itself
+    if (std::string(e.what()).find("left-recursive") == std::string::npos) throw;
+    throw InputError(source + " at '/$ref': $refs that lead back to themselves before any value is written (e.g. " +
+                     "a definition that is only a reference to itself) are not supported (" + e.what() + ")");
+  }
+  return text;
 }
 
 }  // namespace plexus::structured

@@ -41,7 +41,9 @@ std::shared_ptr<const TokenMask> TokenMatcher::allowed() {
   auto mask = std::make_shared<TokenMask>((v.size() + 63) / 64, 0);
   if (bytes_.can_continue()) {
     const std::vector<std::int32_t> stacks = bytes_.stacks();
+    bytes_.set_trial(true);
     walk(0, stacks, 0, *mask);
+    bytes_.set_trial(false);
   }
   if (bytes_.complete()) {
     for (std::int32_t e : v.eos_ids()) {

@@ -2,6 +2,8 @@
 // the line and column of every kind of syntax error.
 #include <gtest/gtest.h>
 
+#include <random>
+
 #include "core/error.h"
 #include "structured/byte_matcher.h"
 #include "structured/grammar_parser.h"
@@ -107,6 +109,43 @@ TEST(GrammarParser, LeftRecursionIsRefused) {
   EXPECT_NE(error_of("root ::= root \"a\" | \"b\"\n").find("rule 'root' is left-recursive"), std::string::npos);
   // Through a rule that may match nothing.
   EXPECT_NE(error_of("root ::= opt root \"a\" | \"b\"\nopt ::= \"x\"?\n").find("left-recursive"), std::string::npos);
+}
+
+// Mangled grammar text is either a grammar or an InputError, never anything else; what parses
+// runs on random bytes without trouble.
+TEST(GrammarParser, MangledTextParsesOrIsAnInputError) {
+  const std::string base =
+      "root ::= \"[\" item (\",\" item){0,3} \"]\" | [^\"\\\\]* obj?\n"
+      "item ::= [0-9]+ (\".\" [0-9]{1,2})? | \"\\u00e9\" .\n"
+      "obj  ::= \"{\" ( [a-z] \":\" item )* \"}\"   # comment\n";
+  ASSERT_NO_THROW(parse_grammar(base));
+  std::mt19937_64 rng(36);
+  const std::string alphabet = "\"[]()|*+?{},.-^\\:=# \n\tax09\xC3\xA9";
+  int parsed = 0, refused = 0;
+  for (int i = 0; i < 3000; ++i) {
+    std::string text = base;
+    for (int k = 0, n = 1 + static_cast<int>(rng() % 4); k < n; ++k) {
+      const std::size_t at = rng() % text.size();
+      switch (rng() % 3) {
+        case 0: text[at] = alphabet[rng() % alphabet.size()]; break;
+        case 1: text.erase(at, 1 + rng() % 3); break;
+        default: text.insert(at, 1, alphabet[rng() % alphabet.size()]); break;
+      }
+      if (text.empty()) text = "x";
+    }
+    try {
+      const Grammar g = parse_grammar(text);
+      ++parsed;
+      std::string input;
+      for (int k = 0, n = static_cast<int>(rng() % 12); k < n; ++k) input += alphabet[rng() % alphabet.size()];
+      grammar_accepts(g, input);
+    } catch (const InputError& e) {
+      ++refused;
+      EXPECT_EQ(std::string(e.what()).rfind("grammar", 0), 0u) << e.what();
+    }
+  }
+  EXPECT_GT(parsed, 100);
+  EXPECT_GT(refused, 100);
 }
 
 }  // namespace

@@ -151,6 +151,20 @@ TEST_F(StructuredGrammars, GenerateFlags) {
     EXPECT_GE(value["n"].get<int>(), -5);
     EXPECT_LE(value["n"].get<int>(), 5);
   }
+  {  // Sequences decoded together: each with its own matcher, each output valid.
+    const testing::ProcessResult r = testing::run_plexus("generate " + model + " --prompt hi --max-tokens 40 --temperature 1 --seed 9 --max-sequences 4 --json --json-schema " + testing::shell_quote(dir / "s.json"));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const Json j = Json::parse(r.out);
+    ASSERT_EQ(j["sequences"].size(), 4u);
+    for (const Json& seq : j["sequences"]) {
+      EXPECT_EQ(seq["finish_reason"], "stop");
+      std::string text = seq["text"];
+      const Json value = Json::parse(text.substr(0, text.find("</s>")));
+      EXPECT_EQ(value.size(), 1u) << text;
+      EXPECT_GE(value["n"].get<int>(), -5);
+      EXPECT_LE(value["n"].get<int>(), 5);
+    }
+  }
   {
     const testing::ProcessResult r = testing::run_plexus("generate " + model + " --prompt hi --max-tokens 3 --json --json-object");
     ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -91,6 +91,9 @@ TEST(JsonSchema, UnsupportedAndInvalidSchemasNameKeywordAndPlace) {
   EXPECT_EQ(error_of(R"({"anyOf":[{"type":"integer"}],"minimum":3})"),
             "s.json at '/minimum': 'minimum' beside 'anyOf' is not supported (put it inside each branch)");
   EXPECT_EQ(error_of(R"({"type":"string","maxLength":-1})"), "s.json at '/maxLength': maxLength must be a non-negative integer");
+  EXPECT_EQ(error_of(R"({"$defs":{"a":{"anyOf":[{"$ref":"#/$defs/a"},{"type":"null"}]}},"$ref":"#/$defs/a"})").rfind(
+                "s.json at '/$ref': $refs that lead back to themselves before any value is written", 0),
+            0u);
   EXPECT_EQ(error_of("false"), "s.json at '/': the schema false accepts no value");
 }
 

@@ -4,8 +4,6 @@
 #include <memory>
 #include <string>
 
-#include <gtest/gtest.h>
-
 #include "runtime/engine.h"
 #include "runtime/generate.h"
 #include "structured/grammar_cache.h"
