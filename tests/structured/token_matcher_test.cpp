@@ -70,7 +70,9 @@ TEST(TokenMatcher, MaskEqualsTryingEveryTokenAlongRandomPaths) {
         ASSERT_FALSE(allowed.empty());
         const std::int32_t id = allowed[rng() % allowed.size()];
         ASSERT_TRUE(tm.advance(id));
-        if (id != kEos) ASSERT_TRUE(shadow.advance(*vocab->bytes(id)));
+        if (id != kEos) {
+          ASSERT_TRUE(shadow.advance(*vocab->bytes(id)));
+        }
       }
     }
   }
