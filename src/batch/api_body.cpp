@@ -18,10 +18,10 @@ namespace {
 // holding it is refused by name (never run without it). Adding one means that what it changes
 // reaches the replica: through SequenceRequest (copied from the prepared ServeRequest below) and
 // the task's JSON for MPI workers (batch/replica_worker.cpp).
-constexpr std::array<std::string_view, 17> kCommonFields = {
+constexpr std::array<std::string_view, 20> kCommonFields = {
     "model",       "temperature", "top_p", "top_k",  "seed",   "stop",  "stream",  "stream_options", "ignore_eos",
     "n",           "best_of",     "echo",  "suffix", "presence_penalty", "frequency_penalty", "logit_bias",
-    "max_tokens"};
+    "max_tokens",  "min_p",       "repetition_penalty", "stop_token_ids"};
 constexpr std::array<std::string_view, 2> kCompletionFields = {"prompt", "logprobs"};
 constexpr std::array<std::string_view, 7> kChatFields = {"messages", "tools",    "add_generation_prompt", "chat_template_kwargs",
                                                          "max_completion_tokens", "logprobs", "top_logprobs"};

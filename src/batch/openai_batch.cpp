@@ -71,7 +71,7 @@ std::string openai_result_line(const BatchRequest& request, const std::string& m
   line["custom_id"] = request.id;
   line["response"] = {{"status_code", 200},
                       {"request_id", random_id("req_")},
-                      {"body", completion_response(h, result.text, result.finish_reason, Json(nullptr), usage)}};
+                      {"body", completion_response(h, {ChoiceResult{result.text, result.finish_reason, nullptr, nullptr}}, usage)}};
   line["error"] = nullptr;
   return dump(line);
 }

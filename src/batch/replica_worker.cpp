@@ -7,13 +7,18 @@ namespace plexus::batch {
 
 // A tripwire: the task's JSON (what MPI workers run) carries each field of SamplingOptions by
 // name. A field added there must be added to task_to_json and task_from_json, then here.
-static_assert(sizeof(SamplingOptions) == 5 * 8, "SamplingOptions changed: carry its new field in the task's JSON");
+static_assert(sizeof(SamplingOptions) == 12 * 8, "SamplingOptions changed: carry its new field in the task's JSON");
 
 Json task_to_json(const Task& t) {
   const SamplingOptions& s = t.seq.sampling;
   Json j = {{"index", t.index},         {"key", t.key},         {"prompt", t.seq.prompt},
             {"max_tokens", t.seq.max_tokens}, {"greedy", s.greedy}, {"temperature", s.temperature},
-            {"top_k", s.top_k},         {"top_p", s.top_p},     {"seed", s.seed}};
+            {"top_k", s.top_k},         {"top_p", s.top_p},     {"seed", s.seed},
+            {"min_p", s.min_p},         {"presence_penalty", s.presence_penalty},
+            {"frequency_penalty", s.frequency_penalty}, {"repetition_penalty", s.repetition_penalty}};
+  Json bias = Json::array();
+  for (const auto& [id, b] : s.logit_bias) bias.push_back({id, b});
+  j["logit_bias"] = bias;
   if (t.seq.stop_ids) j["stop_ids"] = *t.seq.stop_ids;
   return j;
 }
@@ -29,6 +34,11 @@ Task task_from_json(const Json& j) {
   t.seq.sampling.top_k = j.at("top_k").get<std::int64_t>();
   t.seq.sampling.top_p = j.at("top_p").get<double>();
   t.seq.sampling.seed = j.at("seed").get<std::uint64_t>();
+  t.seq.sampling.min_p = j.at("min_p").get<double>();
+  t.seq.sampling.presence_penalty = j.at("presence_penalty").get<double>();
+  t.seq.sampling.frequency_penalty = j.at("frequency_penalty").get<double>();
+  t.seq.sampling.repetition_penalty = j.at("repetition_penalty").get<double>();
+  for (const Json& b : j.at("logit_bias")) t.seq.sampling.logit_bias.emplace_back(b.at(0).get<std::int32_t>(), b.at(1).get<float>());
   if (j.contains("stop_ids")) t.seq.stop_ids = j["stop_ids"].get<std::vector<std::int64_t>>();
   return t;
 }

@@ -52,6 +52,7 @@ class SampledRunner : public Runner {
   std::int64_t max_batch_tokens() const override { return inner_.max_batch_tokens(); }
   int open_sequence(std::int64_t capacity) override { return inner_.open_sequence(capacity); }
   void close_sequence(int slot) override { inner_.close_sequence(slot); }
+  void copy_sequence(int from, int to, std::int64_t tokens) override { inner_.copy_sequence(from, to, tokens); }
   void forward(const SlotBatch& batch, std::span<const std::int64_t> rows, float* logits) override;
   void time_forwards(std::function<double()> now_s) { now_s_ = std::move(now_s); }
   const std::vector<std::pair<double, double>>& forwards() const { return forwards_; }

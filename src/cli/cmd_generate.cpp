@@ -9,6 +9,7 @@
 #include "cli/model_argument.h"
 #include "cli/model_options.h"
 #include "cli/mpi_tensor.h"
+#include "cli/structured_flags.h"
 #include "core/error.h"
 #include "model/token_id.h"
 #include "core/json.h"
@@ -101,6 +102,10 @@ int generate_run(const Args& args, MpiTensorGroup* mpi) {
   const std::string dir = model_argument(args, ModelNeeds::kWeights);
   if (args.has("--prompt") == args.has("--ids")) throw InputError("give exactly one of --prompt TEXT or --ids LIST");
   GenerateOptions o = generation_options(args);
+  // Structured output: the grammar checked before the model loads; masks on the host, where
+  // generate samples (the logits come back from any device).
+  const std::optional<StructuredGrammar> structured = structured_grammar(args);
+  if (structured && mpi && mpi->parallel()) throw InputError("--grammar, --json-schema and --json-object are not supported under mpirun");
 
   // Under mpirun rank 0 reads the input and prints; the other ranks take its prompt (and stop ids).
   const bool root = !mpi || mpi->root();
@@ -126,6 +131,8 @@ int generate_run(const Args& args, MpiTensorGroup* mpi) {
   check_token_ids(prompt, runner.vocab_size(), args.has("--ids") ? "--ids" : "--prompt (as the tokenizer encodes it)");
   if (root) o.stop_ids = stop_ids(args, runner.config(), tok.get());
   if (mpi) mpi->share(o.stop_ids);
+  structured::GrammarCache grammars(1);
+  if (structured) o.constraint = structured_constraint(*structured, tok.get(), runner.vocab_size(), o.stop_ids, grammars);
 
   const bool json = args.get_flag("--json");
   // With --json, the run is wrapped in a monitoring session (GPUs through NVML / ROCm SMI when
@@ -212,6 +219,7 @@ int cmd_generate(int argc, char** argv) {
       .option("--ids", "LIST", "prompt as comma-separated token ids, e.g. 1,2,3")
       .flag("--json", "print {ids, text, prefill_tokens_per_s, decode_tokens_per_s, ttft_ms, ...}");
   add_generation_options(args);
+  add_structured_flags(args);
   add_run_options(args, {.max_sequences_help = "sequences in flight: generate N copies of the prompt together, the plan "
                                                "keeping KV-cache room for each"});
   args.epilog(

@@ -1,5 +1,6 @@
 // `plexus serve`: an OpenAI-compatible HTTP server for one model on any plan it can run, with
 // continuous batching (serve/scheduler.h) and energy per request (serve/energy_ledger.h).
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -18,6 +19,9 @@
 #include "monitor/monitor_session.h"
 #include "runtime/generate.h"
 #include "serve/chat_template.h"
+#include "serve/tool_calls.h"
+#include "structured/grammar_cache.h"
+#include "structured/vocabulary.h"
 #include "serve/energy_ledger.h"
 #include "serve/http_server.h"
 #include "serve/openai_api.h"
@@ -37,6 +41,7 @@ struct ServeFlags {
   SchedulerOptions scheduler;
   std::string model_name;
   std::chrono::milliseconds drain{10000};
+  std::optional<ToolCallFormat> tool_format;  // --tool-call-parser; nullopt: auto (the template's)
 };
 
 ServeFlags serve_flags(const Args& args) {
@@ -49,6 +54,8 @@ ServeFlags serve_flags(const Args& args) {
   f.http.max_body = static_cast<std::size_t>(args.get_int_in("--max-body", 1024, 1LL << 30));
   f.scheduler.max_sequences = static_cast<int>(args.get_int_in("--max-sequences", 1, 4096));
   f.scheduler.max_queue = static_cast<int>(args.get_int_in("--max-queue", 1, 1000000));
+  f.scheduler.prefix_cache = !args.given("--no-prefix-cache");
+  if (const std::string p = args.get("--tool-call-parser"); p != "auto") f.tool_format = tool_call_format_named(p);
   f.drain = std::chrono::milliseconds(static_cast<long long>(args.get_double_in("--drain-timeout", 0, 86400) * 1000));
   // Every running and waiting request's client holds a connection (streams for their whole
   // life), plus room for health checks, metrics and keep-alive connections between requests.
@@ -123,6 +130,13 @@ int serve_run(const Args& args) {
   model.tokenizer = tok.get();
   model.chat_template = chat_template ? &*chat_template : nullptr;
   model.eos_ids = end_of_sequence_ids(runner.config(), tok->eos_id());
+  // Structured output: every token's bytes in a trie, made once; compiled grammars kept for reuse.
+  structured::GrammarCache grammars;
+  model.vocabulary = std::make_shared<const structured::Vocabulary>(
+      structured::vocabulary_from_tokenizer(*tok, model.vocab_size, model.eos_ids));
+  model.grammars = &grammars;
+  model.tool_format = f.tool_format.value_or(chat_template ? tool_call_format(chat_template->source()) : ToolCallFormat::kNone);
+  model.max_choices = std::min(kMaxChoices, f.scheduler.max_sequences);
   model.submit = [&scheduler](ServeRequest r) { return scheduler.submit(std::move(r)); };
   OpenAiApi api(model, &server.metrics());
   server.set_ready(&api, [&scheduler, &ledger] {
@@ -143,10 +157,12 @@ int serve_run(const Args& args) {
   if (where.empty()) where = std::to_string(run->threads) + " threads, " + run->isa;
   std::fprintf(stderr,
                "plexus serve: model '%s' loaded in %.2f s (%s); context %lld tokens, up to %d sequences, "
-               "KV budget %lld tokens, queue %d%s%s\n",
+               "KV budget %lld tokens, queue %d%s%s%s%s\n",
                model.name.c_str(), load_timer.seconds(), where.c_str(), static_cast<long long>(model.max_model_len),
                f.scheduler.max_sequences, static_cast<long long>(st.kv_budget_tokens), f.scheduler.max_queue,
-               chat_template ? "" : "; no chat template (chat requests get 400)", f.http.api_key.empty() ? "" : "; API key required");
+               chat_template ? "" : "; no chat template (chat requests get 400)",
+               model.tool_format == ToolCallFormat::kNone ? "" : "; tool calls: ", model.tool_format == ToolCallFormat::kNone ? "" : format_name(model.tool_format),
+               f.http.api_key.empty() ? "" : "; API key required");
   std::fprintf(stderr, "plexus serve: listening on %s\n", url);  // only now: /health answers 200
   std::fflush(stderr);
 
@@ -193,9 +209,13 @@ int cmd_serve(int argc, char** argv) {
   args.option("--host", "ADDR", "address to listen on (0.0.0.0: every interface)", "127.0.0.1")
       .option("--port", "N", "TCP port (0: any free port, printed on stderr)", "8080")
       .option("--max-queue", "N", "requests waiting at most; beyond, 429", "64")
+      .flag("--no-prefix-cache", "run every prompt whole: keep no finished prompt's KV cache for later requests "
+            "starting with the same tokens")
       .option("--api-key", "KEY", "require 'Authorization: Bearer KEY' on every endpoint but /health")
       .option("--served-model-name", "NAME", "the model's name in the API (default: MODEL as given)")
       .option("--chat-template", "FILE", "a Jinja chat template to use instead of the model's")
+      .option("--tool-call-parser", "NAME", "how the model writes tool calls: llama3_json, hermes, mistral, none, or auto "
+              "(what the chat template asks for)", "auto")
       .option("--max-body", "BYTES", "largest request body; larger ones get 413", std::to_string(kDefaultMaxBody))
       .option("--drain-timeout", "S", "on SIGINT / SIGTERM, seconds running requests may take to finish", "10")
       .option("--max-connections", "N",

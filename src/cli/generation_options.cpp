@@ -1,6 +1,7 @@
 // The generation flags shared by `generate` and `batch`.
 #include "cli/generation_options.h"
 
+#include <cmath>
 #include <limits>
 
 #include "core/error.h"
@@ -13,6 +14,11 @@ void add_generation_options(Args& args, const GenerationHelp& help) {
       .option("--temperature", "T", help.temperature)
       .option("--top-k", "K", "sample among the K most likely tokens (0: all)", "0")
       .option("--top-p", "P", "sample among the smallest set of tokens with probability >= P", "1.0")
+      .option("--min-p", "P", "drop tokens less likely than P x the likeliest (0..1)", "0")
+      .option("--presence-penalty", "X", "subtract X from tokens already generated (-2..2)", "0")
+      .option("--frequency-penalty", "X", "subtract X per time a token was generated (-2..2)", "0")
+      .option("--repetition-penalty", "X",
+              "divide positive logits (multiply others) of prompt and generated tokens by X (> 0; 1: off)", "1")
       .option("--seed", "S", help.seed, "0")
       .flag("--ignore-eos", "keep generating after an end-of-sequence token");
 }
@@ -27,6 +33,13 @@ GenerateOptions generation_options(const Args& args) {
   o.sampling.top_p = args.get_double("--top-p");
   if (!(o.sampling.top_p > 0 && o.sampling.top_p <= 1)) {
     throw InputError("--top-p must be more than 0 and at most 1, got " + args.get("--top-p"));
+  }
+  o.sampling.min_p = args.get_double_in("--min-p", 0, 1);
+  o.sampling.presence_penalty = args.get_double_in("--presence-penalty", -kMaxPenalty, kMaxPenalty);
+  o.sampling.frequency_penalty = args.get_double_in("--frequency-penalty", -kMaxPenalty, kMaxPenalty);
+  o.sampling.repetition_penalty = args.get_double("--repetition-penalty");
+  if (!(o.sampling.repetition_penalty > 0 && std::isfinite(o.sampling.repetition_penalty))) {
+    throw InputError("--repetition-penalty must be more than 0, got " + args.get("--repetition-penalty"));
   }
   o.sampling.seed = static_cast<std::uint64_t>(args.get_int_in("--seed", 0, std::numeric_limits<long long>::max()));
   return o;

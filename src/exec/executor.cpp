@@ -259,6 +259,31 @@ void Executor::close_sequence(int slot) {
   sequences_[static_cast<std::size_t>(slot)].reset();
 }
 
+void Executor::copy_sequence(int from, int to, std::int64_t tokens) {
+  assert(from >= 0 && static_cast<std::size_t>(from) < sequences_.size() && sequences_[static_cast<std::size_t>(from)]);
+  assert(to >= 0 && static_cast<std::size_t>(to) < sequences_.size() && sequences_[static_cast<std::size_t>(to)]);
+  Sequence& src = *sequences_[static_cast<std::size_t>(from)];
+  Sequence& dst = *sequences_[static_cast<std::size_t>(to)];
+  if (tokens < 0 || tokens > src.capacity || tokens > dst.capacity) {
+    throw RuntimeError("internal: copying " + std::to_string(tokens) + " KV positions between sequences of " +
+                       std::to_string(src.capacity) + " and " + std::to_string(dst.capacity) + " tokens");
+  }
+  const ModelConfig& c = model().config();
+  const std::size_t row = static_cast<std::size_t>(c.head_dim) * sizeof(float);  // one position of one head
+  for (std::size_t s = 0; s < stages_.size(); ++s) {
+    if (!src.kv[s]) continue;
+    Device& d = device(stages_[s]->stage.device);
+    d.synchronize();
+    // The cache is (layer, {k, v}, kv head, capacity, head_dim): per (layer, k/v, head) the
+    // first `tokens` rows are contiguous in both, at offsets scaled by each one's capacity.
+    const std::int64_t blocks = src.kv[s]->n_layers() * 2 * c.num_kv_heads;
+    for (std::int64_t b = 0; b < blocks; ++b) {
+      d.copy_from_device(dst.buffers[s], static_cast<std::size_t>(b * dst.capacity) * row, src.buffers[s],
+                         static_cast<std::size_t>(b * src.capacity) * row, static_cast<std::size_t>(tokens) * row);
+    }
+  }
+}
+
 void Executor::check_batch(const SlotBatch& batch) const {
   const std::int64_t n = static_cast<std::int64_t>(batch.ids.size());
   if (n > max_tokens_) {

@@ -85,6 +85,7 @@ class Executor : public Runner {
   std::int64_t max_batch_tokens() const override { return max_tokens_; }
   int open_sequence(std::int64_t capacity) override;
   void close_sequence(int slot) override;
+  void copy_sequence(int from, int to, std::int64_t tokens) override;
   void forward(const SlotBatch& batch, std::span<const std::int64_t> rows, float* logits) override;
   // The same with the caller's KV caches (each token's cache holds every layer, in host memory):
   // only for a run of one stage on the host device (RuntimeError otherwise). The Engine's path.

@@ -34,6 +34,10 @@ void TensorParallelRunner::close_sequence(int slot) {
   for (auto& e : parts_.ranks) e->close_sequence(slot);
 }
 
+void TensorParallelRunner::copy_sequence(int from, int to, std::int64_t tokens) {
+  for (auto& e : parts_.ranks) e->copy_sequence(from, to, tokens);
+}
+
 void TensorParallelRunner::forward(const SlotBatch& batch, std::span<const std::int64_t> rows, float* logits) {
   if (!parts_.world) return forward_ranks(batch, rows, logits);
   try {

@@ -40,6 +40,7 @@ class TensorParallelRunner : public Runner {
   std::int64_t max_batch_tokens() const override { return parts_.ranks.front()->max_batch_tokens(); }
   int open_sequence(std::int64_t capacity) override;
   void close_sequence(int slot) override;
+  void copy_sequence(int from, int to, std::int64_t tokens) override;  // every local rank's shard
   // Across processes a rank that fails ends every rank (Collective::abort: exit 1, naming the rank).
   void forward(const SlotBatch& batch, std::span<const std::int64_t> rows, float* logits) override;
 

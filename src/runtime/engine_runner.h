@@ -16,6 +16,7 @@ class EngineRunner : public Runner {
   std::int64_t max_batch_tokens() const override { return executor_.max_batch_tokens(); }
   int open_sequence(std::int64_t capacity) override { return executor_.open_sequence(capacity); }
   void close_sequence(int slot) override { executor_.close_sequence(slot); }
+  void copy_sequence(int from, int to, std::int64_t tokens) override { executor_.copy_sequence(from, to, tokens); }
   void forward(const SlotBatch& batch, std::span<const std::int64_t> rows, float* logits) override {
     executor_.forward(batch, rows, logits);
   }

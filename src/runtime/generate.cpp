@@ -61,6 +61,14 @@ void prefill(Runner& runner, int slot, std::span<const std::int32_t> ids, float*
   }
 }
 
+// The next id from one row of logits, masked by the constraint first (nullopt: it allows none).
+std::optional<std::int32_t> next_token(Sampler& sampler, TokenConstraint* constraint, float* logits) {
+  if (constraint && !constraint->mask(logits)) return std::nullopt;
+  const std::int32_t id = sampler.sample(logits);
+  if (constraint) constraint->accept(id);
+  return id;
+}
+
 }  // namespace
 
 std::vector<std::int64_t> end_of_sequence_ids(const ModelConfig& config, std::optional<std::int64_t> tokenizer_eos) {
@@ -90,18 +98,21 @@ GenerateResult generate(Runner& runner, std::span<const std::int32_t> prompt, co
   GenerateResult r;
   r.prompt_tokens = static_cast<std::int64_t>(prompt.size());
   SlotGuard seq(runner, r.prompt_tokens + options.max_tokens);
-  Sampler sampler(options.sampling, runner.vocab_size());
+  Sampler sampler(options.sampling, runner.vocab_size(), prompt);
+  const std::unique_ptr<TokenConstraint> constraint = options.constraint ? options.constraint() : nullptr;
   std::vector<float> logits(static_cast<std::size_t>(runner.vocab_size()));
   r.ids.reserve(static_cast<std::size_t>(options.max_tokens));
 
   Timer timer;
   prefill(runner, seq.slot(), prompt, logits.data());
-  std::int32_t next = sampler.sample(logits.data());
+  const std::optional<std::int32_t> first = next_token(sampler, constraint.get(), logits.data());
   r.prefill_s = timer.seconds();
   r.ttft_ms = r.prefill_s * 1e3;
+  r.finish_reason = "length";
+  if (!first) return r;  // the constraint allows no token at all
+  std::int32_t next = *first;
   r.ids.push_back(next);
   if (on_token) on_token(next);
-  r.finish_reason = "length";
 
   Timer decode_timer;
   std::int32_t pos = static_cast<std::int32_t>(prompt.size());
@@ -115,7 +126,9 @@ GenerateResult generate(Runner& runner, std::span<const std::int32_t> prompt, co
     r.steps.forward_s += forward.seconds();
     ++r.steps.count;
     ++pos;
-    next = sampler.sample(logits.data());
+    const std::optional<std::int32_t> chosen = next_token(sampler, constraint.get(), logits.data());
+    if (!chosen) break;  // cut: the constraint allows nothing further
+    next = *chosen;
     r.ids.push_back(next);
     if (on_token) on_token(next);
   }
@@ -136,6 +149,7 @@ BatchGenerateResult generate_batch(Runner& runner, const std::vector<std::vector
     sequences[s].max_tokens = options.max_tokens;
     sequences[s].sampling = options.sampling;
     sequences[s].sampling.seed += s;
+    if (options.constraint) sequences[s].constraint = options.constraint();
   }
   return generate_batch(runner, sequences, options.stop_ids);
 }
@@ -161,7 +175,7 @@ BatchGenerateResult generate_batch(Runner& runner, const std::vector<SequenceReq
     r.sequences[s].finish_reason = "length";
     r.prompt_tokens += r.sequences[s].prompt_tokens;
     slots.push_back(std::make_unique<SlotGuard>(runner, r.sequences[s].prompt_tokens + sequences[s].max_tokens));
-    samplers.emplace_back(sequences[s].sampling, vocab);
+    samplers.emplace_back(sequences[s].sampling, vocab, sequences[s].prompt);
   }
   const std::size_t chunk = static_cast<std::size_t>(runner.max_batch_tokens());
   std::vector<float> logits(std::max(chunk, n_seq) * static_cast<std::size_t>(vocab));
@@ -181,7 +195,10 @@ BatchGenerateResult generate_batch(Runner& runner, const std::vector<SequenceReq
     runner.forward(SlotBatch{ids, pos, seqs}, rows, logits.data());
     forward_s += forward.seconds();
     for (std::size_t i = 0; i < rows.size(); ++i) {
-      next[row_seq[i]] = samplers[row_seq[i]].sample(logits.data() + i * static_cast<std::size_t>(vocab));
+      const std::size_t s = row_seq[i];
+      const std::optional<std::int32_t> id =
+          next_token(samplers[s], sequences[s].constraint.get(), logits.data() + i * static_cast<std::size_t>(vocab));
+      next[s] = id.value_or(-1);  // -1: the constraint allows nothing further (the sequence is cut)
     }
     const double now_ms = timer.seconds() * 1e3;
     for (std::size_t s : row_seq) {
@@ -208,7 +225,13 @@ BatchGenerateResult generate_batch(Runner& runner, const std::vector<SequenceReq
 
   Timer decode_timer;
   std::vector<bool> done(n_seq, false);
-  for (std::size_t s = 0; s < n_seq; ++s) r.sequences[s].ids.push_back(next[s]);
+  for (std::size_t s = 0; s < n_seq; ++s) {
+    if (next[s] >= 0) {
+      r.sequences[s].ids.push_back(next[s]);
+    } else {
+      done[s] = true;
+    }
+  }
   for (;;) {
     for (std::size_t s = 0; s < n_seq; ++s) {
       GenerateResult& g = r.sequences[s];
@@ -233,13 +256,19 @@ BatchGenerateResult generate_batch(Runner& runner, const std::vector<SequenceReq
     flush();  // one token per unfinished sequence: n_seq <= chunk was checked above
     r.steps.forward_s += forward_s - forward_before;
     ++r.steps.count;
-    for (std::size_t s : stepped) r.sequences[s].ids.push_back(next[s]);
+    for (std::size_t s : stepped) {
+      if (next[s] >= 0) {
+        r.sequences[s].ids.push_back(next[s]);
+      } else {
+        done[s] = true;
+      }
+    }
   }
   r.decode_s = decode_timer.seconds();
   std::int64_t decoded = 0;
   for (const GenerateResult& g : r.sequences) {
     r.generated_tokens += static_cast<std::int64_t>(g.ids.size());
-    decoded += static_cast<std::int64_t>(g.ids.size()) - 1;
+    decoded += std::max<std::int64_t>(static_cast<std::int64_t>(g.ids.size()) - 1, 0);
   }
   r.prefill_tokens_per_s = r.prefill_s > 0 ? static_cast<double>(r.prompt_tokens) / r.prefill_s : 0;
   r.decode_tokens_per_s = decoded > 0 && r.decode_s > 0 ? static_cast<double>(decoded) / r.decode_s : 0;

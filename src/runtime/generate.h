@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -12,6 +13,7 @@
 #include "runtime/engine.h"
 #include "runtime/runner.h"
 #include "runtime/sampler.h"
+#include "runtime/token_constraint.h"
 
 namespace plexus {
 
@@ -19,6 +21,9 @@ struct GenerateOptions {
   std::int64_t max_tokens = 32;
   SamplingOptions sampling;
   std::vector<std::int64_t> stop_ids;  // end of sequence ids; generation stops after one
+  // Structured output: makes each sequence's constraint (its logits masked before every
+  // sampling); empty: none. A sequence its constraint lets go no further ends with "length".
+  std::function<std::unique_ptr<TokenConstraint>()> constraint;
 };
 
 struct GenerateResult {
@@ -51,6 +56,7 @@ struct SequenceRequest {
   // The ids that end this sequence (a request's own: e.g. none under ignore_eos); nullopt: the
   // call's stop_ids.
   std::optional<std::vector<std::int64_t>> stop_ids;
+  std::shared_ptr<TokenConstraint> constraint;  // structured output (null: none)
 };
 
 struct BatchGenerateResult {

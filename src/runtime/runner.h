@@ -27,6 +27,10 @@ class Runner {
   // Opens a sequence of up to `capacity` tokens (InputError beyond max_context()); returns its slot.
   virtual int open_sequence(std::int64_t capacity) = 0;
   virtual void close_sequence(int slot) = 0;
+  // Copies positions [0, tokens) of sequence `from`'s KV cache into sequence `to` (both open,
+  // tokens within both capacities): `to` goes on from that prefix without running it (the
+  // choices of one prompt share its prefill). Between forwards.
+  virtual void copy_sequence(int from, int to, std::int64_t tokens) = 0;
 
   // Runs the tokens and writes logits (rows.size(), vocab) for the batch rows listed in `rows`.
   virtual void forward(const SlotBatch& batch, std::span<const std::int64_t> rows, float* logits) = 0;

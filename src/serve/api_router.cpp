@@ -183,7 +183,16 @@ void ApiRouter::generation(HttpExchange& exchange, Answer& answer, bool chat) {
     return a.prepare(exchange.request().body, chat);
   }();
   const std::shared_ptr<RequestStream> stream = a.submit(prepared);
-  if (!prepared.api.stream) return answer.json(200, a.complete(prepared, *stream));
+  if (!prepared.api.stream) {
+    // While the completion runs nothing is written: the socket is polled for the client's close
+    // (EOF or a hang-up), which cancels the request as a failed write does a stream's.
+    std::optional<Json> done = a.complete(prepared, *stream, [&] { return exchange.client_alive(); });
+    if (done) return answer.json(200, *done);
+    HttpResponse gone = error_response(ApiError(499, "the client closed its connection before the completion ended: cancelled",
+                                                "invalid_request_error", "", "client_closed_request"));
+    gone.close = true;
+    return answer.respond(std::move(gone));
+  }
   answer.answered = true;
   metrics_.count_request(answer.endpoint, 200);
   // While nothing is sent (the request waits in the queue, a long prompt prefills), an SSE

@@ -16,14 +16,16 @@
 namespace plexus {
 
 struct ChatTemplate::Impl {
+  std::string source;
   jinja::Template tmpl;
   ChatTemplateTokens tokens;
   std::function<double()> now;
 };
 
 ChatTemplate::ChatTemplate(const std::string& source, ChatTemplateTokens tokens, std::function<double()> now)
-    : impl_(std::make_unique<Impl>(Impl{jinja::Template(source), std::move(tokens), std::move(now)})) {}
+    : impl_(std::make_unique<Impl>(Impl{source, jinja::Template(source), std::move(tokens), std::move(now)})) {}
 ChatTemplate::~ChatTemplate() = default;
+const std::string& ChatTemplate::source() const { return impl_->source; }
 ChatTemplate::ChatTemplate(ChatTemplate&&) noexcept = default;
 ChatTemplate& ChatTemplate::operator=(ChatTemplate&&) noexcept = default;
 

@@ -60,6 +60,8 @@ class ChatTemplate {
 
   // The rendered prompt text. TemplateRaised when the template raises, TemplateError otherwise.
   std::string render(const ChatInput& input) const;
+  // The Jinja source it was made from (what tool-call format it asks for: serve/tool_calls.h).
+  const std::string& source() const;
 
  private:
   struct Impl;

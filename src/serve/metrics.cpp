@@ -125,13 +125,23 @@ std::string Metrics::render(const MetricsSnapshot& s) const {
   }
   if (s.scheduler) {
     const SchedulerStats& st = *s.scheduler;
-    gauge(o, "plexus_requests_running", "requests in the running batch", st.running);
+    gauge(o, "plexus_requests_running", "sequences in the running batch (one per choice of a request)", st.running);
     gauge(o, "plexus_requests_waiting", "requests waiting to be admitted", st.waiting);
     gauge(o, "plexus_kv_cache_used_tokens", "KV-cache tokens reserved by running requests", static_cast<double>(st.kv_used_tokens));
     gauge(o, "plexus_kv_cache_budget_tokens", "KV-cache tokens of all running requests together at most",
           static_cast<double>(st.kv_budget_tokens));
     gauge(o, "plexus_kv_cache_usage_ratio", "KV-cache use (0..1)",
           st.kv_budget_tokens > 0 ? static_cast<double>(st.kv_used_tokens) / static_cast<double>(st.kv_budget_tokens) : 0);
+    header(o, "plexus_prefix_cache_hits_total", "counter", "requests whose prompt began with a cached prefix");
+    o << "plexus_prefix_cache_hits_total " << st.prefix_hits << '\n';
+    header(o, "plexus_prefix_cache_misses_total", "counter", "requests whose prompt began with no cached prefix");
+    o << "plexus_prefix_cache_misses_total " << st.prefix_misses << '\n';
+    header(o, "plexus_prefix_cache_hit_tokens_total", "counter", "prompt tokens whose KV was copied from the cache, not run");
+    o << "plexus_prefix_cache_hit_tokens_total " << st.prefix_hit_tokens << '\n';
+    header(o, "plexus_prefix_cache_evictions_total", "counter", "cached prefixes evicted to make room");
+    o << "plexus_prefix_cache_evictions_total " << st.prefix_evictions << '\n';
+    gauge(o, "plexus_prefix_cache_sequences", "finished prompts whose KV cache is kept", static_cast<double>(st.prefix_cached_sequences));
+    gauge(o, "plexus_prefix_cache_tokens", "KV-cache tokens the cached prompts hold", static_cast<double>(st.prefix_cached_tokens));
     header(o, "plexus_scheduler_steps_total", "counter", "forward steps the scheduler ran");
     o << "plexus_scheduler_steps_total " << st.steps << '\n';
     header(o, "plexus_scheduler_busy_seconds_total", "counter", "time the scheduler spent in forwards");

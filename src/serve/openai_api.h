@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,9 @@
 #include "serve/metrics.h"
 #include "serve/openai_request.h"
 #include "serve/scheduler.h"
+#include "serve/tool_calls.h"
+#include "structured/grammar_cache.h"
+#include "structured/vocabulary.h"
 #include "tokenizer/tokenizer.h"
 
 namespace plexus {
@@ -27,6 +31,14 @@ struct ServedModel {
   const Tokenizer* tokenizer = nullptr;        // required
   const ChatTemplate* chat_template = nullptr;  // null: the model has none (chat requests → 400)
   std::vector<std::int64_t> eos_ids;            // end-of-sequence ids
+  // How the model writes tool calls (--tool-call-parser; by default what the template asks for):
+  // kNone leaves a chat answer's text unparsed.
+  ToolCallFormat tool_format = ToolCallFormat::kNone;
+  // Structured output (response_format, grammar, tool_choice "required"): the vocabulary as
+  // grammars see it and the cache of compiled grammars; null: such requests get 400.
+  std::shared_ptr<const structured::Vocabulary> vocabulary;
+  structured::GrammarCache* grammars = nullptr;
+  int max_choices = kMaxChoices;                // "n" at most: kMaxChoices, or fewer (--max-sequences)
   // The scheduler's submit (tests: a fake). Throws InputError, QueueFull, ShuttingDown.
   std::function<std::shared_ptr<RequestStream>(ServeRequest)> submit;
 };
@@ -35,6 +47,10 @@ struct ServedModel {
 struct PreparedRequest {
   ApiRequest api;
   ServeRequest serve;
+  std::string echo;  // with "echo": the text every choice starts with (the prompt; chat: the last assistant message)
+  // A chat request with tools the model may call: its answers are parsed for calls in this format
+  // (kJsonList under tool_choice "required" or a named function, which a grammar writes).
+  ToolCallFormat tool_format = ToolCallFormat::kNone;
   std::string id;
   std::int64_t created = 0;
 };
@@ -52,7 +68,10 @@ class OpenAiApi {
   // Submits: InputError → 400, QueueFull → 429, ShuttingDown → 503 (ApiError).
   std::shared_ptr<RequestStream> submit(const PreparedRequest& request) const;
   // Waits for the whole completion: the response JSON. ApiError 500 when the generation failed.
-  Json complete(const PreparedRequest& request, RequestStream& stream) const;
+  // `alive` is asked while waiting (every 100 ms without an event): false (the client closed its
+  // connection) cancels the request and returns nullopt.
+  std::optional<Json> complete(const PreparedRequest& request, RequestStream& stream,
+                               const std::function<bool()>& alive = {}) const;
   // Streams the completion as server-sent events through `write` (false: the client is gone →
   // the request is cancelled and this returns false), ending with "data: [DONE]". `alive` is
   // asked between events (false: the client is gone).
@@ -66,6 +85,9 @@ class OpenAiApi {
 
  private:
   std::string render_chat(const ChatInput& input) const;
+  // The grammar of a structured request (response_format, grammar, the calls under tool_choice
+  // "required") compiled into p.serve.constraint; 400 naming the field for a bad schema or grammar.
+  void constrain(const ApiRequest& api, PreparedRequest& p) const;
   // 400 for more messages than the context has tokens (before rendering them).
   void check_message_count(const ChatInput& input) const;
   void check_model(const std::string& name) const;  // 404 model_not_found unless "" or the served name

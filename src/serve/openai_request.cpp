@@ -112,17 +112,73 @@ std::size_t count_json_values(std::string_view text) {
   return n;
 }
 
+// {"token id": bias, ...}: keys decimal token ids, values numbers in [-100, 100].
+std::vector<std::pair<std::int32_t, float>> logit_bias(const Json& body) {
+  const Json* v = field(body, "logit_bias");
+  std::vector<std::pair<std::int32_t, float>> out;
+  if (!v) return out;
+  if (!v->is_object()) {
+    throw invalid_request("'logit_bias' must be an object mapping token ids to biases, got " + shown(*v), "logit_bias");
+  }
+  for (const auto& [key, bias] : v->items()) {
+    const bool digits = !key.empty() && key.size() <= 10 && std::all_of(key.begin(), key.end(), [](char c) { return c >= '0' && c <= '9'; });
+    const long long id = digits ? std::stoll(key) : -1;
+    if (!digits || id > std::numeric_limits<std::int32_t>::max()) {
+      throw invalid_request("'logit_bias' keys must be token ids (decimal integers from 0), got \"" + key.substr(0, 40) + "\"",
+                            "logit_bias");
+    }
+    if (!bias.is_number() || !(bias.get<double>() >= -kMaxLogitBias && bias.get<double>() <= kMaxLogitBias)) {
+      throw invalid_request("'logit_bias' values must be numbers between -100 and 100, got " + shown(bias) + " for token " + key,
+                            "logit_bias");
+    }
+    out.emplace_back(static_cast<std::int32_t>(id), static_cast<float>(bias.get<double>()));
+  }
+  return out;
+}
+
 void check_unsupported(const Json& body) {
-  if (auto n = integer_in(body, "n", 1, 1)) (void)n;
-  if (auto b = integer_in(body, "best_of", 1, 1)) (void)b;
-  if (boolean(body, "echo").value_or(false)) throw invalid_request("'echo': only false is supported", "echo");
-  for (const char* name : {"presence_penalty", "frequency_penalty"}) {
-    if (number_in(body, name, 0, 0)) continue;  // 0 only: penalties are not implemented
+  if (string_field(body, "suffix")) {
+    throw invalid_request("'suffix' (fill-in-the-middle) is not supported: plexus has no fill-in-the-middle template for "
+                          "any model; put the text before the insertion point in 'prompt'",
+                          "suffix");
   }
-  if (const Json* v = field(body, "logit_bias"); v && !(v->is_object() && v->empty())) {
-    throw invalid_request("'logit_bias' is not supported", "logit_bias");
+}
+
+// "response_format" and "grammar" (at most one of them asks for structure).
+OutputFormat output_format(const Json& body) {
+  OutputFormat f;
+  if (const Json* rf = field(body, "response_format")) {
+    const std::string shapes = "{\"type\": \"text\"}, {\"type\": \"json_object\"} or {\"type\": \"json_schema\", \"json_schema\": {\"name\", \"schema\"}}";
+    if (!rf->is_object() || !rf->contains("type") || !(*rf)["type"].is_string()) {
+      throw invalid_request("'response_format' must be " + shapes + ", got " + shown(*rf), "response_format");
+    }
+    const std::string type = (*rf)["type"].get<std::string>();
+    if (type == "json_object") {
+      f.kind = OutputFormat::Kind::kJsonObject;
+    } else if (type == "json_schema") {
+      const auto js = rf->find("json_schema");
+      if (js == rf->end() || !js->is_object() || !js->contains("schema") || !((*js)["schema"].is_object() || (*js)["schema"].is_boolean())) {
+        throw invalid_request("'response_format.json_schema' must be an object with a \"schema\" (a JSON Schema), got " +
+                                  (js == rf->end() ? std::string("nothing") : shown(*js)),
+                              "response_format");
+      }
+      f.kind = OutputFormat::Kind::kJsonSchema;
+      f.schema = (*js)["schema"];
+    } else if (type != "text") {
+      throw invalid_request("'response_format' must be " + shapes + ", got type '" + type + "'", "response_format");
+    }
   }
-  if (string_field(body, "suffix")) throw invalid_request("'suffix' is not supported", "suffix");
+  if (const Json* g = field(body, "grammar")) {
+    if (!g->is_string() || g->get<std::string>().empty()) {
+      throw invalid_request("'grammar' must be the text of a grammar (docs/structured_output.md), got " + shown(*g), "grammar");
+    }
+    if (f.kind != OutputFormat::Kind::kText) {
+      throw invalid_request("give one of 'grammar' and a structured 'response_format', not both", "grammar");
+    }
+    f.kind = OutputFormat::Kind::kGrammar;
+    f.grammar = g->get<std::string>();
+  }
+  return f;
 }
 
 // The fields both endpoints share.
@@ -130,9 +186,30 @@ void parse_common(const Json& body, ApiRequest& r) {
   if (!body.is_object()) throw invalid_request("the request body must be a JSON object");
   check_unsupported(body);
   r.model = string_field(body, "model").value_or("");
+  r.format = output_format(body);
+  r.n = static_cast<int>(integer_in(body, "n", 1, kMaxChoices).value_or(1));
+  if (const Json* b = field(body, "best_of"); b && !(b->is_number_integer() && b->get<long long>() == r.n)) {
+    throw invalid_request("'best_of' must equal 'n' (" + std::to_string(r.n) + ") when given: plexus returns every choice it makes, got " +
+                              shown(*b), "best_of");
+  }
   const std::optional<double> temperature = number_in(body, "temperature", 0, kMaxTemperature);
   set_temperature(r.sampling, temperature.value_or(1.0));  // below 1e-5 (0 included): greedy
   r.sampling.top_p = number_in(body, "top_p", 0, 1, /*lo_open=*/true).value_or(1.0);
+  r.sampling.min_p = number_in(body, "min_p", 0, 1).value_or(0.0);
+  r.sampling.presence_penalty = number_in(body, "presence_penalty", -kMaxPenalty, kMaxPenalty).value_or(0.0);
+  r.sampling.frequency_penalty = number_in(body, "frequency_penalty", -kMaxPenalty, kMaxPenalty).value_or(0.0);
+  if (const Json* p = field(body, "repetition_penalty")) {
+    if (!p->is_number() || !(p->get<double>() > 0)) {
+      throw invalid_request("'repetition_penalty' must be a number greater than 0 (1: off), got " + shown(*p), "repetition_penalty");
+    }
+    r.sampling.repetition_penalty = p->get<double>();
+  }
+  r.sampling.logit_bias = logit_bias(body);
+  if (const Json* s = field(body, "stop_token_ids")) {
+    if (!s->is_array()) throw invalid_request("'stop_token_ids' must be a list of token ids, got " + shown(*s), "stop_token_ids");
+    for (std::int32_t id : token_ids(*s, "stop_token_ids")) r.stop_token_ids.push_back(id);
+  }
+  r.echo = boolean(body, "echo").value_or(false);
   if (const Json* k = field(body, "top_k"); k && k->is_number_integer() && k->get<long long>() == -1) {
     r.sampling.top_k = 0;  // vLLM's "no limit"
   } else {
@@ -227,11 +304,60 @@ ChatInput chat_input(const Json& body) {
   join_text_parts(in.messages);
   if (const Json* t = field(body, "tools")) {
     if (!t->is_array()) throw invalid_request("'tools' must be a list, got " + shown(*t), "tools");
+    for (std::size_t i = 0; i < t->size(); ++i) {
+      const Json& tool = (*t)[i];
+      const std::string where = "'tools[" + std::to_string(i) + "]'";
+      if (!tool.is_object() || tool.value("type", "") != "function" || !tool.contains("function") || !tool["function"].is_object()) {
+        throw invalid_request(where + " must be {\"type\": \"function\", \"function\": {\"name\", \"parameters\"}}, got " + shown(tool),
+                              "tools");
+      }
+      const Json& f = tool["function"];
+      if (!f.contains("name") || !f["name"].is_string() || f["name"].get<std::string>().empty()) {
+        throw invalid_request(where + ".function.name must be a non-empty string", "tools");
+      }
+      if (f.contains("parameters") && !f["parameters"].is_object()) {
+        throw invalid_request(where + ".function.parameters must be a JSON Schema object, got " + shown(f["parameters"]), "tools");
+      }
+    }
     in.tools = *t;
   }
   in.add_generation_prompt = boolean(body, "add_generation_prompt").value_or(true);
   in.kwargs = object_field(body, "chat_template_kwargs");
   return in;
+}
+
+// "tool_choice": "none", "auto", "required" or {"type": "function", "function": {"name"}} naming
+// one of `tools` (null when none were given).
+ToolChoice tool_choice(const Json& body, const nlohmann::ordered_json& tools) {
+  ToolChoice c;
+  const bool any = tools.is_array() && !tools.empty();
+  c.kind = any ? ToolChoice::Kind::kAuto : ToolChoice::Kind::kNone;
+  const Json* v = field(body, "tool_choice");
+  if (!v) return c;
+  const std::string allowed = "\"none\", \"auto\", \"required\" or {\"type\": \"function\", \"function\": {\"name\": ...}}";
+  if (v->is_string()) {
+    const std::string k = v->get<std::string>();
+    if (k == "none") c.kind = ToolChoice::Kind::kNone;
+    else if (k == "auto") c.kind = ToolChoice::Kind::kAuto;
+    else if (k == "required") c.kind = ToolChoice::Kind::kRequired;
+    else throw invalid_request("'tool_choice' must be " + allowed + ", got " + shown(*v), "tool_choice");
+  } else if (v->is_object() && v->value("type", "") == "function" && v->contains("function") && (*v)["function"].is_object() &&
+             (*v)["function"].contains("name") && (*v)["function"]["name"].is_string()) {
+    c.kind = ToolChoice::Kind::kFunction;
+    c.function = (*v)["function"]["name"].get<std::string>();
+  } else {
+    throw invalid_request("'tool_choice' must be " + allowed + ", got " + shown(*v), "tool_choice");
+  }
+  if (c.kind == ToolChoice::Kind::kNone) return c;
+  if (!any) {
+    throw invalid_request("'tool_choice' " + shown(*v) + " needs 'tools': give the functions the model may call", "tool_choice");
+  }
+  if (c.kind == ToolChoice::Kind::kFunction) {
+    bool found = false;
+    for (const auto& t : tools) found = found || t["function"]["name"].get<std::string>() == c.function;
+    if (!found) throw invalid_request("'tool_choice' names the function '" + c.function + "', which is not among 'tools'", "tool_choice");
+  }
+  return c;
 }
 
 }  // namespace
@@ -291,7 +417,8 @@ ApiRequest parse_completion_request(const Json& body) {
   } else {
     throw invalid_request("'prompt' must be a non-empty string or list of token ids, got " + shown(*p), "prompt");
   }
-  r.max_tokens = max_tokens(body, "max_tokens").value_or(16);
+  // With echo, 0 (as vLLM): the prompt alone comes back (with logprobs: scored).
+  r.max_tokens = integer_in(body, "max_tokens", r.echo ? 0 : 1, kMaxNewTokens).value_or(16);
   if (const Json* lp = field(body, "logprobs")) {
     if (lp->is_boolean()) throw invalid_request("'logprobs' must be an integer between 0 and 5, got " + shown(*lp), "logprobs");
     r.logprobs = static_cast<int>(*integer_in(body, "logprobs", 0, kMaxCompletionLogprobs));
@@ -304,6 +431,7 @@ ApiRequest parse_chat_request(const Json& body) {
   r.chat = true;
   parse_common(body, r);
   r.chat_input = chat_input(body);
+  r.tool_choice = tool_choice(body, r.chat_input.tools);
   r.max_tokens = max_tokens(body, "max_completion_tokens");
   if (!r.max_tokens) r.max_tokens = max_tokens(body, "max_tokens");
   if (boolean(body, "logprobs").value_or(false)) {

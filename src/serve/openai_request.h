@@ -17,6 +17,23 @@ namespace plexus {
 inline constexpr int kMaxStopStrings = 4;
 inline constexpr int kMaxCompletionLogprobs = 5;   // completions' "logprobs" (OpenAI's limit)
 inline constexpr int kMaxChatTopLogprobs = 20;     // chat's "top_logprobs"
+inline constexpr int kMaxChoices = 16;             // "n" (and no more than the server's --max-sequences)
+
+// "tool_choice": whether the answer may, must, or must not call the request's tools.
+struct ToolChoice {
+  enum class Kind { kNone, kAuto, kRequired, kFunction };
+  Kind kind = Kind::kNone;  // the default: kAuto with tools, kNone without
+  std::string function;     // kFunction: the function's name (one of the tools)
+};
+
+// Structured output asked for: response_format {"type": "json_object"} or {"type":
+// "json_schema", "json_schema": {"schema": ...}}, or plexus's "grammar" (docs/structured_output.md).
+struct OutputFormat {
+  enum class Kind { kText, kJsonObject, kJsonSchema, kGrammar };
+  Kind kind = Kind::kText;
+  Json schema;          // kJsonSchema: the schema
+  std::string grammar;  // kGrammar: its text
+};
 
 struct ApiRequest {
   bool chat = false;
@@ -26,15 +43,22 @@ struct ApiRequest {
   std::vector<std::int32_t> prompt_ids;
   // /v1/chat/completions: messages, tools and template variables (chat_template_kwargs).
   ChatInput chat_input;
+  ToolChoice tool_choice;
   std::optional<std::int64_t> max_tokens;  // nullopt: completions 16, chat the rest of the context
+  // temperature, top_p, top_k, min_p, seed, presence/frequency/repetition penalties, logit_bias
+  // (token ids checked against the vocabulary by OpenAiApi::prepare).
   SamplingOptions sampling;
   bool seed_given = false;
+  int n = 1;                                 // choices
   std::vector<std::string> stop;
+  std::vector<std::int64_t> stop_token_ids;  // vLLM's extension: ids that end a choice (checked by prepare)
+  bool echo = false;                         // the prompt (chat: the last message, if the assistant's) before the text
   bool stream = false, include_usage = false;
   // Log-probabilities: -1 none; k >= 0 the chosen token's and the top k (completions'
   // "logprobs": k; chat's "logprobs": true with "top_logprobs": k).
   int logprobs = -1;
   bool ignore_eos = false;  // vLLM's extension: generate past the end-of-sequence token
+  OutputFormat format;
 };
 
 // Parse a request body (an object). ApiError 400 for a wrong type or value, naming the field.

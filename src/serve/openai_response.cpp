@@ -63,6 +63,21 @@ void LogprobsBuilder::add(const TokenEvent& token, std::size_t text_offset) {
   offsets_.push_back(text_offset);
 }
 
+void LogprobsBuilder::add_unscored(std::int32_t id, std::size_t text_offset) {
+  ++count_;
+  tokens_.push_back(piece(id));
+  token_logprobs_.push_back(nullptr);
+  top_.push_back(nullptr);
+  offsets_.push_back(text_offset);
+}
+
+Json join_logprobs(Json a, const Json& b) {
+  for (const char* key : {"tokens", "token_logprobs", "top_logprobs", "text_offset"}) {
+    for (const Json& v : b[key]) a[key].push_back(v);
+  }
+  return a;
+}
+
 Json LogprobsBuilder::take() {
   Json j;
   if (chat_) {
@@ -86,26 +101,31 @@ Json reason(const std::string& finish_reason) { return finish_reason.empty() ? J
 
 }  // namespace
 
-Json completion_response(const ResponseHeader& h, const std::string& text, const std::string& finish_reason,
-                         const Json& logprobs, const Json& usage) {
+Json completion_response(const ResponseHeader& h, const std::vector<ChoiceResult>& choices, const Json& usage) {
   Json j = header_json(h, h.chat ? "chat.completion" : "text_completion");
-  Json choice = {{"index", 0}};
-  if (h.chat) {
-    choice["message"] = {{"role", "assistant"}, {"content", text}};
-  } else {
-    choice["text"] = text;
+  j["choices"] = Json::array();
+  for (std::size_t i = 0; i < choices.size(); ++i) {
+    const ChoiceResult& c = choices[i];
+    Json choice = {{"index", i}};
+    if (h.chat) {
+      const bool calls = c.tool_calls.is_array() && !c.tool_calls.empty();
+      choice["message"] = {{"role", "assistant"}, {"content", calls && c.text.empty() ? Json(nullptr) : Json(c.text)}};
+      if (calls) choice["message"]["tool_calls"] = c.tool_calls;
+    } else {
+      choice["text"] = c.text;
+    }
+    choice["logprobs"] = c.logprobs;
+    choice["finish_reason"] = reason(c.finish_reason);
+    j["choices"].push_back(choice);
   }
-  choice["logprobs"] = logprobs;
-  choice["finish_reason"] = reason(finish_reason);
-  j["choices"] = Json::array({choice});
   j["usage"] = usage;
   return j;
 }
 
 Json completion_chunk(const ResponseHeader& h, const std::string& text, const std::string& finish_reason,
-                      const Json& logprobs, bool role) {
+                      const Json& logprobs, bool role, int index) {
   Json j = header_json(h, h.chat ? "chat.completion.chunk" : "text_completion");
-  Json choice = {{"index", 0}};
+  Json choice = {{"index", index}};
   if (h.chat) {
     Json delta = Json::object();
     if (role) delta["role"] = "assistant";
@@ -117,6 +137,30 @@ Json completion_chunk(const ResponseHeader& h, const std::string& text, const st
   choice["logprobs"] = logprobs;
   choice["finish_reason"] = reason(finish_reason);
   j["choices"] = Json::array({choice});
+  return j;
+}
+
+std::string new_tool_call_id(bool mistral) {
+  static constexpr char kAlnum[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  std::uniform_int_distribution<int> pick(0, static_cast<int>(sizeof(kAlnum)) - 2);
+  std::string id = mistral ? "" : "call_";
+  for (int i = 0; i < (mistral ? 9 : 24); ++i) id += kAlnum[pick(rng)];
+  return id;
+}
+
+Json tool_call_json(const std::string& id, const std::string& name, const std::string& arguments, int index) {
+  Json j = Json::object();
+  if (index >= 0) j["index"] = index;
+  j["id"] = id;
+  j["type"] = "function";
+  j["function"] = {{"name", name}, {"arguments", arguments}};
+  return j;
+}
+
+Json tool_calls_chunk(const ResponseHeader& h, const Json& tool_calls, int index) {
+  Json j = header_json(h, "chat.completion.chunk");
+  j["choices"] = Json::array({Json{{"index", index}, {"delta", {{"tool_calls", tool_calls}}}, {"logprobs", nullptr}, {"finish_reason", nullptr}}});
   return j;
 }
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/json.h"
 #include "serve/serve_request.h"
@@ -42,12 +43,16 @@ class LogprobsBuilder {
   LogprobsBuilder(const Tokenizer& tokenizer, bool chat) : tokenizer_(tokenizer), chat_(chat) {}
   // A token with its log-probabilities; `text_offset`: where its text starts in the completion.
   void add(const TokenEvent& token, std::size_t text_offset);
+  // A token without any (the prompt's first, echoed: nothing precedes it): null logprob and
+  // null top_logprobs. Completions' shape only.
+  void add_unscored(std::int32_t id, std::size_t text_offset);
+  // The text of one token, as its "token" entry shows it.
+  std::string piece(std::int32_t id) const;
   bool empty() const { return count_ == 0; }
   // What was added since the last take(), in the endpoint's shape; then starts again.
   Json take();
 
  private:
-  std::string piece(std::int32_t id) const;
   const Tokenizer& tokenizer_;
   bool chat_;
   std::size_t count_ = 0;
@@ -55,15 +60,34 @@ class LogprobsBuilder {
   Json content_ = Json::array();
 };
 
-// A whole response: object "text_completion" ({index, text, logprobs, finish_reason}) or
-// "chat.completion" ({index, message {role, content}, logprobs, finish_reason}).
-Json completion_response(const ResponseHeader& h, const std::string& text, const std::string& finish_reason,
-                         const Json& logprobs, const Json& usage);
-// A chunk: completions {index, text, logprobs, finish_reason}; chat {index, delta, logprobs,
-// finish_reason}. `finish_reason` "" → null. `role`: the first chat chunk's delta carries
-// role "assistant".
+// Completions' logprobs `b` appended to `a` (the echoed prompt's, then the completion's).
+Json join_logprobs(Json a, const Json& b);
+
+// One choice of a whole response.
+struct ChoiceResult {
+  std::string text, finish_reason;
+  Json logprobs;    // null: not asked for
+  Json tool_calls;  // null, or chat's [{"id", "type": "function", "function": {"name", "arguments"}}]
+};
+
+// "call_" and 24 random letters and digits; for Mistral's format 9 of them alone (its templates
+// accept no other ids when the call comes back in the conversation).
+std::string new_tool_call_id(bool mistral);
+// {"id", "type": "function", "function": {"name", "arguments"}}; with `index` (a stream's delta) also "index".
+Json tool_call_json(const std::string& id, const std::string& name, const std::string& arguments, int index = -1);
+// A chat chunk of choice `index` whose delta carries `tool_calls` (each with its "index").
+Json tool_calls_chunk(const ResponseHeader& h, const Json& tool_calls, int index);
+
+// A whole response: object "text_completion" (choices {index, text, logprobs, finish_reason}) or
+// "chat.completion" ({index, message {role, content[, tool_calls]}, logprobs, finish_reason}; a
+// message with tool calls and no text has content null), one per choice, index their place in
+// `choices`.
+Json completion_response(const ResponseHeader& h, const std::vector<ChoiceResult>& choices, const Json& usage);
+// A chunk of choice `index`: completions {index, text, logprobs, finish_reason}; chat {index,
+// delta, logprobs, finish_reason}. `finish_reason` "" → null. `role`: the first chat chunk's delta
+// carries role "assistant".
 Json completion_chunk(const ResponseHeader& h, const std::string& text, const std::string& finish_reason,
-                      const Json& logprobs, bool role = false);
+                      const Json& logprobs, bool role = false, int index = 0);
 // The usage chunk of stream_options.include_usage: empty choices.
 Json usage_chunk(const ResponseHeader& h, const Json& usage);
 

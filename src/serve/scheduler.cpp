@@ -1,5 +1,6 @@
-// The continuous-batching loop: admission (sequences, KV budget, FIFO), one mixed forward of
-// decode tokens and prompt chunks per step, per-request sampling, finishing and draining.
+// The continuous-batching loop: admission (sequences, KV budget, FIFO; a request's choices
+// together), one mixed forward of decode tokens and prompt chunks per step, per-choice sampling,
+// the choices' fork from their prompt's prefill, finishing and draining.
 #include "serve/scheduler.h"
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 
 #include "serve/energy_ledger.h"
 #include "serve/logprobs.h"
+#include "serve/prefix_cache.h"
 #include "serve/request_stream.h"
 
 namespace plexus {
@@ -29,28 +31,56 @@ struct Wake {
   bool poked = false;
 };
 
-// One request from submit() to its finish.
+SamplingOptions seeded(SamplingOptions s, int index) {
+  s.seed = choice_seed(s.seed, index);
+  return s;
+}
+
+// One choice of a request from submit() to its finish. The choices of a request share its
+// stream; choice 0 (the leader) prefills the prompt, the others (its followers) wait, then take
+// a copy of its KV cache and the logits of its last prompt token.
 struct Active {
   std::uint64_t id = 0;
+  int index = 0;  // the choice
   ServeRequest request;
   std::shared_ptr<EventStream> stream;
   Sampler sampler;
   Clock::time_point submitted, admitted, first_token, last_token;
   bool was_admitted = false, has_token = false;
   int slot = -1;
-  std::int64_t prefilled = 0;  // prompt tokens through the model
+  std::int64_t prefilled = 0;  // prompt tokens through the model (or copied from the leader's)
   std::int64_t generated = 0;  // tokens chosen (a final stop id included)
   std::int32_t last = 0;       // the last chosen id: the next decode input
+  Active* leader = nullptr;          // a follower whose leader has not prefilled yet
+  std::vector<Active*> followers;    // the leader's, until it forks them
+  std::string error;                 // this choice failed (kError)
+  std::unique_ptr<TokenConstraint> constraint;  // with request.constraint: masks each row before sampling
 
-  Active(ServeRequest r, std::int64_t vocab, std::function<void()> on_cancel)
-      : request(std::move(r)),
-        stream(std::make_shared<EventStream>(std::move(on_cancel))),
-        sampler(request.sampling, vocab),
-        submitted(Clock::now()) {}
+  Active(ServeRequest r, int choice, std::int64_t vocab, std::shared_ptr<EventStream> s)
+      : index(choice),
+        request(std::move(r)),
+        stream(std::move(s)),
+        sampler(seeded(request.sampling, choice), vocab, request.prompt),
+        submitted(Clock::now()) {
+    if (request.constraint) constraint = request.constraint();
+  }
   std::int64_t prompt_size() const { return static_cast<std::int64_t>(request.prompt.size()); }
   std::int64_t reserve() const { return prompt_size() + request.max_tokens; }  // KV tokens
   bool decoding() const { return prefilled == prompt_size(); }
+  bool cancelled() const { return stream->cancelled(index); }
 };
+
+// Unlinks `a` from its group before it ends: a follower leaves its leader's list; a leader that
+// has not prefilled lets its followers prefill the prompt themselves.
+void detach(Active& a) {
+  if (a.leader) {
+    auto& f = a.leader->followers;
+    f.erase(std::remove(f.begin(), f.end(), &a), f.end());
+    a.leader = nullptr;
+  }
+  for (Active* f : a.followers) f->leader = nullptr;
+  a.followers.clear();
+}
 
 struct Ended {
   std::unique_ptr<Active> active;
@@ -58,11 +88,11 @@ struct Ended {
   std::string error;
 };
 
-// Moves the requests cancelled by their client (all with `all`) from `list` to `ended`.
+// Moves the choices cancelled by their client (all with `all`) from `list` to `ended`.
 template <typename List>
 void cancel_if(List& list, bool all, std::vector<Ended>& ended) {
   for (auto it = list.begin(); it != list.end();) {
-    if (all || (*it)->stream->cancelled()) {
+    if (all || (*it)->cancelled()) {
       ended.push_back({std::move(*it), FinishReason::kCancelled, {}});
       it = list.erase(it);
     } else {
@@ -90,6 +120,7 @@ struct Scheduler::Impl {
   // The scheduler thread's own (changes of its size are made under wake->mutex for stats()).
   std::vector<std::unique_ptr<Active>> running;
   std::vector<float> logits;  // (max_sequences, vocab)
+  std::optional<PrefixCache> cache;  // with options.prefix_cache
   std::thread thread;
 
   // Finish events wait for their energy here, off the scheduler thread.
@@ -110,6 +141,12 @@ struct Scheduler::Impl {
   // so that the step's host time counts from there to its tokens pushed.
   void step(double begin);
   void count_ended(const std::vector<Ended>& ended);
+  // Makes room for `need` more KV tokens (the budget) by closing cached sequences, least recently
+  // used first; false when even an empty cache leaves too little.
+  bool make_room(std::int64_t kv_used, std::int64_t need);
+  bool evict_one();
+  // The leader `a` (slot open) starts from the longest cached prefix of its prompt, if any.
+  void reuse_prefix(Active& a);
   void end(Ended e);
   void finish_loop();
   double clock_s() const { return ledger ? ledger->now_s() : seconds(Clock::now().time_since_epoch()); }
@@ -144,6 +181,7 @@ Scheduler::Scheduler(Runner& runner, const SchedulerOptions& options, EnergyLedg
   Impl& m = *impl_;
   m.counters.kv_budget_tokens = m.options.kv_budget_tokens;
   m.logits.resize(static_cast<std::size_t>(m.options.max_sequences) * static_cast<std::size_t>(m.vocab));
+  if (m.options.prefix_cache) m.cache.emplace();
   m.thread = std::thread([&m] { m.loop(); });
   m.finisher = std::thread([&m] { m.finish_loop(); });
 }
@@ -155,7 +193,8 @@ const SchedulerOptions& Scheduler::options() const { return impl_->options; }
 SchedulerStats Scheduler::stats() const {
   std::lock_guard<std::mutex> lock(impl_->wake->mutex);
   SchedulerStats s = impl_->counters;
-  s.waiting = static_cast<int>(impl_->waiting.size());
+  s.waiting = static_cast<int>(
+      std::count_if(impl_->waiting.begin(), impl_->waiting.end(), [](const auto& a) { return a->index == 0; }));
   return s;
 }
 
@@ -170,39 +209,60 @@ std::shared_ptr<RequestStream> Scheduler::submit(ServeRequest request) {
                        ", outside the model's vocabulary of " + std::to_string(m.vocab) + " ids");
     }
   }
-  if (request.max_tokens < 1) throw InputError("max_tokens must be at least 1, got " + std::to_string(request.max_tokens));
+  if (request.max_tokens < 0) throw InputError("max_tokens must be at least 0, got " + std::to_string(request.max_tokens));
+  const int choices = request.choices;
+  if (choices < 1 || choices > m.options.max_sequences) {
+    throw InputError("n must be between 1 and this server's --max-sequences " + std::to_string(m.options.max_sequences) +
+                     " (a request's choices run together), got " + std::to_string(choices));
+  }
   // Compared without the sum, which overflows for max_tokens near 2^63.
-  const std::int64_t limit = std::min(m.runner.max_context(), m.options.kv_budget_tokens);
+  const std::int64_t limit = std::min(m.runner.max_context(), m.options.kv_budget_tokens / choices);
   if (request.max_tokens > limit - n) {
-    const bool by_context = m.runner.max_context() <= m.options.kv_budget_tokens;
+    const bool by_context = m.runner.max_context() <= m.options.kv_budget_tokens / choices;
     throw InputError("prompt (" + std::to_string(n) + " tokens) + max_tokens (" + std::to_string(request.max_tokens) +
                      ") exceeds " +
                      (by_context ? "the model's context of " + std::to_string(limit) + " tokens"
-                                 : "the server's KV-cache budget of " + std::to_string(limit) + " tokens") +
+                      : choices == 1
+                          ? "the server's KV-cache budget of " + std::to_string(limit) + " tokens"
+                          : "the server's KV-cache budget of " + std::to_string(m.options.kv_budget_tokens) +
+                                " tokens shared by the " + std::to_string(choices) + " choices (" +
+                                std::to_string(limit) + " each)") +
                      ": shorten the prompt or lower max_tokens");
   }
   std::weak_ptr<Wake> weak = m.wake;
-  auto active = std::make_unique<Active>(std::move(request), m.vocab, [weak] {
-    if (const auto w = weak.lock()) {
-      {
-        std::lock_guard<std::mutex> lock(w->mutex);
-        w->poked = true;
-      }
-      w->cv.notify_all();
-    }
-  });
-  std::shared_ptr<RequestStream> stream = active->stream;
+  auto stream = std::make_shared<EventStream>(
+      [weak] {
+        if (const auto w = weak.lock()) {
+          {
+            std::lock_guard<std::mutex> lock(w->mutex);
+            w->poked = true;
+          }
+          w->cv.notify_all();
+        }
+      },
+      choices);
+  std::vector<std::unique_ptr<Active>> group;
+  for (int i = 0; i < choices; ++i) group.push_back(std::make_unique<Active>(request, i, m.vocab, stream));
+  for (int i = 1; i < choices; ++i) {
+    group[static_cast<std::size_t>(i)]->leader = group[0].get();
+    group[0]->followers.push_back(group[static_cast<std::size_t>(i)].get());
+  }
   {
     std::lock_guard<std::mutex> lock(m.wake->mutex);
     if (m.draining) throw ShuttingDown("the server is shutting down: no new requests");
-    if (static_cast<int>(m.waiting.size()) >= m.options.max_queue) {
-      throw QueueFull(std::to_string(m.waiting.size()) + " requests already wait (--max-queue " +
+    const auto requests = std::count_if(m.waiting.begin(), m.waiting.end(), [](const auto& a) { return a->index == 0; });
+    if (requests >= m.options.max_queue) {
+      throw QueueFull(std::to_string(requests) + " requests already wait (--max-queue " +
                       std::to_string(m.options.max_queue) + "): retry later");
     }
-    active->id = m.next_id++;
-    m.waiting.push_back(std::move(active));
+    for (auto& a : group) {
+      a->id = m.next_id++;
+      m.waiting.push_back(std::move(a));
+    }
   }
-  if (m.ledger) m.ledger->request_began();
+  if (m.ledger) {
+    for (int i = 0; i < choices; ++i) m.ledger->request_began();
+  }
   m.wake->cv.notify_all();
   return stream;
 }
@@ -223,6 +283,8 @@ void Scheduler::drain(std::chrono::milliseconds limit) {
   m.wake->cv.notify_all();
   for (Ended& e : ended) m.end(std::move(e));
   m.thread.join();
+  while (m.evict_one()) {
+  }
   {
     std::lock_guard<std::mutex> lock(m.finish_mutex);
     m.finish_stop = true;
@@ -254,30 +316,99 @@ void Scheduler::Impl::loop() {
   }
 }
 
-// Under wake->mutex: FIFO while sequences and the KV budget allow and the runner opens a slot.
+// Under wake->mutex: FIFO while sequences and the KV budget allow and the runner opens the
+// slots, a request's choices (consecutive in `waiting`, sharing a stream) all at once.
 void Scheduler::Impl::admit(std::vector<Ended>& ended) {
   std::int64_t kv_used = 0;
   for (const auto& r : running) kv_used += r->reserve();
-  while (!draining && !waiting.empty() && static_cast<int>(running.size()) < options.max_sequences) {
-    Active& a = *waiting.front();
-    if (kv_used + a.reserve() > options.kv_budget_tokens) break;
-    try {
-      a.slot = runner.open_sequence(a.reserve());
-    } catch (const Error& e) {
-      // Out of memory for now: wait for running requests to free theirs; with none running it never fits.
-      if (!running.empty() && dynamic_cast<const RuntimeError*>(&e)) break;
-      ended.push_back({std::move(waiting.front()), FinishReason::kError, e.what()});
-      waiting.pop_front();
+  while (!draining && !waiting.empty()) {
+    std::size_t g = 1;  // the front request's choices
+    while (g < waiting.size() && waiting[g]->stream == waiting.front()->stream) ++g;
+    if (static_cast<int>(running.size() + g) > options.max_sequences) break;
+    std::int64_t need = 0;
+    for (std::size_t i = 0; i < g; ++i) need += waiting[i]->reserve();
+    // The cached prefix this request would reuse becomes the most recently used: the last to go.
+    if (cache) cache->find(waiting.front()->request.prompt);
+    if (!make_room(kv_used, need)) break;
+    std::size_t opened = 0;
+    std::string error;
+    bool wait = false;
+    while (opened < g) {
+      try {
+        waiting[opened]->slot = runner.open_sequence(waiting[opened]->reserve());
+        ++opened;
+      } catch (const Error& e) {
+        // Out of memory: cached prefixes go first; then wait for running requests to free theirs;
+        // with none running it never fits.
+        const bool memory = dynamic_cast<const RuntimeError*>(&e) != nullptr;
+        if (memory && evict_one()) continue;
+        wait = memory && !running.empty();
+        error = e.what();
+        break;
+      }
+    }
+    if (opened < g) {
+      for (std::size_t i = 0; i < opened; ++i) {
+        runner.close_sequence(waiting[i]->slot);
+        waiting[i]->slot = -1;
+      }
+      if (wait) break;
+      for (std::size_t i = 0; i < g; ++i) {
+        ended.push_back({std::move(waiting.front()), FinishReason::kError, error});
+        waiting.pop_front();
+      }
       continue;
     }
-    a.admitted = Clock::now();
-    a.was_admitted = true;
-    kv_used += a.reserve();
-    running.push_back(std::move(waiting.front()));
-    waiting.pop_front();
+    reuse_prefix(*waiting.front());
+    for (std::size_t i = 0; i < g; ++i) {
+      Active& a = *waiting.front();
+      a.admitted = Clock::now();
+      a.was_admitted = true;
+      kv_used += a.reserve();
+      running.push_back(std::move(waiting.front()));
+      waiting.pop_front();
+    }
   }
   counters.running = static_cast<int>(running.size());
   counters.kv_used_tokens = kv_used;
+  if (cache) {
+    counters.prefix_cached_sequences = cache->entries();
+    counters.prefix_cached_tokens = cache->reserved_tokens();
+    counters.prefix_evictions = cache->evictions();
+  }
+}
+
+bool Scheduler::Impl::evict_one() {
+  if (!cache || cache->empty()) return false;
+  runner.close_sequence(cache->evict());
+  return true;
+}
+
+bool Scheduler::Impl::make_room(std::int64_t kv_used, std::int64_t need) {
+  if (kv_used + need > options.kv_budget_tokens) return false;
+  while (cache && kv_used + cache->reserved_tokens() + need > options.kv_budget_tokens) evict_one();
+  return true;
+}
+
+void Scheduler::Impl::reuse_prefix(Active& a) {
+  // A request scoring its prompt (prompt_logprobs) needs the logits of every prompt position: it runs whole.
+  if (!cache || a.request.prompt_logprobs >= 0) return;
+  const PrefixCache::Match m = cache->find(a.request.prompt);
+  bool hit = m.tokens > 0;
+  if (hit) {
+    try {
+      runner.copy_sequence(m.slot, a.slot, m.tokens);
+      a.prefilled = m.tokens;
+    } catch (const std::exception&) {
+      hit = false;  // the prompt runs whole; the positions a partial copy wrote are run again
+    }
+  }
+  if (hit) {
+    ++counters.prefix_hits;
+    counters.prefix_hit_tokens += m.tokens;
+  } else {
+    ++counters.prefix_misses;
+  }
 }
 
 void Scheduler::Impl::step(double begin) {
@@ -286,9 +417,11 @@ void Scheduler::Impl::step(double begin) {
   std::vector<int> seqs;
   std::vector<std::int64_t> rows;
   std::vector<std::size_t> row_req;              // the running index of each row
+  // Per row: -1 to sample from it; p >= 1 for a prompt row scoring the prompt's token p (prompt_logprobs).
+  std::vector<std::int64_t> row_scores;
   std::vector<std::int64_t> tokens(running.size(), 0);  // per running request, this step
   std::int64_t budget = options.step_tokens, prompt_tokens = 0;
-  auto add = [&](std::size_t r, std::int32_t id, std::int64_t p, bool row) {
+  auto add = [&](std::size_t r, std::int32_t id, std::int64_t p, bool row, std::int64_t scores = -1) {
     ids.push_back(id);
     pos.push_back(static_cast<std::int32_t>(p));
     seqs.push_back(running[r]->slot);
@@ -297,21 +430,31 @@ void Scheduler::Impl::step(double begin) {
     if (row) {
       rows.push_back(static_cast<std::int64_t>(ids.size()) - 1);
       row_req.push_back(r);
+      row_scores.push_back(scores);
     }
   };
   for (std::size_t r = 0; r < running.size() && budget > 0; ++r) {
     const Active& a = *running[r];
     if (a.decoding()) add(r, a.last, a.prompt_size() + a.generated - 1, true);
   }
+  // Prompt positions scored this step, over every request asking (the logits buffer's extra rows).
+  std::int64_t scored_left = kPromptLogprobRows;
   for (std::size_t r = 0; r < running.size() && budget > 0; ++r) {
     const Active& a = *running[r];
-    if (a.decoding()) continue;
-    const std::int64_t take = std::min(budget, a.prompt_size() - a.prefilled);
+    if (a.decoding() || a.leader) continue;  // a follower waits for its leader's prefill
+    const bool scored = a.request.prompt_logprobs >= 0;  // a row for every prompt position, not only the last
+    const std::int64_t take = std::min({budget, a.prompt_size() - a.prefilled, scored ? scored_left : budget});
+    if (take == 0) continue;  // scored rows used up by an earlier request: next step
+    if (scored) scored_left -= take;
     for (std::int64_t i = a.prefilled; i < a.prefilled + take; ++i) {
-      add(r, a.request.prompt[static_cast<std::size_t>(i)], i, i + 1 == a.prompt_size());
+      const bool last = i + 1 == a.prompt_size();
+      add(r, a.request.prompt[static_cast<std::size_t>(i)], i, last || scored, last ? -1 : i + 1);
     }
     prompt_tokens += take;
   }
+  // Only prompt-scoring rows take the buffer past its (max_sequences, vocab); it shrinks back after.
+  const std::size_t base_rows = static_cast<std::size_t>(options.max_sequences);
+  if (rows.size() > base_rows) logits.resize(rows.size() * static_cast<std::size_t>(vocab));
 
   const double t0 = clock_s();
   std::string failure;
@@ -330,6 +473,7 @@ void Scheduler::Impl::step(double begin) {
 
   std::vector<Ended> ended;
   std::vector<bool> done(running.size(), false);
+  std::int64_t sampled = 0;  // tokens chosen this step (a leader's followers' first ones too)
   if (!failure.empty()) {
     for (std::size_t r = 0; r < running.size(); ++r)
       if (tokens[r] > 0) done[r] = true;
@@ -337,25 +481,79 @@ void Scheduler::Impl::step(double begin) {
     for (std::size_t r = 0; r < running.size(); ++r)
       if (!running[r]->decoding()) running[r]->prefilled += tokens[r];
     const Clock::time_point now = Clock::now();
-    std::vector<float> raw;
-    for (std::size_t i = 0; i < rows.size(); ++i) {
-      Active& a = *running[row_req[i]];
-      float* row = logits.data() + i * static_cast<std::size_t>(vocab);
+    std::vector<float> raw, copy;
+    // Where a follower is in `running` (it always is: a request's choices run together).
+    auto running_index = [&](const Active* f) {
+      return static_cast<std::size_t>(std::find_if(running.begin(), running.end(), [&](const auto& p) { return p.get() == f; }) -
+                                       running.begin());
+    };
+    // Samples choice `a` (running index r) from `row` (vocab; changed) and sends its token.
+    auto take = [&](Active& a, std::size_t r, float* row) {
       if (a.request.top_logprobs >= 0) raw.assign(row, row + vocab);  // the sampler changes the row
+      if (a.constraint && !a.constraint->mask(row)) {
+        done[r] = true;  // nothing may follow within the constraint: the choice ends, cut ("length")
+        return;
+      }
       const std::int32_t id = a.sampler.sample(row);
       a.last = id;
       ++a.generated;
+      ++sampled;
       if (!a.has_token) a.first_token = now;
       a.has_token = true;
       a.last_token = now;
       const auto& stops = a.request.stop_ids;
       if (std::find(stops.begin(), stops.end(), id) != stops.end()) {
-        done[row_req[i]] = true;  // the stop id ends the request: counted, not sent
+        done[r] = true;  // the stop id ends the choice: counted, not sent
+        return;
+      }
+      if (a.constraint) a.constraint->accept(id);
+      TokenEvent event = a.request.top_logprobs >= 0 ? token_event(raw.data(), vocab, id, a.request.top_logprobs)
+                                                     : token_event(nullptr, vocab, id, -1);
+      event.index = a.index;
+      a.stream->push(std::move(event));
+      if (a.generated >= a.request.max_tokens) done[r] = true;
+    };
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      Active& a = *running[row_req[i]];
+      float* row = logits.data() + i * static_cast<std::size_t>(vocab);
+      if (row_scores[i] >= 0) {  // a prompt position's row: the log-probabilities of the prompt's next token
+        const std::int64_t p = row_scores[i];
+        TokenEvent event = token_event(row, vocab, a.request.prompt[static_cast<std::size_t>(p)], a.request.prompt_logprobs);
+        event.index = a.index;
+        event.prompt_position = p;
+        a.stream->push(std::move(event));
         continue;
       }
-      a.stream->push(a.request.top_logprobs >= 0 ? token_event(raw.data(), vocab, id, a.request.top_logprobs)
-                                                 : token_event(nullptr, vocab, id, -1));
-      if (a.generated >= a.request.max_tokens) done[row_req[i]] = true;
+      if (a.request.max_tokens == 0) {  // prefill only (its prompt's log-probabilities): no token, for any choice
+        done[row_req[i]] = true;
+        for (Active* f : a.followers) {
+          f->leader = nullptr;
+          done[running_index(f)] = true;
+        }
+        a.followers.clear();
+        continue;
+      }
+      if (!a.followers.empty()) {
+        // The leader's prompt is in: each follower takes a copy of its KV cache and samples its
+        // first token from the same logits.
+        copy.assign(row, row + vocab);
+        for (Active* f : a.followers) {
+          const std::size_t fr = running_index(f);
+          f->leader = nullptr;
+          try {
+            runner.copy_sequence(a.slot, f->slot, a.prompt_size());
+          } catch (const std::exception& e) {
+            f->error = std::string("copying the prompt's KV cache failed: ") + e.what();
+            done[fr] = true;
+            continue;
+          }
+          f->prefilled = f->prompt_size();
+          std::vector<float> frow = copy;
+          take(*f, fr, frow.data());
+        }
+        a.followers.clear();
+      }
+      take(a, row_req[i], row);
     }
   }
   {
@@ -365,7 +563,7 @@ void Scheduler::Impl::step(double begin) {
     counters.host_s += std::max(0.0, (clock_s() - begin) - (t1 - t0));
     if (failure.empty()) {
       counters.prompt_tokens += prompt_tokens;
-      counters.generated_tokens += static_cast<std::int64_t>(rows.size());
+      counters.generated_tokens += sampled;
     }
     std::vector<std::unique_ptr<Active>> keep;
     for (std::size_t r = 0; r < running.size(); ++r) {
@@ -374,13 +572,17 @@ void Scheduler::Impl::step(double begin) {
         continue;
       }
       Active& a = *running[r];
-      const bool stopped = failure.empty() && std::find(a.request.stop_ids.begin(), a.request.stop_ids.end(),
-                                                        a.last) != a.request.stop_ids.end();
-      const FinishReason reason =
-          !failure.empty() ? FinishReason::kError : stopped ? FinishReason::kStop : FinishReason::kLength;
-      ended.push_back({std::move(running[r]), reason, failure});
+      const bool stopped = failure.empty() && a.has_token &&
+                           std::find(a.request.stop_ids.begin(), a.request.stop_ids.end(), a.last) != a.request.stop_ids.end();
+      const std::string error = !failure.empty() ? failure : a.error;
+      const FinishReason reason = !error.empty() ? FinishReason::kError : stopped ? FinishReason::kStop : FinishReason::kLength;
+      ended.push_back({std::move(running[r]), reason, error});
     }
     running = std::move(keep);
+    if (logits.size() > base_rows * static_cast<std::size_t>(vocab)) {
+      logits.resize(base_rows * static_cast<std::size_t>(vocab));
+      logits.shrink_to_fit();
+    }
     std::int64_t kv_used = 0;
     for (const auto& r : running) kv_used += r->reserve();
     counters.running = static_cast<int>(running.size());
@@ -406,12 +608,18 @@ void Scheduler::Impl::count_ended(const std::vector<Ended>& ended) {
 // Frees the slot and sends the FinishEvent (through the finisher when energy is measured).
 void Scheduler::Impl::end(Ended e) {
   Active& a = *e.active;
+  detach(a);
   if (a.slot >= 0) {
-    runner.close_sequence(a.slot);
+    // A choice whose prompt went through whole and did not fail: its prompt's KV stays cached.
+    const bool keep = cache && a.decoding() && e.reason != FinishReason::kError;
+    for (int slot : keep ? cache->insert(a.slot, a.request.prompt, a.reserve()) : std::vector<int>{a.slot}) {
+      runner.close_sequence(slot);
+    }
     a.slot = -1;
   }
   const Clock::time_point now = Clock::now();
   FinishEvent f;
+  f.index = a.index;
   f.reason = e.reason;
   f.error = e.error;
   f.prompt_tokens = a.prompt_size();

@@ -46,6 +46,17 @@ class ByteLevelDecoder : public Decoder {
     }
     tokens.assign(1, utf8::find_invalid(bytes) == std::string::npos ? std::move(bytes) : utf8::repair(bytes));
   }
+  void piece_bytes(std::string& piece) const override {
+    const auto& t = byte_level::tables();
+    std::string bytes;
+    std::size_t i = 0;
+    while (i < piece.size()) {
+      const char32_t cp = utf8::next(piece, i);
+      if (cp >= t.to_byte.size() || t.to_byte[cp] < 0) return;  // not a byte-level spelling: its own bytes
+      bytes.push_back(static_cast<char>(t.to_byte[cp]));
+    }
+    piece.swap(bytes);
+  }
 };
 
 class ByteFallbackDecoder : public Decoder {
@@ -76,6 +87,12 @@ class ByteFallbackDecoder : public Decoder {
     flush();
     tokens.swap(out);
   }
+  void piece_bytes(std::string& piece) const override {
+    if (piece.size() == 6 && piece.compare(0, 3, "<0x") == 0 && piece[5] == '>') {
+      const int byte = parse_hex(piece[3], piece[4]);
+      if (byte >= 0) piece.assign(1, static_cast<char>(byte));
+    }
+  }
 
  private:
   static int hex(char c) {
@@ -99,6 +116,7 @@ class MetaspaceDecoder : public Decoder {
       if (i == 0 && strip_first_ && !tokens[i].empty() && tokens[i][0] == ' ') tokens[i].erase(0, 1);
     }
   }
+  void piece_bytes(std::string& piece) const override { replace_all(piece, replacement_, " "); }  // not first: no strip
 
  private:
   std::string replacement_;
@@ -111,6 +129,7 @@ class ReplaceDecoder : public Decoder {
   void decode_chain(std::vector<std::string>& tokens) const override {
     for (std::string& t : tokens) replace_all(t, from_, to_);
   }
+  void piece_bytes(std::string& piece) const override { replace_all(piece, from_, to_); }
 
  private:
   std::string from_, to_;
@@ -123,6 +142,7 @@ class FuseDecoder : public Decoder {
     for (const std::string& t : tokens) all += t;
     tokens.assign(1, std::move(all));
   }
+  void piece_bytes(std::string&) const override {}
 };
 
 // Removes up to `start` leading and `stop` trailing copies of `content` from every token.
@@ -143,6 +163,9 @@ class StripDecoder : public Decoder {
       t = t.substr(b, e - b);
     }
   }
+  // The shipped tokenizers strip what a Metaspace prefix put before the text's first token (after
+  // Fuse: the whole text's start); a token inside the text keeps its bytes.
+  void piece_bytes(std::string&) const override {}
 
  private:
   std::string content_;
@@ -154,6 +177,9 @@ class SequenceDecoder : public Decoder {
   explicit SequenceDecoder(std::vector<std::unique_ptr<Decoder>> parts) : parts_(std::move(parts)) {}
   void decode_chain(std::vector<std::string>& tokens) const override {
     for (const auto& p : parts_) p->decode_chain(tokens);
+  }
+  void piece_bytes(std::string& piece) const override {
+    for (const auto& p : parts_) p->piece_bytes(piece);
   }
 
  private:

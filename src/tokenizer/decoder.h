@@ -14,6 +14,9 @@ class Decoder {
   virtual ~Decoder() = default;
   // Rewrites the token list in place (HF's decode_chain); the result is joined with no separator.
   virtual void decode_chain(std::vector<std::string>& tokens) const = 0;
+  // The bytes one token adds to a text it does not begin (structured output's vocabulary):
+  // `piece` rewritten in place, byte-level and <0xHH> spellings as raw bytes, invalid UTF-8 kept.
+  virtual void piece_bytes(std::string& piece) const = 0;
 };
 
 // Builds the decoder in `spec` (null gives nullptr: tokens are then joined with spaces).

@@ -306,6 +306,33 @@ std::optional<std::int32_t> Tokenizer::piece_to_id(std::string_view piece) const
   return parts_->spm ? parts_->spm->token_to_id(piece) : parts_->model->token_to_id(piece);
 }
 
+std::optional<std::string> Tokenizer::token_bytes(std::int32_t id) const {
+  const TokenizerParts& p = *parts_;
+  if (id < 0 || id >= p.vocab_size) return std::nullopt;
+  if (p.spm) {
+    if (id >= p.spm->size()) return std::nullopt;
+    switch (p.spm->type(id)) {
+      case GgufTokenType::kControl:
+      case GgufTokenType::kUnknown:
+      case GgufTokenType::kUnused:
+        return std::nullopt;
+      default:
+        return p.spm->piece_text(id);
+    }
+  }
+  const int a = p.added_by_id[static_cast<std::size_t>(id)];
+  if (a >= 0) {
+    const AddedToken& t = p.added.tokens()[static_cast<std::size_t>(a)];
+    if (t.special) return std::nullopt;
+    return t.content;
+  }
+  const std::string* s = p.model->id_to_token(id);
+  if (!s) return std::nullopt;
+  std::string piece = *s;
+  if (p.decoder) p.decoder->piece_bytes(piece);
+  return piece;
+}
+
 std::optional<std::string> Tokenizer::chat_template() const { return parts_->chat_template; }
 
 bool Tokenizer::is_special(std::int32_t id) const {

@@ -44,7 +44,11 @@ class Tokenizer {
   std::optional<std::int32_t> eos_id() const;
   std::string id_to_piece(std::int32_t id) const;  // raw vocab string ("" when unknown)
   std::optional<std::int32_t> piece_to_id(std::string_view piece) const;
-  bool is_special(std::int32_t id) const;  // an added token flagged "special" (GGUF: control, unknown)
+  bool is_special(std::int32_t id) const;
+  // The bytes token `id` adds to a text after other tokens (byte-level and <0xHH> byte-fallback
+  // spellings as raw bytes, "▁" as a space, no UTF-8 repair); nullopt for special, control,
+  // unknown and unused tokens and ids outside the vocabulary. Structured output masks by these.
+  std::optional<std::string> token_bytes(std::int32_t id) const;  // an added token flagged "special" (GGUF: control, unknown)
   // tokenizer_config.json's "chat_template" / GGUF tokenizer.chat_template, when present.
   std::optional<std::string> chat_template() const;
 

@@ -12,6 +12,8 @@
 #include "serve/openai_api.h"
 #include "serve/openai_request.h"
 #include "serve/openai_response.h"
+#include "structured/grammar_cache.h"
+#include "structured/vocabulary.h"
 #include "tokenizer/tokenizer.h"
 
 namespace plexus {
@@ -61,8 +63,31 @@ TEST(ParseCompletion, ReadsEveryField) {
   EXPECT_EQ(r.stop, (std::vector<std::string>{"a", "bc"}));
   EXPECT_TRUE(r.stream && r.include_usage && r.ignore_eos);
   EXPECT_EQ(r.logprobs, 3);
+  EXPECT_EQ(r.n, 1);
+  EXPECT_FALSE(r.echo);
   EXPECT_EQ(parse_completion_request(Json::parse(R"({"prompt": ["x"], "stop": "end", "top_k": -1})")).stop,
             std::vector<std::string>{"end"});
+}
+
+TEST(ParseCompletion, ReadsEverySamplingFieldOfVllm) {
+  const ApiRequest r = parse_completion_request(Json::parse(
+      R"({"prompt": "x", "n": 4, "best_of": 4, "presence_penalty": -1.5, "frequency_penalty": 2, "repetition_penalty": 1.2,
+          "logit_bias": {"7": -100, "12": 3.5}, "min_p": 0.1, "stop_token_ids": [3, 9], "echo": true, "temperature": 0.7})"));
+  EXPECT_EQ(r.n, 4);
+  EXPECT_DOUBLE_EQ(r.sampling.presence_penalty, -1.5);
+  EXPECT_DOUBLE_EQ(r.sampling.frequency_penalty, 2);
+  EXPECT_DOUBLE_EQ(r.sampling.repetition_penalty, 1.2);
+  EXPECT_DOUBLE_EQ(r.sampling.min_p, 0.1);
+  auto bias = r.sampling.logit_bias;
+  std::sort(bias.begin(), bias.end());
+  EXPECT_EQ(bias, (std::vector<std::pair<std::int32_t, float>>{{7, -100.0f}, {12, 3.5f}}));
+  EXPECT_EQ(r.stop_token_ids, (std::vector<std::int64_t>{3, 9}));
+  EXPECT_TRUE(r.echo);
+  const ApiRequest c = parse_chat_request(Json::parse(
+      R"({"messages": [{"role": "user", "content": "hi"}], "n": 2, "presence_penalty": 0.5, "logit_bias": {"1": 1}})"));
+  EXPECT_EQ(c.n, 2);
+  EXPECT_DOUBLE_EQ(c.sampling.presence_penalty, 0.5);
+  EXPECT_EQ(c.sampling.logit_bias.size(), 1u);
 }
 
 TEST(ParseCompletion, BadValuesName400FieldAndRange) {
@@ -82,8 +107,24 @@ TEST(ParseCompletion, BadValuesName400FieldAndRange) {
       {R"({"prompt": "x", "top_k": -2})", "top_k", "between 0 and"},
       {R"({"prompt": "x", "logprobs": 6})", "logprobs", "between 0 and 5"},
       {R"({"prompt": "x", "logprobs": true})", "logprobs", "between 0 and 5"},
-      {R"({"prompt": "x", "n": 2})", "n", "between 1 and 1"},
-      {R"({"prompt": "x", "echo": true})", "echo", "only false"},
+      {R"({"prompt": "x", "n": 17})", "n", "between 1 and 16"},
+      {R"({"prompt": "x", "n": 0})", "n", "between 1 and 16"},
+      {R"({"prompt": "x", "n": 2, "best_of": 3})", "best_of", "equal 'n'"},
+      {R"({"prompt": "x", "echo": "yes"})", "echo", "true or false"},
+      {R"({"prompt": "x", "suffix": "y"})", "suffix", "fill-in-the-middle"},
+      {R"({"prompt": "x", "presence_penalty": 2.5})", "presence_penalty", "between -2 and 2"},
+      {R"({"prompt": "x", "frequency_penalty": -3})", "frequency_penalty", "between -2 and 2"},
+      {R"({"prompt": "x", "frequency_penalty": "lots"})", "frequency_penalty", "number"},
+      {R"({"prompt": "x", "repetition_penalty": 0})", "repetition_penalty", "greater than 0"},
+      {R"({"prompt": "x", "repetition_penalty": -1})", "repetition_penalty", "greater than 0"},
+      {R"({"prompt": "x", "min_p": 1.5})", "min_p", "between 0 and 1"},
+      {R"({"prompt": "x", "logit_bias": [1]})", "logit_bias", "object"},
+      {R"({"prompt": "x", "logit_bias": {"abc": 1}})", "logit_bias", "token ids"},
+      {R"({"prompt": "x", "logit_bias": {"-1": 1}})", "logit_bias", "token ids"},
+      {R"({"prompt": "x", "logit_bias": {"5": 101}})", "logit_bias", "between -100 and 100"},
+      {R"({"prompt": "x", "logit_bias": {"5": "up"}})", "logit_bias", "between -100 and 100"},
+      {R"({"prompt": "x", "stop_token_ids": [1, -1]})", "stop_token_ids", "stop_token_ids[1]"},
+      {R"({"prompt": "x", "stop_token_ids": 3})", "stop_token_ids", "list of token ids"},
       {R"({"prompt": "x", "stop": ["a", "b", "c", "d", "e"]})", "stop", "up to 4"},
       {R"({"prompt": "x", "stop": [1]})", "stop", "list of strings"},
       {R"({"prompt": "x", "stop": ""})", "stop", "not be empty"},
@@ -270,7 +311,7 @@ TEST(CompletionText, NeverHandsOutPartOfAUtf8Character) {
 TEST(Responses, CompletionAndChatShapes) {
   const ResponseHeader h{"cmpl-1", 100, "m", false};
   const Json usage = usage_json(3, 2, 0.25, 1.5);
-  Json j = completion_response(h, "hi", "length", nullptr, usage);
+  Json j = completion_response(h, {{"hi", "length", nullptr, nullptr}}, usage);
   EXPECT_EQ(j["object"], "text_completion");
   EXPECT_EQ(j["id"], "cmpl-1");
   EXPECT_EQ(j["created"], 100);
@@ -284,7 +325,7 @@ TEST(Responses, CompletionAndChatShapes) {
   EXPECT_EQ(j["usage"]["time_s"], 0.25);
   EXPECT_TRUE(usage_json(1, 1, 0, std::nullopt)["energy_j"].is_null());
   const ResponseHeader c{"chatcmpl-1", 100, "m", true};
-  j = completion_response(c, "yo", "stop", nullptr, usage);
+  j = completion_response(c, {{"yo", "stop", nullptr, nullptr}}, usage);
   EXPECT_EQ(j["object"], "chat.completion");
   EXPECT_EQ(j["choices"][0]["message"], (Json{{"role", "assistant"}, {"content", "yo"}}));
 }
@@ -416,7 +457,7 @@ TEST_F(ApiFixture, CompletionWholeResponse) {
   EXPECT_TRUE(p.serve.sampling.greedy);
   EXPECT_EQ(p.serve.stop_ids, (std::vector<std::int64_t>{128001}));
   EXPECT_EQ(p.serve.top_logprobs, -1);
-  const Json j = api.complete(p, *api.submit(p));
+  const Json j = *api.complete(p, *api.submit(p));
   EXPECT_EQ(j["choices"][0]["text"], "Hello world");
   EXPECT_EQ(j["choices"][0]["finish_reason"], "length");
   EXPECT_EQ(j["usage"]["prompt_tokens"], p.serve.prompt.size());
@@ -430,7 +471,7 @@ TEST_F(ApiFixture, StopStringCancelsAndTrims) {
   OpenAiApi api(model, nullptr);
   script("Hello world, how are you", FinishReason::kLength);
   const PreparedRequest p = api.prepare(parse_completion_request(Json::parse(R"({"prompt": "Hi", "stop": [", how"]})")));
-  const Json j = api.complete(p, *api.submit(p));
+  const Json j = *api.complete(p, *api.submit(p));
   EXPECT_EQ(j["choices"][0]["text"], "Hello world");
   EXPECT_EQ(j["choices"][0]["finish_reason"], "stop");
   EXPECT_TRUE(stream->cancelled());  // the slot frees at the next step
@@ -480,6 +521,49 @@ TEST_F(ApiFixture, StreamingStopsWhenTheClientGoes) {
   int writes = 0;
   EXPECT_FALSE(api.stream(p, *api.submit(p), [&](const std::string&) { return ++writes < 2; }));
   EXPECT_TRUE(stream->cancelled());
+}
+
+// A non-streaming request whose client leaves: `alive` is asked while tokens keep coming (every
+// 100 ms, not only when none comes), and its false cancels the request; no response.
+TEST_F(ApiFixture, NonStreamingCompletionEndsWhenTheClientGoes) {
+  OpenAiApi api(model, nullptr);
+  std::vector<std::int32_t> ids(40, 1000);
+  stream = std::make_shared<testing::FakeStream>(ids, FinishReason::kLength, std::chrono::milliseconds(10));
+  const PreparedRequest p = api.prepare(parse_completion_request(Json::parse(R"({"prompt": "Hi", "max_tokens": 40})")));
+  int asked = 0;
+  EXPECT_FALSE(api.complete(p, *api.submit(p), [&] { return ++asked < 2; }).has_value());
+  EXPECT_TRUE(stream->cancelled());
+  EXPECT_EQ(asked, 2);
+  // A client that stays gets the whole response.
+  stream = std::make_shared<testing::FakeStream>(ids, FinishReason::kLength);
+  const std::optional<Json> j = api.complete(p, *api.submit(p), [] { return true; });
+  ASSERT_TRUE(j.has_value());
+  EXPECT_EQ((*j)["usage"]["completion_tokens"], 40);
+}
+
+// "n" above the server's choices (--max-sequences) is a 400 naming n, before any work.
+TEST_F(ApiFixture, MoreChoicesThanTheServerRunsTogetherIs400) {
+  model.max_choices = 4;
+  OpenAiApi api(model, nullptr);
+  EXPECT_EQ(api.prepare(parse_completion_request(Json::parse(R"({"prompt": "x", "n": 4})"))).serve.choices, 4);
+  const ApiError e = error_of([&] { api.prepare(parse_completion_request(Json::parse(R"({"prompt": "x", "n": 5})"))); });
+  EXPECT_EQ(e.status(), 400);
+  EXPECT_EQ(e.param(), "n");
+  EXPECT_NE(std::string(e.what()).find("between 1 and 4"), std::string::npos) << e.what();
+}
+
+// Completions' echo with logprobs asks the scheduler for the prompt's log-probabilities.
+TEST_F(ApiFixture, EchoWithLogprobsAsksForThePrompts) {
+  OpenAiApi api(model, nullptr);
+  EXPECT_EQ(api.prepare(parse_completion_request(Json::parse(R"({"prompt": "x", "echo": true, "logprobs": 2})"))).serve.prompt_logprobs, 2);
+  EXPECT_EQ(api.prepare(parse_completion_request(Json::parse(R"({"prompt": "x", "logprobs": 2})"))).serve.prompt_logprobs, -1);
+  EXPECT_EQ(api.prepare(parse_completion_request(Json::parse(R"({"prompt": "x", "echo": true})"))).serve.prompt_logprobs, -1);
+  // max_tokens 0 with echo (as vLLM: the prompt alone, scored with logprobs); without echo, 400.
+  EXPECT_EQ(api.prepare(parse_completion_request(Json::parse(R"({"prompt": "x", "echo": true, "logprobs": 1, "max_tokens": 0})")))
+                .serve.max_tokens,
+            0);
+  const ApiError e = error_of([&] { parse_completion_request(Json::parse(R"({"prompt": "x", "max_tokens": 0})")); });
+  EXPECT_EQ(e.param(), "max_tokens");
 }
 
 TEST_F(ApiFixture, ModelLengthVocabularyAndTemplateErrors) {
@@ -549,6 +633,198 @@ TEST_F(ApiFixture, TokenizeDetokenizeRoundTrip) {
   EXPECT_EQ(error_of([&] { api.tokenize("{}"); }).status(), 400);
   EXPECT_EQ(api.models()["data"][0]["id"], "tiny");
   EXPECT_EQ(api.models()["data"][0]["owned_by"], "plexus");
+}
+
+TEST(ParseCompletion, ResponseFormatAndGrammar) {
+  auto parse = [](const std::string& extra) { return parse_completion_request(Json::parse(R"({"prompt": "x")" + extra + "}")); };
+  EXPECT_EQ(parse("").format.kind, OutputFormat::Kind::kText);
+  EXPECT_EQ(parse(R"(, "response_format": {"type": "text"})").format.kind, OutputFormat::Kind::kText);
+  EXPECT_EQ(parse(R"(, "response_format": {"type": "json_object"})").format.kind, OutputFormat::Kind::kJsonObject);
+  const ApiRequest s = parse(R"(, "response_format": {"type": "json_schema", "json_schema": {"name": "n", "schema": {"type": "integer"}}})");
+  EXPECT_EQ(s.format.kind, OutputFormat::Kind::kJsonSchema);
+  EXPECT_EQ(s.format.schema, Json::parse(R"({"type": "integer"})"));
+  const ApiRequest g = parse(R"(, "grammar": "root ::= \"yes\" | \"no\"")");
+  EXPECT_EQ(g.format.kind, OutputFormat::Kind::kGrammar);
+  EXPECT_EQ(g.format.grammar, "root ::= \"yes\" | \"no\"");
+  const std::pair<std::string, std::string> bad[] = {
+      {R"(, "response_format": "json")", "response_format"},
+      {R"(, "response_format": {"type": "xml"})", "response_format"},
+      {R"(, "response_format": {"type": "json_schema"})", "response_format"},
+      {R"(, "response_format": {"type": "json_schema", "json_schema": {"schema": 3}})", "response_format"},
+      {R"(, "grammar": 5)", "grammar"},
+      {R"(, "grammar": "")", "grammar"},
+      {R"(, "grammar": "root ::= \"a\"", "response_format": {"type": "json_object"})", "grammar"},
+  };
+  for (const auto& [extra, param] : bad) {
+    const ApiError e = error_of([&] { parse(extra); });
+    EXPECT_EQ(e.status(), 400) << extra;
+    EXPECT_EQ(e.param(), param) << extra << ": " << e.what();
+  }
+}
+
+TEST(ParseChat, ToolChoiceDefaultsAndBadValues) {
+  const std::string tools = R"("tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}])";
+  const std::string msgs = R"("messages": [{"role": "user", "content": "hi"}])";
+  auto parse = [&](const std::string& extra) { return parse_chat_request(Json::parse("{" + msgs + extra + "}")); };
+  EXPECT_EQ(parse("").tool_choice.kind, ToolChoice::Kind::kNone);
+  EXPECT_EQ(parse(", " + tools).tool_choice.kind, ToolChoice::Kind::kAuto);
+  EXPECT_EQ(parse(", " + tools + R"(, "tool_choice": "required")").tool_choice.kind, ToolChoice::Kind::kRequired);
+  EXPECT_EQ(parse(", " + tools + R"(, "tool_choice": "none")").tool_choice.kind, ToolChoice::Kind::kNone);
+  const ApiRequest named = parse(", " + tools + R"(, "tool_choice": {"type": "function", "function": {"name": "f"}})");
+  EXPECT_EQ(named.tool_choice.kind, ToolChoice::Kind::kFunction);
+  EXPECT_EQ(named.tool_choice.function, "f");
+  EXPECT_EQ(parse(R"(, "tools": [], "tool_choice": "none")").tool_choice.kind, ToolChoice::Kind::kNone);
+  const std::pair<std::string, std::string> bad[] = {
+      {", " + tools + R"(, "tool_choice": "sometimes")", "tool_choice"},
+      {", " + tools + R"(, "tool_choice": {"type": "function", "function": {"name": "g"}})", "tool_choice"},
+      {R"(, "tool_choice": "required")", "tool_choice"},
+      {R"(, "tools": [{"type": "function", "function": {"parameters": {}}}])", "tools"},
+      {R"(, "tools": [{"type": "retrieval"}])", "tools"},
+      {R"(, "tools": [{"type": "function", "function": {"name": "f", "parameters": [1]}}])", "tools"},
+  };
+  for (const auto& [extra, param] : bad) {
+    const ApiError e = error_of([&] { parse(extra); });
+    EXPECT_EQ(e.status(), 400) << extra;
+    EXPECT_EQ(e.param(), param) << extra << ": " << e.what();
+  }
+}
+
+// The API with Qwen3's tokenizer and chat template (the Hermes tool-call format).
+struct ToolApiFixture : ::testing::Test {
+  std::unique_ptr<Tokenizer> tok = Tokenizer::load(std::string(PLEXUS_GOLDEN_DIR) + "/tokenizers/qwen3");
+  std::optional<ChatTemplate> tmpl = ChatTemplate::from_model(std::string(PLEXUS_GOLDEN_DIR) + "/tokenizers/qwen3");
+  ServedModel model;
+  std::shared_ptr<testing::FakeStream> stream;
+  ServeRequest submitted;
+  const std::string body = R"({"messages": [{"role": "user", "content": "Weather in Paris?"}],
+      "tools": [{"type": "function", "function": {"name": "get_weather", "description": "Weather for a city",
+                 "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]})";
+  const std::string answer =
+      "I'll check.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>";
+  void SetUp() override {
+    ASSERT_TRUE(tmpl.has_value());
+    model.name = "qwen";
+    model.max_model_len = 4096;
+    model.vocab_size = tok->vocab_size();
+    model.tokenizer = tok.get();
+    model.chat_template = &*tmpl;
+    model.tool_format = tool_call_format(tmpl->source());
+    model.submit = [this](ServeRequest r) -> std::shared_ptr<RequestStream> {
+      submitted = r;
+      return stream;
+    };
+    stream = std::make_shared<testing::FakeStream>(tok->encode(answer, false), FinishReason::kStop);
+  }
+  std::string with(const std::string& extra) const { return body.substr(0, body.size() - 1) + extra + "}"; }
+};
+
+TEST_F(ToolApiFixture, CallsInTheAnswerBecomeToolCalls) {
+  OpenAiApi api(model, nullptr);
+  ASSERT_EQ(model.tool_format, ToolCallFormat::kHermes);
+  const PreparedRequest p = api.prepare(body + "", true);
+  EXPECT_EQ(p.tool_format, ToolCallFormat::kHermes);
+  EXPECT_NE(tok->decode(p.serve.prompt).find("get_weather"), std::string::npos);  // the template shows the tools
+  const Json j = *api.complete(p, *api.submit(p));
+  const Json& m = j["choices"][0]["message"];
+  EXPECT_EQ(m["content"], "I'll check.\n");
+  ASSERT_EQ(m["tool_calls"].size(), 1u) << j.dump();
+  EXPECT_EQ(m["tool_calls"][0]["type"], "function");
+  EXPECT_EQ(m["tool_calls"][0]["id"].get<std::string>().rfind("call_", 0), 0u);
+  EXPECT_EQ(m["tool_calls"][0]["function"]["name"], "get_weather");
+  EXPECT_EQ(Json::parse(m["tool_calls"][0]["function"]["arguments"].get<std::string>()), Json::parse(R"({"city": "Paris"})"));
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "tool_calls");
+}
+
+TEST_F(ToolApiFixture, StreamedCallsComeAsToolCallDeltas) {
+  OpenAiApi api(model, nullptr);
+  const PreparedRequest p = api.prepare(with(R"(, "stream": true)"), true);
+  std::vector<std::string> events;
+  ASSERT_TRUE(api.stream(p, *api.submit(p), [&](const std::string& s) {
+    events.push_back(s);
+    return true;
+  }));
+  std::string content;
+  Json calls = Json::array();
+  std::string finish;
+  for (const std::string& e : events) {
+    if (e == kSseDone) continue;
+    const Json j = Json::parse(e.substr(6));
+    const Json& c = j["choices"][0];
+    if (c["delta"].contains("content")) content += c["delta"]["content"].get<std::string>();
+    if (c["delta"].contains("tool_calls")) {
+      for (const Json& t : c["delta"]["tool_calls"]) calls.push_back(t);
+    }
+    if (!c["finish_reason"].is_null()) finish = c["finish_reason"].get<std::string>();
+  }
+  EXPECT_EQ(content, "I'll check.\n");
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0]["index"], 0);
+  EXPECT_EQ(calls[0]["function"]["name"], "get_weather");
+  EXPECT_EQ(Json::parse(calls[0]["function"]["arguments"].get<std::string>()), Json::parse(R"({"city": "Paris"})"));
+  EXPECT_EQ(finish, "tool_calls");
+}
+
+TEST_F(ToolApiFixture, ToolChoiceNoneHidesTheToolsAndParsesNothing) {
+  OpenAiApi api(model, nullptr);
+  const PreparedRequest p = api.prepare(with(R"(, "tool_choice": "none")"), true);
+  EXPECT_EQ(p.tool_format, ToolCallFormat::kNone);
+  EXPECT_EQ(tok->decode(p.serve.prompt).find("get_weather"), std::string::npos);
+  const Json j = *api.complete(p, *api.submit(p));
+  EXPECT_EQ(j["choices"][0]["message"]["content"], answer);
+  EXPECT_FALSE(j["choices"][0]["message"].contains("tool_calls"));
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "stop");
+}
+
+TEST_F(ToolApiFixture, RequiredCallsAreWrittenByAGrammarWhateverTheModelsFormat) {
+  model.tool_format = ToolCallFormat::kNone;  // as --tool-call-parser none
+  OpenAiApi plain(model, nullptr);
+  // auto: the answer stays text.
+  EXPECT_EQ(plain.prepare(body + "", true).tool_format, ToolCallFormat::kNone);
+  // Without the structured-output machinery: 400.
+  EXPECT_EQ(error_of([&] { plain.prepare(with(R"(, "tool_choice": "required")"), true); }).param(), "tool_choice");
+
+  structured::GrammarCache grammars;
+  model.vocabulary = std::make_shared<const structured::Vocabulary>(
+      structured::vocabulary_from_tokenizer(*tok, model.vocab_size, {static_cast<std::int64_t>(*tok->eos_id())}));
+  model.grammars = &grammars;
+  OpenAiApi api(model, nullptr);
+  const PreparedRequest p = api.prepare(with(R"(, "tool_choice": "required")"), true);
+  EXPECT_EQ(p.tool_format, ToolCallFormat::kJsonList);
+  ASSERT_TRUE(p.serve.constraint);
+  // The grammar lets the list start and nothing else.
+  std::unique_ptr<TokenConstraint> c = p.serve.constraint();
+  std::vector<float> logits(static_cast<std::size_t>(model.vocab_size), 0.0f);
+  ASSERT_TRUE(c->mask(logits.data()));
+  for (std::size_t id = 0; id < logits.size(); ++id) {
+    if (logits[id] == 0.0f) {
+      EXPECT_EQ(tok->decode(std::vector<std::int32_t>{static_cast<std::int32_t>(id)}).substr(0, 1), "[") << id;
+    }
+  }
+  stream = std::make_shared<testing::FakeStream>(
+      tok->encode(R"([{"name":"get_weather","parameters":{"city":"Paris"}}])", false), FinishReason::kStop);
+  const Json j = *api.complete(p, *api.submit(p));
+  const Json& m = j["choices"][0]["message"];
+  EXPECT_TRUE(m["content"].is_null()) << j.dump();
+  ASSERT_EQ(m["tool_calls"].size(), 1u) << j.dump();
+  EXPECT_EQ(m["tool_calls"][0]["function"]["name"], "get_weather");
+  EXPECT_EQ(Json::parse(m["tool_calls"][0]["function"]["arguments"].get<std::string>()), Json::parse(R"({"city": "Paris"})"));
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "tool_calls");
+
+  // Bad schemas and grammars: 400 naming the field; structured output with ignore_eos or with tool_choice required.
+  const std::pair<std::string, std::string> bad[] = {
+      {R"(, "tool_choice": "none", "response_format": {"type": "json_schema", "json_schema": {"schema": {"type": "strange"}}})", "response_format"},
+      {R"(, "tool_choice": "none", "grammar": "root ::= (\"a\"")", "grammar"},
+      {R"(, "tool_choice": "none", "response_format": {"type": "json_object"}, "ignore_eos": true)", "ignore_eos"},
+      {R"(, "tool_choice": "required", "response_format": {"type": "json_object"})", "tool_choice"},
+  };
+  for (const auto& [extra, param] : bad) {
+    const ApiError e = error_of([&] { api.prepare(with(extra), true); });
+    EXPECT_EQ(e.status(), 400) << extra;
+    EXPECT_EQ(e.param(), param) << extra << ": " << e.what();
+  }
+  EXPECT_NE(std::string(error_of([&] { api.prepare(with(R"(, "tool_choice": "none", "grammar": "root ::= (\"a\"")"), true); }).what())
+                .find("line 1"),
+            std::string::npos);
 }
 
 }  // namespace

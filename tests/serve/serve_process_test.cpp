@@ -303,6 +303,40 @@ TEST_F(ServeProcess, ErrorsAreOpenAiShapedAndTheServerGoesOn) {
   EXPECT_EQ(r.status, 200) << r.body;
 }
 
+TEST_F(ServeProcess, ARepeatedPromptStartComesFromThePrefixCacheWithTheSameText) {
+  std::string system = "You are a careful assistant. Answer briefly and cite the document.";
+  for (int i = 0; i < 4; ++i) system += " Rule " + std::to_string(i) + ": never invent a number you were not given.";
+  const double hits = metric("plexus_prefix_cache_hits_total").value_or(-1);
+  const double hit_tokens = metric("plexus_prefix_cache_hit_tokens_total").value_or(-1);
+  ASSERT_GE(hits, 0);
+  std::vector<std::string> texts;
+  for (const char* question : {" Q: what is two and two?", " Q: what is two and two?", " Q: name a colour."}) {
+    const HttpResult r = post("/v1/completions", {{"prompt", system + question}, {"max_tokens", 6}, {"temperature", 0}});
+    ASSERT_EQ(r.status, 200) << r.body;
+    texts.push_back(r.json()["choices"][0]["text"].get<std::string>());
+  }
+  EXPECT_EQ(texts[0], texts[1]);
+  // The second and third requests started from the first one's cached blocks (>= 3 of 16 tokens).
+  EXPECT_EQ(metric("plexus_prefix_cache_hits_total").value_or(-1), hits + 2);
+  EXPECT_GE(metric("plexus_prefix_cache_hit_tokens_total").value_or(-1), hit_tokens + 2 * 48);
+  EXPECT_GE(metric("plexus_prefix_cache_sequences").value_or(-1), 1);
+
+  // --no-prefix-cache: the same texts, every prompt run whole.
+  ServerProcess plain(shell_quote(shared->model) + " --threads 2 --context 2048 --max-sequences 4 --no-prefix-cache", shared->dir);
+  ASSERT_TRUE(plain.ok());
+  std::size_t i = 0;
+  for (const char* question : {" Q: what is two and two?", " Q: what is two and two?", " Q: name a colour."}) {
+    const HttpResult r = curl("POST", plain.url("/v1/completions"),
+                              Json{{"prompt", system + question}, {"max_tokens", 6}, {"temperature", 0}}.dump());
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(r.json()["choices"][0]["text"].get<std::string>(), texts[i++]);
+  }
+  const std::string m = curl("GET", plain.url("/metrics")).body;
+  EXPECT_NE(m.find("\nplexus_prefix_cache_hits_total 0\n"), std::string::npos) << m;
+  EXPECT_NE(m.find("\nplexus_prefix_cache_misses_total 0\n"), std::string::npos) << m;
+  EXPECT_EQ(plain.stop(SIGTERM, 30), 0) << plain.log();
+}
+
 TEST_F(ServeProcess, ClientKilledMidStreamFreesItsSlot) {
   const double cancelled_before = metric("plexus_requests_finished_total{reason=\"cancelled\"}").value_or(0);
   const Json req = {{"prompt", "Go on"}, {"max_tokens", 2000}, {"ignore_eos", true}, {"stream", true}};
@@ -426,7 +460,8 @@ TEST(ServeProcessAlone, BadFlagsExit2) {
                                                        {"--max-queue 0", "--max-queue"},
                                                        {"--max-connections 0", "--max-connections"},
                                                        {"--request-timeout 0", "--request-timeout"},
-                                                       {"--request-timeout x", "--request-timeout"}};
+                                                       {"--request-timeout x", "--request-timeout"},
+                                                       {"--tool-call-parser qwen", "--tool-call-parser"}};
   for (const auto& [flags, mention] : cases) {
     const ProcessResult r = run_plexus("serve " + shell_quote(dir / "none") + " " + flags);
     EXPECT_EQ(r.exit_code, 2) << flags << ": " << r.err;

@@ -54,6 +54,17 @@ void RecordingRunner::close_sequence(int slot) {
   capacity_.erase(slot);
 }
 
+void RecordingRunner::copy_sequence(int from, int to, std::int64_t tokens) {
+  inner_.copy_sequence(from, to, tokens);
+  std::lock_guard<std::mutex> lock(mutex_);
+  copies_.push_back({from, to, tokens});
+}
+
+std::vector<RecordingRunner::Copy> RecordingRunner::copies() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return copies_;
+}
+
 void RecordingRunner::forward(const SlotBatch& batch, std::span<const std::int64_t> rows, float* logits) {
   int index = 0;
   {
@@ -92,7 +103,9 @@ void Gate::open() {
 
 std::vector<std::int32_t> Finished::ids() const {
   std::vector<std::int32_t> out;
-  for (const TokenEvent& t : tokens) out.push_back(t.id);
+  for (const TokenEvent& t : tokens) {
+    if (t.prompt_position < 0) out.push_back(t.id);
+  }
   return out;
 }
 
@@ -114,6 +127,29 @@ Finished read_all(RequestStream& stream) {
   f.finish.reason = FinishReason::kError;
   f.finish.error = "timeout in the test";
   return f;
+}
+
+std::vector<Finished> read_choices(RequestStream& stream, int n) {
+  std::vector<Finished> out(static_cast<std::size_t>(n));
+  int finished = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+  while (finished < n && std::chrono::steady_clock::now() < deadline) {
+    auto event = stream.next(std::chrono::milliseconds(100));
+    if (!event) continue;
+    if (auto* t = std::get_if<TokenEvent>(&*event)) {
+      EXPECT_TRUE(t->index >= 0 && t->index < n) << "token of choice " << t->index;
+      if (t->index >= 0 && t->index < n) out[static_cast<std::size_t>(t->index)].tokens.push_back(*t);
+      continue;
+    }
+    const FinishEvent& f = std::get<FinishEvent>(*event);
+    EXPECT_TRUE(f.index >= 0 && f.index < n) << "finish of choice " << f.index;
+    if (f.index < 0 || f.index >= n) continue;
+    out[static_cast<std::size_t>(f.index)].finish = f;
+    ++finished;
+  }
+  EXPECT_EQ(finished, n) << "not every choice finished within a minute";
+  EXPECT_FALSE(stream.next(std::chrono::milliseconds(0)).has_value()) << "an event after the last finish";
+  return out;
 }
 
 bool wait_for_stats(const Scheduler& scheduler, const std::function<bool(const SchedulerStats&)>& pred) {

@@ -44,9 +44,15 @@ class RecordingRunner : public Runner {
   std::int64_t max_batch_tokens() const override { return inner_.max_batch_tokens(); }
   int open_sequence(std::int64_t capacity) override;
   void close_sequence(int slot) override;
+  void copy_sequence(int from, int to, std::int64_t tokens) override;
   void forward(const SlotBatch& batch, std::span<const std::int64_t> rows, float* logits) override;
 
   std::vector<std::vector<ForwardToken>> forwards() const;
+  struct Copy {
+    int from, to;
+    std::int64_t tokens;
+  };
+  std::vector<Copy> copies() const;
   int max_open() const;
   std::function<void(int forward_index)> before_forward;
   int max_slots = 1 << 30;  // open_sequence beyond it: RuntimeError, as when KV memory runs out
@@ -55,6 +61,7 @@ class RecordingRunner : public Runner {
   Runner& inner_;
   mutable std::mutex mutex_;
   std::vector<std::vector<ForwardToken>> forwards_;
+  std::vector<Copy> copies_;
   std::map<int, std::int64_t> capacity_;  // open slots
   int max_open_ = 0;
 };
@@ -72,13 +79,15 @@ class Gate {
 };
 
 struct Finished {
-  std::vector<TokenEvent> tokens;
+  std::vector<TokenEvent> tokens;  // the prompt's log-probabilities (prompt_position >= 1) included
   FinishEvent finish;
-  std::vector<std::int32_t> ids() const;
+  std::vector<std::int32_t> ids() const;  // the generated tokens' ids
 };
 
 // Reads the stream to its FinishEvent (fails the test after a minute without one).
 Finished read_all(RequestStream& stream);
+// Reads a stream of `n` choices to the FinishEvent of each: per choice, its events.
+std::vector<Finished> read_choices(RequestStream& stream, int n);
 
 // Waits (up to a minute) until pred(scheduler.stats()) holds; false on timeout.
 bool wait_for_stats(const Scheduler& scheduler, const std::function<bool(const SchedulerStats&)>& pred);
