@@ -95,20 +95,27 @@ std::optional<std::vector<ToolCall>> llama3_calls(std::string_view out) {
 }
 
 // Hermes: the text after the first <tool_call> (marker included): blocks, the last may be open.
-std::optional<std::vector<ToolCall>> hermes_calls(std::string_view s) {
+// What follows the last block that parses (text, or a block that does not parse) is `rest`:
+// content, as a stream hands it out. nullopt when the first block does not parse.
+std::optional<std::vector<ToolCall>> hermes_calls(std::string_view s, std::string_view* rest) {
   std::vector<ToolCall> calls;
+  auto done = [&](std::string_view left) -> std::optional<std::vector<ToolCall>> {
+    if (calls.empty()) return std::nullopt;
+    *rest = trim(left).empty() ? std::string_view{} : left;
+    return calls;
+  };
   for (;;) {
+    const std::string_view block = s;
     s = trim(s);
-    if (s.empty()) return calls;
-    if (s.substr(0, kHermesOpen.size()) != kHermesOpen) return std::nullopt;
+    if (s.empty()) return done({});
+    if (s.substr(0, kHermesOpen.size()) != kHermesOpen) return done(block);
     s.remove_prefix(kHermesOpen.size());
     const std::size_t close = s.find(kHermesClose);
     const std::optional<Json> j = parse_json(trim(s.substr(0, close)));
-    if (!j) return std::nullopt;
-    const std::optional<ToolCall> c = call_of(*j);
-    if (!c) return std::nullopt;
+    const std::optional<ToolCall> c = j ? call_of(*j) : std::nullopt;
+    if (!c) return done(block);
     calls.push_back(*c);
-    if (close == std::string_view::npos) return calls;
+    if (close == std::string_view::npos) return done({});
     s.remove_prefix(close + kHermesClose.size());
   }
 }
@@ -216,11 +223,12 @@ ParsedOutput parse_tool_calls(ToolCallFormat f, std::string_view out) {
     case ToolCallFormat::kMistral: {
       const std::size_t at = out.find(marker(f));
       if (at == std::string_view::npos) return whole;
+      std::string_view rest;
       std::optional<std::vector<ToolCall>> calls =
-          f == ToolCallFormat::kHermes ? hermes_calls(out.substr(at)) : mistral_calls(out.substr(at + kMistralCalls.size()));
+          f == ToolCallFormat::kHermes ? hermes_calls(out.substr(at), &rest) : mistral_calls(out.substr(at + kMistralCalls.size()));
       if (!calls) return whole;
       const std::string_view before = out.substr(0, at);
-      return ParsedOutput{trim(before).empty() ? "" : std::string(before), std::move(*calls)};
+      return ParsedOutput{(trim(before).empty() ? "" : std::string(before)) + std::string(rest), std::move(*calls)};
     }
   }
   return whole;
@@ -276,8 +284,9 @@ ParsedOutput ToolCallStream::feed(std::string_view text) {
     const std::size_t close = pending_.find(kHermesClose);
     if (open == std::string::npos || close == std::string::npos || close < open || !trim(pending_.substr(0, open)).empty()) break;
     const std::size_t end = close + kHermesClose.size();
-    std::optional<std::vector<ToolCall>> calls = hermes_calls(std::string_view(pending_).substr(open, end - open));
-    if (!calls) break;  // held to the end, where it becomes content if it still does not parse
+    std::string_view rest;
+    std::optional<std::vector<ToolCall>> calls = hermes_calls(std::string_view(pending_).substr(open, end - open), &rest);
+    if (!calls) break;  // held to the end, where it becomes content
     for (ToolCall& c : *calls) out.calls.push_back(std::move(c));
     pending_.erase(0, end);
   }

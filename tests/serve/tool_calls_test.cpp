@@ -53,6 +53,10 @@ std::vector<Case> cases() {
        "<tool_call>\n{\"name\": \"a\", \"arguments\": {\"q\": \"</tool\"}}\n</tool_call>\n<tool_call>\n{\"name\": \"b\", \"arguments\": {}}",
        "", {call("a", R"({"q": "</tool"})"), call("b", "{}")}},
       {F::kHermes, "No tools needed: 2 + 2 = 4.", "No tools needed: 2 + 2 = 4.", {}},
+      // Text after the calls, or a block that does not parse after one that does: content after them.
+      {F::kHermes, "A <tool_call>{\"name\": \"a\", \"arguments\": {}}</tool_call> then B", "A  then B", {call("a", "{}")}},
+      {F::kHermes, "<tool_call>{\"name\": \"a\"}</tool_call>\n<tool_call>{bad}</tool_call>", "\n<tool_call>{bad}</tool_call>",
+       {call("a", "{}")}},
       {F::kHermes, "Hm <tool_call>{not json}</tool_call>", "Hm <tool_call>{not json}</tool_call>", {}},
       // Mistral: [TOOL_CALLS] and a list, or name[ARGS]{...} per call.
       {F::kMistral, "[TOOL_CALLS][{\"name\": \"add\", \"arguments\": {\"a\": 1, \"b\": 2}}, {\"name\": \"neg\", \"arguments\": {\"a\": 5}}]", "",
