@@ -1,8 +1,6 @@
 // OpenAI Batch API lines in and out (batch/openai_batch.h).
 #include "batch/openai_batch.h"
 
-#include <cstdio>
-#include <random>
 
 #include "batch/api_body.h"
 #include "core/error.h"
@@ -15,17 +13,6 @@ namespace {
 constexpr const char* kResultPrefix = "{\"id\":\"batch_req_";
 
 // `prefix` and 32 random hex digits.
-std::string random_id(const char* prefix) {
-  std::random_device rd;
-  std::string id = prefix;
-  char buf[9];
-  for (int i = 0; i < 4; ++i) {
-    std::snprintf(buf, sizeof buf, "%08x", static_cast<unsigned>(rd()));
-    id += buf;
-  }
-  return id;
-}
-
 std::string dump(const nlohmann::ordered_json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
 
 }  // namespace
@@ -67,10 +54,10 @@ std::string openai_result_line(const BatchRequest& request, const std::string& m
   const ResponseHeader h{new_completion_id(request.chat), unix_time_now(), model, request.chat};
   const Json usage = usage_json(prompt_tokens, static_cast<std::int64_t>(result.tokens), time_s, std::nullopt);
   nlohmann::ordered_json line;
-  line["id"] = random_id("batch_req_");  // first: openai_results_format() knows a line (even a torn one) by it
+  line["id"] = random_id("batch_req_", 32, kHexDigits);  // first: openai_results_format() knows a line (even a torn one) by it
   line["custom_id"] = request.id;
   line["response"] = {{"status_code", 200},
-                      {"request_id", random_id("req_")},
+                      {"request_id", random_id("req_", 32, kHexDigits)},
                       {"body", completion_response(h, {ChoiceResult{result.text, result.finish_reason, nullptr, nullptr}}, usage)}};
   line["error"] = nullptr;
   return dump(line);
@@ -84,7 +71,7 @@ std::string openai_error_line(const std::optional<Json>& custom_id, const std::s
   error["line"] = line_number;
   if (attempts > 0) error["attempts"] = attempts;
   nlohmann::ordered_json line;
-  line["id"] = random_id("batch_req_");
+  line["id"] = random_id("batch_req_", 32, kHexDigits);
   line["custom_id"] = custom_id ? Json(*custom_id) : Json(nullptr);
   line["response"] = nullptr;
   line["error"] = error;

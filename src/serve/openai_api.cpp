@@ -183,6 +183,11 @@ bool in_vocab(const std::vector<std::int32_t>& ids, std::int64_t vocab) {
 
 namespace {
 
+// A parsed call as the API shows it, with a new id (Mistral's 9-character kind for its format).
+Json call_json(ToolCallFormat format, const ToolCall& call, int index = -1) {
+  return tool_call_json(new_tool_call_id(format == ToolCallFormat::kMistral), call.name, call.arguments, index);
+}
+
 // Under tool_choice "required" (or naming one function): the answer is a JSON list of one call
 // or more (one, for a named function), each {"name": one of the tools, "parameters": what that
 // function's parameters schema allows} (no schema: any object).
@@ -417,7 +422,7 @@ std::optional<Json> OpenAiApi::complete(const PreparedRequest& request, RequestS
         r.text = request.echo + parsed.content;
         r.tool_calls = Json::array();
         for (const ToolCall& call : parsed.calls) {
-          r.tool_calls.push_back(tool_call_json(new_tool_call_id(request.tool_format == ToolCallFormat::kMistral), call.name, call.arguments));
+          r.tool_calls.push_back(call_json(request.tool_format, call));
         }
         r.finish_reason = "tool_calls";
       }
@@ -466,8 +471,7 @@ bool OpenAiApi::stream(const PreparedRequest& request, RequestStream& stream,
     if (o.calls.empty()) return true;
     Json calls = Json::array();
     for (const ToolCall& call : o.calls) {
-      calls.push_back(tool_call_json(new_tool_call_id(request.tool_format == ToolCallFormat::kMistral), call.name,
-                                     call.arguments, calls_sent[static_cast<std::size_t>(i)]++));
+      calls.push_back(call_json(request.tool_format, call, calls_sent[static_cast<std::size_t>(i)]++));
     }
     return write(sse_event(tool_calls_chunk(h, calls, i)));
   };

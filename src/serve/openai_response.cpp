@@ -6,13 +6,14 @@
 
 namespace plexus {
 
-std::string new_completion_id(bool chat) {
+std::string random_id(std::string_view prefix, int length, std::string_view alphabet) {
   static thread_local std::mt19937_64 rng{std::random_device{}()};
-  static const char* kHex = "0123456789abcdef";
-  std::string id = chat ? "chatcmpl-" : "cmpl-";
-  for (int i = 0; i < 24; ++i) id += kHex[rng() % 16];
+  std::string id(prefix);
+  for (int i = 0; i < length; ++i) id += alphabet[rng() % alphabet.size()];
   return id;
 }
+
+std::string new_completion_id(bool chat) { return random_id(chat ? "chatcmpl-" : "cmpl-", 24, kHexDigits); }
 
 std::int64_t unix_time_now() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -141,12 +142,8 @@ Json completion_chunk(const ResponseHeader& h, const std::string& text, const st
 }
 
 std::string new_tool_call_id(bool mistral) {
-  static constexpr char kAlnum[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-  static thread_local std::mt19937_64 rng{std::random_device{}()};
-  std::uniform_int_distribution<int> pick(0, static_cast<int>(sizeof(kAlnum)) - 2);
-  std::string id = mistral ? "" : "call_";
-  for (int i = 0; i < (mistral ? 9 : 24); ++i) id += kAlnum[pick(rng)];
-  return id;
+  constexpr std::string_view kAlnum = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  return mistral ? random_id("", 9, kAlnum) : random_id("call_", 24, kAlnum);
 }
 
 Json tool_call_json(const std::string& id, const std::string& name, const std::string& arguments, int index) {

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/json.h"
@@ -15,6 +16,9 @@ namespace plexus {
 
 inline constexpr const char* kSseDone = "data: [DONE]\n\n";
 
+inline constexpr std::string_view kHexDigits = "0123456789abcdef";
+// `prefix` and `length` characters drawn from `alphabet` (a per-thread generator seeded once).
+std::string random_id(std::string_view prefix, int length, std::string_view alphabet);
 // "cmpl-" or "chatcmpl-" and 24 random hex digits.
 std::string new_completion_id(bool chat);
 std::int64_t unix_time_now();
