@@ -27,7 +27,7 @@ namespace {
 
 constexpr int kMaxBadLinesShown = 20;
 
-void declare(Args& args) {
+void declare_batch_flags(Args& args) {
   add_model_argument(args, "MODEL", "model directory (config.json + safetensors [+ tokenizer.json]) or a .gguf file");
   args.option("--input", "FILE", "requests, one JSON object per line: {\"id\", \"prompt\" | \"ids\" | \"messages\", \"max_tokens\"?, "
                                  "\"temperature\"?, \"seed\"?, ...} or the OpenAI Batch API's {\"custom_id\", \"method\", \"url\", \"body\"}")
@@ -192,7 +192,7 @@ int cmd_batch(int argc, char** argv) {
             "dynamic queue. Each result is appended and synced before it counts; running the same command\n"
             "again resumes. Failed requests are retried on another replica (--max-retries); those that fail\n"
             "for good go to OUT.errors.jsonl and the exit code is 1.");
-  declare(args);
+  declare_batch_flags(args);
   if (!args.parse(argc, argv)) return 0;
   // PLEXUS_VIRTUAL_DEVICES=N without device flags: as --virtual-devices N (split between replicas).
   const char* env_devices = std::getenv("PLEXUS_VIRTUAL_DEVICES");
@@ -201,7 +201,7 @@ int cmd_batch(int argc, char** argv) {
     std::vector<std::string> again(argv, argv + argc);
     again.insert(again.end(), {"--virtual-devices", env_devices});
     args = Args("batch", "");
-    declare(args);
+    declare_batch_flags(args);
     args.parse(again);
   }
   const std::string dir = model_argument(args, ModelNeeds::kWeights);

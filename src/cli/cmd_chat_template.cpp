@@ -6,6 +6,7 @@
 #include "cli/commands.h"
 #include "cli/jsonl_lines.h"
 #include "cli/model_argument.h"
+#include "cli/write_stdout.h"
 #include "core/args.h"
 #include "core/error.h"
 #include "core/json.h"
@@ -16,9 +17,6 @@ namespace {
 
 using OrderedJson = nlohmann::ordered_json;
 
-void write(const std::string& s) {
-  if (std::fwrite(s.data(), 1, s.size(), stdout) != s.size()) throw RuntimeError("writing to stdout failed");
-}
 
 std::string result_line(const char* key, const std::string& text) {
   OrderedJson out = OrderedJson::object();
@@ -82,7 +80,7 @@ int cmd_chat_template(int argc, char** argv) {
     } catch (const TemplateError& e) {
       out = result_line("error", e.what());
     }
-    write(out);
+    write_stdout(out);
   });
   std::fflush(stdout);
   return 0;

@@ -7,6 +7,7 @@
 #include "cli/commands.h"
 #include "cli/jsonl_lines.h"
 #include "cli/model_argument.h"
+#include "cli/write_stdout.h"
 #include "core/args.h"
 #include "core/error.h"
 #include "core/json.h"
@@ -41,16 +42,13 @@ std::string result_line(const Tokenizer& tok, std::string_view text, bool decode
   return out;
 }
 
-void write(const std::string& s) {
-  if (std::fwrite(s.data(), 1, s.size(), stdout) != s.size()) throw RuntimeError("writing to stdout failed");
-}
 
 void run_jsonl(const Tokenizer& tok, const std::string& path, bool decode_special) {
   for_each_jsonl_line(path, [&](const std::string& line, const std::string& where) {
     const Json obj = parse_json(line, where);
     if (!obj.is_object() || !obj.contains("text") || !obj["text"].is_string())
       throw InputError(where + ": each line must be a JSON object with a string field \"text\"");
-    write(result_line(tok, obj["text"].get_ref<const std::string&>(), decode_special));
+    write_stdout(result_line(tok, obj["text"].get_ref<const std::string&>(), decode_special));
   });
 }
 
@@ -76,7 +74,7 @@ int cmd_tokenize(int argc, char** argv) {
     const std::size_t bad = utf8::find_invalid(text);
     if (bad != std::string::npos)
       throw InputError("--text is not valid UTF-8 (byte " + std::to_string(bad) + "): pass UTF-8 text");
-    write(result_line(*tok, text, decode_special));
+    write_stdout(result_line(*tok, text, decode_special));
   } else {
     run_jsonl(*tok, args.get("--jsonl"), decode_special);
   }

@@ -37,7 +37,7 @@ namespace {
 constexpr long long kDefaultMaxSkipped = 10;
 
 // Every flag of the command, declared in one place (train-memory's flags join here).
-void declare(Args& args) {
+void declare_train_flags(Args& args) {
   add_model_argument(args, "MODEL", "model directory (config.json + safetensors, f32/bf16/f16; a Llama-family architecture)");
   args.option("--data", "FILE", "training data: one {\"ids\": [token ids]} per line (docs/train.md)")
       .option("--out", "DIR", "where checkpoints (DIR/checkpoints) and the trained model (config.json, model.safetensors, tokenizer) go")
@@ -383,7 +383,7 @@ int cmd_train(int argc, char** argv) {
             "Fine-tune a Llama-family model with data-parallel replicas on CPU devices: mean next-token\n"
             "cross-entropy, clip_grad_norm_ and AdamW as PyTorch define them, f32 weights, gradients and\n"
             "optimizer state. Checkpoints are atomic; --resume ends bit-identical to an uninterrupted run.");
-  declare(args);
+  declare_train_flags(args);
   if (!args.parse(argc, argv)) return 0;
   const char* spec = std::getenv("PLEXUS_TRAIN_FAIL");
   const TrainFaults faults = parse_train_faults(spec ? spec : "");

@@ -30,4 +30,10 @@ void resolve_symbol(void* handle, const char* name, F& out, std::string* missing
   if (out == nullptr) *missing += (missing->empty() ? "" : ", ") + std::string(name);
 }
 
+// `out` = the symbol `name` of `handle`, null when it has none (optional symbols).
+template <class F>
+void load_symbol(void* handle, F& out, const char* name) {
+  out = reinterpret_cast<F>(dlsym(handle, name));
+}
+
 }  // namespace plexus

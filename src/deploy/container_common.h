@@ -33,6 +33,10 @@ std::vector<std::string> health_probe(const DeploySpec& spec);
 // Health check timing: every 30 s, 5 s to answer, 3 failures in a row = unhealthy; the start
 // period gives the server time to load the model (60 s plus the checkpoint read at 200 MB/s,
 // rounded up to 10 s) before failures count.
+// The uid of the plexus image's non-root user: the Dockerfile's useradd creates it, Kubernetes'
+// runAsUser / runAsGroup / fsGroup name it.
+inline constexpr int kImageUid = 10001;
+
 inline constexpr int kHealthIntervalS = 30;
 inline constexpr int kHealthTimeoutS = 5;
 inline constexpr int kHealthRetries = 3;

@@ -20,7 +20,6 @@ constexpr const char* kCpuBuildImage = "debian:12";
 constexpr const char* kCpuRuntimeImage = "debian:12-slim";
 // The non-root user the server runs as (a fixed uid, so Kubernetes' runAsUser can name it).
 constexpr const char* kUser = "plexus";
-constexpr int kUid = 10001;
 
 bool has_gpus(const DeploySpec& spec) { return !spec.devices.gpus.empty(); }
 
@@ -135,7 +134,7 @@ std::string plexus_dockerfile(const DeploySpec& spec) {
   s += "RUN apt-get update \\\n"
        " && xargs apt-get install -y --no-install-recommends curl < /tmp/runtime-packages.txt \\\n"
        " && rm -rf /var/lib/apt/lists/* /tmp/runtime-packages.txt \\\n"
-       " && useradd --system --uid " + std::to_string(kUid) + " --no-create-home --shell /usr/sbin/nologin " +
+       " && useradd --system --uid " + std::to_string(kImageUid) + " --no-create-home --shell /usr/sbin/nologin " +
        kUser + "\n";
   s += "COPY --from=build /build/plexus /usr/local/bin/plexus\n";
   s += "USER " + std::string(kUser) + "\n";

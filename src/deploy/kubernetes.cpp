@@ -5,6 +5,8 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "deploy/container_common.h"
+#include "deploy/deploy_plan.h"
 #include "deploy/engine_command.h"
 #include "deploy/escape.h"
 #include "deploy/yaml_text.h"
@@ -14,10 +16,8 @@ namespace plexus::deploy {
 namespace {
 
 constexpr std::int64_t kMiB = 1LL << 20;
-constexpr std::int64_t kGiB = 1LL << 30;
-// The user the containers run as (the plexus image's non-root user, docker.cpp; other engines' images run
-// any uid once $HOME is writable).
-constexpr int kUid = 10001;
+// The containers run as the plexus image's non-root user (kImageUid); other engines' images run
+// any uid once $HOME is writable.
 constexpr const char* kHome = "/home/server";
 constexpr const char* kPortName = "http";
 // Loading a model (reading weights from a network volume, vLLM's compile and CUDA graphs) may take
@@ -69,8 +69,8 @@ YamlDoc container_security() {
 // `writable_volumes`: fsGroup makes the volumes group-writable by the pod's group (the copy pod
 // fills a freshly provisioned, root-owned volume); the server only reads its volume.
 YamlDoc pod_security(bool writable_volumes) {
-  YamlDoc s{{"runAsUser", kUid}, {"runAsGroup", kUid}};
-  if (writable_volumes) s["fsGroup"] = kUid;
+  YamlDoc s{{"runAsUser", kImageUid}, {"runAsGroup", kImageUid}};
+  if (writable_volumes) s["fsGroup"] = kImageUid;
   s["runAsNonRoot"] = true;
   return s;
 }

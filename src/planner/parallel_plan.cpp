@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "core/units.h"
+#include "planner/report_text.h"
 #include "model/tensor_split.h"
 #include "planner/plan_report.h"
 #include "planner/sized_tree.h"
@@ -41,9 +42,9 @@ void add_to(DeviceReport& sum, const DeviceReport& x) {
   sum.holds_lm_head = sum.holds_lm_head || x.holds_lm_head;
 }
 
-std::string pad(const std::string& s, std::size_t w) { return s.size() >= w ? s : s + std::string(w - s.size(), ' '); }
-std::string rpad(const std::string& s, std::size_t w) { return s.size() >= w ? s : std::string(w - s.size(), ' ') + s; }
-std::string bytes(std::int64_t b) { return b > 0 ? format_bytes(static_cast<std::uint64_t>(b)) : "-"; }
+using report_text::pad;
+using report_text::rpad;
+using report_text::bytes;
 
 }  // namespace
 

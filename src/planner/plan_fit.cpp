@@ -6,12 +6,13 @@
 
 #include "core/error.h"
 #include "core/units.h"
+#include "planner/report_text.h"
 #include "planner/accelerate_planner.h"
 
 namespace plexus {
 
 namespace {
-std::string fb(std::int64_t b) { return format_bytes(static_cast<std::uint64_t>(std::max<std::int64_t>(0, b))); }
+using report_text::fb;
 }  // namespace
 
 // Devices whose weights and run buffers exceed what the run gives them.

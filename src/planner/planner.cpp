@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/nearest_name.h"
 #include "core/units.h"
+#include "planner/report_text.h"
 #include "planner/accelerate_planner.h"
 #include "planner/host_experts.h"
 #include "planner/memory_estimate.h"
@@ -177,7 +178,7 @@ std::optional<std::uint64_t> limit_of(const PlanRequest& r, const DeviceId& d) {
   return r.budgets.get(d);
 }
 
-std::string fb(std::int64_t b) { return format_bytes(static_cast<std::uint64_t>(std::max<std::int64_t>(0, b))); }
+using report_text::fb;
 
 }  // namespace
 

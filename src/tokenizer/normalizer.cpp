@@ -104,9 +104,9 @@ class Replace : public Normalizer {
   std::string content_;
 };
 
-class Sequence : public Normalizer {
+class NormalizerSequence : public Normalizer {
  public:
-  explicit Sequence(std::vector<std::unique_ptr<Normalizer>> parts) : parts_(std::move(parts)) {}
+  explicit NormalizerSequence(std::vector<std::unique_ptr<Normalizer>> parts) : parts_(std::move(parts)) {}
   void normalize(std::string& text) const override {
     for (const auto& p : parts_) p->normalize(text);
   }
@@ -141,7 +141,7 @@ std::unique_ptr<Normalizer> make_normalizer(const Json& spec, const std::string&
       auto part = make_normalizer(list[i], where + ".normalizers[" + std::to_string(i) + "]");
       if (part) parts.push_back(std::move(part));
     }
-    return std::make_unique<Sequence>(std::move(parts));
+    return std::make_unique<NormalizerSequence>(std::move(parts));
   }
   throw InputError(where + ".type '" + type +
                    "' is not supported (supported: NFC, NFD, NFKC, NFKD, Lowercase, Strip, StripAccents, "

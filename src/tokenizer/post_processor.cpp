@@ -20,9 +20,9 @@ class Affix : public PostProcessor {
   std::vector<std::int32_t> prefix_, suffix_;
 };
 
-class Sequence : public PostProcessor {
+class PostProcessorSequence : public PostProcessor {
  public:
-  explicit Sequence(std::vector<std::unique_ptr<PostProcessor>> parts) : parts_(std::move(parts)) {}
+  explicit PostProcessorSequence(std::vector<std::unique_ptr<PostProcessor>> parts) : parts_(std::move(parts)) {}
   void add_special_tokens(std::vector<std::int32_t>& ids) const override {
     for (const auto& p : parts_) p->add_special_tokens(ids);
   }
@@ -100,7 +100,7 @@ std::unique_ptr<PostProcessor> make_post_processor(const Json& spec, const std::
       auto p = make_post_processor(list[i], where + ".processors[" + std::to_string(i) + "]");
       if (p) parts.push_back(std::move(p));
     }
-    return std::make_unique<Sequence>(std::move(parts));
+    return std::make_unique<PostProcessorSequence>(std::move(parts));
   }
   throw InputError(where + ".type '" + type +
                    "' is not supported (supported: TemplateProcessing, ByteLevel, BertProcessing, "

@@ -213,9 +213,9 @@ class Metaspace : public PreTokenizer {
   bool split_;
 };
 
-class Sequence : public PreTokenizer {
+class PreTokenizerSequence : public PreTokenizer {
  public:
-  explicit Sequence(std::vector<std::unique_ptr<PreTokenizer>> parts) : parts_(std::move(parts)) {}
+  explicit PreTokenizerSequence(std::vector<std::unique_ptr<PreTokenizer>> parts) : parts_(std::move(parts)) {}
   void apply(std::string& text, std::vector<Span>& spans, bool at_start) const override {
     for (const auto& p : parts_) p->apply(text, spans, at_start);
   }
@@ -236,7 +236,7 @@ std::unique_ptr<PreTokenizer> make(const Json& spec, const std::string& where, b
     for (std::size_t i = 0; i < list.size(); ++i)
       parts.push_back(make(list[i], where + ".pretokenizers[" + std::to_string(i) + "]", byte_level,
                            last && i + 1 == list.size()));
-    return std::make_unique<Sequence>(std::move(parts));
+    return std::make_unique<PreTokenizerSequence>(std::move(parts));
   }
   if (type == "ByteLevel") {
     if (!last)

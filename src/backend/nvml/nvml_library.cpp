@@ -4,20 +4,16 @@
 #include <dlfcn.h>
 
 #include "backend/driver_string.h"
+#include "core/shared_library.h"
 
 namespace plexus {
 
 namespace {
 
 template <typename F>
-void resolve(void* handle, F& out, const char* name) {
-  out = reinterpret_cast<F>(dlsym(handle, name));
-}
-
-template <typename F>
 void resolve_first(void* handle, F& out, std::initializer_list<const char*> names) {
   for (const char* name : names) {
-    resolve(handle, out, name);
+    load_symbol(handle, out, name);
     if (out != nullptr) return;
   }
 }
@@ -50,7 +46,7 @@ std::unique_ptr<NvmlLibrary> NvmlLibrary::open(const std::string& path, std::str
     return nullptr;
   }
   Api& a = lib->api_;
-  resolve(lib->handle_, a.error_string, "nvmlErrorString");
+  load_symbol(lib->handle_, a.error_string, "nvmlErrorString");
   const nvmlReturn_t rc = init();
   if (rc != kNvmlSuccess) {
     if (why) *why = "nvmlInit failed in " + lib->path_ + ": " + lib->error_string(rc);
@@ -58,31 +54,31 @@ std::unique_ptr<NvmlLibrary> NvmlLibrary::open(const std::string& path, std::str
   }
   lib->initialized_ = true;
   void* h = lib->handle_;
-  resolve(h, a.shutdown, "nvmlShutdown");
-  resolve(h, a.driver_version, "nvmlSystemGetDriverVersion");
+  load_symbol(h, a.shutdown, "nvmlShutdown");
+  load_symbol(h, a.driver_version, "nvmlSystemGetDriverVersion");
   resolve_first(h, a.device_count, {"nvmlDeviceGetCount_v2", "nvmlDeviceGetCount"});
   resolve_first(h, a.handle_by_index, {"nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex"});
-  resolve(h, a.name, "nvmlDeviceGetName");
-  resolve(h, a.uuid, "nvmlDeviceGetUUID");
-  resolve(h, a.memory_info, "nvmlDeviceGetMemoryInfo");
-  resolve(h, a.compute_capability, "nvmlDeviceGetCudaComputeCapability");
+  load_symbol(h, a.name, "nvmlDeviceGetName");
+  load_symbol(h, a.uuid, "nvmlDeviceGetUUID");
+  load_symbol(h, a.memory_info, "nvmlDeviceGetMemoryInfo");
+  load_symbol(h, a.compute_capability, "nvmlDeviceGetCudaComputeCapability");
   resolve_first(h, a.power_limit, {"nvmlDeviceGetEnforcedPowerLimit", "nvmlDeviceGetPowerManagementLimit"});
-  resolve(h, a.clock, "nvmlDeviceGetClockInfo");
-  resolve(h, a.max_clock, "nvmlDeviceGetMaxClockInfo");
-  resolve(h, a.pci_info, "nvmlDeviceGetPciInfo_v3");
-  resolve(h, a.temperature, "nvmlDeviceGetTemperature");
+  load_symbol(h, a.clock, "nvmlDeviceGetClockInfo");
+  load_symbol(h, a.max_clock, "nvmlDeviceGetMaxClockInfo");
+  load_symbol(h, a.pci_info, "nvmlDeviceGetPciInfo_v3");
+  load_symbol(h, a.temperature, "nvmlDeviceGetTemperature");
   // Called with a zero-length array only (to count), so the record layout of each version
   // does not matter.
   resolve_first(h, a.compute_processes,
                 {"nvmlDeviceGetComputeRunningProcesses_v3", "nvmlDeviceGetComputeRunningProcesses_v2",
                  "nvmlDeviceGetComputeRunningProcesses"});
-  resolve(h, a.common_ancestor, "nvmlDeviceGetTopologyCommonAncestor");
-  resolve(h, a.p2p_status, "nvmlDeviceGetP2PStatus");
-  resolve(h, a.nvlink_state, "nvmlDeviceGetNvLinkState");
-  resolve(h, a.nvlink_remote_pci, "nvmlDeviceGetNvLinkRemotePciInfo_v2");
-  resolve(h, a.utilization, "nvmlDeviceGetUtilizationRates");
-  resolve(h, a.power_usage, "nvmlDeviceGetPowerUsage");
-  resolve(h, a.total_energy, "nvmlDeviceGetTotalEnergyConsumption");
+  load_symbol(h, a.common_ancestor, "nvmlDeviceGetTopologyCommonAncestor");
+  load_symbol(h, a.p2p_status, "nvmlDeviceGetP2PStatus");
+  load_symbol(h, a.nvlink_state, "nvmlDeviceGetNvLinkState");
+  load_symbol(h, a.nvlink_remote_pci, "nvmlDeviceGetNvLinkRemotePciInfo_v2");
+  load_symbol(h, a.utilization, "nvmlDeviceGetUtilizationRates");
+  load_symbol(h, a.power_usage, "nvmlDeviceGetPowerUsage");
+  load_symbol(h, a.total_energy, "nvmlDeviceGetTotalEnergyConsumption");
   resolve_first(h, a.throttle_reasons,
                 {"nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons"});
 

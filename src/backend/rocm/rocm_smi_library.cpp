@@ -5,14 +5,9 @@
 
 #include <vector>
 
-namespace plexus {
+#include "core/shared_library.h"
 
-namespace {
-template <typename F>
-void resolve(void* handle, F& out, const char* name) {
-  out = reinterpret_cast<F>(dlsym(handle, name));
-}
-}  // namespace
+namespace plexus {
 
 std::unique_ptr<RocmSmiLibrary> RocmSmiLibrary::open(const std::string& path, std::string* why) {
   std::unique_ptr<RocmSmiLibrary> lib(new RocmSmiLibrary());
@@ -32,7 +27,7 @@ std::unique_ptr<RocmSmiLibrary> RocmSmiLibrary::open(const std::string& path, st
     return nullptr;
   }
   int (*init)(std::uint64_t) = nullptr;
-  resolve(lib->handle_, init, "rsmi_init");
+  load_symbol(lib->handle_, init, "rsmi_init");
   if (init == nullptr) {
     if (why) *why = "the ROCm SMI library has no rsmi_init";
     return nullptr;
@@ -44,19 +39,19 @@ std::unique_ptr<RocmSmiLibrary> RocmSmiLibrary::open(const std::string& path, st
   lib->initialized_ = true;
   void* h = lib->handle_;
   Api& a = lib->api_;
-  resolve(h, a.shut_down, "rsmi_shut_down");
-  resolve(h, a.num_devices, "rsmi_num_monitor_devices");
-  resolve(h, a.name, "rsmi_dev_name_get");
-  resolve(h, a.unique_id, "rsmi_dev_unique_id_get");
-  resolve(h, a.memory_total, "rsmi_dev_memory_total_get");
-  resolve(h, a.memory_usage, "rsmi_dev_memory_usage_get");
-  resolve(h, a.power_average, "rsmi_dev_power_ave_get");
-  resolve(h, a.power_cap, "rsmi_dev_power_cap_get");
-  resolve(h, a.temperature, "rsmi_dev_temp_metric_get");
-  resolve(h, a.busy_percent, "rsmi_dev_busy_percent_get");
-  resolve(h, a.energy_count, "rsmi_dev_energy_count_get");
-  resolve(h, a.link_type, "rsmi_topo_get_link_type");
-  resolve(h, a.p2p_accessible, "rsmi_is_P2P_accessible");
+  load_symbol(h, a.shut_down, "rsmi_shut_down");
+  load_symbol(h, a.num_devices, "rsmi_num_monitor_devices");
+  load_symbol(h, a.name, "rsmi_dev_name_get");
+  load_symbol(h, a.unique_id, "rsmi_dev_unique_id_get");
+  load_symbol(h, a.memory_total, "rsmi_dev_memory_total_get");
+  load_symbol(h, a.memory_usage, "rsmi_dev_memory_usage_get");
+  load_symbol(h, a.power_average, "rsmi_dev_power_ave_get");
+  load_symbol(h, a.power_cap, "rsmi_dev_power_cap_get");
+  load_symbol(h, a.temperature, "rsmi_dev_temp_metric_get");
+  load_symbol(h, a.busy_percent, "rsmi_dev_busy_percent_get");
+  load_symbol(h, a.energy_count, "rsmi_dev_energy_count_get");
+  load_symbol(h, a.link_type, "rsmi_topo_get_link_type");
+  load_symbol(h, a.p2p_accessible, "rsmi_is_P2P_accessible");
   if (a.num_devices == nullptr || a.num_devices(&lib->count_) != 0) lib->count_ = 0;
   return lib;
 }

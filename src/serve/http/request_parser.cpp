@@ -26,7 +26,7 @@ std::string lower(std::string_view s) {
   return out;
 }
 
-std::string_view trim(std::string_view s) {
+std::string_view trim_ows(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
   return s;
@@ -44,7 +44,7 @@ std::vector<std::string_view> list_elements(std::string_view s) {
   std::vector<std::string_view> out;
   while (!s.empty()) {
     const std::size_t comma = s.find(',');
-    const std::string_view e = trim(s.substr(0, comma));
+    const std::string_view e = trim_ows(s.substr(0, comma));
     if (!e.empty()) out.push_back(e);
     if (comma == std::string_view::npos) break;
     s.remove_prefix(comma + 1);
@@ -231,7 +231,7 @@ RequestParser::State RequestParser::parse_header_line(std::string_view line) {
   if (line[0] == ' ' || line[0] == '\t') return fail(400, "obsolete line folding in the request's headers");
   const std::size_t colon = line.find(':');
   if (colon == std::string_view::npos) return fail(400, "malformed header line " + shown(line) + ": expected NAME: VALUE");
-  const std::string_view name = line.substr(0, colon), value = trim(line.substr(colon + 1));
+  const std::string_view name = line.substr(0, colon), value = trim_ows(line.substr(colon + 1));
   if (!is_token(name)) return fail(400, "malformed header name " + shown(name));
   for (char c : value) {
     const auto u = static_cast<unsigned char>(c);
@@ -333,7 +333,7 @@ RequestParser::State RequestParser::parse_body(std::string& input) {
           if (size > limits_.max_body) return fail_body_too_large();
           ++digits;
         }
-        const std::string_view rest = trim(line.substr(digits));
+        const std::string_view rest = trim_ows(line.substr(digits));
         if (digits == 0 || (!rest.empty() && rest[0] != ';')) return fail(400, "malformed chunk size " + shown(line));
         if (rest.find_first_of(std::string_view("\r\0", 2)) != std::string_view::npos) return fail(400, "malformed chunk extension");
         if (body_known_ + size > limits_.max_body) return fail_body_too_large();
