@@ -23,9 +23,9 @@ constexpr std::array<std::string_view, 20> kCommonFields = {
     "n",           "best_of",     "echo",  "suffix", "presence_penalty", "frequency_penalty", "logit_bias",
     "max_tokens",  "min_p",       "repetition_penalty", "stop_token_ids"};
 constexpr std::array<std::string_view, 2> kCompletionFields = {"prompt", "logprobs"};
-constexpr std::array<std::string_view, 7> kChatFields = {"messages", "tools",    "add_generation_prompt", "chat_template_kwargs",
+constexpr std::array<std::string_view, 8> kChatFields = {"messages", "tools",    "tool_choice", "add_generation_prompt", "chat_template_kwargs",
                                                          "max_completion_tokens", "logprobs", "top_logprobs"};
-// Handled here: refused unless they ask for nothing (plain text); "user" identifies the end user.
+// Read by the parser too ("response_format", "grammar"); "user" identifies the end user (ignored).
 constexpr std::array<std::string_view, 3> kBatchFields = {"response_format", "grammar", "user"};
 
 template <std::size_t N>
@@ -40,17 +40,10 @@ bool given(const Json& body, const char* name) {
 
 // Refuses what batch cannot honour yet, before the parser (whose own messages would say less).
 void check_batch_limits(const Json& body) {
-  if (given(body, "response_format")) {
-    const Json& f = body["response_format"];
-    if (!(f.is_object() && f.size() == 1 && f.value("type", Json()) == Json("text"))) {
-      throw invalid_request("'response_format' is not supported in batch yet (only {\"type\": \"text\"}), got " +
-                                f.dump().substr(0, 60), "response_format");
-    }
+  if (given(body, "logprobs") && !(body["logprobs"].is_boolean() && !body["logprobs"].get<bool>())) {
+    throw invalid_request("'logprobs' is not supported in batch yet", "logprobs");
   }
-  if (given(body, "grammar")) throw invalid_request("'grammar' is not supported in batch yet", "grammar");
-  if (given(body, "n") && body["n"].is_number_integer() && body["n"].get<long long>() > 1) {
-    throw invalid_request("n > 1 is not supported in batch: give each choice its own line (and seed)", "n");
-  }
+  if (given(body, "top_logprobs")) throw invalid_request("'top_logprobs' is not supported in batch yet (it needs 'logprobs')", "top_logprobs");
 }
 
 }  // namespace
@@ -65,7 +58,6 @@ void parse_body_into(const Json& body, const std::string& body_text, bool chat, 
   ApiRequest api = chat ? parse_chat_request(body) : parse_completion_request(body);
   if (chat) keep_key_order(api.chat_input, body_text);
   if (api.stream) throw invalid_request("'stream': true is not supported in batch (each result is written whole)", "stream");
-  if (api.logprobs >= 0) throw invalid_request("'logprobs' is not supported in batch yet", "logprobs");
   if (!context.tokenizer) {
     if (chat) throw InputError("\"messages\" need a tokenizer, but the model has no tokenizer.json");
     if (api.prompt_text) throw InputError("\"prompt\" needs a tokenizer, but the model has no tokenizer.json: give \"ids\"");
@@ -91,6 +83,9 @@ void parse_body_into(const Json& body, const std::string& body_text, bool chat, 
   model.tokenizer = context.tokenizer;
   model.chat_template = context.chat_template;
   model.eos_ids = context.eos_ids;
+  model.tool_format = context.tool_format;
+  model.max_choices = context.max_choices;
+  model.compile_grammars = false;  // each replica compiles the grammar it runs (batch/replica_grammars.h)
   PreparedRequest p;
   try {
     p = OpenAiApi(model, nullptr).prepare(std::move(api));
@@ -106,6 +101,11 @@ void parse_body_into(const Json& body, const std::string& body_text, bool chat, 
   out.seq.stop_ids = p.serve.stop_ids;
   out.chat = chat;
   out.stop = p.api.stop;
+  out.choices = p.serve.choices;
+  out.echo = std::move(p.echo);
+  out.tool_format = p.tool_format;
+  out.grammar = std::move(p.grammar);
+  out.grammar_source = std::move(p.grammar_source);
 }
 
 }  // namespace plexus::batch
