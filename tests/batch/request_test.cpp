@@ -72,10 +72,16 @@ TEST(BatchRequest, BadLinesSayWhy) {
   EXPECT_NE(reason(R"({"id": 1, "ids": [1], "stop": "x"})").find("\"stop\" needs a tokenizer"), std::string::npos);
   EXPECT_NE(reason(R"({"id": 1, "messages": [{"role": "user", "content": "hi"}]})").find("need a tokenizer"), std::string::npos);
   EXPECT_NE(reason(R"({"id": 1, "ids": [1], "stream": true})").find("'stream': true is not supported in batch"), std::string::npos);
-  EXPECT_NE(reason(R"({"id": 1, "ids": [1], "n": 2})").find("n > 1 is not supported in batch"), std::string::npos);
-  EXPECT_NE(reason(R"({"id": 1, "ids": [1], "response_format": {"type": "json_object"}})").find("'response_format' is not supported in batch yet"),
+  EXPECT_NE(reason(R"({"id": 1, "ids": [1], "n": 17})").find("'n' must be an integer between 1 and 16, got 17"), std::string::npos);
+  ParseContext few = context();
+  few.max_choices = 4;  // --max-sequences 4
+  EXPECT_NE(reason(R"({"id": 1, "ids": [1], "n": 5})", few).find("'n' must be between 1 and 4"), std::string::npos);
+  EXPECT_NE(reason(R"({"id": 1, "ids": [1], "response_format": {"type": "json_schema", "json_schema": {"schema": {"type": "object", "minProperties": 1}}}})")
+                .find("response_format.json_schema.schema at '/minProperties': keyword 'minProperties' is not supported"),
             std::string::npos);
-  EXPECT_NE(reason(R"({"id": 1, "ids": [1], "grammar": "root ::= \"a\""})").find("'grammar' is not supported in batch yet"),
+  EXPECT_NE(reason(R"({"id": 1, "ids": [1], "grammar": "root ::= (\"a\""})").find("grammar line 1, column 14: expected ')'"),
+            std::string::npos);
+  EXPECT_NE(reason(R"({"id": 1, "ids": [1], "grammar": "root ::= \"a\"", "ignore_eos": true})").find("'ignore_eos' with 'grammar'"),
             std::string::npos);
   EXPECT_NE(reason(R"({"id": 1, "ids": [1], "logprobs": 2})").find("'logprobs' is not supported in batch yet"), std::string::npos);
   EXPECT_NE(reason(R"({"id": 1, "ids": [1], "max_token": 3})").find("unknown field \"max_token\""), std::string::npos);
@@ -101,6 +107,24 @@ TEST(BatchRequest, BodyFieldsThroughTheServersParser) {
   EXPECT_TRUE(b.seq.stop_ids.has_value() && b.seq.stop_ids->empty());
   EXPECT_EQ(b.seq.sampling.top_k, 3);
   EXPECT_EQ(b.seq.sampling.seed, 11u);
+}
+
+TEST(BatchRequest, StructuredOutputAndChoicesAreKeptForTheReplica) {
+  // The grammar is checked here and travels as text (the replica compiles it); "n" with its
+  // choices, "echo" with the text every choice starts with.
+  const BatchRequest g = parse_request_line(R"({"id": "g", "ids": [4], "grammar": "root ::= \"a\" | \"b\"", "n": 3})", context());
+  EXPECT_EQ(g.grammar, "root ::= \"a\" | \"b\"");
+  EXPECT_EQ(g.grammar_source, "grammar");
+  EXPECT_EQ(g.choices, 3);
+  const BatchRequest s = parse_request_line(
+      R"({"id": "s", "ids": [4], "response_format": {"type": "json_schema", "json_schema": {"schema": {"enum": [1, 2]}}}})", context());
+  EXPECT_NE(s.grammar.find("root"), std::string::npos) << s.grammar;
+  EXPECT_EQ(s.grammar_source, "response_format.json_schema.schema (as a grammar)");
+  EXPECT_EQ(parse_request_line(R"({"id": "o", "ids": [4], "response_format": {"type": "json_object"}})", context()).grammar_source,
+            "response_format json_object");
+  const BatchRequest t = parse_request_line(R"({"id": "t", "ids": [4], "response_format": {"type": "text"}})", context());
+  EXPECT_TRUE(t.grammar.empty());
+  EXPECT_EQ(t.choices, 1);
 }
 
 TEST(BatchRequest, OpenAiLinesAreCheckedLineAndBody) {
