@@ -38,14 +38,6 @@ bool given(const Json& body, const char* name) {
   return it != body.end() && !it->is_null();
 }
 
-// Refuses what batch cannot honour yet, before the parser (whose own messages would say less).
-void check_batch_limits(const Json& body) {
-  if (given(body, "logprobs") && !(body["logprobs"].is_boolean() && !body["logprobs"].get<bool>())) {
-    throw invalid_request("'logprobs' is not supported in batch yet", "logprobs");
-  }
-  if (given(body, "top_logprobs")) throw invalid_request("'top_logprobs' is not supported in batch yet (it needs 'logprobs')", "top_logprobs");
-}
-
 }  // namespace
 
 bool is_body_field(std::string_view name, bool chat) {
@@ -54,10 +46,12 @@ bool is_body_field(std::string_view name, bool chat) {
 
 void parse_body_into(const Json& body, const std::string& body_text, bool chat, BodyDefaults defaults,
                      const ParseContext& context, BatchRequest& out) {
-  check_batch_limits(body);
   ApiRequest api = chat ? parse_chat_request(body) : parse_completion_request(body);
   if (chat) keep_key_order(api.chat_input, body_text);
   if (api.stream) throw invalid_request("'stream': true is not supported in batch (each result is written whole)", "stream");
+  if (api.echo && !chat && api.logprobs >= 0) {
+    throw invalid_request("'echo' with 'logprobs' (the prompt's log-probabilities) is not supported in batch yet", "echo");
+  }
   if (!context.tokenizer) {
     if (chat) throw InputError("\"messages\" need a tokenizer, but the model has no tokenizer.json");
     if (api.prompt_text) throw InputError("\"prompt\" needs a tokenizer, but the model has no tokenizer.json: give \"ids\"");
@@ -101,6 +95,7 @@ void parse_body_into(const Json& body, const std::string& body_text, bool chat, 
   out.seq.stop_ids = p.serve.stop_ids;
   out.chat = chat;
   out.stop = p.api.stop;
+  out.logprobs = p.api.logprobs;
   out.choices = p.serve.choices;
   out.echo = std::move(p.echo);
   out.tool_format = p.tool_format;

@@ -2,10 +2,10 @@
 // by the server's own parser (parse_completion_request / parse_chat_request in
 // serve/openai_request.h), the prompt tokenized or the messages rendered with the model's chat
 // template and checked against the context (OpenAiApi::prepare), so every field and default the
-// server has, batch has: "n" choices, "echo", "response_format" / "grammar" (the checked grammar
-// text travels with the request; the replica compiles it) and "tools" / "tool_choice" as serve
-// answers them. What a batch run cannot honour ("stream"; "logprobs" and "top_logprobs" for now)
-// is refused by name, never ignored.
+// server has, batch has: "n" choices, "echo", "logprobs", "response_format" / "grammar" (the
+// checked grammar text travels with the request; the replica compiles it) and "tools" /
+// "tool_choice" as serve answers them. What a batch run cannot honour ("stream"; "echo" with
+// "logprobs" for now) is refused by name, never ignored.
 #pragma once
 #include <string>
 #include <string_view>

@@ -115,7 +115,7 @@ Coordinator::Coordinator(ParsedInput input, const std::string& input_path, const
 
 Task Coordinator::task(std::size_t index) const {
   const BatchRequest& r = requests_.at(index);
-  return Task{index, r.key, r.seq, r.choices, r.grammar, r.grammar_source};
+  return Task{index, r.key, r.seq, r.choices, r.logprobs, r.grammar, r.grammar_source};
 }
 
 std::vector<Task> Coordinator::tasks(const std::vector<std::size_t>& indices) const {
@@ -159,7 +159,13 @@ std::string Coordinator::result_line(const BatchRequest& req, const Outcome& o) 
   for (const ChoiceOutcome& c : o.choices) {
     const ResultText& r = texts.emplace_back(tokenizer_ ? result_text(*tokenizer_, c.ids, c.finish_reason, req.stop)
                                                         : ResultText{"", c.ids.size(), c.finish_reason});
-    ChoiceResult& choice = choices.emplace_back(ChoiceResult{req.echo + r.text, r.finish_reason, nullptr, nullptr});
+    Json logprobs = nullptr;
+    if (req.logprobs >= 0 && tokenizer_) {  // the tokens sent as text, each where its text starts (as serve's)
+      LogprobsBuilder builder(*tokenizer_, req.chat);
+      for (std::size_t i = 0; i < r.offsets.size() && i < c.logprobs.size(); ++i) builder.add(c.logprobs[i], r.offsets[i]);
+      logprobs = builder.take();
+    }
+    ChoiceResult& choice = choices.emplace_back(ChoiceResult{req.echo + r.text, r.finish_reason, std::move(logprobs), nullptr});
     take_tool_calls(req.tool_format, req.echo, choice);
     completion_tokens += static_cast<std::int64_t>(r.tokens);
   }
@@ -172,6 +178,7 @@ std::string Coordinator::result_line(const BatchRequest& req, const Outcome& o) 
     j["ids"] = std::vector<std::int32_t>(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(texts[i].tokens));
     if (tokenizer_) j["text"] = choices[i].text;
     if (!choices[i].tool_calls.is_null()) j["tool_calls"] = choices[i].tool_calls;
+    if (!choices[i].logprobs.is_null()) j["logprobs"] = choices[i].logprobs;
     j["finish_reason"] = choices[i].finish_reason;
   };
   nlohmann::ordered_json line;

@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "core/error.h"
-#include "serve/serve_request.h"
+#include "serve/logprobs.h"
 
 namespace plexus::batch {
 
@@ -24,6 +24,7 @@ Json task_to_json(const Task& t) {
   j["logit_bias"] = bias;
   if (t.seq.stop_ids) j["stop_ids"] = *t.seq.stop_ids;
   j["choices"] = t.choices;
+  j["top_logprobs"] = t.top_logprobs;
   if (!t.grammar.empty()) j["grammar"] = {{"text", t.grammar}, {"source", t.grammar_source}};
   return j;
 }
@@ -46,6 +47,7 @@ Task task_from_json(const Json& j) {
   for (const Json& b : j.at("logit_bias")) t.seq.sampling.logit_bias.emplace_back(b.at(0).get<std::int32_t>(), b.at(1).get<float>());
   if (j.contains("stop_ids")) t.seq.stop_ids = j["stop_ids"].get<std::vector<std::int64_t>>();
   t.choices = j.at("choices").get<int>();
+  t.top_logprobs = j.at("top_logprobs").get<int>();
   if (j.contains("grammar")) {
     t.grammar = j["grammar"].at("text").get<std::string>();
     t.grammar_source = j["grammar"].at("source").get<std::string>();
@@ -55,7 +57,11 @@ Task task_from_json(const Json& j) {
 
 Json outcome_to_json(const Outcome& o) {
   Json choices = Json::array();
-  for (const ChoiceOutcome& c : o.choices) choices.push_back({{"ids", c.ids}, {"finish_reason", c.finish_reason}});
+  for (const ChoiceOutcome& c : o.choices) {
+    Json logprobs = Json::array();  // [id, logprob, [[id, logprob], ...]] per token
+    for (const TokenEvent& e : c.logprobs) logprobs.push_back({e.id, e.logprob.value_or(0.0f), e.top});
+    choices.push_back({{"ids", c.ids}, {"finish_reason", c.finish_reason}, {"logprobs", logprobs}});
+  }
   return {{"index", o.index},   {"replica", o.replica},         {"ok", o.ok},
           {"permanent", o.permanent}, {"error", o.error},       {"choices", choices},
           {"prompt_tokens", o.prompt_tokens}, {"latency_ms", o.latency_ms}};
@@ -69,7 +75,15 @@ Outcome outcome_from_json(const Json& j) {
   o.permanent = j.at("permanent").get<bool>();
   o.error = j.at("error").get<std::string>();
   for (const Json& c : j.at("choices")) {
-    o.choices.push_back({c.at("ids").get<std::vector<std::int32_t>>(), c.at("finish_reason").get<std::string>()});
+    ChoiceOutcome& choice = o.choices.emplace_back();
+    choice.ids = c.at("ids").get<std::vector<std::int32_t>>();
+    choice.finish_reason = c.at("finish_reason").get<std::string>();
+    for (const Json& e : c.at("logprobs")) {
+      TokenEvent& event = choice.logprobs.emplace_back();
+      event.id = e.at(0).get<std::int32_t>();
+      event.logprob = e.at(1).get<float>();
+      event.top = e.at(2).get<std::vector<std::pair<std::int32_t, float>>>();
+    }
   }
   o.prompt_tokens = j.at("prompt_tokens").get<std::int64_t>();
   o.latency_ms = j.at("latency_ms").get<double>();
@@ -93,12 +107,21 @@ std::vector<Outcome> run_together(Runner& runner, int replica, const std::vector
                                   const std::vector<std::int64_t>& stop_ids, ReplicaGrammars& grammars,
                                   const FaultInjection& faults) {
   check_faults(replica, tasks, faults);
+  std::size_t total = 0;
+  for (const Task& t : tasks) total += static_cast<std::size_t>(t.choices);
+  std::vector<std::vector<TokenEvent>> events(total);  // per sequence, with log-probabilities asked for
   std::vector<SequenceRequest> seqs;
+  const std::int64_t vocab = runner.vocab_size();
   for (const Task& t : tasks) {
     for (int i = 0; i < t.choices; ++i) {
       SequenceRequest s = t.seq;
       s.sampling.seed = choice_seed(t.seq.sampling.seed, i);
       if (!t.grammar.empty()) s.constraint = grammars.constraint(t.grammar, t.grammar_source);
+      if (t.top_logprobs >= 0) {
+        s.observe = [out = &events[seqs.size()], vocab, k = t.top_logprobs](const float* logits, std::int32_t id) {
+          out->push_back(token_event(logits, vocab, id, k));  // serve's log-probabilities of the raw logits
+        };
+      }
       seqs.push_back(std::move(s));
     }
   }
@@ -112,7 +135,7 @@ std::vector<Outcome> run_together(Runner& runner, int replica, const std::vector
     o.ok = true;
     for (int c = 0; c < tasks[i].choices; ++c, ++next) {
       const GenerateResult& g = r.sequences[next];
-      o.choices.push_back({g.ids, g.finish_reason});
+      o.choices.push_back({g.ids, g.finish_reason, std::move(events[next])});
       o.prompt_tokens = g.prompt_tokens;
       o.latency_ms = std::max(o.latency_ms, g.e2e_ms);
     }

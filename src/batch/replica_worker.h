@@ -13,6 +13,7 @@
 #include "core/json.h"
 #include "runtime/generate.h"
 #include "runtime/runner.h"
+#include "serve/serve_request.h"
 
 namespace plexus::batch {
 
@@ -21,6 +22,7 @@ struct Task {
   std::string key;        // the request id as JSON text
   SequenceRequest seq;    // seq.constraint unused: the replica makes one per choice from `grammar`
   int choices = 1;        // "n": choice i samples with choice_seed(seq.sampling.seed, i), as serve's
+  int top_logprobs = -1;  // -1: none; k >= 0: each token's log-probability and the top k (serve's token_event)
   std::string grammar, grammar_source;  // structured output: what every choice must match; "" none
 };
 
@@ -28,6 +30,7 @@ struct Task {
 struct ChoiceOutcome {
   std::vector<std::int32_t> ids;  // (completion_tokens)
   std::string finish_reason;      // "stop" | "length"
+  std::vector<TokenEvent> logprobs;  // with Task::top_logprobs >= 0: one per id, from its raw logits
 };
 
 struct Outcome {

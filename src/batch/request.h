@@ -34,6 +34,7 @@ struct BatchRequest {
   SequenceRequest seq;  // prompt ids, max_tokens, sampling (seed included), end-of-sequence ids resolved
   bool chat = false;    // "messages" (OpenAI: /v1/chat/completions): the response is a chat completion
   std::vector<std::string> stop;  // stop strings: the text (and the tokens counted) end before the first
+  int logprobs = -1;  // -1 none; k >= 0: each token's log-probability and the top k (serve's ApiRequest::logprobs)
   int choices = 1;  // "n": choice i samples with seed choice_seed(seed, i) (serve/serve_request.h), as serve's
   std::string echo;  // "echo": the text every choice's result starts with (serve's PreparedRequest::echo)
   // A chat with tools it may call: its answers are parsed for calls in this format (serve's

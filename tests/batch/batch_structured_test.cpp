@@ -1,7 +1,7 @@
 // Structured output, choices and tool calls in `plexus batch`, through the real binary on a tiny
 // random model with Llama 3's tokenizer and chat template: every JSON Schema output validates
 // against its schema, grammar outputs match the grammar, "n" gives n choices, tool_choice makes
-// calls; the bodies equal what the real `plexus serve` answers, whatever the replicas (threads,
+// calls, logprobs come with every token; the bodies equal what the real `plexus serve` answers, whatever the replicas (threads,
 // a resume after a kill, MPI ranks, which receive the grammar in the task's JSON).
 #include <gtest/gtest.h>
 
@@ -119,7 +119,7 @@ const char* kGrammar = "root ::= (\"yes\" | \"no\") \".\" [0-9]{1,3}";
 
 // The mixed input: plain, each schema (chat, sampled), json_object, a schema cut by max_tokens,
 // a grammar, n = 3 (plain and with a schema), tool_choice "required" and a named function, tools
-// left to the model, echo.
+// left to the model, echo, logprobs (with n = 2, and in a chat with a schema).
 std::vector<Json> mixed_lines() {
   std::vector<Json> lines;
   lines.push_back(line("plain", "/v1/completions", {{"prompt", "Once upon a time"}, {"max_tokens", 6}, {"temperature", 0}}));
@@ -149,6 +149,11 @@ std::vector<Json> mixed_lines() {
   lines.push_back(line("tools-auto", "/v1/chat/completions",
                        {{"messages", kAsk}, {"max_tokens", 8}, {"temperature", 0}, {"tools", weather_tools()}}));
   lines.push_back(line("echo", "/v1/completions", {{"prompt", "Echo me"}, {"max_tokens", 3}, {"temperature", 0}, {"echo", true}}));
+  lines.push_back(line("logprobs", "/v1/completions",
+                       {{"prompt", "Say"}, {"max_tokens", 4}, {"temperature", 1.0}, {"seed", 5}, {"n", 2}, {"logprobs", 2}}));
+  lines.push_back(line("logprobs-schema", "/v1/chat/completions",
+                       {{"messages", kAsk}, {"max_tokens", 40}, {"temperature", 0}, {"logprobs", true}, {"top_logprobs", 3},
+                        {"response_format", schema_format(schema_cases()[2].schema)}}));
   return lines;
 }
 
@@ -249,6 +254,14 @@ TEST_F(BatchStructured, StructuredChoicesAndToolsAsTheServerAnswersThem) {
   }
   EXPECT_EQ(got.at("tools-named")["choices"][0]["message"]["tool_calls"].size(), 1u);
   EXPECT_TRUE(text_of(got.at("echo")["choices"][0]).starts_with("Echo me"));
+  // logprobs: one entry per token of each choice, the top k beside it.
+  for (const Json& c : got.at("logprobs")["choices"]) {
+    ASSERT_EQ(c["logprobs"]["tokens"].size(), 4u) << c;
+    for (const Json& top : c["logprobs"]["top_logprobs"]) EXPECT_EQ(top.size(), 2u) << c;
+  }
+  const Json& content = got.at("logprobs-schema")["choices"][0]["logprobs"]["content"];
+  ASSERT_GE(content.size(), 1u);
+  for (const Json& t : content) EXPECT_EQ(t["top_logprobs"].size(), 3u) << t;
 
   // The same bodies from the real server.
   {
@@ -316,23 +329,23 @@ TEST_F(BatchStructured, PlexusLinesGetEveryChoiceAndTheirCalls) {
   EXPECT_EQ(calls, theirs.at("tools-required")["choices"][0]["message"]["tool_calls"]);
 }
 
-// Under mpirun the grammar reaches the worker rank in the task's JSON and is compiled there:
-// the same bodies as one process.
+// Under mpirun the grammar reaches the worker rank in the task's JSON and is compiled there, and
+// the log-probabilities come back in the outcome's: the same bodies as one process.
 TEST_F(BatchStructured, GrammarsTravelToMpiWorkers) {
   if (!testing::have_mpirun()) GTEST_SKIP() << "mpirun is not installed";
   const std::vector<Json> all = mixed_lines();
   std::vector<Json> lines;
   for (const Json& l : all) {
     const std::string id = l["custom_id"];
-    if (id == "schema-nested" || id == "grammar" || id == "n3-schema" || id == "tools-named") lines.push_back(l);
+    if (id == "schema-nested" || id == "grammar" || id == "n3-schema" || id == "tools-named" || id == "logprobs") lines.push_back(l);
   }
-  ASSERT_EQ(lines.size(), 4u);
+  ASSERT_EQ(lines.size(), 5u);
   const std::string in = path("in.jsonl"), one = path("one.jsonl"), mpi = path("mpi.jsonl");
   write_lines(in, lines);
   ASSERT_EQ(run_plexus(batch_args(in, one)).exit_code, 0);
   const testing::ProcessResult r = testing::run_mpi(2, batch_args(in, mpi, "--json"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(Json::parse(r.out)["done"], Json(4));
+  EXPECT_EQ(Json::parse(r.out)["done"], Json(5));
   EXPECT_EQ(bodies(mpi), bodies(one));
   EXPECT_EQ(bodies(mpi).at("schema-nested")["choices"][0]["finish_reason"], Json("stop"));
 }

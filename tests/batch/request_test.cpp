@@ -83,7 +83,8 @@ TEST(BatchRequest, BadLinesSayWhy) {
             std::string::npos);
   EXPECT_NE(reason(R"({"id": 1, "ids": [1], "grammar": "root ::= \"a\"", "ignore_eos": true})").find("'ignore_eos' with 'grammar'"),
             std::string::npos);
-  EXPECT_NE(reason(R"({"id": 1, "ids": [1], "logprobs": 2})").find("'logprobs' is not supported in batch yet"), std::string::npos);
+  EXPECT_NE(reason(R"({"id": 1, "ids": [1], "logprobs": 2, "echo": true})").find("'echo' with 'logprobs'"), std::string::npos);
+  EXPECT_EQ(parse_request_line(R"({"id": 1, "ids": [1], "logprobs": 2})", context()).logprobs, 2);
   EXPECT_NE(reason(R"({"id": 1, "ids": [1], "max_token": 3})").find("unknown field \"max_token\""), std::string::npos);
 }
 
