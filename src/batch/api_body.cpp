@@ -88,6 +88,16 @@ void parse_body_into(const Json& body, const std::string& body_text, bool chat, 
   } catch (const std::exception& e) {  // the tokenizer: e.g. its regex engine's limits on a huge piece
     throw InputError(std::string(chat ? "\"messages\"" : "\"prompt\"") + " cannot be tokenized: " + e.what());
   }
+  if (!p.grammar.empty()) {  // the replica compiles it over the tokenizer's tokens, ending at an end-of-sequence id
+    const std::string field = chat && p.tool_format == ToolCallFormat::kJsonList ? "tool_choice"
+                              : p.grammar_source == "grammar"                    ? "grammar"
+                                                                                 : "response_format";
+    if (p.serve.stop_ids.empty()) {
+      throw invalid_request("'" + field + "': a structured answer ends with an end-of-sequence id, and this run has none "
+                            "(--ignore-eos, or a model that names none)", field);
+    }
+    if (!context.tokenizer) throw InputError("\"" + field + "\" (structured output) needs the model's tokenizer.json");
+  }
   out.seq.prompt = std::move(p.serve.prompt);
   out.seq.max_tokens = p.serve.max_tokens;
   out.seq.sampling = p.serve.sampling;

@@ -83,6 +83,10 @@ TEST(BatchRequest, BadLinesSayWhy) {
             std::string::npos);
   EXPECT_NE(reason(R"({"id": 1, "ids": [1], "grammar": "root ::= \"a\"", "ignore_eos": true})").find("'ignore_eos' with 'grammar'"),
             std::string::npos);
+  ParseContext no_eos = context();  // --ignore-eos: nothing would end a grammar's answer
+  EXPECT_NE(reason(R"({"id": 1, "ids": [1], "response_format": {"type": "json_object"}})", no_eos)
+                .find("'response_format': a structured answer ends with an end-of-sequence id, and this run has none"),
+            std::string::npos);
   EXPECT_NE(reason(R"({"id": 1, "ids": [1], "logprobs": 2, "echo": true})").find("'echo' with 'logprobs'"), std::string::npos);
   EXPECT_EQ(parse_request_line(R"({"id": 1, "ids": [1], "logprobs": 2})", context()).logprobs, 2);
   EXPECT_NE(reason(R"({"id": 1, "ids": [1], "max_token": 3})").find("unknown field \"max_token\""), std::string::npos);
@@ -108,24 +112,6 @@ TEST(BatchRequest, BodyFieldsThroughTheServersParser) {
   EXPECT_TRUE(b.seq.stop_ids.has_value() && b.seq.stop_ids->empty());
   EXPECT_EQ(b.seq.sampling.top_k, 3);
   EXPECT_EQ(b.seq.sampling.seed, 11u);
-}
-
-TEST(BatchRequest, StructuredOutputAndChoicesAreKeptForTheReplica) {
-  // The grammar is checked here and travels as text (the replica compiles it); "n" with its
-  // choices, "echo" with the text every choice starts with.
-  const BatchRequest g = parse_request_line(R"({"id": "g", "ids": [4], "grammar": "root ::= \"a\" | \"b\"", "n": 3})", context());
-  EXPECT_EQ(g.grammar, "root ::= \"a\" | \"b\"");
-  EXPECT_EQ(g.grammar_source, "grammar");
-  EXPECT_EQ(g.choices, 3);
-  const BatchRequest s = parse_request_line(
-      R"({"id": "s", "ids": [4], "response_format": {"type": "json_schema", "json_schema": {"schema": {"enum": [1, 2]}}}})", context());
-  EXPECT_NE(s.grammar.find("root"), std::string::npos) << s.grammar;
-  EXPECT_EQ(s.grammar_source, "response_format.json_schema.schema (as a grammar)");
-  EXPECT_EQ(parse_request_line(R"({"id": "o", "ids": [4], "response_format": {"type": "json_object"}})", context()).grammar_source,
-            "response_format json_object");
-  const BatchRequest t = parse_request_line(R"({"id": "t", "ids": [4], "response_format": {"type": "text"}})", context());
-  EXPECT_TRUE(t.grammar.empty());
-  EXPECT_EQ(t.choices, 1);
 }
 
 TEST(BatchRequest, OpenAiLinesAreCheckedLineAndBody) {
