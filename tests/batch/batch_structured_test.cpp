@@ -5,6 +5,8 @@
 // a resume after a kill, MPI ranks, which receive the grammar in the task's JSON).
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <fstream>
 #include <regex>
 #include <set>
 
@@ -262,6 +264,19 @@ TEST_F(BatchStructured, StructuredChoicesAndToolsAsTheServerAnswersThem) {
   const Json& content = got.at("logprobs-schema")["choices"][0]["logprobs"]["content"];
   ASSERT_GE(content.size(), 1u);
   for (const Json& t : content) EXPECT_EQ(t["top_logprobs"].size(), 3u) << t;
+
+  // For ajv (the batch_structured_ajv test, an implementation of JSON Schema independent of
+  // plexus): every schema output as {"schema", "text", "finish_reason"}, kSchemaOutputs lines.
+  if (const char* file = std::getenv("PLEXUS_BATCH_SCHEMA_OUTPUTS")) {
+    std::ofstream f(file);
+    for (const SchemaCase& c : schema_cases()) {
+      const Json& choice = got.at("schema-" + c.id)["choices"][0];
+      f << Json{{"schema", c.schema}, {"text", text_of(choice)}, {"finish_reason", choice["finish_reason"]}}.dump() << "\n";
+    }
+    for (const Json& choice : got.at("n3-schema")["choices"]) {
+      f << Json{{"schema", schema_cases()[2].schema}, {"text", text_of(choice)}, {"finish_reason", choice["finish_reason"]}}.dump() << "\n";
+    }
+  }
 
   // The same bodies from the real server.
   {
