@@ -120,12 +120,13 @@ def arguments(argv):
 def generate(plan):
     if plan["cuda_visible_devices"] is not None:
         os.environ["CUDA_VISIBLE_DEVICES"] = plan["cuda_visible_devices"]
-    try:
-        import torch
-        import transformers
-    except ImportError as e:
-        print(f"hf_runner: {e.name or e} is not installed (pip install torch transformers accelerate)", file=sys.stderr)
+    import importlib.util
+    missing = [m for m in ("torch", "transformers") if importlib.util.find_spec(m) is None]
+    if missing:  # said before torch's seconds-long import
+        print(f"hf_runner: not installed: {' '.join(missing)} (pip install torch transformers accelerate)", file=sys.stderr)
         return 2
+    import torch
+    import transformers
     load = dict(plan["load"])
     if load["torch_dtype"] != "auto":
         load["torch_dtype"] = getattr(torch, load["torch_dtype"])

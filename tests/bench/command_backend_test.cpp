@@ -185,10 +185,10 @@ TEST(HfRunner, ArgumentsBecomeTransformersSettings) {
   EXPECT_EQ(j["measured"], (Json::array({"hi", "from the dataset", "hi"})));
   EXPECT_EQ(j["warmup"], Json::array());
   EXPECT_EQ(j["generate"]["ignore_eos"], true);
-  // Bad arguments exit 2 (argparse's and ours); without torch, a real run says so and exits 2.
+  // Bad arguments exit 2 (argparse's and ours); without transformers, a real run says so and exits 2.
   EXPECT_NE(run("--model m --device-ids 2 --max-memory 3=1GiB --prompt x --dry-run"), 0);
   EXPECT_NE(run("--model m --dry-run"), 0);  // no prompts
-  if (std::system((python + " -c 'import torch' >/dev/null 2>&1").c_str()) != 0) {
+  if (std::system((python + " -c 'import transformers' >/dev/null 2>&1").c_str()) != 0) {
     EXPECT_EQ(WEXITSTATUS(run("--model m --prompt x")), 2);
   }
   std::remove(out.c_str());
