@@ -109,6 +109,7 @@ Json run_command_point(const BenchPoint& point, const std::vector<std::string>& 
   for (const std::string& a : argv) shown += (shown.empty() ? "" : " ") + a;
   log("running under the monitor: " + shown);
   const std::string timestamp = utc_timestamp();
+  if (stop && stop()) throw Interrupted("interrupted during the idle baseline, before the command started");
   const double started_s = session.now_s();
   child.release();  // InputError when exec fails
   bool stopped = false;

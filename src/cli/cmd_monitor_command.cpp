@@ -76,6 +76,8 @@ int monitor_command(const std::vector<std::string>& command, const MonitorOption
   MonitorOptions o = options;
   o.stop_requested = [&signals] { return signals.received(); };
   session.start(o);
+  // A signal during the idle baseline: the held command never runs (it leaves when the pipe closes).
+  if (signals.received()) throw Interrupted("interrupted before the command started");
   const double started_s = session.now_s();
   child.release();  // InputError (exit 2) when exec failed; the session ends unreported
   std::optional<ChildExit> end;
