@@ -73,19 +73,19 @@ void check_gpus_present(const std::vector<int>& requested) {
 void print_monitor_summary(const MonitorSummary& s, std::FILE* out) {
   const Json j = to_json(s);
   std::fprintf(out, "\nmonitored %.2f s, %d samples every %.0f ms; the sampler used %s%% of one core\n", s.duration_s,
-              s.samples, s.interval_ms,
-              j["sampler"]["cpu_percent_of_one_core"].is_null()
-                  ? "n/a"
-                  : num(j["sampler"]["cpu_percent_of_one_core"].get<double>(), "%.3f").c_str());
+                   s.samples, s.interval_ms,
+                   j["sampler"]["cpu_percent_of_one_core"].is_null()
+                       ? "n/a"
+                       : num(j["sampler"]["cpu_percent_of_one_core"].get<double>(), "%.3f").c_str());
   std::fprintf(out, "%-4s %-24s %8s %8s %12s %7s %7s %10s %-17s %8s\n", "dev", "name", "avg util", "max util",
-              "avg mem MiB", "avg W", "max W", "energy J", "energy method", "max temp");
+                   "avg mem MiB", "avg W", "max W", "energy J", "energy method", "max temp");
   for (const DeviceSummary& d : s.devices) {
     std::fprintf(out, "%-4s %-24.24s %8s %8s %12s %7s %7s %10s %-17s %8s\n",
-                d.index < 0 ? "cpu" : std::to_string(d.index).c_str(), d.name.c_str(),
-                num(d.avg_utilization_percent).c_str(), num(d.max_utilization_percent).c_str(),
-                num(d.avg_memory_used_mb, "%.0f").c_str(), num(d.avg_power_w).c_str(), num(d.max_power_w).c_str(),
-                num(d.energy_j, "%.2f").c_str(), energy_method_name(d.energy_method),
-                num(d.max_temperature_c, "%.0f").c_str());
+                     d.index < 0 ? "cpu" : std::to_string(d.index).c_str(), d.name.c_str(),
+                     num(d.avg_utilization_percent).c_str(), num(d.max_utilization_percent).c_str(),
+                     num(d.avg_memory_used_mb, "%.0f").c_str(), num(d.avg_power_w).c_str(), num(d.max_power_w).c_str(),
+                     num(d.energy_j, "%.2f").c_str(), energy_method_name(d.energy_method),
+                     num(d.max_temperature_c, "%.0f").c_str());
     if (d.avg_process_memory_used_mb || d.avg_process_utilization_percent)
       std::fprintf(out, "     the command's processes: avg %s MiB, max %s MiB, avg SM util %s %%\n",
                    num(d.avg_process_memory_used_mb, "%.0f").c_str(), num(d.max_process_memory_used_mb, "%.0f").c_str(),
@@ -95,9 +95,9 @@ void print_monitor_summary(const MonitorSummary& s, std::FILE* out) {
   }
   const AggregateSummary& a = s.aggregate;
   std::fprintf(out, "GPUs: total_avg_utilization %.1f %%, total_max_utilization %.1f %%, total_avg_memory_mb %.0f, "
-              "any_gpu_active %s, total energy %s J\n",
-              a.total_avg_utilization, a.total_max_utilization, a.total_avg_memory_mb, a.any_gpu_active ? "yes" : "no",
-              num(a.total_energy_j, "%.2f").c_str());
+                   "any_gpu_active %s, total energy %s J\n",
+                   a.total_avg_utilization, a.total_max_utilization, a.total_avg_memory_mb, a.any_gpu_active ? "yes" : "no",
+                   num(a.total_energy_j, "%.2f").c_str());
 }
 
 int cmd_monitor(int argc, char** argv) {
