@@ -76,6 +76,8 @@ std::unique_ptr<NvmlLibrary> NvmlLibrary::open(const std::string& path, std::str
   resolve_first(h, a.compute_processes,
                 {"nvmlDeviceGetComputeRunningProcesses_v3", "nvmlDeviceGetComputeRunningProcesses_v2",
                  "nvmlDeviceGetComputeRunningProcesses"});
+  resolve(h, a.process_list, "nvmlDeviceGetComputeRunningProcesses_v2");
+  resolve(h, a.process_utilization, "nvmlDeviceGetProcessUtilization");
   resolve(h, a.common_ancestor, "nvmlDeviceGetTopologyCommonAncestor");
   resolve(h, a.p2p_status, "nvmlDeviceGetP2PStatus");
   resolve(h, a.nvlink_state, "nvmlDeviceGetNvLinkState");
