@@ -23,9 +23,9 @@ constexpr std::array<std::string_view, 20> kCommonFields = {
     "n",           "best_of",     "echo",  "suffix", "presence_penalty", "frequency_penalty", "logit_bias",
     "max_tokens",  "min_p",       "repetition_penalty", "stop_token_ids"};
 constexpr std::array<std::string_view, 2> kCompletionFields = {"prompt", "logprobs"};
-constexpr std::array<std::string_view, 7> kChatFields = {"messages", "tools",    "add_generation_prompt", "chat_template_kwargs",
+constexpr std::array<std::string_view, 8> kChatFields = {"messages", "tools",    "tool_choice", "add_generation_prompt", "chat_template_kwargs",
                                                          "max_completion_tokens", "logprobs", "top_logprobs"};
-// Handled here: refused unless they ask for nothing (plain text); "user" identifies the end user.
+// Read by the parser too ("response_format", "grammar"); "user" identifies the end user (ignored).
 constexpr std::array<std::string_view, 3> kBatchFields = {"response_format", "grammar", "user"};
 
 template <std::size_t N>
@@ -38,21 +38,6 @@ bool given(const Json& body, const char* name) {
   return it != body.end() && !it->is_null();
 }
 
-// Refuses what batch cannot honour yet, before the parser (whose own messages would say less).
-void check_batch_limits(const Json& body) {
-  if (given(body, "response_format")) {
-    const Json& f = body["response_format"];
-    if (!(f.is_object() && f.size() == 1 && f.value("type", Json()) == Json("text"))) {
-      throw invalid_request("'response_format' is not supported in batch yet (only {\"type\": \"text\"}), got " +
-                                f.dump().substr(0, 60), "response_format");
-    }
-  }
-  if (given(body, "grammar")) throw invalid_request("'grammar' is not supported in batch yet", "grammar");
-  if (given(body, "n") && body["n"].is_number_integer() && body["n"].get<long long>() > 1) {
-    throw invalid_request("n > 1 is not supported in batch: give each choice its own line (and seed)", "n");
-  }
-}
-
 }  // namespace
 
 bool is_body_field(std::string_view name, bool chat) {
@@ -61,11 +46,12 @@ bool is_body_field(std::string_view name, bool chat) {
 
 void parse_body_into(const Json& body, const std::string& body_text, bool chat, BodyDefaults defaults,
                      const ParseContext& context, BatchRequest& out) {
-  check_batch_limits(body);
   ApiRequest api = chat ? parse_chat_request(body) : parse_completion_request(body);
   if (chat) keep_key_order(api.chat_input, body_text);
   if (api.stream) throw invalid_request("'stream': true is not supported in batch (each result is written whole)", "stream");
-  if (api.logprobs >= 0) throw invalid_request("'logprobs' is not supported in batch yet", "logprobs");
+  if (api.echo && !chat && api.logprobs >= 0) {
+    throw invalid_request("'echo' with 'logprobs' (the prompt's log-probabilities) is not supported in batch yet", "echo");
+  }
   if (!context.tokenizer) {
     if (chat) throw InputError("\"messages\" need a tokenizer, but the model has no tokenizer.json");
     if (api.prompt_text) throw InputError("\"prompt\" needs a tokenizer, but the model has no tokenizer.json: give \"ids\"");
@@ -91,6 +77,9 @@ void parse_body_into(const Json& body, const std::string& body_text, bool chat, 
   model.tokenizer = context.tokenizer;
   model.chat_template = context.chat_template;
   model.eos_ids = context.eos_ids;
+  model.tool_format = context.tool_format;
+  model.max_choices = context.max_choices;
+  model.compile_grammars = false;  // each replica compiles the grammar it runs (batch/replica_grammars.h)
   PreparedRequest p;
   try {
     p = OpenAiApi(model, nullptr).prepare(std::move(api));
@@ -99,6 +88,16 @@ void parse_body_into(const Json& body, const std::string& body_text, bool chat, 
   } catch (const std::exception& e) {  // the tokenizer: e.g. its regex engine's limits on a huge piece
     throw InputError(std::string(chat ? "\"messages\"" : "\"prompt\"") + " cannot be tokenized: " + e.what());
   }
+  if (!p.grammar.empty()) {  // the replica compiles it over the tokenizer's tokens, ending at an end-of-sequence id
+    const std::string field = chat && p.tool_format == ToolCallFormat::kJsonList ? "tool_choice"
+                              : p.grammar_source == "grammar"                    ? "grammar"
+                                                                                 : "response_format";
+    if (p.serve.stop_ids.empty()) {
+      throw invalid_request("'" + field + "': a structured answer ends with an end-of-sequence id, and this run has none "
+                            "(--ignore-eos, or a model that names none)", field);
+    }
+    if (!context.tokenizer) throw InputError("\"" + field + "\" (structured output) needs the model's tokenizer.json");
+  }
   out.seq.prompt = std::move(p.serve.prompt);
   out.seq.max_tokens = p.serve.max_tokens;
   out.seq.sampling = p.serve.sampling;
@@ -106,6 +105,12 @@ void parse_body_into(const Json& body, const std::string& body_text, bool chat, 
   out.seq.stop_ids = p.serve.stop_ids;
   out.chat = chat;
   out.stop = p.api.stop;
+  out.logprobs = p.api.logprobs;
+  out.choices = p.serve.choices;
+  out.echo = std::move(p.echo);
+  out.tool_format = p.tool_format;
+  out.grammar = std::move(p.grammar);
+  out.grammar_source = std::move(p.grammar_source);
 }
 
 }  // namespace plexus::batch

@@ -2,8 +2,10 @@
 // by the server's own parser (parse_completion_request / parse_chat_request in
 // serve/openai_request.h), the prompt tokenized or the messages rendered with the model's chat
 // template and checked against the context (OpenAiApi::prepare), so every field and default the
-// server has, batch has. What a batch run cannot honour yet ("stream", "n" > 1, "logprobs",
-// "response_format" other than text, "grammar") is refused by name, never ignored.
+// server has, batch has: "n" choices, "echo", "logprobs", "response_format" / "grammar" (the
+// checked grammar text travels with the request; the replica compiles it) and "tools" /
+// "tool_choice" as serve answers them. What a batch run cannot honour ("stream"; "echo" with
+// "logprobs" for now) is refused by name, never ignored.
 #pragma once
 #include <string>
 #include <string_view>
@@ -19,8 +21,8 @@ namespace plexus::batch {
 // "seed" takes the command's --seed either way, so that a rerun gives the same output.
 enum class BodyDefaults { kServer, kCommand };
 
-// The fields a body may hold: those the server's parser reads, "response_format" and "grammar"
-// (refused unless plain text), "user" (ignored, as by the server).
+// The fields a body may hold: those the server's parser reads, "response_format" and "grammar",
+// "user" (ignored, as by the server).
 bool is_body_field(std::string_view name, bool chat);
 
 // Fills `out.seq`, `out.chat` and `out.stop` from `body` (an object; a chat body when `chat`).

@@ -9,6 +9,7 @@
 #include "batch/openai_batch.h"
 #include "batch/result_text.h"
 #include "core/error.h"
+#include "serve/openai_api.h"
 
 namespace plexus::batch {
 
@@ -113,7 +114,8 @@ Coordinator::Coordinator(ParsedInput input, const std::string& input_path, const
 }
 
 Task Coordinator::task(std::size_t index) const {
-  return Task{index, requests_.at(index).key, requests_.at(index).seq};
+  const BatchRequest& r = requests_.at(index);
+  return Task{index, r.key, r.seq, r.choices, r.logprobs, r.grammar, r.grammar_source};
 }
 
 std::vector<Task> Coordinator::tasks(const std::vector<std::size_t>& indices) const {
@@ -138,7 +140,7 @@ void Coordinator::commit(const std::vector<Outcome>& outcomes) {
       ++summary_.done;
       ++summary_.replicas[r].done;
       summary_.prompt_tokens += o.prompt_tokens;
-      summary_.completion_tokens += static_cast<std::int64_t>(o.ids.size());
+      for (const ChoiceOutcome& c : o.choices) summary_.completion_tokens += static_cast<std::int64_t>(c.ids.size());
       if (options_.kill_after > 0 && summary_.done >= options_.kill_after) std::raise(SIGKILL);  // crash test
     }
     queue_->succeeded(o.replica, o.index);
@@ -149,18 +151,52 @@ void Coordinator::commit(const std::vector<Outcome>& outcomes) {
 }
 
 std::string Coordinator::result_line(const BatchRequest& req, const Outcome& o) const {
-  // Without a tokenizer (plexus lines of ids only, no stop strings): the ids as generated.
-  const ResultText r = tokenizer_ ? result_text(*tokenizer_, o.ids, o.finish_reason, req.stop) : ResultText{"", o.ids.size(), o.finish_reason};
-  if (format_ == LineFormat::kOpenAi) return openai_result_line(req, options_.model, r, o.prompt_tokens, o.latency_ms / 1e3);
-  // Keys in the documented order.
+  // Each choice as serve answers it: its text cut at a stop string, after the echo, parsed for
+  // tool calls. Without a tokenizer (plexus lines of ids only, no stop strings): the ids as generated.
+  std::vector<ResultText> texts;
+  std::vector<ChoiceResult> choices;
+  std::int64_t completion_tokens = 0;
+  for (const ChoiceOutcome& c : o.choices) {
+    const ResultText& r = texts.emplace_back(tokenizer_ ? result_text(*tokenizer_, c.ids, c.finish_reason, req.stop)
+                                                        : ResultText{"", c.ids.size(), c.finish_reason});
+    Json logprobs = nullptr;
+    if (req.logprobs >= 0 && tokenizer_) {  // the tokens sent as text, each where its text starts (as serve's)
+      LogprobsBuilder builder(*tokenizer_, req.chat);
+      for (std::size_t i = 0; i < r.offsets.size() && i < c.logprobs.size(); ++i) builder.add(c.logprobs[i], r.offsets[i]);
+      logprobs = builder.take();
+    }
+    ChoiceResult& choice = choices.emplace_back(ChoiceResult{req.echo + r.text, r.finish_reason, std::move(logprobs), nullptr});
+    take_tool_calls(req.tool_format, req.echo, choice);
+    completion_tokens += static_cast<std::int64_t>(r.tokens);
+  }
+  if (format_ == LineFormat::kOpenAi) {
+    return openai_result_line(req, options_.model, choices, o.prompt_tokens, completion_tokens, o.latency_ms / 1e3);
+  }
+  // Keys in the documented order; the fields of choice 0, and with "n" every choice in "choices".
+  auto choice_json = [&](nlohmann::ordered_json& j, std::size_t i) {
+    const std::vector<std::int32_t>& ids = o.choices[i].ids;
+    j["ids"] = std::vector<std::int32_t>(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(texts[i].tokens));
+    if (tokenizer_) j["text"] = choices[i].text;
+    if (!choices[i].tool_calls.is_null()) j["tool_calls"] = choices[i].tool_calls;
+    if (!choices[i].logprobs.is_null()) j["logprobs"] = choices[i].logprobs;
+    j["finish_reason"] = choices[i].finish_reason;
+  };
   nlohmann::ordered_json line;
   line["object"] = kResultObject;  // first: results_format() knows a line (even a torn one) by it
   line["id"] = req.id;
-  line["ids"] = std::vector<std::int32_t>(o.ids.begin(), o.ids.begin() + static_cast<std::ptrdiff_t>(r.tokens));
-  if (tokenizer_) line["text"] = r.text;
-  line["finish_reason"] = r.finish_reason;
+  choice_json(line, 0);
   line["prompt_tokens"] = o.prompt_tokens;
-  line["completion_tokens"] = r.tokens;
+  line["completion_tokens"] = texts[0].tokens;
+  if (o.choices.size() > 1) {
+    line["choices"] = nlohmann::ordered_json::array();
+    for (std::size_t i = 0; i < o.choices.size(); ++i) {
+      nlohmann::ordered_json c;
+      c["index"] = i;
+      choice_json(c, i);
+      c["completion_tokens"] = texts[i].tokens;
+      line["choices"].push_back(std::move(c));
+    }
+  }
   line["replica"] = o.replica;
   line["latency_ms"] = std::round(o.latency_ms * 1e3) / 1e3;  // microseconds are enough
   return line.dump(-1, ' ', false, Json::error_handler_t::replace);

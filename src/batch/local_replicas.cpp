@@ -41,7 +41,8 @@ std::vector<std::shared_ptr<Runner>> open_replicas(int count, const RunnerFactor
 
 void run_local_replicas(Coordinator& coordinator, const std::vector<std::shared_ptr<Runner>>& runners,
                         const std::vector<std::string>& open_errors, std::size_t batch_size,
-                        const std::vector<std::int64_t>& stop_ids, const FaultInjection& faults) {
+                        const std::vector<std::int64_t>& stop_ids, const ReplicaGrammars::VocabularyFactory& vocabulary,
+                        const FaultInjection& faults) {
   for (std::size_t r = 0; r < runners.size(); ++r) {
     if (!runners[r]) coordinator.replica_lost(static_cast<int>(r), "could not start: " + open_errors[r]);
   }
@@ -54,10 +55,11 @@ void run_local_replicas(Coordinator& coordinator, const std::vector<std::shared_
       threads.emplace_back([&, r] {
         const int replica = static_cast<int>(r);
         try {
+          ReplicaGrammars grammars(vocabulary);
           for (;;) {
             const std::vector<std::size_t> taken = coordinator.queue().take(replica, batch_size);
             if (taken.empty()) break;
-            coordinator.commit(run_tasks(*runners[r], replica, coordinator.tasks(taken), stop_ids, faults));
+            coordinator.commit(run_tasks(*runners[r], replica, coordinator.tasks(taken), stop_ids, grammars, batch_size, faults));
           }
         } catch (...) {
           {

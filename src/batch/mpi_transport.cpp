@@ -15,7 +15,7 @@ namespace plexus::batch {
 namespace {
 
 constexpr int kTagToCoordinator = 1;  // {"results": [...]} or {"fatal": reason}
-constexpr int kTagToWorker = 2;       // {"tasks": [...], "stop_ids": [...]} or {"stop": true}
+constexpr int kTagToWorker = 2;       // {"tasks": [...], "stop_ids": [...], "max_sequences": N} or {"stop": true}
 
 void send_json(int dest, int tag, const Json& j) {
   const std::string text = j.dump();
@@ -72,7 +72,7 @@ void run_mpi_coordinator(Coordinator& coordinator, const MpiWorld& world, std::s
       if (t == WorkQueue::Take::kWork) {
         Json tasks = Json::array();
         for (const Task& task : coordinator.tasks(taken)) tasks.push_back(task_to_json(task));
-        send_json(*it, kTagToWorker, {{"tasks", tasks}, {"stop_ids", stop_ids}});
+        send_json(*it, kTagToWorker, {{"tasks", tasks}, {"stop_ids", stop_ids}, {"max_sequences", batch_size}});
       } else {
         send_json(*it, kTagToWorker, {{"stop", true}});
         active.erase(*it);
@@ -82,7 +82,8 @@ void run_mpi_coordinator(Coordinator& coordinator, const MpiWorld& world, std::s
   }
 }
 
-void run_mpi_worker(const MpiWorld& world, const std::function<std::shared_ptr<Runner>()>& open, const FaultInjection& faults) {
+void run_mpi_worker(const MpiWorld& world, const std::function<std::shared_ptr<Runner>()>& open,
+                    const ReplicaGrammars::VocabularyFactory& vocabulary, const FaultInjection& faults) {
   const int replica = world.rank() - 1;
   std::shared_ptr<Runner> runner;
   try {
@@ -94,6 +95,7 @@ void run_mpi_worker(const MpiWorld& world, const std::function<std::shared_ptr<R
     recv_json(0, kTagToWorker, nullptr);  // stop
     return;
   }
+  ReplicaGrammars grammars(vocabulary);
   send_json(0, kTagToCoordinator, {{"results", Json::array()}});
   for (;;) {
     const Json msg = recv_json(0, kTagToWorker, nullptr);
@@ -101,8 +103,11 @@ void run_mpi_worker(const MpiWorld& world, const std::function<std::shared_ptr<R
     std::vector<Task> tasks;
     for (const Json& t : msg["tasks"]) tasks.push_back(task_from_json(t));
     const std::vector<std::int64_t> stop_ids = msg["stop_ids"].get<std::vector<std::int64_t>>();
+    const auto max_sequences = msg["max_sequences"].get<std::size_t>();
     Json results = Json::array();
-    for (const Outcome& o : run_tasks(*runner, replica, tasks, stop_ids, faults)) results.push_back(outcome_to_json(o));
+    for (const Outcome& o : run_tasks(*runner, replica, tasks, stop_ids, grammars, max_sequences, faults)) {
+      results.push_back(outcome_to_json(o));
+    }
     send_json(0, kTagToCoordinator, {{"results", results}});
   }
 }

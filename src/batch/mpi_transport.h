@@ -12,6 +12,7 @@
 
 #include "batch/coordinator.h"
 #include "batch/fault_injection.h"
+#include "batch/replica_grammars.h"
 #include "comm/mpi_world.h"
 #include "runtime/runner.h"
 
@@ -26,7 +27,9 @@ void run_mpi_coordinator(Coordinator& coordinator, const MpiWorld& world, std::s
                          const std::vector<std::int64_t>& stop_ids);
 
 // Ranks >= 1: opens the runner (InputError is rethrown; another failure is reported to rank 0,
-// which takes the replica out) and runs what rank 0 sends until told to stop.
-void run_mpi_worker(const MpiWorld& world, const std::function<std::shared_ptr<Runner>()>& open, const FaultInjection& faults);
+// which takes the replica out) and runs what rank 0 sends until told to stop; a task's grammar
+// (carried as its text) is compiled here, with the vocabulary `vocabulary` makes when first needed.
+void run_mpi_worker(const MpiWorld& world, const std::function<std::shared_ptr<Runner>()>& open,
+                    const ReplicaGrammars::VocabularyFactory& vocabulary, const FaultInjection& faults);
 
 }  // namespace plexus::batch

@@ -49,16 +49,16 @@ BatchRequest parse_openai_line(const Json& line, const std::string& text, const 
   return r;
 }
 
-std::string openai_result_line(const BatchRequest& request, const std::string& model, const ResultText& result,
-                               std::int64_t prompt_tokens, double time_s) {
+std::string openai_result_line(const BatchRequest& request, const std::string& model, const std::vector<ChoiceResult>& choices,
+                               std::int64_t prompt_tokens, std::int64_t completion_tokens, double time_s) {
   const ResponseHeader h{new_completion_id(request.chat), unix_time_now(), model, request.chat};
-  const Json usage = usage_json(prompt_tokens, static_cast<std::int64_t>(result.tokens), time_s, std::nullopt);
+  const Json usage = usage_json(prompt_tokens, completion_tokens, time_s, std::nullopt);
   nlohmann::ordered_json line;
   line["id"] = random_id("batch_req_", 32, kHexDigits);  // first: openai_results_format() knows a line (even a torn one) by it
   line["custom_id"] = request.id;
   line["response"] = {{"status_code", 200},
                       {"request_id", random_id("req_", 32, kHexDigits)},
-                      {"body", completion_response(h, {ChoiceResult{result.text, result.finish_reason, nullptr, nullptr}}, usage)}};
+                      {"body", completion_response(h, choices, usage)}};
   line["error"] = nullptr;
   return dump(line);
 }

@@ -7,11 +7,13 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "batch/journal.h"
 #include "batch/request.h"
 #include "batch/result_text.h"
 #include "core/json.h"
+#include "serve/openai_response.h"
 
 namespace plexus::batch {
 
@@ -23,10 +25,11 @@ inline constexpr const char* kCompletionsUrl = "/v1/completions";
 // ApiError when bad.
 BatchRequest parse_openai_line(const Json& line, const std::string& text, const ParseContext& context);
 
-// What the server would have answered, as the result line's text (one line, "id" first).
-// `model`: the name in the response body; `time_s`: the request's time on its replica.
-std::string openai_result_line(const BatchRequest& request, const std::string& model, const ResultText& result,
-                               std::int64_t prompt_tokens, double time_s);
+// What the server would have answered, as the result line's text (one line, "id" first):
+// `choices` in index order (as serve's OpenAiApi::complete makes them). `model`: the name in
+// the response body; `time_s`: the request's time on its replica.
+std::string openai_result_line(const BatchRequest& request, const std::string& model, const std::vector<ChoiceResult>& choices,
+                               std::int64_t prompt_tokens, std::int64_t completion_tokens, double time_s);
 
 // An errors-file line; `custom_id` null when the line had none; `attempts` 0: not run (a bad line).
 std::string openai_error_line(const std::optional<Json>& custom_id, const std::string& code, const std::string& message,

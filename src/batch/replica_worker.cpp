@@ -1,7 +1,10 @@
 // A replica's batch of requests through generate_batch, with per-request failure isolation.
 #include "batch/replica_worker.h"
 
+#include <algorithm>
+
 #include "core/error.h"
+#include "serve/logprobs.h"
 
 namespace plexus::batch {
 
@@ -20,6 +23,9 @@ Json task_to_json(const Task& t) {
   for (const auto& [id, b] : s.logit_bias) bias.push_back({id, b});
   j["logit_bias"] = bias;
   if (t.seq.stop_ids) j["stop_ids"] = *t.seq.stop_ids;
+  j["choices"] = t.choices;
+  j["top_logprobs"] = t.top_logprobs;
+  if (!t.grammar.empty()) j["grammar"] = {{"text", t.grammar}, {"source", t.grammar_source}};
   return j;
 }
 
@@ -40,13 +46,25 @@ Task task_from_json(const Json& j) {
   t.seq.sampling.repetition_penalty = j.at("repetition_penalty").get<double>();
   for (const Json& b : j.at("logit_bias")) t.seq.sampling.logit_bias.emplace_back(b.at(0).get<std::int32_t>(), b.at(1).get<float>());
   if (j.contains("stop_ids")) t.seq.stop_ids = j["stop_ids"].get<std::vector<std::int64_t>>();
+  t.choices = j.at("choices").get<int>();
+  t.top_logprobs = j.at("top_logprobs").get<int>();
+  if (j.contains("grammar")) {
+    t.grammar = j["grammar"].at("text").get<std::string>();
+    t.grammar_source = j["grammar"].at("source").get<std::string>();
+  }
   return t;
 }
 
 Json outcome_to_json(const Outcome& o) {
+  Json choices = Json::array();
+  for (const ChoiceOutcome& c : o.choices) {
+    Json logprobs = Json::array();  // [id, logprob, [[id, logprob], ...]] per token
+    for (const TokenEvent& e : c.logprobs) logprobs.push_back({e.id, e.logprob.value_or(0.0f), e.top});
+    choices.push_back({{"ids", c.ids}, {"finish_reason", c.finish_reason}, {"logprobs", logprobs}});
+  }
   return {{"index", o.index},   {"replica", o.replica},         {"ok", o.ok},
-          {"permanent", o.permanent}, {"error", o.error},       {"ids", o.ids},
-          {"finish_reason", o.finish_reason}, {"prompt_tokens", o.prompt_tokens}, {"latency_ms", o.latency_ms}};
+          {"permanent", o.permanent}, {"error", o.error},       {"choices", choices},
+          {"prompt_tokens", o.prompt_tokens}, {"latency_ms", o.latency_ms}};
 }
 
 Outcome outcome_from_json(const Json& j) {
@@ -56,8 +74,17 @@ Outcome outcome_from_json(const Json& j) {
   o.ok = j.at("ok").get<bool>();
   o.permanent = j.at("permanent").get<bool>();
   o.error = j.at("error").get<std::string>();
-  o.ids = j.at("ids").get<std::vector<std::int32_t>>();
-  o.finish_reason = j.at("finish_reason").get<std::string>();
+  for (const Json& c : j.at("choices")) {
+    ChoiceOutcome& choice = o.choices.emplace_back();
+    choice.ids = c.at("ids").get<std::vector<std::int32_t>>();
+    choice.finish_reason = c.at("finish_reason").get<std::string>();
+    for (const Json& e : c.at("logprobs")) {
+      TokenEvent& event = choice.logprobs.emplace_back();
+      event.id = e.at(0).get<std::int32_t>();
+      event.logprob = e.at(1).get<float>();
+      event.top = e.at(2).get<std::vector<std::pair<std::int32_t, float>>>();
+    }
+  }
   o.prompt_tokens = j.at("prompt_tokens").get<std::int64_t>();
   o.latency_ms = j.at("latency_ms").get<double>();
   return o;
@@ -75,23 +102,43 @@ void check_faults(int replica, const std::vector<Task>& tasks, const FaultInject
   }
 }
 
+// Every choice of every task in one generate_batch.
 std::vector<Outcome> run_together(Runner& runner, int replica, const std::vector<Task>& tasks,
-                                  const std::vector<std::int64_t>& stop_ids, const FaultInjection& faults) {
+                                  const std::vector<std::int64_t>& stop_ids, ReplicaGrammars& grammars,
+                                  const FaultInjection& faults) {
   check_faults(replica, tasks, faults);
+  std::size_t total = 0;
+  for (const Task& t : tasks) total += static_cast<std::size_t>(t.choices);
+  std::vector<std::vector<TokenEvent>> events(total);  // per sequence, with log-probabilities asked for
   std::vector<SequenceRequest> seqs;
-  for (const Task& t : tasks) seqs.push_back(t.seq);
+  const std::int64_t vocab = runner.vocab_size();
+  for (const Task& t : tasks) {
+    for (int i = 0; i < t.choices; ++i) {
+      SequenceRequest s = t.seq;
+      s.sampling.seed = choice_seed(t.seq.sampling.seed, i);
+      if (!t.grammar.empty()) s.constraint = grammars.constraint(t.grammar, t.grammar_source);
+      if (t.top_logprobs >= 0) {
+        s.observe = [out = &events[seqs.size()], vocab, k = t.top_logprobs](const float* logits, std::int32_t id) {
+          out->push_back(token_event(logits, vocab, id, k));  // serve's log-probabilities of the raw logits
+        };
+      }
+      seqs.push_back(std::move(s));
+    }
+  }
   const BatchGenerateResult r = generate_batch(runner, seqs, stop_ids);
   std::vector<Outcome> out(tasks.size());
+  std::size_t next = 0;  // the first sequence of task i
   for (std::size_t i = 0; i < tasks.size(); ++i) {
-    const GenerateResult& g = r.sequences[i];
     Outcome& o = out[i];
     o.index = tasks[i].index;
     o.replica = replica;
     o.ok = true;
-    o.ids = g.ids;
-    o.finish_reason = g.finish_reason;
-    o.prompt_tokens = g.prompt_tokens;
-    o.latency_ms = g.e2e_ms;
+    for (int c = 0; c < tasks[i].choices; ++c, ++next) {
+      const GenerateResult& g = r.sequences[next];
+      o.choices.push_back({g.ids, g.finish_reason, std::move(events[next])});
+      o.prompt_tokens = g.prompt_tokens;
+      o.latency_ms = std::max(o.latency_ms, g.e2e_ms);
+    }
   }
   return out;
 }
@@ -105,22 +152,45 @@ Outcome failure(const Task& task, int replica, const std::string& error, bool pe
   return o;
 }
 
-}  // namespace
-
-std::vector<Outcome> run_tasks(Runner& runner, int replica, const std::vector<Task>& tasks,
-                               const std::vector<std::int64_t>& stop_ids, const FaultInjection& faults) {
-  if (tasks.empty()) return {};
+// One generate_batch of `tasks`; when it fails, each task alone, so only those that fail are blamed.
+std::vector<Outcome> run_group(Runner& runner, int replica, const std::vector<Task>& tasks,
+                               const std::vector<std::int64_t>& stop_ids, ReplicaGrammars& grammars,
+                               const FaultInjection& faults) {
   try {
-    return run_together(runner, replica, tasks, stop_ids, faults);
+    return run_together(runner, replica, tasks, stop_ids, grammars, faults);
   } catch (const std::exception& e) {
     if (tasks.size() == 1) {
-      // A bad request (InputError: e.g. too long for this runner) fails the same everywhere.
+      // A bad request (InputError: e.g. too long for this runner, a grammar that does not
+      // compile) fails the same everywhere.
       return {failure(tasks[0], replica, e.what(), dynamic_cast<const InputError*>(&e) != nullptr)};
     }
   }
-  // The batch failed: run each request alone so only the ones that fail are blamed.
   std::vector<Outcome> out;
-  for (const Task& t : tasks) out.push_back(run_tasks(runner, replica, {t}, stop_ids, faults).front());
+  for (const Task& t : tasks) out.push_back(run_group(runner, replica, {t}, stop_ids, grammars, faults).front());
+  return out;
+}
+
+}  // namespace
+
+std::vector<Outcome> run_tasks(Runner& runner, int replica, const std::vector<Task>& tasks,
+                               const std::vector<std::int64_t>& stop_ids, ReplicaGrammars& grammars,
+                               std::size_t max_sequences, const FaultInjection& faults) {
+  std::vector<Outcome> out;
+  std::vector<Task> group;
+  std::size_t sequences = 0;  // choices in `group`
+  auto flush = [&] {
+    if (group.empty()) return;
+    for (Outcome& o : run_group(runner, replica, group, stop_ids, grammars, faults)) out.push_back(std::move(o));
+    group.clear();
+    sequences = 0;
+  };
+  for (const Task& t : tasks) {
+    const auto choices = static_cast<std::size_t>(std::max(t.choices, 1));
+    if (!group.empty() && sequences + choices > max_sequences) flush();
+    group.push_back(t);
+    sequences += choices;
+  }
+  flush();
   return out;
 }
 

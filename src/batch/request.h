@@ -12,6 +12,7 @@
 #include "core/json.h"
 #include "runtime/generate.h"
 #include "serve/chat_template.h"
+#include "serve/tool_calls.h"
 #include "tokenizer/tokenizer.h"
 
 namespace plexus::batch {
@@ -33,6 +34,15 @@ struct BatchRequest {
   SequenceRequest seq;  // prompt ids, max_tokens, sampling (seed included), end-of-sequence ids resolved
   bool chat = false;    // "messages" (OpenAI: /v1/chat/completions): the response is a chat completion
   std::vector<std::string> stop;  // stop strings: the text (and the tokens counted) end before the first
+  int logprobs = -1;  // -1 none; k >= 0: each token's log-probability and the top k (serve's ApiRequest::logprobs)
+  int choices = 1;  // "n": choice i samples with seed choice_seed(seed, i) (serve/serve_request.h), as serve's
+  std::string echo;  // "echo": the text every choice's result starts with (serve's PreparedRequest::echo)
+  // A chat with tools it may call: its answers are parsed for calls in this format (serve's
+  // PreparedRequest::tool_format: kJsonList under tool_choice "required" or a named function).
+  ToolCallFormat tool_format = ToolCallFormat::kNone;
+  // Structured output ("response_format", "grammar", tool_choice "required"): the grammar text
+  // (checked) every choice must match, compiled by the replica that runs it; "" none.
+  std::string grammar, grammar_source;
 };
 
 struct BadLine {
@@ -59,6 +69,8 @@ struct ParseContext {
   std::int64_t max_context = 0;
   std::vector<std::int64_t> eos_ids;
   RequestDefaults defaults;
+  ToolCallFormat tool_format = ToolCallFormat::kNone;  // --tool-call-parser (auto: the chat template's)
+  int max_choices = 16;  // "n" at most: serve's kMaxChoices, or --max-sequences when fewer
 };
 
 // A line the server's parser refused: its message, and the OpenAI error code it gave.

@@ -12,6 +12,7 @@ ResultText result_text(const Tokenizer& tokenizer, const std::vector<std::int32_
   // An end-of-sequence id ends the generation: counted, not text (as the server's scheduler).
   const std::size_t sent = finish_reason == "stop" && !ids.empty() ? ids.size() - 1 : ids.size();
   for (std::size_t i = 0; i < sent; ++i) {
+    r.offsets.push_back(text.decoded());
     r.text += text.push(ids[i]);
     if (text.stopped()) {
       r.tokens = i + 1;

@@ -15,6 +15,9 @@ struct ResultText {
   std::string text;
   std::size_t tokens = 0;     // of `ids` that count (all of them unless a stop string matched)
   std::string finish_reason;  // "stop" when a stop string matched, else the generation's
+  // Where each token sent as text starts in `text` (logprobs' text_offset): the counted tokens
+  // but a final end-of-sequence id, which the server does not send either.
+  std::vector<std::size_t> offsets;
 };
 
 // `ids`: what the replica generated; `finish_reason`: "stop" (the last id is one of the request's

@@ -216,11 +216,12 @@ void read_model_make(const Reader& r, const YAML::Node& n, ModelMakeConfig& m) {
 void read_backend(const Reader& r, const YAML::Node& n, BackendConfig& b) {
   r.check_keys(n, "backend", {"type", "device_ids", "virtual_devices", "device_map", "max_memory", "dtype", "quantize", "threads", "wait",
                               "context", "micro_batch", "micro_batches", "tensor_parallel", "pipeline_parallel",
-                              "expert_parallel", "cpu_moe", "n_cpu_moe"});
+                              "expert_parallel", "cpu_moe", "n_cpu_moe", "command", "engine", "torch_dtype"});
   each(n, "backend", [&](const std::string& k, const YAML::Node& v, const std::string& p) {
     if (k == "type") {
       b.type = r.string(v, p);
-      if (b.type != "plexus") r.fail(v, p, "unknown backend type '" + b.type + "' (plexus is the one backend)");
+      if (b.type != "plexus" && b.type != "command" && b.type != "pytorch")
+        r.fail(v, p, "unknown backend type '" + b.type + "' (use plexus, command or pytorch)");
     } else if (k == "device_ids") {
       b.device_ids = r.int_list(v, p, 0, kMaxDeviceNumber);
       r.check(v, p, [&] { check_device_numbers(b.device_ids, p); });
@@ -273,8 +274,25 @@ void read_backend(const Reader& r, const YAML::Node& n, BackendConfig& b) {
       b.cpu_moe = r.boolean(v, p);
     } else if (k == "n_cpu_moe") {
       b.n_cpu_moe = r.integer(v, p, 0, 1LL << 20);
+    } else if (k == "command") {
+      if (!v.IsSequence()) r.fail(v, p, "expected a list: the program and its arguments as given (no shell), e.g. [sh, -c, 'echo hi']");
+      b.command = r.string_list(v, p);
+      if (b.command.empty() || b.command.front().empty()) r.fail(v, p, "give the program and its arguments, e.g. [python3, run.py, --n, 8]");
+    } else if (k == "engine") {
+      b.engine = r.string(v, p);
+      if (b.engine->empty()) r.fail(v, p, "is empty: name the engine as reports should show it");
+    } else if (k == "torch_dtype") {
+      b.torch_dtype = r.string(v, p);
+      if (*b.torch_dtype != "auto" && *b.torch_dtype != "float32" && *b.torch_dtype != "float16" && *b.torch_dtype != "bfloat16")
+        r.fail(v, p, "unknown torch_dtype '" + *b.torch_dtype + "' (use auto, float32, float16 or bfloat16)");
     }
   });
+  // The keys of one backend type given to another: said, not ignored.
+  if (b.type == "command" && b.command.empty()) r.fail(n, "backend.command", "missing: backend.type command runs backend.command (a list: program and arguments)");
+  if (b.type != "command" && n["command"]) r.fail(n["command"], "backend.command", "is for backend.type command (this backend is " + b.type + ")");
+  if (b.type != "pytorch" && n["torch_dtype"]) r.fail(n["torch_dtype"], "backend.torch_dtype", "is for backend.type pytorch (use backend.dtype with plexus)");
+  if (b.type == "pytorch" && b.strategy == "stages" && n["device_map"])
+    r.fail(n["device_map"], "backend.device_map", "stages is plexus's own strategy: give auto, balanced, balanced_low_0 or sequential");
   if (n["micro_batch"] && n["micro_batches"]) {
     r.fail(n["micro_batches"], "backend.micro_batches", "and backend.micro_batch say the same thing (sequences per micro-batch, "
                                                         "or their number: the old key): give micro_batch");
@@ -424,8 +442,10 @@ BenchConfig config_from_yaml(const YAML::Node& root, const ConfigSource& source)
       read_output(r, v, c.output);
     }
   });
-  if (c.model.empty()) r.fail(root, "model", "missing: name the model directory (config.json + safetensors)");
-  if (!root["scenario"]) r.fail(root, "scenario", "missing: give the prompts (dataset, prompts or prompts_ids) and the run's shape");
+  const bool runs_command = c.backend.type == "command";  // its own program: no model, no prompts
+  if (c.model.empty() && !runs_command) r.fail(root, "model", "missing: name the model directory (config.json + safetensors)");
+  if (!root["scenario"] && !runs_command) r.fail(root, "scenario", "missing: give the prompts (dataset, prompts or prompts_ids) and the run's shape");
+  if (root["scenario"] && runs_command) r.fail(root["scenario"], "scenario", "backend.type command runs its command as given: leave scenario out (the command's arguments say what it does)");
   record_lines(root, "", c.lines);
   for (const std::string& o : source.overridden) c.lines.erase(o);  // --set values have no line
   if (c.name.empty()) c.name = std::filesystem::path(source.file).stem().string();
@@ -464,6 +484,9 @@ Json config_to_json(const BenchConfig& c) {
   if (b.expert_parallel > 1) j["backend"]["expert_parallel"] = b.expert_parallel;  // (likewise)
   if (b.cpu_moe) j["backend"]["cpu_moe"] = true;
   if (b.n_cpu_moe) j["backend"]["n_cpu_moe"] = *b.n_cpu_moe;
+  if (!b.command.empty()) j["backend"]["command"] = b.command;  // (only for their types, likewise)
+  if (b.engine) j["backend"]["engine"] = *b.engine;
+  if (b.torch_dtype) j["backend"]["torch_dtype"] = *b.torch_dtype;
   const ScenarioConfig& s = c.scenario;
   j["scenario"] = {{"dataset", s.dataset.empty() ? Json(nullptr) : Json(s.dataset)},
                    {"prompts", s.prompts},

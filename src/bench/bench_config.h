@@ -24,7 +24,7 @@ struct ModelMakeConfig {
 };
 
 struct BackendConfig {
-  std::string type = "plexus";
+  std::string type = "plexus";  // plexus | command | pytorch (docs/benchmarks.md)
   std::vector<long long> device_ids;  // GPUs (monitored, and planned on); empty = all / none
   long long virtual_devices = 0;      // > 0: N virtual CPU devices splitting the host
   std::string strategy = "stages";    // device_map given as a strategy name
@@ -43,6 +43,14 @@ struct BackendConfig {
   long long expert_parallel = 1;      // a group of this many devices holding a mixture's experts whole (--ep)
   bool cpu_moe = false;               // every layer's experts in host memory, computed there (--cpu-moe)
   std::optional<long long> n_cpu_moe; // the first N layers' experts only (--n-cpu-moe N)
+  // type: command — any program run under the monitor (argv, no shell); its tokens come from the
+  // {"plexus_tokens": {...}} lines it prints (bench/command_run.h). `engine`: its name in reports
+  // (default: the command's file name).
+  std::vector<std::string> command;
+  std::optional<std::string> engine;
+  // type: pytorch — the energy-benchmark suite's key (with device_ids, device_map, max_memory):
+  // scripts/hf_runner.py runs the model with transformers.
+  std::optional<std::string> torch_dtype;
   // Devices are named, or implied by tensor/pipeline parallelism: the run is planned and executed
   // across them (else one engine).
   bool plans() const {

@@ -7,10 +7,12 @@
 #include <filesystem>
 
 #include "bench/bench_metrics.h"
+#include "bench/command_run.h"
 #include "bench/device_timeline.h"
 #include "bench/environment.h"
 #include "bench/model_maker.h"
 #include "bench/prompts.h"
+#include "bench/pytorch_backend.h"
 #include "core/dtype.h"
 #include "core/error.h"
 #include "exec/model_run.h"
@@ -85,6 +87,14 @@ Json execution_json(const ModelRun& run, const ExecStats* since) {
   return j;
 }
 
+// The engine a result names: backend.engine, else the command's file name, else the backend type.
+std::string engine_of(const BenchConfig& c) {
+  if (c.backend.engine) return *c.backend.engine;
+  if (c.backend.type == "command" && !c.backend.command.empty())
+    return std::filesystem::path(c.backend.command.front()).filename().string();
+  return c.backend.type;
+}
+
 }  // namespace
 
 std::string utc_timestamp() {
@@ -127,6 +137,7 @@ bool ensure_model(const BenchConfig& c, const std::string& config_file, const Lo
 Json unmeasured_point(const BenchPoint& point, const std::string& status, const std::string& error) {
   Json r;
   r["name"] = point.config.name;
+  r["engine"] = engine_of(point.config);
   r["timestamp"] = utc_timestamp();
   r["config"] = config_to_json(point.config);
   r["sweep_point"] = point.sweep_point;
@@ -138,6 +149,13 @@ Json unmeasured_point(const BenchPoint& point, const std::string& status, const 
 
 Json run_point(const BenchPoint& point, const std::string& config_file, const Log& log, const StopRequested& stop) {
   const BenchConfig& c = point.config;
+  // Other engines: a program under the monitor (bench/command_run.h).
+  if (c.backend.type == "command") {
+    return run_command_point(point, c.backend.command, engine_of(c), log, stop);
+  }
+  if (c.backend.type == "pytorch") {
+    return run_command_point(point, pytorch_command(c, config_file), engine_of(c), log, stop);
+  }
   auto stopping = [&] { return stop && stop(); };
   const ScenarioConfig& sc = c.scenario;
   ensure_model(c, config_file, log, stop);
@@ -267,6 +285,7 @@ Json run_point(const BenchPoint& point, const std::string& config_file, const Lo
 
   Json result;
   result["name"] = c.name;
+  result["engine"] = engine_of(c);
   result["timestamp"] = timestamp;
   result["config"] = config_to_json(c);
   Json used = Json::array();

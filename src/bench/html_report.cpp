@@ -213,11 +213,20 @@ std::string summary_table(const std::vector<Json>& results) {
       if (at == reasons.end()) at = reasons.insert(reasons.end(), note);
       method += "<sup>" + std::to_string(at - reasons.begin() + 1) + "</sup>";
     }
-    h += "<tr><td>" + html_escape(point_label(r, i)) + "</td><td>" + html_escape(r.value("status", std::string("ok"))) + "</td><td>" +
+    // Why J/token is empty (a command that printed no token line), as a footnote of its cell.
+    std::string per_token = cell(r, "energy.j_per_token", 4);
+    if (const std::string why = energy.value("j_per_token_note", std::string()); !why.empty()) {
+      auto at = std::find(reasons.begin(), reasons.end(), why);
+      if (at == reasons.end()) at = reasons.insert(reasons.end(), why);
+      per_token += "<sup>" + std::to_string(at - reasons.begin() + 1) + "</sup>";
+    }
+    std::string run = html_escape(point_label(r, i));
+    if (r.contains("engine") && r["engine"].is_string()) run += "<br>engine " + html_escape(r["engine"].get<std::string>());
+    h += "<tr><td>" + run + "</td><td>" + html_escape(r.value("status", std::string("ok"))) + "</td><td>" +
          cell(r, "throughput.tokens_per_s") + "</td><td>" + cell(r, "throughput.total_tokens_per_s") + "</td><td>" +
          cell(r, "throughput.samples_per_s", 2) + "</td><td>" + percentiles_cell(r, "ttft_ms") + "</td><td>" +
          percentiles_cell(r, "tpot_ms") + "</td><td>" + percentiles_cell(r, "e2e_ms") + "</td><td>" + cell(r, "energy.total_j", 2) +
-         "</td><td>" + cell(r, "energy.j_per_token", 4) + " / " + cell(r, "energy.j_per_token_attributed", 4) + "</td><td>" +
+         "</td><td>" + per_token + " / " + cell(r, "energy.j_per_token_attributed", 4) + "</td><td>" +
          cell(r, "energy.idle_power_w") + "</td><td>" + cell(r, "energy.avg_power_w") + " / " +
          cell(r, "energy.avg_utilization_percent") + "</td><td>" + method + "</td></tr>\n";
   }

@@ -20,6 +20,9 @@
 #include "core/json.h"
 #include "model/config.h"
 #include "serve/chat_template.h"
+#include "serve/openai_request.h"
+#include "serve/tool_calls.h"
+#include "structured/vocabulary.h"
 
 namespace plexus::cli {
 
@@ -35,6 +38,8 @@ void declare_batch_flags(Args& args) {
       .option("--replicas", "N", "model replicas in this process, each on its own thread share and device group", "1")
       .option("--max-retries", "N", "tries of a failed request on other replicas after the first", "2")
       .option("--on-bad-line", "MODE", "a bad input line: fail (exit 2 before any work) | skip (report it and go on)", "fail")
+      .option("--tool-call-parser", "NAME", "how the model writes tool calls (chat lines with \"tools\"): llama3_json, hermes, "
+              "mistral, none, or auto (what the chat template asks for)", "auto")
       .flag("--json", "print the summary as one JSON object on stdout");
   add_generation_options(args, {.max_tokens = "tokens to generate per request unless it says \"max_tokens\"",
                                 .temperature = "sample with this temperature unless a request says \"temperature\" (0, or below 1e-5: greedy)",
@@ -47,7 +52,8 @@ void declare_batch_flags(Args& args) {
       "Output lines: {\"id\", \"ids\", \"text\" (with a tokenizer), \"finish_reason\", \"prompt_tokens\",\n"
       "\"completion_tokens\", \"replica\", \"latency_ms\"}; for OpenAI Batch API input lines, the Batch API's\n"
       "{\"id\", \"custom_id\", \"response\": {\"status_code\", \"request_id\", \"body\"}, \"error\"} with the body plexus\n"
-      "serve would answer. Running the same command again resumes: ids already\n"
+      "serve would answer. Both take serve's n, echo, logprobs, response_format, grammar, tools and\n"
+      "tool_choice. Running the same command again resumes: ids already\n"
       "in the output are skipped, a torn last line is cut. Requests that fail for good go to\n"
       "OUT.errors.jsonl (rewritten each run) and the exit code is 1. With --virtual-devices N (or other\n"
       "device flags) the devices are split into --replicas equal groups. Under mpirun / srun, rank 0\n"
@@ -91,6 +97,12 @@ batch::ParsedInput read_input(const Args& args, const std::string& model_dir, co
   pc.vocab_size = config.vocab_size;
   pc.max_context = engine_options(args).max_context > 0 ? engine_options(args).max_context : config.max_position_embeddings;
   pc.defaults = request_defaults(args);
+  // As serve: --tool-call-parser, by default what the template asks for; "n" at most 16 and no
+  // more than the choices a replica generates together.
+  const std::string parser = args.get("--tool-call-parser");
+  pc.tool_format = parser != "auto" ? tool_call_format_named(parser)
+                                    : chat_template ? tool_call_format(chat_template->source()) : ToolCallFormat::kNone;
+  pc.max_choices = static_cast<int>(std::min<long long>(kMaxChoices, int_in(args, "--max-sequences", 1, 65536)));
   const std::string input = args.get("--input");
   batch::ParsedInput parsed = batch::read_requests(input, pc);
   if (!parsed.bad.empty() && mode == "fail") {
@@ -113,6 +125,14 @@ void print_summary(const Args& args, const batch::BatchSummary& s) {
   std::fprintf(stderr, "%s", batch::summary_to_text(s).c_str());
   if (args.get_flag("--json")) std::printf("%s\n", batch::summary_to_json(s).dump().c_str());
   std::fflush(stdout);
+}
+
+// The vocabulary grammars see, as serve's: every token's bytes (`tok`), the model's
+// end-of-sequence ids. Made by a replica when its first structured request comes.
+structured::Vocabulary grammar_vocabulary(const Tokenizer* tok, const std::string& dir) {
+  if (!tok) throw InputError("structured output (\"response_format\", \"grammar\", \"tool_choice\") needs the model's tokenizer.json");
+  const ModelConfig config = load_model_config(dir);
+  return structured::vocabulary_from_tokenizer(*tok, config.vocab_size, end_of_sequence_ids(config, tok->eos_id()));
 }
 
 // A replica decodes up to --max-sequences requests together: plan their KV caches. `run_context` > 0:
@@ -178,7 +198,11 @@ int coordinate(const Args& args, const std::string& dir, const batch::FaultInjec
       pending ? batch::open_replicas(replicas, [&](int r) { return open_runner(args, dir, ReplicaShare{r, replicas}, run_context); }, &open_errors)
               : std::vector<std::shared_ptr<Runner>>{};
   batch::Coordinator coordinator(std::move(parsed), input, tok.get(), co, std::move(journal));
-  if (pending) batch::run_local_replicas(coordinator, runners, open_errors, batch_size, stops, faults);
+  const Tokenizer* tokenizer = tok.get();
+  if (pending) {
+    batch::run_local_replicas(coordinator, runners, open_errors, batch_size, stops,
+                              [tokenizer, &dir] { return grammar_vocabulary(tokenizer, dir); }, faults);
+  }
   const batch::BatchSummary s = coordinator.finish();
   print_summary(args, s);
   return s.failed > 0 ? 1 : 0;
@@ -226,7 +250,8 @@ int cmd_batch(int argc, char** argv) {
     }
     if (world.rank() == 0) return coordinate(args, dir, faults, &world);
     const ReplicaShare share{world.local_worker_index(), world.local_workers()};
-    batch::run_mpi_worker(world, [&] { return open_runner(args, dir, share); }, faults);
+    batch::run_mpi_worker(world, [&] { return open_runner(args, dir, share); },
+                          [&dir] { return grammar_vocabulary(load_tokenizer_if_any(dir).get(), dir); }, faults);
     return 0;
   } catch (const Error& e) {
     std::fprintf(stderr, "plexus batch (rank %d): error: %s\n", world.rank(), e.what());

@@ -60,7 +60,8 @@ void print_summary(const Json& r, std::size_t i, std::size_t n) {
   }
   std::printf("[%zu/%zu]%s %s: %s output tok/s (%s total), %s samples/s; ttft p50 %s ms, tpot p50 %s ms, e2e p50 %s ms; %s\n",
               i + 1, n, describe_point(r["sweep_point"]).c_str(),
-              devices ? (std::to_string(devices) + " device(s), " + r["config"]["backend"]["device_map"].get<std::string>()).c_str()
+              r.contains("command") ? ("engine " + r.value("engine", std::string()) + " (a command)").c_str()  // backend.type command
+              : devices ? (std::to_string(devices) + " device(s), " + r["config"]["backend"]["device_map"].get<std::string>()).c_str()
                       : "one engine on the host",
               fixed(r, "throughput", "tokens_per_s").c_str(), fixed(r, "throughput", "total_tokens_per_s").c_str(),
               fixed(r, "throughput", "samples_per_s", nullptr, 2).c_str(), fixed(r, "latency", "ttft_ms", "p50").c_str(),

@@ -1,7 +1,9 @@
 // `plexus monitor`: a live per-device table (like `nvidia-smi dmon`) until --duration ends or
 // Ctrl-C, then the session summary (text, or JSON with --json); --csv streams every sample.
+// `plexus monitor [OPTIONS] -- CMD [ARGS]` watches while CMD runs (cmd_monitor_command.cpp).
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -9,6 +11,7 @@
 
 #include "backend/detect.h"
 #include "backend/device_options.h"
+#include "cli/cmd_monitor.h"
 #include "cli/commands.h"
 #include "cli/interrupt_guard.h"
 #include "core/args.h"
@@ -47,32 +50,6 @@ int draw(const Sample& sample, double interval_ms, int previous_lines) {
   return lines;
 }
 
-void print_summary(const MonitorSummary& s) {
-  const Json j = to_json(s);
-  std::printf("\nmonitored %.2f s, %d samples every %.0f ms; the sampler used %s%% of one core\n", s.duration_s,
-              s.samples, s.interval_ms,
-              j["sampler"]["cpu_percent_of_one_core"].is_null()
-                  ? "n/a"
-                  : num(j["sampler"]["cpu_percent_of_one_core"].get<double>(), "%.3f").c_str());
-  std::printf("%-4s %-24s %8s %8s %12s %7s %7s %10s %-17s %8s\n", "dev", "name", "avg util", "max util",
-              "avg mem MiB", "avg W", "max W", "energy J", "energy method", "max temp");
-  for (const DeviceSummary& d : s.devices) {
-    std::printf("%-4s %-24.24s %8s %8s %12s %7s %7s %10s %-17s %8s\n",
-                d.index < 0 ? "cpu" : std::to_string(d.index).c_str(), d.name.c_str(),
-                num(d.avg_utilization_percent).c_str(), num(d.max_utilization_percent).c_str(),
-                num(d.avg_memory_used_mb, "%.0f").c_str(), num(d.avg_power_w).c_str(), num(d.max_power_w).c_str(),
-                num(d.energy_j, "%.2f").c_str(), energy_method_name(d.energy_method),
-                num(d.max_temperature_c, "%.0f").c_str());
-    if (d.energy_above_idle_j)
-      std::printf("     idle %.1f W, energy above idle %.2f J\n", d.idle_power_w.value_or(0), *d.energy_above_idle_j);
-  }
-  const AggregateSummary& a = s.aggregate;
-  std::printf("GPUs: total_avg_utilization %.1f %%, total_max_utilization %.1f %%, total_avg_memory_mb %.0f, "
-              "any_gpu_active %s, total energy %s J\n",
-              a.total_avg_utilization, a.total_max_utilization, a.total_avg_memory_mb, a.any_gpu_active ? "yes" : "no",
-              num(a.total_energy_j, "%.2f").c_str());
-}
-
 // --devices names GPUs that are here (as `plexus detect` numbers them), else InputError.
 void check_gpus_present(const std::vector<int>& requested) {
   DeviceOptions real = device_options_from_env();
@@ -93,6 +70,36 @@ void check_gpus_present(const std::vector<int>& requested) {
 
 }  // namespace
 
+void print_monitor_summary(const MonitorSummary& s, std::FILE* out) {
+  const Json j = to_json(s);
+  std::fprintf(out, "\nmonitored %.2f s, %d samples every %.0f ms; the sampler used %s%% of one core\n", s.duration_s,
+                   s.samples, s.interval_ms,
+                   j["sampler"]["cpu_percent_of_one_core"].is_null()
+                       ? "n/a"
+                       : num(j["sampler"]["cpu_percent_of_one_core"].get<double>(), "%.3f").c_str());
+  std::fprintf(out, "%-4s %-24s %8s %8s %12s %7s %7s %10s %-17s %8s\n", "dev", "name", "avg util", "max util",
+                   "avg mem MiB", "avg W", "max W", "energy J", "energy method", "max temp");
+  for (const DeviceSummary& d : s.devices) {
+    std::fprintf(out, "%-4s %-24.24s %8s %8s %12s %7s %7s %10s %-17s %8s\n",
+                     d.index < 0 ? "cpu" : std::to_string(d.index).c_str(), d.name.c_str(),
+                     num(d.avg_utilization_percent).c_str(), num(d.max_utilization_percent).c_str(),
+                     num(d.avg_memory_used_mb, "%.0f").c_str(), num(d.avg_power_w).c_str(), num(d.max_power_w).c_str(),
+                     num(d.energy_j, "%.2f").c_str(), energy_method_name(d.energy_method),
+                     num(d.max_temperature_c, "%.0f").c_str());
+    if (d.avg_process_memory_used_mb || d.avg_process_utilization_percent)
+      std::fprintf(out, "     the command's processes: avg %s MiB, max %s MiB, avg SM util %s %%\n",
+                   num(d.avg_process_memory_used_mb, "%.0f").c_str(), num(d.max_process_memory_used_mb, "%.0f").c_str(),
+                   num(d.avg_process_utilization_percent).c_str());
+    if (d.energy_above_idle_j)
+      std::fprintf(out, "     idle %.1f W, energy above idle %.2f J\n", d.idle_power_w.value_or(0), *d.energy_above_idle_j);
+  }
+  const AggregateSummary& a = s.aggregate;
+  std::fprintf(out, "GPUs: total_avg_utilization %.1f %%, total_max_utilization %.1f %%, total_avg_memory_mb %.0f, "
+                   "any_gpu_active %s, total energy %s J\n",
+                   a.total_avg_utilization, a.total_max_utilization, a.total_avg_memory_mb, a.any_gpu_active ? "yes" : "no",
+                   num(a.total_energy_j, "%.2f").c_str());
+}
+
 int cmd_monitor(int argc, char** argv) {
   Args args("monitor",
             "Watch every device live (utilisation, memory, power, temperature, clocks) and summarise the "
@@ -103,9 +110,20 @@ int cmd_monitor(int argc, char** argv) {
       .option("--idle-baseline", "S", "first measure S seconds of idle power, to report energy above idle")
       .option("--csv", "FILE", "stream every sample to FILE as CSV")
       .flag("--json", "print the summary as JSON (no live table)");
-  args.epilog("PLEXUS_NVML_LIBRARY / PLEXUS_ROCM_SMI_LIBRARY override where GPU libraries are loaded from.\n"
+  args.option("--output", "FILE", "with -- CMD: write the summary to FILE (default: standard error)");
+  args.epilog("plexus monitor [OPTIONS] -- CMD [ARGS]: run CMD (no shell), watch the devices while it runs, then "
+              "write the summary and exit with CMD's exit status (128 + N when signal N ended it); SIGINT/SIGTERM "
+              "sent to plexus go on to CMD. A command that cannot be run exits 2.\n"
+              "PLEXUS_NVML_LIBRARY / PLEXUS_ROCM_SMI_LIBRARY override where GPU libraries are loaded from.\n"
               "Values a source cannot read are shown as n/a (null in JSON), never as zero.");
-  if (!args.parse(argc, argv)) return 0;
+  // Everything after "--" is the command to watch, passed on as given.
+  std::vector<std::string> own{argv, argv + argc}, command;
+  if (const auto dash = std::find(own.begin(), own.end(), "--"); dash != own.end()) {
+    command.assign(dash + 1, own.end());
+    own.erase(dash, own.end());
+    if (command.empty()) throw InputError("monitor: nothing after '--': give the command to run, e.g. plexus monitor -- sleep 1");
+  }
+  if (!args.parse(own)) return 0;
 
   MonitorOptions options;
   options.interval_ms = args.get_double("--interval-ms");
@@ -127,6 +145,11 @@ int cmd_monitor(int argc, char** argv) {
     check_gpus_present(sources.devices);
   }
   const bool json = args.get_flag("--json");
+  if (!command.empty()) {
+    if (duration) throw InputError("--duration: a watched command runs to its end; leave --duration out with -- CMD");
+    return monitor_command(command, options, sources, json, args.get_optional("--output").value_or(""));
+  }
+  if (args.has("--output")) throw InputError("--output is for a watched command (plexus monitor --output FILE -- CMD)");
 
   const InterruptGuard guard;
   options.stop_requested = &InterruptGuard::requested;
@@ -170,7 +193,7 @@ int cmd_monitor(int argc, char** argv) {
     if (csv_error) j["csv_error"] = *csv_error;
     std::printf("%s\n", j.dump(2).c_str());
   } else {
-    print_summary(summary);
+    print_monitor_summary(summary, stdout);
   }
   std::fflush(stdout);
   if (csv_error) throw RuntimeError(*csv_error);

@@ -15,7 +15,7 @@ namespace plexus {
 
 std::vector<std::unique_ptr<MetricSource>> make_sources(const SourceOptions& options) {
   std::vector<std::unique_ptr<MetricSource>> sources;
-  auto nvml = std::make_unique<NvmlSource>(options.nvml_library, options.devices);
+  auto nvml = std::make_unique<NvmlSource>(options.nvml_library, options.devices, options.process_root);
   const NvmlSource* nvml_ptr = nvml.get();
   sources.push_back(std::move(nvml));
   sources.push_back(std::make_unique<RocmSource>(options.rocm_smi_library, nvml_ptr, options.devices));

@@ -38,6 +38,7 @@ struct SourceOptions {
   std::string rocm_smi_library;  // "" = the system's
   std::vector<int> devices;      // GPU indices as in `plexus detect`; empty = all
   bool host = true;              // include the host (CPU, RSS, RAPL)
+  int process_root = 0;          // > 0: per-GPU memory and utilisation of this process tree (NVML)
 };
 
 // NVML, then ROCm SMI (numbered after the NVIDIA GPUs), then the host.

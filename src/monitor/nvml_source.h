@@ -12,8 +12,10 @@ namespace plexus {
 
 class NvmlSource : public MetricSource {
  public:
-  // `library` as for NvmlLibrary::open; `devices` the indices to sample (empty: all).
-  NvmlSource(std::string library, std::vector<int> devices);
+  // `library` as for NvmlLibrary::open; `devices` the indices to sample (empty: all);
+  // `process_root` > 0: also read the GPU memory and utilisation of that process and its
+  // descendants (NVML's process queries), where the driver offers them.
+  NvmlSource(std::string library, std::vector<int> devices, int process_root = 0);
   std::string name() const override { return "nvml"; }
   bool open(std::string* why) override;
   void sample(std::vector<DeviceReading>& out) override;
@@ -25,6 +27,9 @@ class NvmlSource : public MetricSource {
   std::vector<int> wanted_;
   std::unique_ptr<NvmlLibrary> nvml_;
   std::vector<std::string> names_;
+  int process_root_ = 0;
+  std::vector<unsigned long long> last_seen_us_;  // per device: the newest utilisation sample read
+  void read_processes(std::size_t device, const std::vector<int>& tree, DeviceReading& r);
 };
 
 }  // namespace plexus

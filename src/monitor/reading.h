@@ -23,6 +23,9 @@ struct DeviceReading {
   std::optional<std::uint64_t> throttle_reasons;  // NVML clock-event bit mask
   std::optional<double> energy_counter_j;          // monotonic energy counter, arbitrary origin
   std::optional<double> process_rss_mb;            // this process's resident memory (host only)
+  // A watched process tree's share of this GPU (SourceOptions::process_root): device memory its
+  // processes hold and the sum of their SM utilisation; empty when the driver cannot say.
+  std::optional<double> process_memory_used_mb, process_utilization_percent;
   int dropped = 0;  // values outside physical bounds removed from this reading (plausibility.h)
 
   // "0", "1", ... or "cpu".

@@ -150,6 +150,10 @@ DeviceSummary summarize_device(const Series& s, const IdleBaseline& idle, double
   d.avg_sm_clock_mhz = stats_of(s, [](const DeviceReading& r) { return r.sm_clock_mhz; }).avg;
   d.avg_memory_clock_mhz = stats_of(s, [](const DeviceReading& r) { return r.memory_clock_mhz; }).avg;
   d.max_process_rss_mb = stats_of(s, [](const DeviceReading& r) { return r.process_rss_mb; }).max;
+  const Stats process_memory = stats_of(s, [](const DeviceReading& r) { return r.process_memory_used_mb; });
+  d.avg_process_memory_used_mb = process_memory.avg;
+  d.max_process_memory_used_mb = process_memory.max;
+  d.avg_process_utilization_percent = stats_of(s, [](const DeviceReading& r) { return r.process_utilization_percent; }).avg;
   for (const DeviceReading* r : s.r)
     if (r->throttle_reasons) d.throttle_reasons_seen = d.throttle_reasons_seen.value_or(0) | *r->throttle_reasons;
   return d;
@@ -255,6 +259,12 @@ Json device_json(const DeviceSummary& d) {
          {"avg_memory_clock_mhz", or_null(d.avg_memory_clock_mhz)},
          {"throttle_reasons_seen", or_null(d.throttle_reasons_seen)}};
   if (d.index < 0) j["max_process_rss_mb"] = or_null(d.max_process_rss_mb);
+  // A watched command's processes on this GPU: present only where the driver reported them.
+  if (d.avg_process_memory_used_mb || d.avg_process_utilization_percent) {
+    j["process"] = {{"avg_memory_used_mb", or_null(d.avg_process_memory_used_mb)},
+                    {"max_memory_used_mb", or_null(d.max_process_memory_used_mb)},
+                    {"avg_utilization_percent", or_null(d.avg_process_utilization_percent)}};
+  }
   return j;
 }
 }  // namespace

@@ -39,6 +39,8 @@ struct DeviceSummary {
   std::optional<double> avg_sm_clock_mhz, avg_memory_clock_mhz;
   std::optional<std::uint64_t> throttle_reasons_seen;  // OR of every sample's mask
   std::optional<double> max_process_rss_mb;            // host only
+  // The watched process tree on this GPU (DeviceReading::process_*); empty when not measured.
+  std::optional<double> avg_process_memory_used_mb, max_process_memory_used_mb, avg_process_utilization_percent;
 };
 
 // Across GPUs (the host is not a GPU). Names as bench reports use them.

@@ -179,6 +179,7 @@ BatchGenerateResult generate_batch(Runner& runner, const std::vector<SequenceReq
   }
   const std::size_t chunk = static_cast<std::size_t>(runner.max_batch_tokens());
   std::vector<float> logits(std::max(chunk, n_seq) * static_cast<std::size_t>(vocab));
+  std::vector<float> raw;  // a row as the forward wrote it, for a sequence's observe
   std::vector<std::int32_t> ids, pos;
   std::vector<int> seqs;
   std::vector<std::int64_t> rows;
@@ -196,9 +197,11 @@ BatchGenerateResult generate_batch(Runner& runner, const std::vector<SequenceReq
     forward_s += forward.seconds();
     for (std::size_t i = 0; i < rows.size(); ++i) {
       const std::size_t s = row_seq[i];
-      const std::optional<std::int32_t> id =
-          next_token(samplers[s], sequences[s].constraint.get(), logits.data() + i * static_cast<std::size_t>(vocab));
+      float* row = logits.data() + i * static_cast<std::size_t>(vocab);
+      if (sequences[s].observe) raw.assign(row, row + vocab);  // masking and sampling change the row
+      const std::optional<std::int32_t> id = next_token(samplers[s], sequences[s].constraint.get(), row);
       next[s] = id.value_or(-1);  // -1: the constraint allows nothing further (the sequence is cut)
+      if (id && sequences[s].observe) sequences[s].observe(raw.data(), *id);
     }
     const double now_ms = timer.seconds() * 1e3;
     for (std::size_t s : row_seq) {

@@ -57,6 +57,9 @@ struct SequenceRequest {
   // call's stop_ids.
   std::optional<std::vector<std::int64_t>> stop_ids;
   std::shared_ptr<TokenConstraint> constraint;  // structured output (null: none)
+  // Called with each chosen id and the raw logits (vocab) it was chosen from (before the
+  // constraint's mask and the sampler), e.g. for log-probabilities; empty: not called.
+  std::function<void(const float* logits, std::int32_t id)> observe;
 };
 
 struct BatchGenerateResult {

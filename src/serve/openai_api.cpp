@@ -9,6 +9,7 @@
 #include "serve/api_error.h"
 #include "serve/completion_text.h"
 #include "serve/openai_response.h"
+#include "structured/grammar_parser.h"
 #include "structured/json_schema.h"
 #include "structured/token_matcher.h"
 
@@ -210,6 +211,17 @@ Json tool_calls_schema(const ApiRequest& api) {
 
 }  // namespace
 
+void take_tool_calls(ToolCallFormat format, const std::string& echo, ChoiceResult& r) {
+  if (format == ToolCallFormat::kNone) return;
+  // The generated part (after an echoed prefix) is what may hold calls.
+  ParsedOutput parsed = parse_tool_calls(format, std::string_view(r.text).substr(echo.size()));
+  if (parsed.calls.empty()) return;
+  r.text = echo + parsed.content;
+  r.tool_calls = Json::array();
+  for (const ToolCall& call : parsed.calls) r.tool_calls.push_back(call_json(format, call));
+  r.finish_reason = "tool_calls";
+}
+
 void OpenAiApi::check_model(const std::string& name) const {
   if (name.empty() || name == model_.name) return;
   throw ApiError(404, "The model '" + name + "' does not exist: this server serves '" + model_.name + "'",
@@ -332,7 +344,7 @@ void OpenAiApi::constrain(const ApiRequest& api, PreparedRequest& p) const {
     throw invalid_request(std::string("'ignore_eos' with '") + field + "': a structured answer ends where its grammar does",
                           "ignore_eos");
   }
-  if (!model_.vocabulary || !model_.grammars) {
+  if (model_.compile_grammars && (!model_.vocabulary || !model_.grammars)) {
     throw invalid_request(std::string("'") + field + "': structured output is not available on this server", field);
   }
   std::string text, source;
@@ -354,6 +366,12 @@ void OpenAiApi::constrain(const ApiRequest& api, PreparedRequest& p) const {
         text = api.format.grammar;
         source = "grammar";
         break;
+    }
+    p.grammar = text;
+    p.grammar_source = source;
+    if (!model_.compile_grammars) {
+      (void)structured::parse_grammar(text, source);  // its errors now, as a request's 400
+      return;
     }
     std::shared_ptr<const structured::CompiledGrammar> g = model_.grammars->get(text, model_.vocabulary, source);
     p.serve.constraint = [g] { return std::make_unique<structured::TokenMatcher>(g); };
@@ -415,18 +433,7 @@ std::optional<Json> OpenAiApi::complete(const PreparedRequest& request, RequestS
     Json logprobs = c.logprobs ? c.logprobs->take() : Json(nullptr);
     if (scored) logprobs = join_logprobs(echoed, logprobs);
     ChoiceResult r{out[i], c.finish_reason(), std::move(logprobs), nullptr};
-    if (request.tool_format != ToolCallFormat::kNone) {
-      // The generated part (after an echoed prefix) is what may hold calls.
-      ParsedOutput parsed = parse_tool_calls(request.tool_format, std::string_view(out[i]).substr(request.echo.size()));
-      if (!parsed.calls.empty()) {
-        r.text = request.echo + parsed.content;
-        r.tool_calls = Json::array();
-        for (const ToolCall& call : parsed.calls) {
-          r.tool_calls.push_back(call_json(request.tool_format, call));
-        }
-        r.finish_reason = "tool_calls";
-      }
-    }
+    take_tool_calls(request.tool_format, request.echo, r);
     results.push_back(std::move(r));
   }
   return completion_response(h, results, usage_json(prompt_tokens, t.completion_tokens, t.time_s, t.energy_j));

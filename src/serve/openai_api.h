@@ -14,6 +14,7 @@
 #include "serve/chat_template.h"
 #include "serve/metrics.h"
 #include "serve/openai_request.h"
+#include "serve/openai_response.h"
 #include "serve/scheduler.h"
 #include "serve/tool_calls.h"
 #include "structured/grammar_cache.h"
@@ -38,6 +39,9 @@ struct ServedModel {
   // grammars see it and the cache of compiled grammars; null: such requests get 400.
   std::shared_ptr<const structured::Vocabulary> vocabulary;
   structured::GrammarCache* grammars = nullptr;
+  // false (plexus batch): a structured request's grammar is checked (parsed) but not compiled:
+  // its text is left in PreparedRequest::grammar for whoever runs the request (no vocabulary here).
+  bool compile_grammars = true;
   int max_choices = kMaxChoices;                // "n" at most: kMaxChoices, or fewer (--max-sequences)
   // The scheduler's submit (tests: a fake). Throws InputError, QueueFull, ShuttingDown.
   std::function<std::shared_ptr<RequestStream>(ServeRequest)> submit;
@@ -51,9 +55,17 @@ struct PreparedRequest {
   // A chat request with tools the model may call: its answers are parsed for calls in this format
   // (kJsonList under tool_choice "required" or a named function, which a grammar writes).
   ToolCallFormat tool_format = ToolCallFormat::kNone;
+  // Structured output: the text of the grammar serve.constraint matches (grammar_parser.h) and
+  // what it came from, as messages name it; "" when the request has none.
+  std::string grammar, grammar_source;
   std::string id;
   std::int64_t created = 0;
 };
+
+// A whole answer parsed for tool calls in `format` (kNone: left as it is): when it holds calls,
+// they go to r.tool_calls (each with a new id), the rest of the text stays in r.text and
+// finish_reason becomes "tool_calls". `echo`: the prefix r.text starts with (never parsed).
+void take_tool_calls(ToolCallFormat format, const std::string& echo, ChoiceResult& r);
 
 class OpenAiApi {
  public:

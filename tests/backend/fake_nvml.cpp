@@ -236,6 +236,69 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t h,
   return n > capacity ? kNvmlErrorInsufficientSize : kNvmlSuccess;
 }
 
+// The scripted processes of a device: "process_list": [{"pid": 1, "used_mb": 500, "sm_util": 40}, ...];
+// {"pid_file": PATH} in place of "pid" takes the pid written in PATH (an entry whose file is not
+// there yet is left out), so a test can name a process it starts later. "used_mb": null: NVML's
+// "not available".
+namespace {
+struct FakeProcess {
+  unsigned pid = 0;
+  nlohmann::json used_mb;
+  unsigned sm_util = 0;
+};
+std::vector<FakeProcess> scripted_processes(nvmlDevice_t h) {
+  std::vector<FakeProcess> out;
+  if (!spec(h).contains("process_list")) return out;
+  for (const auto& p : spec(h)["process_list"]) {
+    FakeProcess f;
+    if (p.contains("pid_file")) {
+      std::ifstream in(p["pid_file"].get<std::string>());
+      if (!(in >> f.pid)) continue;
+    } else {
+      f.pid = p.value("pid", 0u);
+    }
+    f.used_mb = p.contains("used_mb") ? p["used_mb"] : nlohmann::json(0);
+    f.sm_util = p.value("sm_util", 0u);
+    out.push_back(f);
+  }
+  return out;
+}
+}  // namespace
+
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t h, unsigned* count, nvmlProcessInfo_v2_t* infos) {
+  if (int rc = scripted_error(h, "process_list")) return rc;
+  const std::vector<FakeProcess> list = scripted_processes(h);
+  const unsigned capacity = *count;
+  *count = static_cast<unsigned>(list.size());
+  if (list.size() > capacity) return kNvmlErrorInsufficientSize;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    infos[i] = nvmlProcessInfo_v2_t{};
+    infos[i].pid = list[i].pid;
+    infos[i].usedGpuMemory = list[i].used_mb.is_null() ? kNvmlValueNotAvailable : list[i].used_mb.get<unsigned long long>() << 20;
+  }
+  return kNvmlSuccess;
+}
+
+// One sample per scripted process, stamped now (microseconds); NOT_FOUND when there is none.
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t h, nvmlProcessUtilizationSample_t* samples,
+                                                         unsigned* count, unsigned long long) {
+  if (int rc = scripted_error(h, "process_utilization")) return rc;
+  const std::vector<FakeProcess> list = scripted_processes(h);
+  if (list.empty()) return kNvmlErrorNotFound;
+  if (samples == nullptr || *count < list.size()) {
+    *count = static_cast<unsigned>(list.size());
+    return kNvmlErrorInsufficientSize;
+  }
+  *count = static_cast<unsigned>(list.size());
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    samples[i] = nvmlProcessUtilizationSample_t{};
+    samples[i].pid = list[i].pid;
+    samples[i].timeStamp = static_cast<unsigned long long>(now_s() * 1e6);
+    samples[i].smUtil = list[i].sm_util;
+  }
+  return kNvmlSuccess;
+}
+
 FAKE_EXPORT nvmlReturn_t nvmlDeviceGetTopologyCommonAncestor(nvmlDevice_t a, nvmlDevice_t b, int* level) {
   const auto& topo = state().script["topology"];
   const auto i = static_cast<std::size_t>(a - state().devices.data());

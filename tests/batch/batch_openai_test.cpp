@@ -18,9 +18,13 @@
 namespace plexus {
 namespace {
 
+using testing::by_custom_id;
+using testing::comparable;
+using testing::line;
 using testing::read_jsonl;
 using testing::run_plexus;
 using testing::shell_quote;
+using testing::write_lines;
 
 const std::string kTokenizer = std::string(PLEXUS_GOLDEN_DIR) + "/tokenizers/llama3";
 const Json kMessages = Json::array({{{"role", "system"}, {"content", "Be brief."}}, {{"role", "user"}, {"content", "Hi there"}}});
@@ -31,35 +35,6 @@ struct Shared {
   std::string model = dir / "chat";
 };
 Shared* shared = nullptr;
-
-Json line(const std::string& custom_id, const char* url, const Json& body) {
-  return {{"custom_id", custom_id}, {"method", "POST"}, {"url", url}, {"body", body}};
-}
-
-void write_lines(const std::string& path, const std::vector<Json>& lines) {
-  std::ofstream out(path);
-  for (const Json& l : lines) out << l.dump() << "\n";
-}
-
-// Result lines by custom_id (failing the test on a custom_id written twice).
-std::map<std::string, Json> by_custom_id(const std::string& path) {
-  std::map<std::string, Json> out;
-  for (const Json& l : read_jsonl(path)) {
-    const std::string key = l["custom_id"].get<std::string>();
-    EXPECT_EQ(out.count(key), 0u) << key << " written twice";
-    out[key] = l;
-  }
-  return out;
-}
-
-// A response body without what differs between two answers to one request: its id, time of
-// creation and the measured time (energy_j: null here, no energy source).
-Json comparable(Json body) {
-  body.erase("id");
-  body.erase("created");
-  body["usage"].erase("time_s");
-  return body;
-}
 
 class BatchOpenAi : public ::testing::Test {
  protected:
@@ -146,8 +121,17 @@ TEST_F(BatchOpenAi, BadLinesAreReportedByFileAndLineInTheOpenAiErrorShape) {
   lines.push_back(line("unknown", "/v1/completions", unknown));
   lines.push_back(line("hot", "/v1/completions", hot));
   lines.push_back(line("schema", "/v1/chat/completions",
-                       {{"messages", kMessages}, {"response_format", {{"type", "json_object"}}}}));
+                       {{"messages", kMessages},
+                        {"response_format", {{"type", "json_schema"}, {"json_schema", {{"schema", {{"type", "objekt"}}}}}}}}));
   lines.push_back(line("ok", "/v1/completions", ok_body));  // a duplicate custom_id
+  Json grammar = ok_body, many = ok_body, scored = ok_body;
+  grammar["grammar"] = "root ::= \"a";
+  many["n"] = 17;
+  scored["logprobs"] = 1;
+  scored["echo"] = true;
+  lines.push_back(line("grammar", "/v1/completions", grammar));
+  lines.push_back(line("many", "/v1/completions", many));
+  lines.push_back(line("scored", "/v1/completions", scored));
   const std::string in = path("in.jsonl"), out = path("out.jsonl");
   write_lines(in, lines);
 
@@ -161,14 +145,16 @@ TEST_F(BatchOpenAi, BadLinesAreReportedByFileAndLineInTheOpenAiErrorShape) {
   ASSERT_EQ(skip.exit_code, 0) << skip.err;
   const std::map<int, std::string> reasons = {
       {3, "'stream': true is not supported in batch"}, {4, "unknown field \"body.frobnicate\""},
-      {5, "'temperature' must be between 0 and 100, got 101"}, {6, "'response_format' is not supported in batch yet"},
-      {7, "duplicate id \"ok\" (first on line 1)"}};
+      {5, "'temperature' must be between 0 and 100, got 101"},
+      {6, "response_format.json_schema.schema at '/type': "}, {7, "duplicate id \"ok\" (first on line 1)"},
+      {8, "grammar line 1, column "}, {9, "'n' must be an integer between 1 and 16, got 17"},
+      {10, "'echo' with 'logprobs' (the prompt's log-probabilities) is not supported in batch yet"}};
   for (const auto& [n, why] : reasons) {
     EXPECT_NE(skip.err.find(in + ":" + std::to_string(n) + ": " + why), std::string::npos) << why << "\n" << skip.err;
   }
   EXPECT_EQ(by_custom_id(out).count("ok"), 1u);
   const std::vector<Json> errors = read_jsonl(path("out.errors.jsonl"));
-  ASSERT_EQ(errors.size(), 6u);
+  ASSERT_EQ(errors.size(), 9u);
   for (const Json& e : errors) {
     EXPECT_TRUE(e["id"].get<std::string>().starts_with("batch_req_")) << e;
     EXPECT_EQ(e["response"], Json(nullptr)) << e;
@@ -179,12 +165,14 @@ TEST_F(BatchOpenAi, BadLinesAreReportedByFileAndLineInTheOpenAiErrorShape) {
   EXPECT_EQ(errors[3]["custom_id"], Json("hot"));
   EXPECT_NE(errors[3]["error"]["message"].get<std::string>().find(in + ":5: 'temperature'"), std::string::npos) << errors[3];
   EXPECT_EQ(errors[5]["custom_id"], Json(nullptr));  // the duplicate's: its custom_id is the first line's
+  EXPECT_EQ(errors[6]["custom_id"], Json("grammar"));
+  EXPECT_EQ(errors[6]["error"]["code"], Json("invalid_request"));
 
   // One input, one format: a plexus line among OpenAI ones is exit 2 naming it, even with skip.
   std::ofstream(in, std::ios::app) << "{\"id\": \"own\", \"prompt\": \"Hello\"}\n";
   const testing::ProcessResult mixed = batch(in, path("mixed.jsonl"), "--on-bad-line skip");
   EXPECT_EQ(mixed.exit_code, 2) << mixed.err;
-  EXPECT_NE(mixed.err.find(in + ":8: a plexus batch line (with \"id\") after an OpenAI Batch API line (with \"custom_id\") on line 1"),
+  EXPECT_NE(mixed.err.find(in + ":11: a plexus batch line (with \"id\") after an OpenAI Batch API line (with \"custom_id\") on line 1"),
             std::string::npos) << mixed.err;
   EXPECT_FALSE(std::filesystem::exists(path("mixed.jsonl")));
 }

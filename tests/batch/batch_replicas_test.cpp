@@ -18,6 +18,8 @@ namespace {
 using testing::read_jsonl;
 using testing::results_by_id;
 using testing::run_plexus;
+using testing::have_mpirun;
+using testing::run_mpi;
 using testing::shell_quote;
 
 class BatchReplicas : public testing::BatchRunTest {
@@ -126,16 +128,6 @@ TEST_F(BatchReplicas, WhenEveryReplicaFailsEveryRequestIsReported) {
   // One replica was taken out; the last one stays and each request used its own tries.
   EXPECT_EQ(s["replicas"][0]["taken_out"].get<bool>() + s["replicas"][1]["taken_out"].get<bool>(), 1);
 }
-
-// Runs `plexus ARGS` under `mpirun -np N --oversubscribe`; the exit status, stdout and stderr.
-testing::ProcessResult run_mpi(int np, const std::string& args, const std::string& env = "") {
-  // Under ASan, OpenMPI's own allocations that outlive MPI_Finalize are not ours to report.
-  return testing::run_command("OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 CUDA_VISIBLE_DEVICES= ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 " +
-                              env + " timeout 300 mpirun -np " + std::to_string(np) + " --oversubscribe " +
-                              shell_quote(PLEXUS_BINARY) + " " + args);
-}
-
-bool have_mpirun() { return std::system("command -v mpirun >/dev/null 2>&1") == 0; }
 
 TEST_F(BatchReplicas, MpirunRanksGiveTheSingleProcessOutput) {
   if (!have_mpirun()) GTEST_SKIP() << "mpirun is not installed";

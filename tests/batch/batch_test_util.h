@@ -1,5 +1,5 @@
 // Helpers for `plexus batch` end-to-end tests: request files, output files read back by id, an
-// environment variable set for the scope of a test.
+// environment variable set for the scope of a test, runs under mpirun.
 #pragma once
 #include <cstdlib>
 #include <fstream>
@@ -42,6 +42,40 @@ inline std::map<std::string, Json> results_by_id(const std::string& path) {
   return out;
 }
 
+// An OpenAI Batch API input line.
+inline Json line(const std::string& custom_id, const char* url, const Json& body) {
+  return {{"custom_id", custom_id}, {"method", "POST"}, {"url", url}, {"body", body}};
+}
+
+inline void write_lines(const std::string& path, const std::vector<Json>& lines) {
+  std::ofstream out(path);
+  for (const Json& l : lines) out << l.dump() << "\n";
+}
+
+// OpenAI result lines by custom_id (failing the test on a custom_id written twice).
+inline std::map<std::string, Json> by_custom_id(const std::string& path) {
+  std::map<std::string, Json> out;
+  for (const Json& l : read_jsonl(path)) {
+    const std::string key = l["custom_id"].get<std::string>();
+    EXPECT_EQ(out.count(key), 0u) << key << " written twice";
+    out[key] = l;
+  }
+  return out;
+}
+
+// A response body without what differs between two answers to one request: its id, time of
+// creation, the measured time (energy_j: null here, no energy source) and tool calls' ids.
+inline Json comparable(Json body) {
+  body.erase("id");
+  body.erase("created");
+  body["usage"].erase("time_s");
+  for (Json& choice : body["choices"]) {
+    if (!choice.contains("message") || !choice["message"].contains("tool_calls")) continue;
+    for (Json& call : choice["message"]["tool_calls"]) call.erase("id");
+  }
+  return body;
+}
+
 // Requests with ids r0..r{n-1}: prompts of varying length, some greedy, some sampled with a seed.
 inline void write_requests(const std::string& path, int n, std::int64_t vocab) {
   std::ofstream out(path);
@@ -80,6 +114,15 @@ class BatchRunTest : public ::testing::Test {
   int requests_;
   std::string fixed_flags_;
 };
+
+// Runs `plexus ARGS` under `mpirun -np N --oversubscribe`; the exit status, stdout and stderr.
+inline ProcessResult run_mpi(int np, const std::string& args, const std::string& env = "") {
+  // Under ASan, OpenMPI's own allocations that outlive MPI_Finalize are not ours to report.
+  return run_command("OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 CUDA_VISIBLE_DEVICES= ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 " +
+                     env + " timeout 300 mpirun -np " + std::to_string(np) + " --oversubscribe " + shell_quote(PLEXUS_BINARY) + " " + args);
+}
+
+inline bool have_mpirun() { return std::system("command -v mpirun >/dev/null 2>&1") == 0; }
 
 class ScopedEnv {
  public:

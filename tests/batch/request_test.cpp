@@ -72,12 +72,23 @@ TEST(BatchRequest, BadLinesSayWhy) {
   EXPECT_NE(reason(R"({"id": 1, "ids": [1], "stop": "x"})").find("\"stop\" needs a tokenizer"), std::string::npos);
   EXPECT_NE(reason(R"({"id": 1, "messages": [{"role": "user", "content": "hi"}]})").find("need a tokenizer"), std::string::npos);
   EXPECT_NE(reason(R"({"id": 1, "ids": [1], "stream": true})").find("'stream': true is not supported in batch"), std::string::npos);
-  EXPECT_NE(reason(R"({"id": 1, "ids": [1], "n": 2})").find("n > 1 is not supported in batch"), std::string::npos);
-  EXPECT_NE(reason(R"({"id": 1, "ids": [1], "response_format": {"type": "json_object"}})").find("'response_format' is not supported in batch yet"),
+  EXPECT_NE(reason(R"({"id": 1, "ids": [1], "n": 17})").find("'n' must be an integer between 1 and 16, got 17"), std::string::npos);
+  ParseContext few = context();
+  few.max_choices = 4;  // --max-sequences 4
+  EXPECT_NE(reason(R"({"id": 1, "ids": [1], "n": 5})", few).find("'n' must be between 1 and 4"), std::string::npos);
+  EXPECT_NE(reason(R"({"id": 1, "ids": [1], "response_format": {"type": "json_schema", "json_schema": {"schema": {"type": "object", "minProperties": 1}}}})")
+                .find("response_format.json_schema.schema at '/minProperties': keyword 'minProperties' is not supported"),
             std::string::npos);
-  EXPECT_NE(reason(R"({"id": 1, "ids": [1], "grammar": "root ::= \"a\""})").find("'grammar' is not supported in batch yet"),
+  EXPECT_NE(reason(R"({"id": 1, "ids": [1], "grammar": "root ::= (\"a\""})").find("grammar line 1, column 14: expected ')'"),
             std::string::npos);
-  EXPECT_NE(reason(R"({"id": 1, "ids": [1], "logprobs": 2})").find("'logprobs' is not supported in batch yet"), std::string::npos);
+  EXPECT_NE(reason(R"({"id": 1, "ids": [1], "grammar": "root ::= \"a\"", "ignore_eos": true})").find("'ignore_eos' with 'grammar'"),
+            std::string::npos);
+  ParseContext no_eos = context();  // --ignore-eos: nothing would end a grammar's answer
+  EXPECT_NE(reason(R"({"id": 1, "ids": [1], "response_format": {"type": "json_object"}})", no_eos)
+                .find("'response_format': a structured answer ends with an end-of-sequence id, and this run has none"),
+            std::string::npos);
+  EXPECT_NE(reason(R"({"id": 1, "ids": [1], "logprobs": 2, "echo": true})").find("'echo' with 'logprobs'"), std::string::npos);
+  EXPECT_EQ(parse_request_line(R"({"id": 1, "ids": [1], "logprobs": 2})", context()).logprobs, 2);
   EXPECT_NE(reason(R"({"id": 1, "ids": [1], "max_token": 3})").find("unknown field \"max_token\""), std::string::npos);
 }
 

@@ -5,6 +5,7 @@
 
 #include "batch/request.h"
 #include "batch/result_text.h"
+#include "core/error.h"
 #include "serve/chat_template.h"
 
 namespace plexus::batch {
@@ -82,6 +83,38 @@ TEST(BatchResultText, MessagesAreRenderedWithTheModelsTemplateInBothFormats) {
   // No template: a bad line saying so.
   c.chat_template = nullptr;
   EXPECT_THROW(parse_request_line(R"({"id": "a", "messages": )" + messages + "}", c), RefusedBody);
+}
+
+TEST(BatchResultText, StructuredOutputAndChoicesAreKeptForTheReplica) {
+  // The grammar is checked here and travels as text (the replica compiles it over this
+  // tokenizer's tokens); "n" with its choices.
+  ParseContext c;
+  c.tokenizer = &tokenizer();
+  c.vocab_size = tokenizer().vocab_size();
+  c.max_context = 512;
+  c.eos_ids = {*tokenizer().eos_id()};
+  const BatchRequest g = parse_request_line(R"({"id": "g", "prompt": "Hi", "grammar": "root ::= \"a\" | \"b\"", "n": 3})", c);
+  EXPECT_EQ(g.grammar, "root ::= \"a\" | \"b\"");
+  EXPECT_EQ(g.grammar_source, "grammar");
+  EXPECT_EQ(g.choices, 3);
+  const BatchRequest s = parse_request_line(
+      R"({"id": "s", "prompt": "Hi", "response_format": {"type": "json_schema", "json_schema": {"schema": {"enum": [1, 2]}}}})", c);
+  EXPECT_NE(s.grammar.find("root"), std::string::npos) << s.grammar;
+  EXPECT_EQ(s.grammar_source, "response_format.json_schema.schema (as a grammar)");
+  EXPECT_EQ(parse_request_line(R"({"id": "o", "prompt": "Hi", "response_format": {"type": "json_object"}})", c).grammar_source,
+            "response_format json_object");
+  const BatchRequest t = parse_request_line(R"({"id": "t", "prompt": "Hi", "response_format": {"type": "text"}})", c);
+  EXPECT_TRUE(t.grammar.empty());
+  EXPECT_EQ(t.choices, 1);
+  // Without a tokenizer (ids only) the replica could not compile it: a bad line.
+  ParseContext no_tokenizer = c;
+  no_tokenizer.tokenizer = nullptr;
+  try {
+    parse_request_line(R"({"id": "i", "ids": [4], "grammar": "root ::= \"a\""})", no_tokenizer);
+    ADD_FAILURE() << "a grammar without a tokenizer was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("\"grammar\" (structured output) needs the model's tokenizer.json"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

@@ -38,6 +38,22 @@ typedef struct {
   char busId[32];
 } nvmlPciInfo_t;
 
+// nvmlProcessInfo_v2_t: one process's record from nvmlDeviceGetComputeRunningProcesses_v2.
+typedef struct {
+  unsigned int pid;
+  unsigned long long usedGpuMemory;  // bytes, or kNvmlValueNotAvailable
+  unsigned int gpuInstanceId;
+  unsigned int computeInstanceId;
+} nvmlProcessInfo_v2_t;
+constexpr unsigned long long kNvmlValueNotAvailable = ~0ull;
+
+// nvmlProcessUtilizationSample_t: one process's utilisation over a recent sampling period.
+typedef struct {
+  unsigned int pid;
+  unsigned long long timeStamp;  // microseconds (CPU clock)
+  unsigned int smUtil, memUtil, encUtil, decUtil;  // percent
+} nvmlProcessUtilizationSample_t;
+
 // nvmlClockType_t
 enum : int { kNvmlClockGraphics = 0, kNvmlClockSm = 1, kNvmlClockMem = 2 };
 // nvmlTemperatureSensors_t
@@ -72,6 +88,9 @@ typedef nvmlReturn_t (*nvmlDeviceGetMaxClockInfo_fn)(nvmlDevice_t, int, unsigned
 typedef nvmlReturn_t (*nvmlDeviceGetPciInfo_v3_fn)(nvmlDevice_t, nvmlPciInfo_t*);
 typedef nvmlReturn_t (*nvmlDeviceGetTemperature_fn)(nvmlDevice_t, int, unsigned int*);  // C
 typedef nvmlReturn_t (*nvmlDeviceGetComputeRunningProcesses_fn)(nvmlDevice_t, unsigned int*, void*);
+typedef nvmlReturn_t (*nvmlDeviceGetComputeRunningProcesses_v2_fn)(nvmlDevice_t, unsigned int*, nvmlProcessInfo_v2_t*);
+typedef nvmlReturn_t (*nvmlDeviceGetProcessUtilization_fn)(nvmlDevice_t, nvmlProcessUtilizationSample_t*, unsigned int*,
+                                                           unsigned long long);  // since this timestamp (us)
 typedef nvmlReturn_t (*nvmlDeviceGetTopologyCommonAncestor_fn)(nvmlDevice_t, nvmlDevice_t, int*);
 typedef nvmlReturn_t (*nvmlDeviceGetP2PStatus_fn)(nvmlDevice_t, nvmlDevice_t, int, int*);
 typedef nvmlReturn_t (*nvmlDeviceGetNvLinkState_fn)(nvmlDevice_t, unsigned int, int*);

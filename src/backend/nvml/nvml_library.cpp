@@ -72,6 +72,8 @@ std::unique_ptr<NvmlLibrary> NvmlLibrary::open(const std::string& path, std::str
   resolve_first(h, a.compute_processes,
                 {"nvmlDeviceGetComputeRunningProcesses_v3", "nvmlDeviceGetComputeRunningProcesses_v2",
                  "nvmlDeviceGetComputeRunningProcesses"});
+  load_symbol(h, a.process_list, "nvmlDeviceGetComputeRunningProcesses_v2");
+  load_symbol(h, a.process_utilization, "nvmlDeviceGetProcessUtilization");
   load_symbol(h, a.common_ancestor, "nvmlDeviceGetTopologyCommonAncestor");
   load_symbol(h, a.p2p_status, "nvmlDeviceGetP2PStatus");
   load_symbol(h, a.nvlink_state, "nvmlDeviceGetNvLinkState");

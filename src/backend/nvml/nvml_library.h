@@ -42,6 +42,9 @@ class NvmlLibrary {
     nvmlDeviceGetPciInfo_v3_fn pci_info = nullptr;
     nvmlDeviceGetTemperature_fn temperature = nullptr;
     nvmlDeviceGetComputeRunningProcesses_fn compute_processes = nullptr;
+    // The _v2 entry point only: its records have a known layout (per-process memory).
+    nvmlDeviceGetComputeRunningProcesses_v2_fn process_list = nullptr;
+    nvmlDeviceGetProcessUtilization_fn process_utilization = nullptr;
     nvmlDeviceGetTopologyCommonAncestor_fn common_ancestor = nullptr;
     nvmlDeviceGetP2PStatus_fn p2p_status = nullptr;
     nvmlDeviceGetNvLinkState_fn nvlink_state = nullptr;
