@@ -10,6 +10,7 @@
 #include "bench/device_timeline.h"
 #include "bench/environment.h"
 #include "bench/model_maker.h"
+#include "bench/openai_runner.h"
 #include "bench/prompts.h"
 #include "core/dtype.h"
 #include "core/error.h"
@@ -127,6 +128,7 @@ bool ensure_model(const BenchConfig& c, const std::string& config_file, const Lo
 Json unmeasured_point(const BenchPoint& point, const std::string& status, const std::string& error) {
   Json r;
   r["name"] = point.config.name;
+  r["engine"] = point.config.backend.type == "openai" ? "openai" : "plexus";  // (the server unknown: not measured)
   r["timestamp"] = utc_timestamp();
   r["config"] = config_to_json(point.config);
   r["sweep_point"] = point.sweep_point;
@@ -138,6 +140,7 @@ Json unmeasured_point(const BenchPoint& point, const std::string& status, const 
 
 Json run_point(const BenchPoint& point, const std::string& config_file, const Log& log, const StopRequested& stop) {
   const BenchConfig& c = point.config;
+  if (c.backend.type == "openai") return run_openai_point(point, config_file, log, stop);
   auto stopping = [&] { return stop && stop(); };
   const ScenarioConfig& sc = c.scenario;
   ensure_model(c, config_file, log, stop);
@@ -267,6 +270,7 @@ Json run_point(const BenchPoint& point, const std::string& config_file, const Lo
 
   Json result;
   result["name"] = c.name;
+  result["engine"] = "plexus";
   result["timestamp"] = timestamp;
   result["config"] = config_to_json(c);
   Json used = Json::array();

@@ -10,6 +10,7 @@
 #include "bench/compare.h"
 #include "bench/config_loader.h"
 #include "bench/gpu_check.h"
+#include "bench/openai_runner.h"
 #include "bench/report_files.h"
 #include "cli/commands.h"
 #include "cli/interrupt_guard.h"
@@ -125,6 +126,7 @@ int cmd_bench(int argc, char** argv) {
   for (const std::string& warning : bench::check_gpus_asked(loaded.points, file, args.get_flag("--allow-cpu-devices"))) {
     std::fprintf(stderr, "plexus bench: warning: %s\n", warning.c_str());
   }
+  bench::check_openai_servers(loaded.points, file);  // an unreachable server: exit 2 before any load
   const bench::BenchConfig& first = loaded.points.front().config;
   const std::optional<std::string> dir_flag = args.get_optional("--output-dir");
   const std::string dir = dir_flag.value_or(first.output.dir);
