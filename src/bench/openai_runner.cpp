@@ -93,8 +93,8 @@ Json run_openai_point(const BenchPoint& point, const std::string& file, const Lo
   }
 
   const std::string load = c.openai.request_rate
-                               ? "open loop at " + std::to_string(*c.openai.request_rate) + " requests/s (burstiness " +
-                                     std::to_string(c.openai.burstiness) + ")"
+                               ? "open loop at " + Json(*c.openai.request_rate).dump() + " requests/s (burstiness " +
+                                     Json(c.openai.burstiness).dump() + ")"
                                : "closed loop, " + std::to_string(c.openai.concurrency) + " client(s)";
   log("server " + c.openai.url + " (engine " + server.engine + ", model " + target.model + ")");
   std::string bad_shape;

@@ -59,10 +59,12 @@ void print_summary(const Json& r, std::size_t i, std::size_t n) {
                   100.0 * comm.value("share_of_forward_time", 0.0));
     energy += line;
   }
+  const bool served = r.contains("server") && r["server"].is_object();  // backend.type openai
   std::printf("[%zu/%zu]%s %s: %s output tok/s (%s total), %s samples/s; ttft p50 %s ms, tpot p50 %s ms, e2e p50 %s ms; %s\n",
               i + 1, n, describe_point(r["sweep_point"]).c_str(),
-              devices ? (std::to_string(devices) + " device(s), " + r["config"]["backend"]["device_map"].get<std::string>()).c_str()
-                      : "one engine on the host",
+              served    ? (r["server"].value("engine", std::string()) + " at " + r["server"].value("url", std::string())).c_str()
+              : devices ? (std::to_string(devices) + " device(s), " + r["config"]["backend"]["device_map"].get<std::string>()).c_str()
+                        : "one engine on the host",
               fixed(r, "throughput", "tokens_per_s").c_str(), fixed(r, "throughput", "total_tokens_per_s").c_str(),
               fixed(r, "throughput", "samples_per_s", nullptr, 2).c_str(), fixed(r, "latency", "ttft_ms", "p50").c_str(),
               fixed(r, "latency", "tpot_ms", "p50").c_str(), fixed(r, "latency", "e2e_ms", "p50").c_str(), energy.c_str());
