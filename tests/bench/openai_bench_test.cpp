@@ -23,6 +23,7 @@
 #include "bench/http_client.h"
 #include "bench/openai_load.h"
 #include "bench/openai_metrics.h"
+#include "bench/openai_prompts.h"
 #include "core/error.h"
 #include "server_process.h"
 
@@ -111,6 +112,51 @@ TEST(OpenAiLoad, GoodputAndErrors) {
   EXPECT_EQ(e["count"], 1);
   EXPECT_EQ(e["by_status"]["429"], 1);
   EXPECT_EQ(bench::openai_throughput_json(r, 2.0)["samples"], 3);
+}
+
+TEST(OpenAiLoad, PromptsFromADatasetShareGptAndRandomLengths) {
+  TempDir dir("bench-openai-prompts");
+  const auto tok = Tokenizer::load(kTokenizer);
+  bench::ScenarioConfig s;
+  s.max_new_tokens = 7;
+  bench::OpenAiConfig o;
+  s.dataset = dir / "d.jsonl";
+  std::ofstream(s.dataset) << R"({"prompt": "Hello there", "output_tokens": 3})" "\n\n"
+                           << R"({"ids": [1, 2, 3]})" "\n"
+                           << R"({"conversations": [{"from": "human", "value": "Hi"}, {"from": "gpt", "value": "Hello, how are you today?"}]})" "\n";
+  const auto r = bench::openai_requests(s, o, tok.get(), 4, 0);
+  ASSERT_EQ(r.size(), 4u);
+  EXPECT_EQ(r[0].prompt, "Hello there");
+  EXPECT_EQ(r[0].max_tokens, 3);
+  EXPECT_EQ(r[0].prompt_tokens, static_cast<std::int64_t>(tok->encode("Hello there", true).size()));
+  EXPECT_EQ(r[1].prompt, Json::array({1, 2, 3}));  // completions sends the ids
+  EXPECT_EQ(r[1].max_tokens, 7);                   // no length given: scenario.max_tokens
+  EXPECT_EQ(r[2].prompt, "Hi");
+  EXPECT_EQ(r[2].max_tokens, static_cast<std::int64_t>(tok->encode("Hello, how are you today?", false).size()));
+  EXPECT_EQ(r[3].prompt, r[0].prompt) << "reused in order";
+  o.endpoint = "chat";
+  EXPECT_TRUE(bench::openai_requests(s, o, tok.get(), 2, 0)[1].prompt.is_string()) << "chat: ids as text";
+  EXPECT_THROW(bench::openai_requests(s, o, nullptr, 2, 0), InputError) << "chat ids without a tokenizer";
+  std::ofstream(s.dataset) << "{\"prompt\": \"a\"}\nnot json\n";
+  try {
+    bench::openai_requests(s, o, tok.get(), 1, 0);
+    ADD_FAILURE() << "a bad line passed";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("d.jsonl:2:"), std::string::npos) << e.what();
+  }
+  // Random lengths: uniform within [L(1-r), L(1+r)], the seed deciding.
+  s.dataset.clear();
+  o.random = bench::RandomLengths{100, 20, 0.5, "uniform"};
+  const auto a = bench::openai_requests(s, o, tok.get(), 50, 3), b = bench::openai_requests(s, o, tok.get(), 50, 3);
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    EXPECT_GE(a[i].prompt_tokens, 50);
+    EXPECT_LE(a[i].prompt_tokens, 150);
+    EXPECT_GE(a[i].max_tokens, 10);
+    EXPECT_LE(a[i].max_tokens, 30);
+    EXPECT_EQ(a[i].prompt, b[i].prompt);
+    EXPECT_TRUE(a[i].prompt.is_string());
+  }
+  EXPECT_THROW(bench::openai_requests(s, o, nullptr, 1, 0), InputError) << "random prompts need a tokenizer";
 }
 
 // A server on loopback that answers every request with 200 and `body` (not OpenAI's shape).
@@ -434,8 +480,32 @@ TEST_F(BenchOpenAi, EnergyOverTheLoadFromTheFakeGpu) {
   ASSERT_EQ(e["requests"], 4);
   EXPECT_NEAR(e["j_per_request"].get<double>(), e["total_j"].get<double>() / 4, 1e-9);
   EXPECT_NEAR(e["j_per_token"].get<double>(), e["total_j"].get<double>() / 32, 1e-9);
-  // The server runs on the host without NVML here: usage.energy_j comes only from what it measures.
-  EXPECT_TRUE(e.contains("server_energy_j"));
+  EXPECT_TRUE(e["server_energy_j"].is_null()) << "this server has no energy source: " << e.dump();
+}
+
+// A plexus server on the fake GPU shares its energy out to requests (usage.energy_j): recorded per
+// request and summed beside the monitor's.
+TEST_F(BenchOpenAi, PlexusServersEnergyPerResponseBeside) {
+  const std::string script = work_ / "gpu.json";
+  std::ofstream(script) << R"({"devices": [{"name": "Fake H100", "power_w": 150, "utilization": 37,
+                               "memory_total_mb": 81920, "memory_used_mb": 1024}]})";
+  ServerProcess powered(shell_quote(shared->model) + " --threads 2 --context 1024", shared->dir, 120,
+                        "PLEXUS_NVML_LIBRARY=" + shell_quote(FAKE_NVML_LIBRARY) + " PLEXUS_FAKE_NVML_SCRIPT=" + shell_quote(script));
+  ASSERT_TRUE(powered.ok());
+  const std::string cfg = config("beside", "backend: {type: openai, url: http://127.0.0.1:" + std::to_string(powered.port()) +
+                                               "}\nscenario: {prompts: [\"Hello\"], num_samples: 3, max_tokens: 8, warmup_samples: 0}\n"
+                                               "monitor: {interval_ms: 20}\n");
+  const ProcessResult r = run_plexus("bench " + shell_quote(cfg) + " --quiet");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Json j = read_json_file(out() + "/beside.json");
+  double sum = 0;
+  for (const Json& q : j["requests"]) {
+    ASSERT_TRUE(q["energy_j"].is_number()) << q.dump();
+    EXPECT_GT(q["energy_j"].get<double>(), 0);
+    sum += q["energy_j"].get<double>();
+  }
+  EXPECT_NEAR(j["energy"]["server_energy_j"].get<double>(), sum, 1e-9);
+  EXPECT_NEAR(j["energy"]["server_j_per_token"].get<double>(), sum / 24, 1e-9);
 }
 
 }  // namespace
