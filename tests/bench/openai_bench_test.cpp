@@ -397,10 +397,12 @@ TEST_F(BenchOpenAi, OpenLoopSendTimesPassAKsTestOfThePoissonProcess) {
 }
 
 TEST_F(BenchOpenAi, TooManyRequestsAre429sCountedNotFatal) {
-  ServerProcess small(shell_quote(shared->model) + " --threads 2 --context 1024 --max-sequences 1 --max-queue 1", shared->dir);
+  // (with an API key: sent as a bearer token, never written out)
+  ServerProcess small(shell_quote(shared->model) + " --threads 2 --context 1024 --max-sequences 1 --max-queue 1 --api-key sesame",
+                      shared->dir);
   ASSERT_TRUE(small.ok());
   const std::string cfg = config("busy", "backend: {type: openai, url: http://127.0.0.1:" + std::to_string(small.port()) +
-                                             "}\nscenario: {prompts: [\"Hi\"], num_samples: 12, max_tokens: 48, "
+                                             ", api_key: sesame}\nscenario: {prompts: [\"Hi\"], num_samples: 12, max_tokens: 48, "
                                              "warmup_samples: 0, concurrency: 6}\nmonitor: {interval_ms: 50}\n");
   const ProcessResult r = run_plexus("bench " + shell_quote(cfg) + " --quiet");
   ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
@@ -410,7 +412,10 @@ TEST_F(BenchOpenAi, TooManyRequestsAre429sCountedNotFatal) {
   EXPECT_GT(rejected, 0) << j["errors"].dump();
   EXPECT_EQ(j["throughput"]["samples"].get<std::int64_t>() + j["errors"]["count"].get<std::int64_t>(), 12);
   EXPECT_EQ(j["throughput"]["failed_requests"], j["errors"]["count"]);
-  const std::string m = metrics_text(small);
+  EXPECT_EQ(j["config"]["backend"]["api_key"], "(set)");
+  EXPECT_EQ(j.dump().find("sesame"), std::string::npos);
+  EXPECT_EQ(j["engine"], "plexus");
+  const std::string m = curl("GET", small.url("/metrics"), "", {"Authorization: Bearer sesame"}).body;
   EXPECT_EQ(metric(m, "plexus_requests_total{endpoint=\"/v1/completions\",status=\"429\"}"), rejected);
 }
 
