@@ -100,16 +100,6 @@ std::vector<LoadRequest> dataset_requests(const ScenarioConfig& s, const OpenAiC
   return out;
 }
 
-std::vector<LoadRequest> given_requests(const ScenarioConfig& s, const OpenAiConfig& o, const Tokenizer* tok) {
-  std::vector<LoadRequest> out;
-  if (!s.dataset.empty()) return dataset_requests(s, o, tok);
-  for (const std::string& p : s.prompts) out.push_back(text_request(p, s.max_new_tokens, tok));
-  for (std::size_t i = 0; i < s.prompts_ids.size(); ++i) {
-    out.push_back(ids_request(s.prompts_ids[i], s.max_new_tokens, o, tok, "scenario.prompts_ids[" + std::to_string(i) + "]"));
-  }
-  return out;
-}
-
 // A length drawn around `mean` as scenario.random says; at least 1.
 std::int64_t draw_length(std::mt19937_64& rng, const RandomLengths& r, double mean) {
   double v = mean;
@@ -125,12 +115,19 @@ std::int64_t draw_length(std::mt19937_64& rng, const RandomLengths& r, double me
 
 }  // namespace
 
-std::size_t openai_prompt_count(const ScenarioConfig& s, const OpenAiConfig& o, const Tokenizer* tok) {
-  return o.random ? 0 : given_requests(s, o, tok).size();
+std::vector<LoadRequest> scenario_requests(const ScenarioConfig& s, const OpenAiConfig& o, const Tokenizer* tok) {
+  std::vector<LoadRequest> out;
+  if (o.random) return out;
+  if (!s.dataset.empty()) return dataset_requests(s, o, tok);
+  for (const std::string& p : s.prompts) out.push_back(text_request(p, s.max_new_tokens, tok));
+  for (std::size_t i = 0; i < s.prompts_ids.size(); ++i) {
+    out.push_back(ids_request(s.prompts_ids[i], s.max_new_tokens, o, tok, "scenario.prompts_ids[" + std::to_string(i) + "]"));
+  }
+  return out;
 }
 
-std::vector<LoadRequest> openai_requests(const ScenarioConfig& s, const OpenAiConfig& o, const Tokenizer* tok, std::size_t count,
-                                         std::uint64_t seed) {
+std::vector<LoadRequest> openai_requests(const std::vector<LoadRequest>& base, const OpenAiConfig& o, const Tokenizer* tok,
+                                         std::size_t count, std::uint64_t seed) {
   std::vector<LoadRequest> out;
   if (o.random) {
     if (!tok) throw InputError("scenario.random: random prompts need backend.tokenizer (to pick the server's token ids and make text of them)");
@@ -147,8 +144,7 @@ std::vector<LoadRequest> openai_requests(const ScenarioConfig& s, const OpenAiCo
     }
     return out;
   }
-  const std::vector<LoadRequest> base = given_requests(s, o, tok);
-  for (std::size_t i = 0; i < count; ++i) out.push_back(base[i % base.size()]);
+  for (std::size_t i = 0; i < count && !base.empty(); ++i) out.push_back(base[i % base.size()]);
   return out;
 }
 

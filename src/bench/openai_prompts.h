@@ -13,14 +13,14 @@
 
 namespace plexus::bench {
 
-// `count` requests (the prompts taken in order, again from the first when they run out; random
-// ones drawn with `seed`). max_tokens: the dataset's length where it gives one, else
-// scenario.max_tokens. InputError "scenario.KEY: ..." or "DATASET:LINE: ..." for what cannot
-// be sent (random or chat with token ids need the tokenizer).
-std::vector<LoadRequest> openai_requests(const ScenarioConfig& s, const OpenAiConfig& o, const Tokenizer* tokenizer,
-                                         std::size_t count, std::uint64_t seed);
+// The scenario's prompts as requests, once each (none for random prompts). max_tokens: the
+// dataset's length where it gives one, else scenario.max_tokens. InputError "scenario.KEY: ..."
+// or "DATASET:LINE: ..." for what cannot be sent (chat with token ids needs the tokenizer).
+std::vector<LoadRequest> scenario_requests(const ScenarioConfig& s, const OpenAiConfig& o, const Tokenizer* tokenizer);
 
-// How many distinct prompts the scenario gives (0 for random prompts: num_samples decides).
-std::size_t openai_prompt_count(const ScenarioConfig& s, const OpenAiConfig& o, const Tokenizer* tokenizer);
+// `count` requests: `prompts` in order, again from the first when they run out; with
+// o.random, prompts of random tokens drawn with `seed` (InputError without a tokenizer).
+std::vector<LoadRequest> openai_requests(const std::vector<LoadRequest>& prompts, const OpenAiConfig& o, const Tokenizer* tokenizer,
+                                         std::size_t count, std::uint64_t seed);
 
 }  // namespace plexus::bench

@@ -81,11 +81,12 @@ Json run_openai_point(const BenchPoint& point, const std::string& file, const Lo
 
   std::vector<LoadRequest> measured, warmup;
   try {
-    const std::size_t distinct = openai_prompt_count(sc, c.openai, tok.get());
-    if (distinct == 0 && sc.num_samples <= 0) throw InputError("scenario.num_samples: give the number of requests with scenario.random");
-    const std::size_t n = sc.num_samples > 0 ? static_cast<std::size_t>(sc.num_samples) : distinct;
-    measured = openai_requests(sc, c.openai, tok.get(), n, sc.seed);
-    warmup = openai_requests(sc, c.openai, tok.get(), static_cast<std::size_t>(sc.warmup_samples), sc.seed + 0x9e3779b97f4a7c15ULL);
+    const std::vector<LoadRequest> prompts = scenario_requests(sc, c.openai, tok.get());
+    if (c.openai.random && sc.num_samples <= 0) throw InputError("scenario.num_samples: give the number of requests with scenario.random");
+    const std::size_t n = sc.num_samples > 0 ? static_cast<std::size_t>(sc.num_samples) : prompts.size();
+    measured = openai_requests(prompts, c.openai, tok.get(), n, sc.seed);
+    // (other random prompts than the measured ones: a server's prefix cache learns nothing from them)
+    warmup = openai_requests(prompts, c.openai, tok.get(), static_cast<std::size_t>(sc.warmup_samples), sc.seed + 0x9e3779b97f4a7c15ULL);
   } catch (const InputError& e) {
     const std::string m = e.what();
     if (m.rfind("scenario.", 0) != 0) throw;

@@ -124,7 +124,7 @@ TEST(OpenAiLoad, PromptsFromADatasetShareGptAndRandomLengths) {
   std::ofstream(s.dataset) << R"({"prompt": "Hello there", "output_tokens": 3})" "\n\n"
                            << R"({"ids": [1, 2, 3]})" "\n"
                            << R"({"conversations": [{"from": "human", "value": "Hi"}, {"from": "gpt", "value": "Hello, how are you today?"}]})" "\n";
-  const auto r = bench::openai_requests(s, o, tok.get(), 4, 0);
+  const auto r = bench::openai_requests(bench::scenario_requests(s, o, tok.get()), o, tok.get(), 4, 0);
   ASSERT_EQ(r.size(), 4u);
   EXPECT_EQ(r[0].prompt, "Hello there");
   EXPECT_EQ(r[0].max_tokens, 3);
@@ -135,11 +135,11 @@ TEST(OpenAiLoad, PromptsFromADatasetShareGptAndRandomLengths) {
   EXPECT_EQ(r[2].max_tokens, static_cast<std::int64_t>(tok->encode("Hello, how are you today?", false).size()));
   EXPECT_EQ(r[3].prompt, r[0].prompt) << "reused in order";
   o.endpoint = "chat";
-  EXPECT_TRUE(bench::openai_requests(s, o, tok.get(), 2, 0)[1].prompt.is_string()) << "chat: ids as text";
-  EXPECT_THROW(bench::openai_requests(s, o, nullptr, 2, 0), InputError) << "chat ids without a tokenizer";
+  EXPECT_TRUE(bench::scenario_requests(s, o, tok.get())[1].prompt.is_string()) << "chat: ids as text";
+  EXPECT_THROW(bench::scenario_requests(s, o, nullptr), InputError) << "chat ids without a tokenizer";
   std::ofstream(s.dataset) << "{\"prompt\": \"a\"}\nnot json\n";
   try {
-    bench::openai_requests(s, o, tok.get(), 1, 0);
+    bench::scenario_requests(s, o, tok.get());
     ADD_FAILURE() << "a bad line passed";
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("d.jsonl:2:"), std::string::npos) << e.what();
@@ -147,7 +147,7 @@ TEST(OpenAiLoad, PromptsFromADatasetShareGptAndRandomLengths) {
   // Random lengths: uniform within [L(1-r), L(1+r)], the seed deciding.
   s.dataset.clear();
   o.random = bench::RandomLengths{100, 20, 0.5, "uniform"};
-  const auto a = bench::openai_requests(s, o, tok.get(), 50, 3), b = bench::openai_requests(s, o, tok.get(), 50, 3);
+  const auto a = bench::openai_requests({}, o, tok.get(), 50, 3), b = bench::openai_requests({}, o, tok.get(), 50, 3);
   for (std::size_t i = 0; i < a.size(); ++i) {
     EXPECT_GE(a[i].prompt_tokens, 50);
     EXPECT_LE(a[i].prompt_tokens, 150);
@@ -156,7 +156,8 @@ TEST(OpenAiLoad, PromptsFromADatasetShareGptAndRandomLengths) {
     EXPECT_EQ(a[i].prompt, b[i].prompt);
     EXPECT_TRUE(a[i].prompt.is_string());
   }
-  EXPECT_THROW(bench::openai_requests(s, o, nullptr, 1, 0), InputError) << "random prompts need a tokenizer";
+  EXPECT_TRUE(bench::scenario_requests(s, o, tok.get()).empty());
+  EXPECT_THROW(bench::openai_requests({}, o, nullptr, 1, 0), InputError) << "random prompts need a tokenizer";
 }
 
 // A server on loopback that answers every request with 200 and `body` (not OpenAI's shape).
