@@ -50,6 +50,7 @@ class StreamReader {
     }
   }
   bool done() const { return done_; }
+  double done_s() const { return done_s_; }  // when data: [DONE] came (the stream's end)
   int events() const { return events_; }
   int content_events() const { return content_events_; }
 
@@ -60,6 +61,7 @@ class StreamReader {
     if (!data.empty() && data[0] == ' ') data.erase(0, 1);
     if (data == "[DONE]") {
       done_ = true;
+      done_s_ = steady_now_s();
       return;
     }
     ++events_;
@@ -110,6 +112,7 @@ class StreamReader {
   double send_s_;
   std::string buf_;
   bool done_ = false;
+  double done_s_ = 0;
   int events_ = 0, content_events_ = 0;
   double last_ms_ = 0;
 };
@@ -147,7 +150,8 @@ RequestRecord send_request(const LoadTarget& t, const LoadRequest& r, double loa
   StreamReader reader(rec, chat, send);
   call.on_data = [&](std::string_view piece) { reader.feed(piece); };  // an error body's events are dropped below
   const HttpReply reply = http_request(t.url, call);
-  rec.e2e_ms = (steady_now_s() - send) * 1000;
+  // The end: data: [DONE], not the connection's close after it.
+  rec.e2e_ms = ((reader.done() ? reader.done_s() : steady_now_s()) - send) * 1000;
   rec.status = reply.status;
   if (reply.status == 0) {
     rec.error = reply.error.empty() ? "no response" : reply.error;

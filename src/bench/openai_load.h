@@ -32,7 +32,7 @@ struct RequestRecord {
   bool bad_shape = false;  // answered 200 in a shape that is not OpenAI's: `error` quotes it
   std::optional<double> ttft_ms;  // send → first content
   std::vector<double> itl_ms;     // between successive content events
-  double e2e_ms = 0;              // send → end of the stream
+  double e2e_ms = 0;              // send → data: [DONE] (else the response's end)
   std::int64_t prompt_tokens = -1, output_tokens = -1;  // -1: unknown
   std::string tokens_from;  // "usage" | "tokenizer" | "events" (content events counted)
   std::optional<double> energy_j;  // usage.energy_j (plexus serve)
