@@ -60,6 +60,9 @@ if bash benchmarks/llama_cpp/setup_peer.sh > /dev/null; then
 
   step "llama.cpp side by side on quantised GGUF files: Q8_0, Q4_K_M, Q5_K_M, Q3_K_M, IQ4_XS, decode and prefill, read bandwidth, peak memory (benchmarks/llama_cpp/run_quant.sh)"
   bash benchmarks/llama_cpp/run_quant.sh "$BUILD"
+
+  step "OpenAI-compatible servers side by side: plexus bench's openai backend against llama-server and plexus serve on one GGUF (benchmarks/serve/openai_bench.sh)"
+  bash benchmarks/serve/openai_bench.sh "$BUILD"
 else
   step "llama.cpp side by side: skipped, the llama.cpp peer could not be built (benchmarks/llama_cpp/setup_peer.sh, its reason above)"
 fi

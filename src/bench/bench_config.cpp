@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "bench/config_paths.h"
+#include "bench/http_client.h"
 #include "core/args.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
@@ -221,7 +222,7 @@ void read_backend(const Reader& r, const YAML::Node& n, BackendConfig& b) {
     if (k == "type") {
       b.type = r.string(v, p);
       if (b.type != "plexus" && b.type != "command" && b.type != "pytorch")
-        r.fail(v, p, "unknown backend type '" + b.type + "' (use plexus, command or pytorch)");
+        r.fail(v, p, "unknown backend type '" + b.type + "' (use plexus, command, pytorch, or openai: any OpenAI-compatible server)");
     } else if (k == "device_ids") {
       b.device_ids = r.int_list(v, p, 0, kMaxDeviceNumber);
       r.check(v, p, [&] { check_device_numbers(b.device_ids, p); });
@@ -302,16 +303,21 @@ void read_backend(const Reader& r, const YAML::Node& n, BackendConfig& b) {
   }
 }
 
-void read_scenario(const Reader& r, const YAML::Node& n, ScenarioConfig& s) {
-  r.check_keys(n, "scenario", {"dataset", "prompts", "prompts_ids", "num_samples", "max_sequences", "batch_size", "max_tokens",
-                               "max_new_tokens", "warmup_samples", "seed", "temperature", "ignore_eos"});
+// `extra_keys` are read by the caller (an openai backend's load keys); `extra_sources` counts the
+// prompt sources among them.
+void read_scenario(const Reader& r, const YAML::Node& n, ScenarioConfig& s, std::vector<std::string> extra_keys = {},
+                   int extra_sources = 0) {
+  std::vector<std::string> keys = {"dataset", "prompts", "prompts_ids", "num_samples", "max_sequences", "batch_size", "max_tokens",
+                                   "max_new_tokens", "warmup_samples", "seed", "temperature", "ignore_eos"};
+  keys.insert(keys.end(), extra_keys.begin(), extra_keys.end());
+  r.check_keys(n, "scenario", keys);
   for (const auto& [name, old] : {std::pair<const char*, const char*>{"max_sequences", "batch_size"}, {"max_tokens", "max_new_tokens"}}) {
     if (n[name] && n[old]) {
       r.fail(n[old], std::string("scenario.") + old,
              std::string("is the old name of scenario.") + name + ", which is given too: give " + name);
     }
   }
-  int sources = 0;
+  int sources = extra_sources;
   each(n, "scenario", [&](const std::string& k, const YAML::Node& v, const std::string& p) {
     if (v.IsNull() && (k == "dataset" || k == "prompts" || k == "prompts_ids")) return;  // `key: null` = not given
     if (k == "dataset") {
@@ -349,9 +355,87 @@ void read_scenario(const Reader& r, const YAML::Node& n, ScenarioConfig& s) {
     }
   });
   if (sources != 1) {
-    r.fail(n, "scenario", sources == 0 ? "give the prompts: one of dataset, prompts or prompts_ids"
-                                       : "give only one of dataset, prompts or prompts_ids");
+    const std::string choices = extra_keys.empty() ? "dataset, prompts or prompts_ids" : "dataset, prompts, prompts_ids or random";
+    r.fail(n, "scenario", sources == 0 ? "give the prompts: one of " + choices : "give only one of " + choices);
   }
+}
+
+// backend.type openai: the server's URL, model, key, endpoint and the tokenizer that counts tokens.
+void read_openai_backend(const Reader& r, const YAML::Node& n, BackendConfig& b, OpenAiConfig& o) {
+  r.check_keys(n, "backend", {"type", "url", "model", "api_key", "endpoint", "tokenizer", "timeout_s", "device_ids"});
+  b.type = "openai";
+  each(n, "backend", [&](const std::string& k, const YAML::Node& v, const std::string& p) {
+    if (k == "url") {
+      o.url = r.string(v, p);
+      r.check(v, p, [&] { parse_http_url(o.url, p); });
+    } else if (k == "model") {
+      o.model = r.string(v, p);
+    } else if (k == "api_key") {
+      o.api_key = r.string(v, p);
+    } else if (k == "endpoint") {
+      o.endpoint = r.string(v, p);
+      if (o.endpoint != "completions" && o.endpoint != "chat") {
+        r.fail(v, p, "unknown endpoint '" + o.endpoint + "' (use completions: /v1/completions, or chat: /v1/chat/completions)");
+      }
+    } else if (k == "tokenizer") {
+      o.tokenizer = r.string(v, p);
+      if (!std::filesystem::exists(o.tokenizer)) r.fail(v, p, "'" + o.tokenizer + "' not found (a directory with tokenizer.json, or the file)");
+    } else if (k == "timeout_s") {
+      o.timeout_s = r.number(v, p, 0.001, 86400);
+    } else if (k == "device_ids") {
+      b.device_ids = r.int_list(v, p, 0, kMaxDeviceNumber);
+      r.check(v, p, [&] { check_device_numbers(b.device_ids, p); });
+    }
+  });
+  if (o.url.empty()) r.fail(n, "backend.url", "missing: the server's address, e.g. http://127.0.0.1:8000");
+}
+
+// The scenario of an openai backend: the usual prompts and shape, and the load's keys.
+void read_openai_scenario(const Reader& r, const YAML::Node& n, ScenarioConfig& s, OpenAiConfig& o) {
+  if (!n.IsMap()) r.fail(n, "scenario", "expected a mapping of keys");
+  for (const char* k : {"max_sequences", "batch_size"}) {
+    if (n[k]) r.fail(n[k], std::string("scenario.") + k, "an openai backend sends requests: give scenario.concurrency (clients) instead");
+  }
+  each(n, "scenario", [&](const std::string& k, const YAML::Node& v, const std::string& p) {
+    if (k == "concurrency") {
+      o.concurrency = r.integer(v, p, 0, 100000);
+    } else if (k == "request_rate") {
+      if (!v.IsNull()) o.request_rate = r.number(v, p, 1e-6, 1e9);
+    } else if (k == "burstiness") {
+      o.burstiness = r.number(v, p, 1e-3, 1e3);
+    } else if (k == "random") {
+      if (v.IsNull()) return;
+      r.check_keys(v, p, {"input_tokens", "output_tokens", "range_ratio", "distribution"});
+      RandomLengths& rl = o.random.emplace();
+      each(v, p, [&](const std::string& rk, const YAML::Node& rv, const std::string& rp) {
+        if (rk == "input_tokens") rl.input_tokens = r.integer(rv, rp, 1, 1 << 20);
+        if (rk == "output_tokens") rl.output_tokens = r.integer(rv, rp, 1, kMaxNewTokens);
+        if (rk == "range_ratio") rl.range_ratio = r.number(rv, rp, 0, 1);
+        if (rk == "distribution") {
+          rl.distribution = r.string(rv, rp);
+          if (rl.distribution != "uniform" && rl.distribution != "normal" && rl.distribution != "exponential") {
+            r.fail(rv, rp, "unknown distribution '" + rl.distribution + "' (use uniform, normal or exponential)");
+          }
+        }
+      });
+    } else if (k == "slo") {
+      if (v.IsNull()) return;
+      r.check_keys(v, p, {"ttft_ms", "tpot_ms", "e2e_ms"});
+      each(v, p, [&](const std::string& sk, const YAML::Node& sv, const std::string& sp) {
+        const double ms = r.number(sv, sp, 0, 1e9);
+        (sk == "ttft_ms" ? o.slo.ttft_ms : sk == "tpot_ms" ? o.slo.tpot_ms : o.slo.e2e_ms) = ms;
+      });
+    }
+  });
+  if (o.concurrency == 0 && !o.request_rate) {
+    r.fail(n["concurrency"], "scenario.concurrency", "0 (no limit) needs scenario.request_rate: a closed loop needs at least one client");
+  }
+  read_scenario(r, n, s, {"concurrency", "request_rate", "burstiness", "random", "slo"}, o.random ? 1 : 0);
+}
+
+bool is_openai(const YAML::Node& root) {
+  const YAML::Node b = root["backend"];
+  return b && b.IsMap() && b["type"] && b["type"].IsScalar() && b["type"].Scalar() == "openai";
 }
 
 void read_monitor(const Reader& r, const YAML::Node& n, MonitorConfig& m) {
@@ -433,9 +517,11 @@ BenchConfig config_from_yaml(const YAML::Node& root, const ConfigSource& source)
       c.model_make.emplace();
       read_model_make(r, v, *c.model_make);
     } else if (k == "backend") {
-      read_backend(r, v, c.backend);
+      if (is_openai(root)) read_openai_backend(r, v, c.backend, c.openai);
+      else read_backend(r, v, c.backend);
     } else if (k == "scenario") {
-      read_scenario(r, v, c.scenario);
+      if (is_openai(root)) read_openai_scenario(r, v, c.scenario, c.openai);
+      else read_scenario(r, v, c.scenario);
     } else if (k == "monitor") {
       read_monitor(r, v, c.monitor);
     } else if (k == "output") {
@@ -443,6 +529,7 @@ BenchConfig config_from_yaml(const YAML::Node& root, const ConfigSource& source)
     }
   });
   const bool runs_command = c.backend.type == "command";  // its own program: no model, no prompts
+  if (c.model.empty() && is_openai(root)) c.model = c.openai.model.empty() ? c.openai.url : c.openai.model;  // for reports
   if (c.model.empty() && !runs_command) r.fail(root, "model", "missing: name the model directory (config.json + safetensors)");
   if (!root["scenario"] && !runs_command) r.fail(root, "scenario", "missing: give the prompts (dataset, prompts or prompts_ids) and the run's shape");
   if (root["scenario"] && runs_command) r.fail(root["scenario"], "scenario", "backend.type command runs its command as given: leave scenario out (the command's arguments say what it does)");
@@ -498,6 +585,20 @@ Json config_to_json(const BenchConfig& c) {
                    {"seed", s.seed},
                    {"temperature", s.temperature},
                    {"ignore_eos", s.ignore_eos}};
+  if (b.type == "openai") {  // the server and the load (the key itself is never written out)
+    const OpenAiConfig& o = c.openai;
+    j["backend"].update({{"url", o.url}, {"model", o.model.empty() ? Json(nullptr) : Json(o.model)},
+                         {"api_key", o.api_key.empty() ? Json(nullptr) : Json("(set)")}, {"endpoint", o.endpoint},
+                         {"tokenizer", o.tokenizer.empty() ? Json(nullptr) : Json(o.tokenizer)}, {"timeout_s", o.timeout_s}});
+    j["scenario"].update({{"concurrency", o.concurrency},
+                          {"request_rate", o.request_rate ? Json(*o.request_rate) : Json(nullptr)},
+                          {"burstiness", o.burstiness}});
+    j["scenario"]["random"] = o.random ? Json{{"input_tokens", o.random->input_tokens}, {"output_tokens", o.random->output_tokens},
+                                              {"range_ratio", o.random->range_ratio}, {"distribution", o.random->distribution}}
+                                       : Json(nullptr);
+    auto ms = [](const std::optional<double>& v) { return v ? Json(*v) : Json(nullptr); };
+    j["scenario"]["slo"] = {{"ttft_ms", ms(o.slo.ttft_ms)}, {"tpot_ms", ms(o.slo.tpot_ms)}, {"e2e_ms", ms(o.slo.e2e_ms)}};
+  }
   j["monitor"] = {{"interval_ms", c.monitor.interval_ms}, {"idle_baseline_s", c.monitor.idle_baseline_s}};
   j["output"] = {{"dir", c.output.dir}, {"formats", c.output.formats}};
   return j;

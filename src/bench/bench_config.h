@@ -10,6 +10,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "bench/openai_config.h"
 #include "core/json.h"
 
 namespace plexus::bench {
@@ -88,6 +89,7 @@ struct BenchConfig {
   std::optional<std::string> revision;  // of a Hugging Face id (default main)
   std::optional<ModelMakeConfig> model_make;
   BackendConfig backend;
+  OpenAiConfig openai;                  // backend.type openai: the server and the load
   ScenarioConfig scenario;
   MonitorConfig monitor;
   OutputConfig output;

@@ -11,6 +11,7 @@
 #include "bench/device_timeline.h"
 #include "bench/environment.h"
 #include "bench/model_maker.h"
+#include "bench/openai_runner.h"
 #include "bench/prompts.h"
 #include "bench/pytorch_backend.h"
 #include "core/dtype.h"
@@ -156,6 +157,7 @@ Json run_point(const BenchPoint& point, const std::string& config_file, const Lo
   if (c.backend.type == "pytorch") {
     return run_command_point(point, pytorch_command(c, config_file), engine_of(c), log, stop);
   }
+  if (c.backend.type == "openai") return run_openai_point(point, config_file, log, stop);
   auto stopping = [&] { return stop && stop(); };
   const ScenarioConfig& sc = c.scenario;
   ensure_model(c, config_file, log, stop);

@@ -29,6 +29,9 @@ const Metric kMetrics[] = {
     {"host_stats.cpu_utilization_percent", "higher"}, {"execution.busy_fraction_sum", "higher"},
     {"throughput.output_tokens", "higher"},    {"throughput.wall_s", "lower"},
     {"execution.communication.seconds_per_token", "lower"}, {"execution.communication.share_of_forward_time", "lower"},
+    {"latency.itl_ms.p50", "lower"},           {"latency.itl_ms.p99", "lower"},  // openai runs
+    {"energy.j_per_request", "lower"},         {"goodput.requests_per_s", "higher"},
+    {"errors.count", "lower"},
 };
 
 bool is_result(const Json& j) { return j.is_object() && j.contains("throughput") && j.contains("latency"); }
@@ -99,8 +102,11 @@ std::vector<CompareColumn> load_compare_inputs(const std::vector<std::string>& f
 }
 
 Json compare_json(const std::vector<CompareColumn>& cols) {
-  Json labels = Json::array();
-  for (const CompareColumn& c : cols) labels.push_back(c.label);
+  Json labels = Json::array(), engines = Json::array();
+  for (const CompareColumn& c : cols) {
+    labels.push_back(c.label);
+    engines.push_back(c.result.value("engine", std::string("plexus")));  // results from before the key: plexus's own
+  }
   Json metrics = Json::array();
   for (const Metric& m : kMetrics) {
     Json values = Json::array(), ratios = Json::array();
@@ -115,7 +121,7 @@ Json compare_json(const std::vector<CompareColumn>& cols) {
     if (!any) continue;
     metrics.push_back({{"metric", m.path}, {"better", m.better}, {"values", values}, {"ratios", ratios}});
   }
-  return {{"columns", labels}, {"metrics", metrics}};
+  return {{"columns", labels}, {"engines", engines}, {"metrics", metrics}};
 }
 
 std::string compare_table(const std::vector<CompareColumn>& cols) {
@@ -124,7 +130,7 @@ std::string compare_table(const std::vector<CompareColumn>& cols) {
   auto letter = [](std::size_t i) { return i < 26 ? std::string(1, static_cast<char>('A' + i)) : "R" + std::to_string(i + 1); };
   std::string legend;
   for (std::size_t i = 0; i < cols.size(); ++i) {
-    legend += letter(i) + ": " + cols[i].label;
+    legend += letter(i) + ": " + cols[i].label + " [" + j["engines"][i].get<std::string>() + "]";
     const Json& sp = cols[i].result.contains("sweep_point") ? cols[i].result["sweep_point"] : Json();
     if (sp.is_object() && !sp.empty()) {
       std::string point;

@@ -22,7 +22,7 @@ std::vector<CompareColumn> load_compare_inputs(const std::vector<std::string>& f
 // x.json and y.json are "x.json" and "y.json". The same file named twice gets the same label.
 std::vector<std::string> distinct_labels(const std::vector<std::string>& files);
 
-// {"columns": [labels], "metrics": [{"metric": "throughput.tokens_per_s", "better": "higher",
+// {"columns": [labels], "engines": [each result's engine], "metrics": [{"metric": "throughput.tokens_per_s", "better": "higher",
 //  "values": [...], "ratios": [1.0, B/A, ...]}]}; null where a value (or the first) is missing.
 Json compare_json(const std::vector<CompareColumn>& columns);
 

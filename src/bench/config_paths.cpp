@@ -16,6 +16,10 @@ const std::vector<std::string>& known_config_paths() {
       "backend.micro_batch", "backend.micro_batches", "backend.tensor_parallel", "backend.pipeline_parallel",
       "backend.expert_parallel",
       "backend.cpu_moe", "backend.n_cpu_moe",
+      "backend.url", "backend.model", "backend.api_key", "backend.endpoint", "backend.tokenizer", "backend.timeout_s",  // type openai
+      "scenario.concurrency", "scenario.request_rate", "scenario.burstiness", "scenario.random", "scenario.random.input_tokens",
+      "scenario.random.output_tokens", "scenario.random.range_ratio", "scenario.random.distribution", "scenario.slo",
+      "scenario.slo.ttft_ms", "scenario.slo.tpot_ms", "scenario.slo.e2e_ms",
       "scenario", "scenario.dataset", "scenario.prompts", "scenario.prompts_ids", "scenario.num_samples",
       "scenario.max_sequences", "scenario.batch_size", "scenario.max_tokens", "scenario.max_new_tokens",
       "scenario.warmup_samples", "scenario.seed",

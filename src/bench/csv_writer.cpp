@@ -90,7 +90,7 @@ std::string read_csv_header(const std::string& path) {
 }
 
 const std::vector<std::string> kLeadingColumns = {
-    "name",
+    "name", "engine",
     "throughput_tokens_per_s", "throughput_total_tokens_per_s", "throughput_samples_per_s",
     "latency_ttft_ms_p50", "latency_ttft_ms_p90", "latency_ttft_ms_p99",
     "latency_tpot_ms_p50", "latency_tpot_ms_p90", "latency_tpot_ms_p99",

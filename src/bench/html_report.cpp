@@ -95,7 +95,24 @@ std::string latency_charts(const Json& r) {
 }
 
 // The scenario as configured: what a reader needs to know to compare runs.
+// The line of a run against another engine (backend.type openai): the server, the load, the prompts.
+std::string server_line(const Json& r) {
+  const Json& s = r["server"];
+  const Json& sc = r.value("config", Json::object()).value("scenario", Json::object());
+  auto text = [](const Json& v) { return v.is_null() ? std::string("n/a") : v.is_string() ? v.get<std::string>() : v.dump(); };
+  const Json rate = sc.value("request_rate", Json(nullptr));
+  const std::string load = rate.is_null() ? "closed loop, <b>" + html_escape(text(sc.value("concurrency", Json(1)))) + "</b> client(s)"
+                                          : "open loop at <b>" + html_escape(text(rate)) + "</b> requests/s, burstiness <b>" +
+                                                html_escape(text(sc.value("burstiness", Json(1)))) + "</b>";
+  return "<p class=\"scenario\">engine <b>" + html_escape(text(s.value("engine", Json(nullptr)))) + "</b> at <code>" +
+         html_escape(text(s.value("url", Json(nullptr)))) + "</code>, model <b>" + html_escape(text(s.value("model", Json(nullptr)))) +
+         "</b>, endpoint <b>" + html_escape(text(s.value("endpoint", Json(nullptr)))) + "</b>; " + load + ", requests <b>" +
+         html_escape(text(r.contains("throughput") ? r["throughput"].value("requests", Json(nullptr)) : sc.value("num_samples", Json(nullptr)))) +
+         "</b>, errors <b>" + html_escape(text(r.value("errors", Json::object()).value("count", Json(nullptr)))) + "</b></p>";
+}
+
 std::string scenario_line(const Json& r) {
+  if (r.contains("server") && r["server"].is_object()) return server_line(r);
   const Json& c = r.value("config", Json::object());
   const Json& sc = c.value("scenario", Json::object());
   const Json& be = c.value("backend", Json::object());
@@ -292,8 +309,10 @@ std::string html_report(const std::string& name, const std::vector<Json>& result
       continue;
     }
     if (r.value("interrupted", false)) h += "<p class=\"warn\">Interrupted: the figures cover the samples measured before the signal.</p>\n";
-    h += timeline_charts(r) + "\n<h3>Latency</h3>" + latency_charts(r) +
-         "\n<h3>Plan and devices</h3>" + plan_table(r) + communication_line(r) + "\n" + predicted_table(r);
+    h += timeline_charts(r) + "\n<h3>Latency</h3>" + latency_charts(r);
+    if (!r.contains("server")) {  // another engine's plan is its own
+      h += "\n<h3>Plan and devices</h3>" + plan_table(r) + communication_line(r) + "\n" + predicted_table(r);
+    }
     const Json& gpus = r.value("gpu_stats", Json::object());
     if (gpus.is_object() && !gpus.empty()) {
       h += "<table><tr><th>GPU</th><th>name</th><th>util %</th><th>memory MiB</th><th>memory %</th><th>temp °C</th><th>power W</th></tr>";

@@ -10,6 +10,7 @@
 #include "bench/compare.h"
 #include "bench/config_loader.h"
 #include "bench/gpu_check.h"
+#include "bench/openai_runner.h"
 #include "bench/report_files.h"
 #include "cli/commands.h"
 #include "cli/interrupt_guard.h"
@@ -58,11 +59,13 @@ void print_summary(const Json& r, std::size_t i, std::size_t n) {
                   100.0 * comm.value("share_of_forward_time", 0.0));
     energy += line;
   }
+  const bool served = r.contains("server") && r["server"].is_object();  // backend.type openai
   std::printf("[%zu/%zu]%s %s: %s output tok/s (%s total), %s samples/s; ttft p50 %s ms, tpot p50 %s ms, e2e p50 %s ms; %s\n",
               i + 1, n, describe_point(r["sweep_point"]).c_str(),
-              r.contains("command") ? ("engine " + r.value("engine", std::string()) + " (a command)").c_str()  // backend.type command
+              served    ? (r["server"].value("engine", std::string()) + " at " + r["server"].value("url", std::string())).c_str()
+              : r.contains("command") ? ("engine " + r.value("engine", std::string()) + " (a command)").c_str()  // backend.type command
               : devices ? (std::to_string(devices) + " device(s), " + r["config"]["backend"]["device_map"].get<std::string>()).c_str()
-                      : "one engine on the host",
+                        : "one engine on the host",
               fixed(r, "throughput", "tokens_per_s").c_str(), fixed(r, "throughput", "total_tokens_per_s").c_str(),
               fixed(r, "throughput", "samples_per_s", nullptr, 2).c_str(), fixed(r, "latency", "ttft_ms", "p50").c_str(),
               fixed(r, "latency", "tpot_ms", "p50").c_str(), fixed(r, "latency", "e2e_ms", "p50").c_str(), energy.c_str());
@@ -126,6 +129,7 @@ int cmd_bench(int argc, char** argv) {
   for (const std::string& warning : bench::check_gpus_asked(loaded.points, file, args.get_flag("--allow-cpu-devices"))) {
     std::fprintf(stderr, "plexus bench: warning: %s\n", warning.c_str());
   }
+  bench::check_openai_servers(loaded.points, file);  // an unreachable server: exit 2 before any load
   const bench::BenchConfig& first = loaded.points.front().config;
   const std::optional<std::string> dir_flag = args.get_optional("--output-dir");
   const std::string dir = dir_flag.value_or(first.output.dir);

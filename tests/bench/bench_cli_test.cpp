@@ -129,7 +129,8 @@ TEST_F(BenchCli, FourVirtualDevicesEndToEnd) {
   ASSERT_TRUE(j.contains("device_timeline") && j["device_timeline"].is_object());
   EXPECT_GE(j["device_timeline"]["t_s"].size(), 2u);  // the start and the end at least (DeviceTimelineCoversTheRun)
   EXPECT_TRUE(j["device_timeline"]["devices"].contains("virtual:0")) << j["device_timeline"].dump();
-  EXPECT_EQ(header.rfind("name,throughput_tokens_per_s,", 0), 0u) << header;
+  EXPECT_EQ(header.rfind("name,engine,throughput_tokens_per_s,", 0), 0u) << header;
+  EXPECT_EQ(j.value("engine", ""), "plexus");  // every result names its engine
   const std::string html = read_text_file_or_empty(out() + "/tour.html");
   EXPECT_NE(html.find("<svg"), std::string::npos);
   for (const char* s : {"batch size <b>2</b>", "devices <b>0,1,2,3</b>", "virtual:0 busy", "Memory in use per device",

@@ -122,7 +122,7 @@ TEST(CsvWriter, TheComparedColumnsComeFirst) {
   testing::TempDir dir("bench-csv");
   const CsvWritten w = write_csv(dir / "o.csv", {flatten_result(result(1))});
   const std::string header = read_csv_header(w.path);
-  EXPECT_EQ(header.rfind("name,throughput_tokens_per_s,throughput_total_tokens_per_s,throughput_samples_per_s,"
+  EXPECT_EQ(header.rfind("name,engine,throughput_tokens_per_s,throughput_total_tokens_per_s,throughput_samples_per_s,"
                          "latency_ttft_ms_p50,latency_ttft_ms_p90,latency_ttft_ms_p99,latency_tpot_ms_p50,latency_tpot_ms_p90,"
                          "latency_tpot_ms_p99,latency_e2e_ms_p50,latency_e2e_ms_p90,latency_e2e_ms_p99,energy_total_j,"
                          "energy_j_per_token,config_device_ids,comm_bytes_per_token,comm_ms_per_token,comm_share,status,error,",
@@ -134,7 +134,7 @@ TEST(CsvWriter, TheComparedColumnsComeFirst) {
   std::string line;
   std::getline(lines, line);
   std::getline(lines, line);
-  EXPECT_EQ(line.rfind("r,1.0,,,12.5,,,,,,,,,,,\"0,1\",,,,", 0), 0u) << line;
+  EXPECT_EQ(line.rfind("r,,1.0,,,12.5,,,,,,,,,,,\"0,1\",,,,", 0), 0u) << line;  // (the engine: none in this result)
 }
 
 TEST(CsvWriter, AReportRewrittenAsRowsGrowKeepsOldRowsAndUndoesADivertedFile) {
