@@ -125,6 +125,19 @@ std::string energy_unavailable_note(const std::vector<std::string>& unavailable,
          ". Energy is never estimated; docs/benchmarks.md says which sources plexus reads.";
 }
 
+void add_monitor_results(Json& result, const MonitorSummary& s, const std::vector<std::string>& unavailable, int interval_ms) {
+  if (result["energy"]["method"] == "unavailable") result["energy"]["note"] = energy_unavailable_note(unavailable, "/sys/class/powercap");
+  result["gpu_stats"] = gpu_stats_json(s);
+  result["host_stats"] = host_stats_json(s);
+  const Json monitor = to_json(s);
+  result["aggregates"] = monitor["aggregate"];
+  result["monitor"] = {{"duration_s", s.duration_s},
+                       {"samples", s.samples},
+                       {"interval_ms", interval_ms},
+                       {"unavailable_sources", unavailable},
+                       {"sampler", monitor["sampler"]}};
+}
+
 Json gpu_stats_json(const MonitorSummary& s) {
   Json out = Json::object();
   for (const DeviceSummary& d : s.devices) {

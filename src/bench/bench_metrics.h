@@ -51,6 +51,10 @@ std::string energy_unavailable_note(const std::vector<std::string>& unavailable,
 Json gpu_stats_json(const MonitorSummary& s);
 // The host's averages and maxima (CPU utilisation, memory, process RSS, RAPL power), or null.
 Json host_stats_json(const MonitorSummary& s);
+// What every engine's result holds from its monitor session, the same for each: energy.note where
+// result["energy"] says "unavailable", gpu_stats, host_stats, aggregates and "monitor"
+// (duration_s, samples, interval_ms, unavailable_sources, sampler). `result["energy"]` is set.
+void add_monitor_results(Json& result, const MonitorSummary& s, const std::vector<std::string>& unavailable, int interval_ms);
 // {"t_s": [...], "devices": {"gpu_0": {"utilization_percent": [...], "power_w": [...],
 //  "memory_used_mb": [...]}, "cpu": {...}}}: every sample, null where a value was unreadable.
 Json timeline_json(const std::vector<Sample>& samples);

@@ -306,24 +306,13 @@ Json run_point(const BenchPoint& point, const std::string& config_file, const Lo
   result["latency"] = latency_json(timings);
   const WindowEnergy forwards = energy_in_windows(session.samples(), sampled.forwards());
   result["energy"] = energy_json(summary, output_tokens, &forwards);
-  if (result["energy"]["method"] == "unavailable") {
-    result["energy"]["note"] = energy_unavailable_note(session.unavailable(), "/sys/class/powercap");
-  }
   {  // The cost model's prediction for this run, beside what was measured (docs/planner.md).
     double prompt = 0;
     for (const auto& p : measured) prompt += static_cast<double>(p.size());
     prompt /= static_cast<double>(std::max<std::size_t>(1, measured.size()));
     result["predicted"] = predict_run(*run, model, prompt, prompt + static_cast<double>(sc.max_new_tokens) / 2, sc.batch_size);
   }
-  result["gpu_stats"] = gpu_stats_json(summary);
-  result["host_stats"] = host_stats_json(summary);
-  const Json monitor = to_json(summary);
-  result["aggregates"] = monitor["aggregate"];
-  result["monitor"] = {{"duration_s", summary.duration_s},
-                       {"samples", summary.samples},
-                       {"interval_ms", c.monitor.interval_ms},
-                       {"unavailable_sources", session.unavailable()},
-                       {"sampler", monitor["sampler"]}};
+  add_monitor_results(result, summary, session.unavailable(), c.monitor.interval_ms);
   result["plan"] = plan;
   result["execution"] = execution_json(*run, run->planned() ? &before : nullptr);
   result["environment"] = environment_json();

@@ -167,23 +167,12 @@ Json run_command_point(const BenchPoint& point, const std::vector<std::string>& 
   } else if (output_tokens == 0) {
     result["energy"]["j_per_token_note"] = "the command's token lines report 0 output tokens";
   }
-  if (result["energy"]["method"] == "unavailable") {
-    result["energy"]["note"] = energy_unavailable_note(session.unavailable(), "/sys/class/powercap");
-  }
-  result["gpu_stats"] = gpu_stats_json(summary);
-  result["host_stats"] = host_stats_json(summary);
-  const Json monitor = to_json(summary);
-  result["aggregates"] = monitor["aggregate"];
+  add_monitor_results(result, summary, session.unavailable(), c.monitor.interval_ms);
   Json processes = Json::object();  // the command's own processes on each GPU, where NVML says
-  for (const Json& d : monitor["devices"]) {
+  for (const Json& d : to_json(summary)["devices"]) {
     if (d.contains("process")) processes["gpu_" + d["index"].dump()] = d["process"];
   }
-  result["monitor"] = {{"duration_s", summary.duration_s},
-                       {"samples", summary.samples},
-                       {"interval_ms", c.monitor.interval_ms},
-                       {"unavailable_sources", session.unavailable()},
-                       {"sampler", monitor["sampler"]},
-                       {"command_processes", processes}};
+  result["monitor"]["command_processes"] = processes;
   result["environment"] = environment_json();
   result["timeline"] = timeline_json(session.samples());
   return result;

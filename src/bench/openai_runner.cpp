@@ -19,6 +19,14 @@ namespace {
 // As a plexus run: the idle power over 5 sampling intervals (at most 5 s) unless asked.
 constexpr double kIdleIntervals = 5, kIdleMaxS = 5;
 
+// backend.url parsed; a base path ending in /v1 (an OpenAI client's base URL) loses it, since
+// the requests' paths start with /v1.
+HttpUrl server_url(const std::string& text, const std::string& what) {
+  HttpUrl url = parse_http_url(text, what);
+  if (url.base_path.size() >= 3 && url.base_path.compare(url.base_path.size() - 3, 3, "/v1") == 0) url.base_path.resize(url.base_path.size() - 3);
+  return url;
+}
+
 std::vector<std::string> auth_headers(const OpenAiConfig& o) {
   if (o.api_key.empty()) return {};
   return {"Authorization: Bearer " + o.api_key};
@@ -27,7 +35,7 @@ std::vector<std::string> auth_headers(const OpenAiConfig& o) {
 }  // namespace
 
 ServerInfo probe_openai_server(const BenchConfig& c, const std::string& file) {
-  const HttpUrl url = parse_http_url(c.openai.url, where_in_file(c, file, "backend.url") + "backend.url");
+  const HttpUrl url = server_url(c.openai.url, where_in_file(c, file, "backend.url") + "backend.url");
   HttpCall call;
   call.path = "/v1/models";
   call.headers = auth_headers(c.openai);
@@ -68,7 +76,7 @@ Json run_openai_point(const BenchPoint& point, const std::string& file, const Lo
     }
   }
   LoadTarget target;
-  target.url = parse_http_url(c.openai.url, "backend.url");
+  target.url = server_url(c.openai.url, "backend.url");
   target.config = c.openai;
   target.model = c.openai.model.empty() ? server.first_model : c.openai.model;
   if (target.model.empty()) {
@@ -157,18 +165,7 @@ Json run_openai_point(const BenchPoint& point, const std::string& file, const Lo
   result["errors"] = errors_json(records);
   result["goodput"] = goodput_json(records, c.openai.slo, wall_s);
   result["energy"] = openai_energy_json(summary, records);
-  if (result["energy"]["method"] == "unavailable") {
-    result["energy"]["note"] = energy_unavailable_note(session.unavailable(), "/sys/class/powercap");
-  }
-  result["gpu_stats"] = gpu_stats_json(summary);
-  result["host_stats"] = host_stats_json(summary);
-  const Json monitor = to_json(summary);
-  result["aggregates"] = monitor["aggregate"];
-  result["monitor"] = {{"duration_s", summary.duration_s},
-                       {"samples", summary.samples},
-                       {"interval_ms", c.monitor.interval_ms},
-                       {"unavailable_sources", session.unavailable()},
-                       {"sampler", monitor["sampler"]}};
+  add_monitor_results(result, summary, session.unavailable(), c.monitor.interval_ms);
   result["server"] = {{"url", c.openai.url}, {"engine", server.engine}, {"model", target.model}, {"endpoint", c.openai.endpoint}};
   result["environment"] = environment_json();
   result["requests"] = openai_requests_json(records);

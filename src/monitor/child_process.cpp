@@ -84,6 +84,10 @@ ChildProcess::ChildProcess(const std::vector<std::string>& argv, int stdout_fd) 
     throw RuntimeError(std::string("fork: ") + std::strerror(e));
   }
   if (pid_ == 0) {
+    // The child's copies of the parent's ends: with its own write end of `go` open, the read below
+    // would never see end of file if the parent died before release().
+    ::close(go[1]);
+    ::close(status[0]);
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);

@@ -180,7 +180,9 @@ void ApiRouter::generation(HttpExchange& exchange, Answer& answer, bool chat) {
   const OpenAiApi& a = ready_api();
   const PreparedRequest prepared = [&] {
     LargeBodyTurn turn(*this, exchange.request().body.size());
-    return a.prepare(exchange.request().body, chat);
+    PreparedRequest p = a.prepare(exchange.request().body, chat);
+    p.serve.arrived = exchange.request().received;  // latencies from arrival, parsing and tokenizing included
+    return p;
   }();
   const std::shared_ptr<RequestStream> stream = a.submit(prepared);
   if (!prepared.api.stream) {

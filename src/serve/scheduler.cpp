@@ -45,7 +45,7 @@ struct Active {
   ServeRequest request;
   std::shared_ptr<EventStream> stream;
   Sampler sampler;
-  Clock::time_point submitted, admitted, first_token, last_token;
+  Clock::time_point arrived, admitted, first_token, last_token;  // arrived: request.arrived, else submit()
   bool was_admitted = false, has_token = false;
   int slot = -1;
   std::int64_t prefilled = 0;  // prompt tokens through the model (or copied from the leader's)
@@ -61,7 +61,7 @@ struct Active {
         request(std::move(r)),
         stream(std::move(s)),
         sampler(seeded(request.sampling, choice), vocab, request.prompt),
-        submitted(Clock::now()) {
+        arrived(request.arrived != Clock::time_point{} ? request.arrived : Clock::now()) {
     if (request.constraint) constraint = request.constraint();
   }
   std::int64_t prompt_size() const { return static_cast<std::int64_t>(request.prompt.size()); }
@@ -624,9 +624,9 @@ void Scheduler::Impl::end(Ended e) {
   f.error = e.error;
   f.prompt_tokens = a.prompt_size();
   f.completion_tokens = a.generated;
-  f.time_s = seconds((a.has_token ? a.last_token : now) - a.submitted);
-  f.ttft_s = a.has_token ? seconds(a.first_token - a.submitted) : 0;
-  f.queue_s = seconds((a.was_admitted ? a.admitted : now) - a.submitted);
+  f.time_s = seconds((a.has_token ? a.last_token : now) - a.arrived);
+  f.ttft_s = a.has_token ? seconds(a.first_token - a.arrived) : 0;
+  f.queue_s = seconds((a.was_admitted ? a.admitted : now) - a.arrived);
   if (ledger) ledger->request_ended();
   if (!ledger) {
     a.stream->finish(std::move(f));

@@ -3,6 +3,7 @@
 // with the request's counts, time and energy. Text, stop strings and the HTTP shapes are the
 // API layer's (serve/openai_api.h); the scheduler deals in token ids.
 #pragma once
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -39,6 +40,9 @@ struct ServeRequest {
   // Structured output: makes each choice's own constraint (called once per choice when the request
   // is submitted), which masks its logits at every step; null: none.
   std::function<std::unique_ptr<TokenConstraint>()> constraint;
+  // When the request had arrived whole (HttpRequest::received): its time to first token, queue
+  // time and duration count from here, as its client's do. Unset: from submit().
+  std::chrono::steady_clock::time_point arrived{};
 };
 
 // The seed of choice `index` of a request seeded `seed`: the seed itself for choice 0 (a request
@@ -64,9 +68,9 @@ struct FinishEvent {
   FinishReason reason = FinishReason::kStop;
   std::string error;  // kError: what failed
   std::int64_t prompt_tokens = 0, completion_tokens = 0;
-  double time_s = 0;    // from submit() to the last token
-  double ttft_s = 0;    // from submit() to the first token (0 when none)
-  double queue_s = 0;   // from submit() to admission into the running batch
+  double time_s = 0;    // from arrival (ServeRequest::arrived) to the last token
+  double ttft_s = 0;    // from arrival (ServeRequest::arrived) to the first token (0 when none)
+  double queue_s = 0;   // from arrival (ServeRequest::arrived) to admission into the running batch
   std::optional<double> energy_j;  // its share of the measured device energy (serve/energy_ledger.h); nullopt: no energy source
 };
 

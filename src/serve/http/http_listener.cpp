@@ -288,7 +288,9 @@ struct HttpListener::Impl {
     }
     {
       std::lock_guard lock(work_mutex);
-      work.push_back({c, c->parser.take()});
+      HttpRequest request = c->parser.take();
+      request.received = Clock::now();
+      work.push_back({c, std::move(request)});
     }
     c->continue_sent = false;
     c->state = Connection::State::kBusy;

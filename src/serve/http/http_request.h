@@ -1,6 +1,7 @@
 // An HTTP/1.x request as plexus serve's parser hands it over (framing resolved, body de-chunked),
 // and the limits it is parsed under.
 #pragma once
+#include <chrono>
 #include <cstddef>
 #include <string>
 #include <string_view>
@@ -32,6 +33,8 @@ struct HttpRequest {
   bool chunked = false;      // the body came in chunks
   bool keep_alive = true;    // the client allows another request on the connection
   bool expect_continue = false;  // "Expect: 100-continue"
+  // When its last byte had been read (the server loop sets it; before any worker took it up).
+  std::chrono::steady_clock::time_point received{};
 
   // The first header named `lower_name` (lower case), or null.
   const std::string* header(std::string_view lower_name) const {
