@@ -1,6 +1,7 @@
 // A benchmark configuration: the typed values of one run (one sweep point), read from YAML with
 // the key path and line of every error, and echoed back as JSON in every result.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -76,6 +77,9 @@ struct ScenarioConfig {
 struct MonitorConfig {
   double interval_ms = 100;
   double idle_baseline_s = 0;
+  // The idle power measured before a load: idle_baseline_s when given, else 5 sampling intervals,
+  // at most 5 s.
+  double load_idle_baseline_s() const { return idle_baseline_s > 0 ? idle_baseline_s : std::min(5.0, 5 * interval_ms / 1000.0); }
 };
 
 struct OutputConfig {

@@ -25,9 +25,6 @@ namespace plexus::bench {
 
 namespace {
 
-// The idle power's window when monitor.idle_baseline_s is 0: 5 sampling intervals, at most 5 s.
-constexpr double kIdleIntervals = 5, kIdleMaxS = 5;
-
 RunInputs run_inputs(const BenchConfig& c) {
   RunInputs in;
   in.engine.threads = static_cast<int>(c.backend.threads);
@@ -262,9 +259,7 @@ Json run_point(const BenchPoint& point, const std::string& config_file, const Lo
   MonitorSession session(make_sources(so));
   MonitorOptions mo;
   mo.interval_ms = c.monitor.interval_ms;
-  // The idle power before the load: as long as asked, else kIdleIntervals sampling intervals.
-  mo.idle_baseline_s = c.monitor.idle_baseline_s > 0 ? c.monitor.idle_baseline_s
-                                                     : std::min(kIdleMaxS, kIdleIntervals * c.monitor.interval_ms / 1000.0);
+  mo.idle_baseline_s = c.monitor.load_idle_baseline_s();
   if (c.monitor.idle_baseline_s > 0) log("measuring the idle baseline for " + std::to_string(mo.idle_baseline_s) + " s");
   session.start(mo);
   sampled.time_forwards([&session] { return session.now_s(); });

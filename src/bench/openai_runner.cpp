@@ -16,9 +16,6 @@ namespace plexus::bench {
 
 namespace {
 
-// As a plexus run: the idle power over 5 sampling intervals (at most 5 s) unless asked.
-constexpr double kIdleIntervals = 5, kIdleMaxS = 5;
-
 // backend.url parsed; a base path ending in /v1 (an OpenAI client's base URL) loses it, since
 // the requests' paths start with /v1.
 HttpUrl server_url(const std::string& text, const std::string& what) {
@@ -126,8 +123,7 @@ Json run_openai_point(const BenchPoint& point, const std::string& file, const Lo
   MonitorSession session(make_sources(so));
   MonitorOptions mo;
   mo.interval_ms = c.monitor.interval_ms;
-  mo.idle_baseline_s = c.monitor.idle_baseline_s > 0 ? c.monitor.idle_baseline_s
-                                                     : std::min(kIdleMaxS, kIdleIntervals * c.monitor.interval_ms / 1000.0);
+  mo.idle_baseline_s = c.monitor.load_idle_baseline_s();
   mo.stop_requested = stop;
   std::vector<RequestRecord> records;
   double wall_s = 0;
