@@ -14,9 +14,9 @@
 namespace plexus {
 
 namespace {
-constexpr std::uint64_t kGiB = 1ull << 30;
+constexpr std::uint64_t kGpuMemoryUnit = 1ull << 30;
 
-CudaAvailability two_gpus() {
+CudaAvailability two_gpu_answer() {
   CudaAvailability a;
   a.why = CudaUnavailable::kNone;
   a.runtime_version = 13000;
@@ -27,8 +27,8 @@ CudaAvailability two_gpus() {
     g.name = "NVIDIA H100 80GB HBM3";
     g.pci_bus_id = i == 0 ? "0000:18:00.0" : "0000:2a:00.0";
     g.uuid = "GPU-aaaa-" + std::to_string(i);
-    g.memory_total_bytes = 80 * kGiB;
-    g.memory_free_bytes = 78 * kGiB;
+    g.memory_total_bytes = 80 * kGpuMemoryUnit;
+    g.memory_free_bytes = 78 * kGpuMemoryUnit;
     g.cc_major = 9;
     a.gpus.push_back(g);
   }
@@ -84,9 +84,9 @@ TEST(CudaAvailability, ReasonsSayWhyInOneLine) {
   EXPECT_NE(old.find("supports CUDA 12.2, older than plexus's CUDA runtime 13.0"), std::string::npos) << old;
   EXPECT_NE(describe_cuda_unavailable(CudaUnavailable::kBuiltWithoutCuda, "", 0, 0).find("built without CUDA"), std::string::npos);
   EXPECT_NE(describe_cuda_unavailable(CudaUnavailable::kNoDevice, "", 13000, 13000).find("sees no GPU"), std::string::npos);
-  for (const CudaAvailability& a : {no_driver(), two_gpus()}) EXPECT_EQ(a.status().find('\n'), std::string::npos);
+  for (const CudaAvailability& a : {no_driver(), two_gpu_answer()}) EXPECT_EQ(a.status().find('\n'), std::string::npos);
   EXPECT_EQ(no_driver().status().rfind("unavailable: no CUDA driver", 0), 0u) << no_driver().status();
-  EXPECT_EQ(two_gpus().status(), "ok: CUDA runtime 13.0, driver supports CUDA 13.2, 2 GPU(s)");
+  EXPECT_EQ(two_gpu_answer().status(), "ok: CUDA runtime 13.0, driver supports CUDA 13.2, 2 GPU(s)");
 }
 
 TEST(CudaAvailability, ThisMachineAnswersWithGpusOrAReason) {
@@ -108,12 +108,12 @@ TEST(CudaAvailability, ThisMachineAnswersWithGpusOrAReason) {
 
 TEST(CudaAvailability, VirtualGpusSplitGpuZero) {
   HostInfo host;
-  const Inventory inv = virtual_gpus_inventory(4, two_gpus(), host);
+  const Inventory inv = virtual_gpus_inventory(4, two_gpu_answer(), host);
   ASSERT_EQ(inv.devices.size(), 4u);
   EXPECT_EQ(inv.virtual_gpus, 4);
   for (const DeviceInfo& d : inv.devices) {
     EXPECT_EQ(d.kind, DeviceKind::kCuda);
-    EXPECT_EQ(d.memory_total_bytes.value_or(0), 78 * kGiB / 4);
+    EXPECT_EQ(d.memory_total_bytes.value_or(0), 78 * kGpuMemoryUnit / 4);
     EXPECT_EQ(d.virtual_on_gpu.value_or(-1), 0);
     EXPECT_NE(d.name.find("virtual, on GPU 0"), std::string::npos);
   }
@@ -151,12 +151,12 @@ TEST(CudaAvailability, MergeNamesNvmlGpusAndAddsTheOnesItMissed) {
   inv.devices.push_back(d);
   inv.topology = square_matrix(1, "?");
   inv.p2p = square_matrix(1, "?");
-  merge_cuda(inv, two_gpus());
+  merge_cuda(inv, two_gpu_answer());
   ASSERT_EQ(inv.devices.size(), 2u);  // not 3: GPU 0 is not listed twice
   EXPECT_EQ(inv.devices[0].cuda_device.value_or(""), "cuda:0");
   EXPECT_EQ(inv.devices[0].compute_capability.value_or(""), "9.0");
   EXPECT_EQ(inv.devices[1].cuda_device.value_or(""), "cuda:1");
-  EXPECT_EQ(inv.devices[1].memory_free_bytes.value_or(0), 78 * kGiB);
+  EXPECT_EQ(inv.devices[1].memory_free_bytes.value_or(0), 78 * kGpuMemoryUnit);
   ASSERT_EQ(inv.p2p.size(), 2u);
   EXPECT_EQ(inv.p2p[0][1], "OK");
   EXPECT_EQ(inv.p2p[1][0], "OK");

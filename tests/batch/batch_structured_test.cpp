@@ -26,7 +26,7 @@ using testing::run_plexus;
 using testing::shell_quote;
 using testing::write_lines;
 
-const std::string kTokenizer = std::string(PLEXUS_GOLDEN_DIR) + "/tokenizers/llama3";
+const std::string kStructuredTokenizer = std::string(PLEXUS_GOLDEN_DIR) + "/tokenizers/llama3";
 const Json kAsk = Json::array({{{"role", "user"}, {"content", "Answer in JSON."}}});
 
 bool is_int_in(const Json& v, long long lo, long long hi) {
@@ -160,26 +160,26 @@ std::vector<Json> mixed_lines() {
 }
 
 // One model for the suite (making it is the slow part).
-struct Shared {
+struct StructuredModel {
   testing::TempDir dir{"batch_structured"};
   std::string model = dir / "chat";
 };
-Shared* shared = nullptr;
+StructuredModel* structured_model = nullptr;
 
 class BatchStructured : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    shared = new Shared;
-    const testing::ProcessResult made = run_plexus("make-model " + shell_quote(shared->model) + " --tokenizer " + shell_quote(kTokenizer));
+    structured_model = new StructuredModel;
+    const testing::ProcessResult made = run_plexus("make-model " + shell_quote(structured_model->model) + " --tokenizer " + shell_quote(kStructuredTokenizer));
     ASSERT_EQ(made.exit_code, 0) << made.err;
   }
   static void TearDownTestSuite() {
-    delete shared;
-    shared = nullptr;
+    delete structured_model;
+    structured_model = nullptr;
   }
   std::string path(const std::string& name) const { return dir_ / name; }
   static std::string batch_args(const std::string& in, const std::string& out, const std::string& extra = "") {
-    return "batch " + shell_quote(shared->model) + " --input " + shell_quote(in) + " --output " + shell_quote(out) +
+    return "batch " + shell_quote(structured_model->model) + " --input " + shell_quote(in) + " --output " + shell_quote(out) +
            " --threads 2 " + extra;
   }
   // Every result's body by custom_id, comparable across runs.
@@ -280,7 +280,7 @@ TEST_F(BatchStructured, StructuredChoicesAndToolsAsTheServerAnswersThem) {
 
   // The same bodies from the real server.
   {
-    testing::ServerProcess server(shell_quote(shared->model) + " --threads 2", dir_);
+    testing::ServerProcess server(shell_quote(structured_model->model) + " --threads 2", dir_);
     ASSERT_TRUE(server.ok());
     for (const Json& l : lines) {
       const std::string id = l["custom_id"];

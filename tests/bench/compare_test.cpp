@@ -12,18 +12,18 @@
 namespace plexus::bench {
 namespace {
 
-Json result(double tps, double ttft) {
+Json compared_result(double tps, double ttft) {
   return {{"throughput", {{"tokens_per_s", tps}}}, {"latency", {{"ttft_ms", {{"p50", ttft}}}}}, {"energy", {{"total_j", nullptr}}}};
 }
 
-std::string write(const testing::TempDir& d, const std::string& name, const Json& j) {
+std::string write_result(const testing::TempDir& d, const std::string& name, const Json& j) {
   std::ofstream(d / name) << j.dump();
   return d / name;
 }
 
 TEST(Compare, RatiosToTheFirst) {
   testing::TempDir d("bench-compare");
-  const auto cols = load_compare_inputs({write(d, "a.json", result(100, 10)), write(d, "b.json", result(150, 5))});
+  const auto cols = load_compare_inputs({write_result(d, "a.json", compared_result(100, 10)), write_result(d, "b.json", compared_result(150, 5))});
   const Json j = compare_json(cols);
   EXPECT_EQ(j["columns"], Json::array({"a.json", "b.json"}));
   bool seen_tps = false, seen_energy = false;
@@ -49,9 +49,9 @@ TEST(Compare, RatiosToTheFirst) {
 
 TEST(Compare, CommunicationPerTokenIsComparedWhenARunHasIt) {
   testing::TempDir d("bench-compare");
-  Json tp = result(90, 12);
+  Json tp = compared_result(90, 12);
   tp["execution"] = {{"communication", {{"seconds_per_token", 0.002}, {"share_of_forward_time", 0.4}}}};
-  const Json j = compare_json(load_compare_inputs({write(d, "one.json", result(100, 10)), write(d, "tp.json", tp)}));
+  const Json j = compare_json(load_compare_inputs({write_result(d, "one.json", compared_result(100, 10)), write_result(d, "tp.json", tp)}));
   bool seen = false;
   for (const Json& m : j["metrics"]) {
     if (m["metric"] != "execution.communication.share_of_forward_time") continue;
@@ -64,8 +64,8 @@ TEST(Compare, CommunicationPerTokenIsComparedWhenARunHasIt) {
 
 TEST(Compare, SweepSummaryGivesOneColumnPerRun) {
   testing::TempDir d("bench-compare");
-  const Json summary = {{"name", "s"}, {"runs", {result(1, 1), result(2, 2)}}};
-  const auto cols = load_compare_inputs({write(d, "s.json", summary), write(d, "b.json", result(4, 4))});
+  const Json summary = {{"name", "s"}, {"runs", {compared_result(1, 1), compared_result(2, 2)}}};
+  const auto cols = load_compare_inputs({write_result(d, "s.json", summary), write_result(d, "b.json", compared_result(4, 4))});
   ASSERT_EQ(cols.size(), 3u);
   EXPECT_EQ(cols[1].label, "s.json#1");
 }
@@ -74,7 +74,7 @@ TEST(Compare, SameFileNamesInDifferentDirectoriesGetDistinctLabels) {
   testing::TempDir d("bench-compare");
   std::filesystem::create_directories(d / "a");
   std::filesystem::create_directories(d / "b");
-  const auto cols = load_compare_inputs({write(d, "a/demo.json", result(1, 1)), write(d, "b/demo.json", result(2, 2))});
+  const auto cols = load_compare_inputs({write_result(d, "a/demo.json", compared_result(1, 1)), write_result(d, "b/demo.json", compared_result(2, 2))});
   ASSERT_EQ(cols.size(), 2u);
   EXPECT_EQ(cols[0].label, "a/demo.json");
   EXPECT_EQ(cols[1].label, "b/demo.json");
@@ -86,19 +86,19 @@ TEST(Compare, SameFileNamesInDifferentDirectoriesGetDistinctLabels) {
 TEST(Compare, FailedPointsOfASweepAreLeftOut) {
   testing::TempDir d("bench-compare");
   const Json failed = {{"name", "s"}, {"status", "failed"}, {"error", "boom"}};
-  const Json summary = {{"name", "s"}, {"runs", {result(1, 1), failed, result(3, 3)}}};
-  const auto cols = load_compare_inputs({write(d, "s.json", summary), write(d, "b.json", result(4, 4))});
+  const Json summary = {{"name", "s"}, {"runs", {compared_result(1, 1), failed, compared_result(3, 3)}}};
+  const auto cols = load_compare_inputs({write_result(d, "s.json", summary), write_result(d, "b.json", compared_result(4, 4))});
   ASSERT_EQ(cols.size(), 3u);
   EXPECT_EQ(cols[1].label, "s.json#2");  // numbered as in the sweep
 }
 
 TEST(Compare, BadInputsAreInputErrors) {
   testing::TempDir d("bench-compare");
-  const std::string a = write(d, "a.json", result(1, 1));
+  const std::string a = write_result(d, "a.json", compared_result(1, 1));
   EXPECT_THROW(load_compare_inputs({a, d / "missing.json"}), InputError);
   std::ofstream(d / "bad.json") << "{not json";
   EXPECT_THROW(load_compare_inputs({a, d / "bad.json"}), InputError);
-  EXPECT_THROW(load_compare_inputs({a, write(d, "other.json", Json{{"x", 1}})}), InputError);
+  EXPECT_THROW(load_compare_inputs({a, write_result(d, "other.json", Json{{"x", 1}})}), InputError);
   EXPECT_THROW(load_compare_inputs({a}), InputError);
 }
 

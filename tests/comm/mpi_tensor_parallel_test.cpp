@@ -19,7 +19,7 @@ namespace {
 
 using testing::shell_quote;
 
-bool have_mpirun() { return std::system("command -v mpirun >/dev/null 2>&1") == 0; }
+bool mpirun_on_path() { return std::system("command -v mpirun >/dev/null 2>&1") == 0; }
 
 // Runs `plexus ARGS` under `mpirun -np N --oversubscribe` with `env` set.
 testing::ProcessResult run_mpi(int np, const std::string& args, const std::string& env = "") {
@@ -33,7 +33,7 @@ testing::ProcessResult run_mpi(int np, const std::string& args, const std::strin
 class MpiTensorParallel : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!have_mpirun()) GTEST_SKIP() << "mpirun is not installed";
+    if (!mpirun_on_path()) GTEST_SKIP() << "mpirun is not installed";
     MakeModelOptions o;
     o.seed = 11;
     o.std = 0.08;

@@ -21,7 +21,7 @@ using plexus::testing::run_plexus;
 using plexus::testing::shell_quote;
 using plexus::testing::TempDir;
 
-const std::string kData = std::string(PLEXUS_SOURCE_DIR) + "/tests/deploy/data";
+const std::string kHostsData = std::string(PLEXUS_SOURCE_DIR) + "/tests/deploy/data";
 
 // plexus on a machine without GPUs: no CUDA device, no NVML, no ROCm SMI (also where the test
 // machine has them), and `extra` environment (e.g. PLEXUS_VIRTUAL_DEVICES=2).
@@ -111,9 +111,9 @@ TEST_F(DeployCliHosts, CpuOnlyDetectIsAnInventoryDeployTakes) {
 // A CPU deployment that does not fit: deploy's ways out, not --max-memory / --offload-disk (which
 // deploy refuses) nor --batch.
 TEST_F(DeployCliHosts, CpuPlanThatDoesNotFitNamesWhatDeployAccepts) {
-  const std::string inv = " --inventory " + shell_quote(kData + "/cpu_only.json");
-  for (const std::string& args : {shell_quote(kData + "/llama-70b-config") + " --target docker" + inv,
-                                 shell_quote(kData + "/llama-8b-config") + " --target kubernetes --context 131072 --max-sequences 64" + inv}) {
+  const std::string inv = " --inventory " + shell_quote(kHostsData + "/cpu_only.json");
+  for (const std::string& args : {shell_quote(kHostsData + "/llama-70b-config") + " --target docker" + inv,
+                                 shell_quote(kHostsData + "/llama-8b-config") + " --target kubernetes --context 131072 --max-sequences 64" + inv}) {
     const ProcessResult r = run_plexus("deploy " + args + " --dry-run");
     EXPECT_EQ(r.exit_code, 2) << args;
     EXPECT_NE(r.err.find("the plan does not fit the host's 60.0 GiB of available memory"), std::string::npos) << r.err;

@@ -21,7 +21,7 @@ using plexus::testing::run_plexus;
 using plexus::testing::shell_quote;
 using plexus::testing::TempDir;
 
-const std::string kData = std::string(PLEXUS_SOURCE_DIR) + "/tests/deploy/data";
+const std::string kCliData = std::string(PLEXUS_SOURCE_DIR) + "/tests/deploy/data";
 
 std::set<std::string> entries(const fs::path& dir) {
   std::set<std::string> out;
@@ -53,8 +53,8 @@ class DeployCliBadInput : public ::testing::Test {
     EXPECT_EQ(entries(dir_.path()), before_) << args;
     EXPECT_EQ(read(out_ + "/notes.txt"), "mine\n");
   }
-  std::string model(const std::string& name = "llama-8b-config") const { return shell_quote(kData + "/" + name); }
-  std::string inv(const std::string& name = "l4x4.json") const { return " --inventory " + shell_quote(kData + "/" + name); }
+  std::string model(const std::string& name = "llama-8b-config") const { return shell_quote(kCliData + "/" + name); }
+  std::string inv(const std::string& name = "l4x4.json") const { return " --inventory " + shell_quote(kCliData + "/" + name); }
 
   TempDir dir_{"deploy_cli"};
   std::string out_ = dir_ / "deploy-out";
@@ -107,7 +107,7 @@ TEST_F(DeployCliBadInput, InventoryAndModelProblems) {
   expect_refused(model() + " --target docker --inventory " + shell_quote(dir_ / "bad.json"), "memory_free_bytes");
   expect_refused(shell_quote(dir_ / "no-such-model") + " --target docker" + inv(), "no-such-model");
   // A ':' in the model's path cannot be mounted by docker -v / compose's volume syntax.
-  fs::create_directory_symlink(kData + "/llama-8b-config", dir_ / "model:v2");
+  fs::create_directory_symlink(kCliData + "/llama-8b-config", dir_ / "model:v2");
   before_ = entries(dir_.path());
   expect_refused(shell_quote(dir_ / "model:v2") + " --target compose" + inv(), "has a ':' in its path");
 }
@@ -160,8 +160,8 @@ namespace {
 class DeployCliOut : public ::testing::Test {
  protected:
   plexus::testing::ProcessResult deploy(const std::string& out) {
-    return run_plexus("deploy " + shell_quote(kData + "/llama-8b-config") + " --target kubernetes --inventory " +
-                      shell_quote(kData + "/h100x2.json") + " --out " + shell_quote(out));
+    return run_plexus("deploy " + shell_quote(kCliData + "/llama-8b-config") + " --target kubernetes --inventory " +
+                      shell_quote(kCliData + "/h100x2.json") + " --out " + shell_quote(out));
   }
   void expect_refused(const std::string& out, const std::vector<std::string>& words) {
     const std::set<std::string> before = entries(dir_.path());
@@ -221,7 +221,7 @@ TEST_F(DeployCliOut, WhenTheOldFilesCannotGoBackTheErrorSaysWhereTheyAre) {
   const auto r = plexus::testing::run_command(
       "env CUDA_VISIBLE_DEVICES= LD_PRELOAD=" + shell_quote(RENAME_FAULT_LIBRARY) +
       " ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 " + shell_quote(PLEXUS_BINARY) + " deploy " +
-      shell_quote(kData + "/llama-8b-config") + " --target kubernetes --inventory " + shell_quote(kData + "/h100x2.json") +
+      shell_quote(kCliData + "/llama-8b-config") + " --target kubernetes --inventory " + shell_quote(kCliData + "/h100x2.json") +
       " --out " + shell_quote(out));
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_NE(r.err.find("cannot rename the new files into " + out + ": Input/output error"), std::string::npos) << r.err;

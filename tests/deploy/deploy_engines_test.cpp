@@ -22,7 +22,7 @@ using plexus::testing::run_plexus;
 using plexus::testing::shell_quote;
 using plexus::testing::TempDir;
 
-const std::string kData = std::string(PLEXUS_SOURCE_DIR) + "/tests/deploy/data";
+const std::string kEnginesData = std::string(PLEXUS_SOURCE_DIR) + "/tests/deploy/data";
 
 class DeployEngines : public ::testing::Test {
  protected:
@@ -40,7 +40,7 @@ class DeployEngines : public ::testing::Test {
     expected_ = nullptr;
   }
   static ProcessResult deploy(const std::string& model, const std::string& args) {
-    return run_plexus("deploy " + shell_quote(*dir_ / model) + " --inventory " + shell_quote(kData + "/h100x2.json") + " " + args);
+    return run_plexus("deploy " + shell_quote(*dir_ / model) + " --inventory " + shell_quote(kEnginesData + "/h100x2.json") + " " + args);
   }
   static std::string bytes(const std::string& model, const char* field) {
     return format_bytes((*expected_)[model][field].get<std::uint64_t>());
@@ -107,7 +107,7 @@ TEST_F(DeployEngines, AMultiQueryModelShardsOverSeveralGpus) {
   ASSERT_EQ(vllm.exit_code, 0) << vllm.err;
   EXPECT_NE(vllm.out.find("--tensor-parallel-size 2"), std::string::npos) << vllm.out;
   // Several KV heads that do not divide by the GPUs are still refused for TGI (gpt2: 4 heads, 3 GPUs).
-  const ProcessResult three = run_plexus("deploy " + shell_quote(*dir_ / "gpt2") + " --inventory " + shell_quote(kData + "/l4x4.json") +
+  const ProcessResult three = run_plexus("deploy " + shell_quote(*dir_ / "gpt2") + " --inventory " + shell_quote(kEnginesData + "/l4x4.json") +
                                          " --devices 0,1,2 --target docker --api-type tgi --dry-run");
   EXPECT_EQ(three.exit_code, 2) << three.err;
   EXPECT_NE(three.err.find("4 attention heads / 4 KV heads do not divide by 3"), std::string::npos) << three.err;

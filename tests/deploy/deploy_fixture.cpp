@@ -1,10 +1,7 @@
+#include "deploy/deploy_plan.h"  // kGiB
 #include "deploy_fixture.h"
 
 namespace plexus::deploy::testing {
-
-namespace {
-constexpr std::int64_t kGiB = 1LL << 30;
-}
 
 DeploySpec example_spec(Target target, ApiType api_type) {
   DeploySpec s;

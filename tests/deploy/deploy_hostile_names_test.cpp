@@ -28,9 +28,9 @@ using plexus::testing::run_plexus;
 using plexus::testing::shell_quote;
 using plexus::testing::TempDir;
 
-const std::string kData = std::string(PLEXUS_SOURCE_DIR) + "/tests/deploy/data";
+const std::string kHostileData = std::string(PLEXUS_SOURCE_DIR) + "/tests/deploy/data";
 
-std::string read(const fs::path& p) {
+std::string read_generated(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
   std::stringstream s;
   s << in.rdbuf();
@@ -55,7 +55,7 @@ std::string unprintable(const std::string& text) {
 // argv a stub recorded (NUL-separated).
 std::vector<std::string> recorded_argv(const fs::path& file) {
   std::vector<std::string> argv;
-  std::string all = read(file), word;
+  std::string all = read_generated(file), word;
   for (char c : all) {
     if (c == '\0') {
       argv.push_back(word);
@@ -113,10 +113,10 @@ class HostileNames : public ::testing::Test {
     // plexus plans from config.json alone; the other engines are sized from the weights' headers
     // (here the index's metadata.total_size).
     const bool other_engine = extra.find("--api-type") != std::string::npos && extra.find("--api-type plexus") == std::string::npos;
-    fs::create_directory_symlink(kData + (other_engine ? "/llama-8b-hub" : "/llama-8b-config"), model_);
+    fs::create_directory_symlink(kHostileData + (other_engine ? "/llama-8b-hub" : "/llama-8b-config"), model_);
     out_ = dir_ / ("out" + std::to_string(models_));
     return run_plexus("deploy " + shell_quote(model_) + " --target " + target + " --inventory " +
-                      shell_quote(kData + "/h100x2.json") + " --out " + shell_quote(out_) + " " + extra);
+                      shell_quote(kHostileData + "/h100x2.json") + " --out " + shell_quote(out_) + " " + extra);
   }
 
   // Runs `bash SCRIPT ARGS` in the scratch directory with the stubs first on PATH.
@@ -128,7 +128,7 @@ class HostileNames : public ::testing::Test {
   // Every file of the output directory is printable text; the scratch directory stayed empty.
   void expect_clean() {
     for (const auto& e : fs::directory_iterator(out_)) {
-      EXPECT_EQ(unprintable(read(e.path())), "") << e.path();
+      EXPECT_EQ(unprintable(read_generated(e.path())), "") << e.path();
     }
     EXPECT_TRUE(fs::is_empty(run_dir_)) << "a script created files: " << fs::begin(fs::directory_iterator(run_dir_))->path();
   }
@@ -162,7 +162,7 @@ TEST_F(HostileNames, NewlineInTheModelNameAddsNoDockerfileInstruction) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   expect_clean();
   // Instructions: every line that is not a comment and does not continue the line before.
-  std::istringstream in(read(out_ + "/Dockerfile"));
+  std::istringstream in(read_generated(out_ + "/Dockerfile"));
   std::vector<std::string> instructions;
   bool continued = false;
   Json cmd;
@@ -189,12 +189,12 @@ TEST_F(HostileNames, NewlineInTheModelNameRunsNothingFromTheSbatchScripts) {
   ProcessResult run = run_script("serve.sbatch");
   EXPECT_EQ(run.exit_code, 0) << run.err;
   EXPECT_TRUE(has_pair(recorded_argv(dir_ / "srun.argv"), "--served-model-name", kNewline));
-  EXPECT_EQ(read(dir_ / "srun.env"), "a\nb'c");
-  run = run_script("batch.sbatch", shell_quote(kData + "/h100x2.json") + " " + shell_quote(dir_ / "results.jsonl"));
+  EXPECT_EQ(read_generated(dir_ / "srun.env"), "a\nb'c");
+  run = run_script("batch.sbatch", shell_quote(kHostileData + "/h100x2.json") + " " + shell_quote(dir_ / "results.jsonl"));
   EXPECT_EQ(run.exit_code, 0) << run.err;
   const std::vector<std::string> argv = recorded_argv(dir_ / "mpirun.argv");
   EXPECT_TRUE(has_pair(argv, "batch", model_)) << argv.size();
-  EXPECT_EQ(read(dir_ / "mpirun.env"), "a\nb'c");
+  EXPECT_EQ(read_generated(dir_ / "mpirun.env"), "a\nb'c");
   expect_clean();
 }
 

@@ -16,10 +16,10 @@
 namespace plexus::deploy {
 namespace {
 
-const std::string kData = std::string(PLEXUS_SOURCE_DIR) + "/tests/deploy/data";
+const std::string kPlanData = std::string(PLEXUS_SOURCE_DIR) + "/tests/deploy/data";
 
 Inventory inventory(const std::string& name) {
-  return inventory_from_json(read_json_file(kData + "/" + name), name);
+  return inventory_from_json(read_json_file(kPlanData + "/" + name), name);
 }
 
 std::string error_of(const std::function<void()>& f) {
@@ -33,7 +33,7 @@ std::string error_of(const std::function<void()>& f) {
 
 DeployRequest request(const std::string& model, Target target = Target::kDocker, ApiType api = ApiType::kPlexus) {
   DeployRequest r;
-  r.model = kData + "/" + model;
+  r.model = kPlanData + "/" + model;
   r.target = target;
   r.api_type = api;
   return r;
@@ -94,7 +94,7 @@ TEST(InventoryJson, RoundTripsEveryField) {
 
 TEST(InventoryJson, TestInventoriesAreDetectShaped) {
   for (const char* name : {"h100x2.json", "l4x4.json", "cpu_only.json"}) {
-    const Json j = read_json_file(kData + "/" + name);
+    const Json j = read_json_file(kPlanData + "/" + name);
     EXPECT_EQ(to_json(inventory_from_json(j, name)), j) << name;
   }
 }
@@ -102,18 +102,18 @@ TEST(InventoryJson, TestInventoriesAreDetectShaped) {
 TEST(InventoryJson, MalformedNamesFileAndField) {
   EXPECT_NE(error_of([] { inventory_from_json(Json::array(), "inv.json"); }).find("inv.json"), std::string::npos);
   EXPECT_NE(error_of([] { inventory_from_json(Json{{"host", Json::object()}}, "inv.json"); }).find("'devices'"), std::string::npos);
-  Json j = read_json_file(kData + "/l4x4.json");
+  Json j = read_json_file(kPlanData + "/l4x4.json");
   j["devices"][1]["memory_free_bytes"] = "lots";
   const std::string e = error_of([&] { inventory_from_json(j, "l4x4.json"); });
   EXPECT_NE(e.find("l4x4.json: devices[1]"), std::string::npos) << e;
   EXPECT_NE(e.find("memory_free_bytes"), std::string::npos) << e;
-  Json k = read_json_file(kData + "/l4x4.json");
+  Json k = read_json_file(kPlanData + "/l4x4.json");
   k["devices"][0]["kind"] = "tpu";
   EXPECT_NE(error_of([&] { inventory_from_json(k, "x.json"); }).find("'tpu'"), std::string::npos);
-  Json t = read_json_file(kData + "/l4x4.json");
+  Json t = read_json_file(kPlanData + "/l4x4.json");
   t["topology"].erase(0);
   EXPECT_NE(error_of([&] { inventory_from_json(t, "x.json"); }).find("'topology'"), std::string::npos);
-  Json h = read_json_file(kData + "/l4x4.json");
+  Json h = read_json_file(kPlanData + "/l4x4.json");
   h.erase("host");
   EXPECT_NE(error_of([&] { inventory_from_json(h, "x.json"); }).find("'host'"), std::string::npos);
 }

@@ -22,7 +22,7 @@ constexpr ApiType kApis[] = {ApiType::kPlexus, ApiType::kVllm, ApiType::kTgi, Ap
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
-const GeneratedFile* find_file(const std::vector<GeneratedFile>& files, const std::string& path) {
+const GeneratedFile* find_docker_file(const std::vector<GeneratedFile>& files, const std::string& path) {
   for (const GeneratedFile& f : files) {
     if (f.path == path) return &f;
   }
@@ -47,9 +47,9 @@ TEST(ComposeTarget, GoldenFilesForEveryApiType) {
 
 TEST(DockerTarget, PlexusGetsADockerfileOthersRunTheirImages) {
   const auto plexus = docker_files(example_spec(Target::kDocker, ApiType::kPlexus));
-  ASSERT_NE(find_file(plexus, "Dockerfile"), nullptr);
-  ASSERT_NE(find_file(plexus, "run.sh"), nullptr);
-  EXPECT_TRUE(find_file(plexus, "run.sh")->executable);
+  ASSERT_NE(find_docker_file(plexus, "Dockerfile"), nullptr);
+  ASSERT_NE(find_docker_file(plexus, "run.sh"), nullptr);
+  EXPECT_TRUE(find_docker_file(plexus, "run.sh")->executable);
   for (ApiType a : {ApiType::kVllm, ApiType::kTgi, ApiType::kTei}) {
     const auto files = docker_files(example_spec(Target::kDocker, a));
     ASSERT_EQ(files.size(), 1u);
@@ -124,14 +124,14 @@ TEST(ComposeTarget, DollarsAreLiteral) {
   DeploySpec spec = example_spec(Target::kCompose, ApiType::kPlexus);
   spec.env = {{"TOKEN", "a$b${c}"}};
   const auto files = compose_files(spec);
-  const GeneratedFile* compose = find_file(files, "compose.yaml");
+  const GeneratedFile* compose = find_docker_file(files, "compose.yaml");
   ASSERT_NE(compose, nullptr);
   EXPECT_TRUE(contains(compose->content, "TOKEN: a$$b$${c}")) << compose->content;
 }
 
 TEST(ComposeTarget, CpuOnlyReservesNoDevices) {
   const auto files = compose_files(example_cpu_spec(Target::kCompose));
-  const GeneratedFile* compose = find_file(files, "compose.yaml");
+  const GeneratedFile* compose = find_docker_file(files, "compose.yaml");
   ASSERT_NE(compose, nullptr);
   EXPECT_FALSE(contains(compose->content, "devices"));
   EXPECT_FALSE(contains(compose->content, "nvidia"));

@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "deploy/kubernetes.h"
+#include "deploy/deploy_plan.h"  // kGiB
 #include "deploy_fixture.h"
 #include "golden_files.h"
 
@@ -21,7 +22,6 @@ using testing::example_cpu_spec;
 using testing::example_spec;
 
 constexpr std::int64_t kMiB = 1LL << 20;
-constexpr std::int64_t kGiB = 1LL << 30;
 
 std::map<std::string, YAML::Node> parsed(const DeploySpec& spec) {
   std::map<std::string, YAML::Node> out;

@@ -11,7 +11,7 @@
 namespace plexus {
 namespace {
 
-std::vector<Isa> isas() {
+std::vector<Isa> ops_isas() {
   std::vector<Isa> out{Isa::kGeneric};
   for (Isa isa : {Isa::kAvx2, Isa::kAvx512}) {
     if (isa_supported(isa)) out.push_back(isa);
@@ -20,7 +20,7 @@ std::vector<Isa> isas() {
 }
 
 TEST(Ops, ExpIsAccurateOverTheUsefulRange) {
-  for (Isa isa : isas()) {
+  for (Isa isa : ops_isas()) {
     const IsaKernels& k = isa_kernels(isa);
     std::vector<float> xs;
     for (float x = -87.0f; x <= 88.0f; x += 0.0137f) xs.push_back(x);
@@ -37,7 +37,7 @@ TEST(Ops, SoftmaxSiluRmsnormMatchOracle) {
   std::mt19937 rng(5);
   std::normal_distribution<float> d(0.0f, 3.0f);
   ThreadPool pool(2);
-  for (Isa isa : isas()) {
+  for (Isa isa : ops_isas()) {
     const IsaKernels& k = isa_kernels(isa);
     for (std::int64_t n : {1, 3, 17, 4097}) {
       std::vector<float> x(static_cast<std::size_t>(n)), g(x.size()), u(x.size()), w(x.size());
@@ -72,7 +72,7 @@ TEST(Ops, ElementwiseAndReductionsBitwiseAcrossIsas) {
     std::vector<float> x(static_cast<std::size_t>(n)), u(x.size());
     for (auto& v : x) v = d(rng);
     for (auto& v : u) v = d(rng);
-    for (Isa isa : isas()) {
+    for (Isa isa : ops_isas()) {
       const IsaKernels& k = isa_kernels(isa);
       std::vector<float> a = x, b = x;
       EXPECT_EQ(g.exp_shift_sum(a.data(), 1.5f, n), k.exp_shift_sum(b.data(), 1.5f, n)) << k.name << " n=" << n;
@@ -156,7 +156,7 @@ namespace {
 TEST(Ops, AttentionCompositionMatchesOracle) {
   std::mt19937 rng(9);
   std::normal_distribution<float> d(0.0f, 1.0f);
-  for (Isa isa : isas()) {
+  for (Isa isa : ops_isas()) {
     const IsaKernels& k = isa_kernels(isa);
     for (std::int64_t hd : {8, 17, 64, 128}) {
       for (std::int64_t n_keys : {1, 3, 17, 200}) {
@@ -185,7 +185,7 @@ TEST(Ops, WeightedRowsBitwiseAcrossIsas) {
     for (auto& x : w) x = d(rng);
     for (auto& x : rows) x = d(rng);
     generic_kernels().weighted_rows(w.data(), n, rows.data(), ld, a.data(), dcols);
-    for (Isa isa : isas()) {
+    for (Isa isa : ops_isas()) {
       std::vector<float> b(a.size());
       isa_kernels(isa).weighted_rows(w.data(), n, rows.data(), ld, b.data(), dcols);
       EXPECT_EQ(a, b) << isa_kernels(isa).name << " " << dcols;

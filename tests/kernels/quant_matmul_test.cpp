@@ -21,7 +21,7 @@ namespace {
 
 constexpr const auto& kFormats = kBlockFormats;  // every block format (core/dtype.h)
 
-struct Weights {
+struct QuantWeights {
   std::vector<std::uint8_t> bytes;
   WeightMatrix m;
 };
@@ -29,8 +29,8 @@ struct Weights {
 // Random bytes (every byte pattern is a valid block: every bit of the packed values, scales and
 // mins occurs) with f16 scales of a sane size (Q4_1's and Q5_1's offsets of either sign; MXFP4's
 // E8M0 scales 2^-10..2^-4, subnormal in one block in 16: 2^-127).
-Weights random_block_weights(DType t, std::int64_t rows, std::int64_t cols, std::mt19937& rng) {
-  Weights w;
+QuantWeights random_block_weights(DType t, std::int64_t rows, std::int64_t cols, std::mt19937& rng) {
+  QuantWeights w;
   w.bytes.resize(static_cast<std::size_t>(rows * dtype_row_bytes(t, cols)));
   std::uniform_int_distribution<int> byte(0, 255);
   for (auto& b : w.bytes) b = static_cast<std::uint8_t>(byte(rng));
@@ -81,14 +81,14 @@ Weights random_block_weights(DType t, std::int64_t rows, std::int64_t cols, std:
   return w;
 }
 
-std::vector<float> random_vec(std::int64_t n, std::mt19937& rng) {
+std::vector<float> random_activations(std::int64_t n, std::mt19937& rng) {
   std::normal_distribution<float> d(0.0f, 1.0f);
   std::vector<float> v(static_cast<std::size_t>(n));
   for (auto& x : v) x = d(rng);
   return v;
 }
 
-std::vector<Isa> isas() {
+std::vector<Isa> quant_isas() {
   std::vector<Isa> out{Isa::kGeneric};
   for (Isa isa : {Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Bf16}) {
     if (isa_supported(isa)) out.push_back(isa);
@@ -116,8 +116,8 @@ TEST(QuantMatmul, MatchesOraclesOnEveryFormatAndIsa) {
     for (std::int64_t rows : {1, 3, 17, 64}) {
       for (std::int64_t cols : col_sizes) {
         for (std::int64_t n : {1, 2, 3, 4, 5, 17, 70}) {
-          Weights w = random_block_weights(t, rows, cols, rng);
-          std::vector<float> x = random_vec(n * cols, rng);
+          QuantWeights w = random_block_weights(t, rows, cols, rng);
+          std::vector<float> x = random_activations(n * cols, rng);
           std::vector<float> tight(static_cast<std::size_t>(n * rows)), loose(tight.size());
           ref::matmul_quantized_x(w.m, x.data(), n, tight.data());
           ref::matmul(w.m, x.data(), n, loose.data());
@@ -133,7 +133,7 @@ TEST(QuantMatmul, MatchesOraclesOnEveryFormatAndIsa) {
             w_l2[static_cast<std::size_t>(r)] = std::sqrt(w_l2[static_cast<std::size_t>(r)]);
           }
           std::vector<float> first;
-          for (Isa isa : isas()) {
+          for (Isa isa : quant_isas()) {
             const IsaKernels& k = isa_kernels(isa);
             const std::vector<float> got = run(k, pool, w.m, x.data(), n);
             for (std::int64_t tk = 0; tk < n; ++tk) {
@@ -171,8 +171,8 @@ TEST(QuantMatmul, ActivationQuantisationErrorIsSmall) {
   ThreadPool pool(1);
   const std::int64_t rows = 64, cols = 4096, n = 4;
   for (DType t : kFormats) {
-    Weights w = random_block_weights(t, rows, cols, rng);
-    std::vector<float> x = random_vec(n * cols, rng);
+    QuantWeights w = random_block_weights(t, rows, cols, rng);
+    std::vector<float> x = random_activations(n * cols, rng);
     std::vector<float> want(static_cast<std::size_t>(n * rows));
     ref::matmul(w.m, x.data(), n, want.data());
     const std::vector<float> got = run(isa_kernels(best_isa()), pool, w.m, x.data(), n);
@@ -193,10 +193,10 @@ TEST(QuantMatmul, SameBitsForEveryThreadCountAndBatching) {
   ThreadPool one(1), three(3);
   for (DType t : kFormats) {
     const std::int64_t rows = 67, cols = 512, n = 17;
-    Weights w = random_block_weights(t, rows, cols, rng);
-    std::vector<float> x = random_vec(n * cols, rng);
+    QuantWeights w = random_block_weights(t, rows, cols, rng);
+    std::vector<float> x = random_activations(n * cols, rng);
     const std::vector<float> want = run(generic_kernels(), one, w.m, x.data(), n);
-    for (Isa isa : isas()) {
+    for (Isa isa : quant_isas()) {
       const IsaKernels& k = isa_kernels(isa);
       EXPECT_TRUE(same_bits(want, run(k, one, w.m, x.data(), n))) << k.name << " " << dtype_name(t);
       EXPECT_TRUE(same_bits(want, run(k, three, w.m, x.data(), n))) << k.name << " " << dtype_name(t);
@@ -222,18 +222,18 @@ TEST(QuantMatmul, MixedFormatsInOneLaunch) {
                             {DType::kQ3_K, DType::kQ5_K, DType::kIQ4_XS, DType::kQ2_K},
                             {DType::kQ5_0, DType::kQ5_1, DType::kIQ4_NL, DType::kQ4_1},
                             {DType::kMXFP4, DType::kQ8_0, DType::kMXFP4, DType::kIQ4_NL}};
-  for (Isa isa : isas()) {
+  for (Isa isa : quant_isas()) {
     const IsaKernels& k = isa_kernels(isa);
     for (const auto& mix : mixes) {
       for (std::int64_t n : {1, 3, 12}) {
-        Weights q = random_block_weights(mix[0], 40, cols, rng);
-        Weights kk = random_block_weights(mix[1], 24, cols, rng);
-        Weights v = random_block_weights(mix[2], 24, cols, rng);
-        Weights o = random_block_weights(mix[3], 8, cols, rng);
+        QuantWeights q = random_block_weights(mix[0], 40, cols, rng);
+        QuantWeights kk = random_block_weights(mix[1], 24, cols, rng);
+        QuantWeights v = random_block_weights(mix[2], 24, cols, rng);
+        QuantWeights o = random_block_weights(mix[3], 8, cols, rng);
         std::vector<std::uint16_t> bf(static_cast<std::size_t>(16 * cols));
         for (auto& e : bf) e = f32_to_bf16(std::normal_distribution<float>(0, 1)(rng));
         const WeightMatrix bw{bf.data(), DType::kBF16, 16, cols};
-        std::vector<float> x = random_vec(n * cols, rng);
+        std::vector<float> x = random_activations(n * cols, rng);
         const WeightMatrix ws[] = {q.m, kk.m, v.m, o.m, bw};
         std::vector<std::vector<float>> ys;
         std::vector<MatmulPart> parts;
@@ -252,12 +252,12 @@ TEST(QuantMatmul, SiluMulWithBlockWeights) {
   std::mt19937 rng(9);
   ThreadPool pool(3);
   const std::int64_t rows = 50, cols = 512;
-  for (Isa isa : isas()) {
+  for (Isa isa : quant_isas()) {
     const IsaKernels& k = isa_kernels(isa);
     for (std::int64_t n : {1, 6}) {
-      Weights g = random_block_weights(DType::kQ4_K, rows, cols, rng);
-      Weights u = random_block_weights(DType::kQ6_K, rows, cols, rng);
-      std::vector<float> x = random_vec(n * cols, rng);
+      QuantWeights g = random_block_weights(DType::kQ4_K, rows, cols, rng);
+      QuantWeights u = random_block_weights(DType::kQ6_K, rows, cols, rng);
+      std::vector<float> x = random_activations(n * cols, rng);
       std::vector<float> gy(static_cast<std::size_t>(n * rows)), uy(gy.size());
       matmul_silu_mul(k, pool, {g.m, gy.data(), rows}, {u.m, uy.data(), rows}, x.data(), n, cols);
       std::vector<float> want = run(k, pool, g.m, x.data(), n);
@@ -273,7 +273,7 @@ TEST(QuantX, FollowsItsDefinition) {
   std::mt19937 rng(13);
   for (DType t : {DType::kQ8_0, DType::kQ4_K}) {
     const std::int64_t cols = 512, blk = qx_block_elems(t);
-    std::vector<float> x = random_vec(cols, rng);
+    std::vector<float> x = random_activations(cols, rng);
     std::fill(x.begin(), x.begin() + blk, 0.0f);  // an all-zero block: d = 0, q = 0
     // A block of halves: amax 127 gives d = 1, so 0.5, 1.5, 2.5 … −126.5 are ties.
     for (std::int64_t i = 0; i < blk; ++i) x[static_cast<std::size_t>(blk + i)] = i == 0 ? 127.0f : (i % 2 ? 1 : -1) * (0.5f + static_cast<float>(i % 127));
@@ -316,9 +316,9 @@ TEST(QuantX, FollowsItsDefinition) {
 // Embedding gathers of block-format tables: the tables' to_f32 dequantises.
 TEST(QuantMatmul, ToF32DequantisesBlockRows) {
   std::mt19937 rng(17);
-  for (Isa isa : isas()) {
+  for (Isa isa : quant_isas()) {
     for (DType t : kFormats) {
-      Weights w = random_block_weights(t, 3, 512, rng);
+      QuantWeights w = random_block_weights(t, 3, 512, rng);
       std::vector<float> want(512), got(512);
       dequantize_row(t, w.m.row(2), want.data(), 512);
       isa_kernels(isa).to_f32(t, w.m.row(2), got.data(), 512);

@@ -30,7 +30,7 @@ using testing::TempDir;
 using testing::run_plexus;
 using testing::shell_quote;
 
-const char* const kIds = "1,17,300,5,2047,64,99,31999,3,8,400,12,77,1500,6,250,9,1234,45,600";
+const char* const kGptOssIds = "1,17,300,5,2047,64,99,31999,3,8,400,12,77,1500,6,250,9,1234,45,600";
 
 std::string make(const TempDir& dir, Arch arch, double std) {
   const std::string out = dir / std::string(arch_name(arch));
@@ -43,14 +43,14 @@ std::string make(const TempDir& dir, Arch arch, double std) {
   return out;
 }
 
-ProcessResult quantize(const std::string& src, const std::string& out, const std::string& type) {
+ProcessResult quantize_gpt_oss(const std::string& src, const std::string& out, const std::string& type) {
   const ProcessResult r = run_plexus("quantize " + shell_quote(src) + " " + shell_quote(out) + " --type " + type);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   return r;
 }
 
-std::vector<double> nll(const std::string& model, const std::string& extra = "") {
-  const ProcessResult r = run_plexus("perplexity " + shell_quote(model) + " --ids " + kIds + " --json --threads 1" + extra);
+std::vector<double> gpt_oss_nll(const std::string& model, const std::string& extra = "") {
+  const ProcessResult r = run_plexus("perplexity " + shell_quote(model) + " --ids " + kGptOssIds + " --json --threads 1" + extra);
   EXPECT_EQ(r.exit_code, 0) << model << extra << "\n" << r.err;
   if (r.exit_code != 0) return {};
   return Json::parse(r.out)["nll"].get<std::vector<double>>();
@@ -70,7 +70,7 @@ TEST(GgufGptOss, F32FileHasLlamaCppsLayoutAndRunsLikeTheCheckpoint) {
   const ModelConfig c = load_model_config(src);
   const std::int64_t E = c.moe.num_experts, H = c.hidden_size, Ie = c.moe.expert_intermediate_size;
   const std::string file = dir / "f32.gguf";
-  quantize(src, file, "F32");
+  quantize_gpt_oss(src, file, "F32");
   {
     const GgufFile f(file);
     EXPECT_EQ(f.require_string("general.architecture"), "gpt-oss");
@@ -141,8 +141,8 @@ TEST(GgufGptOss, F32FileHasLlamaCppsLayoutAndRunsLikeTheCheckpoint) {
   EXPECT_TRUE(g.attention_sinks && g.qkv_bias && g.o_bias);
   EXPECT_EQ(g.moe.swiglu_alpha, 1.702);
   EXPECT_EQ(g.moe.swiglu_limit, 7.0);
-  const std::vector<double> want = nll(src);
-  const std::vector<double> got = nll(file);
+  const std::vector<double> want = gpt_oss_nll(src);
+  const std::vector<double> got = gpt_oss_nll(file);
   ASSERT_EQ(got.size(), want.size());
   for (std::size_t i = 0; i < want.size(); ++i) EXPECT_EQ(got[i], want[i]) << "token " << i;
   double spread = 0;
@@ -155,15 +155,15 @@ TEST(GgufGptOss, F32FileHasLlamaCppsLayoutAndRunsLikeTheCheckpoint) {
 TEST(GgufGptOss, FloatAndQuantisedFilesRunAsTheCheckpointConvertedOnLoad) {
   const TempDir dir("gguf-gpt-oss-types");
   const std::string src = make(dir, Arch::kGptOss, 0.02);
-  const std::vector<double> base = nll(src);
+  const std::vector<double> base = gpt_oss_nll(src);
   for (const char* type : {"bf16", "q8_0"}) {
     const std::string file = dir / (std::string(type) + ".gguf");
-    quantize(src, file, type);
+    quantize_gpt_oss(src, file, type);
     const GgufFile f(file);
     EXPECT_EQ(f.find_tensor("blk.0.ffn_gate_inp.weight")->ggml_type, 0u) << type;
     EXPECT_EQ(f.find_tensor("blk.0.ffn_down_exps.bias")->ggml_type, 0u) << type;
     EXPECT_EQ(f.find_tensor("blk.0.ffn_gate_exps.weight")->ggml_type, std::string(type) == "bf16" ? 30u : 8u) << type;
-    const std::vector<double> got = nll(file);
+    const std::vector<double> got = gpt_oss_nll(file);
     ASSERT_EQ(got.size(), base.size()) << type;
     double worst = 0;
     for (std::size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::fabs(got[i] - base[i]));
@@ -184,16 +184,16 @@ TEST(GgufGptOss, LayerTypesTravelAsTheSlidingWindowPattern) {
     return t;
   };
   testing::patch_config(src, Json{{"layer_types", types({true, true, false, true})}});  // period 3
-  quantize(src, dir / "p3.gguf", "f32");
+  quantize_gpt_oss(src, dir / "p3.gguf", "f32");
   EXPECT_EQ(GgufFile(dir / "p3.gguf").require_int("gpt-oss.attention.sliding_window_pattern"), 3);
   EXPECT_EQ(load_model_config(dir / "p3.gguf").sliding_layers, (std::vector<bool>{true, true, false, true}));
   testing::patch_config(src, Json{{"layer_types", types({false, true, true, false})}});  // no period
-  const ProcessResult r = quantize(src, dir / "any.gguf", "f32");
+  const ProcessResult r = quantize_gpt_oss(src, dir / "any.gguf", "f32");
   EXPECT_NE(r.err.find("llama.cpp's gpt-oss does not read"), std::string::npos) << r.err;
   EXPECT_EQ(GgufFile(dir / "any.gguf").array_length("gpt-oss.attention.sliding_window_pattern"), 4u);
   EXPECT_EQ(load_model_config(dir / "any.gguf").sliding_layers, (std::vector<bool>{false, true, true, false}));
-  const std::vector<double> want = nll(src);
-  EXPECT_EQ(nll(dir / "any.gguf"), want);
+  const std::vector<double> want = gpt_oss_nll(src);
+  EXPECT_EQ(gpt_oss_nll(dir / "any.gguf"), want);
 }
 
 // The experts' stacks in MXFP4 run as stored, as the same file with those stacks as f32 holding
@@ -201,7 +201,7 @@ TEST(GgufGptOss, LayerTypesTravelAsTheSlidingWindowPattern) {
 TEST(GgufGptOss, Mxfp4ExpertsRunAsStored) {
   const TempDir dir("gguf-gpt-oss-mxfp4");
   const std::string f32 = dir / "f32.gguf";
-  quantize(make(dir, Arch::kGptOss, 0.08), f32, "f32");
+  quantize_gpt_oss(make(dir, Arch::kGptOss, 0.08), f32, "f32");
   const GgufFile src(f32);
   GgufWriter mx(32), tw(32);
   for (const auto& [key, value] : src.metadata()) {
@@ -235,13 +235,13 @@ TEST(GgufGptOss, Mxfp4ExpertsRunAsStored) {
   EXPECT_EQ(converted, 3 * load_model_config(f32).num_layers);
   const Checkpoint ck(dir / "mxfp4.gguf");
   EXPECT_EQ(ck.get("model.layers.0.mlp.experts.3.down_proj.weight").info->dtype, DType::kMXFP4);
-  const std::vector<double> got = nll(dir / "mxfp4.gguf"), want = nll(dir / "twin.gguf");
+  const std::vector<double> got = gpt_oss_nll(dir / "mxfp4.gguf"), want = gpt_oss_nll(dir / "twin.gguf");
   ASSERT_EQ(got.size(), want.size());
   double worst = 0;
   for (std::size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::fabs(got[i] - want[i]));
   std::printf("gpt-oss MXFP4 experts vs their f32 twin: max |dNLL| %.2e\n", worst);
   EXPECT_LE(worst, 0.12);
-  EXPECT_NE(got, nll(f32));  // the MXFP4 values are not the f32 ones: the twin matters
+  EXPECT_NE(got, gpt_oss_nll(f32));  // the MXFP4 values are not the f32 ones: the twin matters
 }
 
 // FROM rewritten as TO with every tensor passed to EDIT, which may replace it by others (name,
@@ -253,7 +253,7 @@ struct Piece {
   const void* data;
   std::uint64_t bytes;
 };
-void rewrite(const std::string& from, const std::string& to, const std::function<std::vector<Piece>(const GgufFile&, const GgufTensor&)>& edit,
+void rewrite_tensors(const std::string& from, const std::string& to, const std::function<std::vector<Piece>(const GgufFile&, const GgufTensor&)>& edit,
              const std::string& key = "", std::int64_t value = 0) {
   const GgufFile f(from);
   GgufWriter w;
@@ -274,8 +274,8 @@ TEST(GgufLegacyMixtral, PerExpertTensorsRunAsTheStackedLayout) {
   const std::string src = make(dir, Arch::kMixtral, 0.08);
   for (const char* type : {"f32", "q8_0"}) {
     const std::string stacked = dir / (std::string(type) + ".gguf"), legacy = dir / (std::string(type) + "-legacy.gguf");
-    quantize(src, stacked, type);
-    rewrite(stacked, legacy, [](const GgufFile& f, const GgufTensor& t) {
+    quantize_gpt_oss(src, stacked, type);
+    rewrite_tensors(stacked, legacy, [](const GgufFile& f, const GgufTensor& t) {
       const std::size_t at = t.name.find("_exps.weight");
       if (at == std::string::npos) return same(f, t);
       std::vector<Piece> out;
@@ -292,9 +292,9 @@ TEST(GgufLegacyMixtral, PerExpertTensorsRunAsTheStackedLayout) {
       EXPECT_EQ(f.find_tensor("blk.0.ffn_gate_exps.weight"), nullptr);
       ASSERT_NE(f.find_tensor("blk.0.ffn_down.3.weight"), nullptr);
     }
-    const std::vector<double> want = nll(stacked);
+    const std::vector<double> want = gpt_oss_nll(stacked);
     ASSERT_FALSE(want.empty());
-    EXPECT_EQ(nll(legacy), want) << type;
+    EXPECT_EQ(gpt_oss_nll(legacy), want) << type;
   }
 }
 
@@ -307,7 +307,7 @@ TEST(GgufYarn, RopeScalingTravelsAsLlamaCppsKeys) {
   testing::patch_config(src, Json{{"rope_scaling", Json{{"rope_type", "yarn"}, {"factor", 4.0}, {"beta_fast", 16.0},
                                                            {"original_max_position_embeddings", 8}, {"attention_factor", 1.3}}}});
   const std::string file = dir / "yarn.gguf";
-  const ProcessResult r = quantize(src, file, "f32");
+  const ProcessResult r = quantize_gpt_oss(src, file, "f32");
   EXPECT_NE(r.err.find("llama.cpp ignores the rope.scaling.yarn_beta_* keys"), std::string::npos) << r.err;
   const GgufFile f(file);
   EXPECT_EQ(f.require_string("qwen3.rope.scaling.type"), "yarn");
@@ -320,7 +320,7 @@ TEST(GgufYarn, RopeScalingTravelsAsLlamaCppsKeys) {
   EXPECT_EQ(g.rope_beta_slow, 1.0);
   EXPECT_TRUE(g.rope_truncate);
   EXPECT_NEAR(g.rope_attention_factor, c.rope_attention_factor, 1e-6);
-  const std::vector<double> want = nll(src), got = nll(file);
+  const std::vector<double> want = gpt_oss_nll(src), got = gpt_oss_nll(file);
   ASSERT_EQ(got.size(), want.size());
   for (std::size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5) << "token " << i;
   testing::patch_config(src, Json{{"rope_scaling", Json{{"rope_type", "yarn"}, {"factor", 4.0}, {"truncate", false}}}});
@@ -334,7 +334,7 @@ TEST(GgufYarn, RopeScalingTravelsAsLlamaCppsKeys) {
 TEST(GgufGptOssBadInput, TensorsThatDisagreeWithTheMetadataExitTwoNamingThem) {
   const TempDir dir("gguf-gpt-oss-bad");
   const std::string good = dir / "good.gguf";
-  quantize(make(dir, Arch::kGptOss, 0.02), good, "f32");
+  quantize_gpt_oss(make(dir, Arch::kGptOss, 0.02), good, "f32");
   const ModelConfig c = load_model_config(good);
   const std::string H = std::to_string(c.hidden_size), Ie = std::to_string(c.moe.expert_intermediate_size);
   const std::string E = std::to_string(c.moe.num_experts), heads = std::to_string(c.num_heads);
@@ -345,7 +345,7 @@ TEST(GgufGptOssBadInput, TensorsThatDisagreeWithTheMetadataExitTwoNamingThem) {
       EXPECT_NE(r.err.find(mention), std::string::npos) << cmd << ": " << r.err;
     }
   };
-  rewrite(good, dir / "width.gguf", same, "gpt-oss.expert_feed_forward_length", c.moe.expert_intermediate_size / 2);
+  rewrite_tensors(good, dir / "width.gguf", same, "gpt-oss.expert_feed_forward_length", c.moe.expert_intermediate_size / 2);
   expect_exit2(dir / "width.gguf", "tensor 'blk.0.ffn_gate_exps.weight' has ne [" + H + ", " + Ie + ", " + E +
                                        "] but the metadata gives [" + H + ", " + std::to_string(c.moe.expert_intermediate_size / 2) +
                                        ", " + E + "] (gpt-oss.embedding_length " + H + ", gpt-oss.expert_feed_forward_length " +
@@ -360,10 +360,10 @@ TEST(GgufGptOssBadInput, TensorsThatDisagreeWithTheMetadataExitTwoNamingThem) {
       return p;
     };
   };
-  rewrite(good, dir / "sinks.gguf", shorter("blk.2.attn_sinks.weight"));
+  rewrite_tensors(good, dir / "sinks.gguf", shorter("blk.2.attn_sinks.weight"));
   expect_exit2(dir / "sinks.gguf", "tensor 'blk.2.attn_sinks.weight' has ne [" + std::to_string(c.num_heads - 1) +
                                        "] but the metadata gives [" + heads + "] (gpt-oss.attention.head_count " + heads + ")");
-  rewrite(good, dir / "bias.gguf", shorter("blk.1.ffn_down_exps.bias"));
+  rewrite_tensors(good, dir / "bias.gguf", shorter("blk.1.ffn_down_exps.bias"));
   expect_exit2(dir / "bias.gguf", "tensor 'blk.1.ffn_down_exps.bias' has ne [" + std::to_string(c.hidden_size - 1) + ", " + E +
                                       "] but the metadata gives [" + H + ", " + E + "] (gpt-oss.embedding_length " + H +
                                       ", gpt-oss.expert_count " + E + ")");

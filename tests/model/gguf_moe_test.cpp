@@ -39,13 +39,13 @@ std::string make_moe(const TempDir& dir, Arch arch, double std) {
   return out;
 }
 
-std::string quantize(const std::string& src, const std::string& out, const std::string& type) {
+std::string quantize_moe(const std::string& src, const std::string& out, const std::string& type) {
   const ProcessResult r = run_plexus("quantize " + shell_quote(src) + " " + shell_quote(out) + " --type " + type);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   return out;
 }
 
-std::vector<double> nll(const std::string& model, const std::string& extra = "") {
+std::vector<double> moe_nll(const std::string& model, const std::string& extra = "") {
   const ProcessResult r = run_plexus("perplexity " + shell_quote(model) + " --ids " + kIds + " --json --threads 1" + extra);
   EXPECT_EQ(r.exit_code, 0) << model << extra << "\n" << r.err;
   if (r.exit_code != 0) return {};
@@ -76,7 +76,7 @@ TEST_P(GgufMoe, F32FileHoldsTheExpertsStackedAndRunsLikeTheCheckpoint) {
   const std::string src = make_moe(dir, arch, 0.08);
   const ModelConfig c = load_model_config(src);
   const std::int64_t E = c.moe.num_experts, H = c.hidden_size, Ie = c.moe.expert_intermediate_size;
-  const std::string file = quantize(src, dir / "f32.gguf", "F32");
+  const std::string file = quantize_moe(src, dir / "f32.gguf", "F32");
   {
     const GgufFile f(file);
     const std::string a = arch == Arch::kMixtral ? "llama" : "qwen3moe";
@@ -115,8 +115,8 @@ TEST_P(GgufMoe, F32FileHoldsTheExpertsStackedAndRunsLikeTheCheckpoint) {
   EXPECT_EQ(g.moe.num_experts, E);
   EXPECT_EQ(g.moe.expert_intermediate_size, Ie);
   EXPECT_EQ(g.moe.mlp_only_layers, c.moe.mlp_only_layers);
-  const std::vector<double> want = nll(src);
-  expect_same_nll(nll(file), want, arch, "F32 file");
+  const std::vector<double> want = moe_nll(src);
+  expect_same_nll(moe_nll(file), want, arch, "F32 file");
   double spread = 0;
   for (double x : want) spread += std::abs(x - want.front());
   EXPECT_GT(spread, 1e-3);  // the model computes something
@@ -130,20 +130,20 @@ TEST_P(GgufMoe, QuantisedFilesRunAsQuantiseOnLoad) {
   const Arch arch = GetParam();
   const TempDir dir("gguf-moe-quant");
   const std::string src = make_moe(dir, arch, 0.02);
-  const std::vector<double> base = nll(src);
+  const std::vector<double> base = moe_nll(src);
   struct Case {
     const char* type;
     double mean_bound, max_bound;
   };
   for (const Case q : {Case{"q8_0", 0.02, 0.06}, Case{"q4_k_m", 0.17, 0.6}}) {
-    const std::string file = quantize(src, dir / (std::string(q.type) + ".gguf"), q.type);
+    const std::string file = quantize_moe(src, dir / (std::string(q.type) + ".gguf"), q.type);
     const GgufFile f(file);
     EXPECT_EQ(f.find_tensor("blk.0.ffn_gate_inp.weight")->ggml_type, 0u) << q.type;
     const GgufTensor* gate = f.find_tensor("blk.0.ffn_gate_exps.weight");
     ASSERT_NE(gate, nullptr);
     EXPECT_EQ(gate->ggml_type, std::string(q.type) == "q8_0" ? 8u : 6u) << q.type << " (Q4_K falls back to Q5_0 on rows of 64)";
-    const std::vector<double> got = nll(file);
-    expect_same_nll(got, nll(src, std::string(" --quantize ") + q.type), arch, q.type);
+    const std::vector<double> got = moe_nll(file);
+    expect_same_nll(got, moe_nll(src, std::string(" --quantize ") + q.type), arch, q.type);
     ASSERT_EQ(got.size(), base.size());
     double sum = 0, worst = 0;
     for (std::size_t i = 0; i < got.size(); ++i) {
@@ -172,10 +172,10 @@ TEST(GgufMoeNormTopK, NotRenormalisedTravelsAsExpertWeightsNorm) {
   EXPECT_NE(r.err.find("llama.cpp renormalises qwen3moe's top-k expert weights regardless"), std::string::npos) << r.err;
   EXPECT_EQ(GgufFile(dir / "f32.gguf").get_bool("qwen3moe.expert_weights_norm"), false);
   EXPECT_FALSE(load_model_config(dir / "f32.gguf").moe.normalize_top_k);
-  const std::vector<double> want = nll(src);
-  expect_same_nll(nll(dir / "f32.gguf"), want, Arch::kQwen3Moe, "norm_topk_prob false");
+  const std::vector<double> want = moe_nll(src);
+  expect_same_nll(moe_nll(dir / "f32.gguf"), want, Arch::kQwen3Moe, "norm_topk_prob false");
   testing::patch_config(src, Json{{"norm_topk_prob", true}});
-  const std::vector<double> renormalised = nll(src);
+  const std::vector<double> renormalised = moe_nll(src);
   ASSERT_EQ(renormalised.size(), want.size());
   EXPECT_NE(renormalised, want);  // the flag matters for this model
 }
@@ -193,7 +193,7 @@ TEST(GgufMoeBadInput, ACheckpointWithoutItsExpertsExitsTwo) {
 
 // FROM rewritten as TO: metadata key KEY (when given) set to VALUE, and tensor SHRINK's last
 // dimension (its experts) one smaller, its last expert dropped.
-void rewrite(const std::string& from, const std::string& to, const std::string& key, std::int64_t value, const std::string& shrink) {
+void rewrite_key(const std::string& from, const std::string& to, const std::string& key, std::int64_t value, const std::string& shrink) {
   const GgufFile f(from);
   GgufWriter w;
   for (const auto& [k, v] : f.metadata()) w.add(k, k == key ? gguf_u32(static_cast<std::uint32_t>(value)) : v);
@@ -212,7 +212,7 @@ void rewrite(const std::string& from, const std::string& to, const std::string& 
 
 TEST(GgufMoeBadInput, StacksAndCountsThatDisagreeExitTwoNamingThem) {
   const TempDir dir("gguf-moe-bad");
-  const std::string file = quantize(make_moe(dir, Arch::kQwen3Moe, 0.02), dir / "good.gguf", "q8_0");
+  const std::string file = quantize_moe(make_moe(dir, Arch::kQwen3Moe, 0.02), dir / "good.gguf", "q8_0");
   const auto expect_exit2 = [&](const std::string& bad, const std::string& mention) {
     for (const std::string& cmd : {"perplexity " + shell_quote(bad) + " --ids 1,2,3", "plan " + shell_quote(bad)}) {
       const ProcessResult r = run_plexus(cmd);
@@ -220,15 +220,15 @@ TEST(GgufMoeBadInput, StacksAndCountsThatDisagreeExitTwoNamingThem) {
       EXPECT_NE(r.err.find(mention), std::string::npos) << cmd << ": " << r.err;
     }
   };
-  rewrite(file, dir / "fewer.gguf", "", 0, "blk.0.ffn_gate_exps.weight");
+  rewrite_key(file, dir / "fewer.gguf", "", 0, "blk.0.ffn_gate_exps.weight");
   const ProcessResult r = run_plexus("perplexity " + shell_quote(dir / "fewer.gguf") + " --ids 1,2,3");
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("tensor 'blk.0.ffn_gate_exps.weight' holds 7 experts (ne [64, 44, 7]) but qwen3moe.expert_count 8"),
             std::string::npos)
       << r.err;
-  rewrite(file, dir / "used.gguf", "qwen3moe.expert_used_count", 9, "");
+  rewrite_key(file, dir / "used.gguf", "qwen3moe.expert_used_count", 9, "");
   expect_exit2(dir / "used.gguf", "qwen3moe.expert_used_count (9) is more than qwen3moe.expert_count (8)");
-  rewrite(file, dir / "none.gguf", "qwen3moe.expert_count", 0, "");
+  rewrite_key(file, dir / "none.gguf", "qwen3moe.expert_count", 0, "");
   expect_exit2(dir / "none.gguf", "qwen3moe.expert_count is 0");
 }
 

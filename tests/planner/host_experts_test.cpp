@@ -23,7 +23,7 @@ namespace {
 
 ModuleTree preset_tree(const std::string& preset) { return ModuleTree::from_config(preset_config(preset, *preset_arch(preset), 0)); }
 
-PlanRequest request(const std::string& budgets, Strategy s = Strategy::kStages, std::int64_t batch = 1) {
+PlanRequest experts_request(const std::string& budgets, Strategy s = Strategy::kStages, std::int64_t batch = 1) {
   PlanRequest r;
   r.strategy = s;
   r.dtype = WeightDType::kBF16;
@@ -34,19 +34,19 @@ PlanRequest request(const std::string& budgets, Strategy s = Strategy::kStages, 
   return r;
 }
 
-struct Case {
+struct ExpertCase {
   const char* preset;
   const char* budgets;  // the accelerator holds well under half of the bf16 weights
 };
-constexpr Case kCases[] = {{"mixtral-8x7b", "0=40GiB,cpu=256GiB"},
+constexpr ExpertCase kCases[] = {{"mixtral-8x7b", "0=40GiB,cpu=256GiB"},
                            {"qwen3-30b-a3b", "0=24GiB,cpu=128GiB"},
                            {"gpt-oss-20b", "0=16GiB,cpu=64GiB"}};
 
 TEST(HostExperts, StagesKeepsTheDensePartsOnTheAcceleratorAndTheFewestLayersExpertsOnTheHost) {
-  for (const Case& k : kCases) {
+  for (const ExpertCase& k : kCases) {
     const ModuleTree tree = preset_tree(k.preset);
     const ModelConfig& c = tree.config();
-    const PlanRequest r = request(k.budgets);
+    const PlanRequest r = experts_request(k.budgets);
     const Plan plan = plan_model(tree, r);
     const int n = n_cpu_moe_of(plan);
     ASSERT_GT(n, 0) << k.preset;
@@ -95,7 +95,7 @@ TEST(HostExperts, SlowPathBytesAreOffloadedLayersWholeAndTheRoutedHostExperts) {
   const ModuleTree tree = preset_tree("mixtral-8x7b");
   const ModelConfig& c = tree.config();
   const SizedTree sized = SizedTree::build(tree, WeightDType::kBF16);
-  PlanRequest r = request("0=40GiB,cpu=256GiB");
+  PlanRequest r = experts_request("0=40GiB,cpu=256GiB");
   r.cpu_moe_layers = 3;
   const Plan three = plan_model(tree, r);  // the rest still does not fit: some layers stream
   double want = 0;
@@ -118,26 +118,26 @@ TEST(HostExperts, SlowPathBytesAreOffloadedLayersWholeAndTheRoutedHostExperts) {
 TEST(HostExperts, DenseFittingAndAccelerateRequestsAreUnchanged) {
   // A dense model that does not fit: the same offload with or without the choice.
   const ModuleTree dense = testing::llama3_8b();
-  PlanRequest d = request("0=6GiB,cpu=64GiB");
+  PlanRequest d = experts_request("0=6GiB,cpu=64GiB");
   const Plan a = plan_model(dense, d);
   d.auto_host_experts = false;
   EXPECT_EQ(plan_model(dense, d).device_map.to_json(), a.device_map.to_json());
   EXPECT_EQ(smallest_cpu_moe_layers(dense, d), std::nullopt);
   const ModuleTree moe = preset_tree("mixtral-8x7b");
   // A mixture that fits: nothing moves to the host.
-  const Plan fits = plan_model(moe, request("0=80GiB,1=80GiB,cpu=256GiB"));
+  const Plan fits = plan_model(moe, experts_request("0=80GiB,1=80GiB,cpu=256GiB"));
   EXPECT_TRUE(fits.host_expert_layers.empty());
   EXPECT_TRUE(fits_accelerators(moe, fits));
   // accelerate's strategies place as accelerate does (whole layers offloaded).
   for (const Strategy s : {Strategy::kSequential, Strategy::kBalanced, Strategy::kAuto}) {
-    const Plan p = plan_model(moe, request("0=40GiB,cpu=256GiB", s));
+    const Plan p = plan_model(moe, experts_request("0=40GiB,cpu=256GiB", s));
     EXPECT_TRUE(p.host_expert_layers.empty()) << strategy_name(s);
     EXPECT_FALSE(fits_accelerators(moe, p)) << strategy_name(s);
   }
   // Without a cpu budget nothing may leave the accelerator: the model does not fit (exit 2).
-  EXPECT_THROW(plan_model(moe, request("0=40GiB")), InputError);
+  EXPECT_THROW(plan_model(moe, experts_request("0=40GiB")), InputError);
   // Where the run cannot compute host-kept experts (CUDA, for now) stages offloads whole layers.
-  PlanRequest cuda = request("0=40GiB,cpu=256GiB");
+  PlanRequest cuda = experts_request("0=40GiB,cpu=256GiB");
   cuda.auto_host_experts = false;
   EXPECT_TRUE(plan_model(moe, cuda).host_expert_layers.empty());
 }
@@ -164,7 +164,7 @@ TEST(HostExperts, CostModelReadsTheRoutedExpertsOnTheHostAndSendsTheHiddenStates
   const ModuleTree tree = preset_tree("mixtral-8x7b");
   const ModelConfig& c = tree.config();
   const SizedTree sized = SizedTree::build(tree, WeightDType::kBF16);
-  const Plan host = plan_model(tree, request("0=40GiB,cpu=256GiB"));
+  const Plan host = plan_model(tree, experts_request("0=40GiB,cpu=256GiB"));
   const int n = n_cpu_moe_of(host);
   ASSERT_GT(n, 0);
   double experts = 0;
@@ -186,7 +186,7 @@ TEST(HostExperts, CostModelReadsTheRoutedExpertsOnTheHostAndSendsTheHiddenStates
   EXPECT_EQ(j["facts"].back()["device"], "cpu");
   EXPECT_NE(prediction_to_text(p).find("the host computes the experts of " + std::to_string(n) + " layer(s)"), std::string::npos);
   // Offloading whole layers instead is bound by the host link and predicted slower.
-  PlanRequest plain = request("0=40GiB,cpu=256GiB");
+  PlanRequest plain = experts_request("0=40GiB,cpu=256GiB");
   plain.auto_host_experts = false;
   const Prediction offload = predict_plan(tree, plan_model(tree, plain), h100_with_host(100e9), false);
   EXPECT_EQ(offload.bottleneck.resource, "offload_stream");
@@ -194,7 +194,7 @@ TEST(HostExperts, CostModelReadsTheRoutedExpertsOnTheHostAndSendsTheHiddenStates
   EXPECT_FALSE(prediction_to_json(offload).contains("host_expert_layers"));
   EXPECT_GT(p.decode_tokens_per_s_1, 2 * offload.decode_tokens_per_s_1);
   // A batch of 64 tokens routes to E·(1 − (1 − k/E)^64) of each layer's experts: nearly all 8.
-  PlanRequest r64 = request("0=40GiB,cpu=256GiB", Strategy::kStages, 64);
+  PlanRequest r64 = experts_request("0=40GiB,cpu=256GiB", Strategy::kStages, 64);
   r64.runtime.context = 512;  // 64 sequences' f32 KV cache of 4096 positions is 64 GiB alone
   const Plan b64 = plan_model(tree, r64);
   double experts64 = 0;
@@ -210,7 +210,7 @@ TEST(HostExperts, CostModelReadsTheRoutedExpertsOnTheHostAndSendsTheHiddenStates
 TEST(HostExperts, VirtualDevicesReadHostExpertsInPlace) {
   const ModelConfig c = preset_config("tiny", Arch::kMixtral, 256);
   const ModuleTree tree = ModuleTree::from_config(c);
-  PlanRequest r = request("0=1GiB,cpu=1GiB");
+  PlanRequest r = experts_request("0=1GiB,cpu=1GiB");
   r.runtime.context = 64;
   const Plan whole = plan_model(tree, r);
   r.cpu_moe_layers = static_cast<int>(c.num_layers);

@@ -166,12 +166,12 @@ TEST(ChatTemplateTest, SyntaxErrorAtConstruction) {
   }
 }
 
-void write_text(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
+void write_template_file(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
 
 TEST(ChatTemplateFromModelTest, TokenizerConfigForms) {
   TempDir dir("chat_template_forms");
   // A list of named templates ("default" is the one), and AddedToken objects.
-  write_text(dir / "tokenizer_config.json", R"({
+  write_template_file(dir / "tokenizer_config.json", R"({
     "chat_template": [{"name": "tool_use", "template": "TOOLS"}, {"name": "default", "template": "{{ bos_token }}|{{ eos_token }}|{{ pad_token }}"}],
     "bos_token": {"content": "<s>", "lstrip": false}, "eos_token": "</s>", "pad_token": null})");
   std::optional<ChatTemplate> t = ChatTemplate::from_model(dir.path());
@@ -179,7 +179,7 @@ TEST(ChatTemplateFromModelTest, TokenizerConfigForms) {
   EXPECT_EQ(t->render(ChatInput{}), "<s>|</s>|");
 
   // chat_template.jinja beside the config wins over the config's field.
-  write_text(dir / "chat_template.jinja", "from the file {{ eos_token }}\n");
+  write_template_file(dir / "chat_template.jinja", "from the file {{ eos_token }}\n");
   t = ChatTemplate::from_model(dir.path());
   ASSERT_TRUE(t);
   EXPECT_EQ(t->render(ChatInput{}), "from the file </s>");
@@ -187,15 +187,15 @@ TEST(ChatTemplateFromModelTest, TokenizerConfigForms) {
 
 TEST(ChatTemplateFromModelTest, NoTemplateAndBadConfigs) {
   TempDir dir("chat_template_bad");
-  write_text(dir / "tokenizer_config.json", R"({"eos_token": "</s>"})");
+  write_template_file(dir / "tokenizer_config.json", R"({"eos_token": "</s>"})");
   EXPECT_FALSE(ChatTemplate::from_model(dir.path()));
-  write_text(dir / "tokenizer_config.json", R"({"chat_template": 5})");
+  write_template_file(dir / "tokenizer_config.json", R"({"chat_template": 5})");
   EXPECT_THROW(ChatTemplate::from_model(dir.path()), InputError);
-  write_text(dir / "tokenizer_config.json", R"({"chat_template": [{"name": "other", "template": "x"}]})");
+  write_template_file(dir / "tokenizer_config.json", R"({"chat_template": [{"name": "other", "template": "x"}]})");
   EXPECT_THROW(ChatTemplate::from_model(dir.path()), InputError);
-  write_text(dir / "tokenizer_config.json", R"({"chat_template": "x", "bos_token": 3})");
+  write_template_file(dir / "tokenizer_config.json", R"({"chat_template": "x", "bos_token": 3})");
   EXPECT_THROW(ChatTemplate::from_model(dir.path()), InputError);
-  write_text(dir / "tokenizer_config.json", R"({"chat_template": "{% if %}"})");
+  write_template_file(dir / "tokenizer_config.json", R"({"chat_template": "{% if %}"})");
   try {
     ChatTemplate::from_model(dir.path());
     FAIL() << "parsed";

@@ -24,10 +24,6 @@ namespace {
 
 const std::string kTokenizer = std::string(PLEXUS_GOLDEN_DIR) + "/tokenizers/llama3";
 
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
 // One tiny model for the suite; each test starts its own server with the flags it needs.
 class ServeHostile : public ::testing::Test {
  protected:

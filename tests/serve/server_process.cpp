@@ -23,11 +23,11 @@ std::string read_all(const std::string& path) {
   return s.str();
 }
 
+}  // namespace
+
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
-
-}  // namespace
 
 ServerProcess::ServerProcess(const std::string& args, const TempDir& dir, double ready_s, const std::string& env) {
   static int counter = 0;

@@ -3,12 +3,16 @@
 #pragma once
 #include <sys/types.h>
 
+#include <chrono>
 #include <string>
 
 #include "core/json.h"
 #include "test_util.h"
 
 namespace plexus::testing {
+
+// Seconds from t0 to now, on the steady clock.
+double seconds_since(std::chrono::steady_clock::time_point t0);
 
 class ServerProcess {
  public:

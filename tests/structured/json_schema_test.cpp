@@ -12,7 +12,7 @@ namespace {
 
 Grammar compile(const std::string& schema) { return parse_grammar(json_schema_grammar(Json::parse(schema))); }
 
-std::string error_of(const std::string& schema) {
+std::string schema_error_of(const std::string& schema) {
   try {
     json_schema_grammar(Json::parse(schema), "s.json");
   } catch (const InputError& e) {
@@ -72,29 +72,29 @@ TEST(JsonSchema, JsonObjectMode) {
 }
 
 TEST(JsonSchema, UnsupportedAndInvalidSchemasNameKeywordAndPlace) {
-  EXPECT_EQ(error_of(R"({"type":"object","properties":{"a":{"type":"string","pattern":"^x"}}})").rfind(
+  EXPECT_EQ(schema_error_of(R"({"type":"object","properties":{"a":{"type":"string","pattern":"^x"}}})").rfind(
                 "s.json at '/properties/a/pattern': keyword 'pattern' is not supported (supported: type, properties,", 0),
             0u);
-  EXPECT_EQ(error_of(R"({"type":"strin"})"),
+  EXPECT_EQ(schema_error_of(R"({"type":"strin"})"),
             "s.json at '/type': unknown type 'strin' (known: null, boolean, string, integer, number, object, array)");
-  EXPECT_EQ(error_of(R"({"type":"array","items":{"type":"integer"},"minItems":3,"maxItems":1})"),
+  EXPECT_EQ(schema_error_of(R"({"type":"array","items":{"type":"integer"},"minItems":3,"maxItems":1})"),
             "s.json at '/minItems': minItems 3 exceeds maxItems 1: no array satisfies it");
-  EXPECT_EQ(error_of(R"({"$ref":"#/$defs/missing"})"), "s.json at '/$ref': $ref '#/$defs/missing' names no schema in $defs");
-  EXPECT_EQ(error_of(R"({"$ref":"http://x/y.json"})"),
+  EXPECT_EQ(schema_error_of(R"({"$ref":"#/$defs/missing"})"), "s.json at '/$ref': $ref '#/$defs/missing' names no schema in $defs");
+  EXPECT_EQ(schema_error_of(R"({"$ref":"http://x/y.json"})"),
             "s.json at '/$ref': $ref 'http://x/y.json' is not supported (only #/$defs/NAME and #/definitions/NAME)");
-  EXPECT_EQ(error_of(R"({"type":"integer","minimum":5,"maximum":4})"), "s.json at '/': the minimum is above the maximum: no number satisfies it");
-  EXPECT_EQ(error_of(R"({"enum":[]})"), "s.json at '/enum': enum must be a non-empty array");
-  EXPECT_EQ(error_of(R"({"oneOf":[{"type":"integer"},{"type":"number"}]})"),
+  EXPECT_EQ(schema_error_of(R"({"type":"integer","minimum":5,"maximum":4})"), "s.json at '/': the minimum is above the maximum: no number satisfies it");
+  EXPECT_EQ(schema_error_of(R"({"enum":[]})"), "s.json at '/enum': enum must be a non-empty array");
+  EXPECT_EQ(schema_error_of(R"({"oneOf":[{"type":"integer"},{"type":"number"}]})"),
             "s.json at '/oneOf/1': oneOf branches whose values may share a JSON type are not supported (a value could match two); use anyOf, or branches of different types");
-  EXPECT_EQ(error_of(R"({"type":"object","properties":{"a":{"type":"integer"}},"required":["b"],"additionalProperties":false})"),
+  EXPECT_EQ(schema_error_of(R"({"type":"object","properties":{"a":{"type":"integer"}},"required":["b"],"additionalProperties":false})"),
             "s.json at '/required': 'b' is required but additionalProperties is false and properties does not list it");
-  EXPECT_EQ(error_of(R"({"anyOf":[{"type":"integer"}],"minimum":3})"),
+  EXPECT_EQ(schema_error_of(R"({"anyOf":[{"type":"integer"}],"minimum":3})"),
             "s.json at '/minimum': 'minimum' beside 'anyOf' is not supported (put it inside each branch)");
-  EXPECT_EQ(error_of(R"({"type":"string","maxLength":-1})"), "s.json at '/maxLength': maxLength must be a non-negative integer");
-  EXPECT_EQ(error_of(R"({"$defs":{"a":{"anyOf":[{"$ref":"#/$defs/a"},{"type":"null"}]}},"$ref":"#/$defs/a"})").rfind(
+  EXPECT_EQ(schema_error_of(R"({"type":"string","maxLength":-1})"), "s.json at '/maxLength': maxLength must be a non-negative integer");
+  EXPECT_EQ(schema_error_of(R"({"$defs":{"a":{"anyOf":[{"$ref":"#/$defs/a"},{"type":"null"}]}},"$ref":"#/$defs/a"})").rfind(
                 "s.json at '/$ref': $refs that lead back to themselves before any value is written", 0),
             0u);
-  EXPECT_EQ(error_of("false"), "s.json at '/': the schema false accepts no value");
+  EXPECT_EQ(schema_error_of("false"), "s.json at '/': the schema false accepts no value");
 }
 
 }  // namespace

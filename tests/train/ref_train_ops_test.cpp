@@ -14,7 +14,7 @@
 namespace plexus {
 namespace {
 
-std::vector<float> random_vec(std::size_t n, std::mt19937& rng, float lo = -1, float hi = 1) {
+std::vector<float> uniform_values(std::size_t n, std::mt19937& rng, float lo = -1, float hi = 1) {
   std::uniform_real_distribution<float> u(lo, hi);
   std::vector<float> v(n);
   for (float& x : v) x = u(rng);
@@ -66,15 +66,15 @@ TEST(RefTrainOpsGrad, Rmsnorm) {
   for (std::int64_t d : {1, 3, 17}) {
     const std::int64_t rows = 3;
     const float eps = 1e-2f;
-    auto x = random_vec(static_cast<std::size_t>(rows * d), rng), w = random_vec(static_cast<std::size_t>(d), rng);
-    const auto r = random_vec(x.size(), rng);
+    auto x = uniform_values(static_cast<std::size_t>(rows * d), rng), w = uniform_values(static_cast<std::size_t>(d), rng);
+    const auto r = uniform_values(x.size(), rng);
     std::vector<float> y(x.size()), rstd(static_cast<std::size_t>(rows));
     auto loss = [&] {
       ops.rmsnorm(x.data(), w.data(), rows, d, eps, y.data(), rstd.data());
       return dot(r, y);
     };
     loss();
-    const auto dx0 = random_vec(x.size(), rng), dw0 = random_vec(w.size(), rng);
+    const auto dx0 = uniform_values(x.size(), rng), dw0 = uniform_values(w.size(), rng);
     auto dx = dx0, dw = dw0;
     ops.rmsnorm_backward(r.data(), x.data(), w.data(), rstd.data(), rows, d, dx.data(), dw.data());
     expect_grad(minus(dx, dx0), numeric_grad(x, loss), "rmsnorm dx d=" + std::to_string(d));
@@ -91,10 +91,10 @@ TEST(RefTrainOpsGrad, Linear) {
   };
   for (const Shape sh : {Shape{3, 17, 5, true}, Shape{1, 1, 3, false}, Shape{17, 3, 1, true}}) {
     const std::string tag = "n=" + std::to_string(sh.n) + " in=" + std::to_string(sh.in);
-    auto x = random_vec(static_cast<std::size_t>(sh.n * sh.in), rng);
-    auto w = random_vec(static_cast<std::size_t>(sh.out * sh.in), rng);
-    auto b = random_vec(static_cast<std::size_t>(sh.out), rng);
-    const auto r = random_vec(static_cast<std::size_t>(sh.n * sh.out), rng);
+    auto x = uniform_values(static_cast<std::size_t>(sh.n * sh.in), rng);
+    auto w = uniform_values(static_cast<std::size_t>(sh.out * sh.in), rng);
+    auto b = uniform_values(static_cast<std::size_t>(sh.out), rng);
+    const auto r = uniform_values(static_cast<std::size_t>(sh.n * sh.out), rng);
     std::vector<float> y(r.size());
     auto loss = [&] {
       ops.linear(x.data(), w.data(), sh.bias ? b.data() : nullptr, sh.n, sh.in, sh.out, y.data());
@@ -103,11 +103,11 @@ TEST(RefTrainOpsGrad, Linear) {
     std::vector<float> dx(x.size(), 7.0f);
     ops.linear_backward_input(r.data(), w.data(), sh.n, sh.in, sh.out, dx.data(), false);
     expect_grad(dx, numeric_grad(x, loss), "linear dx " + tag);
-    const auto dx0 = random_vec(x.size(), rng);
+    const auto dx0 = uniform_values(x.size(), rng);
     auto dxa = dx0;
     ops.linear_backward_input(r.data(), w.data(), sh.n, sh.in, sh.out, dxa.data(), true);
     expect_grad(minus(dxa, dx0), numeric_grad(x, loss), "linear dx accumulate " + tag);
-    const auto dw0 = random_vec(w.size(), rng), db0 = random_vec(b.size(), rng);
+    const auto dw0 = uniform_values(w.size(), rng), db0 = uniform_values(b.size(), rng);
     auto dw = dw0, db = db0;
     ops.linear_backward_weight(r.data(), x.data(), sh.n, sh.in, sh.out, dw.data(), sh.bias ? db.data() : nullptr);
     expect_grad(minus(dw, dw0), numeric_grad(w, loss), "linear dw " + tag);
@@ -129,8 +129,8 @@ TEST(RefTrainOpsGrad, RopeInverseIsTheBackward) {
     ops.rope_table(inv_freq, T, cos.data(), sin.data());
     EXPECT_FLOAT_EQ(cos[0], 1.0f);
     EXPECT_FLOAT_EQ(sin[static_cast<std::size_t>(2 * half)], static_cast<float>(std::sin(2.0)));
-    auto x = random_vec(static_cast<std::size_t>(b * T * heads * hd), rng);
-    const auto r = random_vec(x.size(), rng);
+    auto x = uniform_values(static_cast<std::size_t>(b * T * heads * hd), rng);
+    const auto r = uniform_values(x.size(), rng);
     std::vector<float> y;
     auto loss = [&] {
       y = x;
@@ -160,10 +160,10 @@ TEST(RefTrainOpsGrad, AttentionGqaWindowed) {
       s.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)));
       const std::int64_t b = 2, T = 6;
       const std::string tag = "window=" + std::to_string(window) + " hd=" + std::to_string(hd);
-      auto q = random_vec(static_cast<std::size_t>(b * T * s.n_heads * hd), rng, -2, 2);
-      auto k = random_vec(static_cast<std::size_t>(b * T * s.n_kv_heads * hd), rng, -2, 2);
-      auto v = random_vec(k.size(), rng);
-      const auto r = random_vec(q.size(), rng);
+      auto q = uniform_values(static_cast<std::size_t>(b * T * s.n_heads * hd), rng, -2, 2);
+      auto k = uniform_values(static_cast<std::size_t>(b * T * s.n_kv_heads * hd), rng, -2, 2);
+      auto v = uniform_values(k.size(), rng);
+      const auto r = uniform_values(q.size(), rng);
       std::vector<float> out(q.size()), lse(static_cast<std::size_t>(b * s.n_heads * T));
       auto loss = [&] {
         ops.attention(q.data(), k.data(), v.data(), b, T, s, out.data(), lse.data());
@@ -187,8 +187,8 @@ TEST(RefTrainOpsGrad, SiluMul) {
   RefTrainOps ops;
   std::mt19937 rng(5);
   const std::int64_t n = 17;
-  auto gate = random_vec(n, rng, -4, 4), up = random_vec(n, rng, -2, 2);
-  const auto r = random_vec(n, rng);
+  auto gate = uniform_values(n, rng, -4, 4), up = uniform_values(n, rng, -2, 2);
+  const auto r = uniform_values(n, rng);
   std::vector<float> out(n);
   auto loss = [&] {
     ops.silu_mul(gate.data(), up.data(), out.data(), n);
@@ -211,7 +211,7 @@ TEST(RefTrainOpsGrad, CrossEntropyGradientOutput) {
   for (std::int64_t vocab : {1, 3, 17}) {
     const std::vector<std::int32_t> targets = {0, static_cast<std::int32_t>(vocab - 1),
                                                static_cast<std::int32_t>(vocab / 2)};
-    auto logits = random_vec(targets.size() * static_cast<std::size_t>(vocab), rng, -3, 3);
+    auto logits = uniform_values(targets.size() * static_cast<std::size_t>(vocab), rng, -3, 3);
     auto loss = [&] {
       auto l = logits;
       return ops.cross_entropy(l.data(), targets, vocab, 1.0f);
@@ -237,8 +237,8 @@ TEST(RefTrainOpsGrad, EmbedRepeatedIds) {
   std::mt19937 rng(7);
   const std::int64_t vocab = 5, d = 3;
   const std::vector<std::int32_t> ids = {2, 0, 2, 4, 2};
-  auto table = random_vec(static_cast<std::size_t>(vocab * d), rng);
-  const auto r = random_vec(ids.size() * static_cast<std::size_t>(d), rng);
+  auto table = uniform_values(static_cast<std::size_t>(vocab * d), rng);
+  const auto r = uniform_values(ids.size() * static_cast<std::size_t>(d), rng);
   std::vector<float> x(r.size());
   auto loss = [&] {
     ops.embed(table.data(), ids, d, x.data());
@@ -246,7 +246,7 @@ TEST(RefTrainOpsGrad, EmbedRepeatedIds) {
   };
   loss();
   EXPECT_EQ(x[3], table[0]);
-  const auto dt0 = random_vec(table.size(), rng);
+  const auto dt0 = uniform_values(table.size(), rng);
   auto dt = dt0;
   ops.embed_backward(r.data(), ids, d, dt.data());
   expect_grad(minus(dt, dt0), numeric_grad(table, loss), "embed dtable");
