@@ -169,7 +169,8 @@ Json run_command_point(const BenchPoint& point, const std::vector<std::string>& 
   }
   add_monitor_results(result, summary, session.unavailable(), c.monitor.interval_ms);
   Json processes = Json::object();  // the command's own processes on each GPU, where NVML says
-  for (const Json& d : to_json(summary)["devices"]) {
+  const Json summary_json = to_json(summary);  // held: a range-for over a temporary's member dangles
+  for (const Json& d : summary_json["devices"]) {
     if (d.contains("process")) processes["gpu_" + d["index"].dump()] = d["process"];
   }
   result["monitor"]["command_processes"] = processes;
