@@ -424,7 +424,7 @@ void Executor::enqueue_stage(std::size_t s, std::size_t i, std::span<const std::
                       std::span<KvCache* const>(st.caches).subspan(static_cast<std::size_t>(off), static_cast<std::size_t>(n))};
   // The stage's embedding and layers: one batch on the device.
   if (stage.embed || stage.n_layers() > 0) {
-    busy([this, ops, tb, ws, layers = stage.n_layers() > 0] { ops->begin_batch(tb, model().inv_freq(), layers, *ws); });
+    busy([this, ops, tb, ws, layers = stage.n_layers() > 0] { ops->begin_batch(tb, model().inv_freq(tb.pos), layers, *ws); });
   }
   if (stage.embed) busy([this, ops, tb, x] { model().embed(*ops, weights_->embedding(), tb.ids, x); });
   for (int l = stage.first_layer; l < stage.end_layer; ++l) {

@@ -83,6 +83,11 @@ ModelConfig shard_config(const ModelConfig& c, int size, bool whole_experts) {
     throw InputError("--ep " + std::to_string(size) + ": this model (" + std::string(arch_name(c.arch)) +
                      ") has no experts to spread over the ranks; --tp " + std::to_string(size) + " splits a dense model");
   }
+  if (c.fused_qkv_gate_up() && size > 1) {
+    throw InputError(std::string(whole_experts ? "--ep " : "--tp ") + std::to_string(size) + ": " + std::string(arch_name(c.arch)) +
+                     " (fused qkv_proj and gate_up_proj) does not split over ranks yet; run it on one device, or over "
+                     "several with the planner's layer split");
+  }
   if (c.arch == Arch::kGptOss && c.moe.split_experts && size > 1) {
     throw InputError(std::string(whole_experts ? "--ep " : "--tp ") + std::to_string(size) +
                      ": gpt-oss read from GGUF (its experts one by one, their biases split) does not split over ranks yet; "

@@ -280,7 +280,7 @@ TEST_F(CudaKernels, RopeStoresKvAtEachTokensPosition) {
     DeviceBuffer<float> q(qh), k(kh), v(vh), cs(cos_h), sn(sin_h);
     DeviceBuffer<TokenSlot> sl(slots);
     launch_rope_store_kv(q.get(), k.get(), v.get(), cs.get(), sn.get(), sl.get(), n, c.heads, c.kv, c.hd, layer,
-                         interleaved, stream_);
+                         interleaved, 0, 1.0f, stream_);
     sync();
     std::vector<float> want_q(qh), want_k(kh);
     for (std::int64_t t = 0; t < n; ++t) {
