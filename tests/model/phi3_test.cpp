@@ -176,6 +176,24 @@ TEST(Phi3, LongRopeTableByLargestPosition) {
   EXPECT_FLOAT_EQ(model.attention_shape().rope_scale, static_cast<float>(c.rope_attention_factor));
 }
 
+std::vector<double> cli_nll(const std::string& model, const std::vector<std::int32_t>& ids, const std::string& flags) {
+  const testing::ProcessResult r = run_plexus("perplexity " + shell_quote(model) + " --ids " + testing::ids_csv(ids) + " --json " + flags);
+  EXPECT_EQ(r.exit_code, 0) << flags << "\n" << r.err;
+  return r.exit_code == 0 ? parse_json(r.out, "perplexity --json").at("nll").get<std::vector<double>>() : std::vector<double>{};
+}
+
+// Two and three pipeline stages (the batch in micro-batches) give one device's NLL, bit for bit:
+// every micro-batch of a call past original_max_position rotates with the long factors.
+TEST(Phi3, PipelineStagesGiveOneDevicesNll) {
+  TempDir dir("stages");
+  const std::string m = make_phi3(dir, "bf16");
+  const std::vector<std::int32_t> ids = some_ids(24, kVocab, 5);
+  const std::vector<double> one = cli_nll(m, ids, "");
+  ASSERT_EQ(one.size(), 23u);
+  EXPECT_EQ(cli_nll(m, ids, "--pp 2"), one);
+  EXPECT_EQ(cli_nll(m, ids, "--pp 3"), one);
+}
+
 void expect_bad_input(const std::string& args, const std::string& mention) {
   const testing::ProcessResult r = run_plexus(args);
   EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.err;
