@@ -194,6 +194,21 @@ TEST(Phi3, PipelineStagesGiveOneDevicesNll) {
   EXPECT_EQ(cli_nll(m, ids, "--pp 3"), one);
 }
 
+// Tensor parallelism splits the fused weights per rank (q, k, v and gate, up row ranges of each
+// rank's heads and MLP columns, views still): one device's NLL up to the partial sums' order.
+TEST(Phi3, TensorParallelGivesOneDevicesNll) {
+  TempDir dir("tp");
+  const std::string m = make_phi3(dir, "f32");
+  const std::vector<std::int32_t> ids = some_ids(24, kVocab, 6);
+  const std::vector<double> one = cli_nll(m, ids, "");
+  ASSERT_EQ(one.size(), 23u);
+  for (const char* tp : {"--tp 2", "--tp 4"}) {  // 4: one query head a rank, the 2 kv heads replicated
+    const std::vector<double> split = cli_nll(m, ids, tp);
+    ASSERT_EQ(split.size(), one.size()) << tp;
+    for (std::size_t i = 0; i < one.size(); ++i) EXPECT_NEAR(split[i], one[i], 1e-5) << tp << " token " << i;
+  }
+}
+
 void expect_bad_input(const std::string& args, const std::string& mention) {
   const testing::ProcessResult r = run_plexus(args);
   EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.err;
@@ -229,7 +244,6 @@ TEST(Phi3, BadConfigsExitTwoNamingFieldAndValue) {
   }
   EXPECT_EQ(run_plexus("perplexity " + q + " --ids 1,2,3").exit_code, 0);
   // What is not built yet is refused, not run differently.
-  expect_bad_input("perplexity " + q + " --ids 1,2,3 --tp 2", "does not split over ranks yet");
   expect_bad_input("quantize " + q + " " + shell_quote(dir / "out.gguf"), "Phi3ForCausalLM cannot be written to GGUF yet");
   // LongRoPE is Phi-3's here: another family naming it is refused.
   const std::string llama = dir / "llama";
