@@ -31,6 +31,13 @@ struct AttentionShape {
   // gpt-oss: one learned logit per query head (n_heads, device memory) added to each softmax's
   // denominator, taking no share of the values; null for every other architecture.
   const float* sinks = nullptr;
+  // Partial rotary (Phi-4-mini): RoPE turns dims [0, rotary_dim) of each head, rotate-half pairs
+  // (i, i + rotary_dim/2) by cos/sin i (the tables stay head_dim/2 wide); the rest pass as they
+  // are. 0: the whole head. rope_scale multiplies cos and sin (LongRoPE's attention factor, which
+  // with whole-head rope is folded into `scale` instead).
+  std::int64_t rotary_dim = 0;
+  float rope_scale = 1;
+  std::int64_t rotated_dims() const { return rotary_dim > 0 ? rotary_dim : head_dim; }
 };
 
 // Mixture-of-experts routing: each token runs through `top_k` of `experts` experts.
@@ -78,7 +85,7 @@ class ComputeOps {
   // y (n, d) += bias (d), every row.
   virtual void add_bias(float* y, const float* bias, std::int64_t n, std::int64_t d) = 0;
   // Rotates ws.q (n, n_heads·head_dim) and ws.k (n, n_kv_heads·head_dim) in place at the batch's
-  // positions (ws.rope_cos/sin), then stores each token's k and ws.v rows in its cache at `layer`.
+  // positions (ws.rope_cos/sin; s.rotated_dims() of each head, cos/sin times s.rope_scale), then stores each token's k and ws.v rows in its cache at `layer`.
   virtual void rope_store_kv(int layer, const TokenBatch& batch, const AttentionShape& s, Workspace& ws) = 0;
   // ws.att (n, n_heads·head_dim) = softmax(q·kᵀ·scale)·v of each token's query heads ws.q over
   // its cache at `layer`, positions [max(0, pos - window + 1), pos]; query head h reads kv head

@@ -48,11 +48,16 @@ void CpuOps::add_bias(float* y, const float* bias, std::int64_t n, std::int64_t 
 void CpuOps::rope_store_kv(int layer, const TokenBatch& batch, const AttentionShape& s, Workspace& ws) {
   const std::int64_t n = static_cast<std::int64_t>(batch.ids.size());
   const std::int64_t hd = s.head_dim, half = hd / 2, Q = s.n_heads * hd, KV = s.n_kv_heads * hd;
+  std::vector<float> scaled(s.rope_scale != 1 ? static_cast<std::size_t>(2 * half) : 0);  // cos, sin · rope_scale
   for (std::int64_t t = 0; t < n; ++t) {
     const float* cs = ws.rope_cos.data() + t * half;  // (half)
     const float* sn = ws.rope_sin.data() + t * half;  // (half)
-    rope(ws.q.data() + t * Q, s.n_heads, hd, cs, sn, s.rope_interleaved);
-    rope(ws.k.data() + t * KV, s.n_kv_heads, hd, cs, sn, s.rope_interleaved);
+    if (!scaled.empty()) {
+      for (std::int64_t i = 0; i < half; ++i) scaled[i] = cs[i] * s.rope_scale, scaled[half + i] = sn[i] * s.rope_scale;
+      cs = scaled.data(), sn = scaled.data() + half;
+    }
+    rope(ws.q.data() + t * Q, s.n_heads, hd, cs, sn, s.rope_interleaved, s.rotary_dim);
+    rope(ws.k.data() + t * KV, s.n_kv_heads, hd, cs, sn, s.rope_interleaved, s.rotary_dim);
     // This token's keys and values at its position in its sequence's cache.
     KvCache& cache = *batch.cache[static_cast<std::size_t>(t)];
     const std::int64_t p = batch.pos[static_cast<std::size_t>(t)];

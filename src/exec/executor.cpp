@@ -424,7 +424,10 @@ void Executor::enqueue_stage(std::size_t s, std::size_t i, std::span<const std::
                       std::span<KvCache* const>(st.caches).subspan(static_cast<std::size_t>(off), static_cast<std::size_t>(n))};
   // The stage's embedding and layers: one batch on the device.
   if (stage.embed || stage.n_layers() > 0) {
-    busy([this, ops, tb, ws, layers = stage.n_layers() > 0] { ops->begin_batch(tb, model().inv_freq(), layers, *ws); });
+    // The rope frequencies of the whole batch (LongRoPE: by its largest position), not of the
+    // micro-batch: every micro-batch of one forward call rotates alike.
+    const std::span<const double> freq = model().inv_freq(pos);
+    busy([ops, tb, ws, freq, layers = stage.n_layers() > 0] { ops->begin_batch(tb, freq, layers, *ws); });
   }
   if (stage.embed) busy([this, ops, tb, x] { model().embed(*ops, weights_->embedding(), tb.ids, x); });
   for (int l = stage.first_layer; l < stage.end_layer; ++l) {

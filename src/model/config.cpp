@@ -24,6 +24,7 @@ std::string_view arch_name(Arch a) {
     case Arch::kMixtral: return "MixtralForCausalLM";
     case Arch::kQwen3Moe: return "Qwen3MoeForCausalLM";
     case Arch::kGptOss: return "GptOssForCausalLM";
+    case Arch::kPhi3: return "Phi3ForCausalLM";
   }
   return "?";
 }
@@ -202,7 +203,64 @@ void parse_yarn(const Json& rs, const std::string& where, ModelConfig& c) {
   }
 }
 
+// rope_scaling of type "longrope" (Phi-3's; "su" in its first configs) as Hugging Face's
+// _compute_longrope_parameters reads a Phi3Config: short_factor and long_factor, rotary_dim/2
+// positive numbers each; the original context is config.json's own
+// original_max_position_embeddings (Phi3Config's default 4096), factor max_position_embeddings /
+// it, and cos/sin scaled by attention_factor (absent: sqrt(1 + ln(factor) / ln(original)), 1 when
+// factor <= 1).
+void parse_longrope(const Json& j, const Json& rs, const std::string& where, ModelConfig& c) {
+  c.rope_scaling = RopeScaling::kLongRope;
+  c.rope_original_max_position = json_int_or(j, "original_max_position_embeddings", 4096, where);
+  if (c.rope_original_max_position <= 0 || c.rope_original_max_position > kMaxPositions) {
+    throw InputError(where + ": original_max_position_embeddings is " + std::to_string(c.rope_original_max_position) +
+                     "; it must be a positive number of positions");
+  }
+  const std::int64_t want = c.rotary_dim() / 2;
+  auto factors = [&](const char* key) {
+    const std::string shown = std::string("rope_scaling.") + key;
+    if (!rs.contains(key) || !rs[key].is_array()) {
+      throw InputError(where + ": " + shown + " is " + (rs.contains(key) ? rs[key].dump() : std::string("missing")) +
+                       "; longrope needs a list of " + std::to_string(want) + " numbers (rotary_dim / 2)");
+    }
+    const Json& a = rs[key];
+    if (static_cast<std::int64_t>(a.size()) != want) {
+      throw InputError(where + ": " + shown + " has " + std::to_string(a.size()) + " entries; it must have " +
+                       std::to_string(want) + " (rotary_dim / 2: head_dim " + std::to_string(c.head_dim) +
+                       " x partial_rotary_factor " + number_text(c.partial_rotary_factor) + " / 2)");
+    }
+    std::vector<double> out;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      const double v = a[i].is_number() ? a[i].get<double>() : std::nan("");
+      if (!(v > 0) || !std::isfinite(v)) {
+        throw InputError(where + ": " + shown + "[" + std::to_string(i) + "] is " + a[i].dump() +
+                         "; it must be a finite number more than 0");
+      }
+      out.push_back(v);
+    }
+    return out;
+  };
+  c.rope_short_factor = factors("short_factor");
+  c.rope_long_factor = factors("long_factor");
+  c.rope_factor = static_cast<double>(c.max_position_embeddings) / static_cast<double>(c.rope_original_max_position);
+  if (rs.contains("attention_factor") && !rs["attention_factor"].is_null()) {
+    c.rope_attention_factor = float_field(rs, "attention_factor", 1.0, where, "rope_scaling.attention_factor");
+  } else {
+    c.rope_attention_factor = c.rope_factor <= 1 ? 1.0
+                                                 : std::sqrt(1 + std::log(c.rope_factor) /
+                                                                     std::log(static_cast<double>(c.rope_original_max_position)));
+    if (!std::isfinite(c.rope_attention_factor)) {
+      throw InputError(where + ": original_max_position_embeddings is " + std::to_string(c.rope_original_max_position) +
+                       "; longrope's attention factor needs more than 1 (or rope_scaling.attention_factor given)");
+    }
+  }
+}
+
 }  // namespace
+
+std::int64_t ModelConfig::rotary_dim() const {
+  return static_cast<std::int64_t>(static_cast<double>(head_dim) * partial_rotary_factor);  // Hugging Face's int()
+}
 
 bool ModelConfig::moe_layer(std::int64_t l) const {
   if (!is_moe()) return false;
@@ -262,6 +320,7 @@ ModelConfig parse_model_config(const Json& j, const std::string& where) {
     else if (c.model_type == "mixtral") arch = "MixtralForCausalLM";
     else if (c.model_type == "qwen3_moe") arch = "Qwen3MoeForCausalLM";
     else if (c.model_type == "gpt_oss") arch = "GptOssForCausalLM";
+    else if (c.model_type == "phi3") arch = "Phi3ForCausalLM";
   }
   if (arch == "LlamaForCausalLM") c.arch = Arch::kLlama;
   else if (arch == "MistralForCausalLM") c.arch = Arch::kMistral;
@@ -270,10 +329,12 @@ ModelConfig parse_model_config(const Json& j, const std::string& where) {
   else if (arch == "MixtralForCausalLM") c.arch = Arch::kMixtral;
   else if (arch == "Qwen3MoeForCausalLM") c.arch = Arch::kQwen3Moe;
   else if (arch == "GptOssForCausalLM") c.arch = Arch::kGptOss;
+  else if (arch == "Phi3ForCausalLM") c.arch = Arch::kPhi3;
   else {
     throw InputError(where + ": unknown architecture '" + (arch.empty() ? c.model_type : arch) +
                      "' in field 'architectures'; supported: LlamaForCausalLM, MistralForCausalLM, "
-                     "Qwen2ForCausalLM, Qwen3ForCausalLM, MixtralForCausalLM, Qwen3MoeForCausalLM, GptOssForCausalLM");
+                     "Qwen2ForCausalLM, Qwen3ForCausalLM, MixtralForCausalLM, Qwen3MoeForCausalLM, GptOssForCausalLM, "
+                     "Phi3ForCausalLM");
   }
   c.architecture = arch;
   c.hidden_size = positive(j, "hidden_size", where, kMaxHiddenSize);
@@ -304,14 +365,22 @@ ModelConfig parse_model_config(const Json& j, const std::string& where) {
   }
   c.max_position_embeddings = j.contains("max_position_embeddings") && !j["max_position_embeddings"].is_null()
                                   ? positive(j, "max_position_embeddings", where, kMaxPositions)
-                                  : (c.arch == Arch::kGptOss ? 131072 : 2048);
-  // GptOssConfig's defaults differ: eps 1e-5, theta 150000, 131072 positions.
-  c.rms_norm_eps = float_field(j, "rms_norm_eps", c.arch == Arch::kGptOss ? 1e-5 : 1e-6, where, "rms_norm_eps");
+                                  : (c.arch == Arch::kGptOss ? 131072 : c.arch == Arch::kPhi3 ? 4096 : 2048);
+  // GptOssConfig's defaults differ: eps 1e-5, theta 150000, 131072 positions (Phi3Config: eps 1e-5, 4096).
+  c.rms_norm_eps = float_field(j, "rms_norm_eps", c.arch == Arch::kGptOss || c.arch == Arch::kPhi3 ? 1e-5 : 1e-6, where,
+                               "rms_norm_eps");
   c.rope_theta = float_field(j, "rope_theta", c.arch == Arch::kGptOss ? 150000.0 : 10000.0, where, "rope_theta");
-  // Hugging Face rotates only this fraction of each head (plexus rotates all of it).
-  if (float_field(j, "partial_rotary_factor", 1.0, where, "partial_rotary_factor") != 1.0) {
-    throw InputError(where + ": partial_rotary_factor " + number_text(j["partial_rotary_factor"].get<double>()) +
-                     " is not supported (plexus rotates whole heads: 1)");
+  // Hugging Face rotates only this fraction of each head: Phi-3 (Phi-4-mini) takes any; the other
+  // families rotate whole heads.
+  c.partial_rotary_factor = float_field(j, "partial_rotary_factor", 1.0, where, "partial_rotary_factor");
+  if (c.partial_rotary_factor != 1.0 && c.arch != Arch::kPhi3) {
+    throw InputError(where + ": partial_rotary_factor " + number_text(c.partial_rotary_factor) + " is not supported for " + arch +
+                     " (plexus rotates its whole heads: 1)");
+  }
+  if (c.rotary_dim() < 2 || c.rotary_dim() % 2 != 0) {
+    throw InputError(where + ": partial_rotary_factor " + number_text(c.partial_rotary_factor) + " rotates " +
+                     std::to_string(c.rotary_dim()) + " of head_dim " + std::to_string(c.head_dim) +
+                     " dims; RoPE needs an even number of them, at least 2");
   }
   c.tie_word_embeddings = json_bool_or(j, "tie_word_embeddings", false, where);
   const std::string act = json_string_or(j, "hidden_act", "silu", where);
@@ -336,9 +405,11 @@ ModelConfig parse_model_config(const Json& j, const std::string& where) {
       c.qkv_bias = c.o_bias = json_bool_or(j, "attention_bias", true, where);
       c.attention_sinks = true;
       break;
+    case Arch::kPhi3:  // Phi3Attention's qkv_proj and o_proj never have biases
+      break;
   }
   if (c.arch == Arch::kGptOss) parse_layer_types(j, where, c);
-  if (c.arch == Arch::kMistral || c.arch == Arch::kMixtral || c.arch == Arch::kGptOss) {
+  if (c.arch == Arch::kMistral || c.arch == Arch::kMixtral || c.arch == Arch::kGptOss || c.arch == Arch::kPhi3) {
     c.sliding_window = json_int_or(j, "sliding_window", c.arch == Arch::kGptOss ? 128 : 0, where);
     if (c.sliding_window < 0) {
       throw InputError(where + ": sliding_window is " + std::to_string(c.sliding_window) +
@@ -384,10 +455,13 @@ ModelConfig parse_model_config(const Json& j, const std::string& where) {
       c.rope_factor = float_field(rs, "factor", 1.0, where, "rope_scaling.factor");
     } else if (type == "yarn") {
       parse_yarn(rs, where, c);
+    } else if ((type == "longrope" || type == "su") && c.arch == Arch::kPhi3) {
+      parse_longrope(j, rs, where, c);
     } else if (type == "default" || type.empty()) {
       c.rope_scaling = RopeScaling::kNone;
     } else {
-      throw InputError(w + ": type '" + type + "' is not supported (supported: llama3, linear, yarn)");
+      throw InputError(w + ": type '" + type + "' is not supported (supported: llama3, linear, yarn" +
+                       (c.arch == Arch::kPhi3 ? ", longrope (su)" : "; longrope for Phi3ForCausalLM") + ")");
     }
   }
 

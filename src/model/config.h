@@ -12,7 +12,7 @@
 
 namespace plexus {
 
-enum class Arch { kLlama, kMistral, kQwen2, kQwen3, kMixtral, kQwen3Moe, kGptOss };
+enum class Arch { kLlama, kMistral, kQwen2, kQwen3, kMixtral, kQwen3Moe, kGptOss, kPhi3 };
 
 // A mixture-of-experts MLP (Mixtral, Qwen3-MoE): a router scores every expert for each token,
 // the token runs through the best `experts_per_token` of them, and their outputs are summed with
@@ -39,7 +39,9 @@ struct MoeConfig {
 };
 
 // rope_scaling as Hugging Face writes it; kNone when absent.
-enum class RopeScaling { kNone, kLinear, kLlama3, kYarn };
+// kLongRope: Phi-3's LongRoPE ("longrope", formerly "su"): per-frequency divisors, the short
+// factors up to rope_original_max_position positions and the long ones beyond (rope_inv_freq).
+enum class RopeScaling { kNone, kLinear, kLlama3, kYarn, kLongRope };
 
 struct ModelConfig {
   Arch arch = Arch::kLlama;
@@ -65,7 +67,13 @@ struct ModelConfig {
   // (given, or 0.1·ln(factor) + 1, or the mscale/mscale_all_dim ratio).
   double rope_beta_fast = 32, rope_beta_slow = 1;
   bool rope_truncate = true;
-  double rope_attention_factor = 1;  // 1 for every rope but YaRN
+  double rope_attention_factor = 1;  // 1 for every rope but YaRN and LongRoPE
+  // LongRoPE (Phi-3): the divisors of inv_freq, rotary_dim()/2 each; the long ones once a batch's
+  // sequence runs past rope_original_max_position positions.
+  std::vector<double> rope_short_factor, rope_long_factor;
+  // Phi-3 (Phi-4-mini 0.75): RoPE turns only the first rotary_dim() = int(head_dim ·
+  // partial_rotary_factor) dims of each head (rotate-half over them); the rest pass unrotated.
+  double partial_rotary_factor = 1;
   bool tie_word_embeddings = false;
   bool qkv_bias = false;     // Qwen2 always; Llama with attention_bias
   bool o_bias = false;       // Llama with attention_bias
@@ -95,6 +103,12 @@ struct ModelConfig {
   std::int64_t max_mlp_width() const;
   // The attention window of decoder layer l (0: the whole context).
   std::int64_t layer_window(std::int64_t l) const;
+
+  // The rotated dims of each head (partial_rotary_factor; even): head_dim for whole-head rope.
+  std::int64_t rotary_dim() const;
+  // Phi-3: q, k, v in one self_attn.qkv_proj (q_dim + 2·kv_dim, H) and gate, up in one
+  // mlp.gate_up_proj (2·I, H), viewed in place as row ranges.
+  bool fused_qkv_gate_up() const { return arch == Arch::kPhi3; }
 
   std::int64_t q_dim() const { return num_heads * head_dim; }
   std::int64_t kv_dim() const { return num_kv_heads * head_dim; }

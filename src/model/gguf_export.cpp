@@ -273,6 +273,7 @@ std::string gguf_arch_name(Arch a) {
     case Arch::kMixtral: return "llama";  // llama.cpp runs Mixtral as llama with experts
     case Arch::kQwen3Moe: return "qwen3moe";
     case Arch::kGptOss: return "gpt-oss";
+    case Arch::kPhi3: return "phi3";  // refused by export_gguf until its fused tensors are written
   }
   return "llama";
 }
@@ -300,6 +301,10 @@ std::vector<float> llama3_rope_freq_factors(const ModelConfig& c) {
 GgufExportResult export_gguf(const std::string& model_dir, const std::string& out, const GgufExportOptions& o) {
   require_model_path(model_dir);
   const ModelConfig c = load_model_config(model_dir);
+  if (c.arch == Arch::kPhi3) {
+    throw InputError(model_dir + ": Phi3ForCausalLM cannot be written to GGUF yet (llama.cpp's phi3 layout: fused "
+                     "attn_qkv and ffn_up, LongRoPE factor tensors); run the safetensors checkpoint itself");
+  }
   // What GGUF has no key for: readers take llama.cpp's swiglu_oai constants, and YaRN's rounded
   // correction range except for gpt-oss (whose config.json says truncate false; gguf_model.cpp).
   if (c.arch == Arch::kGptOss && (c.moe.swiglu_alpha != 1.702 || c.moe.swiglu_limit != 7.0)) {
@@ -342,6 +347,7 @@ GgufExportResult export_gguf(const std::string& model_dir, const std::string& ou
       w.add(key("rope.scaling.factor"), gguf_f32(static_cast<float>(c.rope_factor)));
       break;
     case RopeScaling::kLlama3: break;  // the rope_freqs.weight tensor below
+    case RopeScaling::kLongRope: break;  // Phi-3: refused above
     case RopeScaling::kYarn: {
       // llama.cpp multiplies cos and sin by rope.scaling.attn_factor × (0.1·ln(factor) + 1) and
       // takes beta_fast 32, beta_slow 1 whatever the keys (plexus reads them; gguf_model.cpp).

@@ -24,6 +24,11 @@ WeightMatrix matrix(const Checkpoint& ck, const std::string& name) {
   return WeightMatrix{r.data, r.info->dtype, r.info->shape[0], r.info->shape.size() > 1 ? r.info->shape[1] : 1};
 }
 
+// Rows [first, first + rows) of `m`, viewed in place (a part of a fused weight: Phi-3's qkv_proj, gate_up_proj).
+WeightMatrix row_range(const WeightMatrix& m, std::int64_t first, std::int64_t rows) {
+  return WeightMatrix{m.row(first), m.dtype, rows, m.cols};
+}
+
 // The tensor as f32 in `store` (kept there), and a view of it.
 VectorView vector_f32(const Checkpoint& ck, const std::string& name, std::vector<std::vector<float>>& store) {
   const TensorRef r = ck.get(name);
@@ -34,10 +39,16 @@ VectorView vector_f32(const Checkpoint& ck, const std::string& name, std::vector
 
 // The model's attention geometry; YaRN's attention factor multiplies both cos and sin (Hugging
 // Face scales the rotated q and k by it), so q·k, and with it the softmax scale, grows by its square.
+// With partial rotary (Phi-4-mini) only the rotated dims are scaled (Hugging Face scales cos and
+// sin), so the factor goes to the rope itself (AttentionShape::rope_scale) instead.
 AttentionShape attention_of(const ModelConfig& c) {
   const double m = c.rope_attention_factor;
-  return {c.num_heads, c.num_kv_heads, c.head_dim, c.sliding_window,
-          static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.head_dim)) * m * m), c.rope_interleaved};
+  const bool partial = c.rotary_dim() != c.head_dim;
+  AttentionShape a{c.num_heads, c.num_kv_heads, c.head_dim, c.sliding_window,
+                   static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.head_dim)) * (partial ? 1.0 : m * m)),
+                   c.rope_interleaved};
+  if (partial) a.rotary_dim = c.rotary_dim(), a.rope_scale = static_cast<float>(m);
+  return a;
 }
 
 // dst (cols, rows) = src (rows, cols) transposed, elements of `size` bytes.
@@ -48,14 +59,19 @@ void transpose_into(const std::uint8_t* src, std::int64_t rows, std::int64_t col
 
 }  // namespace
 
-std::vector<double> rope_inv_freq(const ModelConfig& c) {
-  const std::int64_t half = c.head_dim / 2;
+std::vector<double> rope_inv_freq(const ModelConfig& c, bool long_context) {
+  const std::int64_t dim = c.rotary_dim(), half = dim / 2;  // partial rotary: the rotated dims alone
   std::vector<double> f(static_cast<std::size_t>(half));
   for (std::int64_t i = 0; i < half; ++i) {
-    f[static_cast<std::size_t>(i)] = 1.0 / std::pow(c.rope_theta, static_cast<double>(2 * i) / static_cast<double>(c.head_dim));
+    f[static_cast<std::size_t>(i)] = 1.0 / std::pow(c.rope_theta, static_cast<double>(2 * i) / static_cast<double>(dim));
   }
   switch (c.rope_scaling) {
     case RopeScaling::kNone: break;
+    case RopeScaling::kLongRope: {  // Hugging Face's _compute_longrope_parameters: 1 / (factor_i · base^(2i/dim))
+      const std::vector<double>& ext = long_context ? c.rope_long_factor : c.rope_short_factor;
+      for (std::int64_t i = 0; i < half; ++i) f[static_cast<std::size_t>(i)] /= ext[static_cast<std::size_t>(i)];
+      break;
+    }
     case RopeScaling::kLinear:
       for (double& x : f) x /= c.rope_factor;
       break;
@@ -81,7 +97,7 @@ std::vector<double> rope_inv_freq(const ModelConfig& c) {
       // Hugging Face's _compute_yarn_parameters: frequencies that turn fewer than beta_slow times
       // over the original context are interpolated (÷ factor), more than beta_fast kept, a linear
       // ramp between over the dimension index; the range is rounded outward only with truncate.
-      const double d = static_cast<double>(c.head_dim), base = c.rope_theta;
+      const double d = static_cast<double>(dim), base = c.rope_theta;
       auto correction_dim = [&](double rotations) {
         return d * std::log(static_cast<double>(c.rope_original_max_position) / (rotations * 2 * std::numbers::pi)) /
                (2 * std::log(base));
@@ -101,6 +117,9 @@ std::vector<double> rope_inv_freq(const ModelConfig& c) {
   }
   // GGUF llama3-style scaling: per-frequency divisors (ModelConfig::rope_freq_factors).
   for (std::size_t i = 0; i < c.rope_freq_factors.size() && i < f.size(); ++i) f[i] /= c.rope_freq_factors[i];
+  // Partial rotary: the tables stay head_dim/2 wide; the unrotated tail has frequency 0 (the ops
+  // read only AttentionShape::rotary_dim / 2 of them).
+  f.resize(static_cast<std::size_t>(c.head_dim / 2), 0.0);
   return f;
 }
 
@@ -126,6 +145,7 @@ LlamaFamilyModel::LlamaFamilyModel(const ModelConfig& config, const Checkpoint& 
     : config_(config),
       inv_freq_(rope_inv_freq(config)),
       attention_(attention_of(config)) {
+  if (config.rope_scaling == RopeScaling::kLongRope) long_inv_freq_ = rope_inv_freq(config, true);
   const ModuleTree tree = ModuleTree::from_checkpoint(config, ck);  // validates names and shapes
   embed_ = matrix(ck, "model.embed_tokens.weight");
   const ParamInfo* head = tree.find("lm_head.weight");
@@ -135,6 +155,18 @@ LlamaFamilyModel::LlamaFamilyModel(const ModelConfig& config, const Checkpoint& 
   for (int l = 0; l < config.num_layers; ++l) {
     const std::string p = ModuleTree::layer_prefix(l);
     LayerWeights& w = layers_[static_cast<std::size_t>(l)];
+    if (config.fused_qkv_gate_up()) {  // Phi-3: row ranges of qkv_proj (Q + 2·KV, H) and gate_up_proj (2·I, H)
+      const WeightMatrix qkv = matrix(ck, p + ".self_attn.qkv_proj.weight");
+      const WeightMatrix gate_up = matrix(ck, p + ".mlp.gate_up_proj.weight");
+      const std::int64_t Q = config.q_dim(), KV = config.kv_dim(), I = config.intermediate_size;
+      w.q = row_range(qkv, 0, Q), w.k = row_range(qkv, Q, KV), w.v = row_range(qkv, Q + KV, KV);
+      w.o = matrix(ck, p + ".self_attn.o_proj.weight");
+      w.gate = row_range(gate_up, 0, I), w.up = row_range(gate_up, I, I);
+      w.down = matrix(ck, p + ".mlp.down_proj.weight");
+      w.input_norm = vector_f32(ck, p + ".input_layernorm.weight", vectors_);
+      w.post_attention_norm = vector_f32(ck, p + ".post_attention_layernorm.weight", vectors_);
+      continue;
+    }
     w.q = matrix(ck, p + ".self_attn.q_proj.weight");
     w.k = matrix(ck, p + ".self_attn.k_proj.weight");
     w.v = matrix(ck, p + ".self_attn.v_proj.weight");
@@ -179,6 +211,7 @@ LlamaFamilyModel::LlamaFamilyModel(const ModelConfig& config, ModelWeights weigh
       layers_(std::move(weights.layers)),
       inv_freq_(rope_inv_freq(config)),
       attention_(attention_of(config)) {
+  if (config.rope_scaling == RopeScaling::kLongRope) long_inv_freq_ = rope_inv_freq(config, true);
   assert(static_cast<std::int64_t>(layers_.size()) == config.num_layers);
 }
 
@@ -307,6 +340,13 @@ std::int64_t LlamaFamilyModel::weight_bytes() const {
     for (const WeightMatrix* m : layer_matrices(w)) b += m->bytes();
   }
   return b;
+}
+
+std::span<const double> LlamaFamilyModel::inv_freq(std::span<const std::int32_t> pos) const {
+  if (long_inv_freq_.empty()) return inv_freq_;
+  std::int64_t length = 0;  // the longest sequence the batch reaches: its largest position + 1
+  for (const std::int32_t p : pos) length = std::max<std::int64_t>(length, std::int64_t{p} + 1);
+  return length > config_.rope_original_max_position ? std::span<const double>(long_inv_freq_) : inv_freq_;
 }
 
 void LlamaFamilyModel::embed(ComputeOps& ops, std::span<const std::int32_t> ids, float* x) const {

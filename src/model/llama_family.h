@@ -68,6 +68,12 @@ class LlamaFamilyModel {
   // RoPE inverse frequencies (head_dim / 2) and the attention geometry, for ops.begin_batch and
   // the attention operations.
   std::span<const double> inv_freq() const { return inv_freq_; }
+  // The frequencies for a batch at positions `pos` (host): inv_freq(), except under LongRoPE
+  // (Phi-3), whose long factors take over once the batch reaches past the original context
+  // (largest position + 1 > rope_original_max_position), as Hugging Face's dynamic longrope
+  // update decides per forward call from its largest position. Keys already cached keep the
+  // rotation they were stored with, as in Hugging Face's cache.
+  std::span<const double> inv_freq(std::span<const std::int32_t> pos) const;
   const AttentionShape& attention_shape() const { return attention_; }
   // Decoder layer l's attention: attention_shape() with the layer's window (gpt-oss alternates
   // sliding and full layers) and its sinks from w.
@@ -98,6 +104,7 @@ class LlamaFamilyModel {
   VectorView final_norm_;
   std::vector<LayerWeights> layers_;
   std::vector<double> inv_freq_;  // (head_dim / 2), rope scaling applied
+  std::vector<double> long_inv_freq_;  // (head_dim / 2) LongRoPE's long factors; empty otherwise
   AttentionShape attention_;
 
   // Layer l's gpt-oss experts and their biases from the checkpoint's fused tensors: bf16/f32/f16
@@ -121,6 +128,8 @@ std::int64_t layer_vector_bytes(const ModelConfig& config);
 std::int64_t final_norm_bytes(const ModelConfig& config);
 
 // RoPE inverse frequencies with the config's rope_scaling applied (exposed for tests).
-std::vector<double> rope_inv_freq(const ModelConfig& config);
+// Partial rotary: rotary_dim / 2 frequencies of a rotary_dim-wide rope, then zeros to head_dim / 2.
+// LongRoPE: the short factors, or with `long_context` the long ones.
+std::vector<double> rope_inv_freq(const ModelConfig& config, bool long_context = false);
 
 }  // namespace plexus

@@ -221,6 +221,34 @@ ModelConfig gpt_oss_20b_config(Arch arch, std::int64_t vocab_size) {
   return c;
 }
 
+// Phi-3.5-mini as Microsoft's config.json describes it (LongRoPE from 4096 to 131072 positions,
+// 48 factors each; window 262144), its factors made up: monotone, short 1.0 to 2.0, long 1.0 to
+// 60 (the published ones have these ranges).
+ModelConfig phi35_mini_config(Arch arch, std::int64_t vocab_size) {
+  if (arch != Arch::kPhi3 && arch != Arch::kLlama) throw InputError("preset 'phi-3.5-mini' is a Phi-3: leave --arch out (or give phi3)");
+  ModelConfig c;
+  c.arch = Arch::kPhi3;
+  c.architecture = std::string(arch_name(c.arch));
+  c.model_type = "phi3";
+  c.hidden_size = 3072, c.num_layers = 32, c.num_heads = 32, c.num_kv_heads = 32, c.head_dim = 96;
+  c.intermediate_size = 8192;
+  c.vocab_size = vocab_size > 0 ? vocab_size : 32064;
+  c.max_position_embeddings = 131072;
+  c.rms_norm_eps = 1e-5;
+  c.rope_theta = 10000.0;
+  c.sliding_window = 262144;
+  c.bos_token_id = 1;
+  c.eos_token_ids = {32000};
+  c.rope_scaling = RopeScaling::kLongRope;
+  c.rope_original_max_position = 4096;
+  for (int i = 0; i < 48; ++i) {
+    const double x = i / 47.0;
+    c.rope_short_factor.push_back(std::round((1.0 + x * x * x) * 1e4) / 1e4);
+    c.rope_long_factor.push_back(std::round((1.0 + 59.0 * x * x) * 1e4) / 1e4);
+  }
+  return c;
+}
+
 // The gpt-oss parts every gpt-oss preset shares (GptOssConfig's defaults): q/k/v/o biases, sinks,
 // alternating sliding (even layers) and full layers, YaRN with an unrounded range, the biased
 // top-k-then-softmax router and clamped SwiGLU experts.
@@ -239,7 +267,8 @@ void set_gpt_oss_defaults(ModelConfig& c) {
 }  // namespace
 
 std::vector<std::string> preset_names() {
-  return {"tiny", "small", "llama-3.2-1b", "llama-3.1-8b", "mixtral-8x7b", "qwen3-30b-a3b", "gpt-oss-20b", "moe-cpu-bench"};
+  return {"tiny",        "small",         "llama-3.2-1b", "llama-3.1-8b", "mixtral-8x7b",
+          "qwen3-30b-a3b", "gpt-oss-20b", "moe-cpu-bench", "phi-3.5-mini"};
 }
 
 std::optional<Arch> preset_arch(const std::string& preset) {
@@ -247,6 +276,7 @@ std::optional<Arch> preset_arch(const std::string& preset) {
   if (preset == "mixtral-8x7b") return Arch::kMixtral;
   if (preset == "qwen3-30b-a3b" || preset == "moe-cpu-bench") return Arch::kQwen3Moe;
   if (preset == "gpt-oss-20b") return Arch::kGptOss;
+  if (preset == "phi-3.5-mini") return Arch::kPhi3;
   return std::nullopt;
 }
 
@@ -275,6 +305,8 @@ ModelConfig preset_config(const std::string& preset, Arch arch, std::int64_t voc
     ModelConfig g = gpt_oss_20b_config(arch, vocab_size);
     set_gpt_oss_defaults(g);
     return g;
+  } else if (preset == "phi-3.5-mini") {
+    return phi35_mini_config(arch, vocab_size);
   } else if (const std::optional<Arch> own = preset_arch(preset)) {
     if (arch != *own) {
       throw InputError("preset '" + preset + "' is a " + std::string(arch_name(*own)) + ": leave --arch out (or give " +
@@ -313,6 +345,21 @@ ModelConfig preset_config(const std::string& preset, Arch arch, std::int64_t voc
       c.moe = {4, 2, c.intermediate_size, true, 1, {}};
       set_gpt_oss_defaults(c);
       break;
+    case Arch::kPhi3:  // Phi-4-mini's partial rotary (0.75) and LongRoPE from 16 to 128 positions
+      // (the tests' prompts fall on either side), factors 1.0-1.5 short and 1-20 long
+      c.model_type = "phi3";
+      c.rope_theta = 10000.0;
+      c.rms_norm_eps = 1e-5;
+      c.partial_rotary_factor = 0.75;
+      c.max_position_embeddings = 128;
+      c.rope_scaling = RopeScaling::kLongRope;
+      c.rope_original_max_position = 16;
+      for (std::int64_t i = 0; i < c.rotary_dim() / 2; ++i) {
+        const double x = static_cast<double>(i) / static_cast<double>(c.rotary_dim() / 2 - 1);
+        c.rope_short_factor.push_back(1.0 + 0.5 * x);
+        c.rope_long_factor.push_back(1.0 + 19.0 * x * x);
+      }
+      break;
   }
   c.bos_token_id = 1;
   c.eos_token_ids = {2};
@@ -348,6 +395,15 @@ Json config_to_json(const ModelConfig& c, DType dtype) {
                          {"original_max_position_embeddings", c.rope_original_max_position}};
   } else if (c.rope_scaling == RopeScaling::kLinear) {
     j["rope_scaling"] = {{"rope_type", "linear"}, {"factor", c.rope_factor}};
+  }
+  if (c.arch == Arch::kPhi3) {  // Phi3Config's names; its attention has no bias field
+    j.erase("attention_bias");
+    j["original_max_position_embeddings"] = c.rope_original_max_position;
+    if (c.partial_rotary_factor != 1.0) j["partial_rotary_factor"] = c.partial_rotary_factor;
+    j["sliding_window"] = c.sliding_window > 0 ? Json(c.sliding_window) : Json(nullptr);
+    if (c.rope_scaling == RopeScaling::kLongRope) {
+      j["rope_scaling"] = {{"type", "longrope"}, {"short_factor", c.rope_short_factor}, {"long_factor", c.rope_long_factor}};
+    }
   }
   if (c.arch == Arch::kGptOss) {  // GptOssConfig's names
     j["num_local_experts"] = c.moe.num_experts;

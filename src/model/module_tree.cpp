@@ -39,6 +39,12 @@ std::int64_t expert_index(const std::string& name, const MoeNames& n) {
 std::vector<std::string> layer_matrix_names(const ModelConfig& c, int layer) {
   const std::string p = ModuleTree::layer_prefix(layer);
   std::vector<std::string> out;
+  if (c.fused_qkv_gate_up()) {  // Phi-3: packed as q k v o gate up down, views of these four
+    for (const char* m : {".self_attn.qkv_proj", ".self_attn.o_proj", ".mlp.gate_up_proj", ".mlp.down_proj"}) {
+      out.push_back(p + m + ".weight");
+    }
+    return out;
+  }
   for (const char* m : {".self_attn.q_proj", ".self_attn.k_proj", ".self_attn.v_proj", ".self_attn.o_proj"}) out.push_back(p + m + ".weight");
   if (!c.moe_layer(layer)) {
     for (const char* m : {".mlp.gate_proj", ".mlp.up_proj", ".mlp.down_proj"}) out.push_back(p + m + ".weight");
@@ -55,6 +61,13 @@ std::vector<std::string> layer_matrix_names(const ModelConfig& c, int layer) {
     for (const char* m : {n.gate, n.up, n.down}) out.push_back(x + m + ".weight");
   }
   return out;
+}
+
+std::vector<std::int64_t> fused_row_parts(const ModelConfig& c, const std::string& name) {
+  if (!c.fused_qkv_gate_up()) return {};
+  if (name.ends_with(".self_attn.qkv_proj.weight")) return {c.q_dim(), c.kv_dim(), c.kv_dim()};
+  if (name.ends_with(".mlp.gate_up_proj.weight")) return {c.intermediate_size, c.intermediate_size};
+  return {};
 }
 
 std::string ModuleTree::layer_prefix(int layer) { return "model.layers." + std::to_string(layer); }
@@ -77,6 +90,15 @@ ModuleTree ModuleTree::from_config(const ModelConfig& c) {
   add("model.embed_tokens", "weight", {c.vocab_size, H}, -1);
   for (int l = 0; l < c.num_layers; ++l) {
     const std::string p = layer_prefix(l);
+    if (c.fused_qkv_gate_up()) {  // Phi3DecoderLayer, in its modules' declaration order
+      add(p + ".self_attn.o_proj", "weight", {H, Q}, l);
+      add(p + ".self_attn.qkv_proj", "weight", {Q + 2 * KV, H}, l);
+      add(p + ".mlp.gate_up_proj", "weight", {2 * I, H}, l);
+      add(p + ".mlp.down_proj", "weight", {H, I}, l);
+      add(p + ".input_layernorm", "weight", {H}, l);
+      add(p + ".post_attention_layernorm", "weight", {H}, l);
+      continue;
+    }
     add(p + ".self_attn.q_proj", "weight", {Q, H}, l);
     if (c.qkv_bias) add(p + ".self_attn.q_proj", "bias", {Q}, l);
     add(p + ".self_attn.k_proj", "weight", {KV, H}, l);

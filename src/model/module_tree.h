@@ -43,6 +43,9 @@ std::int64_t expert_index(const std::string& name, const MoeNames& n);
 // expert's gate up down (gpt-oss: the router and the fused gate_up_proj and down_proj, which
 // the run packs as E experts' transposed gate, up and down).
 std::vector<std::string> layer_matrix_names(const ModelConfig& config, int layer);
+// The row counts of the matrices a fused weight is viewed as (Phi-3: qkv_proj as q, k, v;
+// gate_up_proj as gate, up), in packing order; {} for a weight viewed whole.
+std::vector<std::int64_t> fused_row_parts(const ModelConfig& config, const std::string& name);
 
 class ModuleTree {
  public:

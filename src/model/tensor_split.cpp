@@ -169,7 +169,11 @@ ModuleTree shard_module_tree(const ModuleTree& full, TensorSplit s) {
     const bool gate_or_up = n.ends_with(".gate_proj.weight") || n.ends_with(".up_proj.weight") ||
                             (expert && (n.ends_with(std::string(".") + moe.gate + ".weight") || n.ends_with(std::string(".") + moe.up + ".weight")));
     const bool down = n.ends_with(".down_proj.weight") || (expert && n.ends_with(std::string(".") + moe.down + ".weight"));
-    if (n.ends_with(".q_proj.weight") || n.ends_with(".q_proj.bias")) {
+    if (n.ends_with(".self_attn.qkv_proj.weight")) {  // Phi-3: the rank's q, k and v rows (three views)
+      p.shape[0] = Q + 2 * KV;
+    } else if (n.ends_with(".mlp.gate_up_proj.weight")) {  // Phi-3: the rank's gate and up rows (two views)
+      p.shape[0] = 2 * I;
+    } else if (n.ends_with(".q_proj.weight") || n.ends_with(".q_proj.bias")) {
       p.shape[0] = Q;
     } else if (n.ends_with(".self_attn.sinks")) {  // one per query head
       p.shape[0] = sc.num_heads;

@@ -3,7 +3,8 @@
 // replicated per rank when size is a multiple of them), gpt-oss's attention sinks with their
 // heads, o_proj by its input columns (each rank's product a partial sum), gate and up by rows,
 // down by its input columns, lm_head by vocabulary rows; the embedding, the norms and the o_proj
-// bias whole on every rank. A mixture's experts split as the dense
+// bias whole on every rank (Phi-3's fused qkv_proj and gate_up_proj: each rank's q, k, v and
+// gate, up are row ranges of them, still views). A mixture's experts split as the dense
 // MLP, or, with expert parallelism (TensorSplit::whole_experts, --ep), rank r holds experts
 // [r·E/size, (r+1)·E/size) whole and none of the others. The architecture code is unchanged: a
 // rank runs LlamaFamilyModel with the shard's geometry (shard_config) over the shard's weights.

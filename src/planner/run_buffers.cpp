@@ -60,6 +60,12 @@ int threads_per_accelerator(int total_threads, int n_accelerators) {
 std::int64_t packed_layer_bytes(const SizedTree& sized, const ModelConfig& c, int layer, bool with_experts) {
   std::int64_t b = 0;
   for (const std::string& m : device_matrix_names(c, layer, with_experts)) {
+    if (const std::vector<std::int64_t> rows = fused_row_parts(c, m); !rows.empty()) {  // Phi-3: q k v, gate up
+      std::int64_t total = 0;
+      for (const std::int64_t r : rows) total += r;
+      for (const std::int64_t r : rows) b += round_line(sized.size_of(m) / total * r);
+      continue;
+    }
     // gpt-oss's fused experts are packed as E transposed matrices (gate and up: 2 per expert).
     const std::int64_t parts = !m.ends_with("_proj") ? 1 : m.ends_with("gate_up_proj") ? 2 * c.moe.num_experts : c.moe.num_experts;
     b += parts * round_line(sized.size_of(m) / parts);

@@ -17,6 +17,11 @@ ParamLayout ParamLayout::of(const ModelConfig& config) {
     throw InputError(std::string(arch_name(config.arch)) +
                      " is a mixture of experts: training runs dense Llama-family models only (the experts' backward is not built)");
   }
+  if (config.fused_qkv_gate_up()) {
+    throw InputError(std::string(arch_name(config.arch)) +
+                     ": training runs Llama-family models with separate q/k/v and gate/up weights only (Phi-3's fused "
+                     "qkv_proj and gate_up_proj, partial rotary and LongRoPE have no backward yet)");
+  }
   ParamLayout layout;
   const ModuleTree tree = ModuleTree::from_config(config);
   for (const ParamInfo& p : tree.params()) {

@@ -252,18 +252,21 @@ struct TestCaches {
 TEST_F(CudaKernels, RopeStoresKvAtEachTokensPosition) {
   struct Case {
     std::int64_t heads, kv, hd;
+    std::int64_t rot = 0;  // partial rotary (Phi-3): the rotated dims; 0: the whole head
+    double scale = 1.0;    // cos/sin times this (LongRoPE's attention factor)
   };
   for (const bool interleaved : {false, true})
-  for (const Case c : {Case{4, 2, 2}, Case{6, 3, 8}, Case{8, 2, 64}, Case{3, 1, 128}, Case{2, 2, 256}}) {
-    const std::int64_t half = c.hd / 2;
+  for (const Case c : {Case{4, 2, 2}, Case{6, 3, 8}, Case{8, 2, 64}, Case{3, 1, 128}, Case{2, 2, 256}, Case{8, 2, 64, 48, 1.19},
+                       Case{6, 3, 8, 6}, Case{4, 4, 96, 96, 1.19}}) {
+    const std::int64_t half = c.hd / 2, rot = c.rot > 0 ? c.rot : c.hd;
     TestCaches caches(c.kv, c.hd, {37, 5});
     caches.mem.poison();
     // Tokens: sequence 0 at positions 30..33 (prefill-like), sequence 1 at 4 (decode-like).
     const std::vector<std::pair<std::size_t, std::int32_t>> toks = {{0, 30}, {0, 31}, {1, 4}, {0, 32}, {0, 33}};
     const std::int64_t n = static_cast<std::int64_t>(toks.size());
     const int layer = 2;
-    std::vector<double> inv_freq(static_cast<std::size_t>(half));
-    for (std::int64_t i = 0; i < half; ++i) inv_freq[static_cast<std::size_t>(i)] = std::pow(10000.0, -2.0 * i / c.hd);
+    std::vector<double> inv_freq(static_cast<std::size_t>(half), 0.0);  // the tail past rot / 2 unused
+    for (std::int64_t i = 0; i < rot / 2; ++i) inv_freq[static_cast<std::size_t>(i)] = std::pow(10000.0, -2.0 * i / rot);
     std::vector<float> cos_h(static_cast<std::size_t>(n * half)), sin_h(cos_h.size());
     std::vector<TokenSlot> slots;
     for (std::int64_t t = 0; t < n; ++t) {
@@ -280,17 +283,17 @@ TEST_F(CudaKernels, RopeStoresKvAtEachTokensPosition) {
     DeviceBuffer<float> q(qh), k(kh), v(vh), cs(cos_h), sn(sin_h);
     DeviceBuffer<TokenSlot> sl(slots);
     launch_rope_store_kv(q.get(), k.get(), v.get(), cs.get(), sn.get(), sl.get(), n, c.heads, c.kv, c.hd, layer,
-                         interleaved, stream_);
+                         interleaved, c.rot, static_cast<float>(c.scale), stream_);
     sync();
     std::vector<float> want_q(qh), want_k(kh);
     for (std::int64_t t = 0; t < n; ++t) {
       const std::int64_t p = toks[static_cast<std::size_t>(t)].second;
-      ref::rope(want_q.data() + t * c.heads * c.hd, c.heads, c.hd, p, inv_freq.data(), interleaved);
-      ref::rope(want_k.data() + t * c.kv * c.hd, c.kv, c.hd, p, inv_freq.data(), interleaved);
+      ref::rope(want_q.data() + t * c.heads * c.hd, c.heads, c.hd, p, inv_freq.data(), interleaved, c.rot, c.scale);
+      ref::rope(want_k.data() + t * c.kv * c.hd, c.kv, c.hd, p, inv_freq.data(), interleaved, c.rot, c.scale);
     }
     const std::vector<float> got_k = k.download();
-    EXPECT_TRUE(close(q.download(), want_q, 1e-5, 1e-5)) << "q, head_dim " << c.hd << " interleaved " << interleaved;
-    EXPECT_TRUE(close(got_k, want_k, 1e-5, 1e-5)) << "k, head_dim " << c.hd << " interleaved " << interleaved;
+    EXPECT_TRUE(close(q.download(), want_q, 1e-5, 1e-5)) << "q, head_dim " << c.hd << " rot " << rot << " interleaved " << interleaved;
+    EXPECT_TRUE(close(got_k, want_k, 1e-5, 1e-5)) << "k, head_dim " << c.hd << " rot " << rot << " interleaved " << interleaved;
     // The cache holds exactly the rotated k and the v rows at each token's position of `layer`;
     // everything else keeps its poison.
     const std::vector<float> cache = caches.mem.download();

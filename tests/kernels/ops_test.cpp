@@ -111,6 +111,33 @@ TEST(Ops, RopeMatchesOracle) {
   for (std::size_t i = 0; i < x.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-6);
 }
 
+// Partial rotary (Phi-4-mini): only dims [0, rotary_dim) of each head turn, pairs (i, i +
+// rotary_dim/2) by the first rotary_dim/2 angles of the head_dim/2-wide tables; the rest pass.
+TEST(Ops, PartialRotaryRopeTurnsTheFirstDimsOnly) {
+  const std::int64_t heads = 3, hd = 16, rot = 12;
+  std::vector<double> inv(hd / 2, 0.0);
+  for (std::int64_t i = 0; i < rot / 2; ++i) inv[i] = std::pow(10000.0, -2.0 * i / rot);
+  std::vector<float> x(heads * hd);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.3 * i + 0.2);
+  std::vector<float> want = x, got = x;
+  const std::int64_t pos = 29;
+  ref::rope(want.data(), heads, hd, pos, inv.data(), false, rot);
+  std::vector<float> c(hd / 2), s(hd / 2);
+  for (std::int64_t i = 0; i < hd / 2; ++i) {
+    c[i] = static_cast<float>(std::cos(pos * inv[i]));
+    s[i] = static_cast<float>(std::sin(pos * inv[i]));
+  }
+  rope(got.data(), heads, hd, c.data(), s.data(), false, rot);
+  for (std::size_t i = 0; i < x.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-6);
+  for (std::int64_t h = 0; h < heads; ++h) {
+    for (std::int64_t d = rot; d < hd; ++d) EXPECT_EQ(got[h * hd + d], x[h * hd + d]);  // unrotated
+    EXPECT_GT(std::abs(got[h * hd + 1] - x[h * hd + 1]), 1e-3);  // it did rotate
+    // Pair (i, i + rot/2): dim 6 turned with dim 0 (a whole-head rope would pair 0 with 8).
+    const float r = std::hypot(got[h * hd], got[h * hd + rot / 2]), r0 = std::hypot(x[h * hd], x[h * hd + rot / 2]);
+    EXPECT_NEAR(r, r0, 1e-5);
+  }
+}
+
 // Interleaved rope (GGUF llama: pairs (2i, 2i+1)) is rotate-half rope on rows permuted the way
 // llama.cpp's converter permutes q/k: element i of each half-pair block goes to 2i, i + hd/2 to 2i+1.
 TEST(Ops, InterleavedRopeIsRotateHalfOnPermutedRows) {

@@ -517,10 +517,12 @@ void CudaOps::rope_store_kv(int layer, const TokenBatch& batch, const AttentionS
   const WorkspaceView v = view_of(ws);
   const std::int64_t heads = s.n_heads, kv_heads = s.n_kv_heads, hd = s.head_dim;
   const bool interleaved = s.rope_interleaved;
-  graphs_.op(sig(OpId::kRope, layer, v.q, v.k, v.v, v.rope_cos, v.rope_sin, n, heads, kv_heads, hd, interleaved ? 1 : 0),
+  const std::int64_t rot = s.rotated_dims();
+  const float scale = s.rope_scale;
+  graphs_.op(sig(OpId::kRope, layer, v.q, v.k, v.v, v.rope_cos, v.rope_sin, n, heads, kv_heads, hd, interleaved ? 1 : 0, rot, scale),
              [=, this] {
-    launch_rope_store_kv(v.q, v.k, v.v, v.rope_cos, v.rope_sin, slots_dev_, n, heads, kv_heads, hd, layer, interleaved,
-                         stream_);
+    launch_rope_store_kv(v.q, v.k, v.v, v.rope_cos, v.rope_sin, slots_dev_, n, heads, kv_heads, hd, layer, interleaved, rot,
+                         scale, stream_);
     check_launch("rope and KV store");
   });
 }

@@ -17,8 +17,9 @@ void rmsnorm(const IsaKernels& k, const float* x, const float* weight, std::int6
   }
 }
 
-void rope(float* x, std::int64_t n_heads, std::int64_t head_dim, const float* cos, const float* sin, bool interleaved) {
-  const std::int64_t half = head_dim / 2;
+void rope(float* x, std::int64_t n_heads, std::int64_t head_dim, const float* cos, const float* sin, bool interleaved,
+          std::int64_t rotary_dim) {
+  const std::int64_t half = (rotary_dim > 0 ? rotary_dim : head_dim) / 2;  // partial rotary: the first rotary_dim dims
   for (std::int64_t h = 0; h < n_heads; ++h) {
     float* v = x + h * head_dim;
     if (interleaved) {  // pairs (2i, 2i+1) turn by angle i

@@ -13,7 +13,10 @@ void rmsnorm(const IsaKernels& k, const float* x, const float* weight, std::int6
 
 // In place rotate-half RoPE on x (n_heads, head_dim) with cos/sin (head_dim/2) of one position:
 // pairs (i, i + head_dim/2) turn by angle i, or with `interleaved` pairs (2i, 2i+1) (GGUF llama).
-void rope(float* x, std::int64_t n_heads, std::int64_t head_dim, const float* cos, const float* sin, bool interleaved = false);
+// rotary_dim > 0 (partial rotary, Phi-4-mini): only dims [0, rotary_dim) turn, pairs (i, i +
+// rotary_dim/2) by the first rotary_dim/2 angles; the rest pass unchanged.
+void rope(float* x, std::int64_t n_heads, std::int64_t head_dim, const float* cos, const float* sin, bool interleaved = false,
+          std::int64_t rotary_dim = 0);
 
 // out (n) = silu(gate) * up, split across threads.
 void silu_mul(const IsaKernels& k, ThreadPool& pool, const float* gate, const float* up, float* out, std::int64_t n);

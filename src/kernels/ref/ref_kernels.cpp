@@ -94,13 +94,14 @@ void silu_mul(const float* gate, const float* up, std::int64_t n, float* out) {
   }
 }
 
-void rope(float* x, std::int64_t n_heads, std::int64_t head_dim, std::int64_t position, const double* inv_freq, bool interleaved) {
-  const std::int64_t half = head_dim / 2;
+void rope(float* x, std::int64_t n_heads, std::int64_t head_dim, std::int64_t position, const double* inv_freq, bool interleaved,
+          std::int64_t rotary_dim, double scale) {
+  const std::int64_t half = (rotary_dim > 0 ? rotary_dim : head_dim) / 2;
   for (std::int64_t h = 0; h < n_heads; ++h) {
     float* v = x + h * head_dim;
     for (std::int64_t i = 0; i < half; ++i) {
       const double a = static_cast<double>(position) * inv_freq[i];
-      const double c = std::cos(a), s = std::sin(a);
+      const double c = std::cos(a) * scale, s = std::sin(a) * scale;
       const std::int64_t i0 = interleaved ? 2 * i : i, i1 = interleaved ? 2 * i + 1 : i + half;
       const double x0 = v[i0], x1 = v[i1];
       v[i0] = static_cast<float>(x0 * c - x1 * s);

@@ -24,10 +24,12 @@ void rmsnorm(const float* x, const void* weight, DType wt, std::int64_t n, std::
 // out (n) = silu(gate) * up, silu(g) = g / (1 + e^-g)
 void silu_mul(const float* gate, const float* up, std::int64_t n, float* out);
 
-// In place, rotate-half RoPE on x (n_heads, head_dim) at `position` with inv_freq (head_dim/2):
+// In place, rotate-half RoPE on x (n_heads, head_dim) at `position` with inv_freq (head_dim/2)
+// (partial rotary: only dims [0, rotary_dim) turn, pairs (i, i + rotary_dim/2); 0: the whole head;
+// cos and sin times `scale`):
 // pairs (i, i + head_dim/2) turn by angle i, or with `interleaved` pairs (2i, 2i+1) (GGUF llama).
 void rope(float* x, std::int64_t n_heads, std::int64_t head_dim, std::int64_t position, const double* inv_freq,
-          bool interleaved = false);
+          bool interleaved = false, std::int64_t rotary_dim = 0, double scale = 1.0);
 
 // Causal attention of one query q (head_dim) against keys/values (n_keys, head_dim) with
 // row stride `stride`: out (head_dim) = softmax(q·k / sqrt(head_dim)) · v.
