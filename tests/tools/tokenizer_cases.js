@@ -1,6 +1,7 @@
 // Golden tokenizer cases (tests/data/golden/tokenizers/*/cases.jsonl): ids from Hugging Face's tokenizers (the Rust library, npm binding),
 // cross-checked against @lenml/tokenizers (transformers.js port), whose decode gives `decoded`.
-// usage: node gen_cases.js NAME TEXTS.jsonl OUT.jsonl
+// usage: node tokenizer_cases.js NAME TEXTS.jsonl OUT.jsonl (beside node_modules holding tokenizers@0.23.2
+// and @lenml/tokenizer-NAME@3.7.2)
 const fs = require('fs');
 const { Tokenizer } = require('tokenizers');
 const [name, textsPath, outPath] = process.argv.slice(2);
