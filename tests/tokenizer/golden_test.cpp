@@ -1,4 +1,4 @@
-// Every golden case (ids, ids_with_special, decoded) for qwen3, llama3 and mistral must match
+// Every golden case (ids, ids_with_special, decoded) for qwen3, llama3, mistral, gpt2 and gemma3 must match
 // exactly; then behaviour beyond the golden sample on the same tokenizer (loaded once, to keep
 // the sanitizer build fast): round trips on random UTF-8, special tokens, empty and invalid
 // input, long runs of one character, concurrent use.
@@ -38,7 +38,7 @@ void check_golden(const std::string& name, const Tokenizer& tok_ref) {
 // What decode(encode(x)) must give back for each golden tokenizer.
 std::string expected_round_trip(const std::string& name, const std::string& x) {
   if (name == "qwen3") return unicode::normalize(x, unicode::NormalForm::kNfc);  // NFC normalizer
-  if (name == "llama3") return clean_up_tokenization_spaces(x);                  // tokenizer_config
+  if (name == "llama3" || name == "gpt2") return clean_up_tokenization_spaces(x);  // tokenizer_config
   return x;
 }
 
@@ -129,6 +129,36 @@ TEST(TokenizerGoldenAndBehaviour, Mistral) {
   EXPECT_EQ(tok->id_to_piece(13), "<0x0A>");
   // Ids the vocabulary does not have are skipped when decoding.
   EXPECT_EQ(tok->decode(std::vector<std::int32_t>{22557, 99999, -5}), "Hello");
+}
+
+// GPT-2: byte-level BPE with no normalizer; <|endoftext|> is bos, eos and unk; its
+// tokenizer_config asks for clean_up_tokenization_spaces.
+TEST(TokenizerGoldenAndBehaviour, Gpt2) {
+  const auto tok = Tokenizer::load(test::golden_dir("gpt2"));
+  check_golden("gpt2", *tok);
+  check_behaviour("gpt2", *tok);
+  EXPECT_EQ(tok->bos_id(), 50256);
+  EXPECT_EQ(tok->eos_id(), 50256);
+  EXPECT_EQ(tok->vocab_size(), 50257);
+  EXPECT_EQ(tok->encode("Hello", false), (std::vector<std::int32_t>{15496}));
+  EXPECT_EQ(tok->encode(" Hello", false), (std::vector<std::int32_t>{18435}));  // "ĠHello"
+  EXPECT_EQ(tok->encode("Hello", true), tok->encode("Hello", false));  // ByteLevel post-processor adds nothing
+}
+
+// Gemma 3: SentencePiece-style BPE (spaces replaced by U+2581, split after each, byte fallback),
+// <bos> prepended by the post-processor, <end_of_turn> the eos of tokenizer_config, and an added
+// token (<image_soft_token>) one past the model's 262144 pieces.
+TEST(TokenizerGoldenAndBehaviour, Gemma3) {
+  const auto tok = Tokenizer::load(test::golden_dir("gemma3"));
+  check_golden("gemma3", *tok);
+  check_behaviour("gemma3", *tok);
+  EXPECT_EQ(tok->bos_id(), 2);
+  EXPECT_EQ(tok->eos_id(), 106);
+  EXPECT_EQ(tok->vocab_size(), 262145);
+  EXPECT_EQ(tok->encode("Hello", false), (std::vector<std::int32_t>{9259}));
+  EXPECT_EQ(tok->encode(" Hello", false), (std::vector<std::int32_t>{26352}));  // "▁Hello"
+  EXPECT_EQ(tok->encode("Hello", true), (std::vector<std::int32_t>{2, 9259}));
+  EXPECT_EQ(tok->encode("<start_of_turn>user\nhi<end_of_turn>", false).front(), tok->piece_to_id("<start_of_turn>"));
 }
 
 TEST(TokenizerBehaviour, ConcurrentEncodesShareTheCacheSafely) {
