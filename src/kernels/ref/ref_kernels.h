@@ -24,6 +24,12 @@ void rmsnorm(const float* x, const void* weight, DType wt, std::int64_t n, std::
 // out (n) = silu(gate) * up, silu(g) = g / (1 + e^-g)
 void silu_mul(const float* gate, const float* up, std::int64_t n, float* out);
 
+// out (n) = gelu_tanh(gate) * up, gelu_tanh(g) = g/2 · (1 + tanh(√(2/π) · (g + 0.044715 g³))), in double
+void gelu_tanh_mul(const float* gate, const float* up, std::int64_t n, float* out);
+
+// x (n) = tanh(x / cap) · cap, in double
+void softcap(float* x, double cap, std::int64_t n);
+
 // In place, rotate-half RoPE on x (n_heads, head_dim) at `position` with inv_freq (head_dim/2):
 // pairs (i, i + head_dim/2) turn by angle i, or with `interleaved` pairs (2i, 2i+1) (GGUF llama).
 void rope(float* x, std::int64_t n_heads, std::int64_t head_dim, std::int64_t position, const double* inv_freq,
