@@ -10,6 +10,8 @@
 
 #include "core/error.h"
 #include "core/mmap_file.h"
+#include "exec/executor.h"
+#include "exec/run_devices.h"
 #include "model/config.h"
 #include "model/make_model.h"
 #include "model/safetensors.h"
@@ -109,6 +111,42 @@ TEST(GemmaReference, CapsWindowAndLocalBaseMatter) {
   EXPECT_GT(max_diff(Arch::kGemma2, small_caps(), Json{{"attn_logit_softcapping", 1.0}, {"final_logit_softcapping", nullptr}}), 1e-2);
   EXPECT_GT(max_diff(Arch::kGemma3, nullptr, Json{{"sliding_window", 64}}), 1e-3);
   EXPECT_GT(max_diff(Arch::kGemma3, nullptr, Json{{"rope_local_base_freq", 1000000.0}}), 1e-3);
+}
+
+// Layers over two virtual devices, the host and the disk, the tied head on another device than the
+// embedding: the one-device NLL bit for bit. --tp 2 (heads split, o/down summed): within 1e-5.
+TEST(Gemma, MultiDeviceOffloadAndTensorParallelGiveOneDevicesNll) {
+  for (const Arch arch : {Arch::kGemma2, Arch::kGemma3}) {
+    TempDir dir("gemma_multi");
+    make_gemma(dir.path(), arch, DType::kBF16, arch == Arch::kGemma2 ? small_caps() : Json(nullptr));
+    const std::vector<std::int32_t> ids = some_ids(24, 3000, 5);
+    EngineOptions eo;
+    eo.max_batch_tokens = 16;
+    eo.threads = 2;
+    Engine engine(dir.path(), eo);
+    const std::vector<double> want = perplexity(engine, ids).nll;
+    Budgets b;
+    for (int i = 0; i < 2; ++i) b.set(DeviceId::accelerator(i), std::uint64_t{256} << 20);
+    DeviceRegistry devices = make_run_devices(b, 2, std::uint64_t{256} << 20);
+    ExecutorOptions o;
+    o.max_batch_tokens = 16;
+    o.max_context = 128;
+    const DeviceMap map = DeviceMap::from_json(
+        Json{{"model.embed_tokens", 0}, {"model.layers.0", 0}, {"model.layers.1", "cpu"}, {"model.layers.2", "disk"},
+             {"model.layers.3", 1}, {"model.norm", 1}, {"lm_head", 1}},
+        "test map");
+    Executor x(dir.path(), map, devices, o);
+    const std::vector<double> got = perplexity(x, ids).nll;
+    ASSERT_EQ(got.size(), want.size());
+    for (std::size_t i = 0; i < want.size(); ++i) EXPECT_EQ(got[i], want[i]) << arch_name(arch) << " token " << i;
+
+    const testing::ProcessResult r =
+        testing::run_plexus("perplexity " + testing::shell_quote(dir.path()) + " --tp 2 --json --ids " + testing::ids_csv(ids));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const Json j = parse_json(r.out, "perplexity --json");
+    ASSERT_EQ(j["nll"].size(), want.size());
+    for (std::size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(j["nll"][i].get<double>(), want[i], 1e-5) << "--tp 2 token " << i;
+  }
 }
 
 // Writes `tensors` (name → (info, bytes)) as a safetensors file.
