@@ -45,7 +45,7 @@ AttentionShape attention_of(const ModelConfig& c) {
 }
 
 // A norm's weight as f32 in `store`; Gemma's as (1 + w), the factor its RMSNorm multiplies by.
-VectorView norm_f32(const Checkpoint& ck, const std::string& name, const ModelConfig& c, std::vector<std::vector<float>>& store) {
+VectorView norm_vector_f32(const Checkpoint& ck, const std::string& name, const ModelConfig& c, std::vector<std::vector<float>>& store) {
   const VectorView v = vector_f32(ck, name, store);
   if (c.gemma) {
     for (float& x : store.back()) x += 1.0f;
@@ -166,7 +166,7 @@ LlamaFamilyModel::LlamaFamilyModel(const ModelConfig& config, const Checkpoint& 
   embed_scale_ = embed_scale(config, embed_.dtype);
   const ParamInfo* head = tree.find("lm_head.weight");
   lm_head_ = head->tied_to ? embed_ : matrix(ck, head->name);
-  final_norm_ = norm_f32(ck, "model.norm.weight", config, vectors_);
+  final_norm_ = norm_vector_f32(ck, "model.norm.weight", config, vectors_);
   layers_.resize(static_cast<std::size_t>(config.num_layers));
   for (int l = 0; l < config.num_layers; ++l) {
     const std::string p = ModuleTree::layer_prefix(l);
@@ -198,15 +198,15 @@ LlamaFamilyModel::LlamaFamilyModel(const ModelConfig& config, const Checkpoint& 
     }
     if (config.o_bias) w.o_bias = vector_f32(ck, p + ".self_attn.o_proj.bias", vectors_);
     if (config.qk_norm) {
-      w.q_norm = norm_f32(ck, p + ".self_attn.q_norm.weight", config, vectors_);
-      w.k_norm = norm_f32(ck, p + ".self_attn.k_norm.weight", config, vectors_);
+      w.q_norm = norm_vector_f32(ck, p + ".self_attn.q_norm.weight", config, vectors_);
+      w.k_norm = norm_vector_f32(ck, p + ".self_attn.k_norm.weight", config, vectors_);
     }
     if (config.attention_sinks) w.sinks = vector_f32(ck, p + ".self_attn.sinks", vectors_);
-    w.input_norm = norm_f32(ck, p + ".input_layernorm.weight", config, vectors_);
-    w.post_attention_norm = norm_f32(ck, p + ".post_attention_layernorm.weight", config, vectors_);
+    w.input_norm = norm_vector_f32(ck, p + ".input_layernorm.weight", config, vectors_);
+    w.post_attention_norm = norm_vector_f32(ck, p + ".post_attention_layernorm.weight", config, vectors_);
     if (config.gemma) {
-      w.pre_feedforward_norm = norm_f32(ck, p + ".pre_feedforward_layernorm.weight", config, vectors_);
-      w.post_feedforward_norm = norm_f32(ck, p + ".post_feedforward_layernorm.weight", config, vectors_);
+      w.pre_feedforward_norm = norm_vector_f32(ck, p + ".pre_feedforward_layernorm.weight", config, vectors_);
+      w.post_feedforward_norm = norm_vector_f32(ck, p + ".post_feedforward_layernorm.weight", config, vectors_);
     }
   }
 }
