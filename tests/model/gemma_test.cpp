@@ -14,6 +14,7 @@
 #include "exec/run_devices.h"
 #include "model/config.h"
 #include "model/make_model.h"
+#include "model/module_tree.h"
 #include "model/safetensors.h"
 #include "reference_gemma.h"
 #include "runtime/engine.h"
@@ -295,6 +296,59 @@ TEST(GemmaConfig, CliExitsTwoOnAnUnsupportedField) {
   const testing::ProcessResult l = testing::run_plexus("perplexity " + testing::shell_quote(llama.path()) + " --ids 1,2,3");
   EXPECT_EQ(l.exit_code, 2) << l.err;
   EXPECT_NE(l.err.find("final_logit_softcapping is 30.0"), std::string::npos) << l.err;
+}
+
+// make-model's real shapes as Google's config.json files describe them, read back through the
+// config parser; their parameter counts are those Hugging Face reports for the checkpoints.
+TEST(GemmaPresets, RealShapesAsPublished) {
+  struct Want {
+    const char* preset;
+    Arch arch;
+    std::int64_t hidden, heads, kv_heads, intermediate, vocab, window, params;
+  };
+  for (const Want& w : {Want{"gemma-2-2b", Arch::kGemma2, 2304, 8, 4, 9216, 256000, 4096, 2614341888},
+                        Want{"gemma-3-1b", Arch::kGemma3, 1152, 4, 1, 6912, 262144, 512, 999885952}}) {
+    TempDir dir(w.preset);
+    MakeModelOptions o;
+    o.preset = w.preset;
+    o.arch = w.arch;
+    o.config_only = true;
+    EXPECT_EQ(write_random_model(dir.path(), o), w.params) << w.preset;
+    const ModelConfig c = load_model_config(dir.path());
+    EXPECT_EQ(c.arch, w.arch);
+    EXPECT_EQ(c.num_layers, 26);
+    EXPECT_EQ(c.head_dim, 256);
+    EXPECT_EQ(c.hidden_size, w.hidden);
+    EXPECT_EQ(c.num_heads, w.heads);
+    EXPECT_EQ(c.num_kv_heads, w.kv_heads);
+    EXPECT_EQ(c.intermediate_size, w.intermediate);
+    EXPECT_EQ(c.vocab_size, w.vocab);
+    EXPECT_EQ(c.sliding_window, w.window);
+    EXPECT_EQ(c.query_pre_attn_scalar, 256);
+    EXPECT_TRUE(c.tie_word_embeddings);
+    EXPECT_EQ(c.layer_window(5), 0);  // layer 5: odd (Gemma 2), the 6th (Gemma 3): global
+    EXPECT_EQ(c.layer_window(4), w.window);
+    EXPECT_EQ(c.attn_logit_softcap, w.arch == Arch::kGemma2 ? 50.0 : 0.0);
+    EXPECT_EQ(c.final_logit_softcap, w.arch == Arch::kGemma2 ? 30.0 : 0.0);
+    EXPECT_EQ(c.rope_local_theta, w.arch == Arch::kGemma3 ? 10000.0 : 0.0);
+    std::int64_t n = 0;
+    const ModuleTree tree = ModuleTree::from_config(c);
+    for (const ParamInfo& p : tree.params())
+      if (!p.tied_to) n += p.numel();
+    EXPECT_EQ(n, w.params) << w.preset;
+  }
+}
+
+// Training has no backward passes for Gemma's ops yet: exit 2 naming the architecture.
+TEST(GemmaConfig, TrainRefusesGemma) {
+  TempDir dir("gemma_train");
+  make_gemma(dir.path(), Arch::kGemma3, DType::kF32, nullptr);
+  std::ofstream(dir / "data.txt") << "some text to train on\n";
+  const testing::ProcessResult r =
+      testing::run_plexus("train " + testing::shell_quote(dir.path()) + " --data " + testing::shell_quote(dir / "data.txt") +
+                          " --steps 1 --global-batch 1 --out " + testing::shell_quote(dir / "out"));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("Gemma3ForCausalLM: training Gemma models is not supported yet"), std::string::npos) << r.err;
 }
 
 }  // namespace
