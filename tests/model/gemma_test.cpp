@@ -165,9 +165,14 @@ void write_safetensors_file(const std::string& path, const std::vector<std::pair
   out << h << data;
 }
 
-// A Gemma3ForConditionalGeneration checkpoint (language model under language_model., a vision
-// tower beside it) runs its language model: the same NLL as the causal LM it was made from.
-TEST(Gemma, ConditionalGenerationRunsItsLanguageModel) {
+// A Gemma3ForConditionalGeneration checkpoint (its language model's tensors nested, a vision
+// tower beside them) runs its language model: the same NLL as the causal LM it was made from.
+// Both of Hugging Face's layouts: language_model.model.* (transformers < 4.52) and
+// model.language_model.* (since), the vision tower beside it.
+class GemmaConditional : public ::testing::TestWithParam<bool> {};
+
+TEST_P(GemmaConditional, RunsItsLanguageModel) {
+  const bool newer = GetParam();
   TempDir causal("gemma3_causal"), vlm("gemma3_vlm");
   make_gemma(causal.path(), Arch::kGemma3, DType::kF32, nullptr);
   std::vector<std::pair<std::string, std::pair<TensorInfo, std::string>>> tensors;
@@ -175,11 +180,13 @@ TEST(Gemma, ConditionalGenerationRunsItsLanguageModel) {
     const SafetensorsFile f(causal / "model.safetensors");
     for (const TensorInfo& t : f.tensors()) {
       const auto* p = static_cast<const char*>(f.data(t));
-      tensors.push_back({"language_model." + t.name, {t, std::string(p, p + (t.end - t.begin))}});
+      const std::string name = newer ? "model.language_model." + t.name.substr(std::string("model.").size()) : "language_model." + t.name;
+      tensors.push_back({name, {t, std::string(p, p + (t.end - t.begin))}});
     }
     TensorInfo v = f.tensors().front();
     v.shape = {4, 4};
-    tensors.push_back({"vision_tower.vision_model.embeddings.patch_embedding.weight", {v, std::string(64, '\0')}});
+    tensors.push_back({std::string(newer ? "model." : "") + "vision_tower.vision_model.embeddings.patch_embedding.weight",
+                       {v, std::string(64, '\0')}});
   }
   write_safetensors_file(vlm / "model.safetensors", tensors);
   const Json text = parse_json(read_text_file(causal / "config.json"), "config");
@@ -199,6 +206,9 @@ TEST(Gemma, ConditionalGenerationRunsItsLanguageModel) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("vision tensor(s) skipped"), std::string::npos) << r.err;
 }
+
+INSTANTIATE_TEST_SUITE_P(Layouts, GemmaConditional, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& i) { return std::string(i.param ? "model_language_model" : "language_model_model"); });
 
 // Gemma 3 1B's config.json as Google publishes it (defaults left out): every field read.
 TEST(GemmaConfig, Gemma3TextDefaultsAndPattern) {

@@ -27,7 +27,7 @@ double num(const Json& c, const char* key, double fallback) {
 
 struct GemmaRef {
   bool gemma3 = false;
-  std::string prefix;  // "language_model." inside a Gemma3ForConditionalGeneration checkpoint
+  std::string prefix;  // "language_model." inside a Gemma3ForConditionalGeneration checkpoint (its older layout)
   std::int64_t H = 0, L = 0, heads = 0, kv_heads = 0, hd = 0, I = 0, vocab = 0;
   double eps = 1e-6, query_pre_attn_scalar = 256, attn_cap = 0, final_cap = 0;
   std::int64_t window = 0;
@@ -138,11 +138,13 @@ std::vector<double> reference_gemma_nll(const std::string& dir, const std::vecto
                                         std::vector<double>* last_logits) {
   const GemmaRef g = read_config(dir);
   const SafetensorsFile f(dir + "/model.safetensors");
-  const std::string m = g.prefix + "model.";
+  // A vision-language checkpoint holds the language model as language_model.model.* (and
+  // language_model.lm_head.*) or, in newer transformers' layout, model.language_model.* (and lm_head.*).
+  std::string m = g.prefix + "model.", head_name = g.prefix + "lm_head.weight";
+  if (!g.prefix.empty() && f.find(m + "embed_tokens.weight") == nullptr) m = "model.language_model.", head_name = "lm_head.weight";
   const Mat embed = load(f, m + "embed_tokens.weight");
   const Mat final_norm = load(f, m + "norm.weight");
-  const TensorInfo* head_info = f.find(g.prefix + "lm_head.weight");
-  const Mat head = head_info != nullptr ? load(f, g.prefix + "lm_head.weight") : embed;
+  const Mat head = f.find(head_name) != nullptr ? load(f, head_name) : embed;
   // The normalizer √H as a tensor of the model's dtype (Hugging Face: torch.tensor(√H, dtype)).
   const DType dt = f.find(m + "embed_tokens.weight")->dtype;
   const float sqrt_h = static_cast<float>(std::sqrt(static_cast<double>(g.H)));
