@@ -1,8 +1,10 @@
 // The forward pass of the Llama family: Llama 2/3/3.1, Mistral, Qwen2 (q/k/v bias) and Qwen3
 // (q/k RMSNorm), and the mixtures of experts Mixtral, Qwen3-MoE and gpt-oss (attention sinks,
 // alternating sliding/full layers, YaRN, a biased top-k-then-softmax router, clamped SwiGLU
-// experts). Pre-norm decoder layers, rotate-half RoPE, grouped-query attention, a SiLU-gated MLP
-// or a routed mixture of them. Knows nothing of devices: it computes through a device's
+// experts), and Gemma 2 / Gemma 3 (ModelConfig::gemma: √H-scaled embeddings, (1 + w) norms also
+// after the attention and around the MLP, GeGLU, soft-capped scores and logits, Gemma 3's local
+// rope base on its sliding layers). Pre-norm decoder layers, rotate-half RoPE, grouped-query
+// attention, a SiLU-gated MLP or a routed mixture of them. Knows nothing of devices: it computes through a device's
 // ComputeOps (compute/compute_ops.h) on whatever buffers and weights it is given.
 #pragma once
 #include <cstdint>
