@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 
 #include "core/error.h"
@@ -76,7 +77,12 @@ TEST_P(GemmaVsReference, PerTokenNll) {
   std::int32_t next = -1;
   const std::vector<double> got = engine_nll(dir.path(), ids, &next);
   ASSERT_EQ(got.size(), want.size());
-  for (std::size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], c.tolerance) << c.name << " token " << i;
+  double worst = 0;
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    EXPECT_NEAR(got[i], want[i], c.tolerance) << c.name << " token " << i;
+    worst = std::max(worst, std::abs(got[i] - want[i]));
+  }
+  std::printf("%s: max |nll - reference| %.2e (tolerance %.0e)\n", c.name, worst, c.tolerance);
   std::size_t best = 0;
   for (std::size_t i = 1; i < last.size(); ++i)
     if (last[i] > last[best]) best = i;
