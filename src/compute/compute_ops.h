@@ -38,6 +38,12 @@ struct AttentionShape {
   std::int64_t rotary_dim = 0;
   float rope_scale = 1;
   std::int64_t rotated_dims() const { return rotary_dim > 0 ? rotary_dim : head_dim; }
+  // Gemma: scores soft-capped as tanh(s / softcap) · softcap after the scale, before the mask
+  // and softmax (0: not capped).
+  float softcap = 0;
+  // The rope table this layer rotates with, of rope_tables per token (LayerShape::rope_tables;
+  // Gemma 3's sliding layers use table 1, the local base).
+  int rope_tables = 1, rope_table = 0;
 };
 
 // Mixture-of-experts routing: each token runs through `top_k` of `experts` experts.
@@ -70,7 +76,8 @@ class ComputeOps {
   virtual ~ComputeOps() = default;
 
   // Before the first layer of a batch: what every layer reads of the batch (rope cos/sin of
-  // the positions with `inv_freq` (head_dim / 2) into ws.rope_cos/sin, the tokens' positions and
+  // the positions with `inv_freq` (rope_tables · head_dim / 2: each table's frequencies, one
+  // after another) into ws.rope_cos/sin, the tokens' positions and
   // caches). `layers` is false for a batch that only embeds or only runs the head.
   virtual void begin_batch(const TokenBatch& batch, std::span<const double> inv_freq, bool layers, Workspace& ws) = 0;
   // After the last operation of the batch on this device, before its results are read.
@@ -102,6 +109,13 @@ class ComputeOps {
     matmul(parts, x, n, ldx);
     silu_mul(gate.y, up.y, gate.y, n * gate.ldy);
   }
+  // out (n) = gelu_tanh(gate) · up, gelu_tanh(g) = g/2 · (1 + tanh(√(2/π) · (g + 0.044715 g³)))
+  // (GeGLU, Gemma); out may alias gate.
+  virtual void gelu_tanh_mul(const float* gate, const float* up, float* out, std::int64_t n) = 0;
+  // x (n) *= s
+  virtual void scale(float* x, float s, std::int64_t n) = 0;
+  // x (n) = tanh(x / cap) · cap (Gemma's logit soft-capping)
+  virtual void softcap(float* x, float cap, std::int64_t n) = 0;
   // x (n) += y (n)
   virtual void add(float* x, const float* y, std::int64_t n) = 0;
   // x (rows, d) += y (rows, d), then out (rows, d) = rmsnorm(x) · w (d) as rmsnorm does; out may

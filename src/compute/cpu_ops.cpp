@@ -48,10 +48,11 @@ void CpuOps::add_bias(float* y, const float* bias, std::int64_t n, std::int64_t 
 void CpuOps::rope_store_kv(int layer, const TokenBatch& batch, const AttentionShape& s, Workspace& ws) {
   const std::int64_t n = static_cast<std::int64_t>(batch.ids.size());
   const std::int64_t hd = s.head_dim, half = hd / 2, Q = s.n_heads * hd, KV = s.n_kv_heads * hd;
+  const std::int64_t row = s.rope_tables * half, table = s.rope_table * half;  // begin_batch's (n, tables · half)
   std::vector<float> scaled(s.rope_scale != 1 ? static_cast<std::size_t>(2 * half) : 0);  // cos, sin · rope_scale
   for (std::int64_t t = 0; t < n; ++t) {
-    const float* cs = ws.rope_cos.data() + t * half;  // (half)
-    const float* sn = ws.rope_sin.data() + t * half;  // (half)
+    const float* cs = ws.rope_cos.data() + t * row + table;  // (half)
+    const float* sn = ws.rope_sin.data() + t * row + table;  // (half)
     if (!scaled.empty()) {
       for (std::int64_t i = 0; i < half; ++i) scaled[i] = cs[i] * s.rope_scale, scaled[half + i] = sn[i] * s.rope_scale;
       cs = scaled.data(), sn = scaled.data() + half;
@@ -88,6 +89,9 @@ void CpuOps::attention(int layer, const TokenBatch& batch, const AttentionShape&
     for (std::int64_t i = 0; i < group; ++i) {
       float* sc = scores + i * n_keys;
       k_.scale(s.scale, sc, n_keys);
+      if (s.softcap > 0) {  // inside a pool task: this thread's loop
+        for (std::int64_t j = 0; j < n_keys; ++j) sc[j] = std::tanh(sc[j] / s.softcap) * s.softcap;
+      }
       if (s.sinks) softmax_with_sink(k_, sc, n_keys, s.sinks[g * group + i]);
       else softmax(k_, sc, n_keys);
       k_.weighted_rows(sc, n_keys, values, hd, ws.att.data() + t * Q + (g * group + i) * hd, hd);
@@ -104,6 +108,14 @@ void CpuOps::matmul_silu_mul(const MatmulPart& gate, const MatmulPart& up, const
                              std::int64_t ldx) {
   plexus::matmul_silu_mul(k_, pool_, gate, up, x, n, ldx);
 }
+
+void CpuOps::gelu_tanh_mul(const float* gate, const float* up, float* out, std::int64_t n) {
+  plexus::gelu_tanh_mul(pool_, gate, up, out, n);
+}
+
+void CpuOps::scale(float* x, float s, std::int64_t n) { k_.scale(s, x, n); }
+
+void CpuOps::softcap(float* x, float cap, std::int64_t n) { plexus::softcap(pool_, x, cap, n); }
 
 void CpuOps::add(float* x, const float* y, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) x[i] += y[i];

@@ -28,6 +28,9 @@ class CpuOps final : public ComputeOps {
   // One launch: each thread multiplies a row range of gate and up, then activates it.
   void matmul_silu_mul(const MatmulPart& gate, const MatmulPart& up, const float* x, std::int64_t n,
                        std::int64_t ldx) override;
+  void gelu_tanh_mul(const float* gate, const float* up, float* out, std::int64_t n) override;
+  void scale(float* x, float s, std::int64_t n) override;
+  void softcap(float* x, float cap, std::int64_t n) override;
   void add(float* x, const float* y, std::int64_t n) override;
   // add then rmsnorm, the two steps as before (bitwise).
   void add_rmsnorm(float* x, const float* y, const float* w, std::int64_t rows, std::int64_t d, float eps,

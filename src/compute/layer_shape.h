@@ -11,6 +11,9 @@ struct LayerShape {
   std::int64_t intermediate = 0;  // I, the widest MLP (dense or one expert's)
   // Mixture of experts (0 when dense): E experts, k of them per token.
   std::int64_t experts = 0, experts_per_token = 0;
+  // RoPE tables per token (ws.rope_cos/sin hold rope_tables · head_dim / 2 per token): 2 for
+  // Gemma 3 (global and local bases), 1 otherwise.
+  std::int64_t rope_tables = 1;
   std::int64_t q_dim() const { return n_heads * head_dim; }
   std::int64_t kv_dim() const { return n_kv_heads * head_dim; }
 };

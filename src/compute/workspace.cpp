@@ -9,7 +9,7 @@ std::vector<std::int64_t> workspace_sizes(const LayerShape& s, std::int64_t max_
                                           int n_threads) {
   return {max_tokens * s.hidden, max_tokens * s.q_dim(), max_tokens * s.kv_dim(), max_tokens * s.kv_dim(),
           max_tokens * s.q_dim(), max_tokens * s.intermediate, max_tokens * s.intermediate,
-          max_tokens * s.head_dim / 2, max_tokens * s.head_dim / 2,
+          max_tokens * s.rope_tables * s.head_dim / 2, max_tokens * s.rope_tables * s.head_dim / 2,
           n_threads * (s.n_heads / s.n_kv_heads) * max_context,
           max_tokens * s.experts, max_tokens * s.experts_per_token, max_tokens * s.experts_per_token,
           max_tokens * s.experts_per_token * s.hidden, max_tokens * s.experts_per_token * s.hidden,

@@ -26,7 +26,7 @@ class Workspace {
   std::int64_t max_context() const { return max_context_; }
 
   std::span<float> xb, q, k, v, att, gate, up;  // (max_tokens, H | q_dim | kv_dim | q_dim | I | I)
-  std::span<float> rope_cos, rope_sin;          // (max_tokens, head_dim / 2)
+  std::span<float> rope_cos, rope_sin;          // (max_tokens, rope_tables · head_dim / 2)
   std::span<float> scores;                      // (n_threads, group, max_context)
   // Mixture-of-experts layers (empty for a dense model): router logits, each token's experts and
   // their weights, and one expert's gathered inputs, outputs and the tokens' summed outputs.

@@ -36,6 +36,11 @@ class TensorParallelOps : public ComputeOps {
   // gate and up are split by rows (whole products): the device's fused operation as it is.
   void matmul_silu_mul(const MatmulPart& gate, const MatmulPart& up, const float* x, std::int64_t n,
                        std::int64_t ldx) override;
+  void gelu_tanh_mul(const float* gate, const float* up, float* out, std::int64_t n) override {
+    inner_.gelu_tanh_mul(gate, up, out, n);
+  }
+  void scale(float* x, float s, std::int64_t n) override { inner_.scale(x, s, n); }
+  void softcap(float* x, float cap, std::int64_t n) override { inner_.softcap(x, cap, n); }
   void add(float* x, const float* y, std::int64_t n) override { inner_.add(x, y, n); }
   void add_rmsnorm(float* x, const float* y, const float* w, std::int64_t rows, std::int64_t d, float eps,
                    float* out) override {

@@ -22,7 +22,7 @@ constexpr VectorView LayerWeights::* kVectors[] = {
     &LayerWeights::q_bias, &LayerWeights::k_bias, &LayerWeights::v_bias,     &LayerWeights::o_bias,
     &LayerWeights::q_norm, &LayerWeights::k_norm, &LayerWeights::input_norm, &LayerWeights::post_attention_norm,
     &LayerWeights::sinks,  &LayerWeights::router_bias, &LayerWeights::expert_gate_bias, &LayerWeights::expert_up_bias,
-    &LayerWeights::expert_down_bias};
+    &LayerWeights::expert_down_bias, &LayerWeights::pre_feedforward_norm, &LayerWeights::post_feedforward_norm};
 }  // namespace
 
 std::int64_t WeightStore::packed_bytes(const LayerWeights& w) {

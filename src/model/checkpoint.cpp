@@ -1,6 +1,8 @@
 // Single-file and sharded safetensors checkpoints, and GGUF files.
 #include "model/checkpoint.h"
 
+#include <cstdio>
+
 #include <set>
 
 #include "core/error.h"
@@ -78,6 +80,44 @@ Checkpoint::Checkpoint(const std::string& dir) : dir_(dir) {
   } else {
     throw InputError("'" + dir + "' holds no weights: expected model.safetensors or model.safetensors.index.json");
   }
+  select_language_model();
+}
+
+void Checkpoint::select_language_model() {
+  // Hugging Face's layouts of a vision-language model (Gemma3ForConditionalGeneration): the
+  // language model under language_model.model.* and language_model.lm_head.* (or, newer,
+  // model.language_model.* beside a top-level lm_head.*), the vision tower and projector beside it.
+  static constexpr std::pair<std::string_view, std::string_view> kRenames[] = {
+      {"language_model.model.", "model."}, {"language_model.lm_head.", "lm_head."}, {"model.language_model.", "model."}};
+  static constexpr std::string_view kVision[] = {"vision_tower.", "multi_modal_projector.", "model.vision_tower.",
+                                                 "model.multi_modal_projector."};
+  bool nested = false;
+  for (const auto& [name, ref] : index_) {
+    for (const auto& [from, to] : kRenames) nested = nested || name.starts_with(from);
+  }
+  if (!nested) return;
+  std::map<std::string, TensorRef> renamed;
+  std::int64_t skipped = 0;
+  for (const auto& [name, ref] : index_) {
+    bool vision = false;
+    for (const std::string_view v : kVision) vision = vision || name.starts_with(v);
+    if (vision) {
+      ++skipped;
+      continue;
+    }
+    std::string to_name = name;
+    for (const auto& [from, to] : kRenames) {
+      if (name.starts_with(from)) {
+        to_name = std::string(to) + name.substr(from.size());
+        break;
+      }
+    }
+    if (renamed.count(to_name)) throw InputError(dir_ + ": tensors '" + name + "' and another one both stand for '" + to_name + "'");
+    renamed[to_name] = ref;
+  }
+  index_ = std::move(renamed);
+  std::fprintf(stderr, "note: %s: a vision-language checkpoint: running its language model; %lld vision tensor(s) skipped\n",
+               dir_.c_str(), static_cast<long long>(skipped));
 }
 
 bool Checkpoint::prefault() const {

@@ -69,6 +69,10 @@ class Checkpoint {
   // The GGUF file's codebook-type tensors, as (HF name, ggml type), become Q8_0 copies (the
   // constructor's last step; each expert of a stacked tensor on its own).
   void convert_codebook_tensors(const std::vector<std::pair<std::string, std::uint32_t>>& targets);
+  // A vision-language checkpoint (Gemma3ForConditionalGeneration): its language model's tensors
+  // under the names of a causal LM (language_model.model.* → model.*), the vision tower and
+  // projector left out, with a note on stderr. Nothing for any other checkpoint.
+  void select_language_model();
   std::map<std::string, std::shared_ptr<OwnedTensor>> owned_;  // quantised or converted copies by name
   bool quantized_ = false;
   std::vector<std::pair<std::string, std::string>> converted_;

@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "core/mmap_file.h"
+#include "model/config_gemma.h"
 #include "model/gguf_model.h"
 
 namespace plexus {
@@ -25,6 +26,8 @@ std::string_view arch_name(Arch a) {
     case Arch::kQwen3Moe: return "Qwen3MoeForCausalLM";
     case Arch::kGptOss: return "GptOssForCausalLM";
     case Arch::kPhi3: return "Phi3ForCausalLM";
+    case Arch::kGemma2: return "Gemma2ForCausalLM";
+    case Arch::kGemma3: return "Gemma3ForCausalLM";
   }
   return "?";
 }
@@ -282,7 +285,7 @@ std::int64_t ModelConfig::layer_window(std::int64_t l) const {
 
 LayerShape ModelConfig::layer_shape() const {
   return {hidden_size, num_heads, num_kv_heads, head_dim, max_mlp_width(), is_moe() ? moe.num_experts : 0,
-          is_moe() ? moe.experts_per_token : 0};
+          is_moe() ? moe.experts_per_token : 0, rope_local_theta > 0 ? 2 : 1};
 }
 
 double check_float_hyper_parameter(std::string_view key, double value, const std::string& where, const std::string& shown) {
@@ -303,7 +306,17 @@ double check_float_hyper_parameter(std::string_view key, double value, const std
   return value;
 }
 
+namespace {
+ModelConfig parse_config_fields(const Json& j, const std::string& where);
+}  // namespace
+
 ModelConfig parse_model_config(const Json& j, const std::string& where) {
+  if (const std::optional<Json> gemma = gemma_config_json(j, where)) return parse_config_fields(*gemma, where);
+  return parse_config_fields(j, where);
+}
+
+namespace {
+ModelConfig parse_config_fields(const Json& j, const std::string& where) {
   if (!j.is_object()) throw InputError(where + ": expected a JSON object");
   ModelConfig c;
   std::string arch;
@@ -330,11 +343,13 @@ ModelConfig parse_model_config(const Json& j, const std::string& where) {
   else if (arch == "Qwen3MoeForCausalLM") c.arch = Arch::kQwen3Moe;
   else if (arch == "GptOssForCausalLM") c.arch = Arch::kGptOss;
   else if (arch == "Phi3ForCausalLM") c.arch = Arch::kPhi3;
+  else if (arch == "Gemma2ForCausalLM") c.arch = Arch::kGemma2;
+  else if (arch == "Gemma3ForCausalLM") c.arch = Arch::kGemma3;
   else {
     throw InputError(where + ": unknown architecture '" + (arch.empty() ? c.model_type : arch) +
                      "' in field 'architectures'; supported: LlamaForCausalLM, MistralForCausalLM, "
                      "Qwen2ForCausalLM, Qwen3ForCausalLM, MixtralForCausalLM, Qwen3MoeForCausalLM, GptOssForCausalLM, "
-                     "Phi3ForCausalLM");
+                     "Phi3ForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, Gemma3ForConditionalGeneration (its language model)");
   }
   c.architecture = arch;
   c.hidden_size = positive(j, "hidden_size", where, kMaxHiddenSize);
@@ -383,7 +398,7 @@ ModelConfig parse_model_config(const Json& j, const std::string& where) {
                      " dims; RoPE needs an even number of them, at least 2");
   }
   c.tie_word_embeddings = json_bool_or(j, "tie_word_embeddings", false, where);
-  const std::string act = json_string_or(j, "hidden_act", "silu", where);
+  const std::string act = is_gemma_arch(c.arch) ? "silu" : json_string_or(j, "hidden_act", "silu", where);  // Gemma: hidden_activation
   if (act != "silu") throw InputError(where + ": hidden_act '" + act + "' is not supported (only silu)");
   if (json_bool_or(j, "mlp_bias", false, where)) throw InputError(where + ": mlp_bias=true is not supported");
 
@@ -407,6 +422,8 @@ ModelConfig parse_model_config(const Json& j, const std::string& where) {
       break;
     case Arch::kPhi3:  // Phi3Attention's qkv_proj and o_proj never have biases
       break;
+    case Arch::kGemma2:
+    case Arch::kGemma3: break;  // parse_gemma_fields, after rope_scaling
   }
   if (c.arch == Arch::kGptOss) parse_layer_types(j, where, c);
   if (c.arch == Arch::kMistral || c.arch == Arch::kMixtral || c.arch == Arch::kGptOss || c.arch == Arch::kPhi3) {
@@ -465,6 +482,9 @@ ModelConfig parse_model_config(const Json& j, const std::string& where) {
     }
   }
 
+  if (is_gemma_arch(c.arch)) parse_gemma_fields(j, where, c);
+  else reject_gemma_only_fields(j, where, c);
+
   if (j.contains("bos_token_id") && !j["bos_token_id"].is_null()) {
     c.bos_token_id = special_token_id(j["bos_token_id"], "bos_token_id", c.vocab_size, where);
   }
@@ -489,6 +509,7 @@ ModelConfig parse_model_config(const Json& j, const std::string& where) {
   }
   return c;
 }
+}  // namespace
 
 ModelConfig load_model_config(const std::string& path) {
   require_model_path(path);

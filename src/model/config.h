@@ -12,7 +12,7 @@
 
 namespace plexus {
 
-enum class Arch { kLlama, kMistral, kQwen2, kQwen3, kMixtral, kQwen3Moe, kGptOss, kPhi3 };
+enum class Arch { kLlama, kMistral, kQwen2, kQwen3, kMixtral, kQwen3Moe, kGptOss, kPhi3, kGemma2, kGemma3 };
 
 // A mixture-of-experts MLP (Mixtral, Qwen3-MoE): a router scores every expert for each token,
 // the token runs through the best `experts_per_token` of them, and their outputs are summed with
@@ -95,6 +95,18 @@ struct ModelConfig {
   std::vector<std::int64_t> eos_token_ids;
   std::optional<DType> torch_dtype;
   MoeConfig moe;  // num_experts 0 for a dense model
+  // Gemma 2 / Gemma 3 (all off for every other architecture): embeddings × √hidden (rounded to
+  // the checkpoint's dtype), RMSNorm weights used as (1 + w), a GeGLU MLP (tanh GELU), norms after
+  // the attention and the MLP (post_attention_layernorm on the attention's output,
+  // pre/post_feedforward_layernorm around the MLP), the attention scaled by
+  // query_pre_attn_scalar^-0.5, logits soft-capped as tanh(s / cap) · cap (0: not capped).
+  bool gemma = false;
+  double query_pre_attn_scalar = 0;   // 0: head_dim
+  double attn_logit_softcap = 0;      // attention scores, before mask and softmax (Gemma 2)
+  double final_logit_softcap = 0;     // the head's logits (Gemma 2)
+  // Gemma 3: sliding layers rotate with this base and no rope_scaling (rope_local_base_freq);
+  // 0: every layer uses rope_theta and rope_scaling.
+  double rope_local_theta = 0;
 
   bool is_moe() const { return moe.num_experts > 0; }
   // Whether decoder layer l's MLP is a mixture of experts (else a dense MLP of intermediate_size).
@@ -113,6 +125,8 @@ struct ModelConfig {
   std::int64_t q_dim() const { return num_heads * head_dim; }
   std::int64_t kv_dim() const { return num_kv_heads * head_dim; }
   LayerShape layer_shape() const;
+  // Whether layer l rotates with the local rope table (Gemma 3 sliding layers).
+  bool local_rope_layer(std::int64_t l) const { return rope_local_theta > 0 && layer_window(l) > 0; }
 };
 
 // Reads and validates MODEL_DIR/config.json (or the file itself; a .gguf file: its metadata). Throws InputError naming the

@@ -274,6 +274,9 @@ std::string gguf_arch_name(Arch a) {
     case Arch::kQwen3Moe: return "qwen3moe";
     case Arch::kGptOss: return "gpt-oss";
     case Arch::kPhi3: return "phi3";  // refused by export_gguf until its fused tensors are written
+    case Arch::kGemma2:
+    case Arch::kGemma3:  // llama.cpp's gemma2/gemma3 (norms stored as 1 + w) are not written yet
+      throw InputError(std::string(arch_name(a)) + ": GGUF export of Gemma models is not supported yet");
   }
   return "llama";
 }

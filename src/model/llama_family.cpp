@@ -44,11 +44,23 @@ VectorView vector_f32(const Checkpoint& ck, const std::string& name, std::vector
 AttentionShape attention_of(const ModelConfig& c) {
   const double m = c.rope_attention_factor;
   const bool partial = c.rotary_dim() != c.head_dim;
+  // Gemma scales scores by query_pre_attn_scalar^-0.5 in place of head_dim^-0.5.
+  const double scaled_by = c.query_pre_attn_scalar > 0 ? c.query_pre_attn_scalar : static_cast<double>(c.head_dim);
   AttentionShape a{c.num_heads, c.num_kv_heads, c.head_dim, c.sliding_window,
-                   static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.head_dim)) * (partial ? 1.0 : m * m)),
-                   c.rope_interleaved};
+                   static_cast<float>(1.0 / std::sqrt(scaled_by) * (partial ? 1.0 : m * m)), c.rope_interleaved};
   if (partial) a.rotary_dim = c.rotary_dim(), a.rope_scale = static_cast<float>(m);
+  a.softcap = static_cast<float>(c.attn_logit_softcap);
+  a.rope_tables = c.rope_local_theta > 0 ? 2 : 1;
   return a;
+}
+
+// A norm's weight as f32 in `store`; Gemma's as (1 + w), the factor its RMSNorm multiplies by.
+VectorView norm_vector_f32(const Checkpoint& ck, const std::string& name, const ModelConfig& c, std::vector<std::vector<float>>& store) {
+  const VectorView v = vector_f32(ck, name, store);
+  if (c.gemma) {
+    for (float& x : store.back()) x += 1.0f;
+  }
+  return v;
 }
 
 // dst (cols, rows) = src (rows, cols) transposed, elements of `size` bytes.
@@ -123,12 +135,34 @@ std::vector<double> rope_inv_freq(const ModelConfig& c, bool long_context) {
   return f;
 }
 
+std::vector<double> rope_table_freqs(const ModelConfig& c) {
+  std::vector<double> f = rope_inv_freq(c);
+  if (c.rope_local_theta > 0) {
+    ModelConfig local = c;
+    local.rope_theta = c.rope_local_theta, local.rope_scaling = RopeScaling::kNone, local.rope_freq_factors.clear();
+    const std::vector<double> l = rope_inv_freq(local);
+    f.insert(f.end(), l.begin(), l.end());
+  }
+  return f;
+}
+
+float embed_scale(const ModelConfig& c, DType embed_dtype) {
+  if (!c.gemma) return 1;
+  const float s = static_cast<float>(std::sqrt(static_cast<double>(c.hidden_size)));
+  DType d = embed_dtype;
+  if (d != DType::kBF16 && d != DType::kF16 && d != DType::kF32) d = c.torch_dtype.value_or(DType::kF32);
+  if (d == DType::kBF16) return bf16_to_f32(f32_to_bf16(s));
+  if (d == DType::kF16) return f16_to_f32(f32_to_f16(s));
+  return s;
+}
+
 std::int64_t layer_vector_bytes(const ModelConfig& c) {
   auto f32 = [](std::int64_t n) { return round_up_line(n) * static_cast<std::int64_t>(sizeof(float)); };
   std::int64_t b = 2 * f32(c.hidden_size);  // input and post-attention norms
   if (c.qkv_bias) b += f32(c.q_dim()) + 2 * f32(c.kv_dim());
   if (c.o_bias) b += f32(c.hidden_size);
   if (c.qk_norm) b += 2 * f32(c.head_dim);
+  if (c.gemma) b += 2 * f32(c.hidden_size);  // pre- and post-feedforward norms
   if (c.attention_sinks) b += f32(c.num_heads);
   if (c.moe.biases) {
     const std::int64_t E = c.moe.num_experts, Ie = c.moe.expert_intermediate_size;
@@ -143,14 +177,15 @@ std::int64_t final_norm_bytes(const ModelConfig& c) {
 
 LlamaFamilyModel::LlamaFamilyModel(const ModelConfig& config, const Checkpoint& ck)
     : config_(config),
-      inv_freq_(rope_inv_freq(config)),
+      inv_freq_(rope_table_freqs(config)),
       attention_(attention_of(config)) {
   if (config.rope_scaling == RopeScaling::kLongRope) long_inv_freq_ = rope_inv_freq(config, true);
   const ModuleTree tree = ModuleTree::from_checkpoint(config, ck);  // validates names and shapes
   embed_ = matrix(ck, "model.embed_tokens.weight");
+  embed_scale_ = embed_scale(config, embed_.dtype);
   const ParamInfo* head = tree.find("lm_head.weight");
   lm_head_ = head->tied_to ? embed_ : matrix(ck, head->name);
-  final_norm_ = vector_f32(ck, "model.norm.weight", vectors_);
+  final_norm_ = norm_vector_f32(ck, "model.norm.weight", config, vectors_);
   layers_.resize(static_cast<std::size_t>(config.num_layers));
   for (int l = 0; l < config.num_layers; ++l) {
     const std::string p = ModuleTree::layer_prefix(l);
@@ -194,12 +229,16 @@ LlamaFamilyModel::LlamaFamilyModel(const ModelConfig& config, const Checkpoint& 
     }
     if (config.o_bias) w.o_bias = vector_f32(ck, p + ".self_attn.o_proj.bias", vectors_);
     if (config.qk_norm) {
-      w.q_norm = vector_f32(ck, p + ".self_attn.q_norm.weight", vectors_);
-      w.k_norm = vector_f32(ck, p + ".self_attn.k_norm.weight", vectors_);
+      w.q_norm = norm_vector_f32(ck, p + ".self_attn.q_norm.weight", config, vectors_);
+      w.k_norm = norm_vector_f32(ck, p + ".self_attn.k_norm.weight", config, vectors_);
     }
     if (config.attention_sinks) w.sinks = vector_f32(ck, p + ".self_attn.sinks", vectors_);
-    w.input_norm = vector_f32(ck, p + ".input_layernorm.weight", vectors_);
-    w.post_attention_norm = vector_f32(ck, p + ".post_attention_layernorm.weight", vectors_);
+    w.input_norm = norm_vector_f32(ck, p + ".input_layernorm.weight", config, vectors_);
+    w.post_attention_norm = norm_vector_f32(ck, p + ".post_attention_layernorm.weight", config, vectors_);
+    if (config.gemma) {
+      w.pre_feedforward_norm = norm_vector_f32(ck, p + ".pre_feedforward_layernorm.weight", config, vectors_);
+      w.post_feedforward_norm = norm_vector_f32(ck, p + ".post_feedforward_layernorm.weight", config, vectors_);
+    }
   }
 }
 
@@ -209,9 +248,10 @@ LlamaFamilyModel::LlamaFamilyModel(const ModelConfig& config, ModelWeights weigh
       lm_head_(weights.lm_head),
       final_norm_(weights.final_norm),
       layers_(std::move(weights.layers)),
-      inv_freq_(rope_inv_freq(config)),
+      inv_freq_(rope_table_freqs(config)),
       attention_(attention_of(config)) {
   if (config.rope_scaling == RopeScaling::kLongRope) long_inv_freq_ = rope_inv_freq(config, true);
+  embed_scale_ = embed_scale(config, embed_.dtype);
   assert(static_cast<std::int64_t>(layers_.size()) == config.num_layers);
 }
 
@@ -357,6 +397,7 @@ void LlamaFamilyModel::embed(ComputeOps& ops, const WeightMatrix& table, std::sp
                              float* x) const {
   for (const std::int32_t id : ids) check_token_id(id, table.rows);
   ops.embed(table, ids, x);
+  if (config_.gemma) ops.scale(x, embed_scale_, static_cast<std::int64_t>(ids.size()) * table.cols);  // x (n, H) · √H
 }
 
 void LlamaFamilyModel::layer(ComputeOps& ops, int l, float* x, const TokenBatch& batch, Workspace& ws) const {
@@ -391,6 +432,10 @@ void LlamaFamilyModel::layer(ComputeOps& ops, int l, const LayerWeights& w, floa
   const MatmulPart o[] = {{w.o, ws.xb.data(), H}};
   ops.matmul(o, ws.att.data(), n, Q);
   add_bias(ws.xb.data(), w.o_bias);
+  if (config_.gemma) {
+    gemma_block_rest(ops, w, x, n, ws);
+    return;
+  }
   // MLP block on xb = norm(x): the attention's residual add and this norm in one step.
   ops.add_rmsnorm(x, ws.xb.data(), w.post_attention_norm.data, n, H, eps, ws.xb.data());
   mlp(ops, w, x, n, ws);
@@ -400,7 +445,24 @@ AttentionShape LlamaFamilyModel::layer_attention(int l, const LayerWeights& w) c
   AttentionShape a = attention_;
   a.window = config_.layer_window(l);
   a.sinks = w.sinks.data;
+  a.rope_table = config_.local_rope_layer(l) ? 1 : 0;
   return a;
+}
+
+void LlamaFamilyModel::gemma_block_rest(ComputeOps& ops, const LayerWeights& w, float* x, std::int64_t n, Workspace& ws) const {
+  const std::int64_t H = config_.hidden_size, I = config_.intermediate_size;
+  const float eps = static_cast<float>(config_.rms_norm_eps);
+  // x += post_attention_norm(att·Woᵀ); xb = pre_feedforward_norm(x).
+  ops.rmsnorm(ws.xb.data(), w.post_attention_norm.data, n, H, eps, ws.xb.data());
+  ops.add_rmsnorm(x, ws.xb.data(), w.pre_feedforward_norm.data, n, H, eps, ws.xb.data());
+  // gate (n, I) = gelu_tanh(xb·Wgᵀ) · xb·Wuᵀ; x += post_feedforward_norm(gate·Wdᵀ).
+  const MatmulPart gate_up[] = {{w.gate, ws.gate.data(), I}, {w.up, ws.up.data(), I}};
+  ops.matmul(gate_up, ws.xb.data(), n, H);
+  ops.gelu_tanh_mul(ws.gate.data(), ws.up.data(), ws.gate.data(), n * I);
+  const MatmulPart down[] = {{w.down, ws.xb.data(), H}};
+  ops.matmul(down, ws.gate.data(), n, I);
+  ops.rmsnorm(ws.xb.data(), w.post_feedforward_norm.data, n, H, eps, ws.xb.data());
+  ops.add(x, ws.xb.data(), n * H);
 }
 
 void LlamaFamilyModel::mlp(ComputeOps& ops, const LayerWeights& w, float* x, std::int64_t n, Workspace& ws) const {
@@ -442,6 +504,7 @@ void LlamaFamilyModel::head(ComputeOps& ops, const WeightMatrix& lm_head, Vector
   ops.rmsnorm(x, final_norm.data, n, config_.hidden_size, static_cast<float>(config_.rms_norm_eps), x);
   const MatmulPart p[] = {{lm_head, logits, lm_head.rows}};
   ops.matmul(p, x, n, config_.hidden_size);
+  if (config_.final_logit_softcap > 0) ops.softcap(logits, static_cast<float>(config_.final_logit_softcap), n * lm_head.rows);
 }
 
 }  // namespace plexus

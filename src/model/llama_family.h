@@ -1,8 +1,10 @@
 // The forward pass of the Llama family: Llama 2/3/3.1, Mistral, Qwen2 (q/k/v bias) and Qwen3
 // (q/k RMSNorm), and the mixtures of experts Mixtral, Qwen3-MoE and gpt-oss (attention sinks,
 // alternating sliding/full layers, YaRN, a biased top-k-then-softmax router, clamped SwiGLU
-// experts). Pre-norm decoder layers, rotate-half RoPE, grouped-query attention, a SiLU-gated MLP
-// or a routed mixture of them. Knows nothing of devices: it computes through a device's
+// experts), and Gemma 2 / Gemma 3 (ModelConfig::gemma: √H-scaled embeddings, (1 + w) norms also
+// after the attention and around the MLP, GeGLU, soft-capped scores and logits, Gemma 3's local
+// rope base on its sliding layers). Pre-norm decoder layers, rotate-half RoPE, grouped-query
+// attention, a SiLU-gated MLP or a routed mixture of them. Knows nothing of devices: it computes through a device's
 // ComputeOps (compute/compute_ops.h) on whatever buffers and weights it is given.
 #pragma once
 #include <cstdint>
@@ -27,6 +29,9 @@ struct LayerWeights {
   VectorView q_bias, k_bias, v_bias, o_bias;  // (q_dim) (kv_dim) (kv_dim) (H); empty when absent
   VectorView q_norm, k_norm;                  // (head_dim); Qwen3 only
   VectorView input_norm, post_attention_norm;  // (H)
+  // Gemma only (empty otherwise): the norms before and after the MLP; post_attention_norm is then
+  // the norm of the attention's output. Gemma's norms are held as (1 + w).
+  VectorView pre_feedforward_norm, post_feedforward_norm;  // (H)
   // gpt-oss only (empty otherwise): attention sinks, the router's bias, and the experts' biases
   // (gate_up_proj_bias de-interleaved into gate and up).
   VectorView sinks;                                                  // (n_heads)
@@ -65,7 +70,7 @@ class LlamaFamilyModel {
   VectorView final_norm() const { return final_norm_; }  // (H)
   std::int64_t weight_bytes() const;  // bytes of all weights as stored (tied counted once)
 
-  // RoPE inverse frequencies (head_dim / 2) and the attention geometry, for ops.begin_batch and
+  // RoPE inverse frequencies (rope_tables · head_dim / 2, rope_table_freqs) and the attention geometry, for ops.begin_batch and
   // the attention operations.
   std::span<const double> inv_freq() const { return inv_freq_; }
   // The frequencies for a batch at positions `pos` (host): inv_freq(), except under LongRoPE
@@ -119,6 +124,10 @@ class LlamaFamilyModel {
   void load_split_expert_biases(const Checkpoint& ck, int l, LayerWeights& w);
   // x (n, H) += the layer's MLP of ws.xb (n, H): dense, or routed through the experts.
   void mlp(ComputeOps& ops, const LayerWeights& w, float* x, std::int64_t n, Workspace& ws) const;
+  // Gemma, after the attention's output in ws.xb (n, H): x += post_attention_norm(xb), then
+  // x += post_feedforward_norm(GeGLU MLP(pre_feedforward_norm(x))).
+  void gemma_block_rest(ComputeOps& ops, const LayerWeights& w, float* x, std::int64_t n, Workspace& ws) const;
+  float embed_scale_ = 1;  // Gemma: √hidden rounded to the embedding's dtype; 1 otherwise
 };
 
 // Bytes of a layer's small vectors (biases, norms) as f32, each starting on a 64-byte line, in
@@ -131,5 +140,12 @@ std::int64_t final_norm_bytes(const ModelConfig& config);
 // Partial rotary: rotary_dim / 2 frequencies of a rotary_dim-wide rope, then zeros to head_dim / 2.
 // LongRoPE: the short factors, or with `long_context` the long ones.
 std::vector<double> rope_inv_freq(const ModelConfig& config, bool long_context = false);
+// The model's rope tables one after another (LayerShape::rope_tables of head_dim / 2): the
+// global one (rope_inv_freq), then for Gemma 3 the local one (rope_local_theta, no scaling).
+std::vector<double> rope_table_freqs(const ModelConfig& config);
+// Gemma's embedding multiplier: √hidden_size rounded to the embedding's dtype as Hugging Face
+// rounds it (torch.tensor(√H, dtype=...)): bf16 and f16 tables, else the config's torch_dtype
+// (a quantised table), else f32. 1 for every other architecture.
+float embed_scale(const ModelConfig& config, DType embed_dtype);
 
 }  // namespace plexus

@@ -1,6 +1,7 @@
 // Random checkpoints: deterministic normal weights (splitmix64 + Box-Muller, the same on every
 // platform), norms near one, written as safetensors in Hugging Face's tensor order.
 #include "model/make_model.h"
+#include "model/make_model_gemma.h"
 
 #include <sys/stat.h>
 
@@ -267,8 +268,8 @@ void set_gpt_oss_defaults(ModelConfig& c) {
 }  // namespace
 
 std::vector<std::string> preset_names() {
-  return {"tiny",        "small",         "llama-3.2-1b", "llama-3.1-8b", "mixtral-8x7b",
-          "qwen3-30b-a3b", "gpt-oss-20b", "moe-cpu-bench", "phi-3.5-mini"};
+  return {"tiny",          "small",         "llama-3.2-1b", "llama-3.1-8b", "mixtral-8x7b", "qwen3-30b-a3b",
+          "gpt-oss-20b",   "moe-cpu-bench", "phi-3.5-mini", "gemma-2-2b",   "gemma-3-1b"};
 }
 
 std::optional<Arch> preset_arch(const std::string& preset) {
@@ -277,6 +278,8 @@ std::optional<Arch> preset_arch(const std::string& preset) {
   if (preset == "qwen3-30b-a3b" || preset == "moe-cpu-bench") return Arch::kQwen3Moe;
   if (preset == "gpt-oss-20b") return Arch::kGptOss;
   if (preset == "phi-3.5-mini") return Arch::kPhi3;
+  if (preset == "gemma-2-2b") return Arch::kGemma2;
+  if (preset == "gemma-3-1b") return Arch::kGemma3;
   return std::nullopt;
 }
 
@@ -307,6 +310,12 @@ ModelConfig preset_config(const std::string& preset, Arch arch, std::int64_t voc
     return g;
   } else if (preset == "phi-3.5-mini") {
     return phi35_mini_config(arch, vocab_size);
+  } else if (is_gemma_preset(preset)) {
+    if (arch != *preset_arch(preset)) {
+      throw InputError("preset '" + preset + "' is a " + std::string(arch_name(*preset_arch(preset))) +
+                       ": leave --arch out (or give " + (preset == "gemma-2-2b" ? "gemma2" : "gemma3") + ")");
+    }
+    return gemma_preset_config(preset, vocab_size);
   } else if (const std::optional<Arch> own = preset_arch(preset)) {
     if (arch != *own) {
       throw InputError("preset '" + preset + "' is a " + std::string(arch_name(*own)) + ": leave --arch out (or give " +
@@ -360,6 +369,8 @@ ModelConfig preset_config(const std::string& preset, Arch arch, std::int64_t voc
         c.rope_long_factor.push_back(1.0 + 19.0 * x * x);
       }
       break;
+    case Arch::kGemma2:
+    case Arch::kGemma3: set_gemma_small_preset(c); break;
   }
   c.bos_token_id = 1;
   c.eos_token_ids = {2};
@@ -432,6 +443,7 @@ Json config_to_json(const ModelConfig& c, DType dtype) {
     j["decoder_sparse_step"] = c.moe.sparse_step;
     j["mlp_only_layers"] = c.moe.mlp_only_layers;
   }
+  if (c.gemma) add_gemma_config_json(c, j);
   if (c.model_type == "llama") {  // the rest of what Meta's Llama config.json files hold
     j["attention_dropout"] = 0.0;
     j["initializer_range"] = 0.02;
@@ -505,7 +517,7 @@ std::int64_t write_random_model(const std::string& out_dir, const MakeModelOptio
           const std::vector<std::int64_t> rc = mxfp4_expert_shape(config, p.name);
           part.push_back({p.name, {p.shape[0], rc[0], rc[1]}, false, i, true});
         } else {
-          part.push_back({p.name, p.shape, is_norm(p), i});
+          part.push_back({p.name, p.shape, is_norm(p) && !config.gemma, i});  // Gemma's norms: (1 + w), w near 0
         }
       }
       BulkOptions b;
@@ -533,7 +545,8 @@ std::int64_t write_random_model(const std::string& out_dir, const MakeModelOptio
       bytes.reserve(static_cast<std::size_t>(n) * dtype_size(o.dtype));
       for (std::int64_t e = 0; e < n; ++e) {
         const double z = rng.next();
-        append_value(bytes, o.dtype, static_cast<float>(is_norm(p) ? 1.0 + 0.1 * z : o.std * z));
+        // Norms near 1 (Gemma's stored as w of its (1 + w): near 0).
+        append_value(bytes, o.dtype, static_cast<float>(is_norm(p) ? (config.gemma ? 0.0 : 1.0) + 0.1 * z : o.std * z));
       }
       tensors.push_back({p.name, std::string(dtype_name(o.dtype)), p.shape, std::move(bytes)});
       advance(n);

@@ -145,6 +145,10 @@ ModuleTree ModuleTree::from_config(const ModelConfig& c) {
     }
     add(p + ".input_layernorm", "weight", {H}, l);
     add(p + ".post_attention_layernorm", "weight", {H}, l);
+    if (c.gemma) {  // Gemma's norms around the MLP
+      add(p + ".pre_feedforward_layernorm", "weight", {H}, l);
+      add(p + ".post_feedforward_layernorm", "weight", {H}, l);
+    }
   }
   add("model.norm", "weight", {H}, -1);
   add("lm_head", "weight", {c.vocab_size, H}, -1);

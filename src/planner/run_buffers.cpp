@@ -21,7 +21,8 @@ const char* const kLayerVectors[] = {".self_attn.q_proj.bias",   ".self_attn.k_p
                                      ".self_attn.o_proj.bias",   ".self_attn.q_norm.weight", ".self_attn.k_norm.weight",
                                      ".input_layernorm.weight", ".post_attention_layernorm.weight", ".self_attn.sinks",
                                      ".mlp.router.bias", ".mlp.experts.gate_up_proj_bias", ".mlp.experts.down_proj_bias",
-                                     ".mlp.experts.gate_proj_bias", ".mlp.experts.up_proj_bias"};
+                                     ".mlp.experts.gate_proj_bias", ".mlp.experts.up_proj_bias",
+                                     ".pre_feedforward_layernorm.weight", ".post_feedforward_layernorm.weight"};
 
 // Bytes of layer l's small vectors as the weights count them (0 for the absent ones).
 std::int64_t stored_vector_bytes(const SizedTree& sized, int layer) {

@@ -331,6 +331,10 @@ LlamaTrainModel::LlamaTrainModel(const ModelConfig& config)
       attention_{config.num_heads, config.num_kv_heads, config.head_dim, config.sliding_window,
                  static_cast<float>(1.0 / std::sqrt(static_cast<double>(config.head_dim))), config.rope_interleaved} {
   const std::string what = config.architecture.empty() ? std::string(arch_name(config.arch)) : config.architecture;
+  if (config.gemma) {
+    throw InputError(what + ": training Gemma models is not supported yet (their GeGLU, soft-capping and extra norms "
+                            "have no backward passes in plexus train)");
+  }
   if (config.rope_interleaved) {
     throw InputError(what + " model with interleaved rope (a GGUF file's permuted q/k rows): training reads "
                             "Hugging Face checkpoints (config.json + safetensors); convert the model to one");

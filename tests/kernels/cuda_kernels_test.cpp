@@ -153,6 +153,37 @@ TEST_F(CudaKernels, AddBiasOddSizes) {
   }
 }
 
+// Gemma's element-wise ops against the double-precision oracles: GeGLU (separate output and in
+// place), the embedding scale and soft-capping.
+TEST_F(CudaKernels, GeluTanhMulScaleAndSoftcap) {
+  for (std::int64_t n : {1, 17, 4097, 100003}) {
+    const std::vector<float> a = random_floats(static_cast<std::size_t>(n), rng_, -4, 4);
+    const std::vector<float> b = random_floats(static_cast<std::size_t>(n), rng_, -4, 4);
+    DeviceBuffer<float> x(a), y(b), out(static_cast<std::size_t>(n));
+    out.poison();
+    launch_gelu_tanh_mul(x.get(), y.get(), out.get(), n, stream_);
+    sync();
+    std::vector<float> want(static_cast<std::size_t>(n));
+    ref::gelu_tanh_mul(a.data(), b.data(), n, want.data());
+    EXPECT_TRUE(close(out.download(), want, 1e-6, 1e-5)) << "gelu_tanh_mul n=" << n;
+    launch_gelu_tanh_mul(x.get(), y.get(), x.get(), n, stream_);
+    sync();
+    EXPECT_TRUE(close(x.download(), want, 1e-6, 1e-5)) << "gelu_tanh_mul in place n=" << n;
+    x.upload(a);
+    launch_scale(x.get(), 3.0f, n, stream_);
+    sync();
+    std::vector<float> scaled = a;
+    for (float& v : scaled) v *= 3.0f;
+    EXPECT_TRUE(close(x.download(), scaled, 0, 0)) << "scale n=" << n;
+    x.upload(a);
+    launch_softcap(x.get(), 1.5f, n, stream_);
+    sync();
+    std::vector<float> capped = a;
+    ref::softcap(capped.data(), 1.5, n);
+    EXPECT_TRUE(close(x.download(), capped, 1e-6, 1e-5)) << "softcap n=" << n;
+  }
+}
+
 // Element-wise ops on aligned pointers (float4 path) and pointers one float off (scalar path).
 TEST_F(CudaKernels, AddAndSiluMulAlignedAndNot) {
   for (std::int64_t n : {1, 3, 4, 17, 4097, 100003}) {

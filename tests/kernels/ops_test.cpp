@@ -64,6 +64,32 @@ TEST(Ops, SoftmaxSiluRmsnormMatchOracle) {
   }
 }
 
+// Gemma's GeGLU and soft-capping against their double-precision oracles, across the threads'
+// chunks and in place.
+TEST(Ops, GeluTanhMulAndSoftcapMatchOracle) {
+  std::mt19937 rng(11);
+  std::normal_distribution<float> d(0.0f, 3.0f);
+  ThreadPool pool(2);
+  for (std::int64_t n : {1, 3, 257, 4097}) {
+    std::vector<float> g(static_cast<std::size_t>(n)), u(g.size());
+    for (std::size_t i = 0; i < g.size(); ++i) g[i] = d(rng), u[i] = d(rng);
+    std::vector<float> got(g.size()), want(g.size());
+    gelu_tanh_mul(pool, g.data(), u.data(), got.data(), n);
+    ref::gelu_tanh_mul(g.data(), u.data(), n, want.data());
+    for (std::size_t i = 0; i < g.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-5 * (1 + std::fabs(want[i]))) << "gelu n=" << n;
+    std::vector<float> in_place = g;
+    gelu_tanh_mul(pool, in_place.data(), u.data(), in_place.data(), n);
+    EXPECT_EQ(in_place, got) << "gelu in place n=" << n;
+    // Soft-capping: values far past the cap saturate at ±cap.
+    std::vector<float> x = g, x_ref = g;
+    x[0] = x_ref[0] = 1e4f;
+    softcap(pool, x.data(), 2.5f, n);
+    ref::softcap(x_ref.data(), 2.5, n);
+    for (std::size_t i = 0; i < x.size(); ++i) ASSERT_NEAR(x[i], x_ref[i], 1e-6 * (1 + std::fabs(x_ref[i]))) << "softcap n=" << n;
+    EXPECT_EQ(x[0], 2.5f);
+  }
+}
+
 TEST(Ops, ElementwiseAndReductionsBitwiseAcrossIsas) {
   std::mt19937 rng(6);
   std::normal_distribution<float> d(0.0f, 10.0f);

@@ -128,7 +128,7 @@ PinnedLayout pinned_layout(const CudaOpsSizes& s) {
   p.slots = take(mt * sizeof(TokenSlot));
   p.rows = take(mt * sizeof(std::int64_t));
   p.tiles = take(mt * sizeof(QueryTile));
-  p.rope = take(2 * mt * static_cast<std::size_t>(s.head_dim / 2) * sizeof(float));
+  p.rope = take(2 * mt * static_cast<std::size_t>(s.rope_tables * (s.head_dim / 2)) * sizeof(float));
   p.spans = take(mt * sizeof(KvSpan));
   p.tile_offsets = take(mt * sizeof(std::int32_t));
   if (s.max_pairs > 0) {
@@ -149,7 +149,8 @@ T* at_offset(void* base, std::size_t offset) {
 std::string str(std::int64_t v) { return std::to_string(v); }
 
 // Operation signatures for graph replay: the op and every argument its launch reads.
-enum class OpId : std::uint64_t { kEmbed = 1, kRmsnorm, kGemv, kGemm, kAddBias, kRope, kAttention, kPrefill, kSiluMul, kAdd, kCopy, kAddRmsnorm };
+enum class OpId : std::uint64_t { kEmbed = 1, kRmsnorm, kGemv, kGemm, kAddBias, kRope, kAttention, kPrefill, kSiluMul, kAdd, kCopy, kAddRmsnorm,
+                                  kGeluTanhMul, kScale, kSoftcap };
 template <typename T>
 std::uint64_t word(T* p) { return reinterpret_cast<std::uintptr_t>(p); }
 std::uint64_t word(std::int64_t v) { return static_cast<std::uint64_t>(v); }
@@ -173,6 +174,7 @@ CudaOpsSizes CudaOpsSizes::of(const LayerShape& l, std::int64_t max_tokens, std:
   s.head_dim = l.head_dim;
   s.max_cols = std::max({l.hidden, l.q_dim(), l.intermediate});
   s.max_pairs = max_tokens * l.experts_per_token;
+  s.rope_tables = l.rope_tables;
   return s;
 }
 
@@ -317,11 +319,11 @@ void CudaOps::begin_batch(const TokenBatch& batch, std::span<const double> inv_f
   bool caches_aligned = false;
   if (layers) {
     v = view_of(ws);
-    if (static_cast<std::int64_t>(inv_freq.size()) != half) {
+    if (static_cast<std::int64_t>(inv_freq.size()) != half * sizes_.rope_tables) {
       throw RuntimeError(device_ + ": " + str(static_cast<std::int64_t>(inv_freq.size())) +
-                         " rope frequencies for head_dim " + str(sizes_.head_dim));
+                         " rope frequencies for head_dim " + str(sizes_.head_dim) + " and " + str(sizes_.rope_tables) + " table(s)");
     }
-    if (n * half > v.rope_floats) {
+    if (n * half * sizes_.rope_tables > v.rope_floats) {
       throw RuntimeError(device_ + ": the workspace's rope tables hold " + str(v.rope_floats / std::max<std::int64_t>(1, half)) +
                          " tokens, the batch has " + str(n));
     }
@@ -390,16 +392,21 @@ void CudaOps::begin_batch(const TokenBatch& batch, std::span<const double> inv_f
       }
     }
     // cos/sin of pos · inv_freq in double, rounded to f32: the CPU forward's tables bit for bit.
+    // Table-major: table r's (n, half) at r · n · half (rope_store_kv's offset).
+    const std::int64_t tables = sizes_.rope_tables;
     float* cos_h = rope_host_;
-    float* sin_h = rope_host_ + sizes_.max_tokens * half;
-    for (std::int64_t t = 0; t < n; ++t) {
-      for (std::int64_t i = 0; i < half; ++i) {
-        const double a = static_cast<double>(batch.pos[static_cast<std::size_t>(t)]) * inv_freq[static_cast<std::size_t>(i)];
-        cos_h[t * half + i] = static_cast<float>(std::cos(a));
-        sin_h[t * half + i] = static_cast<float>(std::sin(a));
+    float* sin_h = rope_host_ + sizes_.max_tokens * half * tables;
+    for (std::int64_t r = 0; r < tables; ++r) {
+      for (std::int64_t t = 0; t < n; ++t) {
+        for (std::int64_t i = 0; i < half; ++i) {
+          const double a = static_cast<double>(batch.pos[static_cast<std::size_t>(t)]) *
+                           inv_freq[static_cast<std::size_t>(r * half + i)];
+          cos_h[(r * n + t) * half + i] = static_cast<float>(std::cos(a));
+          sin_h[(r * n + t) * half + i] = static_cast<float>(std::sin(a));
+        }
       }
     }
-    const std::size_t rope_bytes = static_cast<std::size_t>(n * half) * sizeof(float);
+    const std::size_t rope_bytes = static_cast<std::size_t>(n * half * tables) * sizeof(float);
     PLEXUS_CUDA_CHECK(cudaMemcpyAsync(v.rope_cos, cos_h, rope_bytes, cudaMemcpyHostToDevice, stream_),
                       device_ + " uploading rope cos");
     PLEXUS_CUDA_CHECK(cudaMemcpyAsync(v.rope_sin, sin_h, rope_bytes, cudaMemcpyHostToDevice, stream_),
@@ -519,10 +526,16 @@ void CudaOps::rope_store_kv(int layer, const TokenBatch& batch, const AttentionS
   const bool interleaved = s.rope_interleaved;
   const std::int64_t rot = s.rotated_dims();
   const float scale = s.rope_scale;
-  graphs_.op(sig(OpId::kRope, layer, v.q, v.k, v.v, v.rope_cos, v.rope_sin, n, heads, kv_heads, hd, interleaved ? 1 : 0, rot, scale),
+  if (s.rope_table < 0 || s.rope_table >= sizes_.rope_tables) {
+    throw RuntimeError(device_ + ": rope table " + str(s.rope_table) + " of " + str(sizes_.rope_tables));
+  }
+  const std::int64_t table = static_cast<std::int64_t>(s.rope_table) * n * (hd / 2);  // begin_batch's table-major layout
+  const float* cos = v.rope_cos + table;
+  const float* sin = v.rope_sin + table;
+  graphs_.op(sig(OpId::kRope, layer, v.q, v.k, v.v, cos, sin, n, heads, kv_heads, hd, interleaved ? 1 : 0, rot, scale),
              [=, this] {
-    launch_rope_store_kv(v.q, v.k, v.v, v.rope_cos, v.rope_sin, slots_dev_, n, heads, kv_heads, hd, layer, interleaved, rot,
-                         scale, stream_);
+    launch_rope_store_kv(v.q, v.k, v.v, cos, sin, slots_dev_, n, heads, kv_heads, hd, layer, interleaved, rot, scale,
+                         stream_);
     check_launch("rope and KV store");
   });
 }
@@ -538,6 +551,7 @@ void CudaOps::attention(int layer, const TokenBatch& batch, const AttentionShape
   AttentionGeometry g = geometry(sizes_);
   g.window = s.window;
   g.scale = s.scale;
+  g.softcap = s.softcap;
   const WorkspaceView v = view_of(ws);
   if (prefill_min_tokens_ > 0 && n >= prefill_min_tokens_ && caches_aligned_ && prefill_attention_supported(g)) {
     const std::int64_t n_tiles = n_tiles_;
@@ -567,7 +581,7 @@ void CudaOps::attention(int layer, const TokenBatch& batch, const AttentionShape
   // step of a bucket (a captured decode step stays valid while the context grows inside it).
   const std::int64_t max_keys = s.window > 0 ? std::min(bucket_, s.window) : bucket_;
   const AttentionSplit split = attention_split(g, n, max_keys, target_blocks_);
-  graphs_.op(sig(OpId::kAttention, layer, v.q, v.att, n, g.window, g.scale, split.splits, split.chunk), [=, this] {
+  graphs_.op(sig(OpId::kAttention, layer, v.q, v.att, n, g.window, g.scale, g.softcap, split.splits, split.chunk), [=, this] {
     launch_attention(v.q, slots_dev_, n, g, split, layer, partials_, partial_floats_, v.att, stream_);
     check_launch("attention");
   });
@@ -577,6 +591,27 @@ void CudaOps::silu_mul(const float* gate, const float* up, float* out, std::int6
   graphs_.op(sig(OpId::kSiluMul, gate, up, out, n), [=, this] {
     launch_silu_mul(gate, up, out, n, stream_);
     check_launch("silu_mul");
+  });
+}
+
+void CudaOps::gelu_tanh_mul(const float* gate, const float* up, float* out, std::int64_t n) {
+  graphs_.op(sig(OpId::kGeluTanhMul, gate, up, out, n), [=, this] {
+    launch_gelu_tanh_mul(gate, up, out, n, stream_);
+    check_launch("gelu_tanh_mul");
+  });
+}
+
+void CudaOps::scale(float* x, float s, std::int64_t n) {
+  graphs_.op(sig(OpId::kScale, x, s, n), [=, this] {
+    launch_scale(x, s, n, stream_);
+    check_launch("scale");
+  });
+}
+
+void CudaOps::softcap(float* x, float cap, std::int64_t n) {
+  graphs_.op(sig(OpId::kSoftcap, x, cap, n), [=, this] {
+    launch_softcap(x, cap, n, stream_);
+    check_launch("softcap");
   });
 }
 

@@ -54,6 +54,7 @@ struct CudaOpsSizes {
   std::int64_t n_heads = 0, n_kv_heads = 0, head_dim = 0;
   std::int64_t max_cols = 0;     // the widest matmul input with more than 8 tokens: max(H, q_dim, I)
   std::int64_t max_pairs = 0;    // mixture of experts: max_tokens × experts per token (0: a dense model)
+  std::int64_t rope_tables = 1;  // LayerShape::rope_tables (2: Gemma 3's global and local bases)
   static CudaOpsSizes of(const LayerShape& l, std::int64_t max_tokens, std::int64_t max_context);
 };
 
@@ -80,6 +81,9 @@ class CudaOps final : public ComputeOps {
   void rope_store_kv(int layer, const TokenBatch& batch, const AttentionShape& s, Workspace& ws) override;
   void attention(int layer, const TokenBatch& batch, const AttentionShape& s, Workspace& ws) override;
   void silu_mul(const float* gate, const float* up, float* out, std::int64_t n) override;
+  void gelu_tanh_mul(const float* gate, const float* up, float* out, std::int64_t n) override;
+  void scale(float* x, float s, std::int64_t n) override;
+  void softcap(float* x, float cap, std::int64_t n) override;
   void add(float* x, const float* y, std::int64_t n) override;
   void add_rmsnorm(float* x, const float* y, const float* w, std::int64_t rows, std::int64_t d, float eps,
                    float* out) override;

@@ -42,6 +42,23 @@ void silu_mul(const IsaKernels& k, ThreadPool& pool, const float* gate, const fl
   pool.parallel_for(n, 64, [&](std::int64_t b, std::int64_t e) { k.silu_mul(gate + b, up + b, out + b, e - b); });
 }
 
+void gelu_tanh_mul(ThreadPool& pool, const float* gate, const float* up, float* out, std::int64_t n) {
+  // gelu_tanh(g) = g/2 · (1 + tanh(√(2/π) · (g + 0.044715 g³))), in f32 as PyTorch's f32 GELU.
+  constexpr float kSqrt2OverPi = 0.7978845608028654f;
+  pool.parallel_for(n, 256, [&](std::int64_t b, std::int64_t e) {
+    for (std::int64_t i = b; i < e; ++i) {
+      const float g = gate[i];
+      out[i] = 0.5f * g * (1.0f + std::tanh(kSqrt2OverPi * (g + 0.044715f * g * g * g))) * up[i];
+    }
+  });
+}
+
+void softcap(ThreadPool& pool, float* x, float cap, std::int64_t n) {
+  pool.parallel_for(n, 1024, [&](std::int64_t b, std::int64_t e) {
+    for (std::int64_t i = b; i < e; ++i) x[i] = std::tanh(x[i] / cap) * cap;
+  });
+}
+
 void softmax(const IsaKernels& k, float* x, std::int64_t n) {
   const float mx = *std::max_element(x, x + n);
   const float sum = k.exp_shift_sum(x, mx, n);

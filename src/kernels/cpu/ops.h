@@ -21,6 +21,12 @@ void rope(float* x, std::int64_t n_heads, std::int64_t head_dim, const float* co
 // out (n) = silu(gate) * up, split across threads.
 void silu_mul(const IsaKernels& k, ThreadPool& pool, const float* gate, const float* up, float* out, std::int64_t n);
 
+// out (n) = gelu_tanh(gate) * up (GeGLU), split across threads; out may alias gate.
+void gelu_tanh_mul(ThreadPool& pool, const float* gate, const float* up, float* out, std::int64_t n);
+
+// x (n) = tanh(x / cap) * cap, split across threads.
+void softcap(ThreadPool& pool, float* x, float cap, std::int64_t n);
+
 // In place softmax of x (n); returns nothing, uses the ISA exp.
 void softmax(const IsaKernels& k, float* x, std::int64_t n);
 // x (n) = exp(x - m) / (Σ exp(x - m) + exp(sink - m)), m = max(x, sink): a softmax whose

@@ -35,8 +35,8 @@ __device__ __forceinline__ Range attended(const TokenSlot& s, std::int64_t windo
 __global__ void __launch_bounds__(kThreads)
 attention_partial_kernel(const float* __restrict__ q,            // (n, n_heads, hd)
                          const TokenSlot* __restrict__ slots,    // (n)
-                         int n_heads, int n_kv, int hd, int group, std::int64_t window, float scale, int layer,
-                         std::int64_t chunk, int splits,
+                         int n_heads, int n_kv, int hd, int group, std::int64_t window, float scale, float softcap,
+                         int layer, std::int64_t chunk, int splits,
                          float* __restrict__ part) {              // (n, n_kv, splits, group, 2 + hd)
   extern __shared__ float smem[];
   float* qs = smem;                // (group, hd) query · scale
@@ -94,6 +94,7 @@ attention_partial_kernel(const float* __restrict__ q,            // (n, n_heads,
             if (c < hd) d += qs[h * hd + c] * kv[u];
           }
           d = warp_sum(d);
+          if (softcap > 0) d = tanhf(d / softcap) * softcap;  // Gemma's attention logit soft-capping
           if (lane == 0) ps[h * kTile + j] = d;
         }
       } else if (lane == 0) {
@@ -221,7 +222,7 @@ void launch_attention(const float* q, const TokenSlot* slots, std::int64_t n, co
   const dim3 grid(static_cast<unsigned>(n * g.n_kv_heads), static_cast<unsigned>(split.splits));
   attention_partial_kernel<<<grid, kThreads, smem, stream>>>(
       q, slots, static_cast<int>(g.n_heads), static_cast<int>(g.n_kv_heads), static_cast<int>(g.head_dim),
-      static_cast<int>(group), g.window, g.scale, layer, split.chunk, static_cast<int>(split.splits), partials);
+      static_cast<int>(group), g.window, g.scale, g.softcap, layer, split.chunk, static_cast<int>(split.splits), partials);
   const int threads = g.head_dim <= 64 ? 64 : 128;
   attention_combine_kernel<<<static_cast<unsigned>(n * g.n_heads), threads, 0, stream>>>(
       partials, slots, static_cast<int>(g.n_heads), static_cast<int>(g.n_kv_heads), static_cast<int>(g.head_dim),

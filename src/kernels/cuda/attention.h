@@ -16,6 +16,7 @@ struct AttentionGeometry {
   std::int64_t n_heads = 0, n_kv_heads = 0, head_dim = 0;  // head_dim <= 256
   std::int64_t window = 0;                                 // 0: the whole context
   float scale = 1;                                         // applied to q·k
+  float softcap = 0;  // scores tanh(s / softcap) · softcap after the scale (Gemma); 0: none
 };
 
 // The launch's context split: `splits` blocks per (token, kv head), each over `chunk` keys (the
@@ -32,7 +33,8 @@ AttentionSplit attention_split(const AttentionGeometry& g, std::int64_t n, std::
 // target_blocks <= max_target_blocks.
 std::int64_t attention_partial_floats(const AttentionGeometry& g, std::int64_t max_tokens, int max_target_blocks);
 
-// out (n, n_heads·head_dim) = softmax(q·kᵀ·scale)·v for each token t of
+// out (n, n_heads·head_dim) = softmax(q·kᵀ·scale)·v (the scores soft-capped when g.softcap > 0)
+// for each token t of
 //   q (n, n_heads·head_dim)
 // over positions [max(0, pos - window + 1), pos] (pos = slots[t].pos) of model layer `layer` of
 // the cache slots[t].cache; query head h reads kv head h / (n_heads / n_kv_heads).

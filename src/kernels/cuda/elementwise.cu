@@ -168,6 +168,28 @@ __global__ void silu_mul_kernel(const float* gate, const float* up, float* out, 
   for (std::int64_t i = tail + start; i < n; i += stride) out[i] = silu_times(gate[i], up[i]);
 }
 
+// out (n) = gelu_tanh(gate) · up; out may alias gate or up (each element read, then written, by
+// one thread).
+__global__ void gelu_tanh_mul_kernel(const float* gate, const float* up, float* out, std::int64_t n) {
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n; i += stride) {
+    const float g = gate[i];
+    out[i] = 0.5f * g * (1.0f + tanhf(0.7978845608028654f * (g + 0.044715f * g * g * g))) * up[i];
+  }
+}
+
+__global__ void scale_kernel(float* __restrict__ x, float s, std::int64_t n) {
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n; i += stride) x[i] *= s;
+}
+
+__global__ void softcap_kernel(float* __restrict__ x, float cap, std::int64_t n) {
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n; i += stride) {
+    x[i] = tanhf(x[i] / cap) * cap;
+  }
+}
+
 __global__ void gather_rows_kernel(const float* __restrict__ src,          // (?, d)
                                    const std::int64_t* __restrict__ rows,  // (m)
                                    std::int64_t d, float* __restrict__ dst) {  // (m, d)
@@ -251,6 +273,21 @@ void launch_silu_mul(const float* gate, const float* up, float* out, std::int64_
   } else {
     silu_mul_kernel<false><<<grid_for(n), kThreads, 0, stream>>>(gate, up, out, n);
   }
+}
+
+void launch_gelu_tanh_mul(const float* gate, const float* up, float* out, std::int64_t n, cudaStream_t stream) {
+  if (n <= 0) return;
+  gelu_tanh_mul_kernel<<<grid_for(n), kThreads, 0, stream>>>(gate, up, out, n);
+}
+
+void launch_scale(float* x, float s, std::int64_t n, cudaStream_t stream) {
+  if (n <= 0) return;
+  scale_kernel<<<grid_for(n), kThreads, 0, stream>>>(x, s, n);
+}
+
+void launch_softcap(float* x, float cap, std::int64_t n, cudaStream_t stream) {
+  if (n <= 0) return;
+  softcap_kernel<<<grid_for(n), kThreads, 0, stream>>>(x, cap, n);
 }
 
 void launch_gather_rows(const float* src, const std::int64_t* rows, std::int64_t m, std::int64_t d, float* dst,

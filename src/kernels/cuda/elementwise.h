@@ -37,6 +37,16 @@ void launch_add_rmsnorm(float* x, const float* y, const float* w, std::int64_t r
 // out (n) = silu(gate (n)) · up (n), silu(g) = g / (1 + e^-g); out may alias gate or up.
 void launch_silu_mul(const float* gate, const float* up, float* out, std::int64_t n, cudaStream_t stream);
 
+// out (n) = gelu_tanh(gate (n)) · up (n), gelu_tanh(g) = g/2 · (1 + tanh(√(2/π) · (g + 0.044715 g³)))
+// (GeGLU, Gemma); out may alias gate or up.
+void launch_gelu_tanh_mul(const float* gate, const float* up, float* out, std::int64_t n, cudaStream_t stream);
+
+// x (n) *= s
+void launch_scale(float* x, float s, std::int64_t n, cudaStream_t stream);
+
+// x (n) = tanh(x / cap) · cap
+void launch_softcap(float* x, float cap, std::int64_t n, cudaStream_t stream);
+
 // dst row i (d) = src row rows[i] (d) for i < m; rows (m) int64 on the device. dst must not
 // overlap src.
 void launch_gather_rows(const float* src, const std::int64_t* rows, std::int64_t m, std::int64_t d, float* dst,

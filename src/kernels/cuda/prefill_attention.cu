@@ -239,6 +239,7 @@ std::int64_t make_query_tiles(const TokenSlot* slots, std::int64_t n, std::int64
 
 bool prefill_attention_supported(const AttentionGeometry& g) {
   if (g.n_kv_heads <= 0 || g.n_heads % g.n_kv_heads != 0) return false;
+  if (g.softcap > 0) return false;  // soft-capped scores (Gemma 2): launch_attention
   const std::int64_t group = g.n_heads / g.n_kv_heads;
   return (g.head_dim == 64 || g.head_dim == 128) && group >= 1 && group <= kPrefillRows;
 }

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numbers>
 #include <vector>
 
 #include "kernels/cpu/quant_x.h"
@@ -92,6 +93,18 @@ void silu_mul(const float* gate, const float* up, std::int64_t n, float* out) {
     const double g = gate[i];
     out[i] = static_cast<float>(g / (1.0 + std::exp(-g)) * up[i]);
   }
+}
+
+void gelu_tanh_mul(const float* gate, const float* up, std::int64_t n, float* out) {
+  const double k = std::sqrt(2.0 / std::numbers::pi);
+  for (std::int64_t i = 0; i < n; ++i) {
+    const double g = gate[i];
+    out[i] = static_cast<float>(0.5 * g * (1.0 + std::tanh(k * (g + 0.044715 * g * g * g))) * up[i]);
+  }
+}
+
+void softcap(float* x, double cap, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) x[i] = static_cast<float>(std::tanh(x[i] / cap) * cap);
 }
 
 void rope(float* x, std::int64_t n_heads, std::int64_t head_dim, std::int64_t position, const double* inv_freq, bool interleaved,

@@ -24,6 +24,12 @@ void rmsnorm(const float* x, const void* weight, DType wt, std::int64_t n, std::
 // out (n) = silu(gate) * up, silu(g) = g / (1 + e^-g)
 void silu_mul(const float* gate, const float* up, std::int64_t n, float* out);
 
+// out (n) = gelu_tanh(gate) * up, gelu_tanh(g) = g/2 · (1 + tanh(√(2/π) · (g + 0.044715 g³))), in double
+void gelu_tanh_mul(const float* gate, const float* up, std::int64_t n, float* out);
+
+// x (n) = tanh(x / cap) · cap, in double
+void softcap(float* x, double cap, std::int64_t n);
+
 // In place, rotate-half RoPE on x (n_heads, head_dim) at `position` with inv_freq (head_dim/2)
 // (partial rotary: only dims [0, rotary_dim) turn, pairs (i, i + rotary_dim/2); 0: the whole head;
 // cos and sin times `scale`):
