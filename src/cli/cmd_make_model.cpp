@@ -29,7 +29,7 @@ int cmd_make_model(int argc, char** argv) {
             "4 KV heads, 64 experts of width 512, 8 per token, vocab 32000.");
   args.positional("OUT", "output directory (created if missing)")
       .option("--preset", "NAME", "tiny | small | llama-3.2-1b | llama-3.1-8b | mixtral-8x7b | qwen3-30b-a3b | gpt-oss-20b | moe-cpu-bench", "tiny")
-      .option("--arch", "ARCH", "llama | qwen2 | qwen3 | mistral | mixtral | qwen3-moe | gpt-oss", "llama")
+      .option("--arch", "ARCH", "llama | qwen2 | qwen3 | mistral | mixtral | qwen3-moe | gpt-oss | gpt2", "llama")
       .option("--dtype", "DTYPE", "f32 | bf16 | f16", "bf16")
       .option("--expert-dtype", "DTYPE",
               "gpt-oss's experts: mxfp4 (as OpenAI's checkpoints store them: NAME_blocks + NAME_scales, uint8) or the --dtype "
@@ -54,7 +54,8 @@ int cmd_make_model(int argc, char** argv) {
   else if (arch == "mixtral") o.arch = Arch::kMixtral;
   else if (arch == "qwen3-moe" || arch == "qwen3_moe") o.arch = Arch::kQwen3Moe;
   else if (arch == "gpt-oss" || arch == "gpt_oss") o.arch = Arch::kGptOss;
-  else throw InputError("--arch: unknown architecture '" + arch + "' (use llama, qwen2, qwen3, mistral, mixtral, qwen3-moe or gpt-oss)");
+  else if (arch == "gpt2") o.arch = Arch::kGpt2;
+  else throw InputError("--arch: unknown architecture '" + arch + "' (use llama, qwen2, qwen3, mistral, mixtral, qwen3-moe, gpt-oss or gpt2)");
   // A real-shape preset fixes its architecture: --arch left out means that one.
   const std::optional<Arch> own = preset_arch(o.preset);
   if (own && !args.given("--arch")) o.arch = *own;

@@ -78,6 +78,7 @@ Checkpoint::Checkpoint(const std::string& dir) : dir_(dir) {
   } else {
     throw InputError("'" + dir + "' holds no weights: expected model.safetensors or model.safetensors.index.json");
   }
+  adopt_gpt2_layout();
 }
 
 bool Checkpoint::prefault() const {

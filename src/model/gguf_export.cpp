@@ -273,6 +273,7 @@ std::string gguf_arch_name(Arch a) {
     case Arch::kMixtral: return "llama";  // llama.cpp runs Mixtral as llama with experts
     case Arch::kQwen3Moe: return "qwen3moe";
     case Arch::kGptOss: return "gpt-oss";
+    case Arch::kGpt2: return "gpt2";
   }
   return "llama";
 }
@@ -300,6 +301,9 @@ std::vector<float> llama3_rope_freq_factors(const ModelConfig& c) {
 GgufExportResult export_gguf(const std::string& model_dir, const std::string& out, const GgufExportOptions& o) {
   require_model_path(model_dir);
   const ModelConfig c = load_model_config(model_dir);
+  if (c.arch == Arch::kGpt2) {
+    throw InputError(model_dir + ": GPT2LMHeadModel cannot be written to GGUF yet (llama.cpp's gpt2 architecture is not built)");
+  }
   // What GGUF has no key for: readers take llama.cpp's swiglu_oai constants, and YaRN's rounded
   // correction range except for gpt-oss (whose config.json says truncate false; gguf_model.cpp).
   if (c.arch == Arch::kGptOss && (c.moe.swiglu_alpha != 1.702 || c.moe.swiglu_limit != 7.0)) {

@@ -26,7 +26,9 @@ struct LayerWeights {
   std::vector<ExpertWeights> experts;  // (E); empty in a dense layer
   VectorView q_bias, k_bias, v_bias, o_bias;  // (q_dim) (kv_dim) (kv_dim) (H); empty when absent
   VectorView q_norm, k_norm;                  // (head_dim); Qwen3 only
-  VectorView input_norm, post_attention_norm;  // (H)
+  // (H); GPT-2's LayerNorms (2·H): the weight, then the bias.
+  VectorView input_norm, post_attention_norm;
+  VectorView up_bias, down_bias;  // (I) (H); GPT-2 only (c_fc's and the MLP c_proj's biases)
   // gpt-oss only (empty otherwise): attention sinks, the router's bias, and the experts' biases
   // (gate_up_proj_bias de-interleaved into gate and up).
   VectorView sinks;                                                  // (n_heads)
@@ -62,7 +64,9 @@ class LlamaFamilyModel {
   const LayerWeights& layer_weights(int l) const { return layers_[static_cast<std::size_t>(l)]; }
   const WeightMatrix& embedding() const { return embed_; }
   const WeightMatrix& lm_head() const { return lm_head_; }
-  VectorView final_norm() const { return final_norm_; }  // (H)
+  // GPT-2's learned positions (n_positions, H); empty (no data) for every other family.
+  const WeightMatrix& position_embedding() const { return positions_; }
+  VectorView final_norm() const { return final_norm_; }  // (H); GPT-2 (2·H): weight, then bias
   std::int64_t weight_bytes() const;  // bytes of all weights as stored (tied counted once)
 
   // RoPE inverse frequencies (head_dim / 2) and the attention geometry, for ops.begin_batch and
@@ -84,6 +88,10 @@ class LlamaFamilyModel {
 
   // The same steps with the weights to use given (a device's copy, a streamed copy): same math.
   void embed(ComputeOps& ops, const WeightMatrix& table, std::span<const std::int32_t> ids, float* x) const;
+  // GPT-2: x (n, H) = table rows of batch.ids + `positions` rows of batch.pos (ws.xb the scratch);
+  // InputError for a position outside the table. Other families: embed(ops, table, batch.ids, x).
+  void embed(ComputeOps& ops, const WeightMatrix& table, const WeightMatrix& positions, const TokenBatch& batch,
+             Workspace& ws, float* x) const;
   void layer(ComputeOps& ops, int l, const LayerWeights& w, float* x, const TokenBatch& batch, Workspace& ws) const;
   void head(ComputeOps& ops, const WeightMatrix& lm_head, VectorView final_norm, float* x, std::int64_t n,
             float* logits) const;
@@ -91,6 +99,7 @@ class LlamaFamilyModel {
  private:
   ModelConfig config_;
   WeightMatrix embed_, lm_head_;
+  WeightMatrix positions_;  // GPT-2 only
   std::vector<std::vector<float>> vectors_;  // the f32 small vectors the views below point at
   // gpt-oss experts stored (in, out) in the checkpoint, transposed here to (out, in) per expert;
   // or stored as MXFP4 in Hugging Face's block layout, repacked here into plexus's MXFP4 blocks.
@@ -112,6 +121,9 @@ class LlamaFamilyModel {
   void load_split_expert_biases(const Checkpoint& ck, int l, LayerWeights& w);
   // x (n, H) += the layer's MLP of ws.xb (n, H): dense, or routed through the experts.
   void mlp(ComputeOps& ops, const LayerWeights& w, float* x, std::int64_t n, Workspace& ws) const;
+  // GPT2Block on x (n, H), in place: x += attn(ln_1(x)); x += mlp(ln_2(x)), every linear biased,
+  // no rotary embedding, the MLP c_proj(gelu_tanh(c_fc(·))).
+  void gpt2_layer(ComputeOps& ops, int l, const LayerWeights& w, float* x, const TokenBatch& batch, Workspace& ws) const;
 };
 
 // Bytes of a layer's small vectors (biases, norms) as f32, each starting on a 64-byte line, in
@@ -120,7 +132,9 @@ std::int64_t layer_vector_bytes(const ModelConfig& config);
 // Bytes of the final norm's copy (H f32 on whole 64-byte lines) on the head's device.
 std::int64_t final_norm_bytes(const ModelConfig& config);
 
-// RoPE inverse frequencies with the config's rope_scaling applied (exposed for tests).
+// RoPE inverse frequencies with the config's rope_scaling applied (exposed for tests). GPT-2 has no
+// rotary embedding: its are all zero, so every device's rotation is the identity (cos 1, sin 0:
+// x·1 − y·0 is x exactly).
 std::vector<double> rope_inv_freq(const ModelConfig& config);
 
 }  // namespace plexus

@@ -41,7 +41,9 @@ std::vector<std::string> layer_matrix_names(const ModelConfig& c, int layer) {
   std::vector<std::string> out;
   for (const char* m : {".self_attn.q_proj", ".self_attn.k_proj", ".self_attn.v_proj", ".self_attn.o_proj"}) out.push_back(p + m + ".weight");
   if (!c.moe_layer(layer)) {
-    for (const char* m : {".mlp.gate_proj", ".mlp.up_proj", ".mlp.down_proj"}) out.push_back(p + m + ".weight");
+    for (const char* m : {".mlp.gate_proj", ".mlp.up_proj", ".mlp.down_proj"}) {
+      if (c.arch != Arch::kGpt2 || std::string_view(m) != ".mlp.gate_proj") out.push_back(p + m + ".weight");  // GPT-2: no gate
+    }
     return out;
   }
   if (c.arch == Arch::kGptOss && !c.moe.split_experts) {  // the experts fused: (E, H, 2·Ie) and (E, Ie, H)
@@ -75,6 +77,8 @@ ModuleTree ModuleTree::from_config(const ModelConfig& c) {
   };
   const std::int64_t H = c.hidden_size, Q = c.q_dim(), KV = c.kv_dim(), I = c.intermediate_size;
   add("model.embed_tokens", "weight", {c.vocab_size, H}, -1);
+  // GPT-2's learned absolute positions (checkpoint_gpt2.cpp: wpe.weight), computed with the embedding.
+  if (c.arch == Arch::kGpt2) add("model.embed_tokens", "positions", {c.max_position_embeddings, H}, -1);
   for (int l = 0; l < c.num_layers; ++l) {
     const std::string p = layer_prefix(l);
     add(p + ".self_attn.q_proj", "weight", {Q, H}, l);
@@ -116,15 +120,23 @@ ModuleTree ModuleTree::from_config(const ModelConfig& c) {
         add(p + ".mlp.experts", "up_proj_bias", {E, Ie}, l);
         add(p + ".mlp.experts", "down_proj_bias", {E, H}, l);
       }
+    } else if (c.arch == Arch::kGpt2) {  // GPT2MLP: c_fc and c_proj with biases, no gate
+      add(p + ".mlp.up_proj", "weight", {I, H}, l);
+      add(p + ".mlp.up_proj", "bias", {I}, l);
+      add(p + ".mlp.down_proj", "weight", {H, I}, l);
+      add(p + ".mlp.down_proj", "bias", {H}, l);
     } else {
       add(p + ".mlp.gate_proj", "weight", {I, H}, l);
       add(p + ".mlp.up_proj", "weight", {I, H}, l);
       add(p + ".mlp.down_proj", "weight", {H, I}, l);
     }
     add(p + ".input_layernorm", "weight", {H}, l);
+    if (c.arch == Arch::kGpt2) add(p + ".input_layernorm", "bias", {H}, l);  // LayerNorm
     add(p + ".post_attention_layernorm", "weight", {H}, l);
+    if (c.arch == Arch::kGpt2) add(p + ".post_attention_layernorm", "bias", {H}, l);
   }
   add("model.norm", "weight", {H}, -1);
+  if (c.arch == Arch::kGpt2) add("model.norm", "bias", {H}, -1);
   add("lm_head", "weight", {c.vocab_size, H}, -1);
   if (c.tie_word_embeddings) t.params_.back().tied_to = "model.embed_tokens.weight";
   t.index_names();
