@@ -17,6 +17,10 @@ ParamLayout ParamLayout::of(const ModelConfig& config) {
     throw InputError(std::string(arch_name(config.arch)) +
                      " is a mixture of experts: training runs dense Llama-family models only (the experts' backward is not built)");
   }
+  if (config.arch == Arch::kGpt2) {
+    throw InputError("GPT2LMHeadModel: training is not built for GPT-2 (its LayerNorm and GELU have no backward yet); "
+                     "plexus train runs dense Llama-family models");
+  }
   ParamLayout layout;
   const ModuleTree tree = ModuleTree::from_config(config);
   for (const ParamInfo& p : tree.params()) {

@@ -9,6 +9,7 @@
 #include <random>
 
 #include "compute/cpu_ops.h"
+#include "core/error.h"
 #include "core/json.h"
 #include "core/mmap_file.h"
 #include "kernels/ref/layernorm_gelu_ref.h"
@@ -147,6 +148,30 @@ TEST(Gpt2Layout, MakeModelWritesHuggingFaceNamesAndConv1DShapes) {
   ASSERT_NE(f.find("transformer.h.3.mlp.c_fc.weight"), nullptr);
   EXPECT_EQ(f.find("transformer.h.3.mlp.c_fc.weight")->shape, (std::vector<std::int64_t>{64, 256}));
   EXPECT_EQ(f.find("lm_head.weight"), nullptr);  // tied to wte
+}
+
+// The gpt2 preset: GPT-2 small as openai-community/gpt2's config.json, 124,439,808 parameters
+// (wte and wpe, 12 blocks, ln_f; lm_head tied), its config.json read back as written.
+TEST(Gpt2Layout, PresetGpt2IsGpt2Small) {
+  TempDir dir("gpt2_preset");
+  MakeModelOptions o;
+  o.preset = "gpt2";
+  o.arch = Arch::kLlama;  // --arch left at its default: the preset fixes it
+  o.config_only = true;
+  EXPECT_EQ(write_random_model(dir.path(), o), 124439808);
+  const Json j = read_json_file(dir / "config.json");
+  const ModelConfig c = parse_model_config(j, "gpt2");
+  EXPECT_EQ(c.arch, Arch::kGpt2);
+  EXPECT_EQ(c.hidden_size, 768);
+  EXPECT_EQ(c.num_layers, 12);
+  EXPECT_EQ(c.num_heads, 12);
+  EXPECT_EQ(c.head_dim, 64);
+  EXPECT_EQ(c.intermediate_size, 3072);
+  EXPECT_EQ(c.max_position_embeddings, 1024);
+  EXPECT_EQ(c.vocab_size, 50257);
+  EXPECT_EQ(c.eos_token_ids, std::vector<std::int64_t>{50256});
+  EXPECT_TRUE(j["n_inner"].is_null());  // 4·n_embd
+  EXPECT_THROW(preset_config("gpt2", Arch::kQwen2, 0), InputError);
 }
 
 TEST(Gpt2Ops, CpuLayernormAndGeluMatchTheirOracles) {
