@@ -200,6 +200,24 @@ TEST(Gpt2Ops, CpuLayernormAndGeluMatchTheirOracles) {
   for (std::size_t i = 0; i < x.size(); ++i) EXPECT_NEAR(x[i], want[i], 1e-6 + 1e-6 * std::fabs(want[i])) << i;
 }
 
+// Two virtual devices (the positions with the embedding on the first), and every layer streamed
+// from the host or from disk: one device's NLL, bit for bit.
+TEST(Gpt2Layout, VirtualDevicesAndOffloadGiveOneDevicesNll) {
+  TempDir dir("gpt2_devices");
+  make_gpt2(dir.path(), DType::kF32);
+  const std::string ppl = "perplexity " + testing::shell_quote(dir.path()) + " --ids 1,2,3,4,5,6,7,8,9,10,11 --batch-tokens 4 --json";
+  auto nll = [&](const std::string& extra) {
+    const testing::ProcessResult r = testing::run_plexus(ppl + extra);
+    EXPECT_EQ(r.exit_code, 0) << extra << "\n" << r.err;
+    return r.exit_code == 0 ? parse_json(r.out, "perplexity --json")["nll"] : Json();
+  };
+  const Json one = nll("");
+  ASSERT_EQ(one.size(), 10u);
+  EXPECT_EQ(nll(" --virtual-devices 2 --micro-batches 2"), one);
+  EXPECT_EQ(nll(" --max-memory 0=15MiB,cpu=64GiB"), one);
+  EXPECT_EQ(nll(" --max-memory 0=15MiB --offload-disk"), one);
+}
+
 // config.json fields plexus does not implement: exit 2, naming the field and its value.
 TEST(Gpt2Config, UnimplementedFieldsExitTwoNamingFieldAndValue) {
   struct Bad {
