@@ -86,7 +86,7 @@ void Checkpoint::adopt_gpt2_layout() {
     const std::size_t es = dtype_size(in.dtype);
     auto owned = std::make_shared<OwnedTensor>();
     owned->info = in;
-    owned->info.name = name;
+    owned->info.name = gpt2_name;  // the file's name, for messages
     owned->info.shape = {width, rows};
     owned->info.begin = 0;
     owned->info.end = static_cast<std::uint64_t>(width * rows) * es;
@@ -138,14 +138,13 @@ void Checkpoint::adopt_gpt2_layout() {
         const char* parts[] = {"self_attn.q_proj.bias", "self_attn.k_proj.bias", "self_attn.v_proj.bias"};
         for (std::size_t i = 0; i < 3; ++i) {
           TensorInfo& t = renamed_infos_.emplace_back(*ref.info);
-          t.name = p + parts[i];
-          t.shape = {n / 3};
+          t.shape = {n / 3};  // t.name stays the file's
           t.begin = ref.info->begin + i * bytes;
           t.end = t.begin + bytes;
           TensorRef slice = ref;
           slice.info = &t;
           slice.data = static_cast<const std::uint8_t*>(ref.data) + i * bytes;
-          out[t.name] = slice;
+          out[p + parts[i]] = slice;
         }
         continue;
       }
@@ -164,11 +163,7 @@ void Checkpoint::adopt_gpt2_layout() {
       out[full] = ref;  // kept as named: lm_head.weight (tied), or a tensor ModuleTree will refuse
       continue;
     }
-    TensorInfo& t = renamed_infos_.emplace_back(*ref.info);
-    t.name = engine;
-    TensorRef r = ref;
-    r.info = &t;
-    out[engine] = r;
+    out[engine] = ref;  // its TensorInfo keeps the file's name, for messages
   }
   index_ = std::move(out);
 }

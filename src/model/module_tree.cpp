@@ -234,7 +234,9 @@ ModuleTree ModuleTree::from_checkpoint(const ModelConfig& c, const Checkpoint& c
       std::string got, want;
       for (auto d : r.info->shape) got += (got.empty() ? "" : ", ") + std::to_string(d);
       for (auto d : p.shape) want += (want.empty() ? "" : ", ") + std::to_string(d);
-      throw InputError(r.path() + ": tensor '" + p.name + "' has shape [" + got + "] but config.json implies [" +
+      // A renamed tensor (GPT-2's, checkpoint_gpt2.cpp) is named as the file names it too.
+      const std::string stored = r.info->name != p.name ? " (from the file's '" + r.info->name + "')" : "";
+      throw InputError(r.path() + ": tensor '" + p.name + "'" + stored + " has shape [" + got + "] but config.json implies [" +
                        want + "]");
     }
     if (!r.info->dtype_supported) {

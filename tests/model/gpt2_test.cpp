@@ -232,6 +232,9 @@ TEST(Gpt2Config, UnimplementedFieldsExitTwoNamingFieldAndValue) {
       {Json{{"tie_word_embeddings", false}}, "tie_word_embeddings is false"},
       {Json{{"layer_norm_epsilon", -1.0}}, "layer_norm_epsilon is -1"},
       {Json{{"n_embd", 60}, {"n_head", 7}}, "n_embd (60) is not divisible by n_head (7)"},
+      // a config that is not this checkpoint's: the tensor named as the engine and the file name it
+      {Json{{"n_embd", 32}}, "'model.embed_tokens.weight' (from the file's 'transformer.wte.weight') has shape [3000, 64]"},
+      {Json{{"n_inner", 100}}, "(from the file's 'transformer.h.0.mlp.c_fc.weight') has shape [256, 64]"},
   };
   TempDir dir("gpt2_bad");
   make_gpt2(dir.path(), DType::kF32);
