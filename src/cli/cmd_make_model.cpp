@@ -28,8 +28,8 @@ int cmd_make_model(int argc, char** argv) {
             "(2.61B, 0.49B per token) is a Qwen3-MoE that fits a CPU box: hidden 1024, 24 layers, 16 heads,\n"
             "4 KV heads, 64 experts of width 512, 8 per token, vocab 32000.");
   args.positional("OUT", "output directory (created if missing)")
-      .option("--preset", "NAME", "tiny | small | llama-3.2-1b | llama-3.1-8b | mixtral-8x7b | qwen3-30b-a3b | gpt-oss-20b | moe-cpu-bench | phi-3.5-mini | gemma-2-2b | gemma-3-1b", "tiny")
-      .option("--arch", "ARCH", "llama | qwen2 | qwen3 | mistral | mixtral | qwen3-moe | gpt-oss | phi3 | gemma2 | gemma3", "llama")
+      .option("--preset", "NAME", "tiny | small | llama-3.2-1b | llama-3.1-8b | mixtral-8x7b | qwen3-30b-a3b | gpt-oss-20b | moe-cpu-bench | phi-3.5-mini | gemma-2-2b | gemma-3-1b | gpt2", "tiny")
+      .option("--arch", "ARCH", "llama | qwen2 | qwen3 | mistral | mixtral | qwen3-moe | gpt-oss | phi3 | gemma2 | gemma3 | gpt2", "llama")
       .option("--dtype", "DTYPE", "f32 | bf16 | f16", "bf16")
       .option("--expert-dtype", "DTYPE",
               "gpt-oss's experts: mxfp4 (as OpenAI's checkpoints store them: NAME_blocks + NAME_scales, uint8) or the --dtype "
@@ -57,7 +57,8 @@ int cmd_make_model(int argc, char** argv) {
   else if (arch == "phi3") o.arch = Arch::kPhi3;
   else if (arch == "gemma2") o.arch = Arch::kGemma2;
   else if (arch == "gemma3") o.arch = Arch::kGemma3;
-  else throw InputError("--arch: unknown architecture '" + arch + "' (use llama, qwen2, qwen3, mistral, mixtral, qwen3-moe, gpt-oss, phi3, gemma2 or gemma3)");
+  else if (arch == "gpt2") o.arch = Arch::kGpt2;
+  else throw InputError("--arch: unknown architecture '" + arch + "' (use llama, qwen2, qwen3, mistral, mixtral, qwen3-moe, gpt-oss, phi3, gemma2, gemma3 or gpt2)");
   // A real-shape preset fixes its architecture: --arch left out means that one.
   const std::optional<Arch> own = preset_arch(o.preset);
   if (own && !args.given("--arch")) o.arch = *own;

@@ -126,6 +126,12 @@ class ComputeOps {
     add(x, y, rows * d);
     rmsnorm(x, w, rows, d, eps, out);
   }
+  // GPT-2: y (rows, d) = (x − mean(x)) / sqrt(var(x) + eps) · w (d) + b (d) per row, the biased
+  // variance (torch.nn.LayerNorm); y may alias x.
+  virtual void layernorm(const float* x, const float* w, const float* b, std::int64_t rows, std::int64_t d, float eps,
+                         float* y) = 0;
+  // GPT-2's MLP activation, in place on x (n): 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))) (gelu_new).
+  virtual void gelu_tanh(float* x, std::int64_t n) = 0;
   // dst row i (d) = src row rows[i] (d), for rows (host).
   virtual void gather_rows(const float* src, std::span<const std::int64_t> rows, std::int64_t d, float* dst) = 0;
 

@@ -36,6 +36,10 @@ class CpuOps final : public ComputeOps {
   void add_rmsnorm(float* x, const float* y, const float* w, std::int64_t rows, std::int64_t d, float eps,
                    float* out) override;
   void gather_rows(const float* src, std::span<const std::int64_t> rows, std::int64_t d, float* dst) override;
+  // GPT-2 (cpu_layernorm_gelu.cpp): rows threaded; statistics in double.
+  void layernorm(const float* x, const float* w, const float* b, std::int64_t rows, std::int64_t d, float eps,
+                 float* y) override;
+  void gelu_tanh(float* x, std::int64_t n) override;
   // cpu_moe.cpp: routing on the calling thread; each expert's gathered tokens through its MLP.
   void moe_route(const float* logits, std::int64_t n, const MoeRouting& r, Workspace& ws) override;
   void moe_experts(std::span<const ExpertWeights> experts, const float* xb, std::int64_t n, const MoeRouting& r,

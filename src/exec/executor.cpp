@@ -429,7 +429,9 @@ void Executor::enqueue_stage(std::size_t s, std::size_t i, std::span<const std::
     const std::span<const double> freq = model().inv_freq(pos);
     busy([ops, tb, ws, freq, layers = stage.n_layers() > 0] { ops->begin_batch(tb, freq, layers, *ws); });
   }
-  if (stage.embed) busy([this, ops, tb, x] { model().embed(*ops, weights_->embedding(), tb.ids, x); });
+  if (stage.embed) {
+    busy([this, ops, tb, ws, x] { model().embed(*ops, weights_->embedding(), weights_->position_embedding(), tb, *ws, x); });
+  }
   for (int l = stage.first_layer; l < stage.end_layer; ++l) {
     if (layout_.layers[static_cast<std::size_t>(l)].residence == Residence::kDevice) {
       busy([this, ops, l, x, tb, ws] { model().layer(*ops, l, weights_->layer(l), x, tb, *ws); });

@@ -49,6 +49,11 @@ class TensorParallelOps : public ComputeOps {
   void gather_rows(const float* src, std::span<const std::int64_t> rows, std::int64_t d, float* dst) override {
     inner_.gather_rows(src, rows, d, dst);
   }
+  void layernorm(const float* x, const float* w, const float* b, std::int64_t rows, std::int64_t d, float eps,
+                 float* y) override {
+    inner_.layernorm(x, w, b, rows, d, eps, y);
+  }
+  void gelu_tanh(float* x, std::int64_t n) override { inner_.gelu_tanh(x, n); }
   // Every rank routes every token alike (the router is whole).
   void moe_route(const float* logits, std::int64_t n, const MoeRouting& r, Workspace& ws) override {
     inner_.moe_route(logits, n, r, ws);

@@ -22,7 +22,8 @@ constexpr VectorView LayerWeights::* kVectors[] = {
     &LayerWeights::q_bias, &LayerWeights::k_bias, &LayerWeights::v_bias,     &LayerWeights::o_bias,
     &LayerWeights::q_norm, &LayerWeights::k_norm, &LayerWeights::input_norm, &LayerWeights::post_attention_norm,
     &LayerWeights::sinks,  &LayerWeights::router_bias, &LayerWeights::expert_gate_bias, &LayerWeights::expert_up_bias,
-    &LayerWeights::expert_down_bias, &LayerWeights::pre_feedforward_norm, &LayerWeights::post_feedforward_norm};
+    &LayerWeights::expert_down_bias, &LayerWeights::pre_feedforward_norm, &LayerWeights::post_feedforward_norm,
+    &LayerWeights::up_bias, &LayerWeights::down_bias};
 }  // namespace
 
 std::int64_t WeightStore::packed_bytes(const LayerWeights& w) {
@@ -78,6 +79,9 @@ void WeightStore::place_vectors(const ModelConfig& config, const LayerWeights& s
 
 WeightStore::WeightStore(const LlamaFamilyModel& model, const StageLayout& layout, RunMemory& memory) {
   embed_ = place(model.embedding(), layout.embed, memory, "model.embed_tokens");
+  if (model.position_embedding().data) {  // GPT-2's learned positions, beside the token embedding
+    positions_ = place(model.position_embedding(), layout.embed, memory, "model.embed_tokens.positions");
+  }
   const bool tied = model.lm_head().data == model.embedding().data && model.lm_head().rows == model.embedding().rows;
   const bool same_home = layout.head.residence == layout.embed.residence &&
                          (layout.head.residence != Residence::kDevice || layout.head.device == layout.embed.device);

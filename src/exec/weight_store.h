@@ -23,6 +23,7 @@ class WeightStore {
   // streamed layer's small vectors are already on its computing device).
   const WeightMatrix& embedding() const { return embed_; }
   const WeightMatrix& lm_head() const { return head_; }
+  const WeightMatrix& position_embedding() const { return positions_; }  // GPT-2's; empty otherwise
   const LayerWeights& layer(int l) const { return layers_[static_cast<std::size_t>(l)]; }
   VectorView final_norm() const { return final_norm_; }  // (H) on the head's computing device
 
@@ -44,6 +45,7 @@ class WeightStore {
   std::vector<Buffer> buffers_;
   std::vector<LayerWeights> layers_;
   WeightMatrix embed_, head_;
+  WeightMatrix positions_;  // GPT-2 only, on the embedding's device
   VectorView final_norm_;
 };
 

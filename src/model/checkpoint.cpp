@@ -80,6 +80,7 @@ Checkpoint::Checkpoint(const std::string& dir) : dir_(dir) {
   } else {
     throw InputError("'" + dir + "' holds no weights: expected model.safetensors or model.safetensors.index.json");
   }
+  adopt_gpt2_layout();
   select_language_model();
 }
 

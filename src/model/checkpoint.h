@@ -66,6 +66,12 @@ class Checkpoint {
 
  private:
   struct OwnedTensor;
+  // A safetensors checkpoint in GPT-2's names (checkpoint_gpt2.cpp): its tensors renamed to the
+  // engine's, Conv1D weights (in, out) transposed into owned (out, in) copies, c_attn split into
+  // q/k/v; the attention-mask buffers (attn.bias, attn.masked_bias) dropped. TensorInfo::name
+  // stays the file's name (messages show both). No-op otherwise.
+  void adopt_gpt2_layout();
+  std::deque<TensorInfo> renamed_infos_;  // GPT-2's c_attn bias thirds (TensorRef::info points here)
   // The GGUF file's codebook-type tensors, as (HF name, ggml type), become Q8_0 copies (the
   // constructor's last step; each expert of a stacked tensor on its own).
   void convert_codebook_tensors(const std::vector<std::pair<std::string, std::uint32_t>>& targets);

@@ -10,13 +10,9 @@
 #include "kernels/quantize.h"
 #include "kernels/ref/dequantize_iq.h"
 #include "model/checkpoint.h"
+#include "model/checkpoint_owned.h"
 
 namespace plexus {
-
-struct Checkpoint::OwnedTensor {
-  TensorInfo info;
-  std::unique_ptr<std::uint8_t, decltype(&std::free)> bytes{nullptr, &std::free};
-};
 
 namespace {
 

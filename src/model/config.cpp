@@ -28,6 +28,7 @@ std::string_view arch_name(Arch a) {
     case Arch::kPhi3: return "Phi3ForCausalLM";
     case Arch::kGemma2: return "Gemma2ForCausalLM";
     case Arch::kGemma3: return "Gemma3ForCausalLM";
+    case Arch::kGpt2: return "GPT2LMHeadModel";
   }
   return "?";
 }
@@ -90,6 +91,7 @@ struct FloatRange {
 constexpr double kNoBound = std::numeric_limits<double>::infinity();
 constexpr FloatRange kFloatRanges[] = {
     {"rms_norm_eps", 0, true, 1, "RMSNorm's epsilon: a finite number from 0 to 1"},
+    {"layer_norm_epsilon", 0, true, 1, "LayerNorm's epsilon: a finite number from 0 to 1"},
     {"rope_theta", 0, false, kNoBound, "RoPE's base: a finite number more than 0 (models use 1e4 to 1e7)"},
     {"factor", 0, false, kNoBound, "rope_scaling's factor: a finite number more than 0"},
     {"low_freq_factor", 0, false, kNoBound, "a finite number more than 0"},
@@ -309,6 +311,62 @@ double check_float_hyper_parameter(std::string_view key, double value, const std
 namespace {
 ModelConfig parse_config_fields(const Json& j, const std::string& where);
 }  // namespace
+ModelConfig parse_gpt2_config(const Json& j, const std::string& where) {
+  // GPT2Config's names and defaults (its attribute_map: hidden_size = n_embd, ...).
+  ModelConfig c;
+  c.arch = Arch::kGpt2;
+  c.architecture = std::string(arch_name(Arch::kGpt2));
+  c.model_type = "gpt2";
+  auto int_or = [&](const char* key, std::int64_t fallback, std::int64_t max) {
+    return j.contains(key) && !j[key].is_null() ? positive(j, key, where, max) : fallback;
+  };
+  c.hidden_size = int_or("n_embd", 768, kMaxHiddenSize);
+  c.num_layers = int_or("n_layer", 12, kMaxLayers);
+  c.num_heads = c.num_kv_heads = int_or("n_head", 12, kMaxHeads);
+  c.vocab_size = int_or("vocab_size", 50257, kMaxVocab);
+  c.max_position_embeddings = int_or("n_positions", 1024, kMaxPositions);
+  c.intermediate_size = int_or("n_inner", 4 * c.hidden_size, kMaxIntermediateSize);  // null: 4·n_embd
+  if (c.hidden_size % c.num_heads != 0) {
+    throw InputError(where + ": n_embd (" + std::to_string(c.hidden_size) + ") is not divisible by n_head (" +
+                     std::to_string(c.num_heads) + ")");
+  }
+  c.head_dim = c.hidden_size / c.num_heads;
+  c.rms_norm_eps = float_field(j, "layer_norm_epsilon", 1e-5, where, "layer_norm_epsilon");
+  const std::string act = json_string_or(j, "activation_function", "gelu_new", where);
+  if (act != "gelu_new" && act != "gelu_pytorch_tanh") {
+    throw InputError(where + ": activation_function '" + act +
+                     "' is not supported for GPT2LMHeadModel (plexus implements the tanh GELU: gelu_new, gelu_pytorch_tanh)");
+  }
+  // Variants of GPT-2's attention plexus does not implement: refused, never run as plain GPT-2.
+  if (!json_bool_or(j, "scale_attn_weights", true, where)) {
+    throw InputError(where + ": scale_attn_weights is false; plexus implements GPT-2's attention scaled by 1/sqrt(head_dim) only");
+  }
+  for (const char* key : {"scale_attn_by_inverse_layer_idx", "reorder_and_upcast_attn", "add_cross_attention"}) {
+    if (json_bool_or(j, key, false, where)) {
+      throw InputError(where + ": " + key + " is true; plexus does not implement it for GPT2LMHeadModel (false only)");
+    }
+  }
+  c.tie_word_embeddings = json_bool_or(j, "tie_word_embeddings", true, where);
+  if (!c.tie_word_embeddings) {
+    throw InputError(where + ": tie_word_embeddings is false; plexus reads GPT-2's lm_head as the token embedding (true only)");
+  }
+  c.qkv_bias = c.o_bias = true;
+  c.rope_theta = 10000.0;  // unused: GPT-2 has no rotary embedding (rope_inv_freq is all zeros)
+  for (const char* key : {"bos_token_id", "eos_token_id"}) {
+    if (!j.contains(key) || j[key].is_null()) continue;
+    const std::int64_t id = special_token_id(j[key], key, c.vocab_size, where);
+    if (key[0] == 'b') c.bos_token_id = id;
+    else c.eos_token_ids.push_back(id);
+  }
+  for (const char* key : {"torch_dtype", "dtype"}) {
+    if (!j.contains(key) || j[key].is_null()) continue;
+    const std::string td = json_string_or(j, key, "", where);
+    DType dt;
+    if (!parse_dtype(td, &dt)) throw InputError(where + ": field '" + key + "' is '" + td + "'; known: float32, bfloat16, float16");
+    if (!c.torch_dtype) c.torch_dtype = dt;
+  }
+  return c;
+}
 
 ModelConfig parse_model_config(const Json& j, const std::string& where) {
   if (const std::optional<Json> gemma = gemma_config_json(j, where)) return parse_config_fields(*gemma, where);
@@ -334,7 +392,9 @@ ModelConfig parse_config_fields(const Json& j, const std::string& where) {
     else if (c.model_type == "qwen3_moe") arch = "Qwen3MoeForCausalLM";
     else if (c.model_type == "gpt_oss") arch = "GptOssForCausalLM";
     else if (c.model_type == "phi3") arch = "Phi3ForCausalLM";
+    else if (c.model_type == "gpt2") arch = "GPT2LMHeadModel";
   }
+  if (arch == "GPT2LMHeadModel") return parse_gpt2_config(j, where);
   if (arch == "LlamaForCausalLM") c.arch = Arch::kLlama;
   else if (arch == "MistralForCausalLM") c.arch = Arch::kMistral;
   else if (arch == "Qwen2ForCausalLM") c.arch = Arch::kQwen2;
@@ -349,7 +409,7 @@ ModelConfig parse_config_fields(const Json& j, const std::string& where) {
     throw InputError(where + ": unknown architecture '" + (arch.empty() ? c.model_type : arch) +
                      "' in field 'architectures'; supported: LlamaForCausalLM, MistralForCausalLM, "
                      "Qwen2ForCausalLM, Qwen3ForCausalLM, MixtralForCausalLM, Qwen3MoeForCausalLM, GptOssForCausalLM, "
-                     "Phi3ForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, Gemma3ForConditionalGeneration (its language model)");
+                     "Phi3ForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, Gemma3ForConditionalGeneration (its language model), GPT2LMHeadModel");
   }
   c.architecture = arch;
   c.hidden_size = positive(j, "hidden_size", where, kMaxHiddenSize);
@@ -424,6 +484,7 @@ ModelConfig parse_config_fields(const Json& j, const std::string& where) {
       break;
     case Arch::kGemma2:
     case Arch::kGemma3: break;  // parse_gemma_fields, after rope_scaling
+    case Arch::kGpt2: break;  // parse_gpt2_config
   }
   if (c.arch == Arch::kGptOss) parse_layer_types(j, where, c);
   if (c.arch == Arch::kMistral || c.arch == Arch::kMixtral || c.arch == Arch::kGptOss || c.arch == Arch::kPhi3) {

@@ -12,7 +12,7 @@
 
 namespace plexus {
 
-enum class Arch { kLlama, kMistral, kQwen2, kQwen3, kMixtral, kQwen3Moe, kGptOss, kPhi3, kGemma2, kGemma3 };
+enum class Arch { kLlama, kMistral, kQwen2, kQwen3, kMixtral, kQwen3Moe, kGptOss, kPhi3, kGemma2, kGemma3, kGpt2 };
 
 // A mixture-of-experts MLP (Mixtral, Qwen3-MoE): a router scores every expert for each token,
 // the token runs through the best `experts_per_token` of them, and their outputs are summed with
@@ -136,6 +136,13 @@ ModelConfig load_model_config(const std::string& path);
 // sibling, or for an "org/name" id the Hugging Face cache (model/model_location.h).
 void require_model_path(const std::string& path);
 ModelConfig parse_model_config(const Json& j, const std::string& where);
+// GPT-2 (GPT2LMHeadModel, model/gpt2_config.cpp): config.json's own names (n_embd, n_layer,
+// n_head, n_positions, n_inner, layer_norm_epsilon, activation_function) into a ModelConfig:
+// full multi-head attention with q/k/v/o biases, no rotary embedding, LayerNorm with bias (eps in
+// rms_norm_eps), a biased tanh-GELU MLP of width intermediate_size, learned positions
+// (max_position_embeddings of them), tied embeddings. InputError naming a field plexus does not
+// implement (scale_attn_by_inverse_layer_idx, reorder_and_upcast_attn true, another activation).
+ModelConfig parse_gpt2_config(const Json& j, const std::string& where);
 
 // The range of each float hyper-parameter, one rule whether it comes from config.json or from
 // GGUF metadata: `key` is its config.json name (rms_norm_eps, rope_theta, partial_rotary_factor,

@@ -277,6 +277,7 @@ std::string gguf_arch_name(Arch a) {
     case Arch::kGemma2:
     case Arch::kGemma3:  // llama.cpp's gemma2/gemma3 (norms stored as 1 + w) are not written yet
       throw InputError(std::string(arch_name(a)) + ": GGUF export of Gemma models is not supported yet");
+    case Arch::kGpt2: return "gpt2";
   }
   return "llama";
 }
@@ -307,6 +308,9 @@ GgufExportResult export_gguf(const std::string& model_dir, const std::string& ou
   if (c.arch == Arch::kPhi3) {
     throw InputError(model_dir + ": Phi3ForCausalLM cannot be written to GGUF yet (llama.cpp's phi3 layout: fused "
                      "attn_qkv and ffn_up, LongRoPE factor tensors); run the safetensors checkpoint itself");
+  }
+  if (c.arch == Arch::kGpt2) {
+    throw InputError(model_dir + ": GPT2LMHeadModel cannot be written to GGUF yet (llama.cpp's gpt2 architecture is not built)");
   }
   // What GGUF has no key for: readers take llama.cpp's swiglu_oai constants, and YaRN's rounded
   // correction range except for gpt-oss (whose config.json says truncate false; gguf_model.cpp).

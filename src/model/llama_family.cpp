@@ -37,6 +37,16 @@ VectorView vector_f32(const Checkpoint& ck, const std::string& name, std::vector
   return VectorView{out.data(), r.info->numel()};  // moving `store`'s vectors keeps their buffers
 }
 
+// A LayerNorm's weight and bias (H each) as one f32 vector (2·H) in `store`: GPT-2's norms.
+VectorView layernorm_f32(const Checkpoint& ck, const std::string& module, std::vector<std::vector<float>>& store) {
+  const TensorRef w = ck.get(module + ".weight"), b = ck.get(module + ".bias");
+  const std::int64_t d = w.info->numel();
+  std::vector<float>& out = store.emplace_back(static_cast<std::size_t>(2 * d));
+  generic_kernels().to_f32(w.info->dtype, w.data, out.data(), d);
+  generic_kernels().to_f32(b.info->dtype, b.data, out.data() + d, d);  // ModuleTree checked both are (H)
+  return VectorView{out.data(), 2 * d};
+}
+
 // The model's attention geometry; YaRN's attention factor multiplies both cos and sin (Hugging
 // Face scales the rotated q and k by it), so q·k, and with it the softmax scale, grows by its square.
 // With partial rotary (Phi-4-mini) only the rotated dims are scaled (Hugging Face scales cos and
@@ -74,6 +84,7 @@ void transpose_into(const std::uint8_t* src, std::int64_t rows, std::int64_t col
 std::vector<double> rope_inv_freq(const ModelConfig& c, bool long_context) {
   const std::int64_t dim = c.rotary_dim(), half = dim / 2;  // partial rotary: the rotated dims alone
   std::vector<double> f(static_cast<std::size_t>(half));
+  if (c.arch == Arch::kGpt2) return f;  // no rotary embedding: zero frequencies, the identity rotation
   for (std::int64_t i = 0; i < half; ++i) {
     f[static_cast<std::size_t>(i)] = 1.0 / std::pow(c.rope_theta, static_cast<double>(2 * i) / static_cast<double>(dim));
   }
@@ -158,7 +169,9 @@ float embed_scale(const ModelConfig& c, DType embed_dtype) {
 
 std::int64_t layer_vector_bytes(const ModelConfig& c) {
   auto f32 = [](std::int64_t n) { return round_up_line(n) * static_cast<std::int64_t>(sizeof(float)); };
-  std::int64_t b = 2 * f32(c.hidden_size);  // input and post-attention norms
+  // input and post-attention norms (GPT-2's LayerNorms: weight and bias each), GPT-2's MLP biases
+  std::int64_t b = c.arch == Arch::kGpt2 ? 2 * f32(2 * c.hidden_size) + f32(c.intermediate_size) + f32(c.hidden_size)
+                                         : 2 * f32(c.hidden_size);
   if (c.qkv_bias) b += f32(c.q_dim()) + 2 * f32(c.kv_dim());
   if (c.o_bias) b += f32(c.hidden_size);
   if (c.qk_norm) b += 2 * f32(c.head_dim);
@@ -172,7 +185,8 @@ std::int64_t layer_vector_bytes(const ModelConfig& c) {
 }
 
 std::int64_t final_norm_bytes(const ModelConfig& c) {
-  return round_up_line(c.hidden_size) * static_cast<std::int64_t>(sizeof(float));
+  const std::int64_t d = c.arch == Arch::kGpt2 ? 2 * c.hidden_size : c.hidden_size;  // GPT-2: weight and bias
+  return round_up_line(d) * static_cast<std::int64_t>(sizeof(float));
 }
 
 LlamaFamilyModel::LlamaFamilyModel(const ModelConfig& config, const Checkpoint& ck)
@@ -185,7 +199,9 @@ LlamaFamilyModel::LlamaFamilyModel(const ModelConfig& config, const Checkpoint& 
   embed_scale_ = embed_scale(config, embed_.dtype);
   const ParamInfo* head = tree.find("lm_head.weight");
   lm_head_ = head->tied_to ? embed_ : matrix(ck, head->name);
-  final_norm_ = norm_vector_f32(ck, "model.norm.weight", config, vectors_);
+  const bool gpt2 = config.arch == Arch::kGpt2;
+  if (gpt2) positions_ = matrix(ck, "model.embed_tokens.positions");
+  final_norm_ = gpt2 ? layernorm_f32(ck, "model.norm", vectors_) : norm_vector_f32(ck, "model.norm.weight", config, vectors_);
   layers_.resize(static_cast<std::size_t>(config.num_layers));
   for (int l = 0; l < config.num_layers; ++l) {
     const std::string p = ModuleTree::layer_prefix(l);
@@ -217,6 +233,11 @@ LlamaFamilyModel::LlamaFamilyModel(const ModelConfig& config, const Checkpoint& 
         w.experts[e] = {matrix(ck, x + n.gate + ".weight"), matrix(ck, x + n.up + ".weight"), matrix(ck, x + n.down + ".weight")};
       }
       if (config.moe.biases) load_split_expert_biases(ck, l, w);
+    } else if (gpt2) {  // c_fc and c_proj, biased; no gate
+      w.up = matrix(ck, p + ".mlp.up_proj.weight");
+      w.down = matrix(ck, p + ".mlp.down_proj.weight");
+      w.up_bias = vector_f32(ck, p + ".mlp.up_proj.bias", vectors_);
+      w.down_bias = vector_f32(ck, p + ".mlp.down_proj.bias", vectors_);
     } else {
       w.gate = matrix(ck, p + ".mlp.gate_proj.weight");
       w.up = matrix(ck, p + ".mlp.up_proj.weight");
@@ -233,6 +254,11 @@ LlamaFamilyModel::LlamaFamilyModel(const ModelConfig& config, const Checkpoint& 
       w.k_norm = norm_vector_f32(ck, p + ".self_attn.k_norm.weight", config, vectors_);
     }
     if (config.attention_sinks) w.sinks = vector_f32(ck, p + ".self_attn.sinks", vectors_);
+    if (gpt2) {
+      w.input_norm = layernorm_f32(ck, p + ".input_layernorm", vectors_);
+      w.post_attention_norm = layernorm_f32(ck, p + ".post_attention_layernorm", vectors_);
+      continue;
+    }
     w.input_norm = norm_vector_f32(ck, p + ".input_layernorm.weight", config, vectors_);
     w.post_attention_norm = norm_vector_f32(ck, p + ".post_attention_layernorm.weight", config, vectors_);
     if (config.gemma) {
@@ -253,6 +279,7 @@ LlamaFamilyModel::LlamaFamilyModel(const ModelConfig& config, ModelWeights weigh
   if (config.rope_scaling == RopeScaling::kLongRope) long_inv_freq_ = rope_inv_freq(config, true);
   embed_scale_ = embed_scale(config, embed_.dtype);
   assert(static_cast<std::int64_t>(layers_.size()) == config.num_layers);
+  if (config.arch == Arch::kGpt2) throw InputError("GPT2LMHeadModel: tensor parallelism (--tp) is not built for GPT-2 yet");
 }
 
 void LlamaFamilyModel::load_gpt_oss_experts(const Checkpoint& ck, int l, LayerWeights& w) {
@@ -400,12 +427,31 @@ void LlamaFamilyModel::embed(ComputeOps& ops, const WeightMatrix& table, std::sp
   if (config_.gemma) ops.scale(x, embed_scale_, static_cast<std::int64_t>(ids.size()) * table.cols);  // x (n, H) · √H
 }
 
+void LlamaFamilyModel::embed(ComputeOps& ops, const WeightMatrix& table, const WeightMatrix& positions,
+                             const TokenBatch& batch, Workspace& ws, float* x) const {
+  embed(ops, table, batch.ids, x);
+  if (config_.arch != Arch::kGpt2) return;
+  for (const std::int32_t p : batch.pos) {
+    if (p < 0 || p >= positions.rows) {
+      throw InputError("position " + std::to_string(p) + " is beyond GPT-2's " + std::to_string(positions.rows) +
+                       " learned positions (n_positions in config.json)");
+    }
+  }
+  const std::int64_t n = static_cast<std::int64_t>(batch.ids.size());
+  ops.embed(positions, batch.pos, ws.xb.data());  // (n, H) the positions' rows
+  ops.add(x, ws.xb.data(), n * config_.hidden_size);
+}
+
 void LlamaFamilyModel::layer(ComputeOps& ops, int l, float* x, const TokenBatch& batch, Workspace& ws) const {
   layer(ops, l, layers_[static_cast<std::size_t>(l)], x, batch, ws);
 }
 
 void LlamaFamilyModel::layer(ComputeOps& ops, int l, const LayerWeights& w, float* x, const TokenBatch& batch,
                              Workspace& ws) const {
+  if (config_.arch == Arch::kGpt2) {
+    gpt2_layer(ops, l, w, x, batch, ws);
+    return;
+  }
   const std::int64_t n = static_cast<std::int64_t>(batch.ids.size());
   const std::int64_t H = config_.hidden_size, Q = config_.q_dim(), KV = config_.kv_dim();
   const std::int64_t hd = config_.head_dim;
@@ -439,6 +485,38 @@ void LlamaFamilyModel::layer(ComputeOps& ops, int l, const LayerWeights& w, floa
   // MLP block on xb = norm(x): the attention's residual add and this norm in one step.
   ops.add_rmsnorm(x, ws.xb.data(), w.post_attention_norm.data, n, H, eps, ws.xb.data());
   mlp(ops, w, x, n, ws);
+}
+
+void LlamaFamilyModel::gpt2_layer(ComputeOps& ops, int l, const LayerWeights& w, float* x, const TokenBatch& batch,
+                                  Workspace& ws) const {
+  const std::int64_t n = static_cast<std::int64_t>(batch.ids.size());
+  const std::int64_t H = config_.hidden_size, I = config_.intermediate_size;
+  const float eps = static_cast<float>(config_.rms_norm_eps);  // layer_norm_epsilon
+  // Attention: xb = ln_1(x); q, k, v = xb·Wᵀ + b (c_attn's thirds); no rotation (zero frequencies).
+  ops.layernorm(x, w.input_norm.data, w.input_norm.data + H, n, H, eps, ws.xb.data());
+  const MatmulPart qkv[] = {{w.q, ws.q.data(), H}, {w.k, ws.k.data(), H}, {w.v, ws.v.data(), H}};
+  ops.matmul(qkv, ws.xb.data(), n, H);
+  ops.add_bias(ws.q.data(), w.q_bias.data, n, H);
+  ops.add_bias(ws.k.data(), w.k_bias.data, n, H);
+  ops.add_bias(ws.v.data(), w.v_bias.data, n, H);
+  const AttentionShape attention = layer_attention(l, w);
+  ops.rope_store_kv(l, batch, attention, ws);
+  ops.attention(l, batch, attention, ws);  // ws.att (n, H)
+  // x += att·Woᵀ + b (attn.c_proj)
+  const MatmulPart o[] = {{w.o, ws.xb.data(), H}};
+  ops.matmul(o, ws.att.data(), n, H);
+  ops.add_bias(ws.xb.data(), w.o_bias.data, n, H);
+  ops.add(x, ws.xb.data(), n * H);
+  // MLP: x += gelu_tanh(ln_2(x)·Wfcᵀ + b)·Wprojᵀ + b
+  ops.layernorm(x, w.post_attention_norm.data, w.post_attention_norm.data + H, n, H, eps, ws.xb.data());
+  const MatmulPart up[] = {{w.up, ws.up.data(), I}};
+  ops.matmul(up, ws.xb.data(), n, H);
+  ops.add_bias(ws.up.data(), w.up_bias.data, n, I);
+  ops.gelu_tanh(ws.up.data(), n * I);  // (n, I) in place
+  const MatmulPart down[] = {{w.down, ws.xb.data(), H}};
+  ops.matmul(down, ws.up.data(), n, I);
+  ops.add_bias(ws.xb.data(), w.down_bias.data, n, H);
+  ops.add(x, ws.xb.data(), n * H);
 }
 
 AttentionShape LlamaFamilyModel::layer_attention(int l, const LayerWeights& w) const {
@@ -501,7 +579,10 @@ void LlamaFamilyModel::head(ComputeOps& ops, float* x, std::int64_t n, float* lo
 
 void LlamaFamilyModel::head(ComputeOps& ops, const WeightMatrix& lm_head, VectorView final_norm, float* x,
                             std::int64_t n, float* logits) const {
-  ops.rmsnorm(x, final_norm.data, n, config_.hidden_size, static_cast<float>(config_.rms_norm_eps), x);
+  const std::int64_t H = config_.hidden_size;
+  const float eps = static_cast<float>(config_.rms_norm_eps);
+  if (config_.arch == Arch::kGpt2) ops.layernorm(x, final_norm.data, final_norm.data + H, n, H, eps, x);  // ln_f
+  else ops.rmsnorm(x, final_norm.data, n, H, eps, x);
   const MatmulPart p[] = {{lm_head, logits, lm_head.rows}};
   ops.matmul(p, x, n, config_.hidden_size);
   if (config_.final_logit_softcap > 0) ops.softcap(logits, static_cast<float>(config_.final_logit_softcap), n * lm_head.rows);

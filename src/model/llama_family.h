@@ -28,10 +28,12 @@ struct LayerWeights {
   std::vector<ExpertWeights> experts;  // (E); empty in a dense layer
   VectorView q_bias, k_bias, v_bias, o_bias;  // (q_dim) (kv_dim) (kv_dim) (H); empty when absent
   VectorView q_norm, k_norm;                  // (head_dim); Qwen3 only
-  VectorView input_norm, post_attention_norm;  // (H)
+  // (H); GPT-2's LayerNorms (2·H): the weight, then the bias.
+  VectorView input_norm, post_attention_norm;
   // Gemma only (empty otherwise): the norms before and after the MLP; post_attention_norm is then
   // the norm of the attention's output. Gemma's norms are held as (1 + w).
   VectorView pre_feedforward_norm, post_feedforward_norm;  // (H)
+  VectorView up_bias, down_bias;  // (I) (H); GPT-2 only (c_fc's and the MLP c_proj's biases)
   // gpt-oss only (empty otherwise): attention sinks, the router's bias, and the experts' biases
   // (gate_up_proj_bias de-interleaved into gate and up).
   VectorView sinks;                                                  // (n_heads)
@@ -67,7 +69,9 @@ class LlamaFamilyModel {
   const LayerWeights& layer_weights(int l) const { return layers_[static_cast<std::size_t>(l)]; }
   const WeightMatrix& embedding() const { return embed_; }
   const WeightMatrix& lm_head() const { return lm_head_; }
-  VectorView final_norm() const { return final_norm_; }  // (H)
+  // GPT-2's learned positions (n_positions, H); empty (no data) for every other family.
+  const WeightMatrix& position_embedding() const { return positions_; }
+  VectorView final_norm() const { return final_norm_; }  // (H); GPT-2 (2·H): weight, then bias
   std::int64_t weight_bytes() const;  // bytes of all weights as stored (tied counted once)
 
   // RoPE inverse frequencies (rope_tables · head_dim / 2, rope_table_freqs) and the attention geometry, for ops.begin_batch and
@@ -95,6 +99,10 @@ class LlamaFamilyModel {
 
   // The same steps with the weights to use given (a device's copy, a streamed copy): same math.
   void embed(ComputeOps& ops, const WeightMatrix& table, std::span<const std::int32_t> ids, float* x) const;
+  // GPT-2: x (n, H) = table rows of batch.ids + `positions` rows of batch.pos (ws.xb the scratch);
+  // InputError for a position outside the table. Other families: embed(ops, table, batch.ids, x).
+  void embed(ComputeOps& ops, const WeightMatrix& table, const WeightMatrix& positions, const TokenBatch& batch,
+             Workspace& ws, float* x) const;
   void layer(ComputeOps& ops, int l, const LayerWeights& w, float* x, const TokenBatch& batch, Workspace& ws) const;
   void head(ComputeOps& ops, const WeightMatrix& lm_head, VectorView final_norm, float* x, std::int64_t n,
             float* logits) const;
@@ -102,6 +110,7 @@ class LlamaFamilyModel {
  private:
   ModelConfig config_;
   WeightMatrix embed_, lm_head_;
+  WeightMatrix positions_;  // GPT-2 only
   std::vector<std::vector<float>> vectors_;  // the f32 small vectors the views below point at
   // gpt-oss experts stored (in, out) in the checkpoint, transposed here to (out, in) per expert;
   // or stored as MXFP4 in Hugging Face's block layout, repacked here into plexus's MXFP4 blocks.
@@ -128,6 +137,9 @@ class LlamaFamilyModel {
   // x += post_feedforward_norm(GeGLU MLP(pre_feedforward_norm(x))).
   void gemma_block_rest(ComputeOps& ops, const LayerWeights& w, float* x, std::int64_t n, Workspace& ws) const;
   float embed_scale_ = 1;  // Gemma: √hidden rounded to the embedding's dtype; 1 otherwise
+  // GPT2Block on x (n, H), in place: x += attn(ln_1(x)); x += mlp(ln_2(x)), every linear biased,
+  // no rotary embedding, the MLP c_proj(gelu_tanh(c_fc(·))).
+  void gpt2_layer(ComputeOps& ops, int l, const LayerWeights& w, float* x, const TokenBatch& batch, Workspace& ws) const;
 };
 
 // Bytes of a layer's small vectors (biases, norms) as f32, each starting on a 64-byte line, in
@@ -138,7 +150,8 @@ std::int64_t final_norm_bytes(const ModelConfig& config);
 
 // RoPE inverse frequencies with the config's rope_scaling applied (exposed for tests).
 // Partial rotary: rotary_dim / 2 frequencies of a rotary_dim-wide rope, then zeros to head_dim / 2.
-// LongRoPE: the short factors, or with `long_context` the long ones.
+// LongRoPE: the short factors, or with `long_context` the long ones. GPT-2 has no rotary
+// embedding: its are all zero, so every device's rotation is the identity (cos 1, sin 0).
 std::vector<double> rope_inv_freq(const ModelConfig& config, bool long_context = false);
 // The model's rope tables one after another (LayerShape::rope_tables of head_dim / 2): the
 // global one (rope_inv_freq), then for Gemma 3 the local one (rope_local_theta, no scaling).

@@ -265,11 +265,78 @@ void set_gpt_oss_defaults(ModelConfig& c) {
   c.moe.swiglu_alpha = 1.702, c.moe.swiglu_limit = 7.0;
 }
 
+// GPT-2's shapes beyond a preset's: full multi-head attention, every linear biased, LayerNorms,
+// a 4·H tanh-GELU MLP, tied embeddings, learned positions; bos = eos = the last id (as GPT-2's 50256).
+void set_gpt2_defaults(ModelConfig& c) {
+  c.model_type = "gpt2";
+  c.num_kv_heads = c.num_heads;
+  c.head_dim = c.hidden_size / c.num_heads;
+  c.intermediate_size = 4 * c.hidden_size;
+  c.qkv_bias = c.o_bias = true;
+  c.tie_word_embeddings = true;
+  c.rms_norm_eps = 1e-5;  // layer_norm_epsilon
+  c.bos_token_id = c.vocab_size - 1;
+  c.eos_token_ids = {c.vocab_size - 1};
+}
+
+// The tensors of a GPT2LMHeadModel checkpoint as Hugging Face saves it: "transformer."-prefixed
+// names in its order, Conv1D weights (in, out), c_attn fused (H, 3·H), lm_head tied (not written).
+std::vector<ParamInfo> gpt2_checkpoint_params(const ModelConfig& c) {
+  std::vector<ParamInfo> out;
+  auto add = [&out](const std::string& name, std::vector<std::int64_t> shape, int layer) {
+    out.push_back(ParamInfo{name, name.substr(0, name.rfind('.')), std::move(shape), layer, std::nullopt, std::nullopt});
+  };
+  const std::int64_t H = c.hidden_size, I = c.intermediate_size;
+  add("transformer.wte.weight", {c.vocab_size, H}, -1);
+  add("transformer.wpe.weight", {c.max_position_embeddings, H}, -1);
+  for (int l = 0; l < c.num_layers; ++l) {
+    const std::string p = "transformer.h." + std::to_string(l) + ".";
+    add(p + "ln_1.weight", {H}, l);
+    add(p + "ln_1.bias", {H}, l);
+    add(p + "attn.c_attn.weight", {H, 3 * H}, l);
+    add(p + "attn.c_attn.bias", {3 * H}, l);
+    add(p + "attn.c_proj.weight", {H, H}, l);
+    add(p + "attn.c_proj.bias", {H}, l);
+    add(p + "ln_2.weight", {H}, l);
+    add(p + "ln_2.bias", {H}, l);
+    add(p + "mlp.c_fc.weight", {H, I}, l);
+    add(p + "mlp.c_fc.bias", {I}, l);
+    add(p + "mlp.c_proj.weight", {I, H}, l);
+    add(p + "mlp.c_proj.bias", {H}, l);
+  }
+  add("transformer.ln_f.weight", {H}, -1);
+  add("transformer.ln_f.bias", {H}, -1);
+  return out;
+}
+
+// GPT2Config's names for a GPT-2 config.
+Json gpt2_config_json(const ModelConfig& c, DType dtype) {
+  return {{"architectures", {"GPT2LMHeadModel"}},
+          {"model_type", "gpt2"},
+          {"n_embd", c.hidden_size},
+          {"n_layer", c.num_layers},
+          {"n_head", c.num_heads},
+          {"n_positions", c.max_position_embeddings},
+          {"n_ctx", c.max_position_embeddings},
+          {"n_inner", c.intermediate_size == 4 * c.hidden_size ? Json(nullptr) : Json(c.intermediate_size)},
+          {"vocab_size", c.vocab_size},
+          {"layer_norm_epsilon", c.rms_norm_eps},
+          {"activation_function", "gelu_new"},
+          {"scale_attn_weights", true},
+          {"scale_attn_by_inverse_layer_idx", false},
+          {"reorder_and_upcast_attn", false},
+          {"tie_word_embeddings", true},
+          {"bos_token_id", c.bos_token_id.value_or(c.vocab_size - 1)},
+          {"eos_token_id", c.eos_token_ids.empty() ? c.vocab_size - 1 : c.eos_token_ids[0]},
+          {"torch_dtype", std::string(dtype_torch_name(dtype))}};
+}
+
 }  // namespace
 
 std::vector<std::string> preset_names() {
   return {"tiny",          "small",         "llama-3.2-1b", "llama-3.1-8b", "mixtral-8x7b", "qwen3-30b-a3b",
-          "gpt-oss-20b",   "moe-cpu-bench", "phi-3.5-mini", "gemma-2-2b",   "gemma-3-1b"};
+          "gpt-oss-20b",   "moe-cpu-bench", "phi-3.5-mini", "gemma-2-2b",   "gemma-3-1b",
+          "gpt2"};
 }
 
 std::optional<Arch> preset_arch(const std::string& preset) {
@@ -280,6 +347,7 @@ std::optional<Arch> preset_arch(const std::string& preset) {
   if (preset == "phi-3.5-mini") return Arch::kPhi3;
   if (preset == "gemma-2-2b") return Arch::kGemma2;
   if (preset == "gemma-3-1b") return Arch::kGemma3;
+  if (preset == "gpt2") return Arch::kGpt2;
   return std::nullopt;
 }
 
@@ -316,6 +384,14 @@ ModelConfig preset_config(const std::string& preset, Arch arch, std::int64_t voc
                        ": leave --arch out (or give " + (preset == "gemma-2-2b" ? "gemma2" : "gemma3") + ")");
     }
     return gemma_preset_config(preset, vocab_size);
+  } else if (preset == "gpt2") {  // GPT-2 small (124M), as openai-community/gpt2's config.json
+    if (arch != Arch::kGpt2 && arch != Arch::kLlama) throw InputError("preset 'gpt2' is a GPT-2: leave --arch out (or give gpt2)");
+    c.arch = Arch::kGpt2;
+    c.architecture = std::string(arch_name(c.arch));
+    c.hidden_size = 768, c.num_layers = 12, c.num_heads = 12, c.vocab_size = vocab_size > 0 ? vocab_size : 50257;
+    c.max_position_embeddings = 1024;
+    set_gpt2_defaults(c);
+    return c;
   } else if (const std::optional<Arch> own = preset_arch(preset)) {
     if (arch != *own) {
       throw InputError("preset '" + preset + "' is a " + std::string(arch_name(*own)) + ": leave --arch out (or give " +
@@ -371,6 +447,10 @@ ModelConfig preset_config(const std::string& preset, Arch arch, std::int64_t voc
       break;
     case Arch::kGemma2:
     case Arch::kGemma3: set_gemma_small_preset(c); break;
+    case Arch::kGpt2:  // 1024 learned positions
+      c.max_position_embeddings = 1024;
+      set_gpt2_defaults(c);
+      return c;
   }
   c.bos_token_id = 1;
   c.eos_token_ids = {2};
@@ -378,6 +458,7 @@ ModelConfig preset_config(const std::string& preset, Arch arch, std::int64_t voc
 }
 
 Json config_to_json(const ModelConfig& c, DType dtype) {
+  if (c.arch == Arch::kGpt2) return gpt2_config_json(c, dtype);
   Json j = {{"architectures", {c.architecture}},
             {"model_type", c.model_type},
             {"hidden_size", c.hidden_size},
@@ -486,15 +567,20 @@ std::int64_t write_random_model(const std::string& out_dir, const MakeModelOptio
   Json config_json = config_to_json(config, o.dtype);
   if (o.mxfp4_experts) config_json["quantization_config"] = gpt_oss_mxfp4_quantization_config();
   const ModuleTree tree = ModuleTree::from_config(config);
+  // GPT-2 is written in its own names and Conv1D layout (the engine's names are read from them).
+  const std::vector<ParamInfo> gpt2 = config.arch == Arch::kGpt2 ? gpt2_checkpoint_params(config) : std::vector<ParamInfo>{};
   make_dir(out_dir);
   std::vector<const ParamInfo*> params;
   std::int64_t n_params = 0;
-  for (const ParamInfo& p : tree.params()) {
+  for (const ParamInfo& p : config.arch == Arch::kGpt2 ? gpt2 : tree.params()) {
     if (p.tied_to) continue;
     params.push_back(&p);
     n_params += p.numel();
   }
-  auto is_norm = [](const ParamInfo& p) { return p.shape.size() == 1 && p.name.find("norm") != std::string::npos; };
+  auto is_norm = [](const ParamInfo& p) {
+    return p.shape.size() == 1 && (p.name.find("norm") != std::string::npos ||
+                                   (p.name.find(".ln_") != std::string::npos && p.name.ends_with(".weight")));  // GPT-2's
+  };
   if (o.config_only) {
     write_file_atomically(out_dir + "/config.json", config_json.dump(2) + "\n");
     return n_params;

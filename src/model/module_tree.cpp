@@ -47,7 +47,9 @@ std::vector<std::string> layer_matrix_names(const ModelConfig& c, int layer) {
   }
   for (const char* m : {".self_attn.q_proj", ".self_attn.k_proj", ".self_attn.v_proj", ".self_attn.o_proj"}) out.push_back(p + m + ".weight");
   if (!c.moe_layer(layer)) {
-    for (const char* m : {".mlp.gate_proj", ".mlp.up_proj", ".mlp.down_proj"}) out.push_back(p + m + ".weight");
+    for (const char* m : {".mlp.gate_proj", ".mlp.up_proj", ".mlp.down_proj"}) {
+      if (c.arch != Arch::kGpt2 || std::string_view(m) != ".mlp.gate_proj") out.push_back(p + m + ".weight");  // GPT-2: no gate
+    }
     return out;
   }
   if (c.arch == Arch::kGptOss && !c.moe.split_experts) {  // the experts fused: (E, H, 2·Ie) and (E, Ie, H)
@@ -88,6 +90,8 @@ ModuleTree ModuleTree::from_config(const ModelConfig& c) {
   };
   const std::int64_t H = c.hidden_size, Q = c.q_dim(), KV = c.kv_dim(), I = c.intermediate_size;
   add("model.embed_tokens", "weight", {c.vocab_size, H}, -1);
+  // GPT-2's learned absolute positions (checkpoint_gpt2.cpp: wpe.weight), computed with the embedding.
+  if (c.arch == Arch::kGpt2) add("model.embed_tokens", "positions", {c.max_position_embeddings, H}, -1);
   for (int l = 0; l < c.num_layers; ++l) {
     const std::string p = layer_prefix(l);
     if (c.fused_qkv_gate_up()) {  // Phi3DecoderLayer, in its modules' declaration order
@@ -138,19 +142,27 @@ ModuleTree ModuleTree::from_config(const ModelConfig& c) {
         add(p + ".mlp.experts", "up_proj_bias", {E, Ie}, l);
         add(p + ".mlp.experts", "down_proj_bias", {E, H}, l);
       }
+    } else if (c.arch == Arch::kGpt2) {  // GPT2MLP: c_fc and c_proj with biases, no gate
+      add(p + ".mlp.up_proj", "weight", {I, H}, l);
+      add(p + ".mlp.up_proj", "bias", {I}, l);
+      add(p + ".mlp.down_proj", "weight", {H, I}, l);
+      add(p + ".mlp.down_proj", "bias", {H}, l);
     } else {
       add(p + ".mlp.gate_proj", "weight", {I, H}, l);
       add(p + ".mlp.up_proj", "weight", {I, H}, l);
       add(p + ".mlp.down_proj", "weight", {H, I}, l);
     }
     add(p + ".input_layernorm", "weight", {H}, l);
+    if (c.arch == Arch::kGpt2) add(p + ".input_layernorm", "bias", {H}, l);  // LayerNorm
     add(p + ".post_attention_layernorm", "weight", {H}, l);
+    if (c.arch == Arch::kGpt2) add(p + ".post_attention_layernorm", "bias", {H}, l);
     if (c.gemma) {  // Gemma's norms around the MLP
       add(p + ".pre_feedforward_layernorm", "weight", {H}, l);
       add(p + ".post_feedforward_layernorm", "weight", {H}, l);
     }
   }
   add("model.norm", "weight", {H}, -1);
+  if (c.arch == Arch::kGpt2) add("model.norm", "bias", {H}, -1);
   add("lm_head", "weight", {c.vocab_size, H}, -1);
   if (c.tie_word_embeddings) t.params_.back().tied_to = "model.embed_tokens.weight";
   t.index_names();
@@ -248,7 +260,9 @@ ModuleTree ModuleTree::from_checkpoint(const ModelConfig& c, const Checkpoint& c
       std::string got, want;
       for (auto d : r.info->shape) got += (got.empty() ? "" : ", ") + std::to_string(d);
       for (auto d : p.shape) want += (want.empty() ? "" : ", ") + std::to_string(d);
-      throw InputError(r.path() + ": tensor '" + p.name + "' has shape [" + got + "] but config.json implies [" +
+      // A renamed tensor (GPT-2's, checkpoint_gpt2.cpp) is named as the file names it too.
+      const std::string stored = r.info->name != p.name ? " (from the file's '" + r.info->name + "')" : "";
+      throw InputError(r.path() + ": tensor '" + p.name + "'" + stored + " has shape [" + got + "] but config.json implies [" +
                        want + "]");
     }
     if (!r.info->dtype_supported) {

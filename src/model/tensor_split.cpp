@@ -83,6 +83,9 @@ ModelConfig shard_config(const ModelConfig& c, int size, bool whole_experts) {
     throw InputError("--ep " + std::to_string(size) + ": this model (" + std::string(arch_name(c.arch)) +
                      ") has no experts to spread over the ranks; --tp " + std::to_string(size) + " splits a dense model");
   }
+  if (c.arch == Arch::kGpt2 && size > 1) {  // checked before any weight is read
+    throw InputError("--tp " + std::to_string(size) + ": GPT2LMHeadModel: tensor parallelism is not built for GPT-2 yet; run it on one device");
+  }
   if (c.arch == Arch::kGptOss && c.moe.split_experts && size > 1) {
     throw InputError(std::string(whole_experts ? "--ep " : "--tp ") + std::to_string(size) +
                      ": gpt-oss read from GGUF (its experts one by one, their biases split) does not split over ranks yet; "

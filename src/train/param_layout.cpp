@@ -22,6 +22,10 @@ ParamLayout ParamLayout::of(const ModelConfig& config) {
                      ": training runs Llama-family models with separate q/k/v and gate/up weights only (Phi-3's fused "
                      "qkv_proj and gate_up_proj, partial rotary and LongRoPE have no backward yet)");
   }
+  if (config.arch == Arch::kGpt2) {
+    throw InputError("GPT2LMHeadModel: training is not built for GPT-2 (its LayerNorm and GELU have no backward yet); "
+                     "plexus train runs dense Llama-family models");
+  }
   ParamLayout layout;
   const ModuleTree tree = ModuleTree::from_config(config);
   for (const ParamInfo& p : tree.params()) {

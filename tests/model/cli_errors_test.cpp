@@ -53,7 +53,7 @@ TEST(CliErrors, UsageErrors) {
   expect_bad_input("generate", "MODEL");
   expect_bad_input("generate /nonexistent --ids 1 --bogus", "--bogus");
   expect_bad_input("make-model /tmp/x --preset huge", "huge");
-  expect_bad_input("make-model /tmp/x --arch gpt2", "gpt2");
+  expect_bad_input("make-model /tmp/x --arch falcon", "falcon");
   EXPECT_EQ(run_plexus("generate --help").exit_code, 0);
   EXPECT_NE(run_plexus("generate --help").out.find("--max-tokens"), std::string::npos);
   EXPECT_EQ(run_plexus("--help").exit_code, 0);

@@ -48,8 +48,8 @@ TEST(Config, DefaultsAndDerivedFields) {
 
 TEST(Config, ErrorsNameTheField) {
   Json j = base();
-  j["architectures"] = {"GPT2LMHeadModel"};
-  EXPECT_NE(error_of(j).find("GPT2LMHeadModel"), std::string::npos);
+  j["architectures"] = {"FalconForCausalLM"};
+  EXPECT_NE(error_of(j).find("FalconForCausalLM"), std::string::npos);
   j = base();
   j.erase("hidden_size");
   EXPECT_NE(error_of(j).find("hidden_size"), std::string::npos);

@@ -16,6 +16,7 @@
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/elementwise.h"
+#include "kernels/cuda/layernorm_gelu.h"
 #include "kernels/cuda/matmul.h"
 #include "kernels/cuda/prefill_attention.h"
 #include "kernels/cuda/rope_kv.h"
@@ -150,7 +151,7 @@ std::string str(std::int64_t v) { return std::to_string(v); }
 
 // Operation signatures for graph replay: the op and every argument its launch reads.
 enum class OpId : std::uint64_t { kEmbed = 1, kRmsnorm, kGemv, kGemm, kAddBias, kRope, kAttention, kPrefill, kSiluMul, kAdd, kCopy, kAddRmsnorm,
-                                  kGeluTanhMul, kScale, kSoftcap };
+                                  kGeluTanhMul, kScale, kSoftcap, kLayernorm, kGeluTanh };
 template <typename T>
 std::uint64_t word(T* p) { return reinterpret_cast<std::uintptr_t>(p); }
 std::uint64_t word(std::int64_t v) { return static_cast<std::uint64_t>(v); }
@@ -584,6 +585,21 @@ void CudaOps::attention(int layer, const TokenBatch& batch, const AttentionShape
   graphs_.op(sig(OpId::kAttention, layer, v.q, v.att, n, g.window, g.scale, g.softcap, split.splits, split.chunk), [=, this] {
     launch_attention(v.q, slots_dev_, n, g, split, layer, partials_, partial_floats_, v.att, stream_);
     check_launch("attention");
+  });
+}
+
+void CudaOps::layernorm(const float* x, const float* w, const float* b, std::int64_t rows, std::int64_t d, float eps,
+                        float* y) {
+  graphs_.op(sig(OpId::kLayernorm, x, w, b, rows, d, eps, y), [=, this] {
+    launch_layernorm(x, w, b, rows, d, eps, y, stream_);
+    check_launch("layernorm");
+  });
+}
+
+void CudaOps::gelu_tanh(float* x, std::int64_t n) {
+  graphs_.op(sig(OpId::kGeluTanh, x, n), [=, this] {
+    launch_gelu_tanh(x, n, stream_);
+    check_launch("gelu_tanh");
   });
 }
 

@@ -88,6 +88,10 @@ class CudaOps final : public ComputeOps {
   void add_rmsnorm(float* x, const float* y, const float* w, std::int64_t rows, std::int64_t d, float eps,
                    float* out) override;
   void gather_rows(const float* src, std::span<const std::int64_t> rows, std::int64_t d, float* dst) override;
+  // GPT-2 (kernels/cuda/layernorm_gelu.h)
+  void layernorm(const float* x, const float* w, const float* b, std::int64_t rows, std::int64_t d, float eps,
+                 float* y) override;
+  void gelu_tanh(float* x, std::int64_t n) override;
   // cuda_moe.cpp. Routing on the GPU (launch_moe_route). The experts: the routing is copied to the
   // host (the stream synchronised: such a batch is never graphed), each used expert's tokens
   // gathered and run through its gate/up and down products (the dense MLP's kernels, every

@@ -1,0 +1,278 @@
+// GPT-2 (GPT2LMHeadModel) end to end: make-model's checkpoints in Hugging Face's names and Conv1D
+// layout, run by the engine, against the independent float64 forward (reference_gpt2.cpp); the
+// layout variants real checkpoints have; GPT-2's two new operations against their oracles; and
+// the config fields plexus refuses.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <random>
+
+#include "compute/cpu_ops.h"
+#include "core/error.h"
+#include "core/json.h"
+#include "core/mmap_file.h"
+#include "kernels/ref/layernorm_gelu_ref.h"
+#include "model/make_model.h"
+#include "model/safetensors.h"
+#include "reference_gpt2.h"
+#include "runtime/engine.h"
+#include "runtime/generate.h"
+#include "test_util.h"
+
+namespace plexus {
+namespace {
+
+using testing::some_ids;
+using testing::TempDir;
+
+constexpr std::int64_t kVocab = 3000;
+
+void make_gpt2(const std::string& dir, DType dtype) {
+  MakeModelOptions o;
+  o.arch = Arch::kGpt2;
+  o.dtype = dtype;
+  o.seed = 11;
+  o.std = 0.08;
+  o.vocab_size = kVocab;
+  write_random_model(dir, o);
+}
+
+std::vector<double> engine_nll(const std::string& dir, const std::vector<std::int32_t>& ids) {
+  EngineOptions eo;
+  eo.max_batch_tokens = 64;
+  Engine engine(dir, eo);
+  return perplexity(engine, ids).nll;
+}
+
+struct Gpt2Case {
+  const char* name;
+  DType dtype;
+  double tolerance;
+};
+void PrintTo(const Gpt2Case& c, std::ostream* os) { *os << c.name; }
+
+class Gpt2VsReference : public ::testing::TestWithParam<Gpt2Case> {};
+
+TEST_P(Gpt2VsReference, PerTokenNll) {
+  const Gpt2Case& c = GetParam();
+  TempDir dir(c.name);
+  make_gpt2(dir.path(), c.dtype);
+  const std::vector<std::int32_t> ids = some_ids(24, kVocab, 38);
+  std::vector<double> ref_last;
+  const std::vector<double> want = testing::reference_gpt2_nll(dir.path(), ids, &ref_last);
+  const std::vector<double> got = engine_nll(dir.path(), ids);
+  ASSERT_EQ(got.size(), want.size());
+  for (std::size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], c.tolerance) << c.name << " token " << i;
+
+  // Greedy decode continues with the reference's argmax.
+  Engine engine(dir.path(), EngineOptions{});
+  GenerateOptions g;
+  g.max_tokens = 1;
+  const GenerateResult r = generate(engine, ids, g);
+  std::size_t best = 0;
+  for (std::size_t i = 1; i < ref_last.size(); ++i)
+    if (ref_last[i] > ref_last[best]) best = i;
+  EXPECT_EQ(r.ids[0], static_cast<std::int32_t>(best));
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, Gpt2VsReference,
+                         ::testing::Values(Gpt2Case{"gpt2_f32", DType::kF32, 1e-4}, Gpt2Case{"gpt2_bf16", DType::kBF16, 2e-2}),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+// Rewrites DIR/model.safetensors as the original GPT-2 uploads are: names without
+// "transformer.", each layer's causal-mask buffers attn.bias (1, 1, P, P) and attn.masked_bias ().
+void rewrite_as_original_upload(const std::string& dir, std::int64_t layers) {
+  const std::string path = dir + "/model.safetensors";
+  std::vector<std::pair<std::string, std::pair<Json, std::string>>> tensors;  // name, (header entry, bytes)
+  {
+    const SafetensorsFile f(path);
+    for (const TensorInfo& t : f.tensors()) {
+      const std::string name = t.name.rfind("transformer.", 0) == 0 ? t.name.substr(12) : t.name;
+      const auto* d = static_cast<const char*>(f.data(t));
+      tensors.push_back({name, {Json{{"dtype", t.dtype_name}, {"shape", t.shape}}, std::string(d, t.end - t.begin)}});
+    }
+  }
+  for (std::int64_t l = 0; l < layers; ++l) {
+    const std::string p = "h." + std::to_string(l) + ".attn.";
+    std::string mask;
+    for (int i = 0; i < 16; ++i) {
+      const float v = (i % 4) <= (i / 4) ? 1.0f : 0.0f;
+      mask.append(reinterpret_cast<const char*>(&v), 4);
+    }
+    const float masked = -1e4f;
+    tensors.push_back({p + "bias", {Json{{"dtype", "F32"}, {"shape", {1, 1, 4, 4}}}, mask}});
+    tensors.push_back({p + "masked_bias", {Json{{"dtype", "F32"}, {"shape", Json::array()}},
+                                           std::string(reinterpret_cast<const char*>(&masked), 4)}});
+  }
+  Json header = Json::object();
+  std::uint64_t off = 0;
+  std::string data;
+  for (auto& [name, entry] : tensors) {
+    Json e = entry.first;
+    e["data_offsets"] = {off, off + entry.second.size()};
+    header[name] = e;
+    off += entry.second.size();
+    data += entry.second;
+  }
+  std::string h = header.dump();
+  while (h.size() % 8 != 0) h.push_back(' ');
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  const std::uint64_t n = h.size();
+  out.write(reinterpret_cast<const char*>(&n), 8);
+  out << h << data;
+}
+
+TEST(Gpt2Layout, UnprefixedNamesAndMaskBuffersRunTheSame) {
+  TempDir dir("gpt2_upload");
+  make_gpt2(dir.path(), DType::kF32);
+  const std::vector<std::int32_t> ids = some_ids(12, kVocab, 5);
+  const std::vector<double> prefixed = engine_nll(dir.path(), ids);
+  rewrite_as_original_upload(dir.path(), 4);
+  EXPECT_EQ(engine_nll(dir.path(), ids), prefixed);  // the same weights, bit for bit
+  const std::vector<double> want = testing::reference_gpt2_nll(dir.path(), ids);
+  for (std::size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(prefixed[i], want[i], 1e-4) << "token " << i;
+}
+
+TEST(Gpt2Layout, MakeModelWritesHuggingFaceNamesAndConv1DShapes) {
+  TempDir dir("gpt2_names");
+  make_gpt2(dir.path(), DType::kF32);
+  const Json cfg = read_json_file(dir / "config.json");
+  EXPECT_EQ(cfg["architectures"][0], "GPT2LMHeadModel");
+  EXPECT_EQ(cfg["n_embd"], 64);
+  EXPECT_EQ(cfg["activation_function"], "gelu_new");
+  const SafetensorsFile f(dir / "model.safetensors");
+  const TensorInfo* c_attn = f.find("transformer.h.0.attn.c_attn.weight");
+  ASSERT_NE(c_attn, nullptr);
+  EXPECT_EQ(c_attn->shape, (std::vector<std::int64_t>{64, 192}));  // (in, 3·out)
+  ASSERT_NE(f.find("transformer.h.3.mlp.c_fc.weight"), nullptr);
+  EXPECT_EQ(f.find("transformer.h.3.mlp.c_fc.weight")->shape, (std::vector<std::int64_t>{64, 256}));
+  EXPECT_EQ(f.find("lm_head.weight"), nullptr);  // tied to wte
+}
+
+// The gpt2 preset: GPT-2 small as openai-community/gpt2's config.json, 124,439,808 parameters
+// (wte and wpe, 12 blocks, ln_f; lm_head tied), its config.json read back as written.
+TEST(Gpt2Layout, PresetGpt2IsGpt2Small) {
+  TempDir dir("gpt2_preset");
+  MakeModelOptions o;
+  o.preset = "gpt2";
+  o.arch = Arch::kLlama;  // --arch left at its default: the preset fixes it
+  o.config_only = true;
+  EXPECT_EQ(write_random_model(dir.path(), o), 124439808);
+  const Json j = read_json_file(dir / "config.json");
+  const ModelConfig c = parse_model_config(j, "gpt2");
+  EXPECT_EQ(c.arch, Arch::kGpt2);
+  EXPECT_EQ(c.hidden_size, 768);
+  EXPECT_EQ(c.num_layers, 12);
+  EXPECT_EQ(c.num_heads, 12);
+  EXPECT_EQ(c.head_dim, 64);
+  EXPECT_EQ(c.intermediate_size, 3072);
+  EXPECT_EQ(c.max_position_embeddings, 1024);
+  EXPECT_EQ(c.vocab_size, 50257);
+  EXPECT_EQ(c.eos_token_ids, std::vector<std::int64_t>{50256});
+  EXPECT_TRUE(j["n_inner"].is_null());  // 4·n_embd
+  EXPECT_THROW(preset_config("gpt2", Arch::kQwen2, 0), InputError);
+}
+
+TEST(Gpt2Ops, CpuLayernormAndGeluMatchTheirOracles) {
+  ThreadPool pool(3);
+  CpuOps ops(generic_kernels(), pool);
+  std::mt19937 rng(38);
+  std::uniform_real_distribution<float> u(-3.0f, 4.0f);
+  for (const std::int64_t d : {1, 7, 64, 769}) {
+    const std::int64_t rows = 5;
+    std::vector<float> x(static_cast<std::size_t>(rows * d)), w(static_cast<std::size_t>(d)), b(w.size());
+    for (float& v : x) v = u(rng);
+    for (float& v : w) v = u(rng);
+    for (float& v : b) v = u(rng);
+    std::vector<float> want(x.size()), got(x.size());
+    ref::layernorm(x.data(), w.data(), b.data(), rows, d, 1e-5, want.data());
+    ops.layernorm(x.data(), w.data(), b.data(), rows, d, 1e-5f, got.data());
+    for (std::size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5 * (1 + std::fabs(want[i]))) << "d=" << d;
+    ops.layernorm(x.data(), w.data(), b.data(), rows, d, 1e-5f, x.data());  // in place
+    EXPECT_EQ(x, got);
+  }
+  std::vector<float> x(10001);
+  for (float& v : x) v = 2.0f * u(rng);
+  std::vector<float> want(x.size());
+  ref::gelu_tanh(x.data(), static_cast<std::int64_t>(x.size()), want.data());
+  ops.gelu_tanh(x.data(), static_cast<std::int64_t>(x.size()));
+  for (std::size_t i = 0; i < x.size(); ++i) EXPECT_NEAR(x[i], want[i], 1e-6 + 1e-6 * std::fabs(want[i])) << i;
+}
+
+// Two virtual devices (the positions with the embedding on the first), and every layer streamed
+// from the host or from disk: one device's NLL, bit for bit.
+TEST(Gpt2Layout, VirtualDevicesAndOffloadGiveOneDevicesNll) {
+  TempDir dir("gpt2_devices");
+  make_gpt2(dir.path(), DType::kF32);
+  const std::string ppl = "perplexity " + testing::shell_quote(dir.path()) + " --ids 1,2,3,4,5,6,7,8,9,10,11 --batch-tokens 4 --json";
+  auto nll = [&](const std::string& extra) {
+    const testing::ProcessResult r = testing::run_plexus(ppl + extra);
+    EXPECT_EQ(r.exit_code, 0) << extra << "\n" << r.err;
+    return r.exit_code == 0 ? parse_json(r.out, "perplexity --json")["nll"] : Json();
+  };
+  const Json one = nll("");
+  ASSERT_EQ(one.size(), 10u);
+  EXPECT_EQ(nll(" --virtual-devices 2 --micro-batches 2"), one);
+  EXPECT_EQ(nll(" --max-memory 0=15MiB,cpu=64GiB"), one);
+  EXPECT_EQ(nll(" --max-memory 0=15MiB --offload-disk"), one);
+}
+
+// config.json fields plexus does not implement: exit 2, naming the field and its value.
+TEST(Gpt2Config, UnimplementedFieldsExitTwoNamingFieldAndValue) {
+  struct Bad {
+    Json patch;
+    std::string says;
+  };
+  const Bad cases[] = {
+      {Json{{"scale_attn_by_inverse_layer_idx", true}}, "scale_attn_by_inverse_layer_idx is true"},
+      {Json{{"reorder_and_upcast_attn", true}}, "reorder_and_upcast_attn is true"},
+      {Json{{"scale_attn_weights", false}}, "scale_attn_weights is false"},
+      {Json{{"activation_function", "relu"}}, "activation_function 'relu'"},
+      {Json{{"tie_word_embeddings", false}}, "tie_word_embeddings is false"},
+      {Json{{"layer_norm_epsilon", -1.0}}, "layer_norm_epsilon is -1"},
+      {Json{{"n_embd", 60}, {"n_head", 7}}, "n_embd (60) is not divisible by n_head (7)"},
+      // a config that is not this checkpoint's: the tensor named as the engine and the file name it
+      {Json{{"n_embd", 32}}, "'model.embed_tokens.weight' (from the file's 'transformer.wte.weight') has shape [3000, 64]"},
+      {Json{{"n_inner", 100}}, "(from the file's 'transformer.h.0.mlp.c_fc.weight') has shape [256, 64]"},
+  };
+  TempDir dir("gpt2_bad");
+  make_gpt2(dir.path(), DType::kF32);
+  const Json good = read_json_file(dir / "config.json");
+  for (const Bad& b : cases) {
+    testing::patch_config(dir.path(), b.patch);
+    const testing::ProcessResult r = testing::run_plexus("generate " + testing::shell_quote(dir.path()) + " --ids 1,2 --max-tokens 1");
+    EXPECT_EQ(r.exit_code, 2) << b.patch.dump() << "\n" << r.err;
+    EXPECT_NE(r.err.find(b.says), std::string::npos) << b.patch.dump() << "\n" << r.err;
+    std::ofstream(dir / "config.json") << good.dump(2);
+  }
+  EXPECT_EQ(testing::run_plexus("generate " + testing::shell_quote(dir.path()) + " --ids 1,2 --max-tokens 1").exit_code, 0);
+}
+
+// What is not built for GPT-2 yet is refused, exit 2, before any weight is read or written.
+TEST(Gpt2Config, TensorParallelAndGgufExportAreRefused) {
+  TempDir dir("gpt2_refused");
+  make_gpt2(dir.path(), DType::kF32);
+  const testing::ProcessResult tp = testing::run_plexus("perplexity " + testing::shell_quote(dir.path()) + " --ids 1,2,3 --tp 2");
+  EXPECT_EQ(tp.exit_code, 2) << tp.err;
+  EXPECT_NE(tp.err.find("--tp 2: GPT2LMHeadModel"), std::string::npos) << tp.err;
+  const testing::ProcessResult q = testing::run_plexus("quantize " + testing::shell_quote(dir.path()) + " " + testing::shell_quote(dir / "m.gguf"));
+  EXPECT_EQ(q.exit_code, 2) << q.err;
+  EXPECT_NE(q.err.find("GPT2LMHeadModel cannot be written to GGUF"), std::string::npos) << q.err;
+  EXPECT_FALSE(file_exists(dir / "m.gguf"));
+}
+
+// GPT-2 has n_positions learned positions and nothing beyond: a run past them is refused.
+TEST(Gpt2Config, GeneratingBeyondNPositionsExitsTwo) {
+  TempDir dir("gpt2_positions");
+  make_gpt2(dir.path(), DType::kF32);
+  const std::vector<std::int32_t> ids = some_ids(1020, kVocab, 9);
+  const std::string run = "generate " + testing::shell_quote(dir.path()) + " --ids " + testing::ids_csv(ids);
+  const testing::ProcessResult r = testing::run_plexus(run + " --max-tokens 10");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("1024"), std::string::npos) << r.err;
+  EXPECT_EQ(testing::run_plexus(run + " --max-tokens 4").exit_code, 0);  // 1024 positions: the last one used
+}
+
+}  // namespace
+}  // namespace plexus
