@@ -83,6 +83,9 @@ void check_golden(const std::string& model, std::size_t expected_cases) {
 
 TEST(ChatTemplateGoldenTest, Llama3EveryCase) { check_golden("llama3", 40); }
 TEST(ChatTemplateGoldenTest, Qwen3EveryCase) { check_golden("qwen3", 50); }
+// Gemma 3's template on the llama3 and qwen3 conversations, rendered by @huggingface/jinja
+// (tests/tools/chat_template_cases.js): 53 renders, 37 of its raise_exception calls.
+TEST(ChatTemplateGoldenTest, Gemma3EveryCase) { check_golden("gemma3", 90); }
 
 TEST(ChatTemplateTest, OneTemplateRendersOnManyThreads) {
   std::optional<ChatTemplate> t = ChatTemplate::from_model(std::string(PLEXUS_GOLDEN_DIR) + "/tokenizers/qwen3");
