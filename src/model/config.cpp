@@ -158,12 +158,12 @@ void parse_moe(const Json& j, const std::string& where, ModelConfig& c) {
   }
 }
 
-// gpt-oss layer_types: "sliding_attention" | "full_attention" per layer; absent, GptOssConfig's
-// default (even layers sliding, odd layers full).
-void parse_layer_types(const Json& j, const std::string& where, ModelConfig& c) {
+}  // namespace
+
+void parse_layer_types(const Json& j, const std::string& where, std::int64_t full_every, ModelConfig& c) {
   c.sliding_layers.assign(static_cast<std::size_t>(c.num_layers), false);
   if (!j.contains("layer_types") || j["layer_types"].is_null()) {
-    for (std::int64_t l = 0; l < c.num_layers; ++l) c.sliding_layers[static_cast<std::size_t>(l)] = (l + 1) % 2 != 0;
+    for (std::int64_t l = 0; l < c.num_layers; ++l) c.sliding_layers[static_cast<std::size_t>(l)] = (l + 1) % full_every != 0;
     return;
   }
   const Json& t = j["layer_types"];
@@ -180,6 +180,8 @@ void parse_layer_types(const Json& j, const std::string& where, ModelConfig& c) 
     c.sliding_layers[l] = v == "sliding_attention";
   }
 }
+
+namespace {
 
 // rope_scaling of type "yarn", as Hugging Face's _compute_yarn_parameters reads it: factor
 // (absent: max_position_embeddings / original_max_position_embeddings), beta_fast 32, beta_slow 1,
@@ -486,7 +488,7 @@ ModelConfig parse_config_fields(const Json& j, const std::string& where) {
     case Arch::kGemma3: break;  // parse_gemma_fields, after rope_scaling
     case Arch::kGpt2: break;  // parse_gpt2_config
   }
-  if (c.arch == Arch::kGptOss) parse_layer_types(j, where, c);
+  if (c.arch == Arch::kGptOss) parse_layer_types(j, where, 2, c);  // GptOssConfig: even layers sliding
   if (c.arch == Arch::kMistral || c.arch == Arch::kMixtral || c.arch == Arch::kGptOss || c.arch == Arch::kPhi3) {
     c.sliding_window = json_int_or(j, "sliding_window", c.arch == Arch::kGptOss ? 128 : 0, where);
     if (c.sliding_window < 0) {

@@ -151,6 +151,11 @@ ModelConfig parse_gpt2_config(const Json& j, const std::string& where);
 // it: "rope_scaling.factor", "qwen3.rope.freq_base") for NaN, infinities and values out of range.
 double check_float_hyper_parameter(std::string_view key, double value, const std::string& where, const std::string& shown);
 
+// layer_types (gpt-oss, Gemma): "sliding_attention" | "full_attention" for each layer, into
+// c.sliding_layers; absent or null, every `full_every`-th layer full ((l + 1) % full_every == 0) and
+// the others sliding. InputError naming the field for a list of the wrong length or entry.
+void parse_layer_types(const Json& j, const std::string& where, std::int64_t full_every, ModelConfig& c);
+
 std::string_view arch_name(Arch a);  // "LlamaForCausalLM", ...
 
 }  // namespace plexus

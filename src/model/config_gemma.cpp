@@ -59,23 +59,6 @@ double gemma_positive_number(const Json& j, const char* key, const std::string& 
 // Gemma 2: even layers slide (layer_types' default: (l + 1) % 2 != 0); Gemma 3: layer_types, or
 // every `sliding_window_pattern`-th layer global ((l + 1) % pattern == 0), the others sliding.
 void gemma_layer_types(const Json& j, const std::string& where, ModelConfig& c) {
-  c.sliding_layers.assign(static_cast<std::size_t>(c.num_layers), false);
-  if (j.contains("layer_types") && !j["layer_types"].is_null()) {
-    const Json& t = j["layer_types"];
-    if (!t.is_array() || static_cast<std::int64_t>(t.size()) != c.num_layers) {
-      throw InputError(where + ": field 'layer_types' must be a list of " + std::to_string(c.num_layers) +
-                       " entries (num_hidden_layers), got " + t.dump());
-    }
-    for (std::size_t l = 0; l < t.size(); ++l) {
-      const std::string v = t[l].is_string() ? t[l].get<std::string>() : t[l].dump();
-      if (v != "sliding_attention" && v != "full_attention") {
-        throw InputError(where + ": layer_types[" + std::to_string(l) + "] is '" + v +
-                         "'; it must be 'sliding_attention' or 'full_attention'");
-      }
-      c.sliding_layers[l] = v == "sliding_attention";
-    }
-    return;
-  }
   long long pattern = 2;
   if (c.arch == Arch::kGemma3) {
     pattern = json_int_or(j, "sliding_window_pattern", 6, where);
@@ -84,7 +67,7 @@ void gemma_layer_types(const Json& j, const std::string& where, ModelConfig& c) 
                        "; it must be at least 1 (every pattern-th layer attends globally)");
     }
   }
-  for (std::int64_t l = 0; l < c.num_layers; ++l) c.sliding_layers[static_cast<std::size_t>(l)] = (l + 1) % pattern != 0;
+  parse_layer_types(j, where, pattern, c);
 }
 
 }  // namespace

@@ -22,10 +22,12 @@ const std::vector<std::string> kHostile = {
     "x\x7fy", "\x01\x1b[31m", "\xc2\x85", "\xc2\x9b", "\u2028\u2029", "\ufeff", "é✓🙂", "-rf", "*", "{a,b}", "~", "!x",
     "'\\''", "\\x41", "$'x'", std::string(300, 'a')};
 
+// deploy::shell_quote named in full: other deploy test files bring plexus::testing::shell_quote
+// into this namespace, and the unity build puts them in one translation unit with this one.
 TEST(ShellQuote, BashReadsEveryWordBackExactly) {
   plexus::testing::TempDir dir("deploy_escape");
   std::string script = "printf '%s\\0'";
-  for (const std::string& w : kHostile) script += " " + shell_quote(w);
+  for (const std::string& w : kHostile) script += " " + deploy::shell_quote(w);
   std::ofstream(dir / "words.sh") << script << "\n";
   const auto r = plexus::testing::run_command("bash " + plexus::testing::shell_quote(dir / "words.sh"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -33,11 +35,11 @@ TEST(ShellQuote, BashReadsEveryWordBackExactly) {
   for (const std::string& w : kHostile) expected += w + std::string(1, '\0');
   EXPECT_EQ(r.out, expected);
   // The script is printable text: controls, C1 and U+2028 went into $'...' as \xHH.
-  EXPECT_EQ(shell_quote("a\nb"), "$'a\\x0Ab'");
-  EXPECT_EQ(shell_quote("x\x7fy'"), "$'x\\x7Fy\\''");
-  EXPECT_EQ(shell_quote("a\u2028"), "$'a\\xE2\\x80\\xA8'");
-  EXPECT_EQ(shell_quote("it's"), "'it'\\''s'");
-  EXPECT_EQ(shell_quote("/models/tiny-llama"), "/models/tiny-llama");
+  EXPECT_EQ(deploy::shell_quote("a\nb"), "$'a\\x0Ab'");
+  EXPECT_EQ(deploy::shell_quote("x\x7fy'"), "$'x\\x7Fy\\''");
+  EXPECT_EQ(deploy::shell_quote("a\u2028"), "$'a\\xE2\\x80\\xA8'");
+  EXPECT_EQ(deploy::shell_quote("it's"), "'it'\\''s'");
+  EXPECT_EQ(deploy::shell_quote("/models/tiny-llama"), "/models/tiny-llama");
 }
 
 TEST(YamlDoubleQuoted, YamlCppReadsEveryStringBackExactly) {
