@@ -158,7 +158,7 @@ std::string Coordinator::result_line(const BatchRequest& req, const Outcome& o) 
   std::int64_t completion_tokens = 0;
   for (const ChoiceOutcome& c : o.choices) {
     const ResultText& r = texts.emplace_back(tokenizer_ ? result_text(*tokenizer_, c.ids, c.finish_reason, req.stop)
-                                                        : ResultText{"", c.ids.size(), c.finish_reason});
+                                                        : ResultText{"", c.ids.size(), c.finish_reason, {}});
     Json logprobs = nullptr;
     if (req.logprobs >= 0 && tokenizer_) {  // the tokens sent as text, each where its text starts (as serve's)
       LogprobsBuilder builder(*tokenizer_, req.chat);

@@ -7,7 +7,7 @@ namespace plexus::batch {
 
 ResultText result_text(const Tokenizer& tokenizer, const std::vector<std::int32_t>& ids, const std::string& finish_reason,
                        const std::vector<std::string>& stop) {
-  ResultText r{"", ids.size(), finish_reason};
+  ResultText r{"", ids.size(), finish_reason, {}};
   CompletionText text(tokenizer, stop);
   // An end-of-sequence id ends the generation: counted, not text (as the server's scheduler).
   const std::size_t sent = finish_reason == "stop" && !ids.empty() ? ids.size() - 1 : ids.size();

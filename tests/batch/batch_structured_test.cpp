@@ -220,7 +220,9 @@ TEST_F(BatchStructured, StructuredChoicesAndToolsAsTheServerAnswersThem) {
   EXPECT_EQ(got.at("cut")["usage"]["completion_tokens"], Json(3));
   {
     const Json& choice = got.at("json-object")["choices"][0];
-    if (choice["finish_reason"] == Json("stop")) EXPECT_TRUE(Json::parse(text_of(choice)).is_object()) << choice;
+    if (choice["finish_reason"] == Json("stop")) {
+      EXPECT_TRUE(Json::parse(text_of(choice)).is_object()) << choice;
+    }
   }
   const Json& g = got.at("grammar")["choices"][0];
   EXPECT_EQ(g["finish_reason"], Json("stop"));
@@ -250,8 +252,12 @@ TEST_F(BatchStructured, StructuredChoicesAndToolsAsTheServerAnswersThem) {
       const std::string name = call["function"]["name"];
       EXPECT_TRUE(names.count(name)) << id << ": " << name;
       const Json args = Json::parse(call["function"]["arguments"].get<std::string>());
-      if (name == "get_weather") EXPECT_TRUE(args == Json({{"city", "Paris"}}) || args == Json({{"city", "Rome"}})) << args;
-      if (name == "get_time") EXPECT_TRUE(args.size() == 1 && args["utc"].is_boolean()) << args;
+      if (name == "get_weather") {
+        EXPECT_TRUE(args == Json({{"city", "Paris"}}) || args == Json({{"city", "Rome"}})) << args;
+      }
+      if (name == "get_time") {
+        EXPECT_TRUE(args.size() == 1 && args["utc"].is_boolean()) << args;
+      }
     }
   }
   EXPECT_EQ(got.at("tools-named")["choices"][0]["message"]["tool_calls"].size(), 1u);
