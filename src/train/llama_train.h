@@ -1,5 +1,5 @@
-// The training step of the Llama family (Llama, Mistral, Qwen2, Qwen3: the architectures of
-// model/llama_family): the forward of a micro-batch keeping its activations, the mean next-token
+// The training step of the Llama family (Llama, Mistral, Qwen2, Qwen3, Phi-3 and Gemma 3: the
+// dense architectures of model/llama_family but GPT-2 and Gemma 2's soft-capping): the forward of a micro-batch keeping its activations, the mean next-token
 // cross-entropy, and the backward into the parameter gradients. Knows nothing of devices, ranks
 // or optimizers: it computes through a device's TrainOps (train/train_ops.h) on the weights and
 // gradients it is given, laid out by train/param_layout.
@@ -56,10 +56,17 @@ class TrainActivations {
 // data-parallel step starts the all-reduce of that part while the backward goes on.
 using GradientsReady = std::function<void(int layer)>;
 
+// The rope frequencies a training step makes its tables of (model/llama_family's rope_inv_freq).
+struct RopeFreqs {
+  std::vector<double> global;        // (head_dim / 2) rope scaling applied (LongRoPE: the short factors)
+  std::vector<double> local;         // (head_dim / 2) Gemma 3's sliding layers (rope_local_theta); else empty
+  std::vector<double> long_context;  // (head_dim / 2) LongRoPE's long factors; else empty
+};
+
 class LlamaTrainModel {
  public:
   // InputError naming the feature for a model training does not support (interleaved rope of
-  // a GGUF file, rope frequency factors).
+  // a GGUF file, rope frequency factors, Gemma 2's soft-capping).
   explicit LlamaTrainModel(const ModelConfig& config);
   const ModelConfig& config() const { return config_; }
   const ParamLayout& layout() const { return layout_; }
@@ -77,8 +84,9 @@ class LlamaTrainModel {
  private:
   ModelConfig config_;
   ParamLayout layout_;
-  std::vector<double> inv_freq_;  // (head_dim / 2), rope scaling applied
-  AttentionShape attention_;
+  RopeFreqs rope_;
+  AttentionShape attention_;  // the window is each layer's (ModelConfig::layer_window)
+  float embed_scale_ = 1;     // Gemma: √hidden_size in f32 (the dtype training computes in); 1 otherwise
 };
 
 }  // namespace plexus

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numbers>
 #include <limits>
 #include <vector>
 
@@ -233,6 +234,63 @@ void RefTrainOps::add(float* x, const float* y, std::int64_t n) {
 
 void RefTrainOps::zero(float* x, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) x[i] = 0;
+}
+
+// ---- Gemma and Phi-3 ----
+
+namespace {
+
+// gelu_tanh(g) and its derivative, in double.
+void ref_gelu_tanh(double g, double* value, double* derivative) {
+  const double c = std::sqrt(2.0 / std::numbers::pi), a = 0.044715;
+  const double th = std::tanh(c * (g + a * g * g * g));
+  *value = 0.5 * g * (1.0 + th);
+  *derivative = 0.5 * (1.0 + th) + 0.5 * g * (1.0 - th * th) * c * (1.0 + 3.0 * a * g * g);
+}
+
+}  // namespace
+
+void RefTrainOps::gelu_tanh_mul(const float* gate, const float* up, float* out, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    double v = 0, dv = 0;
+    ref_gelu_tanh(gate[i], &v, &dv);
+    out[i] = static_cast<float>(v * up[i]);
+  }
+}
+
+void RefTrainOps::gelu_tanh_mul_backward(const float* dout, const float* gate, const float* up, float* dgate,
+                                         float* dup, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    double v = 0, dv = 0;
+    ref_gelu_tanh(gate[i], &v, &dv);
+    const double d = dout[i], u = up[i];
+    dgate[i] = static_cast<float>(d * u * dv);
+    dup[i] = static_cast<float>(d * v);
+  }
+}
+
+void RefTrainOps::scale(float* x, float s, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) x[i] *= s;
+}
+
+void RefTrainOps::add_constant(const float* x, float c, float* y, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) y[i] = x[i] + c;
+}
+
+void RefTrainOps::rope_partial(float* x, std::int64_t b, std::int64_t T, std::int64_t heads, std::int64_t head_dim,
+                               std::int64_t rotary_dim, const float* cos, const float* sin, bool inverse) {
+  const std::int64_t table = head_dim / 2, half = rotary_dim / 2;
+  for (std::int64_t s = 0; s < b; ++s)
+    for (std::int64_t t = 0; t < T; ++t)
+      for (std::int64_t h = 0; h < heads; ++h) {
+        float* v = x + ((s * T + t) * heads + h) * head_dim;
+        for (std::int64_t i = 0; i < half; ++i) {
+          const float c = cos[t * table + i], sn = inverse ? -sin[t * table + i] : sin[t * table + i];
+          const float a = v[i], bb = v[i + half];
+          v[i] = a * c - bb * sn;
+          v[i + half] = bb * c + a * sn;
+        }
+      }
 }
 
 }  // namespace plexus

@@ -91,6 +91,27 @@ class TrainOps {
   // x (n) = 0
   virtual void zero(float* x, std::int64_t n) = 0;
 
+  // ---- Gemma and Phi-3 (train/llama_train's other families) ----
+  // Built on the CPU (CpuTrainOps, RefTrainOps). By default (a device without them: CudaTrainOps
+  // today) they throw RuntimeError naming the op; the training step of a Llama, Mistral or Qwen
+  // model never calls them.
+  // out (n) = gelu_tanh(gate) · up, gelu_tanh(g) = g/2 · (1 + tanh(√(2/π) · (g + 0.044715 g³)))
+  // (GeGLU, Gemma's MLP).
+  virtual void gelu_tanh_mul(const float* gate, const float* up, float* out, std::int64_t n);
+  // Through out = gelu_tanh(gate) · up: dgate (n), dup (n) written; they may alias gate and up.
+  virtual void gelu_tanh_mul_backward(const float* dout, const float* gate, const float* up, float* dgate,
+                                      float* dup, std::int64_t n);
+  // x (n) *= s (Gemma's √H embedding scale and its backward; LongRoPE's attention factor on a
+  // partial rotary's rope tables).
+  virtual void scale(float* x, float s, std::int64_t n);
+  // y (n) = x (n) + c (Gemma's norms multiply by 1 + w).
+  virtual void add_constant(const float* x, float c, float* y, std::int64_t n);
+  // rope on the first rotary_dim dims of each head alone (partial rotary, Phi-3 with
+  // partial_rotary_factor < 1): rotate-half pairs (i, i + rotary_dim/2) by cos/sin i of the
+  // (T, head_dim / 2) tables, the dims from rotary_dim on unchanged; `inverse` as rope.
+  virtual void rope_partial(float* x, std::int64_t b, std::int64_t T, std::int64_t heads, std::int64_t head_dim,
+                            std::int64_t rotary_dim, const float* cos, const float* sin, bool inverse);
+
  private:
   TrainPrecision precision_;
 };
