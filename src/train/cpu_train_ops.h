@@ -49,6 +49,7 @@ class CpuTrainOps : public TrainOps {
   void add(float* x, const float* y, std::int64_t n) override;
   void zero(float* x, std::int64_t n) override;
 
+  bool family_ops() const override { return true; }
   void gelu_tanh_mul(const float* gate, const float* up, float* out, std::int64_t n) override;
   void gelu_tanh_mul_backward(const float* dout, const float* gate, const float* up, float* dgate, float* dup,
                               std::int64_t n) override;

@@ -458,7 +458,8 @@ LlamaTrainModel::LlamaTrainModel(const ModelConfig& config)
       layout_(ParamLayout::of(config)),
       rope_(training_rope(config)),
       attention_(training_attention(config)),
-      embed_scale_(embed_scale(config, DType::kF32)) {
+      embed_scale_(embed_scale(config, DType::kF32)),
+      family_ops_(config.gemma || attention_.rotary_dim > 0) {
   const std::string what = config.architecture.empty() ? std::string(arch_name(config.arch)) : config.architecture;
   if (config.attn_logit_softcap > 0 || config.final_logit_softcap > 0) {
     throw InputError(what + ": training models with logit soft-capping (Gemma 2's attn_logit_softcapping / "
@@ -479,10 +480,20 @@ LlamaTrainModel::LlamaTrainModel(const ModelConfig& config)
   }
 }
 
+void LlamaTrainModel::check_ops(const TrainOps& ops) const {
+  if (family_ops_ && !ops.family_ops()) {
+    const std::string what = config_.architecture.empty() ? std::string(arch_name(config_.arch)) : config_.architecture;
+    throw InputError(what + ": training this model runs on the CPU only (its " +
+                     (config_.gemma ? std::string("GeGLU, (1 + w) norms and embedding scale") : std::string("partial rotary")) +
+                     " have no CUDA training kernels yet)");
+  }
+}
+
 double LlamaTrainModel::forward_backward(TrainOps& ops, const ModelTensors& w, const ModelTensors& grads,
                                          const MicroBatch& mb, float grad_scale, TrainActivations& acts,
                                          const GradientsReady& ready) const {
   check_micro_batch(config_, mb, acts);
+  check_ops(ops);
   Step step(config_, rope_, attention_, embed_scale_, ops, w, mb, acts);
   step.forward_layers();
   const double loss = step.head(&grads, grad_scale);
@@ -493,6 +504,7 @@ double LlamaTrainModel::forward_backward(TrainOps& ops, const ModelTensors& w, c
 double LlamaTrainModel::forward_loss(TrainOps& ops, const ModelTensors& w, const MicroBatch& mb,
                                      TrainActivations& acts) const {
   check_micro_batch(config_, mb, acts);
+  check_ops(ops);
   Step step(config_, rope_, attention_, embed_scale_, ops, w, mb, acts);
   step.forward_layers();
   return step.head(nullptr, 1.0f);

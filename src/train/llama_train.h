@@ -78,6 +78,8 @@ class LlamaTrainModel {
   // same inputs: the same bits).
   double forward_backward(TrainOps& ops, const ModelTensors& w, const ModelTensors& grads, const MicroBatch& mb,
                           float grad_scale, TrainActivations& acts, const GradientsReady& ready = {}) const;
+  // Both throw InputError when the model needs ops `ops` lacks (TrainOps::family_ops: Gemma's
+  // GeGLU and scales, a partial rotary's rope) — a CudaTrainOps today.
   // The forward alone: the same loss sum, no gradients.
   double forward_loss(TrainOps& ops, const ModelTensors& w, const MicroBatch& mb, TrainActivations& acts) const;
 
@@ -87,6 +89,8 @@ class LlamaTrainModel {
   RopeFreqs rope_;
   AttentionShape attention_;  // the window is each layer's (ModelConfig::layer_window)
   float embed_scale_ = 1;     // Gemma: √hidden_size in f32 (the dtype training computes in); 1 otherwise
+  bool family_ops_ = false;   // the step calls TrainOps' Gemma / Phi-3 ops (Gemma, partial rotary)
+  void check_ops(const TrainOps& ops) const;
 };
 
 }  // namespace plexus

@@ -92,9 +92,11 @@ class TrainOps {
   virtual void zero(float* x, std::int64_t n) = 0;
 
   // ---- Gemma and Phi-3 (train/llama_train's other families) ----
-  // Built on the CPU (CpuTrainOps, RefTrainOps). By default (a device without them: CudaTrainOps
-  // today) they throw RuntimeError naming the op; the training step of a Llama, Mistral or Qwen
-  // model never calls them.
+  // Built on the CPU (CpuTrainOps, RefTrainOps: family_ops() true). By default (a device without
+  // them: CudaTrainOps today) family_ops() is false, LlamaTrainModel refuses the models that need
+  // them (InputError), and each throws RuntimeError naming the op; the training step of a Llama,
+  // Mistral, Qwen or whole-head-rope Phi-3 model never calls them.
+  virtual bool family_ops() const { return false; }
   // out (n) = gelu_tanh(gate) · up, gelu_tanh(g) = g/2 · (1 + tanh(√(2/π) · (g + 0.044715 g³)))
   // (GeGLU, Gemma's MLP).
   virtual void gelu_tanh_mul(const float* gate, const float* up, float* out, std::int64_t n);
