@@ -1,8 +1,9 @@
 // CpuTrainOps' ops of the Gemma and Phi-3 training step (train_ops.h "Gemma and Phi-3"): GeGLU
-// and its backward, the element-wise scale and shift, and the partial-rotary rope. Element-wise
+// and its backward, Gemma 2's soft-capped cross-entropy, the element-wise scale and shift, and the partial-rotary rope. Element-wise
 // and row-wise, split over the pool by elements or rows (bitwise independent of the thread count).
-#include <cmath>
 #include <algorithm>
+#include <cmath>
+#include <vector>
 
 #include "train/cpu_train_ops.h"
 
@@ -36,6 +37,35 @@ void CpuTrainOps::gelu_tanh_mul_backward(const float* dout, const float* gate, c
       dup[i] = d * gelu;
     }
   });
+}
+
+double CpuTrainOps::softcap_cross_entropy(float* logits, std::span<const std::int32_t> targets, std::int64_t vocab,
+                                          float grad_scale, float cap) {
+  const auto rows = static_cast<std::int64_t>(targets.size());
+  std::vector<double> row_loss(static_cast<std::size_t>(rows));
+  pool_.parallel_for(rows, 1, [&](std::int64_t r0, std::int64_t r1) {
+    std::vector<float> th(static_cast<std::size_t>(vocab));
+    for (std::int64_t r = r0; r < r1; ++r) {
+      float* l = logits + r * vocab;
+      for (std::int64_t j = 0; j < vocab; ++j) {  // l = c·tanh(z / c), th its tanh
+        th[static_cast<std::size_t>(j)] = std::tanh(l[j] / cap);
+        l[j] = cap * th[static_cast<std::size_t>(j)];
+      }
+      const std::int32_t target = targets[static_cast<std::size_t>(r)];
+      const float mx = *std::max_element(l, l + vocab);
+      const float picked = l[target];
+      const float sum = k_.exp_shift_sum(l, mx, vocab);  // l = exp(l − mx)
+      row_loss[static_cast<std::size_t>(r)] = std::log(static_cast<double>(sum)) + mx - picked;
+      const float inv = grad_scale / sum;
+      for (std::int64_t j = 0; j < vocab; ++j) {
+        const float t = th[static_cast<std::size_t>(j)];
+        l[j] = (l[j] * inv - (j == target ? grad_scale : 0.0f)) * (1.0f - t * t);
+      }
+    }
+  });
+  double loss = 0;
+  for (const double x : row_loss) loss += x;
+  return loss;
 }
 
 void CpuTrainOps::scale(float* x, float s, std::int64_t n) {

@@ -148,9 +148,12 @@ class Step {
     for (std::int64_t r0 = 0; r0 < np_; r0 += kLogitRows) {
       const std::int64_t rows = std::min(kLogitRows, np_ - r0);
       ops_.linear(xf + r0 * H, w_.lm_head, nullptr, rows, H, V, logits);  // (rows, V)
-      loss += ops_.cross_entropy(logits, std::span(targets).subspan(static_cast<std::size_t>(r0),
-                                                                     static_cast<std::size_t>(rows)),
-                                 V, grad_scale);
+      const std::span<const std::int32_t> chunk =
+          std::span<const std::int32_t>(targets).subspan(static_cast<std::size_t>(r0), static_cast<std::size_t>(rows));
+      // Gemma 2: the logits soft-capped, the gradient through the cap.
+      loss += c_.final_logit_softcap > 0
+                  ? ops_.softcap_cross_entropy(logits, chunk, V, grad_scale, static_cast<float>(c_.final_logit_softcap))
+                  : ops_.cross_entropy(logits, chunk, V, grad_scale);
       if (grads != nullptr) {
         ops_.linear_backward_weight(logits, xf + r0 * H, rows, H, V, grads->lm_head, nullptr);
         ops_.linear_backward_input(logits, w_.lm_head, rows, H, V, xf + r0 * H, false);
@@ -428,7 +431,7 @@ TrainActivations::TrainActivations(const ModelConfig& config, std::int64_t b, st
 namespace {
 
 // The model's attention geometry as inference has it (model/llama_family): Gemma's
-// query_pre_attn_scalar^-0.5; YaRN's and LongRoPE's attention factor m folded into the score
+// query_pre_attn_scalar^-0.5 and Gemma 2's score soft-capping; YaRN's and LongRoPE's attention factor m folded into the score
 // scale (m²) for whole-head rope, on cos and sin (rope_scale) for a partial rotary.
 AttentionShape training_attention(const ModelConfig& c) {
   const double m = c.rope_attention_factor;
@@ -437,6 +440,7 @@ AttentionShape training_attention(const ModelConfig& c) {
   AttentionShape a{c.num_heads, c.num_kv_heads, c.head_dim, c.sliding_window,
                    static_cast<float>(1.0 / std::sqrt(scaled_by) * (partial ? 1.0 : m * m)), c.rope_interleaved};
   if (partial) a.rotary_dim = c.rotary_dim(), a.rope_scale = static_cast<float>(m);
+  a.softcap = static_cast<float>(c.attn_logit_softcap);  // Gemma 2
   return a;
 }
 
@@ -461,11 +465,6 @@ LlamaTrainModel::LlamaTrainModel(const ModelConfig& config)
       embed_scale_(embed_scale(config, DType::kF32)),
       family_ops_(config.gemma || attention_.rotary_dim > 0) {
   const std::string what = config.architecture.empty() ? std::string(arch_name(config.arch)) : config.architecture;
-  if (config.attn_logit_softcap > 0 || config.final_logit_softcap > 0) {
-    throw InputError(what + ": training models with logit soft-capping (Gemma 2's attn_logit_softcapping / "
-                            "final_logit_softcapping) is not supported yet: the soft-capped attention and head have "
-                            "no backward passes in plexus train");
-  }
   if (config.rope_interleaved) {
     throw InputError(what + " model with interleaved rope (a GGUF file's permuted q/k rows): training reads "
                             "Hugging Face checkpoints (config.json + safetensors); convert the model to one");
@@ -484,7 +483,7 @@ void LlamaTrainModel::check_ops(const TrainOps& ops) const {
   if (family_ops_ && !ops.family_ops()) {
     const std::string what = config_.architecture.empty() ? std::string(arch_name(config_.arch)) : config_.architecture;
     throw InputError(what + ": training this model runs on the CPU only (its " +
-                     (config_.gemma ? std::string("GeGLU, (1 + w) norms and embedding scale") : std::string("partial rotary")) +
+                     (config_.gemma ? std::string("GeGLU, (1 + w) norms, embedding scale and soft-capping") : std::string("partial rotary")) +
                      " have no CUDA training kernels yet)");
   }
 }

@@ -1,5 +1,5 @@
-// The training step of the Llama family (Llama, Mistral, Qwen2, Qwen3, Phi-3 and Gemma 3: the
-// dense architectures of model/llama_family but GPT-2 and Gemma 2's soft-capping): the forward of a micro-batch keeping its activations, the mean next-token
+// The training step of the Llama family (Llama, Mistral, Qwen2, Qwen3, Phi-3, Gemma 2 and Gemma 3:
+// the dense architectures of model/llama_family but GPT-2): the forward of a micro-batch keeping its activations, the mean next-token
 // cross-entropy, and the backward into the parameter gradients. Knows nothing of devices, ranks
 // or optimizers: it computes through a device's TrainOps (train/train_ops.h) on the weights and
 // gradients it is given, laid out by train/param_layout.
@@ -66,7 +66,7 @@ struct RopeFreqs {
 class LlamaTrainModel {
  public:
   // InputError naming the feature for a model training does not support (interleaved rope of
-  // a GGUF file, rope frequency factors, Gemma 2's soft-capping).
+  // a GGUF file, rope frequency factors).
   explicit LlamaTrainModel(const ModelConfig& config);
   const ModelConfig& config() const { return config_; }
   const ParamLayout& layout() const { return layout_; }
@@ -79,7 +79,7 @@ class LlamaTrainModel {
   double forward_backward(TrainOps& ops, const ModelTensors& w, const ModelTensors& grads, const MicroBatch& mb,
                           float grad_scale, TrainActivations& acts, const GradientsReady& ready = {}) const;
   // Both throw InputError when the model needs ops `ops` lacks (TrainOps::family_ops: Gemma's
-  // GeGLU and scales, a partial rotary's rope) — a CudaTrainOps today.
+  // GeGLU, scales and soft-capping, a partial rotary's rope) — a CudaTrainOps today.
   // The forward alone: the same loss sum, no gradients.
   double forward_loss(TrainOps& ops, const ModelTensors& w, const MicroBatch& mb, TrainActivations& acts) const;
 

@@ -32,6 +32,9 @@ void TrainOps::gelu_tanh_mul(const float*, const float*, float*, std::int64_t) {
 void TrainOps::gelu_tanh_mul_backward(const float*, const float*, const float*, float*, float*, std::int64_t) {
   train_op_missing("gelu_tanh_mul_backward");
 }
+double TrainOps::softcap_cross_entropy(float*, std::span<const std::int32_t>, std::int64_t, float, float) {
+  train_op_missing("softcap_cross_entropy");
+}
 void TrainOps::scale(float*, float, std::int64_t) { train_op_missing("scale"); }
 void TrainOps::add_constant(const float*, float, float*, std::int64_t) { train_op_missing("add_constant"); }
 void TrainOps::rope_partial(float*, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, const float*,

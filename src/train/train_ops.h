@@ -49,6 +49,8 @@ class TrainOps {
                     const float* cos, const float* sin, bool inverse) = 0;
   // Causal self-attention within each of b sequences of T tokens: out (b·T, n_heads·head_dim) =
   // softmax(q·kᵀ·scale)·v over key positions [max(0, t - window + 1), t] (window 0: [0, t]);
+  // with s.softcap > 0 (Gemma 2; the CPU's alone, as the ops below) the scores are
+  // softcap·tanh(score / softcap) before the softmax, and attention_backward goes through it;
   // query head h reads kv head h / (n_heads / n_kv_heads). q (b·T, n_heads·head_dim), k and v
   // (b·T, n_kv_heads·head_dim). lse (b, n_heads, T) = log Σ exp(scores) of each query row, kept
   // for the backward.
@@ -103,6 +105,11 @@ class TrainOps {
   // Through out = gelu_tanh(gate) · up: dgate (n), dup (n) written; they may alias gate and up.
   virtual void gelu_tanh_mul_backward(const float* dout, const float* gate, const float* up, float* dgate,
                                       float* dup, std::int64_t n);
+  // cross_entropy of the soft-capped logits cap·tanh(logits / cap) (Gemma 2's
+  // final_logit_softcapping): returns the loss sum and replaces logits by the gradient with
+  // respect to the logits before the cap, (softmax − onehot) · grad_scale · (1 − tanh²).
+  virtual double softcap_cross_entropy(float* logits, std::span<const std::int32_t> targets, std::int64_t vocab,
+                                       float grad_scale, float cap);
   // x (n) *= s (Gemma's √H embedding scale and its backward; LongRoPE's attention factor on a
   // partial rotary's rope tables).
   virtual void scale(float* x, float s, std::int64_t n);

@@ -355,18 +355,5 @@ TEST(GemmaPresets, RealShapesAsPublished) {
   }
 }
 
-// Training has no backward of Gemma 2's soft-capping yet: exit 2 naming the architecture and it
-// (Gemma 3 trains: tests/train).
-TEST(GemmaConfig, TrainRefusesGemma2SoftCapping) {
-  TempDir dir("gemma_train");
-  make_gemma(dir.path(), Arch::kGemma2, DType::kF32, nullptr);
-  std::ofstream(dir / "data.txt") << "some text to train on\n";
-  const testing::ProcessResult r =
-      testing::run_plexus("train " + testing::shell_quote(dir.path()) + " --data " + testing::shell_quote(dir / "data.txt") +
-                          " --steps 1 --global-batch 1 --out " + testing::shell_quote(dir / "out"));
-  EXPECT_EQ(r.exit_code, 2) << r.err;
-  EXPECT_NE(r.err.find("Gemma2ForCausalLM: training models with logit soft-capping"), std::string::npos) << r.err;
-}
-
 }  // namespace
 }  // namespace plexus

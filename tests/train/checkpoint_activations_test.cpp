@@ -64,7 +64,7 @@ TEST(CheckpointActivations, SameBitsAsKeepingEveryLayerOnEveryArchitecture) {
     bool tied;
   };
   for (const Case cs : {Case{Arch::kLlama, true}, Case{Arch::kLlama, false}, Case{Arch::kQwen2, true},
-                        Case{Arch::kQwen3, false}, Case{Arch::kMistral, false}, Case{Arch::kGemma3, true},
+                        Case{Arch::kQwen3, false}, Case{Arch::kMistral, false}, Case{Arch::kGemma2, true}, Case{Arch::kGemma3, true},
                         Case{Arch::kPhi3, false}}) {
     ModelConfig c = testing::small_train_config(cs.arch, cs.tied);
     c.num_layers = 4;  // three layers recomputed (the last one's activations are still there)

@@ -89,6 +89,7 @@ INSTANTIATE_TEST_SUITE_P(Arches, GradientCheck,
                                            GradCase{"qwen2_biases", Arch::kQwen2, true, false},
                                            GradCase{"qwen3_qk_norm", Arch::kQwen3, false, false},
                                            GradCase{"mistral_window_3_of_6", Arch::kMistral, false, false},
+                                           GradCase{"gemma2_soft_capped_tied", Arch::kGemma2, true, false},
                                            GradCase{"gemma3_tied", Arch::kGemma3, true, false},
                                            GradCase{"phi3_fused_partial_rotary_long_factors", Arch::kPhi3, false, false}),
                          [](const ::testing::TestParamInfo<GradCase>& i) { return std::string(i.param.name); });
@@ -204,21 +205,9 @@ TEST(LlamaTrain, RefusesWhatTrainingDoesNotSupport) {
   TrainActivations acts(c, 1, 4);
   std::vector<std::int32_t> tokens = {1, 2, 40, 3};  // 40 is outside the vocabulary of 40
   EXPECT_THROW(f.model.forward_loss(ops, f.w, {tokens, 1, 4}, acts), InputError);
-
-  // Gemma 2's soft-capping has no backward: refused naming it.
-  ModelConfig gemma2 = small_train_config(Arch::kGemma3, true);
-  gemma2.arch = Arch::kGemma2, gemma2.architecture = "Gemma2ForCausalLM", gemma2.qk_norm = false;
-  gemma2.attn_logit_softcap = 50, gemma2.final_logit_softcap = 30;
-  try {
-    LlamaTrainModel{gemma2};
-    ADD_FAILURE() << "Gemma 2 with soft-capping trained";
-  } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("Gemma2ForCausalLM: training models with logit soft-capping"), std::string::npos)
-        << e.what();
-  }
 }
 
-// A TrainOps without the Gemma / Phi-3 ops (CudaTrainOps today): Gemma 3 and a partial-rotary
+// A TrainOps without the Gemma / Phi-3 ops (CudaTrainOps today): Gemma and a partial-rotary
 // Phi-3 are refused (InputError naming the model) before any op runs; Llama trains.
 class OpsWithoutFamilies : public RefTrainOps {
  public:
@@ -227,7 +216,7 @@ class OpsWithoutFamilies : public RefTrainOps {
 
 TEST(LlamaTrain, RefusesGemmaAndPartialRotaryOnOpsWithoutThem) {
   OpsWithoutFamilies ops;
-  for (Arch arch : {Arch::kGemma3, Arch::kPhi3, Arch::kLlama}) {
+  for (Arch arch : {Arch::kGemma2, Arch::kGemma3, Arch::kPhi3, Arch::kLlama}) {
     const ModelConfig c = small_train_config(arch, true);
     TrainFixture f(c, 2);
     TrainActivations acts(c, 1, 4);
@@ -244,7 +233,7 @@ TEST(LlamaTrain, RefusesGemmaAndPartialRotaryOnOpsWithoutThem) {
 // The forward loss of tiny f32 checkpoints (hidden 64, 4 layers) equals the sum of the
 // inference engine's per-token NLL (plexus perplexity's numbers) over each sequence.
 TEST(LlamaTrain, ForwardLossMatchesTheInferenceEngine) {
-  for (Arch arch : {Arch::kLlama, Arch::kQwen2, Arch::kQwen3, Arch::kMistral, Arch::kGemma3, Arch::kPhi3}) {
+  for (Arch arch : {Arch::kLlama, Arch::kQwen2, Arch::kQwen3, Arch::kMistral, Arch::kGemma2, Arch::kGemma3, Arch::kPhi3}) {
     testing::TempDir dir("llama_train_engine");
     testing::write_tiny_f32_model(dir.path(), arch);
     if (arch == Arch::kMistral) testing::patch_config(dir.path(), Json::object({{"sliding_window", 5}}));

@@ -150,16 +150,19 @@ TEST(RefTrainOpsGrad, RopeInverseIsTheBackward) {
 TEST(RefTrainOpsGrad, AttentionGqaWindowed) {
   RefTrainOps ops;
   std::mt19937 rng(4);
+  for (const float softcap : {0.0f, 0.7f}) {  // 0.7: Gemma 2's soft-capped scores, capped hard
   for (std::int64_t window : {0, 3}) {
     for (std::int64_t hd : {3, 4}) {
       AttentionShape s;
+      s.softcap = softcap;
       s.n_heads = 4;
       s.n_kv_heads = 2;
       s.head_dim = hd;
       s.window = window;
       s.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)));
       const std::int64_t b = 2, T = 6;
-      const std::string tag = "window=" + std::to_string(window) + " hd=" + std::to_string(hd);
+      const std::string tag = "window=" + std::to_string(window) + " hd=" + std::to_string(hd) +
+                              " softcap=" + std::to_string(softcap);
       auto q = uniform_values(static_cast<std::size_t>(b * T * s.n_heads * hd), rng, -2, 2);
       auto k = uniform_values(static_cast<std::size_t>(b * T * s.n_kv_heads * hd), rng, -2, 2);
       auto v = uniform_values(k.size(), rng);
@@ -180,6 +183,7 @@ TEST(RefTrainOpsGrad, AttentionGqaWindowed) {
       expect_grad(dk, numeric_grad(k, loss), "attention dk " + tag);
       expect_grad(dv, numeric_grad(v, loss), "attention dv " + tag);
     }
+  }
   }
 }
 
@@ -259,6 +263,26 @@ TEST(RefTrainOpsGrad, RopePartialInverseIsTheBackward) {
     ops.rope_partial(dx.data(), b, T, heads, hd, rotary, cos.data(), sin.data(), true);
     expect_grad(dx, numeric_grad(x, loss), "rope_partial scale " + std::to_string(table_scale));
   }
+}
+
+// Gemma 2's final_logit_softcapping: the loss of cap·tanh(z / cap) and its gradient in z.
+TEST(RefTrainOpsGrad, SoftcapCrossEntropy) {
+  RefTrainOps ops;
+  std::mt19937 rng(17);
+  const std::int64_t vocab = 7;
+  const std::vector<std::int32_t> targets = {2, 6, 0};
+  auto z = uniform_values(3 * vocab, rng, -4, 4);
+  auto loss = [&] {
+    auto l = z;
+    return ops.softcap_cross_entropy(l.data(), targets, vocab, 1.0f, 1.5f);
+  };
+  auto capped = z;  // the plain loss of the capped logits is the same number
+  for (float& x : capped) x = static_cast<float>(1.5 * std::tanh(x / 1.5));
+  EXPECT_NEAR(loss(), ops.cross_entropy(capped.data(), targets, vocab, 1.0f), 1e-5);
+  auto g = z;
+  ops.softcap_cross_entropy(g.data(), targets, vocab, 0.5f, 1.5f);
+  for (float& x : g) x *= 2.0f;  // grad_scale 0.5
+  expect_grad(g, numeric_grad(z, loss, 1e-3f), "softcap_cross_entropy");
 }
 
 TEST(RefTrainOpsGrad, CrossEntropyGradientOutput) {

@@ -35,6 +35,14 @@ ModelConfig small_train_config(Arch arch, bool tied) {
       c.model_type = "qwen3";
       c.qk_norm = true;
       break;
+    case Arch::kGemma2:  // window 3 on layer 0; scores capped at 1.0, logits at 1.5 (caps that bend values of order 1)
+      c.model_type = "gemma2";
+      c.gemma = true;
+      c.query_pre_attn_scalar = 6;
+      c.sliding_window = 3;
+      c.sliding_layers = {true, false};
+      c.attn_logit_softcap = 1.0, c.final_logit_softcap = 1.5;
+      break;
     case Arch::kGemma3:  // window 3 on layer 0 with the local rope base, layer 1 global with linear scaling
       c.model_type = "gemma3_text";
       c.gemma = true;

@@ -212,6 +212,30 @@ Outputs run_family_ops(TrainOps& ops) {
     ops.add_constant(x.data(), 1.0f, y.data(), n);
     o.put("add_constant " + std::to_string(n), y, 1);
   }
+  // Gemma 2's soft-capping: the loss on capped logits, scores capped in attention (GQA, a window).
+  for (std::int64_t vocab : {1, 17, 1000}) {
+    const std::vector<std::int32_t> targets = {0, static_cast<std::int32_t>(vocab - 1), static_cast<std::int32_t>(vocab / 3)};
+    auto logits = random_vec(3 * vocab, rng, -6, 6);
+    o.losses.push_back(ops.softcap_cross_entropy(logits.data(), targets, vocab, 0.25f, 1.5f));
+    o.put("softcap_cross_entropy grad " + std::to_string(vocab), logits, vocab);
+  }
+  for (const std::int64_t window : {0, 5}) {
+    const std::int64_t b = 2, T = 53, nh = 4, nkv = 2, hd = 8;  // T past one 48-query block
+    AttentionShape s{nh, nkv, hd, window, 0.9f};
+    s.softcap = 0.8f;
+    const auto q = random_vec(b * T * nh * hd, rng, -2, 2), k = random_vec(b * T * nkv * hd, rng, -2, 2);
+    const auto v = random_vec(b * T * nkv * hd, rng), dout = random_vec(b * T * nh * hd, rng);
+    std::vector<float> out(q.size()), lse(static_cast<std::size_t>(b * nh * T)), dq(q.size()), dk(k.size()), dv(v.size());
+    ops.attention(q.data(), k.data(), v.data(), b, T, s, out.data(), lse.data());
+    ops.attention_backward(dout.data(), q.data(), k.data(), v.data(), out.data(), lse.data(), b, T, s, dq.data(),
+                           dk.data(), dv.data());
+    const std::string tag = " softcap window " + std::to_string(window);
+    o.put("attention out" + tag, out, T);
+    o.put("attention lse" + tag, lse, T);
+    o.put("attention dq" + tag, dq, T);
+    o.put("attention dk" + tag, dk, 2 * T);
+    o.put("attention dv" + tag, dv, 2 * T);
+  }
   // Phi-3's shape: 12 of head_dim 16 rotated, the tables head_dim / 2 wide with zero frequencies
   // past rotary_dim / 2 (model/llama_family's rope_inv_freq).
   for (const std::int64_t rotary_dim : {12, 16, 2}) {
