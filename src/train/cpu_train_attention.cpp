@@ -5,7 +5,8 @@
 // of the group, query block) recomputes P from lse, forms dS = P·(dP − Σ dout·out)·scale with
 // dP = dout·vᵀ, writes dq = dS·k and keeps P and dS; pass 2 by key blocks sums dv = Pᵀ·dout
 // and dk = dSᵀ·q over the group's heads in order. Entries outside a query's window are zeroed
-// where a product reads them. No sum is split across threads. Under kBf16 the products round
+// where a product reads them. Gemma 2's soft-capped scores (AttentionShape::softcap): c·tanh(s / c)
+// before the softmax, dS times 1 − tanh². No sum is split across threads. Under kBf16 the products round
 // their inputs (GemmArgs::bf16) and the forward normalises P before P·v (the P that is rounded).
 #include <algorithm>
 #include <cmath>
@@ -76,6 +77,9 @@ void CpuTrainOps::attention(const float* q, const float* k, const float* v, std:
       float* srow = sc.data() + (t - t0) * ld;
       float* row = srow + (lt - lo);
       k_.scale(s.scale, row, len);
+      if (s.softcap > 0) {  // Gemma 2: c·tanh(score / c)
+        for (std::int64_t j = 0; j < len; ++j) row[j] = s.softcap * std::tanh(row[j] / s.softcap);
+      }
       const float mx = *std::max_element(row, row + len);
       const float sum = k_.exp_shift_sum(row, mx, len);
       lse[(sq * s.n_heads + h) * T + t] = mx + std::log(sum);
@@ -128,12 +132,23 @@ void CpuTrainOps::attention_backward(const float* dout, const float* q, const fl
           const std::int64_t lt = first_key(t, s.window), len = t - lt + 1;
           float* p = Pg + t * ldp + lt;
           k_.scale(s.scale, p, len);
+          float* ds = dSg + t * ldp + lt;
+          if (s.softcap > 0) {  // Gemma 2: p = c·tanh(score / c); ds holds its derivative 1 − tanh² meanwhile
+            for (std::int64_t j = 0; j < len; ++j) {
+              const float th = std::tanh(p[j] / s.softcap);
+              p[j] = s.softcap * th;
+              ds[j] = 1.0f - th * th;
+            }
+          }
           k_.exp_shift_sum(p, lse[(sq * s.n_heads + h) * T + t], len);
           const float* dpr = dp.data() + (t - t0) * nk + (lt - lo);
           const std::int64_t row = (sq * T + t) * qw + h * hd;
           const float D = k_.dot(dout + row, out + row, hd);
-          float* ds = dSg + t * ldp + lt;
-          for (std::int64_t j = 0; j < len; ++j) ds[j] = p[j] * (dpr[j] - D) * s.scale;
+          if (s.softcap > 0) {
+            for (std::int64_t j = 0; j < len; ++j) ds[j] = p[j] * (dpr[j] - D) * s.scale * ds[j];
+          } else {
+            for (std::int64_t j = 0; j < len; ++j) ds[j] = p[j] * (dpr[j] - D) * s.scale;
+          }
           // Zeros where dq's product (keys lo..t1) and pass 2 (whole key blocks) read.
           const std::int64_t zlo = std::min(lo, lt / kKeyBlock * kKeyBlock);
           const std::int64_t zhi = std::min(T, std::max(t1, (t / kKeyBlock + 1) * kKeyBlock));

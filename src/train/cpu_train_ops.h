@@ -49,6 +49,17 @@ class CpuTrainOps : public TrainOps {
   void add(float* x, const float* y, std::int64_t n) override;
   void zero(float* x, std::int64_t n) override;
 
+  bool family_ops() const override { return true; }
+  void gelu_tanh_mul(const float* gate, const float* up, float* out, std::int64_t n) override;
+  void gelu_tanh_mul_backward(const float* dout, const float* gate, const float* up, float* dgate, float* dup,
+                              std::int64_t n) override;
+  double softcap_cross_entropy(float* logits, std::span<const std::int32_t> targets, std::int64_t vocab,
+                               float grad_scale, float cap) override;
+  void scale(float* x, float s, std::int64_t n) override;
+  void add_constant(const float* x, float c, float* y, std::int64_t n) override;
+  void rope_partial(float* x, std::int64_t b, std::int64_t T, std::int64_t heads, std::int64_t head_dim,
+                    std::int64_t rotary_dim, const float* cos, const float* sin, bool inverse) override;
+
   Isa isa() const { return isa_; }
 
  private:

@@ -1,5 +1,5 @@
-// The training step of the Llama family (Llama, Mistral, Qwen2, Qwen3: the architectures of
-// model/llama_family): the forward of a micro-batch keeping its activations, the mean next-token
+// The training step of the Llama family (Llama, Mistral, Qwen2, Qwen3, Phi-3, Gemma 2 and Gemma 3:
+// the dense architectures of model/llama_family but GPT-2): the forward of a micro-batch keeping its activations, the mean next-token
 // cross-entropy, and the backward into the parameter gradients. Knows nothing of devices, ranks
 // or optimizers: it computes through a device's TrainOps (train/train_ops.h) on the weights and
 // gradients it is given, laid out by train/param_layout.
@@ -56,6 +56,13 @@ class TrainActivations {
 // data-parallel step starts the all-reduce of that part while the backward goes on.
 using GradientsReady = std::function<void(int layer)>;
 
+// The rope frequencies a training step makes its tables of (model/llama_family's rope_inv_freq).
+struct RopeFreqs {
+  std::vector<double> global;        // (head_dim / 2) rope scaling applied (LongRoPE: the short factors)
+  std::vector<double> local;         // (head_dim / 2) Gemma 3's sliding layers (rope_local_theta); else empty
+  std::vector<double> long_context;  // (head_dim / 2) LongRoPE's long factors; else empty
+};
+
 class LlamaTrainModel {
  public:
   // InputError naming the feature for a model training does not support (interleaved rope of
@@ -71,14 +78,19 @@ class LlamaTrainModel {
   // same inputs: the same bits).
   double forward_backward(TrainOps& ops, const ModelTensors& w, const ModelTensors& grads, const MicroBatch& mb,
                           float grad_scale, TrainActivations& acts, const GradientsReady& ready = {}) const;
+  // Both throw InputError when the model needs ops `ops` lacks (TrainOps::family_ops: Gemma's
+  // GeGLU, scales and soft-capping, a partial rotary's rope) — a CudaTrainOps today.
   // The forward alone: the same loss sum, no gradients.
   double forward_loss(TrainOps& ops, const ModelTensors& w, const MicroBatch& mb, TrainActivations& acts) const;
 
  private:
   ModelConfig config_;
   ParamLayout layout_;
-  std::vector<double> inv_freq_;  // (head_dim / 2), rope scaling applied
-  AttentionShape attention_;
+  RopeFreqs rope_;
+  AttentionShape attention_;  // the window is each layer's (ModelConfig::layer_window)
+  float embed_scale_ = 1;     // Gemma: √hidden_size in f32 (the dtype training computes in); 1 otherwise
+  bool family_ops_ = false;   // the step calls TrainOps' Gemma / Phi-3 ops (Gemma, partial rotary)
+  void check_ops(const TrainOps& ops) const;
 };
 
 }  // namespace plexus

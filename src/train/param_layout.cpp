@@ -17,11 +17,6 @@ ParamLayout ParamLayout::of(const ModelConfig& config) {
     throw InputError(std::string(arch_name(config.arch)) +
                      " is a mixture of experts: training runs dense Llama-family models only (the experts' backward is not built)");
   }
-  if (config.fused_qkv_gate_up()) {
-    throw InputError(std::string(arch_name(config.arch)) +
-                     ": training runs Llama-family models with separate q/k/v and gate/up weights only (Phi-3's fused "
-                     "qkv_proj and gate_up_proj, partial rotary and LongRoPE have no backward yet)");
-  }
   if (config.arch == Arch::kGpt2) {
     throw InputError("GPT2LMHeadModel: training is not built for GPT-2 (its LayerNorm and GELU have no backward yet); "
                      "plexus train runs dense Llama-family models");
@@ -93,9 +88,19 @@ ModelTensors view_tensors(const ModelConfig& config, const ParamLayout& layout, 
   for (int l = 0; l < config.num_layers; ++l) {
     const std::string p = ModuleTree::layer_prefix(l) + ".";
     LayerTensors w;
-    w.q = at(p + "self_attn.q_proj.weight");
-    w.k = at(p + "self_attn.k_proj.weight");
-    w.v = at(p + "self_attn.v_proj.weight");
+    if (config.fused_qkv_gate_up()) {  // Phi-3: row views of qkv_proj (q_dim + 2·kv_dim, H), gate_up_proj (2·I, H)
+      const std::int64_t H = config.hidden_size, Q = config.q_dim(), KV = config.kv_dim();
+      float* qkv = at(p + "self_attn.qkv_proj.weight");
+      float* gate_up = at(p + "mlp.gate_up_proj.weight");
+      w.q = qkv, w.k = qkv + Q * H, w.v = qkv + (Q + KV) * H;
+      w.gate = gate_up, w.up = gate_up + config.intermediate_size * H;
+    } else {
+      w.q = at(p + "self_attn.q_proj.weight");
+      w.k = at(p + "self_attn.k_proj.weight");
+      w.v = at(p + "self_attn.v_proj.weight");
+      w.gate = at(p + "mlp.gate_proj.weight");
+      w.up = at(p + "mlp.up_proj.weight");
+    }
     w.o = at(p + "self_attn.o_proj.weight");
     w.q_bias = at(p + "self_attn.q_proj.bias");
     w.k_bias = at(p + "self_attn.k_proj.bias");
@@ -103,11 +108,11 @@ ModelTensors view_tensors(const ModelConfig& config, const ParamLayout& layout, 
     w.o_bias = at(p + "self_attn.o_proj.bias");
     w.q_norm = at(p + "self_attn.q_norm.weight");
     w.k_norm = at(p + "self_attn.k_norm.weight");
-    w.gate = at(p + "mlp.gate_proj.weight");
-    w.up = at(p + "mlp.up_proj.weight");
     w.down = at(p + "mlp.down_proj.weight");
     w.input_norm = at(p + "input_layernorm.weight");
     w.post_attention_norm = at(p + "post_attention_layernorm.weight");
+    w.pre_feedforward_norm = at(p + "pre_feedforward_layernorm.weight");
+    w.post_feedforward_norm = at(p + "post_feedforward_layernorm.weight");
     t.layers.push_back(w);
   }
   return t;

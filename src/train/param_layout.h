@@ -51,13 +51,19 @@ class ParamLayout {
 };
 
 // Pointers to every tensor of one buffer laid out by a ParamLayout (weights or gradients).
-// Absent tensors (biases, q/k norms of other architectures) are null.
+// Absent tensors (biases, q/k norms of other architectures) are null. Phi-3's fused
+// self_attn.qkv_proj and mlp.gate_up_proj are viewed as their row ranges (q, k, v and gate, up
+// point into them), so gradients land in the fused tensors. Gemma's norms are stored as w and
+// used as (1 + w) (train/llama_train adds the 1).
 struct LayerTensors {
   float *q = nullptr, *k = nullptr, *v = nullptr, *o = nullptr;        // (q_dim, H) (kv_dim, H) (kv_dim, H) (H, q_dim)
   float *gate = nullptr, *up = nullptr, *down = nullptr;               // (I, H) (I, H) (H, I)
   float *q_bias = nullptr, *k_bias = nullptr, *v_bias = nullptr, *o_bias = nullptr;  // (q_dim) (kv_dim) (kv_dim) (H)
-  float *q_norm = nullptr, *k_norm = nullptr;                          // (head_dim); Qwen3 only
+  float *q_norm = nullptr, *k_norm = nullptr;                          // (head_dim); Qwen3, Gemma 3
   float *input_norm = nullptr, *post_attention_norm = nullptr;         // (H)
+  // Gemma (null otherwise): the norms around the MLP; post_attention_norm is then the norm of the
+  // attention's output.
+  float *pre_feedforward_norm = nullptr, *post_feedforward_norm = nullptr;  // (H)
 };
 struct ModelTensors {
   float* embed = nullptr;       // (vocab, H)

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numbers>
 #include <limits>
 #include <vector>
 
@@ -81,7 +82,7 @@ void RefTrainOps::attention(const float* q, const float* k, const float* v, std:
           const float* kr = k + (sq * T + j) * kw + kh * hd;
           double dot = 0;
           for (std::int64_t c = 0; c < hd; ++c) dot += operand(qr[c]) * operand(kr[c]);
-          p[static_cast<std::size_t>(j)] = dot * s.scale;
+          p[static_cast<std::size_t>(j)] = s.softcap > 0 ? s.softcap * std::tanh(dot * s.scale / s.softcap) : dot * s.scale;
           mx = std::max(mx, p[static_cast<std::size_t>(j)]);
         }
         double sum = 0;
@@ -195,8 +196,10 @@ void RefTrainOps::attention_backward(const float* dout, const float* q, const fl
             dot += operand(q[qo + c]) * operand(k[ko + c]);
             dp += operand(dout[qo + c]) * operand(v[ko + c]);
           }
-          const double p = std::exp(dot * s.scale - l);
-          const double ds = p * (dp - dsum) * s.scale;
+          // Soft-capped: score c·tanh(z / c) of z = dot·scale, whose derivative is 1 − tanh².
+          const double th = s.softcap > 0 ? std::tanh(dot * s.scale / s.softcap) : 0.0;
+          const double p = std::exp((s.softcap > 0 ? s.softcap * th : dot * s.scale) - l);
+          const double ds = p * (dp - dsum) * s.scale * (s.softcap > 0 ? 1.0 - th * th : 1.0);
           for (std::int64_t c = 0; c < hd; ++c) {
             gq[static_cast<std::size_t>(qo + c)] += operand(ds) * operand(k[ko + c]);
             gk[static_cast<std::size_t>(ko + c)] += operand(ds) * operand(q[qo + c]);
@@ -233,6 +236,88 @@ void RefTrainOps::add(float* x, const float* y, std::int64_t n) {
 
 void RefTrainOps::zero(float* x, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) x[i] = 0;
+}
+
+// ---- Gemma and Phi-3 ----
+
+namespace {
+
+// gelu_tanh(g) and its derivative, in double.
+void ref_gelu_tanh(double g, double* value, double* derivative) {
+  const double c = std::sqrt(2.0 / std::numbers::pi), a = 0.044715;
+  const double th = std::tanh(c * (g + a * g * g * g));
+  *value = 0.5 * g * (1.0 + th);
+  *derivative = 0.5 * (1.0 + th) + 0.5 * g * (1.0 - th * th) * c * (1.0 + 3.0 * a * g * g);
+}
+
+}  // namespace
+
+void RefTrainOps::gelu_tanh_mul(const float* gate, const float* up, float* out, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    double v = 0, dv = 0;
+    ref_gelu_tanh(gate[i], &v, &dv);
+    out[i] = static_cast<float>(v * up[i]);
+  }
+}
+
+void RefTrainOps::gelu_tanh_mul_backward(const float* dout, const float* gate, const float* up, float* dgate,
+                                         float* dup, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    double v = 0, dv = 0;
+    ref_gelu_tanh(gate[i], &v, &dv);
+    const double d = dout[i], u = up[i];
+    dgate[i] = static_cast<float>(d * u * dv);
+    dup[i] = static_cast<float>(d * v);
+  }
+}
+
+double RefTrainOps::softcap_cross_entropy(float* logits, std::span<const std::int32_t> targets, std::int64_t vocab,
+                                          float grad_scale, float cap) {
+  double loss = 0;
+  std::vector<double> th(static_cast<std::size_t>(vocab)), capped(th.size());
+  for (std::size_t r = 0; r < targets.size(); ++r) {
+    float* l = logits + static_cast<std::int64_t>(r) * vocab;
+    double mx = -std::numeric_limits<double>::infinity();
+    for (std::int64_t j = 0; j < vocab; ++j) {
+      th[static_cast<std::size_t>(j)] = std::tanh(static_cast<double>(l[j]) / cap);
+      capped[static_cast<std::size_t>(j)] = cap * th[static_cast<std::size_t>(j)];
+      mx = std::max(mx, capped[static_cast<std::size_t>(j)]);
+    }
+    double sum = 0;
+    for (std::int64_t j = 0; j < vocab; ++j) sum += std::exp(capped[static_cast<std::size_t>(j)] - mx);
+    const double lse = mx + std::log(sum);
+    loss += lse - capped[static_cast<std::size_t>(targets[r])];
+    for (std::int64_t j = 0; j < vocab; ++j) {
+      const double g = std::exp(capped[static_cast<std::size_t>(j)] - lse) - (j == targets[r] ? 1.0 : 0.0);
+      const double t = th[static_cast<std::size_t>(j)];
+      l[j] = static_cast<float>(g * grad_scale * (1.0 - t * t));
+    }
+  }
+  return loss;
+}
+
+void RefTrainOps::scale(float* x, float s, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) x[i] *= s;
+}
+
+void RefTrainOps::add_constant(const float* x, float c, float* y, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) y[i] = x[i] + c;
+}
+
+void RefTrainOps::rope_partial(float* x, std::int64_t b, std::int64_t T, std::int64_t heads, std::int64_t head_dim,
+                               std::int64_t rotary_dim, const float* cos, const float* sin, bool inverse) {
+  const std::int64_t table = head_dim / 2, half = rotary_dim / 2;
+  for (std::int64_t s = 0; s < b; ++s)
+    for (std::int64_t t = 0; t < T; ++t)
+      for (std::int64_t h = 0; h < heads; ++h) {
+        float* v = x + ((s * T + t) * heads + h) * head_dim;
+        for (std::int64_t i = 0; i < half; ++i) {
+          const float c = cos[t * table + i], sn = inverse ? -sin[t * table + i] : sin[t * table + i];
+          const float a = v[i], bb = v[i + half];
+          v[i] = a * c - bb * sn;
+          v[i + half] = bb * c + a * sn;
+        }
+      }
 }
 
 }  // namespace plexus

@@ -49,6 +49,8 @@ class TrainOps {
                     const float* cos, const float* sin, bool inverse) = 0;
   // Causal self-attention within each of b sequences of T tokens: out (b·T, n_heads·head_dim) =
   // softmax(q·kᵀ·scale)·v over key positions [max(0, t - window + 1), t] (window 0: [0, t]);
+  // with s.softcap > 0 (Gemma 2; the CPU's alone, as the ops below) the scores are
+  // softcap·tanh(score / softcap) before the softmax, and attention_backward goes through it;
   // query head h reads kv head h / (n_heads / n_kv_heads). q (b·T, n_heads·head_dim), k and v
   // (b·T, n_kv_heads·head_dim). lse (b, n_heads, T) = log Σ exp(scores) of each query row, kept
   // for the backward.
@@ -90,6 +92,34 @@ class TrainOps {
   virtual void add(float* x, const float* y, std::int64_t n) = 0;
   // x (n) = 0
   virtual void zero(float* x, std::int64_t n) = 0;
+
+  // ---- Gemma and Phi-3 (train/llama_train's other families) ----
+  // Built on the CPU (CpuTrainOps, RefTrainOps: family_ops() true). By default (a device without
+  // them: CudaTrainOps today) family_ops() is false, LlamaTrainModel refuses the models that need
+  // them (InputError), and each throws RuntimeError naming the op; the training step of a Llama,
+  // Mistral, Qwen or whole-head-rope Phi-3 model never calls them.
+  virtual bool family_ops() const { return false; }
+  // out (n) = gelu_tanh(gate) · up, gelu_tanh(g) = g/2 · (1 + tanh(√(2/π) · (g + 0.044715 g³)))
+  // (GeGLU, Gemma's MLP).
+  virtual void gelu_tanh_mul(const float* gate, const float* up, float* out, std::int64_t n);
+  // Through out = gelu_tanh(gate) · up: dgate (n), dup (n) written; they may alias gate and up.
+  virtual void gelu_tanh_mul_backward(const float* dout, const float* gate, const float* up, float* dgate,
+                                      float* dup, std::int64_t n);
+  // cross_entropy of the soft-capped logits cap·tanh(logits / cap) (Gemma 2's
+  // final_logit_softcapping): returns the loss sum and replaces logits by the gradient with
+  // respect to the logits before the cap, (softmax − onehot) · grad_scale · (1 − tanh²).
+  virtual double softcap_cross_entropy(float* logits, std::span<const std::int32_t> targets, std::int64_t vocab,
+                                       float grad_scale, float cap);
+  // x (n) *= s (Gemma's √H embedding scale and its backward; LongRoPE's attention factor on a
+  // partial rotary's rope tables).
+  virtual void scale(float* x, float s, std::int64_t n);
+  // y (n) = x (n) + c (Gemma's norms multiply by 1 + w).
+  virtual void add_constant(const float* x, float c, float* y, std::int64_t n);
+  // rope on the first rotary_dim dims of each head alone (partial rotary, Phi-3 with
+  // partial_rotary_factor < 1): rotate-half pairs (i, i + rotary_dim/2) by cos/sin i of the
+  // (T, head_dim / 2) tables, the dims from rotary_dim on unchanged; `inverse` as rope.
+  virtual void rope_partial(float* x, std::int64_t b, std::int64_t T, std::int64_t heads, std::int64_t head_dim,
+                            std::int64_t rotary_dim, const float* cos, const float* sin, bool inverse);
 
  private:
   TrainPrecision precision_;

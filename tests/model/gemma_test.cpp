@@ -355,17 +355,5 @@ TEST(GemmaPresets, RealShapesAsPublished) {
   }
 }
 
-// Training has no backward passes for Gemma's ops yet: exit 2 naming the architecture.
-TEST(GemmaConfig, TrainRefusesGemma) {
-  TempDir dir("gemma_train");
-  make_gemma(dir.path(), Arch::kGemma3, DType::kF32, nullptr);
-  std::ofstream(dir / "data.txt") << "some text to train on\n";
-  const testing::ProcessResult r =
-      testing::run_plexus("train " + testing::shell_quote(dir.path()) + " --data " + testing::shell_quote(dir / "data.txt") +
-                          " --steps 1 --global-batch 1 --out " + testing::shell_quote(dir / "out"));
-  EXPECT_EQ(r.exit_code, 2) << r.err;
-  EXPECT_NE(r.err.find("Gemma3ForCausalLM: training Gemma models is not supported yet"), std::string::npos) << r.err;
-}
-
 }  // namespace
 }  // namespace plexus

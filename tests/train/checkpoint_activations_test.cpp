@@ -64,9 +64,11 @@ TEST(CheckpointActivations, SameBitsAsKeepingEveryLayerOnEveryArchitecture) {
     bool tied;
   };
   for (const Case cs : {Case{Arch::kLlama, true}, Case{Arch::kLlama, false}, Case{Arch::kQwen2, true},
-                        Case{Arch::kQwen3, false}, Case{Arch::kMistral, false}}) {
+                        Case{Arch::kQwen3, false}, Case{Arch::kMistral, false}, Case{Arch::kGemma2, true}, Case{Arch::kGemma3, true},
+                        Case{Arch::kPhi3, false}}) {
     ModelConfig c = testing::small_train_config(cs.arch, cs.tied);
     c.num_layers = 4;  // three layers recomputed (the last one's activations are still there)
+    if (!c.sliding_layers.empty()) c.sliding_layers = {true, false, true, false};
     if (cs.arch == Arch::kLlama && !cs.tied) c.qkv_bias = c.o_bias = true;
     testing::TrainFixture f(c, 31);
     const std::string what = std::string(arch_name(cs.arch)) + (cs.tied ? " tied" : "");
@@ -80,7 +82,7 @@ TEST(CheckpointActivations, SameBitsAsKeepingEveryLayerOnEveryArchitecture) {
 
 // make-model's tiny shape on the fast kernels at sizes over their SIMD tiles.
 TEST(CheckpointActivations, SameBitsOnTinyCheckpoints) {
-  for (Arch arch : {Arch::kLlama, Arch::kQwen3}) {
+  for (Arch arch : {Arch::kLlama, Arch::kQwen3, Arch::kGemma3, Arch::kPhi3}) {
     testing::TempDir dir("checkpoint_activations");
     testing::write_tiny_f32_model(dir.path(), arch);
     const LlamaTrainModel model(load_model_config(dir.path()));

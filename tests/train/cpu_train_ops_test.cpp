@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,36 @@ TEST(CpuTrainOps, MatchesRefTrainOps) {
     ThreadPool pool(2);
     CpuTrainOps ops(pool, isa);
     testing_train::expect_near(run_all(ops), want, std::string(isa_name(isa)), 2e-6);
+  }
+}
+
+// Gemma's and Phi-3's ops (element-wise: no products, the same in both precisions).
+TEST(CpuTrainOps, FamilyOpsMatchRefTrainOps) {
+  RefTrainOps ref;
+  const Outputs want = testing_train::run_family_ops(ref);
+  for (Isa isa : isas()) {
+    ThreadPool pool(2);
+    CpuTrainOps ops(pool, isa);
+    testing_train::expect_near(testing_train::run_family_ops(ops), want, std::string(isa_name(isa)), 2e-6);
+  }
+  // The partial rope leaves the unrotated dims as they are, and rotary_dim = head_dim is rope.
+  ThreadPool pool(2);
+  CpuTrainOps ops(pool);
+  std::mt19937 rng(3);
+  const std::int64_t b = 1, T = 5, heads = 2, hd = 8;
+  std::vector<float> cos(static_cast<std::size_t>(T * hd / 2)), sin(cos.size());
+  ops.rope_table(std::vector<double>{1.0, 0.5, 0.25, 0.125}, T, cos.data(), sin.data());
+  const auto x = testing_train::random_vec(b * T * heads * hd, rng);
+  auto part = x, whole = x, full = x;
+  ops.rope_partial(part.data(), b, T, heads, hd, 4, cos.data(), sin.data(), false);
+  ops.rope_partial(whole.data(), b, T, heads, hd, hd, cos.data(), sin.data(), false);
+  ops.rope(full.data(), b, T, heads, hd, cos.data(), sin.data(), false);
+  EXPECT_EQ(whole, full);
+  for (std::int64_t r = 0; r < b * T * heads; ++r) {
+    for (std::int64_t i = 4; i < hd; ++i) EXPECT_EQ(part[static_cast<std::size_t>(r * hd + i)], x[static_cast<std::size_t>(r * hd + i)]);
+    if (r / heads % T > 0) {  // position 0 turns by angle 0
+      EXPECT_NE(part[static_cast<std::size_t>(r * hd + 3)], x[static_cast<std::size_t>(r * hd + 3)]) << "row " << r;
+    }
   }
 }
 

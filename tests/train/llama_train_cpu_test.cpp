@@ -58,7 +58,8 @@ TEST(LlamaTrainCpu, SmallModelsMatchTheOracle) {
     bool tied;
   };
   for (const Case cs : {Case{Arch::kLlama, true}, Case{Arch::kLlama, false}, Case{Arch::kQwen2, true},
-                        Case{Arch::kQwen3, false}, Case{Arch::kMistral, false}}) {
+                        Case{Arch::kQwen3, false}, Case{Arch::kMistral, false}, Case{Arch::kGemma2, true}, Case{Arch::kGemma3, true},
+                        Case{Arch::kPhi3, false}}) {
     ModelConfig c = testing::small_train_config(cs.arch, cs.tied);
     if (cs.arch == Arch::kLlama && !cs.tied) c.qkv_bias = c.o_bias = true;
     testing::TrainFixture f(c, 21);
@@ -75,7 +76,7 @@ TEST(LlamaTrainCpu, SmallModelsMatchTheOracle) {
 // Tiny checkpoints (hidden 64, head_dim 16, I 176, vocab 300) at odd sizes: the kernels' SIMD
 // tiles and their edges. Then 1 and 3 threads give the same bits.
 TEST(LlamaTrainCpu, TinyCheckpointsMatchTheOracleAndIgnoreThreads) {
-  for (Arch arch : {Arch::kLlama, Arch::kQwen3}) {
+  for (Arch arch : {Arch::kLlama, Arch::kQwen3, Arch::kGemma2, Arch::kGemma3, Arch::kPhi3}) {
     testing::TempDir dir("llama_train_cpu");
     testing::write_tiny_f32_model(dir.path(), arch);
     const ModelConfig c = load_model_config(dir.path());

@@ -88,7 +88,10 @@ INSTANTIATE_TEST_SUITE_P(Arches, GradientCheck,
                                            GradCase{"llama_untied_attention_bias", Arch::kLlama, false, true},
                                            GradCase{"qwen2_biases", Arch::kQwen2, true, false},
                                            GradCase{"qwen3_qk_norm", Arch::kQwen3, false, false},
-                                           GradCase{"mistral_window_3_of_6", Arch::kMistral, false, false}),
+                                           GradCase{"mistral_window_3_of_6", Arch::kMistral, false, false},
+                                           GradCase{"gemma2_soft_capped_tied", Arch::kGemma2, true, false},
+                                           GradCase{"gemma3_tied", Arch::kGemma3, true, false},
+                                           GradCase{"phi3_fused_partial_rotary_long_factors", Arch::kPhi3, false, false}),
                          [](const ::testing::TestParamInfo<GradCase>& i) { return std::string(i.param.name); });
 
 // Layers L−1 … 0 then −1, each part's gradients final when announced; gradients add up (+=)
@@ -204,10 +207,33 @@ TEST(LlamaTrain, RefusesWhatTrainingDoesNotSupport) {
   EXPECT_THROW(f.model.forward_loss(ops, f.w, {tokens, 1, 4}, acts), InputError);
 }
 
+// A TrainOps without the Gemma / Phi-3 ops (CudaTrainOps today): Gemma and a partial-rotary
+// Phi-3 are refused (InputError naming the model) before any op runs; Llama trains.
+class OpsWithoutFamilies : public RefTrainOps {
+ public:
+  bool family_ops() const override { return false; }
+};
+
+TEST(LlamaTrain, RefusesGemmaAndPartialRotaryOnOpsWithoutThem) {
+  OpsWithoutFamilies ops;
+  for (Arch arch : {Arch::kGemma2, Arch::kGemma3, Arch::kPhi3, Arch::kLlama}) {
+    const ModelConfig c = small_train_config(arch, true);
+    TrainFixture f(c, 2);
+    TrainActivations acts(c, 1, 4);
+    const std::vector<std::int32_t> tokens = {1, 2, 3, 4};
+    if (arch == Arch::kLlama) {
+      EXPECT_GT(f.model.forward_loss(ops, f.w, {tokens, 1, 4}, acts), 0.0);
+      continue;
+    }
+    EXPECT_THROW(f.model.forward_loss(ops, f.w, {tokens, 1, 4}, acts), InputError) << arch_name(arch);
+    EXPECT_THROW(f.model.forward_backward(ops, f.w, f.g, {tokens, 1, 4}, 1.0f, acts), InputError) << arch_name(arch);
+  }
+}
+
 // The forward loss of tiny f32 checkpoints (hidden 64, 4 layers) equals the sum of the
 // inference engine's per-token NLL (plexus perplexity's numbers) over each sequence.
 TEST(LlamaTrain, ForwardLossMatchesTheInferenceEngine) {
-  for (Arch arch : {Arch::kLlama, Arch::kQwen2, Arch::kQwen3, Arch::kMistral}) {
+  for (Arch arch : {Arch::kLlama, Arch::kQwen2, Arch::kQwen3, Arch::kMistral, Arch::kGemma2, Arch::kGemma3, Arch::kPhi3}) {
     testing::TempDir dir("llama_train_engine");
     testing::write_tiny_f32_model(dir.path(), arch);
     if (arch == Arch::kMistral) testing::patch_config(dir.path(), Json::object({{"sliding_window", 5}}));

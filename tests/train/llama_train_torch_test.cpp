@@ -1,5 +1,5 @@
 // The training step against PyTorch autograd: loss sum and every parameter's gradient 2-norm of
-// one batch of tiny f32 checkpoints, from tests/train/tools/ref_grads.py (float64), with RefTrainOps
+// one batch of tiny f32 checkpoints (Llama, Qwen2, Qwen3, Mistral, Gemma 2, Gemma 3, Phi-3), from tests/train/tools/ref_grads.py (float64), with RefTrainOps
 // and CpuTrainOps. Skips when /usr/bin/python3 cannot import torch (Debian's python3-torch,
 // scripts/setup.sh).
 #include <gtest/gtest.h>
@@ -29,6 +29,8 @@ struct TorchCase {
   Arch arch;
   bool tied;
   std::int64_t window;  // Mistral's sliding window; 0: none
+  std::int64_t T = 10;  // tokens per sequence (Phi-3's tiny LongRoPE turns to its long factors past 16)
+  const char* patch = nullptr;  // config.json fields to change (JSON)
 };
 
 void PrintTo(const TorchCase& c, std::ostream* os) { *os << c.name; }
@@ -50,12 +52,13 @@ TEST_P(AgainstTorch, LossAndGradientNormsMatchAutograd) {
   write_random_model(dir.path(), mo);
   if (tc.tied) testing::patch_config(dir.path(), Json::object({{"tie_word_embeddings", true}}));
   if (tc.window > 0) testing::patch_config(dir.path(), Json::object({{"sliding_window", tc.window}}));
+  if (tc.patch != nullptr) testing::patch_config(dir.path(), parse_json(tc.patch, "the case's patch"));
   const ModelConfig c = load_model_config(dir.path());
   const LlamaTrainModel model(c);
   const ParamLayout& layout = model.layout();
   std::vector<float> weights(static_cast<std::size_t>(layout.total()));
   load_params(Checkpoint(dir.path()), layout, weights);
-  const std::int64_t b = 2, T = 10;
+  const std::int64_t b = 2, T = tc.T;
   const std::vector<std::int32_t> tokens = testing::random_tokens(b, T, c.vocab_size, 8);
   // The oracle and the fast CPU ops, each against torch.
   RefTrainOps ref;
@@ -101,7 +104,18 @@ INSTANTIATE_TEST_SUITE_P(Arches, AgainstTorch,
                                            TorchCase{"llama_tied", Arch::kLlama, true, 0},
                                            TorchCase{"qwen2", Arch::kQwen2, false, 0},
                                            TorchCase{"qwen3", Arch::kQwen3, false, 0},
-                                           TorchCase{"mistral_window_4", Arch::kMistral, false, 4}),
+                                           TorchCase{"mistral_window_4", Arch::kMistral, false, 4},
+                                           // GeGLU, (1 + w) norms, post-norms, q/k norms, √H embedding,
+                                           // query_pre_attn_scalar, window 8 on layers 0, 1, 3 with the
+                                           // local rope base, linear rope scaling on layer 2, tied
+                                           TorchCase{"gemma3", Arch::kGemma3, true, 0, 12},
+                                           // Gemma 2 with caps that bend values of order 1
+                                           TorchCase{"gemma2_soft_capped", Arch::kGemma2, true, 0, 12,
+                                                     R"({"attn_logit_softcapping": 1.0, "final_logit_softcapping": 1.5})"},
+                                           // fused qkv_proj / gate_up_proj, partial rotary 0.75, LongRoPE
+                                           // (short factors, attention factor on cos and sin)
+                                           TorchCase{"phi3", Arch::kPhi3, false, 0},
+                                           TorchCase{"phi3_long_factors", Arch::kPhi3, false, 0, 20}),
                          [](const ::testing::TestParamInfo<TorchCase>& i) { return std::string(i.param.name); });
 
 }  // namespace

@@ -150,16 +150,19 @@ TEST(RefTrainOpsGrad, RopeInverseIsTheBackward) {
 TEST(RefTrainOpsGrad, AttentionGqaWindowed) {
   RefTrainOps ops;
   std::mt19937 rng(4);
+  for (const float softcap : {0.0f, 0.7f}) {  // 0.7: Gemma 2's soft-capped scores, capped hard
   for (std::int64_t window : {0, 3}) {
     for (std::int64_t hd : {3, 4}) {
       AttentionShape s;
+      s.softcap = softcap;
       s.n_heads = 4;
       s.n_kv_heads = 2;
       s.head_dim = hd;
       s.window = window;
       s.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)));
       const std::int64_t b = 2, T = 6;
-      const std::string tag = "window=" + std::to_string(window) + " hd=" + std::to_string(hd);
+      const std::string tag = "window=" + std::to_string(window) + " hd=" + std::to_string(hd) +
+                              " softcap=" + std::to_string(softcap);
       auto q = uniform_values(static_cast<std::size_t>(b * T * s.n_heads * hd), rng, -2, 2);
       auto k = uniform_values(static_cast<std::size_t>(b * T * s.n_kv_heads * hd), rng, -2, 2);
       auto v = uniform_values(k.size(), rng);
@@ -180,6 +183,7 @@ TEST(RefTrainOpsGrad, AttentionGqaWindowed) {
       expect_grad(dk, numeric_grad(k, loss), "attention dk " + tag);
       expect_grad(dv, numeric_grad(v, loss), "attention dv " + tag);
     }
+  }
   }
 }
 
@@ -203,6 +207,82 @@ TEST(RefTrainOpsGrad, SiluMul) {
   ops.silu_mul_backward(r.data(), g2.data(), u2.data(), g2.data(), u2.data(), n);
   EXPECT_EQ(g2, dgate);
   EXPECT_EQ(u2, dup);
+}
+
+TEST(RefTrainOpsGrad, GeluTanhMul) {
+  RefTrainOps ops;
+  std::mt19937 rng(15);
+  const std::int64_t n = 17;
+  auto gate = uniform_values(n, rng, -4, 4), up = uniform_values(n, rng, -2, 2);
+  const auto r = uniform_values(n, rng);
+  std::vector<float> out(n);
+  auto loss = [&] {
+    ops.gelu_tanh_mul(gate.data(), up.data(), out.data(), n);
+    return dot(r, out);
+  };
+  // gelu_tanh(1) = 0.5 · (1 + tanh(√(2/π) · 1.044715)) = 0.841192 (torch's gelu(approximate="tanh")).
+  const float one = 1.0f, unit = 1.0f;
+  float y = 0;
+  ops.gelu_tanh_mul(&one, &unit, &y, 1);
+  EXPECT_NEAR(y, 0.841192, 1e-6);
+  std::vector<float> dgate(n), dup(n);
+  ops.gelu_tanh_mul_backward(r.data(), gate.data(), up.data(), dgate.data(), dup.data(), n);
+  expect_grad(dgate, numeric_grad(gate, loss), "gelu_tanh_mul dgate");
+  expect_grad(dup, numeric_grad(up, loss), "gelu_tanh_mul dup");
+  auto g2 = gate, u2 = up;  // in place
+  ops.gelu_tanh_mul_backward(r.data(), g2.data(), u2.data(), g2.data(), u2.data(), n);
+  EXPECT_EQ(g2, dgate);
+  EXPECT_EQ(u2, dup);
+}
+
+// The partial rope's inverse is its backward, also with cos and sin scaled (LongRoPE's attention
+// factor on a partial rotary: the transpose of s·R is s·Rᵀ); the dims past rotary_dim pass through.
+TEST(RefTrainOpsGrad, RopePartialInverseIsTheBackward) {
+  RefTrainOps ops;
+  std::mt19937 rng(16);
+  for (const float table_scale : {1.0f, 1.3f}) {
+    const std::int64_t b = 2, T = 4, heads = 2, hd = 8, rotary = 6, half = hd / 2;
+    std::vector<double> inv_freq = {1.0, 0.3, 0.05, 0.0};  // zero past rotary / 2, as rope_inv_freq
+    std::vector<float> cos(static_cast<std::size_t>(T * half)), sin(cos.size());
+    ops.rope_table(inv_freq, T, cos.data(), sin.data());
+    ops.scale(cos.data(), table_scale, T * half);
+    ops.scale(sin.data(), table_scale, T * half);
+    auto x = uniform_values(static_cast<std::size_t>(b * T * heads * hd), rng);
+    const auto r = uniform_values(x.size(), rng);
+    std::vector<float> y;
+    auto loss = [&] {
+      y = x;
+      ops.rope_partial(y.data(), b, T, heads, hd, rotary, cos.data(), sin.data(), false);
+      return dot(r, y);
+    };
+    loss();
+    for (std::int64_t row = 0; row < b * T * heads; ++row) {
+      for (std::int64_t i = rotary; i < hd; ++i) EXPECT_EQ(y[static_cast<std::size_t>(row * hd + i)], x[static_cast<std::size_t>(row * hd + i)]);
+    }
+    auto dx = r;
+    ops.rope_partial(dx.data(), b, T, heads, hd, rotary, cos.data(), sin.data(), true);
+    expect_grad(dx, numeric_grad(x, loss), "rope_partial scale " + std::to_string(table_scale));
+  }
+}
+
+// Gemma 2's final_logit_softcapping: the loss of cap·tanh(z / cap) and its gradient in z.
+TEST(RefTrainOpsGrad, SoftcapCrossEntropy) {
+  RefTrainOps ops;
+  std::mt19937 rng(17);
+  const std::int64_t vocab = 7;
+  const std::vector<std::int32_t> targets = {2, 6, 0};
+  auto z = uniform_values(3 * vocab, rng, -4, 4);
+  auto loss = [&] {
+    auto l = z;
+    return ops.softcap_cross_entropy(l.data(), targets, vocab, 1.0f, 1.5f);
+  };
+  auto capped = z;  // the plain loss of the capped logits is the same number
+  for (float& x : capped) x = static_cast<float>(1.5 * std::tanh(x / 1.5));
+  EXPECT_NEAR(loss(), ops.cross_entropy(capped.data(), targets, vocab, 1.0f), 1e-5);
+  auto g = z;
+  ops.softcap_cross_entropy(g.data(), targets, vocab, 0.5f, 1.5f);
+  for (float& x : g) x *= 2.0f;  // grad_scale 0.5
+  expect_grad(g, numeric_grad(z, loss, 1e-3f), "softcap_cross_entropy");
 }
 
 TEST(RefTrainOpsGrad, CrossEntropyGradientOutput) {

@@ -35,6 +35,34 @@ ModelConfig small_train_config(Arch arch, bool tied) {
       c.model_type = "qwen3";
       c.qk_norm = true;
       break;
+    case Arch::kGemma2:  // window 3 on layer 0; scores capped at 1.0, logits at 1.5 (caps that bend values of order 1)
+      c.model_type = "gemma2";
+      c.gemma = true;
+      c.query_pre_attn_scalar = 6;
+      c.sliding_window = 3;
+      c.sliding_layers = {true, false};
+      c.attn_logit_softcap = 1.0, c.final_logit_softcap = 1.5;
+      break;
+    case Arch::kGemma3:  // window 3 on layer 0 with the local rope base, layer 1 global with linear scaling
+      c.model_type = "gemma3_text";
+      c.gemma = true;
+      c.qk_norm = true;
+      c.query_pre_attn_scalar = 6;
+      c.sliding_window = 3;
+      c.sliding_layers = {true, false};
+      c.rope_theta = 1000000.0, c.rope_local_theta = 10000.0;
+      c.rope_scaling = RopeScaling::kLinear, c.rope_factor = 2.0;
+      break;
+    case Arch::kPhi3:  // fused qkv / gate_up; rope on 2 of 4 dims; LongRoPE from 4 positions (long past them)
+      c.model_type = "phi3";
+      c.partial_rotary_factor = 0.5;
+      c.max_position_embeddings = 32;
+      c.rope_scaling = RopeScaling::kLongRope;
+      c.rope_original_max_position = 4;
+      c.rope_short_factor = {1.5};
+      c.rope_long_factor = {3.0};
+      c.rope_attention_factor = 1.25;
+      break;
     default: break;  // the mixtures of experts: training runs dense models only
   }
   return c;

@@ -13,7 +13,10 @@
 namespace plexus::testing {
 
 // hidden 16, 2 layers, 4 heads / 2 kv heads (head_dim 4), I 24, vocab 40; the architecture's
-// extras: Qwen2 q/k/v biases, Qwen3 q/k norms, Mistral a sliding window of 3 tokens.
+// extras: Qwen2 q/k/v biases, Qwen3 q/k norms, Mistral a sliding window of 3 tokens, Gemma 3's
+// (GeGLU, (1 + w) norms and post-norms, q/k norms, window 3 on layer 0 with the local rope base),
+// Phi-3's (fused projections, rope on 2 of 4 dims, LongRoPE from 4 positions), Gemma 2's (Gemma
+// 3's without q/k norms and local rope base; scores soft-capped at 1, logits at 1.5).
 ModelConfig small_train_config(Arch arch, bool tied);
 
 // A model with its parameters (random: matrices N(0, 0.3²), norms 1 + N(0, 0.1²), biases

@@ -193,4 +193,66 @@ void expect_bitwise(const Outputs& a, const Outputs& b, const std::string& label
   EXPECT_EQ(a.losses, b.losses) << label;
 }
 
+Outputs run_family_ops(TrainOps& ops) {
+  Outputs o;
+  std::mt19937 rng(14);
+  for (std::int64_t n : {1, 17, 65, 5000}) {
+    const auto gate = random_vec(n, rng, -6, 6), up = random_vec(n, rng), dout = random_vec(n, rng);
+    std::vector<float> out(static_cast<std::size_t>(n));
+    ops.gelu_tanh_mul(gate.data(), up.data(), out.data(), n);
+    o.put("gelu_tanh_mul " + std::to_string(n), out, 1);
+    auto g = gate, u = up;  // in place
+    ops.gelu_tanh_mul_backward(dout.data(), g.data(), u.data(), g.data(), u.data(), n);
+    o.put("gelu_tanh_mul dgate " + std::to_string(n), g, 1);
+    o.put("gelu_tanh_mul dup " + std::to_string(n), u, 1);
+    auto x = random_vec(n, rng);
+    ops.scale(x.data(), 1.75f, n);
+    o.put("scale " + std::to_string(n), x, 1);
+    std::vector<float> y(static_cast<std::size_t>(n));
+    ops.add_constant(x.data(), 1.0f, y.data(), n);
+    o.put("add_constant " + std::to_string(n), y, 1);
+  }
+  // Gemma 2's soft-capping: the loss on capped logits, scores capped in attention (GQA, a window).
+  for (std::int64_t vocab : {1, 17, 1000}) {
+    const std::vector<std::int32_t> targets = {0, static_cast<std::int32_t>(vocab - 1), static_cast<std::int32_t>(vocab / 3)};
+    auto logits = random_vec(3 * vocab, rng, -6, 6);
+    o.losses.push_back(ops.softcap_cross_entropy(logits.data(), targets, vocab, 0.25f, 1.5f));
+    o.put("softcap_cross_entropy grad " + std::to_string(vocab), logits, vocab);
+  }
+  for (const std::int64_t window : {0, 5}) {
+    const std::int64_t b = 2, T = 53, nh = 4, nkv = 2, hd = 8;  // T past one 48-query block
+    AttentionShape s{nh, nkv, hd, window, 0.9f};
+    s.softcap = 0.8f;
+    const auto q = random_vec(b * T * nh * hd, rng, -2, 2), k = random_vec(b * T * nkv * hd, rng, -2, 2);
+    const auto v = random_vec(b * T * nkv * hd, rng), dout = random_vec(b * T * nh * hd, rng);
+    std::vector<float> out(q.size()), lse(static_cast<std::size_t>(b * nh * T)), dq(q.size()), dk(k.size()), dv(v.size());
+    ops.attention(q.data(), k.data(), v.data(), b, T, s, out.data(), lse.data());
+    ops.attention_backward(dout.data(), q.data(), k.data(), v.data(), out.data(), lse.data(), b, T, s, dq.data(),
+                           dk.data(), dv.data());
+    const std::string tag = " softcap window " + std::to_string(window);
+    o.put("attention out" + tag, out, T);
+    o.put("attention lse" + tag, lse, T);
+    o.put("attention dq" + tag, dq, T);
+    o.put("attention dk" + tag, dk, 2 * T);
+    o.put("attention dv" + tag, dv, 2 * T);
+  }
+  // Phi-3's shape: 12 of head_dim 16 rotated, the tables head_dim / 2 wide with zero frequencies
+  // past rotary_dim / 2 (model/llama_family's rope_inv_freq).
+  for (const std::int64_t rotary_dim : {12, 16, 2}) {
+    const std::int64_t b = 2, T = 9, heads = 3, hd = 16, half = hd / 2;
+    std::vector<double> inv_freq(static_cast<std::size_t>(half), 0.0);
+    for (std::int64_t i = 0; i < rotary_dim / 2; ++i)
+      inv_freq[static_cast<std::size_t>(i)] = std::pow(10000.0, -2.0 * i / rotary_dim);
+    std::vector<float> cos(static_cast<std::size_t>(T * half)), sin(cos.size());
+    ops.rope_table(inv_freq, T, cos.data(), sin.data());
+    auto x = random_vec(b * T * heads * hd, rng);
+    const std::string tag = " rotary " + std::to_string(rotary_dim);
+    ops.rope_partial(x.data(), b, T, heads, hd, rotary_dim, cos.data(), sin.data(), false);
+    o.put("rope_partial" + tag, x, 2);
+    ops.rope_partial(x.data(), b, T, heads, hd, rotary_dim, cos.data(), sin.data(), true);
+    o.put("rope_partial inverse" + tag, x, 4);
+  }
+  return o;
+}
+
 }  // namespace plexus::testing_train

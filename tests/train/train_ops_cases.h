@@ -37,6 +37,10 @@ struct AttentionCase {
 void run_attention(TrainOps& ops, Outputs& o, std::span<const AttentionCase> cases);
 // Every op: the linear forms, the row-wise ops, the loss, embed, rope, add, zero and attention.
 Outputs run_all(TrainOps& ops);
+// The ops of Gemma and Phi-3 (train_ops.h "Gemma and Phi-3"): GeGLU and its backward, the
+// soft-capped loss and attention (Gemma 2), scale, add_constant, the partial rope and its inverse
+// (the CPU's alone: CudaTrainOps lacks them).
+Outputs run_family_ops(TrainOps& ops);
 
 // Gtest failures for each element of `got` off `want` by more than rel · (4 + sqrt(depth)) ·
 // (1 + |want|) (float sums of `depth` terms of size ~1: error grows like sqrt(depth)), and for
