@@ -1,5 +1,5 @@
-// `plexus train`: data-parallel fine-tuning of a Llama-family model on CPU devices (in-process
-// replicas on threads or virtual devices, or one replica per rank under mpirun), with
+// `plexus train`: data-parallel fine-tuning of a Llama-family, Gemma or Phi-3 model on CPU devices
+// (in-process replicas on threads or virtual devices, or one replica per rank under mpirun), with
 // checkpoints, --resume, skipped non-finite steps and the trained model written to --out.
 #include <unistd.h>
 
@@ -38,7 +38,7 @@ constexpr long long kDefaultMaxSkipped = 10;
 
 // Every flag of the command, declared in one place (train-memory's flags join here).
 void declare_train_flags(Args& args) {
-  add_model_argument(args, "MODEL", "model directory (config.json + safetensors, f32/bf16/f16; a Llama-family architecture)");
+  add_model_argument(args, "MODEL", "model directory (config.json + safetensors, f32/bf16/f16; Llama, Mistral, Qwen2/3, Gemma 2/3, Phi-3)");
   args.option("--data", "FILE", "training data: one {\"ids\": [token ids]} per line (docs/train.md)")
       .option("--out", "DIR", "where checkpoints (DIR/checkpoints) and the trained model (config.json, model.safetensors, tokenizer) go")
       .option("--steps", "N", "optimizer steps to run (in total, counting those before a --resume)")
@@ -380,9 +380,10 @@ int train_mpi(const Args& args, const TrainFaults& faults, MpiWorld& world) {
 
 int cmd_train(int argc, char** argv) {
   Args args("train",
-            "Fine-tune a Llama-family model with data-parallel replicas on CPU devices: mean next-token\n"
-            "cross-entropy, clip_grad_norm_ and AdamW as PyTorch define them, f32 weights, gradients and\n"
-            "optimizer state. Checkpoints are atomic; --resume ends bit-identical to an uninterrupted run.");
+            "Fine-tune a Llama, Mistral, Qwen2/3, Gemma 2/3 or Phi-3 model with data-parallel replicas on\n"
+            "CPU devices: mean next-token cross-entropy, clip_grad_norm_ and AdamW as PyTorch define them,\n"
+            "f32 weights, gradients and optimizer state. Checkpoints are atomic; --resume ends\n"
+            "bit-identical to an uninterrupted run.");
   declare_train_flags(args);
   if (!args.parse(argc, argv)) return 0;
   const char* spec = std::getenv("PLEXUS_TRAIN_FAIL");
