@@ -578,7 +578,9 @@ GgufExportResult export_gguf(const std::string& model_dir, const std::string& ou
     };
     // llama.cpp keeps a router (ffn_gate_inp) and every bias F32; F32/F16/BF16 files have every
     // matrix in that type.
-    const bool keep_f32 = g.find(".ffn_gate_inp.") != std::string::npos || g.ends_with(".bias");
+    // llama-quantize leaves learned positions (GPT-2's position_embd) unquantised: F32 here.
+    const bool keep_f32 = g.find(".ffn_gate_inp.") != std::string::npos || g.ends_with(".bias") ||
+                          (g == "position_embd.weight" && !o.float_type);
     const std::optional<DType> chosen = shape.size() < 2 ? std::nullopt
                                         : keep_f32       ? std::optional<DType>(DType::kF32)
                                         : o.float_type   ? o.float_type
