@@ -152,8 +152,8 @@ std::vector<std::pair<std::string, std::vector<std::pair<std::string, std::optio
 // Which layers slide, as llama.cpp's ARCH reads it: its default period `llama_period` (layer l
 // sliding when l % P < P − 1; gpt-oss and gemma2: 2, gemma3: 6) writes no key; another period,
 // or one bool per layer where no period gives the layers, goes in
-// ARCH.attention.sliding_window_pattern, which plexus reads; llama.cpp reads a period there for
-// gpt-oss (`reads_period`), nothing for Gemma: a warning where it does not.
+// ARCH.attention.sliding_window_pattern, which plexus reads; llama.cpp reads a period there
+// (`reads_period`: gpt-oss, gemma2, gemma3), never the bools: a warning where it does not.
 void add_sliding_pattern_keys(GgufWriter& w, const ModelConfig& c, const std::string& arch, std::int64_t llama_period,
                               bool reads_period, const std::string& model_dir, std::vector<std::string>* warnings) {
   const auto sliding = [&c](std::int64_t l) { return c.sliding_layers.empty() || c.sliding_layers[static_cast<std::size_t>(l)]; };
@@ -187,10 +187,12 @@ void add_gpt_oss_keys(GgufWriter& w, const ModelConfig& c, const std::string& mo
   add_sliding_pattern_keys(w, c, "gpt-oss", 2, true, model_dir, warnings);
 }
 
-// Gemma 2/3's keys as llama.cpp's converter writes them (the window, gemma2's soft-caps), and for
-// what llama.cpp derives rather than reads, plexus's own keys with a warning where the model is
-// not what llama.cpp would derive: attention.scale (1/sqrt(query_pre_attn_scalar)),
-// rope.freq_base_swa (gemma3's local base; llama.cpp: 10000), the layer pattern.
+// Gemma 2/3's keys as llama.cpp's converter writes them (the window, gemma2's soft-caps), and
+// where the model is not what llama.cpp assumes when a key is absent: rope.freq_base_swa
+// (gemma3's local base; default 10000) and attention.sliding_window_pattern (a period; default
+// gemma2 2, gemma3 6), which llama.cpp reads, and attention.scale (1/sqrt(query_pre_attn_scalar)
+// where llama.cpp's derivation from the model's size would not give it), which only plexus reads:
+// a warning says so.
 void add_gemma_keys(GgufWriter& w, const ModelConfig& c, const std::string& arch, const std::string& model_dir,
                     std::vector<std::string>* warnings) {
   const std::string p = arch + ".";
@@ -208,17 +210,13 @@ void add_gemma_keys(GgufWriter& w, const ModelConfig& c, const std::string& arch
                         std::to_string(derived) + " llama.cpp derives for this " + arch +
                         " model; written as " + p + "attention.scale, which llama.cpp's " + arch + " does not read (plexus does)");
   }
-  if (c.arch == Arch::kGemma3 && c.rope_local_theta != kGgufGemma3LocalRopeBase) {
+  if (c.arch == Arch::kGemma3 && c.rope_local_theta != kGgufGemma3LocalRopeBase)
     w.add(p + "rope.freq_base_swa", gguf_f32(static_cast<float>(c.rope_local_theta)));
-    warnings->push_back("'" + model_dir + "': rope_local_base_freq " + std::to_string(c.rope_local_theta) +
-                        " is not llama.cpp's fixed 10000 for gemma3's sliding layers; written as " + p +
-                        "rope.freq_base_swa (plexus reads it)");
-  }
-  add_sliding_pattern_keys(w, c, arch, c.arch == Arch::kGemma2 ? 2 : 6, false, model_dir, warnings);
+  add_sliding_pattern_keys(w, c, arch, c.arch == Arch::kGemma2 ? 2 : 6, true, model_dir, warnings);
 }
 
 // Phi-3's keys beside the common ones (rope.dimension_count is the rotated dims): the window
-// (llama.cpp requires the key; 0 for none), and LongRoPE's original context and attention factor
+// (0 for none, as the converter writes it), and LongRoPE's original context and attention factor
 // (its factors are the rope_factors_long/short.weight tensors).
 void add_phi3_keys(GgufWriter& w, const ModelConfig& c) {
   w.add("phi3.attention.sliding_window", gguf_u32(static_cast<std::uint32_t>(c.sliding_window)));

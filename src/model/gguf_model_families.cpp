@@ -1,11 +1,13 @@
 // GGUF metadata of llama.cpp's gemma2, gemma3, phi3 and gpt2 as config.json fields (see
 // gguf_model_families.h). llama.cpp's semantics, as its loader reads these files:
-//   gemma2/gemma3: attention.sliding_window (gemma3: 0 or absent = no window), a fixed layer
-//     pattern (gemma2: period 2, gemma3: 6; plexus also reads attention.sliding_window_pattern),
+//   gemma2/gemma3: attention.sliding_window (gemma2: 4096 when absent; gemma3: 0 or absent = no
+//     window), the layer pattern attention.sliding_window_pattern as a period (gemma2: 2,
+//     gemma3: 6 when absent; plexus also reads one bool per layer, llama.cpp does not),
 //     gemma2's attn_logit_softcapping / final_logit_softcapping, the attention scaled by
 //     1/sqrt(query_pre_attn_scalar) derived from the model's size (gguf_gemma_query_scalar;
-//     plexus also reads attention.scale), gemma3's sliding layers rotating with base 10000 and no
-//     scaling (plexus also reads rope.freq_base_swa). Norm weights are stored as (1 + w).
+//     plexus also reads attention.scale, llama.cpp does not), gemma3's sliding layers rotating
+//     with rope.freq_base_swa (10000 when absent), unscaled; gemma2's with rope.freq_base.
+//     Norm weights are stored as (1 + w).
 //   phi3: rope.dimension_count is the rotated dims (partial rotary), LongRoPE's factors as the F32
 //     tensors rope_factors_long/short.weight with rope.scaling.original_context_length and
 //     rope.scaling.attn_factor.
@@ -73,8 +75,7 @@ void gguf_gemma_fields(const GgufFile& f, const std::string& arch, Json& j) {
   if (!j.contains("head_dim")) j["head_dim"] = hidden / heads;
   if (!j.contains("rope_theta")) j["rope_theta"] = 10000.0;
   const std::int64_t head_dim = j["head_dim"].get<std::int64_t>();
-  f.require_int(p + "attention.sliding_window");  // llama.cpp requires it (gemma3: 0 for none)
-  const std::int64_t window = *f.get_int(p + "attention.sliding_window");
+  const std::int64_t window = f.get_int(p + "attention.sliding_window").value_or(a == Arch::kGemma2 ? 4096 : 0);
   j["sliding_window"] = window > 0 ? Json(window) : Json(nullptr);
   for (const char* key : {"attn_logit_softcapping", "final_logit_softcapping"}) {
     if (auto v = f.get_float(p + key); v && *v != 0) j[key] = *v;
@@ -87,7 +88,12 @@ void gguf_gemma_fields(const GgufFile& f, const std::string& arch, Json& j) {
   } else {
     j["query_pre_attn_scalar"] = gguf_gemma_query_scalar(a, layers, hidden, heads, head_dim);
   }
-  if (a == Arch::kGemma3) j["rope_local_base_freq"] = f.get_float(p + "rope.freq_base_swa").value_or(kGgufGemma3LocalRopeBase);
+  const std::optional<double> swa_base = f.get_float(p + "rope.freq_base_swa");
+  if (a == Arch::kGemma3) j["rope_local_base_freq"] = swa_base.value_or(kGgufGemma3LocalRopeBase);
+  if (a == Arch::kGemma2 && swa_base && *swa_base != j["rope_theta"].get<double>()) {
+    throw InputError(f.path() + ": gemma2.rope.freq_base_swa is " + std::to_string(*swa_base) + " but gemma2.rope.freq_base is " +
+                     std::to_string(j["rope_theta"].get<double>()) + "; plexus rotates every Gemma 2 layer with one base");
+  }
   j["layer_types"] = gguf_sliding_layer_types(f, arch, layers, a == Arch::kGemma2 ? 2 : 6);
 }
 

@@ -58,7 +58,7 @@ std::vector<FamilyFacts> family_facts() {
                      Json{{"attn_logit_softcapping", 1.0}, {"final_logit_softcapping", 1.5}, {"query_pre_attn_scalar", 16}}};
   gemma2.keys.insert(gemma2.keys.end(), {"attn_logit_softcapping", "final_logit_softcapping"});
   FamilyFacts gemma3{Arch::kGemma3, "gemma3", gemma_common, gemma_parts, {}, {"token_embd.weight", "output_norm.weight"}, nullptr};
-  gemma3.keys.insert(gemma3.keys.end(), {"rope.freq_base", "rope.scaling.type", "rope.scaling.factor"});
+  gemma3.keys.insert(gemma3.keys.end(), {"rope.freq_base", "rope.scaling.type", "rope.scaling.factor", "attention.sliding_window_pattern"});
   gemma3.block_parts.insert(gemma3.block_parts.end(), {"attn_q_norm", "attn_k_norm"});
   FamilyFacts phi3{Arch::kPhi3,
                    "phi3",
@@ -199,6 +199,10 @@ TEST_P(GgufFamilies, F32FileHasLlamaCppLayoutAndScoresAsSafetensors) {
           EXPECT_EQ(gguf_f32_at(f, g, i), 1.0f + w) << g;
         }
       }
+      // The tiny gemma3's layers slide with a period of 3, not llama.cpp's default 6: the key says
+      // so; gemma2's even layers are llama.cpp's default.
+      if (facts.arch == Arch::kGemma3) EXPECT_EQ(f.require_int("gemma3.attention.sliding_window_pattern"), 3);
+      else EXPECT_EQ(f.find("gemma2.attention.sliding_window_pattern"), nullptr);
       // query_pre_attn_scalar 24 is not llama.cpp's derivation (head_dim 16): plexus's own key.
       EXPECT_EQ(f.find(std::string(facts.gguf_arch) + ".attention.scale") != nullptr, c.query_pre_attn_scalar != 16) << facts.gguf_arch;
     }
@@ -247,7 +251,7 @@ TEST(GgufFamiliesBadInput, MissingKeyOrTensorExitsTwoNamingIt) {
     const char* named;  // in the message
   };
   const Bad cases[] = {
-      {"gemma2", "gemma2.attention.sliding_window", "", "gemma2.attention.sliding_window"},
+      {"gemma2", "gemma2.attention.layer_norm_rms_epsilon", "", "gemma2.attention.layer_norm_rms_epsilon"},
       {"gemma3", "gemma3.attention.layer_norm_rms_epsilon", "", "gemma3.attention.layer_norm_rms_epsilon"},
       {"gemma3", "", "blk.1.post_ffw_norm.weight", "post_feedforward_layernorm"},
       {"phi3", "phi3.rope.scaling.original_context_length", "", "phi3.rope.scaling.original_context_length"},
