@@ -115,7 +115,9 @@ def check(args, arch, text_path):
     for name in ("tokenizer.json", "tokenizer_config.json"):
         shutil.copy(os.path.join(args.tokenizer, name), os.path.join(src, name))
     gguf = src + "-f32.gguf"
-    run([args.plexus, "quantize", src, gguf, "--type", "F32", "--force"])
+    # general.name without "phi3": llama.cpp sets attributes on Phi-3's own special tokens
+    # (<|endoftext|>) for a model so named, which the Mistral vocabulary does not have.
+    run([args.plexus, "quantize", src, gguf, "--type", "F32", "--force", "--name", "tiny-" + arch.replace("phi3", "phi-three")])
     ids = json.loads(run([os.path.join(args.bin, "llama-tokenize"), "-m", gguf, "-f", text_path, "--ids", "--log-disable"])
                      .strip().splitlines()[-1])
     bos = cfg.get("bos_token_id", 1)
