@@ -13,7 +13,12 @@ Qwen3 reference (an architecture check_agreement.py passes) shows ~2e-3 there to
 llama.cpp's short-context runs as much as the models. Judged: the mean NLL of the scored half of
 each of 6 chunks of 128 tokens, as check_agreement.py, within 1e-3 (issue 35's target).
 
-usage: check_moe_agreement.py --plexus PLEXUS --bin LLAMA_CPP_BIN_DIR --tokenizer DIR --work DIR
+The same check takes the dense families plexus writes in llama.cpp's own architectures (--archs):
+gemma2, gemma3, phi3 and gpt2 (tiny make-model checkpoints, f32, given what llama.cpp derives
+rather than reads: query_pre_attn_scalar = head_dim, gemma3's every-6th-layer pattern, the
+tokenizer's bos/eos ids; FAMILY_PATCHES).
+
+usage: check_moe_agreement.py --plexus PLEXUS --bin LLAMA_CPP_BIN_DIR --tokenizer DIR --work DIR [--archs A,B,...]
 """
 import argparse
 import json
@@ -31,6 +36,15 @@ TOLERANCE = 1e-3
 CHUNKS = 48
 N_CTX = 128
 LONG_CHUNKS = 6
+ARCHS = ("mixtral", "qwen3-moe", "qwen3", "gemma2", "gemma3", "phi3", "gpt2")
+# config.json fields set before writing, so that llama.cpp's derivations (docs/cli.md, "Gemma, Phi-3
+# and GPT-2 in GGUF") give the model plexus runs: the tiny Gemmas' query_pre_attn_scalar 24 and
+# gemma3's period of 3 are not what llama.cpp derives; GPT-2's bos/eos are the vocabulary's last id.
+FAMILY_PATCHES = {
+    "gemma2": {"query_pre_attn_scalar": 16},
+    "gemma3": {"query_pre_attn_scalar": 16, "layer_types": None, "sliding_window_pattern": 6},
+    "gpt2": {"bos_token_id": 1, "eos_token_id": 2},
+}
 
 
 def run(cmd):
@@ -94,10 +108,16 @@ def check(args, arch, text_path):
         cfg = json.load(f)
     if cfg.pop("mlp_only_layers", None):  # llama.cpp's qwen3moe has experts in every layer
         all_sparse(src, cfg)
+    if arch in FAMILY_PATCHES:
+        cfg.update(FAMILY_PATCHES[arch])
+        with open(cfg_path, "w", encoding="utf-8") as f:
+            json.dump(cfg, f, indent=2)
     for name in ("tokenizer.json", "tokenizer_config.json"):
         shutil.copy(os.path.join(args.tokenizer, name), os.path.join(src, name))
     gguf = src + "-f32.gguf"
-    run([args.plexus, "quantize", src, gguf, "--type", "F32", "--force"])
+    # general.name without "phi3": llama.cpp sets attributes on Phi-3's own special tokens
+    # (<|endoftext|>) for a model so named, which the Mistral vocabulary does not have.
+    run([args.plexus, "quantize", src, gguf, "--type", "F32", "--force", "--name", "tiny-" + arch.replace("phi3", "phi-three")])
     ids = json.loads(run([os.path.join(args.bin, "llama-tokenize"), "-m", gguf, "-f", text_path, "--ids", "--log-disable"])
                      .strip().splitlines()[-1])
     bos = cfg.get("bos_token_id", 1)
@@ -125,13 +145,18 @@ def main():
     ap.add_argument("--bin", required=True, help="llama.cpp's build/bin (setup_peer.sh)")
     ap.add_argument("--tokenizer", required=True, help="a directory with tokenizer.json and tokenizer_config.json (32000 tokens)")
     ap.add_argument("--work", required=True)
+    ap.add_argument("--archs", default="mixtral,qwen3-moe,qwen3", help=f"comma-separated, of {', '.join(ARCHS)}")
     args = ap.parse_args()
+    archs = args.archs.split(",")
+    for a in archs:
+        if a not in ARCHS:
+            ap.error(f"--archs: unknown architecture '{a}' (one of {', '.join(ARCHS)})")
     os.makedirs(args.work, exist_ok=True)
     text_path = os.path.join(args.work, "text.txt")
     with open(text_path, "wb") as f:
         f.write(text_bytes(8192))
-    print("agreement on mixture-of-experts GGUF files, plexus perplexity vs llama-perplexity (f32, NLL in nats)")
-    ok = all([check(args, arch, text_path) for arch in ("mixtral", "qwen3-moe", "qwen3")])
+    print("agreement on plexus's GGUF files, plexus perplexity vs llama-perplexity (f32, NLL in nats)")
+    ok = all([check(args, arch, text_path) for arch in archs])
     if not ok:
         sys.exit(f"check_moe_agreement: a difference exceeds {TOLERANCE}")
 

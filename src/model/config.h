@@ -107,6 +107,9 @@ struct ModelConfig {
   // Gemma 3: sliding layers rotate with this base and no rope_scaling (rope_local_base_freq);
   // 0: every layer uses rope_theta and rope_scaling.
   double rope_local_theta = 0;
+  // Gemma read from GGUF: the norm weights are stored as (1 + w) (llama.cpp's converter adds the
+  // 1), so they are used as stored. False for every Hugging Face checkpoint.
+  bool norm_weights_hold_one = false;
 
   bool is_moe() const { return moe.num_experts > 0; }
   // Whether decoder layer l's MLP is a mixture of experts (else a dense MLP of intermediate_size).

@@ -15,7 +15,9 @@
 #include "core/thread_pool.h"
 #include "kernels/quantize.h"
 #include "model/checkpoint.h"
+#include "model/config_gemma.h"
 #include "model/gguf_model.h"
+#include "model/gguf_model_families.h"
 #include "model/module_tree.h"
 #include "model/quant_policy.h"
 #include "tokenizer/gguf_vocab_export.h"
@@ -147,30 +149,80 @@ std::vector<std::pair<std::string, std::vector<std::pair<std::string, std::optio
   };
 }
 
-// gpt-oss's attention keys: the window, and which layers have it as a period llama.cpp reads
-// (layer l sliding when l % P < P − 1; no key: P = 2) or, when no period gives layer_types, one
-// bool per layer (llama.cpp's gpt-oss cannot read that: a warning says so).
-void add_gpt_oss_keys(GgufWriter& w, const ModelConfig& c, const std::string& model_dir, std::vector<std::string>* warnings) {
-  w.add("gpt-oss.attention.sliding_window", gguf_u32(static_cast<std::uint32_t>(c.sliding_window)));
-  const auto period_gives = [&c](std::int64_t p) {
+// Which layers slide, as llama.cpp's ARCH reads it: its default period `llama_period` (layer l
+// sliding when l % P < P − 1; gpt-oss and gemma2: 2, gemma3: 6) writes no key; another period,
+// or one bool per layer where no period gives the layers, goes in
+// ARCH.attention.sliding_window_pattern, which plexus reads; llama.cpp reads a period there
+// (`reads_period`: gpt-oss, gemma2, gemma3), never the bools: a warning where it does not.
+void add_sliding_pattern_keys(GgufWriter& w, const ModelConfig& c, const std::string& arch, std::int64_t llama_period,
+                              bool reads_period, const std::string& model_dir, std::vector<std::string>* warnings) {
+  const auto sliding = [&c](std::int64_t l) { return c.sliding_layers.empty() || c.sliding_layers[static_cast<std::size_t>(l)]; };
+  const auto period_gives = [&](std::int64_t p) {
     for (std::int64_t l = 0; l < c.num_layers; ++l)
-      if (c.sliding_layers[static_cast<std::size_t>(l)] != (p == 0 || l % p < p - 1)) return false;
+      if (sliding(l) != (p == 0 || l % p < p - 1)) return false;
     return true;
   };
-  if (period_gives(2)) return;
+  if (period_gives(llama_period)) return;
+  const std::string key = arch + ".attention.sliding_window_pattern";
+  const std::string note = "'" + model_dir + "': the model's sliding layers follow no period llama.cpp's " + arch +
+                           " reads; written in " + key + ", which llama.cpp's " + arch + " does not read (plexus does)";
   for (std::int64_t p = 0; p <= c.num_layers; ++p) {
     if (!period_gives(p)) continue;
-    w.add("gpt-oss.attention.sliding_window_pattern", gguf_u32(static_cast<std::uint32_t>(p)));
+    w.add(key, gguf_u32(static_cast<std::uint32_t>(p)));
+    if (!reads_period) warnings->push_back(note);
     return;
   }
   GgufValue v;
   v.type = GgufValue::Type::kArray;
   v.gguf_type = static_cast<std::uint32_t>(GgufType::kArray);
   v.elem_type = static_cast<std::uint32_t>(GgufType::kBool);
-  for (const bool sliding : c.sliding_layers) v.arr.push_back(gguf_bool(sliding));
-  w.add("gpt-oss.attention.sliding_window_pattern", std::move(v));
-  warnings->push_back("'" + model_dir + "': layer_types follows no period; written as one bool per layer in "
-                      "gpt-oss.attention.sliding_window_pattern, which llama.cpp's gpt-oss does not read (plexus does)");
+  for (std::int64_t l = 0; l < c.num_layers; ++l) v.arr.push_back(gguf_bool(sliding(l)));
+  w.add(key, std::move(v));
+  warnings->push_back(note);
+}
+
+// gpt-oss's attention keys: the window, and which layers have it.
+void add_gpt_oss_keys(GgufWriter& w, const ModelConfig& c, const std::string& model_dir, std::vector<std::string>* warnings) {
+  w.add("gpt-oss.attention.sliding_window", gguf_u32(static_cast<std::uint32_t>(c.sliding_window)));
+  add_sliding_pattern_keys(w, c, "gpt-oss", 2, true, model_dir, warnings);
+}
+
+// Gemma 2/3's keys as llama.cpp's converter writes them (the window, gemma2's soft-caps), and
+// where the model is not what llama.cpp assumes when a key is absent: rope.freq_base_swa
+// (gemma3's local base; default 10000) and attention.sliding_window_pattern (a period; default
+// gemma2 2, gemma3 6), which llama.cpp reads, and attention.scale (1/sqrt(query_pre_attn_scalar)
+// where llama.cpp's derivation from the model's size would not give it), which only plexus reads:
+// a warning says so.
+void add_gemma_keys(GgufWriter& w, const ModelConfig& c, const std::string& arch, const std::string& model_dir,
+                    std::vector<std::string>* warnings) {
+  const std::string p = arch + ".";
+  w.add(p + "attention.sliding_window", gguf_u32(static_cast<std::uint32_t>(c.sliding_window)));
+  if (c.attn_logit_softcap > 0) {
+    w.add(p + "attn_logit_softcapping", gguf_f32(static_cast<float>(c.attn_logit_softcap)));
+    if (c.arch == Arch::kGemma3)
+      warnings->push_back("'" + model_dir + "': attn_logit_softcapping on Gemma 3: llama.cpp's gemma3 does not cap attention scores (plexus does)");
+  }
+  if (c.final_logit_softcap > 0) w.add(p + "final_logit_softcapping", gguf_f32(static_cast<float>(c.final_logit_softcap)));
+  const std::int64_t derived = gguf_gemma_query_scalar(c.arch, c.num_layers, c.hidden_size, c.num_heads, c.head_dim);
+  if (c.query_pre_attn_scalar != static_cast<double>(derived)) {
+    w.add(p + "attention.scale", gguf_f32(static_cast<float>(1.0 / std::sqrt(c.query_pre_attn_scalar))));
+    warnings->push_back("'" + model_dir + "': query_pre_attn_scalar " + std::to_string(c.query_pre_attn_scalar) + " is not the " +
+                        std::to_string(derived) + " llama.cpp derives for this " + arch +
+                        " model; written as " + p + "attention.scale, which llama.cpp's " + arch + " does not read (plexus does)");
+  }
+  if (c.arch == Arch::kGemma3 && c.rope_local_theta != kGgufGemma3LocalRopeBase)
+    w.add(p + "rope.freq_base_swa", gguf_f32(static_cast<float>(c.rope_local_theta)));
+  add_sliding_pattern_keys(w, c, arch, c.arch == Arch::kGemma2 ? 2 : 6, true, model_dir, warnings);
+}
+
+// Phi-3's keys beside the common ones (rope.dimension_count is the rotated dims): the window
+// (0 for none, as the converter writes it), and LongRoPE's original context and attention factor
+// (its factors are the rope_factors_long/short.weight tensors).
+void add_phi3_keys(GgufWriter& w, const ModelConfig& c) {
+  w.add("phi3.attention.sliding_window", gguf_u32(static_cast<std::uint32_t>(c.sliding_window)));
+  if (c.rope_scaling != RopeScaling::kLongRope) return;
+  w.add("phi3.rope.scaling.original_context_length", gguf_u32(static_cast<std::uint32_t>(c.rope_original_max_position)));
+  w.add("phi3.rope.scaling.attn_factor", gguf_f32(static_cast<float>(c.rope_attention_factor)));
 }
 
 // The mixture-of-experts keys llama.cpp reads (llama: Mixtral; qwen3moe), and warnings where
@@ -252,13 +304,18 @@ std::string dir_name(const std::string& dir) {
 
 }  // namespace
 
-std::string gguf_tensor_name(const std::string& hf) {
-  for (const GgufNamePair& n : gguf_top_level_names())
+std::string gguf_tensor_name(const std::string& hf) { return gguf_tensor_name(hf, Arch::kLlama); }
+
+std::string gguf_tensor_name(const std::string& hf, Arch a) {
+  for (const GgufNamePair& n : gguf_top_level_names(a))
     if (hf == n.hf) return n.gguf;
   static const std::regex kLayer(R"(model\.layers\.(\d+)\.(.+)\.(weight|bias))");
   std::smatch m;
   if (!std::regex_match(hf, m, kLayer)) return {};
-  for (const GgufNamePair& p : gguf_layer_part_names()) {
+  // GPT-2's q, k and v go into one fused attn_qkv (export_gguf gathers them).
+  if (a == Arch::kGpt2 && (m[2] == "self_attn.q_proj" || m[2] == "self_attn.k_proj" || m[2] == "self_attn.v_proj"))
+    return "blk." + m[1].str() + ".attn_qkv." + m[3].str();
+  for (const GgufNamePair& p : gguf_layer_part_names(a)) {
     if (m[2] == p.hf) return "blk." + m[1].str() + "." + p.gguf + "." + m[3].str();
   }
   return {};
@@ -273,10 +330,9 @@ std::string gguf_arch_name(Arch a) {
     case Arch::kMixtral: return "llama";  // llama.cpp runs Mixtral as llama with experts
     case Arch::kQwen3Moe: return "qwen3moe";
     case Arch::kGptOss: return "gpt-oss";
-    case Arch::kPhi3: return "phi3";  // refused by export_gguf until its fused tensors are written
-    case Arch::kGemma2:
-    case Arch::kGemma3:  // llama.cpp's gemma2/gemma3 (norms stored as 1 + w) are not written yet
-      throw InputError(std::string(arch_name(a)) + ": GGUF export of Gemma models is not supported yet");
+    case Arch::kPhi3: return "phi3";
+    case Arch::kGemma2: return "gemma2";
+    case Arch::kGemma3: return "gemma3";
     case Arch::kGpt2: return "gpt2";
   }
   return "llama";
@@ -302,16 +358,30 @@ std::vector<float> llama3_rope_freq_factors(const ModelConfig& c) {
   return out;
 }
 
+namespace {
+
+// The data of GPT-2's q, k and v weights (or biases) that attn_qkv fuses, given q's name: each of
+// q's shape and dtype (the checkpoint's own layout, checked by ModuleTree).
+std::vector<const void*> gpt2_qkv_data(const Checkpoint& ckpt, const std::string& q_name, const TensorInfo& q,
+                                       const std::string& model_dir) {
+  std::vector<const void*> out;
+  for (const char* part : {".q_proj.", ".k_proj.", ".v_proj."}) {
+    std::string name = q_name;
+    name.replace(name.find(".q_proj."), 8, part);
+    const TensorRef r = ckpt.get(name);
+    if (r.info->dtype != q.dtype || r.info->shape != q.shape) {
+      throw InputError("'" + model_dir + "': tensor '" + name + "' differs from '" + q_name + "' in dtype or shape; attn_qkv fuses them");
+    }
+    out.push_back(r.data);
+  }
+  return out;
+}
+
+}  // namespace
+
 GgufExportResult export_gguf(const std::string& model_dir, const std::string& out, const GgufExportOptions& o) {
   require_model_path(model_dir);
   const ModelConfig c = load_model_config(model_dir);
-  if (c.arch == Arch::kPhi3) {
-    throw InputError(model_dir + ": Phi3ForCausalLM cannot be written to GGUF yet (llama.cpp's phi3 layout: fused "
-                     "attn_qkv and ffn_up, LongRoPE factor tensors); run the safetensors checkpoint itself");
-  }
-  if (c.arch == Arch::kGpt2) {
-    throw InputError(model_dir + ": GPT2LMHeadModel cannot be written to GGUF yet (llama.cpp's gpt2 architecture is not built)");
-  }
   // What GGUF has no key for: readers take llama.cpp's swiglu_oai constants, and YaRN's rounded
   // correction range except for gpt-oss (whose config.json says truncate false; gguf_model.cpp).
   if (c.arch == Arch::kGptOss && (c.moe.swiglu_alpha != 1.702 || c.moe.swiglu_limit != 7.0)) {
@@ -341,12 +411,18 @@ GgufExportResult export_gguf(const std::string& model_dir, const std::string& ou
   w.add(key("block_count"), gguf_u32(static_cast<std::uint32_t>(c.num_layers)));
   w.add(key("feed_forward_length"), gguf_u32(static_cast<std::uint32_t>(c.intermediate_size)));
   w.add(key("attention.head_count"), gguf_u32(static_cast<std::uint32_t>(c.num_heads)));
-  w.add(key("attention.head_count_kv"), gguf_u32(static_cast<std::uint32_t>(c.num_kv_heads)));
-  w.add(key("attention.key_length"), gguf_u32(static_cast<std::uint32_t>(c.head_dim)));
-  w.add(key("attention.value_length"), gguf_u32(static_cast<std::uint32_t>(c.head_dim)));
-  w.add(key("attention.layer_norm_rms_epsilon"), gguf_f32(static_cast<float>(c.rms_norm_eps)));
-  w.add(key("rope.freq_base"), gguf_f32(static_cast<float>(c.rope_theta)));
-  w.add(key("rope.dimension_count"), gguf_u32(static_cast<std::uint32_t>(c.head_dim)));
+  if (c.arch == Arch::kGpt2) {  // LayerNorm, learned positions: no rope, no separate kv heads
+    w.add(key("attention.layer_norm_epsilon"), gguf_f32(static_cast<float>(c.rms_norm_eps)));
+  } else {
+    w.add(key("attention.head_count_kv"), gguf_u32(static_cast<std::uint32_t>(c.num_kv_heads)));
+    w.add(key("attention.key_length"), gguf_u32(static_cast<std::uint32_t>(c.head_dim)));
+    w.add(key("attention.value_length"), gguf_u32(static_cast<std::uint32_t>(c.head_dim)));
+    w.add(key("attention.layer_norm_rms_epsilon"), gguf_f32(static_cast<float>(c.rms_norm_eps)));
+    w.add(key("rope.freq_base"), gguf_f32(static_cast<float>(c.rope_theta)));
+    w.add(key("rope.dimension_count"), gguf_u32(static_cast<std::uint32_t>(c.rotary_dim())));  // Phi-3: the rotated dims
+  }
+  if (is_gemma_arch(c.arch)) add_gemma_keys(w, c, arch, model_dir, &result.warnings);
+  if (c.arch == Arch::kPhi3) add_phi3_keys(w, c);
   switch (c.rope_scaling) {
     case RopeScaling::kNone: break;
     case RopeScaling::kLinear:
@@ -354,7 +430,7 @@ GgufExportResult export_gguf(const std::string& model_dir, const std::string& ou
       w.add(key("rope.scaling.factor"), gguf_f32(static_cast<float>(c.rope_factor)));
       break;
     case RopeScaling::kLlama3: break;  // the rope_freqs.weight tensor below
-    case RopeScaling::kLongRope: break;  // Phi-3: refused above
+    case RopeScaling::kLongRope: break;  // Phi-3: add_phi3_keys and the rope_factors_* tensors
     case RopeScaling::kYarn: {
       // llama.cpp multiplies cos and sin by rope.scaling.attn_factor × (0.1·ln(factor) + 1) and
       // takes beta_fast 32, beta_slow 1 whatever the keys (plexus reads them; gguf_model.cpp).
@@ -405,8 +481,11 @@ GgufExportResult export_gguf(const std::string& model_dir, const std::string& ou
       }
       continue;
     }
-    std::string g = gguf_tensor_name(n);
+    std::string g = gguf_tensor_name(n, c.arch);
     if (const auto m = moe.find(n); g.empty() && m != moe.end()) g = m->second;
+    if (g.find(".attn_qkv.") != std::string::npos && c.arch == Arch::kGpt2) {  // q, k, v fused: gathered from q's name
+      if (n.find(".q_proj.") == std::string::npos) continue;
+    }
     if (g.empty()) {
       if (n.find("rotary_emb.inv_freq") != std::string::npos) continue;  // derived, not a weight
       throw InputError("'" + model_dir + "': tensor '" + n + "' has no GGUF counterpart; plexus quantize cannot convert it");
@@ -415,7 +494,8 @@ GgufExportResult export_gguf(const std::string& model_dir, const std::string& ou
     by_gguf[g] = n;
   }
   // llama.cpp's gpt-oss wants output.weight: a tied model's is its embedding.
-  if (c.arch == Arch::kGptOss && c.tie_word_embeddings) by_gguf["output.weight"] = "model.embed_tokens.weight";
+  // So does llama.cpp's converter write GPT-2's (tied in Hugging Face's model).
+  if ((c.arch == Arch::kGptOss || c.arch == Arch::kGpt2) && c.tie_word_embeddings) by_gguf["output.weight"] = "model.embed_tokens.weight";
   const auto take = [&](const std::string& g) {
     const auto it = by_gguf.find(g);
     if (it == by_gguf.end()) return;
@@ -423,17 +503,19 @@ GgufExportResult export_gguf(const std::string& model_dir, const std::string& ou
     by_gguf.erase(it);
   };
   take("token_embd.weight");
+  take("position_embd.weight");
   const bool llama3_rope = c.rope_scaling == RopeScaling::kLlama3;
   for (std::int64_t l = 0; l < c.num_layers; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
-    for (const char* part : {"attn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "attn_q_norm", "attn_k_norm", "attn_sinks",
-                             "ffn_norm", "post_attention_norm", "ffn_gate_inp", "ffn_gate", "ffn_gate_exps", "ffn_up", "ffn_up_exps",
-                             "ffn_down", "ffn_down_exps"}) {
+    for (const char* part : {"attn_norm", "attn_qkv", "attn_q", "attn_k", "attn_v", "attn_output", "attn_q_norm", "attn_k_norm",
+                             "attn_sinks", "post_attention_norm", "ffn_norm", "ffn_gate_inp", "ffn_gate", "ffn_gate_exps", "ffn_up",
+                             "ffn_up_exps", "ffn_down", "ffn_down_exps", "post_ffw_norm"}) {
       take(p + part + ".weight");
       take(p + part + ".bias");
     }
   }
   take("output_norm.weight");
+  take("output_norm.bias");
   take("output.weight");
   if (!by_gguf.empty()) {
     throw InputError("'" + model_dir + "': tensor '" + by_gguf.begin()->second + "' is outside the model's " +
@@ -443,11 +525,17 @@ GgufExportResult export_gguf(const std::string& model_dir, const std::string& ou
   const QuantModelFacts facts = quant_model_facts(c);
   ThreadPool pool(o.threads);
   const bool permute = arch == "llama";
-  if (llama3_rope) {
-    auto factors = std::make_shared<std::vector<float>>(llama3_rope_freq_factors(c));
-    w.add_tensor("rope_freqs.weight", {static_cast<std::int64_t>(factors->size())}, 0, factors->size() * 4,
-                 [factors](void* dst) { std::memcpy(dst, factors->data(), factors->size() * 4); });
+  const auto add_f32_vector = [&w](const std::string& name, std::vector<float> values) {
+    auto v = std::make_shared<std::vector<float>>(std::move(values));
+    w.add_tensor(name, {static_cast<std::int64_t>(v->size())}, 0, v->size() * 4, [v](void* dst) { std::memcpy(dst, v->data(), v->size() * 4); });
+  };
+  if (llama3_rope) add_f32_vector("rope_freqs.weight", llama3_rope_freq_factors(c));
+  if (c.rope_scaling == RopeScaling::kLongRope) {  // Phi-3: LongRoPE's divisors, rotary_dim / 2 each
+    add_f32_vector("rope_factors_long.weight", std::vector<float>(c.rope_long_factor.begin(), c.rope_long_factor.end()));
+    add_f32_vector("rope_factors_short.weight", std::vector<float>(c.rope_short_factor.begin(), c.rope_short_factor.end()));
   }
+  // Gemma's RMSNorm multiplies by (1 + w): llama.cpp's converter stores the (1 + w), in f32.
+  const bool norms_plus_one = c.gemma && !c.norm_weights_hold_one;
   for (const auto& [g, hf] : order) {
     const TensorRef ref = ckpt.get(hf);
     const TensorInfo& info = *ref.info;
@@ -463,6 +551,10 @@ GgufExportResult export_gguf(const std::string& model_dir, const std::string& ou
     if (f == fused.end() && g.ends_with("_exps.weight")) {
       parts = expert_data(ckpt, c, g, model_dir);
       shape.insert(shape.begin(), static_cast<std::int64_t>(parts.size()));
+    }
+    if (c.arch == Arch::kGpt2 && g.find(".attn_qkv.") != std::string::npos) {  // (3·H, H) | (3·H): q, k, v one after another
+      parts = gpt2_qkv_data(ckpt, hf, info, model_dir);
+      shape[0] *= 3;
     }
     std::vector<std::int64_t> dims(shape.rbegin(), shape.rend());  // GGUF: innermost first
     const std::int64_t cols = shape.back();
@@ -484,7 +576,9 @@ GgufExportResult export_gguf(const std::string& model_dir, const std::string& ou
     };
     // llama.cpp keeps a router (ffn_gate_inp) and every bias F32; F32/F16/BF16 files have every
     // matrix in that type.
-    const bool keep_f32 = g.find(".ffn_gate_inp.") != std::string::npos || g.ends_with(".bias");
+    // llama-quantize leaves learned positions (GPT-2's position_embd) unquantised: F32 here.
+    const bool keep_f32 = g.find(".ffn_gate_inp.") != std::string::npos || g.ends_with(".bias") ||
+                          (g == "position_embd.weight" && !o.float_type);
     const std::optional<DType> chosen = shape.size() < 2 ? std::nullopt
                                         : keep_f32       ? std::optional<DType>(DType::kF32)
                                         : o.float_type   ? o.float_type
@@ -510,13 +604,17 @@ GgufExportResult export_gguf(const std::string& model_dir, const std::string& ou
       const std::uint64_t bytes = info.end - info.begin;
       w.add_tensor(g, dims, ggml_type_of(src), bytes, [=](void* dst) { std::memcpy(dst, data, bytes); });
     } else {
-      // Norms, biases and sinks as F32; a llama q/k bias is permuted like its weight's rows.
-      const std::int64_t n = cols;
+      // Norms, biases and sinks as F32 (GPT-2's q, k, v biases one after another); a llama q/k
+      // bias is permuted like its weight's rows; Gemma's norms as (1 + w).
+      const std::int64_t n = cols, each = n / static_cast<std::int64_t>(parts.size());
+      const bool plus_one = norms_plus_one && g.ends_with("norm.weight");
       w.add_tensor(g, dims, 0, static_cast<std::uint64_t>(n) * 4, [=](void* dst) {
         std::vector<float> v(static_cast<std::size_t>(n));
-        row_to_f32(src, data, v.data(), n);
+        for (std::size_t k = 0; k < parts.size(); ++k) row_to_f32(src, parts[k], v.data() + static_cast<std::int64_t>(k) * each, each);
         float* d = static_cast<float*>(dst);
         for (std::int64_t i = 0; i < n; ++i) d[i] = v[static_cast<std::size_t>(reorder ? permuted_source_row(i, head_dim) : i)];
+        if (plus_one)
+          for (std::int64_t i = 0; i < n; ++i) d[i] += 1.0f;
       });
     }
   }

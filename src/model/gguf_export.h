@@ -39,7 +39,11 @@ struct GgufExportResult {
 // llama.cpp's name for an HF tensor name ("model.layers.3.self_attn.q_proj.weight" →
 // "blk.3.attn_q.weight"); empty for a name llama.cpp's converter does not carry over.
 std::string gguf_tensor_name(const std::string& hf_name);
-// The GGUF architecture string for a config: llama (mistral and mixtral too), qwen2, qwen3, qwen3moe.
+// The same in architecture A's names (gguf_layer_part_names(A)): Gemma's norms, Phi-3's fused
+// attn_qkv / ffn_up, GPT-2's position_embd and its q, k, v all in one attn_qkv.
+std::string gguf_tensor_name(const std::string& hf_name, Arch a);
+// The GGUF architecture string for a config: llama (mistral and mixtral too), qwen2, qwen3,
+// qwen3moe, gpt-oss, gemma2, gemma3, phi3, gpt2.
 std::string gguf_arch_name(Arch a);
 // The per-frequency divisors llama.cpp's `rope_freqs.weight` holds for llama3 rope scaling
 // (head_dim / 2 values).

@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/json.h"
+#include "model/gguf_model_families.h"
 
 namespace plexus {
 
@@ -31,6 +32,10 @@ constexpr ArchKeys kArchs[] = {
     {"qwen3", "Qwen3ForCausalLM", "qwen3"},
     {"qwen3moe", "Qwen3MoeForCausalLM", "qwen3_moe"},
     {"gpt-oss", "GptOssForCausalLM", "gpt_oss"},
+    {"gemma2", "Gemma2ForCausalLM", "gemma2"},
+    {"gemma3", "Gemma3ForCausalLM", "gemma3_text"},
+    {"phi3", "Phi3ForCausalLM", "phi3"},
+    {"gpt2", "GPT2LMHeadModel", "gpt2"},
 };
 
 // Expert counts past any real model's (llama.cpp's own limit is a few hundred).
@@ -118,27 +123,11 @@ void gguf_moe_fields(const GgufFile& f, const std::string& arch, Json& j) {
 // GptOssConfig's default layer_types), or one bool per layer (plexus writes that for layer_types
 // no period gives) — and q/k/v/o biases when the file has blk.0.attn_q.bias.
 void gguf_gpt_oss_fields(const GgufFile& f, Json& j) {
-  const std::string& path = f.path();
   const std::string p = "gpt-oss.";
   j["sliding_window"] = f.require_int(p + "attention.sliding_window");
   const std::int64_t layers = f.require_int(p + "block_count");
   if (layers <= 0 || layers > (std::int64_t{1} << 20)) return;  // parse_model_config says what is wrong
-  const std::string pattern_key = p + "attention.sliding_window_pattern";
-  Json types = Json::array();
-  const GgufValue* pattern = f.find(pattern_key);
-  if (pattern && pattern->type == GgufValue::Type::kArray) {
-    if (static_cast<std::int64_t>(pattern->arr.size()) != layers || pattern->elem_type != 7 /* bool */) {
-      throw InputError(path + ": " + pattern_key + " is an array of " + std::to_string(pattern->arr.size()) +
-                       " elements; it must be a period or one bool per layer (" + p + "block_count " + std::to_string(layers) + ")");
-    }
-    for (const GgufValue& v : pattern->arr) types.push_back(v.b ? "sliding_attention" : "full_attention");
-  } else {
-    const std::int64_t period = f.get_int(pattern_key).value_or(2);
-    if (period < 0) throw InputError(path + ": " + pattern_key + " is " + std::to_string(period) + "; a period must be 0 or more");
-    for (std::int64_t l = 0; l < layers; ++l)
-      types.push_back(period == 0 || l % period < period - 1 ? "sliding_attention" : "full_attention");
-  }
-  j["layer_types"] = types;
+  j["layer_types"] = gguf_sliding_layer_types(f, "gpt-oss", layers, 2);
   j["attention_bias"] = f.find_tensor("blk.0.attn_q.bias") != nullptr;
 }
 
@@ -170,6 +159,27 @@ Json gguf_yarn(const GgufFile& f, const std::string& arch, double factor, const 
   return rs;
 }
 
+// The vocabulary's size: the embedding's rows; the token list (or <arch>.vocab_size) when the
+// embedding tensor is missing (the checkpoint reports that).
+std::int64_t gguf_vocab_size(const GgufFile& f, const std::string& p) {
+  if (const GgufTensor* e = f.find_tensor("token_embd.weight"); e && e->dims.size() == 2) return e->dims[1];
+  if (auto n = f.array_length("tokenizer.ggml.tokens")) return static_cast<std::int64_t>(*n);
+  if (auto v = f.get_int(p + "vocab_size")) return *v;
+  throw InputError(f.path() + ": no vocabulary size: no token_embd.weight, tokenizer.ggml.tokens or " + p + "vocab_size");
+}
+
+// GPT-2 through parse_gpt2_config; lm_head is output.weight when the file has one (llama.cpp's
+// converter writes the embedding again there), the embedding otherwise.
+ModelConfig gguf_gpt2_model_config(const GgufFile& f) {
+  Json j = gguf_gpt2_config_json(f);
+  j["vocab_size"] = gguf_vocab_size(f, "gpt2.");
+  if (auto bos = f.get_int("tokenizer.ggml.bos_token_id")) j["bos_token_id"] = *bos;
+  if (auto eos = f.get_int("tokenizer.ggml.eos_token_id")) j["eos_token_id"] = *eos;
+  ModelConfig c = parse_model_config(j, f.path() + " (GGUF metadata)");
+  c.tie_word_embeddings = f.find_tensor("output.weight") == nullptr;
+  return c;
+}
+
 }  // namespace
 
 ModelConfig gguf_model_config(const GgufFile& f) {
@@ -180,8 +190,10 @@ ModelConfig gguf_model_config(const GgufFile& f) {
     if (arch == a.gguf) keys = &a;
   if (!keys)
     throw InputError(path + ": general.architecture is '" + arch +
-                     "'; plexus runs GGUF models of architecture llama (Mixtral too), qwen2, qwen3, qwen3moe, gpt-oss");
+                     "'; plexus runs GGUF models of architecture llama (Mixtral too), qwen2, qwen3, qwen3moe, gpt-oss, gemma2, "
+                     "gemma3, phi3, gpt2");
   const std::string p = arch + ".";
+  if (arch == "gpt2") return gguf_gpt2_model_config(f);
 
   // The same checks as config.json: build the equivalent and parse it.
   Json j = Json::object();
@@ -202,12 +214,7 @@ ModelConfig gguf_model_config(const GgufFile& f) {
   if (arch == "gpt-oss") gguf_gpt_oss_fields(f, j);
   // The vocabulary is the embedding's rows; the token list (or <arch>.vocab_size) when the
   // embedding tensor is missing (the checkpoint reports that).
-  std::int64_t vocab = 0;
-  if (const GgufTensor* e = f.find_tensor("token_embd.weight"); e && e->dims.size() == 2) vocab = e->dims[1];
-  else if (auto n = f.array_length("tokenizer.ggml.tokens")) vocab = static_cast<std::int64_t>(*n);
-  else if (auto v = f.get_int(p + "vocab_size")) vocab = *v;
-  else throw InputError(path + ": no vocabulary size: no token_embd.weight, tokenizer.ggml.tokens or " + p + "vocab_size");
-  j["vocab_size"] = vocab;
+  j["vocab_size"] = gguf_vocab_size(f, p);
   if (auto ctx = f.get_int(p + "context_length")) j["max_position_embeddings"] = *ctx;
   // Float values are checked here, under their GGUF keys, by config.json's rules (a NaN epsilon
   // ran with NaN perplexity; a rope base of 0 or NaN ran a different model).
@@ -216,7 +223,9 @@ ModelConfig gguf_model_config(const GgufFile& f) {
     if (v) check_float_hyper_parameter(config_key, *v, path, gguf_key);
     return v;
   };
+  const bool gemma = arch == "gemma2" || arch == "gemma3";
   if (auto eps = checked_float("rms_norm_eps", p + "attention.layer_norm_rms_epsilon")) j["rms_norm_eps"] = *eps;
+  else if (gemma) f.require_int(p + "attention.layer_norm_rms_epsilon");  // llama.cpp requires it: the message names it
   if (auto theta = checked_float("rope_theta", p + "rope.freq_base")) j["rope_theta"] = *theta;
   j["tie_word_embeddings"] = f.find_tensor("output.weight") == nullptr;
   // Rope scaling as llama.cpp reads it: the type defaults to linear; the factor is
@@ -236,11 +245,17 @@ ModelConfig gguf_model_config(const GgufFile& f) {
   } else if (arch == "gpt-oss") {
     j["rope_scaling"] = Json{{"rope_type", "default"}};
   }
+  gguf_family_fields(f, arch, j);
   if (auto bos = f.get_int("tokenizer.ggml.bos_token_id")) j["bos_token_id"] = *bos;
   if (auto eos = f.get_int("tokenizer.ggml.eos_token_id")) j["eos_token_id"] = *eos;
 
   ModelConfig c = parse_model_config(j, path + " (GGUF metadata)");
-  if (auto rd = f.get_int(p + "rope.dimension_count"); rd && *rd != c.head_dim)
+  c.norm_weights_hold_one = gemma;  // llama.cpp's converter stores Gemma's norms as (1 + w)
+  if (auto rd = f.get_int(p + "rope.dimension_count"); rd && c.arch == Arch::kPhi3 && *rd != c.rotary_dim()) {
+    throw InputError(path + ": " + p + "rope.dimension_count is " + std::to_string(*rd) + "; with head_dim " + std::to_string(c.head_dim) +
+                     " plexus rotates " + std::to_string(c.rotary_dim()) + " dims (partial_rotary_factor)");
+  }
+  if (auto rd = f.get_int(p + "rope.dimension_count"); rd && c.arch != Arch::kPhi3 && *rd != c.head_dim)
     throw InputError(path + ": " + p + "rope.dimension_count is " + std::to_string(*rd) + " but head_dim is " +
                      std::to_string(c.head_dim) + "; partial rotary embeddings are not supported");
   c.rope_interleaved = c.arch == Arch::kLlama || c.arch == Arch::kMixtral;  // llama.cpp's converter permutes both
@@ -282,12 +297,48 @@ std::span<const GgufNamePair> gguf_layer_part_names() {
   return kParts;
 }
 
+std::vector<GgufNamePair> gguf_top_level_names(Arch a) {
+  std::vector<GgufNamePair> out;
+  if (a == Arch::kGpt2) {
+    out = {{"position_embd.weight", "model.embed_tokens.positions"}, {"output_norm.bias", "model.norm.bias"}};
+  }
+  for (const GgufNamePair& n : gguf_top_level_names()) out.push_back(n);
+  return out;
+}
+
+std::vector<GgufNamePair> gguf_layer_part_names(Arch a) {
+  std::vector<GgufNamePair> out;
+  if (a == Arch::kGemma2 || a == Arch::kGemma3) {
+    out = {{"post_attention_norm", "post_attention_layernorm"},
+           {"ffn_norm", "pre_feedforward_layernorm"},
+           {"post_ffw_norm", "post_feedforward_layernorm"}};
+  } else if (a == Arch::kPhi3) {
+    out = {{"attn_qkv", "self_attn.qkv_proj"}, {"ffn_up", "mlp.gate_up_proj"}};
+  }
+  for (const GgufNamePair& n : gguf_layer_part_names()) {
+    bool taken = false;  // an architecture's own pair for the same GGUF or HF name wins
+    for (const GgufNamePair& o : out) taken = taken || std::string_view(o.gguf) == n.gguf || std::string_view(o.hf) == n.hf;
+    if (!taken) out.push_back(n);
+  }
+  return out;
+}
+
 std::optional<std::string> hf_name_of_gguf_tensor(const std::string& name) {
   for (const GgufNamePair& n : gguf_top_level_names())
     if (name == n.gguf) return std::string(n.hf);
   std::string layer, part, suffix;
   if (!split_block_name(name, &layer, &part, &suffix)) return std::nullopt;
   for (const GgufNamePair& p : gguf_layer_part_names())
+    if (part == p.gguf) return "model.layers." + layer + "." + p.hf + "." + suffix;
+  return std::nullopt;
+}
+
+std::optional<std::string> hf_name_of_gguf_tensor(const std::string& name, Arch a) {
+  for (const GgufNamePair& n : gguf_top_level_names(a))
+    if (name == n.gguf) return std::string(n.hf);
+  std::string layer, part, suffix;
+  if (!split_block_name(name, &layer, &part, &suffix)) return std::nullopt;
+  for (const GgufNamePair& p : gguf_layer_part_names(a))
     if (part == p.gguf) return "model.layers." + layer + "." + p.hf + "." + suffix;
   return std::nullopt;
 }
@@ -346,6 +397,23 @@ std::vector<GgufHfTensor> gpt_oss_tensors(const GgufTensor& t, const ModelConfig
   return {};
 }
 
+// GPT-2's fused blk.N.attn_qkv.{weight,bias} (ne [H, 3·H] | [3·H]): q, k and v are its row
+// thirds, viewed in place as self_attn.{q,k,v}_proj (whole rows: any block format too).
+std::vector<GgufHfTensor> gpt2_qkv_tensors(const GgufTensor& t, const ModelConfig& c, const std::string& layer, const std::string& suffix,
+                                           const std::string& path) {
+  const std::int64_t H = c.hidden_size;
+  check_ne(t, suffix == "weight" ? std::vector<std::int64_t>{H, 3 * H} : std::vector<std::int64_t>{3 * H},
+           "gpt2.embedding_length " + std::to_string(H) + ": q, k and v of " + std::to_string(H) + " rows each", path);
+  const std::uint64_t each = t.bytes / 3;
+  std::vector<GgufHfTensor> out;
+  const char* parts[] = {"q_proj", "k_proj", "v_proj"};
+  for (int i = 0; i < 3; ++i) {
+    std::vector<std::int64_t> shape = suffix == "weight" ? std::vector<std::int64_t>{H, H} : std::vector<std::int64_t>{H};
+    out.push_back({"model.layers." + layer + ".self_attn." + parts[i] + "." + suffix, shape, static_cast<std::uint64_t>(i) * each, each});
+  }
+  return out;
+}
+
 // The Hugging Face part (gate | up | down) and expert of older converters' per-expert Mixtral
 // tensors, blk.N.ffn_{gate,up,down}.E.weight (llama.cpp's LLM_TENSOR_FFN_*_EXP); null otherwise.
 const char* MoeNames::*legacy_expert(const std::string& part, std::int64_t* expert) {
@@ -368,6 +436,12 @@ const char* MoeNames::*legacy_expert(const std::string& part, std::int64_t* expe
 std::vector<GgufHfTensor> gguf_hf_tensors(const GgufTensor& t, const ModelConfig& c, const std::string& path) {
   std::string layer, part, suffix;
   const bool in_block = split_block_name(t.name, &layer, &part, &suffix);
+  if (c.arch == Arch::kGpt2 && in_block && part == "attn_qkv") return gpt2_qkv_tensors(t, c, layer, suffix, path);
+  if (c.arch == Arch::kGemma2 || c.arch == Arch::kGemma3 || c.arch == Arch::kPhi3 || c.arch == Arch::kGpt2) {
+    const std::optional<std::string> hf = hf_name_of_gguf_tensor(t.name, c.arch);
+    if (!hf) return {};
+    return {{*hf, std::vector<std::int64_t>(t.dims.rbegin(), t.dims.rend()), 0, t.bytes}};
+  }
   if (!in_block || !c.is_moe()) {
     const std::optional<std::string> hf = hf_name_of_gguf_tensor(t.name);
     if (!hf) return {};

@@ -64,10 +64,11 @@ AttentionShape attention_of(const ModelConfig& c) {
   return a;
 }
 
-// A norm's weight as f32 in `store`; Gemma's as (1 + w), the factor its RMSNorm multiplies by.
+// A norm's weight as f32 in `store`; Gemma's as (1 + w), the factor its RMSNorm multiplies by
+// (a GGUF file holds that already: ModelConfig::norm_weights_hold_one).
 VectorView norm_vector_f32(const Checkpoint& ck, const std::string& name, const ModelConfig& c, std::vector<std::vector<float>>& store) {
   const VectorView v = vector_f32(ck, name, store);
-  if (c.gemma) {
+  if (c.gemma && !c.norm_weights_hold_one) {
     for (float& x : store.back()) x += 1.0f;
   }
   return v;
