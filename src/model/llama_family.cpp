@@ -21,7 +21,36 @@ namespace {
 
 WeightMatrix matrix(const Checkpoint& ck, const std::string& name) {
   const TensorRef r = ck.get(name);
-  return WeightMatrix{r.data, r.info->dtype, r.info->shape[0], r.info->shape.size() > 1 ? r.info->shape[1] : 1};
+  WeightMatrix m{r.data, r.info->dtype, r.info->shape[0], r.info->shape.size() > 1 ? r.info->shape[1] : 1};
+  m.in_out_ld = r.in_out_ld;  // GPT-2's Conv1D weights: stored (in, out), read in place
+  return m;
+}
+
+// Outputs [first, first + rows) of `m` stored (in, out) (WeightMatrix::in_out), viewed in place:
+// a column slice of the stored matrix.
+WeightMatrix column_range(const WeightMatrix& m, std::int64_t first, std::int64_t rows) {
+  assert(m.in_out() && first + rows <= m.rows);
+  WeightMatrix out = m;
+  out.data = static_cast<const std::uint8_t*>(m.data) + static_cast<std::size_t>(first) * dtype_size(m.dtype);
+  out.rows = rows;
+  return out;
+}
+
+// GPT-2's q, k and v read in place are column thirds of one stored c_attn (in, 3·H): held as the
+// one (3·H, H) matrix in w.q, w.k and w.v left empty, so every copy of the layer's weights
+// (WeightStore's to a device) moves c_attn once; gpt2_layer views the thirds again with
+// column_range. Separate (out, in) q, k, v (quantised copies, a GGUF file) stay as they are.
+void fuse_in_out_qkv(LayerWeights& w) {
+  const WeightMatrix &q = w.q, &k = w.k, &v = w.v;
+  if (!q.in_out() || !k.in_out() || !v.in_out() || q.dtype != k.dtype || q.dtype != v.dtype) return;
+  const std::size_t es = dtype_size(q.dtype);
+  const auto* at = static_cast<const std::uint8_t*>(q.data);
+  const bool adjacent = k.data == at + q.rows * es && v.data == at + (q.rows + k.rows) * es &&
+                        q.in_out_ld == q.rows + k.rows + v.rows && k.in_out_ld == q.in_out_ld && v.in_out_ld == q.in_out_ld;
+  if (!adjacent) return;
+  w.q.rows = q.in_out_ld;
+  w.k = WeightMatrix{};
+  w.v = WeightMatrix{};
 }
 
 // Rows [first, first + rows) of `m`, viewed in place (a part of a fused weight: Phi-3's qkv_proj, gate_up_proj).
@@ -255,6 +284,7 @@ LlamaFamilyModel::LlamaFamilyModel(const ModelConfig& config, const Checkpoint& 
     }
     if (config.attention_sinks) w.sinks = vector_f32(ck, p + ".self_attn.sinks", vectors_);
     if (gpt2) {
+      fuse_in_out_qkv(w);
       w.input_norm = layernorm_f32(ck, p + ".input_layernorm", vectors_);
       w.post_attention_norm = layernorm_f32(ck, p + ".post_attention_layernorm", vectors_);
       continue;
@@ -494,7 +524,10 @@ void LlamaFamilyModel::gpt2_layer(ComputeOps& ops, int l, const LayerWeights& w,
   const float eps = static_cast<float>(config_.rms_norm_eps);  // layer_norm_epsilon
   // Attention: xb = ln_1(x); q, k, v = xb·Wᵀ + b (c_attn's thirds); no rotation (zero frequencies).
   ops.layernorm(x, w.input_norm.data, w.input_norm.data + H, n, H, eps, ws.xb.data());
-  const MatmulPart qkv[] = {{w.q, ws.q.data(), H}, {w.k, ws.k.data(), H}, {w.v, ws.v.data(), H}};
+  const bool fused = w.k.data == nullptr;  // c_attn read in place: q, k, v its column thirds (fuse_in_out_qkv)
+  const WeightMatrix wq = fused ? column_range(w.q, 0, H) : w.q, wk = fused ? column_range(w.q, H, H) : w.k,
+                     wv = fused ? column_range(w.q, 2 * H, H) : w.v;
+  const MatmulPart qkv[] = {{wq, ws.q.data(), H}, {wk, ws.k.data(), H}, {wv, ws.v.data(), H}};
   ops.matmul(qkv, ws.xb.data(), n, H);
   ops.add_bias(ws.q.data(), w.q_bias.data, n, H);
   ops.add_bias(ws.k.data(), w.k_bias.data, n, H);

@@ -23,6 +23,7 @@ class Checkpoint;
 
 struct LayerWeights {
   WeightMatrix q, k, v, o;            // (q_dim, H) (kv_dim, H) (kv_dim, H) (H, q_dim)
+  // GPT-2 read in place: q is c_attn whole, (3·H, H) stored (in, out), k and v empty (fuse_in_out_qkv).
   WeightMatrix gate, up, down;        // (I, H) (I, H) (H, I); empty (no data) in a mixture-of-experts layer
   WeightMatrix router;                // (E, H); mixture-of-experts layers only
   std::vector<ExpertWeights> experts;  // (E); empty in a dense layer

@@ -13,6 +13,9 @@
 #include "core/json.h"
 #include "core/mmap_file.h"
 #include "kernels/ref/layernorm_gelu_ref.h"
+#include "model/checkpoint.h"
+#include "model/config.h"
+#include "model/llama_family.h"
 #include "model/make_model.h"
 #include "model/safetensors.h"
 #include "reference_gpt2.h"
@@ -198,6 +201,67 @@ TEST(Gpt2Ops, CpuLayernormAndGeluMatchTheirOracles) {
   ref::gelu_tanh(x.data(), static_cast<std::int64_t>(x.size()), want.data());
   ops.gelu_tanh(x.data(), static_cast<std::int64_t>(x.size()));
   for (std::size_t i = 0; i < x.size(); ++i) EXPECT_NEAR(x[i], want[i], 1e-6 + 1e-6 * std::fabs(want[i])) << i;
+}
+
+// The Conv1D weights are read where the file holds them: q, k, v are column thirds of c_attn
+// (rows 3·H apart), o/up/down the stored (in, out) matrices; the model's layer holds c_attn once.
+TEST(Gpt2Layout, Conv1DWeightsAreViewedInPlaceNotCopied) {
+  TempDir dir("gpt2_in_place");
+  make_gpt2(dir.path(), DType::kBF16);
+  const ModelConfig c = load_model_config(dir.path());
+  const std::int64_t H = c.hidden_size, I = c.intermediate_size;
+  const Checkpoint ck(dir.path());
+  const SafetensorsFile& file = *ck.files().at(0);
+  auto stored = [&](const std::string& name) {
+    const TensorInfo* t = file.find(name);
+    EXPECT_NE(t, nullptr) << name;
+    return t ? static_cast<const std::uint8_t*>(file.data(*t)) : nullptr;
+  };
+  const std::uint8_t* c_attn = stored("transformer.h.1.attn.c_attn.weight");
+  const char* thirds[] = {"q_proj", "k_proj", "v_proj"};
+  for (int i = 0; i < 3; ++i) {
+    const TensorRef r = ck.get("model.layers.1.self_attn." + std::string(thirds[i]) + ".weight");
+    EXPECT_EQ(r.data, c_attn + i * H * 2) << thirds[i];
+    EXPECT_EQ(r.in_out_ld, 3 * H);
+    EXPECT_EQ(r.info->shape, (std::vector<std::int64_t>{H, H}));
+  }
+  const TensorRef up = ck.get("model.layers.1.mlp.up_proj.weight");
+  EXPECT_EQ(up.data, stored("transformer.h.1.mlp.c_fc.weight"));
+  EXPECT_EQ(up.in_out_ld, I);
+  EXPECT_EQ(up.info->shape, (std::vector<std::int64_t>{I, H}));
+  const TensorRef down = ck.get("model.layers.1.mlp.down_proj.weight");
+  EXPECT_EQ(down.data, stored("transformer.h.1.mlp.c_proj.weight"));
+  EXPECT_EQ(down.in_out_ld, H);
+  EXPECT_EQ(ck.get("model.layers.1.self_attn.o_proj.weight").data, stored("transformer.h.1.attn.c_proj.weight"));
+
+  const LlamaFamilyModel model(c, ck);
+  const LayerWeights& w = model.layer_weights(1);
+  EXPECT_EQ(w.q.data, c_attn);  // c_attn once, (3·H, H) stored (in, out)
+  EXPECT_EQ(w.q.rows, 3 * H);
+  EXPECT_EQ(w.q.in_out_ld, 3 * H);
+  EXPECT_EQ(w.k.data, nullptr);
+  EXPECT_EQ(w.v.data, nullptr);
+  EXPECT_EQ(w.up.data, up.data);
+  EXPECT_EQ(w.down.in_out_ld, H);
+  // The weights counted once: c_attn, c_proj, c_fc, mlp.c_proj per layer, and the embedding.
+  EXPECT_EQ(model.weight_bytes(), (c.vocab_size * H + c.num_layers * (4 * H * H + 2 * H * I)) * 2);
+}
+
+// --quantize makes (out, in) blocks of the (in, out) weights: the Q8_0 run stays near the
+// float64 reference, and far from it when the transposition is wrong would show at once.
+TEST(Gpt2Layout, QuantizeTransposesConv1DWeightsIntoBlocks) {
+  TempDir dir("gpt2_q8");
+  make_gpt2(dir.path(), DType::kF32);
+  const std::vector<std::int32_t> ids = some_ids(12, kVocab, 9);
+  const std::vector<double> want = testing::reference_gpt2_nll(dir.path(), ids);
+  std::string list;
+  for (std::int32_t id : ids) list += (list.empty() ? "" : ",") + std::to_string(id);
+  const testing::ProcessResult r =
+      testing::run_plexus("perplexity " + testing::shell_quote(dir.path()) + " --ids " + list + " --quantize Q8_0 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Json nll = parse_json(r.out, "perplexity --json")["nll"];
+  ASSERT_EQ(nll.size(), want.size());
+  for (std::size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(nll[i].get<double>(), want[i], 3e-2) << "token " << i;
 }
 
 // Two virtual devices (the positions with the embedding on the first), and every layer streamed
