@@ -302,6 +302,7 @@ LlamaFamilyModel::LlamaFamilyModel(const ModelConfig& config, ModelWeights weigh
     : config_(config),
       embed_(weights.embed),
       lm_head_(weights.lm_head),
+      positions_(weights.positions),
       final_norm_(weights.final_norm),
       layers_(std::move(weights.layers)),
       inv_freq_(rope_table_freqs(config)),
@@ -309,7 +310,6 @@ LlamaFamilyModel::LlamaFamilyModel(const ModelConfig& config, ModelWeights weigh
   if (config.rope_scaling == RopeScaling::kLongRope) long_inv_freq_ = rope_inv_freq(config, true);
   embed_scale_ = embed_scale(config, embed_.dtype);
   assert(static_cast<std::int64_t>(layers_.size()) == config.num_layers);
-  if (config.arch == Arch::kGpt2) throw InputError("GPT2LMHeadModel: tensor parallelism (--tp) is not built for GPT-2 yet");
 }
 
 void LlamaFamilyModel::load_gpt_oss_experts(const Checkpoint& ck, int l, LayerWeights& w) {
@@ -520,24 +520,25 @@ void LlamaFamilyModel::layer(ComputeOps& ops, int l, const LayerWeights& w, floa
 void LlamaFamilyModel::gpt2_layer(ComputeOps& ops, int l, const LayerWeights& w, float* x, const TokenBatch& batch,
                                   Workspace& ws) const {
   const std::int64_t n = static_cast<std::int64_t>(batch.ids.size());
-  const std::int64_t H = config_.hidden_size, I = config_.intermediate_size;
+  // Q = KV = H, but a tensor-parallel shard's are its heads' share (model/tensor_split.h).
+  const std::int64_t H = config_.hidden_size, I = config_.intermediate_size, Q = config_.q_dim(), KV = config_.kv_dim();
   const float eps = static_cast<float>(config_.rms_norm_eps);  // layer_norm_epsilon
   // Attention: xb = ln_1(x); q, k, v = xb·Wᵀ + b (c_attn's thirds); no rotation (zero frequencies).
   ops.layernorm(x, w.input_norm.data, w.input_norm.data + H, n, H, eps, ws.xb.data());
-  const bool fused = w.k.data == nullptr;  // c_attn read in place: q, k, v its column thirds (fuse_in_out_qkv)
-  const WeightMatrix wq = fused ? column_range(w.q, 0, H) : w.q, wk = fused ? column_range(w.q, H, H) : w.k,
-                     wv = fused ? column_range(w.q, 2 * H, H) : w.v;
-  const MatmulPart qkv[] = {{wq, ws.q.data(), H}, {wk, ws.k.data(), H}, {wv, ws.v.data(), H}};
+  const bool fused = w.k.data == nullptr;  // c_attn read in place: q, k, v its column ranges (fuse_in_out_qkv)
+  const WeightMatrix wq = fused ? column_range(w.q, 0, Q) : w.q, wk = fused ? column_range(w.q, Q, KV) : w.k,
+                     wv = fused ? column_range(w.q, Q + KV, KV) : w.v;
+  const MatmulPart qkv[] = {{wq, ws.q.data(), Q}, {wk, ws.k.data(), KV}, {wv, ws.v.data(), KV}};
   ops.matmul(qkv, ws.xb.data(), n, H);
-  ops.add_bias(ws.q.data(), w.q_bias.data, n, H);
-  ops.add_bias(ws.k.data(), w.k_bias.data, n, H);
-  ops.add_bias(ws.v.data(), w.v_bias.data, n, H);
+  ops.add_bias(ws.q.data(), w.q_bias.data, n, Q);
+  ops.add_bias(ws.k.data(), w.k_bias.data, n, KV);
+  ops.add_bias(ws.v.data(), w.v_bias.data, n, KV);
   const AttentionShape attention = layer_attention(l, w);
   ops.rope_store_kv(l, batch, attention, ws);
-  ops.attention(l, batch, attention, ws);  // ws.att (n, H)
-  // x += att·Woᵀ + b (attn.c_proj)
+  ops.attention(l, batch, attention, ws);  // ws.att (n, Q)
+  // x += att·Woᵀ + b (attn.c_proj; under --tp the ranks' partial products summed before the bias)
   const MatmulPart o[] = {{w.o, ws.xb.data(), H}};
-  ops.matmul(o, ws.att.data(), n, H);
+  ops.matmul(o, ws.att.data(), n, Q);
   ops.add_bias(ws.xb.data(), w.o_bias.data, n, H);
   ops.add(x, ws.xb.data(), n * H);
   // MLP: x += gelu_tanh(ln_2(x)·Wfcᵀ + b)·Wprojᵀ + b

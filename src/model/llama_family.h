@@ -50,7 +50,8 @@ std::vector<WeightMatrix*> layer_matrices(LayerWeights& w);
 // Every weight of a model, as views (the model or its owner keeps the memory).
 struct ModelWeights {
   WeightMatrix embed, lm_head;     // (vocab, H) (vocab rows of the head, H)
-  VectorView final_norm;           // (H)
+  WeightMatrix positions;          // GPT-2's learned positions (n_positions, H); empty otherwise
+  VectorView final_norm;           // (H); GPT-2: weight and bias (2·H)
   std::vector<LayerWeights> layers;  // (num_layers)
 };
 

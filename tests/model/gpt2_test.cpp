@@ -314,16 +314,41 @@ TEST(Gpt2Config, UnimplementedFieldsExitTwoNamingFieldAndValue) {
 }
 
 // What is not built for GPT-2 yet is refused, exit 2, before any weight is read or written.
-TEST(Gpt2Config, TensorParallelAndGgufExportAreRefused) {
+TEST(Gpt2Config, GgufExportIsRefused) {
   TempDir dir("gpt2_refused");
   make_gpt2(dir.path(), DType::kF32);
-  const testing::ProcessResult tp = testing::run_plexus("perplexity " + testing::shell_quote(dir.path()) + " --ids 1,2,3 --tp 2");
-  EXPECT_EQ(tp.exit_code, 2) << tp.err;
-  EXPECT_NE(tp.err.find("--tp 2: GPT2LMHeadModel"), std::string::npos) << tp.err;
   const testing::ProcessResult q = testing::run_plexus("quantize " + testing::shell_quote(dir.path()) + " " + testing::shell_quote(dir / "m.gguf"));
   EXPECT_EQ(q.exit_code, 2) << q.err;
   EXPECT_NE(q.err.find("GPT2LMHeadModel cannot be written to GGUF"), std::string::npos) << q.err;
   EXPECT_FALSE(file_exists(dir / "m.gguf"));
+}
+
+// --tp splits the heads (c_attn's q, k, v columns per head), c_fc's columns with its bias, and
+// c_proj / mlp.c_proj by their input rows (partial sums, their biases added once after the sum):
+// one device's NLL up to the partial sums' order, the Conv1D weights in place and (--quantize)
+// as (out, in) blocks; --tp 3 cannot split the 4 heads and is refused naming them.
+TEST(Gpt2Parallel, TensorParallelGivesOneDevicesNll) {
+  TempDir dir("gpt2_tp");
+  make_gpt2(dir.path(), DType::kF32);
+  const std::string ppl = "perplexity " + testing::shell_quote(dir.path()) + " --ids " + testing::ids_csv(some_ids(20, kVocab, 4)) + " --json";
+  auto nll = [&](const std::string& extra) {
+    const testing::ProcessResult r = testing::run_plexus(ppl + extra);
+    EXPECT_EQ(r.exit_code, 0) << extra << "\n" << r.err;
+    return r.exit_code == 0 ? parse_json(r.out, "perplexity --json").at("nll").get<std::vector<double>>() : std::vector<double>{};
+  };
+  for (const char* q : {"", " --quantize Q8_0"}) {
+    const std::vector<double> one = nll(q);
+    ASSERT_EQ(one.size(), 19u) << q;
+    for (const char* tp : {" --tp 2", " --tp 4"}) {  // 4: one head a rank
+      if (*q != 0 && std::string(tp) == " --tp 4") continue;  // 16 columns a rank would cut Q8_0's blocks of 32
+      const std::vector<double> split = nll(std::string(q) + tp);
+      ASSERT_EQ(split.size(), one.size()) << q << tp;
+      for (std::size_t i = 0; i < one.size(); ++i) EXPECT_NEAR(split[i], one[i], 1e-5) << q << tp << " token " << i;
+    }
+  }
+  const testing::ProcessResult three = testing::run_plexus(ppl + " --tp 3");
+  EXPECT_EQ(three.exit_code, 2) << three.err;
+  EXPECT_NE(three.err.find("its 4 attention heads"), std::string::npos) << three.err;
 }
 
 // GPT-2 has n_positions learned positions and nothing beyond: a run past them is refused.
