@@ -323,6 +323,24 @@ TEST(Gpt2Config, GgufExportIsRefused) {
   EXPECT_FALSE(file_exists(dir / "m.gguf"));
 }
 
+// accelerate's strategies would print device maps in Hugging Face's GPT-2 module names
+// (transformer.wte, transformer.h.N, …): not built yet, so refused, exit 2, naming them; stages
+// (and fastest, which then ranks stages' plans alone) plan GPT-2.
+TEST(Gpt2Config, AccelerateStrategiesAreRefusedStagesPlans) {
+  TempDir dir("gpt2_plan");
+  make_gpt2(dir.path(), DType::kF32);
+  const std::string plan = "plan " + testing::shell_quote(dir.path()) + " --max-memory 0=16MiB,1=16MiB,cpu=1GiB --context 64";
+  for (const char* s : {"sequential", "balanced", "balanced_low_0", "auto"}) {
+    const testing::ProcessResult r = testing::run_plexus(plan + " --strategy " + s);
+    EXPECT_EQ(r.exit_code, 2) << s << "\n" << r.err;
+    EXPECT_NE(r.err.find("--strategy " + std::string(s) + ": GPT2LMHeadModel: accelerate's device maps (transformer.wte"),
+              std::string::npos) << r.err;
+  }
+  const testing::ProcessResult r = testing::run_plexus(plan + " --strategy fastest --json");  // its plans: stages'
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(parse_json(r.out, "plan --json").contains("device_map"));
+}
+
 // --tp splits the heads (c_attn's q, k, v columns per head), c_fc's columns with its bias, and
 // c_proj / mlp.c_proj by their input rows (partial sums, their biases added once after the sum):
 // one device's NLL up to the partial sums' order, the Conv1D weights in place and (--quantize)
