@@ -88,6 +88,7 @@ class ComputeOps {
   // y (rows, d) = x (rows, d) / sqrt(mean(x²) + eps) * w (d); y may alias x.
   virtual void rmsnorm(const float* x, const float* w, std::int64_t rows, std::int64_t d, float eps, float* y) = 0;
   // For each part: part.y (n, part.ldy) = x (n, ldx) · part.wᵀ; every part has the same cols.
+  // A weight may be stored (in, out) (WeightMatrix::in_out: GPT-2's Conv1D weights, read in place).
   virtual void matmul(std::span<const MatmulPart> parts, const float* x, std::int64_t n, std::int64_t ldx) = 0;
   // y (n, d) += bias (d), every row.
   virtual void add_bias(float* y, const float* bias, std::int64_t n, std::int64_t d) = 0;

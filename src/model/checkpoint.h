@@ -23,6 +23,11 @@ struct TensorRef {
   const void* data = nullptr;     // in the mapped file
   const SafetensorsFile* file = nullptr;  // null for a GGUF checkpoint
   const GgufFile* gguf = nullptr;         // null for a safetensors checkpoint
+  // 0: `data` holds info->shape row-major. Else the matrix, (out, in) by info->shape, is stored
+  // transposed and read in place — GPT-2's Conv1D weights (checkpoint_gpt2.cpp): element (r, c)
+  // is at data[c · in_out_ld + r] (WeightMatrix::in_out_ld), columns of a stored (in, in_out_ld)
+  // matrix. Whoever reads `data` as bytes must honour it (quantize() transposes such a tensor).
+  std::int64_t in_out_ld = 0;
   const std::string& path() const { return file ? file->path() : gguf->path(); }  // the file holding it
 };
 
@@ -53,7 +58,8 @@ class Checkpoint {
   // Quantise on load (checkpoint_quantize.cpp): every weight matrix the named mix `mix` gives a
   // type (model/quant_mix.h: llama.cpp's rules for `facts`' model) is replaced by an owned copy in
   // that type (a block format, or F16 where no block divides its rows), converted row by row on
-  // `pool`; get() then returns the copy. Only the copies are allocated: the sources stay mapped.
+  // `pool`; get() then returns the copy, (out, in) rows also of a tensor stored (in, out)
+  // (TensorRef::in_out_ld). Only the copies are allocated: the sources stay mapped.
   // Throws InputError when such a tensor is already in a block format (a GGUF file).
   // `progress(done, total)` (elements) is called on the calling thread every few million
   // elements; returning false stops the work with Interrupted.
@@ -67,11 +73,12 @@ class Checkpoint {
  private:
   struct OwnedTensor;
   // A safetensors checkpoint in GPT-2's names (checkpoint_gpt2.cpp): its tensors renamed to the
-  // engine's, Conv1D weights (in, out) transposed into owned (out, in) copies, c_attn split into
-  // q/k/v; the attention-mask buffers (attn.bias, attn.masked_bias) dropped. TensorInfo::name
-  // stays the file's name (messages show both). No-op otherwise.
+  // engine's, Conv1D weights (in, out) viewed in place as (out, in) matrices (TensorRef::in_out_ld),
+  // c_attn split into q/k/v column thirds; the attention-mask buffers (attn.bias,
+  // attn.masked_bias) dropped. TensorInfo::name stays the file's name (messages show both).
+  // No-op otherwise.
   void adopt_gpt2_layout();
-  std::deque<TensorInfo> renamed_infos_;  // GPT-2's c_attn bias thirds (TensorRef::info points here)
+  std::deque<TensorInfo> renamed_infos_;  // GPT-2's views: c_attn bias thirds, Conv1D weights (TensorRef::info points here)
   // The GGUF file's codebook-type tensors, as (HF name, ggml type), become Q8_0 copies (the
   // constructor's last step; each expert of a stacked tensor on its own).
   void convert_codebook_tensors(const std::vector<std::pair<std::string, std::uint32_t>>& targets);

@@ -1,12 +1,14 @@
 // GPT-2 checkpoints (GPT2LMHeadModel) in the engine's layout. Hugging Face's GPT-2 stores its
 // projections as Conv1D weights, (in, out), with q, k and v fused in one c_attn (H, 3·H); the
-// engine's matrices are (out, in) per projection. The weights are transposed here, once, into
-// copies the checkpoint owns (a known gap: the matmul kernels read (out, in) only, so GPT-2's
-// matrices are not read in place), and every tensor takes the engine's name (ModuleTree):
+// engine's matrices are (out, in) per projection. The Conv1D weights are read in place, never
+// copied: each becomes an (out, in) view of the stored (in, out) bytes (TensorRef::in_out_ld; the
+// matmuls read WeightMatrix::in_out weights as stored), q, k and v as column thirds of c_attn;
+// --quantize makes (out, in) block copies of them (checkpoint_quantize.cpp). Every tensor takes
+// the engine's name (ModuleTree):
 //   wte.weight               -> model.embed_tokens.weight       (vocab, H), in place
 //   wpe.weight               -> model.embed_tokens.positions    (n_positions, H), in place
 //   h.N.ln_1.{weight,bias}   -> model.layers.N.input_layernorm.{weight,bias}
-//   h.N.attn.c_attn.weight   -> model.layers.N.self_attn.{q,k,v}_proj.weight (H, H) each
+//   h.N.attn.c_attn.weight   -> model.layers.N.self_attn.{q,k,v}_proj.weight (H, H) each, column thirds
 //   h.N.attn.c_attn.bias     -> model.layers.N.self_attn.{q,k,v}_proj.bias, slices in place
 //   h.N.attn.c_proj          -> model.layers.N.self_attn.o_proj
 //   h.N.ln_2                 -> model.layers.N.post_attention_layernorm
@@ -15,12 +17,8 @@
 //   ln_f.{weight,bias}       -> model.norm.{weight,bias}
 // with or without the "transformer." prefix; h.N.attn.bias and h.N.attn.masked_bias (the causal
 // mask buffers older checkpoints saved) are dropped.
-#include <cstring>
-#include <new>
-
 #include "core/error.h"
 #include "model/checkpoint.h"
-#include "model/checkpoint_owned.h"
 
 namespace plexus {
 
@@ -62,45 +60,27 @@ bool gpt2_layer_part(const std::string& name, std::string* layer, std::string* p
   return true;
 }
 
-void* allocate_gpt2_copy(std::size_t bytes) {
-  const std::size_t n = bytes == 0 ? 64 : (bytes + 63) / 64 * 64;
-  void* p = std::aligned_alloc(64, n);
-  if (p == nullptr) throw std::bad_alloc();
-  return p;
-}
-
 }  // namespace
 
 void Checkpoint::adopt_gpt2_layout() {
   if (!index_.count("wte.weight") && !index_.count("transformer.wte.weight")) return;
   std::map<std::string, TensorRef> out;
-  // The columns [c0, c0 + width) of Conv1D weight `src` (in, out), transposed: (width, in).
-  auto transposed = [this, &out](const TensorRef& src, const std::string& gpt2_name, const std::string& name,
-                                 std::int64_t c0, std::int64_t width) {
+  // The columns [c0, c0 + width) of Conv1D weight `src` (in, out) as an (out, in) = (width, in)
+  // matrix read in place: TensorRef::in_out_ld, the stored row length.
+  auto in_place = [this, &out](const TensorRef& src, const std::string& gpt2_name, const std::string& name,
+                               std::int64_t c0, std::int64_t width) {
     const TensorInfo& in = *src.info;
     if (in.dtype != DType::kF32 && in.dtype != DType::kBF16 && in.dtype != DType::kF16) {
       throw InputError(src.path() + ": tensor '" + gpt2_name + "' is " + in.dtype_name +
                        "; GPT-2's Conv1D weights are read as F32, BF16 or F16");
     }
-    const std::int64_t rows = in.shape[0], cols = in.shape[1];
-    const std::size_t es = dtype_size(in.dtype);
-    auto owned = std::make_shared<OwnedTensor>();
-    owned->info = in;
-    owned->info.name = gpt2_name;  // the file's name, for messages
-    owned->info.shape = {width, rows};
-    owned->info.begin = 0;
-    owned->info.end = static_cast<std::uint64_t>(width * rows) * es;
-    owned->bytes.reset(static_cast<std::uint8_t*>(allocate_gpt2_copy(owned->info.end)));
-    const auto* from = static_cast<const std::uint8_t*>(src.data);
-    std::uint8_t* to = owned->bytes.get();
-    for (std::int64_t r = 0; r < rows; ++r)
-      for (std::int64_t c = 0; c < width; ++c)
-        std::memcpy(to + static_cast<std::size_t>(c * rows + r) * es, from + static_cast<std::size_t>(r * cols + c0 + c) * es, es);
-    TensorRef t = src;  // the same file named in messages
-    t.info = &owned->info;
-    t.data = owned->bytes.get();
+    TensorInfo& info = renamed_infos_.emplace_back(in);  // name, begin and end stay the file's
+    info.shape = {width, in.shape[0]};
+    TensorRef t = src;
+    t.info = &info;
+    t.data = static_cast<const std::uint8_t*>(src.data) + static_cast<std::size_t>(c0) * dtype_size(in.dtype);
+    t.in_out_ld = in.shape[1];
     out[name] = t;
-    owned_[name] = std::move(owned);
   };
   auto require_matrix = [](const TensorRef& r, const std::string& gpt2_name, std::int64_t col_multiple) {
     const std::vector<std::int64_t>& s = r.info->shape;
@@ -123,9 +103,9 @@ void Checkpoint::adopt_gpt2_layout() {
       if (part == "attn.c_attn.weight") {  // (H, 3·H): q, k, v are column thirds
         require_matrix(ref, full, 3);
         const std::int64_t w = ref.info->shape[1] / 3;
-        transposed(ref, full, p + "self_attn.q_proj.weight", 0, w);
-        transposed(ref, full, p + "self_attn.k_proj.weight", w, w);
-        transposed(ref, full, p + "self_attn.v_proj.weight", 2 * w, w);
+        in_place(ref, full, p + "self_attn.q_proj.weight", 0, w);
+        in_place(ref, full, p + "self_attn.k_proj.weight", w, w);
+        in_place(ref, full, p + "self_attn.v_proj.weight", 2 * w, w);
         continue;
       }
       if (part == "attn.c_attn.bias") {  // (3·H): q, k, v one after another, viewed in place
@@ -152,7 +132,7 @@ void Checkpoint::adopt_gpt2_layout() {
       for (const Gpt2Rename& r : kGpt2Conv1D) {
         if (part != r.gpt2) continue;
         require_matrix(ref, full, 1);
-        transposed(ref, full, p + r.engine, 0, ref.info->shape[1]);
+        in_place(ref, full, p + r.engine, 0, ref.info->shape[1]);
         done = true;
       }
       if (done) continue;

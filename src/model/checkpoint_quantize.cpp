@@ -25,6 +25,17 @@ std::uint8_t* allocate_aligned(std::int64_t bytes) {
   return static_cast<std::uint8_t*>(p);
 }
 
+// out (cols) = row r (one output feature) of a matrix stored (in, out) (TensorRef::in_out_ld):
+// element c of it is element r of stored row c.
+void gather_in_out_row(const TensorRef& src, std::int64_t r, float* out) {
+  const std::int64_t cols = src.info->shape[1];
+  const std::size_t es = dtype_size(src.info->dtype);
+  const auto* from = static_cast<const std::uint8_t*>(src.data) + static_cast<std::size_t>(r) * es;
+  for (std::int64_t c = 0; c < cols; ++c) {
+    generic_kernels().to_f32(src.info->dtype, from + static_cast<std::size_t>(c * src.in_out_ld) * es, out + c, 1);
+  }
+}
+
 }  // namespace
 
 void Checkpoint::quantize(QuantMix mix, const QuantModelFacts& facts, ThreadPool& pool, const QuantizeProgress& progress) {
@@ -72,7 +83,11 @@ void Checkpoint::quantize(QuantMix mix, const QuantModelFacts& facts, ThreadPool
       pool.parallel_for(r1 - r0, 1, [&](std::int64_t b, std::int64_t e) {
         std::vector<float> row(static_cast<std::size_t>(cols));  // (cols)
         for (std::int64_t r = r0 + b; r < r0 + e; ++r) {
-          k.to_f32(src.info->dtype, from + static_cast<std::size_t>(r) * src_row_bytes, row.data(), cols);
+          if (src.in_out_ld != 0) {
+            gather_in_out_row(src, r, row.data());  // stored (in, out): output r is a column
+          } else {
+            k.to_f32(src.info->dtype, from + static_cast<std::size_t>(r) * src_row_bytes, row.data(), cols);
+          }
           quantize_row(type, row.data(), dst + r * row_bytes, cols);  // a block format, or F16
         }
       });
@@ -82,6 +97,7 @@ void Checkpoint::quantize(QuantMix mix, const QuantModelFacts& facts, ThreadPool
     TensorRef quantised = src;  // the same file named in messages
     quantised.info = &owned->info;
     quantised.data = owned->bytes.get();
+    quantised.in_out_ld = 0;  // new data, (out, in) rows of blocks whatever the source's layout
     index_[name] = quantised;
     owned_[name] = std::move(owned);
     quantized_ = true;

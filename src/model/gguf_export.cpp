@@ -369,8 +369,8 @@ std::vector<const void*> gpt2_qkv_data(const Checkpoint& ckpt, const std::string
     std::string name = q_name;
     name.replace(name.find(".q_proj."), 8, part);
     const TensorRef r = ckpt.get(name);
-    if (r.info->dtype != q.dtype || r.info->shape != q.shape) {
-      throw InputError("'" + model_dir + "': tensor '" + name + "' differs from '" + q_name + "' in dtype or shape; attn_qkv fuses them");
+    if (r.info->dtype != q.dtype || r.info->shape != q.shape || r.in_out_ld != ckpt.get(q_name).in_out_ld) {
+      throw InputError("'" + model_dir + "': tensor '" + name + "' differs from '" + q_name + "' in dtype, shape or layout; attn_qkv fuses them");
     }
     out.push_back(r.data);
   }
@@ -544,6 +544,9 @@ GgufExportResult export_gguf(const std::string& model_dir, const std::string& ou
     }
     const DType src = info.dtype;
     const void* data = ref.data;
+    // GPT-2's Conv1D weights are viewed (out, in) over their stored (in, out) bytes: a row of the
+    // view is a column of the stored matrix, every in_out_ld-th element (checkpoint_gpt2.cpp).
+    const std::int64_t in_out_ld = ref.in_out_ld;
     const auto f = fused.find(g);
     // A stack of experts: (E, rows, cols), expert e's rows after expert e - 1's.
     std::vector<const void*> parts = {ref.data};
@@ -572,6 +575,7 @@ GgufExportResult export_gguf(const std::string& model_dir, const std::string& ou
       if (gather) return strided_to_f32(src, data, gather->first(r), gather->stride(), row, cols);
       const std::int64_t s = reorder ? permuted_source_row(r, head_dim) : r;
       const char* from = static_cast<const char*>(parts[static_cast<std::size_t>(s / part_rows)]);
+      if (in_out_ld != 0) return strided_to_f32(src, from, s % part_rows, in_out_ld, row, cols);
       row_to_f32(src, from + static_cast<std::size_t>(s % part_rows) * in_row, row, cols);
     };
     // llama.cpp keeps a router (ffn_gate_inp) and every bias F32; F32/F16/BF16 files have every
@@ -600,7 +604,9 @@ GgufExportResult export_gguf(const std::string& model_dir, const std::string& ou
       if (dtype_is_block(t)) ++result.quantised;
     } else if (shape.size() >= 2) {
       // A matrix the mix leaves as stored (none of llama.cpp's names today), bytes as stored.
-      if (gather) throw InputError("'" + model_dir + "': tensor '" + g + "' must be gathered from '" + hf + "' to be written");
+      if (gather || in_out_ld != 0) {
+        throw InputError("'" + model_dir + "': tensor '" + g + "' must be gathered from '" + hf + "' to be written");
+      }
       const std::uint64_t bytes = info.end - info.begin;
       w.add_tensor(g, dims, ggml_type_of(src), bytes, [=](void* dst) { std::memcpy(dst, data, bytes); });
     } else {

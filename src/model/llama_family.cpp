@@ -21,7 +21,36 @@ namespace {
 
 WeightMatrix matrix(const Checkpoint& ck, const std::string& name) {
   const TensorRef r = ck.get(name);
-  return WeightMatrix{r.data, r.info->dtype, r.info->shape[0], r.info->shape.size() > 1 ? r.info->shape[1] : 1};
+  WeightMatrix m{r.data, r.info->dtype, r.info->shape[0], r.info->shape.size() > 1 ? r.info->shape[1] : 1};
+  m.in_out_ld = r.in_out_ld;  // GPT-2's Conv1D weights: stored (in, out), read in place
+  return m;
+}
+
+// Outputs [first, first + rows) of `m` stored (in, out) (WeightMatrix::in_out), viewed in place:
+// a column slice of the stored matrix.
+WeightMatrix column_range(const WeightMatrix& m, std::int64_t first, std::int64_t rows) {
+  assert(m.in_out() && first + rows <= m.rows);
+  WeightMatrix out = m;
+  out.data = static_cast<const std::uint8_t*>(m.data) + static_cast<std::size_t>(first) * dtype_size(m.dtype);
+  out.rows = rows;
+  return out;
+}
+
+// GPT-2's q, k and v read in place are column thirds of one stored c_attn (in, 3·H): held as the
+// one (3·H, H) matrix in w.q, w.k and w.v left empty, so every copy of the layer's weights
+// (WeightStore's to a device) moves c_attn once; gpt2_layer views the thirds again with
+// column_range. Separate (out, in) q, k, v (quantised copies, a GGUF file) stay as they are.
+void fuse_in_out_qkv(LayerWeights& w) {
+  const WeightMatrix &q = w.q, &k = w.k, &v = w.v;
+  if (!q.in_out() || !k.in_out() || !v.in_out() || q.dtype != k.dtype || q.dtype != v.dtype) return;
+  const std::size_t es = dtype_size(q.dtype);
+  const auto* at = static_cast<const std::uint8_t*>(q.data);
+  const bool adjacent = k.data == at + q.rows * es && v.data == at + (q.rows + k.rows) * es &&
+                        q.in_out_ld == q.rows + k.rows + v.rows && k.in_out_ld == q.in_out_ld && v.in_out_ld == q.in_out_ld;
+  if (!adjacent) return;
+  w.q.rows = q.in_out_ld;
+  w.k = WeightMatrix{};
+  w.v = WeightMatrix{};
 }
 
 // Rows [first, first + rows) of `m`, viewed in place (a part of a fused weight: Phi-3's qkv_proj, gate_up_proj).
@@ -256,6 +285,7 @@ LlamaFamilyModel::LlamaFamilyModel(const ModelConfig& config, const Checkpoint& 
     }
     if (config.attention_sinks) w.sinks = vector_f32(ck, p + ".self_attn.sinks", vectors_);
     if (gpt2) {
+      fuse_in_out_qkv(w);
       w.input_norm = layernorm_f32(ck, p + ".input_layernorm", vectors_);
       w.post_attention_norm = layernorm_f32(ck, p + ".post_attention_layernorm", vectors_);
       continue;
@@ -273,6 +303,7 @@ LlamaFamilyModel::LlamaFamilyModel(const ModelConfig& config, ModelWeights weigh
     : config_(config),
       embed_(weights.embed),
       lm_head_(weights.lm_head),
+      positions_(weights.positions),
       final_norm_(weights.final_norm),
       layers_(std::move(weights.layers)),
       inv_freq_(rope_table_freqs(config)),
@@ -280,7 +311,6 @@ LlamaFamilyModel::LlamaFamilyModel(const ModelConfig& config, ModelWeights weigh
   if (config.rope_scaling == RopeScaling::kLongRope) long_inv_freq_ = rope_inv_freq(config, true);
   embed_scale_ = embed_scale(config, embed_.dtype);
   assert(static_cast<std::int64_t>(layers_.size()) == config.num_layers);
-  if (config.arch == Arch::kGpt2) throw InputError("GPT2LMHeadModel: tensor parallelism (--tp) is not built for GPT-2 yet");
 }
 
 void LlamaFamilyModel::load_gpt_oss_experts(const Checkpoint& ck, int l, LayerWeights& w) {
@@ -491,21 +521,25 @@ void LlamaFamilyModel::layer(ComputeOps& ops, int l, const LayerWeights& w, floa
 void LlamaFamilyModel::gpt2_layer(ComputeOps& ops, int l, const LayerWeights& w, float* x, const TokenBatch& batch,
                                   Workspace& ws) const {
   const std::int64_t n = static_cast<std::int64_t>(batch.ids.size());
-  const std::int64_t H = config_.hidden_size, I = config_.intermediate_size;
+  // Q = KV = H, but a tensor-parallel shard's are its heads' share (model/tensor_split.h).
+  const std::int64_t H = config_.hidden_size, I = config_.intermediate_size, Q = config_.q_dim(), KV = config_.kv_dim();
   const float eps = static_cast<float>(config_.rms_norm_eps);  // layer_norm_epsilon
   // Attention: xb = ln_1(x); q, k, v = xb·Wᵀ + b (c_attn's thirds); no rotation (zero frequencies).
   ops.layernorm(x, w.input_norm.data, w.input_norm.data + H, n, H, eps, ws.xb.data());
-  const MatmulPart qkv[] = {{w.q, ws.q.data(), H}, {w.k, ws.k.data(), H}, {w.v, ws.v.data(), H}};
+  const bool fused = w.k.data == nullptr;  // c_attn read in place: q, k, v its column ranges (fuse_in_out_qkv)
+  const WeightMatrix wq = fused ? column_range(w.q, 0, Q) : w.q, wk = fused ? column_range(w.q, Q, KV) : w.k,
+                     wv = fused ? column_range(w.q, Q + KV, KV) : w.v;
+  const MatmulPart qkv[] = {{wq, ws.q.data(), Q}, {wk, ws.k.data(), KV}, {wv, ws.v.data(), KV}};
   ops.matmul(qkv, ws.xb.data(), n, H);
-  ops.add_bias(ws.q.data(), w.q_bias.data, n, H);
-  ops.add_bias(ws.k.data(), w.k_bias.data, n, H);
-  ops.add_bias(ws.v.data(), w.v_bias.data, n, H);
+  ops.add_bias(ws.q.data(), w.q_bias.data, n, Q);
+  ops.add_bias(ws.k.data(), w.k_bias.data, n, KV);
+  ops.add_bias(ws.v.data(), w.v_bias.data, n, KV);
   const AttentionShape attention = layer_attention(l, w);
   ops.rope_store_kv(l, batch, attention, ws);
-  ops.attention(l, batch, attention, ws);  // ws.att (n, H)
-  // x += att·Woᵀ + b (attn.c_proj)
+  ops.attention(l, batch, attention, ws);  // ws.att (n, Q)
+  // x += att·Woᵀ + b (attn.c_proj; under --tp the ranks' partial products summed before the bias)
   const MatmulPart o[] = {{w.o, ws.xb.data(), H}};
-  ops.matmul(o, ws.att.data(), n, H);
+  ops.matmul(o, ws.att.data(), n, Q);
   ops.add_bias(ws.xb.data(), w.o_bias.data, n, H);
   ops.add(x, ws.xb.data(), n * H);
   // MLP: x += gelu_tanh(ln_2(x)·Wfcᵀ + b)·Wprojᵀ + b

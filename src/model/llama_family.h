@@ -23,6 +23,7 @@ class Checkpoint;
 
 struct LayerWeights {
   WeightMatrix q, k, v, o;            // (q_dim, H) (kv_dim, H) (kv_dim, H) (H, q_dim)
+  // GPT-2 read in place: q is c_attn whole, (3·H, H) stored (in, out), k and v empty (fuse_in_out_qkv).
   WeightMatrix gate, up, down;        // (I, H) (I, H) (H, I); empty (no data) in a mixture-of-experts layer
   WeightMatrix router;                // (E, H); mixture-of-experts layers only
   std::vector<ExpertWeights> experts;  // (E); empty in a dense layer
@@ -49,7 +50,8 @@ std::vector<WeightMatrix*> layer_matrices(LayerWeights& w);
 // Every weight of a model, as views (the model or its owner keeps the memory).
 struct ModelWeights {
   WeightMatrix embed, lm_head;     // (vocab, H) (vocab rows of the head, H)
-  VectorView final_norm;           // (H)
+  WeightMatrix positions;          // GPT-2's learned positions (n_positions, H); empty otherwise
+  VectorView final_norm;           // (H); GPT-2: weight and bias (2·H)
   std::vector<LayerWeights> layers;  // (num_layers)
 };
 

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <utility>
 
 #include "core/dtype.h"
 #include "core/error.h"
@@ -82,9 +83,6 @@ ModelConfig shard_config(const ModelConfig& c, int size, bool whole_experts) {
   if (whole_experts && size > 1 && !c.is_moe()) {
     throw InputError("--ep " + std::to_string(size) + ": this model (" + std::string(arch_name(c.arch)) +
                      ") has no experts to spread over the ranks; --tp " + std::to_string(size) + " splits a dense model");
-  }
-  if (c.arch == Arch::kGpt2 && size > 1) {  // checked before any weight is read
-    throw InputError("--tp " + std::to_string(size) + ": GPT2LMHeadModel: tensor parallelism is not built for GPT-2 yet; run it on one device");
   }
   if (c.arch == Arch::kGptOss && c.moe.split_experts && size > 1) {
     throw InputError(std::string(whole_experts ? "--ep " : "--tp ") + std::to_string(size) +
@@ -183,7 +181,7 @@ ModuleTree shard_module_tree(const ModuleTree& full, TensorSplit s) {
     } else if (n.ends_with(".k_proj.weight") || n.ends_with(".k_proj.bias") || n.ends_with(".v_proj.weight") ||
                n.ends_with(".v_proj.bias")) {
       p.shape[0] = KV;
-    } else if (gate_or_up) {
+    } else if (gate_or_up || (!expert && n.ends_with(".up_proj.bias"))) {  // GPT-2's c_fc bias with its columns
       p.shape[0] = I;
     } else if (n.ends_with(".o_proj.weight")) {
       p.shape[1] = Q;
@@ -230,8 +228,42 @@ ModelShard::ModelShard(const LlamaFamilyModel& full, TensorSplit s) : split_(s) 
     out.data = dst;
     return out;
   };
+  // GPT-2's (in, out) weights read in place (WeightMatrix::in_out). Column-parallel: the output
+  // columns of `ranges` (first, count), copied side by side into an owned (cols, Σ count) matrix
+  // (a column slice of the stored rows is strided; the copy keeps the shard compact on a device).
+  auto in_out_columns = [this](const WeightMatrix& m, std::initializer_list<std::pair<std::int64_t, std::int64_t>> ranges) {
+    std::int64_t width = 0;
+    for (const auto& r : ranges) width += r.second;
+    const std::size_t es = dtype_size(m.dtype);
+    owned_.push_back(std::make_unique<Aligned>(static_cast<std::size_t>(m.cols * width) * es));
+    std::uint8_t* dst = owned_.back()->data;
+    const auto* src = static_cast<const std::uint8_t*>(m.data);
+    for (std::int64_t c = 0; c < m.cols; ++c) {
+      std::int64_t at = 0;
+      for (const auto& [first, count] : ranges) {
+        std::memcpy(dst + static_cast<std::size_t>(c * width + at) * es, src + static_cast<std::size_t>(c * m.in_out_ld + first) * es,
+                    static_cast<std::size_t>(count) * es);
+        at += count;
+      }
+    }
+    WeightMatrix out = m;
+    out.data = dst;
+    out.rows = width;
+    out.in_out_ld = width;
+    return out;
+  };
+  // Row-parallel: inputs [first, first + count) are whole stored rows, viewed in place; the
+  // product becomes a partial sum.
+  auto in_out_inputs = [](const WeightMatrix& m, std::int64_t first, std::int64_t count) {
+    WeightMatrix out = m;
+    out.data = static_cast<const std::uint8_t*>(m.data) + static_cast<std::size_t>(first * m.in_out_ld) * dtype_size(m.dtype);
+    out.cols = count;
+    out.partial_sum = true;
+    return out;
+  };
   ModelWeights w;
   w.embed = full.embedding();
+  w.positions = full.position_embedding();  // GPT-2: replicated, as the embedding
   const VocabRows vr = shard_vocab_rows(full.lm_head().rows, s);
   w.lm_head = row_slice(full.lm_head(), vr.first, vr.count);
   w.final_norm = full.final_norm();
@@ -243,18 +275,28 @@ ModelShard::ModelShard(const LlamaFamilyModel& full, TensorSplit s) : split_(s) 
   for (int l = 0; l < fc.num_layers; ++l) {
     const LayerWeights& f = full.layer_weights(l);
     LayerWeights o = f;  // norms (and o_bias, added once after the sum; gpt-oss's router bias) whole
-    o.q = row_slice(f.q, s.rank * Q, Q);
-    o.k = row_slice(f.k, kv0, KV);
-    o.v = row_slice(f.v, kv0, KV);
+    if (f.q.in_out() && f.k.data == nullptr) {
+      // GPT-2 read in place: c_attn (H, 3·H) whole in f.q (fuse_in_out_qkv); the rank's heads'
+      // q, k and v columns side by side, held fused again as (Q + 2·KV) outputs.
+      const std::int64_t fq = fc.q_dim(), fkv = fc.kv_dim();
+      o.q = in_out_columns(f.q, {{s.rank * Q, Q}, {fq + kv0, KV}, {fq + fkv + kv0, KV}});
+      o.k = WeightMatrix{};
+      o.v = WeightMatrix{};
+    } else {
+      o.q = row_slice(f.q, s.rank * Q, Q);
+      o.k = row_slice(f.k, kv0, KV);
+      o.v = row_slice(f.v, kv0, KV);
+    }
     o.q_bias = vector_slice(f.q_bias, s.rank * Q, Q);
     o.k_bias = vector_slice(f.k_bias, kv0, KV);
     o.v_bias = vector_slice(f.v_bias, kv0, KV);
     o.sinks = vector_slice(f.sinks, s.rank * sc.num_heads, sc.num_heads);  // gpt-oss: with their query heads
-    o.o = columns(f.o, s.rank * Q, Q, "o_proj");
+    o.o = f.o.in_out() ? in_out_inputs(f.o, s.rank * Q, Q) : columns(f.o, s.rank * Q, Q, "o_proj");
     if (f.experts.empty()) {
-      o.gate = row_slice(f.gate, s.rank * I, I);
-      o.up = row_slice(f.up, s.rank * I, I);
-      o.down = columns(f.down, s.rank * I, I, "down_proj");
+      if (f.gate.data != nullptr) o.gate = row_slice(f.gate, s.rank * I, I);  // GPT-2: none
+      o.up = f.up.in_out() ? in_out_columns(f.up, {{s.rank * I, I}}) : row_slice(f.up, s.rank * I, I);
+      o.up_bias = vector_slice(f.up_bias, s.rank * I, I);  // GPT-2's c_fc bias; down_bias whole, added after the sum
+      o.down = f.down.in_out() ? in_out_inputs(f.down, s.rank * I, I) : columns(f.down, s.rank * I, I, "down_proj");
     }
     // Each expert split as the dense MLP, or (whole_experts) this rank's experts whole, their sum
     // a partial one, the others empty; the router whole (every rank routes every token alike).

@@ -425,7 +425,16 @@ std::optional<int> smallest_cpu_moe_layers(const ModuleTree& tree, const PlanReq
                                          [&](int n) { return try_host_experts(tree, r, n); });
 }
 
+bool accelerate_strategy_supported(Strategy s, const ModelConfig& c) {
+  return !is_accelerate_strategy(s) || c.arch != Arch::kGpt2;
+}
+
 Plan plan_model(const ModuleTree& tree, const PlanRequest& r) {
+  if (!accelerate_strategy_supported(r.strategy, tree.config())) {
+    throw InputError("--strategy " + std::string(strategy_name(r.strategy)) +
+                     ": GPT2LMHeadModel: accelerate's device maps (transformer.wte, transformer.wpe, transformer.h.N, "
+                     "transformer.ln_f, lm_head) are not built for GPT-2 yet; use --strategy stages (the default) or fastest");
+  }
   if (r.cpu_moe_layers > 0) return plan_with_host_experts(tree, r);
   if (r.strategy == Strategy::kStages && r.auto_host_experts && host_experts_possible(tree, r)) {
     return stages_choosing_host_experts(tree, r);

@@ -23,6 +23,10 @@ std::string_view strategy_name(Strategy s);
 bool parse_strategy(std::string_view text, Strategy* out);
 Strategy parse_strategy_or_throw(std::string_view text);
 bool is_accelerate_strategy(Strategy s);
+// Whether `s` places this model: accelerate's strategies (exact device maps in Hugging Face's
+// module names) are not built for GPT-2 (GPT2LMHeadModel: transformer.wte / wpe / h.N / ln_f as
+// separate modules) — plan_model refuses them there, exit 2; stages places every model.
+bool accelerate_strategy_supported(Strategy s, const ModelConfig& c);
 
 // What must fit beside the weights at run time (planner/run_buffers.h sizes it). Zero context
 // means "weights only": no run buffers are planned (and such a plan cannot be run).

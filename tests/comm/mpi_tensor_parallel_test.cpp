@@ -192,6 +192,31 @@ TEST_F(MpiTensorParallel, GptOssTensorAndExpertParallelMatchOneDeviceAndTheInPro
   }
 }
 
+// GPT-2 over two processes: --tp 2 (each rank's heads of c_attn, c_fc's columns, the Conv1D
+// weights read in place) gives one device's NLL and the in-process group's bits.
+TEST_F(MpiTensorParallel, Gpt2TensorParallelMatchesOneDeviceAndTheInProcessGroup) {
+  testing::TempDir gpt2{"comm_mpi_gpt2"};
+  MakeModelOptions o;  // GPT-2 tiny: hidden 64, 4 heads, 4 layers
+  o.arch = Arch::kGpt2;
+  o.seed = 8;
+  o.std = 0.08;
+  o.dtype = DType::kF32;
+  o.vocab_size = 1501;
+  write_random_model(gpt2.path(), o);
+  const std::string ppl = "perplexity " + shell_quote(gpt2.path()) + " --ids 3,14,15,92,65,35,89,79,32,38,46,26,43,38 --batch-tokens 5 --json";
+  const testing::ProcessResult one = testing::run_plexus(ppl + " --threads 1");
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  const Json ref = Json::parse(one.out);
+  const Json a = one_json(run_mpi(2, ppl + " --tp 2 --threads 1"));
+  ASSERT_EQ(a["nll"].size(), ref["nll"].size());
+  for (std::size_t i = 0; i < ref["nll"].size(); ++i) {
+    EXPECT_NEAR(a["nll"][i].get<double>(), ref["nll"][i].get<double>(), 1e-4) << "token " << i + 1;
+  }
+  const testing::ProcessResult in_process = testing::run_plexus(ppl + " --tp 2 --threads 2");
+  ASSERT_EQ(in_process.exit_code, 0) << in_process.err;
+  EXPECT_EQ(a["nll"], Json::parse(in_process.out)["nll"]);
+}
+
 TEST_F(MpiTensorParallel, AFailingRankEndsEveryRankWithExitOneNamingIt) {
   for (int rank : {1, 0}) {
     const testing::ProcessResult r =

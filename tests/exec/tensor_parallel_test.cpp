@@ -133,7 +133,7 @@ TEST_P(TensorParallelTest, TwoByTwoPipelineOfGroupsMicroBatched) {
 
 INSTANTIATE_TEST_SUITE_P(Archs, TensorParallelTest,
                          ::testing::Values(Arch::kLlama, Arch::kQwen2, Arch::kQwen3, Arch::kMixtral, Arch::kQwen3Moe,
-                                           Arch::kGptOss),
+                                           Arch::kGptOss, Arch::kGpt2),
                          [](const auto& info) {
                            std::string name(arch_name(info.param));  // "Qwen3MoeForCausalLM"
                            return name.substr(0, name.find("For"));

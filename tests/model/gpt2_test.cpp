@@ -13,6 +13,9 @@
 #include "core/json.h"
 #include "core/mmap_file.h"
 #include "kernels/ref/layernorm_gelu_ref.h"
+#include "model/checkpoint.h"
+#include "model/config.h"
+#include "model/llama_family.h"
 #include "model/make_model.h"
 #include "model/safetensors.h"
 #include "reference_gpt2.h"
@@ -200,6 +203,67 @@ TEST(Gpt2Ops, CpuLayernormAndGeluMatchTheirOracles) {
   for (std::size_t i = 0; i < x.size(); ++i) EXPECT_NEAR(x[i], want[i], 1e-6 + 1e-6 * std::fabs(want[i])) << i;
 }
 
+// The Conv1D weights are read where the file holds them: q, k, v are column thirds of c_attn
+// (rows 3·H apart), o/up/down the stored (in, out) matrices; the model's layer holds c_attn once.
+TEST(Gpt2Layout, Conv1DWeightsAreViewedInPlaceNotCopied) {
+  TempDir dir("gpt2_in_place");
+  make_gpt2(dir.path(), DType::kBF16);
+  const ModelConfig c = load_model_config(dir.path());
+  const std::int64_t H = c.hidden_size, I = c.intermediate_size;
+  const Checkpoint ck(dir.path());
+  const SafetensorsFile& file = *ck.files().at(0);
+  auto stored = [&](const std::string& name) {
+    const TensorInfo* t = file.find(name);
+    EXPECT_NE(t, nullptr) << name;
+    return t ? static_cast<const std::uint8_t*>(file.data(*t)) : nullptr;
+  };
+  const std::uint8_t* c_attn = stored("transformer.h.1.attn.c_attn.weight");
+  const char* thirds[] = {"q_proj", "k_proj", "v_proj"};
+  for (int i = 0; i < 3; ++i) {
+    const TensorRef r = ck.get("model.layers.1.self_attn." + std::string(thirds[i]) + ".weight");
+    EXPECT_EQ(r.data, c_attn + i * H * 2) << thirds[i];
+    EXPECT_EQ(r.in_out_ld, 3 * H);
+    EXPECT_EQ(r.info->shape, (std::vector<std::int64_t>{H, H}));
+  }
+  const TensorRef up = ck.get("model.layers.1.mlp.up_proj.weight");
+  EXPECT_EQ(up.data, stored("transformer.h.1.mlp.c_fc.weight"));
+  EXPECT_EQ(up.in_out_ld, I);
+  EXPECT_EQ(up.info->shape, (std::vector<std::int64_t>{I, H}));
+  const TensorRef down = ck.get("model.layers.1.mlp.down_proj.weight");
+  EXPECT_EQ(down.data, stored("transformer.h.1.mlp.c_proj.weight"));
+  EXPECT_EQ(down.in_out_ld, H);
+  EXPECT_EQ(ck.get("model.layers.1.self_attn.o_proj.weight").data, stored("transformer.h.1.attn.c_proj.weight"));
+
+  const LlamaFamilyModel model(c, ck);
+  const LayerWeights& w = model.layer_weights(1);
+  EXPECT_EQ(w.q.data, c_attn);  // c_attn once, (3·H, H) stored (in, out)
+  EXPECT_EQ(w.q.rows, 3 * H);
+  EXPECT_EQ(w.q.in_out_ld, 3 * H);
+  EXPECT_EQ(w.k.data, nullptr);
+  EXPECT_EQ(w.v.data, nullptr);
+  EXPECT_EQ(w.up.data, up.data);
+  EXPECT_EQ(w.down.in_out_ld, H);
+  // The weights counted once: c_attn, c_proj, c_fc, mlp.c_proj per layer, and the embedding.
+  EXPECT_EQ(model.weight_bytes(), (c.vocab_size * H + c.num_layers * (4 * H * H + 2 * H * I)) * 2);
+}
+
+// --quantize makes (out, in) blocks of the (in, out) weights: the Q8_0 run stays near the
+// float64 reference, and far from it when the transposition is wrong would show at once.
+TEST(Gpt2Layout, QuantizeTransposesConv1DWeightsIntoBlocks) {
+  TempDir dir("gpt2_q8");
+  make_gpt2(dir.path(), DType::kF32);
+  const std::vector<std::int32_t> ids = some_ids(12, kVocab, 9);
+  const std::vector<double> want = testing::reference_gpt2_nll(dir.path(), ids);
+  std::string list;
+  for (std::int32_t id : ids) list += (list.empty() ? "" : ",") + std::to_string(id);
+  const testing::ProcessResult r =
+      testing::run_plexus("perplexity " + testing::shell_quote(dir.path()) + " --ids " + list + " --quantize Q8_0 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Json nll = parse_json(r.out, "perplexity --json")["nll"];
+  ASSERT_EQ(nll.size(), want.size());
+  for (std::size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(nll[i].get<double>(), want[i], 3e-2) << "token " << i;
+}
+
 // Two virtual devices (the positions with the embedding on the first), and every layer streamed
 // from the host or from disk: one device's NLL, bit for bit.
 TEST(Gpt2Layout, VirtualDevicesAndOffloadGiveOneDevicesNll) {
@@ -249,14 +313,50 @@ TEST(Gpt2Config, UnimplementedFieldsExitTwoNamingFieldAndValue) {
   EXPECT_EQ(testing::run_plexus("generate " + testing::shell_quote(dir.path()) + " --ids 1,2 --max-tokens 1").exit_code, 0);
 }
 
-// What is not built for GPT-2 yet is refused, exit 2, before any weight is read (GGUF export:
-// tests/model/gguf_families_test.cpp).
-TEST(Gpt2Config, TensorParallelIsRefused) {
-  TempDir dir("gpt2_refused");
+// accelerate's strategies would print device maps in Hugging Face's GPT-2 module names
+// (transformer.wte, transformer.h.N, …): not built yet, so refused, exit 2, naming them; stages
+// (and fastest, which then ranks stages' plans alone) plan GPT-2.
+TEST(Gpt2Config, AccelerateStrategiesAreRefusedStagesPlans) {
+  TempDir dir("gpt2_plan");
   make_gpt2(dir.path(), DType::kF32);
-  const testing::ProcessResult tp = testing::run_plexus("perplexity " + testing::shell_quote(dir.path()) + " --ids 1,2,3 --tp 2");
-  EXPECT_EQ(tp.exit_code, 2) << tp.err;
-  EXPECT_NE(tp.err.find("--tp 2: GPT2LMHeadModel"), std::string::npos) << tp.err;
+  const std::string plan = "plan " + testing::shell_quote(dir.path()) + " --max-memory 0=16MiB,1=16MiB,cpu=1GiB --context 64";
+  for (const char* s : {"sequential", "balanced", "balanced_low_0", "auto"}) {
+    const testing::ProcessResult r = testing::run_plexus(plan + " --strategy " + s);
+    EXPECT_EQ(r.exit_code, 2) << s << "\n" << r.err;
+    EXPECT_NE(r.err.find("--strategy " + std::string(s) + ": GPT2LMHeadModel: accelerate's device maps (transformer.wte"),
+              std::string::npos) << r.err;
+  }
+  const testing::ProcessResult r = testing::run_plexus(plan + " --strategy fastest --json");  // its plans: stages'
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(parse_json(r.out, "plan --json").contains("device_map"));
+}
+
+// --tp splits the heads (c_attn's q, k, v columns per head), c_fc's columns with its bias, and
+// c_proj / mlp.c_proj by their input rows (partial sums, their biases added once after the sum):
+// one device's NLL up to the partial sums' order, the Conv1D weights in place and (--quantize)
+// as (out, in) blocks; --tp 3 cannot split the 4 heads and is refused naming them.
+TEST(Gpt2Parallel, TensorParallelGivesOneDevicesNll) {
+  TempDir dir("gpt2_tp");
+  make_gpt2(dir.path(), DType::kF32);
+  const std::string ppl = "perplexity " + testing::shell_quote(dir.path()) + " --ids " + testing::ids_csv(some_ids(20, kVocab, 4)) + " --json";
+  auto nll = [&](const std::string& extra) {
+    const testing::ProcessResult r = testing::run_plexus(ppl + extra);
+    EXPECT_EQ(r.exit_code, 0) << extra << "\n" << r.err;
+    return r.exit_code == 0 ? parse_json(r.out, "perplexity --json").at("nll").get<std::vector<double>>() : std::vector<double>{};
+  };
+  for (const char* q : {"", " --quantize Q8_0"}) {
+    const std::vector<double> one = nll(q);
+    ASSERT_EQ(one.size(), 19u) << q;
+    for (const char* tp : {" --tp 2", " --tp 4"}) {  // 4: one head a rank
+      if (*q != 0 && std::string(tp) == " --tp 4") continue;  // 16 columns a rank would cut Q8_0's blocks of 32
+      const std::vector<double> split = nll(std::string(q) + tp);
+      ASSERT_EQ(split.size(), one.size()) << q << tp;
+      for (std::size_t i = 0; i < one.size(); ++i) EXPECT_NEAR(split[i], one[i], 1e-5) << q << tp << " token " << i;
+    }
+  }
+  const testing::ProcessResult three = testing::run_plexus(ppl + " --tp 3");
+  EXPECT_EQ(three.exit_code, 2) << three.err;
+  EXPECT_NE(three.err.find("its 4 attention heads"), std::string::npos) << three.err;
 }
 
 // GPT-2 has n_positions learned positions and nothing beyond: a run past them is refused.

@@ -151,7 +151,7 @@ std::string str(std::int64_t v) { return std::to_string(v); }
 
 // Operation signatures for graph replay: the op and every argument its launch reads.
 enum class OpId : std::uint64_t { kEmbed = 1, kRmsnorm, kGemv, kGemm, kAddBias, kRope, kAttention, kPrefill, kSiluMul, kAdd, kCopy, kAddRmsnorm,
-                                  kGeluTanhMul, kScale, kSoftcap, kLayernorm, kGeluTanh };
+                                  kGeluTanhMul, kScale, kSoftcap, kLayernorm, kGeluTanh, kGemmInOut };
 template <typename T>
 std::uint64_t word(T* p) { return reinterpret_cast<std::uintptr_t>(p); }
 std::uint64_t word(std::int64_t v) { return static_cast<std::uint64_t>(v); }
@@ -475,8 +475,20 @@ void CudaOps::matmul(std::span<const MatmulPart> parts, const float* x, std::int
                          " columns (not whole blocks of " + str(dtype_block_elems(p.w.dtype)) + ")");
     }
   }
-  // Consecutive parts of one dtype run as one call (one GEMV launch; one conversion of x).
+  // Consecutive parts of one dtype run as one call (one GEMV launch; one conversion of x); a
+  // weight stored (in, out) (GPT-2's Conv1D, read in place) is a cuBLAS call of its own.
   for (std::size_t first = 0; first < parts.size();) {
+    if (parts[first].w.in_out()) {
+      const MatmulPart p = parts[first];
+      last_weights_16bit_ = p.w.dtype == DType::kBF16 || p.w.dtype == DType::kF16;
+      graphs_.op(sig(OpId::kGemmInOut, p.w.dtype, cols, x, n, ldx, p.w.data, p.w.rows, p.w.in_out_ld, p.y, p.ldy),
+                 [=, this] {
+                   gemm_cublas_in_out(cublas_, p.w.dtype, p.w.data, p.w.rows, cols, p.w.in_out_ld, x, n, ldx, p.y, p.ldy,
+                                      gemm_x_, gemm_x_bytes_, stream_, device_);
+                 });
+      ++first;
+      continue;
+    }
     std::array<MatmulTarget, kMaxPartsPerCall> targets;
     const DType dtype = parts[first].w.dtype;
     last_weights_16bit_ = dtype == DType::kBF16 || dtype == DType::kF16;
@@ -485,7 +497,8 @@ void CudaOps::matmul(std::span<const MatmulPart> parts, const float* x, std::int
     std::vector<std::uint64_t>& words = sig_words_;
     words.clear();
     for (std::uint64_t w : sig(gemv ? OpId::kGemv : OpId::kGemm, dtype, cols, x, n, ldx)) words.push_back(w);
-    while (first + count < parts.size() && count < kMaxPartsPerCall && parts[first + count].w.dtype == dtype) {
+    while (first + count < parts.size() && count < kMaxPartsPerCall && parts[first + count].w.dtype == dtype &&
+           !parts[first + count].w.in_out()) {
       const MatmulPart& p = parts[first + count];
       targets[static_cast<std::size_t>(count)] = MatmulTarget{p.w.data, p.w.rows, p.y, p.ldy};
       for (std::uint64_t w : sig(p.w.data, p.w.rows, p.y, p.ldy)) words.push_back(w);

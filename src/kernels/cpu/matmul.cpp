@@ -5,6 +5,7 @@
 #include <cassert>
 #include <vector>
 
+#include "kernels/cpu/matmul_in_out.h"
 #include "kernels/cpu/quant_x.h"
 
 namespace plexus {
@@ -38,6 +39,10 @@ struct QuantizedX {
 // xb: x rounded to bf16 (n, cols) when the table multiplies bf16 weights in place (else null).
 void run_rows(const IsaKernels& k, const MatmulPart& p, std::int64_t r0, std::int64_t r1, const float* x,
               std::int64_t n, std::int64_t ldx, const std::uint16_t* xb, const QuantizedX& xq) {
+  if (p.w.in_out()) {  // stored (in, out): GPT-2's Conv1D weights in place
+    matmul_in_out_columns(k, p, r0, r1, x, n, ldx);
+    return;
+  }
   const std::int64_t cols = p.w.cols;
   if (dtype_is_block(p.w.dtype)) {
     // Integer dot products against the quantised x. Up to one token tile (decode, batched decode

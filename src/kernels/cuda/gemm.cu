@@ -56,4 +56,36 @@ void gemm_cublas(cublasContext* handle, DType dtype, const MatmulTarget* targets
   }
 }
 
+void gemm_cublas_in_out(cublasContext* handle, DType dtype, const void* w, std::int64_t rows, std::int64_t cols,
+                        std::int64_t in_out_ld, const float* x, std::int64_t n, std::int64_t ldx, float* y,
+                        std::int64_t ldy, void* scratch, std::size_t scratch_bytes, cudaStream_t stream,
+                        const std::string& what) {
+  if (n <= 0 || rows <= 0 || cols <= 0) return;
+  const std::string shape = std::to_string(n) + "x" + std::to_string(rows) + "x" + std::to_string(cols);
+  const float one = 1.0f, zero = 0.0f;
+  if (dtype == DType::kF32) {
+    PLEXUS_CUDA_CHECK(cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(rows), static_cast<int>(n),
+                                  static_cast<int>(cols), &one, static_cast<const float*>(w), static_cast<int>(in_out_ld), x,
+                                  static_cast<int>(ldx), &zero, y, static_cast<int>(ldy)),
+                      what + " f32 (in, out) GEMM " + shape);
+    return;
+  }
+  if (dtype != DType::kBF16 && dtype != DType::kF16) {
+    throw RuntimeError(what + ": " + std::string(dtype_name(dtype)) + " weights stored (in, out): F32, BF16 or F16 only");
+  }
+  if (gemm_scratch_bytes(n, cols) > scratch_bytes) {
+    throw RuntimeError(what + ": (in, out) GEMM of " + std::to_string(n) + " tokens x " + std::to_string(cols) +
+                       " inputs needs " + std::to_string(gemm_scratch_bytes(n, cols)) + " bytes of scratch, has " +
+                       std::to_string(scratch_bytes));
+  }
+  launch_convert_rows(x, n, cols, ldx, dtype, scratch, stream);  // xh (n, cols) in the weight dtype
+  PLEXUS_CUDA_CHECK(cudaGetLastError(), what + " converting GEMM input");
+  const cudaDataType_t t = dtype == DType::kBF16 ? CUDA_R_16BF : CUDA_R_16F;
+  PLEXUS_CUDA_CHECK(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(rows), static_cast<int>(n),
+                                 static_cast<int>(cols), &one, w, t, static_cast<int>(in_out_ld), scratch, t,
+                                 static_cast<int>(cols), &zero, y, CUDA_R_32F, static_cast<int>(ldy), CUBLAS_COMPUTE_32F,
+                                 CUBLAS_GEMM_DEFAULT),
+                    what + " " + std::string(dtype_name(dtype)) + " (in, out) GEMM " + shape);
+}
+
 }  // namespace plexus::cuda

@@ -49,6 +49,16 @@ void gemm_cublas(cublasContext* handle, DType dtype, const MatmulTarget* targets
                  const float* x, std::int64_t n, std::int64_t ldx, void* scratch, std::size_t scratch_bytes,
                  cudaStream_t stream, const std::string& what);
 
+// cuBLAS GEMM against a weight stored (in, out) and read in place (WeightMatrix::in_out, GPT-2's
+// Conv1D weights): y (n, ldy) = x (n, ldx) · wᵀ, any n >= 1 (decode too: no GEMV of this layout).
+// In cuBLAS's column-major terms the stored (cols, in_out_ld) rows are W (rows × cols, ld
+// in_out_ld) itself, so the weight goes untransposed (CUBLAS_OP_N) where gemm_cublas transposes.
+// bf16/f16: x converted to the weight dtype in `scratch` (gemm_scratch_bytes); f32: no TF32.
+void gemm_cublas_in_out(cublasContext* handle, DType dtype, const void* w, std::int64_t rows, std::int64_t cols,
+                        std::int64_t in_out_ld, const float* x, std::int64_t n, std::int64_t ldx, float* y,
+                        std::int64_t ldy, void* scratch, std::size_t scratch_bytes, cudaStream_t stream,
+                        const std::string& what);
+
 // Block-format weights (every one of kBlockFormats; cols a multiple of the block's weights, every w
 // at least 2-byte aligned), gemv_blocks.cu. The GEMV: as launch_gemv (n in [1, kGemvMaxTokens]);
 // weights dequantised in registers, 16-byte loads when every w is 16-byte aligned and a row's

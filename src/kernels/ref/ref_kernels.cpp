@@ -12,7 +12,7 @@
 namespace plexus::ref {
 
 float weight_at(const WeightMatrix& w, std::int64_t r, std::int64_t c) {
-  const std::int64_t i = r * w.cols + c;
+  const std::int64_t i = w.in_out() ? c * w.in_out_ld + r : r * w.cols + c;  // stored (in, out): column r of row c
   switch (w.dtype) {
     case DType::kF32: return static_cast<const float*>(w.data)[i];
     case DType::kBF16: return bf16_to_f32(static_cast<const std::uint16_t*>(w.data)[i]);

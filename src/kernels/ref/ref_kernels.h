@@ -7,10 +7,10 @@
 
 namespace plexus::ref {
 
-// Weight element r, c as float.
+// Weight element r, c as float (output r, input c; WeightMatrix::in_out weights read transposed).
 float weight_at(const WeightMatrix& w, std::int64_t r, std::int64_t c);
 
-// y (n, w.rows) = x (n, w.cols) · wᵀ (block formats: the dequantised weights).
+// y (n, w.rows) = x (n, w.cols) · wᵀ (block formats: the dequantised weights; either layout).
 void matmul(const WeightMatrix& w, const float* x, std::int64_t n, float* y);
 
 // The product the quantised kernels compute for block-format w: y (n, w.rows) = xq · wᵀ with w
