@@ -100,7 +100,6 @@ FastestChoice choose_fastest(const ModuleTree& tree, const PlanRequest& base, Ob
       if (host_layers.empty() || host_layers.back() != tree.config().num_layers) host_layers.push_back(static_cast<int>(tree.config().num_layers));
     }
     for (Strategy s : kAll) {
-      if (!accelerate_strategy_supported(s, tree.config())) continue;  // GPT-2: stages alone
       std::vector<PlanRequest> variants;
       r.strategy = s;
       variants.push_back(r);

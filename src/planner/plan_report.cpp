@@ -51,7 +51,7 @@ Json plan_to_json(const Plan& p) {
   Json j;
   j["strategy"] = p.custom ? std::string("custom") : std::string(strategy_name(p.strategy));
   j["dtype"] = std::string(weight_dtype_name(p.dtype));
-  j["device_map"] = p.device_map.to_json();
+  j["device_map"] = (p.hf_device_map ? *p.hf_device_map : p.device_map).to_json();
   j["placement"] = placement_to_json(p.placement);
   j["model_bytes"] = p.model_bytes;
   j["parameters"] = p.parameters;

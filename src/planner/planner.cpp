@@ -13,6 +13,7 @@
 #include "core/units.h"
 #include "planner/report_text.h"
 #include "planner/accelerate_planner.h"
+#include "planner/gpt2_device_map.h"
 #include "planner/host_experts.h"
 #include "planner/memory_estimate.h"
 #include "planner/plan_fit.h"
@@ -425,16 +426,7 @@ std::optional<int> smallest_cpu_moe_layers(const ModuleTree& tree, const PlanReq
                                          [&](int n) { return try_host_experts(tree, r, n); });
 }
 
-bool accelerate_strategy_supported(Strategy s, const ModelConfig& c) {
-  return !is_accelerate_strategy(s) || c.arch != Arch::kGpt2;
-}
-
 Plan plan_model(const ModuleTree& tree, const PlanRequest& r) {
-  if (!accelerate_strategy_supported(r.strategy, tree.config())) {
-    throw InputError("--strategy " + std::string(strategy_name(r.strategy)) +
-                     ": GPT2LMHeadModel: accelerate's device maps (transformer.wte, transformer.wpe, transformer.h.N, "
-                     "transformer.ln_f, lm_head) are not built for GPT-2 yet; use --strategy stages (the default) or fastest");
-  }
   if (r.cpu_moe_layers > 0) return plan_with_host_experts(tree, r);
   if (r.strategy == Strategy::kStages && r.auto_host_experts && host_experts_possible(tree, r)) {
     return stages_choosing_host_experts(tree, r);
@@ -456,17 +448,22 @@ Plan place_model(const ModuleTree& tree, const PlanRequest& r_in) {
   plan.runtime = r.runtime;
   const SizedTree sized = SizedTree::build(tree, r.dtype);
   check_plan_sizes(tree.config(), r.dtype, sized.total_bytes(), r.runtime.context, r.runtime.batch, r.runtime.prefill_chunk);
+  // accelerate sees GPT2LMHeadModel's own modules (transformer.wte, transformer.wpe, …): its map
+  // is made there and run in the engine's names.
+  const bool gpt2 = tree.config().arch == Arch::kGpt2 && is_accelerate_strategy(r.strategy);
+  const SizedTree hf_sized = gpt2 ? SizedTree::build(gpt2_hf_module_tree(tree), r.dtype, gpt2_hf_sized_options()) : SizedTree();
+  const SizedTree& accelerate_sized = gpt2 ? hf_sized : sized;
   switch (r.strategy) {
     case Strategy::kSequential:
       plan.planned_budgets = r.budgets;
-      plan.device_map = accelerate_infer_device_map(sized, plan.planned_budgets);
+      plan.device_map = accelerate_infer_device_map(accelerate_sized, plan.planned_budgets);
       break;
     case Strategy::kBalanced:
     case Strategy::kAuto:
     case Strategy::kBalancedLow0:
       plan.planned_budgets =
-          accelerate_balanced_memory(sized, r.budgets, r.strategy == Strategy::kBalancedLow0, r.budgets_from_user);
-      plan.device_map = accelerate_infer_device_map(sized, plan.planned_budgets);
+          accelerate_balanced_memory(accelerate_sized, r.budgets, r.strategy == Strategy::kBalancedLow0, r.budgets_from_user);
+      plan.device_map = accelerate_infer_device_map(accelerate_sized, plan.planned_budgets);
       break;
     case Strategy::kStages: {
       plan.planned_budgets = r.budgets;
@@ -513,6 +510,10 @@ Plan place_model(const ModuleTree& tree, const PlanRequest& r_in) {
       break;
     }
   }
+  if (gpt2) {
+    plan.hf_device_map = plan.device_map;
+    plan.device_map = gpt2_engine_device_map(*plan.hf_device_map, tree.config(), &plan.notes);
+  }
   if (r.strategy != Strategy::kStages) fill_report(tree, sized, r, &plan);
   bool on_disk = false;
   for (const DeviceReport& d : plan.devices) on_disk = on_disk || (d.device.kind() == TargetKind::kDisk && d.weights_bytes > 0);
@@ -539,7 +540,10 @@ Plan place_model(const ModuleTree& tree, const PlanRequest& r_in) {
 
 Plan plan_from_device_map(const ModuleTree& tree, const DeviceMap& map, const PlanRequest& r_in) {
   if (map.empty()) throw InputError("device map is empty: map at least \"\" (the whole model) to a device");
-  check_device_map(tree, map, r_in);
+  const bool hf_names = tree.config().arch == Arch::kGpt2 && gpt2_hf_named(map);
+  std::vector<std::string> map_notes;
+  const DeviceMap engine_map = hf_names ? gpt2_engine_device_map(map, tree.config(), &map_notes) : map;
+  check_device_map(tree, engine_map, r_in);
   Plan plan;
   PlanRequest r = r_in;
   r.strategy = Strategy::kStages;  // a custom map's budgets hold its weights and run buffers
@@ -548,7 +552,9 @@ Plan plan_from_device_map(const ModuleTree& tree, const DeviceMap& map, const Pl
   clamp_context(tree, &r, &plan);
   plan.runtime = r.runtime;
   plan.planned_budgets = r.budgets;
-  plan.device_map = map;
+  plan.device_map = engine_map;
+  if (hf_names) plan.hf_device_map = map;
+  plan.notes.insert(plan.notes.end(), map_notes.begin(), map_notes.end());
   plan.custom = true;
   const SizedTree sized = SizedTree::build(tree, r.dtype);
   check_plan_sizes(tree.config(), r.dtype, sized.total_bytes(), r.runtime.context, r.runtime.batch, r.runtime.prefill_chunk);

@@ -23,10 +23,6 @@ std::string_view strategy_name(Strategy s);
 bool parse_strategy(std::string_view text, Strategy* out);
 Strategy parse_strategy_or_throw(std::string_view text);
 bool is_accelerate_strategy(Strategy s);
-// Whether `s` places this model: accelerate's strategies (exact device maps in Hugging Face's
-// module names) are not built for GPT-2 (GPT2LMHeadModel: transformer.wte / wpe / h.N / ln_f as
-// separate modules) — plan_model refuses them there, exit 2; stages places every model.
-bool accelerate_strategy_supported(Strategy s, const ModelConfig& c);
 
 // What must fit beside the weights at run time (planner/run_buffers.h sizes it). Zero context
 // means "weights only": no run buffers are planned (and such a plan cannot be run).
@@ -93,7 +89,10 @@ struct Plan {
   Strategy strategy = Strategy::kStages;
   bool custom = false;  // from --device-map rather than a strategy
   WeightDType dtype = WeightDType::kBF16;
-  DeviceMap device_map;
+  DeviceMap device_map;                     // in the engine's module names, as the run reads it
+  // accelerate's map in the checkpoint's Hugging Face names where they differ from the engine's
+  // (GPT-2: transformer.wte, transformer.h.N, …; planner/gpt2_device_map.h): what plan prints.
+  std::optional<DeviceMap> hf_device_map;
   std::vector<DeviceMap::Entry> placement;  // every parameter name, tied ones under each name
   std::vector<DeviceReport> devices;        // budgeted devices in order, then disk when used
   Budgets planned_budgets;                  // after accelerate's balancing, for accelerate strategies

@@ -59,7 +59,7 @@ SizedTree SizedTree::build(const ModuleTree& tree, WeightDType dtype, SizedTreeO
   t.dtype_ = dtype;
   t.add_node("", -1);
   // Module node for a dotted path, creating its ancestors in registration order.
-  auto module_node = [&t](const std::string& path) {
+  auto module_node = [&t, &options](const std::string& path) {
     int cur = kRoot;
     std::size_t start = 0;
     while (start <= path.size()) {
@@ -68,6 +68,11 @@ SizedTree SizedTree::build(const ModuleTree& tree, WeightDType dtype, SizedTreeO
       const std::string name = path.substr(0, dot);
       int next = t.find(name);
       if (next < 0) {
+        for (const auto& [empty, before] : options.empty_modules) {
+          if (before != name || t.find(empty) >= 0) continue;
+          const int id = t.add_node(empty, cur);
+          t.nodes_[static_cast<std::size_t>(cur)].children.push_back(id);
+        }
         next = t.add_node(name, cur);
         t.nodes_[static_cast<std::size_t>(cur)].children.push_back(next);
       }
@@ -100,7 +105,7 @@ SizedTree SizedTree::build(const ModuleTree& tree, WeightDType dtype, SizedTreeO
     const ParamInfo& p = params[i];
     const int m = module_node(p.module);
     if (p.layer >= 0) {
-      const std::string lp = ModuleTree::layer_prefix(p.layer);
+      const std::string lp = options.layer_prefix + std::to_string(p.layer);
       const int ln = t.find(lp);
       if (ln >= 0 && !t.nodes_[static_cast<std::size_t>(ln)].no_split) {
         t.nodes_[static_cast<std::size_t>(ln)].no_split = true;

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "model/module_tree.h"
@@ -30,6 +31,11 @@ struct SizedTreeOptions {
   // Older transformers kept a rotary embedding with an `inv_freq` float32 buffer in every
   // attention module; current ones keep none that a device map sees. Off by default.
   bool rotary_buffer_per_layer = false;
+  // The decoder layers' module names: this + N (GPT2LMHeadModel's Hugging Face tree: "transformer.h.").
+  std::string layer_prefix = "model.layers.";
+  // Modules without parameters that accelerate still places (GPT-2's "transformer.drop"), each
+  // registered just before the module named second.
+  std::vector<std::pair<std::string, std::string>> empty_modules;
 };
 
 // Bytes one parameter takes: a parameter stored in a block format (a quantised checkpoint, or

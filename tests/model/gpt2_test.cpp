@@ -9,6 +9,7 @@
 #include <random>
 
 #include "compute/cpu_ops.h"
+#include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/json.h"
 #include "core/mmap_file.h"
@@ -313,22 +314,89 @@ TEST(Gpt2Config, UnimplementedFieldsExitTwoNamingFieldAndValue) {
   EXPECT_EQ(testing::run_plexus("generate " + testing::shell_quote(dir.path()) + " --ids 1,2 --max-tokens 1").exit_code, 0);
 }
 
-// accelerate's strategies would print device maps in Hugging Face's GPT-2 module names
-// (transformer.wte, transformer.h.N, …): not built yet, so refused, exit 2, naming them; stages
-// (and fastest, which then ranks stages' plans alone) plan GPT-2.
-TEST(Gpt2Config, AccelerateStrategiesAreRefusedStagesPlans) {
+// accelerate's strategies place GPT2LMHeadModel's own modules (infer_auto_device_map with
+// no_split_module_classes ["GPT2Block"], lm_head.weight tied to transformer.wte.weight). The
+// expected maps are accelerate's algorithm worked by hand on the model's f32 sizes:
+//   transformer.wte 3000·64·4 = 768000, transformer.wpe 1024·64·4 = 262144, transformer.drop 0,
+//   transformer.h.N (12·64² + 13·64)·4 = 199936, transformer.ln_f 512, lm_head 0 (tied).
+// sequential, 0=1300000: transformer (1830400) does not fit and is split; wte fits beside the
+//   largest other module (wpe) kept free, and brings the tied lm_head along; wpe, drop fit under
+//   1300000 − 199936; h does not and is split, h.0 does not fit: 1=700000 takes h.0–h.2, cpu the rest.
+// sequential, 0=1048576: as above, but wpe (768000 + 262144 > 1048576 − 199936) goes to 1 with
+//   drop, h.0, h.1 (262144 + 3·199936 > 700000).
+// balanced, 0=1=4MiB: get_balanced_memory caps 0 at 1830400 / 2 + 1.25·199936 = 1165120 (the
+//   first GPT2Block outweighs the mean of the 27 leaf modules), so wpe again goes to 1 with the rest.
+TEST(Gpt2Plan, AccelerateStrategiesGiveAcceleratesMapsInHuggingFaceNames) {
   TempDir dir("gpt2_plan");
   make_gpt2(dir.path(), DType::kF32);
-  const std::string plan = "plan " + testing::shell_quote(dir.path()) + " --max-memory 0=16MiB,1=16MiB,cpu=1GiB --context 64";
-  for (const char* s : {"sequential", "balanced", "balanced_low_0", "auto"}) {
-    const testing::ProcessResult r = testing::run_plexus(plan + " --strategy " + s);
-    EXPECT_EQ(r.exit_code, 2) << s << "\n" << r.err;
-    EXPECT_NE(r.err.find("--strategy " + std::string(s) + ": GPT2LMHeadModel: accelerate's device maps (transformer.wte"),
-              std::string::npos) << r.err;
+  struct Case {
+    std::string flags;
+    Json map;
+    bool wpe_moved;  // wpe placed apart from wte: run on wte's device, a note says so
+  };
+  const std::vector<Case> cases = {
+      {"--strategy sequential --max-memory 0=1300000,1=700000,cpu=1GiB",
+       Json{{"transformer.wte", 0}, {"lm_head", 0}, {"transformer.wpe", 0}, {"transformer.drop", 0}, {"transformer.h.0", 1},
+            {"transformer.h.1", 1}, {"transformer.h.2", 1}, {"transformer.h.3", "cpu"}, {"transformer.ln_f", "cpu"}},
+       false},
+      {"--strategy sequential --max-memory 0=1048576,1=700000,cpu=1GiB",
+       Json{{"transformer.wte", 0}, {"lm_head", 0}, {"transformer.wpe", 1}, {"transformer.drop", 1}, {"transformer.h.0", 1},
+            {"transformer.h.1", 1}, {"transformer.h.2", "cpu"}, {"transformer.h.3", "cpu"}, {"transformer.ln_f", "cpu"}},
+       true},
+      {"--strategy balanced --max-memory 0=4MiB,1=4MiB,cpu=1GiB",
+       Json{{"transformer.wte", 0}, {"lm_head", 0}, {"transformer.wpe", 1}, {"transformer.drop", 1}, {"transformer.h", 1},
+            {"transformer.ln_f", 1}},
+       true},
+  };
+  const std::string ids = " --ids " + testing::ids_csv(some_ids(20, kVocab, 5));
+  const testing::ProcessResult alone = testing::run_plexus("perplexity " + testing::shell_quote(dir.path()) + ids + " --json");
+  ASSERT_EQ(alone.exit_code, 0) << alone.err;
+  const Json one = parse_json(alone.out, "perplexity --json")["nll"];
+  for (const Case& c : cases) {
+    const testing::ProcessResult r = testing::run_plexus("plan " + testing::shell_quote(dir.path()) + " " + c.flags + " --context 64 --json");
+    ASSERT_EQ(r.exit_code, 0) << c.flags << "\n" << r.err;
+    const Json plan = parse_json(r.out, "plan --json");
+    EXPECT_EQ(plan["device_map"], c.map) << c.flags;
+    const std::string notes = plan.contains("notes") ? plan["notes"].dump() : "";
+    EXPECT_EQ(notes.find("it runs wpe on 0") != std::string::npos, c.wpe_moved) << c.flags << "\n" << notes;
+    // The run with that map: one device's NLL, bit for bit.
+    const testing::ProcessResult run =
+        testing::run_plexus("perplexity " + testing::shell_quote(dir.path()) + ids + " " + c.flags + " --context 64 --json");
+    ASSERT_EQ(run.exit_code, 0) << c.flags << "\n" << run.err;
+    EXPECT_EQ(parse_json(run.out, "perplexity --json")["nll"], one) << c.flags;
   }
-  const testing::ProcessResult r = testing::run_plexus(plan + " --strategy fastest --json");  // its plans: stages'
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_TRUE(parse_json(r.out, "plan --json").contains("device_map"));
+}
+
+// A device map in Hugging Face's names (as `plan --json` prints it) runs as given; a part of a
+// GPT2Block, or a module GPT-2 lacks, is refused naming the entry.
+TEST(Gpt2Plan, DeviceMapInHuggingFaceNamesRunsPartsOfABlockAreRefused) {
+  TempDir dir("gpt2_map");
+  make_gpt2(dir.path(), DType::kF32);
+  const std::string budgets = " --max-memory 0=16MiB,1=16MiB,cpu=1GiB --context 64";
+  const Json map{{"transformer.wte", 0}, {"transformer.wpe", 0}, {"transformer.h.0", 0}, {"transformer.h.1", 1},
+                 {"transformer.h.2", 1}, {"transformer.h.3", "cpu"}, {"transformer.ln_f", 1}, {"lm_head", 1}};
+  write_file_atomically(dir / "map.json", map.dump());
+  const std::string ids = " --ids " + testing::ids_csv(some_ids(16, kVocab, 6));
+  const testing::ProcessResult alone = testing::run_plexus("perplexity " + testing::shell_quote(dir.path()) + ids + " --json");
+  ASSERT_EQ(alone.exit_code, 0) << alone.err;
+  const std::string with_map = budgets + " --device-map " + testing::shell_quote(dir / "map.json");
+  const testing::ProcessResult plan = testing::run_plexus("plan " + testing::shell_quote(dir.path()) + with_map + " --json");
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  EXPECT_EQ(parse_json(plan.out, "plan --json")["device_map"], map);
+  const testing::ProcessResult run = testing::run_plexus("perplexity " + testing::shell_quote(dir.path()) + ids + with_map + " --json");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(parse_json(run.out, "perplexity --json")["nll"], parse_json(alone.out, "perplexity --json")["nll"]);
+  for (const auto& [entry, says] : std::vector<std::pair<std::string, std::string>>{
+           {"transformer.h.0.attn", "GPT2Block is never split (accelerate's no_split_module_classes); map 'transformer.h.0' whole"},
+           {"transformer.h.9", "'transformer.h.9' names no module of GPT2LMHeadModel"}}) {
+    Json bad = map;
+    bad[entry] = 0;
+    write_file_atomically(dir / "bad.json", bad.dump());
+    const testing::ProcessResult r = testing::run_plexus("plan " + testing::shell_quote(dir.path()) + budgets + " --device-map " +
+                                                         testing::shell_quote(dir / "bad.json"));
+    EXPECT_EQ(r.exit_code, 2) << entry << "\n" << r.err;
+    EXPECT_NE(r.err.find(says), std::string::npos) << r.err;
+  }
 }
 
 // --tp splits the heads (c_attn's q, k, v columns per head), c_fc's columns with its bias, and
