@@ -1,7 +1,7 @@
 // GPT-2 (GPT2LMHeadModel) end to end: make-model's checkpoints in Hugging Face's names and Conv1D
 // layout, run by the engine, against the independent float64 forward (reference_gpt2.cpp); the
 // layout variants real checkpoints have; GPT-2's two new operations against their oracles; and
-// the config fields plexus refuses.
+// accelerate's device maps in Hugging Face's names; the config fields plexus refuses.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -326,45 +326,47 @@ TEST(Gpt2Config, UnimplementedFieldsExitTwoNamingFieldAndValue) {
 //   drop, h.0, h.1 (262144 + 3·199936 > 700000).
 // balanced, 0=1=4MiB: get_balanced_memory caps 0 at 1830400 / 2 + 1.25·199936 = 1165120 (the
 //   first GPT2Block outweighs the mean of the 27 leaf modules), so wpe again goes to 1 with the rest.
-TEST(Gpt2Plan, AccelerateStrategiesGiveAcceleratesMapsInHuggingFaceNames) {
+// Plans FLAGS on the tiny GPT-2: `plan --json`'s device_map is `map`, a note says wpe runs on 0
+// exactly when `wpe_moved`, and the run with those flags gives one device's NLL, bit for bit.
+void expect_accelerate_map(const std::string& flags, const Json& map, bool wpe_moved) {
   TempDir dir("gpt2_plan");
   make_gpt2(dir.path(), DType::kF32);
-  struct Case {
-    std::string flags;
-    Json map;
-    bool wpe_moved;  // wpe placed apart from wte: run on wte's device, a note says so
-  };
-  const std::vector<Case> cases = {
-      {"--strategy sequential --max-memory 0=1300000,1=700000,cpu=1GiB",
-       Json{{"transformer.wte", 0}, {"lm_head", 0}, {"transformer.wpe", 0}, {"transformer.drop", 0}, {"transformer.h.0", 1},
-            {"transformer.h.1", 1}, {"transformer.h.2", 1}, {"transformer.h.3", "cpu"}, {"transformer.ln_f", "cpu"}},
-       false},
-      {"--strategy sequential --max-memory 0=1048576,1=700000,cpu=1GiB",
-       Json{{"transformer.wte", 0}, {"lm_head", 0}, {"transformer.wpe", 1}, {"transformer.drop", 1}, {"transformer.h.0", 1},
-            {"transformer.h.1", 1}, {"transformer.h.2", "cpu"}, {"transformer.h.3", "cpu"}, {"transformer.ln_f", "cpu"}},
-       true},
-      {"--strategy balanced --max-memory 0=4MiB,1=4MiB,cpu=1GiB",
-       Json{{"transformer.wte", 0}, {"lm_head", 0}, {"transformer.wpe", 1}, {"transformer.drop", 1}, {"transformer.h", 1},
-            {"transformer.ln_f", 1}},
-       true},
-  };
   const std::string ids = " --ids " + testing::ids_csv(some_ids(20, kVocab, 5));
   const testing::ProcessResult alone = testing::run_plexus("perplexity " + testing::shell_quote(dir.path()) + ids + " --json");
   ASSERT_EQ(alone.exit_code, 0) << alone.err;
-  const Json one = parse_json(alone.out, "perplexity --json")["nll"];
-  for (const Case& c : cases) {
-    const testing::ProcessResult r = testing::run_plexus("plan " + testing::shell_quote(dir.path()) + " " + c.flags + " --context 64 --json");
-    ASSERT_EQ(r.exit_code, 0) << c.flags << "\n" << r.err;
-    const Json plan = parse_json(r.out, "plan --json");
-    EXPECT_EQ(plan["device_map"], c.map) << c.flags;
-    const std::string notes = plan.contains("notes") ? plan["notes"].dump() : "";
-    EXPECT_EQ(notes.find("it runs wpe on 0") != std::string::npos, c.wpe_moved) << c.flags << "\n" << notes;
-    // The run with that map: one device's NLL, bit for bit.
-    const testing::ProcessResult run =
-        testing::run_plexus("perplexity " + testing::shell_quote(dir.path()) + ids + " " + c.flags + " --context 64 --json");
-    ASSERT_EQ(run.exit_code, 0) << c.flags << "\n" << run.err;
-    EXPECT_EQ(parse_json(run.out, "perplexity --json")["nll"], one) << c.flags;
-  }
+  const testing::ProcessResult r = testing::run_plexus("plan " + testing::shell_quote(dir.path()) + " " + flags + " --context 64 --json");
+  ASSERT_EQ(r.exit_code, 0) << flags << "\n" << r.err;
+  const Json plan = parse_json(r.out, "plan --json");
+  EXPECT_EQ(plan["device_map"], map) << flags;
+  const std::string notes = plan.contains("notes") ? plan["notes"].dump() : "";
+  EXPECT_EQ(notes.find("it runs wpe on 0") != std::string::npos, wpe_moved) << flags << "\n" << notes;
+  const testing::ProcessResult run =
+      testing::run_plexus("perplexity " + testing::shell_quote(dir.path()) + ids + " " + flags + " --context 64 --json");
+  ASSERT_EQ(run.exit_code, 0) << flags << "\n" << run.err;
+  EXPECT_EQ(parse_json(run.out, "perplexity --json")["nll"], parse_json(alone.out, "perplexity --json")["nll"]) << flags;
+}
+
+TEST(Gpt2Plan, SequentialSplitsTheBlocksOverTwoDevicesAndCpu) {
+  expect_accelerate_map(
+      "--strategy sequential --max-memory 0=1300000,1=700000,cpu=1GiB",
+      Json{{"transformer.wte", 0}, {"lm_head", 0}, {"transformer.wpe", 0}, {"transformer.drop", 0}, {"transformer.h.0", 1},
+           {"transformer.h.1", 1}, {"transformer.h.2", 1}, {"transformer.h.3", "cpu"}, {"transformer.ln_f", "cpu"}},
+      false);
+}
+
+TEST(Gpt2Plan, SequentialPlacesWpeApartFromWteWhichTheRunKeepsTogether) {
+  expect_accelerate_map(
+      "--strategy sequential --max-memory 0=1048576,1=700000,cpu=1GiB",
+      Json{{"transformer.wte", 0}, {"lm_head", 0}, {"transformer.wpe", 1}, {"transformer.drop", 1}, {"transformer.h.0", 1},
+           {"transformer.h.1", 1}, {"transformer.h.2", "cpu"}, {"transformer.h.3", "cpu"}, {"transformer.ln_f", "cpu"}},
+      true);
+}
+
+TEST(Gpt2Plan, BalancedCapsTheFirstDeviceByTheFirstBlock) {
+  expect_accelerate_map("--strategy balanced --max-memory 0=4MiB,1=4MiB,cpu=1GiB",
+                        Json{{"transformer.wte", 0}, {"lm_head", 0}, {"transformer.wpe", 1}, {"transformer.drop", 1},
+                             {"transformer.h", 1}, {"transformer.ln_f", 1}},
+                        true);
 }
 
 // A device map in Hugging Face's names (as `plan --json` prints it) runs as given; a part of a
