@@ -76,23 +76,6 @@ VectorView layernorm_f32(const Checkpoint& ck, const std::string& module, std::v
   return VectorView{out.data(), 2 * d};
 }
 
-// The model's attention geometry; YaRN's attention factor multiplies both cos and sin (Hugging
-// Face scales the rotated q and k by it), so q·k, and with it the softmax scale, grows by its square.
-// With partial rotary (Phi-4-mini) only the rotated dims are scaled (Hugging Face scales cos and
-// sin), so the factor goes to the rope itself (AttentionShape::rope_scale) instead.
-AttentionShape attention_of(const ModelConfig& c) {
-  const double m = c.rope_attention_factor;
-  const bool partial = c.rotary_dim() != c.head_dim;
-  // Gemma scales scores by query_pre_attn_scalar^-0.5 in place of head_dim^-0.5.
-  const double scaled_by = c.query_pre_attn_scalar > 0 ? c.query_pre_attn_scalar : static_cast<double>(c.head_dim);
-  AttentionShape a{c.num_heads, c.num_kv_heads, c.head_dim, c.sliding_window,
-                   static_cast<float>(1.0 / std::sqrt(scaled_by) * (partial ? 1.0 : m * m)), c.rope_interleaved};
-  if (partial) a.rotary_dim = c.rotary_dim(), a.rope_scale = static_cast<float>(m);
-  a.softcap = static_cast<float>(c.attn_logit_softcap);
-  a.rope_tables = c.rope_local_theta > 0 ? 2 : 1;
-  return a;
-}
-
 // A norm's weight as f32 in `store`; Gemma's as (1 + w), the factor its RMSNorm multiplies by
 // (a GGUF file holds that already: ModelConfig::norm_weights_hold_one).
 VectorView norm_vector_f32(const Checkpoint& ck, const std::string& name, const ModelConfig& c, std::vector<std::vector<float>>& store) {
@@ -110,6 +93,23 @@ void transpose_into(const std::uint8_t* src, std::int64_t rows, std::int64_t col
 }
 
 }  // namespace
+
+// The model's attention geometry; YaRN's attention factor multiplies both cos and sin (Hugging
+// Face scales the rotated q and k by it), so q·k, and with it the softmax scale, grows by its square.
+// With partial rotary (Phi-4-mini) only the rotated dims are scaled (Hugging Face scales cos and
+// sin), so the factor goes to the rope itself (AttentionShape::rope_scale) instead.
+AttentionShape attention_of(const ModelConfig& c) {
+  const double m = c.rope_attention_factor;
+  const bool partial = c.rotary_dim() != c.head_dim;
+  // Gemma scales scores by query_pre_attn_scalar^-0.5 in place of head_dim^-0.5.
+  const double scaled_by = c.query_pre_attn_scalar > 0 ? c.query_pre_attn_scalar : static_cast<double>(c.head_dim);
+  AttentionShape a{c.num_heads, c.num_kv_heads, c.head_dim, c.sliding_window,
+                   static_cast<float>(1.0 / std::sqrt(scaled_by) * (partial ? 1.0 : m * m)), c.rope_interleaved};
+  if (partial) a.rotary_dim = c.rotary_dim(), a.rope_scale = static_cast<float>(m);
+  a.softcap = static_cast<float>(c.attn_logit_softcap);
+  a.rope_tables = c.rope_local_theta > 0 ? 2 : 1;
+  return a;
+}
 
 std::vector<double> rope_inv_freq(const ModelConfig& c, bool long_context) {
   const std::int64_t dim = c.rotary_dim(), half = dim / 2;  // partial rotary: the rotated dims alone

@@ -55,6 +55,11 @@ struct ModelWeights {
   std::vector<LayerWeights> layers;  // (num_layers)
 };
 
+// The model's attention geometry as every layer's forward (inference and training) takes it:
+// the score scale (Gemma's query_pre_attn_scalar, YaRN/LongRoPE's attention factor), windows,
+// soft-capping, partial rotary and the number of rope tables.
+AttentionShape attention_of(const ModelConfig& c);
+
 class LlamaFamilyModel {
  public:
   // Views the checkpoint's weights in place (the checkpoint must outlive the model); small

@@ -430,20 +430,6 @@ TrainActivations::TrainActivations(const ModelConfig& config, std::int64_t b, st
 
 namespace {
 
-// The model's attention geometry as inference has it (model/llama_family): Gemma's
-// query_pre_attn_scalar^-0.5 and Gemma 2's score soft-capping; YaRN's and LongRoPE's attention factor m folded into the score
-// scale (m²) for whole-head rope, on cos and sin (rope_scale) for a partial rotary.
-AttentionShape training_attention(const ModelConfig& c) {
-  const double m = c.rope_attention_factor;
-  const bool partial = c.rotary_dim() != c.head_dim;
-  const double scaled_by = c.query_pre_attn_scalar > 0 ? c.query_pre_attn_scalar : static_cast<double>(c.head_dim);
-  AttentionShape a{c.num_heads, c.num_kv_heads, c.head_dim, c.sliding_window,
-                   static_cast<float>(1.0 / std::sqrt(scaled_by) * (partial ? 1.0 : m * m)), c.rope_interleaved};
-  if (partial) a.rotary_dim = c.rotary_dim(), a.rope_scale = static_cast<float>(m);
-  a.softcap = static_cast<float>(c.attn_logit_softcap);  // Gemma 2
-  return a;
-}
-
 RopeFreqs training_rope(const ModelConfig& c) {
   RopeFreqs r;
   r.global = rope_inv_freq(c);
@@ -461,7 +447,7 @@ LlamaTrainModel::LlamaTrainModel(const ModelConfig& config)
     : config_(config),
       layout_(ParamLayout::of(config)),
       rope_(training_rope(config)),
-      attention_(training_attention(config)),
+      attention_(attention_of(config)),
       embed_scale_(embed_scale(config, DType::kF32)),
       family_ops_(config.gemma || attention_.rotary_dim > 0) {
   const std::string what = config.architecture.empty() ? std::string(arch_name(config.arch)) : config.architecture;
