@@ -69,7 +69,9 @@ TEST(SizedTree, HierarchyAndTies) {
   EXPECT_EQ(t.tied_groups()[0], (std::vector<std::string>{"lm_head.weight", "model.embed_tokens.weight"}));
   EXPECT_EQ(t.layer_nodes().size(), 24u);
   EXPECT_EQ(t.total_bytes(), t.size_of("model") + t.size_of("lm_head"));
-  const SizedTree r = SizedTree::build(qwen2_05b(), WeightDType::kBF16, SizedTreeOptions{true});
+  SizedTreeOptions with_rotary;
+  with_rotary.rotary_buffer_per_layer = true;
+  const SizedTree r = SizedTree::build(qwen2_05b(), WeightDType::kBF16, with_rotary);
   EXPECT_EQ(r.total_bytes() - t.total_bytes(), 24 * 32 * 2);  // inv_freq: head_dim/2 floats per layer
 }
 
