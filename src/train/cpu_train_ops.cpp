@@ -92,22 +92,7 @@ void CpuTrainOps::linear(const float* x, const float* w, const float* bias, std:
 
 void CpuTrainOps::rope(float* x, std::int64_t b, std::int64_t T, std::int64_t heads, std::int64_t head_dim,
                        const float* cos, const float* sin, bool inverse) {
-  const std::int64_t half = head_dim / 2;
-  for_rows(pool_, b * T, heads * head_dim, [&](std::int64_t row) {
-    const std::int64_t t = row % T;
-    const float* c = cos + t * half;
-    const float* s = sin + t * half;
-    const float sign = inverse ? -1.0f : 1.0f;
-    for (std::int64_t h = 0; h < heads; ++h) {
-      float* v = x + (row * heads + h) * head_dim;
-      for (std::int64_t i = 0; i < half; ++i) {
-        const float sn = sign * s[i];
-        const float a = v[i], bb = v[i + half];
-        v[i] = a * c[i] - bb * sn;
-        v[i + half] = bb * c[i] + a * sn;
-      }
-    }
-  });
+  rope_partial(x, b, T, heads, head_dim, head_dim, cos, sin, inverse);  // every dim of each head rotated
 }
 
 void CpuTrainOps::silu_mul(const float* gate, const float* up, float* out, std::int64_t n) {

@@ -43,18 +43,7 @@ void RefTrainOps::linear(const float* x, const float* w, const float* bias, std:
 
 void RefTrainOps::rope(float* x, std::int64_t b, std::int64_t T, std::int64_t heads, std::int64_t head_dim,
                        const float* cos, const float* sin, bool inverse) {
-  const std::int64_t half = head_dim / 2;
-  for (std::int64_t s = 0; s < b; ++s)
-    for (std::int64_t t = 0; t < T; ++t)
-      for (std::int64_t h = 0; h < heads; ++h) {
-        float* v = x + ((s * T + t) * heads + h) * head_dim;
-        for (std::int64_t i = 0; i < half; ++i) {
-          const float c = cos[t * half + i], sn = inverse ? -sin[t * half + i] : sin[t * half + i];
-          const float a = v[i], bb = v[i + half];
-          v[i] = a * c - bb * sn;
-          v[i + half] = bb * c + a * sn;
-        }
-      }
+  rope_partial(x, b, T, heads, head_dim, head_dim, cos, sin, inverse);  // every dim of each head rotated
 }
 
 namespace {
