@@ -15,6 +15,23 @@ std::size_t gemm_scratch_bytes(std::int64_t n, std::int64_t cols) {
   return static_cast<std::size_t>(n * cols) * 2;
 }
 
+namespace {
+
+// x (n, cols, row stride ldx) in the weight dtype, into scratch (n, cols): cuBLAS's input of a
+// half-precision GEMM (`kind` names the GEMM in the errors).
+void convert_gemm_input(const float* x, std::int64_t n, std::int64_t cols, std::int64_t ldx, DType dtype, void* scratch,
+                        std::size_t scratch_bytes, cudaStream_t stream, const std::string& what, const char* kind) {
+  if (gemm_scratch_bytes(n, cols) > scratch_bytes) {
+    throw RuntimeError(what + ": " + kind + " of " + std::to_string(n) + " tokens x " + std::to_string(cols) +
+                       " inputs needs " + std::to_string(gemm_scratch_bytes(n, cols)) + " bytes of scratch, has " +
+                       std::to_string(scratch_bytes));
+  }
+  launch_convert_rows(x, n, cols, ldx, dtype, scratch, stream);  // xh (n, cols) in the weight dtype
+  PLEXUS_CUDA_CHECK(cudaGetLastError(), what + " converting GEMM input");
+}
+
+}  // namespace
+
 void gemm_cublas(cublasContext* handle, DType dtype, const MatmulTarget* targets, int count, std::int64_t cols,
                  const float* x, std::int64_t n, std::int64_t ldx, void* scratch, std::size_t scratch_bytes,
                  cudaStream_t stream, const std::string& what) {
@@ -36,13 +53,7 @@ void gemm_cublas(cublasContext* handle, DType dtype, const MatmulTarget* targets
     }
     return;
   }
-  if (gemm_scratch_bytes(n, cols) > scratch_bytes) {
-    throw RuntimeError(what + ": GEMM of " + std::to_string(n) + " tokens x " + std::to_string(cols) +
-                       " inputs needs " + std::to_string(gemm_scratch_bytes(n, cols)) + " bytes of scratch, has " +
-                       std::to_string(scratch_bytes));
-  }
-  launch_convert_rows(x, n, cols, ldx, dtype, scratch, stream);  // xh (n, cols) in the weight dtype
-  PLEXUS_CUDA_CHECK(cudaGetLastError(), what + " converting GEMM input");
+  convert_gemm_input(x, n, cols, ldx, dtype, scratch, scratch_bytes, stream, what, "GEMM");
   const cudaDataType_t t = dtype == DType::kBF16 ? CUDA_R_16BF : CUDA_R_16F;
   for (int i = 0; i < count; ++i) {
     const MatmulTarget& m = targets[i];
@@ -73,13 +84,7 @@ void gemm_cublas_in_out(cublasContext* handle, DType dtype, const void* w, std::
   if (dtype != DType::kBF16 && dtype != DType::kF16) {
     throw RuntimeError(what + ": " + std::string(dtype_name(dtype)) + " weights stored (in, out): F32, BF16 or F16 only");
   }
-  if (gemm_scratch_bytes(n, cols) > scratch_bytes) {
-    throw RuntimeError(what + ": (in, out) GEMM of " + std::to_string(n) + " tokens x " + std::to_string(cols) +
-                       " inputs needs " + std::to_string(gemm_scratch_bytes(n, cols)) + " bytes of scratch, has " +
-                       std::to_string(scratch_bytes));
-  }
-  launch_convert_rows(x, n, cols, ldx, dtype, scratch, stream);  // xh (n, cols) in the weight dtype
-  PLEXUS_CUDA_CHECK(cudaGetLastError(), what + " converting GEMM input");
+  convert_gemm_input(x, n, cols, ldx, dtype, scratch, scratch_bytes, stream, what, "(in, out) GEMM");
   const cudaDataType_t t = dtype == DType::kBF16 ? CUDA_R_16BF : CUDA_R_16F;
   PLEXUS_CUDA_CHECK(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(rows), static_cast<int>(n),
                                  static_cast<int>(cols), &one, w, t, static_cast<int>(in_out_ld), scratch, t,
